@@ -1,0 +1,46 @@
+# Thin wrapper over Meson/Ninja. `make run` and `make test` do all set-up.
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+DATA_DIR   ?= $(HOME)/.local/share/tessera
+PORT       ?= 8090
+MESON_OPTS ?= --buildtype=debugoptimized
+
+.PHONY: all setup build run test test-unit test-e2e asan bench clean
+
+all: build
+
+setup:
+	@scripts/bootstrap
+
+$(BUILD)/build.ninja:
+	meson setup $(BUILD) $(MESON_OPTS)
+
+$(ASAN_BUILD)/build.ninja:
+	meson setup $(ASAN_BUILD) --buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false
+
+build: setup $(BUILD)/build.ninja
+	ninja -C $(BUILD)
+
+run: build
+	$(BUILD)/tessera server --data-dir $(DATA_DIR) --port $(PORT)
+
+# Every test: unit + end-to-end on the normal build, unit tests again under ASan+UBSan.
+test: build $(ASAN_BUILD)/build.ninja
+	ninja -C $(ASAN_BUILD)
+	scripts/run-tests $(BUILD) $(ASAN_BUILD)
+
+test-unit: build
+	scripts/run-tests --suite unit $(BUILD)
+
+test-e2e: build
+	scripts/run-tests --suite e2e $(BUILD)
+
+asan: setup $(ASAN_BUILD)/build.ninja
+	ninja -C $(ASAN_BUILD)
+	scripts/run-tests --suite unit $(ASAN_BUILD)
+
+bench: build
+	bench/run-all $(BUILD)
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)

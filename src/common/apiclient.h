@@ -1,0 +1,31 @@
+/* Signed JSON calls to a Tessera API endpoint: used by the CLI, by agents
+ * calling the manager and by the manager calling agents. */
+#ifndef TESSERA_COMMON_APICLIENT_H
+#define TESSERA_COMMON_APICLIENT_H
+
+#include <jansson.h>
+
+#include "common/err.h"
+
+struct api_client {
+	const char *endpoint;    /* "http://127.0.0.1:8090", no trailing slash needed */
+	const char *access_key;  /* credential */
+	const char *secret_key;
+};
+
+/* Sends METHOD path_query (e.g. "/v1/sessions?all=1") with body (borrowed,
+ * may be NULL) as JSON, signed per common/sign.h. On 2xx stores the parsed
+ * response (new reference, or NULL for an empty body) in *out. On another
+ * status returns a negative errno mapped from it (400 -EINVAL, 401/403
+ * -EACCES, 404 -ENOENT, 409 -EEXIST, 413 -E2BIG, 503 -EAGAIN, else -EIO) and
+ * err->msg is the server's error message. *status gets the HTTP status (0
+ * on transport failure); status may be NULL. */
+int api_call(const struct api_client *c, const char *method,
+	     const char *path_query, json_t *body, long timeout_ms,
+	     json_t **out, long *status, struct terr *err);
+
+/* Percent-encodes s for use as one path segment or query value (RFC 3986
+ * unreserved kept). Returns a malloc'd string (caller frees) or NULL. */
+char *api_escape(const char *s);
+
+#endif

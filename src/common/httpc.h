@@ -1,0 +1,44 @@
+/* Small HTTP client over libcurl: TCP or a unix socket (Docker). */
+#ifndef TESSERA_COMMON_HTTPC_H
+#define TESSERA_COMMON_HTTPC_H
+
+#include <stddef.h>
+
+#include "common/err.h"
+
+struct httpc_request {
+	const char *method;          /* "GET", "POST", ... */
+	const char *url;             /* full URL; host part ignored on a unix socket */
+	const char *unix_socket;     /* NULL for TCP */
+	const char *const *headers;  /* NULL-terminated "Name: value" list, may be NULL */
+	const void *body;            /* may be NULL */
+	size_t body_len;
+	long timeout_ms;             /* whole transfer; 0 = none */
+	/* Streaming: when set, received body bytes go here instead of being
+	 * collected; return non-zero to stop the transfer (the call then
+	 * returns 0 with whatever status came). */
+	int (*on_data)(const char *data, size_t len, void *ud);
+	void *ud;
+	/* Checked about once a second and on each chunk; non-zero aborts. */
+	volatile int *cancel;
+};
+
+struct httpc_response {
+	long status;
+	char *body;        /* NUL-terminated, owned; NULL when streamed */
+	size_t len;
+	char content_type[128];
+};
+
+/* Performs the request. A transport failure (refused, timeout) returns
+ * -ECONNREFUSED / -ETIMEDOUT / -EIO with curl's message; any HTTP status is
+ * a success here (the caller reads resp->status). resp must be freed with
+ * httpc_response_free. Thread-safe (one easy handle per call). */
+int httpc_do(const struct httpc_request *req, struct httpc_response *resp,
+	     struct terr *err);
+void httpc_response_free(struct httpc_response *resp);
+
+/* curl_global_init once per process; call from main before threads. */
+void httpc_global_init(void);
+
+#endif

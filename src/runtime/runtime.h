@@ -1,0 +1,129 @@
+/* Container runtimes as an ops table (DESIGN.md: backends are ops tables).
+ * The agent only ever talks to a runtime through this interface; the one
+ * implementation today is the Docker Engine API (runtime/docker.c). */
+#ifndef TESSERA_RUNTIME_RUNTIME_H
+#define TESSERA_RUNTIME_RUNTIME_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/err.h"
+
+#define RT_ID_MAX 80
+
+struct runtime;   /* opaque, per implementation */
+
+struct rt_label {
+	const char *key;
+	const char *value;
+};
+
+struct rt_mount {
+	const char *source;   /* host path */
+	const char *target;   /* path in the container */
+	bool readonly;
+};
+
+struct rt_container_spec {
+	const char *name;                 /* container name, unique on the host */
+	const char *image;                /* image reference */
+	const char *const *entrypoint;    /* argv, NULL-terminated; overrides the image's */
+	const char *const *cmd;           /* argv, NULL-terminated, may be NULL: empties the image's CMD */
+	const char *const *env;           /* "K=V", NULL-terminated, may be NULL */
+	const struct rt_label *labels;
+	size_t n_labels;
+	const struct rt_mount *mounts;
+	size_t n_mounts;
+	const char *const *devices;       /* host device paths, NULL-terminated, may be NULL */
+	const char *hostname;             /* may be NULL */
+	int64_t nano_cpus;                /* 0 = unlimited */
+	int64_t memory_bytes;             /* 0 = unlimited; swap is set equal (no swap) */
+	int64_t pids_limit;               /* 0 = unlimited */
+	/* Security defaults are applied by the runtime, not chosen here:
+	 * no-new-privileges and a dropped capability set (docs/admin.md). */
+};
+
+struct rt_container_info {
+	char id[RT_ID_MAX];
+	char name[128];
+	char image[256];
+	char state[32];        /* "created", "running", "exited", "dead", ... */
+	bool running;
+	bool oom_killed;
+	int exit_code;
+	int pid;               /* of PID 1 on the host, 0 when not running */
+	char error[256];       /* runtime's own error text, may be empty */
+	char session_id[64];   /* value of label tessera.session, may be empty */
+	char agent_id[64];     /* value of label tessera.agent, may be empty */
+};
+
+struct rt_exec_result {
+	int exit_code;
+	char *out;             /* stdout, NUL-terminated, owned (free) */
+	size_t out_len;
+	char *err;             /* stderr, NUL-terminated, owned (free) */
+	size_t err_len;
+};
+
+struct rt_event {
+	char container_id[RT_ID_MAX];
+	char action[32];       /* "die", "oom", "start", "destroy" */
+	char session_id[64];   /* label tessera.session */
+	int exit_code;         /* for "die"; -1 when unknown */
+};
+
+typedef int (*rt_event_cb)(const struct rt_event *ev, void *ud);
+
+struct runtime_ops {
+	const char *name;
+	/* endpoint: e.g. "unix:///var/run/docker.sock" or NULL for the default. */
+	int (*open)(struct runtime **out, const char *endpoint, struct terr *err);
+	void (*close)(struct runtime *rt);
+	/* Negotiated API version and server version ("1.41", "20.10.24"). */
+	int (*version)(struct runtime *rt, char *api, size_t api_n,
+		       char *server, size_t server_n, struct terr *err);
+	/* 0 and *exists set; an unreachable runtime is an error. */
+	int (*image_exists)(struct runtime *rt, const char *ref, bool *exists,
+			    struct terr *err);
+	/* Lists image references "repo:tag" (caller frees each and the array). */
+	int (*image_list)(struct runtime *rt, char ***refs, size_t *n,
+			  struct terr *err);
+	int (*create)(struct runtime *rt, const struct rt_container_spec *spec,
+		      char id[RT_ID_MAX], struct terr *err);
+	int (*start)(struct runtime *rt, const char *id, struct terr *err);
+	/* Force-removes (kills) the container; -ENOENT when it does not exist. */
+	int (*remove)(struct runtime *rt, const char *id, struct terr *err);
+	/* -ENOENT when it does not exist. */
+	int (*inspect)(struct runtime *rt, const char *id,
+		       struct rt_container_info *out, struct terr *err);
+	/* Containers (running or not) carrying label `key=value`; *out is a
+	 * malloc'd array the caller frees. */
+	int (*list)(struct runtime *rt, const char *label_key,
+		    const char *label_value, struct rt_container_info **out,
+		    size_t *n, struct terr *err);
+	/* Runs argv in the container, stdout and stderr kept apart; output
+	 * beyond max_output bytes per stream is cut. */
+	int (*exec)(struct runtime *rt, const char *id, const char *const *argv,
+		    const char *const *env, size_t max_output,
+		    struct rt_exec_result *out, struct terr *err);
+	/* Container logs (stdout and stderr interleaved as written), at most
+	 * the last `tail` lines (0 = all). *out NUL-terminated, caller frees. */
+	int (*logs)(struct runtime *rt, const char *id, int tail, char **out,
+		    size_t *len, struct terr *err);
+	/* Commits the container to a new image reference "repo:tag". */
+	int (*commit)(struct runtime *rt, const char *id, const char *ref,
+		      struct terr *err);
+	/* Streams container events for containers with label key=value,
+	 * calling cb for each; blocks until *stop becomes non-zero (checked at
+	 * least once a second), cb returns non-zero, or the stream fails. */
+	int (*watch)(struct runtime *rt, const char *label_key,
+		     const char *label_value, rt_event_cb cb, void *ud,
+		     volatile int *stop, struct terr *err);
+};
+
+extern const struct runtime_ops runtime_docker_ops;
+
+void rt_exec_result_free(struct rt_exec_result *r);
+
+#endif
