@@ -1,0 +1,305 @@
+/* tessera-runner: PID 1 of every session container.
+ *
+ *   tessera-runner [-- CMD ARGS...]
+ *
+ * Bind-mounted read-only into the container and made its entrypoint, so any
+ * image (busybox or a full distribution) stays up as a session until the
+ * agent destroys it, whatever the image's own CMD does. It
+ *   - starts CMD (if given) as a child in its own process group, logs how it
+ *     ended, and keeps running either way;
+ *   - reaps every zombie: orphans are re-parented to PID 1, and a PID 1 that
+ *     does not wait() fills the process table (the session's PidsLimit);
+ *   - forwards SIGTERM/SIGINT/SIGHUP/SIGQUIT/SIGUSR1/SIGUSR2 to the process
+ *     groups of its children; after SIGTERM or SIGINT it exits once they
+ *     have ended, SIGKILLing what remains after TESSERA_RUNNER_GRACE_S
+ *     seconds (default 10).
+ *
+ * Built static against libc only (the image may have no dynamic loader or
+ * a different libc), and makes no NSS calls (no user/host lookups), which a
+ * static glibc could only do by loading shared objects at run time.
+ * Written by hand rather than using tini/dumb-init: those are not in every
+ * image, and this one also has to stay up after its command exits.
+ *
+ * Signals are taken synchronously through a signalfd; the loop blocks in
+ * poll() (with a timeout only while a grace period runs) and reaps with
+ * waitpid(-1, WNOHANG), so it never spins. */
+#include <dirent.h>
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define RUNNER_DEFAULT_GRACE_MS 10000
+#define RUNNER_MAX_GROUPS 256
+
+static const int runner_forwarded[] = {
+	SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2,
+};
+
+struct runner {
+	pid_t cmd_pid;           /* startup command, 0 when none or ended */
+	pid_t cmd_pgid;          /* its process group, kept after it ends */
+	bool stopping;           /* SIGTERM/SIGINT received */
+	bool killed;             /* grace ran out, SIGKILL sent */
+	int64_t deadline_ms;     /* end of the grace period */
+	int64_t grace_ms;
+};
+
+static void runner_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void runner_log(const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(buf, sizeof(buf) - 1, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if ((size_t)n > sizeof(buf) - 2)
+		n = sizeof(buf) - 2;
+	buf[n++] = '\n';
+	/* One write per line so lines from a child never interleave mid-line. */
+	ssize_t w = write(STDERR_FILENO, buf, (size_t)n);
+	(void)w;
+}
+
+static int64_t runner_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* TESSERA_RUNNER_GRACE_S: seconds, fractions allowed ("0.5"). */
+static int64_t runner_grace_ms(void)
+{
+	const char *s = getenv("TESSERA_RUNNER_GRACE_S");
+	if (!s || !*s)
+		return RUNNER_DEFAULT_GRACE_MS;
+	char *end;
+	double v = strtod(s, &end);
+	if (*end || !(v >= 0) || v > 86400) {
+		runner_log("tessera-runner: ignoring TESSERA_RUNNER_GRACE_S=\"%s\" "
+			   "(want seconds, 0 to 86400); using %d", s,
+			   RUNNER_DEFAULT_GRACE_MS / 1000);
+		return RUNNER_DEFAULT_GRACE_MS;
+	}
+	return (int64_t)(v * 1000);
+}
+
+/* Reads pid's parent and process group from /proc/<pid>/stat:
+ * "pid (comm) state ppid pgrp ...", comm may hold spaces and parentheses. */
+static bool runner_stat(pid_t pid, pid_t *ppid, pid_t *pgrp)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return false;
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	char *p = strrchr(buf, ')');
+	int pp, pg;
+	if (!p || sscanf(p + 1, " %*c %d %d", &pp, &pg) != 2)
+		return false;
+	*ppid = pp;
+	*pgrp = pg;
+	return true;
+}
+
+/* Sends sig to the process group of every direct child (re-parented
+ * orphans included), found by scanning /proc for our pid as parent: works
+ * on any kernel config, and only runs when a signal arrives. A child still
+ * in the runner's own group is signalled alone, never that group: it may
+ * hold the runner's own parent when it is not PID 1 (tests, by hand). */
+static void runner_forward(const struct runner *r, int sig)
+{
+	pid_t groups[RUNNER_MAX_GROUPS];
+	size_t n = 0;
+	pid_t self = getpid(), self_pgid = getpgrp();
+	/* The startup command's group even if /proc is missing; only while it
+	 * is unreaped, so its pid cannot have been reused. */
+	if (r->cmd_pid > 0)
+		groups[n++] = r->cmd_pgid;
+
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		char *end;
+		long pid = strtol(de->d_name, &end, 10);
+		if (*end || pid <= 0 || de->d_name[0] == '0')
+			continue;
+		pid_t ppid, pg;
+		if (!runner_stat((pid_t)pid, &ppid, &pg) || ppid != self)
+			continue;
+		if (pg == self_pgid) {
+			kill((pid_t)pid, sig);
+			continue;
+		}
+		bool seen = false;
+		for (size_t i = 0; i < n; i++)
+			seen |= groups[i] == pg;
+		if (!seen && n < RUNNER_MAX_GROUPS)
+			groups[n++] = pg;
+		else if (!seen)
+			kill(-pg, sig);
+	}
+	if (d)
+		closedir(d);
+	for (size_t i = 0; i < n; i++)
+		if (kill(-groups[i], sig) < 0 && errno != ESRCH)
+			runner_log("tessera-runner: cannot signal process group %d: %s",
+				   (int)groups[i], strerror(errno));
+	/* As PID 1 of the container's namespace, SIGKILL on the way out goes
+	 * to everything left (docker exec'd shells too): kill(-1) from PID 1
+	 * of a namespace reaches exactly that namespace. */
+	if (sig == SIGKILL && self == 1)
+		kill(-1, SIGKILL);
+}
+
+/* Reaps everything that has ended. Returns true when no child is left. */
+static bool runner_reap(struct runner *r)
+{
+	for (;;) {
+		int status;
+		pid_t pid = waitpid(-1, &status, WNOHANG);
+		if (pid == 0)
+			return false;
+		if (pid < 0)
+			return errno == ECHILD;
+		if (pid != r->cmd_pid)
+			continue;
+		r->cmd_pid = 0;
+		if (WIFEXITED(status))
+			runner_log("tessera-runner: startup command exited with status %d",
+				   WEXITSTATUS(status));
+		else if (WIFSIGNALED(status))
+			runner_log("tessera-runner: startup command killed by signal %d",
+				   WTERMSIG(status));
+	}
+}
+
+static pid_t runner_spawn(char **argv, const sigset_t *orig_mask)
+{
+	pid_t pid = fork();
+	if (pid < 0) {
+		runner_log("tessera-runner: cannot start %s: %s", argv[0], strerror(errno));
+		return -1;
+	}
+	if (pid == 0) {
+		/* Own group, so a signal to it reaches the command's whole
+		 * pipeline and never the runner. */
+		setpgid(0, 0);
+		sigprocmask(SIG_SETMASK, orig_mask, NULL);
+		execvp(argv[0], argv);
+		runner_log("tessera-runner: cannot run %s: %s", argv[0], strerror(errno));
+		_exit(errno == ENOENT ? 127 : 126);
+	}
+	/* Also from the parent: a signal forwarded before the child ran
+	 * setpgid must still find the group. */
+	setpgid(pid, pid);
+	return pid;
+}
+
+static void runner_usage(void)
+{
+	runner_log("usage: tessera-runner [-- CMD ARGS...]\n"
+		   "PID 1 of a Tessera session: runs CMD, reaps zombies, forwards signals,\n"
+		   "and stays up until SIGTERM (grace TESSERA_RUNNER_GRACE_S, default 10 s).");
+}
+
+int main(int argc, char **argv)
+{
+	char **cmd = NULL;
+	if (argc > 1) {
+		if (strcmp(argv[1], "--") == 0) {
+			if (argc > 2)
+				cmd = argv + 2;
+		} else if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
+			runner_usage();
+			return 0;
+		} else if (argv[1][0] == '-') {
+			runner_usage();
+			return 2;
+		} else {
+			cmd = argv + 1;
+		}
+	}
+
+	struct runner r = { .grace_ms = runner_grace_ms() };
+
+	sigset_t mask, orig;
+	sigemptyset(&mask);
+	for (size_t i = 0; i < sizeof(runner_forwarded) / sizeof(runner_forwarded[0]); i++)
+		sigaddset(&mask, runner_forwarded[i]);
+	sigaddset(&mask, SIGCHLD);
+	if (sigprocmask(SIG_BLOCK, &mask, &orig) < 0) {
+		runner_log("tessera-runner: sigprocmask: %s", strerror(errno));
+		return 1;
+	}
+	int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+	if (sfd < 0) {
+		runner_log("tessera-runner: signalfd: %s", strerror(errno));
+		return 1;
+	}
+	/* Outside a PID namespace (tests, or someone running it by hand),
+	 * become the reaper of our descendants so orphans still come to us. */
+	if (getpid() != 1 && prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
+		runner_log("tessera-runner: PR_SET_CHILD_SUBREAPER: %s", strerror(errno));
+
+	if (cmd) {
+		pid_t pid = runner_spawn(cmd, &orig);
+		if (pid > 0)
+			r.cmd_pid = r.cmd_pgid = pid;
+	}
+
+	for (;;) {
+		bool none_left = runner_reap(&r);
+		if (r.stopping && none_left)
+			return 0;
+
+		int timeout = -1;
+		if (r.stopping && !r.killed) {
+			int64_t left = r.deadline_ms - runner_now_ms();
+			if (left <= 0) {
+				runner_log("tessera-runner: grace period over, killing what is left");
+				runner_forward(&r, SIGKILL);
+				r.killed = true;
+			} else {
+				timeout = left > 60000 ? 60000 : (int)left;
+			}
+		}
+		struct pollfd pfd = { .fd = sfd, .events = POLLIN };
+		int pr = poll(&pfd, 1, timeout);
+		if (pr < 0 && errno != EINTR) {
+			runner_log("tessera-runner: poll: %s", strerror(errno));
+			return 1;
+		}
+		if (pr <= 0)
+			continue;
+		struct signalfd_siginfo si;
+		ssize_t got = read(sfd, &si, sizeof(si));
+		if (got != (ssize_t)sizeof(si))
+			continue;
+		int sig = (int)si.ssi_signo;
+		if (sig == SIGCHLD)
+			continue;   /* reaped at the top of the loop */
+		runner_forward(&r, sig);
+		if ((sig == SIGTERM || sig == SIGINT) && !r.stopping) {
+			r.stopping = true;
+			r.deadline_ms = runner_now_ms() + r.grace_ms;
+		}
+	}
+}

@@ -1,0 +1,1101 @@
+/* The Docker Engine API runtime (runtime.h), over Docker's unix socket.
+ *
+ * Every call is one HTTP request through httpc (one curl handle per call),
+ * so the only state kept is what open() negotiated, never written after:
+ * the ops are safe to call from several threads at once.
+ *
+ * API reference: https://docs.docker.com/engine/api/v1.41/ (the version
+ * Debian 12's docker.io speaks). */
+#include "runtime/runtime.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <jansson.h>
+
+#include "common/httpc.h"
+#include "runtime/docker_demux.h"
+
+#define DOCKER_DEFAULT_SOCKET "/var/run/docker.sock"
+/* Newest API version this file was written against, and the oldest that has
+ * everything it uses (exec and events filters as used here, Mounts, PidsLimit
+ * as a pointer: 1.40 = Docker 19.03). */
+#define DOCKER_API_MAX_MAJOR 1
+#define DOCKER_API_MAX_MINOR 45
+#define DOCKER_API_MIN_MAJOR 1
+#define DOCKER_API_MIN_MINOR 40
+
+/* Short calls get a bound so a wedged daemon cannot hang an agent thread
+ * forever; commit, exec, logs and events run as long as they need. */
+#define DOCKER_TIMEOUT_MS 120000L
+#define DOCKER_VERSION_TIMEOUT_MS 10000L
+/* Logs are read whole into memory; this keeps a chatty container from
+ * exhausting the agent. The tail is what is kept. */
+#define DOCKER_LOGS_CAP (64u << 20)
+/* How much of an error body is kept from a streamed call. */
+#define DOCKER_ERRBODY_CAP 4096
+/* One event is a few hundred bytes; a longer line is not Docker talking. */
+#define DOCKER_EVENT_LINE_MAX (1u << 20)
+
+struct runtime {
+	char *socket;          /* unix socket path, NULL for TCP */
+	char *base;            /* "http://docker" or "http://host:port" */
+	char *where;           /* for messages: the socket path or host:port */
+	char api[16];          /* negotiated, e.g. "1.41" */
+	char server[64];       /* engine version, e.g. "20.10.24+dfsg1" */
+};
+
+static void freep(void *p) { free(*(void **)p); }
+#define autofree __attribute__((cleanup(freep)))
+static void jsonp_decref(json_t **j) { if (*j) json_decref(*j); }
+#define autojson __attribute__((cleanup(jsonp_decref)))
+
+static void copy_str(char *dst, size_t n, const char *src)
+{
+	if (n == 0)
+		return;
+	snprintf(dst, n, "%s", src ? src : "");
+}
+
+/* Percent-encodes s for a URL. keep_path leaves '/', ':' and '@' alone so
+ * image references ("reg:5000/repo:tag@sha256:...") stay readable in paths,
+ * as Docker's own client sends them. Returns malloc'd or NULL. */
+static char *url_escape(const char *s, bool keep_path)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t n = strlen(s);
+	char *out = malloc(n * 3 + 1), *o = out;
+	if (!out)
+		return NULL;
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (isalnum(*p) || *p == '-' || *p == '_' || *p == '.' || *p == '~' ||
+		    (keep_path && (*p == '/' || *p == ':' || *p == '@'))) {
+			*o++ = (char)*p;
+		} else {
+			*o++ = '%';
+			*o++ = hex[*p >> 4];
+			*o++ = hex[*p & 15];
+		}
+	}
+	*o = '\0';
+	return out;
+}
+
+/* "1.41" -> 1041; -1 when not "<int>.<int>". */
+static long api_parse(const char *v)
+{
+	char *end;
+	if (!v || !isdigit((unsigned char)*v))
+		return -1;
+	long major = strtol(v, &end, 10);
+	if (*end != '.' || !isdigit((unsigned char)end[1]))
+		return -1;
+	long minor = strtol(end + 1, &end, 10);
+	if (*end || major > 100 || minor > 999)
+		return -1;
+	return major * 1000 + minor;
+}
+
+/* ---- requests ---------------------------------------------------------- */
+
+/* One request. path starts with '/'; versioned prefixes "/v<api>". body
+ * (may be NULL) is sent as JSON. Returns 0 with resp filled (any HTTP
+ * status), or a negative errno for a transport failure, with err saying
+ * what was being done and where Docker was looked for. */
+static int dk_do(const struct runtime *rt, const char *method, bool versioned,
+		 const char *path, const json_t *body, long timeout_ms,
+		 int (*on_data)(const char *, size_t, void *), void *ud,
+		 volatile int *cancel, struct httpc_response *resp,
+		 const char *what, struct terr *err)
+{
+	autofree char *url = NULL;
+	autofree char *payload = NULL;
+	int n = versioned ? asprintf(&url, "%s/v%s%s", rt->base, rt->api, path)
+			  : asprintf(&url, "%s%s", rt->base, path);
+	if (n < 0) {
+		url = NULL;
+		return terr_set(err, ENOMEM, "%s: out of memory", what);
+	}
+	static const char *const json_headers[] = {
+		"Content-Type: application/json", NULL,
+	};
+	struct httpc_request req = {
+		.method = method,
+		.url = url,
+		.unix_socket = rt->socket,
+		.timeout_ms = timeout_ms,
+		.on_data = on_data,
+		.ud = ud,
+		.cancel = cancel,
+	};
+	if (body) {
+		payload = json_dumps(body, JSON_COMPACT);
+		if (!payload)
+			return terr_set(err, ENOMEM, "%s: out of memory", what);
+		req.body = payload;
+		req.body_len = strlen(payload);
+		req.headers = json_headers;
+	}
+	memset(resp, 0, sizeof(*resp));
+	int r = httpc_do(&req, resp, err);
+	if (r < 0) {
+		httpc_response_free(resp);
+		return terr_prefix(err, "%s: Docker at %s", what, rt->where);
+	}
+	return 0;
+}
+
+/* Turns a non-success answer into the error contract: Docker explains
+ * itself in {"message": "..."}, which is what a person needs to read. */
+static int dk_fail_body(long status, const char *body, size_t len,
+			const char *what, struct terr *err)
+{
+	char msg[TERR_MSG_MAX / 2];
+	msg[0] = '\0';
+	if (body && len) {
+		json_t *j = json_loadb(body, len, 0, NULL);
+		json_t *m = j ? json_object_get(j, "message") : NULL;
+		if (json_is_string(m)) {
+			copy_str(msg, sizeof(msg), json_string_value(m));
+		} else {
+			/* Not JSON (a proxy in between, an old daemon): show
+			 * the start of the text, on one line. */
+			size_t k = 0;
+			for (size_t i = 0; i < len && k + 1 < sizeof(msg); i++)
+				msg[k++] = (body[i] == '\n' || body[i] == '\r') ? ' ' : body[i];
+			while (k > 0 && msg[k - 1] == ' ')
+				k--;
+			msg[k] = '\0';
+		}
+		if (j)
+			json_decref(j);
+	}
+	if (!msg[0])
+		snprintf(msg, sizeof(msg), "Docker answered HTTP %ld", status);
+	int code;
+	switch (status) {
+	case 404: code = ENOENT; break;
+	case 409: code = EEXIST; break;
+	case 400: code = EINVAL; break;
+	default: code = EIO; break;
+	}
+	return terr_set(err, code, "%s: %s", what, msg);
+}
+
+static int dk_fail(const struct httpc_response *resp, const char *what,
+		   struct terr *err)
+{
+	return dk_fail_body(resp->status, resp->body, resp->len, what, err);
+}
+
+/* Parses a successful JSON answer; NULL (with err) when it is not JSON. */
+static json_t *dk_json(const struct httpc_response *resp, const char *what,
+		       struct terr *err)
+{
+	json_error_t je;
+	json_t *j = resp->body ? json_loadb(resp->body, resp->len, 0, &je) : NULL;
+	if (!j)
+		terr_set(err, EPROTO, "%s: Docker sent a reply that is not JSON (%s)",
+			 what, resp->body ? je.text : "empty body");
+	return j;
+}
+
+static const char *jstr(json_t *obj, const char *key)
+{
+	const char *s = json_string_value(json_object_get(obj, key));
+	return s ? s : "";
+}
+
+/* ---- open / close / version -------------------------------------------- */
+
+static void docker_close(struct runtime *rt)
+{
+	if (!rt)
+		return;
+	free(rt->socket);
+	free(rt->base);
+	free(rt->where);
+	free(rt);
+}
+
+/* endpoint: NULL (default socket), "unix:///path", or "tcp://host:port"
+ * (no TLS: for a daemon reached through an SSH tunnel or on loopback). */
+static int parse_endpoint(struct runtime *rt, const char *endpoint,
+			  struct terr *err)
+{
+	if (!endpoint || !*endpoint)
+		endpoint = "unix://" DOCKER_DEFAULT_SOCKET;
+	if (strncmp(endpoint, "unix://", 7) == 0) {
+		const char *path = endpoint + 7;
+		if (*path != '/')
+			return terr_set(err, EINVAL,
+					"Docker endpoint \"%s\": a unix endpoint needs an absolute path, e.g. unix:///var/run/docker.sock",
+					endpoint);
+		rt->socket = strdup(path);
+		rt->where = strdup(path);
+		rt->base = strdup("http://docker");
+	} else if (strncmp(endpoint, "tcp://", 6) == 0 ||
+		   strncmp(endpoint, "http://", 7) == 0) {
+		const char *host = strstr(endpoint, "://") + 3;
+		size_t n = strcspn(host, "/");
+		if (n == 0)
+			return terr_set(err, EINVAL, "Docker endpoint \"%s\": no host", endpoint);
+		rt->where = strndup(host, n);
+		if (rt->where && asprintf(&rt->base, "http://%s", rt->where) < 0)
+			rt->base = NULL;
+	} else {
+		return terr_set(err, EINVAL,
+				"Docker endpoint \"%s\": expected unix:///path or tcp://host:port",
+				endpoint);
+	}
+	if (!rt->where || !rt->base)
+		return terr_set(err, ENOMEM, "Docker endpoint: out of memory");
+	return 0;
+}
+
+static int docker_open(struct runtime **out, const char *endpoint,
+		       struct terr *err)
+{
+	*out = NULL;
+	struct runtime *rt = calloc(1, sizeof(*rt));
+	if (!rt)
+		return terr_set(err, ENOMEM, "open Docker runtime: out of memory");
+	int r = parse_endpoint(rt, endpoint, err);
+	if (r < 0)
+		goto fail;
+
+	/* /version is the one path that works unversioned on every daemon. */
+	struct httpc_response resp;
+	r = dk_do(rt, "GET", false, "/version", NULL, DOCKER_VERSION_TIMEOUT_MS,
+		  NULL, NULL, NULL, &resp, "ask Docker for its version", err);
+	if (r < 0) {
+		terr_prefix(err, "is dockerd running and is its socket readable?");
+		goto fail;
+	}
+	if (resp.status != 200) {
+		r = dk_fail(&resp, "ask Docker for its version", err);
+		httpc_response_free(&resp);
+		goto fail;
+	}
+	json_t *v = dk_json(&resp, "ask Docker for its version", err);
+	httpc_response_free(&resp);
+	if (!v) {
+		r = -EPROTO;
+		goto fail;
+	}
+	const char *api = jstr(v, "ApiVersion");
+	long have = api_parse(api);
+	copy_str(rt->server, sizeof(rt->server), jstr(v, "Version"));
+	if (have < 0) {
+		r = terr_set(err, EPROTO, "Docker at %s reported no usable API version (\"%s\")",
+			     rt->where, api);
+	} else if (have < DOCKER_API_MIN_MAJOR * 1000 + DOCKER_API_MIN_MINOR) {
+		r = terr_set(err, ENOTSUP,
+			     "Docker at %s speaks Engine API %s (Docker %s); Tessera needs API %d.%d or newer (Docker 19.03+): upgrade Docker",
+			     rt->where, api, rt->server[0] ? rt->server : "unknown",
+			     DOCKER_API_MIN_MAJOR, DOCKER_API_MIN_MINOR);
+	} else {
+		/* Talk the older of the two: the server understands it and we
+		 * know its shapes. */
+		long use = have;
+		if (use > DOCKER_API_MAX_MAJOR * 1000 + DOCKER_API_MAX_MINOR)
+			use = DOCKER_API_MAX_MAJOR * 1000 + DOCKER_API_MAX_MINOR;
+		snprintf(rt->api, sizeof(rt->api), "%ld.%ld", use / 1000, use % 1000);
+		r = 0;
+	}
+	json_decref(v);
+	if (r < 0)
+		goto fail;
+	*out = rt;
+	return 0;
+fail:
+	docker_close(rt);
+	return r;
+}
+
+static int docker_version(struct runtime *rt, char *api, size_t api_n,
+			  char *server, size_t server_n, struct terr *err)
+{
+	(void)err;
+	if (api)
+		copy_str(api, api_n, rt->api);
+	if (server)
+		copy_str(server, server_n, rt->server);
+	return 0;
+}
+
+/* ---- images ------------------------------------------------------------ */
+
+static int docker_image_exists(struct runtime *rt, const char *ref,
+			       bool *exists, struct terr *err)
+{
+	autofree char *eref = url_escape(ref, true);
+	autofree char *path = NULL;
+	if (!eref || asprintf(&path, "/images/%s/json", eref) < 0)
+		return terr_set(err, ENOMEM, "inspect image: out of memory");
+	struct httpc_response resp;
+	int r = dk_do(rt, "GET", true, path, NULL, DOCKER_TIMEOUT_MS, NULL, NULL,
+		      NULL, &resp, "inspect image", err);
+	if (r < 0)
+		return r;
+	if (resp.status == 200 || resp.status == 404) {
+		*exists = resp.status == 200;
+		r = 0;
+	} else {
+		r = dk_fail(&resp, "inspect image", err);
+	}
+	httpc_response_free(&resp);
+	return r;
+}
+
+static void free_refs(char **refs, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(refs[i]);
+	free(refs);
+}
+
+static int docker_image_list(struct runtime *rt, char ***refs, size_t *n,
+			     struct terr *err)
+{
+	*refs = NULL;
+	*n = 0;
+	struct httpc_response resp;
+	int r = dk_do(rt, "GET", true, "/images/json", NULL, DOCKER_TIMEOUT_MS,
+		      NULL, NULL, NULL, &resp, "list images", err);
+	if (r < 0)
+		return r;
+	if (resp.status != 200) {
+		r = dk_fail(&resp, "list images", err);
+		httpc_response_free(&resp);
+		return r;
+	}
+	autojson json_t *arr = dk_json(&resp, "list images", err);
+	httpc_response_free(&resp);
+	if (!json_is_array(arr))
+		return arr ? terr_set(err, EPROTO, "list images: Docker sent no list") : -EPROTO;
+	size_t count = 0, i, k;
+	json_t *img, *tag;
+	json_array_foreach(arr, i, img)
+		count += json_array_size(json_object_get(img, "RepoTags"));
+	char **out = calloc(count + 1, sizeof(*out));
+	if (!out)
+		return terr_set(err, ENOMEM, "list images: out of memory");
+	size_t m = 0;
+	json_array_foreach(arr, i, img) {
+		json_array_foreach(json_object_get(img, "RepoTags"), k, tag) {
+			const char *s = json_string_value(tag);
+			/* Dangling images carry "<none>:<none>": not launchable. */
+			if (!s || strcmp(s, "<none>:<none>") == 0)
+				continue;
+			if (!(out[m] = strdup(s))) {
+				free_refs(out, m);
+				return terr_set(err, ENOMEM, "list images: out of memory");
+			}
+			m++;
+		}
+	}
+	*refs = out;
+	*n = m;
+	return 0;
+}
+
+/* ---- create ------------------------------------------------------------ */
+
+static json_t *str_array(const char *const *v)
+{
+	json_t *a = json_array();
+	for (; a && v && *v; v++)
+		json_array_append_new(a, json_string(*v));
+	return a;
+}
+
+/* Capabilities of Docker's default set that a research session has no use
+ * for, dropped to shrink what a compromised or careless session can do:
+ *   NET_RAW     raw/packet sockets: ARP/DNS spoofing of neighbours on the
+ *               bridge (ping in the image loses ICMP; sessions don't need it)
+ *   MKNOD       creating device nodes (GPU nodes are passed in explicitly)
+ *   AUDIT_WRITE writing to the host's kernel audit log
+ *   SYS_CHROOT  chroot, a building block of container escapes
+ *   SETFCAP     setting file capabilities on binaries (would survive a commit
+ *               into a private image and be handed to its next user)
+ *   SETPCAP     changing capability sets of other threads/bounding set
+ * Kept: CHOWN, DAC_OVERRIDE, FOWNER, FSETID, KILL, SETUID, SETGID,
+ * NET_BIND_SERVICE: pip/apt as root in the session need them. */
+static const char *const docker_cap_drop[] = {
+	"NET_RAW", "MKNOD", "AUDIT_WRITE", "SYS_CHROOT", "SETFCAP", "SETPCAP", NULL,
+};
+
+/* Builds the POST /containers/create body (new reference, NULL on ENOMEM).
+ * Tests check it through the fake daemon, which records what it got. */
+static json_t *create_body(const struct rt_container_spec *spec)
+{
+	json_t *b = json_object();
+	json_t *hc = json_object();
+	json_t *labels = json_object();
+	json_t *mounts = json_array();
+	json_t *devices = json_array();
+	if (!b || !hc || !labels || !mounts || !devices)
+		goto oom;
+
+	json_object_set_new(b, "Image", json_string(spec->image));
+	if (spec->entrypoint)
+		json_object_set_new(b, "Entrypoint", str_array(spec->entrypoint));
+	/* An explicit empty Cmd: with our Entrypoint (the runner), Docker would
+	 * otherwise append the image's CMD as the runner's arguments. */
+	json_object_set_new(b, "Cmd", str_array(spec->cmd));
+	json_object_set_new(b, "Env", str_array(spec->env));
+	if (spec->hostname)
+		json_object_set_new(b, "Hostname", json_string(spec->hostname));
+	for (size_t i = 0; i < spec->n_labels; i++)
+		json_object_set_new(labels, spec->labels[i].key,
+				    json_string(spec->labels[i].value ? spec->labels[i].value : ""));
+	json_object_set(b, "Labels", labels);
+	json_object_set_new(b, "Tty", json_false());
+	json_object_set_new(b, "OpenStdin", json_false());
+	json_object_set_new(b, "AttachStdin", json_false());
+	json_object_set_new(b, "AttachStdout", json_false());
+	json_object_set_new(b, "AttachStderr", json_false());
+
+	/* Mounts rather than Binds: Binds silently create a missing source
+	 * directory (root-owned, empty), hiding a wrong path; Mounts fail with
+	 * "bind source path does not exist", and take paths containing ':'. */
+	for (size_t i = 0; i < spec->n_mounts; i++) {
+		json_t *m = json_object();
+		if (!m)
+			goto oom;
+		json_object_set_new(m, "Type", json_string("bind"));
+		json_object_set_new(m, "Source", json_string(spec->mounts[i].source));
+		json_object_set_new(m, "Target", json_string(spec->mounts[i].target));
+		json_object_set_new(m, "ReadOnly", json_boolean(spec->mounts[i].readonly));
+		json_array_append_new(mounts, m);
+	}
+	json_object_set(hc, "Mounts", mounts);
+	for (const char *const *d = spec->devices; d && *d; d++) {
+		json_t *dev = json_pack("{s:s, s:s, s:s}", "PathOnHost", *d,
+					"PathInContainer", *d, "CgroupPermissions", "rwm");
+		if (!dev)
+			goto oom;
+		json_array_append_new(devices, dev);
+	}
+	json_object_set(hc, "Devices", devices);
+	if (spec->nano_cpus > 0)
+		json_object_set_new(hc, "NanoCpus", json_integer(spec->nano_cpus));
+	if (spec->memory_bytes > 0) {
+		json_object_set_new(hc, "Memory", json_integer(spec->memory_bytes));
+		/* MemorySwap is memory+swap: equal means no swap, so a session
+		 * over its limit is OOM-killed instead of thrashing the host. */
+		json_object_set_new(hc, "MemorySwap", json_integer(spec->memory_bytes));
+	}
+	if (spec->pids_limit > 0)
+		json_object_set_new(hc, "PidsLimit", json_integer(spec->pids_limit));
+	/* setuid binaries in arbitrary images must not gain privileges. */
+	json_object_set_new(hc, "SecurityOpt", str_array((const char *const[]){ "no-new-privileges", NULL }));
+	json_object_set_new(hc, "CapDrop", str_array(docker_cap_drop));
+	/* Our runner is PID 1; Docker's tini would sit in front of it. */
+	json_object_set_new(hc, "Init", json_false());
+	/* The agent decides when a session's container goes away (and commit
+	 * needs it after it stopped); restarts are the scheduler's call. */
+	json_object_set_new(hc, "AutoRemove", json_false());
+	json_object_set_new(hc, "RestartPolicy", json_pack("{s:s}", "Name", "no"));
+	json_object_set(b, "HostConfig", hc);
+
+	json_decref(hc);
+	json_decref(labels);
+	json_decref(mounts);
+	json_decref(devices);
+	return b;
+oom:
+	json_decref(b);
+	json_decref(hc);
+	json_decref(labels);
+	json_decref(mounts);
+	json_decref(devices);
+	return NULL;
+}
+
+static int docker_create(struct runtime *rt, const struct rt_container_spec *spec,
+			 char id[RT_ID_MAX], struct terr *err)
+{
+	id[0] = '\0';
+	if (!spec->image || !*spec->image)
+		return terr_set(err, EINVAL, "create container: no image given");
+	autojson json_t *body = create_body(spec);
+	autofree char *path = NULL;
+	autofree char *ename = spec->name ? url_escape(spec->name, false) : NULL;
+	if (!body || (spec->name && !ename))
+		return terr_set(err, ENOMEM, "create container: out of memory");
+	if (asprintf(&path, "/containers/create%s%s", ename ? "?name=" : "",
+		     ename ? ename : "") < 0) {
+		path = NULL;
+		return terr_set(err, ENOMEM, "create container: out of memory");
+	}
+	struct httpc_response resp;
+	int r = dk_do(rt, "POST", true, path, body, DOCKER_TIMEOUT_MS, NULL, NULL,
+		      NULL, &resp, "create container", err);
+	if (r < 0)
+		return r;
+	if (resp.status != 201 && resp.status != 200) {
+		r = dk_fail(&resp, "create container", err);
+		httpc_response_free(&resp);
+		return r;
+	}
+	autojson json_t *j = dk_json(&resp, "create container", err);
+	httpc_response_free(&resp);
+	if (!j)
+		return -EPROTO;
+	const char *cid = jstr(j, "Id");
+	if (!*cid || strlen(cid) >= RT_ID_MAX)
+		return terr_set(err, EPROTO, "create container: Docker returned no usable Id");
+	copy_str(id, RT_ID_MAX, cid);
+	return 0;
+}
+
+/* ---- start / remove / inspect / list ----------------------------------- */
+
+/* Sends a body-less request on /containers/<id><suffix> and accepts the
+ * listed success codes. */
+static int container_call(struct runtime *rt, const char *method,
+			  const char *id, const char *suffix, const long ok[],
+			  const char *what, struct terr *err)
+{
+	autofree char *eid = url_escape(id, false);
+	autofree char *path = NULL;
+	if (!eid || asprintf(&path, "/containers/%s%s", eid, suffix) < 0) {
+		path = NULL;
+		return terr_set(err, ENOMEM, "%s: out of memory", what);
+	}
+	struct httpc_response resp;
+	int r = dk_do(rt, method, true, path, NULL, DOCKER_TIMEOUT_MS, NULL, NULL,
+		      NULL, &resp, what, err);
+	if (r < 0)
+		return r;
+	r = -1;
+	for (const long *s = ok; *s; s++)
+		if (resp.status == *s)
+			r = 0;
+	if (r)
+		r = dk_fail(&resp, what, err);
+	httpc_response_free(&resp);
+	return r;
+}
+
+static int docker_start(struct runtime *rt, const char *id, struct terr *err)
+{
+	/* 304: already running, which is what the caller wanted. */
+	return container_call(rt, "POST", id, "/start", (const long[]){ 204, 304, 200, 0 },
+			      "start container", err);
+}
+
+static int docker_remove(struct runtime *rt, const char *id, struct terr *err)
+{
+	/* force kills it first; v removes its anonymous volumes with it. */
+	return container_call(rt, "DELETE", id, "?force=1&v=1", (const long[]){ 204, 200, 0 },
+			      "remove container", err);
+}
+
+static void labels_to_info(json_t *labels, struct rt_container_info *out)
+{
+	copy_str(out->session_id, sizeof(out->session_id), jstr(labels, "tessera.session"));
+	copy_str(out->agent_id, sizeof(out->agent_id), jstr(labels, "tessera.agent"));
+}
+
+static int docker_inspect(struct runtime *rt, const char *id,
+			  struct rt_container_info *out, struct terr *err)
+{
+	memset(out, 0, sizeof(*out));
+	autofree char *eid = url_escape(id, false);
+	autofree char *path = NULL;
+	if (!eid || asprintf(&path, "/containers/%s/json", eid) < 0) {
+		path = NULL;
+		return terr_set(err, ENOMEM, "inspect container: out of memory");
+	}
+	struct httpc_response resp;
+	int r = dk_do(rt, "GET", true, path, NULL, DOCKER_TIMEOUT_MS, NULL, NULL,
+		      NULL, &resp, "inspect container", err);
+	if (r < 0)
+		return r;
+	if (resp.status != 200) {
+		r = dk_fail(&resp, "inspect container", err);
+		httpc_response_free(&resp);
+		return r;
+	}
+	autojson json_t *j = dk_json(&resp, "inspect container", err);
+	httpc_response_free(&resp);
+	if (!j)
+		return -EPROTO;
+	json_t *st = json_object_get(j, "State");
+	json_t *cfg = json_object_get(j, "Config");
+	copy_str(out->id, sizeof(out->id), jstr(j, "Id"));
+	const char *name = jstr(j, "Name");
+	copy_str(out->name, sizeof(out->name), name[0] == '/' ? name + 1 : name);
+	/* Config.Image is the reference it was created from; top-level Image
+	 * is only the digest. */
+	copy_str(out->image, sizeof(out->image), jstr(cfg, "Image"));
+	copy_str(out->state, sizeof(out->state), jstr(st, "Status"));
+	out->running = json_is_true(json_object_get(st, "Running"));
+	out->oom_killed = json_is_true(json_object_get(st, "OOMKilled"));
+	out->exit_code = (int)json_integer_value(json_object_get(st, "ExitCode"));
+	out->pid = out->running ? (int)json_integer_value(json_object_get(st, "Pid")) : 0;
+	copy_str(out->error, sizeof(out->error), jstr(st, "Error"));
+	labels_to_info(json_object_get(cfg, "Labels"), out);
+	return 0;
+}
+
+static json_t *label_filter(const char *key, const char *value)
+{
+	autofree char *kv = NULL;
+	if (asprintf(&kv, "%s=%s", key, value ? value : "") < 0)
+		return NULL;
+	return json_pack("{s:[s]}", "label", kv);
+}
+
+static int docker_list(struct runtime *rt, const char *label_key,
+		       const char *label_value, struct rt_container_info **out,
+		       size_t *n, struct terr *err)
+{
+	*out = NULL;
+	*n = 0;
+	autojson json_t *filters = label_filter(label_key, label_value);
+	autofree char *fjson = filters ? json_dumps(filters, JSON_COMPACT) : NULL;
+	autofree char *ef = fjson ? url_escape(fjson, false) : NULL;
+	autofree char *path = NULL;
+	if (!ef || asprintf(&path, "/containers/json?all=1&filters=%s", ef) < 0) {
+		path = NULL;
+		return terr_set(err, ENOMEM, "list containers: out of memory");
+	}
+	struct httpc_response resp;
+	int r = dk_do(rt, "GET", true, path, NULL, DOCKER_TIMEOUT_MS, NULL, NULL,
+		      NULL, &resp, "list containers", err);
+	if (r < 0)
+		return r;
+	if (resp.status != 200) {
+		r = dk_fail(&resp, "list containers", err);
+		httpc_response_free(&resp);
+		return r;
+	}
+	autojson json_t *arr = dk_json(&resp, "list containers", err);
+	httpc_response_free(&resp);
+	if (!json_is_array(arr))
+		return arr ? terr_set(err, EPROTO, "list containers: Docker sent no list") : -EPROTO;
+	size_t count = json_array_size(arr), i;
+	struct rt_container_info *v = calloc(count ? count : 1, sizeof(*v));
+	if (!v)
+		return terr_set(err, ENOMEM, "list containers: out of memory");
+	json_t *c;
+	json_array_foreach(arr, i, c) {
+		struct rt_container_info *o = &v[i];
+		copy_str(o->id, sizeof(o->id), jstr(c, "Id"));
+		const char *name = json_string_value(json_array_get(json_object_get(c, "Names"), 0));
+		copy_str(o->name, sizeof(o->name), name && name[0] == '/' ? name + 1 : name);
+		copy_str(o->image, sizeof(o->image), jstr(c, "Image"));
+		copy_str(o->state, sizeof(o->state), jstr(c, "State"));
+		o->running = strcmp(o->state, "running") == 0;
+		/* The list has no exit code field; its Status text carries it
+		 * ("Exited (3) 2 minutes ago"). Inspect has the full story. */
+		int code;
+		if (sscanf(jstr(c, "Status"), "Exited (%d)", &code) == 1)
+			o->exit_code = code;
+		labels_to_info(json_object_get(c, "Labels"), o);
+	}
+	*out = v;
+	*n = count;
+	return 0;
+}
+
+/* ---- streamed output: exec and logs ------------------------------------ */
+
+struct stream_ctx {
+	struct docker_demux demux;
+	char errbody[DOCKER_ERRBODY_CAP];   /* start of the raw body, for errors */
+	size_t errlen;
+};
+
+static int stream_on_data(const char *data, size_t len, void *ud)
+{
+	struct stream_ctx *s = ud;
+	size_t k = sizeof(s->errbody) - 1 - s->errlen;
+	if (k > len)
+		k = len;
+	memcpy(s->errbody + s->errlen, data, k);
+	s->errlen += k;
+	/* An error body is not framed; the demuxer then fails (sticky) and
+	 * the status decides afterwards which of the two is reported. The
+	 * read always goes to the end so an exec'd process is never left
+	 * blocked on a full pipe. */
+	docker_demux_feed(&s->demux, data, len);
+	return 0;
+}
+
+/* Finishes a streamed call: maps a failed status, then a broken stream. */
+static int stream_result(struct stream_ctx *s, long status, const char *what,
+			 struct terr *err)
+{
+	if (status != 200)
+		return dk_fail_body(status, s->errbody, s->errlen, what, err);
+	int r = docker_demux_finish(&s->demux);
+	if (r == -ENOMEM)
+		return terr_set(err, ENOMEM, "%s: out of memory", what);
+	if (r < 0)
+		return terr_set(err, EPROTO,
+				"%s: Docker's output stream is not in the multiplexed format (a TTY container?) or was cut short",
+				what);
+	return 0;
+}
+
+void rt_exec_result_free(struct rt_exec_result *r)
+{
+	if (!r)
+		return;
+	free(r->out);
+	free(r->err);
+	r->out = r->err = NULL;
+	r->out_len = r->err_len = 0;
+}
+
+static int exec_create(struct runtime *rt, const char *id,
+		       const char *const *argv, const char *const *env,
+		       char eid[RT_ID_MAX], struct terr *err)
+{
+	autofree char *ecid = url_escape(id, false);
+	autofree char *path = NULL;
+	autojson json_t *body = json_object();
+	if (!ecid || !body || asprintf(&path, "/containers/%s/exec", ecid) < 0) {
+		path = NULL;
+		return terr_set(err, ENOMEM, "exec: out of memory");
+	}
+	json_object_set_new(body, "AttachStdin", json_false());
+	json_object_set_new(body, "AttachStdout", json_true());
+	json_object_set_new(body, "AttachStderr", json_true());
+	json_object_set_new(body, "Tty", json_false());
+	json_object_set_new(body, "Cmd", str_array(argv));
+	if (env)
+		json_object_set_new(body, "Env", str_array(env));
+	struct httpc_response resp;
+	int r = dk_do(rt, "POST", true, path, body, DOCKER_TIMEOUT_MS, NULL, NULL,
+		      NULL, &resp, "exec in container", err);
+	if (r < 0)
+		return r;
+	if (resp.status != 201 && resp.status != 200) {
+		r = dk_fail(&resp, "exec in container", err);
+		httpc_response_free(&resp);
+		return r;
+	}
+	autojson json_t *j = dk_json(&resp, "exec in container", err);
+	httpc_response_free(&resp);
+	if (!j)
+		return -EPROTO;
+	const char *s = jstr(j, "Id");
+	if (!*s || strlen(s) >= RT_ID_MAX)
+		return terr_set(err, EPROTO, "exec in container: Docker returned no usable exec Id");
+	copy_str(eid, RT_ID_MAX, s);
+	return 0;
+}
+
+/* The attach stream ends when the process closes its output, which can be a
+ * moment before Docker records the exit code; Docker's CLI polls the same
+ * way. */
+static int exec_exit_code(struct runtime *rt, const char *eid, int *code,
+			  struct terr *err)
+{
+	autofree char *path = NULL;
+	if (asprintf(&path, "/exec/%s/json", eid) < 0) {
+		path = NULL;
+		return terr_set(err, ENOMEM, "exec: out of memory");
+	}
+	for (int attempt = 0;; attempt++) {
+		struct httpc_response resp;
+		int r = dk_do(rt, "GET", true, path, NULL, DOCKER_TIMEOUT_MS, NULL,
+			      NULL, NULL, &resp, "inspect exec", err);
+		if (r < 0)
+			return r;
+		if (resp.status != 200) {
+			r = dk_fail(&resp, "inspect exec", err);
+			httpc_response_free(&resp);
+			return r;
+		}
+		json_t *j = dk_json(&resp, "inspect exec", err);
+		httpc_response_free(&resp);
+		if (!j)
+			return -EPROTO;
+		bool running = json_is_true(json_object_get(j, "Running"));
+		json_t *ec = json_object_get(j, "ExitCode");
+		*code = json_is_integer(ec) ? (int)json_integer_value(ec) : -1;
+		json_decref(j);
+		if (!running && json_is_integer(ec))
+			return 0;
+		if (attempt >= 200)   /* ~2 s */
+			return terr_set(err, ETIMEDOUT,
+					"inspect exec: output ended but Docker still reports the process running");
+		nanosleep(&(struct timespec){ .tv_nsec = 10 * 1000 * 1000 }, NULL);
+	}
+}
+
+static int docker_exec(struct runtime *rt, const char *id,
+		       const char *const *argv, const char *const *env,
+		       size_t max_output, struct rt_exec_result *out,
+		       struct terr *err)
+{
+	memset(out, 0, sizeof(*out));
+	out->exit_code = -1;
+	if (!argv || !argv[0])
+		return terr_set(err, EINVAL, "exec in container: empty command");
+	char eid[RT_ID_MAX];
+	int r = exec_create(rt, id, argv, env, eid, err);
+	if (r < 0)
+		return r;
+
+	autofree char *path = NULL;
+	autojson json_t *body = json_pack("{s:b, s:b}", "Detach", 0, "Tty", 0);
+	struct stream_ctx *s = calloc(1, sizeof(*s));
+	if (!s || !body || asprintf(&path, "/exec/%s/start", eid) < 0) {
+		path = NULL;
+		free(s);
+		return terr_set(err, ENOMEM, "exec: out of memory");
+	}
+	docker_demux_init(&s->demux, max_output, false);
+	struct httpc_response resp;
+	r = dk_do(rt, "POST", true, path, body, 0, stream_on_data, s, NULL, &resp,
+		  "run exec", err);
+	if (r == 0) {
+		r = stream_result(s, resp.status, "run exec", err);
+		httpc_response_free(&resp);
+	}
+	if (r == 0)
+		r = exec_exit_code(rt, eid, &out->exit_code, err);
+	if (r == 0 && (docker_demux_take(&s->demux, 0, &out->out, &out->out_len) < 0 ||
+		       docker_demux_take(&s->demux, 1, &out->err, &out->err_len) < 0))
+		r = terr_set(err, ENOMEM, "exec: out of memory");
+	docker_demux_free(&s->demux);
+	free(s);
+	if (r < 0)
+		rt_exec_result_free(out);
+	return r;
+}
+
+static int docker_logs(struct runtime *rt, const char *id, int tail,
+		       char **out, size_t *len, struct terr *err)
+{
+	*out = NULL;
+	if (len)
+		*len = 0;
+	autofree char *eid = url_escape(id, false);
+	autofree char *path = NULL;
+	char tailbuf[24];
+	/* Docker reads tail=0 as "no lines"; ours means all. */
+	if (tail > 0)
+		snprintf(tailbuf, sizeof(tailbuf), "%d", tail);
+	else
+		snprintf(tailbuf, sizeof(tailbuf), "all");
+	struct stream_ctx *s = calloc(1, sizeof(*s));
+	if (!s || !eid || asprintf(&path, "/containers/%s/logs?stdout=1&stderr=1&tail=%s",
+				   eid, tailbuf) < 0) {
+		path = NULL;
+		free(s);
+		return terr_set(err, ENOMEM, "read container logs: out of memory");
+	}
+	docker_demux_init(&s->demux, DOCKER_LOGS_CAP, true);
+	struct httpc_response resp;
+	int r = dk_do(rt, "GET", true, path, NULL, DOCKER_TIMEOUT_MS, stream_on_data,
+		      s, NULL, &resp, "read container logs", err);
+	if (r == 0) {
+		r = stream_result(s, resp.status, "read container logs", err);
+		httpc_response_free(&resp);
+	}
+	if (r == 0 && docker_demux_take(&s->demux, 0, out, len) < 0)
+		r = terr_set(err, ENOMEM, "read container logs: out of memory");
+	docker_demux_free(&s->demux);
+	free(s);
+	return r;
+}
+
+/* ---- commit ------------------------------------------------------------ */
+
+static int docker_commit(struct runtime *rt, const char *id, const char *ref,
+			 struct terr *err)
+{
+	/* "reg:5000/repo:tag": the tag follows the last ':' after the last
+	 * '/' (a ':' before it is a registry port). */
+	if (!ref || !*ref || strchr(ref, '@'))
+		return terr_set(err, EINVAL,
+				"commit container: \"%s\" is not an image name of the form repo[:tag]",
+				ref ? ref : "");
+	const char *slash = strrchr(ref, '/');
+	const char *colon = strrchr(ref, ':');
+	if (colon && slash && colon < slash)
+		colon = NULL;
+	autofree char *repo = colon ? strndup(ref, (size_t)(colon - ref)) : strdup(ref);
+	const char *tag = colon ? colon + 1 : "latest";
+	if (repo && (!*repo || !*tag))
+		return terr_set(err, EINVAL, "commit container: \"%s\" has an empty repository or tag", ref);
+	autofree char *ecid = url_escape(id, false);
+	autofree char *erepo = repo ? url_escape(repo, false) : NULL;
+	autofree char *etag = url_escape(tag, false);
+	autofree char *path = NULL;
+	if (!ecid || !erepo || !etag ||
+	    asprintf(&path, "/commit?container=%s&repo=%s&tag=%s", ecid, erepo, etag) < 0) {
+		path = NULL;
+		return terr_set(err, ENOMEM, "commit container: out of memory");
+	}
+	struct httpc_response resp;
+	int r = dk_do(rt, "POST", true, path, NULL, 0, NULL, NULL, NULL, &resp,
+		      "commit container", err);
+	if (r < 0)
+		return r;
+	if (resp.status != 201 && resp.status != 200)
+		r = dk_fail(&resp, "commit container", err);
+	httpc_response_free(&resp);
+	return r;
+}
+
+/* ---- events ------------------------------------------------------------ */
+
+struct watch_ctx {
+	rt_event_cb cb;
+	void *ud;
+	char *line;
+	size_t len, alloc;
+	bool stopped_by_cb;
+	bool bad_line;
+	char errbody[DOCKER_ERRBODY_CAP];
+	size_t errlen;
+};
+
+/* One line of the events stream: a JSON object per event. Lines that are
+ * not (an error body) are ignored here and judged by the status later. */
+static int watch_line(struct watch_ctx *w, const char *p, size_t n)
+{
+	json_t *j = json_loadb(p, n, 0, NULL);
+	if (!j)
+		return 0;
+	struct rt_event ev;
+	memset(&ev, 0, sizeof(ev));
+	json_t *actor = json_object_get(j, "Actor");
+	json_t *attrs = json_object_get(actor, "Attributes");
+	const char *action = jstr(j, "Action");
+	if (!*action)
+		action = jstr(j, "status");
+	const char *cid = jstr(actor, "ID");
+	if (!*cid)
+		cid = jstr(j, "id");
+	const char *type = jstr(j, "Type");
+	int r = 0;
+	if (*action && *cid && (!*type || strcmp(type, "container") == 0)) {
+		copy_str(ev.action, sizeof(ev.action), action);
+		copy_str(ev.container_id, sizeof(ev.container_id), cid);
+		copy_str(ev.session_id, sizeof(ev.session_id), jstr(attrs, "tessera.session"));
+		const char *code = json_string_value(json_object_get(attrs, "exitCode"));
+		ev.exit_code = code && *code ? atoi(code) : -1;
+		r = w->cb(&ev, w->ud);
+	}
+	json_decref(j);
+	return r;
+}
+
+static int watch_on_data(const char *data, size_t len, void *ud)
+{
+	struct watch_ctx *w = ud;
+	size_t k = sizeof(w->errbody) - 1 - w->errlen;
+	if (k > len)
+		k = len;
+	memcpy(w->errbody + w->errlen, data, k);
+	w->errlen += k;
+	for (size_t i = 0; i < len; i++) {
+		if (data[i] == '\n') {
+			if (w->len && watch_line(w, w->line, w->len)) {
+				w->stopped_by_cb = true;
+				return 1;
+			}
+			w->len = 0;
+			continue;
+		}
+		if (w->len + 1 >= w->alloc) {
+			if (w->alloc >= DOCKER_EVENT_LINE_MAX) {
+				w->bad_line = true;
+				return 1;
+			}
+			size_t na = w->alloc ? w->alloc * 2 : 1024;
+			char *nl = realloc(w->line, na);
+			if (!nl) {
+				w->bad_line = true;
+				return 1;
+			}
+			w->line = nl;
+			w->alloc = na;
+		}
+		w->line[w->len++] = data[i];
+	}
+	return 0;
+}
+
+static int docker_watch(struct runtime *rt, const char *label_key,
+			const char *label_value, rt_event_cb cb, void *ud,
+			volatile int *stop, struct terr *err)
+{
+	autojson json_t *filters = json_pack("{s:[s], s:[s,s,s,s]}", "type", "container",
+					     "event", "die", "oom", "start", "destroy");
+	if (filters && label_key) {
+		json_t *lf = label_filter(label_key, label_value);
+		if (lf)
+			json_object_update(filters, lf);
+		json_decref(lf);
+	}
+	autofree char *fjson = filters ? json_dumps(filters, JSON_COMPACT) : NULL;
+	autofree char *ef = fjson ? url_escape(fjson, false) : NULL;
+	autofree char *path = NULL;
+	struct watch_ctx *w = calloc(1, sizeof(*w));
+	if (!w || !ef || asprintf(&path, "/events?filters=%s", ef) < 0) {
+		path = NULL;
+		free(w);
+		return terr_set(err, ENOMEM, "watch container events: out of memory");
+	}
+	w->cb = cb;
+	w->ud = ud;
+	struct httpc_response resp;
+	struct terr local;
+	terr_clear(&local);
+	int r = dk_do(rt, "GET", true, path, NULL, 0, watch_on_data, w, stop, &resp,
+		      "watch container events", &local);
+	long status = r == 0 ? resp.status : 0;
+	if (r == 0)
+		httpc_response_free(&resp);
+	if ((stop && *stop) || w->stopped_by_cb) {
+		r = 0;   /* asked to stop: however the transfer ended is fine */
+	} else if (r < 0) {
+		if (err)
+			*err = local;
+	} else if (status != 200) {
+		r = dk_fail_body(status, w->errbody, w->errlen, "watch container events", err);
+	} else if (w->bad_line) {
+		r = terr_set(err, EPROTO, "watch container events: Docker sent an oversized event line");
+	} else {
+		r = terr_set(err, EIO, "watch container events: Docker at %s closed the event stream",
+			     rt->where);
+	}
+	free(w->line);
+	free(w);
+	return r;
+}
+
+const struct runtime_ops runtime_docker_ops = {
+	.name = "docker",
+	.open = docker_open,
+	.close = docker_close,
+	.version = docker_version,
+	.image_exists = docker_image_exists,
+	.image_list = docker_image_list,
+	.create = docker_create,
+	.start = docker_start,
+	.remove = docker_remove,
+	.inspect = docker_inspect,
+	.list = docker_list,
+	.exec = docker_exec,
+	.logs = docker_logs,
+	.commit = docker_commit,
+	.watch = docker_watch,
+};
