@@ -1,0 +1,142 @@
+/* The subset of the CUDA driver ABI that Tessera's fGPU shim and mock
+ * driver use, declared from NVIDIA's public CUDA Driver API reference
+ * (names, enum values, struct layouts, versioned `_v2` symbols). The project
+ * does not depend on the CUDA toolkit headers: the build machines have no
+ * toolkit, and the shim must compile everywhere.
+ *
+ * Only what is declared here is hooked or mocked. Values are the driver's,
+ * so a binary built against the real cuda.h talks to the mock unchanged. */
+#ifndef TESSERA_FGPU_CUDA_ABI_H
+#define TESSERA_FGPU_CUDA_ABI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef int CUresult;                 /* enum cudaError_enum */
+typedef int CUdevice;                 /* CUdevice_v1 */
+typedef unsigned long long CUdeviceptr; /* CUdeviceptr_v2 */
+typedef unsigned int CUdeviceptr_v1;  /* pre-3.2 32-bit ABI (cuMemAlloc etc.) */
+typedef uint64_t cuuint64_t;
+typedef unsigned long long CUmemGenericAllocationHandle;
+
+typedef struct CUctx_st *CUcontext;
+typedef struct CUstream_st *CUstream;
+typedef struct CUevent_st *CUevent;
+typedef struct CUfunc_st *CUfunction;
+typedef struct CUarray_st *CUarray;
+typedef struct CUmipmappedArray_st *CUmipmappedArray;
+typedef struct CUmemPoolHandle_st *CUmemoryPool;
+
+typedef struct CUuuid_st {
+	char bytes[16];
+} CUuuid;
+
+/* CUresult values used by the project. */
+enum {
+	CUDA_SUCCESS = 0,
+	CUDA_ERROR_INVALID_VALUE = 1,
+	CUDA_ERROR_OUT_OF_MEMORY = 2,
+	CUDA_ERROR_NOT_INITIALIZED = 3,
+	CUDA_ERROR_DEINITIALIZED = 4,
+	CUDA_ERROR_NO_DEVICE = 100,
+	CUDA_ERROR_INVALID_DEVICE = 101,
+	CUDA_ERROR_INVALID_CONTEXT = 201,
+	CUDA_ERROR_CONTEXT_ALREADY_CURRENT = 202,
+	CUDA_ERROR_INVALID_HANDLE = 400,
+	CUDA_ERROR_NOT_FOUND = 500,
+	CUDA_ERROR_NOT_READY = 600,
+	CUDA_ERROR_NOT_SUPPORTED = 801,
+	CUDA_ERROR_UNKNOWN = 999,
+};
+
+/* CUdevice_attribute values used by the project. */
+enum {
+	CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 1,
+	CU_DEVICE_ATTRIBUTE_WARP_SIZE = 10,
+	CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16,
+	CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
+	CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
+};
+
+/* CUdriverProcAddress_flags and CUdriverProcAddressQueryResult. */
+enum {
+	CU_GET_PROC_ADDRESS_DEFAULT = 0,
+	CU_GET_PROC_ADDRESS_LEGACY_STREAM = 1 << 0,
+	CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM = 1 << 1,
+};
+typedef int CUdriverProcAddressQueryResult;
+enum {
+	CU_GET_PROC_ADDRESS_SUCCESS = 0,
+	CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND = 1,
+	CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT = 2,
+};
+
+/* CUarray_format (bytes per channel are derived in the shim). */
+typedef int CUarray_format;
+enum {
+	CU_AD_FORMAT_UNSIGNED_INT8 = 0x01,
+	CU_AD_FORMAT_UNSIGNED_INT16 = 0x02,
+	CU_AD_FORMAT_UNSIGNED_INT32 = 0x03,
+	CU_AD_FORMAT_SIGNED_INT8 = 0x08,
+	CU_AD_FORMAT_SIGNED_INT16 = 0x09,
+	CU_AD_FORMAT_SIGNED_INT32 = 0x0a,
+	CU_AD_FORMAT_HALF = 0x10,
+	CU_AD_FORMAT_FLOAT = 0x20,
+};
+
+typedef struct CUDA_ARRAY_DESCRIPTOR_st {   /* CUDA_ARRAY_DESCRIPTOR_v2 */
+	size_t Width;
+	size_t Height;
+	CUarray_format Format;
+	unsigned int NumChannels;
+} CUDA_ARRAY_DESCRIPTOR;
+
+typedef struct CUDA_ARRAY3D_DESCRIPTOR_st { /* CUDA_ARRAY3D_DESCRIPTOR_v2 */
+	size_t Width;
+	size_t Height;
+	size_t Depth;
+	CUarray_format Format;
+	unsigned int NumChannels;
+	unsigned int Flags;
+} CUDA_ARRAY3D_DESCRIPTOR;
+
+/* Virtual memory management (cuMemCreate) and memory pools. */
+enum { CU_MEM_LOCATION_TYPE_DEVICE = 1 };
+enum { CU_MEM_ALLOCATION_TYPE_PINNED = 1 };
+typedef struct CUmemLocation_st {
+	int type;                /* CUmemLocationType */
+	int id;
+} CUmemLocation;
+
+typedef struct CUmemAllocationProp_st {
+	int type;                /* CUmemAllocationType */
+	int requestedHandleTypes;/* CUmemAllocationHandleType */
+	CUmemLocation location;
+	void *win32HandleMetaData;
+	struct {
+		unsigned char compressionType;
+		unsigned char gpuDirectRDMACapable;
+		unsigned short usage;
+		unsigned char reserved[4];
+	} allocFlags;
+} CUmemAllocationProp;
+
+/* Only the leading fields are read; the driver's struct ends in reserved
+ * bytes whose size changed between releases, so callers own the storage. */
+typedef struct CUmemPoolProps_st {
+	int allocType;
+	int handleTypes;
+	CUmemLocation location;
+	void *win32SecurityAttributes;
+	size_t maxSize;
+	unsigned short usage;
+	unsigned char reserved[54];
+} CUmemPoolProps;
+
+/* cuMemAttach flags for cuMemAllocManaged. */
+enum { CU_MEM_ATTACH_GLOBAL = 0x1, CU_MEM_ATTACH_HOST = 0x2 };
+
+/* Event flags. */
+enum { CU_EVENT_DEFAULT = 0, CU_EVENT_DISABLE_TIMING = 0x2 };
+
+#endif

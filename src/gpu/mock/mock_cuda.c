@@ -1,0 +1,1238 @@
+/* Mock CUDA driver (libcuda.so.1): simulates the devices of the mock spec
+ * (gpu/mock/mockspec.h) closely enough for Tessera's fGPU shim, gpu-info
+ * and tests, through the real driver ABI (fgpu/cuda_abi.h).
+ *
+ * What is simulated:
+ *   - devices, names, UUIDs, attributes, contexts (primary and created,
+ *     with a thread-local current-context stack);
+ *   - device memory: every allocation family reserves bytes against the
+ *     device's total, device-wide across processes (mockspec.c); pointers
+ *     are never dereferenceable;
+ *   - time: a per-process *simulated* clock. A kernel launched on a device
+ *     runs for gridDimX*gridDimY*gridDimZ * TESSERA_MOCK_BLOCK_NS
+ *     (default 1000) simulated ns, one kernel at a time per device; events
+ *     record simulated times; synchronizing advances the clock to the end
+ *     of the awaited work. tesseraMockNowNs / tesseraMockSleepNs expose the
+ *     clock so pacing can be tested without real waiting.
+ *   - context overhead: TESSERA_MOCK_CTX_OVERHEAD bytes (default 0) are
+ *     taken from the device by each context, as a real context uses memory.
+ *
+ * Everything is guarded by one mutex: the mock is for tests, not speed.
+ * Built with -Bsymbolic-functions so that the addresses it hands out
+ * through cuGetProcAddress are its own, as the real driver's are. */
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fgpu/cuda_abi.h"
+#include "gpu/mock/mockspec.h"
+
+#define MOCK_API __attribute__((visibility("default")))
+#define MOCK_MAGIC_CTX 0x43545831U
+#define MOCK_MAGIC_STREAM 0x5354524dU
+#define MOCK_MAGIC_EVENT 0x45564e54U
+#define MOCK_MAGIC_ARRAY 0x41525259U
+#define MOCK_MAGIC_POOL 0x504f4f4cU
+
+struct CUctx_st {
+	unsigned magic;
+	int dev;
+	int refs;            /* primary: retain count */
+	bool primary;
+	int64_t overhead;    /* bytes taken from the device */
+	uint64_t null_tail;  /* simulated end of work on the NULL stream */
+};
+
+struct CUstream_st {
+	unsigned magic;
+	CUcontext ctx;
+	uint64_t tail;
+};
+
+struct CUevent_st {
+	unsigned magic;
+	unsigned flags;
+	bool recorded;
+	uint64_t t;
+};
+
+struct CUarray_st {
+	unsigned magic;
+	int dev;
+	int64_t bytes;
+};
+
+struct CUmipmappedArray_st {
+	unsigned magic;
+	int dev;
+	int64_t bytes;
+};
+
+struct CUmemPoolHandle_st {
+	unsigned magic;
+	int dev;
+};
+
+/* Allocation kinds tracked so that a free finds its size and device. */
+enum { MA_PTR, MA_PTR_V1, MA_HANDLE };
+
+struct mock_alloc {
+	int kind;
+	int dev;
+	uint64_t key;
+	int64_t bytes;
+};
+
+static pthread_mutex_t mock_lock = PTHREAD_MUTEX_INITIALIZER;
+static bool mock_inited;
+static struct mock_spec mock_spec;
+static struct CUctx_st mock_primary[MOCK_MAX_DEVICES];
+static struct CUmemPoolHandle_st mock_default_pool[MOCK_MAX_DEVICES];
+static uint64_t mock_next_ptr[MOCK_MAX_DEVICES];
+static uint32_t mock_next_ptr_v1 = 0x10000000U;
+static uint64_t mock_next_handle = 1;
+static struct mock_alloc *mock_allocs;
+static size_t mock_nallocs, mock_cap_allocs;
+static uint64_t mock_now;                       /* simulated ns */
+static uint64_t mock_busy_until[MOCK_MAX_DEVICES];
+static uint64_t mock_block_ns = 1000;
+static int64_t mock_ctx_overhead;
+
+static __thread CUcontext mock_ctx_stack[16];
+static __thread int mock_ctx_depth;
+
+#define LOCKED(expr) ({ pthread_mutex_lock(&mock_lock); CUresult r_ = (expr); \
+	pthread_mutex_unlock(&mock_lock); r_; })
+
+static bool mock_valid_dev(CUdevice d)
+{
+	return d >= 0 && d < mock_spec.count;
+}
+
+static CUcontext mock_current(void)
+{
+	return mock_ctx_depth > 0 ? mock_ctx_stack[mock_ctx_depth - 1] : NULL;
+}
+
+static int mock_current_dev(void)
+{
+	CUcontext c = mock_current();
+	return c && c->magic == MOCK_MAGIC_CTX ? c->dev : -1;
+}
+
+MOCK_API CUresult cuInit(unsigned int flags)
+{
+	if (flags != 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&mock_lock);
+	if (!mock_inited) {
+		struct terr err;
+		if (mock_spec_load(&mock_spec, &err) < 0)
+			mock_spec.count = 0;   /* a bad spec is no devices, as a broken driver */
+		for (int i = 0; i < MOCK_MAX_DEVICES; i++) {
+			mock_next_ptr[i] = 0x700000000000ULL + ((uint64_t)i << 36);
+			mock_primary[i] = (struct CUctx_st){ .magic = MOCK_MAGIC_CTX,
+				.dev = i, .primary = true };
+			mock_default_pool[i] = (struct CUmemPoolHandle_st){ MOCK_MAGIC_POOL, i };
+		}
+		const char *b = getenv("TESSERA_MOCK_BLOCK_NS");
+		if (b && atoll(b) > 0)
+			mock_block_ns = (uint64_t)atoll(b);
+		const char *o = getenv("TESSERA_MOCK_CTX_OVERHEAD");
+		if (o && atoll(o) > 0)
+			mock_ctx_overhead = atoll(o);
+		mock_usage_init(&mock_spec);
+		mock_inited = true;
+	}
+	CUresult rc = mock_spec.count > 0 ? CUDA_SUCCESS : CUDA_ERROR_NO_DEVICE;
+	pthread_mutex_unlock(&mock_lock);
+	return rc;
+}
+
+#define REQUIRE_INIT() do { if (!mock_inited) return CUDA_ERROR_NOT_INITIALIZED; } while (0)
+
+MOCK_API CUresult cuDriverGetVersion(int *v)
+{
+	if (!v)
+		return CUDA_ERROR_INVALID_VALUE;
+	*v = MOCK_CUDA_VERSION;
+	return CUDA_SUCCESS;
+}
+
+MOCK_API CUresult cuDeviceGetCount(int *count)
+{
+	REQUIRE_INIT();
+	if (!count)
+		return CUDA_ERROR_INVALID_VALUE;
+	*count = mock_spec.count;
+	return CUDA_SUCCESS;
+}
+
+MOCK_API CUresult cuDeviceGet(CUdevice *dev, int ordinal)
+{
+	REQUIRE_INIT();
+	if (!dev)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!mock_valid_dev(ordinal))
+		return CUDA_ERROR_INVALID_DEVICE;
+	*dev = ordinal;
+	return CUDA_SUCCESS;
+}
+
+MOCK_API CUresult cuDeviceGetName(char *name, int len, CUdevice dev)
+{
+	REQUIRE_INIT();
+	if (!name || len <= 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!mock_valid_dev(dev))
+		return CUDA_ERROR_INVALID_DEVICE;
+	strncpy(name, MOCK_DEVICE_NAME, (size_t)len - 1);
+	name[len - 1] = '\0';
+	return CUDA_SUCCESS;
+}
+
+MOCK_API CUresult cuDeviceGetUuid(CUuuid *uuid, CUdevice dev)
+{
+	REQUIRE_INIT();
+	if (!uuid)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!mock_valid_dev(dev))
+		return CUDA_ERROR_INVALID_DEVICE;
+	memcpy(uuid->bytes, mock_spec.dev[dev].uuid, 16);
+	return CUDA_SUCCESS;
+}
+
+MOCK_API CUresult cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev)
+{
+	return cuDeviceGetUuid(uuid, dev);
+}
+
+MOCK_API CUresult cuDeviceGetAttribute(int *pi, int attrib, CUdevice dev)
+{
+	REQUIRE_INIT();
+	if (!pi)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!mock_valid_dev(dev))
+		return CUDA_ERROR_INVALID_DEVICE;
+	switch (attrib) {
+	case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *pi = mock_spec.dev[dev].sms; break;
+	case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *pi = 1024; break;
+	case CU_DEVICE_ATTRIBUTE_WARP_SIZE: *pi = 32; break;
+	case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *pi = 9; break;
+	case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *pi = 0; break;
+	default: return CUDA_ERROR_INVALID_VALUE;
+	}
+	return CUDA_SUCCESS;
+}
+
+MOCK_API CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
+{
+	REQUIRE_INIT();
+	if (!bytes)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!mock_valid_dev(dev))
+		return CUDA_ERROR_INVALID_DEVICE;
+	*bytes = (size_t)mock_spec.dev[dev].mem;
+	return CUDA_SUCCESS;
+}
+
+MOCK_API CUresult cuDeviceTotalMem(unsigned int *bytes, CUdevice dev)
+{
+	size_t b;
+	CUresult rc = cuDeviceTotalMem_v2(bytes ? &b : NULL, dev);
+	if (rc == CUDA_SUCCESS)
+		*bytes = b > 0xffffffffu ? 0xffffffffu : (unsigned int)b;
+	return rc;
+}
+
+/* ---- contexts ---------------------------------------------------------- */
+
+static CUresult mock_ctx_charge(CUcontext c)
+{
+	if (mock_ctx_overhead > 0) {
+		if (mock_usage_add(c->dev, mock_ctx_overhead) < 0)
+			return CUDA_ERROR_OUT_OF_MEMORY;
+		c->overhead = mock_ctx_overhead;
+	}
+	return CUDA_SUCCESS;
+}
+
+static void mock_ctx_uncharge(CUcontext c)
+{
+	if (c->overhead > 0)
+		mock_usage_add(c->dev, -c->overhead);
+	c->overhead = 0;
+}
+
+static void mock_ctx_push(CUcontext c)
+{
+	if (mock_ctx_depth < (int)(sizeof(mock_ctx_stack) / sizeof(mock_ctx_stack[0])))
+		mock_ctx_stack[mock_ctx_depth++] = c;
+	else
+		mock_ctx_stack[mock_ctx_depth - 1] = c;
+}
+
+/* Removes c from this thread's stack (other threads may keep a dangling
+ * pointer, as with the real driver, which is the caller's bug). */
+static void mock_ctx_forget(CUcontext c)
+{
+	int j = 0;
+	for (int i = 0; i < mock_ctx_depth; i++)
+		if (mock_ctx_stack[i] != c)
+			mock_ctx_stack[j++] = mock_ctx_stack[i];
+	mock_ctx_depth = j;
+}
+
+static CUresult mock_ctx_create(CUcontext *pctx, CUdevice dev)
+{
+	REQUIRE_INIT();
+	if (!pctx)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!mock_valid_dev(dev))
+		return CUDA_ERROR_INVALID_DEVICE;
+	CUcontext c = calloc(1, sizeof(*c));
+	if (!c)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	*c = (struct CUctx_st){ .magic = MOCK_MAGIC_CTX, .dev = dev, .refs = 1 };
+	CUresult rc = mock_ctx_charge(c);
+	if (rc != CUDA_SUCCESS) {
+		free(c);
+		return rc;
+	}
+	mock_ctx_push(c);
+	*pctx = c;
+	return CUDA_SUCCESS;
+}
+
+MOCK_API CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev)
+{
+	(void)flags;
+	return LOCKED(mock_ctx_create(pctx, dev));
+}
+
+MOCK_API CUresult cuCtxCreate(CUcontext *pctx, unsigned int flags, CUdevice dev)
+{
+	return cuCtxCreate_v2(pctx, flags, dev);
+}
+
+static CUresult mock_ctx_destroy(CUcontext c)
+{
+	REQUIRE_INIT();
+	if (!c || c->magic != MOCK_MAGIC_CTX || c->primary)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	mock_ctx_forget(c);
+	mock_ctx_uncharge(c);
+	c->magic = 0;
+	free(c);
+	return CUDA_SUCCESS;
+}
+
+MOCK_API CUresult cuCtxDestroy_v2(CUcontext c)
+{
+	return LOCKED(mock_ctx_destroy(c));
+}
+
+MOCK_API CUresult cuCtxDestroy(CUcontext c)
+{
+	return cuCtxDestroy_v2(c);
+}
+
+MOCK_API CUresult cuCtxGetCurrent(CUcontext *pctx)
+{
+	REQUIRE_INIT();
+	if (!pctx)
+		return CUDA_ERROR_INVALID_VALUE;
+	*pctx = mock_current();
+	return CUDA_SUCCESS;
+}
+
+MOCK_API CUresult cuCtxSetCurrent(CUcontext c)
+{
+	REQUIRE_INIT();
+	if (c && c->magic != MOCK_MAGIC_CTX)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	if (!c) {
+		if (mock_ctx_depth > 0)
+			mock_ctx_depth--;
+	} else if (mock_ctx_depth == 0) {
+		mock_ctx_push(c);
+	} else {
+		mock_ctx_stack[mock_ctx_depth - 1] = c;
+	}
+	return CUDA_SUCCESS;
+}
+
+MOCK_API CUresult cuCtxPushCurrent_v2(CUcontext c)
+{
+	REQUIRE_INIT();
+	if (!c || c->magic != MOCK_MAGIC_CTX)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	mock_ctx_push(c);
+	return CUDA_SUCCESS;
+}
+
+MOCK_API CUresult cuCtxPopCurrent_v2(CUcontext *pctx)
+{
+	REQUIRE_INIT();
+	if (mock_ctx_depth == 0)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	CUcontext c = mock_ctx_stack[--mock_ctx_depth];
+	if (pctx)
+		*pctx = c;
+	return CUDA_SUCCESS;
+}
+
+MOCK_API CUresult cuCtxGetDevice(CUdevice *dev)
+{
+	REQUIRE_INIT();
+	if (!dev)
+		return CUDA_ERROR_INVALID_VALUE;
+	int d = mock_current_dev();
+	if (d < 0)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	*dev = d;
+	return CUDA_SUCCESS;
+}
+
+MOCK_API CUresult cuCtxSynchronize(void)
+{
+	REQUIRE_INIT();
+	pthread_mutex_lock(&mock_lock);
+	int d = mock_current_dev();
+	if (d >= 0 && mock_busy_until[d] > mock_now)
+		mock_now = mock_busy_until[d];
+	pthread_mutex_unlock(&mock_lock);
+	return d >= 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+}
+
+static CUresult mock_primary_retain(CUcontext *pctx, CUdevice dev)
+{
+	REQUIRE_INIT();
+	if (!pctx)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!mock_valid_dev(dev))
+		return CUDA_ERROR_INVALID_DEVICE;
+	CUcontext c = &mock_primary[dev];
+	if (c->refs == 0) {
+		CUresult rc = mock_ctx_charge(c);
+		if (rc != CUDA_SUCCESS)
+			return rc;
+	}
+	c->refs++;
+	*pctx = c;
+	return CUDA_SUCCESS;
+}
+
+MOCK_API CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
+{
+	return LOCKED(mock_primary_retain(pctx, dev));
+}
+
+static CUresult mock_primary_release(CUdevice dev)
+{
+	REQUIRE_INIT();
+	if (!mock_valid_dev(dev))
+		return CUDA_ERROR_INVALID_DEVICE;
+	CUcontext c = &mock_primary[dev];
+	if (c->refs == 0)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	if (--c->refs == 0)
+		mock_ctx_uncharge(c);
+	return CUDA_SUCCESS;
+}
+
+MOCK_API CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
+{
+	return LOCKED(mock_primary_release(dev));
+}
+
+MOCK_API CUresult cuDevicePrimaryCtxRelease(CUdevice dev)
+{
+	return cuDevicePrimaryCtxRelease_v2(dev);
+}
+
+/* ---- memory ------------------------------------------------------------ */
+
+static CUresult mock_track(int kind, int dev, uint64_t key, int64_t bytes)
+{
+	if (mock_nallocs == mock_cap_allocs) {
+		size_t cap = mock_cap_allocs ? mock_cap_allocs * 2 : 64;
+		struct mock_alloc *n = realloc(mock_allocs, cap * sizeof(*n));
+		if (!n)
+			return CUDA_ERROR_OUT_OF_MEMORY;
+		mock_allocs = n;
+		mock_cap_allocs = cap;
+	}
+	mock_allocs[mock_nallocs++] = (struct mock_alloc){ kind, dev, key, bytes };
+	return CUDA_SUCCESS;
+}
+
+/* Takes bytes from dev and records the allocation under key. */
+static CUresult mock_take(int kind, int dev, uint64_t key, int64_t bytes)
+{
+	if (mock_usage_add(dev, bytes) < 0)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	CUresult rc = mock_track(kind, dev, key, bytes);
+	if (rc != CUDA_SUCCESS)
+		mock_usage_add(dev, -bytes);
+	return rc;
+}
+
+static CUresult mock_give(int kind, uint64_t key)
+{
+	for (size_t i = mock_nallocs; i-- > 0;) {
+		struct mock_alloc *a = &mock_allocs[i];
+		if (a->kind == kind && a->key == key) {
+			mock_usage_add(a->dev, -a->bytes);
+			*a = mock_allocs[--mock_nallocs];
+			return CUDA_SUCCESS;
+		}
+	}
+	return CUDA_ERROR_INVALID_VALUE;
+}
+
+static CUresult mock_alloc_on(CUdeviceptr *dptr, size_t bytes, int dev)
+{
+	REQUIRE_INIT();
+	if (!dptr || bytes == 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (dev < 0)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	if (bytes > (size_t)INT64_MAX)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	uint64_t p = mock_next_ptr[dev];
+	CUresult rc = mock_take(MA_PTR, dev, p, (int64_t)bytes);
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	mock_next_ptr[dev] += ((uint64_t)bytes + 511) & ~511ULL;
+	*dptr = p;
+	return CUDA_SUCCESS;
+}
+
+MOCK_API CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytes)
+{
+	return LOCKED(mock_alloc_on(dptr, bytes, mock_current_dev()));
+}
+
+static CUresult mock_alloc_v1(CUdeviceptr_v1 *dptr, unsigned int bytes)
+{
+	REQUIRE_INIT();
+	if (!dptr || bytes == 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	int dev = mock_current_dev();
+	if (dev < 0)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	uint32_t p = mock_next_ptr_v1;
+	if ((uint64_t)p + bytes > 0xffffffffULL)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	CUresult rc = mock_take(MA_PTR_V1, dev, p, bytes);
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	mock_next_ptr_v1 += (bytes + 511u) & ~511u;
+	*dptr = p;
+	return CUDA_SUCCESS;
+}
+
+MOCK_API CUresult cuMemAlloc(CUdeviceptr_v1 *dptr, unsigned int bytes)
+{
+	return LOCKED(mock_alloc_v1(dptr, bytes));
+}
+
+MOCK_API CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, size_t width,
+				     size_t height, unsigned int elem)
+{
+	if (!pitch || width == 0 || height == 0 ||
+	    (elem != 4 && elem != 8 && elem != 16))
+		return CUDA_ERROR_INVALID_VALUE;
+	size_t p = (width + 511) & ~(size_t)511;
+	if (height > SIZE_MAX / p)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	CUresult rc = cuMemAlloc_v2(dptr, p * height);
+	if (rc == CUDA_SUCCESS)
+		*pitch = p;
+	return rc;
+}
+
+MOCK_API CUresult cuMemAllocPitch(CUdeviceptr_v1 *dptr, unsigned int *pitch,
+				  unsigned int width, unsigned int height, unsigned int elem)
+{
+	if (!pitch || width == 0 || height == 0 ||
+	    (elem != 4 && elem != 8 && elem != 16))
+		return CUDA_ERROR_INVALID_VALUE;
+	uint64_t p = ((uint64_t)width + 511) & ~511ULL;
+	if (p * height > 0xffffffffULL)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	CUresult rc = cuMemAlloc(dptr, (unsigned int)(p * height));
+	if (rc == CUDA_SUCCESS)
+		*pitch = (unsigned int)p;
+	return rc;
+}
+
+MOCK_API CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytes, unsigned int flags)
+{
+	if (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST)
+		return CUDA_ERROR_INVALID_VALUE;
+	return cuMemAlloc_v2(dptr, bytes);
+}
+
+MOCK_API CUresult cuMemFree_v2(CUdeviceptr p)
+{
+	if (p == 0)
+		return CUDA_SUCCESS;
+	return LOCKED(mock_inited ? mock_give(MA_PTR, p) : CUDA_ERROR_NOT_INITIALIZED);
+}
+
+MOCK_API CUresult cuMemFree(CUdeviceptr_v1 p)
+{
+	if (p == 0)
+		return CUDA_SUCCESS;
+	return LOCKED(mock_inited ? mock_give(MA_PTR_V1, p) : CUDA_ERROR_NOT_INITIALIZED);
+}
+
+MOCK_API CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytes, CUstream s)
+{
+	if (s && s->magic != MOCK_MAGIC_STREAM)
+		return CUDA_ERROR_INVALID_HANDLE;
+	int dev = s ? s->ctx->dev : mock_current_dev();
+	return LOCKED(mock_alloc_on(dptr, bytes, dev));
+}
+
+MOCK_API CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytes, CUstream s)
+{
+	return cuMemAllocAsync(dptr, bytes, s);
+}
+
+MOCK_API CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytes,
+					  CUmemoryPool pool, CUstream s)
+{
+	if (!pool || pool->magic != MOCK_MAGIC_POOL || (s && s->magic != MOCK_MAGIC_STREAM))
+		return CUDA_ERROR_INVALID_HANDLE;
+	return LOCKED(mock_alloc_on(dptr, bytes, pool->dev));
+}
+
+MOCK_API CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytes,
+					       CUmemoryPool pool, CUstream s)
+{
+	return cuMemAllocFromPoolAsync(dptr, bytes, pool, s);
+}
+
+MOCK_API CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s)
+{
+	(void)s;
+	return cuMemFree_v2(p);
+}
+
+MOCK_API CUresult cuMemFreeAsync_ptsz(CUdeviceptr p, CUstream s)
+{
+	return cuMemFreeAsync(p, s);
+}
+
+MOCK_API CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *props)
+{
+	REQUIRE_INIT();
+	if (!pool || !props || props->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!mock_valid_dev(props->location.id))
+		return CUDA_ERROR_INVALID_DEVICE;
+	CUmemoryPool p = calloc(1, sizeof(*p));
+	if (!p)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	*p = (struct CUmemPoolHandle_st){ MOCK_MAGIC_POOL, props->location.id };
+	*pool = p;
+	return CUDA_SUCCESS;
+}
+
+MOCK_API CUresult cuMemPoolDestroy(CUmemoryPool pool)
+{
+	REQUIRE_INIT();
+	if (!pool || pool->magic != MOCK_MAGIC_POOL)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (pool >= &mock_default_pool[0] && pool < &mock_default_pool[MOCK_MAX_DEVICES])
+		return CUDA_ERROR_INVALID_VALUE;
+	pool->magic = 0;
+	free(pool);
+	return CUDA_SUCCESS;
+}
+
+MOCK_API CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool, CUdevice dev)
+{
+	REQUIRE_INIT();
+	if (!pool)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!mock_valid_dev(dev))
+		return CUDA_ERROR_INVALID_DEVICE;
+	*pool = &mock_default_pool[dev];
+	return CUDA_SUCCESS;
+}
+
+MOCK_API CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev)
+{
+	return cuDeviceGetDefaultMemPool(pool, dev);
+}
+
+static CUresult mock_mem_create(CUmemGenericAllocationHandle *h, size_t size,
+				const CUmemAllocationProp *prop)
+{
+	REQUIRE_INIT();
+	if (!h || !prop || size == 0 || size > (size_t)INT64_MAX ||
+	    prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!mock_valid_dev(prop->location.id))
+		return CUDA_ERROR_INVALID_DEVICE;
+	uint64_t key = mock_next_handle;
+	CUresult rc = mock_take(MA_HANDLE, prop->location.id, key, (int64_t)size);
+	if (rc == CUDA_SUCCESS) {
+		mock_next_handle++;
+		*h = key;
+	}
+	return rc;
+}
+
+MOCK_API CUresult cuMemCreate(CUmemGenericAllocationHandle *h, size_t size,
+			      const CUmemAllocationProp *prop, unsigned long long flags)
+{
+	if (flags != 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	return LOCKED(mock_mem_create(h, size, prop));
+}
+
+MOCK_API CUresult cuMemRelease(CUmemGenericAllocationHandle h)
+{
+	return LOCKED(mock_inited ? mock_give(MA_HANDLE, h) : CUDA_ERROR_NOT_INITIALIZED);
+}
+
+static int64_t mock_format_bytes(CUarray_format f)
+{
+	switch (f) {
+	case CU_AD_FORMAT_UNSIGNED_INT8: case CU_AD_FORMAT_SIGNED_INT8: return 1;
+	case CU_AD_FORMAT_UNSIGNED_INT16: case CU_AD_FORMAT_SIGNED_INT16:
+	case CU_AD_FORMAT_HALF: return 2;
+	case CU_AD_FORMAT_UNSIGNED_INT32: case CU_AD_FORMAT_SIGNED_INT32:
+	case CU_AD_FORMAT_FLOAT: return 4;
+	default: return -1;
+	}
+}
+
+static int64_t mock_extent_bytes(size_t w, size_t h, size_t d, CUarray_format f,
+				 unsigned ch, unsigned levels)
+{
+	int64_t bpe = mock_format_bytes(f);
+	if (bpe < 0 || w == 0 || (ch != 1 && ch != 2 && ch != 4) || levels == 0)
+		return -1;
+	int64_t total = 0;
+	for (unsigned l = 0; l < levels; l++) {
+		size_t lw = w >> l ? w >> l : 1, lh = h >> l ? h >> l : 1,
+		       ld = d >> l ? d >> l : 1;
+		int64_t b;
+		if (__builtin_mul_overflow((int64_t)lw, (int64_t)lh, &b) ||
+		    __builtin_mul_overflow(b, (int64_t)ld, &b) ||
+		    __builtin_mul_overflow(b, bpe * ch, &b) ||
+		    __builtin_add_overflow(total, b, &total))
+			return INT64_MAX;
+	}
+	return total;
+}
+
+static CUresult mock_array_new(CUarray *pa, int64_t bytes)
+{
+	REQUIRE_INIT();
+	if (bytes < 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	int dev = mock_current_dev();
+	if (dev < 0)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	CUarray a = calloc(1, sizeof(*a));
+	if (!a)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	if (mock_usage_add(dev, bytes) < 0) {
+		free(a);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	*a = (struct CUarray_st){ MOCK_MAGIC_ARRAY, dev, bytes };
+	*pa = a;
+	return CUDA_SUCCESS;
+}
+
+MOCK_API CUresult cuArrayCreate_v2(CUarray *pa, const CUDA_ARRAY_DESCRIPTOR *d)
+{
+	if (!pa || !d)
+		return CUDA_ERROR_INVALID_VALUE;
+	int64_t b = mock_extent_bytes(d->Width, d->Height, 1, d->Format, d->NumChannels, 1);
+	return LOCKED(mock_array_new(pa, b));
+}
+
+MOCK_API CUresult cuArray3DCreate_v2(CUarray *pa, const CUDA_ARRAY3D_DESCRIPTOR *d)
+{
+	if (!pa || !d)
+		return CUDA_ERROR_INVALID_VALUE;
+	int64_t b = mock_extent_bytes(d->Width, d->Height, d->Depth, d->Format,
+				      d->NumChannels, 1);
+	return LOCKED(mock_array_new(pa, b));
+}
+
+static CUresult mock_array_destroy(CUarray a)
+{
+	REQUIRE_INIT();
+	if (!a || a->magic != MOCK_MAGIC_ARRAY)
+		return CUDA_ERROR_INVALID_HANDLE;
+	mock_usage_add(a->dev, -a->bytes);
+	a->magic = 0;
+	free(a);
+	return CUDA_SUCCESS;
+}
+
+MOCK_API CUresult cuArrayDestroy(CUarray a)
+{
+	return LOCKED(mock_array_destroy(a));
+}
+
+static CUresult mock_mipmap_new(CUmipmappedArray *pm, const CUDA_ARRAY3D_DESCRIPTOR *d,
+				unsigned levels)
+{
+	REQUIRE_INIT();
+	int64_t b = mock_extent_bytes(d->Width, d->Height, d->Depth, d->Format,
+				      d->NumChannels, levels);
+	if (b < 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	int dev = mock_current_dev();
+	if (dev < 0)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	CUmipmappedArray m = calloc(1, sizeof(*m));
+	if (!m)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	if (mock_usage_add(dev, b) < 0) {
+		free(m);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	*m = (struct CUmipmappedArray_st){ MOCK_MAGIC_ARRAY, dev, b };
+	*pm = m;
+	return CUDA_SUCCESS;
+}
+
+MOCK_API CUresult cuMipmappedArrayCreate(CUmipmappedArray *pm,
+					 const CUDA_ARRAY3D_DESCRIPTOR *d, unsigned int levels)
+{
+	if (!pm || !d)
+		return CUDA_ERROR_INVALID_VALUE;
+	return LOCKED(mock_mipmap_new(pm, d, levels));
+}
+
+static CUresult mock_mipmap_destroy(CUmipmappedArray m)
+{
+	REQUIRE_INIT();
+	if (!m || m->magic != MOCK_MAGIC_ARRAY)
+		return CUDA_ERROR_INVALID_HANDLE;
+	mock_usage_add(m->dev, -m->bytes);
+	m->magic = 0;
+	free(m);
+	return CUDA_SUCCESS;
+}
+
+MOCK_API CUresult cuMipmappedArrayDestroy(CUmipmappedArray m)
+{
+	return LOCKED(mock_mipmap_destroy(m));
+}
+
+static CUresult mock_mem_info(size_t *freep, size_t *totalp)
+{
+	REQUIRE_INIT();
+	if (!freep || !totalp)
+		return CUDA_ERROR_INVALID_VALUE;
+	int dev = mock_current_dev();
+	if (dev < 0)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	int64_t total = mock_spec.dev[dev].mem, used = mock_usage_get(dev);
+	*totalp = (size_t)total;
+	*freep = used >= total ? 0 : (size_t)(total - used);
+	return CUDA_SUCCESS;
+}
+
+MOCK_API CUresult cuMemGetInfo_v2(size_t *freep, size_t *totalp)
+{
+	return LOCKED(mock_mem_info(freep, totalp));
+}
+
+MOCK_API CUresult cuMemGetInfo(unsigned int *freep, unsigned int *totalp)
+{
+	size_t f, t;
+	CUresult rc = cuMemGetInfo_v2(freep ? &f : NULL, totalp ? &t : NULL);
+	if (rc == CUDA_SUCCESS) {
+		*freep = f > 0xffffffffu ? 0xffffffffu : (unsigned int)f;
+		*totalp = t > 0xffffffffu ? 0xffffffffu : (unsigned int)t;
+	}
+	return rc;
+}
+
+/* ---- streams, events, kernels (simulated time) ------------------------- */
+
+static uint64_t *mock_tail(CUstream s)
+{
+	if (s)
+		return &s->tail;
+	CUcontext c = mock_current();
+	return c ? &c->null_tail : NULL;
+}
+
+MOCK_API CUresult cuStreamCreate(CUstream *ps, unsigned int flags)
+{
+	(void)flags;
+	REQUIRE_INIT();
+	if (!ps)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUcontext c = mock_current();
+	if (!c)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	CUstream s = calloc(1, sizeof(*s));
+	if (!s)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	*s = (struct CUstream_st){ MOCK_MAGIC_STREAM, c, 0 };
+	*ps = s;
+	return CUDA_SUCCESS;
+}
+
+MOCK_API CUresult cuStreamDestroy_v2(CUstream s)
+{
+	REQUIRE_INIT();
+	if (!s || s->magic != MOCK_MAGIC_STREAM)
+		return CUDA_ERROR_INVALID_HANDLE;
+	s->magic = 0;
+	free(s);
+	return CUDA_SUCCESS;
+}
+
+MOCK_API CUresult cuStreamSynchronize(CUstream s)
+{
+	REQUIRE_INIT();
+	if (s && s->magic != MOCK_MAGIC_STREAM)
+		return CUDA_ERROR_INVALID_HANDLE;
+	pthread_mutex_lock(&mock_lock);
+	uint64_t *t = mock_tail(s);
+	if (t && *t > mock_now)
+		mock_now = *t;
+	pthread_mutex_unlock(&mock_lock);
+	return t ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+}
+
+MOCK_API CUresult cuStreamSynchronize_ptsz(CUstream s)
+{
+	return cuStreamSynchronize(s);
+}
+
+MOCK_API CUresult cuEventCreate(CUevent *pe, unsigned int flags)
+{
+	REQUIRE_INIT();
+	if (!pe)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUevent e = calloc(1, sizeof(*e));
+	if (!e)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	*e = (struct CUevent_st){ .magic = MOCK_MAGIC_EVENT, .flags = flags };
+	*pe = e;
+	return CUDA_SUCCESS;
+}
+
+MOCK_API CUresult cuEventDestroy_v2(CUevent e)
+{
+	REQUIRE_INIT();
+	if (!e || e->magic != MOCK_MAGIC_EVENT)
+		return CUDA_ERROR_INVALID_HANDLE;
+	e->magic = 0;
+	free(e);
+	return CUDA_SUCCESS;
+}
+
+MOCK_API CUresult cuEventRecord(CUevent e, CUstream s)
+{
+	REQUIRE_INIT();
+	if (!e || e->magic != MOCK_MAGIC_EVENT || (s && s->magic != MOCK_MAGIC_STREAM))
+		return CUDA_ERROR_INVALID_HANDLE;
+	pthread_mutex_lock(&mock_lock);
+	uint64_t *t = mock_tail(s);
+	if (t) {
+		e->t = *t > mock_now ? *t : mock_now;
+		e->recorded = true;
+	}
+	pthread_mutex_unlock(&mock_lock);
+	return t ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+}
+
+MOCK_API CUresult cuEventRecord_ptsz(CUevent e, CUstream s)
+{
+	return cuEventRecord(e, s);
+}
+
+MOCK_API CUresult cuEventQuery(CUevent e)
+{
+	REQUIRE_INIT();
+	if (!e || e->magic != MOCK_MAGIC_EVENT)
+		return CUDA_ERROR_INVALID_HANDLE;
+	pthread_mutex_lock(&mock_lock);
+	CUresult rc = !e->recorded || e->t <= mock_now ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+	pthread_mutex_unlock(&mock_lock);
+	return rc;
+}
+
+MOCK_API CUresult cuEventSynchronize(CUevent e)
+{
+	REQUIRE_INIT();
+	if (!e || e->magic != MOCK_MAGIC_EVENT)
+		return CUDA_ERROR_INVALID_HANDLE;
+	pthread_mutex_lock(&mock_lock);
+	if (e->recorded && e->t > mock_now)
+		mock_now = e->t;
+	pthread_mutex_unlock(&mock_lock);
+	return CUDA_SUCCESS;
+}
+
+MOCK_API CUresult cuEventElapsedTime(float *ms, CUevent a, CUevent b)
+{
+	REQUIRE_INIT();
+	if (!ms)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!a || !b || a->magic != MOCK_MAGIC_EVENT || b->magic != MOCK_MAGIC_EVENT ||
+	    (a->flags & CU_EVENT_DISABLE_TIMING) || (b->flags & CU_EVENT_DISABLE_TIMING) ||
+	    !a->recorded || !b->recorded)
+		return CUDA_ERROR_INVALID_HANDLE;
+	pthread_mutex_lock(&mock_lock);
+	CUresult rc = CUDA_SUCCESS;
+	if (a->t > mock_now || b->t > mock_now)
+		rc = CUDA_ERROR_NOT_READY;
+	else
+		*ms = (float)((double)((int64_t)b->t - (int64_t)a->t) / 1e6);
+	pthread_mutex_unlock(&mock_lock);
+	return rc;
+}
+
+MOCK_API CUresult cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy,
+				 unsigned int gz, unsigned int bx, unsigned int by,
+				 unsigned int bz, unsigned int shmem, CUstream s,
+				 void **params, void **extra)
+{
+	(void)shmem; (void)params; (void)extra;
+	REQUIRE_INIT();
+	if (!f)
+		return CUDA_ERROR_INVALID_HANDLE;
+	if (gx == 0 || gy == 0 || gz == 0 || bx == 0 || by == 0 || bz == 0 ||
+	    (uint64_t)bx * by * bz > 1024)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (s && s->magic != MOCK_MAGIC_STREAM)
+		return CUDA_ERROR_INVALID_HANDLE;
+	pthread_mutex_lock(&mock_lock);
+	CUcontext c = s ? s->ctx : mock_current();
+	uint64_t *t = mock_tail(s);
+	if (!c || !t) {
+		pthread_mutex_unlock(&mock_lock);
+		return CUDA_ERROR_INVALID_CONTEXT;
+	}
+	uint64_t start = mock_now;
+	if (*t > start)
+		start = *t;
+	if (mock_busy_until[c->dev] > start)
+		start = mock_busy_until[c->dev];
+	uint64_t end = start + (uint64_t)gx * gy * gz * mock_block_ns;
+	*t = end;
+	mock_busy_until[c->dev] = end;
+	pthread_mutex_unlock(&mock_lock);
+	return CUDA_SUCCESS;
+}
+
+MOCK_API CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gx, unsigned int gy,
+				      unsigned int gz, unsigned int bx, unsigned int by,
+				      unsigned int bz, unsigned int shmem, CUstream s,
+				      void **params, void **extra)
+{
+	return cuLaunchKernel(f, gx, gy, gz, bx, by, bz, shmem, s, params, extra);
+}
+
+/* Test hooks, not CUDA: the simulated clock (see the file comment). */
+MOCK_API uint64_t tesseraMockNowNs(void)
+{
+	pthread_mutex_lock(&mock_lock);
+	uint64_t t = mock_now;
+	pthread_mutex_unlock(&mock_lock);
+	return t;
+}
+
+MOCK_API void tesseraMockSleepNs(uint64_t ns)
+{
+	pthread_mutex_lock(&mock_lock);
+	mock_now += ns;
+	pthread_mutex_unlock(&mock_lock);
+}
+
+/* ---- errors ------------------------------------------------------------ */
+
+static const struct { CUresult code; const char *name, *text; } mock_errors[] = {
+	{ CUDA_SUCCESS, "CUDA_SUCCESS", "no error" },
+	{ CUDA_ERROR_INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE", "invalid argument" },
+	{ CUDA_ERROR_OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory" },
+	{ CUDA_ERROR_NOT_INITIALIZED, "CUDA_ERROR_NOT_INITIALIZED", "initialization error" },
+	{ CUDA_ERROR_DEINITIALIZED, "CUDA_ERROR_DEINITIALIZED", "driver shutting down" },
+	{ CUDA_ERROR_NO_DEVICE, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected" },
+	{ CUDA_ERROR_INVALID_DEVICE, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal" },
+	{ CUDA_ERROR_INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context" },
+	{ CUDA_ERROR_CONTEXT_ALREADY_CURRENT, "CUDA_ERROR_CONTEXT_ALREADY_CURRENT", "context already current" },
+	{ CUDA_ERROR_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle" },
+	{ CUDA_ERROR_NOT_FOUND, "CUDA_ERROR_NOT_FOUND", "named symbol not found" },
+	{ CUDA_ERROR_NOT_READY, "CUDA_ERROR_NOT_READY", "device not ready" },
+	{ CUDA_ERROR_NOT_SUPPORTED, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported" },
+	{ CUDA_ERROR_UNKNOWN, "CUDA_ERROR_UNKNOWN", "unknown error" },
+};
+
+MOCK_API CUresult cuGetErrorString(CUresult e, const char **p)
+{
+	if (!p)
+		return CUDA_ERROR_INVALID_VALUE;
+	for (size_t i = 0; i < sizeof(mock_errors) / sizeof(mock_errors[0]); i++)
+		if (mock_errors[i].code == e) {
+			*p = mock_errors[i].text;
+			return CUDA_SUCCESS;
+		}
+	*p = NULL;
+	return CUDA_ERROR_INVALID_VALUE;
+}
+
+MOCK_API CUresult cuGetErrorName(CUresult e, const char **p)
+{
+	if (!p)
+		return CUDA_ERROR_INVALID_VALUE;
+	for (size_t i = 0; i < sizeof(mock_errors) / sizeof(mock_errors[0]); i++)
+		if (mock_errors[i].code == e) {
+			*p = mock_errors[i].name;
+			return CUDA_SUCCESS;
+		}
+	*p = NULL;
+	return CUDA_ERROR_INVALID_VALUE;
+}
+
+/* ---- cuGetProcAddress -------------------------------------------------- */
+
+/* Every entry point: (symbol, base name, CUDA version it became the
+ * default for that base name, per-thread-default-stream variant). The
+ * driver resolves a base name + requested version to the newest variant
+ * not newer than the request, as documented for cuGetProcAddress. */
+CUresult cuGetProcAddress(const char *, void **, int, cuuint64_t);
+CUresult cuGetProcAddress_v2(const char *, void **, int, cuuint64_t,
+			     CUdriverProcAddressQueryResult *);
+#define MOCK_SYMBOLS(X) \
+	X(cuInit, cuInit, 2000, 0) \
+	X(cuDriverGetVersion, cuDriverGetVersion, 2020, 0) \
+	X(cuDeviceGetCount, cuDeviceGetCount, 2000, 0) \
+	X(cuDeviceGet, cuDeviceGet, 2000, 0) \
+	X(cuDeviceGetName, cuDeviceGetName, 2000, 0) \
+	X(cuDeviceGetUuid, cuDeviceGetUuid, 9020, 0) \
+	X(cuDeviceGetUuid_v2, cuDeviceGetUuid, 11040, 0) \
+	X(cuDeviceGetAttribute, cuDeviceGetAttribute, 2000, 0) \
+	X(cuDeviceTotalMem, cuDeviceTotalMem, 2000, 0) \
+	X(cuDeviceTotalMem_v2, cuDeviceTotalMem, 3020, 0) \
+	X(cuCtxCreate, cuCtxCreate, 2000, 0) \
+	X(cuCtxCreate_v2, cuCtxCreate, 3020, 0) \
+	X(cuCtxDestroy, cuCtxDestroy, 2000, 0) \
+	X(cuCtxDestroy_v2, cuCtxDestroy, 4000, 0) \
+	X(cuCtxGetCurrent, cuCtxGetCurrent, 4000, 0) \
+	X(cuCtxSetCurrent, cuCtxSetCurrent, 4000, 0) \
+	X(cuCtxPushCurrent_v2, cuCtxPushCurrent, 4000, 0) \
+	X(cuCtxPopCurrent_v2, cuCtxPopCurrent, 4000, 0) \
+	X(cuCtxGetDevice, cuCtxGetDevice, 2000, 0) \
+	X(cuCtxSynchronize, cuCtxSynchronize, 2000, 0) \
+	X(cuDevicePrimaryCtxRetain, cuDevicePrimaryCtxRetain, 7000, 0) \
+	X(cuDevicePrimaryCtxRelease, cuDevicePrimaryCtxRelease, 7000, 0) \
+	X(cuDevicePrimaryCtxRelease_v2, cuDevicePrimaryCtxRelease, 11000, 0) \
+	X(cuGetErrorString, cuGetErrorString, 6000, 0) \
+	X(cuGetErrorName, cuGetErrorName, 6000, 0) \
+	X(cuGetProcAddress, cuGetProcAddress, 11030, 0) \
+	X(cuGetProcAddress_v2, cuGetProcAddress, 12000, 0) \
+	X(cuMemAlloc, cuMemAlloc, 2000, 0) \
+	X(cuMemAlloc_v2, cuMemAlloc, 3020, 0) \
+	X(cuMemAllocPitch, cuMemAllocPitch, 2000, 0) \
+	X(cuMemAllocPitch_v2, cuMemAllocPitch, 3020, 0) \
+	X(cuMemAllocManaged, cuMemAllocManaged, 6000, 0) \
+	X(cuMemAllocAsync, cuMemAllocAsync, 11020, 0) \
+	X(cuMemAllocAsync_ptsz, cuMemAllocAsync, 11020, 1) \
+	X(cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync, 11020, 0) \
+	X(cuMemAllocFromPoolAsync_ptsz, cuMemAllocFromPoolAsync, 11020, 1) \
+	X(cuMemFree, cuMemFree, 2000, 0) \
+	X(cuMemFree_v2, cuMemFree, 3020, 0) \
+	X(cuMemFreeAsync, cuMemFreeAsync, 11020, 0) \
+	X(cuMemFreeAsync_ptsz, cuMemFreeAsync, 11020, 1) \
+	X(cuMemGetInfo, cuMemGetInfo, 2000, 0) \
+	X(cuMemGetInfo_v2, cuMemGetInfo, 3020, 0) \
+	X(cuMemCreate, cuMemCreate, 10020, 0) \
+	X(cuMemRelease, cuMemRelease, 10020, 0) \
+	X(cuMemPoolCreate, cuMemPoolCreate, 11020, 0) \
+	X(cuMemPoolDestroy, cuMemPoolDestroy, 11020, 0) \
+	X(cuDeviceGetDefaultMemPool, cuDeviceGetDefaultMemPool, 11020, 0) \
+	X(cuDeviceGetMemPool, cuDeviceGetMemPool, 11020, 0) \
+	X(cuArrayCreate_v2, cuArrayCreate, 3020, 0) \
+	X(cuArray3DCreate_v2, cuArray3DCreate, 3020, 0) \
+	X(cuArrayDestroy, cuArrayDestroy, 2000, 0) \
+	X(cuMipmappedArrayCreate, cuMipmappedArrayCreate, 5000, 0) \
+	X(cuMipmappedArrayDestroy, cuMipmappedArrayDestroy, 5000, 0) \
+	X(cuStreamCreate, cuStreamCreate, 2000, 0) \
+	X(cuStreamDestroy_v2, cuStreamDestroy, 4000, 0) \
+	X(cuStreamSynchronize, cuStreamSynchronize, 2000, 0) \
+	X(cuStreamSynchronize_ptsz, cuStreamSynchronize, 7000, 1) \
+	X(cuEventCreate, cuEventCreate, 2000, 0) \
+	X(cuEventDestroy_v2, cuEventDestroy, 4000, 0) \
+	X(cuEventRecord, cuEventRecord, 2000, 0) \
+	X(cuEventRecord_ptsz, cuEventRecord, 7000, 1) \
+	X(cuEventQuery, cuEventQuery, 2000, 0) \
+	X(cuEventSynchronize, cuEventSynchronize, 2000, 0) \
+	X(cuEventElapsedTime, cuEventElapsedTime, 2000, 0) \
+	X(cuLaunchKernel, cuLaunchKernel, 4000, 0) \
+	X(cuLaunchKernel_ptsz, cuLaunchKernel, 7000, 1)
+
+static const struct mock_symbol {
+	const char *name, *base;
+	int since;
+	bool ptsz;
+	void *fn;
+} mock_symbols[] = {
+#define MOCK_SYM_ROW(n, b, v, p) { #n, #b, v, p, (void *)n },
+	MOCK_SYMBOLS(MOCK_SYM_ROW)
+#undef MOCK_SYM_ROW
+};
+
+static CUresult mock_proc_address(const char *symbol, void **pfn, int version,
+				  cuuint64_t flags, CUdriverProcAddressQueryResult *status)
+{
+	if (!symbol || !pfn)
+		return CUDA_ERROR_INVALID_VALUE;
+	bool want_ptsz = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
+	const struct mock_symbol *best = NULL;
+	bool known = false;
+	for (size_t i = 0; i < sizeof(mock_symbols) / sizeof(mock_symbols[0]); i++) {
+		const struct mock_symbol *s = &mock_symbols[i];
+		if (strcmp(s->base, symbol) != 0)
+			continue;
+		known = true;
+		if (s->since > version)
+			continue;
+		/* A per-thread variant wins when asked for; otherwise never. */
+		if (s->ptsz && !want_ptsz)
+			continue;
+		if (!best || (s->ptsz && !best->ptsz) ||
+		    (s->ptsz == best->ptsz && s->since > best->since))
+			best = s;
+	}
+	*pfn = best ? best->fn : NULL;
+	if (status)
+		*status = best ? CU_GET_PROC_ADDRESS_SUCCESS
+			: known ? CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT
+				: CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+	return best ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
+}
+
+MOCK_API CUresult cuGetProcAddress(const char *symbol, void **pfn, int version,
+				   cuuint64_t flags)
+{
+	return mock_proc_address(symbol, pfn, version, flags, NULL);
+}
+
+MOCK_API CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version,
+				      cuuint64_t flags,
+				      CUdriverProcAddressQueryResult *status)
+{
+	return mock_proc_address(symbol, pfn, version, flags, status);
+}

@@ -1,0 +1,228 @@
+/* Mock NVML (libnvidia-ml.so.1) over the devices of the mock spec
+ * (gpu/mock/mockspec.h), through the real NVML ABI (fgpu/nvml_abi.h).
+ * Memory "used" is the device-wide usage recorded by the mock libcuda
+ * (shared state file), so nvidia-smi-like tools see what CUDA allocated. */
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "fgpu/nvml_abi.h"
+#include "gpu/mock/mockspec.h"
+
+#define MOCK_API __attribute__((visibility("default")))
+
+struct nvmlDevice_st {
+	int index;
+};
+
+static pthread_mutex_t nvml_lock = PTHREAD_MUTEX_INITIALIZER;
+static int nvml_refs;
+static bool nvml_loaded;
+static struct mock_spec nvml_spec;
+static struct nvmlDevice_st nvml_devs[MOCK_MAX_DEVICES];
+
+static nvmlReturn_t nvml_init(void)
+{
+	pthread_mutex_lock(&nvml_lock);
+	if (!nvml_loaded) {
+		struct terr err;
+		if (mock_spec_load(&nvml_spec, &err) < 0)
+			nvml_spec.count = 0;
+		for (int i = 0; i < MOCK_MAX_DEVICES; i++)
+			nvml_devs[i].index = i;
+		mock_usage_init(&nvml_spec);
+		nvml_loaded = true;
+	}
+	nvml_refs++;
+	pthread_mutex_unlock(&nvml_lock);
+	return NVML_SUCCESS;
+}
+
+MOCK_API nvmlReturn_t nvmlInit_v2(void) { return nvml_init(); }
+MOCK_API nvmlReturn_t nvmlInit(void) { return nvml_init(); }
+MOCK_API nvmlReturn_t nvmlInitWithFlags(unsigned int flags) { (void)flags; return nvml_init(); }
+
+MOCK_API nvmlReturn_t nvmlShutdown(void)
+{
+	pthread_mutex_lock(&nvml_lock);
+	nvmlReturn_t rc = NVML_SUCCESS;
+	if (nvml_refs == 0)
+		rc = NVML_ERROR_UNINITIALIZED;
+	else
+		nvml_refs--;
+	pthread_mutex_unlock(&nvml_lock);
+	return rc;
+}
+
+static bool nvml_ready(void)
+{
+	pthread_mutex_lock(&nvml_lock);
+	bool r = nvml_refs > 0;
+	pthread_mutex_unlock(&nvml_lock);
+	return r;
+}
+
+static int nvml_index(nvmlDevice_t d)
+{
+	if (!d || d < &nvml_devs[0] || d >= &nvml_devs[nvml_spec.count])
+		return -1;
+	return d->index;
+}
+
+MOCK_API nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *count)
+{
+	if (!nvml_ready())
+		return NVML_ERROR_UNINITIALIZED;
+	if (!count)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	*count = (unsigned int)nvml_spec.count;
+	return NVML_SUCCESS;
+}
+
+MOCK_API nvmlReturn_t nvmlDeviceGetCount(unsigned int *count)
+{
+	return nvmlDeviceGetCount_v2(count);
+}
+
+MOCK_API nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t *dev)
+{
+	if (!nvml_ready())
+		return NVML_ERROR_UNINITIALIZED;
+	if (!dev || index >= (unsigned int)nvml_spec.count)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	*dev = &nvml_devs[index];
+	return NVML_SUCCESS;
+}
+
+MOCK_API nvmlReturn_t nvmlDeviceGetHandleByIndex(unsigned int index, nvmlDevice_t *dev)
+{
+	return nvmlDeviceGetHandleByIndex_v2(index, dev);
+}
+
+MOCK_API nvmlReturn_t nvmlDeviceGetHandleByUUID(const char *uuid, nvmlDevice_t *dev)
+{
+	if (!nvml_ready())
+		return NVML_ERROR_UNINITIALIZED;
+	if (!uuid || !dev)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	for (int i = 0; i < nvml_spec.count; i++)
+		if (strcmp(nvml_spec.dev[i].uuid_str, uuid) == 0) {
+			*dev = &nvml_devs[i];
+			return NVML_SUCCESS;
+		}
+	return NVML_ERROR_NOT_FOUND;
+}
+
+MOCK_API nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t dev, unsigned int *index)
+{
+	if (!nvml_ready())
+		return NVML_ERROR_UNINITIALIZED;
+	int i = nvml_index(dev);
+	if (i < 0 || !index)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	*index = (unsigned int)i;
+	return NVML_SUCCESS;
+}
+
+static nvmlReturn_t nvml_copy(char *dst, unsigned int len, const char *src)
+{
+	if (!dst)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	if (strlen(src) + 1 > len)
+		return NVML_ERROR_INSUFFICIENT_SIZE;
+	memcpy(dst, src, strlen(src) + 1);
+	return NVML_SUCCESS;
+}
+
+MOCK_API nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t dev, char *name, unsigned int len)
+{
+	if (!nvml_ready())
+		return NVML_ERROR_UNINITIALIZED;
+	if (nvml_index(dev) < 0)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	return nvml_copy(name, len, MOCK_DEVICE_NAME);
+}
+
+MOCK_API nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t dev, char *uuid, unsigned int len)
+{
+	if (!nvml_ready())
+		return NVML_ERROR_UNINITIALIZED;
+	int i = nvml_index(dev);
+	if (i < 0)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	return nvml_copy(uuid, len, nvml_spec.dev[i].uuid_str);
+}
+
+static nvmlReturn_t nvml_mem(nvmlDevice_t dev, unsigned long long *total,
+			     unsigned long long *used, unsigned long long *freep)
+{
+	if (!nvml_ready())
+		return NVML_ERROR_UNINITIALIZED;
+	int i = nvml_index(dev);
+	if (i < 0)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	int64_t t = nvml_spec.dev[i].mem, u = mock_usage_get(i);
+	if (u > t)
+		u = t;
+	*total = (unsigned long long)t;
+	*used = (unsigned long long)u;
+	*freep = (unsigned long long)(t - u);
+	return NVML_SUCCESS;
+}
+
+MOCK_API nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t dev, nvmlMemory_t *m)
+{
+	if (!m)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	return nvml_mem(dev, &m->total, &m->used, &m->free);
+}
+
+MOCK_API nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t dev, nvmlMemory_v2_t *m)
+{
+	if (!m)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	if (m->version != nvmlMemory_v2)
+		return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+	m->reserved = 0;
+	return nvml_mem(dev, &m->total, &m->used, &m->free);
+}
+
+MOCK_API nvmlReturn_t nvmlSystemGetDriverVersion(char *version, unsigned int len)
+{
+	if (!nvml_ready())
+		return NVML_ERROR_UNINITIALIZED;
+	return nvml_copy(version, len, MOCK_DRIVER_VERSION);
+}
+
+MOCK_API nvmlReturn_t nvmlSystemGetCudaDriverVersion(int *v)
+{
+	if (!v)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	*v = MOCK_CUDA_VERSION;
+	return NVML_SUCCESS;
+}
+
+MOCK_API nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int *v)
+{
+	return nvmlSystemGetCudaDriverVersion(v);
+}
+
+MOCK_API const char *nvmlErrorString(nvmlReturn_t r)
+{
+	switch (r) {
+	case NVML_SUCCESS: return "Success";
+	case NVML_ERROR_UNINITIALIZED: return "Uninitialized";
+	case NVML_ERROR_INVALID_ARGUMENT: return "Invalid Argument";
+	case NVML_ERROR_NOT_SUPPORTED: return "Not Supported";
+	case NVML_ERROR_NO_PERMISSION: return "Insufficient Permissions";
+	case NVML_ERROR_ALREADY_INITIALIZED: return "Already Initialized";
+	case NVML_ERROR_NOT_FOUND: return "Not Found";
+	case NVML_ERROR_INSUFFICIENT_SIZE: return "Insufficient Size";
+	case NVML_ERROR_DRIVER_NOT_LOADED: return "Driver Not Loaded";
+	case NVML_ERROR_FUNCTION_NOT_FOUND: return "Function Not Found";
+	case NVML_ERROR_MEMORY: return "Insufficient Memory";
+	case NVML_ERROR_ARGUMENT_VERSION_MISMATCH: return "Argument Version Mismatch";
+	default: return "Unknown Error";
+	}
+}

@@ -1,0 +1,265 @@
+#include "gpu/mock/mockspec.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/units.h"
+#include "fgpu/procinfo.h"
+
+static uint64_t mock_fnv1a(uint64_t h, const void *data, size_t n)
+{
+	const unsigned char *p = data;
+	for (size_t i = 0; i < n; i++) {
+		h ^= p[i];
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
+/* UUID bytes from (spec hash, index): stable for a given spec, distinct
+ * per device, formatted as an RFC 4122 version-4-shaped UUID. */
+static void mock_make_uuid(struct mock_dev *d, uint64_t spec_hash, int index)
+{
+	uint64_t h1 = mock_fnv1a(0xcbf29ce484222325ULL, &spec_hash, sizeof(spec_hash));
+	h1 = mock_fnv1a(h1, &index, sizeof(index));
+	uint64_t h2 = mock_fnv1a(h1 ^ 0x5bd1e9955bd1e995ULL, "tessera-mock-gpu", 16);
+	for (int i = 0; i < 8; i++) {
+		d->uuid[i] = (unsigned char)(h1 >> (8 * i));
+		d->uuid[8 + i] = (unsigned char)(h2 >> (8 * i));
+	}
+	d->uuid[6] = (unsigned char)((d->uuid[6] & 0x0f) | 0x40);
+	d->uuid[8] = (unsigned char)((d->uuid[8] & 0x3f) | 0x80);
+	const unsigned char *u = d->uuid;
+	snprintf(d->uuid_str, sizeof(d->uuid_str),
+		 "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+		 u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9],
+		 u[10], u[11], u[12], u[13], u[14], u[15]);
+}
+
+int mock_spec_parse(const char *s, struct mock_spec *spec, struct terr *err)
+{
+	memset(spec, 0, sizeof(*spec));
+	uint64_t hash = 0xcbf29ce484222325ULL;
+	const char *p = s;
+	while (*p == ' ' || *p == '\t')
+		p++;
+	if (*p == '\0' || *p == '\n')
+		return 0;   /* empty spec: no devices */
+	for (;;) {
+		char item[128];
+		const char *end = strchr(p, ',');
+		size_t n = end ? (size_t)(end - p) : strcspn(p, "\r\n");
+		if (n == 0 || n >= sizeof(item))
+			return terr_set(err, EINVAL, "mock GPU spec: bad item in \"%s\"", s);
+		memcpy(item, p, n);
+		item[n] = '\0';
+		char *x = strchr(item, 'x');
+		if (!x)
+			x = strchr(item, 'X');
+		if (!x)
+			return terr_set(err, EINVAL, "mock GPU spec: \"%s\" is not COUNTxMEM[:SMS]", item);
+		*x = '\0';
+		char *sms_s = strchr(x + 1, ':');
+		if (sms_s)
+			*sms_s++ = '\0';
+		char *e;
+		long count = strtol(item, &e, 10);
+		if (e == item || *e || count < 1 || count > MOCK_MAX_DEVICES)
+			return terr_set(err, EINVAL, "mock GPU spec: bad count \"%s\"", item);
+		int64_t mem;
+		int rc = units_parse_size(x + 1, &mem, err);
+		if (rc < 0)
+			return terr_prefix(err, "mock GPU spec");
+		if (mem <= 0)
+			return terr_set(err, EINVAL, "mock GPU spec: memory must be positive");
+		long sms = MOCK_DEFAULT_SMS;
+		if (sms_s) {
+			sms = strtol(sms_s, &e, 10);
+			if (e == sms_s || *e || sms < 1 || sms > 100000)
+				return terr_set(err, EINVAL, "mock GPU spec: bad SM count \"%s\"", sms_s);
+		}
+		if (spec->count + count > MOCK_MAX_DEVICES)
+			return terr_set(err, EINVAL, "mock GPU spec: more than %d devices", MOCK_MAX_DEVICES);
+		for (long i = 0; i < count; i++) {
+			struct mock_dev *d = &spec->dev[spec->count++];
+			d->mem = mem;
+			d->sms = (int)sms;
+			hash = mock_fnv1a(hash, &mem, sizeof(mem));
+			hash = mock_fnv1a(hash, &sms, sizeof(sms));
+		}
+		if (!end)
+			break;
+		p = end + 1;
+	}
+	spec->hash = hash;
+	for (int i = 0; i < spec->count; i++)
+		mock_make_uuid(&spec->dev[i], hash, i);
+	return 0;
+}
+
+int mock_spec_load(struct mock_spec *spec, struct terr *err)
+{
+	const char *env = getenv("TESSERA_MOCK_GPUS");
+	if (env)
+		return mock_spec_parse(env, spec, err);
+	const char *path = getenv("TESSERA_MOCK_GPUS_FILE");
+	if (!path || !*path)
+		path = MOCK_SPEC_PATH;
+	FILE *f = fopen(path, "re");
+	if (!f) {
+		memset(spec, 0, sizeof(*spec));
+		return 0;
+	}
+	char line[1024];
+	int rc = 0;
+	memset(spec, 0, sizeof(*spec));
+	while (fgets(line, sizeof(line), f)) {
+		if (line[0] == '#' || line[0] == '\n')
+			continue;
+		rc = mock_spec_parse(line, spec, err);
+		break;
+	}
+	fclose(f);
+	return rc;
+}
+
+/* ---- device-wide usage ------------------------------------------------ */
+
+#define MOCK_STATE_MAGIC 0x4d4f434bU   /* "MOCK" */
+#define MOCK_STATE_VERSION 1
+#define MOCK_STATE_SLOTS 256
+
+struct mock_slot {
+	int32_t pid;
+	int32_t pad;
+	uint64_t start;
+	int64_t used[MOCK_MAX_DEVICES];
+};
+
+struct mock_state {
+	uint32_t magic;
+	uint32_t version;
+	uint64_t spec_hash;
+	struct mock_slot slots[MOCK_STATE_SLOTS];
+};
+
+static const struct mock_spec *mock_usage_spec;
+static struct mock_state *mock_state;   /* mapped file, or NULL */
+static int mock_state_fd = -1;
+static int64_t mock_private_used[MOCK_MAX_DEVICES];
+
+void mock_usage_init(const struct mock_spec *spec)
+{
+	mock_usage_spec = spec;
+	const char *path = getenv("TESSERA_MOCK_STATE");
+	char def[256];
+	struct stat st;
+	if (!path || !*path) {
+		if (stat(MOCK_STATE_DIR, &st) != 0 || !S_ISDIR(st.st_mode))
+			return;
+		snprintf(def, sizeof(def), "%s/gpus.state", MOCK_STATE_DIR);
+		path = def;
+	}
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+	if (fd < 0)
+		return;   /* private usage: the mock still works, less faithfully */
+	if (flock(fd, LOCK_EX) != 0 ||
+	    (fstat(fd, &st) == 0 && st.st_size < (off_t)sizeof(struct mock_state) &&
+	     ftruncate(fd, sizeof(struct mock_state)) != 0)) {
+		close(fd);
+		return;
+	}
+	void *m = mmap(NULL, sizeof(struct mock_state), PROT_READ | PROT_WRITE,
+		       MAP_SHARED, fd, 0);
+	if (m == MAP_FAILED) {
+		flock(fd, LOCK_UN);
+		close(fd);
+		return;
+	}
+	struct mock_state *s = m;
+	if (s->magic != MOCK_STATE_MAGIC || s->version != MOCK_STATE_VERSION ||
+	    s->spec_hash != spec->hash) {
+		/* Another spec (or a fresh file): the old usage means nothing. */
+		memset(s, 0, sizeof(*s));
+		s->version = MOCK_STATE_VERSION;
+		s->spec_hash = spec->hash;
+		s->magic = MOCK_STATE_MAGIC;
+	}
+	flock(fd, LOCK_UN);
+	mock_state = s;
+	mock_state_fd = fd;
+}
+
+/* Under flock: drops dead processes and returns this process's slot
+ * (NULL when the table is full). */
+static struct mock_slot *mock_state_slot(bool create)
+{
+	pid_t me = getpid();
+	struct mock_slot *mine = NULL, *free_slot = NULL;
+	for (int i = 0; i < MOCK_STATE_SLOTS; i++) {
+		struct mock_slot *sl = &mock_state->slots[i];
+		if (sl->pid == me) {
+			mine = sl;
+		} else if (sl->pid != 0 && !fgpu_proc_alive(sl->pid, sl->start)) {
+			memset(sl, 0, sizeof(*sl));
+		}
+		if (sl->pid == 0 && !free_slot)
+			free_slot = sl;
+	}
+	if (mine || !create || !free_slot)
+		return mine;
+	free_slot->pid = me;
+	free_slot->start = fgpu_proc_start_time(me);
+	return free_slot;
+}
+
+static int64_t mock_state_total(int dev)
+{
+	int64_t sum = 0;
+	for (int i = 0; i < MOCK_STATE_SLOTS; i++)
+		if (mock_state->slots[i].pid != 0)
+			sum += mock_state->slots[i].used[dev];
+	return sum;
+}
+
+int mock_usage_add(int dev, int64_t delta)
+{
+	int64_t total = mock_usage_spec->dev[dev].mem;
+	if (!mock_state) {
+		if (delta > 0 && mock_private_used[dev] + delta > total)
+			return -ENOMEM;
+		mock_private_used[dev] += delta;
+		return 0;
+	}
+	flock(mock_state_fd, LOCK_EX);
+	int rc = 0;
+	struct mock_slot *sl = mock_state_slot(delta > 0);
+	if (!sl) {
+		rc = delta > 0 ? -ENOMEM : 0;
+	} else if (delta > 0 && mock_state_total(dev) + delta > total) {
+		rc = -ENOMEM;
+	} else {
+		sl->used[dev] += delta;
+		if (sl->used[dev] < 0)
+			sl->used[dev] = 0;
+	}
+	flock(mock_state_fd, LOCK_UN);
+	return rc;
+}
+
+int64_t mock_usage_get(int dev)
+{
+	if (!mock_state)
+		return mock_private_used[dev];
+	flock(mock_state_fd, LOCK_EX);
+	mock_state_slot(false);
+	int64_t sum = mock_state_total(dev);
+	flock(mock_state_fd, LOCK_UN);
+	return sum;
+}
