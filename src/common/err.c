@@ -30,7 +30,11 @@ int terr_prefix(struct terr *err, const char *fmt, ...)
 	vsnprintf(prefix, sizeof(prefix), fmt, ap);
 	va_end(ap);
 	memcpy(old, err->msg, sizeof(old));
-	snprintf(err->msg, sizeof(err->msg), "%s: %s", prefix, old);
+	/* Joined in a buffer big enough for both, then cut to fit. */
+	char joined[2 * TERR_MSG_MAX + 2];
+	snprintf(joined, sizeof(joined), "%s: %s", prefix, old);
+	memcpy(err->msg, joined, sizeof(err->msg) - 1);
+	err->msg[sizeof(err->msg) - 1] = '\0';
 	if (err->code == 0)
 		err->code = EIO;
 	return -err->code;

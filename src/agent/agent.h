@@ -1,0 +1,71 @@
+/* The agent: one per node. Turns session specs into containers through a
+ * runtime (runtime/runtime.h), reports containers that end by themselves,
+ * and describes its node. Used in-process by `tessera server` and behind
+ * the RPC server of `tessera agent` (agent/rpc.c). Thread-safe. */
+#ifndef TESSERA_AGENT_AGENT_H
+#define TESSERA_AGENT_AGENT_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/err.h"
+#include "common/model.h"
+#include "runtime/runtime.h"
+
+struct agent;
+
+struct agent_config {
+	const char *id;               /* node id, e.g. "local" or the hostname */
+	const char *runtime_endpoint; /* NULL: the runtime's default socket */
+	const char *runner_path;      /* NULL: tessera-runner beside the binary */
+	int64_t cpu_m;                /* 0: all online CPUs */
+	int64_t mem;                  /* 0: all memory minus mem_reserve */
+	int64_t mem_reserve;          /* kept for the host */
+	int64_t pids_limit;           /* per container; 0: 4096 */
+};
+
+/* Called from the watcher thread when a session's container ends by
+ * itself. event (borrowed): {"session_id","event":"died","exit_code",
+ * "oom_killed","reason"}. */
+typedef void (*agent_event_fn)(void *ud, const char *agent_id, json_t *event);
+
+int agent_open(struct agent **out, const struct agent_config *cfg, struct terr *err);
+/* Stops the watcher; leaves every container running (restart safety). */
+void agent_close(struct agent *a);
+
+const char *agent_id(const struct agent *a);
+struct res agent_capacity(const struct agent *a);
+
+/* {"id","version","capacity":{"cpu_milli","mem","fgpu_milli"},
+ *  "runtime":"docker 20.10.24 (API 1.41)","containers":[...]} (new ref). */
+int agent_describe(struct agent *a, json_t **out, struct terr *err);
+/* [{"session_id","container_id","running","exit_code","oom_killed","state"}] */
+int agent_list_containers(struct agent *a, json_t **out, struct terr *err);
+
+/* spec (borrowed): {"id","name","owner","image","resources":{"cpu_milli",
+ * "mem","fgpu_milli"},"env":{...},"startup_command"}. Creates and starts
+ * the container; cid gets its id. */
+int agent_start_session(struct agent *a, json_t *spec, char cid[RT_ID_MAX],
+			struct terr *err);
+/* Removes the session's container (found by id, else by label). Absent
+ * is success. */
+int agent_destroy_session(struct agent *a, const char *session_id,
+			  const char *container_id, struct terr *err);
+int agent_exec(struct agent *a, const char *container_id, const char *const *argv,
+	       struct rt_exec_result *out, struct terr *err);
+int agent_logs(struct agent *a, const char *container_id, int tail, char **out,
+	       size_t *len, struct terr *err);
+int agent_image_exists(struct agent *a, const char *ref, bool *exists, struct terr *err);
+
+/* Starts the watcher thread reporting containers that end by themselves. */
+int agent_watch_start(struct agent *a, agent_event_fn fn, void *ud, struct terr *err);
+
+#define AGENT_EXEC_MAX_OUTPUT (8u << 20)
+#define AGENT_RUNNER_TARGET "/opt/tessera/bin/tessera-runner"
+#define AGENT_LABEL_SESSION "tessera.session"
+#define AGENT_LABEL_AGENT "tessera.agent"
+#define AGENT_LABEL_NAME "tessera.name"
+#define AGENT_LABEL_OWNER "tessera.owner"
+
+#endif

@@ -1,0 +1,150 @@
+#include "agent/rpc.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/jsonutil.h"
+#include "common/sign.h"
+#include "manager/link.h"
+
+struct rpc_ctx {
+	struct agent *agent;
+	const char *secret;
+};
+
+static int rpc_authenticate(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
+{
+	struct rpc_ctx *rc = ctx;
+	const char *authz = httpd_header(req, "Authorization");
+	const char *date = httpd_header(req, "Date");
+	const char *host = httpd_header(req, "Host");
+	char ak[128], sig[SIGN_HEX_LEN + 1];
+	struct terr err = {0};
+	if (!authz || !date || !host) {
+		httpd_error(resp, 401, "unauthenticated", "agent RPC must be signed by the manager");
+		return -1;
+	}
+	if (sign_parse_authorization(authz, ak, sizeof(ak), sig, &err) < 0 ||
+	    strcmp(ak, "manager") != 0 ||
+	    sign_verify(rc->secret, sig, req->method, req->target, date, host, req->body, req->body_len,
+			time(NULL), &err) < 0) {
+		httpd_error(resp, 401, "unauthenticated", "agent RPC refused: %s",
+			    err.msg[0] ? err.msg : "credential must be 'manager'");
+		return -1;
+	}
+	return 0;
+}
+
+static json_t *parse(struct httpd_req *req, struct httpd_resp *resp)
+{
+	json_error_t jerr;
+	json_t *b = json_loadb(req->body, req->body_len, 0, &jerr);
+	if (!b)
+		httpd_error(resp, 400, "invalid_argument", "body is not valid JSON: %s", jerr.text);
+	return b;
+}
+
+static void rpc_start(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
+{
+	struct rpc_ctx *rc = ctx;
+	json_t *spec = parse(req, resp);
+	if (!spec)
+		return;
+	char cid[RT_ID_MAX];
+	struct terr err = {0};
+	if (agent_start_session(rc->agent, spec, cid, &err) < 0)
+		httpd_error_terr(resp, &err);
+	else
+		httpd_json(resp, 201, json_pack("{s:s}", "container_id", cid));
+	json_decref(spec);
+}
+
+static void rpc_destroy(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
+{
+	struct rpc_ctx *rc = ctx;
+	struct terr err = {0};
+	if (agent_destroy_session(rc->agent, req->params[0], httpd_query(req, "container_id"), &err) < 0)
+		httpd_error_terr(resp, &err);
+	else
+		httpd_json(resp, 200, json_object());
+}
+
+static void rpc_exec(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
+{
+	struct rpc_ctx *rc = ctx;
+	json_t *body = parse(req, resp);
+	if (!body)
+		return;
+	json_t *cmd = json_object_get(body, "command");
+	size_t n = json_array_size(cmd);
+	const char **argv = calloc(n + 1, sizeof(char *));
+	bool ok = argv && n > 0;
+	for (size_t i = 0; ok && i < n; i++)
+		ok = (argv[i] = json_string_value(json_array_get(cmd, i))) != NULL;
+	if (!ok) {
+		httpd_error(resp, 400, "invalid_argument", "command must be a non-empty array of strings");
+	} else {
+		struct rt_exec_result r = {0};
+		struct terr err = {0};
+		if (agent_exec(rc->agent, req->params[0], argv, &r, &err) < 0)
+			httpd_error_terr(resp, &err);
+		else
+			httpd_json(resp, 200, link_exec_result_json(&r));
+		rt_exec_result_free(&r);
+	}
+	free(argv);
+	json_decref(body);
+}
+
+static void rpc_logs(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
+{
+	struct rpc_ctx *rc = ctx;
+	const char *t = httpd_query(req, "tail");
+	char *logs = NULL;
+	size_t len = 0;
+	struct terr err = {0};
+	if (agent_logs(rc->agent, req->params[0], t ? atoi(t) : 0, &logs, &len, &err) < 0) {
+		httpd_error_terr(resp, &err);
+		return;
+	}
+	httpd_json(resp, 200, json_pack("{s:o}", "logs", jsonutil_string_lossy(logs, len)));
+	free(logs);
+}
+
+static void rpc_image(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
+{
+	struct rpc_ctx *rc = ctx;
+	bool exists = false;
+	struct terr err = {0};
+	if (agent_image_exists(rc->agent, req->params[0], &exists, &err) < 0)
+		httpd_error_terr(resp, &err);
+	else
+		httpd_json(resp, 200, json_pack("{s:b}", "exists", exists));
+}
+
+static const struct httpd_route rpc_routes[] = {
+	{"POST", "/rpc/v1/sessions", rpc_start, 0},
+	{"DELETE", "/rpc/v1/sessions/{id}", rpc_destroy, 0},
+	{"POST", "/rpc/v1/containers/{cid}/exec", rpc_exec, 0},
+	{"GET", "/rpc/v1/containers/{cid}/logs", rpc_logs, 0},
+	{"GET", "/rpc/v1/images/{ref}", rpc_image, 0},
+};
+
+int agent_rpc_start(struct agent *a, const char *listen, const char *cluster_secret,
+		    struct httpd **out, struct terr *err)
+{
+	/* Lives as long as the process: the daemon never restarts its server. */
+	static struct rpc_ctx ctx;
+	ctx.agent = a;
+	ctx.secret = cluster_secret;
+	struct httpd_config hc = {
+		.listen = listen,
+		.routes = rpc_routes,
+		.n_routes = sizeof(rpc_routes) / sizeof(rpc_routes[0]),
+		.ctx = &ctx,
+		.max_body = 1 << 20,
+		.authenticate = rpc_authenticate,
+	};
+	return httpd_start(&hc, out, err);
+}

@@ -1,0 +1,381 @@
+#include "common/httpd.h"
+
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/jsonutil.h"
+#include "common/util.h"
+
+struct httpd {
+	struct MHD_Daemon *daemon;
+	struct httpd_config cfg;
+	int port;
+};
+
+/* Per-request state, created by the URI log callback (the first thing MHD
+ * tells us about a request, and the only place the raw target is seen). */
+struct conn_state {
+	char *target;
+	char *body;
+	size_t len, cap;
+	int too_large;
+	char *params[HTTPD_MAX_PARAMS];
+};
+
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+	(void)cls;
+	(void)conn;
+	struct conn_state *st = calloc(1, sizeof(*st));
+	if (st)
+		st->target = strdup(uri ? uri : "/");
+	return st;
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+			 enum MHD_RequestTerminationCode toe)
+{
+	(void)cls;
+	(void)conn;
+	(void)toe;
+	struct conn_state *st = *con_cls;
+	if (!st)
+		return;
+	free(st->target);
+	free(st->body);
+	for (int i = 0; i < HTTPD_MAX_PARAMS; i++)
+		free(st->params[i]);
+	free(st);
+	*con_cls = NULL;
+}
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9') return c - '0';
+	if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+	return -1;
+}
+
+/* Percent-decodes [s, s+n) into a new string; NULL on a bad escape. */
+static char *decode_segment(const char *s, size_t n)
+{
+	char *out = malloc(n + 1), *o = out;
+	if (!out)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] == '%') {
+			int hi, lo;
+			if (i + 2 >= n || (hi = hexval(s[i + 1])) < 0 || (lo = hexval(s[i + 2])) < 0) {
+				free(out);
+				return NULL;
+			}
+			*o++ = (char)(hi * 16 + lo);
+			i += 2;
+		} else {
+			*o++ = s[i];
+		}
+	}
+	*o = '\0';
+	return out;
+}
+
+/* Matches the raw path (no query) against a pattern; on success fills
+ * params with decoded copies. Returns 1 on match, 0 otherwise. */
+static int match_route(const char *pattern, const char *path, char **params)
+{
+	int np = 0;
+	const char *p = pattern, *s = path;
+	while (*p && *s) {
+		if (*p == '{') {
+			const char *pe = strchr(p, '}');
+			const char *se = strchr(s, '/');
+			if (!pe)
+				return 0;
+			if (!se)
+				se = s + strlen(s);
+			if (se == s || np >= HTTPD_MAX_PARAMS)
+				goto fail;
+			params[np] = decode_segment(s, (size_t)(se - s));
+			if (!params[np])
+				goto fail;
+			np++;
+			p = pe + 1;
+			s = se;
+			continue;
+		}
+		if (*p != *s)
+			goto fail;
+		p++;
+		s++;
+	}
+	if (*p == '\0' && (*s == '\0' || (s[0] == '/' && s[1] == '\0')))
+		return 1;
+fail:
+	for (int i = 0; i < np; i++) {
+		free(params[i]);
+		params[i] = NULL;
+	}
+	return 0;
+}
+
+static enum MHD_Result send_resp(struct MHD_Connection *conn, struct httpd_resp *resp)
+{
+	char *body = NULL;
+	const char *ctype = "application/json";
+	if (resp->json) {
+		body = jsonutil_dump(resp->json);
+	} else if (resp->text) {
+		body = resp->text;
+		resp->text = NULL;
+		ctype = "text/plain; charset=utf-8";
+	}
+	size_t len = 0;
+	if (body) {
+		if (resp->json) {
+			size_t l = strlen(body);
+			char *nl = realloc(body, l + 2);
+			if (nl) {
+				body = nl;
+				body[l] = '\n';
+				body[l + 1] = '\0';
+			}
+		}
+		len = strlen(body);
+	}
+	struct MHD_Response *r = MHD_create_response_from_buffer(len, body ? body : (char *)"",
+		body ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
+	if (!r) {
+		free(body);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, "Content-Type", ctype);
+	MHD_add_response_header(r, "Cache-Control", "no-store");
+	enum MHD_Result ret = MHD_queue_response(conn, (unsigned)resp->status, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+static void resp_clear(struct httpd_resp *resp)
+{
+	json_decref(resp->json);
+	free(resp->text);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
+				  const char *url, const char *method,
+				  const char *version, const char *upload_data,
+				  size_t *upload_size, void **con_cls)
+{
+	(void)url;
+	(void)version;
+	struct httpd *h = cls;
+	struct conn_state *st = *con_cls;
+	if (!st)
+		return MHD_NO;  /* allocation failed in on_uri */
+
+	if (*upload_size) {
+		/* Collect the body; past the limit keep draining but remember. */
+		if (!st->too_large) {
+			if (st->len + *upload_size > h->cfg.max_body) {
+				st->too_large = 1;
+			} else {
+				if (st->len + *upload_size + 1 > st->cap) {
+					size_t ncap = st->cap ? st->cap : 4096;
+					while (ncap < st->len + *upload_size + 1)
+						ncap *= 2;
+					char *nb = realloc(st->body, ncap);
+					if (!nb)
+						return MHD_NO;
+					st->body = nb;
+					st->cap = ncap;
+				}
+				memcpy(st->body + st->len, upload_data, *upload_size);
+				st->len += *upload_size;
+				st->body[st->len] = '\0';
+			}
+		}
+		*upload_size = 0;
+		return MHD_YES;
+	}
+
+	struct httpd_resp resp = {0};
+	if (st->too_large) {
+		httpd_error(&resp, 413, "too_large", "request body is larger than %zu bytes",
+			    h->cfg.max_body);
+		goto send;
+	}
+
+	/* The raw target decides routing; split off the query. */
+	size_t plen = strcspn(st->target, "?");
+	char *rawpath = strndup(st->target, plen);
+	if (!rawpath)
+		return MHD_NO;
+	const struct httpd_route *found = NULL;
+	int path_matched = 0;
+	for (size_t i = 0; i < h->cfg.n_routes; i++) {
+		const struct httpd_route *rt = &h->cfg.routes[i];
+		char *params[HTTPD_MAX_PARAMS] = {0};
+		if (!match_route(rt->pattern, rawpath, params))
+			continue;
+		if (strcmp(rt->method, method) != 0) {
+			path_matched = 1;
+			for (int k = 0; k < HTTPD_MAX_PARAMS; k++)
+				free(params[k]);
+			continue;
+		}
+		found = rt;
+		memcpy(st->params, params, sizeof(params));
+		break;
+	}
+	char *decoded_path = decode_segment(rawpath, strlen(rawpath));
+	free(rawpath);
+	if (!found) {
+		if (path_matched)
+			httpd_error(&resp, 405, "method_not_allowed", "%s is not allowed on %s", method,
+				    decoded_path ? decoded_path : "this path");
+		else
+			httpd_error(&resp, 404, "not_found", "no such route: %s %s", method,
+				    decoded_path ? decoded_path : "?");
+		free(decoded_path);
+		goto send;
+	}
+
+	struct httpd_req req = {
+		.method = method,
+		.path = decoded_path ? decoded_path : "",
+		.target = st->target,
+		.body = st->body ? st->body : "",
+		.body_len = st->len,
+		.route_flags = found->flags,
+		.conn = conn,
+	};
+	for (int i = 0; i < HTTPD_MAX_PARAMS; i++)
+		req.params[i] = st->params[i];
+	if (!h->cfg.authenticate || h->cfg.authenticate(h->cfg.ctx, &req, &resp) == 0) {
+		found->fn(h->cfg.ctx, &req, &resp);
+		if (!resp.status)
+			httpd_error(&resp, 500, "internal", "handler gave no response");
+	}
+	free(decoded_path);
+	free(req.auth);
+send:;
+	enum MHD_Result ret = send_resp(conn, &resp);
+	resp_clear(&resp);
+	return ret;
+}
+
+int httpd_parse_listen(const char *listen, char *host, size_t host_n, int *port,
+		       struct terr *err)
+{
+	const char *colon = listen ? strrchr(listen, ':') : NULL;
+	if (!colon || colon == listen || (size_t)(colon - listen) >= host_n)
+		return terr_set(err, EINVAL, "listen address '%s' is not ADDR:PORT (e.g. 127.0.0.1:8090)",
+				listen ? listen : "");
+	char *end;
+	long p = strtol(colon + 1, &end, 10);
+	if (*end || end == colon + 1 || p < 0 || p > 65535)
+		return terr_set(err, EINVAL, "listen port in '%s' must be 0..65535", listen);
+	memcpy(host, listen, (size_t)(colon - listen));
+	host[colon - listen] = '\0';
+	*port = (int)p;
+	return 0;
+}
+
+int httpd_start(const struct httpd_config *cfg, struct httpd **out, struct terr *err)
+{
+	char host[64];
+	int port;
+	if (httpd_parse_listen(cfg->listen, host, sizeof(host), &port, err) < 0)
+		return -EINVAL;
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+	if (!strcmp(host, "localhost"))
+		strcpy(host, "127.0.0.1");
+	if (inet_pton(AF_INET, host, &sa.sin_addr) != 1)
+		return terr_set(err, EINVAL, "listen address '%s' is not an IPv4 address", host);
+	struct httpd *h = calloc(1, sizeof(*h));
+	if (!h)
+		return terr_set(err, ENOMEM, "out of memory");
+	h->cfg = *cfg;
+	h->daemon = MHD_start_daemon(
+		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL,
+		0, NULL, NULL, on_request, h,
+		MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+		MHD_OPTION_URI_LOG_CALLBACK, on_uri, h,
+		MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
+		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)600,
+		MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1,
+		MHD_OPTION_END);
+	if (!h->daemon) {
+		free(h);
+		return terr_set(err, EADDRINUSE, "cannot listen on %s: address in use or not available",
+				cfg->listen);
+	}
+	const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_BIND_PORT);
+	h->port = info ? info->port : port;
+	*out = h;
+	return 0;
+}
+
+int httpd_port(const struct httpd *h)
+{
+	return h->port;
+}
+
+void httpd_stop(struct httpd *h)
+{
+	if (!h)
+		return;
+	MHD_stop_daemon(h->daemon);
+	free(h);
+}
+
+const char *httpd_header(const struct httpd_req *req, const char *name)
+{
+	return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
+}
+
+const char *httpd_query(const struct httpd_req *req, const char *name)
+{
+	return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
+void httpd_json(struct httpd_resp *resp, int status, json_t *body)
+{
+	json_decref(resp->json);
+	resp->json = body;
+	resp->status = status;
+}
+
+void httpd_error(struct httpd_resp *resp, int status, const char *code, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	httpd_json(resp, status, json_pack("{s:{s:s,s:s}}", "error", "code", code, "message", msg));
+}
+
+void httpd_error_terr(struct httpd_resp *resp, const struct terr *err)
+{
+	int status = 500;
+	const char *code = "internal";
+	switch (err->code) {
+	case EINVAL: case ERANGE: case ENAMETOOLONG: status = 400; code = "invalid_argument"; break;
+	case EACCES: status = 401; code = "unauthenticated"; break;
+	case EPERM: status = 403; code = "forbidden"; break;
+	case ENOENT: status = 404; code = "not_found"; break;
+	case EEXIST: case EBUSY: case EALREADY: status = 409; code = "conflict"; break;
+	case E2BIG: status = 413; code = "too_large"; break;
+	case EDOM: status = 422; code = "unsatisfiable"; break;
+	case EAGAIN: case ECONNREFUSED: case ETIMEDOUT: case EHOSTUNREACH: status = 503; code = "unavailable"; break;
+	default: break;
+	}
+	httpd_error(resp, status, code, "%s", err->msg[0] ? err->msg : "internal error");
+}

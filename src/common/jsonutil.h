@@ -1,0 +1,44 @@
+/* jansson helpers for API bodies: typed field access with messages that
+ * name the field, and exact printing of milli-unit amounts. */
+#ifndef TESSERA_COMMON_JSONUTIL_H
+#define TESSERA_COMMON_JSONUTIL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <jansson.h>
+
+#include "common/err.h"
+
+/* Flags for every json_dumps in the project: compact, and reals printed
+ * with 10 significant digits so 0.1 prints as 0.1. */
+#define JSONUTIL_DUMP_FLAGS (JSON_COMPACT | JSON_REAL_PRECISION(10))
+
+/* A milli-unit amount as a JSON number: integer when whole, else a real
+ * that prints exactly (at most 3 decimals). New reference. */
+json_t *jsonutil_milli(int64_t milli);
+
+/* Reads obj[field] when present. *present (may be NULL) says whether it
+ * was; absent leaves *out untouched and returns 0. Wrong types or values
+ * give -EINVAL naming `what` (e.g. "resources.cpu"). */
+int jsonutil_get_string(json_t *obj, const char *field, const char *what,
+			const char **out, bool *present, struct terr *err);
+/* Number or decimal string -> milli-units (3 decimals at most). */
+int jsonutil_get_milli(json_t *obj, const char *field, const char *what,
+		       int64_t *out, bool *present, struct terr *err);
+/* Integer bytes or a size string ("256m") -> bytes. */
+int jsonutil_get_size(json_t *obj, const char *field, const char *what,
+		      int64_t *out, bool *present, struct terr *err);
+int jsonutil_get_int(json_t *obj, const char *field, const char *what,
+		     int64_t *out, bool *present, struct terr *err);
+
+/* json_dumps with JSONUTIL_DUMP_FLAGS; caller frees. */
+char *jsonutil_dump(const json_t *v);
+
+#endif
+
+#ifndef TESSERA_COMMON_JSONUTIL_LOSSY
+#define TESSERA_COMMON_JSONUTIL_LOSSY
+/* A JSON string from arbitrary bytes: invalid UTF-8 sequences become
+ * U+FFFD, so command output never breaks the response. New reference. */
+json_t *jsonutil_string_lossy(const char *buf, size_t len);
+#endif

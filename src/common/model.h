@@ -1,0 +1,78 @@
+/* The domain vocabulary every component shares: resource amounts and the
+ * session state machine (docs/architecture.md). */
+#ifndef TESSERA_COMMON_MODEL_H
+#define TESSERA_COMMON_MODEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Fixed-point amounts: milli-cores, bytes, milli-fGPU. */
+struct res {
+	int64_t cpu_m;
+	int64_t mem;
+	int64_t fgpu_m;
+};
+
+static inline bool res_fits(const struct res *need, const struct res *free_)
+{
+	return need->cpu_m <= free_->cpu_m && need->mem <= free_->mem &&
+	       need->fgpu_m <= free_->fgpu_m;
+}
+
+static inline void res_add(struct res *a, const struct res *b)
+{
+	a->cpu_m += b->cpu_m;
+	a->mem += b->mem;
+	a->fgpu_m += b->fgpu_m;
+}
+
+static inline void res_sub(struct res *a, const struct res *b)
+{
+	a->cpu_m -= b->cpu_m;
+	a->mem -= b->mem;
+	a->fgpu_m -= b->fgpu_m;
+}
+
+/* Writes "1 CPU, 256 MiB" (+ ", 0.5 fGPU" when any) into buf. */
+void res_describe(const struct res *r, char *buf, size_t n);
+
+/* One list of states; the enum and the names derive from it. */
+#define SESSION_STATES(X) \
+	X(PENDING)     \
+	X(SCHEDULED)   \
+	X(PREPARING)   \
+	X(RUNNING)     \
+	X(TERMINATING) \
+	X(TERMINATED)  \
+	X(CANCELLED)   \
+	X(ERROR)
+
+#define SESSION_STATE_ENUM(name) SS_##name,
+enum session_status { SESSION_STATES(SESSION_STATE_ENUM) SS__COUNT };
+#undef SESSION_STATE_ENUM
+
+const char *session_status_name(enum session_status s);
+/* -1 when unknown. */
+int session_status_parse(const char *name);
+
+/* Ended for good: nothing runs, nothing is held. */
+static inline bool session_status_final(enum session_status s)
+{
+	return s == SS_TERMINATED || s == SS_CANCELLED || s == SS_ERROR;
+}
+
+/* Holds resources on a node (placed and not yet released). */
+static inline bool session_status_holds(enum session_status s)
+{
+	return s == SS_SCHEDULED || s == SS_PREPARING || s == SS_RUNNING ||
+	       s == SS_TERMINATING;
+}
+
+/* Shown by `session ls` without --all. */
+static inline bool session_status_listed(enum session_status s)
+{
+	return s != SS_TERMINATED && s != SS_CANCELLED;
+}
+
+#endif

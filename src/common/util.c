@@ -1,0 +1,125 @@
+#include "common/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/sign.h"
+
+int64_t util_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t util_mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void util_format_time_ms(int64_t ms, char *buf, size_t n)
+{
+	time_t secs = (time_t)(ms / 1000);
+	struct tm tm;
+	gmtime_r(&secs, &tm);
+	char base[24];
+	strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(buf, n, "%s.%03dZ", base, (int)(ms % 1000));
+}
+
+int util_new_id(char out[UTIL_ID_LEN + 1], struct terr *err)
+{
+	return sign_random_hex(UTIL_ID_LEN / 2, out, UTIL_ID_LEN + 1, err);
+}
+
+int util_mkdir_p(const char *path, mode_t mode, struct terr *err)
+{
+	char tmp[PATH_MAX];
+	if (util_strlcpy(tmp, path, sizeof(tmp)) < 0)
+		return terr_set(err, ENAMETOOLONG, "path too long: %s", path);
+	for (char *p = tmp + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(tmp, mode) < 0 && errno != EEXIST)
+			return terr_set(err, errno, "cannot create directory %s: %s", tmp, strerror(errno));
+		*p = '/';
+	}
+	if (mkdir(tmp, mode) < 0 && errno != EEXIST)
+		return terr_set(err, errno, "cannot create directory %s: %s", tmp, strerror(errno));
+	return 0;
+}
+
+int util_read_file(const char *path, char **out, size_t *len, struct terr *err)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return terr_set(err, errno, "cannot open %s: %s", path, strerror(errno));
+	size_t cap = 4096, n = 0;
+	char *buf = malloc(cap);
+	while (buf) {
+		size_t got = fread(buf + n, 1, cap - n - 1, f);
+		n += got;
+		if (got == 0)
+			break;
+		if (cap - n - 1 == 0) {
+			char *nb = realloc(buf, cap * 2);
+			if (!nb) {
+				free(buf);
+				buf = NULL;
+				break;
+			}
+			buf = nb;
+			cap *= 2;
+		}
+	}
+	int failed = ferror(f);
+	fclose(f);
+	if (!buf)
+		return terr_set(err, ENOMEM, "out of memory reading %s", path);
+	if (failed) {
+		free(buf);
+		return terr_set(err, EIO, "cannot read %s", path);
+	}
+	buf[n] = '\0';
+	*out = buf;
+	if (len)
+		*len = n;
+	return 0;
+}
+
+int util_exe_dir(char *buf, size_t n, struct terr *err)
+{
+	char exe[PATH_MAX];
+	ssize_t r = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (r < 0)
+		return terr_set(err, errno, "cannot resolve /proc/self/exe: %s", strerror(errno));
+	exe[r] = '\0';
+	if (util_strlcpy(buf, dirname(exe), n) < 0)
+		return terr_set(err, ENAMETOOLONG, "executable path too long");
+	return 0;
+}
+
+int util_strlcpy(char *dst, const char *src, size_t n)
+{
+	if (n == 0)
+		return -ENAMETOOLONG;
+	size_t len = strlen(src);
+	if (len >= n) {
+		memcpy(dst, src, n - 1);
+		dst[n - 1] = '\0';
+		return -ENAMETOOLONG;
+	}
+	memcpy(dst, src, len + 1);
+	return 0;
+}

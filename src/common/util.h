@@ -1,0 +1,36 @@
+/* Small helpers with no better home: time, ids, files. */
+#ifndef TESSERA_COMMON_UTIL_H
+#define TESSERA_COMMON_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "common/err.h"
+
+#define UTIL_ID_LEN 32   /* hex chars of a generated id */
+
+/* Wall-clock milliseconds since the epoch. */
+int64_t util_now_ms(void);
+/* Monotonic milliseconds (for timeouts, never stored). */
+int64_t util_mono_ms(void);
+/* RFC 3339 UTC with milliseconds: "2026-11-22T08:40:00.123Z" (n >= 32). */
+void util_format_time_ms(int64_t ms, char *buf, size_t n);
+
+/* New random id, UTIL_ID_LEN hex chars + NUL. */
+int util_new_id(char out[UTIL_ID_LEN + 1], struct terr *err);
+
+/* mkdir -p with mode for the directories it creates. */
+int util_mkdir_p(const char *path, mode_t mode, struct terr *err);
+
+/* Whole file into a NUL-terminated malloc'd buffer (caller frees). */
+int util_read_file(const char *path, char **out, size_t *len, struct terr *err);
+
+/* Directory holding the running executable (from /proc/self/exe). */
+int util_exe_dir(char *buf, size_t n, struct terr *err);
+
+/* Copies src into dst of size n, always NUL-terminating; returns 0, or
+ * -ENAMETOOLONG when it had to cut. */
+int util_strlcpy(char *dst, const char *src, size_t n);
+
+#endif

@@ -1,0 +1,41 @@
+/* The manager: API, session state machine, scheduler loop, agent registry.
+ * One instance per cluster; `tessera server` runs it with one in-process
+ * agent, `tessera manager` with remote agents that register over HTTP. */
+#ifndef TESSERA_MANAGER_MANAGER_H
+#define TESSERA_MANAGER_MANAGER_H
+
+#include "agent/agent.h"
+#include "common/err.h"
+#include "store/store.h"
+
+struct manager;
+
+struct manager_config {
+	const char *data_dir;          /* holds tessera.db and admin.conf */
+	const char *listen;            /* "127.0.0.1:8090" */
+	const char *cluster_secret;    /* NULL: remote agents refused */
+	int heartbeat_interval_ms;     /* told to agents; default 2000 */
+	int lost_after_heartbeats;     /* default 3 */
+	const char *selector;          /* "concentrated" (default) or "dispersed" */
+	int dispatch_workers;          /* default 4 */
+};
+
+/* Opens the store in data_dir (creating the admin user on first start),
+ * loads state and starts the scheduler and dispatchers. Not yet serving. */
+int manager_open(struct manager **out, const struct manager_config *cfg, struct terr *err);
+
+/* Registers an in-process agent (single-machine mode) and reconciles its
+ * containers with the store, as a remote agent's registration does. */
+int manager_attach_local_agent(struct manager *m, struct agent *a, struct terr *err);
+
+/* Starts the HTTP API; writes admin.conf (0600) once listening and stores
+ * its path in admin_conf_path (>= 4096 bytes). */
+int manager_serve(struct manager *m, char *admin_conf_path, size_t n, struct terr *err);
+
+/* The URL the API is served on ("http://127.0.0.1:8090"). */
+const char *manager_endpoint(const struct manager *m);
+
+/* Stops serving and the threads; containers keep running. */
+void manager_close(struct manager *m);
+
+#endif

@@ -1,0 +1,205 @@
+#include "manager/validate.h"
+
+#include <ctype.h>
+#include <string.h>
+
+#include "common/jsonutil.h"
+#include "common/units.h"
+
+static int is_name_char(char c)
+{
+	return isalnum((unsigned char)c) || c == '.' || c == '_' || c == '-';
+}
+
+int validate_session_name(const char *name, const char *what, struct terr *err)
+{
+	size_t len = strlen(name);
+	if (len == 0 || len > 63)
+		return terr_set(err, EINVAL, "%s must be 1 to 63 characters (got %zu)", what, len);
+	if (!isalnum((unsigned char)name[0]) || !isascii((unsigned char)name[0]))
+		return terr_set(err, EINVAL, "%s '%s' must start with a letter or digit", what, name);
+	for (size_t i = 1; i < len; i++)
+		if (!isascii((unsigned char)name[i]) || !is_name_char(name[i]))
+			return terr_set(err, EINVAL,
+					"%s '%s' may contain only letters, digits, '.', '_' and '-'", what, name);
+	return 0;
+}
+
+static int is_path_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
+}
+
+int validate_image_ref(const char *ref, struct terr *err)
+{
+	size_t len = strlen(ref);
+	if (len == 0)
+		return terr_set(err, EINVAL, "image must not be empty");
+	if (len > 255)
+		return terr_set(err, EINVAL, "image reference is longer than 255 characters");
+	const char *at = strchr(ref, '@');
+	size_t main_len = at ? (size_t)(at - ref) : len;
+	if (at) {
+		const char *d = at + 1;
+		if (strncmp(d, "sha256:", 7) != 0 || strlen(d + 7) != 64)
+			return terr_set(err, EINVAL, "image digest in '%s' must be sha256:<64 hex>", ref);
+		for (const char *p = d + 7; *p; p++)
+			if (!isxdigit((unsigned char)*p))
+				return terr_set(err, EINVAL, "image digest in '%s' must be hex", ref);
+	}
+	/* The tag is after the last ':' that follows the last '/'. */
+	const char *last_slash = NULL;
+	for (size_t i = 0; i < main_len; i++)
+		if (ref[i] == '/')
+			last_slash = ref + i;
+	const char *tag = NULL;
+	for (const char *p = last_slash ? last_slash : ref; p < ref + main_len; p++)
+		if (*p == ':')
+			tag = p;
+	size_t name_len = tag ? (size_t)(tag - ref) : main_len;
+	if (tag) {
+		size_t tlen = main_len - name_len - 1;
+		if (tlen == 0 || tlen > 128)
+			return terr_set(err, EINVAL, "image tag in '%s' must be 1 to 128 characters", ref);
+		for (size_t i = 1; i <= tlen; i++) {
+			char c = tag[i];
+			if (!(isalnum((unsigned char)c) || c == '_' || c == '.' || c == '-') || !isascii((unsigned char)c))
+				return terr_set(err, EINVAL, "image tag in '%s' may contain only letters, digits, '_', '.' and '-'", ref);
+		}
+		if (tag[1] == '.' || tag[1] == '-')
+			return terr_set(err, EINVAL, "image tag in '%s' must not start with '.' or '-'", ref);
+	}
+	if (name_len == 0)
+		return terr_set(err, EINVAL, "image '%s' has no name", ref);
+	/* Components separated by '/'; the first may be a registry host[:port]
+	 * (it contains '.' or ':' or is "localhost"). */
+	size_t start = 0;
+	int comp = 0;
+	while (start <= name_len) {
+		size_t end = start;
+		while (end < name_len && ref[end] != '/')
+			end++;
+		if (end == start)
+			return terr_set(err, EINVAL, "image '%s' has an empty path component", ref);
+		int registry = comp == 0 && end < name_len &&
+			       (memchr(ref + start, '.', end - start) || memchr(ref + start, ':', end - start) ||
+				(end - start == 9 && !strncmp(ref + start, "localhost", 9)));
+		for (size_t i = start; i < end; i++) {
+			char c = ref[i];
+			if (registry ? !(isalnum((unsigned char)c) || c == '.' || c == '-' || c == ':') || !isascii((unsigned char)c)
+				     : !is_path_char(c))
+				return terr_set(err, EINVAL,
+						"image '%s' is not a valid reference: names use lower-case letters, digits, '.', '_' and '-'",
+						ref);
+		}
+		if (!registry && (!isalnum((unsigned char)ref[start]) || !isalnum((unsigned char)ref[end - 1])))
+			return terr_set(err, EINVAL, "image '%s': each name component must start and end with a letter or digit", ref);
+		comp++;
+		start = end + 1;
+	}
+	return 0;
+}
+
+int validate_env(json_t *env, struct terr *err)
+{
+	if (!json_is_object(env))
+		return terr_set(err, EINVAL, "env must be an object of NAME: \"value\" pairs");
+	if (json_object_size(env) > VALIDATE_MAX_ENV)
+		return terr_set(err, EINVAL, "env has more than %d variables", VALIDATE_MAX_ENV);
+	const char *key;
+	json_t *val;
+	json_object_foreach(env, key, val) {
+		if (!*key || !(isalpha((unsigned char)key[0]) || key[0] == '_'))
+			return terr_set(err, EINVAL, "env name '%s' must start with a letter or '_'", key);
+		for (const char *p = key; *p; p++)
+			if (!(isalnum((unsigned char)*p) || *p == '_') || !isascii((unsigned char)*p))
+				return terr_set(err, EINVAL, "env name '%s' may contain only letters, digits and '_'", key);
+		if (strlen(key) > 255)
+			return terr_set(err, EINVAL, "env name '%.32s...' is longer than 255 characters", key);
+		if (!strncmp(key, "TESSERA_", 8))
+			return terr_set(err, EINVAL, "env name '%s' is reserved (TESSERA_ variables are set by the platform)", key);
+		if (!json_is_string(val))
+			return terr_set(err, EINVAL, "env value of '%s' must be a string", key);
+		if (json_string_length(val) > VALIDATE_MAX_ENV_VALUE)
+			return terr_set(err, EINVAL, "env value of '%s' is longer than %d bytes", key, VALIDATE_MAX_ENV_VALUE);
+		if (memchr(json_string_value(val), '\0', json_string_length(val)))
+			return terr_set(err, EINVAL, "env value of '%s' contains a NUL byte", key);
+	}
+	return 0;
+}
+
+int validate_create_request(json_t *body, struct create_request *out, struct terr *err)
+{
+	if (!json_is_object(body))
+		return terr_set(err, EINVAL, "request body must be a JSON object");
+	static const char *const known[] = {"image", "name", "count", "resources", "env", "startup_command", NULL};
+	const char *key;
+	json_t *val;
+	json_object_foreach(body, key, val) {
+		int ok = 0;
+		for (int i = 0; known[i]; i++)
+			ok |= !strcmp(key, known[i]);
+		if (!ok)
+			return terr_set(err, EINVAL, "unknown field '%s' (known: image, name, count, resources, env, startup_command)", key);
+	}
+	memset(out, 0, sizeof(*out));
+	out->count = 1;
+	out->req.cpu_m = 1000;
+	out->req.mem = 256LL << 20;
+	bool present;
+	if (jsonutil_get_string(body, "image", "image", &out->image, &present, err) < 0)
+		return -EINVAL;
+	if (!present)
+		return terr_set(err, EINVAL, "image is required (e.g. \"image\": \"python:3.11\")");
+	if (validate_image_ref(out->image, err) < 0)
+		return -EINVAL;
+	if (jsonutil_get_string(body, "name", "name", &out->name, &present, err) < 0)
+		return -EINVAL;
+	if (present && validate_session_name(out->name, "name", err) < 0)
+		return -EINVAL;
+	if (jsonutil_get_int(body, "count", "count", &out->count, NULL, err) < 0)
+		return -EINVAL;
+	if (out->count < 1 || out->count > VALIDATE_MAX_COUNT)
+		return terr_set(err, EINVAL, "count must be 1 to %d (got %lld)", VALIDATE_MAX_COUNT, (long long)out->count);
+	if (out->name && out->count > 1) {
+		/* NAME-K must still be a valid name. */
+		char longest[80];
+		snprintf(longest, sizeof(longest), "%s-%lld", out->name, (long long)out->count);
+		if (validate_session_name(longest, "name with its count suffix", err) < 0)
+			return -EINVAL;
+	}
+	json_t *res = json_object_get(body, "resources");
+	if (res && !json_is_null(res)) {
+		if (!json_is_object(res))
+			return terr_set(err, EINVAL, "resources must be an object like {\"cpu\": 1, \"mem\": \"1g\"}");
+		json_object_foreach(res, key, val) {
+			if (strcmp(key, "cpu") && strcmp(key, "mem") && strcmp(key, "fgpu"))
+				return terr_set(err, EINVAL, "unknown resource '%s' (known: cpu, mem, fgpu)", key);
+		}
+		if (jsonutil_get_milli(res, "cpu", "resources.cpu", &out->req.cpu_m, NULL, err) < 0)
+			return -EINVAL;
+		if (jsonutil_get_size(res, "mem", "resources.mem", &out->req.mem, NULL, err) < 0)
+			return -EINVAL;
+		if (jsonutil_get_milli(res, "fgpu", "resources.fgpu", &out->req.fgpu_m, NULL, err) < 0)
+			return -EINVAL;
+	}
+	if (out->req.cpu_m <= 0)
+		return terr_set(err, EINVAL, "resources.cpu must be greater than 0");
+	if (out->req.cpu_m > VALIDATE_MAX_CPU_M)
+		return terr_set(err, EINVAL, "resources.cpu must be at most 1024");
+	if (out->req.mem < VALIDATE_MIN_MEM)
+		return terr_set(err, EINVAL, "resources.mem must be at least 6 MiB");
+	if (out->req.mem > VALIDATE_MAX_MEM)
+		return terr_set(err, EINVAL, "resources.mem must be at most 16 TiB");
+	json_t *env = json_object_get(body, "env");
+	if (env && !json_is_null(env)) {
+		if (validate_env(env, err) < 0)
+			return -EINVAL;
+		out->env = env;
+	}
+	if (jsonutil_get_string(body, "startup_command", "startup_command", &out->startup_command, &present, err) < 0)
+		return -EINVAL;
+	if (present && strlen(out->startup_command) > VALIDATE_MAX_COMMAND)
+		return terr_set(err, EINVAL, "startup_command is longer than %d bytes", VALIDATE_MAX_COMMAND);
+	return 0;
+}

@@ -1,0 +1,42 @@
+/* Validation of user input to the API; each check fills err with a message
+ * naming the field and the rule. */
+#ifndef TESSERA_MANAGER_VALIDATE_H
+#define TESSERA_MANAGER_VALIDATE_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "common/err.h"
+#include "common/model.h"
+
+#define VALIDATE_MAX_COUNT 100
+#define VALIDATE_MAX_CPU_M (1024 * 1000)
+#define VALIDATE_MIN_MEM (6LL << 20)       /* Docker's own minimum */
+#define VALIDATE_MAX_MEM (16LL << 40)
+#define VALIDATE_MAX_ENV 128
+#define VALIDATE_MAX_ENV_VALUE 4096
+#define VALIDATE_MAX_COMMAND 4096
+#define VALIDATE_MAX_EXEC_ARGS 256
+
+/* ^[a-zA-Z0-9][a-zA-Z0-9._-]{0,62}$ */
+int validate_session_name(const char *name, const char *what, struct terr *err);
+/* Docker reference: [host[:port]/]path[:tag][@sha256:hex], lower-case path
+ * components of [a-z0-9._-], tag [A-Za-z0-9_.-]{1,128}, 255 chars at most. */
+int validate_image_ref(const char *ref, struct terr *err);
+/* Object of string values, keys ^[A-Za-z_][A-Za-z0-9_]*$, no TESSERA_ prefix. */
+int validate_env(json_t *env, struct terr *err);
+
+/* A validated create request. */
+struct create_request {
+	const char *image;       /* borrowed from the body */
+	const char *name;        /* NULL: generated */
+	int64_t count;
+	struct res req;
+	json_t *env;             /* borrowed, may be NULL */
+	const char *startup_command;
+};
+
+/* Parses and validates a POST /v1/sessions body; strings borrow from body. */
+int validate_create_request(json_t *body, struct create_request *out, struct terr *err);
+
+#endif

@@ -1,0 +1,113 @@
+/* Persistent state behind an ops table (DESIGN.md): SQLite for the single
+ * machine (store/sqlite.c). The manager holds the live state in memory and
+ * writes every change through this interface inside its own lock, so a
+ * backend sees one caller at a time. */
+#ifndef TESSERA_STORE_STORE_H
+#define TESSERA_STORE_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/err.h"
+#include "common/model.h"
+
+#define STORE_ID_MAX 33
+#define STORE_NAME_MAX 64
+#define STORE_INFO_MAX 512
+
+struct store;
+
+struct user_rec {
+	char id[STORE_ID_MAX];
+	char email[256];
+	bool is_admin;
+	bool disabled;
+	char access_key[64];
+	/* The HMAC secret must be recoverable to verify signatures, so it is
+	 * kept as is; the database file is 0600 (docs/admin.md). Passwords are
+	 * stored as argon2id hashes only. */
+	char secret_key[128];
+	char password_hash[256];
+	int64_t created_ms;
+};
+
+struct session_rec {
+	char id[STORE_ID_MAX];
+	int64_t seq;                    /* creation order: the FIFO key */
+	char name[STORE_NAME_MAX];
+	char owner_id[STORE_ID_MAX];
+	char image[256];
+	enum session_status status;
+	char status_info[STORE_INFO_MAX];
+	char agent_id[STORE_NAME_MAX];
+	char container_id[80];
+	struct res req;
+	char *env_json;                 /* owned JSON object text, NULL = {} */
+	char *startup_command;          /* owned, may be NULL */
+	bool has_exit_code;
+	int exit_code;
+	int64_t created_ms, started_ms, terminated_ms;
+};
+
+struct history_rec {
+	enum session_status status;
+	char info[STORE_INFO_MAX];
+	int64_t at_ms;
+};
+
+struct agent_rec {
+	char id[STORE_NAME_MAX];
+	char url[256];
+	struct res capacity;
+	char version[32];
+	int64_t registered_ms;
+	int64_t last_seen_ms;
+};
+
+typedef int (*store_user_cb)(void *ud, const struct user_rec *u);
+typedef int (*store_session_cb)(void *ud, const struct session_rec *s);
+typedef int (*store_agent_cb)(void *ud, const struct agent_rec *a);
+
+struct store_ops {
+	const char *name;
+	/* uri: a file path for SQLite. */
+	int (*open)(struct store **out, const char *uri, struct terr *err);
+	void (*close)(struct store *s);
+	/* Group writes into one transaction (one fsync). Not nested. */
+	int (*begin)(struct store *s, struct terr *err);
+	int (*commit)(struct store *s, struct terr *err);
+	void (*rollback)(struct store *s);
+
+	int (*user_put)(struct store *s, const struct user_rec *u, struct terr *err);
+	int (*user_load_all)(struct store *s, store_user_cb cb, void *ud, struct terr *err);
+
+	/* Insert or replace the whole row. */
+	int (*session_put)(struct store *s, const struct session_rec *r, struct terr *err);
+	/* Every session, in seq order. The callback's record is borrowed. */
+	int (*session_load_all)(struct store *s, store_session_cb cb, void *ud, struct terr *err);
+	/* Largest seq ever stored (0 when none). */
+	int (*session_max_seq)(struct store *s, int64_t *out, struct terr *err);
+
+	int (*history_add)(struct store *s, const char *session_id,
+			   const struct history_rec *h, struct terr *err);
+	/* *out is a malloc'd array in time order; caller frees. */
+	int (*history_get)(struct store *s, const char *session_id,
+			   struct history_rec **out, size_t *n, struct terr *err);
+
+	int (*agent_put)(struct store *s, const struct agent_rec *a, struct terr *err);
+	int (*agent_load_all)(struct store *s, store_agent_cb cb, void *ud, struct terr *err);
+
+	/* Cluster settings. kv_get: -ENOENT when unset; *value malloc'd. */
+	int (*kv_get)(struct store *s, const char *key, char **value, struct terr *err);
+	int (*kv_set)(struct store *s, const char *key, const char *value, struct terr *err);
+};
+
+extern const struct store_ops store_sqlite_ops;
+
+/* Frees the owned strings of a session record (not the record itself). */
+void session_rec_clear(struct session_rec *r);
+/* Deep copy: dst gets its own strings. */
+int session_rec_copy(struct session_rec *dst, const struct session_rec *src);
+
+#endif

@@ -1,0 +1,112 @@
+# Shared helpers for the end-to-end tests: real binaries, real dockerd.
+# Each test sources this, calls e2e_setup, and uses check/ok/fail.
+set -uo pipefail
+
+TESSERA=${TESSERA_BIN:?TESSERA_BIN must point at the built tessera binary}
+TEST_IMAGE=tessera-test:latest
+E2E_FAILS=0
+E2E_CHECKS=0
+E2E_PIDS=()
+
+e2e_log() { printf '# %s\n' "$*"; }
+ok()   { E2E_CHECKS=$((E2E_CHECKS + 1)); printf 'ok   %s\n' "$*"; }
+fail() { E2E_CHECKS=$((E2E_CHECKS + 1)); E2E_FAILS=$((E2E_FAILS + 1)); printf 'FAIL %s\n' "$*"; }
+check() {  # check "description" command...
+	local what=$1; shift
+	if "$@"; then ok "$what"; else fail "$what"; fi
+}
+
+# A tiny image built here, from Debian's static busybox: no registry needed.
+e2e_build_image() {
+	if docker image inspect "$TEST_IMAGE" >/dev/null 2>&1; then return 0; fi
+	local root; root=$(mktemp -d)
+	mkdir -p "$root/bin" "$root/tmp" "$root/etc"
+	cp /bin/busybox "$root/bin/busybox"
+	for c in sh ls cat echo sleep true false head tail wc grep env id ps kill mkdir rm dd; do
+		ln -s busybox "$root/bin/$c"
+	done
+	echo 'root:x:0:0:root:/root:/bin/sh' > "$root/etc/passwd"
+	tar -C "$root" -c . | docker import -c 'ENV PATH=/bin' -c 'CMD ["/bin/sh"]' - "$TEST_IMAGE" >/dev/null
+	rm -rf "$root"
+}
+
+# Removes every container a test run left (by our agent label).
+e2e_cleanup_containers() {
+	local ids
+	# Sessions are labelled by agent id; each test uses its own agent id.
+	ids=$(docker ps -aq --filter "label=tessera.agent=$E2E_AGENT_ID" 2>/dev/null)
+	[[ -n "$ids" ]] && docker rm -f $ids >/dev/null 2>&1
+	return 0
+}
+
+e2e_setup() {
+	E2E_DIR=$(mktemp -d /tmp/tessera-e2e.XXXXXX)
+	E2E_RUN=$(basename "$E2E_DIR")
+	E2E_AGENT_ID=n-$E2E_RUN
+	e2e_build_image
+	trap e2e_teardown EXIT
+}
+
+e2e_teardown() {
+	for p in "${E2E_PIDS[@]}"; do kill "$p" 2>/dev/null; done
+	for p in "${E2E_PIDS[@]}"; do wait "$p" 2>/dev/null; done
+	e2e_cleanup_containers
+	if ((E2E_FAILS)); then
+		e2e_log "logs kept in $E2E_DIR"
+		for f in "$E2E_DIR"/*.log; do [[ -f $f ]] && { echo "---- $f"; tail -40 "$f"; }; done
+	else
+		rm -rf "$E2E_DIR"
+	fi
+}
+
+# Starts `tessera server` on a free port; waits for admin.conf.
+# Sets SERVER_PID and exports TESSERA_CONFIG.
+start_server() {  # start_server [extra args]
+	local data=$E2E_DIR/data
+
+	rm -f "$data/admin.conf"
+	"$TESSERA" server --data-dir "$data" --port 0 --node-id "$E2E_AGENT_ID" "$@" >>"$E2E_DIR/server.log" 2>&1 &
+	SERVER_PID=$!
+	E2E_PIDS+=("$SERVER_PID")
+	for _ in $(seq 1 200); do
+		[[ -s $data/admin.conf ]] && break
+		kill -0 "$SERVER_PID" 2>/dev/null || { fail "server exited at start"; tail -20 "$E2E_DIR/server.log"; return 1; }
+		sleep 0.05
+	done
+	export TESSERA_CONFIG=$data/admin.conf
+	[[ -s $data/admin.conf ]]
+}
+
+stop_server() {  # stop_server [signal]
+	kill -"${1:-TERM}" "$SERVER_PID" 2>/dev/null
+	wait "$SERVER_PID" 2>/dev/null
+	return 0
+}
+
+# JSON field of a session: jget NAME FIELD (dotted path allowed)
+jget() {
+	"$TESSERA" session info "$1" --json | python3 -c '
+import json, sys
+v = json.load(sys.stdin)
+for k in sys.argv[1].split("."):
+    v = v.get(k) if isinstance(v, dict) else None
+print("" if v is None else v)' "$2"
+}
+
+# Waits until session NAME has STATUS (up to ~30 s); the test asserts on the
+# state reached, never on how fast.
+wait_status() {  # wait_status NAME STATUS
+	local s=""
+	for _ in $(seq 1 300); do
+		s=$(jget "$1" status 2>/dev/null)
+		[[ "$s" == "$2" ]] && return 0
+		sleep 0.1
+	done
+	e2e_log "session $1 is '$s', expected $2"
+	return 1
+}
+
+e2e_done() {
+	echo "$((E2E_CHECKS - E2E_FAILS)) passed, $E2E_FAILS failed"
+	((E2E_FAILS == 0))
+}

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Manager and agent as separate daemons: registration with the cluster
+# secret, placement on the agent, LOST after missed heartbeats, ALIVE again
+# with its sessions kept.
+. "$(dirname "$0")/lib.sh"
+e2e_setup
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+mport=$(free_port); aport=$(free_port)
+secret=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
+cat >"$E2E_DIR/manager.conf" <<CONF
+listen = 127.0.0.1:$mport
+data_dir = $E2E_DIR/mdata
+cluster_secret = $secret
+heartbeat_interval_ms = 300
+lost_after_heartbeats = 3
+CONF
+cat >"$E2E_DIR/agent.conf" <<CONF
+id = $E2E_AGENT_ID
+manager = http://127.0.0.1:$mport
+cluster_secret = $secret
+listen = 127.0.0.1:$aport
+advertise_url = http://127.0.0.1:$aport
+cpu = 2
+mem = 1GiB
+CONF
+"$TESSERA" manager --config "$E2E_DIR/manager.conf" >>"$E2E_DIR/manager.log" 2>&1 &
+MPID=$!; E2E_PIDS+=("$MPID")
+start_agent() {
+	"$TESSERA" agent --config "$E2E_DIR/agent.conf" >>"$E2E_DIR/agent.log" 2>&1 &
+	APID=$!; E2E_PIDS+=("$APID")
+}
+start_agent
+for _ in $(seq 1 100); do [[ -s $E2E_DIR/mdata/admin.conf ]] && break; sleep 0.1; done
+export TESSERA_CONFIG=$E2E_DIR/mdata/admin.conf
+
+node_field() {  # node_field FIELD
+	"$TESSERA" node ls --json | python3 -c '
+import json, sys
+n = [x for x in json.load(sys.stdin) if x["id"] == sys.argv[2]]
+v = n[0] if n else {}
+for k in sys.argv[1].split("."):
+    v = v.get(k, "") if isinstance(v, dict) else ""
+print(v)' "$1" "$E2E_AGENT_ID"
+}
+wait_node() {
+	for _ in $(seq 1 100); do [[ "$(node_field status)" == "$1" ]] && return 0; sleep 0.1; done
+	return 1
+}
+check "agent registers and is ALIVE" wait_node ALIVE
+check "node ls shows its capacity" [ "$(node_field capacity.cpu)" == "2" ]
+
+"$TESSERA" session create "$TEST_IMAGE" --name remote --cpu 1 --mem 32m --wait >/dev/null
+check "a session runs on the remote agent" wait_status remote RUNNING
+check "placed on that agent" [ "$(jget remote agent)" == "$E2E_AGENT_ID" ]
+check "node ls shows it used" [ "$(node_field used.cpu)" == "1" ]
+out=$("$TESSERA" session exec remote -- echo via-agent)
+check "exec goes through the agent" [ "$out" == "via-agent" ]
+
+# A forged agent (wrong secret) is refused.
+code=$(curl -s -o /dev/null -w '%{http_code}' -X POST -H 'Date: x' -H 'Authorization: TESSERA-HMAC-SHA256 Credential=agent:evil, Signature=00' "http://127.0.0.1:$mport/v1/agents/register")
+check "registration without the secret is refused ($code)" [ "$code" == "401" ]
+
+kill -STOP "$APID"
+check "a silent agent becomes LOST" wait_node LOST
+kill -CONT "$APID"; kill "$APID"; wait "$APID" 2>/dev/null
+check "its session is left alone while LOST" [ "$(jget remote status)" == "RUNNING" ]
+start_agent
+check "the restarted agent is ALIVE again" wait_node ALIVE
+check "its session is still RUNNING" wait_status remote RUNNING
+"$TESSERA" session rm remote >/dev/null
+check "remove through the restarted agent" wait_status remote TERMINATED
+e2e_done

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Create, inspect, exec, logs, limits and removal of sessions through the CLI
+# against `tessera server` and the real dockerd.
+. "$(dirname "$0")/lib.sh"
+e2e_setup
+start_server || { e2e_done; exit 1; }
+
+out=$("$TESSERA" session create "$TEST_IMAGE" --name web --cpu 0.5 --mem 64m \
+	--env GREETING=hello --startup-command 'echo started-$GREETING; sleep 100000' --wait 2>&1)
+check "session create --wait succeeds" [ $? -eq 0 ]
+check "session reaches RUNNING" wait_status web RUNNING
+check "status_info says where it runs" bash -c "[[ '$(jget web status_info)' == *running* ]]"
+check "info --json shows the image" [ "$(jget web image)" == "$TEST_IMAGE" ]
+check "info --json shows cpu 0.5" [ "$(jget web resources.cpu)" == "0.5" ]
+check "info --json shows mem in bytes" [ "$(jget web resources.mem)" == "67108864" ]
+check "info --json names the agent" [ -n "$(jget web agent)" ]
+
+"$TESSERA" session exec web -- sh -c 'echo to-out; echo to-err >&2; exit 3' >"$E2E_DIR/out" 2>"$E2E_DIR/err"
+rc=$?
+check "exec returns the command's exit code" [ $rc -eq 3 ]
+check "exec keeps stdout apart" grep -qx to-out "$E2E_DIR/out"
+check "exec keeps stderr apart" grep -qx to-err "$E2E_DIR/err"
+check "stdout has no stderr" bash -c "! grep -q to-err '$E2E_DIR/out'"
+
+limit=$("$TESSERA" session exec web -- sh -c 'cat /sys/fs/cgroup/memory.max 2>/dev/null || cat /sys/fs/cgroup/memory/memory.limit_in_bytes')
+check "memory limit visible in the container's cgroup ($limit)" [ "$limit" == "67108864" ]
+quota=$("$TESSERA" session exec web -- sh -c 'cat /sys/fs/cgroup/cpu.max 2>/dev/null || echo "$(cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us) $(cat /sys/fs/cgroup/cpu/cpu.cfs_period_us)"')
+check "CPU quota is half a core ($quota)" bash -c "[[ '$quota' == '50000 100000' ]]"
+pid1=$("$TESSERA" session exec web -- cat /proc/1/cmdline | tr '\0' ' ')
+check "the runner is PID 1 ($pid1)" bash -c "[[ '$pid1' == *tessera-runner* ]]"
+env_out=$("$TESSERA" session exec web -- env)
+check "--env reaches the container" bash -c "grep -qx GREETING=hello <<<'$env_out'"
+
+for _ in $(seq 1 50); do
+	"$TESSERA" session logs web | grep -q started-hello && break
+	sleep 0.1
+done
+check "logs show the startup command's output" bash -c "'$TESSERA' session logs web | grep -q started-hello"
+
+ls_out=$("$TESSERA" session ls)
+check "session ls lists it with a header" bash -c "grep -q '^NAME' <<<'$ls_out' && grep -q '^web ' <<<'$ls_out'"
+check "session ls --json is an array with the fields" bash -c "'$TESSERA' session ls --json | python3 -c '
+import json,sys
+a=json.load(sys.stdin); s=[x for x in a if x[\"name\"]==\"web\"][0]
+assert all(k in s for k in (\"id\",\"name\",\"status\",\"status_info\",\"image\",\"agent\",\"resources\"))'"
+
+# --count creates NAME-1..NAME-K.
+"$TESSERA" session create "$TEST_IMAGE" --name batch --count 2 --cpu 0.1 --mem 16m --wait >/dev/null 2>&1
+check "--count 2 creates batch-1" wait_status batch-1 RUNNING
+check "--count 2 creates batch-2" wait_status batch-2 RUNNING
+
+# A container that ends by itself becomes ERROR with the reason and code.
+cid=$(jget batch-1 container_id)
+docker kill --signal KILL "$cid" >/dev/null
+check "a container killed outside becomes ERROR" wait_status batch-1 ERROR
+check "ERROR says why" bash -c "[[ '$(jget batch-1 status_info)' == *exit\ code* ]]"
+
+"$TESSERA" session rm web batch-2 >/dev/null
+check "rm makes it TERMINATED" wait_status web TERMINATED
+check "rm of batch-2" wait_status batch-2 TERMINATED
+check "the container is gone" bash -c "[ -z \"\$(docker ps -aq --filter label=tessera.session=$(jget web id))\" ]"
+check "ls without --all hides TERMINATED" bash -c "! '$TESSERA' session ls | grep -q '^web '"
+check "ls --all shows TERMINATED" bash -c "'$TESSERA' session ls --all | grep -q '^web '"
+hist=$("$TESSERA" session info web --json | python3 -c 'import json,sys; print(" ".join(h["status"] for h in json.load(sys.stdin)["status_history"]))')
+check "history walks the state machine ($hist)" [ "$hist" == "PENDING SCHEDULED PREPARING RUNNING TERMINATING TERMINATED" ]
+
+e2e_done
