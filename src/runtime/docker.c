@@ -139,8 +139,12 @@ static int dk_do(const struct runtime *rt, const char *method, bool versioned,
 			return terr_set(err, ENOMEM, "%s: out of memory", what);
 		req.body = payload;
 		req.body_len = strlen(payload);
-		req.headers = json_headers;
 	}
+	/* Also on body-less POSTs: curl would label them form-urlencoded,
+	 * which Docker refuses on endpoints that take an optional JSON body
+	 * (POST /commit: "Content-Type ... must be 'application/json'"). */
+	if (body || strcmp(method, "POST") == 0)
+		req.headers = json_headers;
 	memset(resp, 0, sizeof(*resp));
 	int r = httpc_do(&req, resp, err);
 	if (r < 0) {
@@ -825,9 +829,10 @@ static int exec_exit_code(struct runtime *rt, const char *eid, int *code,
 			return -EPROTO;
 		bool running = json_is_true(json_object_get(j, "Running"));
 		json_t *ec = json_object_get(j, "ExitCode");
-		*code = json_is_integer(ec) ? (int)json_integer_value(ec) : -1;
+		bool known = json_is_integer(ec);
+		*code = known ? (int)json_integer_value(ec) : -1;
 		json_decref(j);
-		if (!running && json_is_integer(ec))
+		if (!running && known)
 			return 0;
 		if (attempt >= 200)   /* ~2 s */
 			return terr_set(err, ETIMEDOUT,
