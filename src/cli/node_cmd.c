@@ -1,0 +1,83 @@
+/* `tessera node ls`. */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "cli/client.h"
+#include "cli/views.h"
+
+#define NODE_USAGE \
+	"usage: tessera node ls [--json]\n" \
+	"\n" \
+	"Lists the nodes (agents) with their capacity and what is in use.\n" \
+	"  --json   print a JSON array\n"
+
+static int node_ls(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"json", no_argument, NULL, 'j'},
+		{"help", no_argument, NULL, 'h'},
+		{0},
+	};
+	int as_json = 0;
+	optind = 0;
+	opterr = 0;
+	for (int o; (o = getopt_long(argc, argv, "h", opts, NULL)) != -1;) {
+		if (o == 'h') {
+			fputs(NODE_USAGE, stdout);
+			return CLI_EXIT_OK;
+		} else if (o == 'j') {
+			as_json = 1;
+		} else {
+			return cli_usage_fail("node ls", "option '%s' is unknown", argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		return cli_usage_fail("node ls", "unexpected argument '%s'", argv[optind]);
+
+	struct cli_config cfg = {0};
+	struct api_client c;
+	struct terr err = {0};
+	json_t *reply = NULL;
+	int rc = CLI_EXIT_OK;
+	if (cli_connect(&cfg, &c, &err) < 0 ||
+	    api_call(&c, "GET", "/v1/nodes", NULL, 0, &reply, NULL, &err) < 0) {
+		rc = cli_fail("%s", err.msg);
+		goto out;
+	}
+	json_t *nodes = json_object_get(reply, "nodes");
+	if (!json_is_array(nodes)) {
+		rc = cli_fail("unexpected answer from the manager: no 'nodes' array");
+		goto out;
+	}
+	if (as_json) {
+		cli_print_json(nodes);
+	} else {
+		struct cli_table *t = cli_node_table(nodes);
+		if (!t) {
+			rc = cli_fail("out of memory");
+			goto out;
+		}
+		cli_table_print(t, stdout);
+		cli_table_free(t);
+	}
+out:
+	json_decref(reply);
+	cli_config_free(&cfg);
+	return rc;
+}
+
+int cmd_node(int argc, char **argv)
+{
+	if (argc < 2)
+		return cli_usage_fail("node", "missing command (try 'tessera node ls')");
+	const char *sub = argv[1];
+	if (!strcmp(sub, "--help") || !strcmp(sub, "-h") || !strcmp(sub, "help")) {
+		fputs(NODE_USAGE, stdout);
+		return CLI_EXIT_OK;
+	}
+	if (!strcmp(sub, "ls"))
+		return node_ls(argc - 1, argv + 1);
+	return cli_usage_fail("node", "unknown command '%s'", sub);
+}

@@ -1,0 +1,696 @@
+/* `tessera session ...`: create, ls, info, rm, logs, exec. */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "cli/client.h"
+#include "cli/views.h"
+#include "cli/table.h"
+#include "common/units.h"
+
+#define SESSION_USAGE \
+	"usage: tessera session <command> [options]\n" \
+	"\n" \
+	"commands:\n" \
+	"  create IMAGE [options]   create one or more sessions\n" \
+	"  ls [--all] [--json]      list sessions (without --all: not yet ended)\n" \
+	"  info NAME [--json]       show one session with its status history\n" \
+	"  rm NAME...               remove sessions\n" \
+	"  logs NAME                print a session's container output\n" \
+	"  exec NAME -- CMD...      run a command in a running session\n" \
+	"\n" \
+	"NAME is a session name or id. Run 'tessera session <command> --help'.\n"
+
+#define CREATE_USAGE \
+	"usage: tessera session create IMAGE [options]\n" \
+	"\n" \
+	"  --name N                session name; with --count K: N-1 .. N-K\n" \
+	"  --cpu X                 CPU cores, up to 3 decimals (default 1)\n" \
+	"  --mem SIZE              memory: 256m, 1g, 512MiB, 1.5GiB or bytes (default 256m)\n" \
+	"  --fgpu X                fractional GPUs, up to 3 decimals (default 0)\n" \
+	"  --count K               create K sessions (1..100)\n" \
+	"  --env K=V               environment variable (repeatable)\n" \
+	"  --startup-command CMD   run with /bin/sh -c once the container starts\n" \
+	"  --wait                  wait until every session is RUNNING\n" \
+	"  --timeout SECONDS       with --wait: give up after this long (default 300)\n" \
+	"  --json                  print JSON instead of a table\n"
+
+#define LS_USAGE \
+	"usage: tessera session ls [--all] [--json]\n" \
+	"\n" \
+	"  --all    include TERMINATED and CANCELLED sessions\n" \
+	"  --json   print a JSON array\n"
+
+#define INFO_USAGE "usage: tessera session info NAME [--json]\n"
+#define RM_USAGE "usage: tessera session rm NAME...\n"
+#define LOGS_USAGE "usage: tessera session logs NAME [--tail N]\n"
+#define EXEC_USAGE \
+	"usage: tessera session exec NAME [--timeout SECONDS] -- CMD [ARG...]\n" \
+	"\n" \
+	"Runs CMD in the session's container, prints its output and exits with\n" \
+	"its exit code.\n"
+
+/* getopt_long over argv of a sub-command (argv[0] is its name). */
+static void session_reset_getopt(void)
+{
+	optind = 0;  /* glibc: full re-initialization */
+	opterr = 0;  /* we print our own one-line messages */
+}
+
+static int session_bad_option(const char *sub, char **argv)
+{
+	const char *arg = argv[optind - 1];
+	if (optopt && optopt != '?')
+		return cli_usage_fail(sub, "option '-%c' is unknown or needs a value", optopt);
+	return cli_usage_fail(sub, "option '%s' is unknown or needs a value", arg);
+}
+
+/* GET/DELETE path for one session: "/v1/sessions/<escaped ref><suffix>". */
+static char *session_path(const char *ref, const char *suffix)
+{
+	char *esc = api_escape(ref), *path = NULL;
+	if (!esc)
+		return NULL;
+	if (asprintf(&path, "/v1/sessions/%s%s", esc, suffix ? suffix : "") < 0)
+		path = NULL;
+	free(esc);
+	return path;
+}
+
+static int session_print_list(json_t *sessions, int as_json)
+{
+	if (as_json) {
+		cli_print_json(sessions);
+		return CLI_EXIT_OK;
+	}
+	struct cli_table *t = cli_session_table(sessions, time(NULL));
+	if (!t)
+		return cli_fail("out of memory");
+	cli_table_print(t, stdout);
+	cli_table_free(t);
+	return CLI_EXIT_OK;
+}
+
+/* ---- create ---------------------------------------------------------- */
+
+static int session_env_key_ok(const char *k, size_t len)
+{
+	if (!len || !((k[0] >= 'A' && k[0] <= 'Z') || (k[0] >= 'a' && k[0] <= 'z') ||
+		      k[0] == '_'))
+		return 0;
+	for (size_t i = 1; i < len; i++)
+		if (!((k[i] >= 'A' && k[i] <= 'Z') || (k[i] >= 'a' && k[i] <= 'z') ||
+		      (k[i] >= '0' && k[i] <= '9') || k[i] == '_'))
+			return 0;
+	return 1;
+}
+
+static int session_is_waiting(const char *status)
+{
+	return !strcmp(status, "PENDING") || !strcmp(status, "SCHEDULED") ||
+	       !strcmp(status, "PREPARING");
+}
+
+/* Waits until the session is RUNNING. Replaces *sess (owned) with the
+ * latest copy. Returns 0 when RUNNING, 1 when it ended or the deadline
+ * passed (after printing why), -errno on API failure (err set). */
+static int session_wait_one(const struct api_client *c, json_t **sess, time_t deadline,
+			    long total_s, struct terr *err)
+{
+	for (;;) {
+		const char *status = cli_json_str(*sess, "status", "?");
+		const char *name = cli_json_str(*sess, "name", "?");
+		if (!strcmp(status, "RUNNING"))
+			return 0;
+		if (!session_is_waiting(status)) {
+			cli_fail("session %s is %s: %s", name, status,
+				 cli_json_str(*sess, "status_info", "no details"));
+			return 1;
+		}
+		time_t now = time(NULL);
+		if (now >= deadline) {
+			cli_fail("session %s is still %s after %ld s: %s", name, status, total_s,
+				 cli_json_str(*sess, "status_info", "no details"));
+			return 1;
+		}
+		long slice = (long)(deadline - now);
+		if (slice > 30)
+			slice = 30;
+		char suffix[64];
+		snprintf(suffix, sizeof(suffix), "?wait=1&timeout_s=%ld", slice);
+		char *path = session_path(cli_json_str(*sess, "id", name), suffix);
+		if (!path)
+			return terr_set(err, ENOMEM, "out of memory");
+		json_t *next = NULL;
+		time_t asked = time(NULL);
+		/* The server holds the call up to `slice` seconds: leave it room. */
+		int r = api_call(c, "GET", path, NULL, (slice + 15) * 1000L, &next, NULL, err);
+		free(path);
+		if (r < 0)
+			return r;
+		if (!json_is_object(next)) {
+			json_decref(next);
+			return terr_set(err, EIO, "unexpected answer while waiting for %s", name);
+		}
+		json_decref(*sess);
+		*sess = next;
+		/* A server that answers at once without waiting must not turn
+		 * this into a busy loop. */
+		if (time(NULL) == asked && session_is_waiting(cli_json_str(next, "status", "")))
+			sleep(1);
+	}
+}
+
+static int session_create(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"name", required_argument, NULL, 'n'},
+		{"cpu", required_argument, NULL, 'c'},
+		{"mem", required_argument, NULL, 'm'},
+		{"fgpu", required_argument, NULL, 'g'},
+		{"count", required_argument, NULL, 'k'},
+		{"env", required_argument, NULL, 'e'},
+		{"startup-command", required_argument, NULL, 's'},
+		{"wait", no_argument, NULL, 'w'},
+		{"timeout", required_argument, NULL, 't'},
+		{"json", no_argument, NULL, 'j'},
+		{"help", no_argument, NULL, 'h'},
+		{0},
+	};
+	const char *sub = "session create";
+	json_t *body = json_object(), *res = json_object(), *env = json_object();
+	int as_json = 0, wait = 0, rc = CLI_EXIT_USAGE;
+	long timeout_s = 300;
+	struct terr err = {0};
+	json_t *reply = NULL;
+	struct cli_config cfg = {0};
+
+	if (!body || !res || !env) {
+		rc = cli_fail("out of memory");
+		goto out;
+	}
+	session_reset_getopt();
+	for (int o; (o = getopt_long(argc, argv, "h", opts, NULL)) != -1;) {
+		int64_t v;
+		char num[32];
+		switch (o) {
+		case 'h':
+			fputs(CREATE_USAGE, stdout);
+			rc = CLI_EXIT_OK;
+			goto out;
+		case 'n':
+			json_object_set_new(body, "name", json_string(optarg));
+			break;
+		case 'c':
+		case 'g':
+			if (units_parse_milli(optarg, &v, &err) < 0) {
+				rc = cli_usage_fail(sub, "--%s: %s", o == 'c' ? "cpu" : "fgpu", err.msg);
+				goto out;
+			}
+			if (o == 'c' && v == 0) {
+				rc = cli_usage_fail(sub, "--cpu must be more than 0");
+				goto out;
+			}
+			/* As a string: a JSON real could not say 0.1 exactly. */
+			units_format_milli(v, num, sizeof(num));
+			json_object_set_new(res, o == 'c' ? "cpu" : "fgpu", json_string(num));
+			break;
+		case 'm':
+			if (units_parse_size(optarg, &v, &err) < 0) {
+				rc = cli_usage_fail(sub, "--mem: %s", err.msg);
+				goto out;
+			}
+			json_object_set_new(res, "mem", json_integer(v));
+			break;
+		case 'k': {
+			char *end;
+			long k = strtol(optarg, &end, 10);
+			if (*optarg < '0' || *optarg > '9' || *end || k < 1 || k > 100) {
+				rc = cli_usage_fail(sub, "--count must be a whole number from 1 to 100, not '%s'",
+						    optarg);
+				goto out;
+			}
+			json_object_set_new(body, "count", json_integer(k));
+			break;
+		}
+		case 'e': {
+			const char *eq = strchr(optarg, '=');
+			if (!eq || !session_env_key_ok(optarg, (size_t)(eq - optarg))) {
+				rc = cli_usage_fail(sub, "--env expects KEY=VALUE with KEY made of letters, digits and '_', not '%s'",
+						    optarg);
+				goto out;
+			}
+			char *key = strndup(optarg, (size_t)(eq - optarg));
+			if (!key) {
+				rc = cli_fail("out of memory");
+				goto out;
+			}
+			if (json_object_get(env, key)) {
+				rc = cli_usage_fail(sub, "--env %s given twice", key);
+				free(key);
+				goto out;
+			}
+			json_object_set_new(env, key, json_string(eq + 1));
+			free(key);
+			break;
+		}
+		case 's':
+			json_object_set_new(body, "startup_command", json_string(optarg));
+			break;
+		case 'w':
+			wait = 1;
+			break;
+		case 't': {
+			char *end;
+			timeout_s = strtol(optarg, &end, 10);
+			if (*optarg < '0' || *optarg > '9' || *end || timeout_s < 1 ||
+			    timeout_s > 86400) {
+				rc = cli_usage_fail(sub, "--timeout must be a number of seconds (1..86400), not '%s'",
+						    optarg);
+				goto out;
+			}
+			break;
+		}
+		case 'j':
+			as_json = 1;
+			break;
+		default:
+			rc = session_bad_option(sub, argv);
+			goto out;
+		}
+	}
+	if (optind >= argc) {
+		rc = cli_usage_fail(sub, "which image? usage: tessera session create IMAGE [options]");
+		goto out;
+	}
+	if (optind + 1 < argc) {
+		rc = cli_usage_fail(sub, "unexpected argument '%s' after the image", argv[optind + 1]);
+		goto out;
+	}
+	json_object_set_new(body, "image", json_string(argv[optind]));
+	if (json_object_size(res))
+		json_object_set(body, "resources", res);
+	if (json_object_size(env))
+		json_object_set(body, "env", env);
+
+	struct api_client c;
+	if (cli_connect(&cfg, &c, &err) < 0) {
+		rc = cli_fail("%s", err.msg);
+		goto out;
+	}
+	if (api_call(&c, "POST", "/v1/sessions", body, 0, &reply, NULL, &err) < 0) {
+		rc = cli_fail("%s", err.msg);
+		goto out;
+	}
+	json_t *sessions = json_object_get(reply, "sessions");
+	if (!json_is_array(sessions)) {
+		rc = cli_fail("unexpected answer from the manager: no 'sessions' array");
+		goto out;
+	}
+	rc = CLI_EXIT_OK;
+	if (wait) {
+		time_t deadline = time(NULL) + timeout_s;
+		size_t i;
+		json_t *s;
+		json_array_foreach(sessions, i, s) {
+			json_t *cur = json_incref(s);
+			int r = session_wait_one(&c, &cur, deadline, timeout_s, &err);
+			json_array_set(sessions, i, cur);
+			json_decref(cur);
+			if (r < 0) {
+				rc = cli_fail("%s", err.msg);
+				goto out;
+			}
+			if (r > 0)
+				rc = CLI_EXIT_FAIL;
+		}
+	}
+	session_print_list(sessions, as_json);
+out:
+	json_decref(reply);
+	json_decref(body);
+	json_decref(res);
+	json_decref(env);
+	cli_config_free(&cfg);
+	return rc;
+}
+
+/* ---- ls / info -------------------------------------------------------- */
+
+/* Parses the options shared by ls and info (--json, --all for ls). */
+static int session_simple_opts(const char *sub, const char *usage, int allow_all,
+			       int argc, char **argv, int *as_json, int *all)
+{
+	static const struct option opts[] = {
+		{"json", no_argument, NULL, 'j'},
+		{"all", no_argument, NULL, 'a'},
+		{"help", no_argument, NULL, 'h'},
+		{0},
+	};
+	session_reset_getopt();
+	for (int o; (o = getopt_long(argc, argv, "h", opts, NULL)) != -1;) {
+		if (o == 'h') {
+			fputs(usage, stdout);
+			return CLI_EXIT_OK;
+		} else if (o == 'j') {
+			*as_json = 1;
+		} else if (o == 'a' && allow_all) {
+			*all = 1;
+		} else {
+			return session_bad_option(sub, argv);
+		}
+	}
+	return -1;
+}
+
+static int session_ls(int argc, char **argv)
+{
+	int as_json = 0, all = 0;
+	int rc = session_simple_opts("session ls", LS_USAGE, 1, argc, argv, &as_json, &all);
+	if (rc >= 0)
+		return rc;
+	if (optind < argc)
+		return cli_usage_fail("session ls", "unexpected argument '%s'", argv[optind]);
+	struct cli_config cfg = {0};
+	struct api_client c;
+	struct terr err = {0};
+	json_t *reply = NULL;
+	if (cli_connect(&cfg, &c, &err) < 0 ||
+	    api_call(&c, "GET", all ? "/v1/sessions?all=1" : "/v1/sessions", NULL, 0, &reply,
+		     NULL, &err) < 0) {
+		cli_config_free(&cfg);
+		return cli_fail("%s", err.msg);
+	}
+	json_t *sessions = json_object_get(reply, "sessions");
+	if (!json_is_array(sessions))
+		rc = cli_fail("unexpected answer from the manager: no 'sessions' array");
+	else
+		rc = session_print_list(sessions, as_json);
+	json_decref(reply);
+	cli_config_free(&cfg);
+	return rc;
+}
+
+static void session_info_line(const char *key, const char *value)
+{
+	printf("%-16s %s\n", key, value && *value ? value : "-");
+}
+
+static void session_print_info(json_t *s)
+{
+	json_t *res = json_object_get(s, "resources");
+	char buf[64];
+	session_info_line("ID:", cli_json_str(s, "id", NULL));
+	session_info_line("Name:", cli_json_str(s, "name", NULL));
+	session_info_line("Owner:", cli_json_str(s, "owner", NULL));
+	session_info_line("Image:", cli_json_str(s, "image", NULL));
+	session_info_line("Status:", cli_json_str(s, "status", NULL));
+	session_info_line("Status info:", cli_json_str(s, "status_info", NULL));
+	session_info_line("Node:", cli_json_str(s, "agent", NULL));
+	session_info_line("Container:", cli_json_str(s, "container_id", NULL));
+	units_format_milli(cli_json_milli(json_object_get(res, "cpu")), buf, sizeof(buf));
+	session_info_line("CPU:", buf);
+	units_format_size(cli_json_int(json_object_get(res, "mem")), buf, sizeof(buf));
+	session_info_line("Memory:", buf);
+	cli_format_fgpu(cli_json_milli(json_object_get(res, "fgpu")), buf, sizeof(buf));
+	session_info_line("fGPU:", buf);
+	session_info_line("Startup command:", cli_json_str(s, "startup_command", NULL));
+	json_t *code = json_object_get(s, "exit_code");
+	if (json_is_integer(code)) {
+		snprintf(buf, sizeof(buf), "%" JSON_INTEGER_FORMAT, json_integer_value(code));
+		session_info_line("Exit code:", buf);
+	} else {
+		session_info_line("Exit code:", NULL);
+	}
+	session_info_line("Created:", cli_json_str(s, "created_at", NULL));
+	session_info_line("Started:", cli_json_str(s, "started_at", NULL));
+	session_info_line("Terminated:", cli_json_str(s, "terminated_at", NULL));
+	json_t *env = json_object_get(s, "env");
+	if (json_object_size(env)) {
+		printf("Environment:\n");
+		const char *k;
+		json_t *v;
+		json_object_foreach(env, k, v)
+			printf("  %s=%s\n", k, json_string_value(v) ? json_string_value(v) : "");
+	}
+	json_t *hist = json_object_get(s, "status_history");
+	if (json_array_size(hist)) {
+		printf("Status history:\n");
+		static const char *const hdr[] = {"at", "status", "info"};
+		struct cli_table *t = cli_table_new(3, hdr);
+		size_t i;
+		json_t *h;
+		json_array_foreach(hist, i, h) {
+			const char *row[] = {cli_json_str(h, "at", NULL), cli_json_str(h, "status", NULL),
+					     cli_json_str(h, "info", NULL)};
+			if (t)
+				cli_table_add(t, row);
+		}
+		if (t) {
+			/* Indent the history under its heading. */
+			char *text = NULL;
+			size_t len = 0;
+			FILE *mem = open_memstream(&text, &len);
+			if (mem) {
+				cli_table_print(t, mem);
+				fclose(mem);
+				for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n"))
+					printf("  %s\n", line);
+				free(text);
+			}
+			cli_table_free(t);
+		}
+	}
+}
+
+static int session_info(int argc, char **argv)
+{
+	int as_json = 0, all = 0;
+	int rc = session_simple_opts("session info", INFO_USAGE, 0, argc, argv, &as_json, &all);
+	if (rc >= 0)
+		return rc;
+	if (optind >= argc)
+		return cli_usage_fail("session info", "which session? usage: tessera session info NAME");
+	if (optind + 1 < argc)
+		return cli_usage_fail("session info", "unexpected argument '%s'", argv[optind + 1]);
+	struct cli_config cfg = {0};
+	struct api_client c;
+	struct terr err = {0};
+	json_t *s = NULL;
+	char *path = session_path(argv[optind], NULL);
+	if (!path)
+		return cli_fail("out of memory");
+	if (cli_connect(&cfg, &c, &err) < 0 ||
+	    api_call(&c, "GET", path, NULL, 0, &s, NULL, &err) < 0) {
+		free(path);
+		cli_config_free(&cfg);
+		return cli_fail("%s", err.msg);
+	}
+	free(path);
+	if (as_json)
+		cli_print_json(s);
+	else
+		session_print_info(s);
+	json_decref(s);
+	cli_config_free(&cfg);
+	return CLI_EXIT_OK;
+}
+
+/* ---- rm / logs / exec ------------------------------------------------ */
+
+static int session_rm(int argc, char **argv)
+{
+	int as_json = 0, all = 0;
+	int rc = session_simple_opts("session rm", RM_USAGE, 0, argc, argv, &as_json, &all);
+	if (rc >= 0)
+		return rc;
+	if (as_json)
+		return cli_usage_fail("session rm", "option '--json' is not supported here");
+	if (optind >= argc)
+		return cli_usage_fail("session rm", "which session? usage: tessera session rm NAME...");
+	struct cli_config cfg = {0};
+	struct api_client c;
+	struct terr err = {0};
+	if (cli_connect(&cfg, &c, &err) < 0) {
+		cli_config_free(&cfg);
+		return cli_fail("%s", err.msg);
+	}
+	rc = CLI_EXIT_OK;
+	for (int i = optind; i < argc; i++) {
+		char *path = session_path(argv[i], NULL);
+		if (!path) {
+			rc = cli_fail("out of memory");
+			break;
+		}
+		if (api_call(&c, "DELETE", path, NULL, 0, NULL, NULL, &err) < 0)
+			rc = cli_fail("cannot remove %s: %s", argv[i], err.msg);
+		else
+			printf("%s\n", argv[i]);
+		fflush(stdout);
+		free(path);
+	}
+	cli_config_free(&cfg);
+	return rc;
+}
+
+static int session_logs(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"tail", required_argument, NULL, 't'},
+		{"help", no_argument, NULL, 'h'},
+		{0},
+	};
+	long tail = -1;
+	session_reset_getopt();
+	for (int o; (o = getopt_long(argc, argv, "h", opts, NULL)) != -1;) {
+		if (o == 'h') {
+			fputs(LOGS_USAGE, stdout);
+			return CLI_EXIT_OK;
+		} else if (o == 't') {
+			char *end;
+			tail = strtol(optarg, &end, 10);
+			if (*optarg < '0' || *optarg > '9' || *end)
+				return cli_usage_fail("session logs", "--tail needs a number of lines, not '%s'",
+						      optarg);
+		} else {
+			return session_bad_option("session logs", argv);
+		}
+	}
+	if (optind >= argc)
+		return cli_usage_fail("session logs", "which session? usage: tessera session logs NAME");
+	if (optind + 1 < argc)
+		return cli_usage_fail("session logs", "unexpected argument '%s'", argv[optind + 1]);
+	char suffix[48] = "/logs";
+	if (tail >= 0)
+		snprintf(suffix, sizeof(suffix), "/logs?tail=%ld", tail);
+	char *path = session_path(argv[optind], suffix);
+	if (!path)
+		return cli_fail("out of memory");
+	struct cli_config cfg = {0};
+	struct api_client c;
+	struct terr err = {0};
+	json_t *reply = NULL;
+	int rc = CLI_EXIT_OK;
+	if (cli_connect(&cfg, &c, &err) < 0 ||
+	    api_call(&c, "GET", path, NULL, 120000, &reply, NULL, &err) < 0) {
+		rc = cli_fail("%s", err.msg);
+	} else {
+		json_t *logs = json_object_get(reply, "logs");
+		fwrite(json_string_value(logs) ? json_string_value(logs) : "", 1,
+		       json_string_length(logs), stdout);
+	}
+	json_decref(reply);
+	free(path);
+	cli_config_free(&cfg);
+	return rc;
+}
+
+static void session_write_stream(json_t *v, FILE *out)
+{
+	if (json_is_string(v))
+		fwrite(json_string_value(v), 1, json_string_length(v), out);
+	fflush(out);
+}
+
+static int session_exec(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"timeout", required_argument, NULL, 't'},
+		{"help", no_argument, NULL, 'h'},
+		{0},
+	};
+	const char *sub = "session exec";
+	long timeout_s = 0;
+	/* '+': stop at NAME, so the command's own options stay its own. */
+	session_reset_getopt();
+	for (int o; (o = getopt_long(argc, argv, "+h", opts, NULL)) != -1;) {
+		if (o == 'h') {
+			fputs(EXEC_USAGE, stdout);
+			return CLI_EXIT_OK;
+		} else if (o == 't') {
+			char *end;
+			timeout_s = strtol(optarg, &end, 10);
+			if (*optarg < '0' || *optarg > '9' || *end || timeout_s < 1 ||
+			    timeout_s > 3600)
+				return cli_usage_fail(sub, "--timeout must be 1..3600 seconds, not '%s'",
+						      optarg);
+		} else {
+			return session_bad_option(sub, argv);
+		}
+	}
+	int i = optind;
+	if (i < argc && !strcmp(argv[i], "--"))
+		i++;  /* "exec -- NAME -- CMD" is odd but harmless */
+	if (i >= argc)
+		return cli_usage_fail(sub, "which session? usage: tessera session exec NAME -- CMD...");
+	const char *name = argv[i++];
+	if (i < argc && !strcmp(argv[i], "--"))
+		i++;
+	if (i >= argc)
+		return cli_usage_fail(sub, "no command given; usage: tessera session exec NAME -- CMD...");
+
+	json_t *cmd = json_array();
+	for (; i < argc; i++)
+		json_array_append_new(cmd, json_string(argv[i]));
+	json_t *body = json_pack("{s:o}", "command", cmd);
+	if (timeout_s)
+		json_object_set_new(body, "timeout_s", json_integer(timeout_s));
+	char *path = session_path(name, "/exec");
+	struct cli_config cfg = {0};
+	struct api_client c;
+	struct terr err = {0};
+	json_t *reply = NULL;
+	int rc;
+	/* The server runs the command up to timeout_s (default 600 s). */
+	long http_ms = ((timeout_s ? timeout_s : 600) + 30) * 1000L;
+	if (!path || !body) {
+		rc = cli_fail("out of memory");
+	} else if (cli_connect(&cfg, &c, &err) < 0 ||
+		   api_call(&c, "POST", path, body, http_ms, &reply, NULL, &err) < 0) {
+		rc = cli_fail("%s", err.msg);
+	} else {
+		session_write_stream(json_object_get(reply, "stdout"), stdout);
+		session_write_stream(json_object_get(reply, "stderr"), stderr);
+		json_t *code = json_object_get(reply, "exit_code");
+		if (!json_is_integer(code)) {
+			rc = cli_fail("the manager did not report an exit code for the command");
+		} else {
+			json_int_t v = json_integer_value(code);
+			rc = v < 0 || v > 255 ? CLI_EXIT_FAIL : (int)v;
+		}
+	}
+	json_decref(reply);
+	json_decref(body);
+	free(path);
+	cli_config_free(&cfg);
+	return rc;
+}
+
+/* One list of sub-commands; usage text and dispatch come from it. */
+static const struct {
+	const char *name;
+	int (*run)(int argc, char **argv);
+} session_cmds[] = {
+	{"create", session_create}, {"ls", session_ls},     {"info", session_info},
+	{"rm", session_rm},         {"logs", session_logs}, {"exec", session_exec},
+};
+
+int cmd_session(int argc, char **argv)
+{
+	if (argc < 2)
+		return cli_usage_fail("session", "missing command");
+	const char *sub = argv[1];
+	if (!strcmp(sub, "--help") || !strcmp(sub, "-h") || !strcmp(sub, "help")) {
+		fputs(SESSION_USAGE, stdout);
+		return CLI_EXIT_OK;
+	}
+	for (size_t i = 0; i < sizeof(session_cmds) / sizeof(session_cmds[0]); i++)
+		if (!strcmp(sub, session_cmds[i].name))
+			return session_cmds[i].run(argc - 1, argv + 1);
+	return cli_usage_fail("session", "unknown command '%s'", sub);
+}

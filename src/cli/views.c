@@ -1,0 +1,71 @@
+/* Session and node tables (cli/views.h). */
+#include "cli/views.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "cli/client.h"
+#include "common/units.h"
+
+#define CLI_INFO_MAX 60
+
+struct cli_table *cli_session_table(json_t *sessions, time_t now)
+{
+	static const char *const hdr[] = {"name", "status", "image", "cpu", "mem",
+					  "fgpu", "node", "age", "info"};
+	struct cli_table *t = cli_table_new(9, hdr);
+	if (!t)
+		return NULL;
+	size_t i;
+	json_t *s;
+	json_array_foreach(sessions, i, s) {
+		json_t *res = json_object_get(s, "resources");
+		char cpu[32], mem[32], fgpu[48], age[32] = "-", info[CLI_INFO_MAX * 4 + 4];
+		units_format_milli(cli_json_milli(json_object_get(res, "cpu")), cpu, sizeof(cpu));
+		units_format_size(cli_json_int(json_object_get(res, "mem")), mem, sizeof(mem));
+		cli_format_fgpu(cli_json_milli(json_object_get(res, "fgpu")), fgpu, sizeof(fgpu));
+		time_t created;
+		if (cli_parse_time(cli_json_str(s, "created_at", NULL), &created) == 0)
+			cli_format_age((int64_t)(now - created), age, sizeof(age));
+		cli_shorten(cli_json_str(s, "status_info", ""), CLI_INFO_MAX, info, sizeof(info));
+		const char *row[] = {cli_json_str(s, "name", NULL), cli_json_str(s, "status", NULL),
+				     cli_json_str(s, "image", NULL), cpu, mem, fgpu,
+				     cli_json_str(s, "agent", NULL), age, info[0] ? info : NULL};
+		if (cli_table_add(t, row) < 0) {
+			cli_table_free(t);
+			return NULL;
+		}
+	}
+	return t;
+}
+
+struct cli_table *cli_node_table(json_t *nodes)
+{
+	static const char *const hdr[] = {"id", "status", "cpu", "mem", "fgpu", "sessions"};
+	struct cli_table *t = cli_table_new(6, hdr);
+	if (!t)
+		return NULL;
+	size_t i;
+	json_t *n;
+	json_array_foreach(nodes, i, n) {
+		json_t *cap = json_object_get(n, "capacity"), *used = json_object_get(n, "used");
+		char a[32], b[32], cpu[72], mem[72], fgpu[72], sess[32];
+		units_format_milli(cli_json_milli(json_object_get(used, "cpu")), a, sizeof(a));
+		units_format_milli(cli_json_milli(json_object_get(cap, "cpu")), b, sizeof(b));
+		snprintf(cpu, sizeof(cpu), "%s/%s", a, b);
+		units_format_size(cli_json_int(json_object_get(used, "mem")), a, sizeof(a));
+		units_format_size(cli_json_int(json_object_get(cap, "mem")), b, sizeof(b));
+		snprintf(mem, sizeof(mem), "%s/%s", a, b);
+		units_format_milli(cli_json_milli(json_object_get(used, "fgpu")), a, sizeof(a));
+		units_format_milli(cli_json_milli(json_object_get(cap, "fgpu")), b, sizeof(b));
+		snprintf(fgpu, sizeof(fgpu), "%s/%s", a, b);
+		snprintf(sess, sizeof(sess), "%" PRId64, cli_json_int(json_object_get(n, "sessions")));
+		const char *row[] = {cli_json_str(n, "id", NULL), cli_json_str(n, "status", NULL),
+				     cpu, mem, fgpu, sess};
+		if (cli_table_add(t, row) < 0) {
+			cli_table_free(t);
+			return NULL;
+		}
+	}
+	return t;
+}

@@ -1,0 +1,19 @@
+/* Tables of API objects as people see them (sessions, nodes). */
+#ifndef TESSERA_CLI_VIEWS_H
+#define TESSERA_CLI_VIEWS_H
+
+#include <jansson.h>
+#include <time.h>
+
+#include "cli/table.h"
+
+/* NAME, STATUS, IMAGE, CPU, MEM, FGPU, NODE, AGE, INFO for an array of
+ * session objects; ages relative to now. New table (caller frees with
+ * cli_table_free) or NULL on allocation failure. */
+struct cli_table *cli_session_table(json_t *sessions, time_t now);
+
+/* ID, STATUS, CPU, MEM, FGPU (each used/capacity), SESSIONS for an array
+ * of node objects. New table or NULL. */
+struct cli_table *cli_node_table(json_t *nodes);
+
+#endif
