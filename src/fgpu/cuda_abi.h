@@ -136,6 +136,17 @@ typedef struct CUmemPoolProps_st {
 /* cuMemAttach flags for cuMemAllocManaged. */
 enum { CU_MEM_ATTACH_GLOBAL = 0x1, CU_MEM_ATTACH_HOST = 0x2 };
 
+/* cuLaunchKernelEx (CUDA 11.8+): only the leading fields are read. */
+typedef struct CUlaunchAttribute_st CUlaunchAttribute;
+typedef struct CUlaunchConfig_st {
+	unsigned int gridDimX, gridDimY, gridDimZ;
+	unsigned int blockDimX, blockDimY, blockDimZ;
+	unsigned int sharedMemBytes;
+	CUstream hStream;
+	CUlaunchAttribute *attrs;
+	unsigned int numAttrs;
+} CUlaunchConfig;
+
 /* Event flags. */
 enum { CU_EVENT_DEFAULT = 0, CU_EVENT_DISABLE_TIMING = 0x2 };
 

@@ -94,7 +94,7 @@ static uint32_t mock_next_ptr_v1 = 0x10000000U;
 static uint64_t mock_next_handle = 1;
 static struct mock_alloc *mock_allocs;
 static size_t mock_nallocs, mock_cap_allocs;
-static uint64_t mock_now;                       /* simulated ns */
+static uint64_t mock_now = 1000000000ULL;       /* simulated ns, starts at 1 s */
 static uint64_t mock_busy_until[MOCK_MAX_DEVICES];
 static uint64_t mock_block_ns = 1000;
 static int64_t mock_ctx_overhead;
@@ -1045,6 +1045,22 @@ MOCK_API CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gx, unsigned in
 	return cuLaunchKernel(f, gx, gy, gz, bx, by, bz, shmem, s, params, extra);
 }
 
+MOCK_API CUresult cuLaunchKernelEx(const CUlaunchConfig *c, CUfunction f, void **params,
+				   void **extra)
+{
+	if (!c)
+		return CUDA_ERROR_INVALID_VALUE;
+	return cuLaunchKernel(f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX,
+			      c->blockDimY, c->blockDimZ, c->sharedMemBytes, c->hStream,
+			      params, extra);
+}
+
+MOCK_API CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *c, CUfunction f,
+					void **params, void **extra)
+{
+	return cuLaunchKernelEx(c, f, params, extra);
+}
+
 /* Test hooks, not CUDA: the simulated clock (see the file comment). */
 MOCK_API uint64_t tesseraMockNowNs(void)
 {
@@ -1181,7 +1197,9 @@ CUresult cuGetProcAddress_v2(const char *, void **, int, cuuint64_t,
 	X(cuEventSynchronize, cuEventSynchronize, 2000, 0) \
 	X(cuEventElapsedTime, cuEventElapsedTime, 2000, 0) \
 	X(cuLaunchKernel, cuLaunchKernel, 4000, 0) \
-	X(cuLaunchKernel_ptsz, cuLaunchKernel, 7000, 1)
+	X(cuLaunchKernel_ptsz, cuLaunchKernel, 7000, 1) \
+	X(cuLaunchKernelEx, cuLaunchKernelEx, 11060, 0) \
+	X(cuLaunchKernelEx_ptsz, cuLaunchKernelEx, 11060, 1)
 
 static const struct mock_symbol {
 	const char *name, *base;
