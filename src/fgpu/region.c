@@ -202,10 +202,8 @@ int fgpu_region_reserve(struct fgpu_region_handle *h, int d, int64_t bytes, int6
 			/* Before refusing: memory of dead processes is free. */
 			if (fgpu_region_reclaim_locked(h) > 0)
 				total = h->r->total[d];
-			if (__builtin_add_overflow(total, bytes, &want))
-				want = INT64_MAX;
 		}
-		if (want <= limit) {
+		if (!__builtin_add_overflow(total, bytes, &want) && want <= limit) {
 			s->used[d] += bytes;
 			h->r->total[d] = want;
 			rc = 0;
@@ -236,6 +234,10 @@ int64_t fgpu_region_used(struct fgpu_region_handle *h, int d)
 	if (d < 0 || d >= FGPU_MAX_DEVICES)
 		return 0;
 	fgpu_region_lock(h);
+	/* Reporting is rare next to allocating, and a figure that still
+	 * counts processes that exited (without running destructors) or were
+	 * killed would be wrong: reclaim first. */
+	fgpu_region_reclaim_locked(h);
 	int64_t v = h->r->total[d];
 	fgpu_region_unlock(h);
 	return v < 0 ? 0 : v;

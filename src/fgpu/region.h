@@ -86,7 +86,8 @@ int fgpu_region_reserve(struct fgpu_region_handle *h, int d, int64_t bytes, int6
 /* Returns bytes of device d from this process. */
 void fgpu_region_release(struct fgpu_region_handle *h, int d, int64_t bytes);
 
-/* Bytes accounted on device d by the whole container. */
+/* Bytes accounted on device d by the whole container's live processes
+ * (reclaims dead slots first). */
 int64_t fgpu_region_used(struct fgpu_region_handle *h, int d);
 
 /* Drops this process's slot (at exit: the driver frees its memory). */

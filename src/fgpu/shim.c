@@ -272,8 +272,10 @@ static CUresult fgpu_current_device(CUdevice *dev)
  * context_overhead). */
 static CUresult fgpu_charge_context(int idx)
 {
-	if (fgpu_conf.context_overhead <= 0 || idx < 0)
+	if (fgpu_conf.context_overhead <= 0)
 		return CUDA_SUCCESS;
+	if (idx < 0)
+		return CUDA_ERROR_OUT_OF_MEMORY;   /* not the session's device: no room */
 	pthread_mutex_lock(&fgpu_lock);
 	CUresult rc = CUDA_SUCCESS;
 	if (!fgpu_ctx_charged[idx]) {

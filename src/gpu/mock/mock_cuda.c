@@ -1077,6 +1077,18 @@ MOCK_API void tesseraMockSleepNs(uint64_t ns)
 	pthread_mutex_unlock(&mock_lock);
 }
 
+/* Test hook: device-wide bytes in use on dev (all processes sharing the
+ * state file), or -1 before cuInit / for a bad device. */
+MOCK_API int64_t tesseraMockUsedBytes(int dev)
+{
+	if (!mock_inited || !mock_valid_dev(dev))
+		return -1;
+	pthread_mutex_lock(&mock_lock);
+	int64_t v = mock_usage_get(dev);
+	pthread_mutex_unlock(&mock_lock);
+	return v;
+}
+
 /* ---- errors ------------------------------------------------------------ */
 
 static const struct { CUresult code; const char *name, *text; } mock_errors[] = {

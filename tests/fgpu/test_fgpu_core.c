@@ -1,0 +1,289 @@
+/* The shim's parts as plain code (no preload): the limits parser, the
+ * shared region with its robust lock, and the pacing arithmetic. */
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "fgpu/conf.h"
+#include "fgpu/pacing.h"
+#include "fgpu/region.h"
+#include "testlib.h"
+
+static char dir[] = "/tmp/tessera-fgpu-core-XXXXXX";
+static char region_path[256];
+
+TEST(conf_parses_the_agent_format)
+{
+	struct fgpu_conf c;
+	struct terr err;
+	CHECK_INT(fgpu_conf_parse("# written by the agent\nversion = 1\nfgpu = 0.5\n"
+				  "devices = 2\ndevice.0.uuid = GPU-aaaa\n"
+				  "device.0.memory_limit = 4294967296\n"
+				  "device.1.uuid = GPU-bbbb\ndevice.1.memory_limit = 2GiB\n"
+				  "sm_limit_percent = 50\ncontext_overhead = 256MiB\n"
+				  "future_key = whatever\n", &c, &err), 0);
+	CHECK(c.enabled);
+	CHECK_INT(c.ndev, 2);
+	CHECK_STR(c.dev[0].uuid, "GPU-aaaa");
+	CHECK_INT(fgpu_conf_limit(&c, 0), 4294967296LL);
+	CHECK_INT(fgpu_conf_limit(&c, 1), 2147483648LL);
+	CHECK_INT(fgpu_conf_limit(&c, 2), 0);          /* not listed: nothing */
+	CHECK_INT(c.sm_limit_percent, 50);
+	CHECK_INT(c.context_overhead, 256 * 1024 * 1024);
+	CHECK_STR(c.fgpu, "0.5");
+	CHECK_STR(c.region, FGPU_REGION_PATH);
+	CHECK(!c.driver_clock);
+
+	CHECK_INT(fgpu_conf_parse("memory_limit = 1g\n", &c, &err), 0);
+	CHECK_INT(fgpu_conf_limit(&c, 0), 1073741824LL);
+	CHECK_INT(fgpu_conf_limit(&c, 7), 1073741824LL);
+	CHECK_INT(c.sm_limit_percent, 100);
+
+	CHECK(fgpu_conf_parse("sm_limit_percent = 0\n", &c, &err) < 0);
+	CHECK(fgpu_conf_parse("sm_limit_percent = 101\n", &c, &err) < 0);
+	CHECK(fgpu_conf_parse("memory_limit = -1\n", &c, &err) < 0);
+	CHECK(fgpu_conf_parse("version = 2\n", &c, &err) < 0);
+	CHECK(fgpu_conf_parse("just words\n", &c, &err) < 0);
+	CHECK(fgpu_conf_parse("device.99.memory_limit = 1\n", &c, &err) < 0);
+}
+
+TEST(conf_env_without_file)
+{
+	/* (FGPU_CONF_PATH does not exist on a build machine.) */
+	struct fgpu_conf c;
+	struct terr err;
+	unsetenv("TESSERA_FGPU_CONF");
+	unsetenv("TESSERA_GPU_MEMORY_LIMIT");
+	unsetenv("TESSERA_GPU_SM_LIMIT");
+	CHECK_INT(fgpu_conf_load(&c, &err), 0);
+	CHECK(!c.enabled);
+	setenv("TESSERA_GPU_MEMORY_LIMIT", "1536MiB", 1);
+	setenv("TESSERA_GPU_SM_LIMIT", "30", 1);
+	CHECK_INT(fgpu_conf_load(&c, &err), 0);
+	CHECK(c.enabled);
+	CHECK_INT(fgpu_conf_limit(&c, 3), 1536LL * 1024 * 1024);
+	CHECK_INT(c.sm_limit_percent, 30);
+	/* with a file, the variables only tighten */
+	char path[300];
+	snprintf(path, sizeof(path), "%s/fgpu.conf", dir);
+	FILE *f = fopen(path, "w");
+	fputs("memory_limit = 1GiB\nsm_limit_percent = 20\n", f);
+	fclose(f);
+	setenv("TESSERA_FGPU_CONF", path, 1);
+	CHECK_INT(fgpu_conf_load(&c, &err), 0);
+	CHECK_INT(fgpu_conf_limit(&c, 0), 1024LL * 1024 * 1024);
+	CHECK_INT(c.sm_limit_percent, 20);
+	unsetenv("TESSERA_FGPU_CONF");
+	unsetenv("TESSERA_GPU_MEMORY_LIMIT");
+	unsetenv("TESSERA_GPU_SM_LIMIT");
+}
+
+TEST(region_reserve_and_release)
+{
+	struct fgpu_region_handle h;
+	struct terr err;
+	CHECK_INT(fgpu_region_open(&h, region_path, &err), 0);
+	CHECK(h.shared);
+	CHECK_INT(fgpu_region_reserve(&h, 0, 600, 1000), 0);
+	CHECK_INT(fgpu_region_reserve(&h, 0, 600, 1000), -ENOMEM);
+	CHECK_INT(fgpu_region_reserve(&h, 0, 400, 1000), 0);
+	CHECK_INT(fgpu_region_used(&h, 0), 1000);
+	CHECK_INT(fgpu_region_reserve(&h, 1, 1000, 1000), 0);   /* per device */
+	CHECK_INT(fgpu_region_reserve(&h, 0, INT64_MAX, INT64_MAX), -ENOMEM);  /* no overflow */
+	CHECK_INT(fgpu_region_used(&h, 0), 1000);
+	fgpu_region_release(&h, 0, 1000);
+	fgpu_region_release(&h, 1, 1000);
+	CHECK_INT(fgpu_region_used(&h, 0), 0);
+	CHECK_INT(fgpu_region_reserve(&h, -1, 1, 10), -EINVAL);
+	CHECK_INT(fgpu_region_reserve(&h, FGPU_MAX_DEVICES, 1, 10), -EINVAL);
+	/* a second mapping (another process would do the same) sees it */
+	struct fgpu_region_handle h2;
+	CHECK_INT(fgpu_region_open(&h2, region_path, &err), 0);
+	CHECK_INT(fgpu_region_reserve(&h, 0, 250, 1000), 0);
+	CHECK_INT(fgpu_region_used(&h2, 0), 250);
+	fgpu_region_release(&h, 0, 250);
+}
+
+TEST(region_rejects_other_layouts)
+{
+	char path[300];
+	snprintf(path, sizeof(path), "%s/other.region", dir);
+	int fd = open(path, O_CREAT | O_RDWR, 0600);
+	CHECK(fd >= 0);
+	CHECK(ftruncate(fd, 4096) == 0);
+	close(fd);
+	struct fgpu_region_handle h;
+	struct terr err;
+	CHECK_INT(fgpu_region_open(&h, path, &err), -EPROTO);
+	CHECK_CONTAINS(err.msg, "expected");
+	CHECK_INT(fgpu_region_open_private(&h, &err), 0);
+	CHECK_INT(fgpu_region_reserve(&h, 0, 5, 10), 0);
+}
+
+/* In a child: take the lock and die holding it (or with memory held). */
+static pid_t child_dies(int hold_lock, int64_t bytes)
+{
+	int fds[2];
+	if (pipe(fds) != 0)
+		return -1;
+	pid_t pid = fork();
+	if (pid == 0) {
+		struct fgpu_region_handle h;
+		struct terr err;
+		if (fgpu_region_open(&h, region_path, &err) < 0)
+			_exit(1);
+		if (bytes && fgpu_region_reserve(&h, 0, bytes, 1 << 30) < 0)
+			_exit(1);
+		if (hold_lock)
+			fgpu_region_lock(&h);
+		char c = 'x';
+		if (write(fds[1], &c, 1) != 1)
+			_exit(1);
+		raise(SIGKILL);
+		_exit(1);
+	}
+	char c;
+	if (read(fds[0], &c, 1) != 1)
+		pid = -1;
+	close(fds[0]);
+	close(fds[1]);
+	int st;
+	waitpid(pid, &st, 0);
+	return pid;
+}
+
+/* Locks in a grandchild with an alarm: reports whether it got the lock
+ * in time and what the accounted usage then was. */
+static int64_t lock_within_seconds(int secs)
+{
+	int fds[2];
+	if (pipe(fds) != 0)
+		return -1;
+	pid_t pid = fork();
+	if (pid == 0) {
+		alarm((unsigned)secs);   /* a hang ends in SIGALRM, not a stuck test */
+		struct fgpu_region_handle h;
+		struct terr err;
+		if (fgpu_region_open(&h, region_path, &err) < 0)
+			_exit(1);
+		fgpu_region_lock(&h);
+		int64_t used = h.r->total[0];
+		fgpu_region_unlock(&h);
+		if (write(fds[1], &used, sizeof(used)) != sizeof(used))
+			_exit(1);
+		_exit(0);
+	}
+	int64_t used = -1;
+	if (read(fds[0], &used, sizeof(used)) != sizeof(used))
+		used = -1;
+	close(fds[0]);
+	close(fds[1]);
+	waitpid(pid, NULL, 0);
+	return used;
+}
+
+TEST(killed_lock_holder_hangs_nobody)
+{
+	struct fgpu_region_handle h;
+	struct terr err;
+	CHECK_INT(fgpu_region_open(&h, region_path, &err), 0);
+	uint64_t before = h.r->recoveries;
+	CHECK(child_dies(1, 4096) > 0);
+	/* The child died holding the lock, with 4096 bytes accounted. The
+	 * next locker recovers (EOWNERDEAD) and drops the dead slot. */
+	CHECK_INT(lock_within_seconds(20), 0);
+	CHECK(h.r->recoveries == before + 1);
+	/* and the lock works normally afterwards */
+	CHECK_INT(fgpu_region_reserve(&h, 0, 10, 100), 0);
+	fgpu_region_release(&h, 0, 10);
+}
+
+TEST(dead_process_slot_is_reclaimed)
+{
+	struct fgpu_region_handle h;
+	struct terr err;
+	CHECK_INT(fgpu_region_open(&h, region_path, &err), 0);
+	CHECK(child_dies(0, 900) > 0);
+	CHECK_INT(h.r->total[0], 900);   /* not yet noticed */
+	/* a reservation that would not fit reclaims first */
+	CHECK_INT(fgpu_region_reserve(&h, 0, 500, 1000), 0);
+	CHECK_INT(fgpu_region_used(&h, 0), 500);
+	int used_slots = 0;
+	for (int i = 0; i < FGPU_REGION_SLOTS; i++)
+		used_slots += h.r->slots[i].pid != 0;
+	CHECK_INT(used_slots, 1);
+	fgpu_region_release(&h, 0, 500);
+	fgpu_region_detach(&h);
+	CHECK_INT(fgpu_region_used(&h, 0), 0);
+}
+
+TEST(pacing_arithmetic)
+{
+	struct fgpu_bucket b = {0, 0};
+	fgpu_pace_refill(&b, 1000, 50);             /* first use: no credit */
+	CHECK_INT(b.tokens, 0);
+	CHECK_INT(fgpu_pace_delay(&b, 50), 0);
+	fgpu_pace_charge(&b, 10 * 1000 * 1000);     /* a 10 ms kernel */
+	CHECK_INT(fgpu_pace_delay(&b, 50), 20 * 1000 * 1000);   /* 20 ms at 50% */
+	fgpu_pace_refill(&b, 1000 + 20 * 1000 * 1000, 50);
+	CHECK_INT(b.tokens, 0);
+	CHECK_INT(fgpu_pace_delay(&b, 50), 0);
+	/* idle credit is capped */
+	fgpu_pace_refill(&b, 1000ULL + 10ULL * 1000 * 1000 * 1000, 50);
+	CHECK_INT(b.tokens, FGPU_PACE_BURST_NS);
+	/* debt is bounded */
+	fgpu_pace_charge(&b, INT64_MAX / 2);
+	CHECK_INT(b.tokens, -100 * FGPU_PACE_BURST_NS);
+	/* a clock going back restarts without credit */
+	fgpu_pace_refill(&b, 5, 50);
+	CHECK_INT(b.last, 5);
+}
+
+TEST(pacing_converges_to_the_share)
+{
+	/* A simulated busy launcher: kernels of 3 ms, launch whenever the
+	 * bucket allows; share of time spent in kernels must be ~s. */
+	int shares[] = { 10, 25, 50, 75 };
+	for (int k = 0; k < 4; k++) {
+		int s = shares[k];
+		struct fgpu_bucket b = {0, 0};
+		uint64_t now = 1, busy = 0;
+		fgpu_pace_refill(&b, now, s);
+		while (now < 20ULL * 1000 * 1000 * 1000) {
+			fgpu_pace_refill(&b, now, s);
+			uint64_t d = fgpu_pace_delay(&b, s);
+			if (d) {
+				now += d;
+				continue;
+			}
+			now += 3 * 1000 * 1000;
+			busy += 3 * 1000 * 1000;
+			fgpu_pace_refill(&b, now, s);
+			fgpu_pace_charge(&b, 3 * 1000 * 1000);
+		}
+		int permille = (int)(busy * 1000 / now);
+		CHECK(permille >= s * 10 - 20 && permille <= s * 10 + 20);
+	}
+}
+
+int main(void)
+{
+	if (!mkdtemp(dir))
+		return 2;
+	snprintf(region_path, sizeof(region_path), "%s/fgpu.region", dir);
+	RUN(conf_parses_the_agent_format);
+	RUN(conf_env_without_file);
+	RUN(region_reserve_and_release);
+	RUN(region_rejects_other_layouts);
+	RUN(killed_lock_holder_hangs_nobody);
+	RUN(dead_process_slot_is_reclaimed);
+	RUN(pacing_arithmetic);
+	RUN(pacing_converges_to_the_share);
+	char cmd[300];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd) != 0)
+		return 2;
+	return testlib_done();
+}

@@ -1,0 +1,132 @@
+/* A program that looks driver entry points up by hand gets the hooks:
+ * dlsym on the driver's handle, RTLD_DEFAULT and RTLD_NEXT, and
+ * cuGetProcAddress(_v2) (how the CUDA 12 runtime gets them). RTLD_NEXT
+ * keeps meaning "after the caller" for everything else. */
+#include <dlfcn.h>
+
+#include "fgpu/fgpu_test.h"
+#include "testlib.h"
+
+static const char *dir;
+
+static int from_shim(void *p)
+{
+	Dl_info info;
+	return p && dladdr(p, &info) && info.dli_fname &&
+	       strstr(info.dli_fname, "libtessera-fgpu") != NULL;
+}
+
+static int from_mock(void *p)
+{
+	Dl_info info;
+	return p && dladdr(p, &info) && info.dli_fname &&
+	       strstr(info.dli_fname, "libcuda.so") != NULL;
+}
+
+TEST(dlsym_hands_out_hooks)
+{
+	void *h = dlopen("libcuda.so.1", RTLD_NOW);
+	CHECK(h != NULL);
+	CHECK(from_shim(dlsym(h, "cuMemAlloc_v2")));
+	CHECK(from_shim(dlsym(h, "cuMemGetInfo_v2")));
+	CHECK(from_shim(dlsym(h, "cuGetProcAddress")));
+	CHECK(from_shim(dlsym(h, "cuGetProcAddress_v2")));
+	CHECK(from_shim(dlsym(RTLD_DEFAULT, "cuMemAlloc_v2")));
+	CHECK(from_shim(dlsym(RTLD_NEXT, "cuMemAlloc_v2")));
+	CHECK(from_shim(dlsym(RTLD_DEFAULT, "cuLaunchKernel")));
+	/* not hooked: the driver's own */
+	CHECK(from_mock(dlsym(h, "cuInit")));
+	CHECK(from_mock(dlsym(RTLD_DEFAULT, "cuDeviceGetName")));
+	CHECK(dlsym(h, "cuNoSuchFunction") == NULL);
+	void *n = dlopen("libnvidia-ml.so.1", RTLD_NOW);
+	CHECK(n != NULL);
+	CHECK(from_shim(dlsym(n, "nvmlDeviceGetMemoryInfo")));
+	CHECK(from_shim(dlsym(n, "nvmlDeviceGetMemoryInfo_v2")));
+	CHECK(!from_shim(dlsym(n, "nvmlDeviceGetName")));
+	/* the shim's internals are not exported */
+	void *s = dlopen(getenv("FGPU_LIB"), RTLD_NOW | RTLD_NOLOAD);
+	CHECK(s != NULL);
+	CHECK(dlsym(s, "fgpu_region_open") == NULL);
+	CHECK(dlsym(s, "units_parse_size") == NULL);
+	CHECK(dlsym(s, "terr_set") == NULL);
+}
+
+TEST(rtld_next_still_means_after_the_caller)
+{
+	/* After this program come the shim, then the C library. */
+	void *m = dlsym(RTLD_NEXT, "malloc");
+	CHECK(m != NULL);
+	CHECK(m == dlsym(RTLD_DEFAULT, "malloc"));
+	CHECK(dlsym(RTLD_NEXT, "no_such_symbol_anywhere") == NULL);
+	CHECK(from_mock(dlsym(RTLD_NEXT, "cuInit")));
+}
+
+TEST(proc_address_hands_out_hooks)
+{
+	void *p = NULL;
+	CUdriverProcAddressQueryResult st = -1;
+	CHECK_INT(cuGetProcAddress("cuMemAlloc", &p, 12000, 0), CUDA_SUCCESS);
+	CHECK(from_shim(p));
+	CHECK(p == dlsym(RTLD_DEFAULT, "cuMemAlloc_v2"));
+	CHECK_INT(cuGetProcAddress_v2("cuMemAlloc", &p, 12040, 0, &st), CUDA_SUCCESS);
+	CHECK_INT(st, CU_GET_PROC_ADDRESS_SUCCESS);
+	CHECK(p == dlsym(RTLD_DEFAULT, "cuMemAlloc_v2"));
+	/* an old version gets the old ABI's hook */
+	CHECK_INT(cuGetProcAddress_v2("cuMemAlloc", &p, 3000, 0, &st), CUDA_SUCCESS);
+	CHECK(p == dlsym(RTLD_DEFAULT, "cuMemAlloc"));
+	CHECK(from_shim(p));
+	/* the per-thread default stream variant */
+	CHECK_INT(cuGetProcAddress_v2("cuMemAllocAsync", &p, 12000,
+				      CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, &st), CUDA_SUCCESS);
+	CHECK(p == dlsym(RTLD_DEFAULT, "cuMemAllocAsync_ptsz"));
+	CHECK_INT(cuGetProcAddress_v2("cuLaunchKernel", &p, 12000, 0, &st), CUDA_SUCCESS);
+	CHECK(p == dlsym(RTLD_DEFAULT, "cuLaunchKernel"));
+	/* asking for cuGetProcAddress itself yields the hook */
+	CHECK_INT(cuGetProcAddress_v2("cuGetProcAddress", &p, 12000, 0, &st), CUDA_SUCCESS);
+	CHECK(p == dlsym(RTLD_DEFAULT, "cuGetProcAddress_v2"));
+	CHECK_INT(cuGetProcAddress_v2("cuGetProcAddress", &p, 11080, 0, &st), CUDA_SUCCESS);
+	CHECK(p == dlsym(RTLD_DEFAULT, "cuGetProcAddress"));
+	/* not hooked: the driver's */
+	CHECK_INT(cuGetProcAddress_v2("cuInit", &p, 12000, 0, &st), CUDA_SUCCESS);
+	CHECK(from_mock(p));
+	CHECK_INT(cuGetProcAddress_v2("cuNoSuch", &p, 12000, 0, &st), CUDA_ERROR_NOT_FOUND);
+	CHECK_INT(st, CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND);
+}
+
+TEST(entry_points_from_lookups_enforce_the_limit)
+{
+	CUresult (*alloc)(CUdeviceptr *, size_t) = NULL;
+	CUresult (*fre)(CUdeviceptr) = NULL;
+	CUresult (*info)(size_t *, size_t *) = NULL;
+	CHECK_INT(cuGetProcAddress_v2("cuMemAlloc", (void **)&alloc, 12000, 0, NULL), CUDA_SUCCESS);
+	CHECK_INT(cuGetProcAddress_v2("cuMemFree", (void **)&fre, 12000, 0, NULL), CUDA_SUCCESS);
+	void *h = dlopen("libcuda.so.1", RTLD_NOW);
+	*(void **)&info = dlsym(h, "cuMemGetInfo_v2");
+	CUdeviceptr a = 0, b = 0;
+	CHECK_INT(alloc(&a, 600 * MiB), CUDA_SUCCESS);
+	CHECK_INT(alloc(&b, 600 * MiB), CUDA_ERROR_OUT_OF_MEMORY);
+	size_t f = 0, t = 0;
+	CHECK_INT(info(&f, &t), CUDA_SUCCESS);
+	CHECK_INT(t, 1 * GiB);
+	CHECK_INT(f, 1 * GiB - 600 * MiB);
+	CHECK_INT(fre(a), CUDA_SUCCESS);
+	CHECK_INT(info(&f, &t), CUDA_SUCCESS);
+	CHECK_INT(f, 1 * GiB);
+}
+
+int main(void)
+{
+	setenv("TESSERA_MOCK_GPUS", "1x8GiB", 1);
+	dir = ft_setup("memory_limit = 1GiB\n");
+	CUcontext ctx;
+	if (cuInit(0) != CUDA_SUCCESS || cuCtxCreate_v2(&ctx, 0, 0) != CUDA_SUCCESS) {
+		fprintf(stderr, "mock driver did not initialize\n");
+		return 1;
+	}
+	RUN(dlsym_hands_out_hooks);
+	RUN(rtld_next_still_means_after_the_caller);
+	RUN(proc_address_hands_out_hooks);
+	RUN(entry_points_from_lookups_enforce_the_limit);
+	ft_cleanup(dir);
+	return testlib_done();
+}

@@ -1,0 +1,94 @@
+/* Launch pacing holds the compute share, measured in the mock driver's
+ * simulated time (no wall-clock assertions): with share s, a process that
+ * launches as fast as it can gets s of the device's time within 5 points.
+ * Each share runs in its own child, since the shim reads its limits once. */
+#include <sys/wait.h>
+
+#include "fgpu/fgpu_test.h"
+#include "testlib.h"
+
+/* Launches n kernels of 1 ms simulated time each (1000 blocks x 1 us);
+ * sync_each: synchronize after each launch (else only at the end).
+ * Returns the achieved share in per-mille. */
+static int run_share(int pct, int n, int sync_each)
+{
+	char conf[256];
+	snprintf(conf, sizeof(conf), "sm_limit_percent = %d\npacing_clock = driver\n", pct);
+	const char *dir = ft_setup(conf);
+	CUcontext ctx;
+	CUstream s;
+	if (cuInit(0) != CUDA_SUCCESS || cuCtxCreate_v2(&ctx, 0, 0) != CUDA_SUCCESS ||
+	    cuStreamCreate(&s, 0) != CUDA_SUCCESS)
+		return -1;
+	CUfunction f = (CUfunction)(uintptr_t)0x1000;   /* the mock never dereferences it */
+	uint64_t t0 = tesseraMockNowNs();
+	for (int i = 0; i < n; i++) {
+		if (cuLaunchKernel(f, 1000, 1, 1, 128, 1, 1, 0, s, NULL, NULL) != CUDA_SUCCESS)
+			return -2;
+		if (sync_each)
+			cuStreamSynchronize(s);
+	}
+	cuStreamSynchronize(s);
+	uint64_t busy = (uint64_t)n * 1000000ULL, elapsed = tesseraMockNowNs() - t0;
+	ft_cleanup(dir);
+	return (int)(busy * 1000 / elapsed);
+}
+
+static int share_in_child(int pct, int n, int sync_each)
+{
+	int fds[2];
+	if (pipe(fds) != 0)
+		return -3;
+	pid_t pid = fork();
+	if (pid == 0) {
+		int r = run_share(pct, n, sync_each);
+		if (write(fds[1], &r, sizeof(r)) != sizeof(r))
+			_exit(1);
+		_exit(0);
+	}
+	int r = -4;
+	if (read(fds[0], &r, sizeof(r)) != sizeof(r))
+		r = -4;
+	waitpid(pid, NULL, 0);
+	close(fds[0]);
+	close(fds[1]);
+	return r;
+}
+
+#define CHECK_SHARE(permille, pct) do { \
+	int s_ = (permille); \
+	printf("  share %d%%: achieved %d.%d%%\n", (pct), s_ / 10, s_ % 10); \
+	CHECK(s_ >= (pct) * 10 - 50 && s_ <= (pct) * 10 + 50); \
+} while (0)
+
+TEST(quarter_share_synchronous)
+{
+	CHECK_SHARE(share_in_child(25, 4000, 1), 25);
+}
+
+TEST(half_share_asynchronous)
+{
+	/* launches queue up ahead of the GPU; pacing still converges */
+	CHECK_SHARE(share_in_child(50, 4000, 0), 50);
+}
+
+TEST(tenth_share_synchronous)
+{
+	CHECK_SHARE(share_in_child(10, 2000, 1), 10);
+}
+
+TEST(full_share_is_not_paced)
+{
+	int s = share_in_child(100, 1000, 1);
+	CHECK(s >= 990);
+}
+
+int main(void)
+{
+	setenv("TESSERA_MOCK_GPUS", "1x8GiB", 1);
+	RUN(quarter_share_synchronous);
+	RUN(half_share_asynchronous);
+	RUN(tenth_share_synchronous);
+	RUN(full_share_is_not_paced);
+	return testlib_done();
+}
