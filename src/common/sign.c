@@ -69,11 +69,13 @@ int sign_parse_date(const char *date, time_t *out, struct terr *err)
 	int mday = sign_digits(date + 5, 2), year = sign_digits(date + 12, 4);
 	int hour = sign_digits(date + 17, 2), min = sign_digits(date + 20, 2);
 	int sec = sign_digits(date + 23, 2);
+	/* Leap second 60 is refused: time_t cannot say it, and no clock
+	 * that signs requests produces it. */
 	if (mday < 1 || year < 1970 || hour < 0 || hour > 23 || min < 0 || min > 59 ||
-	    sec < 0 || sec > 60)
+	    sec < 0 || sec > 59)
 		goto bad;
 	struct tm tm = {.tm_year = year - 1900, .tm_mon = mon, .tm_mday = mday,
-			.tm_hour = hour, .tm_min = min, .tm_sec = sec == 60 ? 59 : sec};
+			.tm_hour = hour, .tm_min = min, .tm_sec = sec};
 	time_t t = timegm(&tm);
 	struct tm back;
 	/* timegm normalizes "31 Feb"; a round trip catches it, and the day

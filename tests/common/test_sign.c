@@ -80,6 +80,7 @@ TEST(dates)
 		"Mon, 22 Nov 2026 08:40:00 GMT",   /* wrong weekday */
 		"Sun, 31 Feb 2026 08:40:00 GMT",   /* no such day */
 		"Sun, 22 Nov 2026 24:40:00 GMT", "Sun, 22 Nov 2026 08:60:00 GMT",
+		"Sun, 22 Nov 2026 08:00:60 GMT",   /* leap second: found by fuzz_sign */
 		"Sun, 22 Xyz 2026 08:40:00 GMT", "Sun,  2 Nov 2026 08:40:00 GMT",
 		"Sunday, 22-Nov-26 08:40:00 GMT", "2026-11-22T08:40:00Z",
 		"Sun, 22 Nov 2026 08:40:00 GMT ", "Sun, 00 Nov 2026 08:40:00 GMT",
