@@ -24,6 +24,7 @@ struct conn_state {
 	char *body;
 	size_t len, cap;
 	int too_large;
+	int headers_seen;       /* MHD's first call carries headers only */
 	char *params[HTTPD_MAX_PARAMS];
 };
 
@@ -179,6 +180,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 	if (!st)
 		return MHD_NO;  /* allocation failed in on_uri */
 
+	if (!st->headers_seen) {
+		st->headers_seen = 1;
+		return MHD_YES;
+	}
 	if (*upload_size) {
 		/* Collect the body; past the limit keep draining but remember. */
 		if (!st->too_large) {

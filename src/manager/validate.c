@@ -185,6 +185,8 @@ int validate_create_request(json_t *body, struct create_request *out, struct ter
 	}
 	if (out->req.cpu_m <= 0)
 		return terr_set(err, EINVAL, "resources.cpu must be greater than 0");
+	if (out->req.cpu_m < VALIDATE_MIN_CPU_M)
+		return terr_set(err, EINVAL, "resources.cpu must be at least 0.01 (the kernel's smallest CPU quota)");
 	if (out->req.cpu_m > VALIDATE_MAX_CPU_M)
 		return terr_set(err, EINVAL, "resources.cpu must be at most 1024");
 	if (out->req.mem < VALIDATE_MIN_MEM)

@@ -11,6 +11,8 @@
 
 #define VALIDATE_MAX_COUNT 100
 #define VALIDATE_MAX_CPU_M (1024 * 1000)
+/* The kernel's smallest CFS quota is 1 ms per 100 ms period: 0.01 CPU. */
+#define VALIDATE_MIN_CPU_M 10
 #define VALIDATE_MIN_MEM (6LL << 20)       /* Docker's own minimum */
 #define VALIDATE_MAX_MEM (16LL << 40)
 #define VALIDATE_MAX_ENV 128

@@ -3,7 +3,8 @@
 set -uo pipefail
 
 TESSERA=${TESSERA_BIN:?TESSERA_BIN must point at the built tessera binary}
-TEST_IMAGE=tessera-test:latest
+# Bump the tag when the image contents change, so a stale one is never reused.
+TEST_IMAGE=tessera-test:e2e-1
 E2E_FAILS=0
 E2E_CHECKS=0
 E2E_PIDS=()
@@ -110,3 +111,12 @@ e2e_done() {
 	echo "$((E2E_CHECKS - E2E_FAILS)) passed, $E2E_FAILS failed"
 	((E2E_FAILS == 0))
 }
+
+# contains HAYSTACK NEEDLE: substring test that is safe for any quoting.
+contains() { [[ "$1" == *"$2"* ]]; }
+# has_line TEXT LINE: TEXT has exactly LINE as one of its lines.
+has_line() { grep -qxF -- "$2" <<<"$1"; }
+# has_prefix_line TEXT PREFIX: some line of TEXT starts with PREFIX.
+has_prefix_line() { grep -q "^$2" <<<"$1"; }
+# not CMD...: succeeds when CMD fails (for check).
+not() { ! "$@"; }
