@@ -1,0 +1,459 @@
+/* manager/validate.c: session names, image references, env, and the whole
+ * create request (defaults, amounts, limits), with messages naming the
+ * field. */
+#include "manager/validate.h"
+#include "testlib.h"
+
+#include <stdlib.h>
+
+/* Expects validate_session_name to refuse; the message names `what`. */
+static void name_refused(const char *name, int line)
+{
+	struct terr err = {0};
+	int rc = validate_session_name(name, "name", &err);
+	testlib_checks++;
+	if (rc != -EINVAL || err.code != EINVAL || !strstr(err.msg, "name"))
+		FAILF("line %d: name '%s' gave %d '%s', expected -EINVAL naming the field",
+		      line, name, rc, err.msg);
+}
+#define NAME_BAD(n) name_refused((n), __LINE__)
+#define NAME_OK(n) CHECK_INT(validate_session_name((n), "name", NULL), 0)
+
+TEST(session_names)
+{
+	char s[80];
+	NAME_OK("a");
+	NAME_OK("A");
+	NAME_OK("0");
+	NAME_OK("job-1");
+	NAME_OK("My.Session_2-x");
+	memset(s, 'a', 63);
+	s[63] = '\0';
+	NAME_OK(s);
+	s[63] = 'a';
+	s[64] = '\0';
+	NAME_BAD(s);             /* 64 chars */
+	NAME_BAD("");
+	NAME_BAD("-a");
+	NAME_BAD("_a");
+	NAME_BAD(".a");
+	NAME_BAD("a b");
+	NAME_BAD("a/b");
+	NAME_BAD("a:b");
+	NAME_BAD("a@b");
+	NAME_BAD("a\tb");
+	NAME_BAD("\xc3\xa9t\xc3\xa9");  /* "été": non-ASCII first byte */
+	NAME_BAD("caf\xc3\xa9");         /* non-ASCII later */
+	NAME_BAD("a\xff");
+
+	struct terr err = {0};
+	CHECK(validate_session_name("", "session name", &err) < 0);
+	CHECK_CONTAINS(err.msg, "session name");
+	CHECK_CONTAINS(err.msg, "1 to 63");
+	CHECK(validate_session_name("-x", "name", &err) < 0);
+	CHECK_CONTAINS(err.msg, "start with a letter or digit");
+	CHECK(validate_session_name("x y", "name", &err) < 0);
+	CHECK_CONTAINS(err.msg, "may contain only");
+}
+
+static void image_refused(const char *ref, int line)
+{
+	struct terr err = {0};
+	int rc = validate_image_ref(ref, &err);
+	testlib_checks++;
+	if (rc != -EINVAL || err.code != EINVAL || !strstr(err.msg, "image"))
+		FAILF("line %d: image '%s' gave %d '%s', expected -EINVAL naming the image",
+		      line, ref, rc, err.msg);
+}
+static void image_accepted(const char *ref, int line)
+{
+	struct terr err = {0};
+	int rc = validate_image_ref(ref, &err);
+	testlib_checks++;
+	if (rc != 0)
+		FAILF("line %d: image '%s' refused: %s", line, ref, err.msg);
+}
+#define IMAGE_BAD(r) image_refused((r), __LINE__)
+#define IMAGE_OK(r) image_accepted((r), __LINE__)
+
+#define HEX64 "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+TEST(image_refs)
+{
+	IMAGE_OK("busybox");
+	IMAGE_OK("busybox:1.36");
+	IMAGE_OK("library/python:3.11-slim");
+	IMAGE_OK("registry.example.com:5000/team/img:tag");
+	IMAGE_OK("localhost/x");
+	IMAGE_OK("localhost:5000/x:1");
+	IMAGE_OK("img@sha256:" HEX64);
+	IMAGE_OK("img:tag@sha256:" HEX64);
+	IMAGE_OK("a/b_c.d-e:tag");
+	IMAGE_OK("tessera-test:e2e-1");
+	IMAGE_OK("img:TAG_1.x");
+
+	char tag128[200], tag129[200], long256[300], long255[300];
+	snprintf(tag128, sizeof(tag128), "img:%0128d", 0);
+	snprintf(tag129, sizeof(tag129), "img:%0129d", 0);
+	IMAGE_OK(tag128);
+	IMAGE_BAD(tag129);
+	memset(long255, 'a', 255);
+	long255[255] = '\0';
+	IMAGE_OK(long255);
+	memset(long256, 'a', 256);
+	long256[256] = '\0';
+	IMAGE_BAD(long256);
+
+	IMAGE_BAD("");
+	IMAGE_BAD("UPPER");
+	IMAGE_BAD("Busybox:1");
+	IMAGE_BAD("a//b");
+	IMAGE_BAD("a/");
+	IMAGE_BAD("/a");
+	IMAGE_BAD("-a");
+	IMAGE_BAD("a-");
+	IMAGE_BAD("img:");
+	IMAGE_BAD("img:-x");
+	IMAGE_BAD("img:.x");
+	IMAGE_BAD("img:a b");
+	IMAGE_BAD("img:a:b");
+	IMAGE_BAD("img@sha256:short");
+	IMAGE_BAD("img@sha256:" HEX64 "0");
+	IMAGE_BAD("img@md5:" HEX64);
+	IMAGE_BAD("img@sha256:" "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdeg");
+	IMAGE_BAD("a b");
+	IMAGE_BAD("a\xc3\xa9");
+	IMAGE_BAD(":tag");
+
+	struct terr err = {0};
+	CHECK(validate_image_ref("img:", &err) < 0);
+	CHECK_CONTAINS(err.msg, "tag");
+	CHECK(validate_image_ref("img@sha256:short", &err) < 0);
+	CHECK_CONTAINS(err.msg, "sha256");
+}
+
+static json_t *parse(const char *text)
+{
+	json_error_t je;
+	json_t *v = json_loads(text, JSON_DECODE_ANY, &je);
+	if (!v)
+		FAILF("bad test JSON %s: %s", text, je.text);
+	return v;
+}
+
+static void env_refused(const char *text, const char *needle, int line)
+{
+	json_t *env = parse(text);
+	struct terr err = {0};
+	int rc = validate_env(env, &err);
+	testlib_checks++;
+	if (rc != -EINVAL || !strstr(err.msg, "env") || !strstr(err.msg, needle))
+		FAILF("line %d: env %s gave %d '%s', expected -EINVAL with 'env' and '%s'",
+		      line, text, rc, err.msg, needle);
+	json_decref(env);
+}
+#define ENV_BAD(t, n) env_refused((t), (n), __LINE__)
+
+TEST(env_rules)
+{
+	json_t *env = parse("{\"A\":\"1\",\"_x1\":\"\",\"PATH_2\":\"v w\"}");
+	CHECK_INT(validate_env(env, NULL), 0);
+	json_decref(env);
+	env = parse("{}");
+	CHECK_INT(validate_env(env, NULL), 0);
+	json_decref(env);
+
+	ENV_BAD("{\"TESSERA_X\":\"1\"}", "TESSERA_");
+	ENV_BAD("{\"TESSERA_\":\"1\"}", "reserved");
+	ENV_BAD("{\"1A\":\"1\"}", "1A");
+	ENV_BAD("{\"A-B\":\"1\"}", "A-B");
+	ENV_BAD("{\"A B\":\"1\"}", "A B");
+	ENV_BAD("{\"\":\"1\"}", "name");
+	ENV_BAD("{\"A\xc3\xa9\":\"1\"}", "name");
+	ENV_BAD("{\"A\":5}", "'A' must be a string");
+	ENV_BAD("{\"A\":null}", "must be a string");
+	ENV_BAD("{\"A\":true}", "must be a string");
+	ENV_BAD("{\"A\":[\"x\"]}", "must be a string");
+	ENV_BAD("[\"A=1\"]", "object");
+	ENV_BAD("\"A=1\"", "object");
+
+	/* NUL inside a value */
+	env = json_object();
+	json_object_set_new(env, "A", json_stringn("a\0b", 3));
+	struct terr err = {0};
+	CHECK_INT(validate_env(env, &err), -EINVAL);
+	CHECK_CONTAINS(err.msg, "NUL");
+	json_decref(env);
+
+	/* at most VALIDATE_MAX_ENV variables */
+	env = json_object();
+	char k[32];
+	for (int i = 0; i < VALIDATE_MAX_ENV; i++) {
+		snprintf(k, sizeof(k), "V%d", i);
+		json_object_set_new(env, k, json_string("x"));
+	}
+	CHECK_INT(validate_env(env, NULL), 0);
+	json_object_set_new(env, "ONE_MORE", json_string("x"));
+	CHECK_INT(validate_env(env, &err), -EINVAL);
+	CHECK_CONTAINS(err.msg, "env");
+	CHECK_CONTAINS(err.msg, "128");
+	json_decref(env);
+
+	/* values up to VALIDATE_MAX_ENV_VALUE bytes */
+	char *big = malloc(VALIDATE_MAX_ENV_VALUE + 2);
+	memset(big, 'v', VALIDATE_MAX_ENV_VALUE + 1);
+	big[VALIDATE_MAX_ENV_VALUE] = '\0';
+	env = json_object();
+	json_object_set_new(env, "BIG", json_string(big));
+	CHECK_INT(validate_env(env, NULL), 0);
+	big[VALIDATE_MAX_ENV_VALUE] = 'v';
+	big[VALIDATE_MAX_ENV_VALUE + 1] = '\0';
+	json_object_set_new(env, "BIG", json_string(big));
+	CHECK_INT(validate_env(env, &err), -EINVAL);
+	CHECK_CONTAINS(err.msg, "env value of 'BIG'");
+	json_decref(env);
+	free(big);
+
+	/* names of more than 255 characters */
+	char longname[300];
+	memset(longname, 'N', 256);
+	longname[256] = '\0';
+	env = json_object();
+	json_object_set_new(env, longname, json_string("x"));
+	CHECK_INT(validate_env(env, &err), -EINVAL);
+	CHECK_CONTAINS(err.msg, "env name");
+	json_decref(env);
+}
+
+/* Parses text, validates, expects success; fills *out; body returned for
+ * the borrowed strings (caller decrefs). */
+static json_t *create_ok(const char *text, struct create_request *out, int line)
+{
+	json_t *body = parse(text);
+	struct terr err = {0};
+	int rc = validate_create_request(body, out, &err);
+	testlib_checks++;
+	if (rc != 0)
+		FAILF("line %d: %s refused: %s", line, text, err.msg);
+	return body;
+}
+
+static void create_refused(const char *text, const char *needle, int line)
+{
+	json_t *body = parse(text);
+	struct terr err = {0};
+	struct create_request out;
+	int rc = validate_create_request(body, &out, &err);
+	testlib_checks++;
+	if (rc != -EINVAL || err.code != EINVAL || !strstr(err.msg, needle))
+		FAILF("line %d: %s gave %d '%s', expected -EINVAL with '%s'", line, text, rc,
+		      err.msg, needle);
+	json_decref(body);
+}
+#define CREATE_BAD(t, n) create_refused((t), (n), __LINE__)
+
+/* cpu given as JSON text -> expected milli-cores */
+static void cpu_is(const char *cpu, int64_t milli, int line)
+{
+	char text[256];
+	snprintf(text, sizeof(text), "{\"image\":\"busybox\",\"resources\":{\"cpu\":%s}}", cpu);
+	struct create_request r;
+	json_t *b = create_ok(text, &r, line);
+	testlib_checks++;
+	if (r.req.cpu_m != milli)
+		FAILF("line %d: cpu %s gave %lld milli, expected %lld", line, cpu,
+		      (long long)r.req.cpu_m, (long long)milli);
+	json_decref(b);
+}
+#define CPU_IS(c, m) cpu_is((c), (m), __LINE__)
+
+static void mem_is(const char *mem, int64_t bytes, int line)
+{
+	char text[256];
+	snprintf(text, sizeof(text), "{\"image\":\"busybox\",\"resources\":{\"mem\":%s}}", mem);
+	struct create_request r;
+	json_t *b = create_ok(text, &r, line);
+	testlib_checks++;
+	if (r.req.mem != bytes)
+		FAILF("line %d: mem %s gave %lld, expected %lld", line, mem, (long long)r.req.mem,
+		      (long long)bytes);
+	json_decref(b);
+}
+#define MEM_IS(m, b) mem_is((m), (b), __LINE__)
+
+TEST(create_defaults)
+{
+	struct create_request r;
+	json_t *b = create_ok("{\"image\":\"busybox\"}", &r, __LINE__);
+	CHECK_STR(r.image, "busybox");
+	CHECK(r.name == NULL);
+	CHECK_INT(r.count, 1);
+	CHECK_INT(r.req.cpu_m, 1000);
+	CHECK_INT(r.req.mem, 256LL << 20);
+	CHECK_INT(r.req.fgpu_m, 0);
+	CHECK(r.env == NULL);
+	CHECK(r.startup_command == NULL);
+	json_decref(b);
+
+	/* nulls count as absent */
+	b = create_ok("{\"image\":\"busybox\",\"name\":null,\"count\":null,\"resources\":null,"
+		      "\"env\":null,\"startup_command\":null}", &r, __LINE__);
+	CHECK(r.name == NULL);
+	CHECK_INT(r.count, 1);
+	CHECK_INT(r.req.cpu_m, 1000);
+	CHECK(r.env == NULL);
+	json_decref(b);
+
+	b = create_ok("{\"image\":\"python:3.11\",\"name\":\"job\",\"count\":3,"
+		      "\"resources\":{\"cpu\":2,\"mem\":\"1g\",\"fgpu\":0.5},"
+		      "\"env\":{\"K\":\"V\"},\"startup_command\":\"python3 -V\"}", &r, __LINE__);
+	CHECK_STR(r.image, "python:3.11");
+	CHECK_STR(r.name, "job");
+	CHECK_INT(r.count, 3);
+	CHECK_INT(r.req.cpu_m, 2000);
+	CHECK_INT(r.req.mem, 1LL << 30);
+	CHECK_INT(r.req.fgpu_m, 500);
+	CHECK(r.env != NULL);
+	CHECK_STR(r.env ? json_string_value(json_object_get(r.env, "K")) : NULL, "V");
+	CHECK_STR(r.startup_command, "python3 -V");
+	json_decref(b);
+}
+
+TEST(create_cpu)
+{
+	CPU_IS("0.5", 500);
+	CPU_IS("\"0.5\"", 500);
+	CPU_IS("2", 2000);
+	CPU_IS("2.0", 2000);
+	CPU_IS("0.1", 100);
+	CPU_IS("0.01", 10);
+	CPU_IS("\"0.01\"", 10);
+	CPU_IS("0.125", 125);
+	CPU_IS("1024", 1024000);
+	CPU_IS("\"1024\"", 1024000);
+
+	CREATE_BAD("{\"image\":\"busybox\",\"resources\":{\"cpu\":-1}}", "resources.cpu");
+	CREATE_BAD("{\"image\":\"busybox\",\"resources\":{\"cpu\":-0.5}}", "resources.cpu");
+	CREATE_BAD("{\"image\":\"busybox\",\"resources\":{\"cpu\":\"-0.5\"}}", "resources.cpu");
+	CREATE_BAD("{\"image\":\"busybox\",\"resources\":{\"cpu\":0}}", "resources.cpu");
+	CREATE_BAD("{\"image\":\"busybox\",\"resources\":{\"cpu\":0.0}}", "resources.cpu");
+	CREATE_BAD("{\"image\":\"busybox\",\"resources\":{\"cpu\":\"0\"}}", "resources.cpu");
+	CREATE_BAD("{\"image\":\"busybox\",\"resources\":{\"cpu\":0.005}}", "0.01");
+	CREATE_BAD("{\"image\":\"busybox\",\"resources\":{\"cpu\":0.009}}", "resources.cpu");
+	CREATE_BAD("{\"image\":\"busybox\",\"resources\":{\"cpu\":0.1234}}", "resources.cpu");
+	CREATE_BAD("{\"image\":\"busybox\",\"resources\":{\"cpu\":\"0.1234\"}}", "resources.cpu");
+	CREATE_BAD("{\"image\":\"busybox\",\"resources\":{\"cpu\":1025}}", "resources.cpu");
+	CREATE_BAD("{\"image\":\"busybox\",\"resources\":{\"cpu\":1024.001}}", "resources.cpu");
+	CREATE_BAD("{\"image\":\"busybox\",\"resources\":{\"cpu\":1e300}}", "resources.cpu");
+	CREATE_BAD("{\"image\":\"busybox\",\"resources\":{\"cpu\":\"abc\"}}", "resources.cpu");
+	CREATE_BAD("{\"image\":\"busybox\",\"resources\":{\"cpu\":\"\"}}", "resources.cpu");
+	CREATE_BAD("{\"image\":\"busybox\",\"resources\":{\"cpu\":true}}", "resources.cpu");
+	CREATE_BAD("{\"image\":\"busybox\",\"resources\":{\"cpu\":[1]}}", "resources.cpu");
+	CREATE_BAD("{\"image\":\"busybox\",\"resources\":{\"fgpu\":-1}}", "resources.fgpu");
+	CREATE_BAD("{\"image\":\"busybox\",\"resources\":{\"fgpu\":0.0001}}", "resources.fgpu");
+}
+
+TEST(create_mem)
+{
+	MEM_IS("\"256m\"", 256LL << 20);
+	MEM_IS("\"1GiB\"", 1LL << 30);
+	MEM_IS("1073741824", 1LL << 30);
+	MEM_IS("6291456", 6LL << 20);       /* exactly the minimum */
+	MEM_IS("\"16t\"", 16LL << 40);      /* exactly the maximum */
+
+	CREATE_BAD("{\"image\":\"busybox\",\"resources\":{\"mem\":6291455}}", "resources.mem");
+	CREATE_BAD("{\"image\":\"busybox\",\"resources\":{\"mem\":\"5m\"}}", "6 MiB");
+	CREATE_BAD("{\"image\":\"busybox\",\"resources\":{\"mem\":0}}", "resources.mem");
+	CREATE_BAD("{\"image\":\"busybox\",\"resources\":{\"mem\":-5}}", "resources.mem");
+	CREATE_BAD("{\"image\":\"busybox\",\"resources\":{\"mem\":\"12x\"}}", "resources.mem");
+	CREATE_BAD("{\"image\":\"busybox\",\"resources\":{\"mem\":\"-1g\"}}", "resources.mem");
+	CREATE_BAD("{\"image\":\"busybox\",\"resources\":{\"mem\":\"17t\"}}", "16 TiB");
+	CREATE_BAD("{\"image\":\"busybox\",\"resources\":{\"mem\":17592186044417}}", "resources.mem");
+	CREATE_BAD("{\"image\":\"busybox\",\"resources\":{\"mem\":1.5}}", "resources.mem");
+	CREATE_BAD("{\"image\":\"busybox\",\"resources\":{\"mem\":{}}}", "resources.mem");
+}
+
+TEST(create_count_and_name)
+{
+	struct create_request r;
+	json_t *b = create_ok("{\"image\":\"busybox\",\"count\":100}", &r, __LINE__);
+	CHECK_INT(r.count, 100);
+	json_decref(b);
+
+	CREATE_BAD("{\"image\":\"busybox\",\"count\":0}", "count");
+	CREATE_BAD("{\"image\":\"busybox\",\"count\":101}", "count");
+	CREATE_BAD("{\"image\":\"busybox\",\"count\":-1}", "count");
+	CREATE_BAD("{\"image\":\"busybox\",\"count\":\"2\"}", "count");
+	CREATE_BAD("{\"image\":\"busybox\",\"count\":1.5}", "count");
+
+	char name61[62], name62[63], text[256];
+	memset(name61, 'n', 61);
+	name61[61] = '\0';
+	memset(name62, 'n', 62);
+	name62[62] = '\0';
+	/* 61 + "-2" = 63: fits */
+	snprintf(text, sizeof(text), "{\"image\":\"busybox\",\"name\":\"%s\",\"count\":2}", name61);
+	b = create_ok(text, &r, __LINE__);
+	json_decref(b);
+	/* 61 + "-10" = 64: too long */
+	snprintf(text, sizeof(text), "{\"image\":\"busybox\",\"name\":\"%s\",\"count\":10}", name61);
+	CREATE_BAD(text, "name");
+	/* 62 + "-2" = 64 */
+	snprintf(text, sizeof(text), "{\"image\":\"busybox\",\"name\":\"%s\",\"count\":2}", name62);
+	CREATE_BAD(text, "count suffix");
+	/* 62 alone is fine with count 1 */
+	snprintf(text, sizeof(text), "{\"image\":\"busybox\",\"name\":\"%s\"}", name62);
+	b = create_ok(text, &r, __LINE__);
+	json_decref(b);
+
+	CREATE_BAD("{\"image\":\"busybox\",\"name\":\"-bad\"}", "name");
+	CREATE_BAD("{\"image\":\"busybox\",\"name\":\"\"}", "name");
+	CREATE_BAD("{\"image\":\"busybox\",\"name\":5}", "name");
+}
+
+TEST(create_fields)
+{
+	CREATE_BAD("{\"image\":\"busybox\",\"foo\":1}", "unknown field 'foo'");
+	CREATE_BAD("{\"image\":\"busybox\",\"Image\":\"x\"}", "unknown field 'Image'");
+	CREATE_BAD("{\"image\":\"busybox\",\"resources\":{\"gpu\":1}}", "unknown resource 'gpu'");
+	CREATE_BAD("{\"image\":\"busybox\",\"resources\":{\"cpu\":1,\"disk\":\"1g\"}}", "disk");
+	CREATE_BAD("{\"image\":\"busybox\",\"resources\":[1]}", "resources");
+	CREATE_BAD("{\"image\":\"busybox\",\"resources\":\"1 cpu\"}", "resources");
+	CREATE_BAD("{}", "image");
+	CREATE_BAD("{\"name\":\"x\"}", "image is required");
+	CREATE_BAD("{\"image\":null}", "image");
+	CREATE_BAD("{\"image\":5}", "image");
+	CREATE_BAD("{\"image\":\"\"}", "image");
+	CREATE_BAD("{\"image\":\"UPPER\"}", "image");
+	CREATE_BAD("[]", "object");
+	CREATE_BAD("\"busybox\"", "object");
+	CREATE_BAD("{\"image\":\"busybox\",\"env\":{\"TESSERA_ID\":\"x\"}}", "TESSERA_");
+	CREATE_BAD("{\"image\":\"busybox\",\"env\":[\"A=1\"]}", "env");
+	CREATE_BAD("{\"image\":\"busybox\",\"startup_command\":5}", "startup_command");
+
+	char *text = malloc(VALIDATE_MAX_COMMAND + 128);
+	int n = snprintf(text, 64, "{\"image\":\"busybox\",\"startup_command\":\"");
+	memset(text + n, 'c', VALIDATE_MAX_COMMAND);
+	snprintf(text + n + VALIDATE_MAX_COMMAND, 8, "\"}");
+	struct create_request r;
+	json_t *b = create_ok(text, &r, __LINE__);
+	CHECK_INT(strlen(r.startup_command), VALIDATE_MAX_COMMAND);
+	json_decref(b);
+	memset(text + n, 'c', VALIDATE_MAX_COMMAND + 1);
+	snprintf(text + n + VALIDATE_MAX_COMMAND + 1, 8, "\"}");
+	CREATE_BAD(text, "startup_command");
+	free(text);
+}
+
+int main(void)
+{
+	RUN(session_names);
+	RUN(image_refs);
+	RUN(env_rules);
+	RUN(create_defaults);
+	RUN(create_cpu);
+	RUN(create_mem);
+	RUN(create_count_and_name);
+	RUN(create_fields);
+	return testlib_done();
+}
