@@ -271,12 +271,18 @@ int main(int argc, char **argv)
 			return 0;
 
 		int timeout = -1;
-		if (r.stopping && !r.killed) {
+		if (r.stopping) {
 			int64_t left = r.deadline_ms - runner_now_ms();
 			if (left <= 0) {
-				runner_log("tessera-runner: grace period over, killing what is left");
+				if (!r.killed)
+					runner_log("tessera-runner: grace period over, killing what is left");
 				runner_forward(&r, SIGKILL);
 				r.killed = true;
+				/* Again each second: a killed parent's children
+				 * (in groups of their own) are re-parented to us
+				 * only now, and must not outlive the session. */
+				r.deadline_ms = runner_now_ms() + 1000;
+				timeout = 1000;
 			} else {
 				timeout = left > 60000 ? 60000 : (int)left;
 			}

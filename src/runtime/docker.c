@@ -278,7 +278,13 @@ static int docker_open(struct runtime **out, const char *endpoint,
 	r = dk_do(rt, "GET", false, "/version", NULL, DOCKER_VERSION_TIMEOUT_MS,
 		  NULL, NULL, NULL, &resp, "ask Docker for its version", err);
 	if (r < 0) {
-		terr_prefix(err, "is dockerd running and is its socket readable?");
+		/* The usual first-run problem: say what to check. */
+		if (err) {
+			char why[TERR_MSG_MAX];
+			memcpy(why, err->msg, sizeof(why));
+			terr_set(err, -r, "%s (is dockerd running, and may this user use its socket?)",
+				 why);
+		}
 		goto fail;
 	}
 	if (resp.status != 200) {

@@ -501,6 +501,8 @@ TEST(unreachable_daemon_says_where)
 	CHECK(ops->open(&rt, ep, &err) < 0);
 	CHECK(rt == NULL);
 	CHECK_CONTAINS(err.msg, "nothing.sock");
+	CHECK_CONTAINS(err.msg, "is dockerd running");
+	printf("  (unreachable: %s)\n", err.msg);
 	CHECK(ops->open(&rt, "http:/bad", &err) == -EINVAL);
 	CHECK(ops->open(&rt, "unix://relative.sock", &err) == -EINVAL);
 }

@@ -288,12 +288,19 @@ TEST(kills_after_grace_period)
 	/* The command and its sleeps ignore SIGTERM (ignored dispositions are
 	 * inherited across exec). */
 	char script[512];
+	/* Plus a grandchild in a session (and group) of its own, which only
+	 * becomes the runner's child once its parent has been killed. */
 	snprintf(script, sizeof(script),
-		 "trap '' TERM; echo $$ > %s/stubborn; while :; do sleep 0.05; done", dir);
+		 "trap '' TERM; setsid sh -c 'echo $$ > %s/grandchild; "
+		 "while :; do sleep 0.05; done' & "
+		 "echo $$ > %s/stubborn; while :; do sleep 0.05; done", dir, dir);
 	const char *args[] = { "--", "sh", "-c", script, NULL };
 	pid_t r = spawn("1", "grace.log", args);
 	CHECK(wait_contains("stubborn", "\n", 5000));
+	CHECK(wait_contains("grandchild", "\n", 5000));
 	char buf[64];
+	slurp("grandchild", buf, sizeof(buf));
+	pid_t grandchild = (pid_t)atoi(buf);
 	slurp("stubborn", buf, sizeof(buf));
 	pid_t child = (pid_t)atoi(buf);
 	CHECK(child > 0);
@@ -303,12 +310,23 @@ TEST(kills_after_grace_period)
 	CHECK(alive(r));
 	CHECK(child > 0 && kill(child, 0) == 0);
 	int st = -1;
-	CHECK(wait_exit(r, 15000, &st));
+	bool exited = wait_exit(r, 15000, &st);
+	CHECK(exited);
+	if (!exited) {   /* leave nothing behind on failure */
+		kill(r, SIGKILL);
+		waitpid(r, &st, 0);
+		if (grandchild > 0)
+			kill(grandchild, SIGKILL);
+		if (child > 0)
+			kill(child, SIGKILL);
+		return;
+	}
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	CHECK(wait_contains("grace.log", "grace period over", 1000));
 	CHECK(wait_contains("grace.log", "killed by signal 9", 1000));
 	/* The runner reaped it before leaving. */
 	CHECK(child > 0 && kill(child, 0) == -1 && errno == ESRCH);
+	CHECK(grandchild > 0 && kill(grandchild, 0) == -1 && errno == ESRCH);
 }
 
 int main(int argc, char **argv)
