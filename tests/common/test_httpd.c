@@ -1,0 +1,555 @@
+/* common/httpd.c against real clients on 127.0.0.1: routing with {param}
+ * capture and percent-decoding, 404/405/413 with JSON errors, the
+ * authenticate hook, the raw target, query arguments, error mapping, and
+ * bodies that arrive in pieces. */
+#include "common/httpd.h"
+#include "common/httpc.h"
+#include "testlib.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define MAX_BODY 16384
+
+static atomic_int handler_runs;
+static atomic_int auth_freed_checks;
+static int port;
+
+struct auth_tok {
+	char user[32];
+};
+
+static void h_item(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
+{
+	(void)ctx;
+	handler_runs++;
+	httpd_json(resp, 200, json_pack("{s:s,s:s?,s:s,s:s}", "id", req->params[0], "x",
+					req->params[1], "path", req->path, "method", req->method));
+}
+
+static void h_echo(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
+{
+	(void)ctx;
+	handler_runs++;
+	resp->status = 201;
+	resp->text = malloc(req->body_len + 1);
+	memcpy(resp->text, req->body, req->body_len + 1);
+}
+
+static void h_target(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
+{
+	(void)ctx;
+	handler_runs++;
+	httpd_json(resp, 200, json_pack("{s:s,s:s,s:s?,s:s?,s:s?}", "target", req->target,
+					"path", req->path, "q", httpd_query(req, "q"), "x",
+					httpd_query(req, "x"), "missing", httpd_query(req, "missing")));
+}
+
+static void h_private(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
+{
+	(void)ctx;
+	handler_runs++;
+	struct auth_tok *t = req->auth;
+	httpd_json(resp, 200, json_pack("{s:s,s:s?}", "user", t ? t->user : "(none)",
+					"hdr", httpd_header(req, "x-token")));
+}
+
+static const struct { const char *name; int code; } errnos[] = {
+	{"EINVAL", EINVAL}, {"ENOENT", ENOENT}, {"EEXIST", EEXIST}, {"EDOM", EDOM},
+	{"EAGAIN", EAGAIN}, {"EIO", EIO}, {"EACCES", EACCES}, {"EPERM", EPERM},
+	{"E2BIG", E2BIG}, {"EBUSY", EBUSY},
+};
+
+static void h_err(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
+{
+	(void)ctx;
+	handler_runs++;
+	struct terr err = {0};
+	for (size_t i = 0; i < sizeof(errnos) / sizeof(errnos[0]); i++)
+		if (!strcmp(errnos[i].name, req->params[0]))
+			terr_set(&err, errnos[i].code, "failed with %s", errnos[i].name);
+	httpd_error_terr(resp, &err);
+}
+
+static void h_silent(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
+{
+	(void)ctx;
+	(void)req;
+	(void)resp;
+	handler_runs++;
+}
+
+#define NEEDS_AUTH 1
+
+static int authenticate(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
+{
+	(void)ctx;
+	if (!(req->route_flags & NEEDS_AUTH))
+		return 0;
+	const char *tok = httpd_header(req, "X-Token");
+	if (!tok || strcmp(tok, "good")) {
+		httpd_error(resp, 401, "unauthenticated", "bad token %s", tok ? tok : "(none)");
+		return -1;
+	}
+	struct auth_tok *t = calloc(1, sizeof(*t));
+	snprintf(t->user, sizeof(t->user), "alice");
+	req->auth = t;   /* freed by httpd after the handler (ASan checks) */
+	auth_freed_checks++;
+	return 0;
+}
+
+static const struct httpd_route routes[] = {
+	{"GET", "/v1/items/{id}", h_item, 0},
+	{"DELETE", "/v1/items/{id}", h_item, 0},
+	{"GET", "/v1/items/{id}/sub/{x}", h_item, 0},
+	{"POST", "/v1/echo", h_echo, 0},
+	{"GET", "/v1/target", h_target, 0},
+	{"GET", "/v1/private", h_private, NEEDS_AUTH},
+	{"GET", "/v1/err/{name}", h_err, 0},
+	{"GET", "/v1/silent", h_silent, 0},
+};
+
+struct reply {
+	long status;
+	char *body;
+	json_t *json;
+};
+
+static void reply_free(struct reply *r)
+{
+	free(r->body);
+	json_decref(r->json);
+	memset(r, 0, sizeof(*r));
+}
+
+static struct reply call(const char *method, const char *target, const char *const *headers,
+			 const char *body, size_t body_len)
+{
+	struct reply out = {0};
+	char url[512];
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", port, target);
+	struct httpc_request req = {.method = method, .url = url, .headers = headers,
+				    .body = body, .body_len = body_len, .timeout_ms = 30000};
+	struct httpc_response resp = {0};
+	struct terr err = {0};
+	if (httpc_do(&req, &resp, &err) < 0) {
+		FAILF("%s %s: %s", method, target, err.msg);
+		return out;
+	}
+	out.status = resp.status;
+	out.body = resp.body ? strdup(resp.body) : strdup("");
+	out.json = json_loads(out.body, 0, NULL);
+	httpc_response_free(&resp);
+	return out;
+}
+
+static const char *jstr(json_t *o, const char *k)
+{
+	return json_string_value(json_object_get(o, k));
+}
+
+/* {"error":{"code":CODE,"message":...}} and nothing else */
+static void check_error_body(const struct reply *r, const char *code, const char *in_msg,
+			     int line)
+{
+	testlib_checks++;
+	json_t *e = r->json ? json_object_get(r->json, "error") : NULL;
+	if (!e || json_object_size(r->json) != 1 || json_object_size(e) != 2 ||
+	    !json_is_string(json_object_get(e, "code")) ||
+	    !json_is_string(json_object_get(e, "message")) ||
+	    strcmp(jstr(e, "code"), code) != 0 ||
+	    (in_msg && !strstr(jstr(e, "message"), in_msg)))
+		FAILF("line %d: error body %s, expected code %s with '%s'", line,
+		      r->body ? r->body : "(none)", code, in_msg ? in_msg : "");
+}
+#define CHECK_ERROR_BODY(r, c, m) check_error_body(&(r), (c), (m), __LINE__)
+
+TEST(routing_and_params)
+{
+	struct reply r = call("GET", "/v1/items/42", NULL, NULL, 0);
+	CHECK_INT(r.status, 200);
+	CHECK_STR(jstr(r.json, "id"), "42");
+	CHECK(json_object_get(r.json, "x") && json_is_null(json_object_get(r.json, "x")));
+	CHECK_STR(jstr(r.json, "path"), "/v1/items/42");
+	CHECK_STR(jstr(r.json, "method"), "GET");
+	reply_free(&r);
+
+	r = call("DELETE", "/v1/items/7", NULL, NULL, 0);
+	CHECK_INT(r.status, 200);
+	CHECK_STR(jstr(r.json, "method"), "DELETE");
+	CHECK_STR(jstr(r.json, "id"), "7");
+	reply_free(&r);
+
+	r = call("GET", "/v1/items/abc/sub/def", NULL, NULL, 0);
+	CHECK_INT(r.status, 200);
+	CHECK_STR(jstr(r.json, "id"), "abc");
+	CHECK_STR(jstr(r.json, "x"), "def");
+	reply_free(&r);
+
+	/* percent-decoding; %2F stays inside the segment */
+	r = call("GET", "/v1/items/a%2Fb/sub/caf%C3%A9%20x", NULL, NULL, 0);
+	CHECK_INT(r.status, 200);
+	CHECK_STR(jstr(r.json, "id"), "a/b");
+	CHECK_STR(jstr(r.json, "x"), "caf\xc3\xa9 x");
+	CHECK_STR(jstr(r.json, "path"), "/v1/items/a/b/sub/caf\xc3\xa9 x");
+	reply_free(&r);
+
+	/* trailing slash */
+	r = call("GET", "/v1/items/9/", NULL, NULL, 0);
+	CHECK_INT(r.status, 200);
+	CHECK_STR(jstr(r.json, "id"), "9");
+	reply_free(&r);
+}
+
+TEST(not_found_and_method)
+{
+	int before = handler_runs;
+	struct reply r = call("GET", "/v1/nope", NULL, NULL, 0);
+	CHECK_INT(r.status, 404);
+	CHECK_ERROR_BODY(r, "not_found", "/v1/nope");
+	reply_free(&r);
+
+	r = call("GET", "/v1/items", NULL, NULL, 0);       /* param missing */
+	CHECK_INT(r.status, 404);
+	CHECK_ERROR_BODY(r, "not_found", NULL);
+	reply_free(&r);
+
+	r = call("GET", "/v1/items//sub/x", NULL, NULL, 0); /* empty param */
+	CHECK_INT(r.status, 404);
+	reply_free(&r);
+
+	r = call("GET", "/v1/items/1/sub/2/extra", NULL, NULL, 0);
+	CHECK_INT(r.status, 404);
+	reply_free(&r);
+
+	r = call("POST", "/v1/items/5", NULL, "{}", 2);
+	CHECK_INT(r.status, 405);
+	CHECK_ERROR_BODY(r, "method_not_allowed", "POST");
+	reply_free(&r);
+
+	r = call("GET", "/v1/echo", NULL, NULL, 0);
+	CHECK_INT(r.status, 405);
+	CHECK_ERROR_BODY(r, "method_not_allowed", NULL);
+	reply_free(&r);
+	CHECK_INT(handler_runs, before);
+}
+
+TEST(body_limit)
+{
+	int before = handler_runs;
+	size_t n = MAX_BODY + 1;
+	char *big = malloc(n);
+	memset(big, 'b', n);
+	struct reply r = call("POST", "/v1/echo", NULL, big, n);
+	CHECK_INT(r.status, 413);
+	CHECK_ERROR_BODY(r, "too_large", NULL);
+	reply_free(&r);
+	CHECK_INT(handler_runs, before);
+
+	/* exactly max_body is fine */
+	r = call("POST", "/v1/echo", NULL, big, MAX_BODY);
+	CHECK_INT(r.status, 201);
+	CHECK_INT(strlen(r.body ? r.body : ""), MAX_BODY);
+	reply_free(&r);
+	free(big);
+
+	/* the server still answers */
+	r = call("GET", "/v1/items/1", NULL, NULL, 0);
+	CHECK_INT(r.status, 200);
+	reply_free(&r);
+}
+
+TEST(authenticate_hook)
+{
+	int runs = handler_runs, freed = auth_freed_checks;
+	struct reply r = call("GET", "/v1/private", NULL, NULL, 0);
+	CHECK_INT(r.status, 401);
+	CHECK_ERROR_BODY(r, "unauthenticated", "(none)");
+	reply_free(&r);
+	const char *bad[] = {"X-Token: bad", NULL};
+	r = call("GET", "/v1/private", bad, NULL, 0);
+	CHECK_INT(r.status, 401);
+	CHECK_ERROR_BODY(r, "unauthenticated", "bad token bad");
+	reply_free(&r);
+	CHECK_INT(handler_runs, runs);
+
+	const char *good[] = {"X-Token: good", NULL};
+	r = call("GET", "/v1/private", good, NULL, 0);
+	CHECK_INT(r.status, 200);
+	CHECK_STR(jstr(r.json, "user"), "alice");
+	CHECK_STR(jstr(r.json, "hdr"), "good");   /* header lookup is case-insensitive */
+	reply_free(&r);
+	CHECK_INT(handler_runs, runs + 1);
+	CHECK_INT(auth_freed_checks, freed + 1);
+
+	/* a route without the flag: the hook lets it through, no auth set */
+	r = call("GET", "/v1/items/3", NULL, NULL, 0);
+	CHECK_INT(r.status, 200);
+	reply_free(&r);
+}
+
+TEST(raw_target_and_query)
+{
+	struct reply r = call("GET", "/v1/target?q=a%20b&x=1", NULL, NULL, 0);
+	CHECK_INT(r.status, 200);
+	CHECK_STR(jstr(r.json, "target"), "/v1/target?q=a%20b&x=1");
+	CHECK_STR(jstr(r.json, "path"), "/v1/target");
+	CHECK_STR(jstr(r.json, "q"), "a b");
+	CHECK_STR(jstr(r.json, "x"), "1");
+	CHECK(json_is_null(json_object_get(r.json, "missing")));
+	reply_free(&r);
+
+	r = call("GET", "/v1/target", NULL, NULL, 0);
+	CHECK_INT(r.status, 200);
+	CHECK_STR(jstr(r.json, "target"), "/v1/target");
+	CHECK(json_is_null(json_object_get(r.json, "q")));
+	reply_free(&r);
+
+	r = call("GET", "/v1/target?all=1&q=%2Fz", NULL, NULL, 0);
+	CHECK_STR(jstr(r.json, "target"), "/v1/target?all=1&q=%2Fz");
+	CHECK_STR(jstr(r.json, "q"), "/z");
+	reply_free(&r);
+}
+
+static void maps(int code, int status, const char *scode, int line)
+{
+	struct httpd_resp resp = {0};
+	struct terr err = {0};
+	terr_set(&err, code, "the message %d", code);
+	httpd_error_terr(&resp, &err);
+	char want[64];
+	snprintf(want, sizeof(want), "the message %d", code);
+	json_t *e = json_object_get(resp.json, "error");
+	testlib_checks++;
+	if (resp.status != status || !e || !jstr(e, "code") || strcmp(jstr(e, "code"), scode) ||
+	    !jstr(e, "message") || strcmp(jstr(e, "message"), want))
+		FAILF("line %d: errno %d gave %d %s, expected %d %s", line, code, resp.status,
+		      e && jstr(e, "code") ? jstr(e, "code") : "?", status, scode);
+	json_decref(resp.json);
+	free(resp.text);
+}
+#define MAPS(c, s, n) maps((c), (s), (n), __LINE__)
+
+TEST(error_mapping)
+{
+	MAPS(EINVAL, 400, "invalid_argument");
+	MAPS(ENOENT, 404, "not_found");
+	MAPS(EEXIST, 409, "conflict");
+	MAPS(EBUSY, 409, "conflict");
+	MAPS(EDOM, 422, "unsatisfiable");
+	MAPS(EAGAIN, 503, "unavailable");
+	MAPS(ECONNREFUSED, 503, "unavailable");
+	MAPS(EACCES, 401, "unauthenticated");
+	MAPS(EPERM, 403, "forbidden");
+	MAPS(E2BIG, 413, "too_large");
+	MAPS(EIO, 500, "internal");
+	MAPS(ENOMEM, 500, "internal");
+
+	/* an empty message still gives one */
+	struct httpd_resp resp = {0};
+	struct terr err = {.code = EIO};
+	httpd_error_terr(&resp, &err);
+	CHECK_INT(resp.status, 500);
+	CHECK_STR(jstr(json_object_get(resp.json, "error"), "message"), "internal error");
+	json_decref(resp.json);
+
+	/* over the wire: status and the exact body shape */
+	static const struct { const char *name; int status; const char *code; } wire[] = {
+		{"EINVAL", 400, "invalid_argument"}, {"ENOENT", 404, "not_found"},
+		{"EEXIST", 409, "conflict"}, {"EDOM", 422, "unsatisfiable"},
+		{"EAGAIN", 503, "unavailable"}, {"EIO", 500, "internal"},
+	};
+	for (size_t i = 0; i < sizeof(wire) / sizeof(wire[0]); i++) {
+		char target[64], msg[64];
+		snprintf(target, sizeof(target), "/v1/err/%s", wire[i].name);
+		snprintf(msg, sizeof(msg), "failed with %s", wire[i].name);
+		struct reply r = call("GET", target, NULL, NULL, 0);
+		CHECK_INT(r.status, wire[i].status);
+		CHECK_ERROR_BODY(r, wire[i].code, msg);
+		reply_free(&r);
+	}
+}
+
+TEST(handler_without_response)
+{
+	struct reply r = call("GET", "/v1/silent", NULL, NULL, 0);
+	CHECK_INT(r.status, 500);
+	CHECK_ERROR_BODY(r, "internal", NULL);
+	reply_free(&r);
+}
+
+/* Raw HTTP over a socket, the body written in small pieces. Returns the
+ * whole response (headers and body), malloc'd. */
+static char *raw_exchange(const char *head, const char *const *pieces, const size_t *lens,
+			  size_t n_pieces)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		FAILF("connect: %s", strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return NULL;
+	}
+	if (write(fd, head, strlen(head)) != (ssize_t)strlen(head))
+		FAILF("short write of the head");
+	for (size_t i = 0; i < n_pieces; i++) {
+		/* a pause so the pieces arrive as separate reads (not asserted) */
+		usleep(2000);
+		if (write(fd, pieces[i], lens[i]) != (ssize_t)lens[i])
+			FAILF("short write of piece %zu", i);
+	}
+	size_t cap = 1 << 16, len = 0;
+	char *buf = malloc(cap);
+	ssize_t got;
+	while ((got = read(fd, buf + len, cap - len - 1)) > 0) {
+		len += (size_t)got;
+		if (len + 1 >= cap) {
+			cap *= 2;
+			buf = realloc(buf, cap);
+		}
+	}
+	buf[len] = '\0';
+	close(fd);
+	return buf;
+}
+
+static void fill_pattern(char *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		b[i] = (char)('a' + (i * 7 + i / 26) % 26);
+}
+
+TEST(body_in_chunks)
+{
+	enum { N = 9000, PIECE = 700 };
+	char *body = malloc(N + 1);
+	fill_pattern(body, N);
+	body[N] = '\0';
+
+	/* Content-Length, body written in pieces */
+	char head[256];
+	snprintf(head, sizeof(head),
+		 "POST /v1/echo HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Length: %d\r\n"
+		 "Content-Type: text/plain\r\nConnection: close\r\n\r\n", port, N);
+	const char *pieces[N / PIECE + 1];
+	size_t lens[N / PIECE + 1], np = 0;
+	for (size_t off = 0; off < N; off += PIECE) {
+		pieces[np] = body + off;
+		lens[np++] = off + PIECE <= N ? PIECE : N - off;
+	}
+	char *resp = raw_exchange(head, pieces, lens, np);
+	CHECK(resp != NULL);
+	if (resp) {
+		CHECK(!strncmp(resp, "HTTP/1.1 201", 12));
+		char *b = strstr(resp, "\r\n\r\n");
+		CHECK(b != NULL);
+		if (b) {
+			CHECK_INT(strlen(b + 4), N);
+			CHECK(!strcmp(b + 4, body));
+		}
+	}
+	free(resp);
+
+	/* chunked transfer encoding, each chunk its own write */
+	snprintf(head, sizeof(head),
+		 "POST /v1/echo HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nTransfer-Encoding: chunked\r\n"
+		 "Connection: close\r\n\r\n", port);
+	char *cbuf = malloc(N * 2 + 64);
+	const char *cp[2 * (N / PIECE + 1) + 1];
+	size_t cl[2 * (N / PIECE + 1) + 1], nc = 0, used = 0;
+	for (size_t off = 0; off < N; off += PIECE) {
+		size_t n = off + PIECE <= N ? PIECE : N - off;
+		char *p = cbuf + used;
+		int h = sprintf(p, "%zx\r\n", n);
+		memcpy(p + h, body + off, n);
+		memcpy(p + h + n, "\r\n", 2);
+		cp[nc] = p;
+		cl[nc++] = (size_t)h + n + 2;
+		used += (size_t)h + n + 2;
+	}
+	cp[nc] = "0\r\n\r\n";
+	cl[nc++] = 5;
+	resp = raw_exchange(head, cp, cl, nc);
+	CHECK(resp != NULL);
+	if (resp) {
+		CHECK(!strncmp(resp, "HTTP/1.1 201", 12));
+		char *b = strstr(resp, "\r\n\r\n");
+		CHECK(b != NULL);
+		if (b) {
+			CHECK_INT(strlen(b + 4), N);
+			CHECK(!strcmp(b + 4, body));
+		}
+	}
+	free(resp);
+	free(cbuf);
+
+	/* and through httpc in one go, binary-safe up to the NUL */
+	struct reply r = call("POST", "/v1/echo", NULL, body, N);
+	CHECK_INT(r.status, 201);
+	CHECK_STR(r.body, body);
+	reply_free(&r);
+	free(body);
+}
+
+TEST(parse_listen)
+{
+	char host[64];
+	int p = -1;
+	struct terr err = {0};
+	CHECK_INT(httpd_parse_listen("127.0.0.1:8090", host, sizeof(host), &p, &err), 0);
+	CHECK_STR(host, "127.0.0.1");
+	CHECK_INT(p, 8090);
+	CHECK_INT(httpd_parse_listen("0.0.0.0:0", host, sizeof(host), &p, &err), 0);
+	CHECK_INT(p, 0);
+	CHECK_INT(httpd_parse_listen("8090", host, sizeof(host), &p, &err), -EINVAL);
+	CHECK_CONTAINS(err.msg, "8090");
+	CHECK_INT(httpd_parse_listen(":8090", host, sizeof(host), &p, &err), -EINVAL);
+	CHECK_INT(httpd_parse_listen("h:99999", host, sizeof(host), &p, &err), -EINVAL);
+	CHECK_INT(httpd_parse_listen("h:x", host, sizeof(host), &p, &err), -EINVAL);
+	CHECK_INT(httpd_parse_listen("h:", host, sizeof(host), &p, &err), -EINVAL);
+
+	/* httpd_start refuses what it cannot bind */
+	struct httpd_config cfg = {.listen = "not-an-ip:0", .routes = routes, .n_routes = 1,
+				   .max_body = 10};
+	struct httpd *h = NULL;
+	CHECK(httpd_start(&cfg, &h, &err) < 0);
+	CHECK(h == NULL);
+}
+
+int main(void)
+{
+	httpc_global_init();
+	struct httpd_config cfg = {
+		.listen = "127.0.0.1:0",
+		.routes = routes,
+		.n_routes = sizeof(routes) / sizeof(routes[0]),
+		.ctx = NULL,
+		.max_body = MAX_BODY,
+		.authenticate = authenticate,
+	};
+	struct httpd *h = NULL;
+	struct terr err = {0};
+	if (httpd_start(&cfg, &h, &err) < 0) {
+		fprintf(stderr, "httpd_start: %s\n", err.msg);
+		return 1;
+	}
+	port = httpd_port(h);
+	CHECK(port > 0);
+	RUN(routing_and_params);
+	RUN(not_found_and_method);
+	RUN(body_limit);
+	RUN(authenticate_hook);
+	RUN(raw_target_and_query);
+	RUN(error_mapping);
+	RUN(handler_without_response);
+	RUN(body_in_chunks);
+	RUN(parse_listen);
+	httpd_stop(h);
+	return testlib_done();
+}

@@ -1,0 +1,102 @@
+/* common/model.c: state names, resource text, state predicates. */
+#include "common/model.h"
+#include "testlib.h"
+
+TEST(status_names_round_trip)
+{
+	static const char *const names[] = {"PENDING", "SCHEDULED", "PREPARING", "RUNNING",
+					    "TERMINATING", "TERMINATED", "CANCELLED", "ERROR"};
+	CHECK_INT(SS__COUNT, 8);
+	for (int i = 0; i < SS__COUNT; i++) {
+		CHECK_STR(session_status_name((enum session_status)i), names[i]);
+		CHECK_INT(session_status_parse(names[i]), i);
+		CHECK_INT(session_status_parse(session_status_name((enum session_status)i)), i);
+	}
+	CHECK_INT(session_status_parse("running"), -1);
+	CHECK_INT(session_status_parse(""), -1);
+	CHECK_INT(session_status_parse("UNKNOWN"), -1);
+	CHECK_INT(session_status_parse("RUNNING "), -1);
+	CHECK_STR(session_status_name(SS__COUNT), "UNKNOWN");
+	CHECK_STR(session_status_name((enum session_status)-1), "UNKNOWN");
+}
+
+static void describes(int64_t cpu_m, int64_t mem, int64_t fgpu_m, const char *want, int line)
+{
+	struct res r = {cpu_m, mem, fgpu_m};
+	char buf[128];
+	res_describe(&r, buf, sizeof(buf));
+	testlib_checks++;
+	if (strcmp(buf, want) != 0)
+		FAILF("line %d: res_describe gave \"%s\", expected \"%s\"", line, buf, want);
+}
+#define DESCRIBES(c, m, f, w) describes((c), (m), (f), (w), __LINE__)
+
+TEST(describe)
+{
+	DESCRIBES(1000, 256LL << 20, 0, "1 CPU, 256 MiB");
+	DESCRIBES(500, 1LL << 30, 0, "0.5 CPU, 1 GiB");
+	DESCRIBES(125, 3LL << 29, 500, "0.125 CPU, 1.5 GiB, 0.5 fGPU");
+	DESCRIBES(2000, 16LL << 40, 2000, "2 CPU, 16 TiB, 2 fGPU");
+	DESCRIBES(0, 0, 0, "0 CPU, 0 B");
+	DESCRIBES(10, 6LL << 20, 1, "0.01 CPU, 6 MiB, 0.001 fGPU");
+	/* truncation is safe */
+	struct res r = {1000, 256LL << 20, 500};
+	char small[8];
+	res_describe(&r, small, sizeof(small));
+	CHECK_STR(small, "1 CPU, ");
+}
+
+TEST(predicates)
+{
+	/* state, holds, final, listed */
+	static const struct { enum session_status s; bool holds, final, listed; } t[] = {
+		{SS_PENDING, false, false, true},
+		{SS_SCHEDULED, true, false, true},
+		{SS_PREPARING, true, false, true},
+		{SS_RUNNING, true, false, true},
+		{SS_TERMINATING, true, false, true},
+		{SS_TERMINATED, false, true, false},
+		{SS_CANCELLED, false, true, false},
+		{SS_ERROR, false, true, true},
+	};
+	CHECK_INT(sizeof(t) / sizeof(t[0]), SS__COUNT);
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		testlib_checks++;
+		if (session_status_holds(t[i].s) != t[i].holds ||
+		    session_status_final(t[i].s) != t[i].final ||
+		    session_status_listed(t[i].s) != t[i].listed)
+			FAILF("%s: holds %d final %d listed %d, expected %d %d %d",
+			      session_status_name(t[i].s), session_status_holds(t[i].s),
+			      session_status_final(t[i].s), session_status_listed(t[i].s),
+			      t[i].holds, t[i].final, t[i].listed);
+		/* nothing both holds resources and is final */
+		CHECK(!(session_status_holds(t[i].s) && session_status_final(t[i].s)));
+	}
+}
+
+TEST(res_arith)
+{
+	struct res a = {1000, 100, 400}, b = {400, 50, 400};
+	CHECK(res_fits(&b, &a));
+	CHECK(!res_fits(&a, &b));
+	CHECK(res_fits(&a, &a));
+	res_sub(&a, &b);
+	CHECK_INT(a.cpu_m, 600);
+	CHECK_INT(a.mem, 50);
+	CHECK_INT(a.fgpu_m, 0);
+	res_add(&a, &b);
+	CHECK_INT(a.cpu_m, 1000);
+	CHECK_INT(a.fgpu_m, 400);
+	struct res g = {0, 0, 1};
+	struct res z = {1000, 1000, 0};
+	CHECK(!res_fits(&g, &z));
+}
+
+int main(void)
+{
+	RUN(status_names_round_trip);
+	RUN(describe);
+	RUN(predicates);
+	RUN(res_arith);
+	return testlib_done();
+}
