@@ -13,5 +13,6 @@ int cmd_node(int argc, char **argv);
 int cmd_server(int argc, char **argv);
 int cmd_manager(int argc, char **argv);
 int cmd_agent(int argc, char **argv);
+int cmd_webserver(int argc, char **argv);
 
 #endif

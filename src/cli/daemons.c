@@ -18,9 +18,11 @@
 #include "common/apiclient.h"
 #include "common/conf.h"
 #include "common/log.h"
+#include "common/sign.h"
 #include "common/units.h"
 #include "common/util.h"
 #include "manager/manager.h"
+#include "web/webserver.h"
 
 static int fail(const char *verb, const struct terr *err)
 {
@@ -67,6 +69,56 @@ static int parse_milli_opt(const char *verb, const char *opt, const char *v, int
 
 /* ---------- tessera server ---------- */
 
+/* Adds (or replaces) web_url in admin.conf. */
+static int admin_conf_set_web_url(const char *path, const char *url, struct terr *err)
+{
+	struct conf c = {0};
+	int rc = conf_load(path, &c, err);
+	if (rc < 0)
+		return rc;
+	const char **keys = calloc(c.n + 1, sizeof(*keys)), **vals = calloc(c.n + 1, sizeof(*vals));
+	size_t n = 0;
+	if (!keys || !vals) {
+		rc = terr_set(err, ENOMEM, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < c.n; i++) {
+		if (!strcmp(c.items[i].key, "web_url"))
+			continue;
+		keys[n] = c.items[i].key;
+		vals[n++] = c.items[i].value;
+	}
+	keys[n] = "web_url";
+	vals[n++] = url;
+	rc = conf_write(path, 0600, keys, vals, n, err);
+out:
+	free(keys);
+	free(vals);
+	conf_free(&c);
+	return rc;
+}
+
+/* The webserver inside `tessera server`, on the API's address. The UI is
+ * a convenience there: when it cannot start (port taken, UI not built) the
+ * server runs on and says why. */
+static struct web *server_start_web(const char *host, long port, const char *manager, const char *secret,
+				    const char *admin_conf)
+{
+	char listen[96];
+	snprintf(listen, sizeof(listen), "%s:%ld", host, port);
+	struct web_config wc = {.listen = listen, .manager = manager, .web_secret = secret};
+	struct web *w = NULL;
+	struct terr err = {0};
+	if (web_start(&wc, &w, &err) < 0) {
+		log_warn("server", "web UI not started: %s", err.msg);
+		return NULL;
+	}
+	if (admin_conf_set_web_url(admin_conf, web_url(w), &err) < 0)
+		log_warn("server", "cannot add web_url to %s: %s", admin_conf, err.msg);
+	log_info("server", "serving the web UI on %s", web_url(w));
+	return w;
+}
+
 static void server_usage(FILE *f)
 {
 	fprintf(f,
@@ -81,6 +133,7 @@ static void server_usage(FILE *f)
 		"  --mem-reserve SIZE  memory kept for the host (default 512MiB)\n"
 		"  --selector NAME     concentrated (default) or dispersed\n"
 		"  --node-id ID        id of the local node (default \"local\")\n"
+		"  --web-port PORT     web UI port on the API's address (default 8080; 0 = any free port)\n"
 		"  --verbose           debug logging\n");
 }
 
@@ -91,7 +144,8 @@ int cmd_server(int argc, char **argv)
 		{"listen", required_argument, NULL, 'l'}, {"cpu", required_argument, NULL, 'c'},
 		{"mem", required_argument, NULL, 'm'}, {"mem-reserve", required_argument, NULL, 'r'},
 		{"selector", required_argument, NULL, 's'}, {"verbose", no_argument, NULL, 'v'},
-		{"node-id", required_argument, NULL, 'n'}, {"help", no_argument, NULL, 'h'}, {0},
+		{"node-id", required_argument, NULL, 'n'}, {"help", no_argument, NULL, 'h'},
+		{"web-port", required_argument, NULL, 'W'}, {0},
 	};
 	char data_dir[PATH_MAX] = "", listen_buf[128] = "";
 	const char *home = getenv("HOME");
@@ -99,6 +153,7 @@ int cmd_server(int argc, char **argv)
 	struct agent_config acfg = {.id = "local", .mem_reserve = 512LL << 20};
 	struct manager_config mcfg = {0};
 	snprintf(listen_buf, sizeof(listen_buf), "127.0.0.1:8090");
+	long web_port_opt = 8080;
 	int c;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -120,6 +175,15 @@ int cmd_server(int argc, char **argv)
 		case 'r': if (parse_size_opt("server", "--mem-reserve", optarg, &acfg.mem_reserve) < 0) return 2; break;
 		case 's': mcfg.selector = optarg; break;
 		case 'n': acfg.id = optarg; break;
+		case 'W': {
+			char *end;
+			web_port_opt = strtol(optarg, &end, 10);
+			if (*end || web_port_opt < 0 || web_port_opt > 65535) {
+				fprintf(stderr, "tessera server: --web-port must be 0..65535\n");
+				return 2;
+			}
+			break;
+		}
 		case 'v': log_set_level(LOG_DEBUG); break;
 		case 'h': server_usage(stdout); return 0;
 		default: server_usage(stderr); return 2;
@@ -139,6 +203,15 @@ int cmd_server(int argc, char **argv)
 	block_stop_signals(&stop);
 	mcfg.data_dir = data_dir;
 	mcfg.listen = listen_buf;
+	/* The in-process webserver proves itself to the manager's password
+	 * login with the cluster secret; without one configured, a random one
+	 * that only this process knows. */
+	char web_secret[65];
+	if (!mcfg.cluster_secret) {
+		if (sign_random_hex(32, web_secret, sizeof(web_secret), &err) < 0)
+			return fail("server", &err);
+		mcfg.cluster_secret = web_secret;
+	}
 	struct manager *m = NULL;
 	struct agent *a = NULL;
 	if (manager_open(&m, &mcfg, &err) < 0)
@@ -155,14 +228,18 @@ int cmd_server(int argc, char **argv)
 		return fail("server", &err);
 	}
 	log_info("server", "serving the API on %s", manager_endpoint(m));
+	struct web *web = server_start_web(host, web_port_opt, manager_endpoint(m), mcfg.cluster_secret, admin_conf);
 	printf("Tessera is ready.\n  API:         %s\n  Admin login: %s\n"
 	       "  Try:         TESSERA_CONFIG=%s tessera session ls\n",
 	       manager_endpoint(m), admin_conf, admin_conf);
+	if (web)
+		printf("  Web UI:      %s (email and password in %s)\n", web_url(web), admin_conf);
 	fflush(stdout);
 	int sig;
 	while ((sig = wait_signal(&stop, 1000)) < 0)
 		;
 	log_info("server", "signal %d: stopping (sessions keep running)", sig);
+	web_stop(web);
 	manager_close(m);
 	agent_close(a);
 	return 0;
@@ -415,4 +492,46 @@ int cmd_agent(int argc, char **argv)
 out_conf:
 	conf_free(&c);
 	return ret;
+}
+
+/* ---------- tessera webserver ---------- */
+
+int cmd_webserver(int argc, char **argv)
+{
+	int rc;
+	const char *path = config_path(argc, argv, "webserver", &rc);
+	if (!path && rc >= 0)
+		return rc;
+	static const char *const known[] = {"listen", "manager", "web_secret", "cluster_secret", "ui_dir",
+					    "tls_cert", "tls_key", "login_ttl_s", NULL};
+	struct conf c = {0};
+	if (read_config("webserver", path, known, &c) < 0)
+		return 1;
+	const char *secret = conf_get(&c, "web_secret") ? conf_get(&c, "web_secret") : conf_get(&c, "cluster_secret");
+	struct web_config wc = {
+		.listen = conf_get(&c, "listen") ? conf_get(&c, "listen") : "0.0.0.0:8080",
+		.manager = conf_get(&c, "manager"),
+		.web_secret = secret,
+		.ui_dir = conf_get(&c, "ui_dir"),
+		.tls_cert = conf_get(&c, "tls_cert"),
+		.tls_key = conf_get(&c, "tls_key"),
+		.login_ttl_s = conf_int(&c, "login_ttl_s", 12 * 3600),
+	};
+	struct terr err = {0};
+	sigset_t stop;
+	block_stop_signals(&stop);
+	struct web *w = NULL;
+	if (web_start(&wc, &w, &err) < 0) {
+		conf_free(&c);
+		fprintf(stderr, "tessera webserver: %s: %s\n", path, err.msg);
+		return 1;
+	}
+	log_info("webserver", "serving the web UI on %s (manager %s)", web_url(w), wc.manager);
+	int sig;
+	while ((sig = wait_signal(&stop, 1000)) < 0)
+		;
+	log_info("webserver", "signal %d: stopping", sig);
+	web_stop(w);
+	conf_free(&c);
+	return 0;
 }

@@ -7,6 +7,7 @@
 
 #include "common/jsonutil.h"
 #include "common/log.h"
+#include "common/units.h"
 #include "common/sign.h"
 #include "common/util.h"
 #include "manager/internal.h"
@@ -105,7 +106,7 @@ static json_t *time_json(int64_t ms)
 }
 
 /* Called with mu held. */
-static json_t *session_json(struct manager *m, const struct msession *s)
+static json_t *session_json_base(struct manager *m, const struct msession *s)
 {
 	const struct user_rec *owner = mgr_find_user(m, s->rec.owner_id);
 	json_t *env = s->rec.env_json ? json_loads(s->rec.env_json, 0, NULL) : NULL;
@@ -122,6 +123,18 @@ static json_t *session_json(struct manager *m, const struct msession *s)
 		"created_at", time_json(s->rec.created_ms),
 		"started_at", time_json(s->rec.started_ms),
 		"terminated_at", time_json(s->rec.terminated_ms));
+}
+
+/* Adds the device shares: "gpus": [{"index","uuid","fgpu"}]. */
+static json_t *session_json(struct manager *m, const struct msession *s)
+{
+	json_t *o = session_json_base(m, s);
+	json_t *gpus = json_array();
+	for (int i = 0; i < s->n_shares; i++)
+		json_array_append_new(gpus, json_pack("{s:i,s:s,s:o}", "index", s->shares[i].index,
+						      "uuid", s->shares[i].uuid, "fgpu", jsonutil_milli(s->shares[i].fgpu_m)));
+	json_object_set_new(o, "gpus", gpus);
+	return o;
 }
 
 static json_t *session_json_with_history(struct manager *m, const struct msession *s)
@@ -182,11 +195,20 @@ static int check_placeable(struct manager *m, const struct create_request *cr, s
 	size_t n = 0;
 	bool fits_somewhere = false, any_agent = false;
 	pthread_mutex_lock(&m->mu);
+	int64_t quantum = m->settings.fgpu_quantum_m, per_dev = mgr_per_device_m(m);
+	if (cr->req.fgpu_m % quantum) {
+		char q[32];
+		units_format_milli(quantum, q, sizeof(q));
+		pthread_mutex_unlock(&m->mu);
+		return terr_set(err, EINVAL, "resources.fgpu must be a multiple of the fGPU quantum %s", q);
+	}
 	probes = calloc(m->n_agents ? m->n_agents : 1, sizeof(*probes));
 	for (size_t i = 0; probes && i < m->n_agents; i++) {
 		struct magent *a = m->agents[i];
 		any_agent = true;
-		if (res_fits(&cr->req, &a->rec.capacity))
+		struct sched_device devs[MGR_MAX_GPUS];
+		struct sched_agent sa = {.capacity = a->rec.capacity, .devs = devs, .n_devs = (size_t)a->n_gpus};
+		if (sched_satisfiable(&sa, 1, &cr->req, per_dev))
 			fits_somewhere = true;
 		if (a->alive && a->link) {
 			probes[n].link = a->link;
@@ -204,7 +226,8 @@ static int check_placeable(struct manager *m, const struct create_request *cr, s
 	if (!any_agent) {
 		rc = terr_set(err, EAGAIN, "no node has registered yet; start an agent first");
 	} else if (!fits_somewhere) {
-		rc = terr_set(err, EDOM, "no node could ever hold %s per session; ask for less (see 'tessera node ls')", need);
+		rc = terr_set(err, EDOM, "no node could ever hold %s per session%s; ask for less (see 'tessera node ls')", need,
+			      cr->req.fgpu_m ? " (fGPU must fit on one node's devices)" : "");
 	} else if (n == 0) {
 		rc = terr_set(err, EAGAIN, "no node is alive right now; check the agents ('tessera node ls')");
 	} else {
@@ -581,6 +604,10 @@ const struct httpd_route manager_routes[] = {
 	{"GET", "/v1/sessions/{ref}/logs", api_session_logs, AUTH_USER},
 	{"POST", "/v1/sessions/{ref}/exec", api_session_exec, AUTH_USER},
 	{"GET", "/v1/nodes", api_node_list, AUTH_USER},
+	{"POST", "/v1/auth/login", api_auth_login, AUTH_PUBLIC},
+	{"GET", "/v1/users", api_user_list, AUTH_USER},
+	{"POST", "/v1/users", api_user_create, AUTH_USER},
+	{"PATCH", "/v1/users/{id}", api_user_update, AUTH_USER},
 	{"POST", "/v1/agents/register", api_agent_register, AUTH_CLUSTER},
 	{"POST", "/v1/agents/{id}/heartbeat", api_agent_heartbeat, AUTH_CLUSTER},
 	{"POST", "/v1/agents/{id}/events", api_agent_event, AUTH_CLUSTER},

@@ -18,6 +18,7 @@
 #include "common/util.h"
 #include "manager/internal.h"
 #include "manager/validate.h"
+#include "web/pwhash.h"
 
 #define ADMIN_EMAIL "admin@tessera.local"
 #define SAFETY_PASS_MS 1000
@@ -75,6 +76,71 @@ const struct user_rec *mgr_find_user_by_key(struct manager *m, const char *acces
 	return NULL;
 }
 
+/* ---------- fGPU ---------- */
+
+int64_t mgr_per_device_m(const struct manager *m)
+{
+	return m->settings.fgpu_per_device * 1000;
+}
+
+void mgr_shares_to_json(struct msession *s)
+{
+	free(s->rec.alloc_json);
+	s->rec.alloc_json = NULL;
+	if (s->n_shares == 0)
+		return;
+	json_t *arr = json_array();
+	for (int i = 0; i < s->n_shares; i++)
+		json_array_append_new(arr, json_pack("{s:i,s:s,s:I}", "index", s->shares[i].index,
+						     "uuid", s->shares[i].uuid, "fgpu_milli",
+						     (json_int_t)s->shares[i].fgpu_m));
+	s->rec.alloc_json = jsonutil_dump(arr);
+	json_decref(arr);
+}
+
+void mgr_shares_from_json(struct msession *s)
+{
+	s->n_shares = 0;
+	json_t *arr = s->rec.alloc_json ? json_loads(s->rec.alloc_json, 0, NULL) : NULL;
+	size_t i;
+	json_t *v;
+	json_array_foreach(arr, i, v) {
+		if (s->n_shares >= MGR_MAX_GPUS)
+			break;
+		struct mshare *sh = &s->shares[s->n_shares++];
+		sh->index = (int)json_integer_value(json_object_get(v, "index"));
+		util_strlcpy(sh->uuid, json_string_value(json_object_get(v, "uuid")) ?: "", sizeof(sh->uuid));
+		sh->fgpu_m = json_integer_value(json_object_get(v, "fgpu_milli"));
+	}
+	json_decref(arr);
+}
+
+static struct mgpu *agent_gpu(struct magent *a, const char *uuid)
+{
+	for (int i = 0; i < a->n_gpus; i++)
+		if (!strcmp(a->gpus[i].uuid, uuid))
+			return &a->gpus[i];
+	return NULL;
+}
+
+/* Moves a session's device shares in or out of its agent's devices. */
+static void shares_move(struct magent *a, const struct msession *s, int sign)
+{
+	for (int i = 0; i < s->n_shares; i++) {
+		struct mgpu *g = agent_gpu(a, s->shares[i].uuid);
+		if (g)
+			g->used_m += sign * s->shares[i].fgpu_m;
+	}
+}
+
+void mgr_apply_fgpu_setting(struct manager *m)
+{
+	for (size_t i = 0; i < m->n_agents; i++) {
+		struct magent *a = m->agents[i];
+		a->rec.capacity.fgpu_m = (int64_t)a->n_gpus * mgr_per_device_m(m);
+	}
+}
+
 /* ---------- state changes ---------- */
 
 void mgr_persist(struct manager *m, struct msession *s)
@@ -109,12 +175,15 @@ void mgr_set_status(struct manager *m, struct msession *s, enum session_status s
 	struct magent *a = s->rec.agent_id[0] ? mgr_find_agent(m, s->rec.agent_id) : NULL;
 	if (a && !session_status_holds(old) && session_status_holds(st)) {
 		res_add(&a->used, &s->rec.req);
+		shares_move(a, s, +1);
 		a->n_sessions++;
 	} else if (a && session_status_holds(old) && !session_status_holds(st)) {
 		res_sub(&a->used, &s->rec.req);
+		shares_move(a, s, -1);
 		a->n_sessions--;
 		mgr_wake_scheduler(m);
 	}
+	m->version++;
 
 	mgr_persist(m, s);
 	if (old != st) {
@@ -256,6 +325,9 @@ static void retry_stuck_terminations(struct manager *m)
 	}
 }
 
+/* One scheduling pass over the snapshot of the queue, the agents (with
+ * their devices) and the users; decisions are committed in one
+ * transaction. Called with mu held. */
 static void schedule_pass(struct manager *m)
 {
 	size_t n_pending = 0;
@@ -263,49 +335,92 @@ static void schedule_pass(struct manager *m)
 		n_pending += m->sessions[i]->rec.status == SS_PENDING;
 	if (n_pending == 0)
 		return;
+	size_t na = m->n_agents, nu = m->n_users;
 	struct sched_request *reqs = calloc(n_pending, sizeof(*reqs));
 	struct msession **pend = calloc(n_pending, sizeof(*pend));
-	struct sched_agent *ags = calloc(m->n_agents ? m->n_agents : 1, sizeof(*ags));
+	struct sched_agent *ags = calloc(na ? na : 1, sizeof(*ags));
+	struct sched_device *devs = calloc(na ? na * MGR_MAX_GPUS : 1, sizeof(*devs));
+	struct sched_user *users = calloc(nu ? nu : 1, sizeof(*users));
 	struct sched_placement *out = calloc(n_pending, sizeof(*out));
 	char (*reasons)[SCHED_REASON_MAX] = calloc(n_pending, SCHED_REASON_MAX);
-	if (!reqs || !pend || !ags || !out || !reasons)
+	if (!reqs || !pend || !ags || !devs || !users || !out || !reasons)
 		goto done;
+	int64_t per_dev = mgr_per_device_m(m);
+	for (size_t u = 0; u < nu; u++) {
+		users[u].id = m->users[u].id;
+		mgr_user_policy(m, m->users[u].email, &users[u].max_sessions, &users[u].max);
+	}
 	size_t k = 0;
 	for (size_t i = 0; i < m->n_sessions; i++) {
 		struct msession *s = m->sessions[i];
+		size_t u = 0;
+		while (u < nu && strcmp(m->users[u].id, s->rec.owner_id))
+			u++;
+		if (u == nu)
+			continue;   /* owner gone: cannot happen, users are never deleted */
+		if (session_status_holds(s->rec.status)) {
+			res_add(&users[u].used, &s->rec.req);
+			users[u].sessions++;
+		}
 		if (s->rec.status != SS_PENDING)
 			continue;
 		pend[k] = s;
 		reqs[k].session_id = s->rec.id;
 		reqs[k].name = s->rec.name;
 		reqs[k].req = s->rec.req;
+		reqs[k].user = u;
+		reqs[k].seq = s->rec.seq;
+		reqs[k].failed_passes = s->failed_passes;
 		k++;
 	}
-	for (size_t i = 0; i < m->n_agents; i++) {
+	for (size_t i = 0; i < na; i++) {
 		struct magent *a = m->agents[i];
 		ags[i].id = a->rec.id;
 		ags[i].alive = a->alive;
 		ags[i].capacity = a->rec.capacity;
 		ags[i].free = a->rec.capacity;
 		res_sub(&ags[i].free, &a->used);
+		ags[i].devs = &devs[i * MGR_MAX_GPUS];
+		ags[i].n_devs = (size_t)a->n_gpus;
+		for (int d = 0; d < a->n_gpus; d++)
+			ags[i].devs[d].free_m = per_dev - a->gpus[d].used_m;
 	}
-	size_t placed = sched_plan_fifo(m->selector, ags, m->n_agents, reqs, n_pending, out, reasons);
+	struct sched_params params = {
+		.selector = m->settings.selector,
+		.queue = m->settings.queue,
+		.per_device_m = per_dev,
+		.fifo_skip_after = m->settings.fifo_skip_after,
+	};
+	ssize_t blocked = -1;
+	size_t placed = sched_plan(&params, ags, na, users, reqs, k, out, reasons, &blocked);
 
 	struct terr err = {0};
 	bool txn = m->so->begin(m->store, &err) == 0;
 	for (size_t i = 0; i < placed; i++) {
 		struct msession *s = pend[out[i].request];
 		struct magent *a = m->agents[out[i].agent];
+		s->n_shares = 0;
+		for (size_t d = 0; d < out[i].n_shares; d++) {
+			struct mshare *sh = &s->shares[s->n_shares++];
+			sh->index = (int)out[i].shares[d].device;
+			util_strlcpy(sh->uuid, a->gpus[sh->index].uuid, sizeof(sh->uuid));
+			sh->fgpu_m = out[i].shares[d].fgpu_m;
+		}
+		mgr_shares_to_json(s);
+		s->failed_passes = 0;
 		util_strlcpy(s->rec.agent_id, a->rec.id, sizeof(s->rec.agent_id));
 		mgr_set_status(m, s, SS_SCHEDULED, "placed on node %s", a->rec.id);
 		mgr_enqueue(m, JOB_START, s->rec.id);
 	}
-	for (size_t i = 0; i < n_pending; i++) {
+	if (blocked >= 0)
+		pend[blocked]->failed_passes++;
+	for (size_t i = 0; i < k; i++) {
 		struct msession *s = pend[i];
 		if (s->rec.status != SS_PENDING || !reasons[i][0] || !strcmp(s->rec.status_info, reasons[i]))
 			continue;
 		util_strlcpy(s->rec.status_info, reasons[i], sizeof(s->rec.status_info));
 		mgr_persist(m, s);
+		m->version++;
 		pthread_cond_broadcast(&m->changed);
 	}
 	if (txn && m->so->commit(m->store, &err) < 0) {
@@ -316,6 +431,8 @@ done:
 	free(reqs);
 	free(pend);
 	free(ags);
+	free(devs);
+	free(users);
 	free(out);
 	free(reasons);
 }
@@ -352,13 +469,28 @@ static json_t *session_spec(struct manager *m, struct msession *s)
 {
 	const struct user_rec *owner = mgr_find_user(m, s->rec.owner_id);
 	json_t *env = s->rec.env_json ? json_loads(s->rec.env_json, 0, NULL) : NULL;
-	return json_pack("{s:s,s:s,s:s,s:s,s:{s:I,s:I,s:I},s:o,s:s?}",
+	json_t *spec = json_pack("{s:s,s:s,s:s,s:s,s:{s:I,s:I,s:I},s:o,s:s?}",
 		"id", s->rec.id, "name", s->rec.name, "owner", owner ? owner->email : "",
 		"image", s->rec.image,
 		"resources", "cpu_milli", (json_int_t)s->rec.req.cpu_m, "mem", (json_int_t)s->rec.req.mem,
 		"fgpu_milli", (json_int_t)s->rec.req.fgpu_m,
 		"env", env ? env : json_object(),
 		"startup_command", s->rec.startup_command);
+	/* The device shares, with the limits each implies: memory and SMs in
+	 * proportion to the share of the device. */
+	struct magent *a = mgr_find_agent(m, s->rec.agent_id);
+	int64_t per_dev = mgr_per_device_m(m);
+	json_t *gpus = json_array();
+	for (int i = 0; a && i < s->n_shares; i++) {
+		struct mgpu *g = agent_gpu(a, s->shares[i].uuid);
+		int64_t mem = g ? (int64_t)((__int128)g->memory * s->shares[i].fgpu_m / per_dev) : 0;
+		int64_t sm = s->shares[i].fgpu_m * 100 / per_dev;
+		json_array_append_new(gpus, json_pack("{s:i,s:s,s:I,s:I,s:I}", "index", s->shares[i].index,
+			"uuid", s->shares[i].uuid, "fgpu_milli", (json_int_t)s->shares[i].fgpu_m,
+			"memory_limit", (json_int_t)mem, "sm_limit_percent", (json_int_t)(sm < 1 ? 1 : sm > 100 ? 100 : sm)));
+	}
+	json_object_set_new(spec, "gpus", gpus);
+	return spec;
 }
 
 static void run_start(struct manager *m, const char *sid)
@@ -612,7 +744,10 @@ int mgr_agent_register(struct manager *m, json_t *desc, const struct agent_link_
 		return terr_set(err, EINVAL, "agent registration needs an id");
 	if (validate_session_name(id, "agent id", err) < 0)
 		return -EINVAL;
-	if (res_from_wire(json_object_get(desc, "capacity"), &cap) < 0)
+	json_t *wire_cap = json_object_get(desc, "capacity");
+	if (json_is_object(wire_cap) && !json_object_get(wire_cap, "fgpu_milli"))
+		json_object_set_new(wire_cap, "fgpu_milli", json_integer(0));
+	if (res_from_wire(wire_cap, &cap) < 0)
 		return terr_set(err, EINVAL, "agent %s registration needs a positive capacity", id);
 	if (!json_is_array(containers))
 		return terr_set(err, EINVAL, "agent %s registration needs a containers array", id);
@@ -637,6 +772,28 @@ int mgr_agent_register(struct manager *m, json_t *desc, const struct agent_link_
 	a->alive = true;
 	a->last_seen_mono = util_mono_ms();
 	a->rec.capacity = cap;
+	/* Devices: fGPU capacity follows the cluster setting; usage is what the
+	 * sessions placed there hold. */
+	a->n_gpus = 0;   /* rebuilt below, usage recounted from the sessions */
+	a->mock_gpus = json_is_true(json_object_get(desc, "mock_gpus"));
+	size_t gi;
+	json_t *gv;
+	json_array_foreach(json_object_get(desc, "gpus"), gi, gv) {
+		if (a->n_gpus >= MGR_MAX_GPUS)
+			break;
+		struct mgpu *g = &a->gpus[a->n_gpus++];
+		memset(g, 0, sizeof(*g));
+		util_strlcpy(g->uuid, json_string_value(json_object_get(gv, "uuid")) ?: "", sizeof(g->uuid));
+		util_strlcpy(g->name, json_string_value(json_object_get(gv, "name")) ?: "", sizeof(g->name));
+		g->memory = json_integer_value(json_object_get(gv, "memory"));
+		g->sms = (int)json_integer_value(json_object_get(gv, "sms"));
+	}
+	a->rec.capacity.fgpu_m = (int64_t)a->n_gpus * mgr_per_device_m(m);
+	for (size_t si = 0; si < m->n_sessions; si++) {
+		struct msession *s = m->sessions[si];
+		if (!strcmp(s->rec.agent_id, a->rec.id) && session_status_holds(s->rec.status))
+			shares_move(a, s, +1);
+	}
 	util_strlcpy(a->rec.url, url ? url : (local ? "inproc:" : ""), sizeof(a->rec.url));
 	util_strlcpy(a->rec.version, version ? version : "", sizeof(a->rec.version));
 	a->rec.last_seen_ms = util_now_ms();
@@ -748,6 +905,11 @@ static int create_admin(struct manager *m, struct terr *err)
 	util_strlcpy(u.email, ADMIN_EMAIL, sizeof(u.email));
 	u.is_admin = true;
 	u.created_ms = util_now_ms();
+	/* A generated web password: only its argon2id hash is stored; the plain
+	 * one goes to admin.conf once (manager_serve). */
+	if ((rc = pwhash_generate(m->first_password, sizeof(m->first_password), err)) < 0 ||
+	    (rc = pwhash_hash(m->first_password, u.password_hash, sizeof(u.password_hash), err)) < 0)
+		return rc;
 	if ((rc = m->so->user_put(m->store, &u, err)) < 0)
 		return rc;
 	log_info("manager", "first start: created admin user %s with access key %s", u.email, u.access_key);
@@ -766,8 +928,7 @@ int manager_open(struct manager **out, const struct manager_config *cfg, struct 
 		m->cfg.lost_after_heartbeats = 3;
 	if (m->cfg.dispatch_workers <= 0)
 		m->cfg.dispatch_workers = 4;
-	m->selector = sched_selector_find(cfg->selector ? cfg->selector : "concentrated");
-	if (!m->selector) {
+	if (cfg->selector && !sched_selector_find(cfg->selector)) {
 		free(m);
 		return terr_set(err, EINVAL, "unknown agent selector '%s' (known: concentrated, dispersed)", cfg->selector);
 	}
@@ -798,6 +959,24 @@ int manager_open(struct manager **out, const struct manager_config *cfg, struct 
 	m->next_seq++;
 	if (m->n_users == 0 && (rc = create_admin(m, err)) < 0)
 		goto fail;
+	if ((rc = mgr_settings_load(m, err)) < 0)
+		goto fail;
+	if (cfg->selector) {
+		json_t *v = json_string(cfg->selector);
+		rc = mgr_settings_set(m, "selector", v, err);
+		json_decref(v);
+		if (rc < 0)
+			goto fail;
+	}
+	if (cfg->fgpu_per_device > 0) {
+		json_t *v = json_integer(cfg->fgpu_per_device);
+		rc = mgr_settings_set(m, "fgpu_per_device", v, err);
+		json_decref(v);
+		if (rc < 0)
+			goto fail;
+	}
+	for (size_t i = 0; i < m->n_sessions; i++)
+		mgr_shares_from_json(m->sessions[i]);
 	/* Resources held by sessions loaded from the store. */
 	for (size_t i = 0; i < m->n_sessions; i++) {
 		struct msession *s = m->sessions[i];
@@ -892,9 +1071,18 @@ int manager_serve(struct manager *m, char *admin_conf_path, size_t n, struct ter
 	pthread_mutex_unlock(&m->mu);
 	snprintf(admin_conf_path, n, "%s/admin.conf", m->data_dir);
 	if (admin) {
-		const char *keys[] = {"endpoint", "access_key", "secret_key", "email"};
-		const char *vals[] = {m->endpoint, copy.access_key, copy.secret_key, copy.email};
-		if ((rc = conf_write(admin_conf_path, 0600, keys, vals, 4, err)) < 0)
+		/* The plain admin password exists only in admin.conf: new on first
+		 * start, else kept from the file being replaced. */
+		struct conf old = {0};
+		const char *password = m->first_password[0] ? m->first_password : NULL;
+		if (!password && conf_load(admin_conf_path, &old, NULL) == 0 &&
+		    conf_get(&old, "email") && !strcmp(conf_get(&old, "email"), copy.email))
+			password = conf_get(&old, "password");
+		const char *keys[] = {"endpoint", "access_key", "secret_key", "email", "password"};
+		const char *vals[] = {m->endpoint, copy.access_key, copy.secret_key, copy.email, password};
+		rc = conf_write(admin_conf_path, 0600, keys, vals, password ? 5 : 4, err);
+		conf_free(&old);
+		if (rc < 0)
 			return rc;
 	}
 	return 0;
@@ -938,6 +1126,7 @@ void manager_close(struct manager *m)
 	}
 	free(m->agents);
 	free(m->users);
+	mgr_settings_free(m);
 	if (m->store)
 		m->so->close(m->store);
 	pthread_mutex_destroy(&m->mu);

@@ -1,0 +1,95 @@
+#include "web/ratelimit.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define RL_SLOTS 1024
+#define RL_KEY_MAX 128
+
+struct rl_slot {
+	char key[RL_KEY_MAX];
+	int failures;
+	int64_t first_ms;   /* start of the current window */
+	int64_t last_ms;    /* for eviction */
+};
+
+struct ratelimit {
+	pthread_mutex_t mu;
+	int max_failures;
+	int64_t window_ms;
+	struct rl_slot slots[RL_SLOTS];
+};
+
+struct ratelimit *ratelimit_new(int max_failures, int64_t window_ms)
+{
+	struct ratelimit *rl = calloc(1, sizeof(*rl));
+	if (!rl)
+		return NULL;
+	pthread_mutex_init(&rl->mu, NULL);
+	rl->max_failures = max_failures;
+	rl->window_ms = window_ms;
+	return rl;
+}
+
+void ratelimit_free(struct ratelimit *rl)
+{
+	if (!rl)
+		return;
+	pthread_mutex_destroy(&rl->mu);
+	free(rl);
+}
+
+/* Called with mu held. */
+static struct rl_slot *find(struct ratelimit *rl, const char *key, int64_t now, bool create)
+{
+	struct rl_slot *victim = NULL;
+	for (int i = 0; i < RL_SLOTS; i++) {
+		struct rl_slot *s = &rl->slots[i];
+		if (s->key[0] && now - s->first_ms >= rl->window_ms)
+			s->key[0] = '\0';   /* expired */
+		if (s->key[0] && !strncmp(s->key, key, RL_KEY_MAX - 1))
+			return s;
+		if (!s->key[0]) {
+			if (!victim || victim->key[0])
+				victim = s;
+		} else if (!victim || (victim->key[0] && s->last_ms < victim->last_ms)) {
+			victim = s;
+		}
+	}
+	if (!create)
+		return NULL;
+	memset(victim, 0, sizeof(*victim));
+	strncpy(victim->key, key, RL_KEY_MAX - 1);
+	victim->first_ms = now;
+	return victim;
+}
+
+int64_t ratelimit_check(struct ratelimit *rl, const char *key, int64_t now_ms)
+{
+	int64_t wait = 0;
+	pthread_mutex_lock(&rl->mu);
+	struct rl_slot *s = find(rl, key, now_ms, false);
+	if (s && s->failures >= rl->max_failures)
+		wait = s->first_ms + rl->window_ms - now_ms;
+	pthread_mutex_unlock(&rl->mu);
+	return wait > 0 ? wait : 0;
+}
+
+void ratelimit_fail(struct ratelimit *rl, const char *key, int64_t now_ms)
+{
+	pthread_mutex_lock(&rl->mu);
+	struct rl_slot *s = find(rl, key, now_ms, true);
+	s->failures++;
+	s->last_ms = now_ms;
+	pthread_mutex_unlock(&rl->mu);
+}
+
+void ratelimit_reset(struct ratelimit *rl, const char *key)
+{
+	pthread_mutex_lock(&rl->mu);
+	for (int i = 0; i < RL_SLOTS; i++)
+		if (rl->slots[i].key[0] && !strncmp(rl->slots[i].key, key, RL_KEY_MAX - 1))
+			rl->slots[i].key[0] = '\0';
+	pthread_mutex_unlock(&rl->mu);
+}
