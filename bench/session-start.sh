@@ -28,8 +28,8 @@ if ! [[ $ROUNDS =~ ^[1-9][0-9]*$ ]]; then
 	echo "session-start: BENCH_ROUNDS must be a positive whole number" >&2
 	exit 2
 fi
-if [[ ! -x $BUILD/tessera ]]; then
-	echo "session-start: $BUILD/tessera not built (run make build)" >&2
+if [[ ! -x $BUILD/tessera || ! -x $BUILD/tessera-runner ]]; then
+	echo "session-start: $BUILD/tessera or tessera-runner not built (run make build)" >&2
 	exit 2
 fi
 if ! docker info >/dev/null 2>&1; then
@@ -44,9 +44,18 @@ TESSERA_BIN=$BUILD/tessera
 set +e
 IMAGE=$TEST_IMAGE
 e2e_build_image || { echo "session-start: cannot build $IMAGE" >&2; exit 1; }
-TESSERA=$BUILD/tessera
 
 WORK=$(mktemp -d /tmp/tessera-bench.XXXXXX)
+# A private copy of the binaries (the runner must sit beside tessera), so a
+# rebuild running meanwhile cannot swap or truncate them under the bench.
+mkdir -p "$WORK/bin"
+cp "$BUILD/tessera" "$BUILD/tessera-runner" "$WORK/bin/" || { rm -rf "$WORK"; exit 1; }
+TESSERA=$WORK/bin/tessera
+if ! "$TESSERA" --version >/dev/null 2>&1; then
+	echo "session-start: $BUILD/tessera does not run (being rebuilt?)" >&2
+	rm -rf "$WORK"
+	exit 1
+fi
 RUN=$(tr 'A-Z' 'a-z' <<<"${WORK##*.}")
 NODE=bench-$RUN
 SERVER_PID=""
