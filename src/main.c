@@ -19,7 +19,8 @@ struct command {
 	X("webserver", cmd_webserver, "run the web UI and login server (--config FILE)") \
 	X("login",   cmd_login,   "store an endpoint and keypair in ~/.config/tessera/client.conf") \
 	X("session", cmd_session, "create, list, inspect, remove sessions; logs; exec") \
-	X("node",    cmd_node,    "list nodes (agents) with capacity and usage")
+	X("node",    cmd_node,    "list nodes (agents) with capacity and usage") \
+	X("config",  cmd_config,  "read or change cluster settings (fGPU per device, queue policy, ...)")
 
 #define AS_ENTRY(name, fn, summary) {name, fn, summary},
 static const struct command commands[] = {TESSERA_COMMANDS(AS_ENTRY)};

@@ -1,6 +1,7 @@
 #include "agent/agent.h"
 
 #include <limits.h>
+#include <stdarg.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,9 +9,15 @@
 #include <sys/sysinfo.h>
 #include <unistd.h>
 
+#include <ftw.h>
+#include <sys/stat.h>
+
+#include "common/conf.h"
 #include "common/log.h"
 #include "common/units.h"
 #include "common/util.h"
+#include "fgpu/fgpu_contract.h"
+#include "gpu/gpu.h"
 
 struct agent {
 	char id[64];
@@ -20,6 +27,16 @@ struct agent {
 	char runner_path[PATH_MAX];
 	struct res capacity;
 	int64_t pids_limit;
+	char data_dir[PATH_MAX];
+	struct gpu_inventory gpus;
+	char **driver_files;          /* real GPUs: host files to bind read-only */
+	size_t n_driver_files;
+	/* Files mounted into sessions; empty when not found (then the feature
+	 * that needs them is refused with a message). */
+	char shim_path[PATH_MAX];
+	char gpu_info_path[PATH_MAX];
+	char mock_cuda_path[PATH_MAX];
+	char mock_nvml_path[PATH_MAX];
 
 	pthread_t watcher;
 	bool watching;
@@ -28,26 +45,67 @@ struct agent {
 	void *event_ud;
 };
 
-/* The runner is built beside the tessera binary; an installed layout keeps
- * it in /usr/lib/tessera. */
-static int find_runner(char *out, size_t n, struct terr *err)
+/* Files the agent mounts into containers are built beside the tessera
+ * binary (build tree: at `build_rel` under it); an installed layout keeps
+ * them in /usr/lib/tessera. */
+static int find_asset(const char *name, const char *build_rel, char *out, size_t n, struct terr *err)
 {
 	char dir[PATH_MAX];
 	if (util_exe_dir(dir, sizeof(dir), err) < 0)
 		return -err->code;
-	const char *candidates[] = {"%s/tessera-runner", "%s/../lib/tessera/tessera-runner"};
+	const char *candidates[] = {"%s/%s", "%s/../lib/tessera/%s"};
 	for (size_t i = 0; i < sizeof(candidates) / sizeof(candidates[0]); i++) {
 		char path[PATH_MAX];
-		if (snprintf(path, sizeof(path), candidates[i], dir) >= (int)sizeof(path))
+		if (snprintf(path, sizeof(path), candidates[i], dir, i == 0 ? build_rel : name) >= (int)sizeof(path))
 			continue;
-		if (access(path, X_OK) == 0)
+		if (access(path, R_OK) == 0)
 			return realpath(path, out) ? 0 : terr_set(err, errno, "cannot resolve %s", path);
 	}
-	if (access("/usr/lib/tessera/tessera-runner", X_OK) == 0)
-		return util_strlcpy(out, "/usr/lib/tessera/tessera-runner", n);
-	return terr_set(err, ENOENT,
-			"cannot find tessera-runner beside %s or in /usr/lib/tessera; build it or set runner_path",
-			dir);
+	char installed[PATH_MAX];
+	snprintf(installed, sizeof(installed), "/usr/lib/tessera/%s", name);
+	if (access(installed, R_OK) == 0)
+		return util_strlcpy(out, installed, n);
+	return terr_set(err, ENOENT, "cannot find %s beside %s or in /usr/lib/tessera; build it (make build)",
+			name, dir);
+}
+
+static int find_runner(char *out, size_t n, struct terr *err)
+{
+	return find_asset("tessera-runner", "tessera-runner", out, n, err);
+}
+
+/* GPU devices and the files GPU sessions need. */
+static int setup_gpus(struct agent *a, const struct agent_config *cfg, struct terr *err)
+{
+	int rc;
+	if (cfg->mock_gpus && *cfg->mock_gpus)
+		rc = gpu_inventory_mock(cfg->mock_gpus, &a->gpus, err);
+	else
+		rc = gpu_inventory_nvml(cfg->nvml_lib_dir, &a->gpus, err);
+	if (rc < 0)
+		return rc;
+	struct terr ignored = {0};
+	if (find_asset(FGPU_GPU_INFO_NAME, "src/gpu/" FGPU_GPU_INFO_NAME, a->gpu_info_path,
+		       sizeof(a->gpu_info_path), &ignored) < 0)
+		log_warn("agent", "gpu-info not found; sessions will not have it: %s", ignored.msg);
+	if (a->gpus.n == 0)
+		return 0;
+	if (!cfg->data_dir)
+		return terr_set(err, EINVAL, "an agent with GPUs needs a data_dir for the sessions' fGPU limits");
+	if ((rc = find_asset(FGPU_LIB_NAME, "src/fgpu/" FGPU_LIB_NAME, a->shim_path, sizeof(a->shim_path), err)) < 0)
+		return terr_prefix(err, "the fGPU library is required on GPU nodes");
+	if (a->gpus.mock) {
+		if ((rc = find_asset(FGPU_MOCK_CUDA_NAME, "src/gpu/" FGPU_MOCK_CUDA_NAME, a->mock_cuda_path,
+				     sizeof(a->mock_cuda_path), err)) < 0 ||
+		    (rc = find_asset(FGPU_MOCK_NVML_NAME, "src/gpu/" FGPU_MOCK_NVML_NAME, a->mock_nvml_path,
+				     sizeof(a->mock_nvml_path), err)) < 0)
+			return terr_prefix(err, "the mock GPU driver is required with mock GPUs");
+	} else if ((rc = gpu_driver_files(&a->driver_files, &a->n_driver_files, err)) < 0) {
+		return rc;
+	}
+	log_info("agent", "%d %sGPU(s): %s (%lld MiB)%s", a->gpus.n, a->gpus.mock ? "mock " : "",
+		 a->gpus.dev[0].name, (long long)(a->gpus.dev[0].memory >> 20), a->gpus.n > 1 ? ", ..." : "");
+	return 0;
 }
 
 int agent_open(struct agent **out, const struct agent_config *cfg, struct terr *err)
@@ -68,6 +126,10 @@ int agent_open(struct agent **out, const struct agent_config *cfg, struct terr *
 	if (rc < 0)
 		goto fail;
 
+	if (cfg->data_dir)
+		util_strlcpy(a->data_dir, cfg->data_dir, sizeof(a->data_dir));
+	if ((rc = setup_gpus(a, cfg, err)) < 0)
+		goto fail;
 	if ((rc = a->rt_ops->open(&a->rt, cfg->runtime_endpoint, err)) < 0)
 		goto fail;
 	char api[16], server[64];
@@ -92,6 +154,9 @@ int agent_open(struct agent **out, const struct agent_config *cfg, struct terr *
 fail:
 	if (a->rt)
 		a->rt_ops->close(a->rt);
+	for (size_t i = 0; i < a->n_driver_files; i++)
+		free(a->driver_files[i]);
+	free(a->driver_files);
 	free(a);
 	return rc;
 }
@@ -105,6 +170,9 @@ void agent_close(struct agent *a)
 		pthread_join(a->watcher, NULL);
 	}
 	a->rt_ops->close(a->rt);
+	for (size_t i = 0; i < a->n_driver_files; i++)
+		free(a->driver_files[i]);
+	free(a->driver_files);
 	free(a);
 }
 
@@ -151,9 +219,16 @@ int agent_describe(struct agent *a, json_t **out, struct terr *err)
 	int rc = agent_list_containers(a, &containers, err);
 	if (rc < 0)
 		return rc;
-	*out = json_pack("{s:s,s:s,s:o,s:s,s:o}", "id", a->id, "version", TESSERA_VERSION,
+	json_t *gpus = json_array();
+	for (int i = 0; i < a->gpus.n; i++) {
+		const struct gpu_device *d = &a->gpus.dev[i];
+		json_array_append_new(gpus, json_pack("{s:i,s:s,s:s,s:I,s:i}", "index", d->index, "uuid", d->uuid,
+						      "name", d->name, "memory", (json_int_t)d->memory, "sms", d->sms));
+	}
+	*out = json_pack("{s:s,s:s,s:o,s:s,s:o,s:o,s:b,s:s}", "id", a->id, "version", TESSERA_VERSION,
 			 "capacity", res_to_wire(&a->capacity), "runtime", a->runtime_desc,
-			 "containers", containers);
+			 "containers", containers, "gpus", gpus, "mock_gpus", a->gpus.mock,
+			 "gpu_driver", a->gpus.driver_version);
 	return 0;
 }
 
@@ -162,6 +237,204 @@ int agent_describe(struct agent *a, json_t **out, struct terr *err)
 static void container_name(const char *name, const char *id, char *buf, size_t n)
 {
 	snprintf(buf, n, "tessera-%s-%.8s", name, id);
+}
+
+/* What goes into one container: grows as features add to it and owns
+ * every string it holds. */
+struct plan {
+	char *env[256 + 16];
+	size_t n_env;
+	struct rt_mount mounts[32];
+	size_t n_mounts;
+	const char *devices[GPU_MAX_DEVICES + 8];
+	size_t n_devices;
+	char *owned[128];
+	size_t n_owned;
+};
+
+static char *plan_keep(struct plan *p, char *s)
+{
+	if (s && p->n_owned < sizeof(p->owned) / sizeof(p->owned[0]))
+		p->owned[p->n_owned++] = s;
+	else if (s) {
+		free(s);
+		s = NULL;
+	}
+	return s;
+}
+
+static void plan_env(struct plan *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void plan_env(struct plan *p, const char *fmt, ...)
+{
+	char *v = NULL;
+	va_list ap;
+	va_start(ap, fmt);
+	int r = vasprintf(&v, fmt, ap);
+	va_end(ap);
+	if (r >= 0 && p->n_env < sizeof(p->env) / sizeof(p->env[0]) - 1)
+		p->env[p->n_env++] = plan_keep(p, v);
+	else if (r >= 0)
+		free(v);
+}
+
+static void plan_mount(struct plan *p, const char *src, const char *dst, bool ro)
+{
+	if (p->n_mounts < sizeof(p->mounts) / sizeof(p->mounts[0]))
+		p->mounts[p->n_mounts++] = (struct rt_mount){src, dst, ro};
+}
+
+static void plan_free(struct plan *p)
+{
+	for (size_t i = 0; i < p->n_owned; i++)
+		free(p->owned[i]);
+}
+
+static int write_file(const char *path, const char *text, mode_t mode, struct terr *err)
+{
+	FILE *f = fopen(path, "we");
+	if (!f)
+		return terr_set(err, errno, "cannot write %s: %s", path, strerror(errno));
+	fputs(text, f);
+	fchmod(fileno(f), mode);
+	if (fclose(f) != 0)
+		return terr_set(err, EIO, "cannot write %s", path);
+	return 0;
+}
+
+static int session_dir(const struct agent *a, const char *sid, char *buf, size_t n)
+{
+	return snprintf(buf, n, "%s/sessions/%s", a->data_dir, sid) < (int)n ? 0 : -ENAMETOOLONG;
+}
+
+/* GPU session: the per-session files (limits, preload, shared region,
+ * mock spec) and every mount and device the fGPU contract names
+ * (fgpu/fgpu_contract.h). */
+static int plan_gpus(struct agent *a, struct plan *p, const char *sid, json_t *gpus, int64_t fgpu_m,
+		     struct terr *err)
+{
+	if (a->gpus.n == 0)
+		return terr_set(err, EINVAL, "node %s has no GPUs but the session asks for fGPU", a->id);
+	char dir[PATH_MAX], path[PATH_MAX + 64];
+	int rc;
+	if (session_dir(a, sid, dir, sizeof(dir)) < 0)
+		return terr_set(err, ENAMETOOLONG, "data_dir path too long");
+	if ((rc = util_mkdir_p(dir, 0755, err)) < 0)
+		return rc;
+	size_t n = json_array_size(gpus);
+	char uuids[GPU_MAX_DEVICES * 64] = "";
+	char fgpu[32];
+	units_format_milli(fgpu_m, fgpu, sizeof(fgpu));
+	char *conf = NULL;
+	size_t conf_len = 0;
+	FILE *cf = open_memstream(&conf, &conf_len);
+	if (!cf)
+		return terr_set(err, ENOMEM, "out of memory");
+	fprintf(cf, "# fGPU limits of session %s (written by the agent)\n%s = %d\n%s = %s\n%s = %zu\n",
+		sid, FGPU_KEY_VERSION, FGPU_CONF_VERSION, FGPU_KEY_FGPU, fgpu, FGPU_KEY_DEVICES, n);
+	int64_t sm = 100, min_mem = INT64_MAX;
+	for (size_t i = 0; i < n; i++) {
+		json_t *g = json_array_get(gpus, i);
+		const char *uuid = json_string_value(json_object_get(g, "uuid"));
+		int64_t mem = json_integer_value(json_object_get(g, "memory_limit"));
+		int64_t pct = json_integer_value(json_object_get(g, "sm_limit_percent"));
+		const struct gpu_device *dev = NULL;
+		for (int k = 0; uuid && k < a->gpus.n; k++)
+			if (!strcmp(a->gpus.dev[k].uuid, uuid))
+				dev = &a->gpus.dev[k];
+		if (!dev) {
+			fclose(cf);
+			free(conf);
+			return terr_set(err, EINVAL, "device %s is not on node %s", uuid ? uuid : "?", a->id);
+		}
+		char key[64];
+		snprintf(key, sizeof(key), FGPU_KEY_DEVICE_FMT_UUID, (int)i);
+		fprintf(cf, "%s = %s\n", key, dev->uuid);
+		snprintf(key, sizeof(key), FGPU_KEY_DEVICE_FMT_LIMIT, (int)i);
+		fprintf(cf, "%s = %lld\n", key, (long long)mem);
+		/* One SM limit per session: a partial device sets it; whole
+		 * devices are not throttled (docs/fgpu.md). */
+		if (n == 1)
+			sm = pct;
+		if (mem < min_mem)
+			min_mem = mem;
+		if (i)
+			strcat(uuids, ",");
+		strcat(uuids, dev->uuid);
+		if (!a->gpus.mock) {
+			char node[64];
+			snprintf(node, sizeof(node), "/dev/nvidia%d", dev->minor);
+			p->devices[p->n_devices++] = plan_keep(p, strdup(node));
+		}
+	}
+	fprintf(cf, "%s = %lld\n", FGPU_KEY_SM_LIMIT, (long long)sm);
+	fclose(cf);
+	snprintf(path, sizeof(path), "%s/fgpu.conf", dir);
+	rc = write_file(path, conf ? conf : "", 0644, err);
+	free(conf);
+	if (rc < 0)
+		return rc;
+	plan_mount(p, plan_keep(p, strdup(path)), FGPU_CONF_PATH, true);
+	snprintf(path, sizeof(path), "%s/ld.so.preload", dir);
+	if ((rc = write_file(path, FGPU_LIB_PATH "\n", 0644, err)) < 0)
+		return rc;
+	plan_mount(p, plan_keep(p, strdup(path)), FGPU_PRELOAD_PATH, true);
+	plan_mount(p, a->shim_path, FGPU_LIB_PATH, true);
+	/* The shared accounting region: writable by every process of the
+	 * container, whatever user it runs as. */
+	snprintf(path, sizeof(path), "%s/run", dir);
+	if ((rc = util_mkdir_p(path, 0777, err)) < 0)
+		return rc;
+	chmod(path, 01777);
+	plan_mount(p, plan_keep(p, strdup(path)), FGPU_RUN_DIR, false);
+
+	if (a->gpus.mock) {
+		/* The mock driver sees the host's spec but only this session's
+		 * devices, as a container sees only its device nodes. */
+		char spec[512];
+		snprintf(spec, sizeof(spec), "%s\nvisible = %s\n", a->gpus.mock_spec, uuids);
+		snprintf(path, sizeof(path), "%s/mock-gpus", dir);
+		if ((rc = write_file(path, spec, 0644, err)) < 0)
+			return rc;
+		plan_mount(p, plan_keep(p, strdup(path)), FGPU_MOCK_SPEC_PATH, true);
+		plan_mount(p, a->mock_cuda_path, FGPU_MOCK_CUDA_PATH, true);
+		plan_mount(p, a->mock_nvml_path, FGPU_MOCK_NVML_PATH, true);
+		snprintf(path, sizeof(path), "%s/mock-state", dir);
+		if ((rc = util_mkdir_p(path, 0777, err)) < 0)
+			return rc;
+		chmod(path, 01777);
+		plan_mount(p, plan_keep(p, strdup(path)), FGPU_MOCK_STATE_DIR, false);
+	} else {
+		static const char *const ctl[] = {"/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools"};
+		for (size_t i = 0; i < sizeof(ctl) / sizeof(ctl[0]); i++)
+			if (access(ctl[i], F_OK) == 0)
+				p->devices[p->n_devices++] = ctl[i];
+		for (size_t i = 0; i < a->n_driver_files; i++)
+			plan_mount(p, a->driver_files[i], a->driver_files[i], true);
+	}
+	plan_env(p, "NVIDIA_VISIBLE_DEVICES=%s", uuids);
+	plan_env(p, "CUDA_VISIBLE_DEVICES=%s", uuids);
+	plan_env(p, "%s=%s", FGPU_ENV_FGPU, fgpu);
+	plan_env(p, "%s=%lld", FGPU_ENV_MEMORY_LIMIT, (long long)min_mem);
+	plan_env(p, "%s=%lld", FGPU_ENV_SM_LIMIT, (long long)sm);
+	return 0;
+}
+
+/* PATH of the image with the platform's tools appended, so gpu-info works
+ * in `exec` too (docker exec does not go through the runner). */
+static void plan_path(struct agent *a, struct plan *p, const char *image)
+{
+	char **env = NULL;
+	size_t n = 0;
+	struct terr err = {0};
+	const char *path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+	if (a->rt_ops->image_env(a->rt, image, &env, &n, &err) == 0)
+		for (size_t i = 0; i < n; i++)
+			if (!strncmp(env[i], "PATH=", 5))
+				path = env[i] + 5;
+	plan_env(p, "PATH=%s:%s", path, FGPU_BIN_DIR);
+	for (size_t i = 0; i < n; i++)
+		free(env[i]);
+	free(env);
 }
 
 int agent_start_session(struct agent *a, json_t *spec, char cid[RT_ID_MAX], struct terr *err)
@@ -173,31 +446,34 @@ int agent_start_session(struct agent *a, json_t *spec, char cid[RT_ID_MAX], stru
 	const char *startup = json_string_value(json_object_get(spec, "startup_command"));
 	json_t *res = json_object_get(spec, "resources");
 	json_t *env = json_object_get(spec, "env");
+	json_t *gpus = json_object_get(spec, "gpus");
 	if (!id || !name || !image || !json_is_object(res))
 		return terr_set(err, EINVAL, "session spec needs id, name, image and resources");
 	int64_t cpu_m = json_integer_value(json_object_get(res, "cpu_milli"));
 	int64_t mem = json_integer_value(json_object_get(res, "mem"));
+	int64_t fgpu_m = json_integer_value(json_object_get(res, "fgpu_milli"));
 
-	/* Environment: the user's, then ours (ours win; the API refuses
-	 * user variables starting with TESSERA_). */
-	size_t n_env = json_is_object(env) ? json_object_size(env) : 0;
-	char **envv = calloc(n_env + 4, sizeof(char *));
-	size_t k = 0;
-	if (!envv)
-		return terr_set(err, ENOMEM, "out of memory");
-	if (n_env) {
-		const char *key;
-		json_t *val;
-		json_object_foreach(env, key, val) {
-			if (asprintf(&envv[k], "%s=%s", key, json_string_value(val) ? json_string_value(val) : "") < 0)
-				envv[k] = NULL;
-			else
-				k++;
-		}
+	struct plan p = {0};
+	int rc = 0;
+	/* Environment: the user's, then ours (the API refuses user variables
+	 * starting with TESSERA_). */
+	const char *key;
+	json_t *val;
+	json_object_foreach(env, key, val) {
+		if (p.n_env >= 256)
+			break;
+		plan_env(&p, "%s=%s", key, json_string_value(val) ? json_string_value(val) : "");
 	}
-	if (asprintf(&envv[k], "TESSERA_SESSION_ID=%s", id) >= 0) k++;
-	if (asprintf(&envv[k], "TESSERA_SESSION_NAME=%s", name) >= 0) k++;
-	envv[k] = NULL;
+	plan_env(&p, "TESSERA_SESSION_ID=%s", id);
+	plan_env(&p, "TESSERA_SESSION_NAME=%s", name);
+	plan_path(a, &p, image);
+	plan_mount(&p, a->runner_path, AGENT_RUNNER_TARGET, true);
+	if (a->gpu_info_path[0])
+		plan_mount(&p, a->gpu_info_path, FGPU_GPU_INFO_PATH, true);
+	if (json_array_size(gpus) > 0 && (rc = plan_gpus(a, &p, id, gpus, fgpu_m, err)) < 0)
+		goto out;
+	p.env[p.n_env] = NULL;
+	p.devices[p.n_devices] = NULL;
 
 	const char *entry_plain[] = {AGENT_RUNNER_TARGET, NULL};
 	const char *entry_cmd[] = {AGENT_RUNNER_TARGET, "--", "/bin/sh", "-c", startup, NULL};
@@ -205,7 +481,6 @@ int agent_start_session(struct agent *a, json_t *spec, char cid[RT_ID_MAX], stru
 		{AGENT_LABEL_SESSION, id}, {AGENT_LABEL_AGENT, a->id},
 		{AGENT_LABEL_NAME, name}, {AGENT_LABEL_OWNER, owner ? owner : ""},
 	};
-	struct rt_mount mounts[] = {{a->runner_path, AGENT_RUNNER_TARGET, true}};
 	char cname[160];
 	container_name(name, id, cname, sizeof(cname));
 	struct rt_container_spec cs = {
@@ -213,17 +488,18 @@ int agent_start_session(struct agent *a, json_t *spec, char cid[RT_ID_MAX], stru
 		.image = image,
 		.entrypoint = startup && *startup ? entry_cmd : entry_plain,
 		.cmd = NULL,
-		.env = (const char *const *)envv,
+		.env = (const char *const *)p.env,
 		.labels = labels,
 		.n_labels = sizeof(labels) / sizeof(labels[0]),
-		.mounts = mounts,
-		.n_mounts = 1,
+		.mounts = p.mounts,
+		.n_mounts = p.n_mounts,
+		.devices = p.n_devices ? p.devices : NULL,
 		.hostname = name,
 		.nano_cpus = cpu_m * 1000000,
 		.memory_bytes = mem,
 		.pids_limit = a->pids_limit,
 	};
-	int rc = a->rt_ops->create(a->rt, &cs, cid, err);
+	rc = a->rt_ops->create(a->rt, &cs, cid, err);
 	if (rc == -EEXIST) {
 		/* A container of this session survived an earlier attempt (the
 		 * manager died mid-start): replace it rather than fail. */
@@ -231,18 +507,36 @@ int agent_start_session(struct agent *a, json_t *spec, char cid[RT_ID_MAX], stru
 		a->rt_ops->remove(a->rt, cname, &ignored);
 		rc = a->rt_ops->create(a->rt, &cs, cid, err);
 	}
-	for (size_t i = 0; i < k; i++)
-		free(envv[i]);
-	free(envv);
 	if (rc < 0)
-		return rc;
+		goto out;
 	rc = a->rt_ops->start(a->rt, cid, err);
 	if (rc < 0) {
 		struct terr ignored;
 		a->rt_ops->remove(a->rt, cid, &ignored);
-		return rc;
 	}
+out:
+	plan_free(&p);
+	return rc;
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	remove(path);
 	return 0;
+}
+
+/* The per-session files go with the container. */
+static void remove_session_dir(struct agent *a, const char *sid)
+{
+	if (!a->data_dir[0] || !sid || !*sid || strchr(sid, '/') || strstr(sid, ".."))
+		return;
+	char dir[PATH_MAX];
+	if (session_dir(a, sid, dir, sizeof(dir)) < 0)
+		return;
+	nftw(dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
 }
 
 int agent_destroy_session(struct agent *a, const char *session_id, const char *container_id,
@@ -250,7 +544,11 @@ int agent_destroy_session(struct agent *a, const char *session_id, const char *c
 {
 	if (container_id && *container_id) {
 		int rc = a->rt_ops->remove(a->rt, container_id, err);
-		return rc == -ENOENT ? 0 : rc;
+		if (rc == -ENOENT)
+			rc = 0;
+		if (rc == 0)
+			remove_session_dir(a, session_id);
+		return rc;
 	}
 	/* No container id recorded (the start never reported back): find it by
 	 * its session label. */
@@ -265,6 +563,8 @@ int agent_destroy_session(struct agent *a, const char *session_id, const char *c
 			rc = 0;
 	}
 	free(list);
+	if (rc == 0)
+		remove_session_dir(a, session_id);
 	return rc;
 }
 
@@ -283,6 +583,23 @@ int agent_logs(struct agent *a, const char *container_id, int tail, char **out, 
 int agent_image_exists(struct agent *a, const char *ref, bool *exists, struct terr *err)
 {
 	return a->rt_ops->image_exists(a->rt, ref, exists, err);
+}
+
+int agent_images(struct agent *a, json_t **refs, struct terr *err)
+{
+	char **list = NULL;
+	size_t n = 0;
+	int rc = a->rt_ops->image_list(a->rt, &list, &n, err);
+	if (rc < 0)
+		return rc;
+	json_t *arr = json_array();
+	for (size_t i = 0; i < n; i++) {
+		json_array_append_new(arr, json_string(list[i]));
+		free(list[i]);
+	}
+	free(list);
+	*refs = arr;
+	return 0;
 }
 
 /* Words for why a container ended, for status_info. */

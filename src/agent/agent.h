@@ -23,6 +23,9 @@ struct agent_config {
 	int64_t mem;                  /* 0: all memory minus mem_reserve */
 	int64_t mem_reserve;          /* kept for the host */
 	int64_t pids_limit;           /* per container; 0: 4096 */
+	const char *data_dir;         /* per-session files (fGPU limits); required for GPUs */
+	const char *mock_gpus;        /* "COUNTxMEM[:SMS],...": mock devices instead of NVML */
+	const char *nvml_lib_dir;     /* NULL: the loader's search path */
 };
 
 /* Called from the watcher thread when a session's container ends by
@@ -38,14 +41,17 @@ const char *agent_id(const struct agent *a);
 struct res agent_capacity(const struct agent *a);
 
 /* {"id","version","capacity":{"cpu_milli","mem","fgpu_milli"},
- *  "runtime":"docker 20.10.24 (API 1.41)","containers":[...]} (new ref). */
+ *  "runtime":"docker 20.10.24 (API 1.41)","containers":[...],
+ *  "gpus":[{"index","uuid","name","memory","sms"}],"mock_gpus":bool} (new ref). */
 int agent_describe(struct agent *a, json_t **out, struct terr *err);
 /* [{"session_id","container_id","running","exit_code","oom_killed","state"}] */
 int agent_list_containers(struct agent *a, json_t **out, struct terr *err);
 
 /* spec (borrowed): {"id","name","owner","image","resources":{"cpu_milli",
- * "mem","fgpu_milli"},"env":{...},"startup_command"}. Creates and starts
- * the container; cid gets its id. */
+ * "mem","fgpu_milli"},"env":{...},"startup_command","gpus":[{"index","uuid",
+ * "fgpu_milli","memory_limit","sm_limit_percent"}]}. Creates and starts the
+ * container, with only its devices and the fGPU limits of its shares;
+ * cid gets its id. */
 int agent_start_session(struct agent *a, json_t *spec, char cid[RT_ID_MAX],
 			struct terr *err);
 /* Removes the session's container (found by id, else by label). Absent
@@ -57,6 +63,8 @@ int agent_exec(struct agent *a, const char *container_id, const char *const *arg
 int agent_logs(struct agent *a, const char *container_id, int tail, char **out,
 	       size_t *len, struct terr *err);
 int agent_image_exists(struct agent *a, const char *ref, bool *exists, struct terr *err);
+/* *refs (new ref): array of the node's image references "repo:tag". */
+int agent_images(struct agent *a, json_t **refs, struct terr *err);
 
 /* Starts the watcher thread reporting containers that end by themselves. */
 int agent_watch_start(struct agent *a, agent_event_fn fn, void *ud, struct terr *err);

@@ -123,7 +123,20 @@ static void rpc_image(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 		httpd_json(resp, 200, json_pack("{s:b}", "exists", exists));
 }
 
+static void rpc_images(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
+{
+	(void)req;
+	struct rpc_ctx *rc = ctx;
+	json_t *refs = NULL;
+	struct terr err = {0};
+	if (agent_images(rc->agent, &refs, &err) < 0)
+		httpd_error_terr(resp, &err);
+	else
+		httpd_json(resp, 200, json_pack("{s:o}", "images", refs));
+}
+
 static const struct httpd_route rpc_routes[] = {
+	{"GET", "/rpc/v1/images", rpc_images, 0},
 	{"POST", "/rpc/v1/sessions", rpc_start, 0},
 	{"DELETE", "/rpc/v1/sessions/{id}", rpc_destroy, 0},
 	{"POST", "/rpc/v1/containers/{cid}/exec", rpc_exec, 0},

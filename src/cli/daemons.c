@@ -133,6 +133,8 @@ static void server_usage(FILE *f)
 		"  --mem-reserve SIZE  memory kept for the host (default 512MiB)\n"
 		"  --selector NAME     concentrated (default) or dispersed\n"
 		"  --node-id ID        id of the local node (default \"local\")\n"
+		"  --mock-gpus SPEC    simulated GPUs COUNTxMEM[:SMS],... (e.g. 1x8GiB, 2x80GiB:132)\n"
+		"  --fgpu-per-device N fGPU one physical GPU counts as (cluster setting, default 1)\n"
 		"  --web-port PORT     web UI port on the API's address (default 8080; 0 = any free port)\n"
 		"  --verbose           debug logging\n");
 }
@@ -145,7 +147,9 @@ int cmd_server(int argc, char **argv)
 		{"mem", required_argument, NULL, 'm'}, {"mem-reserve", required_argument, NULL, 'r'},
 		{"selector", required_argument, NULL, 's'}, {"verbose", no_argument, NULL, 'v'},
 		{"node-id", required_argument, NULL, 'n'}, {"help", no_argument, NULL, 'h'},
-		{"web-port", required_argument, NULL, 'W'}, {0},
+		{"web-port", required_argument, NULL, 'W'},
+		{"mock-gpus", required_argument, NULL, 'g'}, {"fgpu-per-device", required_argument, NULL, 'f'},
+		{0},
 	};
 	char data_dir[PATH_MAX] = "", listen_buf[128] = "";
 	const char *home = getenv("HOME");
@@ -175,6 +179,17 @@ int cmd_server(int argc, char **argv)
 		case 'r': if (parse_size_opt("server", "--mem-reserve", optarg, &acfg.mem_reserve) < 0) return 2; break;
 		case 's': mcfg.selector = optarg; break;
 		case 'n': acfg.id = optarg; break;
+		case 'g': acfg.mock_gpus = optarg; break;
+		case 'f': {
+			char *end;
+			long v = strtol(optarg, &end, 10);
+			if (*end || v < 1 || v > 100) {
+				fprintf(stderr, "tessera server: --fgpu-per-device must be an integer from 1 to 100\n");
+				return 2;
+			}
+			mcfg.fgpu_per_device = (int)v;
+			break;
+		}
 		case 'W': {
 			char *end;
 			web_port_opt = strtol(optarg, &end, 10);
@@ -203,6 +218,9 @@ int cmd_server(int argc, char **argv)
 	block_stop_signals(&stop);
 	mcfg.data_dir = data_dir;
 	mcfg.listen = listen_buf;
+	char agent_dir[PATH_MAX + 16];
+	snprintf(agent_dir, sizeof(agent_dir), "%s/agent", data_dir);
+	acfg.data_dir = agent_dir;
 	/* The in-process webserver proves itself to the manager's password
 	 * login with the cluster secret; without one configured, a random one
 	 * that only this process knows. */
@@ -302,7 +320,8 @@ int cmd_manager(int argc, char **argv)
 	if (!path && rc >= 0)
 		return rc;
 	static const char *const known[] = {"listen", "data_dir", "cluster_secret", "heartbeat_interval_ms",
-					    "lost_after_heartbeats", "selector", "dispatch_workers", NULL};
+					    "lost_after_heartbeats", "selector", "dispatch_workers",
+					    "fgpu_per_device", NULL};
 	struct conf c = {0};
 	if (read_config("manager", path, known, &c) < 0)
 		return 1;
@@ -314,6 +333,7 @@ int cmd_manager(int argc, char **argv)
 		.lost_after_heartbeats = conf_int(&c, "lost_after_heartbeats", 3),
 		.selector = conf_get(&c, "selector"),
 		.dispatch_workers = conf_int(&c, "dispatch_workers", 4),
+		.fgpu_per_device = conf_int(&c, "fgpu_per_device", 0),
 	};
 	struct terr err = {0};
 	if (!mcfg.cluster_secret || strlen(mcfg.cluster_secret) < 16) {
@@ -387,7 +407,8 @@ int cmd_agent(int argc, char **argv)
 	if (!path && rc >= 0)
 		return rc;
 	static const char *const known[] = {"id", "manager", "cluster_secret", "listen", "advertise_url",
-					    "docker_socket", "cpu", "mem", "mem_reserve", "runner_path", NULL};
+					    "docker_socket", "cpu", "mem", "mem_reserve", "runner_path",
+					    "data_dir", "mock_gpus", NULL};
 	struct conf c = {0};
 	if (read_config("agent", path, known, &c) < 0)
 		return 1;
@@ -396,7 +417,9 @@ int cmd_agent(int argc, char **argv)
 	const char *listen = conf_get(&c, "listen") ? conf_get(&c, "listen") : "0.0.0.0:8091";
 	const char *advertise = conf_get(&c, "advertise_url");
 	struct agent_config acfg = {.id = id, .runtime_endpoint = conf_get(&c, "docker_socket"),
-				    .runner_path = conf_get(&c, "runner_path"), .mem_reserve = 512LL << 20};
+				    .runner_path = conf_get(&c, "runner_path"), .mem_reserve = 512LL << 20,
+				    .data_dir = conf_get(&c, "data_dir") ? conf_get(&c, "data_dir") : "/var/lib/tessera-agent",
+				    .mock_gpus = conf_get(&c, "mock_gpus")};
 	struct terr err = {0};
 	int ret = 1;
 	if (!id || !manager || !secret || !advertise) {

@@ -125,8 +125,54 @@ fail:
 	return 0;
 }
 
+struct stream_ctx {
+	httpd_stream_fn fn;
+	void *cls;
+	void (*free_fn)(void *cls);
+};
+
+static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	(void)pos;
+	struct stream_ctx *sc = cls;
+	long n = sc->fn(sc->cls, buf, max);
+	return n > 0 ? (ssize_t)n : (ssize_t)MHD_CONTENT_READER_END_OF_STREAM;
+}
+
+static void stream_done(void *cls)
+{
+	struct stream_ctx *sc = cls;
+	if (sc->free_fn)
+		sc->free_fn(sc->cls);
+	free(sc);
+}
+
+static enum MHD_Result send_stream(struct MHD_Connection *conn, struct httpd_resp *resp)
+{
+	struct stream_ctx *sc = calloc(1, sizeof(*sc));
+	if (!sc)
+		return MHD_NO;
+	sc->fn = resp->stream;
+	sc->cls = resp->stream_cls;
+	sc->free_fn = resp->stream_free;
+	resp->stream_cls = NULL;   /* owned by the stream now */
+	struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, stream_reader, sc,
+								   stream_done);
+	if (!r) {
+		stream_done(sc);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, "Content-Type", resp->stream_type ? resp->stream_type : "application/octet-stream");
+	MHD_add_response_header(r, "Cache-Control", "no-store");
+	enum MHD_Result ret = MHD_queue_response(conn, (unsigned)resp->status, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
 static enum MHD_Result send_resp(struct MHD_Connection *conn, struct httpd_resp *resp)
 {
+	if (resp->stream)
+		return send_stream(conn, resp);
 	char *body = NULL;
 	const char *ctype = "application/json";
 	if (resp->json) {
@@ -166,6 +212,8 @@ static void resp_clear(struct httpd_resp *resp)
 {
 	json_decref(resp->json);
 	free(resp->text);
+	if (resp->stream_cls && resp->stream_free)
+		resp->stream_free(resp->stream_cls);
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,

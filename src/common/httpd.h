@@ -28,10 +28,20 @@ struct httpd_req {
 	struct MHD_Connection *conn;
 };
 
+/* Streaming body: called for more bytes as the client takes them; may
+ * block (each connection has its own thread). Returns bytes written to buf
+ * (> 0), or HTTPD_STREAM_END. */
+#define HTTPD_STREAM_END (-1)
+typedef long (*httpd_stream_fn)(void *cls, char *buf, size_t max);
+
 struct httpd_resp {
 	int status;
 	json_t *json;           /* owned; sent when set */
 	char *text;             /* owned; sent as text/plain when set and no json */
+	httpd_stream_fn stream; /* when set: a streamed body of stream_type */
+	void *stream_cls;       /* freed with stream_free when the stream ends */
+	void (*stream_free)(void *cls);
+	const char *stream_type;
 };
 
 typedef void (*httpd_handler)(void *ctx, struct httpd_req *req,

@@ -510,22 +510,225 @@ out:
 
 /* ---------- routes: nodes ---------- */
 
+/* Called with mu held. */
+static json_t *node_json(struct manager *m, const struct magent *a)
+{
+	int64_t per_dev = mgr_per_device_m(m);
+	json_t *gpus = json_array();
+	for (int i = 0; i < a->n_gpus; i++)
+		json_array_append_new(gpus, json_pack("{s:i,s:s,s:s,s:I,s:i,s:o,s:o}", "index", i,
+			"uuid", a->gpus[i].uuid, "name", a->gpus[i].name, "memory", (json_int_t)a->gpus[i].memory,
+			"sms", a->gpus[i].sms, "fgpu_capacity", jsonutil_milli(per_dev),
+			"fgpu_used", jsonutil_milli(a->gpus[i].used_m)));
+	return json_pack("{s:s,s:s,s:s,s:s,s:o,s:o,s:i,s:o,s:o,s:b}",
+		"id", a->rec.id, "status", a->alive ? "ALIVE" : "LOST", "url", a->rec.url,
+		"version", a->rec.version, "capacity", res_json(&a->rec.capacity),
+		"used", res_json(&a->used), "sessions", a->n_sessions,
+		"last_heartbeat", time_json(a->rec.last_seen_ms), "gpus", gpus, "mock_gpus", a->mock_gpus);
+}
+
+static json_t *nodes_json(struct manager *m)
+{
+	json_t *arr = json_array();
+	for (size_t i = 0; i < m->n_agents; i++)
+		json_array_append_new(arr, node_json(m, m->agents[i]));
+	return arr;
+}
+
 static void api_node_list(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 {
 	(void)req;
 	struct manager *m = ctx;
-	json_t *arr = json_array();
 	pthread_mutex_lock(&m->mu);
-	for (size_t i = 0; i < m->n_agents; i++) {
-		const struct magent *a = m->agents[i];
-		json_array_append_new(arr, json_pack("{s:s,s:s,s:s,s:s,s:o,s:o,s:i,s:o}",
-			"id", a->rec.id, "status", a->alive ? "ALIVE" : "LOST", "url", a->rec.url,
-			"version", a->rec.version, "capacity", res_json(&a->rec.capacity),
-			"used", res_json(&a->used), "sessions", a->n_sessions,
-			"last_heartbeat", time_json(a->rec.last_seen_ms)));
-	}
+	json_t *arr = nodes_json(m);
 	pthread_mutex_unlock(&m->mu);
 	httpd_json(resp, 200, json_pack("{s:o}", "nodes", arr));
+}
+
+/* ---------- routes: settings ---------- */
+
+static void api_config_get(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
+{
+	(void)req;
+	struct manager *m = ctx;
+	pthread_mutex_lock(&m->mu);
+	json_t *o = mgr_settings_json(m);
+	pthread_mutex_unlock(&m->mu);
+	httpd_json(resp, 200, o);
+}
+
+static void api_config_set(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
+{
+	struct manager *m = ctx;
+	if (!caller(req)->is_admin) {
+		httpd_error(resp, 403, "forbidden", "only an admin may change cluster settings");
+		return;
+	}
+	json_t *body = parse_body(req, resp);
+	if (!body)
+		return;
+	json_t *value = json_object_get(body, "value");
+	struct terr err = {0};
+	if (!json_is_object(body) || !value) {
+		httpd_error(resp, 400, "invalid_argument", "body must be {\"value\": ...}");
+	} else {
+		pthread_mutex_lock(&m->mu);
+		int rc = mgr_settings_set(m, req->params[0], value, &err);
+		json_t *o = rc == 0 ? mgr_settings_json(m) : NULL;
+		pthread_mutex_unlock(&m->mu);
+		if (rc < 0)
+			httpd_error_terr(resp, &err);
+		else
+			httpd_json(resp, 200, o);
+	}
+	json_decref(body);
+}
+
+/* ---------- routes: images ---------- */
+
+static void api_image_list(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
+{
+	(void)req;
+	struct manager *m = ctx;
+	struct probe { const struct agent_link_ops *link; void *ctx; char id[STORE_NAME_MAX]; } *probes;
+	size_t n = 0;
+	pthread_mutex_lock(&m->mu);
+	probes = calloc(m->n_agents ? m->n_agents : 1, sizeof(*probes));
+	for (size_t i = 0; probes && i < m->n_agents; i++) {
+		struct magent *a = m->agents[i];
+		if (!a->alive || !a->link)
+			continue;
+		probes[n].link = a->link;
+		probes[n].ctx = a->link_ctx;
+		util_strlcpy(probes[n].id, a->rec.id, sizeof(probes[n].id));
+		n++;
+	}
+	pthread_mutex_unlock(&m->mu);
+	/* {"ref": ["node", ...]} gathered from every alive node. */
+	json_t *by_ref = json_object();
+	for (size_t i = 0; probes && i < n; i++) {
+		json_t *refs = NULL;
+		struct terr err = {0};
+		if (probes[i].link->images(probes[i].ctx, &refs, &err) < 0) {
+			log_warn("manager", "listing images on %s: %s", probes[i].id, err.msg);
+			continue;
+		}
+		size_t k;
+		json_t *r;
+		json_array_foreach(refs, k, r) {
+			const char *ref = json_string_value(r);
+			if (!ref || !strcmp(ref, "<none>:<none>"))
+				continue;
+			json_t *nodes = json_object_get(by_ref, ref);
+			if (!nodes) {
+				nodes = json_array();
+				json_object_set_new(by_ref, ref, nodes);
+			}
+			json_array_append_new(nodes, json_string(probes[i].id));
+		}
+		json_decref(refs);
+	}
+	free(probes);
+	json_t *arr = json_array();
+	const char *ref;
+	json_t *nodes;
+	json_object_foreach(by_ref, ref, nodes)
+		json_array_append_new(arr, json_pack("{s:s,s:O}", "ref", ref, "nodes", nodes));
+	json_decref(by_ref);
+	httpd_json(resp, 200, json_pack("{s:o}", "images", arr));
+}
+
+/* ---------- routes: live events ---------- */
+
+/* One event stream: whenever anything visible changes, the whole state
+ * the caller may see, coalesced; a keepalive comment when idle. */
+struct event_stream {
+	struct manager *m;
+	struct user_rec user;
+	uint64_t seen;
+	bool first;
+	char *buf;
+	size_t len, off;
+};
+
+static json_t *visible_state(struct manager *m, const struct user_rec *u)
+{
+	json_t *sessions = json_array();
+	for (size_t i = 0; i < m->n_sessions; i++) {
+		const struct msession *s = m->sessions[i];
+		if ((u->is_admin || !strcmp(s->rec.owner_id, u->id)) && session_status_listed(s->rec.status))
+			json_array_append_new(sessions, session_json(m, s));
+	}
+	return json_pack("{s:o,s:o}", "sessions", sessions, "nodes", nodes_json(m));
+}
+
+static long event_stream_read(void *cls, char *out, size_t max)
+{
+	struct event_stream *es = cls;
+	if (es->off >= es->len) {
+		free(es->buf);
+		es->buf = NULL;
+		es->len = es->off = 0;
+		struct manager *m = es->m;
+		pthread_mutex_lock(&m->mu);
+		if (!es->first) {
+			struct timespec dl;
+			clock_gettime(CLOCK_MONOTONIC, &dl);
+			dl.tv_sec += 15;
+			while (!m->stopping && m->version == es->seen &&
+			       pthread_cond_timedwait(&m->changed, &m->mu, &dl) == 0)
+				;
+		}
+		if (m->stopping) {
+			pthread_mutex_unlock(&m->mu);
+			return HTTPD_STREAM_END;
+		}
+		if (es->first || m->version != es->seen) {
+			es->first = false;
+			es->seen = m->version;
+			json_t *state = visible_state(m, &es->user);
+			pthread_mutex_unlock(&m->mu);
+			char *text = jsonutil_dump(state);
+			json_decref(state);
+			if (!text || asprintf(&es->buf, "event: state\ndata: %s\n\n", text) < 0)
+				es->buf = NULL;
+			free(text);
+		} else {
+			pthread_mutex_unlock(&m->mu);
+			es->buf = strdup(": keepalive\n\n");
+		}
+		if (!es->buf)
+			return HTTPD_STREAM_END;
+		es->len = strlen(es->buf);
+	}
+	size_t n = es->len - es->off < max ? es->len - es->off : max;
+	memcpy(out, es->buf + es->off, n);
+	es->off += n;
+	return (long)n;
+}
+
+static void event_stream_free(void *cls)
+{
+	struct event_stream *es = cls;
+	free(es->buf);
+	free(es);
+}
+
+static void api_events(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
+{
+	struct event_stream *es = calloc(1, sizeof(*es));
+	if (!es) {
+		httpd_error(resp, 500, "internal", "out of memory");
+		return;
+	}
+	es->m = ctx;
+	es->user = *caller(req);
+	es->first = true;
+	resp->status = 200;
+	resp->stream = event_stream_read;
+	resp->stream_cls = es;
+	resp->stream_free = event_stream_free;
+	resp->stream_type = "text/event-stream";
 }
 
 /* ---------- routes: agents (cluster secret) ---------- */
@@ -604,6 +807,10 @@ const struct httpd_route manager_routes[] = {
 	{"GET", "/v1/sessions/{ref}/logs", api_session_logs, AUTH_USER},
 	{"POST", "/v1/sessions/{ref}/exec", api_session_exec, AUTH_USER},
 	{"GET", "/v1/nodes", api_node_list, AUTH_USER},
+	{"GET", "/v1/images", api_image_list, AUTH_USER},
+	{"GET", "/v1/config", api_config_get, AUTH_USER},
+	{"PUT", "/v1/config/{key}", api_config_set, AUTH_USER},
+	{"GET", "/v1/events", api_events, AUTH_USER},
 	{"POST", "/v1/auth/login", api_auth_login, AUTH_PUBLIC},
 	{"GET", "/v1/users", api_user_list, AUTH_USER},
 	{"POST", "/v1/users", api_user_create, AUTH_USER},

@@ -57,6 +57,11 @@ static int local_image_exists(void *ctx, const char *ref, bool *exists, struct t
 	return agent_image_exists(ctx, ref, exists, err);
 }
 
+static int local_images(void *ctx, json_t **refs, struct terr *err)
+{
+	return agent_images(ctx, refs, err);
+}
+
 static void local_release(void *ctx)
 {
 	(void)ctx;  /* the agent belongs to whoever attached it */
@@ -69,6 +74,7 @@ const struct agent_link_ops link_local_ops = {
 	.exec = local_exec,
 	.logs = local_logs,
 	.image_exists = local_image_exists,
+	.images = local_images,
 	.release = local_release,
 };
 
@@ -180,6 +186,19 @@ static int remote_image_exists(void *ctx, const char *ref, bool *exists, struct 
 	return 0;
 }
 
+static int remote_images(void *ctx, json_t **refs, struct terr *err)
+{
+	json_t *resp = NULL;
+	int rc = remote_call(ctx, "GET", "/rpc/v1/images", NULL, 15000, &resp, err);
+	if (rc < 0)
+		return rc;
+	*refs = json_incref(json_object_get(resp, "images"));
+	json_decref(resp);
+	if (!*refs)
+		*refs = json_array();
+	return 0;
+}
+
 static void remote_release(void *ctx)
 {
 	struct remote_link *l = ctx;
@@ -197,5 +216,6 @@ const struct agent_link_ops link_remote_ops = {
 	.exec = remote_exec,
 	.logs = remote_logs,
 	.image_exists = remote_image_exists,
+	.images = remote_images,
 	.release = remote_release,
 };

@@ -20,6 +20,8 @@ struct agent_link_ops {
 	/* *out malloc'd, caller frees */
 	int (*logs)(void *ctx, const char *cid, int tail, char **out, struct terr *err);
 	int (*image_exists)(void *ctx, const char *ref, bool *exists, struct terr *err);
+	/* *refs (new ref): array of "repo:tag" strings */
+	int (*images)(void *ctx, json_t **refs, struct terr *err);
 	void (*release)(void *ctx);
 };
 

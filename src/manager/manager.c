@@ -1097,14 +1097,16 @@ void manager_close(struct manager *m)
 {
 	if (!m)
 		return;
-	httpd_stop(m->http);
-	m->http = NULL;
+	/* Stopping first: long polls and event streams see it and end, so
+	 * the HTTP server can stop without waiting for them. */
 	pthread_mutex_lock(&m->mu);
 	m->stopping = true;
 	pthread_cond_broadcast(&m->wake);
 	pthread_cond_broadcast(&m->jobs_cv);
 	pthread_cond_broadcast(&m->changed);
 	pthread_mutex_unlock(&m->mu);
+	httpd_stop(m->http);
+	m->http = NULL;
 	if (m->threads_started)
 		pthread_join(m->sched_thread, NULL);
 	for (int i = 0; i < m->n_workers; i++)

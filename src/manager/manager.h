@@ -18,6 +18,7 @@ struct manager_config {
 	int lost_after_heartbeats;     /* default 3 */
 	const char *selector;          /* "concentrated" (default) or "dispersed" */
 	int dispatch_workers;          /* default 4 */
+	int fgpu_per_device;           /* >0: set the cluster setting at start */
 };
 
 /* Opens the store in data_dir (creating the admin user on first start),

@@ -363,6 +363,43 @@ static int docker_image_exists(struct runtime *rt, const char *ref,
 	return r;
 }
 
+static int docker_image_env(struct runtime *rt, const char *ref, char ***env,
+			    size_t *n, struct terr *err)
+{
+	autofree char *eref = url_escape(ref, true);
+	autofree char *path = NULL;
+	if (!eref || asprintf(&path, "/images/%s/json", eref) < 0)
+		return terr_set(err, ENOMEM, "inspect image: out of memory");
+	struct httpc_response resp;
+	int r = dk_do(rt, "GET", true, path, NULL, DOCKER_TIMEOUT_MS, NULL, NULL,
+		      NULL, &resp, "inspect image", err);
+	if (r < 0)
+		return r;
+	if (resp.status != 200) {
+		r = dk_fail(&resp, "inspect image", err);
+		httpc_response_free(&resp);
+		return r;
+	}
+	json_t *root = json_loadb(resp.body ? resp.body : "", resp.len, 0, NULL);
+	httpc_response_free(&resp);
+	json_t *arr = json_object_get(json_object_get(root, "Config"), "Env");
+	size_t cnt = json_array_size(arr), k = 0;
+	char **out = calloc(cnt + 1, sizeof(char *));
+	if (!out) {
+		json_decref(root);
+		return terr_set(err, ENOMEM, "inspect image: out of memory");
+	}
+	for (size_t i = 0; i < cnt; i++) {
+		const char *v = json_string_value(json_array_get(arr, i));
+		if (v && (out[k] = strdup(v)))
+			k++;
+	}
+	json_decref(root);
+	*env = out;
+	*n = k;
+	return 0;
+}
+
 static void free_refs(char **refs, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
@@ -1099,6 +1136,7 @@ const struct runtime_ops runtime_docker_ops = {
 	.close = docker_close,
 	.version = docker_version,
 	.image_exists = docker_image_exists,
+	.image_env = docker_image_env,
 	.image_list = docker_image_list,
 	.create = docker_create,
 	.start = docker_start,

@@ -86,6 +86,10 @@ struct runtime_ops {
 	/* 0 and *exists set; an unreachable runtime is an error. */
 	int (*image_exists)(struct runtime *rt, const char *ref, bool *exists,
 			    struct terr *err);
+	/* The image's configured environment ("K=V" strings; caller frees each
+	 * and the array); -ENOENT when the image does not exist. */
+	int (*image_env)(struct runtime *rt, const char *ref, char ***env, size_t *n,
+			 struct terr *err);
 	/* Lists image references "repo:tag" (caller frees each and the array). */
 	int (*image_list)(struct runtime *rt, char ***refs, size_t *n,
 			  struct terr *err);

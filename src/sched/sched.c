@@ -1,10 +1,74 @@
 #include "sched/sched.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "common/units.h"
+
+/* ---------- devices ---------- */
+
+bool sched_gpu_fit(const struct sched_device *devs, size_t n, int64_t want_m,
+		   int64_t per_device_m, bool pack, struct sched_gpu_share *shares,
+		   size_t *n_shares)
+{
+	size_t k = 0;
+	if (want_m <= 0) {
+		if (n_shares)
+			*n_shares = 0;
+		return true;
+	}
+	if (per_device_m <= 0 || n == 0)
+		return false;
+	int64_t whole = want_m / per_device_m, part = want_m % per_device_m;
+	if (want_m <= per_device_m) {
+		whole = 0;
+		part = want_m;
+	}
+	if (whole > (int64_t)SCHED_MAX_DEVICES || (size_t)whole > n)
+		return false;
+	bool used[SCHED_MAX_DEVICES] = {0};
+	if (n > SCHED_MAX_DEVICES)
+		n = SCHED_MAX_DEVICES;
+	/* Whole devices: only ones nobody uses, lowest index first. */
+	for (size_t i = 0; i < n && (int64_t)k < whole; i++) {
+		if (devs[i].free_m == per_device_m) {
+			used[i] = true;
+			if (shares) {
+				shares[k].device = i;
+				shares[k].fgpu_m = per_device_m;
+			}
+			k++;
+		}
+	}
+	if ((int64_t)k < whole)
+		return false;
+	if (part > 0) {
+		ssize_t best = -1;
+		for (size_t i = 0; i < n; i++) {
+			if (used[i] || devs[i].free_m < part)
+				continue;
+			if (best < 0 || (pack ? devs[i].free_m < devs[best].free_m
+					      : devs[i].free_m > devs[best].free_m))
+				best = (ssize_t)i;
+		}
+		if (best < 0)
+			return false;
+		if (shares) {
+			shares[k].device = (size_t)best;
+			shares[k].fgpu_m = part;
+		}
+		k++;
+	}
+	if (n_shares)
+		*n_shares = k;
+	return true;
+}
+
+/* ---------- selectors ---------- */
+
 /* Share of an agent's capacity left free after placing req, in parts per
- * million of the dominant (scarcest) dimension. Integer math only. */
+ * million of the scarcest requested dimension. Integer math only. */
 static int64_t leftover_ppm(const struct sched_agent *a, const struct res *req)
 {
 	int64_t worst = 1000000;
@@ -15,7 +79,6 @@ static int64_t leftover_ppm(const struct sched_agent *a, const struct res *req)
 	for (int i = 0; i < 3; i++) {
 		if (cap[i] <= 0 || want[i] == 0)
 			continue;
-		/* left/cap without overflow: mem can be ~2^44, so scale down. */
 		int64_t ppm = (int64_t)((__int128)left[i] * 1000000 / cap[i]);
 		if (ppm < worst)
 			worst = ppm;
@@ -23,47 +86,109 @@ static int64_t leftover_ppm(const struct sched_agent *a, const struct res *req)
 	return worst;
 }
 
-static bool usable(const struct sched_agent *a, const struct res *req)
+static bool agent_fits(const struct sched_agent *a, const struct res *req, int64_t per_device_m)
 {
-	return a->alive && res_fits(req, &a->free);
+	if (!a->alive || !res_fits(req, &a->free))
+		return false;
+	return sched_gpu_fit(a->devs, a->n_devs, req->fgpu_m, per_device_m, true, NULL, NULL);
+}
+
+static ssize_t select_by_leftover(const struct sched_agent *agents, size_t n,
+				  const struct res *req, int64_t per_device_m, bool least)
+{
+	ssize_t best = -1;
+	int64_t best_left = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (!agent_fits(&agents[i], req, per_device_m))
+			continue;
+		int64_t left = leftover_ppm(&agents[i], req);
+		if (best < 0 || (least ? left < best_left : left > best_left)) {
+			best = (ssize_t)i;
+			best_left = left;
+		}
+	}
+	return best;
 }
 
 static ssize_t select_concentrated(const struct sched_agent *agents, size_t n,
-				   const struct res *req)
+				   const struct res *req, int64_t per_device_m)
 {
-	ssize_t best = -1;
-	int64_t best_left = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (!usable(&agents[i], req))
-			continue;
-		int64_t left = leftover_ppm(&agents[i], req);
-		if (best < 0 || left < best_left) {
-			best = (ssize_t)i;
-			best_left = left;
-		}
-	}
-	return best;
+	return select_by_leftover(agents, n, req, per_device_m, true);
 }
 
 static ssize_t select_dispersed(const struct sched_agent *agents, size_t n,
-				const struct res *req)
+				const struct res *req, int64_t per_device_m)
 {
-	ssize_t best = -1;
-	int64_t best_left = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (!usable(&agents[i], req))
+	return select_by_leftover(agents, n, req, per_device_m, false);
+}
+
+const struct sched_selector_ops sched_concentrated = {"concentrated", true, select_concentrated};
+const struct sched_selector_ops sched_dispersed = {"dispersed", false, select_dispersed};
+
+/* ---------- queue policies ---------- */
+
+static ssize_t next_fifo(const struct sched_request *reqs, size_t n, const bool *tried,
+			 const struct sched_user *users, const struct sched_agent *agents, size_t na)
+{
+	(void)reqs; (void)users; (void)agents; (void)na;
+	for (size_t i = 0; i < n; i++)
+		if (!tried[i])
+			return (ssize_t)i;
+	return -1;
+}
+
+static ssize_t next_lifo(const struct sched_request *reqs, size_t n, const bool *tried,
+			 const struct sched_user *users, const struct sched_agent *agents, size_t na)
+{
+	(void)reqs; (void)users; (void)agents; (void)na;
+	for (size_t i = n; i-- > 0;)
+		if (!tried[i])
+			return (ssize_t)i;
+	return -1;
+}
+
+/* Dominant share of a user in parts per million of the alive cluster. */
+static int64_t dominant_ppm(const struct res *used, const struct res *total)
+{
+	int64_t d = 0;
+	const int64_t u[3] = {used->cpu_m, used->mem, used->fgpu_m};
+	const int64_t t[3] = {total->cpu_m, total->mem, total->fgpu_m};
+	for (int i = 0; i < 3; i++) {
+		if (t[i] <= 0)
 			continue;
-		int64_t left = leftover_ppm(&agents[i], req);
-		if (best < 0 || left > best_left) {
+		int64_t ppm = (int64_t)((__int128)u[i] * 1000000 / t[i]);
+		if (ppm > d)
+			d = ppm;
+	}
+	return d;
+}
+
+/* Dominant-resource fairness: the oldest request of the user whose
+ * dominant share is smallest goes next. */
+static ssize_t next_drf(const struct sched_request *reqs, size_t n, const bool *tried,
+			const struct sched_user *users, const struct sched_agent *agents, size_t na)
+{
+	struct res total = {0};
+	for (size_t i = 0; i < na; i++)
+		if (agents[i].alive)
+			res_add(&total, &agents[i].capacity);
+	ssize_t best = -1;
+	int64_t best_share = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (tried[i])
+			continue;
+		int64_t share = dominant_ppm(&users[reqs[i].user].used, &total);
+		if (best < 0 || share < best_share) {
 			best = (ssize_t)i;
-			best_left = left;
+			best_share = share;
 		}
 	}
 	return best;
 }
 
-const struct sched_selector_ops sched_concentrated = {"concentrated", select_concentrated};
-const struct sched_selector_ops sched_dispersed = {"dispersed", select_dispersed};
+const struct sched_queue_ops sched_fifo = {"fifo", true, next_fifo};
+const struct sched_queue_ops sched_lifo = {"lifo", true, next_lifo};
+const struct sched_queue_ops sched_drf = {"drf", false, next_drf};
 
 const struct sched_selector_ops *sched_selector_find(const char *name)
 {
@@ -74,65 +199,195 @@ const struct sched_selector_ops *sched_selector_find(const char *name)
 	return NULL;
 }
 
-/* "needs 2 CPU, 256 MiB; the most free on any alive node is 1 CPU, 20 GiB" */
-static void explain_wait(const struct sched_agent *agents, size_t n,
-			 const struct res *req, char *buf, size_t len)
+const struct sched_queue_ops *sched_queue_find(const char *name)
 {
-	char need[96], most[96];
-	res_describe(req, need, sizeof(need));
-	struct res best = {0};
-	size_t alive = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (!agents[i].alive)
-			continue;
-		alive++;
-		if (agents[i].free.cpu_m > best.cpu_m) best.cpu_m = agents[i].free.cpu_m;
-		if (agents[i].free.mem > best.mem) best.mem = agents[i].free.mem;
-		if (agents[i].free.fgpu_m > best.fgpu_m) best.fgpu_m = agents[i].free.fgpu_m;
-	}
-	if (alive == 0) {
-		snprintf(buf, len, "waiting for a node: needs %s and no node is alive", need);
-		return;
-	}
-	if (req->fgpu_m == 0)
-		best.fgpu_m = 0;
-	res_describe(&best, most, sizeof(most));
-	snprintf(buf, len, "waiting for resources: needs %s; the most free on any node is %s",
-		 need, most);
+	static const struct sched_queue_ops *const all[] = {&sched_fifo, &sched_lifo, &sched_drf};
+	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+		if (!strcmp(all[i]->name, name))
+			return all[i];
+	return NULL;
 }
 
-size_t sched_plan_fifo(const struct sched_selector_ops *sel,
-		       struct sched_agent *agents, size_t n_agents,
-		       const struct sched_request *reqs, size_t n_reqs,
-		       struct sched_placement *out,
-		       char (*reasons)[SCHED_REASON_MAX])
+/* ---------- explanations ---------- */
+
+static void fmt_fgpu(int64_t m, char *buf, size_t n)
+{
+	char num[32];
+	units_format_milli(m, num, sizeof(num));
+	snprintf(buf, n, "%s fGPU", num);
+}
+
+/* Why a request that passed the user policy fits nowhere, in words. */
+static void explain_wait(const struct sched_agent *agents, size_t n, const struct res *req,
+			 int64_t per_device_m, char *buf, size_t len)
+{
+	char need[96];
+	struct res host_req = *req;
+	host_req.fgpu_m = 0;
+	res_describe(&host_req, need, sizeof(need));
+	size_t alive = 0, host_fit = 0;
+	struct res best = {0};
+	int64_t best_dev = 0, most_whole = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct sched_agent *a = &agents[i];
+		if (!a->alive)
+			continue;
+		alive++;
+		if (a->free.cpu_m > best.cpu_m) best.cpu_m = a->free.cpu_m;
+		if (a->free.mem > best.mem) best.mem = a->free.mem;
+		if (req->cpu_m > a->free.cpu_m || req->mem > a->free.mem)
+			continue;
+		host_fit++;
+		int64_t whole = 0;
+		for (size_t d = 0; d < a->n_devs; d++) {
+			if (a->devs[d].free_m > best_dev)
+				best_dev = a->devs[d].free_m;
+			whole += a->devs[d].free_m == per_device_m;
+		}
+		if (whole > most_whole)
+			most_whole = whole;
+	}
+	if (alive == 0) {
+		snprintf(buf, len, "waiting for a node: no node is alive");
+		return;
+	}
+	if (host_fit == 0 || req->fgpu_m == 0) {
+		char most[96];
+		res_describe(&best, most, sizeof(most));
+		snprintf(buf, len, "waiting for resources: needs %s; the most free on any node is %s", need, most);
+		return;
+	}
+	char want[48], have[48];
+	fmt_fgpu(req->fgpu_m, want, sizeof(want));
+	fmt_fgpu(best_dev, have, sizeof(have));
+	if (req->fgpu_m <= per_device_m) {
+		snprintf(buf, len, "waiting for a GPU: needs %s on one device; the most free on one device of any node is %s",
+			 want, have);
+	} else {
+		char part[48];
+		fmt_fgpu(req->fgpu_m % per_device_m, part, sizeof(part));
+		snprintf(buf, len, "waiting for GPUs: needs %s = %lld whole free devices%s%s on one node; "
+			 "the most whole free devices on a node is %lld",
+			 want, (long long)(req->fgpu_m / per_device_m),
+			 req->fgpu_m % per_device_m ? " + " : "", req->fgpu_m % per_device_m ? part : "",
+			 (long long)most_whole);
+	}
+}
+
+/* Whether the user's policy allows one more; the reason when not. */
+static bool policy_allows(const struct sched_user *u, const struct res *req, char *why, size_t n)
+{
+	char lim[48], use[48];
+	if (u->max_sessions > 0 && u->sessions + 1 > u->max_sessions) {
+		snprintf(why, n, "waiting for the user's policy: at most %lld concurrent sessions (%lld running)",
+			 (long long)u->max_sessions, (long long)u->sessions);
+		return false;
+	}
+	if (u->max.cpu_m > 0 && u->used.cpu_m + req->cpu_m > u->max.cpu_m) {
+		units_format_milli(u->max.cpu_m, lim, sizeof(lim));
+		units_format_milli(u->used.cpu_m, use, sizeof(use));
+		snprintf(why, n, "waiting for the user's policy: at most %s CPU in total (%s in use)", lim, use);
+		return false;
+	}
+	if (u->max.mem > 0 && u->used.mem + req->mem > u->max.mem) {
+		units_format_size(u->max.mem, lim, sizeof(lim));
+		units_format_size(u->used.mem, use, sizeof(use));
+		snprintf(why, n, "waiting for the user's policy: at most %s of memory in total (%s in use)", lim, use);
+		return false;
+	}
+	if (u->max.fgpu_m > 0 && u->used.fgpu_m + req->fgpu_m > u->max.fgpu_m) {
+		fmt_fgpu(u->max.fgpu_m, lim, sizeof(lim));
+		fmt_fgpu(u->used.fgpu_m, use, sizeof(use));
+		snprintf(why, n, "waiting for the user's policy: at most %s in total (%s in use)", lim, use);
+		return false;
+	}
+	return true;
+}
+
+/* ---------- the pass ---------- */
+
+static void apply(struct sched_agent *a, struct sched_user *u, const struct res *req,
+		  const struct sched_gpu_share *shares, size_t n_shares)
+{
+	res_sub(&a->free, req);
+	for (size_t s = 0; s < n_shares; s++)
+		a->devs[shares[s].device].free_m -= shares[s].fgpu_m;
+	res_add(&u->used, req);
+	u->sessions++;
+}
+
+size_t sched_plan(const struct sched_params *p, struct sched_agent *agents, size_t n_agents,
+		  struct sched_user *users, const struct sched_request *reqs, size_t n_reqs,
+		  struct sched_placement *out, char (*reasons)[SCHED_REASON_MAX],
+		  ssize_t *blocked_head)
 {
 	size_t placed = 0;
-	size_t i = 0;
-	for (; i < n_reqs; i++) {
-		ssize_t a = sel->select(agents, n_agents, &reqs[i].req);
-		if (a < 0)
+	bool *tried = calloc(n_reqs ? n_reqs : 1, sizeof(bool));
+	if (blocked_head)
+		*blocked_head = -1;
+	if (!tried)
+		return 0;
+	ssize_t blocker = -1;
+	for (;;) {
+		ssize_t i = p->queue->next(reqs, n_reqs, tried, users, agents, n_agents);
+		if (i < 0)
 			break;
-		res_sub(&agents[a].free, &reqs[i].req);
-		out[placed].request = i;
-		out[placed].agent = (size_t)a;
-		placed++;
-		if (reasons)
-			reasons[i][0] = '\0';
+		tried[i] = true;
+		const struct sched_request *r = &reqs[i];
+		struct sched_user *u = &users[r->user];
+		char *why = reasons ? reasons[i] : NULL;
+		char scratch[SCHED_REASON_MAX];
+		if (!why)
+			why = scratch;
+		why[0] = '\0';
+		/* A user over their policy waits without holding up others. */
+		if (!policy_allows(u, &r->req, why, SCHED_REASON_MAX))
+			continue;
+		ssize_t a = p->selector->select(agents, n_agents, &r->req, p->per_device_m);
+		struct sched_placement *pl = &out[placed];
+		if (a >= 0 && sched_gpu_fit(agents[a].devs, agents[a].n_devs, r->req.fgpu_m, p->per_device_m,
+					    p->selector->pack_devices, pl->shares, &pl->n_shares)) {
+			pl->request = (size_t)i;
+			pl->agent = (size_t)a;
+			apply(&agents[a], u, &r->req, pl->shares, pl->n_shares);
+			placed++;
+			continue;
+		}
+		explain_wait(agents, n_agents, &r->req, p->per_device_m, why, SCHED_REASON_MAX);
+		if (!p->queue->blocking)
+			continue;
+		if (p->fifo_skip_after > 0 && r->failed_passes >= p->fifo_skip_after)
+			continue;   /* waited long enough at the head: let others pass */
+		blocker = i;
+		break;
 	}
-	if (i < n_reqs && reasons) {
-		explain_wait(agents, n_agents, &reqs[i].req, reasons[i], SCHED_REASON_MAX);
-		for (size_t k = i + 1; k < n_reqs; k++)
-			snprintf(reasons[k], SCHED_REASON_MAX,
-				 "queued behind %s (first in, first out)", reqs[i].name);
+	if (blocker >= 0) {
+		for (size_t k = 0; k < n_reqs; k++) {
+			if (tried[k] || !reasons)
+				continue;
+			snprintf(reasons[k], SCHED_REASON_MAX, "queued behind %s (%s)", reqs[blocker].name,
+				 p->queue == &sched_lifo ? "last in, first out" : "first in, first out");
+		}
 	}
+	if (blocked_head)
+		*blocked_head = blocker;
+	free(tried);
 	return placed;
 }
 
-bool sched_satisfiable(const struct sched_agent *agents, size_t n, const struct res *req)
+bool sched_satisfiable(const struct sched_agent *agents, size_t n, const struct res *req,
+		       int64_t per_device_m)
 {
-	for (size_t i = 0; i < n; i++)
-		if (res_fits(req, &agents[i].capacity))
+	struct sched_device all_free[SCHED_MAX_DEVICES];
+	for (size_t i = 0; i < n; i++) {
+		const struct sched_agent *a = &agents[i];
+		if (req->cpu_m > a->capacity.cpu_m || req->mem > a->capacity.mem)
+			continue;
+		size_t nd = a->n_devs > SCHED_MAX_DEVICES ? SCHED_MAX_DEVICES : a->n_devs;
+		for (size_t d = 0; d < nd; d++)
+			all_free[d].free_m = per_device_m;
+		if (sched_gpu_fit(all_free, nd, req->fgpu_m, per_device_m, true, NULL, NULL))
 			return true;
+	}
 	return false;
 }

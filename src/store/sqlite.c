@@ -9,14 +9,14 @@
 #include "common/util.h"
 #include "store/store.h"
 
-#define SCHEMA_VERSION 1
+#define SCHEMA_VERSION 2
 
 /* One list of statements; the enum and the SQL array derive from it. */
 #define STORE_STATEMENTS(X) \
 	X(USER_PUT, "INSERT OR REPLACE INTO users(id,email,is_admin,disabled,access_key,secret_key,password_hash,created_ms) VALUES(?,?,?,?,?,?,?,?)") \
 	X(USER_ALL, "SELECT id,email,is_admin,disabled,access_key,secret_key,password_hash,created_ms FROM users ORDER BY created_ms") \
-	X(SESSION_PUT, "INSERT OR REPLACE INTO sessions(id,seq,name,owner_id,image,status,status_info,agent_id,container_id,cpu_m,mem,fgpu_m,env_json,startup_command,exit_code,created_ms,started_ms,terminated_ms) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)") \
-	X(SESSION_ALL, "SELECT id,seq,name,owner_id,image,status,status_info,agent_id,container_id,cpu_m,mem,fgpu_m,env_json,startup_command,exit_code,created_ms,started_ms,terminated_ms FROM sessions ORDER BY seq") \
+	X(SESSION_PUT, "INSERT OR REPLACE INTO sessions(id,seq,name,owner_id,image,status,status_info,agent_id,container_id,cpu_m,mem,fgpu_m,env_json,startup_command,exit_code,created_ms,started_ms,terminated_ms,alloc_json) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)") \
+	X(SESSION_ALL, "SELECT id,seq,name,owner_id,image,status,status_info,agent_id,container_id,cpu_m,mem,fgpu_m,env_json,startup_command,exit_code,created_ms,started_ms,terminated_ms,alloc_json FROM sessions ORDER BY seq") \
 	X(SESSION_MAXSEQ, "SELECT COALESCE(MAX(seq),0) FROM sessions") \
 	X(HISTORY_ADD, "INSERT INTO session_history(session_id,status,info,at_ms) VALUES(?,?,?,?)") \
 	X(HISTORY_GET, "SELECT status,info,at_ms FROM session_history WHERE session_id=? ORDER BY rowid") \
@@ -43,7 +43,8 @@ static const char schema_sql[] =
 	" image TEXT NOT NULL, status TEXT NOT NULL, status_info TEXT NOT NULL, agent_id TEXT NOT NULL,"
 	" container_id TEXT NOT NULL, cpu_m INTEGER NOT NULL, mem INTEGER NOT NULL, fgpu_m INTEGER NOT NULL,"
 	" env_json TEXT, startup_command TEXT, exit_code INTEGER,"
-	" created_ms INTEGER NOT NULL, started_ms INTEGER NOT NULL, terminated_ms INTEGER NOT NULL);"
+	" created_ms INTEGER NOT NULL, started_ms INTEGER NOT NULL, terminated_ms INTEGER NOT NULL,"
+	" alloc_json TEXT);"
 	"CREATE TABLE IF NOT EXISTS session_history("
 	" session_id TEXT NOT NULL, status TEXT NOT NULL, info TEXT NOT NULL, at_ms INTEGER NOT NULL);"
 	"CREATE INDEX IF NOT EXISTS session_history_by_session ON session_history(session_id);"
@@ -147,6 +148,19 @@ static int sqlite_open(struct store **out, const char *uri, struct terr *err)
 		sqlite_close(s);
 		return -EIO;
 	}
+	/* Migrations: version 1 lacked sessions.alloc_json. A new file has
+	 * version 0 and every column already. */
+	sqlite3_stmt *uv;
+	int version = 0;
+	if (sqlite3_prepare_v2(s->db, "PRAGMA user_version", -1, &uv, NULL) == SQLITE_OK) {
+		if (sqlite3_step(uv) == SQLITE_ROW)
+			version = sqlite3_column_int(uv, 0);
+		sqlite3_finalize(uv);
+	}
+	if (version == 1 && exec_sql(s, "ALTER TABLE sessions ADD COLUMN alloc_json TEXT;", err) < 0) {
+		sqlite_close(s);
+		return -EIO;
+	}
 	char sv[32];
 	snprintf(sv, sizeof(sv), "PRAGMA user_version=%d;", SCHEMA_VERSION);
 	if (exec_sql(s, sv, err) < 0) {
@@ -241,6 +255,7 @@ static int sqlite_session_put(struct store *s, const struct session_rec *r, stru
 	sqlite3_bind_int64(st, 16, r->created_ms);
 	sqlite3_bind_int64(st, 17, r->started_ms);
 	sqlite3_bind_int64(st, 18, r->terminated_ms);
+	bind_text(st, 19, r->alloc_json);
 	return step_done(s, st, err, "save session");
 }
 
@@ -272,6 +287,7 @@ static int sqlite_session_load_all(struct store *s, store_session_cb cb, void *u
 		r.created_ms = sqlite3_column_int64(st, 15);
 		r.started_ms = sqlite3_column_int64(st, 16);
 		r.terminated_ms = sqlite3_column_int64(st, 17);
+		r.alloc_json = dup_col(st, 18);
 		int cr = cb(ud, &r);
 		session_rec_clear(&r);
 		if (cr < 0) {

@@ -45,6 +45,10 @@ struct session_rec {
 	struct res req;
 	char *env_json;                 /* owned JSON object text, NULL = {} */
 	char *startup_command;          /* owned, may be NULL */
+	/* Owned JSON array of device shares [{"index","uuid","fgpu_milli"}],
+	 * NULL when no GPU: the per-device allocation map, kept so a restart
+	 * restores exactly what each device has given out. */
+	char *alloc_json;
 	bool has_exit_code;
 	int exit_code;
 	int64_t created_ms, started_ms, terminated_ms;

@@ -120,3 +120,23 @@ has_line() { grep -qxF -- "$2" <<<"$1"; }
 has_prefix_line() { grep -q "^$2" <<<"$1"; }
 # not CMD...: succeeds when CMD fails (for check).
 not() { ! "$@"; }
+
+# An image with the C library (busybox + the host's glibc), for what is
+# dynamically linked: gpu-info, the fGPU library and the mock driver.
+GPU_TEST_IMAGE=tessera-test-glibc:e2e-1
+e2e_build_glibc_image() {
+	if docker image inspect "$GPU_TEST_IMAGE" >/dev/null 2>&1; then return 0; fi
+	local root; root=$(mktemp -d)
+	mkdir -p "$root/bin" "$root/tmp" "$root/etc" "$root/lib64" "$root/lib/x86_64-linux-gnu"
+	cp /bin/busybox "$root/bin/busybox"
+	for c in sh ls cat echo sleep true false head tail wc grep env id ps kill mkdir rm dd; do
+		ln -s busybox "$root/bin/$c"
+	done
+	echo 'root:x:0:0:root:/root:/bin/sh' > "$root/etc/passwd"
+	for l in libc.so.6 libm.so.6 libdl.so.2 libpthread.so.0 librt.so.1; do
+		cp -L "/lib/x86_64-linux-gnu/$l" "$root/lib/x86_64-linux-gnu/$l"
+	done
+	cp -L /lib64/ld-linux-x86-64.so.2 "$root/lib64/"
+	tar -C "$root" -c . | docker import -c 'ENV PATH=/bin' -c 'CMD ["/bin/sh"]' - "$GPU_TEST_IMAGE" >/dev/null
+	rm -rf "$root"
+}

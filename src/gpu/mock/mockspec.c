@@ -98,16 +98,53 @@ int mock_spec_parse(const char *s, struct mock_spec *spec, struct terr *err)
 		p = end + 1;
 	}
 	spec->hash = hash;
-	for (int i = 0; i < spec->count; i++)
+	for (int i = 0; i < spec->count; i++) {
 		mock_make_uuid(&spec->dev[i], hash, i);
+		spec->dev[i].host_index = i;
+	}
 	return 0;
+}
+
+int mock_spec_filter_visible(struct mock_spec *spec, const char *uuids, struct terr *err)
+{
+	bool keep[MOCK_MAX_DEVICES] = {0};
+	const char *p = uuids;
+	while (*p) {
+		while (*p == ' ' || *p == ',')
+			p++;
+		size_t n = strcspn(p, ", \n");
+		if (n == 0)
+			break;
+		int found = -1;
+		for (int i = 0; i < spec->count; i++)
+			if (strlen(spec->dev[i].uuid_str) == n && !strncmp(spec->dev[i].uuid_str, p, n))
+				found = i;
+		if (found < 0)
+			return terr_set(err, EINVAL, "visible device %.*s is not in the mock spec", (int)n, p);
+		keep[found] = true;
+		p += n;
+	}
+	int k = 0;
+	for (int i = 0; i < spec->count; i++)
+		if (keep[i])
+			spec->dev[k++] = spec->dev[i];
+	spec->count = k;
+	return 0;
+}
+
+static int mock_apply_env_visible(struct mock_spec *spec, struct terr *err)
+{
+	const char *vis = getenv("TESSERA_MOCK_VISIBLE");
+	return vis ? mock_spec_filter_visible(spec, vis, err) : 0;
 }
 
 int mock_spec_load(struct mock_spec *spec, struct terr *err)
 {
 	const char *env = getenv("TESSERA_MOCK_GPUS");
-	if (env)
-		return mock_spec_parse(env, spec, err);
+	if (env) {
+		int rc = mock_spec_parse(env, spec, err);
+		return rc < 0 ? rc : mock_apply_env_visible(spec, err);
+	}
 	const char *path = getenv("TESSERA_MOCK_GPUS_FILE");
 	if (!path || !*path)
 		path = MOCK_SPEC_PATH;
@@ -118,15 +155,22 @@ int mock_spec_load(struct mock_spec *spec, struct terr *err)
 	}
 	char line[1024];
 	int rc = 0;
+	bool parsed = false;
 	memset(spec, 0, sizeof(*spec));
-	while (fgets(line, sizeof(line), f)) {
+	while (rc == 0 && fgets(line, sizeof(line), f)) {
 		if (line[0] == '#' || line[0] == '\n')
 			continue;
-		rc = mock_spec_parse(line, spec, err);
-		break;
+		if (!parsed) {
+			rc = mock_spec_parse(line, spec, err);
+			parsed = true;
+		} else if (!strncmp(line, "visible", 7)) {
+			const char *eq = strchr(line, '=');
+			rc = eq ? mock_spec_filter_visible(spec, eq + 1, err)
+				: terr_set(err, EINVAL, "mock spec: 'visible' needs '= UUID,...'");
+		}
 	}
 	fclose(f);
-	return rc;
+	return rc < 0 ? rc : mock_apply_env_visible(spec, err);
 }
 
 /* ---- device-wide usage ------------------------------------------------ */
@@ -231,6 +275,7 @@ static int64_t mock_state_total(int dev)
 int mock_usage_add(int dev, int64_t delta)
 {
 	int64_t total = mock_usage_spec->dev[dev].mem;
+	int key = mock_usage_spec->dev[dev].host_index;  /* shared state is by host device */
 	if (!mock_state) {
 		if (delta > 0 && mock_private_used[dev] + delta > total)
 			return -ENOMEM;
@@ -242,12 +287,12 @@ int mock_usage_add(int dev, int64_t delta)
 	struct mock_slot *sl = mock_state_slot(delta > 0);
 	if (!sl) {
 		rc = delta > 0 ? -ENOMEM : 0;
-	} else if (delta > 0 && mock_state_total(dev) + delta > total) {
+	} else if (delta > 0 && mock_state_total(key) + delta > total) {
 		rc = -ENOMEM;
 	} else {
-		sl->used[dev] += delta;
-		if (sl->used[dev] < 0)
-			sl->used[dev] = 0;
+		sl->used[key] += delta;
+		if (sl->used[key] < 0)
+			sl->used[key] = 0;
 	}
 	flock(mock_state_fd, LOCK_UN);
 	return rc;
@@ -259,7 +304,7 @@ int64_t mock_usage_get(int dev)
 		return mock_private_used[dev];
 	flock(mock_state_fd, LOCK_EX);
 	mock_state_slot(false);
-	int64_t sum = mock_state_total(dev);
+	int64_t sum = mock_state_total(mock_usage_spec->dev[dev].host_index);
 	flock(mock_state_fd, LOCK_UN);
 	return sum;
 }

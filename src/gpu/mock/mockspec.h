@@ -28,6 +28,7 @@
 #define MOCK_CUDA_VERSION 12040
 
 struct mock_dev {
+	int host_index;             /* index in the host's full spec */
 	int64_t mem;                /* bytes */
 	int sms;
 	unsigned char uuid[16];
@@ -43,7 +44,15 @@ struct mock_spec {
 /* Parses a spec string into *spec (caller-owned). */
 int mock_spec_parse(const char *s, struct mock_spec *spec, struct terr *err);
 
-/* Loads the spec from the environment or files (see above). */
+/* Keeps only the devices whose UUIDs are in the comma-separated list, in
+ * spec order, as a container sees only the device nodes mounted into it
+ * (their UUIDs and usage keys stay the host's). -EINVAL for an unknown
+ * UUID. */
+int mock_spec_filter_visible(struct mock_spec *spec, const char *uuids, struct terr *err);
+
+/* Loads the spec from the environment or files (see above). A spec file
+ * may carry a second line "visible = UUID,UUID", and TESSERA_MOCK_VISIBLE
+ * does the same from the environment: the session's devices only. */
 int mock_spec_load(struct mock_spec *spec, struct terr *err);
 
 /* Device-wide usage. mock_usage_init must run once (under the caller's

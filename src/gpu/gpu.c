@@ -1,0 +1,256 @@
+#include "gpu/gpu.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/util.h"
+#include "gpu/mock/mockspec.h"
+
+int gpu_inventory_mock(const char *spec, struct gpu_inventory *inv, struct terr *err)
+{
+	struct mock_spec ms;
+	memset(inv, 0, sizeof(*inv));
+	if (mock_spec_parse(spec, &ms, err) < 0)
+		return terr_prefix(err, "mock GPU spec '%s' (expected COUNTxMEM[:SMS],... e.g. 2x80GiB:132,1x8GiB)", spec);
+	if (ms.count == 0)
+		return terr_set(err, EINVAL, "mock GPU spec '%s' has no devices", spec);
+	if (ms.count > GPU_MAX_DEVICES)
+		return terr_set(err, EINVAL, "mock GPU spec '%s' has more than %d devices", spec, GPU_MAX_DEVICES);
+	inv->mock = true;
+	inv->n = ms.count;
+	util_strlcpy(inv->mock_spec, spec, sizeof(inv->mock_spec));
+	util_strlcpy(inv->driver_version, MOCK_DRIVER_VERSION, sizeof(inv->driver_version));
+	for (int i = 0; i < ms.count; i++) {
+		struct gpu_device *d = &inv->dev[i];
+		d->index = i;
+		d->memory = ms.dev[i].mem;
+		d->sms = ms.dev[i].sms;
+		d->minor = -1;
+		util_strlcpy(d->uuid, ms.dev[i].uuid_str, sizeof(d->uuid));
+		char size[32];
+		snprintf(size, sizeof(size), "%lld GiB", (long long)(d->memory >> 30));
+		snprintf(d->name, sizeof(d->name), "%s %s", MOCK_DEVICE_NAME, size);
+	}
+	return 0;
+}
+
+/* The few NVML/CUDA entry points discovery needs, by their ABI. */
+typedef int (*nvml_init_fn)(void);
+typedef int (*nvml_count_fn)(unsigned int *);
+typedef int (*nvml_handle_fn)(unsigned int, void **);
+typedef int (*nvml_str_fn)(void *, char *, unsigned int);
+typedef int (*nvml_uint_fn)(void *, unsigned int *);
+typedef int (*nvml_sysver_fn)(char *, unsigned int);
+struct nvml_memory { unsigned long long total, free, used; };
+typedef int (*nvml_mem_fn)(void *, struct nvml_memory *);
+typedef int (*cu_init_fn)(unsigned int);
+typedef int (*cu_count_fn)(int *);
+typedef int (*cu_get_fn)(int *, int);
+typedef int (*cu_attr_fn)(int *, int, int);
+typedef int (*cu_uuid_fn)(unsigned char *, int);
+#define CU_ATTR_MULTIPROCESSOR_COUNT 16
+
+static void *open_lib(const char *lib_dir, const char *name)
+{
+	if (lib_dir) {
+		char path[4096];
+		if (snprintf(path, sizeof(path), "%s/%s", lib_dir, name) < (int)sizeof(path)) {
+			void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+			if (h)
+				return h;
+		}
+	}
+	return dlopen(name, RTLD_NOW | RTLD_LOCAL);
+}
+
+static void format_uuid(const unsigned char u[16], char *buf, size_t n)
+{
+	snprintf(buf, n, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+		 u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13],
+		 u[14], u[15]);
+}
+
+/* SM counts come from CUDA; matched to NVML devices by UUID. */
+static void fill_sms(const char *lib_dir, struct gpu_inventory *inv)
+{
+	void *h = open_lib(lib_dir, "libcuda.so.1");
+	if (!h)
+		return;
+	cu_init_fn cu_init = (cu_init_fn)dlsym(h, "cuInit");
+	cu_count_fn cu_count = (cu_count_fn)dlsym(h, "cuDeviceGetCount");
+	cu_get_fn cu_get = (cu_get_fn)dlsym(h, "cuDeviceGet");
+	cu_attr_fn cu_attr = (cu_attr_fn)dlsym(h, "cuDeviceGetAttribute");
+	cu_uuid_fn cu_uuid = (cu_uuid_fn)dlsym(h, "cuDeviceGetUuid_v2");
+	if (!cu_uuid)
+		cu_uuid = (cu_uuid_fn)dlsym(h, "cuDeviceGetUuid");
+	int count = 0;
+	if (!cu_init || !cu_count || !cu_get || !cu_attr || !cu_uuid || cu_init(0) != 0 || cu_count(&count) != 0) {
+		dlclose(h);
+		return;
+	}
+	for (int i = 0; i < count; i++) {
+		int dev, sms;
+		unsigned char raw[16];
+		char uuid[64];
+		if (cu_get(&dev, i) != 0 || cu_attr(&sms, CU_ATTR_MULTIPROCESSOR_COUNT, dev) != 0 ||
+		    cu_uuid(raw, dev) != 0)
+			continue;
+		format_uuid(raw, uuid, sizeof(uuid));
+		for (int k = 0; k < inv->n; k++)
+			if (!strcasecmp(inv->dev[k].uuid, uuid))
+				inv->dev[k].sms = sms;
+	}
+	dlclose(h);
+}
+
+int gpu_inventory_nvml(const char *lib_dir, struct gpu_inventory *inv, struct terr *err)
+{
+	memset(inv, 0, sizeof(*inv));
+	void *h = open_lib(lib_dir, "libnvidia-ml.so.1");
+	if (!h)
+		return 0;   /* no driver: a CPU-only node */
+	nvml_init_fn init = (nvml_init_fn)dlsym(h, "nvmlInit_v2");
+	nvml_init_fn shutdown = (nvml_init_fn)dlsym(h, "nvmlShutdown");
+	nvml_count_fn count_fn = (nvml_count_fn)dlsym(h, "nvmlDeviceGetCount_v2");
+	nvml_handle_fn handle_fn = (nvml_handle_fn)dlsym(h, "nvmlDeviceGetHandleByIndex_v2");
+	nvml_str_fn name_fn = (nvml_str_fn)dlsym(h, "nvmlDeviceGetName");
+	nvml_str_fn uuid_fn = (nvml_str_fn)dlsym(h, "nvmlDeviceGetUUID");
+	nvml_mem_fn mem_fn = (nvml_mem_fn)dlsym(h, "nvmlDeviceGetMemoryInfo");
+	nvml_uint_fn minor_fn = (nvml_uint_fn)dlsym(h, "nvmlDeviceGetMinorNumber");
+	nvml_sysver_fn ver_fn = (nvml_sysver_fn)dlsym(h, "nvmlSystemGetDriverVersion");
+	if (!init || !count_fn || !handle_fn || !name_fn || !uuid_fn || !mem_fn) {
+		dlclose(h);
+		return terr_set(err, ENOSYS, "libnvidia-ml.so.1 lacks the NVML entry points discovery needs");
+	}
+	int rc = init();
+	if (rc != 0) {
+		dlclose(h);
+		return terr_set(err, EIO, "nvmlInit_v2 failed with NVML error %d (is the NVIDIA driver loaded?)", rc);
+	}
+	unsigned int count = 0;
+	count_fn(&count);
+	if (count > GPU_MAX_DEVICES)
+		count = GPU_MAX_DEVICES;
+	if (ver_fn)
+		ver_fn(inv->driver_version, sizeof(inv->driver_version));
+	for (unsigned int i = 0; i < count; i++) {
+		void *dev;
+		struct gpu_device *d = &inv->dev[inv->n];
+		struct nvml_memory mem = {0};
+		unsigned int minor = 0;
+		if (handle_fn(i, &dev) != 0)
+			continue;
+		d->index = (int)i;
+		name_fn(dev, d->name, sizeof(d->name));
+		uuid_fn(dev, d->uuid, sizeof(d->uuid));
+		if (mem_fn(dev, &mem) == 0)
+			d->memory = (int64_t)mem.total;
+		d->minor = (minor_fn && minor_fn(dev, &minor) == 0) ? (int)minor : (int)i;
+		inv->n++;
+	}
+	if (shutdown)
+		shutdown();
+	dlclose(h);
+	fill_sms(lib_dir, inv);
+	return 0;
+}
+
+int gpu_parse_ldconfig(const char *text, const char *const *wanted, char ***out, size_t *n,
+		       struct terr *err)
+{
+	size_t nw = 0;
+	while (wanted[nw])
+		nw++;
+	char **res = calloc(nw + 1, sizeof(char *));
+	if (!res)
+		return terr_set(err, ENOMEM, "out of memory");
+	size_t found = 0;
+	/* Lines look like: "\tlibcuda.so.1 (libc6,x86-64) => /usr/lib/x86_64-linux-gnu/libcuda.so.1" */
+	for (const char *line = text; line && *line;) {
+		const char *eol = strchr(line, '\n');
+		size_t len = eol ? (size_t)(eol - line) : strlen(line);
+		char buf[1024];
+		if (len < sizeof(buf)) {
+			memcpy(buf, line, len);
+			buf[len] = '\0';
+			char *p = buf;
+			while (*p == ' ' || *p == '\t')
+				p++;
+			char *sp = strchr(p, ' ');
+			char *arrow = strstr(buf, "=> ");
+			if (sp && arrow && strstr(buf, "x86-64")) {
+				*sp = '\0';
+				for (size_t w = 0; w < nw; w++) {
+					if (res[w] || strcmp(p, wanted[w]))
+						continue;
+					res[w] = strdup(arrow + 3);
+					found++;
+				}
+			}
+		}
+		line = eol ? eol + 1 : NULL;
+	}
+	/* Compact: keep the found ones in wanted order. */
+	size_t k = 0;
+	for (size_t w = 0; w < nw; w++)
+		if (res[w])
+			res[k++] = res[w];
+	res[k] = NULL;
+	*out = res;
+	*n = k;
+	(void)found;
+	return 0;
+}
+
+int gpu_driver_files(char ***out, size_t *n, struct terr *err)
+{
+	/* The libraries CUDA programs load from the driver (the set
+	 * nvidia-container-toolkit mounts for the "compute,utility" caps). */
+	static const char *const wanted[] = {
+		"libcuda.so.1", "libnvidia-ml.so.1", "libnvidia-ptxjitcompiler.so.1",
+		"libnvidia-nvvm.so.4", "libcudadebugger.so.1", "libnvidia-gpucomp.so", NULL,
+	};
+	FILE *p = popen("ldconfig -p 2>/dev/null || /sbin/ldconfig -p 2>/dev/null", "r");
+	if (!p)
+		return terr_set(err, errno, "cannot run ldconfig -p");
+	size_t cap = 65536, len = 0;
+	char *text = malloc(cap);
+	size_t got;
+	while (text && (got = fread(text + len, 1, cap - len - 1, p)) > 0) {
+		len += got;
+		if (cap - len - 1 == 0) {
+			char *nt = realloc(text, cap * 2);
+			if (!nt) {
+				free(text);
+				text = NULL;
+				break;
+			}
+			text = nt;
+			cap *= 2;
+		}
+	}
+	pclose(p);
+	if (!text)
+		return terr_set(err, ENOMEM, "out of memory reading the ld cache");
+	text[len] = '\0';
+	int rc = gpu_parse_ldconfig(text, wanted, out, n, err);
+	free(text);
+	if (rc < 0)
+		return rc;
+	const char *smi[] = {"/usr/bin/nvidia-smi", "/usr/local/bin/nvidia-smi", NULL};
+	for (int i = 0; smi[i]; i++) {
+		if (access(smi[i], X_OK) != 0)
+			continue;
+		char **grown = realloc(*out, (*n + 2) * sizeof(char *));
+		if (!grown)
+			break;
+		*out = grown;
+		(*out)[(*n)++] = strdup(smi[i]);
+		(*out)[*n] = NULL;
+		break;
+	}
+	return 0;
+}

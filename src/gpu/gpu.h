@@ -1,0 +1,52 @@
+/* GPU discovery for the agent: NVML (dlopen of libnvidia-ml.so.1, plus
+ * libcuda.so.1 for SM counts) where a driver is present, or mock devices
+ * from a spec `COUNTxMEM[:SMS],...` that are advertised and allocated
+ * exactly like real ones. Also finds the driver files a GPU container
+ * needs, through the ld cache, as nvidia-container-toolkit does. */
+#ifndef TESSERA_GPU_GPU_H
+#define TESSERA_GPU_GPU_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/err.h"
+
+#define GPU_MAX_DEVICES 16
+
+struct gpu_device {
+	int index;
+	char uuid[64];        /* "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" */
+	char name[96];
+	int64_t memory;       /* bytes */
+	int sms;
+	int minor;            /* /dev/nvidia<minor>; -1 for mock devices */
+};
+
+struct gpu_inventory {
+	int n;
+	struct gpu_device dev[GPU_MAX_DEVICES];
+	bool mock;
+	char mock_spec[256];  /* the spec the mock devices came from */
+	char driver_version[64];
+};
+
+/* Mock devices from a spec; UUIDs are the mock driver's (same spec, same
+ * UUIDs), so limits written by the agent match what the driver shows. */
+int gpu_inventory_mock(const char *spec, struct gpu_inventory *inv, struct terr *err);
+
+/* Real devices through NVML. No driver on the host is not an error: n = 0.
+ * lib_dir (may be NULL) is searched before the default loader path. */
+int gpu_inventory_nvml(const char *lib_dir, struct gpu_inventory *inv, struct terr *err);
+
+/* From `ldconfig -p` output, the paths of the wanted sonames for this
+ * architecture (x86-64), first match each. *out malloc'd; caller frees
+ * each string and the array. */
+int gpu_parse_ldconfig(const char *text, const char *const *wanted, char ***out, size_t *n,
+		       struct terr *err);
+
+/* Host driver files to bind read-only into a real-GPU container: the
+ * driver libraries found by the ld cache and nvidia-smi. */
+int gpu_driver_files(char ***out, size_t *n, struct terr *err);
+
+#endif

@@ -1,0 +1,192 @@
+/* Cluster settings, changed at run time with `tessera config set` and kept
+ * in the store's settings table as JSON values:
+ *   fgpu_per_device   fGPU one physical GPU counts as (integer, 1..100)
+ *   fgpu_quantum      smallest fGPU step a request may use (0.001..1)
+ *   queue_policy      fifo | lifo | drf
+ *   selector          concentrated | dispersed
+ *   fifo_skip_after   passes a blocked head waits before later ones may
+ *                     pass it (0 = never)
+ *   policy.default    {"max_sessions","max_cpu","max_mem","max_fgpu"}
+ *   policy.<email>    the same, for one user (overrides the default) */
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/jsonutil.h"
+#include "common/log.h"
+#include "common/units.h"
+#include "manager/internal.h"
+
+static int store_setting(struct manager *m, const char *key, json_t *value, struct terr *err)
+{
+	/* Settings are often bare numbers or strings: ENCODE_ANY. */
+	char *text = json_dumps(value, JSONUTIL_DUMP_FLAGS | JSON_ENCODE_ANY);
+	if (!text)
+		return terr_set(err, ENOMEM, "out of memory");
+	int rc = m->so->kv_set(m->store, key, text, err);
+	free(text);
+	return rc;
+}
+
+static int parse_policy(json_t *v, const char *key, struct terr *err)
+{
+	if (!json_is_object(v))
+		return terr_set(err, EINVAL, "%s must be an object like {\"max_sessions\": 2, \"max_fgpu\": 1}", key);
+	const char *k;
+	json_t *x;
+	json_object_foreach(v, k, x) {
+		int64_t dummy;
+		int rc;
+		if (!strcmp(k, "max_sessions"))
+			rc = jsonutil_get_int(v, k, k, &dummy, NULL, err) < 0 || dummy < 0
+				? terr_set(err, EINVAL, "%s.max_sessions must be a non-negative integer", key) : 0;
+		else if (!strcmp(k, "max_cpu") || !strcmp(k, "max_fgpu"))
+			rc = jsonutil_get_milli(v, k, k, &dummy, NULL, err);
+		else if (!strcmp(k, "max_mem"))
+			rc = jsonutil_get_size(v, k, k, &dummy, NULL, err);
+		else
+			rc = terr_set(err, EINVAL, "%s: unknown limit '%s' (known: max_sessions, max_cpu, max_mem, max_fgpu)",
+				      key, k);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* Applies a validated value to m->settings (no storing). */
+static int apply(struct manager *m, const char *key, json_t *value, struct terr *err)
+{
+	struct msettings *st = &m->settings;
+	int64_t n;
+	if (!strcmp(key, "fgpu_per_device")) {
+		if (!json_is_integer(value) || (n = json_integer_value(value)) < 1 || n > 100)
+			return terr_set(err, EINVAL, "fgpu_per_device must be an integer from 1 to 100");
+		st->fgpu_per_device = n;
+		mgr_apply_fgpu_setting(m);
+	} else if (!strcmp(key, "fgpu_quantum")) {
+		json_t *wrap = json_pack("{s:O}", "v", value);
+		int rc = jsonutil_get_milli(wrap, "v", "fgpu_quantum", &n, NULL, err);
+		json_decref(wrap);
+		if (rc < 0)
+			return rc;
+		if (n < 1 || n > 1000 || 1000 % n != 0)
+			return terr_set(err, EINVAL, "fgpu_quantum must divide 1 exactly, from 0.001 to 1 (e.g. 0.01, 0.05, 0.25)");
+		st->fgpu_quantum_m = n;
+	} else if (!strcmp(key, "queue_policy")) {
+		const struct sched_queue_ops *q = json_is_string(value) ? sched_queue_find(json_string_value(value)) : NULL;
+		if (!q)
+			return terr_set(err, EINVAL, "queue_policy must be fifo, lifo or drf");
+		st->queue = q;
+	} else if (!strcmp(key, "selector")) {
+		const struct sched_selector_ops *sel = json_is_string(value) ? sched_selector_find(json_string_value(value)) : NULL;
+		if (!sel)
+			return terr_set(err, EINVAL, "selector must be concentrated or dispersed");
+		st->selector = sel;
+	} else if (!strcmp(key, "fifo_skip_after")) {
+		if (!json_is_integer(value) || (n = json_integer_value(value)) < 0 || n > 1000000)
+			return terr_set(err, EINVAL, "fifo_skip_after must be an integer from 0 (never) to 1000000");
+		st->fifo_skip_after = (int)n;
+	} else if (!strncmp(key, "policy.", 7) && key[7]) {
+		if (json_is_null(value)) {
+			json_object_del(st->policies, key + 7);
+		} else {
+			if (parse_policy(value, key, err) < 0)
+				return -EINVAL;
+			json_object_set(st->policies, key + 7, value);
+		}
+	} else {
+		return terr_set(err, ENOENT,
+				"unknown setting '%s' (known: fgpu_per_device, fgpu_quantum, queue_policy, selector, "
+				"fifo_skip_after, policy.default, policy.<email>)", key);
+	}
+	return 0;
+}
+
+int mgr_settings_set(struct manager *m, const char *key, json_t *value, struct terr *err)
+{
+	int rc = apply(m, key, value, err);
+	if (rc < 0)
+		return rc;
+	/* Policies are kept together, as one object. */
+	if (!strncmp(key, "policy.", 7))
+		rc = store_setting(m, "policies", m->settings.policies, err);
+	else
+		rc = store_setting(m, key, value, err);
+	if (rc < 0)
+		return rc;
+	log_info("manager", "setting %s changed", key);
+	m->version++;
+	mgr_wake_scheduler(m);
+	pthread_cond_broadcast(&m->changed);
+	return 0;
+}
+
+static const char *const known_keys[] = {"fgpu_per_device", "fgpu_quantum", "queue_policy", "selector",
+					 "fifo_skip_after", NULL};
+
+int mgr_settings_load(struct manager *m, struct terr *err)
+{
+	struct msettings *st = &m->settings;
+	st->fgpu_per_device = 1;
+	st->fgpu_quantum_m = 10;
+	st->queue = &sched_fifo;
+	st->selector = &sched_concentrated;
+	st->fifo_skip_after = 0;
+	st->policies = json_object();
+	for (int i = 0; known_keys[i]; i++) {
+		char *text = NULL;
+		struct terr e = {0};
+		if (m->so->kv_get(m->store, known_keys[i], &text, &e) < 0)
+			continue;   /* unset: default */
+		json_t *v = json_loads(text, JSON_DECODE_ANY, NULL);
+		free(text);
+		if (!v || apply(m, known_keys[i], v, err) < 0) {
+			json_decref(v);
+			return terr_prefix(err, "stored setting %s", known_keys[i]);
+		}
+		json_decref(v);
+	}
+	char *pol = NULL;
+	struct terr e = {0};
+	if (m->so->kv_get(m->store, "policies", &pol, &e) == 0) {
+		json_t *v = json_loads(pol, 0, NULL);
+		free(pol);
+		if (json_is_object(v)) {
+			json_decref(st->policies);
+			st->policies = v;
+		} else {
+			json_decref(v);
+		}
+	}
+	return 0;
+}
+
+json_t *mgr_settings_json(struct manager *m)
+{
+	struct msettings *st = &m->settings;
+	return json_pack("{s:I,s:o,s:s,s:s,s:i,s:O}",
+		"fgpu_per_device", (json_int_t)st->fgpu_per_device,
+		"fgpu_quantum", jsonutil_milli(st->fgpu_quantum_m),
+		"queue_policy", st->queue->name, "selector", st->selector->name,
+		"fifo_skip_after", st->fifo_skip_after, "policies", st->policies);
+}
+
+void mgr_user_policy(struct manager *m, const char *email, int64_t *max_sessions, struct res *max)
+{
+	json_t *p = json_object_get(m->settings.policies, email);
+	if (!p)
+		p = json_object_get(m->settings.policies, "default");
+	*max_sessions = 0;
+	memset(max, 0, sizeof(*max));
+	if (!p)
+		return;
+	jsonutil_get_int(p, "max_sessions", "max_sessions", max_sessions, NULL, NULL);
+	jsonutil_get_milli(p, "max_cpu", "max_cpu", &max->cpu_m, NULL, NULL);
+	jsonutil_get_size(p, "max_mem", "max_mem", &max->mem, NULL, NULL);
+	jsonutil_get_milli(p, "max_fgpu", "max_fgpu", &max->fgpu_m, NULL, NULL);
+}
+
+void mgr_settings_free(struct manager *m)
+{
+	json_decref(m->settings.policies);
+	m->settings.policies = NULL;
+}
