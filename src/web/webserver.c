@@ -719,7 +719,7 @@ static int find_ui(char *out, size_t n, struct terr *err)
 	char dir[PATH_MAX];
 	if (util_exe_dir(dir, sizeof(dir), err) < 0)
 		return -err->code;
-	const char *candidates[] = {"%s/ui", "%s/../share/tessera/ui", "%s/../../ui"};
+	const char *candidates[] = {"%s/ui/www", "%s/../share/tessera/ui"};
 	for (size_t i = 0; i < sizeof(candidates) / sizeof(candidates[0]); i++) {
 		char path[PATH_MAX + 64];
 		snprintf(path, sizeof(path), candidates[i], dir);

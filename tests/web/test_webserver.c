@@ -1,0 +1,452 @@
+/* The webserver against a real manager (no agent needed): static files,
+ * password login, cookie attributes, the signed relay, CSRF and Origin
+ * checks, the manager's login route guard and rate limit, users admin,
+ * logout. Responses are read from a raw socket so headers can be checked. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "common/conf.h"
+#include "common/httpc.h"
+#include "common/util.h"
+#include "manager/manager.h"
+#include "tests/testlib.h"
+#include "web/pwhash.h"
+#include "web/ratelimit.h"
+#include "web/webserver.h"
+
+#define SECRET "0123456789abcdef0123456789abcdef"
+
+static struct manager *mgr;
+static struct web *web;
+static int web_port_n, mgr_port_n;
+static char admin_password[64];
+static char tmpdir[] = "/tmp/tessera-test-web.XXXXXX";
+
+struct reply {
+	int status;
+	char *head;   /* status line + headers */
+	char *body;
+};
+
+static void reply_free(struct reply *r)
+{
+	free(r->head);
+	free(r->body);
+	memset(r, 0, sizeof(*r));
+}
+
+/* One HTTP/1.1 request with Connection: close; extra is "Name: v\r\n"... */
+static struct reply http(int port, const char *method, const char *path, const char *extra, const char *body)
+{
+	struct reply r = {0};
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		close(fd);
+		return r;
+	}
+	char *req = NULL;
+	size_t blen = body ? strlen(body) : 0;
+	int n = asprintf(&req, "%s %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nConnection: close\r\n%sContent-Length: %zu\r\n\r\n%s",
+			 method, path, port, extra ? extra : "", blen, body ? body : "");
+	if (n > 0 && write(fd, req, (size_t)n) != n)
+		n = -1;
+	free(req);
+	char *buf = NULL;
+	size_t len = 0, cap = 0;
+	for (;;) {
+		if (cap - len < 4096) {
+			cap = cap ? cap * 2 : 8192;
+			buf = realloc(buf, cap);
+		}
+		ssize_t k = read(fd, buf + len, cap - len - 1);
+		if (k <= 0)
+			break;
+		len += (size_t)k;
+	}
+	close(fd);
+	if (!buf)
+		return r;
+	buf[len] = '\0';
+	char *sep = strstr(buf, "\r\n\r\n");
+	if (sep) {
+		*sep = '\0';
+		r.body = strdup(sep + 4);
+	}
+	r.head = buf;
+	sscanf(buf, "HTTP/1.%*d %d", &r.status);
+	return r;
+}
+
+/* Value of a response header (first match), into out. */
+static const char *hdr(const struct reply *r, const char *name, char *out, size_t n)
+{
+	out[0] = '\0';
+	size_t nl = strlen(name);
+	for (const char *p = r->head; p && (p = strstr(p, "\r\n")); ) {
+		p += 2;
+		if (!strncasecmp(p, name, nl) && p[nl] == ':') {
+			const char *v = p + nl + 1;
+			while (*v == ' ')
+				v++;
+			size_t k = strcspn(v, "\r\n");
+			snprintf(out, n, "%.*s", (int)k, v);
+			return out;
+		}
+	}
+	return NULL;
+}
+
+/* Logs in; fills cookie header line ("Cookie: ...\r\n") and CSRF token. */
+static int login(const char *email, const char *password, char *cookie, size_t cn, char *csrf, size_t tn)
+{
+	char body[512];
+	snprintf(body, sizeof(body), "{\"email\":\"%s\",\"password\":\"%s\"}", email, password);
+	struct reply r = http(web_port_n, "POST", "/auth/login", "Content-Type: application/json\r\n", body);
+	int status = r.status;
+	char sc[512];
+	if (status == 200 && hdr(&r, "Set-Cookie", sc, sizeof(sc))) {
+		snprintf(cookie, cn, "Cookie: %.*s\r\n", (int)strcspn(sc, ";"), sc);
+		json_t *j = json_loads(r.body, 0, NULL);
+		snprintf(csrf, tn, "%s", json_string_value(json_object_get(j, "csrf_token")));
+		json_decref(j);
+	}
+	reply_free(&r);
+	return status;
+}
+
+TEST(serves_the_ui_with_security_headers)
+{
+	char v[512];
+	struct reply r = http(web_port_n, "GET", "/", NULL, NULL);
+	CHECK_INT(r.status, 200);
+	CHECK_CONTAINS(hdr(&r, "Content-Type", v, sizeof(v)), "text/html");
+	CHECK_CONTAINS(hdr(&r, "Content-Security-Policy", v, sizeof(v)), "default-src 'self'");
+	CHECK_STR(hdr(&r, "X-Frame-Options", v, sizeof(v)), "DENY");
+	CHECK_CONTAINS(r.body, "<title>t</title>");
+	reply_free(&r);
+	r = http(web_port_n, "GET", "/sessions", NULL, NULL);   /* a client route */
+	CHECK_INT(r.status, 200);
+	CHECK_CONTAINS(r.body, "<title>t</title>");
+	reply_free(&r);
+	r = http(web_port_n, "GET", "/assets/app.js", NULL, NULL);
+	CHECK_INT(r.status, 200);
+	CHECK_CONTAINS(hdr(&r, "Content-Type", v, sizeof(v)), "text/javascript");
+	CHECK_CONTAINS(hdr(&r, "Cache-Control", v, sizeof(v)), "immutable");
+	reply_free(&r);
+	r = http(web_port_n, "GET", "/assets/nope.js", NULL, NULL);
+	CHECK_INT(r.status, 404);
+	reply_free(&r);
+	r = http(web_port_n, "GET", "/assets/../../../etc/passwd", NULL, NULL);
+	CHECK(!r.body || !strstr(r.body, "root:"));
+	reply_free(&r);
+}
+
+TEST(login_sets_a_strict_httponly_cookie)
+{
+	char body[256], v[512];
+	snprintf(body, sizeof(body), "{\"email\":\"Admin@Tessera.local\",\"password\":\"%s\"}", admin_password);
+	struct reply r = http(web_port_n, "POST", "/auth/login", "Content-Type: application/json\r\n", body);
+	CHECK_INT(r.status, 200);
+	CHECK(hdr(&r, "Set-Cookie", v, sizeof(v)) != NULL);
+	CHECK_CONTAINS(v, "tessera_session=");
+	CHECK_CONTAINS(v, "HttpOnly");
+	CHECK_CONTAINS(v, "SameSite=Strict");
+	CHECK_CONTAINS(v, "Path=/");
+	CHECK(!strstr(v, "Secure"));   /* plain HTTP here */
+	CHECK_CONTAINS(r.body, "\"csrf_token\"");
+	CHECK_CONTAINS(r.body, "admin@tessera.local");
+	CHECK(!strstr(r.body, "secret_key"));
+	reply_free(&r);
+}
+
+TEST(wrong_or_malformed_logins_are_refused)
+{
+	char v[512];
+	struct reply r = http(web_port_n, "POST", "/auth/login", "Content-Type: application/json\r\n",
+			      "{\"email\":\"admin@tessera.local\",\"password\":\"wrong-password\"}");
+	CHECK_INT(r.status, 401);
+	CHECK_CONTAINS(r.body, "wrong email or password");
+	CHECK(hdr(&r, "Set-Cookie", v, sizeof(v)) == NULL);
+	reply_free(&r);
+	r = http(web_port_n, "POST", "/auth/login", "Content-Type: application/json\r\n",
+		 "{\"email\":\"nobody@example.org\",\"password\":\"whatever1\"}");
+	CHECK_INT(r.status, 401);
+	CHECK_CONTAINS(r.body, "wrong email or password");   /* same words: no user oracle */
+	reply_free(&r);
+	/* A cross-site form cannot send JSON: form-encoded logins are refused. */
+	r = http(web_port_n, "POST", "/auth/login", "Content-Type: application/x-www-form-urlencoded\r\n",
+		 "email=a&password=b");
+	CHECK_INT(r.status, 415);
+	reply_free(&r);
+	r = http(web_port_n, "POST", "/auth/login", "Content-Type: application/json\r\n", "{}");
+	CHECK_INT(r.status, 400);
+	reply_free(&r);
+}
+
+TEST(manager_login_route_needs_the_web_secret)
+{
+	const char *body = "{\"email\":\"admin@tessera.local\",\"password\":\"x\"}";
+	struct reply r = http(mgr_port_n, "POST", "/v1/auth/login", "Content-Type: application/json\r\n", body);
+	CHECK_INT(r.status, 403);
+	reply_free(&r);
+	r = http(mgr_port_n, "POST", "/v1/auth/login",
+		 "Content-Type: application/json\r\nX-Tessera-Web-Secret: not-the-secret-at-all\r\n", body);
+	CHECK_INT(r.status, 403);
+	reply_free(&r);
+	char extra[256], good[256];
+	snprintf(extra, sizeof(extra), "Content-Type: application/json\r\nX-Tessera-Web-Secret: %s\r\n", SECRET);
+	snprintf(good, sizeof(good), "{\"email\":\"admin@tessera.local\",\"password\":\"%s\"}", admin_password);
+	r = http(mgr_port_n, "POST", "/v1/auth/login", extra, good);
+	CHECK_INT(r.status, 200);
+	CHECK_CONTAINS(r.body, "\"secret_key\"");
+	reply_free(&r);
+}
+
+TEST(relay_signs_for_the_logged_in_user)
+{
+	char cookie[256], csrf[80];
+	CHECK_INT(login("admin@tessera.local", admin_password, cookie, sizeof(cookie), csrf, sizeof(csrf)), 200);
+	struct reply r = http(web_port_n, "GET", "/api/v1/auth/whoami", cookie, NULL);
+	CHECK_INT(r.status, 200);
+	CHECK_CONTAINS(r.body, "admin@tessera.local");
+	reply_free(&r);
+	r = http(web_port_n, "GET", "/api/v1/sessions?all=1", cookie, NULL);   /* query kept in the signature */
+	CHECK_INT(r.status, 200);
+	CHECK_CONTAINS(r.body, "\"sessions\"");
+	reply_free(&r);
+	r = http(web_port_n, "GET", "/api/v1/auth/whoami", NULL, NULL);
+	CHECK_INT(r.status, 401);
+	reply_free(&r);
+	r = http(web_port_n, "GET", "/api/v1/auth/whoami", "Cookie: tessera_session=0000000000000000000000000000000000000000000000000000000000000000\r\n", NULL);
+	CHECK_INT(r.status, 401);
+	reply_free(&r);
+	/* Cluster routes are not reachable through the webserver. */
+	r = http(web_port_n, "GET", "/api/v1/agents/x/heartbeat", cookie, NULL);
+	CHECK_INT(r.status, 404);
+	reply_free(&r);
+}
+
+TEST(writes_need_the_csrf_token_and_same_origin)
+{
+	char cookie[256], csrf[80], extra[512];
+	CHECK_INT(login("admin@tessera.local", admin_password, cookie, sizeof(cookie), csrf, sizeof(csrf)), 200);
+	const char *body = "{\"email\":\"carol@example.org\"}";
+	snprintf(extra, sizeof(extra), "%sContent-Type: application/json\r\n", cookie);
+	struct reply r = http(web_port_n, "POST", "/api/v1/users", extra, body);
+	CHECK_INT(r.status, 403);
+	CHECK_CONTAINS(r.body, "CSRF");
+	reply_free(&r);
+	snprintf(extra, sizeof(extra), "%sContent-Type: application/json\r\nX-CSRF-Token: %s\r\nOrigin: http://evil.example\r\n",
+		 cookie, csrf);
+	r = http(web_port_n, "POST", "/api/v1/users", extra, body);
+	CHECK_INT(r.status, 403);
+	CHECK_CONTAINS(r.body, "cross-site");
+	reply_free(&r);
+	snprintf(extra, sizeof(extra), "%sContent-Type: application/json\r\nX-CSRF-Token: %s\r\nOrigin: http://127.0.0.1:%d\r\n",
+		 cookie, csrf, web_port_n);
+	r = http(web_port_n, "POST", "/api/v1/users", extra, body);
+	CHECK_INT(r.status, 201);
+	CHECK_CONTAINS(r.body, "\"password\"");         /* generated, shown once */
+	CHECK(r.body && !strstr(r.body, "secret_key"));  /* never to a browser */
+	reply_free(&r);
+}
+
+TEST(users_admin_validates_and_is_admin_only)
+{
+	char cookie[256], csrf[80], extra[512];
+	CHECK_INT(login("admin@tessera.local", admin_password, cookie, sizeof(cookie), csrf, sizeof(csrf)), 200);
+	snprintf(extra, sizeof(extra), "%sContent-Type: application/json\r\nX-CSRF-Token: %s\r\n", cookie, csrf);
+	struct reply r = http(web_port_n, "POST", "/api/v1/users", extra, "{\"email\":\"not-an-email\"}");
+	CHECK_INT(r.status, 400);
+	CHECK_CONTAINS(r.body, "email");
+	reply_free(&r);
+	r = http(web_port_n, "POST", "/api/v1/users", extra, "{\"email\":\"dave@example.org\",\"password\":\"short\"}");
+	CHECK_INT(r.status, 400);
+	CHECK_CONTAINS(r.body, "8 to 256");
+	reply_free(&r);
+	r = http(web_port_n, "POST", "/api/v1/users", extra, "{\"email\":\"dave@example.org\",\"password\":\"dave-pass-1\",\"x\":1}");
+	CHECK_INT(r.status, 400);
+	CHECK_CONTAINS(r.body, "unknown field");
+	reply_free(&r);
+	r = http(web_port_n, "POST", "/api/v1/users", extra, "{\"email\":\"dave@example.org\",\"password\":\"dave-pass-1\"}");
+	CHECK_INT(r.status, 201);
+	json_t *j = json_loads(r.body, 0, NULL);
+	char id[64];
+	snprintf(id, sizeof(id), "%s", json_string_value(json_object_get(json_object_get(j, "user"), "id")));
+	json_decref(j);
+	reply_free(&r);
+	r = http(web_port_n, "POST", "/api/v1/users", extra, "{\"email\":\"DAVE@example.org\"}");
+	CHECK_INT(r.status, 409);
+	reply_free(&r);
+
+	/* dave is no admin. */
+	char dcookie[256], dcsrf[80];
+	CHECK_INT(login("dave@example.org", "dave-pass-1", dcookie, sizeof(dcookie), dcsrf, sizeof(dcsrf)), 200);
+	r = http(web_port_n, "GET", "/api/v1/users", dcookie, NULL);
+	CHECK_INT(r.status, 403);
+	reply_free(&r);
+
+	/* Reset dave's password, then disable him. */
+	char path[128];
+	snprintf(path, sizeof(path), "/api/v1/users/%s", id);
+	r = http(web_port_n, "PATCH", path, extra, "{\"password\":\"dave-pass-2\"}");
+	CHECK_INT(r.status, 200);
+	reply_free(&r);
+	CHECK_INT(login("dave@example.org", "dave-pass-1", dcookie, sizeof(dcookie), dcsrf, sizeof(dcsrf)), 401);
+	CHECK_INT(login("dave@example.org", "dave-pass-2", dcookie, sizeof(dcookie), dcsrf, sizeof(dcsrf)), 200);
+	r = http(web_port_n, "PATCH", path, extra, "{\"disabled\":\"yes\"}");
+	CHECK_INT(r.status, 400);
+	reply_free(&r);
+	r = http(web_port_n, "PATCH", path, extra, "{\"disabled\":true}");
+	CHECK_INT(r.status, 200);
+	reply_free(&r);
+	CHECK_INT(login("dave@example.org", "dave-pass-2", dcookie, sizeof(dcookie), dcsrf, sizeof(dcsrf)), 403);
+	r = http(web_port_n, "PATCH", "/api/v1/users/nobody", extra, "{\"disabled\":true}");
+	CHECK_INT(r.status, 404);
+	reply_free(&r);
+}
+
+TEST(failed_logins_are_rate_limited_per_email)
+{
+	char cookie[256], csrf[80], extra[512];
+	CHECK_INT(login("admin@tessera.local", admin_password, cookie, sizeof(cookie), csrf, sizeof(csrf)), 200);
+	snprintf(extra, sizeof(extra), "%sContent-Type: application/json\r\nX-CSRF-Token: %s\r\n", cookie, csrf);
+	struct reply r = http(web_port_n, "POST", "/api/v1/users", extra,
+			      "{\"email\":\"erin@example.org\",\"password\":\"erin-pass-1\"}");
+	CHECK_INT(r.status, 201);
+	reply_free(&r);
+	for (int i = 0; i < 5; i++)
+		CHECK_INT(login("erin@example.org", "wrong-pass", cookie, sizeof(cookie), csrf, sizeof(csrf)), 401);
+	/* Even the right password now waits. */
+	r = http(web_port_n, "POST", "/auth/login", "Content-Type: application/json\r\n",
+		 "{\"email\":\"erin@example.org\",\"password\":\"erin-pass-1\"}");
+	CHECK_INT(r.status, 429);
+	CHECK_CONTAINS(r.body, "too many failed logins");
+	reply_free(&r);
+}
+
+TEST(logout_ends_the_login)
+{
+	char cookie[256], csrf[80], extra[512], v[512];
+	CHECK_INT(login("admin@tessera.local", admin_password, cookie, sizeof(cookie), csrf, sizeof(csrf)), 200);
+	struct reply r = http(web_port_n, "GET", "/auth/me", cookie, NULL);
+	CHECK_INT(r.status, 200);
+	CHECK_CONTAINS(r.body, csrf);
+	reply_free(&r);
+	r = http(web_port_n, "POST", "/auth/logout", cookie, NULL);
+	CHECK_INT(r.status, 403);   /* no CSRF token */
+	reply_free(&r);
+	snprintf(extra, sizeof(extra), "%sX-CSRF-Token: %s\r\n", cookie, csrf);
+	r = http(web_port_n, "POST", "/auth/logout", extra, NULL);
+	CHECK_INT(r.status, 200);
+	CHECK_CONTAINS(hdr(&r, "Set-Cookie", v, sizeof(v)), "Max-Age=0");
+	reply_free(&r);
+	r = http(web_port_n, "GET", "/api/v1/auth/whoami", cookie, NULL);
+	CHECK_INT(r.status, 401);
+	reply_free(&r);
+}
+
+TEST(pwhash_and_ratelimit)
+{
+	char h[PWHASH_ENCODED_MAX], p[32];
+	struct terr err = {0};
+	CHECK_INT(pwhash_generate(p, sizeof(p), &err), 0);
+	CHECK_INT(strlen(p), 20);
+	CHECK_INT(pwhash_hash(p, h, sizeof(h), &err), 0);
+	CHECK(!strncmp(h, "$argon2id$", 10));
+	CHECK(pwhash_verify(h, p));
+	CHECK(!pwhash_verify(h, "something-else"));
+	CHECK(!pwhash_verify("plain-text", "plain-text"));
+	CHECK_INT(pwhash_hash("short", h, sizeof(h), &err), -EINVAL);
+	CHECK_INT(pwhash_check_policy("tab\there-x", &err), -EINVAL);
+	struct ratelimit *rl = ratelimit_new(2, 1000);
+	CHECK_INT(ratelimit_check(rl, "k", 0), 0);
+	ratelimit_fail(rl, "k", 0);
+	ratelimit_fail(rl, "k", 10);
+	CHECK_INT(ratelimit_check(rl, "k", 100), 900);
+	CHECK_INT(ratelimit_check(rl, "other", 100), 0);
+	CHECK_INT(ratelimit_check(rl, "k", 1000), 0);   /* window over */
+	ratelimit_fail(rl, "j", 0);
+	ratelimit_fail(rl, "j", 0);
+	ratelimit_reset(rl, "j");
+	CHECK_INT(ratelimit_check(rl, "j", 1), 0);
+	ratelimit_free(rl);
+}
+
+static int setup(void)
+{
+	struct terr err = {0};
+	if (!mkdtemp(tmpdir))
+		return -1;
+	char path[256];
+	snprintf(path, sizeof(path), "%s/ui/assets", tmpdir);
+	if (util_mkdir_p(path, 0700, &err) < 0)
+		return -1;
+	snprintf(path, sizeof(path), "%s/ui/index.html", tmpdir);
+	FILE *f = fopen(path, "w");
+	fputs("<!doctype html><title>t</title>", f);
+	fclose(f);
+	snprintf(path, sizeof(path), "%s/ui/assets/app.js", tmpdir);
+	f = fopen(path, "w");
+	fputs("console.log(1)", f);
+	fclose(f);
+	char data[256];
+	snprintf(data, sizeof(data), "%s/data", tmpdir);
+	struct manager_config mc = {.data_dir = data, .listen = "127.0.0.1:0", .cluster_secret = SECRET};
+	char admin_conf[4200];
+	if (manager_open(&mgr, &mc, &err) < 0 || manager_serve(mgr, admin_conf, sizeof(admin_conf), &err) < 0) {
+		fprintf(stderr, "manager: %s\n", err.msg);
+		return -1;
+	}
+	struct conf c = {0};
+	if (conf_load(admin_conf, &c, &err) < 0 || !conf_get(&c, "password")) {
+		fprintf(stderr, "admin.conf has no password\n");
+		return -1;
+	}
+	snprintf(admin_password, sizeof(admin_password), "%s", conf_get(&c, "password"));
+	conf_free(&c);
+	const char *ep = manager_endpoint(mgr);
+	mgr_port_n = atoi(strrchr(ep, ':') + 1);
+	char ui[256];
+	snprintf(ui, sizeof(ui), "%s/ui", tmpdir);
+	struct web_config wc = {.listen = "127.0.0.1:0", .manager = ep, .web_secret = SECRET, .ui_dir = ui};
+	if (web_start(&wc, &web, &err) < 0) {
+		fprintf(stderr, "web: %s\n", err.msg);
+		return -1;
+	}
+	web_port_n = web_port(web);
+	return 0;
+}
+
+int main(void)
+{
+	httpc_global_init();
+	if (setup() < 0) {
+		printf("FAIL setup\n");
+		return 1;
+	}
+	RUN(serves_the_ui_with_security_headers);
+	RUN(login_sets_a_strict_httponly_cookie);
+	RUN(wrong_or_malformed_logins_are_refused);
+	RUN(manager_login_route_needs_the_web_secret);
+	RUN(relay_signs_for_the_logged_in_user);
+	RUN(writes_need_the_csrf_token_and_same_origin);
+	RUN(users_admin_validates_and_is_admin_only);
+	RUN(failed_logins_are_rate_limited_per_email);
+	RUN(logout_ends_the_login);
+	RUN(pwhash_and_ratelimit);
+	web_stop(web);
+	manager_close(mgr);
+	char cmd[300];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", tmpdir);
+	return testlib_done();
+}

@@ -1,0 +1,150 @@
+// The browser half of test_ui.sh. Prints "ok ..." / "FAIL ..." lines and
+// "# done" at the end; the shell side counts them. Waits are on states
+// reached (rows, words), never on how fast.
+import { createRequire } from 'node:module';
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+
+const env = (k) => { if (!process.env[k]) throw new Error(`${k} is not set`); return process.env[k]; };
+const require = createRequire(path.join(env('UI_SRC'), 'package.json'));
+const { chromium } = require('playwright-core');
+
+const WEB = env('WEB_URL'), EMAIL = env('ADMIN_EMAIL'), PASSWORD = env('ADMIN_PASSWORD');
+const IMAGE = env('IMAGE'), SHOTS = env('SHOTS');
+mkdirSync(SHOTS, { recursive: true });
+const WAIT = 60000;
+
+let failed = 0;
+async function step(name, fn) {
+  try {
+    await fn();
+    console.log(`ok ${name}`);
+  } catch (e) {
+    failed++;
+    console.log(`FAIL ${name}: ${String(e.message).split('\n')[0]}`);
+    throw e;
+  }
+}
+const shot = (page, name) => page.screenshot({ path: path.join(SHOTS, `${name}.png`) });
+
+// Counts of rows per status word in the sessions table.
+async function statusCounts(page) {
+  return page.$$eval('tr[data-session] .status', (els) =>
+    els.reduce((m, e) => ((m[e.textContent] = (m[e.textContent] || 0) + 1), m), {}));
+}
+async function waitCounts(page, want) {
+  await page.waitForFunction((want) => {
+    const m = {};
+    for (const e of document.querySelectorAll('tr[data-session] .status')) m[e.textContent] = (m[e.textContent] || 0) + 1;
+    return Object.entries(want).every(([k, v]) => (m[k] || 0) === v) &&
+      document.querySelectorAll('tr[data-session]').length === Object.values(want).reduce((a, b) => a + b, 0);
+  }, want, { timeout: WAIT });
+}
+
+async function login(page, email, password) {
+  await page.goto(WEB);
+  await page.getByLabel('Email').fill(email);
+  await page.getByLabel('Password').fill(password);
+  await page.getByRole('button', { name: 'Log in' }).click();
+}
+
+const ctx = await chromium.launchPersistentContext(env('PROFILE_DIR'), {
+  executablePath: '/usr/bin/chromium',
+  headless: true,
+  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+    '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  viewport: { width: 1100, height: 640 },
+});
+try {
+  const page = ctx.pages()[0] ?? await ctx.newPage();
+
+  await step('a wrong password is refused with words', async () => {
+    await login(page, EMAIL, 'not-the-password');
+    await page.getByRole('alert').filter({ hasText: 'Wrong email or password.' }).waitFor({ timeout: WAIT });
+    await shot(page, 'login_wrong_password');
+  });
+
+  await step('the admin logs in and sees the Sessions page', async () => {
+    await page.getByLabel('Password').fill(PASSWORD);
+    await page.getByRole('button', { name: 'Log in' }).click();
+    await page.getByRole('heading', { name: 'Sessions' }).waitFor({ timeout: WAIT });
+  });
+
+  await step('the launch dialog takes image, CPU, Memory, GPU and Sessions', async () => {
+    await page.getByRole('button', { name: 'Start' }).click();
+    const dlg = page.getByRole('dialog', { name: 'Start a session' });
+    await dlg.waitFor();
+    await dlg.getByLabel('Image').fill(IMAGE);
+    await dlg.getByLabel('Name').fill('gpu');
+    await dlg.getByRole('spinbutton', { name: 'CPU' }).fill('0.25');
+    await dlg.getByRole('spinbutton', { name: 'Memory' }).fill('0.25');
+    await dlg.getByRole('spinbutton', { name: 'GPU' }).fill('1');
+    // The Sessions slider, from the keyboard: 1 -> 3.
+    const sessions = dlg.getByRole('slider', { name: 'Sessions' });
+    await sessions.focus();
+    await page.keyboard.press('ArrowRight');
+    await page.keyboard.press('ArrowRight');
+    const n = await dlg.getByRole('spinbutton', { name: 'Sessions' }).inputValue();
+    if (n !== '3') throw new Error(`Sessions field shows ${n} after two ArrowRight presses`);
+    await shot(page, 'session_launch_dialog');
+    await dlg.getByRole('button', { name: 'Launch' }).click();
+    await dlg.waitFor({ state: 'hidden', timeout: WAIT });
+  });
+
+  await step('3 sessions of 1 fGPU on 2 fGPU: 2 RUNNING and 1 PENDING', async () => {
+    await waitCounts(page, { RUNNING: 2, PENDING: 1 });
+    const cfg = await page.locator('tr[data-session]').first().textContent();
+    if (!cfg.includes('1 fGPU')) throw new Error(`configuration does not show 1 fGPU: ${cfg}`);
+  });
+
+  await step('the PENDING row says why it waits', async () => {
+    const row = page.locator('tr[data-session]').filter({ hasText: 'PENDING' });
+    const info = await row.locator('.info').textContent();
+    if (!info || !info.trim()) throw new Error('no status_info on the PENDING row');
+    await shot(page, 'pending_session_list');
+  });
+
+  let pendingName;
+  await step('terminating a RUNNING session (with a confirm) starts the PENDING one', async () => {
+    pendingName = await page.locator('tr[data-session]').filter({ hasText: 'PENDING' }).getAttribute('data-session');
+    const running = page.locator('tr[data-session]').filter({ hasText: 'RUNNING' }).first();
+    const victim = await running.getAttribute('data-session');
+    await running.getByRole('button', { name: 'Terminate' }).click();
+    const dlg = page.getByRole('dialog', { name: 'Terminate session' });
+    await dlg.waitFor();
+    await dlg.getByRole('button', { name: 'Terminate' }).click();
+    await page.locator(`tr[data-session="${victim}"]`).waitFor({ state: 'detached', timeout: WAIT });
+    await waitCounts(page, { RUNNING: 2 });
+    await page.locator(`tr[data-session="${pendingName}"] .status`, { hasText: 'RUNNING' }).waitFor({ timeout: WAIT });
+    await shot(page, 'pending_to_running');
+  });
+
+  await step('the admin page shows per-GPU fGPU usage and creates a user', async () => {
+    await page.getByRole('link', { name: 'Admin' }).click();
+    await page.getByRole('meter').first().waitFor({ timeout: WAIT });
+    const used = await page.getByRole('meter').first().getAttribute('aria-valuenow');
+    if (used !== '2') throw new Error(`GPU 0 shows ${used} fGPU used, expected 2`);
+    const form = page.getByRole('form', { name: 'Create a user' });
+    await form.getByLabel('Email').fill('bob@example.org');
+    await form.getByLabel('Password').fill('bob-password-1');
+    await form.getByRole('button', { name: 'Create user' }).click();
+    await page.getByRole('cell', { name: 'bob@example.org' }).waitFor({ timeout: WAIT });
+    await shot(page, 'admin_page');
+  });
+
+  await step('a second user sees none of the admin\'s sessions', async () => {
+    await page.getByRole('button', { name: 'Log out' }).click();
+    await login(page, 'bob@example.org', 'bob-password-1');
+    await page.getByRole('heading', { name: 'Sessions' }).waitFor({ timeout: WAIT });
+    await page.getByText('No sessions.').waitFor({ timeout: WAIT });
+    const n = await page.locator('tr[data-session]').count();
+    if (n !== 0) throw new Error(`bob sees ${n} sessions`);
+    if (await page.getByRole('link', { name: 'Admin' }).count()) throw new Error('bob sees the Admin page link');
+  });
+} catch {
+  // reported by step()
+} finally {
+  await ctx.close();
+}
+console.log('# done');
+process.exit(failed ? 1 : 0);

@@ -1,0 +1,86 @@
+// Calls to the webserver: /auth/* (login) and /api/v1/* (the manager's API,
+// relayed and signed server-side). Every state-changing call carries the
+// login's CSRF token; errors become Error objects with the server's words.
+
+export interface User { id: string; email: string; is_admin: boolean; disabled?: boolean; created_at?: string }
+export interface Resources { cpu: number; mem: number; fgpu: number }
+export interface Session {
+  id: string; name: string; owner: string; image: string; status: string; status_info: string;
+  agent: string | null; resources: Resources; created_at: string;
+}
+export interface Gpu { index: number; uuid: string; name: string; memory: number; fgpu_capacity: number; fgpu_used: number }
+export interface Node {
+  id: string; status: string; capacity: Resources; used: Resources; sessions: number; gpus?: Gpu[];
+}
+
+let csrf = '';
+export function setCsrf(token: string) { csrf = token; }
+
+export class ApiError extends Error {
+  constructor(message: string, public status: number, public code: string) { super(message); }
+}
+
+export async function call<T>(method: string, path: string, body?: unknown): Promise<T> {
+  const headers: Record<string, string> = { Accept: 'application/json' };
+  if (body !== undefined) headers['Content-Type'] = 'application/json';
+  if (method !== 'GET') headers['X-CSRF-Token'] = csrf;
+  let resp: Response;
+  try {
+    resp = await fetch(path, {
+      method, headers, credentials: 'same-origin',
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+  } catch {
+    throw new ApiError('Cannot reach the Tessera webserver. Check your connection and try again.', 0, 'network');
+  }
+  const text = await resp.text();
+  let data: any = null;
+  try { data = text ? JSON.parse(text) : null; } catch { /* not JSON */ }
+  if (!resp.ok) {
+    const msg = data?.error?.message ?? `The server answered HTTP ${resp.status}.`;
+    throw new ApiError(msg, resp.status, data?.error?.code ?? 'http');
+  }
+  return data as T;
+}
+
+export const api = {
+  me: () => call<{ user: User; csrf_token: string }>('GET', '/auth/me'),
+  login: (email: string, password: string) =>
+    call<{ user: User; csrf_token: string }>('POST', '/auth/login', { email, password }),
+  logout: () => call<unknown>('POST', '/auth/logout'),
+  sessions: () => call<{ sessions: Session[] }>('GET', '/api/v1/sessions'),
+  nodes: () => call<{ nodes: Node[] }>('GET', '/api/v1/nodes'),
+  images: () => call<{ images: { ref: string; nodes: string[] }[] }>('GET', '/api/v1/images'),
+  config: () => call<Record<string, unknown>>('GET', '/api/v1/config'),
+  setConfig: (key: string, value: unknown) =>
+    call<unknown>('PUT', `/api/v1/config/${encodeURIComponent(key)}`, { value }),
+  launch: (req: unknown) => call<{ sessions: Session[] }>('POST', '/api/v1/sessions', req),
+  terminate: (id: string) => call<Session>('DELETE', `/api/v1/sessions/${encodeURIComponent(id)}`),
+  users: () => call<{ users: User[] }>('GET', '/api/v1/users'),
+  createUser: (u: { email: string; password?: string; is_admin: boolean }) =>
+    call<{ user: User; password?: string }>('POST', '/api/v1/users', u),
+  updateUser: (id: string, patch: { disabled?: boolean; password?: string }) =>
+    call<{ user: User }>('PATCH', `/api/v1/users/${encodeURIComponent(id)}`, patch),
+};
+
+// Formatting shared by the pages.
+export function fmtNum(n: number): string {
+  return Number.isInteger(n) ? String(n) : String(Math.round(n * 1000) / 1000);
+}
+export function fmtBytes(b: number): string {
+  const gib = b / 2 ** 30;
+  if (gib >= 1) return `${fmtNum(Math.round(gib * 100) / 100)} GiB`;
+  return `${fmtNum(Math.round(b / 2 ** 20))} MiB`;
+}
+export function fmtConfig(r: Resources): string {
+  const parts = [`${fmtNum(r.cpu)} CPU`, fmtBytes(r.mem)];
+  if (r.fgpu > 0) parts.push(`${fmtNum(r.fgpu)} fGPU`);
+  return parts.join(', ');
+}
+export function fmtAge(iso: string, now: number): string {
+  const s = Math.max(0, Math.floor((now - Date.parse(iso)) / 1000));
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m`;
+  if (s < 86400) return `${Math.floor(s / 3600)}h ${Math.floor((s % 3600) / 60)}m`;
+  return `${Math.floor(s / 86400)}d`;
+}

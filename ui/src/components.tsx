@@ -1,0 +1,96 @@
+// A small component library: every control has a visible label, works
+// from the keyboard (native elements, <dialog> for modals), and errors are
+// announced (role="alert").
+import type { ComponentChildren } from 'preact';
+import { useEffect, useId, useRef } from 'preact/hooks';
+
+export function ErrorText({ error }: { error: string | null }) {
+  return error ? <p class="error" role="alert">{error}</p> : null;
+}
+
+export function Button(props: {
+  children: ComponentChildren; onClick?: () => void; kind?: 'primary' | 'danger' | 'plain';
+  type?: 'button' | 'submit'; disabled?: boolean; label?: string;
+}) {
+  return (
+    <button type={props.type ?? 'button'} class={`btn ${props.kind ?? 'plain'}`} onClick={props.onClick}
+      disabled={props.disabled} aria-label={props.label}>
+      {props.children}
+    </button>
+  );
+}
+
+export function TextField(props: {
+  label: string; value: string; onInput: (v: string) => void; type?: string; list?: string;
+  autocomplete?: string; required?: boolean; placeholder?: string; hint?: string;
+}) {
+  const id = useId();
+  return (
+    <div class="field">
+      <label for={id}>{props.label}</label>
+      <input id={id} type={props.type ?? 'text'} value={props.value} list={props.list}
+        autocomplete={props.autocomplete} required={props.required} placeholder={props.placeholder}
+        onInput={(e) => props.onInput((e.target as HTMLInputElement).value)} />
+      {props.hint && <small class="hint">{props.hint}</small>}
+    </div>
+  );
+}
+
+// A slider and a number field bound to one value, both named by the one
+// visible label.
+export function SliderField(props: {
+  label: string; value: number; min: number; max: number; step: number; unit?: string;
+  onChange: (v: number) => void; disabled?: boolean; hint?: string;
+}) {
+  const id = useId();
+  const labelId = `${id}-label`;
+  const set = (raw: string) => {
+    const v = Number(raw);
+    if (!Number.isNaN(v)) props.onChange(v);
+  };
+  return (
+    <div class="field slider">
+      <label id={labelId} for={id}>{props.label}</label>
+      <div class="slider-row">
+        <input type="range" aria-labelledby={labelId} min={props.min} max={props.max} step={props.step}
+          value={props.value} disabled={props.disabled}
+          onInput={(e) => set((e.target as HTMLInputElement).value)} />
+        <input id={id} type="number" min={props.min} max={props.max} step={props.step} value={props.value}
+          disabled={props.disabled} onInput={(e) => set((e.target as HTMLInputElement).value)} />
+        {props.unit && <span class="unit" aria-hidden="true">{props.unit}</span>}
+      </div>
+      {props.hint && <small class="hint">{props.hint}</small>}
+    </div>
+  );
+}
+
+export function Dialog(props: { open: boolean; title: string; onClose: () => void; children: ComponentChildren }) {
+  const ref = useRef<HTMLDialogElement>(null);
+  useEffect(() => {
+    const d = ref.current;
+    if (!d) return;
+    if (props.open && !d.open) d.showModal();
+    if (!props.open && d.open) d.close();
+  }, [props.open]);
+  const titleId = useId();
+  return (
+    <dialog ref={ref} aria-labelledby={titleId} onClose={props.onClose} onCancel={props.onClose}>
+      <h2 id={titleId}>{props.title}</h2>
+      {props.open && props.children}
+    </dialog>
+  );
+}
+
+export function UsageBar(props: { label: string; used: number; total: number; unit: string }) {
+  const pct = props.total > 0 ? Math.min(100, (props.used / props.total) * 100) : 0;
+  const id = useId();
+  return (
+    <div class="usage">
+      <span id={id}>{props.label}: {props.used} / {props.total} {props.unit}</span>
+      <div class="bar" role="meter" aria-labelledby={id} aria-valuemin={0} aria-valuemax={props.total}
+        aria-valuenow={props.used}>
+        <div class="fill" style={{ width: `${pct}%` }} />
+      </div>
+    </div>
+  );
+}
