@@ -153,7 +153,10 @@ int cmd_server(int argc, char **argv)
 	};
 	char data_dir[PATH_MAX] = "", listen_buf[128] = "";
 	const char *home = getenv("HOME");
-	snprintf(data_dir, sizeof(data_dir), "%s/.local/share/tessera", home ? home : "/var/lib");
+	if (home && *home)
+		snprintf(data_dir, sizeof(data_dir), "%s/.local/share/tessera", home);
+	else
+		snprintf(data_dir, sizeof(data_dir), "/var/lib/tessera");
 	struct agent_config acfg = {.id = "local", .mem_reserve = 512LL << 20};
 	struct manager_config mcfg = {0};
 	snprintf(listen_buf, sizeof(listen_buf), "127.0.0.1:8090");
@@ -458,8 +461,10 @@ int cmd_agent(int argc, char **argv)
 	bool registered = false;
 	int interval_ms = 2000;
 	int64_t next_beat = 0;
-	for (;;) {
-		if (wait_signal(&stop, registered ? 200 : 1000) >= 0)
+	for (bool first = true;; first = false) {
+		/* Register at once; afterwards wake often enough to send events
+		 * promptly, and retry a failed registration every second. */
+		if (!first && wait_signal(&stop, registered ? 200 : 1000) >= 0)
 			break;
 		int64_t now = util_mono_ms();
 		if (!registered) {

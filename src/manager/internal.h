@@ -95,6 +95,14 @@ struct manager {
 	size_t n_users;
 
 	struct job *jobs_head, *jobs_tail;
+	/* Links replaced by a re-registration: a dispatcher or handler may
+	 * still be using one outside the lock, so they are freed at close. */
+	struct retired_link {
+		const struct agent_link_ops *ops;
+		void *ctx;
+		struct retired_link *next;
+	} *retired;
+	int64_t last_safety_mono;
 	pthread_t sched_thread;
 	pthread_t *workers;
 	int n_workers;

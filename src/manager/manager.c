@@ -451,10 +451,14 @@ static void *sched_main(void *arg)
 			pthread_cond_timedwait(&m->wake, &m->mu, &ts);
 			if (m->stopping)
 				break;
-			if (!m->sched_dirty) {
-				mark_lost_agents(m);
-				retry_stuck_terminations(m);
-			}
+		}
+		/* On elapsed time, not on a quiet wait: a busy cluster wakes the
+		 * scheduler more often than once a second. */
+		int64_t now = util_mono_ms();
+		if (now - m->last_safety_mono >= SAFETY_PASS_MS) {
+			m->last_safety_mono = now;
+			mark_lost_agents(m);
+			retry_stuck_terminations(m);
 		}
 		m->sched_dirty = false;
 		schedule_pass(m);
@@ -560,6 +564,18 @@ static void run_destroy(struct manager *m, const char *sid)
 		if (s->rec.status == SS_TERMINATING)
 			mgr_set_status(m, s, SS_TERMINATED, "terminated (node %s is gone)", s->rec.agent_id);
 		s->destroy_queued = false;
+		pthread_mutex_unlock(&m->mu);
+		return;
+	}
+	if (!a->alive) {
+		/* Not now: a call to a dead node would hold a dispatcher for its
+		 * whole timeout. Its re-registration reconciles this session. */
+		s->destroy_queued = false;
+		if (s->rec.status == SS_TERMINATING) {
+			snprintf(s->rec.status_info, sizeof(s->rec.status_info),
+				 "terminating: node %s is LOST; the container is removed when it returns", a->rec.id);
+			mgr_persist(m, s);
+		}
 		pthread_mutex_unlock(&m->mu);
 		return;
 	}
@@ -764,8 +780,15 @@ int mgr_agent_register(struct manager *m, json_t *desc, const struct agent_link_
 		util_strlcpy(a->rec.id, id, sizeof(a->rec.id));
 		a->rec.registered_ms = util_now_ms();
 	}
-	if (a->link && a->link_ctx != link_ctx)
-		a->link->release(a->link_ctx);
+	if (a->link && a->link_ctx != link_ctx) {
+		struct retired_link *r = calloc(1, sizeof(*r));
+		if (r) {
+			r->ops = a->link;
+			r->ctx = a->link_ctx;
+			r->next = m->retired;
+			m->retired = r;
+		}
+	}
 	a->link = link;
 	a->link_ctx = link_ctx;
 	a->local = local;
@@ -1125,6 +1148,11 @@ void manager_close(struct manager *m)
 		if (m->agents[i]->link)
 			m->agents[i]->link->release(m->agents[i]->link_ctx);
 		free(m->agents[i]);
+	}
+	for (struct retired_link *r = m->retired, *next; r; r = next) {
+		next = r->next;
+		r->ops->release(r->ctx);
+		free(r);
 	}
 	free(m->agents);
 	free(m->users);
