@@ -14,7 +14,7 @@
 #include "common/httpc.h"
 #include "common/util.h"
 #include "manager/manager.h"
-#include "tests/testlib.h"
+#include "testlib.h"
 #include "web/pwhash.h"
 #include "web/ratelimit.h"
 #include "web/webserver.h"
