@@ -124,12 +124,13 @@ try {
     await page.getByRole('meter').first().waitFor({ timeout: WAIT });
     const used = await page.getByRole('meter').first().getAttribute('aria-valuenow');
     if (used !== '2') throw new Error(`GPU 0 shows ${used} fGPU used, expected 2`);
+    await shot(page, 'admin_nodes');
     const form = page.getByRole('form', { name: 'Create a user' });
     await form.getByLabel('Email').fill('bob@example.org');
     await form.getByLabel('Password').fill('bob-password-1');
     await form.getByRole('button', { name: 'Create user' }).click();
     await page.getByRole('cell', { name: 'bob@example.org' }).waitFor({ timeout: WAIT });
-    await shot(page, 'admin_page');
+    await shot(page, 'admin_users');
   });
 
   await step('a second user sees none of the admin\'s sessions', async () => {
