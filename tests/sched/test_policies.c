@@ -198,6 +198,24 @@ TEST(fit_multi_device_takes_whole_free_devices)
 	CHECK(sh[1].device == 0 || sh[1].device == 2);
 	CHECK_INT(sh[1].fgpu_m, 500);
 
+	/* the same through the planner: the reason counts whole free devices */
+	struct sched_device dv[3];
+	struct sched_agent ag[1] = {dev_agent("g", true, dv, 3, 1000)};
+	use_dev(&ag[0], 0, 100);
+	use_dev(&ag[0], 2, 100);
+	struct sched_user users[1] = {{.id = "u"}};
+	struct sched_request rq[2] = {gpu_req("two-and-a-half", 2500), gpu_req("one-and-a-half", 1500)};
+	struct sched_placement out[2];
+	char reasons[2][SCHED_REASON_MAX];
+	CHECK_INT(plan_with(&sched_concentrated, &sched_drf, 1000, 0, ag, 1, users, rq, 2, out,
+			    reasons, NULL), 1);
+	CHECK_INT(out[0].request, 1);
+	CHECK_INT(out[0].n_shares, 2);
+	CHECK_INT(dv[1].free_m, 0);
+	CHECK_INT(dv[0].free_m + dv[2].free_m, 1300);
+	CHECK_CONTAINS(reasons[0], "needs 2.5 fGPU = 2 whole free devices + 0.5 fGPU on one node");
+	CHECK_CONTAINS(reasons[0], "the most whole free devices on a node is 1");
+
 	/* whole devices and nothing partial left: 2.5 on 2 free + nothing */
 	struct sched_device f[2] = {{1000}, {1000}};
 	CHECK(!sched_gpu_fit(f, 2, 2500, 1000, true, NULL, NULL));
