@@ -390,8 +390,9 @@ static int plan_gpus(struct agent *a, struct plan *p, const char *sid, json_t *g
 	if (a->gpus.mock) {
 		/* The mock driver sees the host's spec but only this session's
 		 * devices, as a container sees only its device nodes. */
-		char spec[512];
-		snprintf(spec, sizeof(spec), "%s\nvisible = %s\n", a->gpus.mock_spec, uuids);
+		char spec[sizeof(a->gpus.mock_spec) + sizeof(uuids) + 32];
+		if (snprintf(spec, sizeof(spec), "%s\nvisible = %s\n", a->gpus.mock_spec, uuids) >= (int)sizeof(spec))
+			return terr_set(err, ENAMETOOLONG, "mock GPU spec too long");
 		snprintf(path, sizeof(path), "%s/mock-gpus", dir);
 		if ((rc = write_file(path, spec, 0644, err)) < 0)
 			return rc;

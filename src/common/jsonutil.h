@@ -10,8 +10,9 @@
 #include "common/err.h"
 
 /* Flags for every json_dumps in the project: compact, and reals printed
- * with 10 significant digits so 0.1 prints as 0.1. */
-#define JSONUTIL_DUMP_FLAGS (JSON_COMPACT | JSON_REAL_PRECISION(10))
+ * with 15 significant digits: 0.1 prints as 0.1, and any milli amount up
+ * to 10^12 prints exactly. */
+#define JSONUTIL_DUMP_FLAGS (JSON_COMPACT | JSON_REAL_PRECISION(15))
 
 /* A milli-unit amount as a JSON number: integer when whole, else a real
  * that prints exactly (at most 3 decimals). New reference. */

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 
 #include "common/httpd.h"
+#include "common/strmap.h"
 #include "manager/link.h"
 #include "manager/manager.h"
 #include "sched/sched.h"
@@ -88,6 +89,8 @@ struct manager {
 
 	struct msession **sessions; /* in seq order */
 	size_t n_sessions, cap_sessions;
+	struct strmap session_by_id; /* keys: rec.id of each session */
+	struct strmap agent_by_id;   /* keys: rec.id of each agent */
 	int64_t next_seq;
 	struct magent **agents;
 	size_t n_agents, cap_agents;
@@ -103,6 +106,10 @@ struct manager {
 		struct retired_link *next;
 	} *retired;
 	int64_t last_safety_mono;
+	bool in_pass;               /* the scheduler is planning (bench, tests) */
+	uint64_t placements;        /* sessions placed since start */
+	int64_t last_pass_ms;       /* duration of the last pass that placed */
+	uint64_t last_pass_placed;
 	pthread_t sched_thread;
 	pthread_t *workers;
 	int n_workers;

@@ -27,10 +27,7 @@
 
 struct msession *mgr_find_session(struct manager *m, const char *id)
 {
-	for (size_t i = 0; i < m->n_sessions; i++)
-		if (!strcmp(m->sessions[i]->rec.id, id))
-			return m->sessions[i];
-	return NULL;
+	return strmap_get(&m->session_by_id, id);
 }
 
 struct msession *mgr_resolve_session(struct manager *m, const char *ref, const struct user_rec *user)
@@ -54,10 +51,7 @@ struct msession *mgr_resolve_session(struct manager *m, const char *ref, const s
 
 struct magent *mgr_find_agent(struct manager *m, const char *id)
 {
-	for (size_t i = 0; i < m->n_agents; i++)
-		if (!strcmp(m->agents[i]->rec.id, id))
-			return m->agents[i];
-	return NULL;
+	return strmap_get(&m->agent_by_id, id);
 }
 
 const struct user_rec *mgr_find_user(struct manager *m, const char *id)
@@ -225,6 +219,8 @@ static int append_session(struct manager *m, struct msession *s)
 		m->sessions = n;
 		m->cap_sessions = ncap;
 	}
+	if (strmap_put(&m->session_by_id, s->rec.id, s) < 0)
+		return -ENOMEM;
 	m->sessions[m->n_sessions++] = s;
 	return 0;
 }
@@ -411,15 +407,22 @@ static void schedule_pass(struct manager *m)
 		util_strlcpy(s->rec.agent_id, a->rec.id, sizeof(s->rec.agent_id));
 		mgr_set_status(m, s, SS_SCHEDULED, "placed on node %s", a->rec.id);
 		mgr_enqueue(m, JOB_START, s->rec.id);
+		m->placements++;
 	}
 	if (blocked >= 0)
 		pend[blocked]->failed_passes++;
+	/* Why each waits: recomputed every pass, so kept in memory only (the
+	 * store has the status; a restart recomputes the words). Writing them
+	 * would rewrite the whole queue whenever its head changes. */
+	bool changed = false;
 	for (size_t i = 0; i < k; i++) {
 		struct msession *s = pend[i];
 		if (s->rec.status != SS_PENDING || !reasons[i][0] || !strcmp(s->rec.status_info, reasons[i]))
 			continue;
 		util_strlcpy(s->rec.status_info, reasons[i], sizeof(s->rec.status_info));
-		mgr_persist(m, s);
+		changed = true;
+	}
+	if (changed) {
 		m->version++;
 		pthread_cond_broadcast(&m->changed);
 	}
@@ -461,7 +464,15 @@ static void *sched_main(void *arg)
 			retry_stuck_terminations(m);
 		}
 		m->sched_dirty = false;
+		m->in_pass = true;
+		int64_t t0 = util_mono_ms();
+		uint64_t before = m->placements;
 		schedule_pass(m);
+		m->in_pass = false;
+		if (m->placements != before) {
+			m->last_pass_ms = util_mono_ms() - t0;
+			m->last_pass_placed = m->placements - before;
+		}
 	}
 	pthread_mutex_unlock(&m->mu);
 	return NULL;
@@ -748,6 +759,12 @@ static int append_agent(struct manager *m, struct magent *a)
 	return 0;
 }
 
+/* Indexes an agent once its id is set. */
+static int index_agent(struct manager *m, struct magent *a)
+{
+	return strmap_put(&m->agent_by_id, a->rec.id, a);
+}
+
 int mgr_agent_register(struct manager *m, json_t *desc, const struct agent_link_ops *link,
 		       void *link_ctx, bool local, json_t **reply, struct terr *err)
 {
@@ -779,6 +796,10 @@ int mgr_agent_register(struct manager *m, json_t *desc, const struct agent_link_
 		}
 		util_strlcpy(a->rec.id, id, sizeof(a->rec.id));
 		a->rec.registered_ms = util_now_ms();
+		if (index_agent(m, a) < 0) {
+			pthread_mutex_unlock(&m->mu);
+			return terr_set(err, ENOMEM, "out of memory");
+		}
 	}
 	if (a->link && a->link_ctx != link_ctx) {
 		struct retired_link *r = calloc(1, sizeof(*r));
@@ -910,7 +931,7 @@ static int load_agent(void *ud, const struct agent_rec *r)
 	}
 	a->rec = *r;
 	a->alive = false;   /* until it registers again */
-	return 0;
+	return index_agent(m, a);
 }
 
 static int create_admin(struct manager *m, struct terr *err)
@@ -1144,6 +1165,8 @@ void manager_close(struct manager *m)
 		free(m->sessions[i]);
 	}
 	free(m->sessions);
+	strmap_free(&m->session_by_id);
+	strmap_free(&m->agent_by_id);
 	for (size_t i = 0; i < m->n_agents; i++) {
 		if (m->agents[i]->link)
 			m->agents[i]->link->release(m->agents[i]->link_ctx);

@@ -44,8 +44,8 @@ int validate_image_ref(const char *ref, struct terr *err)
 		if (strncmp(d, "sha256:", 7) != 0 || strlen(d + 7) != 64)
 			return terr_set(err, EINVAL, "image digest in '%s' must be sha256:<64 hex>", ref);
 		for (const char *p = d + 7; *p; p++)
-			if (!isxdigit((unsigned char)*p))
-				return terr_set(err, EINVAL, "image digest in '%s' must be hex", ref);
+			if (!isdigit((unsigned char)*p) && !(*p >= 'a' && *p <= 'f'))
+				return terr_set(err, EINVAL, "image digest in '%s' must be lower-case hex", ref);
 	}
 	/* The tag is after the last ':' that follows the last '/'. */
 	const char *last_slash = NULL;
@@ -84,6 +84,7 @@ int validate_image_ref(const char *ref, struct terr *err)
 		int registry = comp == 0 && end < name_len &&
 			       (memchr(ref + start, '.', end - start) || memchr(ref + start, ':', end - start) ||
 				(end - start == 9 && !strncmp(ref + start, "localhost", 9)));
+		const char *colon = registry ? memchr(ref + start, ':', end - start) : NULL;
 		for (size_t i = start; i < end; i++) {
 			char c = ref[i];
 			if (registry ? !(isalnum((unsigned char)c) || c == '.' || c == '-' || c == ':') || !isascii((unsigned char)c)
@@ -91,6 +92,14 @@ int validate_image_ref(const char *ref, struct terr *err)
 				return terr_set(err, EINVAL,
 						"image '%s' is not a valid reference: names use lower-case letters, digits, '.', '_' and '-'",
 						ref);
+			if (registry && colon && ref + i > colon && !isdigit((unsigned char)c))
+				return terr_set(err, EINVAL, "image '%s': the registry port must be a number", ref);
+			/* Separators inside a name: one '.', one or two '_', or a
+			 * run of '-' (Docker's reference grammar). */
+			char prev = i > start ? ref[i - 1] : 0;
+			if (!registry && prev && strchr("._-", c) && strchr("._-", prev) &&
+			    !(c == '-' && prev == '-') && !(c == '_' && prev == '_' && (i < start + 2 || ref[i - 2] != '_')))
+				return terr_set(err, EINVAL, "image '%s': '%c%c' is not a valid separator in a name", ref, prev, c);
 		}
 		if (!registry && (!isalnum((unsigned char)ref[start]) || !isalnum((unsigned char)ref[end - 1])))
 			return terr_set(err, EINVAL, "image '%s': each name component must start and end with a letter or digit", ref);

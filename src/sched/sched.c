@@ -65,65 +65,229 @@ bool sched_gpu_fit(const struct sched_device *devs, size_t n, int64_t want_m,
 	return true;
 }
 
-/* ---------- selectors ---------- */
+/* ---------- the index ---------- */
 
-/* Share of an agent's capacity left free after placing req, in parts per
- * million of the scarcest requested dimension. Integer math only. */
-static int64_t leftover_ppm(const struct sched_agent *a, const struct res *req)
+/* Intrusive doubly linked bucket lists over int32 ids (-1 = none). */
+struct buckets {
+	int32_t *head;        /* [levels] */
+	int32_t *next, *prev; /* [ids] */
+	int32_t *level;       /* [ids]; -1 = not listed */
+	int32_t levels;
+};
+
+static int buckets_init(struct buckets *b, int32_t levels, size_t ids)
 {
-	int64_t worst = 1000000;
-	const int64_t cap[3] = {a->capacity.cpu_m, a->capacity.mem, a->capacity.fgpu_m};
-	const int64_t left[3] = {a->free.cpu_m - req->cpu_m, a->free.mem - req->mem,
-				 a->free.fgpu_m - req->fgpu_m};
-	const int64_t want[3] = {req->cpu_m, req->mem, req->fgpu_m};
-	for (int i = 0; i < 3; i++) {
-		if (cap[i] <= 0 || want[i] == 0)
-			continue;
-		int64_t ppm = (int64_t)((__int128)left[i] * 1000000 / cap[i]);
-		if (ppm < worst)
-			worst = ppm;
+	b->levels = levels;
+	b->head = malloc((size_t)levels * sizeof(int32_t));
+	b->next = malloc((ids ? ids : 1) * sizeof(int32_t));
+	b->prev = malloc((ids ? ids : 1) * sizeof(int32_t));
+	b->level = malloc((ids ? ids : 1) * sizeof(int32_t));
+	if (!b->head || !b->next || !b->prev || !b->level)
+		return -1;
+	for (int32_t i = 0; i < levels; i++)
+		b->head[i] = -1;
+	for (size_t i = 0; i < ids; i++)
+		b->level[i] = -1;
+	return 0;
+}
+
+static void buckets_free(struct buckets *b)
+{
+	free(b->head);
+	free(b->next);
+	free(b->prev);
+	free(b->level);
+}
+
+static void buckets_remove(struct buckets *b, int32_t id)
+{
+	int32_t l = b->level[id];
+	if (l < 0)
+		return;
+	if (b->prev[id] >= 0)
+		b->next[b->prev[id]] = b->next[id];
+	else
+		b->head[l] = b->next[id];
+	if (b->next[id] >= 0)
+		b->prev[b->next[id]] = b->prev[id];
+	b->level[id] = -1;
+}
+
+static void buckets_set(struct buckets *b, int32_t id, int32_t level)
+{
+	if (level < 0)
+		level = 0;
+	if (level >= b->levels)
+		level = b->levels - 1;
+	if (b->level[id] == level)
+		return;
+	buckets_remove(b, id);
+	b->level[id] = level;
+	b->prev[id] = -1;
+	b->next[id] = b->head[level];
+	if (b->head[level] >= 0)
+		b->prev[b->head[level]] = id;
+	b->head[level] = id;
+}
+
+#define HOST_LEVELS 1000   /* host fullness buckets: 0.1% wide */
+
+struct sched_index {
+	struct sched_agent *agents;
+	size_t n;
+	int64_t per_device_m, quantum_m;
+	struct buckets devs;   /* id = agent * SCHED_MAX_DEVICES + device; level = free / quantum */
+	struct buckets whole;  /* id = agent; level = fully free devices */
+	/* id = agent; level = its scarcest free fraction of CPU and memory, so
+	 * best fit follows the dominant dimension for CPU-only requests. */
+	struct buckets host;
+};
+
+static size_t agent_devs(const struct sched_agent *a)
+{
+	return a->n_devs > SCHED_MAX_DEVICES ? SCHED_MAX_DEVICES : a->n_devs;
+}
+
+/* Re-files one agent and its devices after its free amounts changed. */
+static void index_update(struct sched_index *ix, size_t i)
+{
+	const struct sched_agent *a = &ix->agents[i];
+	if (!a->alive)
+		return;
+	int32_t whole = 0;
+	for (size_t d = 0; d < agent_devs(a); d++) {
+		int64_t f = a->devs[d].free_m;
+		buckets_set(&ix->devs, (int32_t)(i * SCHED_MAX_DEVICES + d), (int32_t)(f / ix->quantum_m));
+		whole += f == ix->per_device_m;
 	}
-	return worst;
-}
-
-static bool agent_fits(const struct sched_agent *a, const struct res *req, int64_t per_device_m)
-{
-	if (!a->alive || !res_fits(req, &a->free))
-		return false;
-	return sched_gpu_fit(a->devs, a->n_devs, req->fgpu_m, per_device_m, true, NULL, NULL);
-}
-
-static ssize_t select_by_leftover(const struct sched_agent *agents, size_t n,
-				  const struct res *req, int64_t per_device_m, bool least)
-{
-	ssize_t best = -1;
-	int64_t best_left = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (!agent_fits(&agents[i], req, per_device_m))
-			continue;
-		int64_t left = leftover_ppm(&agents[i], req);
-		if (best < 0 || (least ? left < best_left : left > best_left)) {
-			best = (ssize_t)i;
-			best_left = left;
-		}
+	buckets_set(&ix->whole, (int32_t)i, whole);
+	int64_t frac = HOST_LEVELS;
+	if (a->capacity.cpu_m > 0)
+		frac = a->free.cpu_m * HOST_LEVELS / a->capacity.cpu_m;
+	if (a->capacity.mem > 0) {
+		int64_t m = (int64_t)((__int128)a->free.mem * HOST_LEVELS / a->capacity.mem);
+		if (m < frac)
+			frac = m;
 	}
-	return best;
+	buckets_set(&ix->host, (int32_t)i, (int32_t)frac);
 }
 
-static ssize_t select_concentrated(const struct sched_agent *agents, size_t n,
-				   const struct res *req, int64_t per_device_m)
+static void index_free(struct sched_index *ix)
 {
-	return select_by_leftover(agents, n, req, per_device_m, true);
+	buckets_free(&ix->devs);
+	buckets_free(&ix->whole);
+	buckets_free(&ix->host);
+	free(ix);
 }
 
-static ssize_t select_dispersed(const struct sched_agent *agents, size_t n,
-				const struct res *req, int64_t per_device_m)
+static struct sched_index *index_build(struct sched_agent *agents, size_t n, int64_t per_device_m,
+				       int64_t quantum_m)
 {
-	return select_by_leftover(agents, n, req, per_device_m, false);
+	struct sched_index *ix = calloc(1, sizeof(*ix));
+	if (!ix)
+		return NULL;
+	ix->agents = agents;
+	ix->n = n;
+	ix->per_device_m = per_device_m > 0 ? per_device_m : 1000;
+	ix->quantum_m = quantum_m > 0 ? quantum_m : 10;
+	if (buckets_init(&ix->devs, (int32_t)(ix->per_device_m / ix->quantum_m + 1), n * SCHED_MAX_DEVICES) < 0 ||
+	    buckets_init(&ix->whole, SCHED_MAX_DEVICES + 1, n) < 0 ||
+	    buckets_init(&ix->host, HOST_LEVELS + 1, n) < 0) {
+		index_free(ix);
+		return NULL;
+	}
+	for (size_t i = 0; i < n; i++)
+		index_update(ix, i);
+	return ix;
 }
 
-const struct sched_selector_ops sched_concentrated = {"concentrated", true, select_concentrated};
-const struct sched_selector_ops sched_dispersed = {"dispersed", false, select_dispersed};
+static bool host_fits(const struct sched_agent *a, const struct res *req)
+{
+	return a->alive && req->cpu_m <= a->free.cpu_m && req->mem <= a->free.mem &&
+	       req->fgpu_m <= a->free.fgpu_m;
+}
+
+/* Walks levels [from, to] in the given direction; returns the first id
+ * for which accept() holds, or -1. */
+static int32_t walk(const struct buckets *b, int32_t from, int32_t to, bool up,
+		    bool (*accept)(struct sched_index *, int32_t, const struct res *, void *),
+		    struct sched_index *ix, const struct res *req, void *ud)
+{
+	if (from < 0)
+		from = 0;
+	if (to >= b->levels)
+		to = b->levels - 1;
+	for (int32_t l = up ? from : to; up ? l <= to : l >= from; l += up ? 1 : -1)
+		for (int32_t id = b->head[l]; id >= 0; id = b->next[id])
+			if (accept(ix, id, req, ud))
+				return id;
+	return -1;
+}
+
+static bool accept_device(struct sched_index *ix, int32_t id, const struct res *req, void *ud)
+{
+	(void)ud;
+	const struct sched_agent *a = &ix->agents[id / SCHED_MAX_DEVICES];
+	return a->devs[id % SCHED_MAX_DEVICES].free_m >= req->fgpu_m && host_fits(a, req);
+}
+
+struct multi_ctx { bool pack; struct sched_gpu_share *shares; size_t *n_shares; };
+
+static bool accept_multi(struct sched_index *ix, int32_t id, const struct res *req, void *ud)
+{
+	struct multi_ctx *mc = ud;
+	const struct sched_agent *a = &ix->agents[id];
+	return host_fits(a, req) &&
+	       sched_gpu_fit(a->devs, agent_devs(a), req->fgpu_m, ix->per_device_m, mc->pack, mc->shares,
+			     mc->n_shares);
+}
+
+static bool accept_host(struct sched_index *ix, int32_t id, const struct res *req, void *ud)
+{
+	(void)ud;
+	return host_fits(&ix->agents[id], req);
+}
+
+static ssize_t index_select(struct sched_index *ix, const struct res *req, bool pack,
+			    struct sched_gpu_share *shares, size_t *n_shares)
+{
+	*n_shares = 0;
+	if (req->fgpu_m > 0 && req->fgpu_m <= ix->per_device_m) {
+		/* One device: the best (or most free) device of any node. */
+		int32_t lo = (int32_t)((req->fgpu_m + ix->quantum_m - 1) / ix->quantum_m);
+		int32_t id = walk(&ix->devs, lo - 1, ix->devs.levels - 1, pack, accept_device, ix, req, NULL);
+		if (id < 0)
+			return -1;
+		shares[0].device = (size_t)(id % SCHED_MAX_DEVICES);
+		shares[0].fgpu_m = req->fgpu_m;
+		*n_shares = 1;
+		return id / SCHED_MAX_DEVICES;
+	}
+	if (req->fgpu_m > 0) {
+		/* Whole devices: the node with the fewest (or most) fully free
+		 * devices that still has enough. */
+		struct multi_ctx mc = {pack, shares, n_shares};
+		int32_t k = (int32_t)(req->fgpu_m / ix->per_device_m);
+		return walk(&ix->whole, k, ix->whole.levels - 1, pack, accept_multi, ix, req, &mc);
+	}
+	/* CPU only: by how full the node is in its scarcest dimension. */
+	return walk(&ix->host, 0, ix->host.levels - 1, pack, accept_host, ix, req, NULL);
+}
+
+static ssize_t select_concentrated(struct sched_index *ix, const struct res *req,
+				   struct sched_gpu_share *shares, size_t *n_shares)
+{
+	return index_select(ix, req, true, shares, n_shares);
+}
+
+static ssize_t select_dispersed(struct sched_index *ix, const struct res *req,
+				struct sched_gpu_share *shares, size_t *n_shares)
+{
+	return index_select(ix, req, false, shares, n_shares);
+}
+
+const struct sched_selector_ops sched_concentrated = {"concentrated", select_concentrated};
+const struct sched_selector_ops sched_dispersed = {"dispersed", select_dispersed};
 
 /* ---------- queue policies ---------- */
 
@@ -328,6 +492,11 @@ size_t sched_plan(const struct sched_params *p, struct sched_agent *agents, size
 	if (!tried)
 		return 0;
 	ssize_t blocker = -1;
+	struct sched_index *ix = index_build(agents, n_agents, p->per_device_m, p->quantum_m);
+	if (!ix) {
+		free(tried);
+		return 0;
+	}
 	for (;;) {
 		ssize_t i = p->queue->next(reqs, n_reqs, tried, users, agents, n_agents);
 		if (i < 0)
@@ -343,13 +512,13 @@ size_t sched_plan(const struct sched_params *p, struct sched_agent *agents, size
 		/* A user over their policy waits without holding up others. */
 		if (!policy_allows(u, &r->req, why, SCHED_REASON_MAX))
 			continue;
-		ssize_t a = p->selector->select(agents, n_agents, &r->req, p->per_device_m);
 		struct sched_placement *pl = &out[placed];
-		if (a >= 0 && sched_gpu_fit(agents[a].devs, agents[a].n_devs, r->req.fgpu_m, p->per_device_m,
-					    p->selector->pack_devices, pl->shares, &pl->n_shares)) {
+		ssize_t a = p->selector->select(ix, &r->req, pl->shares, &pl->n_shares);
+		if (a >= 0) {
 			pl->request = (size_t)i;
 			pl->agent = (size_t)a;
 			apply(&agents[a], u, &r->req, pl->shares, pl->n_shares);
+			index_update(ix, (size_t)a);
 			placed++;
 			continue;
 		}
@@ -371,6 +540,7 @@ size_t sched_plan(const struct sched_params *p, struct sched_agent *agents, size
 	}
 	if (blocked_head)
 		*blocked_head = blocker;
+	index_free(ix);
 	free(tried);
 	return placed;
 }

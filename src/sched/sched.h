@@ -63,12 +63,18 @@ struct sched_placement {
 	struct sched_gpu_share shares[SCHED_MAX_DEVICES];
 };
 
-/* Chooses among agents that can hold the request. */
+/* Free-capacity buckets over the agents of one pass, so choosing a node
+ * walks buckets instead of scanning every agent: devices by free fGPU (in
+ * quantum steps), agents by their count of fully free devices and by free
+ * CPU. Built by sched_plan; selectors search it. */
+struct sched_index;
+
+/* Chooses among agents that can hold the request: fills shares and returns
+ * the agent index, or -1. */
 struct sched_selector_ops {
 	const char *name;
-	bool pack_devices;    /* partial shares go to the fullest device that fits */
-	ssize_t (*select)(const struct sched_agent *agents, size_t n,
-			  const struct res *req, int64_t per_device_m);
+	ssize_t (*select)(struct sched_index *ix, const struct res *req,
+			  struct sched_gpu_share *shares, size_t *n_shares);
 };
 
 /* Orders the queue and says whether a request that does not fit blocks
@@ -82,8 +88,11 @@ struct sched_queue_ops {
 			size_t n_agents);
 };
 
-extern const struct sched_selector_ops sched_concentrated;  /* best fit */
-extern const struct sched_selector_ops sched_dispersed;     /* most free */
+/* Best fit: the device (or node, for multi-device and CPU-only requests)
+ * left with the least free that still fits. */
+extern const struct sched_selector_ops sched_concentrated;
+/* The opposite: the most free first, spreading load. */
+extern const struct sched_selector_ops sched_dispersed;
 extern const struct sched_queue_ops sched_fifo;
 extern const struct sched_queue_ops sched_lifo;
 extern const struct sched_queue_ops sched_drf;
@@ -95,6 +104,7 @@ struct sched_params {
 	const struct sched_selector_ops *selector;
 	const struct sched_queue_ops *queue;
 	int64_t per_device_m;         /* fGPU of one device, in milli */
+	int64_t quantum_m;            /* fGPU step; 0 = 10 (0.01). Divides 1000. */
 	int fifo_skip_after;          /* >0: a blocking head that failed this many
 	                               * passes lets later requests pass */
 };

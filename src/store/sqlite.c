@@ -15,7 +15,12 @@
 #define STORE_STATEMENTS(X) \
 	X(USER_PUT, "INSERT OR REPLACE INTO users(id,email,is_admin,disabled,access_key,secret_key,password_hash,created_ms) VALUES(?,?,?,?,?,?,?,?)") \
 	X(USER_ALL, "SELECT id,email,is_admin,disabled,access_key,secret_key,password_hash,created_ms FROM users ORDER BY created_ms") \
-	X(SESSION_PUT, "INSERT OR REPLACE INTO sessions(id,seq,name,owner_id,image,status,status_info,agent_id,container_id,cpu_m,mem,fgpu_m,env_json,startup_command,exit_code,created_ms,started_ms,terminated_ms,alloc_json) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)") \
+	/* An upsert: a status change updates the row in place instead of
+	 * deleting and re-inserting it with its index entries. */ \
+	X(SESSION_PUT, "INSERT INTO sessions(id,seq,name,owner_id,image,status,status_info,agent_id,container_id,cpu_m,mem,fgpu_m,env_json,startup_command,exit_code,created_ms,started_ms,terminated_ms,alloc_json) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) " \
+		"ON CONFLICT(id) DO UPDATE SET status=excluded.status,status_info=excluded.status_info,agent_id=excluded.agent_id," \
+		"container_id=excluded.container_id,exit_code=excluded.exit_code,started_ms=excluded.started_ms," \
+		"terminated_ms=excluded.terminated_ms,alloc_json=excluded.alloc_json") \
 	X(SESSION_ALL, "SELECT id,seq,name,owner_id,image,status,status_info,agent_id,container_id,cpu_m,mem,fgpu_m,env_json,startup_command,exit_code,created_ms,started_ms,terminated_ms,alloc_json FROM sessions ORDER BY seq") \
 	X(SESSION_MAXSEQ, "SELECT COALESCE(MAX(seq),0) FROM sessions") \
 	X(HISTORY_ADD, "INSERT INTO session_history(session_id,status,info,at_ms) VALUES(?,?,?,?)") \
@@ -143,7 +148,10 @@ static int sqlite_open(struct store **out, const char *uri, struct terr *err)
 	sqlite3_busy_timeout(s->db, 5000);
 	/* WAL + NORMAL: durable across process crashes (the failure the
 	 * daemons must survive) at one fsync per checkpoint, not per write. */
-	if (exec_sql(s, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;", err) < 0 ||
+	/* A 64 MiB page cache and memory-mapped reads keep a large session
+	 * table out of pread(). */
+	if (exec_sql(s, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;"
+			"PRAGMA cache_size=-65536; PRAGMA mmap_size=268435456; PRAGMA temp_store=MEMORY;", err) < 0 ||
 	    exec_sql(s, schema_sql, err) < 0) {
 		sqlite_close(s);
 		return -EIO;

@@ -203,6 +203,25 @@ TEST(fixed_point_cpu)
 	free(reasons);
 }
 
+/* The agent a selector picks for one request (agents are not changed):
+ * one placement of a one-request plan. */
+static ssize_t pick(const struct sched_selector_ops *sel, const struct sched_agent *ag, size_t n,
+		    const struct res *req)
+{
+	struct sched_agent copy[8];
+	struct sched_device devs[8][SCHED_MAX_DEVICES];
+	for (size_t i = 0; i < n; i++) {
+		copy[i] = ag[i];
+		if (ag[i].n_devs) {
+			memcpy(devs[i], ag[i].devs, ag[i].n_devs * sizeof(struct sched_device));
+			copy[i].devs = devs[i];
+		}
+	}
+	struct sched_request r = {.session_id = "x", .name = "x", .req = *req};
+	struct sched_placement out[1];
+	return plan(sel, PER_DEV, copy, n, &r, 1, out, NULL, NULL) == 1 ? (ssize_t)out[0].agent : -1;
+}
+
 TEST(selectors)
 {
 	/* n-half is half used, n-empty is empty, n-dead is the fullest but dead */
@@ -212,18 +231,18 @@ TEST(selectors)
 	ag[1].free = (struct res){4000, 8 * GiB, 0};
 	ag[2].free = (struct res){1000, 2 * GiB, 0};
 	struct res req = {1000, 1 * GiB, 0};
-	CHECK_INT(sched_concentrated.select(ag, 3, &req, PER_DEV), 1);
-	CHECK_INT(sched_dispersed.select(ag, 3, &req, PER_DEV), 0);
+	CHECK_INT(pick(&sched_concentrated, ag, 3, &req), 1);
+	CHECK_INT(pick(&sched_dispersed, ag, 3, &req), 0);
 
 	/* the fuller one cannot hold it: both pick the one that fits */
 	struct res big = {6000, 1 * GiB, 0};
-	CHECK_INT(sched_concentrated.select(ag, 3, &big, PER_DEV), 0);
-	CHECK_INT(sched_dispersed.select(ag, 3, &big, PER_DEV), 0);
+	CHECK_INT(pick(&sched_concentrated, ag, 3, &big), 0);
+	CHECK_INT(pick(&sched_dispersed, ag, 3, &big), 0);
 
 	/* nothing fits */
 	struct res huge = {9000, 1 * GiB, 0};
-	CHECK_INT(sched_concentrated.select(ag, 3, &huge, PER_DEV), -1);
-	CHECK_INT(sched_dispersed.select(ag, 3, &huge, PER_DEV), -1);
+	CHECK_INT(pick(&sched_concentrated, ag, 3, &huge), -1);
+	CHECK_INT(pick(&sched_dispersed, ag, 3, &huge), -1);
 
 	/* the scarcest dimension decides: n-a has CPU left but little memory */
 	struct sched_agent ag2[2] = {agent("n-a", true, 8000, 16 * GiB),
@@ -231,19 +250,19 @@ TEST(selectors)
 	ag2[0].free = (struct res){7000, 3 * GiB, 0};
 	ag2[1].free = (struct res){3000, 12 * GiB, 0};
 	struct res r2 = {500, 1 * GiB, 0};
-	CHECK_INT(sched_concentrated.select(ag2, 2, &r2, PER_DEV), 0);
-	CHECK_INT(sched_dispersed.select(ag2, 2, &r2, PER_DEV), 1);
+	CHECK_INT(pick(&sched_concentrated, ag2, 2, &r2), 0);
+	CHECK_INT(pick(&sched_dispersed, ag2, 2, &r2), 1);
 
 	/* a dead agent is never chosen, even when it is the only fit */
 	struct sched_device dd[8];
 	struct sched_agent ag3[2] = {gpu_agent("dead", false, 64000, 256 * GiB, dd, 8, PER_DEV),
 				     agent("small", true, 1000, 1 * GiB)};
 	struct res gpu = {1000, 1 * GiB, 1000};
-	CHECK_INT(sched_concentrated.select(ag3, 2, &gpu, PER_DEV), -1);
-	CHECK_INT(sched_dispersed.select(ag3, 2, &gpu, PER_DEV), -1);
+	CHECK_INT(pick(&sched_concentrated, ag3, 2, &gpu), -1);
+	CHECK_INT(pick(&sched_dispersed, ag3, 2, &gpu), -1);
 	struct res cpu = {500, 256 * MiB, 0};
-	CHECK_INT(sched_concentrated.select(ag3, 2, &cpu, PER_DEV), 1);
-	CHECK_INT(sched_dispersed.select(ag3, 2, &cpu, PER_DEV), 1);
+	CHECK_INT(pick(&sched_concentrated, ag3, 2, &cpu), 1);
+	CHECK_INT(pick(&sched_dispersed, ag3, 2, &cpu), 1);
 
 	/* planning packs with concentrated, spreads with dispersed */
 	struct sched_agent p1[2] = {agent("x", true, 4000, 8 * GiB), agent("y", true, 4000, 8 * GiB)};
