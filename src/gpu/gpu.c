@@ -186,7 +186,13 @@ int gpu_parse_ldconfig(const char *text, const char *const *wanted, char ***out,
 				for (size_t w = 0; w < nw; w++) {
 					if (res[w] || strcmp(p, wanted[w]))
 						continue;
-					res[w] = strdup(arrow + 3);
+					const char *path = arrow + 2;
+					while (*path == ' ' || *path == '\t')
+						path++;
+					size_t plen = strlen(path);
+					while (plen && (path[plen - 1] == ' ' || path[plen - 1] == '\t' || path[plen - 1] == '\r'))
+						plen--;
+					res[w] = strndup(path, plen);
 					found++;
 				}
 			}

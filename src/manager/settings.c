@@ -64,10 +64,13 @@ static int apply(struct manager *m, const char *key, json_t *value, struct terr 
 		mgr_apply_fgpu_setting(m);
 	} else if (!strcmp(key, "fgpu_quantum")) {
 		json_t *wrap = json_pack("{s:O}", "v", value);
-		int rc = jsonutil_get_milli(wrap, "v", "fgpu_quantum", &n, NULL, err);
+		bool present = false;
+		int rc = jsonutil_get_milli(wrap, "v", "fgpu_quantum", &n, &present, err);
 		json_decref(wrap);
 		if (rc < 0)
 			return rc;
+		if (!present)
+			return terr_set(err, EINVAL, "fgpu_quantum must be a number such as 0.01");
 		if (n < 1 || n > 1000 || 1000 % n != 0)
 			return terr_set(err, EINVAL, "fgpu_quantum must divide 1 exactly, from 0.001 to 1 (e.g. 0.01, 0.05, 0.25)");
 		st->fgpu_quantum_m = n;

@@ -18,9 +18,12 @@
 	/* An upsert: a status change updates the row in place instead of
 	 * deleting and re-inserting it with its index entries. */ \
 	X(SESSION_PUT, "INSERT INTO sessions(id,seq,name,owner_id,image,status,status_info,agent_id,container_id,cpu_m,mem,fgpu_m,env_json,startup_command,exit_code,created_ms,started_ms,terminated_ms,alloc_json) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) " \
-		"ON CONFLICT(id) DO UPDATE SET status=excluded.status,status_info=excluded.status_info,agent_id=excluded.agent_id," \
-		"container_id=excluded.container_id,exit_code=excluded.exit_code,started_ms=excluded.started_ms," \
-		"terminated_ms=excluded.terminated_ms,alloc_json=excluded.alloc_json") \
+		"ON CONFLICT(id) DO UPDATE SET seq=excluded.seq,name=excluded.name,owner_id=excluded.owner_id," \
+		"image=excluded.image,status=excluded.status,status_info=excluded.status_info,agent_id=excluded.agent_id," \
+		"container_id=excluded.container_id,cpu_m=excluded.cpu_m,mem=excluded.mem,fgpu_m=excluded.fgpu_m," \
+		"env_json=excluded.env_json,startup_command=excluded.startup_command,exit_code=excluded.exit_code," \
+		"created_ms=excluded.created_ms,started_ms=excluded.started_ms,terminated_ms=excluded.terminated_ms," \
+		"alloc_json=excluded.alloc_json") \
 	X(SESSION_ALL, "SELECT id,seq,name,owner_id,image,status,status_info,agent_id,container_id,cpu_m,mem,fgpu_m,env_json,startup_command,exit_code,created_ms,started_ms,terminated_ms,alloc_json FROM sessions ORDER BY seq") \
 	X(SESSION_MAXSEQ, "SELECT COALESCE(MAX(seq),0) FROM sessions") \
 	X(HISTORY_ADD, "INSERT INTO session_history(session_id,status,info,at_ms) VALUES(?,?,?,?)") \
