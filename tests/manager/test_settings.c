@@ -151,9 +151,8 @@ TEST(fgpu_quantum)
 	REFUSED(mgr, "fgpu_quantum", "-0.05", "fgpu_quantum");
 	REFUSED(mgr, "fgpu_quantum", "\"abc\"", "fgpu_quantum");
 	REFUSED(mgr, "fgpu_quantum", "[0.05]", "fgpu_quantum");
-	/* null is not a quantum either. (apply() reads an uninitialized n
-	 * here, as jsonutil_get_milli leaves it untouched for null: whether
-	 * this passes depends on stack garbage; valgrind shows it.) */
+	/* null is not a quantum either (jsonutil_get_milli leaves the
+	 * output untouched for null: it must not be read then) */
 	REFUSED(mgr, "fgpu_quantum", "null", "fgpu_quantum");
 	ACCEPTED(mgr, "fgpu_quantum", "0.05");
 	json_t *s = settings(mgr);
