@@ -419,6 +419,21 @@ static void session_print_info(json_t *s)
 	session_info_line("Memory:", buf);
 	cli_format_fgpu(cli_json_milli(json_object_get(res, "fgpu")), buf, sizeof(buf));
 	session_info_line("fGPU:", buf);
+	/* The allocation map: "#0 GPU-1a2b... 2 fGPU, #1 GPU-3c4d... 0.5 fGPU". */
+	json_t *gpus = json_object_get(s, "gpus");
+	if (json_array_size(gpus) > 0) {
+		char devs[1024] = "";
+		size_t gi;
+		json_t *g;
+		json_array_foreach(gpus, gi, g) {
+			char amount[48], item[160];
+			cli_format_fgpu(cli_json_milli(json_object_get(g, "fgpu")), amount, sizeof(amount));
+			snprintf(item, sizeof(item), "%s#%" JSON_INTEGER_FORMAT " %s %s", gi ? ", " : "",
+				 json_integer_value(json_object_get(g, "index")), cli_json_str(g, "uuid", "?"), amount);
+			strncat(devs, item, sizeof(devs) - strlen(devs) - 1);
+		}
+		session_info_line("GPUs:", devs);
+	}
 	session_info_line("Startup command:", cli_json_str(s, "startup_command", NULL));
 	json_t *code = json_object_get(s, "exit_code");
 	if (json_is_integer(code)) {

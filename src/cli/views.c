@@ -3,6 +3,7 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "cli/client.h"
 #include "common/units.h"
@@ -41,8 +42,8 @@ struct cli_table *cli_session_table(json_t *sessions, time_t now)
 
 struct cli_table *cli_node_table(json_t *nodes)
 {
-	static const char *const hdr[] = {"id", "status", "cpu", "mem", "fgpu", "sessions"};
-	struct cli_table *t = cli_table_new(6, hdr);
+	static const char *const hdr[] = {"id", "status", "cpu", "mem", "fgpu", "sessions", "gpus"};
+	struct cli_table *t = cli_table_new(7, hdr);
 	if (!t)
 		return NULL;
 	size_t i;
@@ -60,8 +61,19 @@ struct cli_table *cli_node_table(json_t *nodes)
 		units_format_milli(cli_json_milli(json_object_get(cap, "fgpu")), b, sizeof(b));
 		snprintf(fgpu, sizeof(fgpu), "%s/%s", a, b);
 		snprintf(sess, sizeof(sess), "%" PRId64, cli_json_int(json_object_get(n, "sessions")));
+		/* Per-device fGPU use: "0:2/2 1:0.5/2", "-" without GPUs. */
+		char gpus[512] = "";
+		size_t gi;
+		json_t *g;
+		json_array_foreach(json_object_get(n, "gpus"), gi, g) {
+			char item[96];
+			units_format_milli(cli_json_milli(json_object_get(g, "fgpu_used")), a, sizeof(a));
+			units_format_milli(cli_json_milli(json_object_get(g, "fgpu_capacity")), b, sizeof(b));
+			snprintf(item, sizeof(item), "%s%zu:%s/%s", gi ? " " : "", gi, a, b);
+			strncat(gpus, item, sizeof(gpus) - strlen(gpus) - 1);
+		}
 		const char *row[] = {cli_json_str(n, "id", NULL), cli_json_str(n, "status", NULL),
-				     cpu, mem, fgpu, sess};
+				     cpu, mem, fgpu, sess, gpus[0] ? gpus : "-"};
 		if (cli_table_add(t, row) < 0) {
 			cli_table_free(t);
 			return NULL;

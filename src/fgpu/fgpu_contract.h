@@ -19,11 +19,12 @@
  *   and the allocated /dev/nvidia* nodes, as usual.
  *   Mock GPUs: FGPU_MOCK_CUDA_PATH and FGPU_MOCK_NVML_PATH (the mock
  *   libraries, read-only, where the driver's would be), the mock spec file
- *   FGPU_MOCK_SPEC_PATH (one line, "COUNTxMEM[:SMS],...", the *physical*
- *   mock devices of the host that the session sees), and optionally a
- *   host-wide directory at FGPU_MOCK_STATE_DIR, read-write and shared by
- *   every mock session of the host, so device-wide usage is shared as on a
- *   real GPU.
+ *   FGPU_MOCK_SPEC_PATH (first line "COUNTxMEM[:SMS],...", the host's
+ *   physical mock devices; then "visible = UUID,..." naming the session's
+ *   devices, the only ones the mock driver then shows), and a directory at
+ *   FGPU_MOCK_STATE_DIR, read-write, per session: device usage is shared by
+ *   the session's processes. It is not shared across sessions because its
+ *   slots are keyed by pid, and each container has its own PID namespace.
  *
  * Limits file (FGPU_CONF_PATH): text, one "key = value" per line, '#'
  * comments, unknown keys ignored (forward compatibility), values in bytes

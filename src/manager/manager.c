@@ -385,6 +385,7 @@ static void schedule_pass(struct manager *m)
 		.selector = m->settings.selector,
 		.queue = m->settings.queue,
 		.per_device_m = per_dev,
+		.quantum_m = m->settings.fgpu_quantum_m,
 		.fifo_skip_after = m->settings.fifo_skip_after,
 	};
 	ssize_t blocked = -1;

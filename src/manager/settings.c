@@ -34,7 +34,7 @@ static int parse_policy(json_t *v, const char *key, struct terr *err)
 	const char *k;
 	json_t *x;
 	json_object_foreach(v, k, x) {
-		int64_t dummy;
+		int64_t dummy = 0;   /* null leaves it untouched: no limit */
 		int rc;
 		if (!strcmp(k, "max_sessions"))
 			rc = jsonutil_get_int(v, k, k, &dummy, NULL, err) < 0 || dummy < 0

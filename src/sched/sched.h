@@ -65,8 +65,9 @@ struct sched_placement {
 
 /* Free-capacity buckets over the agents of one pass, so choosing a node
  * walks buckets instead of scanning every agent: devices by free fGPU (in
- * quantum steps), agents by their count of fully free devices and by free
- * CPU. Built by sched_plan; selectors search it. */
+ * quantum steps), agents by their count of fully free devices and by their
+ * scarcer free fraction of CPU and memory. Built by sched_plan; selectors
+ * search it. */
 struct sched_index;
 
 /* Chooses among agents that can hold the request: fills shares and returns

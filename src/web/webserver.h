@@ -26,7 +26,9 @@ struct web_config {
 	const char *listen;      /* "127.0.0.1:8080"; port 0 = any free port */
 	const char *manager;     /* "http://127.0.0.1:8090" */
 	const char *web_secret;  /* the manager's cluster secret (password login) */
-	const char *ui_dir;      /* NULL: <dir of the binary>/ui, then /usr/share/tessera/ui */
+	const char *ui_dir;      /* NULL: <dir of the binary>/ui/www, then
+	                          * <dir of the binary>/../share/tessera/ui,
+	                          * then /usr/share/tessera/ui */
 	const char *tls_cert;    /* PEM files; both or neither */
 	const char *tls_key;
 	int login_ttl_s;         /* login session lifetime; default 12 h */

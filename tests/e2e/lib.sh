@@ -66,7 +66,7 @@ start_server() {  # start_server [extra args]
 	local data=$E2E_DIR/data
 
 	rm -f "$data/admin.conf"
-	"$TESSERA" server --data-dir "$data" --port 0 --node-id "$E2E_AGENT_ID" "$@" >>"$E2E_DIR/server.log" 2>&1 &
+	"$TESSERA" server --data-dir "$data" --port 0 --web-port 0 --node-id "$E2E_AGENT_ID" "$@" >>"$E2E_DIR/server.log" 2>&1 &
 	SERVER_PID=$!
 	E2E_PIDS+=("$SERVER_PID")
 	for _ in $(seq 1 200); do

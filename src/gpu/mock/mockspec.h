@@ -7,8 +7,9 @@
  * no spec means no devices.
  *
  * Device memory in use is tracked per process in a small state file so
- * that every process (and every container sharing the file) sees the same
- * device-wide usage, as on a real GPU: TESSERA_MOCK_STATE names it, else
+ * that every process of a session sees the same device-wide usage, as on a
+ * real GPU (slots are keyed by pid, so the file is not shared across PID
+ * namespaces): TESSERA_MOCK_STATE names it, else
  * MOCK_STATE_DIR/gpus.state is used when that directory exists, else usage
  * is private to the process. Slots of dead processes are dropped, as the
  * real driver frees a process's memory when it exits. */
