@@ -46,6 +46,10 @@ e2e_setup() {
 	E2E_AGENT_ID=n-$E2E_RUN
 	e2e_build_image
 	trap e2e_teardown EXIT
+	# A test runner's timeout sends SIGTERM: exit through the EXIT trap so
+	# servers and containers are cleaned up then too.
+	trap 'exit 143' TERM
+	trap 'exit 130' INT
 }
 
 e2e_teardown() {
