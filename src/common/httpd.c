@@ -4,9 +4,12 @@
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
 
 #include "common/jsonutil.h"
 #include "common/util.h"
@@ -15,6 +18,14 @@ struct httpd {
 	struct MHD_Daemon *daemon;
 	struct httpd_config cfg;
 	int port;
+	char *tls_cert, *tls_key;   /* copies of the PEM text, for MHD */
+};
+
+/* One response header, in the order added. */
+struct httpd_resp_headers {
+	struct httpd_resp_headers *next;
+	char *name;
+	char *value;
 };
 
 /* Per-request state, created by the URI log callback (the first thing MHD
@@ -92,7 +103,15 @@ static int match_route(const char *pattern, const char *path, char **params)
 {
 	int np = 0;
 	const char *p = pattern, *s = path;
-	while (*p && *s) {
+	for (;;) {
+		if (p[0] == '{' && p[1] == '*') {
+			/* A catch-all ends the pattern: it takes the rest, even none. */
+			if (np >= HTTPD_MAX_PARAMS || !(params[np] = decode_segment(s, strlen(s))))
+				goto fail;
+			return 1;
+		}
+		if (!*p || !*s)
+			break;
 		if (*p == '{') {
 			const char *pe = strchr(p, '}');
 			const char *se = strchr(s, '/');
@@ -136,7 +155,10 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
 	(void)pos;
 	struct stream_ctx *sc = cls;
 	long n = sc->fn(sc->cls, buf, max);
-	return n > 0 ? (ssize_t)n : (ssize_t)MHD_CONTENT_READER_END_OF_STREAM;
+	if (n > 0)
+		return (ssize_t)n;
+	return n == HTTPD_STREAM_ERROR ? (ssize_t)MHD_CONTENT_READER_END_WITH_ERROR
+				       : (ssize_t)MHD_CONTENT_READER_END_OF_STREAM;
 }
 
 static void stream_done(void *cls)
@@ -147,7 +169,35 @@ static void stream_done(void *cls)
 	free(sc);
 }
 
-static enum MHD_Result send_stream(struct MHD_Connection *conn, struct httpd_resp *resp)
+static int resp_has_header(const struct httpd_resp *resp, const char *name)
+{
+	for (const struct httpd_resp_headers *hd = resp->headers; hd; hd = hd->next)
+		if (!strcasecmp(hd->name, name))
+			return 1;
+	return 0;
+}
+
+/* Headers in this order: the server's defaults, Content-Type and
+ * Cache-Control (each unless the response sets that name), the
+ * response's own. Then queues r and drops our reference. */
+static enum MHD_Result queue(struct httpd *h, struct MHD_Connection *conn, struct httpd_resp *resp,
+			     struct MHD_Response *r, const char *ctype)
+{
+	for (size_t i = 0; i < h->cfg.n_headers; i++)
+		if (!resp_has_header(resp, h->cfg.headers[i].name))
+			MHD_add_response_header(r, h->cfg.headers[i].name, h->cfg.headers[i].value);
+	if (!resp_has_header(resp, "Content-Type"))
+		MHD_add_response_header(r, "Content-Type", ctype);
+	if (!resp_has_header(resp, "Cache-Control"))
+		MHD_add_response_header(r, "Cache-Control", "no-store");
+	for (const struct httpd_resp_headers *hd = resp->headers; hd; hd = hd->next)
+		MHD_add_response_header(r, hd->name, hd->value);
+	enum MHD_Result ret = MHD_queue_response(conn, (unsigned)resp->status, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+static enum MHD_Result send_stream(struct httpd *h, struct MHD_Connection *conn, struct httpd_resp *resp)
 {
 	struct stream_ctx *sc = calloc(1, sizeof(*sc));
 	if (!sc)
@@ -162,29 +212,19 @@ static enum MHD_Result send_stream(struct MHD_Connection *conn, struct httpd_res
 		stream_done(sc);
 		return MHD_NO;
 	}
-	MHD_add_response_header(r, "Content-Type", resp->stream_type ? resp->stream_type : "application/octet-stream");
-	MHD_add_response_header(r, "Cache-Control", "no-store");
-	enum MHD_Result ret = MHD_queue_response(conn, (unsigned)resp->status, r);
-	MHD_destroy_response(r);
-	return ret;
+	return queue(h, conn, resp, r, resp->stream_type ? resp->stream_type : "application/octet-stream");
 }
 
-static enum MHD_Result send_resp(struct MHD_Connection *conn, struct httpd_resp *resp)
+static enum MHD_Result send_resp(struct httpd *h, struct MHD_Connection *conn, struct httpd_resp *resp)
 {
 	if (resp->stream)
-		return send_stream(conn, resp);
+		return send_stream(h, conn, resp);
 	char *body = NULL;
+	size_t len = 0;
 	const char *ctype = "application/json";
 	if (resp->json) {
 		body = jsonutil_dump(resp->json);
-	} else if (resp->text) {
-		body = resp->text;
-		resp->text = NULL;
-		ctype = "text/plain; charset=utf-8";
-	}
-	size_t len = 0;
-	if (body) {
-		if (resp->json) {
+		if (body) {
 			size_t l = strlen(body);
 			char *nl = realloc(body, l + 2);
 			if (nl) {
@@ -192,8 +232,18 @@ static enum MHD_Result send_resp(struct MHD_Connection *conn, struct httpd_resp 
 				body[l] = '\n';
 				body[l + 1] = '\0';
 			}
+			len = strlen(body);
 		}
+	} else if (resp->bytes) {
+		body = resp->bytes;
+		len = resp->bytes_len;
+		resp->bytes = NULL;
+		ctype = resp->bytes_type ? resp->bytes_type : "application/octet-stream";
+	} else if (resp->text) {
+		body = resp->text;
+		resp->text = NULL;
 		len = strlen(body);
+		ctype = "text/plain; charset=utf-8";
 	}
 	struct MHD_Response *r = MHD_create_response_from_buffer(len, body ? body : (char *)"",
 		body ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
@@ -201,19 +251,39 @@ static enum MHD_Result send_resp(struct MHD_Connection *conn, struct httpd_resp 
 		free(body);
 		return MHD_NO;
 	}
-	MHD_add_response_header(r, "Content-Type", ctype);
-	MHD_add_response_header(r, "Cache-Control", "no-store");
-	enum MHD_Result ret = MHD_queue_response(conn, (unsigned)resp->status, r);
-	MHD_destroy_response(r);
-	return ret;
+	return queue(h, conn, resp, r, ctype);
 }
 
-static void resp_clear(struct httpd_resp *resp)
+static void free_headers(struct httpd_resp *resp)
+{
+	for (struct httpd_resp_headers *hd = resp->headers, *next; hd; hd = next) {
+		next = hd->next;
+		free(hd->name);
+		free(hd->value);
+		free(hd);
+	}
+	resp->headers = NULL;
+}
+
+void httpd_resp_free(struct httpd_resp *resp)
 {
 	json_decref(resp->json);
 	free(resp->text);
+	free(resp->bytes);
+	free(resp->bytes_type);
 	if (resp->stream_cls && resp->stream_free)
 		resp->stream_free(resp->stream_cls);
+	free_headers(resp);
+	memset(resp, 0, sizeof(*resp));
+}
+
+/* Out of memory while building a response: none of it goes out (a cookie
+ * or a cache header meant for the real answer must not ride on a 500). */
+static int resp_oom(struct httpd_resp *resp)
+{
+	free_headers(resp);
+	httpd_error(resp, 500, "internal", "out of memory");
+	return -ENOMEM;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
@@ -276,7 +346,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 		char *params[HTTPD_MAX_PARAMS] = {0};
 		if (!match_route(rt->pattern, rawpath, params))
 			continue;
-		if (strcmp(rt->method, method) != 0) {
+		if (strcmp(rt->method, "*") != 0 && strcmp(rt->method, method) != 0) {
 			path_matched = 1;
 			for (int k = 0; k < HTTPD_MAX_PARAMS; k++)
 				free(params[k]);
@@ -318,8 +388,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 	free(decoded_path);
 	free(req.auth);
 send:;
-	enum MHD_Result ret = send_resp(conn, &resp);
-	resp_clear(&resp);
+	enum MHD_Result ret = send_resp(h, conn, &resp);
+	httpd_resp_free(&resp);
 	return ret;
 }
 
@@ -351,23 +421,39 @@ int httpd_start(const struct httpd_config *cfg, struct httpd **out, struct terr 
 		strcpy(host, "127.0.0.1");
 	if (inet_pton(AF_INET, host, &sa.sin_addr) != 1)
 		return terr_set(err, EINVAL, "listen address '%s' is not an IPv4 address", host);
+	if (!cfg->tls_cert_pem != !cfg->tls_key_pem)
+		return terr_set(err, EINVAL, "a TLS certificate and its key go together");
+	bool tls = cfg->tls_cert_pem != NULL;
+	if (tls && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES)
+		return terr_set(err, ENOTSUP, "this libmicrohttpd has no TLS support");
 	struct httpd *h = calloc(1, sizeof(*h));
 	if (!h)
 		return terr_set(err, ENOMEM, "out of memory");
 	h->cfg = *cfg;
-	h->daemon = MHD_start_daemon(
-		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL,
-		0, NULL, NULL, on_request, h,
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL;
+	if (tls) {
+		h->tls_cert = strdup(cfg->tls_cert_pem);
+		h->tls_key = strdup(cfg->tls_key_pem);
+		if (!h->tls_cert || !h->tls_key) {
+			httpd_stop(h);
+			return terr_set(err, ENOMEM, "out of memory");
+		}
+		flags |= MHD_USE_TLS;
+	}
+	/* Without TLS the option list ends before the certificate options. */
+	h->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_request, h,
 		MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
 		MHD_OPTION_URI_LOG_CALLBACK, on_uri, h,
 		MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
-		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)600,
+		MHD_OPTION_CONNECTION_TIMEOUT, cfg->timeout_s ? cfg->timeout_s : 600u,
 		MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1,
+		tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, h->tls_cert,
+		MHD_OPTION_HTTPS_MEM_KEY, h->tls_key,
 		MHD_OPTION_END);
 	if (!h->daemon) {
-		free(h);
-		return terr_set(err, EADDRINUSE, "cannot listen on %s: address in use or not available",
-				cfg->listen);
+		httpd_stop(h);
+		return terr_set(err, EADDRINUSE, "cannot listen on %s: address in use or not available%s",
+				cfg->listen, tls ? ", or a bad TLS certificate or key" : "");
 	}
 	const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_BIND_PORT);
 	h->port = info ? info->port : port;
@@ -384,7 +470,10 @@ void httpd_stop(struct httpd *h)
 {
 	if (!h)
 		return;
-	MHD_stop_daemon(h->daemon);
+	if (h->daemon)
+		MHD_stop_daemon(h->daemon);
+	free(h->tls_cert);
+	free(h->tls_key);
 	free(h);
 }
 
@@ -398,11 +487,79 @@ const char *httpd_query(const struct httpd_req *req, const char *name)
 	return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, name);
 }
 
+const char *httpd_cookie(const struct httpd_req *req, const char *name)
+{
+	return MHD_lookup_connection_value(req->conn, MHD_COOKIE_KIND, name);
+}
+
+const char *httpd_peer_addr(const struct httpd_req *req, char *buf, size_t n)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(req->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+	const char *ok = NULL;
+	if (sa && sa->sa_family == AF_INET)
+		ok = inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, buf, (socklen_t)n);
+	else if (sa && sa->sa_family == AF_INET6)
+		ok = inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, buf, (socklen_t)n);
+	if (!ok)
+		util_strlcpy(buf, "unknown", n);
+	return buf;
+}
+
 void httpd_json(struct httpd_resp *resp, int status, json_t *body)
 {
 	json_decref(resp->json);
+	free(resp->bytes);
+	resp->bytes = NULL;
 	resp->json = body;
 	resp->status = status;
+}
+
+int httpd_bytes(struct httpd_resp *resp, int status, const char *ctype, const void *buf, size_t len)
+{
+	char *copy = malloc(len + 1), *type = strdup(ctype ? ctype : "application/octet-stream");
+	if (!copy || !type) {
+		free(copy);
+		free(type);
+		return resp_oom(resp);
+	}
+	if (len)
+		memcpy(copy, buf, len);
+	copy[len] = '\0';
+	json_decref(resp->json);
+	resp->json = NULL;
+	free(resp->text);
+	resp->text = NULL;
+	free(resp->bytes);
+	free(resp->bytes_type);
+	resp->bytes = copy;
+	resp->bytes_len = len;
+	resp->bytes_type = type;
+	resp->status = status;
+	return 0;
+}
+
+int httpd_resp_header(struct httpd_resp *resp, const char *name, const char *value)
+{
+	struct httpd_resp_headers *hd = calloc(1, sizeof(*hd));
+	if (hd) {
+		hd->name = strdup(name);
+		hd->value = strdup(value);
+	}
+	if (!hd || !hd->name || !hd->value) {
+		if (hd) {
+			free(hd->name);
+			free(hd->value);
+			free(hd);
+		}
+		return resp_oom(resp);
+	}
+	struct httpd_resp_headers **tail = &resp->headers;
+	while (*tail)
+		tail = &(*tail)->next;
+	*tail = hd;
+	return 0;
 }
 
 void httpd_error(struct httpd_resp *resp, int status, const char *code, const char *fmt, ...)

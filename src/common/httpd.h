@@ -1,8 +1,12 @@
-/* HTTP server for the manager's and agents' APIs, over libmicrohttpd
- * (thread per connection, so a long-poll or an exec never blocks others).
+/* The project's one HTTP server layer, over libmicrohttpd (thread per
+ * connection, so a long-poll or an exec never blocks others): the manager's
+ * and agents' APIs and the webserver.
  * Routes are a table of {method, pattern, handler, flags}; patterns take
- * `{name}` segments that arrive as req->params in order. Bodies are
- * collected up to max_body (larger gets 413 before the handler runs). */
+ * `{name}` segments that arrive as req->params in order, and may end in
+ * `{*name}`, which takes the rest of the path (slashes included, possibly
+ * empty). Method "*" is any method. The first route that matches wins.
+ * Bodies are collected up to max_body (larger gets 413 before the handler
+ * runs). Optional: headers on every response, and HTTPS. */
 #ifndef TESSERA_COMMON_HTTPD_H
 #define TESSERA_COMMON_HTTPD_H
 
@@ -30,10 +34,20 @@ struct httpd_req {
 
 /* Streaming body: called for more bytes as the client takes them; may
  * block (each connection has its own thread). Returns bytes written to buf
- * (> 0), or HTTPD_STREAM_END. */
+ * (> 0), HTTPD_STREAM_END, or HTTPD_STREAM_ERROR (the connection is cut
+ * without a proper end, so the client sees the body is incomplete). */
 #define HTTPD_STREAM_END (-1)
+#define HTTPD_STREAM_ERROR (-2)
 typedef long (*httpd_stream_fn)(void *cls, char *buf, size_t max);
 
+struct httpd_header {
+	const char *name;
+	const char *value;
+};
+
+struct httpd_resp_headers;     /* owned list, filled by httpd_resp_header */
+
+/* The body sent is the first set of: stream, json, bytes, text. */
 struct httpd_resp {
 	int status;
 	json_t *json;           /* owned; sent when set */
@@ -42,13 +56,17 @@ struct httpd_resp {
 	void *stream_cls;       /* freed with stream_free when the stream ends */
 	void (*stream_free)(void *cls);
 	const char *stream_type;
+	char *bytes;            /* owned; set with httpd_bytes */
+	size_t bytes_len;
+	char *bytes_type;       /* owned */
+	struct httpd_resp_headers *headers;
 };
 
 typedef void (*httpd_handler)(void *ctx, struct httpd_req *req,
 			      struct httpd_resp *resp);
 
 struct httpd_route {
-	const char *method;
+	const char *method;     /* "GET", "POST"..., or "*": any method */
 	const char *pattern;    /* "/v1/sessions/{ref}/exec" */
 	httpd_handler fn;
 	int flags;              /* passed to the authenticate hook */
@@ -63,6 +81,15 @@ struct httpd_config {
 	/* Runs before the handler; returns 0 to go on, or fills resp with an
 	 * error and returns negative. May set req->auth. */
 	int (*authenticate)(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
+	/* Sent with every response (errors and streams too) unless the
+	 * response sets the same name itself. */
+	const struct httpd_header *headers;
+	size_t n_headers;
+	unsigned timeout_s;     /* idle connection timeout; 0 = 600 */
+	/* PEM text of the certificate chain and its key: both, to serve HTTPS
+	 * instead of HTTP, or neither. */
+	const char *tls_cert_pem;
+	const char *tls_key_pem;
 };
 
 int httpd_start(const struct httpd_config *cfg, struct httpd **out, struct terr *err);
@@ -75,6 +102,11 @@ void httpd_stop(struct httpd *h);
 const char *httpd_header(const struct httpd_req *req, const char *name);
 /* Query argument (decoded) or NULL. */
 const char *httpd_query(const struct httpd_req *req, const char *name);
+/* Value of the request's cookie `name` or NULL. */
+const char *httpd_cookie(const struct httpd_req *req, const char *name);
+/* The client's IP address as text into buf ("unknown" when not known);
+ * returns buf. INET6_ADDRSTRLEN bytes are always enough. */
+const char *httpd_peer_addr(const struct httpd_req *req, char *buf, size_t n);
 
 /* Response helpers. httpd_json steals `body`. */
 void httpd_json(struct httpd_resp *resp, int status, json_t *body);
@@ -84,6 +116,19 @@ void httpd_error(struct httpd_resp *resp, int status, const char *code,
  * ENOENT 404, EEXIST/EBUSY 409, E2BIG 413, EDOM 422, EAGAIN/ECONNREFUSED
  * 503, else 500) and uses err->msg. */
 void httpd_error_terr(struct httpd_resp *resp, const struct terr *err);
+/* A body of raw bytes (copied) with its Content-Type (copied). */
+int httpd_bytes(struct httpd_resp *resp, int status, const char *ctype, const void *buf,
+		size_t len);
+/* Adds a response header (both strings copied; a name may repeat, e.g.
+ * Set-Cookie). Content-Type and Cache-Control set here replace httpd's own
+ * (application/json or text/plain, and no-store), and any name set here
+ * replaces the server's default of that name.
+ * httpd_bytes and httpd_resp_header return 0, or -ENOMEM after turning the
+ * response into a 500 error, so a half-built response never goes out. */
+int httpd_resp_header(struct httpd_resp *resp, const char *name, const char *value);
+/* Frees what a response owns (httpd does it after sending; for responses
+ * built and never sent) and zeroes it. */
+void httpd_resp_free(struct httpd_resp *resp);
 
 /* "ADDR:PORT" -> parts; -EINVAL with a message otherwise. */
 int httpd_parse_listen(const char *listen, char *host, size_t host_n, int *port,

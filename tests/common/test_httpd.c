@@ -1,11 +1,15 @@
 /* common/httpd.c against real clients on 127.0.0.1: routing with {param}
  * capture and percent-decoding, 404/405/413 with JSON errors, the
- * authenticate hook, the raw target, query arguments, error mapping, and
- * bodies that arrive in pieces. */
+ * authenticate hook, the raw target, query arguments, error mapping,
+ * bodies that arrive in pieces, response headers and the server's default
+ * headers, raw byte bodies, catch-all and any-method routes, cookies, the
+ * peer address, streams that end or fail, and HTTPS. */
 #include "common/httpd.h"
 #include "common/httpc.h"
+#include "common/util.h"
 #include "testlib.h"
 
+#include <curl/curl.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdatomic.h>
@@ -83,6 +87,87 @@ static void h_silent(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 	handler_runs++;
 }
 
+static void h_headers(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
+{
+	(void)ctx;
+	(void)req;
+	handler_runs++;
+	httpd_json(resp, 200, json_pack("{s:b}", "ok", 1));
+	httpd_resp_header(resp, "Set-Cookie", "a=1; Path=/");
+	httpd_resp_header(resp, "Set-Cookie", "b=2; Path=/");
+	httpd_resp_header(resp, "X-Override", "mine");        /* replaces the server's */
+	httpd_resp_header(resp, "Cache-Control", "no-cache"); /* replaces no-store */
+}
+
+/* 256 bytes 0..255, NULs included, as image/png; ?empty=1 gives none. */
+static void h_bytes(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
+{
+	(void)ctx;
+	handler_runs++;
+	unsigned char b[256];
+	for (int i = 0; i < 256; i++)
+		b[i] = (unsigned char)i;
+	httpd_json(resp, 500, json_object());   /* replaced by the bytes */
+	const char *empty = httpd_query(req, "empty");
+	httpd_bytes(resp, 203, "image/png", empty ? NULL : b, empty ? 0 : sizeof(b));
+}
+
+static void h_rest(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
+{
+	(void)ctx;
+	handler_runs++;
+	httpd_json(resp, 200, json_pack("{s:s,s:s?,s:s?,s:s}", "route", "rest", "a", req->params[0],
+					"b", req->params[1], "method", req->method));
+}
+
+static void h_any(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
+{
+	(void)ctx;
+	handler_runs++;
+	httpd_json(resp, 200, json_pack("{s:s,s:s,s:s}", "route", "any", "rest", req->params[0],
+					"method", req->method));
+}
+
+static void h_peer(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
+{
+	(void)ctx;
+	handler_runs++;
+	char addr[INET6_ADDRSTRLEN], tiny[4];
+	httpd_peer_addr(req, addr, sizeof(addr));
+	httpd_peer_addr(req, tiny, sizeof(tiny));   /* too small: still a string */
+	httpd_json(resp, 200, json_pack("{s:s,s:s,s:s?,s:s?}", "addr", addr, "tiny", tiny,
+					"sid", httpd_cookie(req, "sid"), "nope", httpd_cookie(req, "nope")));
+}
+
+/* A stream of "part 1\n".."part 3\n", then an end or (?fail=1) an error. */
+struct parts {
+	int n;
+	int fail;
+};
+
+static long parts_read(void *cls, char *buf, size_t max)
+{
+	struct parts *p = cls;
+	if (p->n >= 3)
+		return p->fail ? HTTPD_STREAM_ERROR : HTTPD_STREAM_END;
+	int k = snprintf(buf, max, "part %d\n", ++p->n);
+	return k;
+}
+
+static void h_stream(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
+{
+	(void)ctx;
+	handler_runs++;
+	struct parts *p = calloc(1, sizeof(*p));
+	p->fail = httpd_query(req, "fail") != NULL;
+	resp->status = 200;
+	resp->stream = parts_read;
+	resp->stream_cls = p;
+	resp->stream_free = free;
+	resp->stream_type = "text/event-stream";
+	httpd_resp_header(resp, "X-Stream", "yes");
+}
+
 #define NEEDS_AUTH 1
 
 static int authenticate(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
@@ -111,6 +196,18 @@ static const struct httpd_route routes[] = {
 	{"GET", "/v1/private", h_private, NEEDS_AUTH},
 	{"GET", "/v1/err/{name}", h_err, 0},
 	{"GET", "/v1/silent", h_silent, 0},
+	{"GET", "/v1/headers", h_headers, 0},
+	{"GET", "/v1/bytes", h_bytes, 0},
+	{"GET", "/v1/stream", h_stream, 0},
+	{"GET", "/v1/peer", h_peer, 0},
+	{"GET", "/v1/files/{id}/{*rest}", h_rest, 0},
+	{"GET", "/v1/files/{*rest}", h_rest, 0},     /* after the longer one: first match wins */
+	{"*", "/v1/any/{*rest}", h_any, 0},
+};
+
+static const struct httpd_header default_headers[] = {
+	{"X-Default", "on every response"},
+	{"X-Override", "server"},
 };
 
 struct reply {
@@ -497,6 +594,258 @@ TEST(body_in_chunks)
 	free(body);
 }
 
+/* A request with Connection: close over a raw socket; returns the whole
+ * response (status line, headers, body), malloc'd. */
+static char *raw_get(const char *target, const char *extra)
+{
+	char head[1024];
+	snprintf(head, sizeof(head), "GET %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nConnection: close\r\n%s\r\n",
+		 target, port, extra ? extra : "");
+	return raw_exchange(head, NULL, NULL, 0);
+}
+
+/* How many times header `name` appears; the first value into out. */
+static int header_count(const char *raw, const char *name, char *out, size_t n)
+{
+	int count = 0;
+	size_t nl = strlen(name);
+	if (out)
+		out[0] = '\0';
+	const char *end = raw ? strstr(raw, "\r\n\r\n") : NULL;
+	for (const char *p = raw; p && (p = strstr(p, "\r\n")) && p < end; ) {
+		p += 2;
+		if (!strncasecmp(p, name, nl) && p[nl] == ':') {
+			const char *v = p + nl + 1;
+			while (*v == ' ')
+				v++;
+			if (!count++ && out)
+				snprintf(out, n, "%.*s", (int)strcspn(v, "\r\n"), v);
+		}
+	}
+	return count;
+}
+
+TEST(response_headers)
+{
+	char v[256];
+	char *raw = raw_get("/v1/headers", NULL);
+	CHECK(raw && !strncmp(raw, "HTTP/1.1 200", 12));
+	CHECK_INT(header_count(raw, "Set-Cookie", v, sizeof(v)), 2);
+	CHECK_STR(v, "a=1; Path=/");
+	CHECK_CONTAINS(raw, "b=2; Path=/");
+	CHECK_INT(header_count(raw, "X-Override", v, sizeof(v)), 1);
+	CHECK_STR(v, "mine");
+	CHECK_INT(header_count(raw, "Cache-Control", v, sizeof(v)), 1);
+	CHECK_STR(v, "no-cache");
+	CHECK_INT(header_count(raw, "X-Default", v, sizeof(v)), 1);
+	CHECK_STR(v, "on every response");
+	CHECK_INT(header_count(raw, "Content-Type", v, sizeof(v)), 1);
+	CHECK_STR(v, "application/json");
+	free(raw);
+
+	/* the defaults ride on httpd's own errors too, beside its own headers */
+	raw = raw_get("/v1/nope", NULL);
+	CHECK(raw && !strncmp(raw, "HTTP/1.1 404", 12));
+	CHECK_INT(header_count(raw, "X-Default", NULL, 0), 1);
+	CHECK_INT(header_count(raw, "X-Override", v, sizeof(v)), 1);
+	CHECK_STR(v, "server");
+	CHECK_INT(header_count(raw, "Cache-Control", v, sizeof(v)), 1);
+	CHECK_STR(v, "no-store");
+	free(raw);
+
+	/* a response built and never sent frees what it owns (ASan checks) */
+	struct httpd_resp resp = {0};
+	CHECK_INT(httpd_resp_header(&resp, "X-A", "1"), 0);
+	CHECK_INT(httpd_resp_header(&resp, "X-B", "2"), 0);
+	CHECK_INT(httpd_bytes(&resp, 200, "text/plain", "hi", 2), 0);
+	httpd_json(&resp, 201, json_object());
+	CHECK(resp.bytes == NULL);   /* json replaced the bytes */
+	httpd_resp_free(&resp);
+	CHECK(resp.headers == NULL && resp.json == NULL && resp.status == 0);
+}
+
+TEST(bytes_bodies)
+{
+	char v[256];
+	char *raw = raw_get("/v1/bytes", NULL);
+	CHECK(raw && !strncmp(raw, "HTTP/1.1 203", 12));
+	CHECK_INT(header_count(raw, "Content-Type", v, sizeof(v)), 1);
+	CHECK_STR(v, "image/png");
+	CHECK_INT(header_count(raw, "Content-Length", v, sizeof(v)), 1);
+	CHECK_STR(v, "256");
+	char *b = raw ? strstr(raw, "\r\n\r\n") : NULL;
+	CHECK(b != NULL);
+	if (b) {
+		b += 4;
+		int same = 1;
+		for (int i = 0; i < 256; i++)
+			same &= (unsigned char)b[i] == i;
+		CHECK(same);   /* NULs and all */
+	}
+	free(raw);
+	raw = raw_get("/v1/bytes?empty=1", NULL);
+	CHECK(raw && !strncmp(raw, "HTTP/1.1 203", 12));
+	CHECK_INT(header_count(raw, "Content-Length", v, sizeof(v)), 1);
+	CHECK_STR(v, "0");
+	free(raw);
+}
+
+TEST(catch_all_and_any_method)
+{
+	struct reply r = call("GET", "/v1/files/x/a/b%20c/d.txt", NULL, NULL, 0);
+	CHECK_INT(r.status, 200);
+	CHECK_STR(jstr(r.json, "a"), "x");
+	CHECK_STR(jstr(r.json, "b"), "a/b c/d.txt");
+	reply_free(&r);
+
+	r = call("GET", "/v1/files/x/", NULL, NULL, 0);   /* the rest may be empty */
+	CHECK_INT(r.status, 200);
+	CHECK_STR(jstr(r.json, "a"), "x");
+	CHECK_STR(jstr(r.json, "b"), "");
+	reply_free(&r);
+
+	r = call("GET", "/v1/files/x", NULL, NULL, 0);    /* {id} then no slash: the shorter route */
+	CHECK_INT(r.status, 200);
+	CHECK_STR(jstr(r.json, "a"), "x");
+	CHECK(json_is_null(json_object_get(r.json, "b")));
+	reply_free(&r);
+
+	r = call("GET", "/v1/files/", NULL, NULL, 0);
+	CHECK_INT(r.status, 200);
+	CHECK_STR(jstr(r.json, "a"), "");
+	reply_free(&r);
+
+	r = call("GET", "/v1/files", NULL, NULL, 0);      /* the slash before {*rest} is needed */
+	CHECK_INT(r.status, 404);
+	reply_free(&r);
+
+	r = call("POST", "/v1/files/x/y", NULL, "{}", 2);  /* a catch-all keeps its method */
+	CHECK_INT(r.status, 405);
+	reply_free(&r);
+
+	static const char *methods[] = {"GET", "POST", "PUT", "PATCH", "DELETE"};
+	for (size_t i = 0; i < sizeof(methods) / sizeof(methods[0]); i++) {
+		r = call(methods[i], "/v1/any/deep/er?q=1", NULL, "{}", 2);
+		CHECK_INT(r.status, 200);
+		CHECK_STR(jstr(r.json, "route"), "any");
+		CHECK_STR(jstr(r.json, "rest"), "deep/er");
+		CHECK_STR(jstr(r.json, "method"), methods[i]);
+		reply_free(&r);
+	}
+	r = call("GET", "/v1/any/bad%zzescape", NULL, NULL, 0);
+	CHECK_INT(r.status, 404);
+	reply_free(&r);
+}
+
+TEST(peer_address_and_cookies)
+{
+	const char *h[] = {"Cookie: sid=abc123; other=x", NULL};
+	struct reply r = call("GET", "/v1/peer", h, NULL, 0);
+	CHECK_INT(r.status, 200);
+	CHECK_STR(jstr(r.json, "addr"), "127.0.0.1");
+	CHECK_STR(jstr(r.json, "tiny"), "unk");
+	CHECK_STR(jstr(r.json, "sid"), "abc123");
+	CHECK(json_is_null(json_object_get(r.json, "nope")));
+	reply_free(&r);
+}
+
+TEST(streams_end_or_fail)
+{
+	char v[256];
+	char *raw = raw_get("/v1/stream", NULL);
+	CHECK(raw && !strncmp(raw, "HTTP/1.1 200", 12));
+	CHECK_INT(header_count(raw, "Content-Type", v, sizeof(v)), 1);
+	CHECK_STR(v, "text/event-stream");
+	CHECK_INT(header_count(raw, "X-Stream", NULL, 0), 1);
+	CHECK_INT(header_count(raw, "X-Default", NULL, 0), 1);
+	CHECK_CONTAINS(raw, "part 1\n");
+	CHECK_CONTAINS(raw, "part 3\n");
+	CHECK_CONTAINS(raw, "\r\n0\r\n\r\n");   /* the chunked body's proper end */
+	free(raw);
+	raw = raw_get("/v1/stream?fail=1", NULL);
+	CHECK(raw && !strncmp(raw, "HTTP/1.1 200", 12));
+	CHECK_CONTAINS(raw, "part 3\n");
+	CHECK(raw && !strstr(raw, "\r\n0\r\n\r\n"));   /* cut: no end */
+	free(raw);
+}
+
+static size_t collect(char *data, size_t size, size_t n, void *ud)
+{
+	char *buf = ud;
+	size_t have = strlen(buf), k = size * n;
+	if (have + k < 256) {
+		memcpy(buf + have, data, k);
+		buf[have + k] = '\0';
+	}
+	return k;
+}
+
+TEST(https)
+{
+	struct terr err = {0};
+	struct httpd *h = NULL;
+	struct httpd_config cfg = {.listen = "127.0.0.1:0", .routes = routes, .n_routes = 1,
+				   .max_body = 10, .tls_cert_pem = "x"};
+	CHECK_INT(httpd_start(&cfg, &h, &err), -EINVAL);   /* a certificate without its key */
+	CHECK_CONTAINS(err.msg, "go together");
+	CHECK(h == NULL);
+
+	char dir[] = "/tmp/tessera-test-httpd.XXXXXX", cmd[512], path[128];
+	if (!mkdtemp(dir)) {
+		FAILF("mkdtemp: %s", strerror(errno));
+		return;
+	}
+	snprintf(cmd, sizeof(cmd),
+		 "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1 "
+		 "-keyout %s/key.pem -out %s/cert.pem >/dev/null 2>&1", dir, dir);
+	if (system(cmd) != 0) {
+		printf("skip https: no openssl to make a certificate\n");
+	} else {
+		char *cert = NULL, *key = NULL;
+		size_t len;
+		snprintf(path, sizeof(path), "%s/cert.pem", dir);
+		CHECK_INT(util_read_file(path, &cert, &len, &err), 0);
+		snprintf(path, sizeof(path), "%s/key.pem", dir);
+		CHECK_INT(util_read_file(path, &key, &len, &err), 0);
+		cfg.tls_cert_pem = cert;
+		cfg.tls_key_pem = key;
+		cfg.n_routes = sizeof(routes) / sizeof(routes[0]);
+		int rc = httpd_start(&cfg, &h, &err);
+		free(cert);   /* httpd keeps its own copies */
+		free(key);
+		CHECK_INT(rc, 0);
+		if (rc == 0) {
+			char url[128], body[256] = "";
+			snprintf(url, sizeof(url), "https://127.0.0.1:%d/v1/items/tls", httpd_port(h));
+			CURL *c = curl_easy_init();
+			curl_easy_setopt(c, CURLOPT_URL, url);
+			curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L);   /* self-signed */
+			curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 0L);
+			curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
+			curl_easy_setopt(c, CURLOPT_WRITEDATA, body);
+			curl_easy_setopt(c, CURLOPT_TIMEOUT, 30L);
+			CHECK_INT(curl_easy_perform(c), CURLE_OK);
+			long status = 0;
+			curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+			CHECK_INT(status, 200);
+			CHECK_CONTAINS(body, "\"tls\"");
+			/* plain HTTP to the HTTPS port gets no HTTP answer */
+			snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/items/tls", httpd_port(h));
+			curl_easy_setopt(c, CURLOPT_URL, url);
+			body[0] = '\0';
+			curl_easy_perform(c);
+			status = 0;
+			curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+			CHECK(status != 200);
+			curl_easy_cleanup(c);
+			httpd_stop(h);
+		}
+	}
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", dir);
+}
+
 TEST(parse_listen)
 {
 	char host[64];
@@ -532,6 +881,8 @@ int main(void)
 		.ctx = NULL,
 		.max_body = MAX_BODY,
 		.authenticate = authenticate,
+		.headers = default_headers,
+		.n_headers = sizeof(default_headers) / sizeof(default_headers[0]),
 	};
 	struct httpd *h = NULL;
 	struct terr err = {0};
@@ -549,6 +900,12 @@ int main(void)
 	RUN(error_mapping);
 	RUN(handler_without_response);
 	RUN(body_in_chunks);
+	RUN(response_headers);
+	RUN(bytes_bodies);
+	RUN(catch_all_and_any_method);
+	RUN(peer_address_and_cookies);
+	RUN(streams_end_or_fail);
+	RUN(https);
 	RUN(parse_listen);
 	httpd_stop(h);
 	return testlib_done();
