@@ -1,14 +1,11 @@
-/* The webserver (web/webserver.h) over libmicrohttpd, thread per
- * connection like the API server (common/httpd.c), but with what a browser
- * needs that the JSON API server does not: cookies, static files and a
- * streamed relay for server-sent events. */
+/* The webserver (web/webserver.h) on the project's HTTP server layer
+ * (common/httpd.c): a route table, with what a browser needs on top of the
+ * JSON API: security headers on every response, cookies, static files and
+ * a streamed relay for server-sent events. */
 #include "web/webserver.h"
 
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <limits.h>
-#include <microhttpd.h>
-#include <netinet/in.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -42,7 +39,7 @@ struct login {
 };
 
 struct web {
-	struct MHD_Daemon *daemon;
+	struct httpd *httpd;
 	char listen[128];
 	char manager[256];
 	char manager_host[256];             /* Host header / signing host */
@@ -50,7 +47,6 @@ struct web {
 	char ui_dir[PATH_MAX];
 	char url[300];
 	bool tls;
-	char *tls_cert_pem, *tls_key_pem;
 	int port;
 	int64_t ttl_ms;
 	pthread_mutex_t mu;
@@ -58,83 +54,17 @@ struct web {
 	size_t n_logins;
 };
 
-/* Per request: raw target (for the relay) and the collected body. */
-struct req_state {
-	char *target;
-	char *body;
-	size_t len;
-	bool too_large;
-	bool started;
-};
-
 /* ---------- small helpers ---------- */
 
-static void add_common_headers(struct MHD_Response *r)
-{
-	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
-	MHD_add_response_header(r, "X-Frame-Options", "DENY");
-	MHD_add_response_header(r, "Referrer-Policy", "same-origin");
-	MHD_add_response_header(r, "Content-Security-Policy",
-		"default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; "
-		"connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'");
-}
-
-static enum MHD_Result send_buf(struct MHD_Connection *conn, unsigned status, const char *ctype,
-				char *body, size_t len, const char *cookie)
-{
-	struct MHD_Response *r = MHD_create_response_from_buffer(len, body ? body : (char *)"",
-		body ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
-	if (!r) {
-		free(body);
-		return MHD_NO;
-	}
-	add_common_headers(r);
-	MHD_add_response_header(r, "Content-Type", ctype);
-	MHD_add_response_header(r, "Cache-Control", "no-store");
-	if (cookie)
-		MHD_add_response_header(r, "Set-Cookie", cookie);
-	enum MHD_Result ret = MHD_queue_response(conn, status, r);
-	MHD_destroy_response(r);
-	return ret;
-}
-
-static enum MHD_Result send_json(struct MHD_Connection *conn, unsigned status, json_t *o, const char *cookie)
-{
-	char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
-	json_decref(o);
-	return send_buf(conn, status, "application/json", s, s ? strlen(s) : 0, cookie);
-}
-
-static enum MHD_Result send_error(struct MHD_Connection *conn, unsigned status, const char *code,
-				  const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static enum MHD_Result send_error(struct MHD_Connection *conn, unsigned status, const char *code,
-				  const char *fmt, ...)
-{
-	char msg[512];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	return send_json(conn, status, json_pack("{s:{s:s,s:s}}", "error", "code", code, "message", msg), NULL);
-}
-
-static const char *header(struct MHD_Connection *conn, const char *name)
-{
-	return MHD_lookup_connection_value(conn, MHD_HEADER_KIND, name);
-}
-
-static void client_addr(struct MHD_Connection *conn, char *out, size_t n)
-{
-	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-	util_strlcpy(out, "unknown", n);
-	if (!ci || !ci->client_addr)
-		return;
-	const struct sockaddr *sa = ci->client_addr;
-	if (sa->sa_family == AF_INET)
-		inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, out, (socklen_t)n);
-	else if (sa->sa_family == AF_INET6)
-		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, out, (socklen_t)n);
-}
+/* On every response, errors and the event stream included. */
+static const struct httpd_header security_headers[] = {
+	{"X-Content-Type-Options", "nosniff"},
+	{"X-Frame-Options", "DENY"},
+	{"Referrer-Policy", "same-origin"},
+	{"Content-Security-Policy",
+	 "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; "
+	 "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"},
+};
 
 static bool is_write(const char *method)
 {
@@ -142,10 +72,10 @@ static bool is_write(const char *method)
 }
 
 /* A browser sends Origin on cross-site requests; it must be this site. */
-static bool origin_ok(struct web *w, struct MHD_Connection *conn)
+static bool origin_ok(struct web *w, const struct httpd_req *req)
 {
-	const char *origin = header(conn, "Origin");
-	const char *host = header(conn, "Host");
+	const char *origin = httpd_header(req, "Origin");
+	const char *host = httpd_header(req, "Host");
 	if (!origin)
 		return true;
 	if (!host)
@@ -157,10 +87,10 @@ static bool origin_ok(struct web *w, struct MHD_Connection *conn)
 
 /* ---------- login sessions ---------- */
 
-static void cookie_value(struct MHD_Connection *conn, char *out, size_t n)
+static void cookie_value(const struct httpd_req *req, char *out, size_t n)
 {
 	out[0] = '\0';
-	const char *v = MHD_lookup_connection_value(conn, MHD_COOKIE_KIND, COOKIE_NAME);
+	const char *v = httpd_cookie(req, COOKIE_NAME);
 	if (v && strlen(v) == 2 * TOKEN_BYTES)
 		util_strlcpy(out, v, n);
 }
@@ -180,10 +110,10 @@ static void expire_logins(struct web *w, int64_t now)
 }
 
 /* Copies the caller's login (user gets a new reference); false if none. */
-static bool find_login(struct web *w, struct MHD_Connection *conn, struct login *out)
+static bool find_login(struct web *w, const struct httpd_req *req, struct login *out)
 {
 	char tok[2 * TOKEN_BYTES + 1], h[SIGN_HEX_LEN + 1];
-	cookie_value(conn, tok, sizeof(tok));
+	cookie_value(req, tok, sizeof(tok));
 	if (!tok[0])
 		return false;
 	sign_sha256_hex(tok, strlen(tok), h);
@@ -201,10 +131,10 @@ static bool find_login(struct web *w, struct MHD_Connection *conn, struct login 
 	return found;
 }
 
-static void drop_login(struct web *w, struct MHD_Connection *conn)
+static void drop_login(struct web *w, const struct httpd_req *req)
 {
 	char tok[2 * TOKEN_BYTES + 1], h[SIGN_HEX_LEN + 1];
-	cookie_value(conn, tok, sizeof(tok));
+	cookie_value(req, tok, sizeof(tok));
 	if (!tok[0])
 		return;
 	sign_sha256_hex(tok, strlen(tok), h);
@@ -266,61 +196,70 @@ static int manager_call(struct web *w, const char *method, const char *path, con
 
 /* ---------- /auth ---------- */
 
-static enum MHD_Result do_login(struct web *w, struct MHD_Connection *conn, struct req_state *st)
+static void web_login(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 {
-	const char *ct = header(conn, "Content-Type");
-	if (!ct || strncmp(ct, "application/json", 16))
-		return send_error(conn, 415, "invalid_argument", "send the login as application/json");
+	struct web *w = ctx;
+	const char *ct = httpd_header(req, "Content-Type");
+	if (!ct || strncmp(ct, "application/json", 16)) {
+		httpd_error(resp, 415, "invalid_argument", "send the login as application/json");
+		return;
+	}
 	json_error_t jerr;
-	json_t *in = json_loadb(st->body ? st->body : "", st->len, 0, &jerr);
+	json_t *in = json_loadb(req->body, req->body_len, 0, &jerr);
 	const char *email = json_string_value(json_object_get(in, "email"));
 	const char *password = json_string_value(json_object_get(in, "password"));
 	if (!email || !*email || !password || !*password) {
 		json_decref(in);
-		return send_error(conn, 400, "invalid_argument", "enter your email and your password");
+		httpd_error(resp, 400, "invalid_argument", "enter your email and your password");
+		return;
 	}
 	json_t *fwd = json_pack("{s:s,s:s}", "email", email, "password", password);
 	json_decref(in);
 	char *fbody = json_dumps(fwd, JSON_COMPACT);
 	json_decref(fwd);
 	char addr[INET6_ADDRSTRLEN + 1], h_secret[320], h_addr[96];
-	client_addr(conn, addr, sizeof(addr));
+	httpd_peer_addr(req, addr, sizeof(addr));
 	snprintf(h_secret, sizeof(h_secret), "X-Tessera-Web-Secret: %s", w->web_secret);
 	snprintf(h_addr, sizeof(h_addr), "X-Tessera-Client-Addr: %s", addr);
 	const char *extra[] = {h_secret, h_addr, NULL};
-	struct httpc_response resp = {0};
+	struct httpc_response mresp = {0};
 	struct terr err = {0};
 	int rc = manager_call(w, "POST", "/v1/auth/login", NULL, NULL, extra, fbody, fbody ? strlen(fbody) : 0,
-			      &resp, NULL, NULL, NULL, 30000, &err);
+			      &mresp, NULL, NULL, NULL, 30000, &err);
 	free(fbody);
 	if (rc < 0) {
-		httpc_response_free(&resp);
-		return send_error(conn, 503, "unavailable", "cannot reach the manager: %s", err.msg);
+		httpc_response_free(&mresp);
+		httpd_error(resp, 503, "unavailable", "cannot reach the manager: %s", err.msg);
+		return;
 	}
-	json_t *out = resp.len ? json_loadb(resp.body, resp.len, 0, &jerr) : NULL;
-	long status = resp.status;
-	httpc_response_free(&resp);
+	json_t *out = mresp.len ? json_loadb(mresp.body, mresp.len, 0, &jerr) : NULL;
+	long status = mresp.status;
+	httpc_response_free(&mresp);
 	if (status != 200) {
 		/* The manager's words (wrong password, rate limited, disabled). */
 		if (!json_is_object(json_object_get(out, "error"))) {
 			json_decref(out);
-			return send_error(conn, 502, "internal", "the manager answered HTTP %ld to a login", status);
+			httpd_error(resp, 502, "internal", "the manager answered HTTP %ld to a login", status);
+			return;
 		}
-		return send_json(conn, (unsigned)status, out, NULL);
+		httpd_json(resp, (int)status, out);
+		return;
 	}
 	const char *ak = json_string_value(json_object_get(out, "access_key"));
 	const char *sk = json_string_value(json_object_get(out, "secret_key"));
 	json_t *user = json_object_get(out, "user");
 	if (!ak || !sk || !json_is_object(user)) {
 		json_decref(out);
-		return send_error(conn, 502, "internal", "the manager's login answer lacks the keypair");
+		httpd_error(resp, 502, "internal", "the manager's login answer lacks the keypair");
+		return;
 	}
 	struct login l = {0};
 	char token[2 * TOKEN_BYTES + 1];
 	if (sign_random_hex(TOKEN_BYTES, token, sizeof(token), &err) < 0 ||
 	    sign_random_hex(TOKEN_BYTES, l.csrf, sizeof(l.csrf), &err) < 0) {
 		json_decref(out);
-		return send_error(conn, 500, "internal", "%s", err.msg);
+		httpd_error(resp, 500, "internal", "%s", err.msg);
+		return;
 	}
 	sign_sha256_hex(token, strlen(token), l.token_hash);
 	util_strlcpy(l.access_key, ak, sizeof(l.access_key));
@@ -338,24 +277,57 @@ static enum MHD_Result do_login(struct web *w, struct MHD_Connection *conn, stru
 	if (full) {
 		json_decref(l.user);
 		json_decref(reply);
-		return send_error(conn, 503, "unavailable", "too many people are logged in; try again later");
+		httpd_error(resp, 503, "unavailable", "too many people are logged in; try again later");
+		return;
 	}
 	log_info("web", "%s logged in from %s", json_string_value(json_object_get(user, "email")), addr);
 	char cookie[256];
 	make_cookie(w, token, w->ttl_ms / 1000, cookie, sizeof(cookie));
-	return send_json(conn, 200, reply, cookie);
+	httpd_json(resp, 200, reply);
+	httpd_resp_header(resp, "Set-Cookie", cookie);
 }
 
-static bool csrf_ok(struct MHD_Connection *conn, const struct login *l)
+static bool csrf_ok(const struct httpd_req *req, const struct login *l)
 {
-	const char *t = header(conn, "X-CSRF-Token");
+	const char *t = httpd_header(req, "X-CSRF-Token");
 	return t && sign_equal(t, l->csrf);
+}
+
+static void web_me(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
+{
+	struct login l;
+	if (!find_login(ctx, req, &l)) {
+		httpd_error(resp, 401, "unauthenticated", "you are not logged in");
+		return;
+	}
+	httpd_json(resp, 200, json_pack("{s:O,s:s}", "user", l.user, "csrf_token", l.csrf));
+	json_decref(l.user);
+}
+
+static void web_logout(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
+{
+	struct web *w = ctx;
+	struct login l;
+	if (!find_login(w, req, &l)) {
+		httpd_error(resp, 401, "unauthenticated", "you are not logged in");
+		return;
+	}
+	if (!csrf_ok(req, &l)) {
+		httpd_error(resp, 403, "forbidden", "missing or wrong CSRF token; reload the page");
+	} else {
+		drop_login(w, req);
+		char cookie[256];
+		make_cookie(w, "", 0, cookie, sizeof(cookie));
+		httpd_json(resp, 200, json_object());
+		httpd_resp_header(resp, "Set-Cookie", cookie);
+	}
+	json_decref(l.user);
 }
 
 /* ---------- the relay ---------- */
 
 /* Streaming relay of GET /v1/events: a thread reads the manager's stream
- * into one end of a socket pair; MHD's reader callback reads the other. */
+ * into one end of a socket pair; httpd's stream callback reads the other. */
 struct stream {
 	struct web *w;
 	struct login login;
@@ -439,14 +411,13 @@ static void *stream_main(void *arg)
 	return NULL;
 }
 
-static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
+static long stream_read(void *cls, char *buf, size_t max)
 {
-	(void)pos;
 	struct stream *s = cls;
 	ssize_t n = recv(s->fds[0], buf, max, 0);
 	if (n > 0)
-		return n;
-	return n == 0 ? MHD_CONTENT_READER_END_OF_STREAM : MHD_CONTENT_READER_END_WITH_ERROR;
+		return (long)n;
+	return n == 0 ? HTTPD_STREAM_END : HTTPD_STREAM_ERROR;
 }
 
 static void stream_free(void *cls)
@@ -461,14 +432,15 @@ static void stream_free(void *cls)
 	free(s);
 }
 
-static enum MHD_Result relay_stream(struct web *w, struct MHD_Connection *conn, struct login *l,
-				    const char *path)
+/* Takes the reference to l->user. */
+static void relay_stream(struct web *w, struct httpd_resp *resp, struct login *l, const char *path)
 {
 	struct stream *s = calloc(1, sizeof(*s));
 	if (!s || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, s->fds) < 0) {
 		free(s);
 		json_decref(l->user);
-		return send_error(conn, 500, "internal", "cannot open an event stream");
+		httpd_error(resp, 500, "internal", "cannot open an event stream");
+		return;
 	}
 	s->w = w;
 	s->login = *l;   /* takes the user reference */
@@ -478,71 +450,80 @@ static enum MHD_Result relay_stream(struct web *w, struct MHD_Connection *conn, 
 		close(s->fds[1]);
 		json_decref(s->login.user);
 		free(s);
-		return send_error(conn, 500, "internal", "cannot start an event stream");
+		httpd_error(resp, 500, "internal", "cannot start an event stream");
+		return;
 	}
-	struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, stream_read, s,
-								   stream_free);
-	if (!r) {
-		stream_free(s);
-		return MHD_NO;
-	}
-	add_common_headers(r);
-	MHD_add_response_header(r, "Content-Type", "text/event-stream");
-	MHD_add_response_header(r, "Cache-Control", "no-store");
-	MHD_add_response_header(r, "X-Accel-Buffering", "no");
-	enum MHD_Result ret = MHD_queue_response(conn, 200, r);
-	MHD_destroy_response(r);
-	return ret;
+	resp->status = 200;
+	resp->stream = stream_read;
+	resp->stream_cls = s;
+	resp->stream_free = stream_free;
+	resp->stream_type = "text/event-stream";
+	httpd_resp_header(resp, "X-Accel-Buffering", "no");
 }
 
-static enum MHD_Result relay(struct web *w, struct MHD_Connection *conn, const char *method,
-			     struct req_state *st)
+/* ANY /api/v1/{*rest}: the manager's /v1/{rest}, query included. */
+static void web_relay(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 {
+	struct web *w = ctx;
 	struct login l;
-	if (!find_login(w, conn, &l))
-		return send_error(conn, 401, "unauthenticated", "you are not logged in (or your login expired)");
-	const char *path = st->target + 4;   /* "/api/v1/..." -> "/v1/..." */
-	enum MHD_Result ret;
-	if (is_write(method) && !csrf_ok(conn, &l)) {
-		ret = send_error(conn, 403, "forbidden", "missing or wrong CSRF token; reload the page");
+	if (!find_login(w, req, &l)) {
+		httpd_error(resp, 401, "unauthenticated", "you are not logged in (or your login expired)");
+		return;
+	}
+	const char *path = req->target + 4;   /* "/api/v1/..." -> "/v1/..." */
+	if (is_write(req->method) && !csrf_ok(req, &l)) {
+		httpd_error(resp, 403, "forbidden", "missing or wrong CSRF token; reload the page");
 		goto out;
 	}
 	if (!strncmp(path, "/v1/auth/login", 14) || !strncmp(path, "/v1/agents", 10)) {
-		ret = send_error(conn, 404, "not_found", "no such route through the webserver");
+		httpd_error(resp, 404, "not_found", "no such route through the webserver");
 		goto out;
 	}
-	if (!strcmp(method, "GET") && (!strcmp(path, "/v1/events") || !strncmp(path, "/v1/events?", 11)))
-		return relay_stream(w, conn, &l, path);
-	struct httpc_response resp = {0};
+	if (!strcmp(req->method, "GET") && (!strcmp(path, "/v1/events") || !strncmp(path, "/v1/events?", 11))) {
+		relay_stream(w, resp, &l, path);
+		return;
+	}
+	struct httpc_response mresp = {0};
 	struct terr err = {0};
 	const char *extra[] = {"Accept: application/json", NULL};
-	int rc = manager_call(w, method, path, l.access_key, l.secret_key, extra, st->body, st->len, &resp, NULL,
-			      NULL, NULL, 330000, &err);
+	int rc = manager_call(w, req->method, path, l.access_key, l.secret_key, extra,
+			      req->body_len ? req->body : NULL, req->body_len, &mresp, NULL, NULL, NULL, 330000, &err);
 	if (rc < 0) {
-		httpc_response_free(&resp);
-		ret = send_error(conn, 503, "unavailable", "cannot reach the manager: %s", err.msg);
+		httpc_response_free(&mresp);
+		httpd_error(resp, 503, "unavailable", "cannot reach the manager: %s", err.msg);
 		goto out;
 	}
-	char *body = resp.body;
-	size_t len = resp.len;
-	resp.body = NULL;
+	char *body = mresp.body;
+	size_t len = mresp.len;
+	json_t *o = NULL;
 	/* A keypair's secret (POST /v1/users answers one) never goes to a
 	 * browser: the webserver alone signs. */
 	if (body && strstr(body, "\"secret_key\"")) {
-		json_t *o = json_loadb(body, len, 0, NULL);
+		o = json_loadb(body, len, 0, NULL);
 		if (json_is_object(o) && json_object_del(o, "secret_key") == 0) {
-			free(body);
 			body = json_dumps(o, JSON_COMPACT);
 			len = body ? strlen(body) : 0;
+		} else {
+			json_decref(o);
+			o = NULL;
 		}
+	}
+	httpd_bytes(resp, (int)mresp.status, mresp.content_type[0] ? mresp.content_type : "application/json",
+		    body, len);
+	if (o) {
+		free(body);
 		json_decref(o);
 	}
-	ret = send_buf(conn, (unsigned)resp.status, resp.content_type[0] ? resp.content_type : "application/json",
-		       body, len, NULL);
-	httpc_response_free(&resp);
+	httpc_response_free(&mresp);
 out:
 	json_decref(l.user);
-	return ret;
+}
+
+/* ANY /api/{*rest} that is not /api/v1/. */
+static void web_api_unknown(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
+{
+	(void)ctx;
+	httpd_error(resp, 404, "not_found", "no such route: %s", req->path);
 }
 
 /* ---------- static files ---------- */
@@ -573,144 +554,63 @@ static bool safe_path(const char *p)
 	return true;
 }
 
-static enum MHD_Result serve_file(struct web *w, struct MHD_Connection *conn, const char *url)
+/* GET|HEAD anything else: a file of the UI, else index.html. */
+static void web_file(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 {
+	struct web *w = ctx;
+	const char *url = req->path;
 	char path[PATH_MAX + 256];
 	const char *rel = url;
 	struct stat sb;
-	bool spa = false;
 	if (!safe_path(url) || !strcmp(url, "/"))
 		rel = "/index.html";
 	snprintf(path, sizeof(path), "%s%s", w->ui_dir, rel);
 	if (stat(path, &sb) < 0 || !S_ISREG(sb.st_mode)) {
-		if (!strncmp(url, "/assets/", 8))
-			return send_error(conn, 404, "not_found", "no such file: %s", url);
+		if (!strncmp(url, "/assets/", 8)) {
+			httpd_error(resp, 404, "not_found", "no such file: %s", url);
+			return;
+		}
 		/* Client-side routes (/sessions, /admin) get the app. */
 		snprintf(path, sizeof(path), "%s/index.html", w->ui_dir);
 		rel = "/index.html";
-		spa = true;
 	}
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || fstat(fd, &sb) < 0) {
-		if (fd >= 0)
-			close(fd);
-		return send_error(conn, 404, "not_found",
-				  "the UI is not built or not found in %s; run 'make build' or set ui_dir", w->ui_dir);
+	char *data = NULL;
+	size_t len = 0;
+	if (util_read_file(path, &data, &len, NULL) < 0) {
+		httpd_error(resp, 404, "not_found",
+			    "the UI is not built or not found in %s; run 'make build' or set ui_dir", w->ui_dir);
+		return;
 	}
-	struct MHD_Response *r = MHD_create_response_from_fd((uint64_t)sb.st_size, fd);
-	if (!r) {
-		close(fd);
-		return MHD_NO;
-	}
-	add_common_headers(r);
-	MHD_add_response_header(r, "Content-Type", content_type(rel));
-	/* Vite puts a content hash in every asset name. */
-	MHD_add_response_header(r, "Cache-Control",
-				!strncmp(rel, "/assets/", 8) ? "public, max-age=31536000, immutable" : "no-cache");
-	(void)spa;
-	enum MHD_Result ret = MHD_queue_response(conn, 200, r);
-	MHD_destroy_response(r);
-	return ret;
+	if (httpd_bytes(resp, 200, content_type(rel), data, len) == 0)
+		/* Vite puts a content hash in every asset name. */
+		httpd_resp_header(resp, "Cache-Control",
+				  !strncmp(rel, "/assets/", 8) ? "public, max-age=31536000, immutable" : "no-cache");
+	free(data);
 }
 
 /* ---------- dispatch ---------- */
 
-static enum MHD_Result route(struct web *w, struct MHD_Connection *conn, const char *url, const char *method,
-			     struct req_state *st)
+/* Runs before every handler: a state-changing request from another site is
+ * refused whatever it targets. */
+static int web_check_origin(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 {
-	if (st->too_large)
-		return send_error(conn, 413, "too_large", "request body over %u bytes", WEB_MAX_BODY);
-	if (is_write(method) && !origin_ok(w, conn))
-		return send_error(conn, 403, "forbidden", "cross-site request refused");
-	if (!strncmp(url, "/api/", 5)) {
-		if (strncmp(st->target, "/api/v1/", 8))
-			return send_error(conn, 404, "not_found", "no such route: %s", url);
-		return relay(w, conn, method, st);
+	if (is_write(req->method) && !origin_ok(ctx, req)) {
+		httpd_error(resp, 403, "forbidden", "cross-site request refused");
+		return -EACCES;
 	}
-	if (!strcmp(url, "/auth/login")) {
-		if (strcmp(method, "POST"))
-			return send_error(conn, 405, "method_not_allowed", "use POST");
-		return do_login(w, conn, st);
-	}
-	if (!strcmp(url, "/auth/me") || !strcmp(url, "/auth/logout")) {
-		struct login l;
-		if (!find_login(w, conn, &l))
-			return send_error(conn, 401, "unauthenticated", "you are not logged in");
-		enum MHD_Result ret;
-		if (!strcmp(url, "/auth/me")) {
-			ret = send_json(conn, 200, json_pack("{s:O,s:s}", "user", l.user, "csrf_token", l.csrf), NULL);
-		} else if (strcmp(method, "POST")) {
-			ret = send_error(conn, 405, "method_not_allowed", "use POST");
-		} else if (!csrf_ok(conn, &l)) {
-			ret = send_error(conn, 403, "forbidden", "missing or wrong CSRF token; reload the page");
-		} else {
-			drop_login(w, conn);
-			char cookie[256];
-			make_cookie(w, "", 0, cookie, sizeof(cookie));
-			ret = send_json(conn, 200, json_object(), cookie);
-		}
-		json_decref(l.user);
-		return ret;
-	}
-	if (strcmp(method, "GET") && strcmp(method, "HEAD"))
-		return send_error(conn, 405, "method_not_allowed", "%s is not allowed on %s", method, url);
-	return serve_file(w, conn, url);
+	return 0;
 }
 
-static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
-{
-	(void)cls;
-	(void)conn;
-	struct req_state *st = calloc(1, sizeof(*st));
-	if (st)
-		st->target = strdup(uri ? uri : "/");
-	return st;
-}
-
-static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
-			 enum MHD_RequestTerminationCode toe)
-{
-	(void)cls;
-	(void)conn;
-	(void)toe;
-	struct req_state *st = *con_cls;
-	if (!st)
-		return;
-	free(st->target);
-	free(st->body);
-	free(st);
-	*con_cls = NULL;
-}
-
-static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
-				  const char *version, const char *upload, size_t *upload_size, void **con_cls)
-{
-	(void)version;
-	struct web *w = cls;
-	struct req_state *st = *con_cls;
-	if (!st || !st->target)
-		return MHD_NO;
-	if (!st->started) {   /* the first call carries the headers only */
-		st->started = true;
-		return MHD_YES;
-	}
-	if (*upload_size) {
-		if (st->len + *upload_size > WEB_MAX_BODY) {
-			st->too_large = true;
-		} else if (!st->too_large) {
-			char *nb = realloc(st->body, st->len + *upload_size + 1);
-			if (!nb)
-				return MHD_NO;
-			st->body = nb;
-			memcpy(st->body + st->len, upload, *upload_size);
-			st->len += *upload_size;
-			st->body[st->len] = '\0';
-		}
-		*upload_size = 0;
-		return MHD_YES;
-	}
-	return route(w, conn, url, method, st);
-}
+/* First match wins. */
+static const struct httpd_route web_routes[] = {
+	{"*", "/api/v1/{*rest}", web_relay, 0},
+	{"*", "/api/{*rest}", web_api_unknown, 0},
+	{"POST", "/auth/login", web_login, 0},
+	{"GET", "/auth/me", web_me, 0},
+	{"POST", "/auth/logout", web_logout, 0},
+	{"GET", "/{*path}", web_file, 0},
+	{"HEAD", "/{*path}", web_file, 0},
+};
 
 /* ---------- start/stop ---------- */
 
@@ -748,10 +648,10 @@ int web_start(const struct web_config *cfg, struct web **out, struct terr *err)
 	const char *listen = cfg->listen ? cfg->listen : "127.0.0.1:8080";
 	if ((rc = httpd_parse_listen(listen, host, sizeof(host), &port, err)) < 0)
 		return rc;
-	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+	struct in_addr ia;
 	if (!strcmp(host, "localhost"))
 		strcpy(host, "127.0.0.1");
-	if (inet_pton(AF_INET, host, &sa.sin_addr) != 1)
+	if (inet_pton(AF_INET, host, &ia) != 1)
 		return terr_set(err, EINVAL, "listen address '%s' is not an IPv4 address", host);
 	struct web *w = calloc(1, sizeof(*w));
 	if (!w)
@@ -782,35 +682,35 @@ int web_start(const struct web_config *cfg, struct web **out, struct terr *err)
 		rc = find_ui(w->ui_dir, sizeof(w->ui_dir), err);
 	if (rc < 0)
 		goto fail;
-	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL;
+	struct httpd_config hc = {
+		.listen = listen,
+		.routes = web_routes,
+		.n_routes = sizeof(web_routes) / sizeof(web_routes[0]),
+		.ctx = w,
+		.max_body = WEB_MAX_BODY,
+		.authenticate = web_check_origin,
+		.headers = security_headers,
+		.n_headers = sizeof(security_headers) / sizeof(security_headers[0]),
+		.timeout_s = 120,
+	};
+	char *cert = NULL, *key = NULL;
 	if (cfg->tls_cert) {
 		size_t len;
-		if ((rc = util_read_file(cfg->tls_cert, &w->tls_cert_pem, &len, err)) < 0 ||
-		    (rc = util_read_file(cfg->tls_key, &w->tls_key_pem, &len, err)) < 0)
-			goto fail;
-		if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
-			rc = terr_set(err, ENOTSUP, "this libmicrohttpd has no TLS support");
+		if ((rc = util_read_file(cfg->tls_cert, &cert, &len, err)) < 0 ||
+		    (rc = util_read_file(cfg->tls_key, &key, &len, err)) < 0) {
+			free(cert);
 			goto fail;
 		}
+		hc.tls_cert_pem = cert;
+		hc.tls_key_pem = key;
 		w->tls = true;
-		flags |= MHD_USE_TLS;
 	}
-	w->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_request, w,
-		MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
-		MHD_OPTION_URI_LOG_CALLBACK, on_uri, w,
-		MHD_OPTION_NOTIFY_COMPLETED, on_completed, w,
-		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
-		MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1,
-		w->tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, w->tls_cert_pem,
-		MHD_OPTION_HTTPS_MEM_KEY, w->tls_key_pem,
-		MHD_OPTION_END);
-	if (!w->daemon) {
-		rc = terr_set(err, EADDRINUSE, "cannot listen on %s: address in use, not available, or bad TLS files",
-			      listen);
+	rc = httpd_start(&hc, &w->httpd, err);
+	free(cert);
+	free(key);
+	if (rc < 0)
 		goto fail;
-	}
-	const union MHD_DaemonInfo *info = MHD_get_daemon_info(w->daemon, MHD_DAEMON_INFO_BIND_PORT);
-	w->port = info ? info->port : port;
+	w->port = httpd_port(w->httpd);
 	snprintf(w->url, sizeof(w->url), "%s://%s:%d/", w->tls ? "https" : "http",
 		 strcmp(host, "0.0.0.0") ? host : "127.0.0.1", w->port);
 	*out = w;
@@ -834,13 +734,10 @@ void web_stop(struct web *w)
 {
 	if (!w)
 		return;
-	if (w->daemon)
-		MHD_stop_daemon(w->daemon);
+	httpd_stop(w->httpd);
 	for (size_t i = 0; i < w->n_logins; i++)
 		json_decref(w->logins[i].user);
 	free(w->logins);
-	free(w->tls_cert_pem);
-	free(w->tls_key_pem);
 	pthread_mutex_destroy(&w->mu);
 	free(w);
 }
