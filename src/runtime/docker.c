@@ -209,6 +209,28 @@ static json_t *dk_json(const struct httpc_response *resp, const char *what,
 	return j;
 }
 
+/* The usual shape of a call whose answer is JSON: send it, refuse any
+ * status but 200/201 with Docker's own message, parse the body. *out is a
+ * new reference. */
+static int dk_call_json(const struct runtime *rt, const char *method, const char *path,
+			const json_t *body, const char *what, json_t **out, struct terr *err)
+{
+	struct httpc_response resp;
+	*out = NULL;
+	int r = dk_do(rt, method, true, path, body, DOCKER_TIMEOUT_MS, NULL, NULL, NULL,
+		      &resp, what, err);
+	if (r < 0)
+		return r;
+	if (resp.status != 200 && resp.status != 201) {
+		r = dk_fail(&resp, what, err);
+		httpc_response_free(&resp);
+		return r;
+	}
+	*out = dk_json(&resp, what, err);
+	httpc_response_free(&resp);
+	return *out ? 0 : -EPROTO;
+}
+
 static const char *jstr(json_t *obj, const char *key)
 {
 	const char *s = json_string_value(json_object_get(obj, key));
@@ -370,18 +392,10 @@ static int docker_image_env(struct runtime *rt, const char *ref, char ***env,
 	autofree char *path = NULL;
 	if (!eref || asprintf(&path, "/images/%s/json", eref) < 0)
 		return terr_set(err, ENOMEM, "inspect image: out of memory");
-	struct httpc_response resp;
-	int r = dk_do(rt, "GET", true, path, NULL, DOCKER_TIMEOUT_MS, NULL, NULL,
-		      NULL, &resp, "inspect image", err);
+	json_t *root = NULL;
+	int r = dk_call_json(rt, "GET", path, NULL, "inspect image", &root, err);
 	if (r < 0)
 		return r;
-	if (resp.status != 200) {
-		r = dk_fail(&resp, "inspect image", err);
-		httpc_response_free(&resp);
-		return r;
-	}
-	json_t *root = json_loadb(resp.body ? resp.body : "", resp.len, 0, NULL);
-	httpc_response_free(&resp);
 	json_t *arr = json_object_get(json_object_get(root, "Config"), "Env");
 	size_t cnt = json_array_size(arr), k = 0;
 	char **out = calloc(cnt + 1, sizeof(char *));
@@ -412,20 +426,12 @@ static int docker_image_list(struct runtime *rt, char ***refs, size_t *n,
 {
 	*refs = NULL;
 	*n = 0;
-	struct httpc_response resp;
-	int r = dk_do(rt, "GET", true, "/images/json", NULL, DOCKER_TIMEOUT_MS,
-		      NULL, NULL, NULL, &resp, "list images", err);
+	autojson json_t *arr = NULL;
+	int r = dk_call_json(rt, "GET", "/images/json", NULL, "list images", &arr, err);
 	if (r < 0)
 		return r;
-	if (resp.status != 200) {
-		r = dk_fail(&resp, "list images", err);
-		httpc_response_free(&resp);
-		return r;
-	}
-	autojson json_t *arr = dk_json(&resp, "list images", err);
-	httpc_response_free(&resp);
 	if (!json_is_array(arr))
-		return arr ? terr_set(err, EPROTO, "list images: Docker sent no list") : -EPROTO;
+		return terr_set(err, EPROTO, "list images: Docker sent no list");
 	size_t count = 0, i, k;
 	json_t *img, *tag;
 	json_array_foreach(arr, i, img)
@@ -582,20 +588,10 @@ static int docker_create(struct runtime *rt, const struct rt_container_spec *spe
 		path = NULL;
 		return terr_set(err, ENOMEM, "create container: out of memory");
 	}
-	struct httpc_response resp;
-	int r = dk_do(rt, "POST", true, path, body, DOCKER_TIMEOUT_MS, NULL, NULL,
-		      NULL, &resp, "create container", err);
+	autojson json_t *j = NULL;
+	int r = dk_call_json(rt, "POST", path, body, "create container", &j, err);
 	if (r < 0)
 		return r;
-	if (resp.status != 201 && resp.status != 200) {
-		r = dk_fail(&resp, "create container", err);
-		httpc_response_free(&resp);
-		return r;
-	}
-	autojson json_t *j = dk_json(&resp, "create container", err);
-	httpc_response_free(&resp);
-	if (!j)
-		return -EPROTO;
 	const char *cid = jstr(j, "Id");
 	if (!*cid || strlen(cid) >= RT_ID_MAX)
 		return terr_set(err, EPROTO, "create container: Docker returned no usable Id");
@@ -662,20 +658,10 @@ static int docker_inspect(struct runtime *rt, const char *id,
 		path = NULL;
 		return terr_set(err, ENOMEM, "inspect container: out of memory");
 	}
-	struct httpc_response resp;
-	int r = dk_do(rt, "GET", true, path, NULL, DOCKER_TIMEOUT_MS, NULL, NULL,
-		      NULL, &resp, "inspect container", err);
+	autojson json_t *j = NULL;
+	int r = dk_call_json(rt, "GET", path, NULL, "inspect container", &j, err);
 	if (r < 0)
 		return r;
-	if (resp.status != 200) {
-		r = dk_fail(&resp, "inspect container", err);
-		httpc_response_free(&resp);
-		return r;
-	}
-	autojson json_t *j = dk_json(&resp, "inspect container", err);
-	httpc_response_free(&resp);
-	if (!j)
-		return -EPROTO;
 	json_t *st = json_object_get(j, "State");
 	json_t *cfg = json_object_get(j, "Config");
 	copy_str(out->id, sizeof(out->id), jstr(j, "Id"));
@@ -716,20 +702,12 @@ static int docker_list(struct runtime *rt, const char *label_key,
 		path = NULL;
 		return terr_set(err, ENOMEM, "list containers: out of memory");
 	}
-	struct httpc_response resp;
-	int r = dk_do(rt, "GET", true, path, NULL, DOCKER_TIMEOUT_MS, NULL, NULL,
-		      NULL, &resp, "list containers", err);
+	autojson json_t *arr = NULL;
+	int r = dk_call_json(rt, "GET", path, NULL, "list containers", &arr, err);
 	if (r < 0)
 		return r;
-	if (resp.status != 200) {
-		r = dk_fail(&resp, "list containers", err);
-		httpc_response_free(&resp);
-		return r;
-	}
-	autojson json_t *arr = dk_json(&resp, "list containers", err);
-	httpc_response_free(&resp);
 	if (!json_is_array(arr))
-		return arr ? terr_set(err, EPROTO, "list containers: Docker sent no list") : -EPROTO;
+		return terr_set(err, EPROTO, "list containers: Docker sent no list");
 	size_t count = json_array_size(arr), i;
 	struct rt_container_info *v = calloc(count ? count : 1, sizeof(*v));
 	if (!v)
@@ -823,20 +801,10 @@ static int exec_create(struct runtime *rt, const char *id,
 	json_object_set_new(body, "Cmd", str_array(argv));
 	if (env)
 		json_object_set_new(body, "Env", str_array(env));
-	struct httpc_response resp;
-	int r = dk_do(rt, "POST", true, path, body, DOCKER_TIMEOUT_MS, NULL, NULL,
-		      NULL, &resp, "exec in container", err);
+	autojson json_t *j = NULL;
+	int r = dk_call_json(rt, "POST", path, body, "exec in container", &j, err);
 	if (r < 0)
 		return r;
-	if (resp.status != 201 && resp.status != 200) {
-		r = dk_fail(&resp, "exec in container", err);
-		httpc_response_free(&resp);
-		return r;
-	}
-	autojson json_t *j = dk_json(&resp, "exec in container", err);
-	httpc_response_free(&resp);
-	if (!j)
-		return -EPROTO;
 	const char *s = jstr(j, "Id");
 	if (!*s || strlen(s) >= RT_ID_MAX)
 		return terr_set(err, EPROTO, "exec in container: Docker returned no usable exec Id");
@@ -856,20 +824,10 @@ static int exec_exit_code(struct runtime *rt, const char *eid, int *code,
 		return terr_set(err, ENOMEM, "exec: out of memory");
 	}
 	for (int attempt = 0;; attempt++) {
-		struct httpc_response resp;
-		int r = dk_do(rt, "GET", true, path, NULL, DOCKER_TIMEOUT_MS, NULL,
-			      NULL, NULL, &resp, "inspect exec", err);
+		json_t *j = NULL;
+		int r = dk_call_json(rt, "GET", path, NULL, "inspect exec", &j, err);
 		if (r < 0)
 			return r;
-		if (resp.status != 200) {
-			r = dk_fail(&resp, "inspect exec", err);
-			httpc_response_free(&resp);
-			return r;
-		}
-		json_t *j = dk_json(&resp, "inspect exec", err);
-		httpc_response_free(&resp);
-		if (!j)
-			return -EPROTO;
 		bool running = json_is_true(json_object_get(j, "Running"));
 		json_t *ec = json_object_get(j, "ExitCode");
 		bool known = json_is_integer(ec);

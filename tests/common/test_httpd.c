@@ -822,7 +822,7 @@ TEST(https)
 			curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L);   /* self-signed */
 			curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 0L);
 			curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
-			curl_easy_setopt(c, CURLOPT_WRITEDATA, body);
+			curl_easy_setopt(c, CURLOPT_WRITEDATA, (void *)body);
 			curl_easy_setopt(c, CURLOPT_TIMEOUT, 30L);
 			CHECK_INT(curl_easy_perform(c), CURLE_OK);
 			long status = 0;
