@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include "common/conf.h"
+#include "common/jsonutil.h"
 #include "common/log.h"
 #include "common/units.h"
 #include "common/util.h"
@@ -573,6 +574,13 @@ int agent_exec(struct agent *a, const char *container_id, const char *const *arg
 	       struct rt_exec_result *out, struct terr *err)
 {
 	return a->rt_ops->exec(a->rt, container_id, argv, NULL, AGENT_EXEC_MAX_OUTPUT, out, err);
+}
+
+json_t *agent_exec_result_json(const struct rt_exec_result *r)
+{
+	return json_pack("{s:i,s:o,s:o}", "exit_code", r->exit_code,
+			 "stdout", jsonutil_string_lossy(r->out, r->out_len),
+			 "stderr", jsonutil_string_lossy(r->err, r->err_len));
 }
 
 int agent_logs(struct agent *a, const char *container_id, int tail, char **out, size_t *len,

@@ -60,6 +60,9 @@ int agent_destroy_session(struct agent *a, const char *session_id,
 			  const char *container_id, struct terr *err);
 int agent_exec(struct agent *a, const char *container_id, const char *const *argv,
 	       struct rt_exec_result *out, struct terr *err);
+/* An exec result as the API answers it: {"exit_code","stdout","stderr"},
+ * invalid UTF-8 replaced (new reference). */
+json_t *agent_exec_result_json(const struct rt_exec_result *r);
 int agent_logs(struct agent *a, const char *container_id, int tail, char **out,
 	       size_t *len, struct terr *err);
 int agent_image_exists(struct agent *a, const char *ref, bool *exists, struct terr *err);

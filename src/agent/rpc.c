@@ -6,7 +6,6 @@
 
 #include "common/jsonutil.h"
 #include "common/sign.h"
-#include "manager/link.h"
 
 struct rpc_ctx {
 	struct agent *agent;
@@ -90,7 +89,7 @@ static void rpc_exec(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 		if (agent_exec(rc->agent, req->params[0], argv, &r, &err) < 0)
 			httpd_error_terr(resp, &err);
 		else
-			httpd_json(resp, 200, link_exec_result_json(&r));
+			httpd_json(resp, 200, agent_exec_result_json(&r));
 		rt_exec_result_free(&r);
 	}
 	free(argv);

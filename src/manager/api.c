@@ -206,8 +206,8 @@ static int check_placeable(struct manager *m, const struct create_request *cr, s
 	for (size_t i = 0; probes && i < m->n_agents; i++) {
 		struct magent *a = m->agents[i];
 		any_agent = true;
-		struct sched_device devs[MGR_MAX_GPUS];
-		struct sched_agent sa = {.capacity = a->rec.capacity, .devs = devs, .n_devs = (size_t)a->n_gpus};
+		/* Satisfiable counts the devices all free: only their number matters. */
+		struct sched_agent sa = {.capacity = a->rec.capacity, .n_devs = (size_t)a->n_gpus};
 		if (sched_satisfiable(&sa, 1, &cr->req, per_dev))
 			fits_somewhere = true;
 		if (a->alive && a->link) {

@@ -5,14 +5,6 @@
 
 #include "agent/agent.h"
 #include "common/apiclient.h"
-#include "common/jsonutil.h"
-
-json_t *link_exec_result_json(const struct rt_exec_result *r)
-{
-	return json_pack("{s:i,s:o,s:o}", "exit_code", r->exit_code,
-			 "stdout", jsonutil_string_lossy(r->out, r->out_len),
-			 "stderr", jsonutil_string_lossy(r->err, r->err_len));
-}
 
 /* ---- in-process agent ---- */
 
@@ -41,7 +33,7 @@ static int local_exec(void *ctx, const char *cid, json_t *command, int timeout_s
 	free(argv);
 	if (rc < 0)
 		return rc;
-	*result = link_exec_result_json(&r);
+	*result = agent_exec_result_json(&r);
 	rt_exec_result_free(&r);
 	return 0;
 }

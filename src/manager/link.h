@@ -31,7 +31,4 @@ extern const struct agent_link_ops link_remote_ops;
 /* ctx for link_remote_ops; copies its arguments. NULL on allocation failure. */
 void *link_remote_new(const char *url, const char *cluster_secret);
 
-/* Turns an exec result into the API's JSON (invalid UTF-8 replaced). */
-json_t *link_exec_result_json(const struct rt_exec_result *r);
-
 #endif
