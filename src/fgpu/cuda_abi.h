@@ -26,6 +26,8 @@ typedef struct CUfunc_st *CUfunction;
 typedef struct CUarray_st *CUarray;
 typedef struct CUmipmappedArray_st *CUmipmappedArray;
 typedef struct CUmemPoolHandle_st *CUmemoryPool;
+typedef struct CUgraph_st *CUgraph;
+typedef struct CUgraphExec_st *CUgraphExec;
 
 typedef struct CUuuid_st {
 	char bytes[16];
@@ -43,9 +45,14 @@ enum {
 	CUDA_ERROR_INVALID_CONTEXT = 201,
 	CUDA_ERROR_CONTEXT_ALREADY_CURRENT = 202,
 	CUDA_ERROR_INVALID_HANDLE = 400,
+	CUDA_ERROR_ILLEGAL_STATE = 401,
 	CUDA_ERROR_NOT_FOUND = 500,
 	CUDA_ERROR_NOT_READY = 600,
+	CUDA_ERROR_NOT_PERMITTED = 800,
 	CUDA_ERROR_NOT_SUPPORTED = 801,
+	CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED = 900,
+	CUDA_ERROR_STREAM_CAPTURE_INVALIDATED = 901,
+	CUDA_ERROR_CAPTURED_EVENT = 907,
 	CUDA_ERROR_UNKNOWN = 999,
 };
 
@@ -91,6 +98,24 @@ typedef struct CUDA_ARRAY_DESCRIPTOR_st {   /* CUDA_ARRAY_DESCRIPTOR_v2 */
 	unsigned int NumChannels;
 } CUDA_ARRAY_DESCRIPTOR;
 
+/* The pre-3.2 ABI of cuArrayCreate / cuArray3DCreate (unversioned
+ * symbols): 32-bit extents. */
+typedef struct CUDA_ARRAY_DESCRIPTOR_v1_st {
+	unsigned int Width;
+	unsigned int Height;
+	CUarray_format Format;
+	unsigned int NumChannels;
+} CUDA_ARRAY_DESCRIPTOR_v1;
+
+typedef struct CUDA_ARRAY3D_DESCRIPTOR_v1_st {
+	unsigned int Width;
+	unsigned int Height;
+	unsigned int Depth;
+	CUarray_format Format;
+	unsigned int NumChannels;
+	unsigned int Flags;
+} CUDA_ARRAY3D_DESCRIPTOR_v1;
+
 typedef struct CUDA_ARRAY3D_DESCRIPTOR_st { /* CUDA_ARRAY3D_DESCRIPTOR_v2 */
 	size_t Width;
 	size_t Height;
@@ -132,6 +157,36 @@ typedef struct CUmemPoolProps_st {
 	unsigned short usage;
 	unsigned char reserved[54];
 } CUmemPoolProps;
+
+/* CUmemPool_attribute values used by the project (the value type of 4..8
+ * is cuuint64_t). */
+typedef int CUmemPool_attribute;
+enum {
+	CU_MEMPOOL_ATTR_RELEASE_THRESHOLD = 4,
+	CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT = 5,
+	CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH = 6,
+	CU_MEMPOOL_ATTR_USED_MEM_CURRENT = 7,
+	CU_MEMPOOL_ATTR_USED_MEM_HIGH = 8,
+};
+
+/* Stream capture (CUDA graphs). */
+typedef int CUstreamCaptureStatus;
+enum {
+	CU_STREAM_CAPTURE_STATUS_NONE = 0,
+	CU_STREAM_CAPTURE_STATUS_ACTIVE = 1,
+	CU_STREAM_CAPTURE_STATUS_INVALIDATED = 2,
+};
+typedef int CUstreamCaptureMode;
+enum {
+	CU_STREAM_CAPTURE_MODE_GLOBAL = 0,
+	CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1,
+	CU_STREAM_CAPTURE_MODE_RELAXED = 2,
+};
+
+/* Special stream handles: the legacy default stream and the per-thread
+ * default stream, usable wherever a CUstream is. */
+#define CU_STREAM_LEGACY ((CUstream)0x1)
+#define CU_STREAM_PER_THREAD ((CUstream)0x2)
 
 /* cuMemAttach flags for cuMemAllocManaged. */
 enum { CU_MEM_ATTACH_GLOBAL = 0x1, CU_MEM_ATTACH_HOST = 0x2 };
