@@ -55,12 +55,29 @@
 	   const CUmemAllocationProp *prop, unsigned long long flags)) \
 	X(CUresult, cuMemRelease, cuMemRelease, 10020, 0, \
 	  (CUmemGenericAllocationHandle handle)) \
+	X(CUresult, cuMemMap, cuMemMap, 10020, 0, \
+	  (CUdeviceptr ptr, size_t size, size_t offset, \
+	   CUmemGenericAllocationHandle handle, unsigned long long flags)) \
+	X(CUresult, cuMemUnmap, cuMemUnmap, 10020, 0, (CUdeviceptr ptr, size_t size)) \
+	X(CUresult, cuMemRetainAllocationHandle, cuMemRetainAllocationHandle, 11000, 0, \
+	  (CUmemGenericAllocationHandle *handle, void *addr)) \
 	X(CUresult, cuMemPoolCreate, cuMemPoolCreate, 11020, 0, \
 	  (CUmemoryPool *pool, const CUmemPoolProps *props)) \
 	X(CUresult, cuDeviceGetDefaultMemPool, cuDeviceGetDefaultMemPool, 11020, 0, \
 	  (CUmemoryPool *pool, CUdevice dev)) \
 	X(CUresult, cuDeviceGetMemPool, cuDeviceGetMemPool, 11020, 0, \
 	  (CUmemoryPool *pool, CUdevice dev)) \
+	X(CUresult, cuMemPoolDestroy, cuMemPoolDestroy, 11020, 0, (CUmemoryPool pool)) \
+	X(CUresult, cuMemPoolTrimTo, cuMemPoolTrimTo, 11020, 0, \
+	  (CUmemoryPool pool, size_t minBytesToKeep)) \
+	X(CUresult, cuStreamSynchronize, cuStreamSynchronize, 2000, 0, (CUstream stream)) \
+	X(CUresult, cuStreamSynchronize_ptsz, cuStreamSynchronize, 7000, 1, (CUstream stream)) \
+	X(CUresult, cuEventSynchronize, cuEventSynchronize, 2000, 0, (CUevent ev)) \
+	X(CUresult, cuCtxSynchronize, cuCtxSynchronize, 2000, 0, (void)) \
+	X(CUresult, cuArrayCreate, cuArrayCreate, 2000, 0, \
+	  (CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR_v1 *desc)) \
+	X(CUresult, cuArray3DCreate, cuArray3DCreate, 2000, 0, \
+	  (CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR_v1 *desc)) \
 	X(CUresult, cuArrayCreate_v2, cuArrayCreate, 3020, 0, \
 	  (CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR *desc)) \
 	X(CUresult, cuArray3DCreate_v2, cuArray3DCreate, 3020, 0, \
@@ -91,7 +108,20 @@
 	X(CUresult, cuLaunchKernelEx, cuLaunchKernelEx, 11060, 0, \
 	  (const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)) \
 	X(CUresult, cuLaunchKernelEx_ptsz, cuLaunchKernelEx, 11060, 1, \
-	  (const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra))
+	  (const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)) \
+	X(CUresult, cuLaunchCooperativeKernel, cuLaunchCooperativeKernel, 9000, 0, \
+	  (CUfunction f, unsigned int gridDimX, unsigned int gridDimY, \
+	   unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY, \
+	   unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream, \
+	   void **kernelParams)) \
+	X(CUresult, cuLaunchCooperativeKernel_ptsz, cuLaunchCooperativeKernel, 9000, 1, \
+	  (CUfunction f, unsigned int gridDimX, unsigned int gridDimY, \
+	   unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY, \
+	   unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream, \
+	   void **kernelParams)) \
+	X(CUresult, cuGraphLaunch, cuGraphLaunch, 10000, 0, (CUgraphExec exec, CUstream hStream)) \
+	X(CUresult, cuGraphLaunch_ptsz, cuGraphLaunch, 10000, 1, \
+	  (CUgraphExec exec, CUstream hStream))
 
 #define FGPU_NVML_HOOKS(X) \
 	X(nvmlReturn_t, nvmlDeviceGetMemoryInfo, nvmlDeviceGetMemoryInfo, 0, 0, \
@@ -108,9 +138,14 @@
 	X(CUresult, cuEventRecord, (CUevent ev, CUstream stream)) \
 	X(CUresult, cuEventRecord_ptsz, (CUevent ev, CUstream stream)) \
 	X(CUresult, cuEventQuery, (CUevent ev)) \
-	X(CUresult, cuEventSynchronize, (CUevent ev)) \
 	X(CUresult, cuEventElapsedTime, (float *ms, CUevent start, CUevent end)) \
-	X(CUresult, cuCtxGetCurrent, (CUcontext *ctx))
+	X(CUresult, cuCtxGetCurrent, (CUcontext *ctx)) \
+	X(CUresult, cuCtxPushCurrent_v2, (CUcontext ctx)) \
+	X(CUresult, cuCtxPopCurrent_v2, (CUcontext *ctx)) \
+	X(CUresult, cuStreamGetCtx, (CUstream stream, CUcontext *ctx)) \
+	X(CUresult, cuStreamIsCapturing, (CUstream stream, CUstreamCaptureStatus *status)) \
+	X(CUresult, cuMemPoolGetAttribute, \
+	  (CUmemoryPool pool, CUmemPool_attribute attr, void *value))
 
 #define FGPU_NVML_USED(X) \
 	X(nvmlReturn_t, nvmlDeviceGetUUID, (nvmlDevice_t device, char *uuid, unsigned int len)) \

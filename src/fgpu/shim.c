@@ -17,6 +17,7 @@
  * internal failure it returns the driver's error codes. */
 #include <dlfcn.h>
 #include <errno.h>
+#include <elf.h>
 #include <link.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -45,6 +46,7 @@ FGPU_CUDA_HOOKS(FGPU_PROTO)
 FGPU_NVML_HOOKS(FGPU_PROTO)
 #undef FGPU_PROTO
 FGPU_EXPORT void *dlsym(void *handle, const char *name);
+FGPU_EXPORT void *dlvsym(void *handle, const char *name, const char *version);
 
 static struct {
 #define FGPU_REAL_FIELD(ret, name, base, since, ptsz, params) ret (*name) params;
@@ -102,8 +104,11 @@ FGPU_EARLY static const struct fgpu_hook *fgpu_hook_find(const char *name)
 
 /* ---- state --------------------------------------------------------------- */
 
-/* Not static: the x86-64 dlsym entry stub below jumps through it. */
+/* Not static: the x86-64 dlsym / dlvsym entry stubs below jump through
+ * them. */
 __attribute__((visibility("hidden"))) void *(*fgpu_real_dlsym)(void *, const char *);
+__attribute__((visibility("hidden"))) void *(*fgpu_real_dlvsym)(void *, const char *,
+								const char *);
 static pthread_once_t fgpu_base_once = PTHREAD_ONCE_INIT;
 static pthread_once_t fgpu_cuda_once = PTHREAD_ONCE_INIT;
 static pthread_once_t fgpu_nvml_once = PTHREAD_ONCE_INIT;
@@ -118,16 +123,79 @@ static pthread_mutex_t fgpu_lock = PTHREAD_MUTEX_INITIALIZER; /* local state */
 static int fgpu_ord_index[FGPU_MAX_DEVICES];    /* CUDA ordinal -> conf index + 1 */
 static bool fgpu_ctx_charged[FGPU_MAX_DEVICES]; /* by conf index */
 
+/* A symbol defined by a loaded object, found through its GNU hash table
+ * (what the dynamic loader itself reads), without calling any function
+ * that could be interposed or not yet set up. */
+FGPU_EARLY static void *fgpu_elf_symbol(const struct link_map *lm, const char *name)
+{
+	const ElfW(Sym) *symtab = NULL;
+	const char *strtab = NULL;
+	const uint32_t *gnu = NULL;
+	for (const ElfW(Dyn) *d = lm->l_ld; d && d->d_tag != DT_NULL; d++) {
+		/* The loader relocates these in place on most targets; an
+		 * address below the load base is still an offset. */
+		ElfW(Addr) p = d->d_un.d_ptr < lm->l_addr ? d->d_un.d_ptr + lm->l_addr
+							  : d->d_un.d_ptr;
+		if (d->d_tag == DT_SYMTAB)
+			symtab = (const ElfW(Sym) *)p;
+		else if (d->d_tag == DT_STRTAB)
+			strtab = (const char *)p;
+		else if (d->d_tag == DT_GNU_HASH)
+			gnu = (const uint32_t *)p;
+	}
+	if (!symtab || !strtab || !gnu || gnu[0] == 0)
+		return NULL;
+	uint32_t nbuckets = gnu[0], symoffset = gnu[1], bloom_words = gnu[2];
+	const uint32_t *buckets = (const uint32_t *)((const ElfW(Addr) *)&gnu[4] + bloom_words);
+	const uint32_t *chain = buckets + nbuckets;
+	uint32_t h = 5381;
+	for (const unsigned char *c = (const unsigned char *)name; *c; c++)
+		h = h * 33 + *c;
+	uint32_t i = buckets[h % nbuckets];
+	if (i < symoffset)
+		return NULL;
+	for (;; i++) {
+		uint32_t h2 = chain[i - symoffset];
+		const ElfW(Sym) *sym = &symtab[i];
+		if ((h | 1) == (h2 | 1) && sym->st_shndx != SHN_UNDEF && sym->st_value &&
+		    fgpu_streq(strtab + sym->st_name, name))
+			return (void *)(lm->l_addr + sym->st_value);
+		if (h2 & 1)
+			return NULL;
+	}
+}
+
+FGPU_EARLY static bool fgpu_has(const char *s, const char *part)
+{
+	for (; s && *s; s++) {
+		const char *a = s, *b = part;
+		while (*a && *a == *b)
+			a++, b++;
+		if (!*b)
+			return true;
+	}
+	return false;
+}
+
 FGPU_EARLY static void fgpu_resolve_dlsym(void)
 {
-	if (fgpu_real_dlsym)
+	if (fgpu_real_dlsym && fgpu_real_dlvsym)
 		return;
-	/* dlsym itself is what we replace, so find the C library's by version
-	 * (2.34 moved it into libc; older glibc has the 2.2.5 one). */
-	void *p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
-	if (!p)
-		p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
-	*(void **)&fgpu_real_dlsym = p;
+	/* dlsym and dlvsym are both replaced here, so the shim cannot call
+	 * either to find the originals. The C library's dlvsym (libdl's
+	 * before glibc 2.34) is read from its symbol table, then asked for
+	 * what comes after the shim, so other interposers stay chained. */
+	void *(*libc_dlvsym)(void *, const char *, const char *) = NULL;
+	for (const struct link_map *lm = _r_debug.r_map; lm && !libc_dlvsym; lm = lm->l_next)
+		if (fgpu_has(lm->l_name, "/libc.so.") || fgpu_has(lm->l_name, "/libdl.so."))
+			*(void **)&libc_dlvsym = fgpu_elf_symbol(lm, "dlvsym");
+	if (!libc_dlvsym)
+		return;
+	static const char *const versions[] = { "GLIBC_2.34", "GLIBC_2.2.5" };
+	for (int i = 0; i < 2 && !fgpu_real_dlsym; i++)
+		*(void **)&fgpu_real_dlsym = libc_dlvsym(RTLD_NEXT, "dlsym", versions[i]);
+	for (int i = 0; i < 2 && !fgpu_real_dlvsym; i++)
+		*(void **)&fgpu_real_dlvsym = libc_dlvsym(RTLD_NEXT, "dlvsym", versions[i]);
 }
 
 static void fgpu_atfork_child(void)
@@ -139,8 +207,10 @@ static void fgpu_atfork_child(void)
 	memset(fgpu_ctx_charged, 0, sizeof(fgpu_ctx_charged));
 	extern void fgpu_track_reset_child(void);
 	extern void fgpu_pace_reset_child(void);
+	extern void fgpu_pool_reset_child(void);
 	fgpu_track_reset_child();
 	fgpu_pace_reset_child();
+	fgpu_pool_reset_child();
 }
 
 static void fgpu_base_init(void)
@@ -332,14 +402,18 @@ static void fgpu_unreserve(int idx, int64_t bytes)
 
 /* ---- allocation table (process-local) ------------------------------------- */
 
-enum { K_PTR = 1, K_PTR_V1, K_HANDLE, K_ARRAY, K_MIPMAP, K_POOL };
+/* K_POOLPTR: an allocation served by a memory pool (charged through its
+ * pool, see "pools" below); K_MAP: a VMM mapping, aux = its handle. */
+enum { K_PTR = 1, K_PTR_V1, K_HANDLE, K_ARRAY, K_MIPMAP, K_POOLPTR, K_MAP };
 
 struct fgpu_entry {
 	struct fgpu_entry *next;
 	uint64_t key;
 	int kind;
-	int idx;          /* region index; for K_POOL: CUDA ordinal */
+	int idx;          /* region index; for K_POOLPTR: pool slot */
 	int64_t bytes;
+	uint64_t aux;
+	int refs, maps;   /* K_HANDLE: references and mappings */
 };
 
 #define FGPU_BUCKETS 4096
@@ -367,7 +441,8 @@ static int fgpu_track(int kind, uint64_t key, int idx, int64_t bytes)
 		}
 	struct fgpu_entry *e = malloc(sizeof(*e));
 	if (e) {
-		*e = (struct fgpu_entry){ fgpu_table[b], key, kind, idx, bytes };
+		*e = (struct fgpu_entry){ .next = fgpu_table[b], .key = key, .kind = kind,
+					  .idx = idx, .bytes = bytes, .refs = 1 };
 		fgpu_table[b] = e;
 	}
 	pthread_mutex_unlock(&fgpu_table_lock);
@@ -395,19 +470,25 @@ static bool fgpu_untrack(int kind, uint64_t key, int *idx, int64_t *bytes)
 	return found;
 }
 
-static bool fgpu_lookup(int kind, uint64_t key, int *idx)
+/* The entry (kind, key), or NULL. Caller holds fgpu_table_lock. */
+static struct fgpu_entry *fgpu_find_locked(int kind, uint64_t key)
 {
-	unsigned b = fgpu_bucket_of(kind, key);
-	bool found = false;
-	pthread_mutex_lock(&fgpu_table_lock);
-	for (struct fgpu_entry *e = fgpu_table[b]; e; e = e->next)
-		if (e->kind == kind && e->key == key) {
-			*idx = e->idx;
-			found = true;
-			break;
+	for (struct fgpu_entry *e = fgpu_table[fgpu_bucket_of(kind, key)]; e; e = e->next)
+		if (e->kind == kind && e->key == key)
+			return e;
+	return NULL;
+}
+
+/* Unlinks and frees e. Caller holds fgpu_table_lock. */
+static void fgpu_drop_locked(struct fgpu_entry *e)
+{
+	for (struct fgpu_entry **pp = &fgpu_table[fgpu_bucket_of(e->kind, e->key)]; *pp;
+	     pp = &(*pp)->next)
+		if (*pp == e) {
+			*pp = e->next;
+			free(e);
+			return;
 		}
-	pthread_mutex_unlock(&fgpu_table_lock);
-	return found;
 }
 
 void fgpu_track_reset_child(void);
@@ -594,9 +675,16 @@ CUresult cuMemAllocPitch(CUdeviceptr_v1 *dptr, unsigned int *pitch, unsigned int
 	return CUDA_SUCCESS;
 }
 
+/* cuMemFree_v2 may free stream-ordered allocations too. */
+static CUresult fgpu_pool_free_sync(CUdeviceptr p, bool *mine);
+
 CUresult cuMemFree_v2(CUdeviceptr p)
 {
 	CUDA_INIT();
+	bool mine;
+	CUresult rc = fgpu_pool_free_sync(p, &mine);
+	if (mine)
+		return rc;
 	FGPU_FREE(K_PTR, p, REAL(cuMemFree_v2, p));
 }
 
@@ -608,71 +696,316 @@ CUresult cuMemFree(CUdeviceptr_v1 p)
 
 /* ---- hooks: stream-ordered allocator and pools ---------------------------- */
 
-/* Ordinal a pool allocates on: recorded when the pool was created or
- * fetched; else the current device. */
-static CUresult fgpu_pool_device(CUmemoryPool pool, CUdevice *ord)
+/* A memory pool keeps memory reserved after cuMemFreeAsync, up to its
+ * release threshold, and gives it back at the next synchronization (or
+ * cuMemPoolTrimTo). What the GPU really holds for a pool is its reserve,
+ * so that is what a pool is charged: each pool's charge follows
+ * CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT ("settling"), and the allocations
+ * it serves are not charged one by one. An allocation that the pool's
+ * spare reserve can serve costs nothing new; one that makes the pool grow
+ * must fit the share first. Drivers without the attribute are charged by
+ * the allocations instead (charge = live bytes). */
+#define FGPU_MAX_POOLS 256
+
+struct fgpu_pool {
+	CUmemoryPool h;          /* NULL: free slot */
+	CUdevice ord;            /* CUDA ordinal the pool allocates on */
+	int idx;                 /* region index, -1: not the session's device */
+	int64_t charged;         /* bytes charged to the region for this pool */
+	int64_t live;            /* bytes of live allocations it served */
+	bool destroyed;          /* cuMemPoolDestroy'ed with allocations left */
+};
+
+static struct fgpu_pool fgpu_pools[FGPU_MAX_POOLS];
+static pthread_mutex_t fgpu_pool_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Some pool holds more than its live allocations: synchronization points
+ * settle the pools (read without the lock: a stale value only delays). */
+static bool fgpu_pool_slack;
+/* Some allocation was served by a pool: frees must look there first. */
+static bool fgpu_pool_ptrs;
+
+void fgpu_pool_reset_child(void);
+void fgpu_pool_reset_child(void)
 {
-	int v;
-	if (pool && fgpu_lookup(K_POOL, (uint64_t)(uintptr_t)pool, &v)) {
-		*ord = v;
-		return CUDA_SUCCESS;
-	}
-	return fgpu_current_device(ord);
+	/* The pools and their memory belong to the parent. */
+	memset(fgpu_pools, 0, sizeof(fgpu_pools));
+	pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+	fgpu_pool_lock = fresh;
+	fgpu_pool_slack = false;
+	fgpu_pool_ptrs = false;
 }
 
-#define FGPU_ALLOC_ASYNC(realfn, ...) do { \
-	CUDA_INIT(); \
-	CUdevice ord = 0; \
-	if (!dptr || bytes == 0 || bytes > (size_t)INT64_MAX) return REAL(realfn, __VA_ARGS__); \
-	CURRENT_DEVICE(ord); \
-	FGPU_ALLOC(K_PTR, ord, (int64_t)bytes, *dptr, REAL(realfn, __VA_ARGS__), \
-		   REAL(cuMemFree_v2, *dptr)); \
-} while (0)
+/* The slot of pool h, registering it on ord when new (ord < 0: unknown,
+ * not registered). NULL when unknown or the table is full. Caller holds
+ * fgpu_pool_lock. */
+static struct fgpu_pool *fgpu_pool_slot_locked(CUmemoryPool h, CUdevice ord)
+{
+	struct fgpu_pool *free_slot = NULL;
+	for (int i = 0; i < FGPU_MAX_POOLS; i++) {
+		struct fgpu_pool *p = &fgpu_pools[i];
+		if (p->h == h && !p->destroyed)
+			return p;
+		if (!p->h && !free_slot)
+			free_slot = p;
+	}
+	if (ord < 0 || !free_slot)
+		return NULL;
+	*free_slot = (struct fgpu_pool){ .h = h, .ord = ord, .idx = fgpu_cuda_index(ord) };
+	return free_slot;
+}
+
+/* Brings p's charge to what the driver has reserved for it (never below
+ * its live allocations). Truthful, not limited: the memory is held
+ * whether or not it fits. Caller holds fgpu_pool_lock. */
+static void fgpu_pool_settle_locked(struct fgpu_pool *p)
+{
+	cuuint64_t reserved = 0;
+	int64_t target = p->live;
+	if (!p->destroyed &&
+	    REAL(cuMemPoolGetAttribute, p->h, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &reserved) ==
+		    CUDA_SUCCESS &&
+	    reserved <= (cuuint64_t)INT64_MAX && (int64_t)reserved > target)
+		target = (int64_t)reserved;
+	if (p->destroyed && p->live > 0)
+		target = p->charged;   /* released only with the last allocation */
+	if (p->idx >= 0 && target > p->charged)
+		fgpu_region_reserve(&fgpu_region, p->idx, target - p->charged, FGPU_UNLIMITED);
+	else if (target < p->charged)
+		fgpu_unreserve(p->idx, p->charged - target);
+	p->charged = target;
+	if (p->destroyed && p->live == 0)
+		*p = (struct fgpu_pool){ 0 };
+}
+
+static void fgpu_pools_settle_locked(void)
+{
+	bool slack = false;
+	for (int i = 0; i < FGPU_MAX_POOLS; i++) {
+		struct fgpu_pool *p = &fgpu_pools[i];
+		if (!p->h)
+			continue;
+		fgpu_pool_settle_locked(p);
+		slack |= p->h && p->charged > p->live;
+	}
+	fgpu_pool_slack = slack;
+}
+
+/* At synchronization points and before usage is reported. */
+static void fgpu_pools_settle(void)
+{
+	if (!fgpu_accounting() || !__atomic_load_n(&fgpu_pool_slack, __ATOMIC_RELAXED))
+		return;
+	pthread_mutex_lock(&fgpu_pool_lock);
+	fgpu_pools_settle_locked();
+	pthread_mutex_unlock(&fgpu_pool_lock);
+}
+
+/* Makes room for need bytes on region index idx by trimming the unused
+ * reserve of this process's other pools there. Caller holds the lock. */
+static int fgpu_pool_make_room_locked(struct fgpu_pool *except, int idx, int64_t need)
+{
+	for (int i = 0; i < FGPU_MAX_POOLS; i++) {
+		struct fgpu_pool *p = &fgpu_pools[i];
+		if (!p->h || p == except || p->idx != idx || p->destroyed || p->charged <= p->live)
+			continue;
+		REAL(cuMemPoolTrimTo, p->h, 0);
+		fgpu_pool_settle_locked(p);
+	}
+	return fgpu_region_reserve(&fgpu_region, idx, need, fgpu_limit(idx));
+}
+
+/* Ordinal of the device a stream's work runs on (its context's). */
+static CUresult fgpu_stream_device(CUstream s, CUdevice *ord)
+{
+	if (!s || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD)
+		return fgpu_current_device(ord);
+	CUcontext ctx = NULL, cur = NULL;
+	CUresult rc = REAL(cuStreamGetCtx, s, &ctx);
+	if (rc == CUDA_ERROR_NOT_SUPPORTED)
+		return fgpu_current_device(ord);   /* driver without it: best guess */
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	if (REAL(cuCtxGetCurrent, &cur) == CUDA_SUCCESS && cur == ctx)
+		return fgpu_current_device(ord);
+	if ((rc = REAL(cuCtxPushCurrent_v2, ctx)) != CUDA_SUCCESS)
+		return rc;
+	rc = fgpu_current_device(ord);
+	REAL(cuCtxPopCurrent_v2, NULL);
+	return rc;
+}
+
+enum fgpu_pool_call { POOL_ASYNC, POOL_ASYNC_PTSZ, POOL_FROM, POOL_FROM_PTSZ };
+
+static CUresult fgpu_pool_call(enum fgpu_pool_call how, CUdeviceptr *dptr, size_t bytes,
+			       CUmemoryPool pool, CUstream s)
+{
+	switch (how) {
+	case POOL_ASYNC: return REAL(cuMemAllocAsync, dptr, bytes, s);
+	case POOL_ASYNC_PTSZ: return REAL(cuMemAllocAsync_ptsz, dptr, bytes, s);
+	case POOL_FROM: return REAL(cuMemAllocFromPoolAsync, dptr, bytes, pool, s);
+	default: return REAL(cuMemAllocFromPoolAsync_ptsz, dptr, bytes, pool, s);
+	}
+}
+
+static CUresult fgpu_pool_free_call(bool ptsz, CUdeviceptr p, CUstream s)
+{
+	return ptsz ? REAL(cuMemFreeAsync_ptsz, p, s) : REAL(cuMemFreeAsync, p, s);
+}
+
+/* An allocation from a pool: pool NULL means the current pool of the
+ * stream's device (cuMemAllocAsync). */
+static CUresult fgpu_pool_alloc(enum fgpu_pool_call how, CUdeviceptr *dptr, size_t bytes,
+				CUmemoryPool pool, CUstream s)
+{
+	CUDA_INIT();
+	if (!fgpu_accounting() || !dptr || bytes == 0 || bytes > (size_t)INT64_MAX)
+		return fgpu_pool_call(how, dptr, bytes, pool, s);
+	bool ptsz = how == POOL_ASYNC_PTSZ || how == POOL_FROM_PTSZ;
+	CUdevice ord = -1;
+	CUresult rc;
+	if (!pool) {
+		if ((rc = fgpu_stream_device(ptsz && !s ? CU_STREAM_PER_THREAD : s, &ord)) !=
+			    CUDA_SUCCESS ||
+		    (rc = REAL(cuDeviceGetMemPool, &pool, ord)) != CUDA_SUCCESS)
+			return rc;
+	}
+	pthread_mutex_lock(&fgpu_pool_lock);
+	struct fgpu_pool *p = fgpu_pool_slot_locked(pool, -1);
+	if (!p) {
+		/* A pool first seen here (imported, or created before the
+		 * shim could see it): it allocates on the stream's device. */
+		pthread_mutex_unlock(&fgpu_pool_lock);
+		if (ord < 0 && (rc = fgpu_stream_device(ptsz && !s ? CU_STREAM_PER_THREAD : s,
+							&ord)) != CUDA_SUCCESS)
+			return rc;
+		pthread_mutex_lock(&fgpu_pool_lock);
+		p = fgpu_pool_slot_locked(pool, ord);
+	}
+	if (!p || p->idx < 0 || !fgpu_region.r ||
+	    fgpu_charge_context(p->idx) != CUDA_SUCCESS) {
+		pthread_mutex_unlock(&fgpu_pool_lock);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	int idx = p->idx;
+	fgpu_pool_settle_locked(p);
+	int64_t n = (int64_t)bytes, spare = p->charged - p->live;
+	int64_t need = n > spare ? n - spare : 0;
+	if (need > 0 && fgpu_region_reserve(&fgpu_region, idx, need, fgpu_limit(idx)) < 0 &&
+	    fgpu_pool_make_room_locked(p, idx, need) < 0) {
+		pthread_mutex_unlock(&fgpu_pool_lock);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	rc = fgpu_pool_call(how, dptr, bytes, pool, s);
+	if (rc != CUDA_SUCCESS) {
+		fgpu_unreserve(idx, need);
+		pthread_mutex_unlock(&fgpu_pool_lock);
+		return rc;
+	}
+	p->charged += need;
+	p->live += n;
+	/* The pool may have grown by more than asked (its granularity): the
+	 * growth beyond what was charged must fit too, else undo. */
+	int64_t before = p->charged;
+	fgpu_pool_settle_locked(p);
+	bool over = p->charged > before &&
+		    fgpu_region_used(&fgpu_region, idx) > fgpu_limit(idx);
+	if (over || fgpu_track(K_POOLPTR, *dptr, (int)(p - fgpu_pools), n) < 0) {
+		fgpu_pool_free_call(ptsz, *dptr, s);
+		p->live -= n;
+		REAL(cuMemPoolTrimTo, pool, (size_t)p->live);
+		fgpu_pool_settle_locked(p);
+		fgpu_pool_slack = fgpu_pool_slack || p->charged > p->live;
+		pthread_mutex_unlock(&fgpu_pool_lock);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	fgpu_pool_slack = fgpu_pool_slack || p->charged > p->live;
+	fgpu_pool_ptrs = true;
+	pthread_mutex_unlock(&fgpu_pool_lock);
+	return CUDA_SUCCESS;
+}
 
 CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytes, CUstream s)
 {
-	FGPU_ALLOC_ASYNC(cuMemAllocAsync, dptr, bytes, s);
+	return fgpu_pool_alloc(POOL_ASYNC, dptr, bytes, NULL, s);
 }
 
 CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytes, CUstream s)
 {
-	FGPU_ALLOC_ASYNC(cuMemAllocAsync_ptsz, dptr, bytes, s);
+	return fgpu_pool_alloc(POOL_ASYNC_PTSZ, dptr, bytes, NULL, s);
 }
-
-#define FGPU_ALLOC_POOL(realfn) do { \
-	CUDA_INIT(); \
-	CUdevice ord = 0; \
-	if (!dptr || bytes == 0 || bytes > (size_t)INT64_MAX) \
-		return REAL(realfn, dptr, bytes, pool, s); \
-	if (fgpu_accounting()) { \
-		CUresult r_ = fgpu_pool_device(pool, &ord); \
-		if (r_ != CUDA_SUCCESS) return r_; \
-	} \
-	FGPU_ALLOC(K_PTR, ord, (int64_t)bytes, *dptr, REAL(realfn, dptr, bytes, pool, s), \
-		   REAL(cuMemFree_v2, *dptr)); \
-} while (0)
 
 CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytes, CUmemoryPool pool, CUstream s)
 {
-	FGPU_ALLOC_POOL(cuMemAllocFromPoolAsync);
+	if (!pool)
+		return REAL(cuMemAllocFromPoolAsync, dptr, bytes, pool, s);
+	return fgpu_pool_alloc(POOL_FROM, dptr, bytes, pool, s);
 }
 
 CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytes, CUmemoryPool pool,
 				      CUstream s)
 {
-	FGPU_ALLOC_POOL(cuMemAllocFromPoolAsync_ptsz);
+	if (!pool)
+		return REAL(cuMemAllocFromPoolAsync_ptsz, dptr, bytes, pool, s);
+	return fgpu_pool_alloc(POOL_FROM_PTSZ, dptr, bytes, pool, s);
+}
+
+/* Frees a pool allocation through call when ptr is one; returns false
+ * (nothing done) when it is not. */
+#define FGPU_POOL_FREE(ptr, call, rcp) ({ \
+	int slot_; int64_t bytes_; bool mine_ = false; \
+	if (fgpu_accounting()) { \
+		pthread_mutex_lock(&fgpu_pool_lock); \
+		mine_ = fgpu_untrack(K_POOLPTR, (ptr), &slot_, &bytes_); \
+		if (mine_) { \
+			*(rcp) = (call); \
+			if (*(rcp) != CUDA_SUCCESS) { \
+				fgpu_track(K_POOLPTR, (ptr), slot_, bytes_); \
+			} else { \
+				struct fgpu_pool *p_ = &fgpu_pools[slot_]; \
+				p_->live -= bytes_; \
+				fgpu_pool_settle_locked(p_); \
+				fgpu_pool_slack = fgpu_pool_slack || (p_->h && p_->charged > p_->live); \
+			} \
+		} \
+		pthread_mutex_unlock(&fgpu_pool_lock); \
+	} \
+	mine_; \
+})
+
+static CUresult fgpu_pool_free_sync(CUdeviceptr p, bool *mine)
+{
+	CUresult rc = CUDA_SUCCESS;
+	*mine = __atomic_load_n(&fgpu_pool_ptrs, __ATOMIC_RELAXED) &&
+		FGPU_POOL_FREE(p, REAL(cuMemFree_v2, p), &rc);
+	return rc;
 }
 
 CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s)
 {
 	CUDA_INIT();
+	CUresult rc;
+	if (FGPU_POOL_FREE(p, REAL(cuMemFreeAsync, p, s), &rc))
+		return rc;
 	FGPU_FREE(K_PTR, p, REAL(cuMemFreeAsync, p, s));
 }
 
 CUresult cuMemFreeAsync_ptsz(CUdeviceptr p, CUstream s)
 {
 	CUDA_INIT();
+	CUresult rc;
+	if (FGPU_POOL_FREE(p, REAL(cuMemFreeAsync_ptsz, p, s), &rc))
+		return rc;
 	FGPU_FREE(K_PTR, p, REAL(cuMemFreeAsync_ptsz, p, s));
+}
+
+/* Records which device a pool allocates on. */
+static void fgpu_pool_register(CUmemoryPool h, CUdevice ord)
+{
+	if (!fgpu_accounting() || !h)
+		return;
+	pthread_mutex_lock(&fgpu_pool_lock);
+	fgpu_pool_slot_locked(h, ord);
+	pthread_mutex_unlock(&fgpu_pool_lock);
 }
 
 CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *props)
@@ -680,7 +1013,7 @@ CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *props)
 	CUDA_INIT();
 	CUresult rc = REAL(cuMemPoolCreate, pool, props);
 	if (rc == CUDA_SUCCESS && props && props->location.type == CU_MEM_LOCATION_TYPE_DEVICE)
-		fgpu_track(K_POOL, (uint64_t)(uintptr_t)*pool, props->location.id, 0);
+		fgpu_pool_register(*pool, props->location.id);
 	return rc;
 }
 
@@ -689,7 +1022,7 @@ CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool, CUdevice dev)
 	CUDA_INIT();
 	CUresult rc = REAL(cuDeviceGetDefaultMemPool, pool, dev);
 	if (rc == CUDA_SUCCESS)
-		fgpu_track(K_POOL, (uint64_t)(uintptr_t)*pool, dev, 0);
+		fgpu_pool_register(*pool, dev);
 	return rc;
 }
 
@@ -698,11 +1031,85 @@ CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev)
 	CUDA_INIT();
 	CUresult rc = REAL(cuDeviceGetMemPool, pool, dev);
 	if (rc == CUDA_SUCCESS)
-		fgpu_track(K_POOL, (uint64_t)(uintptr_t)*pool, dev, 0);
+		fgpu_pool_register(*pool, dev);
+	return rc;
+}
+
+CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t keep)
+{
+	CUDA_INIT();
+	CUresult rc = REAL(cuMemPoolTrimTo, pool, keep);
+	if (rc == CUDA_SUCCESS && fgpu_accounting()) {
+		pthread_mutex_lock(&fgpu_pool_lock);
+		struct fgpu_pool *p = fgpu_pool_slot_locked(pool, -1);
+		if (p)
+			fgpu_pool_settle_locked(p);
+		pthread_mutex_unlock(&fgpu_pool_lock);
+	}
+	return rc;
+}
+
+CUresult cuMemPoolDestroy(CUmemoryPool pool)
+{
+	CUDA_INIT();
+	CUresult rc = REAL(cuMemPoolDestroy, pool);
+	if (rc == CUDA_SUCCESS && fgpu_accounting()) {
+		/* The driver gives a destroyed pool's memory back once its last
+		 * allocation is freed; until then the charge stays. */
+		pthread_mutex_lock(&fgpu_pool_lock);
+		struct fgpu_pool *p = fgpu_pool_slot_locked(pool, -1);
+		if (p) {
+			p->destroyed = true;
+			fgpu_pool_settle_locked(p);
+		}
+		pthread_mutex_unlock(&fgpu_pool_lock);
+	}
+	return rc;
+}
+
+/* Synchronization is where pools give memory back. */
+CUresult cuStreamSynchronize(CUstream s)
+{
+	CUDA_INIT();
+	CUresult rc = REAL(cuStreamSynchronize, s);
+	if (rc == CUDA_SUCCESS)
+		fgpu_pools_settle();
+	return rc;
+}
+
+CUresult cuStreamSynchronize_ptsz(CUstream s)
+{
+	CUDA_INIT();
+	CUresult rc = REAL(cuStreamSynchronize_ptsz, s);
+	if (rc == CUDA_SUCCESS)
+		fgpu_pools_settle();
+	return rc;
+}
+
+CUresult cuEventSynchronize(CUevent e)
+{
+	CUDA_INIT();
+	CUresult rc = REAL(cuEventSynchronize, e);
+	if (rc == CUDA_SUCCESS)
+		fgpu_pools_settle();
+	return rc;
+}
+
+CUresult cuCtxSynchronize(void)
+{
+	CUDA_INIT();
+	CUresult rc = REAL(cuCtxSynchronize);
+	if (rc == CUDA_SUCCESS)
+		fgpu_pools_settle();
 	return rc;
 }
 
 /* ---- hooks: virtual memory management ---------------------------------------- */
+
+/* cuMemCreate takes physical memory; the driver gives it back only when
+ * the handle has no references left (cuMemRelease; cuMemRetainAllocationHandle
+ * adds one) *and* no mappings (cuMemMap / cuMemUnmap). The charge follows
+ * that, not cuMemRelease alone. */
 
 CUresult cuMemCreate(CUmemGenericAllocationHandle *h, size_t size,
 		     const CUmemAllocationProp *prop, unsigned long long flags)
@@ -715,10 +1122,137 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle *h, size_t size,
 		   REAL(cuMemCreate, h, size, prop, flags), REAL(cuMemRelease, *h));
 }
 
+/* Drops e when nothing holds its memory any more. Caller holds the table
+ * lock; the bytes to unreserve are returned (0: still held). */
+static int64_t fgpu_handle_check_locked(struct fgpu_entry *e, int *idx)
+{
+	if (e->refs > 0 || e->maps > 0)
+		return 0;
+	int64_t b = e->bytes;
+	*idx = e->idx;
+	fgpu_drop_locked(e);
+	return b;
+}
+
 CUresult cuMemRelease(CUmemGenericAllocationHandle h)
 {
 	CUDA_INIT();
-	FGPU_FREE(K_HANDLE, h, REAL(cuMemRelease, h));
+	CUresult rc = REAL(cuMemRelease, h);
+	if (rc != CUDA_SUCCESS || !fgpu_accounting())
+		return rc;
+	int idx = -1;
+	int64_t freed = 0;
+	pthread_mutex_lock(&fgpu_table_lock);
+	struct fgpu_entry *e = fgpu_find_locked(K_HANDLE, h);
+	if (e && e->refs > 0) {
+		e->refs--;
+		freed = fgpu_handle_check_locked(e, &idx);
+	}
+	pthread_mutex_unlock(&fgpu_table_lock);
+	if (freed > 0)
+		fgpu_unreserve(idx, freed);
+	return rc;
+}
+
+CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *h, void *addr)
+{
+	CUDA_INIT();
+	CUresult rc = REAL(cuMemRetainAllocationHandle, h, addr);
+	if (rc != CUDA_SUCCESS || !fgpu_accounting() || !h)
+		return rc;
+	pthread_mutex_lock(&fgpu_table_lock);
+	struct fgpu_entry *e = fgpu_find_locked(K_HANDLE, *h);
+	if (e)
+		e->refs++;
+	pthread_mutex_unlock(&fgpu_table_lock);
+	return rc;
+}
+
+CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle h,
+		  unsigned long long flags)
+{
+	CUDA_INIT();
+	CUresult rc = REAL(cuMemMap, ptr, size, offset, h, flags);
+	if (rc != CUDA_SUCCESS || !fgpu_accounting())
+		return rc;
+	pthread_mutex_lock(&fgpu_table_lock);
+	struct fgpu_entry *e = fgpu_find_locked(K_HANDLE, h);
+	pthread_mutex_unlock(&fgpu_table_lock);
+	/* A handle the shim did not create (imported from another process)
+	 * is charged to its owner: its mappings are not followed. */
+	if (e && fgpu_track(K_MAP, ptr, 0, (int64_t)size) == 0) {
+		pthread_mutex_lock(&fgpu_table_lock);
+		struct fgpu_entry *m = fgpu_find_locked(K_MAP, ptr);
+		e = fgpu_find_locked(K_HANDLE, h);
+		if (m && e) {
+			m->aux = h;
+			e->maps++;
+		} else if (m) {
+			fgpu_drop_locked(m);   /* released meanwhile */
+		}
+		pthread_mutex_unlock(&fgpu_table_lock);
+	}
+	return rc;
+}
+
+/* Ends mapping m (caller holds the table lock); returns bytes to give back. */
+static int64_t fgpu_unmap_locked(struct fgpu_entry *m, int *idx)
+{
+	uint64_t h = m->aux;
+	fgpu_drop_locked(m);
+	struct fgpu_entry *e = fgpu_find_locked(K_HANDLE, h);
+	if (!e || e->maps == 0)
+		return 0;
+	e->maps--;
+	return fgpu_handle_check_locked(e, idx);
+}
+
+CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
+{
+	CUDA_INIT();
+	CUresult rc = REAL(cuMemUnmap, ptr, size);
+	if (rc != CUDA_SUCCESS || !fgpu_accounting() || size == 0)
+		return rc;
+	/* The range covers whole mappings, usually back to back: follow them
+	 * by address, and scan the table only when there is a gap. */
+	CUdeviceptr end = ptr + size < ptr ? UINT64_MAX : ptr + size;
+	int64_t freed[FGPU_MAX_DEVICES] = { 0 };
+	pthread_mutex_lock(&fgpu_table_lock);
+	CUdeviceptr at = ptr;
+	while (at < end) {
+		struct fgpu_entry *m = fgpu_find_locked(K_MAP, at);
+		if (!m)
+			break;
+		CUdeviceptr next = at + (uint64_t)m->bytes;
+		int idx = -1;
+		int64_t b = fgpu_unmap_locked(m, &idx);
+		if (b > 0 && idx >= 0 && idx < FGPU_MAX_DEVICES)
+			freed[idx] += b;
+		at = next;
+	}
+	if (at < end) {
+		for (unsigned i = 0; i < FGPU_BUCKETS; i++) {
+			struct fgpu_entry *m = fgpu_table[i];
+			while (m) {
+				if (m->kind != K_MAP || m->key < at || m->key >= end) {
+					m = m->next;
+					continue;
+				}
+				int idx = -1;
+				int64_t b = fgpu_unmap_locked(m, &idx);
+				if (b > 0 && idx >= 0 && idx < FGPU_MAX_DEVICES)
+					freed[idx] += b;
+				/* That may have dropped the handle's entry as well,
+				 * maybe from this very bucket: start it over. */
+				m = fgpu_table[i];
+			}
+		}
+	}
+	pthread_mutex_unlock(&fgpu_table_lock);
+	for (int i = 0; i < FGPU_MAX_DEVICES; i++)
+		if (freed[i] > 0)
+			fgpu_unreserve(i, freed[i]);
+	return rc;
 }
 
 /* ---- hooks: arrays ------------------------------------------------------------- */
@@ -775,6 +1309,31 @@ CUresult cuArray3DCreate_v2(CUarray *pa, const CUDA_ARRAY3D_DESCRIPTOR *d)
 	CURRENT_DEVICE(ord);
 	int64_t b = fgpu_array_bytes(d->Width, d->Height, d->Depth, d->Format, d->NumChannels, 1);
 	FGPU_ALLOC(K_ARRAY, ord, b, (uint64_t)(uintptr_t)*pa, REAL(cuArray3DCreate_v2, pa, d),
+		   REAL(cuArrayDestroy, *pa));
+}
+
+/* The pre-3.2 ABI: the same arrays, described with 32-bit extents. */
+CUresult cuArrayCreate(CUarray *pa, const CUDA_ARRAY_DESCRIPTOR_v1 *d)
+{
+	CUDA_INIT();
+	CUdevice ord = 0;
+	if (!pa || !d)
+		return REAL(cuArrayCreate, pa, d);
+	CURRENT_DEVICE(ord);
+	int64_t b = fgpu_array_bytes(d->Width, d->Height, 1, d->Format, d->NumChannels, 1);
+	FGPU_ALLOC(K_ARRAY, ord, b, (uint64_t)(uintptr_t)*pa, REAL(cuArrayCreate, pa, d),
+		   REAL(cuArrayDestroy, *pa));
+}
+
+CUresult cuArray3DCreate(CUarray *pa, const CUDA_ARRAY3D_DESCRIPTOR_v1 *d)
+{
+	CUDA_INIT();
+	CUdevice ord = 0;
+	if (!pa || !d)
+		return REAL(cuArray3DCreate, pa, d);
+	CURRENT_DEVICE(ord);
+	int64_t b = fgpu_array_bytes(d->Width, d->Height, d->Depth, d->Format, d->NumChannels, 1);
+	FGPU_ALLOC(K_ARRAY, ord, b, (uint64_t)(uintptr_t)*pa, REAL(cuArray3DCreate, pa, d),
 		   REAL(cuArrayDestroy, *pa));
 }
 
@@ -851,6 +1410,7 @@ CUresult cuMemGetInfo_v2(size_t *freep, size_t *totalp)
 		return rc;
 	int idx = fgpu_cuda_index(ord);
 	fgpu_charge_context(idx);
+	fgpu_pools_settle();
 	uint64_t t, u, f;
 	fgpu_share(idx, rt, rf, &t, &u, &f);
 	if (freep)
@@ -926,6 +1486,7 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t d, nvmlMemory_t *m)
 	if (rc != NVML_SUCCESS || !fgpu_active)
 		return rc;
 	uint64_t t, u, f;
+	fgpu_pools_settle();
 	fgpu_share(fgpu_nvml_index(d), m->total, m->free, &t, &u, &f);
 	m->total = t;
 	m->used = u;
@@ -942,6 +1503,7 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t d, nvmlMemory_v2_t *m)
 	if (rc != NVML_SUCCESS || !fgpu_active)
 		return rc;
 	uint64_t t, u, f;
+	fgpu_pools_settle();
 	fgpu_share(fgpu_nvml_index(d), m->total, m->free, &t, &u, &f);
 	m->total = t;
 	m->used = u;
@@ -1031,6 +1593,16 @@ static struct fgpu_pacer *fgpu_pace_before(CUstream s, bool ptsz, int *idx_out)
 	int idx = fgpu_cuda_index(ord);
 	if (idx < 0)
 		return NULL;
+	/* Work launched into a stream being captured into a graph does not
+	 * run now, and events recorded there become part of the graph (the
+	 * driver refuses to query them): the graph is paced when launched. */
+	CUstream qs = ptsz && !s ? CU_STREAM_PER_THREAD : s;
+	if (qs && qs != CU_STREAM_LEGACY && real.cuStreamIsCapturing) {
+		CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+		if (real.cuStreamIsCapturing(qs, &st) != CUDA_SUCCESS ||
+		    st != CU_STREAM_CAPTURE_STATUS_NONE)
+			return NULL;
+	}
 	struct fgpu_pacer *p = &fgpu_pacers[ord];
 	pthread_mutex_lock(&p->mu);
 	if (p->ctx != ctx) {
@@ -1133,6 +1705,35 @@ CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *c, CUfunction f, void **par
 	FGPU_PACED(true, c ? c->hStream : NULL, REAL(cuLaunchKernelEx_ptsz, c, f, params, extra));
 }
 
+/* Cooperative kernels are kernels; a graph launch is measured as a whole
+ * (all its kernels, from the first start to the last end). */
+CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gx, unsigned int gy,
+				   unsigned int gz, unsigned int bx, unsigned int by,
+				   unsigned int bz, unsigned int shmem, CUstream s, void **params)
+{
+	FGPU_PACED(false, s,
+		   REAL(cuLaunchCooperativeKernel, f, gx, gy, gz, bx, by, bz, shmem, s, params));
+}
+
+CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gx, unsigned int gy,
+					unsigned int gz, unsigned int bx, unsigned int by,
+					unsigned int bz, unsigned int shmem, CUstream s,
+					void **params)
+{
+	FGPU_PACED(true, s, REAL(cuLaunchCooperativeKernel_ptsz, f, gx, gy, gz, bx, by, bz, shmem,
+				 s, params));
+}
+
+CUresult cuGraphLaunch(CUgraphExec g, CUstream s)
+{
+	FGPU_PACED(false, s, REAL(cuGraphLaunch, g, s));
+}
+
+CUresult cuGraphLaunch_ptsz(CUgraphExec g, CUstream s)
+{
+	FGPU_PACED(true, s, REAL(cuGraphLaunch_ptsz, g, s));
+}
+
 /* ---- lookup: cuGetProcAddress and dlsym ------------------------------------- */
 
 /* Replaces a driver entry point by its hook: by address when the driver
@@ -1198,6 +1799,18 @@ FGPU_EARLY void *fgpu_dlsym_hook(void *handle, const char *name)
 	return fgpu_real_dlsym(handle, name) ? h->hook : NULL;
 }
 
+/* The same for dlvsym(handle, name, version). */
+__attribute__((visibility("hidden"))) FGPU_EARLY void *
+fgpu_dlvsym_hook(void *handle, const char *name, const char *version);
+FGPU_EARLY void *fgpu_dlvsym_hook(void *handle, const char *name, const char *version)
+{
+	fgpu_resolve_dlsym();
+	const struct fgpu_hook *h = fgpu_hook_find(name);
+	if (!h || !fgpu_real_dlvsym)
+		return NULL;
+	return fgpu_real_dlvsym(handle, name, version) ? h->hook : NULL;
+}
+
 #if defined(__x86_64__)
 /* dlsym itself. RTLD_NEXT means "after the caller's object", and the C
  * library works out the caller from its return address. So the entry is
@@ -1229,7 +1842,31 @@ __asm__(
 	"	ret\n"
 	"1:	jmp *fgpu_real_dlsym(%rip)\n"
 	"	.cfi_endproc\n"
-	".size dlsym, .-dlsym\n");
+	".size dlsym, .-dlsym\n"
+	/* dlvsym: three arguments; three pushes keep the stack aligned. */
+	".globl dlvsym\n"
+	".type dlvsym, @function\n"
+	"dlvsym:\n"
+	"	.cfi_startproc\n"
+	"	pushq %rdi\n"
+	"	.cfi_adjust_cfa_offset 8\n"
+	"	pushq %rsi\n"
+	"	.cfi_adjust_cfa_offset 8\n"
+	"	pushq %rdx\n"
+	"	.cfi_adjust_cfa_offset 8\n"
+	"	call fgpu_dlvsym_hook\n"
+	"	popq %rdx\n"
+	"	.cfi_adjust_cfa_offset -8\n"
+	"	popq %rsi\n"
+	"	.cfi_adjust_cfa_offset -8\n"
+	"	popq %rdi\n"
+	"	.cfi_adjust_cfa_offset -8\n"
+	"	testq %rax, %rax\n"
+	"	jz 2f\n"
+	"	ret\n"
+	"2:	jmp *fgpu_real_dlvsym(%rip)\n"
+	"	.cfi_endproc\n"
+	".size dlvsym, .-dlvsym\n");
 #else
 /* Other architectures: no stub yet, so RTLD_NEXT for names the shim does
  * not hook is answered as if asked from the shim (searching after it).
@@ -1240,5 +1877,13 @@ FGPU_EARLY void *dlsym(void *handle, const char *name)
 	if (p)
 		return p;
 	return fgpu_real_dlsym ? fgpu_real_dlsym(handle, name) : NULL;
+}
+
+FGPU_EARLY void *dlvsym(void *handle, const char *name, const char *version)
+{
+	void *p = fgpu_dlvsym_hook(handle, name, version);
+	if (p)
+		return p;
+	return fgpu_real_dlvsym ? fgpu_real_dlvsym(handle, name, version) : NULL;
 }
 #endif

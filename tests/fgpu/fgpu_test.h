@@ -34,6 +34,17 @@ CUresult cuCtxDestroy_v2(CUcontext ctx);
 CUresult cuStreamCreate(CUstream *s, unsigned int flags);
 CUresult cuStreamSynchronize(CUstream s);
 CUresult cuCtxSynchronize(void);
+CUresult cuStreamDestroy_v2(CUstream s);
+CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value);
+CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool);
+CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr,
+			     unsigned long long flags);
+CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size);
+CUresult cuStreamBeginCapture_v2(CUstream s, CUstreamCaptureMode mode);
+CUresult cuStreamEndCapture(CUstream s, CUgraph *graph);
+CUresult cuGraphInstantiateWithFlags(CUgraphExec *exec, CUgraph graph, unsigned long long flags);
+CUresult cuGraphDestroy(CUgraph graph);
+CUresult cuGraphExecDestroy(CUgraphExec exec);
 nvmlReturn_t nvmlInit_v2(void);
 nvmlReturn_t nvmlShutdown(void);
 nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t *dev);

@@ -1,5 +1,5 @@
 /* A program that looks driver entry points up by hand gets the hooks:
- * dlsym on the driver's handle, RTLD_DEFAULT and RTLD_NEXT, and
+ * dlsym and dlvsym on the driver's handle, RTLD_DEFAULT and RTLD_NEXT, and
  * cuGetProcAddress(_v2) (how the CUDA 12 runtime gets them). RTLD_NEXT
  * keeps meaning "after the caller" for everything else. */
 #include <dlfcn.h>
@@ -59,6 +59,32 @@ TEST(rtld_next_still_means_after_the_caller)
 	CHECK(m == dlsym(RTLD_DEFAULT, "malloc"));
 	CHECK(dlsym(RTLD_NEXT, "no_such_symbol_anywhere") == NULL);
 	CHECK(from_mock(dlsym(RTLD_NEXT, "cuInit")));
+}
+
+TEST(dlvsym_hands_out_hooks_too)
+{
+	/* glibc's dlvsym matches versioned symbols only; the mock driver's
+	 * carry none (nor do NVIDIA's), so dlvsym finds nothing there, with
+	 * or without the shim... */
+	void *h = dlopen("libcuda.so.1", RTLD_NOW);
+	CHECK(h != NULL);
+	CHECK(dlvsym(h, "cuMemAlloc_v2", "ANY") == NULL);
+	CHECK(dlvsym(h, "cuInit", "ANY") == NULL);
+	/* ...but where a library versions a hooked name, the hook is what
+	 * dlvsym hands out, and only for the version that exists. */
+	void *v = dlopen(getenv("VERSIONED_FIXTURE"), RTLD_NOW);
+	CHECK(v != NULL);
+	CHECK(from_shim(dlvsym(v, "cuMemAlloc_v2", "TESSERA_FIXTURE_1.0")));
+	CHECK(dlvsym(v, "cuMemAlloc_v2", "TESSERA_FIXTURE_1.0") == dlsym(h, "cuMemAlloc_v2"));
+	CHECK(dlvsym(v, "cuMemAlloc_v2", "OTHER_1.0") == NULL);
+	CHECK(dlvsym(v, "cuNoSuchFunction", "TESSERA_FIXTURE_1.0") == NULL);
+	/* everything else keeps its meaning: versions of the C library,
+	 * RTLD_NEXT from the caller, dlerror */
+	void *m = dlvsym(RTLD_NEXT, "malloc", "GLIBC_2.2.5");
+	CHECK(m != NULL);
+	CHECK(m == dlsym(RTLD_DEFAULT, "malloc"));
+	CHECK(dlvsym(RTLD_DEFAULT, "malloc", "NO_SUCH_VERSION") == NULL);
+	CHECK(dlerror() != NULL);
 }
 
 TEST(proc_address_hands_out_hooks)
@@ -125,6 +151,7 @@ int main(void)
 	}
 	RUN(dlsym_hands_out_hooks);
 	RUN(rtld_next_still_means_after_the_caller);
+	RUN(dlvsym_hands_out_hooks_too);
 	RUN(proc_address_hands_out_hooks);
 	RUN(entry_points_from_lookups_enforce_the_limit);
 	ft_cleanup(dir);

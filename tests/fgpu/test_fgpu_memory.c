@@ -131,7 +131,12 @@ TEST(async_and_pool_allocs_are_counted)
 	CHECK_INT(cuMemFreeAsync(a, s), CUDA_SUCCESS);
 	CHECK_INT(cuMemFreeAsync_ptsz(b, s), CUDA_SUCCESS);
 	CHECK_INT(cuMemFreeAsync(c, s), CUDA_SUCCESS);
+	/* the pools keep the memory until a synchronization releases it
+	 * (test_fgpu_pools has the details) */
+	CHECK_INT(used0(), base + 600 * MiB);
+	CHECK_INT(cuStreamSynchronize(s), CUDA_SUCCESS);
 	CHECK_INT(used0(), base);
+	CHECK_INT(tesseraMockUsedBytes(0), mock_base);
 
 	/* a pool on a device the session was not given allocates nothing */
 	props.location.id = 1;

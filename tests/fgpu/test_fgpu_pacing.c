@@ -7,7 +7,53 @@
 #include "fgpu/fgpu_test.h"
 #include "testlib.h"
 
-/* Launches n kernels of 1 ms simulated time each (1000 blocks x 1 us);
+/* How the work is launched: plain kernels, cooperative kernels, or a CUDA
+ * graph of ten 100 us kernels captured from a stream. */
+enum launch_kind { PLAIN, COOPERATIVE, GRAPH };
+static enum launch_kind launch_kind = PLAIN;
+
+/* Captures ten 100-block kernels (1 ms of simulated time in all). While
+ * the stream captures nothing runs, so nothing may be paced or waited
+ * for; the capture must stay valid. */
+static CUgraphExec capture_graph(CUstream s, CUfunction f)
+{
+	CUgraph g = NULL;
+	CUgraphExec e = NULL;
+	/* Run into debt first, so that pacing the capture would wait. */
+	for (int i = 0; i < 50; i++) {
+		if (cuLaunchKernel(f, 1000, 1, 1, 128, 1, 1, 0, s, NULL, NULL) != CUDA_SUCCESS)
+			return NULL;
+		cuStreamSynchronize(s);
+	}
+	uint64_t t0 = tesseraMockNowNs();
+	if (cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL) != CUDA_SUCCESS)
+		return NULL;
+	for (int i = 0; i < 10; i++)
+		if (cuLaunchKernel(f, 100, 1, 1, 128, 1, 1, 0, s, NULL, NULL) != CUDA_SUCCESS)
+			return NULL;
+	CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+	if (cuStreamIsCapturing(s, &st) != CUDA_SUCCESS || st != CU_STREAM_CAPTURE_STATUS_ACTIVE)
+		return NULL;
+	if (cuStreamEndCapture(s, &g) != CUDA_SUCCESS || !g ||
+	    cuGraphInstantiateWithFlags(&e, g, 0) != CUDA_SUCCESS)
+		return NULL;
+	cuGraphDestroy(g);
+	return tesseraMockNowNs() == t0 ? e : NULL;
+}
+
+static CUresult launch(CUfunction f, CUstream s, CUgraphExec g)
+{
+	switch (launch_kind) {
+	case COOPERATIVE:
+		return cuLaunchCooperativeKernel(f, 1000, 1, 1, 128, 1, 1, 0, s, NULL);
+	case GRAPH:
+		return cuGraphLaunch(g, s);
+	default:
+		return cuLaunchKernel(f, 1000, 1, 1, 128, 1, 1, 0, s, NULL, NULL);
+	}
+}
+
+/* Launches n units of 1 ms simulated time each (1000 blocks x 1 us);
  * sync_each: synchronize after each launch (else only at the end).
  * Returns the achieved share in per-mille. */
 static int run_share(int pct, int n, int sync_each)
@@ -21,9 +67,12 @@ static int run_share(int pct, int n, int sync_each)
 	    cuStreamCreate(&s, 0) != CUDA_SUCCESS)
 		return -1;
 	CUfunction f = (CUfunction)(uintptr_t)0x1000;   /* the mock never dereferences it */
+	CUgraphExec g = NULL;
+	if (launch_kind == GRAPH && !(g = capture_graph(s, f)))
+		return -5;
 	uint64_t t0 = tesseraMockNowNs();
 	for (int i = 0; i < n; i++) {
-		if (cuLaunchKernel(f, 1000, 1, 1, 128, 1, 1, 0, s, NULL, NULL) != CUDA_SUCCESS)
+		if (launch(f, s, g) != CUDA_SUCCESS)
 			return -2;
 		if (sync_each)
 			cuStreamSynchronize(s);
@@ -77,6 +126,20 @@ TEST(tenth_share_synchronous)
 	CHECK_SHARE(share_in_child(10, 2000, 1), 10);
 }
 
+TEST(cooperative_kernels_are_paced)
+{
+	launch_kind = COOPERATIVE;
+	CHECK_SHARE(share_in_child(25, 2000, 1), 25);
+	launch_kind = PLAIN;
+}
+
+TEST(graph_launches_are_paced_and_capture_is_left_alone)
+{
+	launch_kind = GRAPH;
+	CHECK_SHARE(share_in_child(25, 2000, 1), 25);
+	launch_kind = PLAIN;
+}
+
 TEST(full_share_is_not_paced)
 {
 	int s = share_in_child(100, 1000, 1);
@@ -89,6 +152,8 @@ int main(void)
 	RUN(quarter_share_synchronous);
 	RUN(half_share_asynchronous);
 	RUN(tenth_share_synchronous);
+	RUN(cooperative_kernels_are_paced);
+	RUN(graph_launches_are_paced_and_capture_is_left_alone);
 	RUN(full_share_is_not_paced);
 	return testlib_done();
 }
