@@ -1,0 +1,232 @@
+/* Launch pacing hooks (pacing.h has the arithmetic). */
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+
+#include "fgpu/pacing.h"
+#include "fgpu/shim.h"
+
+/* ---- hooks: launch pacing ---------------------------------------------------- */
+
+#define FGPU_RING 32
+
+struct fgpu_pacer {
+	pthread_mutex_t mu;
+	CUcontext ctx;             /* context the events belong to */
+	bool have_events;
+	CUevent a[FGPU_RING], b[FGPU_RING];
+	int head, count;           /* pending measurements */
+};
+
+static struct fgpu_pacer fgpu_pacers[FGPU_MAX_DEVICES] = {
+	[0 ... FGPU_MAX_DEVICES - 1] = { .mu = PTHREAD_MUTEX_INITIALIZER },
+};
+
+void fgpu_pace_reset_child(void)
+{
+	/* Events and contexts belong to the parent. */
+	for (int i = 0; i < FGPU_MAX_DEVICES; i++) {
+		pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+		memset(&fgpu_pacers[i], 0, sizeof(fgpu_pacers[i]));
+		fgpu_pacers[i].mu = fresh;
+	}
+}
+
+static uint64_t fgpu_now(void)
+{
+	if (real.mock_now)
+		return real.mock_now();
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static void fgpu_sleep(uint64_t ns)
+{
+	if (real.mock_sleep) {
+		real.mock_sleep(ns);
+		return;
+	}
+	struct timespec ts = { (time_t)(ns / 1000000000ULL), (long)(ns % 1000000000ULL) };
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+/* Charges completed measurements (in order). Caller holds p->mu. */
+static void fgpu_harvest(struct fgpu_pacer *p, int idx, bool block_one)
+{
+	while (p->count > 0) {
+		int i = p->head;
+		if (block_one) {
+			REAL(cuEventSynchronize, p->b[i]);
+			block_one = false;
+		} else if (REAL(cuEventQuery, p->b[i]) == CUDA_ERROR_NOT_READY) {
+			break;
+		}
+		float ms = 0;
+		if (REAL(cuEventElapsedTime, &ms, p->a[i], p->b[i]) == CUDA_SUCCESS && ms > 0) {
+			fgpu_region_lock(&fgpu_region);
+			fgpu_pace_charge(&fgpu_region.r->pace[idx], (int64_t)((double)ms * 1e6));
+			fgpu_region_unlock(&fgpu_region);
+		}
+		p->head = (p->head + 1) % FGPU_RING;
+		p->count--;
+	}
+}
+
+/* Before a launch: waits for the device's bucket, then records the start
+ * event. Returns the pacer locked (or NULL when not pacing this launch). */
+static struct fgpu_pacer *fgpu_pace_before(CUstream s, bool ptsz, int *idx_out)
+{
+	CUdevice ord;
+	CUcontext ctx = NULL;
+	if (fgpu_current_device(&ord) != CUDA_SUCCESS || ord < 0 || ord >= FGPU_MAX_DEVICES ||
+	    REAL(cuCtxGetCurrent, &ctx) != CUDA_SUCCESS || !ctx)
+		return NULL;
+	int idx = fgpu_cuda_index(ord);
+	if (idx < 0)
+		return NULL;
+	/* Work launched into a stream being captured into a graph does not
+	 * run now, and events recorded there become part of the graph (the
+	 * driver refuses to query them): the graph is paced when launched. */
+	CUstream qs = ptsz && !s ? CU_STREAM_PER_THREAD : s;
+	if (qs && qs != CU_STREAM_LEGACY && real.cuStreamIsCapturing) {
+		CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+		if (real.cuStreamIsCapturing(qs, &st) != CUDA_SUCCESS ||
+		    st != CU_STREAM_CAPTURE_STATUS_NONE)
+			return NULL;
+	}
+	struct fgpu_pacer *p = &fgpu_pacers[ord];
+	pthread_mutex_lock(&p->mu);
+	if (p->ctx != ctx) {
+		/* Another context on this device: measurements restart there. */
+		if (p->have_events)
+			for (int i = 0; i < FGPU_RING; i++) {
+				REAL(cuEventDestroy_v2, p->a[i]);
+				REAL(cuEventDestroy_v2, p->b[i]);
+			}
+		p->have_events = false;
+		p->head = p->count = 0;
+		p->ctx = ctx;
+	}
+	if (!p->have_events) {
+		bool ok = true;
+		for (int i = 0; i < FGPU_RING && ok; i++)
+			ok = REAL(cuEventCreate, &p->a[i], CU_EVENT_DEFAULT) == CUDA_SUCCESS &&
+			     REAL(cuEventCreate, &p->b[i], CU_EVENT_DEFAULT) == CUDA_SUCCESS;
+		if (!ok) {
+			pthread_mutex_unlock(&p->mu);
+			return NULL;   /* cannot measure: launch unpaced */
+		}
+		p->have_events = true;
+	}
+	fgpu_harvest(p, idx, false);
+	if (p->count == FGPU_RING)
+		fgpu_harvest(p, idx, true);
+	int pct = fgpu_conf.sm_limit_percent;
+	for (int spins = 0; spins < 10000; spins++) {
+		fgpu_region_lock(&fgpu_region);
+		struct fgpu_bucket *b = &fgpu_region.r->pace[idx];
+		fgpu_pace_refill(b, fgpu_now(), pct);
+		uint64_t wait = fgpu_pace_delay(b, pct);
+		fgpu_region_unlock(&fgpu_region);
+		if (wait == 0)
+			break;
+		/* Sleep in slices so that a long debt still lets completions of
+		 * other processes' kernels be seen in between. */
+		fgpu_sleep(wait > 50000000ULL ? 50000000ULL : wait);
+		fgpu_harvest(p, idx, false);
+	}
+	int slot = (p->head + p->count) % FGPU_RING;
+	CUresult rc = ptsz && real.cuEventRecord_ptsz ? real.cuEventRecord_ptsz(p->a[slot], s)
+						      : REAL(cuEventRecord, p->a[slot], s);
+	if (rc != CUDA_SUCCESS) {
+		pthread_mutex_unlock(&p->mu);
+		return NULL;
+	}
+	*idx_out = idx;
+	return p;
+}
+
+static void fgpu_pace_after(struct fgpu_pacer *p, CUstream s, bool ptsz, CUresult launch)
+{
+	if (!p)
+		return;
+	int slot = (p->head + p->count) % FGPU_RING;
+	if (launch == CUDA_SUCCESS) {
+		CUresult rc = ptsz && real.cuEventRecord_ptsz ? real.cuEventRecord_ptsz(p->b[slot], s)
+							      : REAL(cuEventRecord, p->b[slot], s);
+		if (rc == CUDA_SUCCESS)
+			p->count++;
+	}
+	pthread_mutex_unlock(&p->mu);
+}
+
+#define FGPU_PACED(ptsz, stream, call) do { \
+	CUDA_INIT(); \
+	if (!fgpu_pacing) return (call); \
+	int idx_; \
+	struct fgpu_pacer *p_ = fgpu_pace_before((stream), (ptsz), &idx_); \
+	CUresult rc_ = (call); \
+	fgpu_pace_after(p_, (stream), (ptsz), rc_); \
+	return rc_; \
+} while (0)
+
+CUresult cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
+			unsigned int bx, unsigned int by, unsigned int bz, unsigned int shmem,
+			CUstream s, void **params, void **extra)
+{
+	FGPU_PACED(false, s, REAL(cuLaunchKernel, f, gx, gy, gz, bx, by, bz, shmem, s, params, extra));
+}
+
+CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
+			     unsigned int bx, unsigned int by, unsigned int bz,
+			     unsigned int shmem, CUstream s, void **params, void **extra)
+{
+	FGPU_PACED(true, s,
+		   REAL(cuLaunchKernel_ptsz, f, gx, gy, gz, bx, by, bz, shmem, s, params, extra));
+}
+
+CUresult cuLaunchKernelEx(const CUlaunchConfig *c, CUfunction f, void **params, void **extra)
+{
+	FGPU_PACED(false, c ? c->hStream : NULL, REAL(cuLaunchKernelEx, c, f, params, extra));
+}
+
+CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *c, CUfunction f, void **params,
+			       void **extra)
+{
+	FGPU_PACED(true, c ? c->hStream : NULL, REAL(cuLaunchKernelEx_ptsz, c, f, params, extra));
+}
+
+/* Cooperative kernels are kernels; a graph launch is measured as a whole
+ * (all its kernels, from the first start to the last end). */
+CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gx, unsigned int gy,
+				   unsigned int gz, unsigned int bx, unsigned int by,
+				   unsigned int bz, unsigned int shmem, CUstream s, void **params)
+{
+	FGPU_PACED(false, s,
+		   REAL(cuLaunchCooperativeKernel, f, gx, gy, gz, bx, by, bz, shmem, s, params));
+}
+
+CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gx, unsigned int gy,
+					unsigned int gz, unsigned int bx, unsigned int by,
+					unsigned int bz, unsigned int shmem, CUstream s,
+					void **params)
+{
+	FGPU_PACED(true, s, REAL(cuLaunchCooperativeKernel_ptsz, f, gx, gy, gz, bx, by, bz, shmem,
+				 s, params));
+}
+
+CUresult cuGraphLaunch(CUgraphExec g, CUstream s)
+{
+	FGPU_PACED(false, s, REAL(cuGraphLaunch, g, s));
+}
+
+CUresult cuGraphLaunch_ptsz(CUgraphExec g, CUstream s)
+{
+	FGPU_PACED(true, s, REAL(cuGraphLaunch_ptsz, g, s));
+}
+

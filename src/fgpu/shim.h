@@ -1,0 +1,163 @@
+/* Internal to libtessera-fgpu.so: what its source files share. Nothing
+ * here is exported (the library is built with -fvisibility=hidden and a
+ * version script); only the hooks of hooks.h, dlsym and dlvsym are.
+ *
+ *   shim.c    the real driver's entry points, limits and region, devices,
+ *             the process-local allocation table, context hooks, and the
+ *             lookups (cuGetProcAddress, dlsym, dlvsym)
+ *   memory.c  allocation hooks, VMM, and what a process is told
+ *   pools.c   stream-ordered allocations and memory pools
+ *   launch.c  launch pacing */
+#ifndef TESSERA_FGPU_SHIM_H
+#define TESSERA_FGPU_SHIM_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "fgpu/conf.h"
+#include "fgpu/hooks.h"
+#include "fgpu/region.h"
+
+#define FGPU_EXPORT __attribute__((visibility("default")))
+/* The dlsym path can run before anything else in the process is set up:
+ * sanitizer runtimes and libc-level interposers call dlsym from their own
+ * initialization. Instrumented code would touch shadow memory that does
+ * not exist yet, so that path is built without instrumentation. */
+#define FGPU_EARLY __attribute__((no_sanitize("address", "undefined")))
+
+#define FGPU_PROTO(ret, name, base, since, ptsz, params) FGPU_EXPORT ret name params;
+FGPU_CUDA_HOOKS(FGPU_PROTO)
+FGPU_NVML_HOOKS(FGPU_PROTO)
+#undef FGPU_PROTO
+FGPU_EXPORT void *dlsym(void *handle, const char *name);
+FGPU_EXPORT void *dlvsym(void *handle, const char *name, const char *version);
+
+/* The real driver's entry points (NULL where the driver lacks one). */
+struct fgpu_real {
+#define FGPU_REAL_FIELD(ret, name, base, since, ptsz, params) ret (*name) params;
+	FGPU_CUDA_HOOKS(FGPU_REAL_FIELD)
+	FGPU_NVML_HOOKS(FGPU_REAL_FIELD)
+#undef FGPU_REAL_FIELD
+#define FGPU_USED_FIELD(ret, name, params) ret (*name) params;
+	FGPU_CUDA_USED(FGPU_USED_FIELD)
+	FGPU_NVML_USED(FGPU_USED_FIELD)
+#undef FGPU_USED_FIELD
+	uint64_t (*mock_now)(void);
+	void (*mock_sleep)(uint64_t);
+};
+extern struct fgpu_real real;
+
+extern pthread_once_t fgpu_cuda_once, fgpu_nvml_once;
+void fgpu_cuda_init(void);
+void fgpu_nvml_init(void);
+#define CUDA_INIT() pthread_once(&fgpu_cuda_once, fgpu_cuda_init)
+#define NVML_INIT() pthread_once(&fgpu_nvml_once, fgpu_nvml_init)
+/* Calls the real function, or fails like a driver without that entry. */
+#define REAL(name, ...) (real.name ? real.name(__VA_ARGS__) : CUDA_ERROR_NOT_SUPPORTED)
+#define REAL_NVML(name, ...) (real.name ? real.name(__VA_ARGS__) : NVML_ERROR_FUNCTION_NOT_FOUND)
+
+extern struct fgpu_conf fgpu_conf;
+extern struct fgpu_region_handle fgpu_region;
+extern bool fgpu_active;       /* limits enforced */
+extern bool fgpu_pacing;       /* compute share enforced */
+extern bool fgpu_exiting;      /* after detaching at exit: pass through */
+extern bool fgpu_conf_uuids;   /* the limits file names devices by UUID */
+
+/* ---- devices and the share (shim.c) ---- */
+
+/* Conf/region index of a device UUID, -1 when not the session's. */
+int fgpu_index_of_uuid(const char *uuid);
+/* Conf/region index of a CUDA ordinal; -1 for a device the session was
+ * not given (its limit is 0). */
+int fgpu_cuda_index(CUdevice ord);
+int64_t fgpu_limit(int idx);
+CUresult fgpu_current_device(CUdevice *dev);
+/* Counts this process's context on device idx once. */
+CUresult fgpu_charge_context(int idx);
+/* Whether allocations are accounted right now. */
+bool fgpu_accounting(void);
+/* Reserves bytes on CUDA ordinal ord; *idx gets the region index. */
+CUresult fgpu_reserve(CUdevice ord, int64_t bytes, int *idx);
+void fgpu_unreserve(int idx, int64_t bytes);
+
+/* ---- the process-local allocation table (shim.c) ---- */
+
+/* K_POOLPTR: an allocation served by a memory pool (charged through its
+ * pool, see "pools" below); K_MAP: a VMM mapping, aux = its handle. */
+enum { K_PTR = 1, K_PTR_V1, K_HANDLE, K_ARRAY, K_MIPMAP, K_POOLPTR, K_MAP };
+
+struct fgpu_entry {
+	struct fgpu_entry *next;
+	uint64_t key;
+	int kind;
+	int idx;          /* region index; for K_POOLPTR: pool slot */
+	int64_t bytes;
+	uint64_t aux;
+	int refs, maps;   /* K_HANDLE: references and mappings */
+};
+
+#define FGPU_BUCKETS 4096
+extern struct fgpu_entry *fgpu_table[FGPU_BUCKETS];
+extern pthread_mutex_t fgpu_table_lock;
+
+/* Records (kind, key); replaces an existing record. -ENOMEM when the
+ * entry cannot be allocated. */
+int fgpu_track(int kind, uint64_t key, int idx, int64_t bytes);
+/* Removes (kind, key); returns whether it was there. */
+bool fgpu_untrack(int kind, uint64_t key, int *idx, int64_t *bytes);
+/* The entry (kind, key), or NULL. Caller holds fgpu_table_lock. */
+struct fgpu_entry *fgpu_find_locked(int kind, uint64_t key);
+/* Unlinks and frees e. Caller holds fgpu_table_lock. */
+void fgpu_drop_locked(struct fgpu_entry *e);
+
+/* Frees via free_fn after untracking; re-tracks when the driver refuses,
+ * so a failed free changes nothing. */
+#define FGPU_FREE(kind, key, call) do { \
+	int idx_; int64_t bytes_; \
+	bool had_ = fgpu_accounting() && fgpu_untrack((kind), (key), &idx_, &bytes_); \
+	CUresult rc_ = (call); \
+	if (had_) { \
+		if (rc_ == CUDA_SUCCESS) fgpu_unreserve(idx_, bytes_); \
+		else fgpu_track((kind), (key), idx_, bytes_); \
+	} \
+	return rc_; \
+} while (0)
+
+/* Reserves, allocates through call (which must set *out_key on success),
+ * tracks; undoes everything when any step fails. */
+#define FGPU_ALLOC(kind, ord, bytes, key_expr, call, undo_call) do { \
+	if (!fgpu_accounting()) return (call); \
+	int idx_; \
+	CUresult rc_ = fgpu_reserve((ord), (bytes), &idx_); \
+	if (rc_ != CUDA_SUCCESS) return rc_; \
+	rc_ = (call); \
+	if (rc_ != CUDA_SUCCESS) { fgpu_unreserve(idx_, (bytes)); return rc_; } \
+	if (fgpu_track((kind), (key_expr), idx_, (bytes)) < 0) { \
+		(void)(undo_call); fgpu_unreserve(idx_, (bytes)); \
+		return CUDA_ERROR_OUT_OF_MEMORY; \
+	} \
+	return CUDA_SUCCESS; \
+} while (0)
+
+#define CURRENT_DEVICE(ord) do { \
+	if (fgpu_accounting()) { \
+		CUresult r_ = fgpu_current_device(&(ord)); \
+		if (r_ != CUDA_SUCCESS) return r_; \
+	} \
+} while (0)
+
+/* ---- across the source files ---- */
+
+/* pools.c: frees p when it is a stream-ordered allocation (*mine). */
+CUresult fgpu_pool_free_sync(CUdeviceptr p, bool *mine);
+/* pools.c: brings the pools' charges up to date when some may be stale. */
+void fgpu_pools_settle(void);
+
+/* In a fork() child: the parent's allocations, pools and events are not
+ * the child's. */
+void fgpu_track_reset_child(void);
+void fgpu_pool_reset_child(void);
+void fgpu_pace_reset_child(void);
+
+#endif
