@@ -327,53 +327,38 @@ static int64_t fgpu_array_bytes(size_t w, size_t h, size_t d, CUarray_format f,
 	return total;
 }
 
+/* One 2D or 3D array of descriptor d (depth: d->Depth, or 1 for 2D). */
+#define FGPU_ARRAY_CREATE(fn, pa, d, depth) do { \
+	CUDA_INIT(); \
+	CUdevice ord = 0; \
+	if (!(pa) || !(d)) \
+		return REAL(fn, pa, d); \
+	CURRENT_DEVICE(ord); \
+	int64_t b = fgpu_array_bytes((d)->Width, (d)->Height, (depth), (d)->Format, \
+				     (d)->NumChannels, 1); \
+	FGPU_ALLOC(K_ARRAY, ord, b, (uint64_t)(uintptr_t)*(pa), REAL(fn, pa, d), \
+		   REAL(cuArrayDestroy, *(pa))); \
+} while (0)
+
 CUresult cuArrayCreate_v2(CUarray *pa, const CUDA_ARRAY_DESCRIPTOR *d)
 {
-	CUDA_INIT();
-	CUdevice ord = 0;
-	if (!pa || !d)
-		return REAL(cuArrayCreate_v2, pa, d);
-	CURRENT_DEVICE(ord);
-	int64_t b = fgpu_array_bytes(d->Width, d->Height, 1, d->Format, d->NumChannels, 1);
-	FGPU_ALLOC(K_ARRAY, ord, b, (uint64_t)(uintptr_t)*pa, REAL(cuArrayCreate_v2, pa, d),
-		   REAL(cuArrayDestroy, *pa));
+	FGPU_ARRAY_CREATE(cuArrayCreate_v2, pa, d, 1);
 }
 
 CUresult cuArray3DCreate_v2(CUarray *pa, const CUDA_ARRAY3D_DESCRIPTOR *d)
 {
-	CUDA_INIT();
-	CUdevice ord = 0;
-	if (!pa || !d)
-		return REAL(cuArray3DCreate_v2, pa, d);
-	CURRENT_DEVICE(ord);
-	int64_t b = fgpu_array_bytes(d->Width, d->Height, d->Depth, d->Format, d->NumChannels, 1);
-	FGPU_ALLOC(K_ARRAY, ord, b, (uint64_t)(uintptr_t)*pa, REAL(cuArray3DCreate_v2, pa, d),
-		   REAL(cuArrayDestroy, *pa));
+	FGPU_ARRAY_CREATE(cuArray3DCreate_v2, pa, d, d->Depth);
 }
 
 /* The pre-3.2 ABI: the same arrays, described with 32-bit extents. */
 CUresult cuArrayCreate(CUarray *pa, const CUDA_ARRAY_DESCRIPTOR_v1 *d)
 {
-	CUDA_INIT();
-	CUdevice ord = 0;
-	if (!pa || !d)
-		return REAL(cuArrayCreate, pa, d);
-	CURRENT_DEVICE(ord);
-	int64_t b = fgpu_array_bytes(d->Width, d->Height, 1, d->Format, d->NumChannels, 1);
-	FGPU_ALLOC(K_ARRAY, ord, b, (uint64_t)(uintptr_t)*pa, REAL(cuArrayCreate, pa, d),
-		   REAL(cuArrayDestroy, *pa));
+	FGPU_ARRAY_CREATE(cuArrayCreate, pa, d, 1);
 }
 
 CUresult cuArray3DCreate(CUarray *pa, const CUDA_ARRAY3D_DESCRIPTOR_v1 *d)
 {
-	CUDA_INIT();
-	CUdevice ord = 0;
-	if (!pa || !d)
-		return REAL(cuArray3DCreate, pa, d);
-	CURRENT_DEVICE(ord);
-	int64_t b = fgpu_array_bytes(d->Width, d->Height, d->Depth, d->Format, d->NumChannels, 1);
-	FGPU_ALLOC(K_ARRAY, ord, b, (uint64_t)(uintptr_t)*pa, REAL(cuArray3DCreate, pa, d),
-		   REAL(cuArrayDestroy, *pa));
+	FGPU_ARRAY_CREATE(cuArray3DCreate, pa, d, d->Depth);
 }
 
 CUresult cuArrayDestroy(CUarray a)

@@ -383,39 +383,31 @@ CUresult cuMemPoolDestroy(CUmemoryPool pool)
 }
 
 /* Synchronization is where pools give memory back. */
+#define FGPU_SETTLE_AFTER(call) do { \
+	CUDA_INIT(); \
+	CUresult rc_ = (call); \
+	if (rc_ == CUDA_SUCCESS) \
+		fgpu_pools_settle(); \
+	return rc_; \
+} while (0)
+
 CUresult cuStreamSynchronize(CUstream s)
 {
-	CUDA_INIT();
-	CUresult rc = REAL(cuStreamSynchronize, s);
-	if (rc == CUDA_SUCCESS)
-		fgpu_pools_settle();
-	return rc;
+	FGPU_SETTLE_AFTER(REAL(cuStreamSynchronize, s));
 }
 
 CUresult cuStreamSynchronize_ptsz(CUstream s)
 {
-	CUDA_INIT();
-	CUresult rc = REAL(cuStreamSynchronize_ptsz, s);
-	if (rc == CUDA_SUCCESS)
-		fgpu_pools_settle();
-	return rc;
+	FGPU_SETTLE_AFTER(REAL(cuStreamSynchronize_ptsz, s));
 }
 
 CUresult cuEventSynchronize(CUevent e)
 {
-	CUDA_INIT();
-	CUresult rc = REAL(cuEventSynchronize, e);
-	if (rc == CUDA_SUCCESS)
-		fgpu_pools_settle();
-	return rc;
+	FGPU_SETTLE_AFTER(REAL(cuEventSynchronize, e));
 }
 
 CUresult cuCtxSynchronize(void)
 {
-	CUDA_INIT();
-	CUresult rc = REAL(cuCtxSynchronize);
-	if (rc == CUDA_SUCCESS)
-		fgpu_pools_settle();
-	return rc;
+	FGPU_SETTLE_AFTER(REAL(cuCtxSynchronize));
 }
 
