@@ -1,7 +1,11 @@
 /* The mock driver on its own: spec parsing, stable UUIDs, the ABI details
  * the shim relies on (cuGetProcAddress versions, NVML struct versions),
- * simulated time, and device usage shared between processes. */
+ * simulated time, device usage shared between processes, and the driver
+ * behaviour the shim's accounting is checked against: pools that keep
+ * freed memory until a synchronization, VMM handles that live while
+ * mapped, stream capture, the special stream handles. */
 #include <signal.h>
+#include <stdbool.h>
 #include <sys/wait.h>
 
 #include "gpu/mock/mockspec.h"
@@ -17,6 +21,55 @@ nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *count);
 nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t d, char *name, unsigned int len);
 nvmlReturn_t nvmlSystemGetDriverVersion(char *v, unsigned int len);
 const char *nvmlErrorString(nvmlReturn_t r);
+/* Entry points beyond those of fgpu_test.h, with NVIDIA's signatures. */
+CUresult cuCtxGetCurrent(CUcontext *pctx);
+CUresult cuStreamDestroy_v2(CUstream s);
+CUresult cuEventSynchronize(CUevent e);
+CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool);
+CUresult cuMemPoolDestroy(CUmemoryPool pool);
+CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep);
+CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value);
+CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value);
+CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment,
+			     CUdeviceptr addr, unsigned long long flags);
+CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size);
+CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
+		  CUmemGenericAllocationHandle handle, unsigned long long flags);
+CUresult cuMemUnmap(CUdeviceptr ptr, size_t size);
+CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handle, void *addr);
+CUresult cuArrayCreate(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR_v1 *desc);
+CUresult cuArray3DCreate(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR_v1 *desc);
+CUresult cuStreamBeginCapture(CUstream s);
+CUresult cuStreamBeginCapture_ptsz(CUstream s);
+CUresult cuStreamBeginCapture_v2(CUstream s, CUstreamCaptureMode mode);
+CUresult cuStreamBeginCapture_v2_ptsz(CUstream s, CUstreamCaptureMode mode);
+CUresult cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus *status);
+CUresult cuStreamIsCapturing_ptsz(CUstream s, CUstreamCaptureStatus *status);
+CUresult cuStreamEndCapture(CUstream s, CUgraph *graph);
+CUresult cuStreamEndCapture_ptsz(CUstream s, CUgraph *graph);
+CUresult cuGraphInstantiateWithFlags(CUgraphExec *exec, CUgraph graph,
+				     unsigned long long flags);
+CUresult cuGraphLaunch(CUgraphExec exec, CUstream s);
+CUresult cuGraphLaunch_ptsz(CUgraphExec exec, CUstream s);
+CUresult cuGraphDestroy(CUgraph graph);
+CUresult cuGraphExecDestroy(CUgraphExec exec);
+CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+				   unsigned int gridDimZ, unsigned int blockDimX,
+				   unsigned int blockDimY, unsigned int blockDimZ,
+				   unsigned int sharedMemBytes, CUstream hStream,
+				   void **kernelParams);
+CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX,
+					unsigned int gridDimY, unsigned int gridDimZ,
+					unsigned int blockDimX, unsigned int blockDimY,
+					unsigned int blockDimZ, unsigned int sharedMemBytes,
+					CUstream hStream, void **kernelParams);
+CUresult cuStreamGetCtx(CUstream s, CUcontext *pctx);
+CUresult cuStreamGetCtx_ptsz(CUstream s, CUcontext *pctx);
+
+#define KiB 1024LL
+/* CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES .. _ALLOW_INTERNAL_DEPENDENCIES */
+#define POOL_REUSE_FIRST 1
+#define POOL_REUSE_LAST 3
 
 static char dir[] = "/tmp/tessera-gpu-mock-XXXXXX";
 
@@ -194,6 +247,657 @@ TEST(simulated_kernel_time)
 	CHECK_INT(cuCtxDestroy_v2(c), CUDA_SUCCESS);
 }
 
+/* A cuuint64_t pool attribute, or -1 when the driver refuses. */
+static long long pool_attr(CUmemoryPool pool, CUmemPool_attribute attr)
+{
+	cuuint64_t v = 0;
+	return cuMemPoolGetAttribute(pool, attr, &v) == CUDA_SUCCESS ? (long long)v : -1;
+}
+
+static CUmemoryPool new_pool(int dev)
+{
+	CUmemPoolProps props;
+	memset(&props, 0, sizeof(props));
+	props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+	props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+	props.location.id = dev;
+	CUmemoryPool pool = NULL;
+	CHECK_INT(cuMemPoolCreate(&pool, &props), CUDA_SUCCESS);
+	return pool;
+}
+
+static const CUfunction kernel = (CUfunction)(uintptr_t)0x1000;
+
+TEST(pool_grows_in_grains_and_reuses_its_reserve)
+{
+	CUcontext c;
+	CUstream s;
+	CHECK_INT(cuCtxCreate_v2(&c, 0, 0), CUDA_SUCCESS);
+	CHECK_INT(cuStreamCreate(&s, 0), CUDA_SUCCESS);
+	CUmemoryPool pool = NULL, def = NULL;
+	CHECK_INT(cuDeviceGetMemPool(&pool, 0), CUDA_SUCCESS);
+	CHECK_INT(cuDeviceGetDefaultMemPool(&def, 0), CUDA_SUCCESS);
+	CHECK(pool == def);
+	CHECK_INT(pool_attr(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT), 0);
+	CHECK_INT(pool_attr(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD), 0);
+	long long base = tesseraMockUsedBytes(0);
+	CUdeviceptr a = 0, b = 0, d = 0;
+	/* the device gives the pool whole 2 MiB grains */
+	CHECK_INT(cuMemAllocAsync(&a, 1 * MiB, s), CUDA_SUCCESS);
+	CHECK_INT(tesseraMockUsedBytes(0), base + 2 * MiB);
+	CHECK_INT(pool_attr(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT), 2 * MiB);
+	CHECK_INT(pool_attr(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT), 1 * MiB);
+	/* the spare part of the reserve serves this one */
+	CHECK_INT(cuMemAllocAsync(&b, 512 * KiB, s), CUDA_SUCCESS);
+	CHECK_INT(tesseraMockUsedBytes(0), base + 2 * MiB);
+	/* 3 MiB with 512 KiB spare: grows by 2.5 MiB, rounded up to 4 */
+	CHECK_INT(cuMemAllocAsync(&d, 3 * MiB, s), CUDA_SUCCESS);
+	CHECK_INT(tesseraMockUsedBytes(0), base + 6 * MiB);
+	CHECK_INT(pool_attr(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT), 4 * MiB + 512 * KiB);
+	CHECK(a != b && b != d && a != d);
+	/* freed blocks stay in the pool, not on the device... */
+	CHECK_INT(cuMemFreeAsync(b, s), CUDA_SUCCESS);
+	CHECK_INT(cuMemFreeAsync(d, s), CUDA_SUCCESS);
+	CHECK_INT(tesseraMockUsedBytes(0), base + 6 * MiB);
+	CHECK_INT(pool_attr(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT), 1 * MiB);
+	/* ...and serve the next allocation without growth */
+	CHECK_INT(cuMemAllocAsync(&d, 4 * MiB, s), CUDA_SUCCESS);
+	CHECK_INT(tesseraMockUsedBytes(0), base + 6 * MiB);
+	CHECK_INT(pool_attr(pool, CU_MEMPOOL_ATTR_USED_MEM_HIGH), 5 * MiB);
+	CHECK_INT(pool_attr(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH), 6 * MiB);
+	/* a growth the device cannot give fails and changes nothing */
+	CHECK_INT(cuMemAllocAsync(&b, 4 * GiB, s), CUDA_ERROR_OUT_OF_MEMORY);
+	CHECK_INT(tesseraMockUsedBytes(0), base + 6 * MiB);
+	CHECK_INT(pool_attr(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT), 6 * MiB);
+	CHECK_INT(pool_attr(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT), 5 * MiB);
+	/* synchronizing (threshold 0) gives back all but what is in use */
+	CHECK_INT(cuMemFreeAsync(d, s), CUDA_SUCCESS);
+	CHECK_INT(tesseraMockUsedBytes(0), base + 6 * MiB);
+	CHECK_INT(cuStreamSynchronize(s), CUDA_SUCCESS);
+	CHECK_INT(tesseraMockUsedBytes(0), base + 2 * MiB);
+	CHECK_INT(pool_attr(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT), 2 * MiB);
+	/* cuMemFree waits for the device, so the pool releases at once */
+	CHECK_INT(cuMemFree_v2(a), CUDA_SUCCESS);
+	CHECK_INT(tesseraMockUsedBytes(0), base);
+	CHECK_INT(pool_attr(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT), 0);
+	CHECK_INT(cuMemFreeAsync(a, s), CUDA_ERROR_INVALID_VALUE);
+	/* high marks stay until reset, and resetting takes only 0 */
+	CHECK_INT(pool_attr(pool, CU_MEMPOOL_ATTR_USED_MEM_HIGH), 5 * MiB);
+	cuuint64_t zero = 0, one = 1;
+	CHECK_INT(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_USED_MEM_HIGH, &one),
+		  CUDA_ERROR_INVALID_VALUE);
+	CHECK_INT(pool_attr(pool, CU_MEMPOOL_ATTR_USED_MEM_HIGH), 5 * MiB);
+	CHECK_INT(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_USED_MEM_HIGH, &zero), CUDA_SUCCESS);
+	CHECK_INT(pool_attr(pool, CU_MEMPOOL_ATTR_USED_MEM_HIGH), 0);
+	CHECK_INT(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH, &zero),
+		  CUDA_SUCCESS);
+	CHECK_INT(pool_attr(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH), 0);
+	/* the current amounts are read-only */
+	CHECK_INT(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &zero),
+		  CUDA_ERROR_INVALID_VALUE);
+	CHECK_INT(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &zero),
+		  CUDA_ERROR_INVALID_VALUE);
+	CHECK_INT(cuStreamDestroy_v2(s), CUDA_SUCCESS);
+	CHECK_INT(cuCtxDestroy_v2(c), CUDA_SUCCESS);
+}
+
+TEST(pool_threshold_trim_and_attributes)
+{
+	CUcontext c;
+	CUstream s;
+	CUevent e;
+	CHECK_INT(cuCtxCreate_v2(&c, 0, 0), CUDA_SUCCESS);
+	CHECK_INT(cuStreamCreate(&s, 0), CUDA_SUCCESS);
+	CHECK_INT(cuEventCreate(&e, 0), CUDA_SUCCESS);
+	CUmemoryPool pool = new_pool(0);
+	long long base = tesseraMockUsedBytes(0);
+	cuuint64_t thr = 5 * MiB;
+	CHECK_INT(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &thr),
+		  CUDA_SUCCESS);
+	CHECK_INT(pool_attr(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD), 5 * MiB);
+	CUdeviceptr a = 0;
+	CHECK_INT(cuMemAllocFromPoolAsync(&a, 9 * MiB, pool, s), CUDA_SUCCESS);
+	CHECK_INT(tesseraMockUsedBytes(0), base + 10 * MiB);
+	CHECK_INT(cuMemFreeAsync(a, s), CUDA_SUCCESS);
+	CHECK_INT(tesseraMockUsedBytes(0), base + 10 * MiB);
+	/* kept up to the threshold, in whole grains */
+	CHECK_INT(cuCtxSynchronize(), CUDA_SUCCESS);
+	CHECK_INT(pool_attr(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT), 6 * MiB);
+	CHECK_INT(tesseraMockUsedBytes(0), base + 6 * MiB);
+	/* a threshold above the reserve keeps all of it; setting it releases
+	 * nothing by itself */
+	thr = UINT64_MAX;
+	CHECK_INT(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &thr),
+		  CUDA_SUCCESS);
+	CHECK_INT(cuMemAllocFromPoolAsync(&a, 9 * MiB, pool, s), CUDA_SUCCESS);
+	CHECK_INT(tesseraMockUsedBytes(0), base + 10 * MiB);
+	CHECK_INT(cuMemFreeAsync(a, s), CUDA_SUCCESS);
+	CHECK_INT(cuEventRecord(e, s), CUDA_SUCCESS);
+	CHECK_INT(cuEventSynchronize(e), CUDA_SUCCESS);
+	CHECK_INT(cuStreamSynchronize(s), CUDA_SUCCESS);
+	CHECK_INT(tesseraMockUsedBytes(0), base + 10 * MiB);
+	thr = 0;
+	CHECK_INT(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &thr),
+		  CUDA_SUCCESS);
+	CHECK_INT(tesseraMockUsedBytes(0), base + 10 * MiB);
+	/* an event synchronization releases too */
+	CHECK_INT(cuEventSynchronize(e), CUDA_SUCCESS);
+	CHECK_INT(tesseraMockUsedBytes(0), base);
+	/* trimming, on demand, never below what is in use */
+	thr = UINT64_MAX;
+	CHECK_INT(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &thr),
+		  CUDA_SUCCESS);
+	CHECK_INT(cuMemAllocFromPoolAsync(&a, 9 * MiB, pool, s), CUDA_SUCCESS);
+	CHECK_INT(cuMemFreeAsync(a, s), CUDA_SUCCESS);
+	CHECK_INT(cuMemPoolTrimTo(pool, 3 * MiB), CUDA_SUCCESS);
+	CHECK_INT(pool_attr(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT), 4 * MiB);
+	CHECK_INT(tesseraMockUsedBytes(0), base + 4 * MiB);
+	CHECK_INT(cuMemAllocFromPoolAsync(&a, 3 * MiB, pool, s), CUDA_SUCCESS);
+	CHECK_INT(tesseraMockUsedBytes(0), base + 4 * MiB);
+	CHECK_INT(cuMemPoolTrimTo(pool, 0), CUDA_SUCCESS);
+	CHECK_INT(pool_attr(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT), 4 * MiB);
+	/* a large minimum keeps the reserve, it never grows it */
+	CHECK_INT(cuMemPoolTrimTo(pool, 1 * GiB), CUDA_SUCCESS);
+	CHECK_INT(pool_attr(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT), 4 * MiB);
+	CHECK_INT(cuMemFreeAsync(a, s), CUDA_SUCCESS);
+	CHECK_INT(cuMemPoolTrimTo(pool, 0), CUDA_SUCCESS);
+	CHECK_INT(tesseraMockUsedBytes(0), base);
+	/* reuse policies: int flags, on by default */
+	for (int attr = POOL_REUSE_FIRST; attr <= POOL_REUSE_LAST; attr++) {
+		int on = 0;
+		CHECK_INT(cuMemPoolGetAttribute(pool, attr, &on), CUDA_SUCCESS);
+		CHECK_INT(on, 1);
+	}
+	int off = 0, got = -1;
+	CHECK_INT(cuMemPoolSetAttribute(pool, POOL_REUSE_LAST, &off), CUDA_SUCCESS);
+	CHECK_INT(cuMemPoolGetAttribute(pool, POOL_REUSE_LAST, &got), CUDA_SUCCESS);
+	CHECK_INT(got, 0);
+	/* unknown attributes, handles and missing values */
+	cuuint64_t v = 0;
+	CHECK_INT(cuMemPoolGetAttribute(pool, 99, &v), CUDA_ERROR_INVALID_VALUE);
+	CHECK_INT(cuMemPoolSetAttribute(pool, 99, &v), CUDA_ERROR_INVALID_VALUE);
+	CHECK_INT(cuMemPoolGetAttribute(pool, 0, &v), CUDA_ERROR_INVALID_VALUE);
+	CHECK_INT(cuMemPoolGetAttribute(NULL, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &v),
+		  CUDA_ERROR_INVALID_VALUE);
+	CHECK_INT(cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, NULL),
+		  CUDA_ERROR_INVALID_VALUE);
+	CHECK_INT(cuMemPoolTrimTo(NULL, 0), CUDA_ERROR_INVALID_VALUE);
+	CHECK_INT(cuMemPoolDestroy(pool), CUDA_SUCCESS);
+	CHECK_INT(cuEventDestroy_v2(e), CUDA_SUCCESS);
+	CHECK_INT(cuStreamDestroy_v2(s), CUDA_SUCCESS);
+	CHECK_INT(cuCtxDestroy_v2(c), CUDA_SUCCESS);
+}
+
+TEST(destroyed_pool_keeps_memory_of_live_allocations)
+{
+	CUcontext c;
+	CUstream s;
+	CHECK_INT(cuCtxCreate_v2(&c, 0, 0), CUDA_SUCCESS);
+	CHECK_INT(cuStreamCreate(&s, 0), CUDA_SUCCESS);
+	long long base = tesseraMockUsedBytes(0);
+	CUmemoryPool def = NULL, cur = NULL, pool = new_pool(0);
+	CHECK_INT(cuDeviceGetDefaultMemPool(&def, 0), CUDA_SUCCESS);
+	CHECK_INT(cuDeviceSetMemPool(0, pool), CUDA_SUCCESS);
+	CUdeviceptr a = 0;
+	CHECK_INT(cuMemAllocAsync(&a, 3 * MiB, s), CUDA_SUCCESS);
+	CHECK_INT(pool_attr(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT), 3 * MiB);
+	CHECK_INT(pool_attr(def, CU_MEMPOOL_ATTR_USED_MEM_CURRENT), 0);
+	CHECK_INT(tesseraMockUsedBytes(0), base + 4 * MiB);
+	CHECK_INT(cuMemPoolDestroy(pool), CUDA_SUCCESS);
+	/* the device falls back to its default pool */
+	CHECK_INT(cuDeviceGetMemPool(&cur, 0), CUDA_SUCCESS);
+	CHECK(cur == def);
+	/* the handle is dead, its memory is not */
+	CHECK_INT(pool_attr(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT), -1);
+	CHECK_INT(cuMemPoolDestroy(pool), CUDA_ERROR_INVALID_VALUE);
+	CHECK_INT(cuStreamSynchronize(s), CUDA_SUCCESS);
+	CHECK_INT(tesseraMockUsedBytes(0), base + 4 * MiB);
+	CHECK_INT(cuMemFreeAsync(a, s), CUDA_SUCCESS);
+	CHECK_INT(tesseraMockUsedBytes(0), base);
+	/* without allocations the reserve goes back at once, threshold or not */
+	CUmemoryPool p2 = new_pool(0);
+	cuuint64_t thr = UINT64_MAX;
+	CHECK_INT(cuMemPoolSetAttribute(p2, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &thr),
+		  CUDA_SUCCESS);
+	CHECK_INT(cuMemAllocFromPoolAsync(&a, 1 * MiB, p2, s), CUDA_SUCCESS);
+	CHECK_INT(cuMemFreeAsync(a, s), CUDA_SUCCESS);
+	CHECK_INT(tesseraMockUsedBytes(0), base + 2 * MiB);
+	CHECK_INT(cuMemPoolDestroy(p2), CUDA_SUCCESS);
+	CHECK_INT(tesseraMockUsedBytes(0), base);
+	/* default pools are the driver's */
+	CHECK_INT(cuMemPoolDestroy(def), CUDA_ERROR_INVALID_VALUE);
+	CHECK_INT(cuStreamDestroy_v2(s), CUDA_SUCCESS);
+	CHECK_INT(cuCtxDestroy_v2(c), CUDA_SUCCESS);
+}
+
+TEST(set_mem_pool_and_alloc_on_another_devices_stream)
+{
+	CUcontext c0, c1, cur;
+	CUstream s1;
+	CHECK_INT(cuCtxCreate_v2(&c1, 0, 1), CUDA_SUCCESS);
+	CHECK_INT(cuStreamCreate(&s1, 0), CUDA_SUCCESS);
+	CHECK_INT(cuCtxCreate_v2(&c0, 0, 0), CUDA_SUCCESS);
+	CHECK_INT(cuCtxGetCurrent(&cur), CUDA_SUCCESS);
+	CHECK(cur == c0);
+	CUmemoryPool pool1 = new_pool(1), def0 = NULL, def1 = NULL, got = NULL;
+	CHECK_INT(cuDeviceGetDefaultMemPool(&def0, 0), CUDA_SUCCESS);
+	CHECK_INT(cuDeviceGetDefaultMemPool(&def1, 1), CUDA_SUCCESS);
+	/* a device's pool must be on that device */
+	CHECK_INT(cuDeviceSetMemPool(0, pool1), CUDA_ERROR_INVALID_VALUE);
+	CHECK_INT(cuDeviceSetMemPool(1, NULL), CUDA_ERROR_INVALID_VALUE);
+	CHECK_INT(cuDeviceSetMemPool(7, pool1), CUDA_ERROR_INVALID_DEVICE);
+	CHECK_INT(cuDeviceSetMemPool(1, pool1), CUDA_SUCCESS);
+	CHECK_INT(cuDeviceGetMemPool(&got, 1), CUDA_SUCCESS);
+	CHECK(got == pool1);
+	CHECK_INT(cuDeviceGetDefaultMemPool(&got, 1), CUDA_SUCCESS);
+	CHECK(got == def1);
+	CHECK_INT(cuDeviceGetMemPool(&got, 0), CUDA_SUCCESS);
+	CHECK(got == def0);
+	long long u0 = tesseraMockUsedBytes(0), u1 = tesseraMockUsedBytes(1);
+	/* the stream's device decides, not the current context's */
+	CUdeviceptr p = 0, q = 0;
+	CHECK_INT(cuMemAllocAsync(&p, 1 * MiB, s1), CUDA_SUCCESS);
+	CHECK_INT(pool_attr(pool1, CU_MEMPOOL_ATTR_USED_MEM_CURRENT), 1 * MiB);
+	CHECK_INT(pool_attr(def1, CU_MEMPOOL_ATTR_USED_MEM_CURRENT), 0);
+	CHECK_INT(tesseraMockUsedBytes(1), u1 + 2 * MiB);
+	CHECK_INT(tesseraMockUsedBytes(0), u0);
+	/* the default stream: the current context's device */
+	CHECK_INT(cuMemAllocAsync(&q, 1 * MiB, NULL), CUDA_SUCCESS);
+	CHECK_INT(pool_attr(def0, CU_MEMPOOL_ATTR_USED_MEM_CURRENT), 1 * MiB);
+	CHECK_INT(tesseraMockUsedBytes(0), u0 + 2 * MiB);
+	CHECK_INT(cuMemFreeAsync(p, s1), CUDA_SUCCESS);
+	CHECK_INT(cuMemFreeAsync(q, NULL), CUDA_SUCCESS);
+	/* one synchronization releases every pool over its threshold */
+	CHECK_INT(cuStreamSynchronize(s1), CUDA_SUCCESS);
+	CHECK_INT(tesseraMockUsedBytes(1), u1);
+	CHECK_INT(tesseraMockUsedBytes(0), u0);
+	CHECK_INT(cuMemPoolDestroy(pool1), CUDA_SUCCESS);
+	CHECK_INT(cuDeviceGetMemPool(&got, 1), CUDA_SUCCESS);
+	CHECK(got == def1);
+	CHECK_INT(cuStreamDestroy_v2(s1), CUDA_SUCCESS);
+	CHECK_INT(cuCtxDestroy_v2(c0), CUDA_SUCCESS);
+	CHECK_INT(cuCtxDestroy_v2(c1), CUDA_SUCCESS);
+}
+
+TEST(vmm_memory_lives_while_referenced_or_mapped)
+{
+	long long base = tesseraMockUsedBytes(0);
+	CUmemAllocationProp prop;
+	memset(&prop, 0, sizeof(prop));
+	prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+	prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+	prop.location.id = 0;
+	CUmemGenericAllocationHandle h = 0, h2 = 0;
+	CHECK_INT(cuMemCreate(&h, 4 * MiB, &prop, 0), CUDA_SUCCESS);
+	CHECK_INT(tesseraMockUsedBytes(0), base + 4 * MiB);
+	/* address ranges cost no device memory */
+	CUdeviceptr va = 0, va2 = 0, va3 = 0;
+	CHECK_INT(cuMemAddressReserve(&va, 8 * MiB, 0, 0, 0), CUDA_SUCCESS);
+	CHECK(va != 0);
+	CHECK_INT(cuMemAddressReserve(&va2, 8 * MiB, 0, 0, 1), CUDA_ERROR_INVALID_VALUE);
+	/* a taken address is only a hint */
+	CHECK_INT(cuMemAddressReserve(&va2, 8 * MiB, 0, va, 0), CUDA_SUCCESS);
+	CHECK(va2 >= va + 8 * MiB || va2 + 8 * MiB <= va);
+	CHECK_INT(tesseraMockUsedBytes(0), base + 4 * MiB);
+	/* what a mapping must be */
+	CHECK_INT(cuMemMap(va, 4 * MiB, 0, h, 1), CUDA_ERROR_INVALID_VALUE);
+	CHECK_INT(cuMemMap(va, 4 * MiB, 2 * MiB, h, 0), CUDA_ERROR_INVALID_VALUE);
+	CHECK_INT(cuMemMap(va, 0, 0, h, 0), CUDA_ERROR_INVALID_VALUE);
+	CHECK_INT(cuMemMap(0, 2 * MiB, 0, h, 0), CUDA_ERROR_INVALID_VALUE);
+	CHECK_INT(cuMemMap(va, 2 * MiB, 0, h + 1000, 0), CUDA_ERROR_INVALID_VALUE);
+	CHECK_INT(cuMemMap(va, 2 * MiB, 0, h, 0), CUDA_SUCCESS);
+	CHECK_INT(cuMemMap(va + 2 * MiB, 2 * MiB, 2 * MiB, h, 0), CUDA_SUCCESS);
+	CHECK_INT(cuMemMap(va + 1 * MiB, 2 * MiB, 0, h, 0), CUDA_ERROR_INVALID_VALUE);
+	/* released while mapped: the memory stays */
+	CHECK_INT(cuMemRelease(h), CUDA_SUCCESS);
+	CHECK_INT(tesseraMockUsedBytes(0), base + 4 * MiB);
+	CHECK_INT(cuMemRelease(h), CUDA_ERROR_INVALID_VALUE);
+	CHECK_INT(cuMemMap(va2, 2 * MiB, 0, h, 0), CUDA_ERROR_INVALID_VALUE);
+	/* a mapped address gives the handle back, with a new reference */
+	CHECK_INT(cuMemRetainAllocationHandle(&h2, (void *)(uintptr_t)(va + 3 * MiB)),
+		  CUDA_SUCCESS);
+	CHECK_INT(h2, h);
+	CHECK_INT(cuMemRetainAllocationHandle(&h2, (void *)(uintptr_t)va2),
+		  CUDA_ERROR_INVALID_VALUE);
+	/* an unmap starts at a mapping and takes whole mappings only */
+	CHECK_INT(cuMemUnmap(va + 1 * MiB, 1 * MiB), CUDA_ERROR_INVALID_VALUE);
+	CHECK_INT(cuMemUnmap(va, 3 * MiB), CUDA_ERROR_INVALID_VALUE);
+	CHECK_INT(cuMemRetainAllocationHandle(&h2, (void *)(uintptr_t)va), CUDA_SUCCESS);
+	CHECK_INT(cuMemRelease(h2), CUDA_SUCCESS);
+	CHECK_INT(cuMemUnmap(va, 4 * MiB), CUDA_SUCCESS);
+	CHECK_INT(cuMemUnmap(va, 2 * MiB), CUDA_ERROR_INVALID_VALUE);
+	/* unmapped but still referenced by the retain */
+	CHECK_INT(tesseraMockUsedBytes(0), base + 4 * MiB);
+	CHECK_INT(cuMemRelease(h2), CUDA_SUCCESS);
+	CHECK_INT(tesseraMockUsedBytes(0), base);
+	CHECK_INT(cuMemRelease(h2), CUDA_ERROR_INVALID_VALUE);
+	/* released first, freed by the last unmap */
+	CHECK_INT(cuMemCreate(&h, 2 * MiB, &prop, 0), CUDA_SUCCESS);
+	CHECK_INT(cuMemMap(va, 2 * MiB, 0, h, 0), CUDA_SUCCESS);
+	CHECK_INT(cuMemMap(va2, 2 * MiB, 0, h, 0), CUDA_SUCCESS);
+	CHECK_INT(cuMemRelease(h), CUDA_SUCCESS);
+	CHECK_INT(cuMemUnmap(va, 2 * MiB), CUDA_SUCCESS);
+	CHECK_INT(tesseraMockUsedBytes(0), base + 2 * MiB);
+	CHECK_INT(cuMemUnmap(va2, 8 * MiB), CUDA_SUCCESS);
+	CHECK_INT(tesseraMockUsedBytes(0), base);
+	/* ranges are freed as reserved */
+	CHECK_INT(cuMemAddressFree(va, 4 * MiB), CUDA_ERROR_INVALID_VALUE);
+	CHECK_INT(cuMemAddressFree(va, 8 * MiB), CUDA_SUCCESS);
+	CHECK_INT(cuMemAddressFree(va, 8 * MiB), CUDA_ERROR_INVALID_VALUE);
+	CHECK_INT(cuMemAddressFree(va2, 8 * MiB), CUDA_SUCCESS);
+	CHECK_INT(cuMemAddressReserve(&va3, 2 * MiB, 64 * MiB, 0, 0), CUDA_SUCCESS);
+	CHECK_INT(va3 % (64 * MiB), 0);
+	CHECK_INT(cuMemAddressReserve(&va2, 2 * MiB, 3 * MiB, 0, 0), CUDA_ERROR_INVALID_VALUE);
+	CHECK_INT(cuMemAddressFree(va3, 2 * MiB), CUDA_SUCCESS);
+}
+
+TEST(legacy_array_abi)
+{
+	CUcontext c;
+	CHECK_INT(cuCtxCreate_v2(&c, 0, 0), CUDA_SUCCESS);
+	long long base = tesseraMockUsedBytes(0);
+	CUarray a = NULL, b = NULL, v2 = NULL;
+	CUDA_ARRAY_DESCRIPTOR_v1 d = { 1024, 1024, CU_AD_FORMAT_FLOAT, 4 };        /* 16 MiB */
+	CHECK_INT(cuArrayCreate(&a, &d), CUDA_SUCCESS);
+	CHECK_INT(tesseraMockUsedBytes(0), base + 16 * MiB);
+	CUDA_ARRAY3D_DESCRIPTOR_v1 d3 = { 256, 256, 16, CU_AD_FORMAT_UNSIGNED_INT8, 4, 0 }; /* 4 MiB */
+	CHECK_INT(cuArray3DCreate(&b, &d3), CUDA_SUCCESS);
+	CHECK_INT(tesseraMockUsedBytes(0), base + 20 * MiB);
+	/* the same size as the _v2 description of the same array */
+	CUDA_ARRAY_DESCRIPTOR dv2 = { 1024, 1024, CU_AD_FORMAT_FLOAT, 4 };
+	CHECK_INT(cuArrayCreate_v2(&v2, &dv2), CUDA_SUCCESS);
+	CHECK_INT(tesseraMockUsedBytes(0), base + 36 * MiB);
+	CHECK_INT(cuArrayDestroy(v2), CUDA_SUCCESS);
+	d.NumChannels = 3;
+	CHECK_INT(cuArrayCreate(&v2, &d), CUDA_ERROR_INVALID_VALUE);
+	d3.Format = 0x7;
+	CHECK_INT(cuArray3DCreate(&v2, &d3), CUDA_ERROR_INVALID_VALUE);
+	CHECK_INT(cuArray3DCreate(&v2, NULL), CUDA_ERROR_INVALID_VALUE);
+	CHECK_INT(cuArrayDestroy(a), CUDA_SUCCESS);
+	CHECK_INT(cuArrayDestroy(b), CUDA_SUCCESS);
+	CHECK_INT(tesseraMockUsedBytes(0), base);
+	CHECK_INT(cuCtxDestroy_v2(c), CUDA_SUCCESS);
+}
+
+TEST(capture_records_instead_of_running)
+{
+	CUcontext c;
+	CUstream s, s2;
+	CUevent a, b, e;
+	CUgraph g = NULL, g2 = NULL;
+	CUgraphExec x = NULL, x2 = NULL;
+	CUstreamCaptureStatus st = -1;
+	float ms = 0;
+	CHECK_INT(cuCtxCreate_v2(&c, 0, 0), CUDA_SUCCESS);
+	CHECK_INT(cuStreamCreate(&s, 0), CUDA_SUCCESS);
+	CHECK_INT(cuStreamCreate(&s2, 0), CUDA_SUCCESS);
+	CHECK_INT(cuEventCreate(&a, 0), CUDA_SUCCESS);
+	CHECK_INT(cuEventCreate(&b, 0), CUDA_SUCCESS);
+	CHECK_INT(cuEventCreate(&e, 0), CUDA_SUCCESS);
+	/* default streams cannot capture */
+	CHECK_INT(cuStreamBeginCapture(NULL), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+	CHECK_INT(cuStreamBeginCapture_v2(CU_STREAM_LEGACY, CU_STREAM_CAPTURE_MODE_GLOBAL),
+		  CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+	CHECK_INT(cuStreamBeginCapture_v2(s, 7), CUDA_ERROR_INVALID_VALUE);
+	CHECK_INT(cuStreamEndCapture(s, &g), CUDA_ERROR_ILLEGAL_STATE);
+	CHECK_INT(cuStreamIsCapturing(s, &st), CUDA_SUCCESS);
+	CHECK_INT(st, CU_STREAM_CAPTURE_STATUS_NONE);
+
+	uint64_t t0 = tesseraMockNowNs();
+	CHECK_INT(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), CUDA_SUCCESS);
+	CHECK_INT(cuStreamBeginCapture(s), CUDA_ERROR_ILLEGAL_STATE);
+	CHECK_INT(cuStreamIsCapturing(s, &st), CUDA_SUCCESS);
+	CHECK_INT(st, CU_STREAM_CAPTURE_STATUS_ACTIVE);
+	CHECK_INT(cuLaunchKernel(kernel, 1000, 1, 1, 32, 1, 1, 0, s, NULL, NULL), CUDA_SUCCESS);
+	CHECK_INT(cuLaunchCooperativeKernel(kernel, 250, 2, 1, 32, 1, 1, 0, s, NULL),
+		  CUDA_SUCCESS);
+	CUlaunchConfig cfg = { .gridDimX = 100, .gridDimY = 1, .gridDimZ = 1, .blockDimX = 32,
+			       .blockDimY = 1, .blockDimZ = 1, .hStream = s };
+	CHECK_INT(cuLaunchKernelEx(&cfg, kernel, NULL, NULL), CUDA_SUCCESS);
+	/* an event recorded in a capture is no point in time */
+	CHECK_INT(cuEventRecord(e, s), CUDA_SUCCESS);
+	CHECK_INT(cuEventQuery(e), CUDA_ERROR_CAPTURED_EVENT);
+	CHECK_INT(cuEventSynchronize(e), CUDA_ERROR_CAPTURED_EVENT);
+	CHECK_INT(cuEventElapsedTime(&ms, e, e), CUDA_ERROR_CAPTURED_EVENT);
+	/* nothing ran: the clock did not move and the device is idle */
+	CHECK_INT(cuCtxSynchronize(), CUDA_SUCCESS);
+	CHECK_INT(tesseraMockNowNs() - t0, 0);
+	CHECK_INT(cuEventRecord(a, s2), CUDA_SUCCESS);
+	CHECK_INT(cuLaunchKernel(kernel, 100, 1, 1, 32, 1, 1, 0, s2, NULL, NULL), CUDA_SUCCESS);
+	CHECK_INT(cuEventRecord(b, s2), CUDA_SUCCESS);
+	CHECK_INT(cuEventSynchronize(b), CUDA_SUCCESS);
+	CHECK_INT(tesseraMockNowNs() - t0, 100000);
+	CHECK_INT(cuStreamEndCapture(s, &g), CUDA_SUCCESS);
+	CHECK(g != NULL);
+	CHECK_INT(cuStreamIsCapturing(s, &st), CUDA_SUCCESS);
+	CHECK_INT(st, CU_STREAM_CAPTURE_STATUS_NONE);
+
+	/* the graph runs as long as the work it captured */
+	CHECK_INT(cuGraphInstantiateWithFlags(&x, g, 1ULL << 40), CUDA_ERROR_INVALID_VALUE);
+	CHECK_INT(cuGraphInstantiateWithFlags(&x, g, 0), CUDA_SUCCESS);
+	CHECK_INT(cuGraphDestroy(g), CUDA_SUCCESS);   /* the executable outlives it */
+	uint64_t t1 = tesseraMockNowNs();
+	CHECK_INT(cuEventRecord(a, s), CUDA_SUCCESS);
+	CHECK_INT(cuGraphLaunch(x, s), CUDA_SUCCESS);
+	CHECK_INT(cuEventRecord(b, s), CUDA_SUCCESS);
+	CHECK_INT(cuEventQuery(b), CUDA_ERROR_NOT_READY);
+	CHECK_INT(cuEventSynchronize(b), CUDA_SUCCESS);
+	CHECK_INT(cuEventElapsedTime(&ms, a, b), CUDA_SUCCESS);
+	CHECK(ms > 1.599f && ms < 1.601f);
+	CHECK_INT(tesseraMockNowNs() - t1, 1600000);
+	/* recorded outside a capture, the event is a point in time again */
+	CHECK_INT(cuEventRecord(e, s), CUDA_SUCCESS);
+	CHECK_INT(cuEventQuery(e), CUDA_SUCCESS);
+	/* like a kernel, a graph waits for the device */
+	uint64_t t2 = tesseraMockNowNs();
+	CHECK_INT(cuLaunchKernel(kernel, 400, 1, 1, 32, 1, 1, 0, s2, NULL, NULL), CUDA_SUCCESS);
+	CHECK_INT(cuGraphLaunch_ptsz(x, s), CUDA_SUCCESS);
+	CHECK_INT(cuStreamSynchronize(s), CUDA_SUCCESS);
+	CHECK_INT(tesseraMockNowNs() - t2, 2000000);
+
+	/* a graph launched into a capture becomes part of the new graph */
+	CHECK_INT(cuStreamBeginCapture_ptsz(s), CUDA_SUCCESS);
+	CHECK_INT(cuGraphLaunch(x, s), CUDA_SUCCESS);
+	CHECK_INT(cuLaunchKernel(kernel, 400, 1, 1, 32, 1, 1, 0, s, NULL, NULL), CUDA_SUCCESS);
+	CHECK_INT(cuStreamEndCapture_ptsz(s, &g2), CUDA_SUCCESS);
+	CHECK_INT(cuGraphInstantiateWithFlags(&x2, g2, 0), CUDA_SUCCESS);
+	uint64_t t3 = tesseraMockNowNs();
+	CHECK_INT(cuGraphLaunch(x2, s), CUDA_SUCCESS);
+	CHECK_INT(cuStreamSynchronize(s), CUDA_SUCCESS);
+	CHECK_INT(tesseraMockNowNs() - t3, 2000000);
+
+	/* waiting for a capturing stream is refused and breaks the capture */
+	CHECK_INT(cuStreamBeginCapture_v2_ptsz(s, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+	CHECK_INT(cuStreamSynchronize(s), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+	CHECK_INT(cuStreamIsCapturing_ptsz(s, &st), CUDA_SUCCESS);
+	CHECK_INT(st, CU_STREAM_CAPTURE_STATUS_INVALIDATED);
+	CHECK_INT(cuLaunchKernel(kernel, 1, 1, 1, 1, 1, 1, 0, s, NULL, NULL),
+		  CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+	g = (CUgraph)(uintptr_t)0x1;
+	CHECK_INT(cuStreamEndCapture(s, &g), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+	CHECK(g == NULL);
+	CHECK_INT(cuStreamIsCapturing(s, &st), CUDA_SUCCESS);
+	CHECK_INT(st, CU_STREAM_CAPTURE_STATUS_NONE);
+	CHECK_INT(cuStreamEndCapture(s, &g), CUDA_ERROR_ILLEGAL_STATE);
+	/* and the stream works as before */
+	uint64_t t4 = tesseraMockNowNs();
+	CHECK_INT(cuLaunchKernel(kernel, 1000, 1, 1, 32, 1, 1, 0, s, NULL, NULL), CUDA_SUCCESS);
+	CHECK_INT(cuStreamSynchronize(s), CUDA_SUCCESS);
+	CHECK_INT(tesseraMockNowNs() - t4, 1000000);
+
+	CHECK_INT(cuGraphExecDestroy(NULL), CUDA_ERROR_INVALID_VALUE);
+	CHECK_INT(cuGraphLaunch(NULL, s), CUDA_ERROR_INVALID_VALUE);
+	CHECK_INT(cuGraphExecDestroy(x), CUDA_SUCCESS);
+	CHECK_INT(cuGraphExecDestroy(x2), CUDA_SUCCESS);
+	CHECK_INT(cuGraphDestroy(g2), CUDA_SUCCESS);
+	CHECK_INT(cuEventDestroy_v2(a), CUDA_SUCCESS);
+	CHECK_INT(cuEventDestroy_v2(b), CUDA_SUCCESS);
+	CHECK_INT(cuEventDestroy_v2(e), CUDA_SUCCESS);
+	CHECK_INT(cuStreamDestroy_v2(s), CUDA_SUCCESS);
+	CHECK_INT(cuStreamDestroy_v2(s2), CUDA_SUCCESS);
+	CHECK_INT(cuCtxDestroy_v2(c), CUDA_SUCCESS);
+}
+
+TEST(special_stream_handles_are_the_default_stream)
+{
+	CUcontext c, got = NULL;
+	CUevent a;
+	CUstreamCaptureStatus st = -1;
+	CHECK_INT(cuCtxCreate_v2(&c, 0, 0), CUDA_SUCCESS);
+	CHECK_INT(cuEventCreate(&a, 0), CUDA_SUCCESS);
+	long long base = tesseraMockUsedBytes(0);
+	uint64_t t0 = tesseraMockNowNs();
+	/* one default stream behind both handles */
+	CHECK_INT(cuLaunchKernel(kernel, 1000, 1, 1, 32, 1, 1, 0, CU_STREAM_LEGACY, NULL, NULL),
+		  CUDA_SUCCESS);
+	CHECK_INT(cuEventRecord(a, CU_STREAM_PER_THREAD), CUDA_SUCCESS);
+	CHECK_INT(cuEventQuery(a), CUDA_ERROR_NOT_READY);
+	CHECK_INT(cuStreamSynchronize(CU_STREAM_LEGACY), CUDA_SUCCESS);
+	CHECK_INT(tesseraMockNowNs() - t0, 1000000);
+	CHECK_INT(cuEventQuery(a), CUDA_SUCCESS);
+	CHECK_INT(cuLaunchKernel_ptsz(kernel, 500, 1, 1, 32, 1, 1, 0, CU_STREAM_PER_THREAD,
+				      NULL, NULL), CUDA_SUCCESS);
+	CUlaunchConfig cfg = { .gridDimX = 500, .gridDimY = 1, .gridDimZ = 1, .blockDimX = 1,
+			       .blockDimY = 1, .blockDimZ = 1, .hStream = CU_STREAM_LEGACY };
+	CHECK_INT(cuLaunchKernelEx(&cfg, kernel, NULL, NULL), CUDA_SUCCESS);
+	CHECK_INT(cuLaunchCooperativeKernel_ptsz(kernel, 500, 1, 1, 1, 1, 1, 0,
+						 CU_STREAM_PER_THREAD, NULL), CUDA_SUCCESS);
+	CHECK_INT(cuStreamSynchronize_ptsz(CU_STREAM_PER_THREAD), CUDA_SUCCESS);
+	CHECK_INT(tesseraMockNowNs() - t0, 2500000);
+	/* memory on the default stream: the current context's device */
+	CUmemoryPool def = NULL;
+	CHECK_INT(cuDeviceGetDefaultMemPool(&def, 0), CUDA_SUCCESS);
+	CUdeviceptr p = 0, q = 0;
+	CHECK_INT(cuMemAllocAsync(&p, 1 * MiB, CU_STREAM_PER_THREAD), CUDA_SUCCESS);
+	CHECK_INT(cuMemAllocFromPoolAsync(&q, 1 * MiB, def, CU_STREAM_LEGACY), CUDA_SUCCESS);
+	CHECK_INT(tesseraMockUsedBytes(0), base + 2 * MiB);
+	CHECK_INT(cuMemFreeAsync(p, CU_STREAM_LEGACY), CUDA_SUCCESS);
+	CHECK_INT(cuMemFreeAsync_ptsz(q, CU_STREAM_PER_THREAD), CUDA_SUCCESS);
+	CHECK_INT(cuCtxSynchronize(), CUDA_SUCCESS);
+	CHECK_INT(tesseraMockUsedBytes(0), base);
+	CHECK_INT(cuStreamIsCapturing(CU_STREAM_LEGACY, &st), CUDA_SUCCESS);
+	CHECK_INT(st, CU_STREAM_CAPTURE_STATUS_NONE);
+	CHECK_INT(cuStreamBeginCapture(CU_STREAM_PER_THREAD), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+	CHECK_INT(cuStreamGetCtx(CU_STREAM_LEGACY, &got), CUDA_SUCCESS);
+	CHECK(got == c);
+	CHECK_INT(cuStreamGetCtx_ptsz(CU_STREAM_PER_THREAD, &got), CUDA_SUCCESS);
+	CHECK(got == c);
+	/* not objects: nothing to destroy */
+	CHECK_INT(cuStreamDestroy_v2(CU_STREAM_LEGACY), CUDA_ERROR_INVALID_HANDLE);
+	CHECK_INT(cuStreamDestroy_v2(CU_STREAM_PER_THREAD), CUDA_ERROR_INVALID_HANDLE);
+	CHECK_INT(cuEventDestroy_v2(a), CUDA_SUCCESS);
+	CHECK_INT(cuCtxDestroy_v2(c), CUDA_SUCCESS);
+}
+
+TEST(stream_context)
+{
+	CUcontext c0, c1, got = NULL;
+	CUstream s;
+	CHECK_INT(cuCtxCreate_v2(&c0, 0, 0), CUDA_SUCCESS);
+	CHECK_INT(cuStreamCreate(&s, 0), CUDA_SUCCESS);
+	CHECK_INT(cuCtxCreate_v2(&c1, 0, 1), CUDA_SUCCESS);
+	CHECK_INT(cuStreamGetCtx(s, &got), CUDA_SUCCESS);
+	CHECK(got == c0);
+	CHECK_INT(cuStreamGetCtx_ptsz(s, &got), CUDA_SUCCESS);
+	CHECK(got == c0);
+	CHECK_INT(cuStreamGetCtx(NULL, &got), CUDA_SUCCESS);
+	CHECK(got == c1);
+	CHECK_INT(cuStreamGetCtx(s, NULL), CUDA_ERROR_INVALID_VALUE);
+	CHECK_INT(cuStreamDestroy_v2(s), CUDA_SUCCESS);
+	CHECK_INT(cuCtxDestroy_v2(c1), CUDA_SUCCESS);
+	CHECK_INT(cuCtxDestroy_v2(c0), CUDA_SUCCESS);
+	CHECK_INT(cuCtxGetCurrent(&got), CUDA_SUCCESS);
+	CHECK(got == NULL);
+	CHECK_INT(cuStreamGetCtx(NULL, &got), CUDA_ERROR_INVALID_CONTEXT);
+	CHECK_INT(cuStreamGetCtx(CU_STREAM_LEGACY, &got), CUDA_ERROR_INVALID_CONTEXT);
+}
+
+TEST(proc_address_new_entry_points)
+{
+	static const struct {
+		const char *name;
+		int version;
+		bool ptsz;
+		void *fn;
+	} want[] = {
+		{ "cuDeviceSetMemPool", 12040, false, (void *)cuDeviceSetMemPool },
+		{ "cuMemPoolTrimTo", 12040, false, (void *)cuMemPoolTrimTo },
+		{ "cuMemPoolGetAttribute", 12040, false, (void *)cuMemPoolGetAttribute },
+		{ "cuMemPoolSetAttribute", 12040, false, (void *)cuMemPoolSetAttribute },
+		{ "cuMemAddressReserve", 10020, false, (void *)cuMemAddressReserve },
+		{ "cuMemAddressFree", 10020, false, (void *)cuMemAddressFree },
+		{ "cuMemMap", 10020, false, (void *)cuMemMap },
+		{ "cuMemUnmap", 10020, false, (void *)cuMemUnmap },
+		{ "cuMemRetainAllocationHandle", 11000, false, (void *)cuMemRetainAllocationHandle },
+		{ "cuArrayCreate", 3010, false, (void *)cuArrayCreate },
+		{ "cuArrayCreate", 3020, false, (void *)cuArrayCreate_v2 },
+		{ "cuArray3DCreate", 2000, false, (void *)cuArray3DCreate },
+		{ "cuArray3DCreate", 12040, false, (void *)cuArray3DCreate_v2 },
+		{ "cuStreamBeginCapture", 10000, false, (void *)cuStreamBeginCapture },
+		{ "cuStreamBeginCapture", 10010, false, (void *)cuStreamBeginCapture_v2 },
+		{ "cuStreamBeginCapture", 10000, true, (void *)cuStreamBeginCapture_ptsz },
+		{ "cuStreamBeginCapture", 12040, true, (void *)cuStreamBeginCapture_v2_ptsz },
+		{ "cuStreamIsCapturing", 10000, false, (void *)cuStreamIsCapturing },
+		{ "cuStreamIsCapturing", 12040, true, (void *)cuStreamIsCapturing_ptsz },
+		{ "cuStreamEndCapture", 10000, false, (void *)cuStreamEndCapture },
+		{ "cuStreamEndCapture", 12040, true, (void *)cuStreamEndCapture_ptsz },
+		{ "cuGraphInstantiateWithFlags", 11040, false, (void *)cuGraphInstantiateWithFlags },
+		{ "cuGraphLaunch", 10000, false, (void *)cuGraphLaunch },
+		{ "cuGraphLaunch", 12040, true, (void *)cuGraphLaunch_ptsz },
+		{ "cuGraphDestroy", 10000, false, (void *)cuGraphDestroy },
+		{ "cuGraphExecDestroy", 10000, false, (void *)cuGraphExecDestroy },
+		{ "cuLaunchCooperativeKernel", 9000, false, (void *)cuLaunchCooperativeKernel },
+		{ "cuLaunchCooperativeKernel", 12040, true, (void *)cuLaunchCooperativeKernel_ptsz },
+		{ "cuStreamGetCtx", 9020, false, (void *)cuStreamGetCtx },
+		{ "cuStreamGetCtx", 12040, true, (void *)cuStreamGetCtx_ptsz },
+		{ "cuEventSynchronize", 12040, false, (void *)cuEventSynchronize },
+		{ "cuCtxSynchronize", 12040, false, (void *)cuCtxSynchronize },
+		{ "cuStreamSynchronize", 12040, false, (void *)cuStreamSynchronize },
+		{ "cuStreamSynchronize", 12040, true, (void *)cuStreamSynchronize_ptsz },
+	};
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		void *p = NULL;
+		CUdriverProcAddressQueryResult st = -1;
+		cuuint64_t flags = want[i].ptsz ? CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM : 0;
+		CHECK_INT(cuGetProcAddress_v2(want[i].name, &p, want[i].version, flags, &st),
+			  CUDA_SUCCESS);
+		CHECK_INT(st, CU_GET_PROC_ADDRESS_SUCCESS);
+		if (p != want[i].fn)
+			FAILF("%s at %d%s: wrong entry point", want[i].name, want[i].version,
+			      want[i].ptsz ? " (ptsz)" : "");
+	}
+	/* older than the entry point */
+	void *p = NULL;
+	CUdriverProcAddressQueryResult st = -1;
+	CHECK_INT(cuGetProcAddress_v2("cuGraphInstantiateWithFlags", &p, 11030, 0, &st),
+		  CUDA_ERROR_NOT_FOUND);
+	CHECK_INT(st, CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT);
+	CHECK_INT(cuGetProcAddress_v2("cuStreamBeginCapture", &p, 9020, 0, &st),
+		  CUDA_ERROR_NOT_FOUND);
+	CHECK_INT(st, CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT);
+	CHECK_INT(cuGetProcAddress_v2("cuMemPoolTrimTo", &p, 11010, 0, &st), CUDA_ERROR_NOT_FOUND);
+	CHECK_INT(st, CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT);
+}
+
+TEST(capture_error_names)
+{
+	static const struct { CUresult code; const char *name; } want[] = {
+		{ CUDA_ERROR_ILLEGAL_STATE, "CUDA_ERROR_ILLEGAL_STATE" },
+		{ CUDA_ERROR_NOT_PERMITTED, "CUDA_ERROR_NOT_PERMITTED" },
+		{ CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED" },
+		{ CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED" },
+		{ CUDA_ERROR_CAPTURED_EVENT, "CUDA_ERROR_CAPTURED_EVENT" },
+	};
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		const char *s = NULL;
+		CHECK_INT(cuGetErrorName(want[i].code, &s), CUDA_SUCCESS);
+		CHECK_STR(s, want[i].name);
+		s = NULL;
+		CHECK_INT(cuGetErrorString(want[i].code, &s), CUDA_SUCCESS);
+		CHECK(s != NULL && *s != '\0');
+	}
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir))
@@ -209,6 +913,17 @@ int main(void)
 	RUN(usage_is_shared_between_processes);
 	RUN(proc_address_versions);
 	RUN(simulated_kernel_time);
+	RUN(pool_grows_in_grains_and_reuses_its_reserve);
+	RUN(pool_threshold_trim_and_attributes);
+	RUN(destroyed_pool_keeps_memory_of_live_allocations);
+	RUN(set_mem_pool_and_alloc_on_another_devices_stream);
+	RUN(vmm_memory_lives_while_referenced_or_mapped);
+	RUN(legacy_array_abi);
+	RUN(capture_records_instead_of_running);
+	RUN(special_stream_handles_are_the_default_stream);
+	RUN(stream_context);
+	RUN(proc_address_new_entry_points);
+	RUN(capture_error_names);
 	char cmd[300];
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	if (system(cmd) != 0)

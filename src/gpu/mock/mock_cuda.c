@@ -16,6 +16,18 @@
  *     clock so pacing can be tested without real waiting.
  *   - context overhead: TESSERA_MOCK_CTX_OVERHEAD bytes (default 0) are
  *     taken from the device by each context, as a real context uses memory.
+ *   - stream-ordered pools as the real driver keeps them: a pool reserves
+ *     device memory in 2 MiB steps, freed blocks stay reserved in it, and
+ *     synchronizing gives back what exceeds its release threshold; the
+ *     device usage (what nvidia-smi shows) is the pools' reserve, not the
+ *     live allocations, which is what an interposer must account.
+ *   - virtual memory management: a cuMemCreate handle keeps its memory
+ *     while it has a reference or a mapping, whichever goes last.
+ *   - stream capture: work launched on a capturing stream does not run;
+ *     its simulated time goes into the graph, which runs when launched.
+ *
+ * Streams may be CU_STREAM_LEGACY / CU_STREAM_PER_THREAD wherever a
+ * CUstream is taken: both mean the current context's default stream.
  *
  * Everything is guarded by one mutex: the mock is for tests, not speed.
  * Built with -Bsymbolic-functions so that the addresses it hands out
@@ -34,6 +46,17 @@
 #define MOCK_MAGIC_EVENT 0x45564e54U
 #define MOCK_MAGIC_ARRAY 0x41525259U
 #define MOCK_MAGIC_POOL 0x504f4f4cU
+#define MOCK_MAGIC_GRAPH 0x47525048U
+#define MOCK_MAGIC_GEXEC 0x47455843U
+
+/* Granularity in which pools reserve device memory and give it back. */
+#define MOCK_POOL_GRAIN (2ULL << 20)
+/* CU_MEMPOOL_ATTR_REUSE_* are attributes 1..3 (int flags). */
+#define MOCK_POOL_REUSE_ATTRS 3
+/* cuMemAddressReserve hands out ranges below the device pointers
+ * (mock_next_ptr), so a reserved address never names an allocation. */
+#define MOCK_VA_BASE 0x600000000000ULL
+#define MOCK_VA_END 0x700000000000ULL
 
 struct CUctx_st {
 	unsigned magic;
@@ -48,13 +71,32 @@ struct CUstream_st {
 	unsigned magic;
 	CUcontext ctx;
 	uint64_t tail;
+	CUstreamCaptureStatus capture;
+	CUstreamCaptureMode capture_mode;  /* kept; what it forbids is not simulated */
+	uint64_t cap_ns;        /* simulated work captured so far */
+	unsigned cap_launches;  /* kernels captured so far */
 };
 
 struct CUevent_st {
 	unsigned magic;
 	unsigned flags;
 	bool recorded;
+	bool captured;          /* last recorded in a capture: no point in time */
 	uint64_t t;
+};
+
+/* A captured graph and its instantiation: what they would run, in
+ * simulated ns, and how many kernels that is. */
+struct CUgraph_st {
+	unsigned magic;
+	uint64_t ns;
+	unsigned launches;
+};
+
+struct CUgraphExec_st {
+	unsigned magic;
+	uint64_t ns;
+	unsigned launches;
 };
 
 struct CUarray_st {
@@ -69,19 +111,39 @@ struct CUmipmappedArray_st {
 	int64_t bytes;
 };
 
+/* Byte counts are what the pool holds: reserved is taken from the device,
+ * used is the part handed out to live allocations. */
 struct CUmemPoolHandle_st {
 	unsigned magic;
 	int dev;
+	bool is_default;
+	bool destroyed;         /* by the user; kept until its last free */
+	uint64_t reserved, used, threshold;
+	uint64_t reserved_high, used_high;
+	int reuse[MOCK_POOL_REUSE_ATTRS];  /* stored only: reuse is not simulated */
+	struct CUmemPoolHandle_st *next;   /* mock_pools */
 };
 
 /* Allocation kinds tracked so that a free finds its size and device. */
-enum { MA_PTR, MA_PTR_V1, MA_HANDLE };
+enum { MA_PTR, MA_PTR_V1, MA_HANDLE, MA_POOL };
 
 struct mock_alloc {
 	int kind;
 	int dev;
 	uint64_t key;
 	int64_t bytes;
+	CUmemoryPool pool;      /* MA_POOL: the pool it came from */
+	int refs, maps;         /* MA_HANDLE: references and mappings */
+};
+
+/* A cuMemMap mapping, and a cuMemAddressReserve range. */
+struct mock_map {
+	uint64_t va, size;
+	CUmemGenericAllocationHandle handle;
+};
+
+struct mock_range {
+	uint64_t base, size;
 };
 
 static pthread_mutex_t mock_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -94,6 +156,13 @@ static uint32_t mock_next_ptr_v1 = 0x10000000U;
 static uint64_t mock_next_handle = 1;
 static struct mock_alloc *mock_allocs;
 static size_t mock_nallocs, mock_cap_allocs;
+static CUmemoryPool mock_pools;                 /* every live pool, defaults too */
+static CUmemoryPool mock_cur_pool[MOCK_MAX_DEVICES];
+static struct mock_map *mock_maps;
+static size_t mock_nmaps, mock_cap_maps;
+static struct mock_range *mock_vas;
+static size_t mock_nvas, mock_cap_vas;
+static uint64_t mock_next_va = MOCK_VA_BASE;
 static uint64_t mock_now = 1000000000ULL;       /* simulated ns, starts at 1 s */
 static uint64_t mock_busy_until[MOCK_MAX_DEVICES];
 static uint64_t mock_block_ns = 1000;
@@ -121,6 +190,49 @@ static int mock_current_dev(void)
 	return c && c->magic == MOCK_MAGIC_CTX ? c->dev : -1;
 }
 
+/* Every CUstream argument goes through here first: the special handles
+ * CU_STREAM_LEGACY and CU_STREAM_PER_THREAD are small integers, not
+ * objects, and mean the current context's default stream as NULL does
+ * (the mock has one default stream per context, so both are the same).
+ * False for a handle that is not a live stream. */
+static bool mock_stream(CUstream *s)
+{
+	if (*s == CU_STREAM_LEGACY || *s == CU_STREAM_PER_THREAD)
+		*s = NULL;
+	return !*s || (*s)->magic == MOCK_MAGIC_STREAM;
+}
+
+static uint64_t mock_grain_up(uint64_t n)
+{
+	return (n + MOCK_POOL_GRAIN - 1) & ~(MOCK_POOL_GRAIN - 1);
+}
+
+/* Gives back to the device what pool reserves beyond max(used, keep),
+ * rounded up to the grain: a pool never frees memory it has handed out,
+ * and never grows here. */
+static void mock_pool_shrink(CUmemoryPool pool, uint64_t keep)
+{
+	if (keep < pool->used)
+		keep = pool->used;
+	if (keep >= pool->reserved)
+		return;
+	keep = mock_grain_up(keep);
+	if (keep >= pool->reserved)
+		return;
+	mock_usage_add(pool->dev, -(int64_t)(pool->reserved - keep));
+	pool->reserved = keep;
+}
+
+/* What the driver does at a synchronization: every pool holding more
+ * than its release threshold trims down to it. All pools of the process
+ * are visited, which is at least what the real driver releases. */
+static void mock_pools_release(void)
+{
+	for (CUmemoryPool p = mock_pools; p; p = p->next)
+		if (p->reserved > p->threshold)
+			mock_pool_shrink(p, p->threshold);
+}
+
 MOCK_API CUresult cuInit(unsigned int flags)
 {
 	if (flags != 0)
@@ -134,7 +246,14 @@ MOCK_API CUresult cuInit(unsigned int flags)
 			mock_next_ptr[i] = 0x700000000000ULL + ((uint64_t)i << 36);
 			mock_primary[i] = (struct CUctx_st){ .magic = MOCK_MAGIC_CTX,
 				.dev = i, .primary = true };
-			mock_default_pool[i] = (struct CUmemPoolHandle_st){ MOCK_MAGIC_POOL, i };
+			mock_default_pool[i] = (struct CUmemPoolHandle_st){
+				.magic = MOCK_MAGIC_POOL, .dev = i, .is_default = true,
+				.reuse = { 1, 1, 1 } };
+			mock_cur_pool[i] = &mock_default_pool[i];
+		}
+		for (int i = 0; i < mock_spec.count; i++) {
+			mock_default_pool[i].next = mock_pools;
+			mock_pools = &mock_default_pool[i];
 		}
 		const char *b = getenv("TESSERA_MOCK_BLOCK_NS");
 		if (b && atoll(b) > 0)
@@ -402,6 +521,8 @@ MOCK_API CUresult cuCtxSynchronize(void)
 	int d = mock_current_dev();
 	if (d >= 0 && mock_busy_until[d] > mock_now)
 		mock_now = mock_busy_until[d];
+	if (d >= 0)
+		mock_pools_release();
 	pthread_mutex_unlock(&mock_lock);
 	return d >= 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
 }
@@ -454,17 +575,28 @@ MOCK_API CUresult cuDevicePrimaryCtxRelease(CUdevice dev)
 
 /* ---- memory ------------------------------------------------------------ */
 
+/* Makes room for one more element in a growing table (*arr holding n of
+ * *cap elements of size elem). */
+static bool mock_room(void **arr, size_t *cap, size_t n, size_t elem)
+{
+	if (n < *cap)
+		return true;
+	size_t c = *cap ? *cap * 2 : 64;
+	void *a = realloc(*arr, c * elem);
+	if (!a)
+		return false;
+	*arr = a;
+	*cap = c;
+	return true;
+}
+
+/* Records an allocation; the new entry is mock_allocs[mock_nallocs - 1]. */
 static CUresult mock_track(int kind, int dev, uint64_t key, int64_t bytes)
 {
-	if (mock_nallocs == mock_cap_allocs) {
-		size_t cap = mock_cap_allocs ? mock_cap_allocs * 2 : 64;
-		struct mock_alloc *n = realloc(mock_allocs, cap * sizeof(*n));
-		if (!n)
-			return CUDA_ERROR_OUT_OF_MEMORY;
-		mock_allocs = n;
-		mock_cap_allocs = cap;
-	}
-	mock_allocs[mock_nallocs++] = (struct mock_alloc){ kind, dev, key, bytes };
+	if (!mock_room((void **)&mock_allocs, &mock_cap_allocs, mock_nallocs, sizeof(*mock_allocs)))
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	mock_allocs[mock_nallocs++] = (struct mock_alloc){ .kind = kind, .dev = dev,
+		.key = key, .bytes = bytes };
 	return CUDA_SUCCESS;
 }
 
@@ -479,17 +611,28 @@ static CUresult mock_take(int kind, int dev, uint64_t key, int64_t bytes)
 	return rc;
 }
 
+/* The tracked allocation, valid until the table next changes. */
+static struct mock_alloc *mock_find(int kind, uint64_t key)
+{
+	for (size_t i = mock_nallocs; i-- > 0;)
+		if (mock_allocs[i].kind == kind && mock_allocs[i].key == key)
+			return &mock_allocs[i];
+	return NULL;
+}
+
+static void mock_untrack(struct mock_alloc *a)
+{
+	*a = mock_allocs[--mock_nallocs];
+}
+
 static CUresult mock_give(int kind, uint64_t key)
 {
-	for (size_t i = mock_nallocs; i-- > 0;) {
-		struct mock_alloc *a = &mock_allocs[i];
-		if (a->kind == kind && a->key == key) {
-			mock_usage_add(a->dev, -a->bytes);
-			*a = mock_allocs[--mock_nallocs];
-			return CUDA_SUCCESS;
-		}
-	}
-	return CUDA_ERROR_INVALID_VALUE;
+	struct mock_alloc *a = mock_find(kind, key);
+	if (!a)
+		return CUDA_ERROR_INVALID_VALUE;
+	mock_usage_add(a->dev, -a->bytes);
+	mock_untrack(a);
+	return CUDA_SUCCESS;
 }
 
 static CUresult mock_alloc_on(CUdeviceptr *dptr, size_t bytes, int dev)
@@ -576,11 +719,87 @@ MOCK_API CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytes, unsigned in
 	return cuMemAlloc_v2(dptr, bytes);
 }
 
+/* ---- stream-ordered pools ---------------------------------------------- */
+
+static bool mock_pool_ok(CUmemoryPool pool)
+{
+	return pool && pool->magic == MOCK_MAGIC_POOL;
+}
+
+/* Gives a destroyed pool's memory back and forgets it: its last
+ * allocation is gone, so nothing can name it any more. */
+static void mock_pool_drop(CUmemoryPool pool)
+{
+	mock_pool_shrink(pool, 0);
+	for (CUmemoryPool *pp = &mock_pools; *pp; pp = &(*pp)->next)
+		if (*pp == pool) {
+			*pp = pool->next;
+			break;
+		}
+	free(pool);
+}
+
+/* Serves bytes from pool's reserve, growing the reserve by what is
+ * missing, in whole grains, when the free part is too small. */
+static CUresult mock_pool_alloc(CUdeviceptr *dptr, size_t bytes, CUmemoryPool pool)
+{
+	REQUIRE_INIT();
+	if (!dptr || bytes == 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	/* far past any device; keeps the grain arithmetic inside int64_t */
+	if (bytes > (size_t)(INT64_MAX / 2))
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	uint64_t n = bytes, avail = pool->reserved - pool->used, grow = 0;
+	if (avail < n)
+		grow = mock_grain_up(n - avail);
+	if (grow > 0 && mock_usage_add(pool->dev, (int64_t)grow) < 0)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	uint64_t p = mock_next_ptr[pool->dev];
+	CUresult rc = mock_track(MA_POOL, pool->dev, p, (int64_t)n);
+	if (rc != CUDA_SUCCESS) {
+		if (grow > 0)
+			mock_usage_add(pool->dev, -(int64_t)grow);
+		return rc;
+	}
+	mock_allocs[mock_nallocs - 1].pool = pool;
+	mock_next_ptr[pool->dev] += (n + 511) & ~511ULL;
+	pool->reserved += grow;
+	pool->used += n;
+	if (pool->reserved > pool->reserved_high)
+		pool->reserved_high = pool->reserved;
+	if (pool->used > pool->used_high)
+		pool->used_high = pool->used;
+	*dptr = p;
+	return CUDA_SUCCESS;
+}
+
+/* Frees any device pointer. A pool allocation returns to its pool, whose
+ * reserve stays taken from the device; sync (cuMemFree, which waits for
+ * the device as the real one does) then applies the pool's release
+ * threshold. A destroyed pool goes with its last allocation. */
+static CUresult mock_free(CUdeviceptr p, bool sync)
+{
+	REQUIRE_INIT();
+	struct mock_alloc *a = mock_find(MA_POOL, p);
+	if (!a)
+		return mock_give(MA_PTR, p);
+	CUmemoryPool pool = a->pool;
+	pool->used -= (uint64_t)a->bytes;
+	mock_untrack(a);
+	if (pool->destroyed) {
+		if (pool->used == 0)
+			mock_pool_drop(pool);
+	} else if (sync && pool->reserved > pool->threshold) {
+		mock_pool_shrink(pool, pool->threshold);
+	}
+	return CUDA_SUCCESS;
+}
+
 MOCK_API CUresult cuMemFree_v2(CUdeviceptr p)
 {
 	if (p == 0)
 		return CUDA_SUCCESS;
-	return LOCKED(mock_inited ? mock_give(MA_PTR, p) : CUDA_ERROR_NOT_INITIALIZED);
+	return LOCKED(mock_free(p, true));
 }
 
 MOCK_API CUresult cuMemFree(CUdeviceptr_v1 p)
@@ -590,12 +809,22 @@ MOCK_API CUresult cuMemFree(CUdeviceptr_v1 p)
 	return LOCKED(mock_inited ? mock_give(MA_PTR_V1, p) : CUDA_ERROR_NOT_INITIALIZED);
 }
 
+/* The stream's device (a default stream's: the current context's) gives
+ * its current pool. */
+static CUresult mock_alloc_async(CUdeviceptr *dptr, size_t bytes, CUstream s)
+{
+	REQUIRE_INIT();
+	int dev = s ? s->ctx->dev : mock_current_dev();
+	if (dev < 0)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	return mock_pool_alloc(dptr, bytes, mock_cur_pool[dev]);
+}
+
 MOCK_API CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytes, CUstream s)
 {
-	if (s && s->magic != MOCK_MAGIC_STREAM)
+	if (!mock_stream(&s))
 		return CUDA_ERROR_INVALID_HANDLE;
-	int dev = s ? s->ctx->dev : mock_current_dev();
-	return LOCKED(mock_alloc_on(dptr, bytes, dev));
+	return LOCKED(mock_alloc_async(dptr, bytes, s));
 }
 
 MOCK_API CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytes, CUstream s)
@@ -606,9 +835,9 @@ MOCK_API CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytes, CUstream
 MOCK_API CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytes,
 					  CUmemoryPool pool, CUstream s)
 {
-	if (!pool || pool->magic != MOCK_MAGIC_POOL || (s && s->magic != MOCK_MAGIC_STREAM))
+	if (!mock_pool_ok(pool) || !mock_stream(&s))
 		return CUDA_ERROR_INVALID_HANDLE;
-	return LOCKED(mock_alloc_on(dptr, bytes, pool->dev));
+	return LOCKED(mock_pool_alloc(dptr, bytes, pool));
 }
 
 MOCK_API CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytes,
@@ -619,8 +848,11 @@ MOCK_API CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytes,
 
 MOCK_API CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s)
 {
-	(void)s;
-	return cuMemFree_v2(p);
+	if (!mock_stream(&s))
+		return CUDA_ERROR_INVALID_HANDLE;
+	if (p == 0)
+		return CUDA_SUCCESS;
+	return LOCKED(mock_free(p, false));
 }
 
 MOCK_API CUresult cuMemFreeAsync_ptsz(CUdeviceptr p, CUstream s)
@@ -628,7 +860,7 @@ MOCK_API CUresult cuMemFreeAsync_ptsz(CUdeviceptr p, CUstream s)
 	return cuMemFreeAsync(p, s);
 }
 
-MOCK_API CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *props)
+static CUresult mock_pool_create(CUmemoryPool *pool, const CUmemPoolProps *props)
 {
 	REQUIRE_INIT();
 	if (!pool || !props || props->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
@@ -638,21 +870,116 @@ MOCK_API CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *prop
 	CUmemoryPool p = calloc(1, sizeof(*p));
 	if (!p)
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	*p = (struct CUmemPoolHandle_st){ MOCK_MAGIC_POOL, props->location.id };
+	*p = (struct CUmemPoolHandle_st){ .magic = MOCK_MAGIC_POOL,
+		.dev = props->location.id, .reuse = { 1, 1, 1 }, .next = mock_pools };
+	mock_pools = p;
 	*pool = p;
+	return CUDA_SUCCESS;
+}
+
+MOCK_API CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *props)
+{
+	return LOCKED(mock_pool_create(pool, props));
+}
+
+/* The handle dies now; the memory of live allocations from the pool stays
+ * theirs until they are freed, as with the real driver. */
+static CUresult mock_pool_destroy(CUmemoryPool pool)
+{
+	REQUIRE_INIT();
+	if (!mock_pool_ok(pool) || pool->is_default)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (mock_cur_pool[pool->dev] == pool)
+		mock_cur_pool[pool->dev] = &mock_default_pool[pool->dev];
+	pool->magic = 0;
+	pool->destroyed = true;
+	if (pool->used == 0)
+		mock_pool_drop(pool);
 	return CUDA_SUCCESS;
 }
 
 MOCK_API CUresult cuMemPoolDestroy(CUmemoryPool pool)
 {
+	return LOCKED(mock_pool_destroy(pool));
+}
+
+static CUresult mock_pool_trim(CUmemoryPool pool, size_t keep)
+{
 	REQUIRE_INIT();
-	if (!pool || pool->magic != MOCK_MAGIC_POOL)
+	if (!mock_pool_ok(pool))
 		return CUDA_ERROR_INVALID_VALUE;
-	if (pool >= &mock_default_pool[0] && pool < &mock_default_pool[MOCK_MAX_DEVICES])
-		return CUDA_ERROR_INVALID_VALUE;
-	pool->magic = 0;
-	free(pool);
+	mock_pool_shrink(pool, keep);
 	return CUDA_SUCCESS;
+}
+
+MOCK_API CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep)
+{
+	return LOCKED(mock_pool_trim(pool, minBytesToKeep));
+}
+
+static CUresult mock_pool_get(CUmemoryPool pool, CUmemPool_attribute attr, void *value)
+{
+	REQUIRE_INIT();
+	if (!mock_pool_ok(pool) || !value)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (attr >= 1 && attr <= MOCK_POOL_REUSE_ATTRS) {
+		*(int *)value = pool->reuse[attr - 1];
+		return CUDA_SUCCESS;
+	}
+	cuuint64_t v;
+	switch (attr) {
+	case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD: v = pool->threshold; break;
+	case CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT: v = pool->reserved; break;
+	case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH: v = pool->reserved_high; break;
+	case CU_MEMPOOL_ATTR_USED_MEM_CURRENT: v = pool->used; break;
+	case CU_MEMPOOL_ATTR_USED_MEM_HIGH: v = pool->used_high; break;
+	default: return CUDA_ERROR_INVALID_VALUE;
+	}
+	*(cuuint64_t *)value = v;
+	return CUDA_SUCCESS;
+}
+
+MOCK_API CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr,
+					void *value)
+{
+	return LOCKED(mock_pool_get(pool, attr, value));
+}
+
+/* A new threshold applies at the next synchronization, not now. The high
+ * marks can only be reset (to the current value), by writing 0. */
+static CUresult mock_pool_set(CUmemoryPool pool, CUmemPool_attribute attr, void *value)
+{
+	REQUIRE_INIT();
+	if (!mock_pool_ok(pool) || !value)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (attr >= 1 && attr <= MOCK_POOL_REUSE_ATTRS) {
+		pool->reuse[attr - 1] = *(const int *)value;
+		return CUDA_SUCCESS;
+	}
+	cuuint64_t v = *(const cuuint64_t *)value;
+	switch (attr) {
+	case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD:
+		pool->threshold = v;
+		return CUDA_SUCCESS;
+	case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH:
+		if (v != 0)
+			return CUDA_ERROR_INVALID_VALUE;
+		pool->reserved_high = pool->reserved;
+		return CUDA_SUCCESS;
+	case CU_MEMPOOL_ATTR_USED_MEM_HIGH:
+		if (v != 0)
+			return CUDA_ERROR_INVALID_VALUE;
+		pool->used_high = pool->used;
+		return CUDA_SUCCESS;
+	default:
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+}
+
+MOCK_API CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr,
+					void *value)
+{
+	return LOCKED(mock_pool_set(pool, attr, value));
 }
 
 MOCK_API CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool, CUdevice dev)
@@ -666,10 +993,39 @@ MOCK_API CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool, CUdevice dev)
 	return CUDA_SUCCESS;
 }
 
+static CUresult mock_get_mem_pool(CUmemoryPool *pool, CUdevice dev)
+{
+	REQUIRE_INIT();
+	if (!pool)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!mock_valid_dev(dev))
+		return CUDA_ERROR_INVALID_DEVICE;
+	*pool = mock_cur_pool[dev];
+	return CUDA_SUCCESS;
+}
+
 MOCK_API CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev)
 {
-	return cuDeviceGetDefaultMemPool(pool, dev);
+	return LOCKED(mock_get_mem_pool(pool, dev));
 }
+
+static CUresult mock_set_mem_pool(CUdevice dev, CUmemoryPool pool)
+{
+	REQUIRE_INIT();
+	if (!mock_valid_dev(dev))
+		return CUDA_ERROR_INVALID_DEVICE;
+	if (!mock_pool_ok(pool) || pool->dev != dev)
+		return CUDA_ERROR_INVALID_VALUE;
+	mock_cur_pool[dev] = pool;
+	return CUDA_SUCCESS;
+}
+
+MOCK_API CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool)
+{
+	return LOCKED(mock_set_mem_pool(dev, pool));
+}
+
+/* ---- virtual memory management ----------------------------------------- */
 
 static CUresult mock_mem_create(CUmemGenericAllocationHandle *h, size_t size,
 				const CUmemAllocationProp *prop)
@@ -683,6 +1039,7 @@ static CUresult mock_mem_create(CUmemGenericAllocationHandle *h, size_t size,
 	uint64_t key = mock_next_handle;
 	CUresult rc = mock_take(MA_HANDLE, prop->location.id, key, (int64_t)size);
 	if (rc == CUDA_SUCCESS) {
+		mock_allocs[mock_nallocs - 1].refs = 1;
 		mock_next_handle++;
 		*h = key;
 	}
@@ -697,10 +1054,192 @@ MOCK_API CUresult cuMemCreate(CUmemGenericAllocationHandle *h, size_t size,
 	return LOCKED(mock_mem_create(h, size, prop));
 }
 
+/* The physical memory of a handle lives while anything holds it: a
+ * reference (cuMemCreate, cuMemRetainAllocationHandle) or a mapping. */
+static void mock_handle_put(struct mock_alloc *a)
+{
+	if (a->refs == 0 && a->maps == 0) {
+		mock_usage_add(a->dev, -a->bytes);
+		mock_untrack(a);
+	}
+}
+
+static CUresult mock_mem_release(CUmemGenericAllocationHandle h)
+{
+	REQUIRE_INIT();
+	struct mock_alloc *a = mock_find(MA_HANDLE, h);
+	if (!a || a->refs == 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	a->refs--;
+	mock_handle_put(a);
+	return CUDA_SUCCESS;
+}
+
 MOCK_API CUresult cuMemRelease(CUmemGenericAllocationHandle h)
 {
-	return LOCKED(mock_inited ? mock_give(MA_HANDLE, h) : CUDA_ERROR_NOT_INITIALIZED);
+	return LOCKED(mock_mem_release(h));
 }
+
+static bool mock_overlaps(uint64_t a, uint64_t an, uint64_t b, uint64_t bn)
+{
+	return a < b + bn && b < a + an;
+}
+
+static bool mock_va_is_free(uint64_t base, uint64_t size)
+{
+	for (size_t i = 0; i < mock_nvas; i++)
+		if (mock_overlaps(base, size, mock_vas[i].base, mock_vas[i].size))
+			return false;
+	return true;
+}
+
+/* addr is a hint, taken when it is free, aligned and in the mock's
+ * address area; otherwise the range comes after every range handed out
+ * so far (freed ranges are not reused, the area is 16 TiB). */
+static CUresult mock_address_reserve(CUdeviceptr *ptr, size_t size, size_t align,
+				     CUdeviceptr addr)
+{
+	REQUIRE_INIT();
+	if (!ptr || size == 0 || (align & (align - 1)) != 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (align < MOCK_POOL_GRAIN)
+		align = MOCK_POOL_GRAIN;   /* the mock's allocation granularity */
+	if (size > MOCK_VA_END - MOCK_VA_BASE)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	uint64_t base;
+	if (addr != 0 && addr % align == 0 && addr >= MOCK_VA_BASE &&
+	    addr <= MOCK_VA_END - size && mock_va_is_free(addr, size)) {
+		base = addr;
+	} else {
+		base = (mock_next_va + align - 1) & ~(uint64_t)(align - 1);
+		if (base < mock_next_va || base > MOCK_VA_END - size)
+			return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	if (!mock_room((void **)&mock_vas, &mock_cap_vas, mock_nvas, sizeof(*mock_vas)))
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	mock_vas[mock_nvas++] = (struct mock_range){ .base = base, .size = size };
+	if (base + size > mock_next_va)
+		mock_next_va = base + size;
+	*ptr = base;
+	return CUDA_SUCCESS;
+}
+
+MOCK_API CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment,
+				      CUdeviceptr addr, unsigned long long flags)
+{
+	if (flags != 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	return LOCKED(mock_address_reserve(ptr, size, alignment, addr));
+}
+
+/* Only a whole range as reserved can be freed. */
+static CUresult mock_address_free(CUdeviceptr ptr, size_t size)
+{
+	REQUIRE_INIT();
+	for (size_t i = 0; i < mock_nvas; i++)
+		if (mock_vas[i].base == ptr && mock_vas[i].size == size) {
+			mock_vas[i] = mock_vas[--mock_nvas];
+			return CUDA_SUCCESS;
+		}
+	return CUDA_ERROR_INVALID_VALUE;
+}
+
+MOCK_API CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
+{
+	return LOCKED(mock_address_free(ptr, size));
+}
+
+static CUresult mock_mem_map(CUdeviceptr va, size_t size, size_t offset,
+			     CUmemGenericAllocationHandle h)
+{
+	REQUIRE_INIT();
+	struct mock_alloc *a = mock_find(MA_HANDLE, h);
+	/* a released handle is dead to its user even while still mapped */
+	if (!a || a->refs == 0 || va == 0 || size == 0 || va + size < va ||
+	    offset > (uint64_t)a->bytes || size > (uint64_t)a->bytes - offset)
+		return CUDA_ERROR_INVALID_VALUE;
+	for (size_t i = 0; i < mock_nmaps; i++)
+		if (mock_overlaps(va, size, mock_maps[i].va, mock_maps[i].size))
+			return CUDA_ERROR_INVALID_VALUE;
+	if (!mock_room((void **)&mock_maps, &mock_cap_maps, mock_nmaps, sizeof(*mock_maps)))
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	mock_maps[mock_nmaps++] = (struct mock_map){ .va = va, .size = size, .handle = h };
+	a->maps++;
+	return CUDA_SUCCESS;
+}
+
+MOCK_API CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
+			   CUmemGenericAllocationHandle handle, unsigned long long flags)
+{
+	if (flags != 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	return LOCKED(mock_mem_map(ptr, size, offset, handle));
+}
+
+/* Checks the whole request before removing anything, so that a refused
+ * unmap changes nothing. */
+static CUresult mock_mem_unmap(CUdeviceptr va, size_t size)
+{
+	REQUIRE_INIT();
+	if (va == 0 || size == 0 || va + size < va)
+		return CUDA_ERROR_INVALID_VALUE;
+	uint64_t end = va + size;
+	bool at_start = false;
+	for (size_t i = 0; i < mock_nmaps; i++) {
+		const struct mock_map *m = &mock_maps[i];
+		if (m->va < va || m->va >= end)
+			continue;
+		if (m->size > end - m->va)
+			return CUDA_ERROR_INVALID_VALUE;
+		at_start |= m->va == va;
+	}
+	if (!at_start)
+		return CUDA_ERROR_INVALID_VALUE;
+	for (size_t i = mock_nmaps; i-- > 0;) {
+		if (mock_maps[i].va < va || mock_maps[i].va >= end)
+			continue;
+		struct mock_alloc *a = mock_find(MA_HANDLE, mock_maps[i].handle);
+		mock_maps[i] = mock_maps[--mock_nmaps];
+		if (a) {
+			a->maps--;
+			mock_handle_put(a);
+		}
+	}
+	return CUDA_SUCCESS;
+}
+
+MOCK_API CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
+{
+	return LOCKED(mock_mem_unmap(ptr, size));
+}
+
+static CUresult mock_retain_handle(CUmemGenericAllocationHandle *h, void *addr)
+{
+	REQUIRE_INIT();
+	if (!h)
+		return CUDA_ERROR_INVALID_VALUE;
+	uint64_t va = (uint64_t)(uintptr_t)addr;
+	for (size_t i = 0; i < mock_nmaps; i++) {
+		const struct mock_map *m = &mock_maps[i];
+		if (va < m->va || va - m->va >= m->size)
+			continue;
+		struct mock_alloc *a = mock_find(MA_HANDLE, m->handle);
+		if (!a)
+			break;
+		a->refs++;
+		*h = m->handle;
+		return CUDA_SUCCESS;
+	}
+	return CUDA_ERROR_INVALID_VALUE;
+}
+
+MOCK_API CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handle,
+					      void *addr)
+{
+	return LOCKED(mock_retain_handle(handle, addr));
+}
+
+/* ---- arrays ------------------------------------------------------------ */
 
 static int64_t mock_format_bytes(CUarray_format f)
 {
@@ -763,6 +1302,25 @@ MOCK_API CUresult cuArrayCreate_v2(CUarray *pa, const CUDA_ARRAY_DESCRIPTOR *d)
 }
 
 MOCK_API CUresult cuArray3DCreate_v2(CUarray *pa, const CUDA_ARRAY3D_DESCRIPTOR *d)
+{
+	if (!pa || !d)
+		return CUDA_ERROR_INVALID_VALUE;
+	int64_t b = mock_extent_bytes(d->Width, d->Height, d->Depth, d->Format,
+				      d->NumChannels, 1);
+	return LOCKED(mock_array_new(pa, b));
+}
+
+/* The pre-3.2 entry points: the same arrays, described with 32-bit
+ * extents. */
+MOCK_API CUresult cuArrayCreate(CUarray *pa, const CUDA_ARRAY_DESCRIPTOR_v1 *d)
+{
+	if (!pa || !d)
+		return CUDA_ERROR_INVALID_VALUE;
+	int64_t b = mock_extent_bytes(d->Width, d->Height, 1, d->Format, d->NumChannels, 1);
+	return LOCKED(mock_array_new(pa, b));
+}
+
+MOCK_API CUresult cuArray3DCreate(CUarray *pa, const CUDA_ARRAY3D_DESCRIPTOR_v1 *d)
 {
 	if (!pa || !d)
 		return CUDA_ERROR_INVALID_VALUE;
@@ -864,7 +1422,7 @@ MOCK_API CUresult cuMemGetInfo(unsigned int *freep, unsigned int *totalp)
 	return rc;
 }
 
-/* ---- streams, events, kernels (simulated time) ------------------------- */
+/* ---- streams (simulated time) ------------------------------------------ */
 
 static uint64_t *mock_tail(CUstream s)
 {
@@ -886,7 +1444,7 @@ MOCK_API CUresult cuStreamCreate(CUstream *ps, unsigned int flags)
 	CUstream s = calloc(1, sizeof(*s));
 	if (!s)
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	*s = (struct CUstream_st){ MOCK_MAGIC_STREAM, c, 0 };
+	*s = (struct CUstream_st){ .magic = MOCK_MAGIC_STREAM, .ctx = c };
 	*ps = s;
 	return CUDA_SUCCESS;
 }
@@ -894,30 +1452,166 @@ MOCK_API CUresult cuStreamCreate(CUstream *ps, unsigned int flags)
 MOCK_API CUresult cuStreamDestroy_v2(CUstream s)
 {
 	REQUIRE_INIT();
-	if (!s || s->magic != MOCK_MAGIC_STREAM)
+	/* the default streams are the context's, not the caller's to destroy */
+	if (!mock_stream(&s) || !s)
 		return CUDA_ERROR_INVALID_HANDLE;
 	s->magic = 0;
 	free(s);
 	return CUDA_SUCCESS;
 }
 
+/* Waiting is what a capture cannot record: the capture is invalidated
+ * (it stays open until cuStreamEndCapture, which reports it). */
+static CUresult mock_stream_sync(CUstream s)
+{
+	if (s && s->capture != CU_STREAM_CAPTURE_STATUS_NONE) {
+		s->capture = CU_STREAM_CAPTURE_STATUS_INVALIDATED;
+		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+	}
+	uint64_t *t = mock_tail(s);
+	if (!t)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	if (*t > mock_now)
+		mock_now = *t;
+	mock_pools_release();
+	return CUDA_SUCCESS;
+}
+
 MOCK_API CUresult cuStreamSynchronize(CUstream s)
 {
 	REQUIRE_INIT();
-	if (s && s->magic != MOCK_MAGIC_STREAM)
+	if (!mock_stream(&s))
 		return CUDA_ERROR_INVALID_HANDLE;
-	pthread_mutex_lock(&mock_lock);
-	uint64_t *t = mock_tail(s);
-	if (t && *t > mock_now)
-		mock_now = *t;
-	pthread_mutex_unlock(&mock_lock);
-	return t ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+	return LOCKED(mock_stream_sync(s));
 }
 
 MOCK_API CUresult cuStreamSynchronize_ptsz(CUstream s)
 {
 	return cuStreamSynchronize(s);
 }
+
+static CUresult mock_stream_ctx(CUstream s, CUcontext *pctx)
+{
+	CUcontext c = s ? s->ctx : mock_current();
+	if (!c)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	*pctx = c;
+	return CUDA_SUCCESS;
+}
+
+MOCK_API CUresult cuStreamGetCtx(CUstream s, CUcontext *pctx)
+{
+	REQUIRE_INIT();
+	if (!pctx)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!mock_stream(&s))
+		return CUDA_ERROR_INVALID_HANDLE;
+	return LOCKED(mock_stream_ctx(s, pctx));
+}
+
+MOCK_API CUresult cuStreamGetCtx_ptsz(CUstream s, CUcontext *pctx)
+{
+	return cuStreamGetCtx(s, pctx);
+}
+
+/* ---- stream capture ---------------------------------------------------- */
+
+/* Default streams cannot capture (the legacy stream synchronizes with
+ * everything, so there is nothing to record it into). */
+static CUresult mock_begin_capture(CUstream s, CUstreamCaptureMode mode)
+{
+	if (!s)
+		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+	if (s->capture != CU_STREAM_CAPTURE_STATUS_NONE)
+		return CUDA_ERROR_ILLEGAL_STATE;
+	s->capture = CU_STREAM_CAPTURE_STATUS_ACTIVE;
+	s->capture_mode = mode;
+	s->cap_ns = 0;
+	s->cap_launches = 0;
+	return CUDA_SUCCESS;
+}
+
+MOCK_API CUresult cuStreamBeginCapture_v2(CUstream s, CUstreamCaptureMode mode)
+{
+	REQUIRE_INIT();
+	if (mode != CU_STREAM_CAPTURE_MODE_GLOBAL && mode != CU_STREAM_CAPTURE_MODE_THREAD_LOCAL &&
+	    mode != CU_STREAM_CAPTURE_MODE_RELAXED)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!mock_stream(&s))
+		return CUDA_ERROR_INVALID_HANDLE;
+	return LOCKED(mock_begin_capture(s, mode));
+}
+
+/* The CUDA 10.0 entry point, before capture modes: global mode. */
+MOCK_API CUresult cuStreamBeginCapture(CUstream s)
+{
+	return cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL);
+}
+
+MOCK_API CUresult cuStreamBeginCapture_ptsz(CUstream s)
+{
+	return cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL);
+}
+
+MOCK_API CUresult cuStreamBeginCapture_v2_ptsz(CUstream s, CUstreamCaptureMode mode)
+{
+	return cuStreamBeginCapture_v2(s, mode);
+}
+
+MOCK_API CUresult cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus *status)
+{
+	REQUIRE_INIT();
+	if (!status)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!mock_stream(&s))
+		return CUDA_ERROR_INVALID_HANDLE;
+	pthread_mutex_lock(&mock_lock);
+	*status = s ? s->capture : CU_STREAM_CAPTURE_STATUS_NONE;
+	pthread_mutex_unlock(&mock_lock);
+	return CUDA_SUCCESS;
+}
+
+MOCK_API CUresult cuStreamIsCapturing_ptsz(CUstream s, CUstreamCaptureStatus *status)
+{
+	return cuStreamIsCapturing(s, status);
+}
+
+/* Ends the capture in every case but "not capturing"; an invalidated one
+ * yields no graph. */
+static CUresult mock_end_capture(CUstream s, CUgraph *pg)
+{
+	if (!s || s->capture == CU_STREAM_CAPTURE_STATUS_NONE)
+		return CUDA_ERROR_ILLEGAL_STATE;
+	bool valid = s->capture == CU_STREAM_CAPTURE_STATUS_ACTIVE;
+	s->capture = CU_STREAM_CAPTURE_STATUS_NONE;
+	*pg = NULL;
+	if (!valid)
+		return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+	CUgraph g = calloc(1, sizeof(*g));
+	if (!g)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	*g = (struct CUgraph_st){ .magic = MOCK_MAGIC_GRAPH, .ns = s->cap_ns,
+		.launches = s->cap_launches };
+	*pg = g;
+	return CUDA_SUCCESS;
+}
+
+MOCK_API CUresult cuStreamEndCapture(CUstream s, CUgraph *pg)
+{
+	REQUIRE_INIT();
+	if (!pg)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!mock_stream(&s))
+		return CUDA_ERROR_INVALID_HANDLE;
+	return LOCKED(mock_end_capture(s, pg));
+}
+
+MOCK_API CUresult cuStreamEndCapture_ptsz(CUstream s, CUgraph *pg)
+{
+	return cuStreamEndCapture(s, pg);
+}
+
+/* ---- events ------------------------------------------------------------ */
 
 MOCK_API CUresult cuEventCreate(CUevent *pe, unsigned int flags)
 {
@@ -942,19 +1636,31 @@ MOCK_API CUresult cuEventDestroy_v2(CUevent e)
 	return CUDA_SUCCESS;
 }
 
+/* Recorded in a capture, an event becomes a node of the graph, not a
+ * point in time, until it is next recorded outside one. */
+static CUresult mock_event_record(CUevent e, CUstream s)
+{
+	if (s && s->capture == CU_STREAM_CAPTURE_STATUS_INVALIDATED)
+		return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+	if (s && s->capture == CU_STREAM_CAPTURE_STATUS_ACTIVE) {
+		e->captured = true;
+		return CUDA_SUCCESS;
+	}
+	uint64_t *t = mock_tail(s);
+	if (!t)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	e->t = *t > mock_now ? *t : mock_now;
+	e->recorded = true;
+	e->captured = false;
+	return CUDA_SUCCESS;
+}
+
 MOCK_API CUresult cuEventRecord(CUevent e, CUstream s)
 {
 	REQUIRE_INIT();
-	if (!e || e->magic != MOCK_MAGIC_EVENT || (s && s->magic != MOCK_MAGIC_STREAM))
+	if (!e || e->magic != MOCK_MAGIC_EVENT || !mock_stream(&s))
 		return CUDA_ERROR_INVALID_HANDLE;
-	pthread_mutex_lock(&mock_lock);
-	uint64_t *t = mock_tail(s);
-	if (t) {
-		e->t = *t > mock_now ? *t : mock_now;
-		e->recorded = true;
-	}
-	pthread_mutex_unlock(&mock_lock);
-	return t ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+	return LOCKED(mock_event_record(e, s));
 }
 
 MOCK_API CUresult cuEventRecord_ptsz(CUevent e, CUstream s)
@@ -968,9 +1674,20 @@ MOCK_API CUresult cuEventQuery(CUevent e)
 	if (!e || e->magic != MOCK_MAGIC_EVENT)
 		return CUDA_ERROR_INVALID_HANDLE;
 	pthread_mutex_lock(&mock_lock);
-	CUresult rc = !e->recorded || e->t <= mock_now ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+	CUresult rc = e->captured ? CUDA_ERROR_CAPTURED_EVENT
+		: !e->recorded || e->t <= mock_now ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 	pthread_mutex_unlock(&mock_lock);
 	return rc;
+}
+
+static CUresult mock_event_sync(CUevent e)
+{
+	if (e->captured)
+		return CUDA_ERROR_CAPTURED_EVENT;
+	if (e->recorded && e->t > mock_now)
+		mock_now = e->t;
+	mock_pools_release();
+	return CUDA_SUCCESS;
 }
 
 MOCK_API CUresult cuEventSynchronize(CUevent e)
@@ -978,11 +1695,7 @@ MOCK_API CUresult cuEventSynchronize(CUevent e)
 	REQUIRE_INIT();
 	if (!e || e->magic != MOCK_MAGIC_EVENT)
 		return CUDA_ERROR_INVALID_HANDLE;
-	pthread_mutex_lock(&mock_lock);
-	if (e->recorded && e->t > mock_now)
-		mock_now = e->t;
-	pthread_mutex_unlock(&mock_lock);
-	return CUDA_SUCCESS;
+	return LOCKED(mock_event_sync(e));
 }
 
 MOCK_API CUresult cuEventElapsedTime(float *ms, CUevent a, CUevent b)
@@ -990,18 +1703,50 @@ MOCK_API CUresult cuEventElapsedTime(float *ms, CUevent a, CUevent b)
 	REQUIRE_INIT();
 	if (!ms)
 		return CUDA_ERROR_INVALID_VALUE;
-	if (!a || !b || a->magic != MOCK_MAGIC_EVENT || b->magic != MOCK_MAGIC_EVENT ||
-	    (a->flags & CU_EVENT_DISABLE_TIMING) || (b->flags & CU_EVENT_DISABLE_TIMING) ||
-	    !a->recorded || !b->recorded)
+	if (!a || !b || a->magic != MOCK_MAGIC_EVENT || b->magic != MOCK_MAGIC_EVENT)
 		return CUDA_ERROR_INVALID_HANDLE;
 	pthread_mutex_lock(&mock_lock);
 	CUresult rc = CUDA_SUCCESS;
-	if (a->t > mock_now || b->t > mock_now)
+	if (a->captured || b->captured)
+		rc = CUDA_ERROR_CAPTURED_EVENT;
+	else if ((a->flags & CU_EVENT_DISABLE_TIMING) || (b->flags & CU_EVENT_DISABLE_TIMING) ||
+		 !a->recorded || !b->recorded)
+		rc = CUDA_ERROR_INVALID_HANDLE;
+	else if (a->t > mock_now || b->t > mock_now)
 		rc = CUDA_ERROR_NOT_READY;
 	else
 		*ms = (float)((double)((int64_t)b->t - (int64_t)a->t) / 1e6);
 	pthread_mutex_unlock(&mock_lock);
 	return rc;
+}
+
+/* ---- kernels and graphs ------------------------------------------------ */
+
+/* Puts ns of simulated work (launches kernels) on stream s: it starts
+ * once the stream's earlier work and the device are done, one thing at a
+ * time per device. A capturing stream records it instead. */
+static CUresult mock_submit(CUstream s, uint64_t ns, unsigned launches)
+{
+	CUcontext c = s ? s->ctx : mock_current();
+	uint64_t *t = mock_tail(s);
+	if (!c || !t)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	if (s && s->capture == CU_STREAM_CAPTURE_STATUS_INVALIDATED)
+		return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+	if (s && s->capture == CU_STREAM_CAPTURE_STATUS_ACTIVE) {
+		s->cap_ns += ns;
+		s->cap_launches += launches;
+		return CUDA_SUCCESS;
+	}
+	uint64_t start = mock_now;
+	if (*t > start)
+		start = *t;
+	if (mock_busy_until[c->dev] > start)
+		start = mock_busy_until[c->dev];
+	uint64_t end = start + ns;
+	*t = end;
+	mock_busy_until[c->dev] = end;
+	return CUDA_SUCCESS;
 }
 
 MOCK_API CUresult cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy,
@@ -1016,25 +1761,9 @@ MOCK_API CUresult cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy,
 	if (gx == 0 || gy == 0 || gz == 0 || bx == 0 || by == 0 || bz == 0 ||
 	    (uint64_t)bx * by * bz > 1024)
 		return CUDA_ERROR_INVALID_VALUE;
-	if (s && s->magic != MOCK_MAGIC_STREAM)
+	if (!mock_stream(&s))
 		return CUDA_ERROR_INVALID_HANDLE;
-	pthread_mutex_lock(&mock_lock);
-	CUcontext c = s ? s->ctx : mock_current();
-	uint64_t *t = mock_tail(s);
-	if (!c || !t) {
-		pthread_mutex_unlock(&mock_lock);
-		return CUDA_ERROR_INVALID_CONTEXT;
-	}
-	uint64_t start = mock_now;
-	if (*t > start)
-		start = *t;
-	if (mock_busy_until[c->dev] > start)
-		start = mock_busy_until[c->dev];
-	uint64_t end = start + (uint64_t)gx * gy * gz * mock_block_ns;
-	*t = end;
-	mock_busy_until[c->dev] = end;
-	pthread_mutex_unlock(&mock_lock);
-	return CUDA_SUCCESS;
+	return LOCKED(mock_submit(s, (uint64_t)gx * gy * gz * mock_block_ns, 1));
 }
 
 MOCK_API CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gx, unsigned int gy,
@@ -1059,6 +1788,93 @@ MOCK_API CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *c, CUfunction f,
 					void **params, void **extra)
 {
 	return cuLaunchKernelEx(c, f, params, extra);
+}
+
+/* All blocks co-resident is not checked: the mock has no occupancy. */
+MOCK_API CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX,
+					    unsigned int gridDimY, unsigned int gridDimZ,
+					    unsigned int blockDimX, unsigned int blockDimY,
+					    unsigned int blockDimZ, unsigned int sharedMemBytes,
+					    CUstream hStream, void **kernelParams)
+{
+	return cuLaunchKernel(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY,
+			      blockDimZ, sharedMemBytes, hStream, kernelParams, NULL);
+}
+
+MOCK_API CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX,
+						 unsigned int gridDimY, unsigned int gridDimZ,
+						 unsigned int blockDimX, unsigned int blockDimY,
+						 unsigned int blockDimZ,
+						 unsigned int sharedMemBytes, CUstream hStream,
+						 void **kernelParams)
+{
+	return cuLaunchCooperativeKernel(f, gridDimX, gridDimY, gridDimZ, blockDimX,
+					 blockDimY, blockDimZ, sharedMemBytes, hStream,
+					 kernelParams);
+}
+
+/* CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH | UPLOAD | DEVICE_LAUNCH
+ * | USE_NODE_PRIORITY: accepted, none changes what the mock simulates. */
+#define MOCK_GRAPH_INSTANTIATE_FLAGS 0xfULL
+
+static CUresult mock_graph_instantiate(CUgraphExec *pe, CUgraph g)
+{
+	if (!g || g->magic != MOCK_MAGIC_GRAPH)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUgraphExec e = calloc(1, sizeof(*e));
+	if (!e)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	/* a copy: the executable graph outlives its graph */
+	*e = (struct CUgraphExec_st){ .magic = MOCK_MAGIC_GEXEC, .ns = g->ns,
+		.launches = g->launches };
+	*pe = e;
+	return CUDA_SUCCESS;
+}
+
+MOCK_API CUresult cuGraphInstantiateWithFlags(CUgraphExec *pe, CUgraph g,
+					      unsigned long long flags)
+{
+	REQUIRE_INIT();
+	if (!pe || (flags & ~MOCK_GRAPH_INSTANTIATE_FLAGS) != 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	return LOCKED(mock_graph_instantiate(pe, g));
+}
+
+/* A graph runs as one piece of work as long as all its kernels; launched
+ * into a capture, it becomes part of the capturing graph. */
+MOCK_API CUresult cuGraphLaunch(CUgraphExec e, CUstream s)
+{
+	REQUIRE_INIT();
+	if (!e || e->magic != MOCK_MAGIC_GEXEC)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!mock_stream(&s))
+		return CUDA_ERROR_INVALID_HANDLE;
+	return LOCKED(mock_submit(s, e->ns, e->launches));
+}
+
+MOCK_API CUresult cuGraphLaunch_ptsz(CUgraphExec e, CUstream s)
+{
+	return cuGraphLaunch(e, s);
+}
+
+MOCK_API CUresult cuGraphDestroy(CUgraph g)
+{
+	REQUIRE_INIT();
+	if (!g || g->magic != MOCK_MAGIC_GRAPH)
+		return CUDA_ERROR_INVALID_VALUE;
+	g->magic = 0;
+	free(g);
+	return CUDA_SUCCESS;
+}
+
+MOCK_API CUresult cuGraphExecDestroy(CUgraphExec e)
+{
+	REQUIRE_INIT();
+	if (!e || e->magic != MOCK_MAGIC_GEXEC)
+		return CUDA_ERROR_INVALID_VALUE;
+	e->magic = 0;
+	free(e);
+	return CUDA_SUCCESS;
 }
 
 /* Test hooks, not CUDA: the simulated clock (see the file comment). */
@@ -1102,9 +1918,14 @@ static const struct { CUresult code; const char *name, *text; } mock_errors[] = 
 	{ CUDA_ERROR_INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context" },
 	{ CUDA_ERROR_CONTEXT_ALREADY_CURRENT, "CUDA_ERROR_CONTEXT_ALREADY_CURRENT", "context already current" },
 	{ CUDA_ERROR_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle" },
+	{ CUDA_ERROR_ILLEGAL_STATE, "CUDA_ERROR_ILLEGAL_STATE", "the operation cannot be performed in the present state" },
 	{ CUDA_ERROR_NOT_FOUND, "CUDA_ERROR_NOT_FOUND", "named symbol not found" },
 	{ CUDA_ERROR_NOT_READY, "CUDA_ERROR_NOT_READY", "device not ready" },
+	{ CUDA_ERROR_NOT_PERMITTED, "CUDA_ERROR_NOT_PERMITTED", "operation not permitted" },
 	{ CUDA_ERROR_NOT_SUPPORTED, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported" },
+	{ CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED", "operation not permitted when stream is capturing" },
+	{ CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED", "operation failed due to a previous error during capture" },
+	{ CUDA_ERROR_CAPTURED_EVENT, "CUDA_ERROR_CAPTURED_EVENT", "operation not permitted on an event last recorded in a capturing stream" },
 	{ CUDA_ERROR_UNKNOWN, "CUDA_ERROR_UNKNOWN", "unknown error" },
 };
 
@@ -1192,7 +2013,18 @@ CUresult cuGetProcAddress_v2(const char *, void **, int, cuuint64_t,
 	X(cuMemPoolDestroy, cuMemPoolDestroy, 11020, 0) \
 	X(cuDeviceGetDefaultMemPool, cuDeviceGetDefaultMemPool, 11020, 0) \
 	X(cuDeviceGetMemPool, cuDeviceGetMemPool, 11020, 0) \
+	X(cuDeviceSetMemPool, cuDeviceSetMemPool, 11020, 0) \
+	X(cuMemPoolTrimTo, cuMemPoolTrimTo, 11020, 0) \
+	X(cuMemPoolGetAttribute, cuMemPoolGetAttribute, 11020, 0) \
+	X(cuMemPoolSetAttribute, cuMemPoolSetAttribute, 11020, 0) \
+	X(cuMemAddressReserve, cuMemAddressReserve, 10020, 0) \
+	X(cuMemAddressFree, cuMemAddressFree, 10020, 0) \
+	X(cuMemMap, cuMemMap, 10020, 0) \
+	X(cuMemUnmap, cuMemUnmap, 10020, 0) \
+	X(cuMemRetainAllocationHandle, cuMemRetainAllocationHandle, 11000, 0) \
+	X(cuArrayCreate, cuArrayCreate, 2000, 0) \
 	X(cuArrayCreate_v2, cuArrayCreate, 3020, 0) \
+	X(cuArray3DCreate, cuArray3DCreate, 2000, 0) \
 	X(cuArray3DCreate_v2, cuArray3DCreate, 3020, 0) \
 	X(cuArrayDestroy, cuArrayDestroy, 2000, 0) \
 	X(cuMipmappedArrayCreate, cuMipmappedArrayCreate, 5000, 0) \
@@ -1201,6 +2033,21 @@ CUresult cuGetProcAddress_v2(const char *, void **, int, cuuint64_t,
 	X(cuStreamDestroy_v2, cuStreamDestroy, 4000, 0) \
 	X(cuStreamSynchronize, cuStreamSynchronize, 2000, 0) \
 	X(cuStreamSynchronize_ptsz, cuStreamSynchronize, 7000, 1) \
+	X(cuStreamGetCtx, cuStreamGetCtx, 9020, 0) \
+	X(cuStreamGetCtx_ptsz, cuStreamGetCtx, 9020, 1) \
+	X(cuStreamBeginCapture, cuStreamBeginCapture, 10000, 0) \
+	X(cuStreamBeginCapture_ptsz, cuStreamBeginCapture, 10000, 1) \
+	X(cuStreamBeginCapture_v2, cuStreamBeginCapture, 10010, 0) \
+	X(cuStreamBeginCapture_v2_ptsz, cuStreamBeginCapture, 10010, 1) \
+	X(cuStreamIsCapturing, cuStreamIsCapturing, 10000, 0) \
+	X(cuStreamIsCapturing_ptsz, cuStreamIsCapturing, 10000, 1) \
+	X(cuStreamEndCapture, cuStreamEndCapture, 10000, 0) \
+	X(cuStreamEndCapture_ptsz, cuStreamEndCapture, 10000, 1) \
+	X(cuGraphInstantiateWithFlags, cuGraphInstantiateWithFlags, 11040, 0) \
+	X(cuGraphLaunch, cuGraphLaunch, 10000, 0) \
+	X(cuGraphLaunch_ptsz, cuGraphLaunch, 10000, 1) \
+	X(cuGraphDestroy, cuGraphDestroy, 10000, 0) \
+	X(cuGraphExecDestroy, cuGraphExecDestroy, 10000, 0) \
 	X(cuEventCreate, cuEventCreate, 2000, 0) \
 	X(cuEventDestroy_v2, cuEventDestroy, 4000, 0) \
 	X(cuEventRecord, cuEventRecord, 2000, 0) \
@@ -1211,7 +2058,9 @@ CUresult cuGetProcAddress_v2(const char *, void **, int, cuuint64_t,
 	X(cuLaunchKernel, cuLaunchKernel, 4000, 0) \
 	X(cuLaunchKernel_ptsz, cuLaunchKernel, 7000, 1) \
 	X(cuLaunchKernelEx, cuLaunchKernelEx, 11060, 0) \
-	X(cuLaunchKernelEx_ptsz, cuLaunchKernelEx, 11060, 1)
+	X(cuLaunchKernelEx_ptsz, cuLaunchKernelEx, 11060, 1) \
+	X(cuLaunchCooperativeKernel, cuLaunchCooperativeKernel, 9000, 0) \
+	X(cuLaunchCooperativeKernel_ptsz, cuLaunchCooperativeKernel, 9000, 1)
 
 static const struct mock_symbol {
 	const char *name, *base;
