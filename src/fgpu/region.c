@@ -10,6 +10,29 @@
 
 #include "fgpu/procinfo.h"
 
+/* This process's id, without a system call per allocation: getpid() is
+ * not cached by the C library and shows up in every reserve/release.
+ * fork() children refresh it through the atfork handler. */
+static pid_t region_pid;
+static pthread_once_t region_pid_once = PTHREAD_ONCE_INIT;
+
+static void region_pid_refresh(void)
+{
+	region_pid = getpid();
+}
+
+static void region_pid_init(void)
+{
+	region_pid_refresh();
+	pthread_atfork(NULL, NULL, region_pid_refresh);
+}
+
+static pid_t region_self(void)
+{
+	pthread_once(&region_pid_once, region_pid_init);
+	return region_pid;
+}
+
 static int fgpu_region_init_mutex(struct fgpu_region *r)
 {
 	pthread_mutexattr_t a;
@@ -116,7 +139,7 @@ int fgpu_region_reclaim_locked(struct fgpu_region_handle *h)
 {
 	struct fgpu_region *r = h->r;
 	int n = 0;
-	pid_t me = getpid();
+	pid_t me = region_self();
 	for (int i = 0; i < FGPU_REGION_SLOTS; i++) {
 		struct fgpu_region_slot *s = &r->slots[i];
 		if (s->pid != 0 && s->pid != me && !fgpu_proc_alive(s->pid, s->start)) {
@@ -161,7 +184,7 @@ void fgpu_region_unlock(struct fgpu_region_handle *h)
 struct fgpu_region_slot *fgpu_region_slot_locked(struct fgpu_region_handle *h)
 {
 	struct fgpu_region *r = h->r;
-	pid_t me = getpid();
+	pid_t me = region_self();
 	if (h->slot >= 0 && h->pid == me && r->slots[h->slot].pid == me)
 		return &r->slots[h->slot];
 	h->slot = -1;
@@ -245,7 +268,7 @@ int64_t fgpu_region_used(struct fgpu_region_handle *h, int d)
 
 void fgpu_region_detach(struct fgpu_region_handle *h)
 {
-	if (!h->r || h->slot < 0 || h->pid != getpid())
+	if (!h->r || h->slot < 0 || h->pid != region_self())
 		return;
 	fgpu_region_lock(h);
 	struct fgpu_region_slot *s = &h->r->slots[h->slot];

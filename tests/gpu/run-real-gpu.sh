@@ -1,117 +1,181 @@
 #!/usr/bin/env bash
-# Checks libtessera-fgpu.so on a real NVIDIA machine (no Docker needed).
-# Not run in CI. Builds nothing: pass the built library.
+# Checks libtessera-fgpu.so on a real NVIDIA machine and measures what
+# docs/fgpu.md needs. No Docker, no CUDA toolkit, no framework needed: the
+# measurements use gpu-share-bench (PTX kernels through the driver API).
+# PyTorch checks run in addition when python3 has a CUDA-enabled torch.
+# Not run in CI. Builds nothing: pass the build directory.
 #
-#   tests/gpu/run-real-gpu.sh build/src/fgpu/libtessera-fgpu.so [python3]
+#   tests/gpu/run-real-gpu.sh [BUILD_DIR]        (default: build)
 #
-# Needs: nvidia-smi, the NVIDIA driver, Python with PyTorch (CUDA build).
-# Prints figures; exits non-zero if a memory check fails. The compute
-# figures are reported, not judged: they are what docs/fgpu.md says must
-# still be measured.
+# Environment: SECS (seconds per throughput run, default 10), GPU (index,
+# default 0). Exit status: 1 when a memory check fails; the compute
+# figures are reported, with the goals next to them, not judged.
 set -uo pipefail
-LIB=$(readlink -f "${1:?usage: $0 path/to/libtessera-fgpu.so [python]}")
-PY=${2:-python3}
-[[ -f $LIB ]] || { echo "no such file: $LIB"; exit 2; }
+here=$(cd "$(dirname "$0")" && pwd)
+BUILD=${1:-$here/../../build}
+LIB=$(readlink -f "$BUILD/src/fgpu/libtessera-fgpu.so")
+BENCH=$(readlink -f "$BUILD/tests/gpu/gpu-share-bench")
+GPUINFO=$(readlink -f "$BUILD/src/gpu/gpu-info")
+SECS=${SECS:-10}
+export CUDA_VISIBLE_DEVICES=${GPU:-0}
+for f in "$LIB" "$BENCH" "$GPUINFO"; do
+	[[ -f $f ]] || { echo "not built: $f (pass the build directory)"; exit 2; }
+done
 command -v nvidia-smi >/dev/null || { echo "nvidia-smi not found"; exit 2; }
-$PY -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null ||
-  { echo "$PY has no CUDA-enabled PyTorch"; exit 2; }
 
 WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"; kill $(jobs -p) 2>/dev/null' EXIT
-TOTAL=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits -i 0)  # MiB
-SHARE_MIB=$((TOTAL / 4))
+COMP=
+cleanup() {
+	[[ -n $COMP ]] && kill "$COMP" 2>/dev/null
+	[[ -n ${MPS_PIPE:-} ]] && echo quit | CUDA_MPS_PIPE_DIRECTORY=$MPS_PIPE nvidia-cuda-mps-control 2>/dev/null
+	rm -rf "$WORK"
+}
+trap cleanup EXIT
 fail=0
-
-# Limits through a conf file + region in a temp dir (the agent's file at
-# /etc/tessera/fgpu.conf would take precedence if it existed here).
-mkconf() { # $1 = sm percent
-  printf 'memory_limit = %dMiB\nsm_limit_percent = %d\n' "$SHARE_MIB" "$1" > "$WORK/fgpu.conf"
+check() { # description, condition
+	if eval "$2"; then echo "ok   $1"; else echo "FAIL $1"; fail=1; fi
 }
-run() { # run with the shim
-  env LD_PRELOAD="$LIB" TESSERA_FGPU_CONF="$WORK/fgpu.conf" \
-      TESSERA_FGPU_REGION="$WORK/fgpu.region" "$@"
+field() { # key, "key value ..." line
+	awk -v k="$1" '{ for (i = 1; i < NF; i++) if ($i == k) { print $(i + 1); exit } }' <<<"$2"
+}
+pct_of() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", 100 * a / b }'; }
+
+read -r NAME SMS TOTAL < <("$BENCH" info | awk '{ print $2, $4, $6 }')
+[[ -n ${TOTAL:-} ]] || { echo "gpu-share-bench info failed"; exit 2; }
+SHARE=$((TOTAL / 4 / 1048576 * 1048576))
+echo "== GPU $CUDA_VISIBLE_DEVICES: $NAME, $SMS SMs, $((TOTAL >> 20)) MiB; memory share under test: $((SHARE >> 20)) MiB"
+nvidia-smi --query-gpu=driver_version,compute_mode --format=csv,noheader -i "$CUDA_VISIBLE_DEVICES"
+
+# Limits through a conf file and a region in a temp dir, as the agent's
+# /etc/tessera/fgpu.conf would give them (that file wins if it exists).
+shim() { # sm percent, command...
+	local pct=$1; shift
+	printf 'memory_limit = %d\nsm_limit_percent = %d\n' "$SHARE" "$pct" > "$WORK/fgpu.conf"
+	rm -f "$WORK/fgpu.region"
+	env LD_PRELOAD="$LIB" TESSERA_FGPU_CONF="$WORK/fgpu.conf" \
+		TESSERA_FGPU_REGION="$WORK/fgpu.region" "$@"
 }
 
-echo "== GPU 0: ${TOTAL} MiB; share under test: ${SHARE_MIB} MiB"
-mkconf 100
-
-echo "== torch.cuda.mem_get_info under the shim"
-run $PY - "$SHARE_MIB" <<'PY' || fail=1
+echo "== memory"
+out=$(shim 100 "$BENCH" info)
+check "cuMemGetInfo total is the share ($out)" '[[ $(field memory_total "$out") == "$SHARE" ]]'
+check "allocating half the share succeeds" '[[ $(shim 100 "$BENCH" alloc $((SHARE / 2))) == ok ]]'
+check "allocating 110% of the share is out of memory" \
+	'[[ $(shim 100 "$BENCH" alloc $((SHARE / 10 * 11))) == "out of memory" ]]'
+json=$(shim 100 "$GPUINFO" --json)
+check "gpu-info --json shows the share" '[[ $json == *"\"memory_total\":$SHARE"* || $json == *"\"memory_total\": $SHARE"* ]]'
+smi=$(shim 100 nvidia-smi --query-gpu=memory.total,memory.used --format=csv,noheader,nounits -i 0)
+check "nvidia-smi under the shim shows the share ($smi MiB)" '[[ ${smi%%,*} == "$((SHARE >> 20))" ]]'
+if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+	shim 100 python3 - "$SHARE" <<'PY' || fail=1
 import sys, torch
-share = int(sys.argv[1]) * 2**20
+share = int(sys.argv[1])
 free, total = torch.cuda.mem_get_info(0)
-print(f"total {total/2**20:.0f} MiB, free {free/2**20:.0f} MiB (expected total {share/2**20:.0f})")
-assert total == share, "total is not the share"
+print(f"torch: total {total >> 20} MiB, free {free >> 20} MiB")
+ok = total == share
 try:
-    x = torch.empty(int(share * 1.1), dtype=torch.uint8, device="cuda")
-    print("FAIL: allocating 110% of the share succeeded"); sys.exit(1)
-except torch.cuda.OutOfMemoryError as e:
-    print("allocating past the share: OutOfMemoryError (ok)")
+    torch.empty(int(share * 1.1), dtype=torch.uint8, device="cuda")
+    print("FAIL torch: allocating 110% of the share succeeded"); ok = False
+except torch.cuda.OutOfMemoryError:
+    print("ok   torch: allocating past the share raises OutOfMemoryError")
 x = torch.empty(int(share * 0.5), dtype=torch.uint8, device="cuda")
-print("allocating 50% of the share: ok")
+print("ok   torch: allocating half the share" if ok else "FAIL torch: total is not the share")
+sys.exit(0 if ok else 1)
 PY
+else
+	echo "skip torch checks: python3 has no CUDA-enabled torch"
+fi
 
-echo "== nvidia-smi under the shim"
-run nvidia-smi --query-gpu=memory.total,memory.used --format=csv -i 0
-
-cat > "$WORK/bench.py" <<'PY'
-# Throughput of a compute-bound loop: matmuls per second over N seconds.
-import sys, time, torch
-secs = float(sys.argv[1])
-a = torch.randn(4096, 4096, device="cuda", dtype=torch.float16)
-b = torch.randn(4096, 4096, device="cuda", dtype=torch.float16)
-for _ in range(5): a @ b
-torch.cuda.synchronize()
-n, t0 = 0, time.time()
-while time.time() - t0 < secs:
-    for _ in range(10): a @ b
-    torch.cuda.synchronize()
-    n += 10
-print(n / (time.time() - t0))
-PY
-cat > "$WORK/launch.py" <<'PY'
-# Overhead per launch (tiny kernels) and per allocation.
-import time, torch
-x = torch.zeros(1, device="cuda")
-torch.cuda.synchronize()
-n = 20000
-t0 = time.perf_counter()
-for _ in range(n): x.add_(1)
-torch.cuda.synchronize()
-launch = (time.perf_counter() - t0) / n * 1e9
-torch.cuda.set_per_process_memory_fraction(1.0)
-t0 = time.perf_counter()
-for _ in range(2000):
-    y = torch.empty(64 << 20, dtype=torch.uint8, device="cuda"); del y
-    torch.cuda.empty_cache()
-alloc = (time.perf_counter() - t0) / 2000 * 1e9
-print(f"{launch:.0f} {alloc:.0f}")
-PY
-
-SECS=10
-echo "== throughput (matmuls/s over ${SECS}s)"
-base=$($PY "$WORK/bench.py" $SECS)
-mkconf 100; full=$(run $PY "$WORK/bench.py" $SECS)
-echo "no library: $base   share 1.0 with library: $full   ratio $(echo "$full / $base" | bc -l | cut -c1-5)"
-
-echo "== achieved share with a competing tenant (no library) keeping the GPU busy"
-$PY "$WORK/bench.py" $((SECS * 4)) > "$WORK/competitor.out" &
-comp=$!
-sleep 3
-alone_busy=$($PY "$WORK/bench.py" $SECS)   # an unlimited tenant next to the competitor
+tp() { field kernels_per_s "$("$@")"; }
+echo "== compute throughput (kernels/s over ${SECS}s; share = fraction of the GPU alone)"
+BASE=$(tp "$BENCH" throughput "$SECS")
+FULL=$(tp shim 100 "$BENCH" throughput "$SECS")
+echo "alone, no library: $BASE   library at share 1.0: $FULL   ratio $(awk -v a="$FULL" -v b="$BASE" 'BEGIN { printf "%.3f", a / b }') (goal >= 0.99)"
+declare -A R
 for pct in 25 50; do
-  mkconf $pct
-  got=$(run $PY "$WORK/bench.py" $SECS)
-  echo "share ${pct}%: $got matmuls/s; alone on the GPU: $base; achieved $(echo "100 * $got / $base" | bc -l | cut -c1-5)% of the GPU (target ${pct} +- 5); an unlimited tenant in the same situation: $(echo "100 * $alone_busy / $base" | bc -l | cut -c1-5)%"
+	R[pacing_alone_$pct]=$(pct_of "$(tp shim $pct "$BENCH" throughput "$SECS")" "$BASE")
 done
-wait $comp
 
-echo "== overhead per launch / per allocation (ns)"
-read -r l0 a0 < <($PY "$WORK/launch.py")
-mkconf 100; read -r l1 a1 < <(run $PY "$WORK/launch.py")
-mkconf 50;  read -r l2 a2 < <(run $PY "$WORK/launch.py")
-echo "launch: bare $l0, shim (no pacing) $l1, shim (pacing 50%) $l2"
-echo "alloc+free: bare $a0, shim $a1"
+start_competitor() { "$@" "$BENCH" throughput 100000 >/dev/null 2>&1 & COMP=$!; sleep 3; }
+stop_competitor() { kill "$COMP" 2>/dev/null; wait "$COMP" 2>/dev/null; COMP=; }
 
+echo "-- launch pacing, with a competing tenant (no library) keeping the GPU busy"
+start_competitor env
+R[unlimited_busy]=$(pct_of "$(tp "$BENCH" throughput "$SECS")" "$BASE")
+for pct in 25 50; do
+	R[pacing_busy_$pct]=$(pct_of "$(tp shim $pct "$BENCH" throughput "$SECS")" "$BASE")
+done
+stop_competitor
+
+echo "-- CUDA green contexts (share of the SMs)"
+if "$BENCH" throughput 1 --green-sms 8 >/dev/null 2>"$WORK/green.err"; then
+	for pct in 25 50; do
+		sms=$(( (SMS * pct + 50) / 100 ))
+		R[green_alone_$pct]=$(pct_of "$(tp "$BENCH" throughput "$SECS" --green-sms $sms)" "$BASE")
+	done
+	start_competitor env
+	for pct in 25 50; do
+		sms=$(( (SMS * pct + 50) / 100 ))
+		R[green_busy_$pct]=$(pct_of "$(tp "$BENCH" throughput "$SECS" --green-sms $sms)" "$BASE")
+	done
+	stop_competitor
+else
+	echo "skip: $(cat "$WORK/green.err")"
+fi
+
+echo "-- MPS active thread percentage"
+if command -v nvidia-cuda-mps-control >/dev/null; then
+	MPS_PIPE=$WORK/mps-pipe
+	mkdir -p "$MPS_PIPE" "$WORK/mps-log"
+	export CUDA_MPS_PIPE_DIRECTORY=$MPS_PIPE CUDA_MPS_LOG_DIRECTORY=$WORK/mps-log
+	if nvidia-cuda-mps-control -d; then
+		sleep 1
+		for pct in 25 50; do
+			R[mps_alone_$pct]=$(pct_of "$(tp env CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=$pct "$BENCH" throughput "$SECS")" "$BASE")
+		done
+		start_competitor env
+		for pct in 25 50; do
+			R[mps_busy_$pct]=$(pct_of "$(tp env CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=$pct "$BENCH" throughput "$SECS")" "$BASE")
+		done
+		stop_competitor
+		echo quit | nvidia-cuda-mps-control
+	else
+		echo "skip: the MPS daemon did not start"
+	fi
+	MPS_PIPE=
+	unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
+else
+	echo "skip: nvidia-cuda-mps-control not found"
+fi
+
+echo "== overhead"
+lo0=$(field ns_per_launch "$("$BENCH" launch-overhead 200000)")
+lo1=$(field ns_per_launch "$(shim 100 "$BENCH" launch-overhead 200000)")
+lo2=$(field ns_per_launch "$(shim 50 "$BENCH" launch-overhead 200000)")
+ao0=$(field ns_per_alloc_free "$("$BENCH" alloc-overhead 5000)")
+ao1=$(field ns_per_alloc_free "$(shim 100 "$BENCH" alloc-overhead 5000)")
+
+echo
+echo "== summary (Markdown, for docs/fgpu.md)"
+echo
+echo "GPU: $NAME ($SMS SMs, $((TOTAL >> 20)) MiB), driver $(nvidia-smi --query-gpu=driver_version --format=csv,noheader -i 0)."
+echo
+echo "| Achieved share of the GPU alone (%) | target 25 | target 50 |"
+echo "|---|---|---|"
+echo "| launch pacing, alone | ${R[pacing_alone_25]} | ${R[pacing_alone_50]} |"
+echo "| launch pacing, with a busy competitor | ${R[pacing_busy_25]} | ${R[pacing_busy_50]} |"
+echo "| green context, alone | ${R[green_alone_25]:-n/a} | ${R[green_alone_50]:-n/a} |"
+echo "| green context, with a busy competitor | ${R[green_busy_25]:-n/a} | ${R[green_busy_50]:-n/a} |"
+echo "| MPS thread percentage, alone | ${R[mps_alone_25]:-n/a} | ${R[mps_alone_50]:-n/a} |"
+echo "| MPS thread percentage, with a busy competitor | ${R[mps_busy_25]:-n/a} | ${R[mps_busy_50]:-n/a} |"
+echo
+echo "An unlimited tenant next to the same competitor gets ${R[unlimited_busy]}%."
+echo "Throughput at share 1.0 with the library: $(awk -v a="$FULL" -v b="$BASE" 'BEGIN { printf "%.3f", a / b }') of without (goal >= 0.99)."
+echo
+echo "| Overhead | bare | library | library, pacing 50% |"
+echo "|---|---|---|---|"
+echo "| ns per cuLaunchKernel (empty kernel) | $lo0 | $lo1 | $lo2 |"
+echo "| ns per cuMemAlloc+cuMemFree (64 MiB) | $ao0 | $ao1 | |"
+echo
 [[ $fail == 0 ]] && echo "memory checks: ok" || echo "memory checks: FAILED"
 exit $fail

@@ -1905,6 +1905,83 @@ MOCK_API int64_t tesseraMockUsedBytes(int dev)
 	return v;
 }
 
+/* ---- modules ----------------------------------------------------------- */
+
+/* A module is PTX text; its kernels are the names after ".entry". Kernels
+ * run in simulated time like any other (their code is never looked at),
+ * so a program that JITs PTX on a real driver runs unchanged here. */
+typedef struct CUmod_st *CUmodule;
+
+#define MOCK_MAGIC_MODULE 0x4d4f444cU
+#define MOCK_MAX_KERNELS 64
+
+struct CUfunc_st {
+	unsigned magic;
+	char name[64];
+};
+
+struct CUmod_st {
+	unsigned magic;
+	int nfuncs;
+	struct CUfunc_st funcs[MOCK_MAX_KERNELS];
+};
+
+MOCK_API CUresult cuModuleLoadData(CUmodule *pm, const void *image)
+{
+	REQUIRE_INIT();
+	if (!pm || !image)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (mock_current_dev() < 0)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	CUmodule m = calloc(1, sizeof(*m));
+	if (!m)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	m->magic = MOCK_MAGIC_MODULE;
+	for (const char *p = strstr(image, ".entry"); p && m->nfuncs < MOCK_MAX_KERNELS;
+	     p = strstr(p + 6, ".entry")) {
+		const char *n = p + 6;
+		while (*n == ' ' || *n == '\t')
+			n++;
+		size_t len = strcspn(n, " \t\n(");
+		if (len == 0 || len >= sizeof(m->funcs[0].name))
+			continue;
+		struct CUfunc_st *f = &m->funcs[m->nfuncs++];
+		f->magic = MOCK_MAGIC_MODULE;
+		memcpy(f->name, n, len);
+	}
+	if (m->nfuncs == 0) {
+		free(m);
+		return CUDA_ERROR_INVALID_IMAGE;   /* nothing a driver could load */
+	}
+	*pm = m;
+	return CUDA_SUCCESS;
+}
+
+MOCK_API CUresult cuModuleGetFunction(CUfunction *pf, CUmodule m, const char *name)
+{
+	REQUIRE_INIT();
+	if (!pf || !name)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!m || m->magic != MOCK_MAGIC_MODULE)
+		return CUDA_ERROR_INVALID_HANDLE;
+	for (int i = 0; i < m->nfuncs; i++)
+		if (strcmp(m->funcs[i].name, name) == 0) {
+			*pf = &m->funcs[i];
+			return CUDA_SUCCESS;
+		}
+	return CUDA_ERROR_NOT_FOUND;
+}
+
+MOCK_API CUresult cuModuleUnload(CUmodule m)
+{
+	REQUIRE_INIT();
+	if (!m || m->magic != MOCK_MAGIC_MODULE)
+		return CUDA_ERROR_INVALID_HANDLE;
+	m->magic = 0;
+	free(m);
+	return CUDA_SUCCESS;
+}
+
 /* ---- errors ------------------------------------------------------------ */
 
 static const struct { CUresult code; const char *name, *text; } mock_errors[] = {
@@ -1915,6 +1992,7 @@ static const struct { CUresult code; const char *name, *text; } mock_errors[] = 
 	{ CUDA_ERROR_DEINITIALIZED, "CUDA_ERROR_DEINITIALIZED", "driver shutting down" },
 	{ CUDA_ERROR_NO_DEVICE, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected" },
 	{ CUDA_ERROR_INVALID_DEVICE, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal" },
+	{ CUDA_ERROR_INVALID_IMAGE, "CUDA_ERROR_INVALID_IMAGE", "device kernel image is invalid" },
 	{ CUDA_ERROR_INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context" },
 	{ CUDA_ERROR_CONTEXT_ALREADY_CURRENT, "CUDA_ERROR_CONTEXT_ALREADY_CURRENT", "context already current" },
 	{ CUDA_ERROR_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle" },
@@ -1990,6 +2068,9 @@ CUresult cuGetProcAddress_v2(const char *, void **, int, cuuint64_t,
 	X(cuDevicePrimaryCtxRelease_v2, cuDevicePrimaryCtxRelease, 11000, 0) \
 	X(cuGetErrorString, cuGetErrorString, 6000, 0) \
 	X(cuGetErrorName, cuGetErrorName, 6000, 0) \
+	X(cuModuleLoadData, cuModuleLoadData, 2000, 0) \
+	X(cuModuleGetFunction, cuModuleGetFunction, 2000, 0) \
+	X(cuModuleUnload, cuModuleUnload, 2000, 0) \
 	X(cuGetProcAddress, cuGetProcAddress, 11030, 0) \
 	X(cuGetProcAddress_v2, cuGetProcAddress, 12000, 0) \
 	X(cuMemAlloc, cuMemAlloc, 2000, 0) \

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# gpu-share-bench on the mock driver, under the shim: every command runs,
+# the share is what the program is told, an allocation past it fails with
+# "out of memory", and the pacing shows in the (simulated) throughput.
+set -euo pipefail
+BENCH=$1
+work=$(mktemp -d /tmp/tessera-share-bench.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+export TESSERA_MOCK_GPUS=1x8GiB:100
+fail=0
+check() { # description, condition
+	if eval "$2"; then echo "ok   $1"; else echo "FAIL $1"; fail=1; fi
+}
+shim() { # sm percent, command...
+	local pct=$1; shift
+	printf 'memory_limit = 2GiB\nsm_limit_percent = %d\n' "$pct" > "$work/fgpu.conf"
+	rm -f "$work/fgpu.region"
+	env LD_PRELOAD="$FGPU_LIB" TESSERA_FGPU_CONF="$work/fgpu.conf" \
+		TESSERA_FGPU_REGION="$work/fgpu.region" "$@"
+}
+
+bare=$("$BENCH" info)
+check "info without the shim shows the device" '[[ $bare == *"memory_total 8589934592 "* && $bare == *"sms 100 "* ]]'
+shared=$(shim 100 "$BENCH" info)
+check "info under the shim shows the share" '[[ $shared == *"memory_total 2147483648 "* ]]'
+check "alloc within the share" '[[ $(shim 100 "$BENCH" alloc 1GiB) == ok ]]'
+set +e
+out=$(shim 100 "$BENCH" alloc 3GiB); rc=$?
+set -e
+check "alloc past the share: out of memory, exit 1" '[[ $out == "out of memory" && $rc == 1 ]]'
+set +e
+"$BENCH" alloc lots 2>/dev/null; rc=$?
+"$BENCH" throughput 0 2>/dev/null; rc2=$?
+set -e
+check "bad arguments exit 2" '[[ $rc == 2 && $rc2 == 2 ]]'
+tp=$("$BENCH" throughput 1 --iters 10)
+check "throughput runs" '[[ $tp == kernels_per_s* ]]'
+lo=$(shim 50 "$BENCH" launch-overhead 1000)
+check "launch overhead runs under pacing" '[[ $lo == ns_per_launch* ]]'
+ao=$(shim 100 "$BENCH" alloc-overhead 100)
+check "alloc overhead runs" '[[ $ao == ns_per_alloc_free* ]]'
+exit $fail
