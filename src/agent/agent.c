@@ -75,6 +75,51 @@ static int find_runner(char *out, size_t n, struct terr *err)
 	return find_asset("tessera-runner", "tessera-runner", out, n, err);
 }
 
+/* What a CUDA context costs on each device: the fGPU library counts it
+ * in every process's share (fgpu_contract.h: context_overhead). Measured
+ * by default, in a process of its own; a failed measurement leaves 0 and
+ * a warning, since sessions still work without it. */
+static int setup_context_overhead(struct agent *a, const struct agent_config *cfg, struct terr *err)
+{
+	const char *v = cfg->gpu_context_overhead;
+	if (v && *v && strcmp(v, "auto") != 0) {
+		int64_t bytes;
+		if (units_parse_size(v, &bytes, err) < 0 || bytes < 0)
+			return terr_set(err, EINVAL,
+					"gpu_context_overhead must be \"auto\" or a size such as 512MiB, not '%s'", v);
+		for (int i = 0; i < a->gpus.n; i++)
+			a->gpus.dev[i].context_overhead = bytes;
+		return 0;
+	}
+	char probe[PATH_MAX], lib_dir[PATH_MAX] = "";
+	struct terr perr = {0};
+	if (find_asset(FGPU_GPU_PROBE_NAME, "src/gpu/" FGPU_GPU_PROBE_NAME, probe, sizeof(probe), &perr) < 0) {
+		log_warn("agent", "context overhead not measured (%s): contexts are not counted in GPU shares",
+			 perr.msg);
+		return 0;
+	}
+	if (a->gpus.mock) {
+		util_strlcpy(lib_dir, a->mock_cuda_path, sizeof(lib_dir));
+		char *slash = strrchr(lib_dir, '/');
+		if (slash)
+			*slash = '\0';
+	} else if (cfg->nvml_lib_dir) {
+		util_strlcpy(lib_dir, cfg->nvml_lib_dir, sizeof(lib_dir));
+	}
+	if (util_mkdir_p(a->data_dir, 0755, &perr) < 0 ||
+	    gpu_probe_context_overhead(&a->gpus, probe, lib_dir[0] ? lib_dir : NULL, a->data_dir,
+				       30000, &perr) < 0) {
+		log_warn("agent", "context overhead not measured (%s): contexts are not counted in GPU shares",
+			 perr.msg);
+		return 0;
+	}
+	for (int i = 0; i < a->gpus.n; i++)
+		log_info("agent", "GPU %d (%s): a CUDA context takes %lld MiB%s", i, a->gpus.dev[i].uuid,
+			 (long long)(a->gpus.dev[i].context_overhead >> 20),
+			 a->gpus.dev[i].context_overhead ? "" : " (not measurable here)");
+	return 0;
+}
+
 /* GPU devices and the files GPU sessions need. */
 static int setup_gpus(struct agent *a, const struct agent_config *cfg, struct terr *err)
 {
@@ -106,7 +151,7 @@ static int setup_gpus(struct agent *a, const struct agent_config *cfg, struct te
 	}
 	log_info("agent", "%d %sGPU(s): %s (%lld MiB)%s", a->gpus.n, a->gpus.mock ? "mock " : "",
 		 a->gpus.dev[0].name, (long long)(a->gpus.dev[0].memory >> 20), a->gpus.n > 1 ? ", ..." : "");
-	return 0;
+	return setup_context_overhead(a, cfg, err);
 }
 
 int agent_open(struct agent **out, const struct agent_config *cfg, struct terr *err)
@@ -223,8 +268,9 @@ int agent_describe(struct agent *a, json_t **out, struct terr *err)
 	json_t *gpus = json_array();
 	for (int i = 0; i < a->gpus.n; i++) {
 		const struct gpu_device *d = &a->gpus.dev[i];
-		json_array_append_new(gpus, json_pack("{s:i,s:s,s:s,s:I,s:i}", "index", d->index, "uuid", d->uuid,
-						      "name", d->name, "memory", (json_int_t)d->memory, "sms", d->sms));
+		json_array_append_new(gpus, json_pack("{s:i,s:s,s:s,s:I,s:i,s:I}", "index", d->index, "uuid", d->uuid,
+						      "name", d->name, "memory", (json_int_t)d->memory, "sms", d->sms,
+						      "context_overhead", (json_int_t)d->context_overhead));
 	}
 	*out = json_pack("{s:s,s:s,s:o,s:s,s:o,s:o,s:b,s:s}", "id", a->id, "version", TESSERA_VERSION,
 			 "capacity", res_to_wire(&a->capacity), "runtime", a->runtime_desc,
@@ -332,7 +378,7 @@ static int plan_gpus(struct agent *a, struct plan *p, const char *sid, json_t *g
 		return terr_set(err, ENOMEM, "out of memory");
 	fprintf(cf, "# fGPU limits of session %s (written by the agent)\n%s = %d\n%s = %s\n%s = %zu\n",
 		sid, FGPU_KEY_VERSION, FGPU_CONF_VERSION, FGPU_KEY_FGPU, fgpu, FGPU_KEY_DEVICES, n);
-	int64_t sm = 100, min_mem = INT64_MAX;
+	int64_t sm = 100, min_mem = INT64_MAX, ctx_overhead = 0;
 	for (size_t i = 0; i < n; i++) {
 		json_t *g = json_array_get(gpus, i);
 		const char *uuid = json_string_value(json_object_get(g, "uuid"));
@@ -358,6 +404,8 @@ static int plan_gpus(struct agent *a, struct plan *p, const char *sid, json_t *g
 			sm = pct;
 		if (mem < min_mem)
 			min_mem = mem;
+		if (dev->context_overhead > ctx_overhead)
+			ctx_overhead = dev->context_overhead;
 		if (i)
 			strcat(uuids, ",");
 		strcat(uuids, dev->uuid);
@@ -368,6 +416,8 @@ static int plan_gpus(struct agent *a, struct plan *p, const char *sid, json_t *g
 		}
 	}
 	fprintf(cf, "%s = %lld\n", FGPU_KEY_SM_LIMIT, (long long)sm);
+	/* One figure for all of the session's devices: the largest. */
+	fprintf(cf, "%s = %lld\n", FGPU_KEY_CTX_OVERHEAD, (long long)ctx_overhead);
 	fclose(cf);
 	snprintf(path, sizeof(path), "%s/fgpu.conf", dir);
 	rc = write_file(path, conf ? conf : "", 0644, err);

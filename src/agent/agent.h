@@ -26,6 +26,10 @@ struct agent_config {
 	const char *data_dir;         /* per-session files (fGPU limits); required for GPUs */
 	const char *mock_gpus;        /* "COUNTxMEM[:SMS],...": mock devices instead of NVML */
 	const char *nvml_lib_dir;     /* NULL: the loader's search path */
+	/* Device memory a CUDA context takes, counted in every process's
+	 * share: NULL or "auto" measures it at start (tessera-gpu-probe),
+	 * else a size ("0" turns the counting off). */
+	const char *gpu_context_overhead;
 };
 
 /* Called from the watcher thread when a session's container ends by

@@ -135,6 +135,9 @@ static void server_usage(FILE *f)
 		"  --node-id ID        id of the local node (default \"local\")\n"
 		"  --mock-gpus SPEC    simulated GPUs COUNTxMEM[:SMS],... (e.g. 1x8GiB, 2x80GiB:132)\n"
 		"  --fgpu-per-device N fGPU one physical GPU counts as (cluster setting, default 1)\n"
+		"  --gpu-context-overhead auto|SIZE\n"
+		"                      device memory a CUDA context takes, counted in GPU shares\n"
+		"                      (default auto: measured at start)\n"
 		"  --web-port PORT     web UI port on the API's address (default 8080; 0 = any free port)\n"
 		"  --verbose           debug logging\n");
 }
@@ -149,6 +152,7 @@ int cmd_server(int argc, char **argv)
 		{"node-id", required_argument, NULL, 'n'}, {"help", no_argument, NULL, 'h'},
 		{"web-port", required_argument, NULL, 'W'},
 		{"mock-gpus", required_argument, NULL, 'g'}, {"fgpu-per-device", required_argument, NULL, 'f'},
+		{"gpu-context-overhead", required_argument, NULL, 'O'},
 		{0},
 	};
 	char data_dir[PATH_MAX] = "", listen_buf[128] = "";
@@ -183,6 +187,7 @@ int cmd_server(int argc, char **argv)
 		case 's': mcfg.selector = optarg; break;
 		case 'n': acfg.id = optarg; break;
 		case 'g': acfg.mock_gpus = optarg; break;
+		case 'O': acfg.gpu_context_overhead = optarg; break;
 		case 'f': {
 			char *end;
 			long v = strtol(optarg, &end, 10);
@@ -411,7 +416,7 @@ int cmd_agent(int argc, char **argv)
 		return rc;
 	static const char *const known[] = {"id", "manager", "cluster_secret", "listen", "advertise_url",
 					    "docker_socket", "cpu", "mem", "mem_reserve", "runner_path",
-					    "data_dir", "mock_gpus", NULL};
+					    "data_dir", "mock_gpus", "gpu_context_overhead", NULL};
 	struct conf c = {0};
 	if (read_config("agent", path, known, &c) < 0)
 		return 1;
@@ -422,7 +427,8 @@ int cmd_agent(int argc, char **argv)
 	struct agent_config acfg = {.id = id, .runtime_endpoint = conf_get(&c, "docker_socket"),
 				    .runner_path = conf_get(&c, "runner_path"), .mem_reserve = 512LL << 20,
 				    .data_dir = conf_get(&c, "data_dir") ? conf_get(&c, "data_dir") : "/var/lib/tessera-agent",
-				    .mock_gpus = conf_get(&c, "mock_gpus")};
+				    .mock_gpus = conf_get(&c, "mock_gpus"),
+				    .gpu_context_overhead = conf_get(&c, "gpu_context_overhead")};
 	struct terr err = {0};
 	int ret = 1;
 	if (!id || !manager || !secret || !advertise) {

@@ -81,6 +81,7 @@
 #define FGPU_MOCK_CUDA_NAME   "libcuda.so.1"
 #define FGPU_MOCK_NVML_NAME   "libnvidia-ml.so.1"
 #define FGPU_GPU_INFO_NAME    "gpu-info"
+#define FGPU_GPU_PROBE_NAME   "tessera-gpu-probe"
 
 /* Environment. */
 #define FGPU_ENV_FGPU         "TESSERA_FGPU"              /* informational fGPU amount */

@@ -43,6 +43,16 @@ typedef struct nvmlMemory_v2_st {
 	unsigned long long used;
 } nvmlMemory_v2_t;
 
+/* One process using a device (nvmlProcessInfo_v2_t, what
+ * nvmlDeviceGetComputeRunningProcesses_v2/_v3 fill). */
+typedef struct nvmlProcessInfo_st {
+	unsigned int pid;                   /* as the host sees it */
+	unsigned long long usedGpuMemory;   /* NVML_VALUE_NOT_AVAILABLE: unknown */
+	unsigned int gpuInstanceId;
+	unsigned int computeInstanceId;
+} nvmlProcessInfo_t;
+#define NVML_VALUE_NOT_AVAILABLE (~0ULL)
+
 /* NVML_STRUCT_VERSION(Memory, 2): sizeof | (version << 24). */
 #define nvmlMemory_v2 ((unsigned int)(sizeof(nvmlMemory_v2_t) | (2u << 24)))
 

@@ -1,9 +1,15 @@
 #include "gpu/gpu.h"
 
 #include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/util.h"
@@ -156,6 +162,135 @@ int gpu_inventory_nvml(const char *lib_dir, struct gpu_inventory *inv, struct te
 	dlclose(h);
 	fill_sms(lib_dir, inv);
 	return 0;
+}
+
+extern char **environ;
+
+/* environ without the variables in drop, plus the ones in add. */
+static char **probe_env(const char *const *drop, char *const *add)
+{
+	size_t n = 0, k = 0, na = 0;
+	while (environ[n])
+		n++;
+	while (add[na])
+		na++;
+	char **env = calloc(n + na + 1, sizeof(char *));
+	if (!env)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		bool skip = false;
+		for (size_t d = 0; drop[d] && !skip; d++) {
+			size_t l = strlen(drop[d]);
+			skip = !strncmp(environ[i], drop[d], l) && environ[i][l] == '=';
+		}
+		if (!skip)
+			env[k++] = environ[i];
+	}
+	for (size_t i = 0; i < na; i++)
+		env[k++] = add[i];
+	return env;
+}
+
+int gpu_probe_context_overhead(struct gpu_inventory *inv, const char *probe_path,
+			       const char *lib_dir, const char *state_dir, int timeout_ms,
+			       struct terr *err)
+{
+	char libpath[4200] = "", spec[300] = "", state[4200] = "";
+	char *add[4] = {0};
+	int na = 0;
+	if (lib_dir) {
+		const char *old = getenv("LD_LIBRARY_PATH");
+		snprintf(libpath, sizeof(libpath), "LD_LIBRARY_PATH=%s%s%s", lib_dir,
+			 old && *old ? ":" : "", old && *old ? old : "");
+		add[na++] = libpath;
+	}
+	if (inv->mock) {
+		/* The mock keeps per-process usage only in a shared file. */
+		snprintf(spec, sizeof(spec), "TESSERA_MOCK_GPUS=%s", inv->mock_spec);
+		snprintf(state, sizeof(state), "TESSERA_MOCK_STATE=%s/probe-gpus.state",
+			 state_dir ? state_dir : "/tmp");
+		add[na++] = spec;
+		add[na++] = state;
+	}
+	static const char *const drop[] = {"LD_LIBRARY_PATH", "LD_PRELOAD", "TESSERA_MOCK_GPUS",
+		"TESSERA_MOCK_STATE", "TESSERA_MOCK_VISIBLE", "TESSERA_MOCK_GPUS_FILE", NULL};
+	char **env = probe_env(drop, add);
+	int fds[2];
+	if (!env)
+		return terr_set(err, ENOMEM, "out of memory");
+	if (pipe2(fds, O_CLOEXEC) != 0) {
+		free(env);
+		return terr_set(err, errno, "pipe");
+	}
+	posix_spawn_file_actions_t fa;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
+	char *argv[] = {(char *)probe_path, NULL};
+	pid_t pid;
+	int rc = posix_spawn(&pid, probe_path, &fa, NULL, argv, env);
+	posix_spawn_file_actions_destroy(&fa);
+	free(env);
+	close(fds[1]);
+	if (rc != 0) {
+		close(fds[0]);
+		return terr_set(err, rc, "cannot run %s", probe_path);
+	}
+	char out[8192];
+	size_t len = 0;
+	int64_t deadline = util_mono_ms() + timeout_ms;
+	bool timed_out = false;
+	for (;;) {
+		int64_t left = deadline - util_mono_ms();
+		if (left <= 0) {
+			timed_out = true;
+			break;
+		}
+		struct pollfd pfd = {fds[0], POLLIN, 0};
+		int pr = poll(&pfd, 1, (int)left);
+		if (pr < 0 && errno == EINTR)
+			continue;
+		if (pr <= 0) {
+			timed_out = pr == 0;
+			break;
+		}
+		ssize_t got = read(fds[0], out + len, sizeof(out) - 1 - len);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0)
+			break;
+		len += (size_t)got;
+		if (len == sizeof(out) - 1)
+			break;
+	}
+	close(fds[0]);
+	out[len] = '\0';
+	if (timed_out)
+		kill(pid, SIGKILL);
+	int status = 0;
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (inv->mock && state_dir) {
+		char path[4200];
+		snprintf(path, sizeof(path), "%s/probe-gpus.state", state_dir);
+		unlink(path);
+	}
+	if (timed_out)
+		return terr_set(err, ETIMEDOUT, "%s did not answer within %d ms", probe_path, timeout_ms);
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		return terr_set(err, EIO, "%s failed (the driver could not be asked)", probe_path);
+	int measured = 0;
+	for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n")) {
+		char uuid[64];
+		long long bytes;
+		if (sscanf(line, "%63s %lld", uuid, &bytes) != 2 || bytes < 0)
+			continue;
+		for (int k = 0; k < inv->n; k++)
+			if (!strcasecmp(inv->dev[k].uuid, uuid) && inv->dev[k].context_overhead == 0) {
+				inv->dev[k].context_overhead = bytes;
+				measured++;
+			}
+	}
+	return measured;
 }
 
 int gpu_parse_ldconfig(const char *text, const char *const *wanted, char ***out, size_t *n,

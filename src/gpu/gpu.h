@@ -21,6 +21,7 @@ struct gpu_device {
 	int64_t memory;       /* bytes */
 	int sms;
 	int minor;            /* /dev/nvidia<minor>; -1 for mock devices */
+	int64_t context_overhead; /* bytes a CUDA context takes here; 0: unknown */
 };
 
 struct gpu_inventory {
@@ -38,6 +39,16 @@ int gpu_inventory_mock(const char *spec, struct gpu_inventory *inv, struct terr 
 /* Real devices through NVML. No driver on the host is not an error: n = 0.
  * lib_dir (may be NULL) is searched before the default loader path. */
 int gpu_inventory_nvml(const char *lib_dir, struct gpu_inventory *inv, struct terr *err);
+
+/* Measures context_overhead of every device by running the probe program
+ * (tessera-gpu-probe, src/gpu/gpu-probe.c) in a process of its own, with
+ * lib_dir (may be NULL) first on its library path; for mock devices it
+ * gets the inventory's spec and a private usage file in state_dir. Waits
+ * at most timeout_ms. Returns how many devices were measured (the others
+ * keep 0), or -errno when the probe could not be run. */
+int gpu_probe_context_overhead(struct gpu_inventory *inv, const char *probe_path,
+			       const char *lib_dir, const char *state_dir, int timeout_ms,
+			       struct terr *err);
 
 /* From `ldconfig -p` output, the paths of the wanted sonames for this
  * architecture (x86-64), first match each. *out malloc'd; caller frees

@@ -516,10 +516,10 @@ static json_t *node_json(struct manager *m, const struct magent *a)
 	int64_t per_dev = mgr_per_device_m(m);
 	json_t *gpus = json_array();
 	for (int i = 0; i < a->n_gpus; i++)
-		json_array_append_new(gpus, json_pack("{s:i,s:s,s:s,s:I,s:i,s:o,s:o}", "index", i,
+		json_array_append_new(gpus, json_pack("{s:i,s:s,s:s,s:I,s:i,s:I,s:o,s:o}", "index", i,
 			"uuid", a->gpus[i].uuid, "name", a->gpus[i].name, "memory", (json_int_t)a->gpus[i].memory,
-			"sms", a->gpus[i].sms, "fgpu_capacity", jsonutil_milli(per_dev),
-			"fgpu_used", jsonutil_milli(a->gpus[i].used_m)));
+			"sms", a->gpus[i].sms, "context_overhead", (json_int_t)a->gpus[i].context_overhead,
+			"fgpu_capacity", jsonutil_milli(per_dev), "fgpu_used", jsonutil_milli(a->gpus[i].used_m)));
 	return json_pack("{s:s,s:s,s:s,s:s,s:o,s:o,s:i,s:o,s:o,s:b}",
 		"id", a->rec.id, "status", a->alive ? "ALIVE" : "LOST", "url", a->rec.url,
 		"version", a->rec.version, "capacity", res_json(&a->rec.capacity),

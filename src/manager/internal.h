@@ -36,6 +36,7 @@ struct mgpu {
 	char name[96];
 	int64_t memory;
 	int sms;
+	int64_t context_overhead; /* bytes a CUDA context takes (agent's measure) */
 	int64_t used_m;         /* milli-fGPU given out */
 };
 

@@ -832,6 +832,7 @@ int mgr_agent_register(struct manager *m, json_t *desc, const struct agent_link_
 		util_strlcpy(g->name, json_string_value(json_object_get(gv, "name")) ?: "", sizeof(g->name));
 		g->memory = json_integer_value(json_object_get(gv, "memory"));
 		g->sms = (int)json_integer_value(json_object_get(gv, "sms"));
+		g->context_overhead = json_integer_value(json_object_get(gv, "context_overhead"));
 	}
 	a->rec.capacity.fgpu_m = (int64_t)a->n_gpus * mgr_per_device_m(m);
 	for (size_t si = 0; si < m->n_sessions; si++) {

@@ -64,14 +64,30 @@ check "TESSERA_FGPU in the environment" has_line "$env_out" "TESSERA_FGPU=0.5"
 check "the limits file is mounted read-only" [ "$("$TESSERA" session exec half -- sh -c 'echo x > /etc/tessera/fgpu.conf && echo writable || echo ro' 2>/dev/null)" == "ro" ]
 
 # The allocation map survives a restart.
+# (The agent comes back on a driver whose contexts take 256 MiB each, as a
+# real one takes hundreds of MiB: it measures that at start.)
 uuid_before=$(jget half gpus)
 stop_server TERM
-start_server --mock-gpus 1x8GiB --fgpu-per-device 2 || { e2e_done; exit 1; }
+TESSERA_MOCK_CTX_OVERHEAD=268435456 start_server --mock-gpus 1x8GiB --fgpu-per-device 2 || { e2e_done; exit 1; }
 check "half still RUNNING after restart" wait_status half RUNNING
 check "same device share after restart" [ "$(jget half gpus)" == "$uuid_before" ]
 check "node usage restored (0.5)" [ "$(node_json used.fgpu)" == "0.5" ]
 "$TESSERA" session rm half >/dev/null
 wait_status half TERMINATED
+
+# A CUDA context's own memory counts in the share, per process.
+check "the agent measured the context overhead" [ "$(node_json gpus.0.context_overhead)" == "268435456" ]
+"$TESSERA" session create "$GPU_TEST_IMAGE" --name ctx --fgpu 0.5 --cpu 0.1 --mem 64m --wait >/dev/null
+check "ctx RUNNING" wait_status ctx RUNNING
+"$TESSERA" session exec ctx -- gpu-info --alloc 1700MiB >/dev/null 2>&1
+check "2 GiB share less a 256 MiB context: 1700 MiB fits" [ $? -eq 0 ]
+out=$("$TESSERA" session exec ctx -- gpu-info --alloc 1900MiB 2>&1)
+check "1900 MiB does not fit next to the context ($out)" contains "$out" "out of memory"
+out=$("$TESSERA" session exec ctx -- sh -c 'gpu-info --alloc 1GiB --hold 5 & sleep 1; gpu-info --alloc 600MiB; r=$?; wait; exit $r' 2>&1)
+rc=$?
+check "two processes pay for two contexts ($rc: $out)" [ $rc -ne 0 ]
+"$TESSERA" session rm ctx >/dev/null
+wait_status ctx TERMINATED
 
 # Bad fGPU requests.
 out=$("$TESSERA" session create "$GPU_TEST_IMAGE" --fgpu 3 2>&1)

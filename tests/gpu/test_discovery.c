@@ -187,6 +187,44 @@ TEST(nvml_through_mock_driver)
 
 /* ---------- mock_spec_filter_visible ---------- */
 
+/* ---------- gpu_probe_context_overhead ---------- */
+
+TEST(context_overhead_is_measured_in_a_probe_process)
+{
+	const char *lib_dir = getenv("TESSERA_TEST_MOCK_LIB_DIR");
+	const char *probe = getenv("TESSERA_TEST_GPU_PROBE");
+	CHECK(lib_dir != NULL && probe != NULL);
+	if (!lib_dir || !probe)
+		return;
+	char dir[] = "/tmp/tessera-probe-XXXXXX";
+	CHECK(mkdtemp(dir) != NULL);
+	struct gpu_inventory inv;
+	struct terr err = {0};
+	CHECK_INT(gpu_inventory_mock("2x8GiB,1x4GiB", &inv, &err), 0);
+	/* The mock takes this much per context, as a real driver takes
+	 * hundreds of MiB; the probe reads it back through NVML. */
+	setenv("TESSERA_MOCK_CTX_OVERHEAD", "314572800", 1);
+	CHECK_INT(gpu_probe_context_overhead(&inv, probe, lib_dir, dir, 20000, &err), 3);
+	for (int i = 0; i < inv.n; i++)
+		CHECK_INT(inv.dev[i].context_overhead, 314572800);
+	/* A driver whose contexts take nothing: measured as 0, nothing wrong. */
+	struct gpu_inventory inv0;
+	CHECK_INT(gpu_inventory_mock("1x8GiB", &inv0, &err), 0);
+	setenv("TESSERA_MOCK_CTX_OVERHEAD", "0", 1);
+	CHECK_INT(gpu_probe_context_overhead(&inv0, probe, lib_dir, dir, 20000, &err), 0);
+	CHECK_INT(inv0.dev[0].context_overhead, 0);
+	unsetenv("TESSERA_MOCK_CTX_OVERHEAD");
+	/* the probe's usage file does not stay behind */
+	char state[256];
+	snprintf(state, sizeof(state), "%s/probe-gpus.state", dir);
+	CHECK(access(state, F_OK) != 0);
+	/* no driver where the probe looks: an error, not a hang or a crash */
+	CHECK(gpu_probe_context_overhead(&inv0, probe, "/nonexistent", dir, 20000, &err) < 0 ||
+	      inv0.dev[0].context_overhead == 0);
+	CHECK(gpu_probe_context_overhead(&inv0, "/nonexistent/probe", lib_dir, dir, 20000, &err) < 0);
+	rmdir(dir);
+}
+
 TEST(filter_visible)
 {
 	struct mock_spec spec, orig;
@@ -346,6 +384,7 @@ int main(int argc, char **argv)
 	RUN(mock_inventory_from_spec);
 	RUN(mock_inventory_bad_specs);
 	RUN(nvml_through_mock_driver);
+	RUN(context_overhead_is_measured_in_a_probe_process);
 	RUN(filter_visible);
 	RUN(parse_ldconfig);
 	return testlib_done();

@@ -188,6 +188,41 @@ MOCK_API nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t dev, nvmlMemory_v2
 	return nvml_mem(dev, &m->total, &m->used, &m->free);
 }
 
+/* Processes holding memory on the device, as the host sees them: the
+ * mock does not tell compute from graphics use. */
+MOCK_API nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t dev,
+							      unsigned int *count,
+							      nvmlProcessInfo_t *infos)
+{
+	if (!nvml_ready())
+		return NVML_ERROR_UNINITIALIZED;
+	int i = nvml_index(dev);
+	if (i < 0 || !count || (*count > 0 && !infos))
+		return NVML_ERROR_INVALID_ARGUMENT;
+	int32_t pids[256];
+	int64_t bytes[256];
+	int n = mock_usage_processes(i, pids, bytes, 256);
+	if (n > 256)
+		n = 256;
+	if ((unsigned int)n > *count) {
+		*count = (unsigned int)n;
+		return NVML_ERROR_INSUFFICIENT_SIZE;
+	}
+	for (int k = 0; k < n; k++)
+		infos[k] = (nvmlProcessInfo_t){ .pid = (unsigned int)pids[k],
+			.usedGpuMemory = (unsigned long long)bytes[k],
+			.gpuInstanceId = 0xffffffffu, .computeInstanceId = 0xffffffffu };
+	*count = (unsigned int)n;
+	return NVML_SUCCESS;
+}
+
+MOCK_API nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t dev,
+							      unsigned int *count,
+							      nvmlProcessInfo_t *infos)
+{
+	return nvmlDeviceGetComputeRunningProcesses_v3(dev, count, infos);
+}
+
 MOCK_API nvmlReturn_t nvmlSystemGetDriverVersion(char *version, unsigned int len)
 {
 	if (!nvml_ready())

@@ -308,3 +308,33 @@ int64_t mock_usage_get(int dev)
 	flock(mock_state_fd, LOCK_UN);
 	return sum;
 }
+
+int mock_usage_processes(int dev, int32_t *pids, int64_t *bytes, int max)
+{
+	int n = 0;
+	if (!mock_state) {
+		if (mock_private_used[dev] > 0) {
+			if (max > 0) {
+				pids[0] = (int32_t)getpid();
+				bytes[0] = mock_private_used[dev];
+			}
+			n = 1;
+		}
+		return n;
+	}
+	int key = mock_usage_spec->dev[dev].host_index;
+	flock(mock_state_fd, LOCK_EX);
+	mock_state_slot(false);   /* drops the dead */
+	for (int i = 0; i < MOCK_STATE_SLOTS; i++) {
+		const struct mock_slot *sl = &mock_state->slots[i];
+		if (sl->pid == 0 || sl->used[key] <= 0)
+			continue;
+		if (n < max) {
+			pids[n] = sl->pid;
+			bytes[n] = sl->used[key];
+		}
+		n++;
+	}
+	flock(mock_state_fd, LOCK_UN);
+	return n;
+}

@@ -63,5 +63,8 @@ int mock_spec_load(struct mock_spec *spec, struct terr *err);
 void mock_usage_init(const struct mock_spec *spec);
 int mock_usage_add(int dev, int64_t delta);
 int64_t mock_usage_get(int dev);
+/* The processes holding memory on dev: up to max (pid, bytes) pairs into
+ * pids/bytes; returns how many there are (may be more than max). */
+int mock_usage_processes(int dev, int32_t *pids, int64_t *bytes, int max);
 
 #endif
