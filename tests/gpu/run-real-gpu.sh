@@ -16,9 +16,10 @@ BUILD=${1:-$here/../../build}
 LIB=$(readlink -f "$BUILD/src/fgpu/libtessera-fgpu.so")
 BENCH=$(readlink -f "$BUILD/tests/gpu/gpu-share-bench")
 GPUINFO=$(readlink -f "$BUILD/src/gpu/gpu-info")
+PROBE=$(readlink -f "$BUILD/src/gpu/tessera-gpu-probe")
 SECS=${SECS:-10}
 export CUDA_VISIBLE_DEVICES=${GPU:-0}
-for f in "$LIB" "$BENCH" "$GPUINFO"; do
+for f in "$LIB" "$BENCH" "$GPUINFO" "$PROBE"; do
 	[[ -f $f ]] || { echo "not built: $f (pass the build directory)"; exit 2; }
 done
 command -v nvidia-smi >/dev/null || { echo "nvidia-smi not found"; exit 2; }
@@ -45,12 +46,17 @@ read -r NAME SMS TOTAL < <("$BENCH" info | awk '{ print $2, $4, $6 }')
 SHARE=$((TOTAL / 4 / 1048576 * 1048576))
 echo "== GPU $CUDA_VISIBLE_DEVICES: $NAME, $SMS SMs, $((TOTAL >> 20)) MiB; memory share under test: $((SHARE >> 20)) MiB"
 nvidia-smi --query-gpu=driver_version,compute_mode --format=csv,noheader -i "$CUDA_VISIBLE_DEVICES"
+# What a bare CUDA context takes, as the agent measures it at start.
+CTX=$("$PROBE" | awk 'NR == 1 { print $2 }')
+CTX=${CTX:-0}
+echo "a CUDA context takes $((CTX >> 20)) MiB (tessera-gpu-probe)"
 
 # Limits through a conf file and a region in a temp dir, as the agent's
 # /etc/tessera/fgpu.conf would give them (that file wins if it exists).
 shim() { # sm percent, command...
 	local pct=$1; shift
-	printf 'memory_limit = %d\nsm_limit_percent = %d\n' "$SHARE" "$pct" > "$WORK/fgpu.conf"
+	printf 'memory_limit = %d\nsm_limit_percent = %d\ncontext_overhead = %d\n' \
+		"$SHARE" "$pct" "$CTX" > "$WORK/fgpu.conf"
 	rm -f "$WORK/fgpu.region"
 	env LD_PRELOAD="$LIB" TESSERA_FGPU_CONF="$WORK/fgpu.conf" \
 		TESSERA_FGPU_REGION="$WORK/fgpu.region" "$@"
@@ -62,6 +68,10 @@ check "cuMemGetInfo total is the share ($out)" '[[ $(field memory_total "$out") 
 check "allocating half the share succeeds" '[[ $(shim 100 "$BENCH" alloc $((SHARE / 2))) == ok ]]'
 check "allocating 110% of the share is out of memory" \
 	'[[ $(shim 100 "$BENCH" alloc $((SHARE / 10 * 11))) == "out of memory" ]]'
+check "the context counts: share - context - 64 MiB fits" \
+	'[[ $(shim 100 "$BENCH" alloc $((SHARE - CTX - (64 << 20)))) == ok ]]'
+(( CTX > (64 << 20) )) && check "the context counts: share - context + 64 MiB does not" \
+	'[[ $(shim 100 "$BENCH" alloc $((SHARE - CTX + (64 << 20)))) == "out of memory" ]]'
 json=$(shim 100 "$GPUINFO" --json)
 check "gpu-info --json shows the share" '[[ $json == *"\"memory_total\":$SHARE"* || $json == *"\"memory_total\": $SHARE"* ]]'
 smi=$(shim 100 nvidia-smi --query-gpu=memory.total,memory.used --format=csv,noheader,nounits -i 0)
@@ -158,7 +168,7 @@ ao1=$(field ns_per_alloc_free "$(shim 100 "$BENCH" alloc-overhead 5000)")
 echo
 echo "== summary (Markdown, for docs/fgpu.md)"
 echo
-echo "GPU: $NAME ($SMS SMs, $((TOTAL >> 20)) MiB), driver $(nvidia-smi --query-gpu=driver_version --format=csv,noheader -i 0)."
+echo "GPU: $NAME ($SMS SMs, $((TOTAL >> 20)) MiB), driver $(nvidia-smi --query-gpu=driver_version --format=csv,noheader -i 0); a bare CUDA context takes $((CTX >> 20)) MiB."
 echo
 echo "| Achieved share of the GPU alone (%) | target 25 | target 50 |"
 echo "|---|---|---|"
