@@ -1,6 +1,7 @@
 # Thin wrapper over Meson/Ninja. `make run` and `make test` do all set-up.
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
+TSAN_BUILD ?= build-tsan
 DATA_DIR   ?= $(HOME)/.local/share/tessera
 PORT       ?= 8090
 MESON_OPTS ?= --buildtype=debugoptimized
@@ -18,16 +19,21 @@ $(BUILD)/build.ninja:
 $(ASAN_BUILD)/build.ninja:
 	meson setup $(ASAN_BUILD) --buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false
 
+$(TSAN_BUILD)/build.ninja:
+	meson setup $(TSAN_BUILD) --buildtype=debug -Db_sanitize=thread -Db_lundef=false
+
 build: setup $(BUILD)/build.ninja
 	ninja -C $(BUILD)
 
 run: build
 	$(BUILD)/tessera server --data-dir $(DATA_DIR) --port $(PORT)
 
-# Every test: unit + end-to-end on the normal build, unit tests again under ASan+UBSan.
-test: build $(ASAN_BUILD)/build.ninja
+# Every test: unit + end-to-end on the normal build, unit tests again under
+# ASan+UBSan, and the fGPU tests under ThreadSanitizer.
+test: build $(ASAN_BUILD)/build.ninja $(TSAN_BUILD)/build.ninja
 	ninja -C $(ASAN_BUILD)
-	scripts/run-tests $(BUILD) $(ASAN_BUILD)
+	ninja -C $(TSAN_BUILD) fgpu-tests
+	scripts/run-tests $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD):fgpu
 
 test-unit: build
 	scripts/run-tests --suite unit $(BUILD)
@@ -43,4 +49,4 @@ bench: build
 	bench/run-all $(BUILD)
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD)

@@ -39,6 +39,19 @@ static bool fgpu_pool_slack;
 /* Some allocation was served by a pool: frees must look there first. */
 static bool fgpu_pool_ptrs;
 
+/* Both flags are written under fgpu_pool_lock and read without it. */
+static void fgpu_pool_flag(bool *flag, bool v)
+{
+	__atomic_store_n(flag, v, __ATOMIC_RELEASE);
+}
+
+/* After p changed: notes when it holds more than its live allocations. */
+static void fgpu_pool_note_slack_locked(const struct fgpu_pool *p)
+{
+	if (p->h && p->charged > p->live)
+		fgpu_pool_flag(&fgpu_pool_slack, true);
+}
+
 void fgpu_pool_reset_child(void)
 {
 	/* The pools and their memory belong to the parent. */
@@ -101,13 +114,13 @@ static void fgpu_pools_settle_locked(void)
 		fgpu_pool_settle_locked(p);
 		slack |= p->h && p->charged > p->live;
 	}
-	fgpu_pool_slack = slack;
+	fgpu_pool_flag(&fgpu_pool_slack, slack);
 }
 
 /* At synchronization points and before usage is reported. */
 void fgpu_pools_settle(void)
 {
-	if (!fgpu_accounting() || !__atomic_load_n(&fgpu_pool_slack, __ATOMIC_RELAXED))
+	if (!fgpu_accounting() || !__atomic_load_n(&fgpu_pool_slack, __ATOMIC_ACQUIRE))
 		return;
 	pthread_mutex_lock(&fgpu_pool_lock);
 	fgpu_pools_settle_locked();
@@ -228,12 +241,12 @@ static CUresult fgpu_pool_alloc(enum fgpu_pool_call how, CUdeviceptr *dptr, size
 		p->live -= n;
 		REAL(cuMemPoolTrimTo, pool, (size_t)p->live);
 		fgpu_pool_settle_locked(p);
-		fgpu_pool_slack = fgpu_pool_slack || p->charged > p->live;
+		fgpu_pool_note_slack_locked(p);
 		pthread_mutex_unlock(&fgpu_pool_lock);
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
-	fgpu_pool_slack = fgpu_pool_slack || p->charged > p->live;
-	fgpu_pool_ptrs = true;
+	fgpu_pool_note_slack_locked(p);
+	fgpu_pool_flag(&fgpu_pool_ptrs, true);
 	pthread_mutex_unlock(&fgpu_pool_lock);
 	return CUDA_SUCCESS;
 }
@@ -279,7 +292,7 @@ CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytes, CUmemoryP
 				struct fgpu_pool *p_ = &fgpu_pools[slot_]; \
 				p_->live -= bytes_; \
 				fgpu_pool_settle_locked(p_); \
-				fgpu_pool_slack = fgpu_pool_slack || (p_->h && p_->charged > p_->live); \
+				fgpu_pool_note_slack_locked(p_); \
 			} \
 		} \
 		pthread_mutex_unlock(&fgpu_pool_lock); \
@@ -290,7 +303,7 @@ CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytes, CUmemoryP
 CUresult fgpu_pool_free_sync(CUdeviceptr p, bool *mine)
 {
 	CUresult rc = CUDA_SUCCESS;
-	*mine = __atomic_load_n(&fgpu_pool_ptrs, __ATOMIC_RELAXED) &&
+	*mine = __atomic_load_n(&fgpu_pool_ptrs, __ATOMIC_ACQUIRE) &&
 		FGPU_POOL_FREE(p, REAL(cuMemFree_v2, p), &rc);
 	return rc;
 }

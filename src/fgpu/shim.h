@@ -24,7 +24,7 @@
  * sanitizer runtimes and libc-level interposers call dlsym from their own
  * initialization. Instrumented code would touch shadow memory that does
  * not exist yet, so that path is built without instrumentation. */
-#define FGPU_EARLY __attribute__((no_sanitize("address", "undefined")))
+#define FGPU_EARLY __attribute__((no_sanitize("address", "undefined", "thread")))
 
 #define FGPU_PROTO(ret, name, base, since, ptsz, params) FGPU_EXPORT ret name params;
 FGPU_CUDA_HOOKS(FGPU_PROTO)

@@ -4,6 +4,8 @@
  * memory while mapped, and stream-ordered allocations land on the
  * stream's device. The session has two devices: device 0 with a 1 GiB
  * share and device 1 with 256 MiB. */
+#include <pthread.h>
+
 #include "fgpu/fgpu_test.h"
 #include "testlib.h"
 
@@ -192,6 +194,47 @@ TEST(vmm_memory_is_held_while_mapped)
 	CHECK_INT(cuMemAddressFree(va, 512 * MiB), CUDA_SUCCESS);
 }
 
+/* Threads allocating and freeing through pools, plain allocations and
+ * synchronizations at once: every byte comes back, and no call fails
+ * while the share has room. */
+static int worker_failures;
+
+static void *pool_worker(void *arg)
+{
+	int id = (int)(intptr_t)arg;
+	CUstream s;
+	if (cuCtxSetCurrent(ctx0) != CUDA_SUCCESS || cuStreamCreate(&s, 0) != CUDA_SUCCESS) {
+		__atomic_add_fetch(&worker_failures, 1, __ATOMIC_RELAXED);
+		return NULL;
+	}
+	for (int i = 0; i < 400; i++) {
+		CUdeviceptr a = 0, b = 0;
+		size_t n = (size_t)(1 + (i + id) % 7) * MiB;
+		if (cuMemAllocAsync(&a, n, s) != CUDA_SUCCESS || cuMemAlloc_v2(&b, n) != CUDA_SUCCESS ||
+		    cuMemFreeAsync(a, s) != CUDA_SUCCESS || cuMemFree_v2(b) != CUDA_SUCCESS)
+			__atomic_add_fetch(&worker_failures, 1, __ATOMIC_RELAXED);
+		if (i % 50 == id)
+			cuStreamSynchronize(s);
+	}
+	cuStreamSynchronize(s);
+	cuStreamDestroy_v2(s);
+	return NULL;
+}
+
+TEST(concurrent_pool_use_gives_everything_back)
+{
+	long long base = used_on(0), mock_base = tesseraMockUsedBytes(0);
+	pthread_t t[4];
+	for (int i = 0; i < 4; i++)
+		CHECK_INT(pthread_create(&t[i], NULL, pool_worker, (void *)(intptr_t)i), 0);
+	for (int i = 0; i < 4; i++)
+		pthread_join(t[i], NULL);
+	CHECK_INT(worker_failures, 0);
+	CHECK_INT(cuCtxSynchronize(), CUDA_SUCCESS);
+	CHECK_INT(used_on(0), base);
+	CHECK_INT(tesseraMockUsedBytes(0), mock_base);
+}
+
 int main(void)
 {
 	setenv("TESSERA_MOCK_GPUS", "2x8GiB", 1);
@@ -217,6 +260,7 @@ int main(void)
 	RUN(pool_growth_must_fit_the_share);
 	RUN(stream_ordered_alloc_lands_on_the_streams_device);
 	RUN(vmm_memory_is_held_while_mapped);
+	RUN(concurrent_pool_use_gives_everything_back);
 	ft_cleanup(dir);
 	return testlib_done();
 }
