@@ -501,21 +501,27 @@ static int fgpu_nvml_index(nvmlDevice_t d)
 	return fgpu_conf.ndev == 0 || (int)i < fgpu_conf.ndev ? (int)i : -1;
 }
 
+/* Replaces what NVML said of device d by the share (fgpu_share). */
+static void fgpu_nvml_share(nvmlDevice_t d, unsigned long long *total, unsigned long long *used,
+			    unsigned long long *freep)
+{
+	uint64_t t, u, f;
+	fgpu_pools_settle();
+	fgpu_share(fgpu_nvml_index(d), *total, *freep, &t, &u, &f);
+	*total = t;
+	*used = u;
+	*freep = f;
+}
+
 nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t d, nvmlMemory_t *m)
 {
 	NVML_INIT();
 	if (!m)
 		return NVML_ERROR_INVALID_ARGUMENT;
 	nvmlReturn_t rc = REAL_NVML(nvmlDeviceGetMemoryInfo, d, m);
-	if (rc != NVML_SUCCESS || !fgpu_active)
-		return rc;
-	uint64_t t, u, f;
-	fgpu_pools_settle();
-	fgpu_share(fgpu_nvml_index(d), m->total, m->free, &t, &u, &f);
-	m->total = t;
-	m->used = u;
-	m->free = f;
-	return NVML_SUCCESS;
+	if (rc == NVML_SUCCESS && fgpu_active)
+		fgpu_nvml_share(d, &m->total, &m->used, &m->free);
+	return rc;
 }
 
 nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t d, nvmlMemory_v2_t *m)
@@ -524,15 +530,10 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t d, nvmlMemory_v2_t *m)
 	if (!m)
 		return NVML_ERROR_INVALID_ARGUMENT;
 	nvmlReturn_t rc = REAL_NVML(nvmlDeviceGetMemoryInfo_v2, d, m);
-	if (rc != NVML_SUCCESS || !fgpu_active)
-		return rc;
-	uint64_t t, u, f;
-	fgpu_pools_settle();
-	fgpu_share(fgpu_nvml_index(d), m->total, m->free, &t, &u, &f);
-	m->total = t;
-	m->used = u;
-	m->free = f;
-	m->reserved = 0;
-	return NVML_SUCCESS;
+	if (rc == NVML_SUCCESS && fgpu_active) {
+		fgpu_nvml_share(d, &m->total, &m->used, &m->free);
+		m->reserved = 0;
+	}
+	return rc;
 }
 
