@@ -398,8 +398,13 @@ static int plan_gpus(struct agent *a, struct plan *p, const char *sid, json_t *g
 		fprintf(cf, "%s = %s\n", key, dev->uuid);
 		snprintf(key, sizeof(key), FGPU_KEY_DEVICE_FMT_LIMIT, (int)i);
 		fprintf(cf, "%s = %lld\n", key, (long long)mem);
-		/* One SM limit per session: a partial device sets it; whole
-		 * devices are not throttled (docs/fgpu.md). */
+		/* Each device its own compute share: a session holding whole
+		 * devices and part of another is paced on that part only. */
+		snprintf(key, sizeof(key), FGPU_KEY_DEVICE_FMT_SM, (int)i);
+		fprintf(cf, "%s = %lld\n", key, (long long)(pct >= 1 && pct <= 100 ? pct : 100));
+		/* The session-wide figure (and TESSERA_GPU_SM_LIMIT, which can
+		 * only tighten) stays the one device's share, or 100 for
+		 * several, so that whole devices are never throttled. */
 		if (n == 1)
 			sm = pct;
 		if (mem < min_mem)

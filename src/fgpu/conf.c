@@ -86,6 +86,11 @@ int fgpu_conf_parse(const char *text, struct fgpu_conf *c, struct terr *err)
 			} else if (strcmp(field, "memory_limit") == 0) {
 				if (units_parse_size(val, &c->dev[idx].memory_limit, err) < 0)
 					return terr_prefix(err, "line %d", lineno);
+			} else if (strcmp(field, "sm_limit_percent") == 0) {
+				if (fgpu_parse_int(val, 1, 100, &x) < 0)
+					return terr_set(err, EINVAL,
+							"line %d: sm_limit_percent must be 1..100", lineno);
+				c->dev[idx].sm_limit_percent = (int)x;
 			}
 		} else if (strcmp(key, FGPU_KEY_MEMORY_LIMIT) == 0) {
 			if (units_parse_size(val, &c->all_limit, err) < 0)
@@ -167,6 +172,9 @@ int fgpu_conf_load(struct fgpu_conf *c, struct terr *err)
 		c->enabled = true;
 		if (pct < c->sm_limit_percent)
 			c->sm_limit_percent = (int)pct;
+		for (int i = 0; i < FGPU_MAX_DEVICES; i++)
+			if (c->dev[i].sm_limit_percent > pct)
+				c->dev[i].sm_limit_percent = (int)pct;
 	}
 	const char *f = getenv(FGPU_ENV_FGPU);
 	if (f && *f && !c->fgpu[0])
@@ -182,4 +190,36 @@ int64_t fgpu_conf_limit(const struct fgpu_conf *c, int i)
 	if (i < 0 || i >= c->ndev)
 		return 0;
 	return c->dev[i].memory_limit < c->all_limit ? c->dev[i].memory_limit : c->all_limit;
+}
+
+int fgpu_conf_sm_limit(const struct fgpu_conf *c, int i)
+{
+	if (i >= 0 && i < FGPU_MAX_DEVICES && c->dev[i].sm_limit_percent > 0)
+		return c->dev[i].sm_limit_percent;
+	return c->sm_limit_percent;
+}
+
+bool fgpu_conf_sm_limited(const struct fgpu_conf *c)
+{
+	if (c->sm_limit_percent < 100)
+		return true;
+	for (int i = 0; i < FGPU_MAX_DEVICES; i++)
+		if (c->dev[i].sm_limit_percent > 0 && c->dev[i].sm_limit_percent < 100)
+			return true;
+	return false;
+}
+
+int fgpu_conf_index(const struct fgpu_conf *c, const char *uuid, int ordinal)
+{
+	bool by_uuid = false;
+	for (int i = 0; i < c->ndev; i++) {
+		if (!c->dev[i].uuid[0])
+			continue;
+		by_uuid = true;
+		if (uuid && strcmp(c->dev[i].uuid, uuid) == 0)
+			return i;
+	}
+	if (by_uuid || ordinal < 0 || ordinal >= FGPU_MAX_DEVICES)
+		return -1;
+	return c->ndev == 0 || ordinal < c->ndev ? ordinal : -1;
 }

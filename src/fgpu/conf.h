@@ -14,6 +14,7 @@
 struct fgpu_conf_dev {
 	char uuid[96];          /* "" when the file gives none */
 	int64_t memory_limit;   /* bytes; FGPU_UNLIMITED when none */
+	int sm_limit_percent;   /* 1..100; 0: the session-wide one applies */
 };
 
 struct fgpu_conf {
@@ -22,7 +23,7 @@ struct fgpu_conf {
 	int ndev;               /* listed devices; 0: all_limit applies to all */
 	struct fgpu_conf_dev dev[FGPU_MAX_DEVICES];
 	int64_t all_limit;      /* FGPU_UNLIMITED when none */
-	int sm_limit_percent;   /* 1..100 */
+	int sm_limit_percent;   /* 1..100, for devices without their own */
 	int64_t context_overhead;
 	bool driver_clock;
 	char fgpu[32];          /* informational */
@@ -37,5 +38,17 @@ int fgpu_conf_load(struct fgpu_conf *conf, struct terr *err);
 
 /* Limit of listed device index i, or of any device when none are listed. */
 int64_t fgpu_conf_limit(const struct fgpu_conf *conf, int i);
+
+/* Compute share (percent) of device index i: its own when the file gives
+ * one, else the session-wide one. */
+int fgpu_conf_sm_limit(const struct fgpu_conf *conf, int i);
+
+/* Whether any device's compute is limited (some share below 100). */
+bool fgpu_conf_sm_limited(const struct fgpu_conf *conf);
+
+/* Index in the file of the device with this UUID and CUDA/NVML ordinal:
+ * by UUID when the file names devices by UUID, else by ordinal; -1 when
+ * the file does not list it. */
+int fgpu_conf_index(const struct fgpu_conf *conf, const char *uuid, int ordinal);
 
 #endif

@@ -37,7 +37,9 @@
  *   device.0.memory_limit = 4294967296 # bytes this session may use
  *   device.1.uuid = GPU-...
  *   device.1.memory_limit = 4294967296
- *   sm_limit_percent = 50              # compute share, 1..100 (100 = off)
+ *   device.1.sm_limit_percent = 50     # this device's compute share
+ *   sm_limit_percent = 100             # compute share of devices without
+ *                                      # their own, 1..100 (100 = off)
  *   context_overhead = 0               # bytes counted per process and device
  *                                      # for the CUDA context itself
  *   region = /run/tessera/fgpu.region  # optional, default FGPU_REGION_PATH
@@ -99,6 +101,7 @@
 #define FGPU_KEY_DEVICES      "devices"
 #define FGPU_KEY_DEVICE_FMT_UUID  "device.%d.uuid"
 #define FGPU_KEY_DEVICE_FMT_LIMIT "device.%d.memory_limit"
+#define FGPU_KEY_DEVICE_FMT_SM    "device.%d.sm_limit_percent"
 #define FGPU_KEY_MEMORY_LIMIT "memory_limit"
 #define FGPU_KEY_SM_LIMIT     "sm_limit_percent"
 #define FGPU_KEY_CTX_OVERHEAD "context_overhead"

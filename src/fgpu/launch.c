@@ -87,8 +87,9 @@ static struct fgpu_pacer *fgpu_pace_before(CUstream s, bool ptsz, int *idx_out)
 	    REAL(cuCtxGetCurrent, &ctx) != CUDA_SUCCESS || !ctx)
 		return NULL;
 	int idx = fgpu_cuda_index(ord);
-	if (idx < 0)
-		return NULL;
+	int pct = fgpu_conf_sm_limit(&fgpu_conf, idx);
+	if (idx < 0 || pct >= 100)
+		return NULL;   /* not the session's device, or a whole one */
 	/* Work launched into a stream being captured into a graph does not
 	 * run now, and events recorded there become part of the graph (the
 	 * driver refuses to query them): the graph is paced when launched. */
@@ -126,7 +127,6 @@ static struct fgpu_pacer *fgpu_pace_before(CUstream s, bool ptsz, int *idx_out)
 	fgpu_harvest(p, idx, false);
 	if (p->count == FGPU_RING)
 		fgpu_harvest(p, idx, true);
-	int pct = fgpu_conf.sm_limit_percent;
 	for (int spins = 0; spins < 10000; spins++) {
 		fgpu_region_lock(&fgpu_region);
 		struct fgpu_bucket *b = &fgpu_region.r->pace[idx];

@@ -213,7 +213,7 @@ static void fgpu_base_init(void)
 		 * allocations are refused (fgpu_reserve checks region.r). */
 		fgpu_active = true;
 	}
-	fgpu_pacing = fgpu_active && fgpu_region.r && fgpu_conf.sm_limit_percent < 100;
+	fgpu_pacing = fgpu_active && fgpu_region.r && fgpu_conf_sm_limited(&fgpu_conf);
 	pthread_atfork(NULL, NULL, fgpu_atfork_child);
 }
 

@@ -33,6 +33,7 @@ struct gi_dev {
 	unsigned long long total, used, free;
 	int sms;
 	int have_mem;
+	int sm_limit;           /* compute share from the limits file, percent */
 };
 
 struct gi_cuda {
@@ -227,11 +228,11 @@ int main(int argc, char **argv)
 
 	struct fgpu_conf conf;
 	struct terr err;
-	int sm_limit = 100;
-	if (fgpu_conf_load(&conf, &err) == 0)
-		sm_limit = conf.sm_limit_percent;
-	else
+	bool have_conf = fgpu_conf_load(&conf, &err) == 0;
+	if (!have_conf) {
 		fprintf(stderr, "gpu-info: limits file: %s\n", err.msg);
+		memset(&conf, 0, sizeof(conf));
+	}
 
 	static struct gi_dev devs[GI_MAX];
 	int n = 0, cuda_version = 0;
@@ -281,6 +282,9 @@ int main(int argc, char **argv)
 		nv.shutdown();
 	}
 
+	for (int i = 0; i < n; i++)
+		devs[i].sm_limit = conf.enabled
+			? fgpu_conf_sm_limit(&conf, fgpu_conf_index(&conf, devs[i].uuid, i)) : 100;
 	if (json) {
 		printf("{\"devices\":[");
 		for (int i = 0; i < n; i++) {
@@ -290,7 +294,7 @@ int main(int argc, char **argv)
 			gi_json_str(devs[i].name);
 			printf(",\"memory_total\":%llu,\"memory_used\":%llu,\"memory_free\":%llu,"
 			       "\"sm_limit_percent\":%d}",
-			       devs[i].total, devs[i].used, devs[i].free, sm_limit);
+			       devs[i].total, devs[i].used, devs[i].free, devs[i].sm_limit);
 		}
 		printf("]}\n");
 		return 0;
@@ -302,7 +306,7 @@ int main(int argc, char **argv)
 		printf("CUDA driver API %d.%d", cuda_version / 1000, cuda_version % 1000 / 10);
 	if (have_cuda)
 		printf(", NVML driver %s\n", driver[0] ? driver : "unavailable");
-	printf("fGPU: %s, compute share %d%%\n", conf.fgpu[0] ? conf.fgpu : "not set", sm_limit);
+	printf("fGPU: %s\n", conf.fgpu[0] ? conf.fgpu : "not set");
 	if (n == 0)
 		printf("no GPU visible\n");
 	for (int i = 0; i < n; i++) {
@@ -310,8 +314,8 @@ int main(int argc, char **argv)
 		units_format_size((int64_t)devs[i].total, t, sizeof(t));
 		units_format_size((int64_t)devs[i].used, u, sizeof(u));
 		units_format_size((int64_t)devs[i].free, f, sizeof(f));
-		printf("GPU %d: %s (%s), %d SMs\n", devs[i].index, devs[i].name, devs[i].uuid,
-		       devs[i].sms);
+		printf("GPU %d: %s (%s), %d SMs, compute share %d%%\n", devs[i].index, devs[i].name,
+		       devs[i].uuid, devs[i].sms, devs[i].sm_limit);
 		printf("  memory: %s total, %s used, %s free%s\n", t, u, f,
 		       devs[i].have_mem ? "" : " (NVML unavailable)");
 	}

@@ -106,4 +106,19 @@ check "p4-3 PENDING (0.4 x 3 > 1 exactly)" wait_status p4-3 PENDING
 check "0.8 fGPU used, not 0.8000001" [ "$(node_json used.fgpu)" == "0.8" ]
 out=$("$TESSERA" config set fgpu_per_device 0 2>&1)
 check "a bad setting is refused ($out)" contains "$out" "fgpu_per_device"
+"$TESSERA" session rm p4-1 p4-2 p4-3 >/dev/null
+wait_status p4-1 TERMINATED
+
+# A session over a whole device and half of another: the whole one is not
+# throttled, the half is paced to 50% (each device its own SM limit).
+stop_server TERM
+start_server --mock-gpus 2x8GiB || { e2e_done; exit 1; }
+"$TESSERA" session create "$GPU_TEST_IMAGE" --name wide --fgpu 1.5 --cpu 0.1 --mem 64m --wait >/dev/null
+check "wide RUNNING" wait_status wide RUNNING
+shares=$("$TESSERA" session exec wide -- gpu-info --json | python3 -c 'import json,sys; print(sorted(d["sm_limit_percent"] for d in json.load(sys.stdin)["devices"]))')
+check "1.5 fGPU: one device at 100%, one at 50% ($shares)" [ "$shares" == "[50, 100]" ]
+env_out=$("$TESSERA" session exec wide -- env)
+check "the session-wide variable does not throttle the whole device" has_line "$env_out" "TESSERA_GPU_SM_LIMIT=100"
+"$TESSERA" session rm wide >/dev/null
+wait_status wide TERMINATED
 e2e_done

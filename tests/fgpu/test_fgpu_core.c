@@ -49,6 +49,34 @@ TEST(conf_parses_the_agent_format)
 	CHECK(fgpu_conf_parse("device.99.memory_limit = 1\n", &c, &err) < 0);
 }
 
+TEST(conf_gives_each_device_its_compute_share)
+{
+	struct fgpu_conf c;
+	struct terr err;
+	/* a session with a whole device and half of another */
+	CHECK_INT(fgpu_conf_parse("devices = 2\ndevice.0.uuid = GPU-aaaa\n"
+				  "device.0.sm_limit_percent = 100\n"
+				  "device.1.uuid = GPU-bbbb\ndevice.1.sm_limit_percent = 50\n"
+				  "sm_limit_percent = 100\n", &c, &err), 0);
+	CHECK_INT(fgpu_conf_sm_limit(&c, 0), 100);
+	CHECK_INT(fgpu_conf_sm_limit(&c, 1), 50);
+	CHECK_INT(fgpu_conf_sm_limit(&c, -1), 100);
+	CHECK(fgpu_conf_sm_limited(&c));
+	CHECK_INT(fgpu_conf_index(&c, "GPU-bbbb", 0), 1);
+	CHECK_INT(fgpu_conf_index(&c, "GPU-cccc", 1), -1);   /* by UUID, not ordinal */
+	/* without a device's own figure the session-wide one applies */
+	CHECK_INT(fgpu_conf_parse("devices = 2\ndevice.1.sm_limit_percent = 30\n"
+				  "sm_limit_percent = 60\n", &c, &err), 0);
+	CHECK_INT(fgpu_conf_sm_limit(&c, 0), 60);
+	CHECK_INT(fgpu_conf_sm_limit(&c, 1), 30);
+	CHECK_INT(fgpu_conf_index(&c, NULL, 1), 1);          /* no UUIDs: by ordinal */
+	CHECK_INT(fgpu_conf_index(&c, NULL, 2), -1);
+	CHECK_INT(fgpu_conf_parse("memory_limit = 1g\n", &c, &err), 0);
+	CHECK(!fgpu_conf_sm_limited(&c));
+	CHECK(fgpu_conf_parse("device.0.sm_limit_percent = 0\n", &c, &err) < 0);
+	CHECK(fgpu_conf_parse("device.0.sm_limit_percent = 150\n", &c, &err) < 0);
+}
+
 TEST(conf_env_without_file)
 {
 	/* (FGPU_CONF_PATH does not exist on a build machine.) */
@@ -274,6 +302,7 @@ int main(void)
 		return 2;
 	snprintf(region_path, sizeof(region_path), "%s/fgpu.region", dir);
 	RUN(conf_parses_the_agent_format);
+	RUN(conf_gives_each_device_its_compute_share);
 	RUN(conf_env_without_file);
 	RUN(region_reserve_and_release);
 	RUN(region_rejects_other_layouts);

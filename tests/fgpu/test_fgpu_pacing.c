@@ -53,17 +53,25 @@ static CUresult launch(CUfunction f, CUstream s, CUgraphExec g)
 	}
 }
 
+/* The limits file for the next run_share, and the device it runs on
+ * (default: a session-wide share of pct on device 0). */
+static const char *share_conf;
+static int share_dev;
+
 /* Launches n units of 1 ms simulated time each (1000 blocks x 1 us);
  * sync_each: synchronize after each launch (else only at the end).
  * Returns the achieved share in per-mille. */
 static int run_share(int pct, int n, int sync_each)
 {
 	char conf[256];
-	snprintf(conf, sizeof(conf), "sm_limit_percent = %d\npacing_clock = driver\n", pct);
+	if (share_conf)
+		snprintf(conf, sizeof(conf), "%spacing_clock = driver\n", share_conf);
+	else
+		snprintf(conf, sizeof(conf), "sm_limit_percent = %d\npacing_clock = driver\n", pct);
 	const char *dir = ft_setup(conf);
 	CUcontext ctx;
 	CUstream s;
-	if (cuInit(0) != CUDA_SUCCESS || cuCtxCreate_v2(&ctx, 0, 0) != CUDA_SUCCESS ||
+	if (cuInit(0) != CUDA_SUCCESS || cuCtxCreate_v2(&ctx, 0, share_dev) != CUDA_SUCCESS ||
 	    cuStreamCreate(&s, 0) != CUDA_SUCCESS)
 		return -1;
 	CUfunction f = (CUfunction)(uintptr_t)0x1000;   /* the mock never dereferences it */
@@ -140,6 +148,21 @@ TEST(graph_launches_are_paced_and_capture_is_left_alone)
 	launch_kind = PLAIN;
 }
 
+/* A session with a whole device and a quarter of another: only the
+ * partial device is paced. */
+TEST(each_device_has_its_own_share)
+{
+	share_conf = "devices = 2\ndevice.0.sm_limit_percent = 100\n"
+		     "device.1.sm_limit_percent = 25\nsm_limit_percent = 100\n";
+	share_dev = 1;
+	CHECK_SHARE(share_in_child(0, 2000, 1), 25);
+	share_dev = 0;
+	int whole = share_in_child(0, 1000, 1);
+	printf("  whole device: achieved %d.%d%%\n", whole / 10, whole % 10);
+	CHECK(whole >= 990);
+	share_conf = NULL;
+}
+
 TEST(full_share_is_not_paced)
 {
 	int s = share_in_child(100, 1000, 1);
@@ -148,12 +171,13 @@ TEST(full_share_is_not_paced)
 
 int main(void)
 {
-	setenv("TESSERA_MOCK_GPUS", "1x8GiB", 1);
+	setenv("TESSERA_MOCK_GPUS", "2x8GiB", 1);
 	RUN(quarter_share_synchronous);
 	RUN(half_share_asynchronous);
 	RUN(tenth_share_synchronous);
 	RUN(cooperative_kernels_are_paced);
 	RUN(graph_launches_are_paced_and_capture_is_left_alone);
+	RUN(each_device_has_its_own_share);
 	RUN(full_share_is_not_paced);
 	return testlib_done();
 }

@@ -68,6 +68,30 @@ TEST(without_the_shim_the_whole_device)
 	setenv("LD_PRELOAD", saved, 1);
 }
 
+/* Each device's own compute share, as the agent writes it for a session
+ * with a whole device and part of another. */
+TEST(json_shows_each_devices_share)
+{
+	char path[512];
+	snprintf(path, sizeof(path), "%s", getenv("TESSERA_FGPU_CONF"));
+	FILE *f = fopen(path, "w");
+	CHECK(f != NULL);
+	if (!f)
+		return;
+	fputs("devices = 2\ndevice.0.memory_limit = 8GiB\ndevice.0.sm_limit_percent = 100\n"
+	      "device.1.memory_limit = 4GiB\ndevice.1.sm_limit_percent = 50\n"
+	      "sm_limit_percent = 100\n", f);
+	fclose(f);
+	CHECK_INT(gpu_info("--json"), 0);
+	CHECK_CONTAINS(out, "\"memory_total\":8589934592,\"memory_used\":0,"
+			    "\"memory_free\":8589934592,\"sm_limit_percent\":100}");
+	CHECK_CONTAINS(out, "\"memory_total\":4294967296,\"memory_used\":0,"
+			    "\"memory_free\":4294967296,\"sm_limit_percent\":50}");
+	CHECK_INT(gpu_info(""), 0);
+	CHECK_CONTAINS(out, "132 SMs, compute share 100%");
+	CHECK_CONTAINS(out, "132 SMs, compute share 50%");
+}
+
 int main(void)
 {
 	setenv("TESSERA_MOCK_GPUS", "2x8GiB:132", 1);
@@ -77,6 +101,7 @@ int main(void)
 	RUN(alloc_within_share);
 	RUN(alloc_past_share_fails);
 	RUN(without_the_shim_the_whole_device);
+	RUN(json_shows_each_devices_share);
 	ft_cleanup(dir);
 	return testlib_done();
 }
