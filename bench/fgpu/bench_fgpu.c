@@ -127,10 +127,13 @@ int main(int argc, char **argv)
 	}
 	printf("fGPU shim overhead (mock driver, %d iterations, shim %s)\n", n,
 	       hooked ? "loaded" : "NOT loaded: set LD_PRELOAD");
-	printf("%-28s %12s %12s %8s\n", "operation", "bare ns", "hooked ns", "ratio");
-	printf("%-28s %12.1f %12.1f %8.2f\n", "cuMemAlloc_v2+cuMemFree_v2", b_alloc, h_alloc,
-	       h_alloc / b_alloc);
-	printf("%-28s %12.1f %12.1f %8.2f\n", "cuLaunchKernel", b_launch, h_launch,
-	       h_launch / b_launch);
+	/* The bare copy lives in its own namespace, where thread-local data
+	 * costs a __tls_get_addr call: the added ns is the figure to read. */
+	printf("%-28s %12s %12s %10s %8s\n", "operation", "bare ns", "hooked ns", "added ns",
+	       "ratio");
+	printf("%-28s %12.1f %12.1f %10.1f %8.2f\n", "cuMemAlloc_v2+cuMemFree_v2", b_alloc,
+	       h_alloc, h_alloc - b_alloc, h_alloc / b_alloc);
+	printf("%-28s %12.1f %12.1f %10.1f %8.2f\n", "cuLaunchKernel", b_launch, h_launch,
+	       h_launch - b_launch, h_launch / b_launch);
 	return 0;
 }
