@@ -626,9 +626,38 @@ int agent_destroy_session(struct agent *a, const char *session_id, const char *c
 }
 
 int agent_exec(struct agent *a, const char *container_id, const char *const *argv,
-	       struct rt_exec_result *out, struct terr *err)
+	       int timeout_s, struct rt_exec_result *out, struct terr *err)
 {
-	return a->rt_ops->exec(a->rt, container_id, argv, NULL, AGENT_EXEC_MAX_OUTPUT, out, err);
+	if (timeout_s <= 0)
+		return a->rt_ops->exec(a->rt, container_id, argv, NULL, AGENT_EXEC_MAX_OUTPUT, out, err);
+	/* docker exec cannot stop what it started: the runner (in every
+	 * session, on PATH or not) runs the command and stops it in time. */
+	size_t n = 0;
+	while (argv[n])
+		n++;
+	const char **wrapped = calloc(n + 5, sizeof(char *));
+	if (!wrapped)
+		return terr_set(err, ENOMEM, "out of memory");
+	char secs[16];
+	snprintf(secs, sizeof(secs), "%d", timeout_s);
+	wrapped[0] = AGENT_RUNNER_TARGET;
+	wrapped[1] = "--timeout";
+	wrapped[2] = secs;
+	wrapped[3] = "--";
+	memcpy(wrapped + 4, argv, n * sizeof(char *));
+	int rc = a->rt_ops->exec(a->rt, container_id, wrapped, NULL, AGENT_EXEC_MAX_OUTPUT, out, err);
+	free(wrapped);
+	/* A container started before the runner knew --timeout still has
+	 * the old binary mounted (a bind mount keeps the old file): it
+	 * answers with its usage. Run the command as before there. */
+	if (rc == 0 && out->exit_code == 2 && out->err && out->err_len < 1024 &&
+	    memmem(out->err, out->err_len, "usage: tessera-runner", 21) &&
+	    !memmem(out->err, out->err_len, "--timeout SECONDS", 17)) {
+		rt_exec_result_free(out);
+		memset(out, 0, sizeof(*out));
+		rc = a->rt_ops->exec(a->rt, container_id, argv, NULL, AGENT_EXEC_MAX_OUTPUT, out, err);
+	}
+	return rc;
 }
 
 json_t *agent_exec_result_json(const struct rt_exec_result *r)

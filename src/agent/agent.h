@@ -62,8 +62,11 @@ int agent_start_session(struct agent *a, json_t *spec, char cid[RT_ID_MAX],
  * is success. */
 int agent_destroy_session(struct agent *a, const char *session_id,
 			  const char *container_id, struct terr *err);
+/* Runs argv in the container and waits for it. timeout_s > 0: the command
+ * is stopped past that many seconds (SIGTERM, then SIGKILL; exit code 124
+ * and a line on stderr), through the runner mounted in every session. */
 int agent_exec(struct agent *a, const char *container_id, const char *const *argv,
-	       struct rt_exec_result *out, struct terr *err);
+	       int timeout_s, struct rt_exec_result *out, struct terr *err);
 /* An exec result as the API answers it: {"exit_code","stdout","stderr"},
  * invalid UTF-8 replaced (new reference). */
 json_t *agent_exec_result_json(const struct rt_exec_result *r);

@@ -86,7 +86,11 @@ static void rpc_exec(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 	} else {
 		struct rt_exec_result r = {0};
 		struct terr err = {0};
-		if (agent_exec(rc->agent, req->params[0], argv, &r, &err) < 0)
+		json_t *tmo = json_object_get(body, "timeout_s");
+		int timeout_s = json_is_integer(tmo) && json_integer_value(tmo) > 0 &&
+					json_integer_value(tmo) <= 86400
+				? (int)json_integer_value(tmo) : 0;
+		if (agent_exec(rc->agent, req->params[0], argv, timeout_s, &r, &err) < 0)
 			httpd_error_terr(resp, &err);
 		else
 			httpd_json(resp, 200, agent_exec_result_json(&r));

@@ -53,7 +53,8 @@
 	"usage: tessera session exec NAME [--timeout SECONDS] -- CMD [ARG...]\n" \
 	"\n" \
 	"Runs CMD in the session's container, prints its output and exits with\n" \
-	"its exit code.\n"
+	"its exit code. --timeout stops it after that many seconds (default 600;\n" \
+	"exit code 124).\n"
 
 /* getopt_long over argv of a sub-command (argv[0] is its name). */
 static void session_reset_getopt(void)
@@ -612,7 +613,10 @@ static void session_write_stream(json_t *v, FILE *out)
 	fflush(out);
 }
 
-static int session_exec(int argc, char **argv)
+/* Options of `session exec`, before or after NAME; stops at the first
+ * non-option or after "--" (getopt's '+'), so the command's own options
+ * stay its own. Returns -1 to go on, else the exit code. */
+static int session_exec_opts(int argc, char **argv, long *timeout_s)
 {
 	static const struct option opts[] = {
 		{"timeout", required_argument, NULL, 't'},
@@ -620,32 +624,50 @@ static int session_exec(int argc, char **argv)
 		{0},
 	};
 	const char *sub = "session exec";
-	long timeout_s = 0;
-	/* '+': stop at NAME, so the command's own options stay its own. */
-	session_reset_getopt();
 	for (int o; (o = getopt_long(argc, argv, "+h", opts, NULL)) != -1;) {
 		if (o == 'h') {
 			fputs(EXEC_USAGE, stdout);
 			return CLI_EXIT_OK;
 		} else if (o == 't') {
 			char *end;
-			timeout_s = strtol(optarg, &end, 10);
-			if (*optarg < '0' || *optarg > '9' || *end || timeout_s < 1 ||
-			    timeout_s > 3600)
+			*timeout_s = strtol(optarg, &end, 10);
+			if (*optarg < '0' || *optarg > '9' || *end || *timeout_s < 1 ||
+			    *timeout_s > 3600)
 				return cli_usage_fail(sub, "--timeout must be 1..3600 seconds, not '%s'",
 						      optarg);
 		} else {
 			return session_bad_option(sub, argv);
 		}
 	}
+	return -1;
+}
+
+static int session_exec(int argc, char **argv)
+{
+	const char *sub = "session exec";
+	long timeout_s = 0;
+	session_reset_getopt();
+	int orc = session_exec_opts(argc, argv, &timeout_s);
+	if (orc >= 0)
+		return orc;
 	int i = optind;
 	if (i < argc && !strcmp(argv[i], "--"))
 		i++;  /* "exec -- NAME -- CMD" is odd but harmless */
 	if (i >= argc)
 		return cli_usage_fail(sub, "which session? usage: tessera session exec NAME -- CMD...");
 	const char *name = argv[i++];
-	if (i < argc && !strcmp(argv[i], "--"))
+	/* Options may also follow NAME, as the usage line shows them. The
+	 * argument vector from NAME on looks like a fresh one to getopt. */
+	if (i < argc && argv[i][0] == '-' && strcmp(argv[i], "--") != 0) {
+		session_reset_getopt();
+		int sub_argc = argc - (i - 1);
+		orc = session_exec_opts(sub_argc, argv + (i - 1), &timeout_s);
+		if (orc >= 0)
+			return orc;
+		i = (i - 1) + optind;
+	} else if (i < argc && !strcmp(argv[i], "--")) {
 		i++;
+	}
 	if (i >= argc)
 		return cli_usage_fail(sub, "no command given; usage: tessera session exec NAME -- CMD...");
 

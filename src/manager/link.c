@@ -21,7 +21,6 @@ static int local_destroy(void *ctx, const char *sid, const char *cid, struct ter
 static int local_exec(void *ctx, const char *cid, json_t *command, int timeout_s,
 		      json_t **result, struct terr *err)
 {
-	(void)timeout_s;  /* in-process exec runs to completion */
 	size_t n = json_array_size(command);
 	const char **argv = calloc(n + 1, sizeof(char *));
 	if (!argv)
@@ -29,7 +28,7 @@ static int local_exec(void *ctx, const char *cid, json_t *command, int timeout_s
 	for (size_t i = 0; i < n; i++)
 		argv[i] = json_string_value(json_array_get(command, i));
 	struct rt_exec_result r = {0};
-	int rc = agent_exec(ctx, cid, argv, &r, err);
+	int rc = agent_exec(ctx, cid, argv, timeout_s, &r, err);
 	free(argv);
 	if (rc < 0)
 		return rc;

@@ -1,6 +1,13 @@
 /* tessera-runner: PID 1 of every session container.
  *
  *   tessera-runner [-- CMD ARGS...]
+ *   tessera-runner --timeout SECONDS -- CMD ARGS...
+ *
+ * The second form is how the agent runs `session exec` commands: CMD runs
+ * in its own process group and the runner exits with its status; past
+ * SECONDS the group gets SIGTERM, then SIGKILL after 2 s, and the runner
+ * exits with 124 (as coreutils' timeout does) after saying so on stderr.
+ * SIGTERM/SIGINT/SIGHUP to the runner are passed on to the group.
  *
  * Bind-mounted read-only into the container and made its entrypoint, so any
  * image (busybox or a full distribution) stays up as a session until the
@@ -216,13 +223,82 @@ static pid_t runner_spawn(char **argv, const sigset_t *orig_mask)
 static void runner_usage(void)
 {
 	runner_log("usage: tessera-runner [-- CMD ARGS...]\n"
+		   "       tessera-runner --timeout SECONDS -- CMD ARGS...\n"
 		   "PID 1 of a Tessera session: runs CMD, reaps zombies, forwards signals,\n"
-		   "and stays up until SIGTERM (grace TESSERA_RUNNER_GRACE_S, default 10 s).");
+		   "and stays up until SIGTERM (grace TESSERA_RUNNER_GRACE_S, default 10 s).\n"
+		   "With --timeout: runs CMD, exits with its status, stops it past SECONDS (124).");
+}
+
+#define RUNNER_TIMEOUT_KILL_MS 2000
+#define RUNNER_TIMED_OUT 124
+
+/* `--timeout`: CMD in its own group, its exit status as ours. */
+static int runner_run_with_timeout(char **cmd, int64_t timeout_ms)
+{
+	sigset_t mask, orig;
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGCHLD);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	if (sigprocmask(SIG_BLOCK, &mask, &orig) < 0)
+		return 125;
+	int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (sfd < 0)
+		return 125;
+	pid_t pid = runner_spawn(cmd, &orig);
+	if (pid < 0)
+		return 126;
+	int64_t deadline = runner_now_ms() + timeout_ms;
+	bool timed_out = false, killed = false;
+	for (;;) {
+		int status;
+		pid_t got = waitpid(pid, &status, WNOHANG);
+		if (got == pid) {
+			if (timed_out) {
+				runner_log("tessera: the command ran past its %lld s timeout and was stopped",
+					   (long long)(timeout_ms / 1000));
+				return RUNNER_TIMED_OUT;
+			}
+			if (WIFEXITED(status))
+				return WEXITSTATUS(status);
+			return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+		}
+		int64_t left = deadline - runner_now_ms();
+		if (left <= 0) {
+			if (!timed_out) {
+				timed_out = true;
+				kill(-pid, SIGTERM);
+				deadline = runner_now_ms() + RUNNER_TIMEOUT_KILL_MS;
+			} else if (!killed) {
+				killed = true;
+				kill(-pid, SIGKILL);
+				deadline = runner_now_ms() + 60000;
+			}
+			continue;
+		}
+		struct pollfd pfd = { sfd, POLLIN, 0 };
+		if (poll(&pfd, 1, left > 1000 ? 1000 : (int)left) > 0) {
+			struct signalfd_siginfo si;
+			while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+				if (si.ssi_signo != SIGCHLD)
+					kill(-pid, (int)si.ssi_signo);
+		}
+	}
 }
 
 int main(int argc, char **argv)
 {
 	char **cmd = NULL;
+	if (argc > 1 && strcmp(argv[1], "--timeout") == 0) {
+		char *end = NULL;
+		double secs = argc > 2 ? strtod(argv[2], &end) : 0;
+		if (argc < 5 || *end || !(secs > 0) || secs > 86400 || strcmp(argv[3], "--") != 0) {
+			runner_usage();
+			return 2;
+		}
+		return runner_run_with_timeout(argv + 4, (int64_t)(secs * 1000));
+	}
 	if (argc > 1) {
 		if (strcmp(argv[1], "--") == 0) {
 			if (argc > 2)

@@ -55,6 +55,9 @@ check "placed on that agent" [ "$(jget remote agent)" == "$E2E_AGENT_ID" ]
 check "node ls shows it used" [ "$(node_field used.cpu)" == "1" ]
 out=$("$TESSERA" session exec remote -- echo via-agent)
 check "exec goes through the agent" [ "$out" == "via-agent" ]
+out=$("$TESSERA" session exec remote --timeout 1 -- sleep 60 2>&1)
+rc=$?
+check "the agent stops a command past its timeout ($rc: $out)" [ $rc -eq 124 ]
 
 # A forged agent (wrong secret) is refused.
 code=$(curl -s -o /dev/null -w '%{http_code}' -X POST -H 'Date: x' -H 'Authorization: TESSERA-HMAC-SHA256 Credential=agent:evil, Signature=00' "http://127.0.0.1:$mport/v1/agents/register")

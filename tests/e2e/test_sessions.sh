@@ -21,6 +21,14 @@ check "exec returns the command's exit code" [ $rc -eq 3 ]
 check "exec keeps stdout apart" grep -qx to-out "$E2E_DIR/out"
 check "exec keeps stderr apart" grep -qx to-err "$E2E_DIR/err"
 check "stdout has no stderr" not grep -q to-err "$E2E_DIR/out"
+out=$("$TESSERA" session exec web --timeout 1 -- sh -c 'echo started; sleep 60; echo never' 2>&1)
+rc=$?
+check "a command past its timeout is stopped: exit code 124 ($rc)" [ $rc -eq 124 ]
+check "and is told so ($out)" contains "$out" "ran past its 1 s timeout"
+check "its output so far is kept" contains "$out" "started"
+check "it did not go on" not contains "$out" "never"
+left=$("$TESSERA" session exec web -- sh -c 'for p in /proc/[0-9]*; do tr "\0" " " < $p/cmdline 2>/dev/null; echo; done | grep -c "^sleep 60"')
+check "nothing of it is left running ($left)" [ "$left" == "0" ]
 
 limit=$("$TESSERA" session exec web -- sh -c 'cat /sys/fs/cgroup/memory.max 2>/dev/null || cat /sys/fs/cgroup/memory/memory.limit_in_bytes')
 check "memory limit visible in the container's cgroup ($limit)" [ "$limit" == "67108864" ]

@@ -329,6 +329,53 @@ TEST(kills_after_grace_period)
 	CHECK(grandchild > 0 && kill(grandchild, 0) == -1 && errno == ESRCH);
 }
 
+/* `--timeout`: how the agent runs `session exec` commands. */
+TEST(timeout_mode_passes_the_exit_status)
+{
+	const char *args[] = { "--timeout", "30", "--", "sh", "-c", "exit 3", NULL };
+	pid_t r = spawn(NULL, "t1.log", args);
+	int st = -1;
+	CHECK(wait_exit(r, 15000, &st));
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 3);
+	/* a bad timeout is a usage error (it exits before any set-up) */
+	r = fork();
+	if (r == 0) {
+		if (!freopen("/dev/null", "w", stderr))
+			_exit(120);
+		execl(runner_path, runner_path, "--timeout", "0", "--", "true", (char *)NULL);
+		_exit(121);
+	}
+	CHECK(wait_exit(r, 15000, &st));
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 2);
+}
+
+TEST(timeout_mode_stops_a_command_that_runs_too_long)
+{
+	/* It ignores SIGTERM, so only the SIGKILL after it ends it. */
+	char script[256];
+	snprintf(script, sizeof(script),
+		 "trap '' TERM; echo $$ > %s/long; while :; do sleep 0.05; done", dir);
+	const char *args[] = { "--timeout", "1", "--", "sh", "-c", script, NULL };
+	pid_t r = spawn(NULL, "t3.log", args);
+	CHECK(wait_contains("long", "\n", 5000));
+	char buf[64];
+	slurp("long", buf, sizeof(buf));
+	pid_t child = (pid_t)atoi(buf);
+	int st = -1;
+	bool exited = wait_exit(r, 20000, &st);
+	CHECK(exited);
+	if (!exited) {
+		kill(r, SIGKILL);
+		waitpid(r, &st, 0);
+		if (child > 0)
+			kill(child, SIGKILL);
+		return;
+	}
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 124);
+	CHECK(wait_contains("t3.log", "ran past its 1 s timeout", 1000));
+	CHECK(child > 0 && kill(child, 0) == -1 && errno == ESRCH);
+}
+
 int main(int argc, char **argv)
 {
 	runner_path = argc > 1 ? argv[1] : getenv("TESSERA_RUNNER");
@@ -347,6 +394,8 @@ int main(int argc, char **argv)
 	RUN(keeps_running_after_command_exits);
 	RUN(without_command_just_waits);
 	RUN(kills_after_grace_period);
+	RUN(timeout_mode_passes_the_exit_status);
+	RUN(timeout_mode_stops_a_command_that_runs_too_long);
 	char cmd[128];
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	if (system(cmd) != 0)
