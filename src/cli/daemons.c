@@ -187,7 +187,17 @@ int cmd_server(int argc, char **argv)
 		case 's': mcfg.selector = optarg; break;
 		case 'n': acfg.id = optarg; break;
 		case 'g': acfg.mock_gpus = optarg; break;
-		case 'O': acfg.gpu_context_overhead = optarg; break;
+		case 'O': {
+			int64_t bytes;
+			if (strcmp(optarg, "auto") != 0 &&
+			    (units_parse_size(optarg, &bytes, NULL) < 0 || bytes < 0)) {
+				fprintf(stderr, "tessera server: --gpu-context-overhead must be auto or a size such as 512MiB, not '%s'\n",
+					optarg);
+				return 2;
+			}
+			acfg.gpu_context_overhead = optarg;
+			break;
+		}
 		case 'f': {
 			char *end;
 			long v = strtol(optarg, &end, 10);
