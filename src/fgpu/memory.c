@@ -493,12 +493,12 @@ static int fgpu_nvml_index(nvmlDevice_t d)
 		char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE];
 		if (REAL_NVML(nvmlDeviceGetUUID, d, uuid, sizeof(uuid)) != NVML_SUCCESS)
 			return -1;
-		return fgpu_index_of_uuid(uuid);
+		return fgpu_conf_index(&fgpu_conf, uuid, -1);
 	}
 	unsigned int i;
 	if (REAL_NVML(nvmlDeviceGetIndex, d, &i) != NVML_SUCCESS || i >= FGPU_MAX_DEVICES)
 		return -1;
-	return fgpu_conf.ndev == 0 || (int)i < fgpu_conf.ndev ? (int)i : -1;
+	return fgpu_conf_index(&fgpu_conf, NULL, (int)i);
 }
 
 /* Replaces what NVML said of device d by the share (fgpu_share). */

@@ -276,14 +276,6 @@ static void fgpu_uuid_string(const CUuuid *u, char *out, size_t n)
 		 b[11], b[12], b[13], b[14], b[15]);
 }
 
-int fgpu_index_of_uuid(const char *uuid)
-{
-	for (int i = 0; i < fgpu_conf.ndev; i++)
-		if (strcmp(fgpu_conf.dev[i].uuid, uuid) == 0)
-			return i;
-	return -1;
-}
-
 /* Conf/region index of a CUDA ordinal; -1 for a device the session was
  * not given (its limit is 0). */
 int fgpu_cuda_index(CUdevice ord)
@@ -291,7 +283,7 @@ int fgpu_cuda_index(CUdevice ord)
 	if (ord < 0 || ord >= FGPU_MAX_DEVICES)
 		return -1;
 	if (!fgpu_conf_uuids)
-		return fgpu_conf.ndev == 0 || ord < fgpu_conf.ndev ? ord : -1;
+		return fgpu_conf_index(&fgpu_conf, NULL, ord);
 	pthread_mutex_lock(&fgpu_lock);
 	int v = fgpu_ord_index[ord];
 	pthread_mutex_unlock(&fgpu_lock);
@@ -302,7 +294,7 @@ int fgpu_cuda_index(CUdevice ord)
 	int idx = -1;
 	if (REAL(cuDeviceGetUuid, &u, ord) == CUDA_SUCCESS) {
 		fgpu_uuid_string(&u, s, sizeof(s));
-		idx = fgpu_index_of_uuid(s);
+		idx = fgpu_conf_index(&fgpu_conf, s, -1);
 	}
 	pthread_mutex_lock(&fgpu_lock);
 	fgpu_ord_index[ord] = idx + 1;

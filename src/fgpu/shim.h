@@ -62,12 +62,11 @@ extern struct fgpu_region_handle fgpu_region;
 extern bool fgpu_active;       /* limits enforced */
 extern bool fgpu_pacing;       /* compute share enforced */
 extern bool fgpu_exiting;      /* after detaching at exit: pass through */
-extern bool fgpu_conf_uuids;   /* the limits file names devices by UUID */
+extern bool fgpu_conf_uuids;   /* the limits file names devices by UUID (then
+			       * fgpu_conf_index needs the driver's UUID) */
 
 /* ---- devices and the share (shim.c) ---- */
 
-/* Conf/region index of a device UUID, -1 when not the session's. */
-int fgpu_index_of_uuid(const char *uuid);
 /* Conf/region index of a CUDA ordinal; -1 for a device the session was
  * not given (its limit is 0). */
 int fgpu_cuda_index(CUdevice ord);
