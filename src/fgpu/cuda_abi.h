@@ -28,6 +28,7 @@ typedef struct CUmipmappedArray_st *CUmipmappedArray;
 typedef struct CUmemPoolHandle_st *CUmemoryPool;
 typedef struct CUgraph_st *CUgraph;
 typedef struct CUgraphExec_st *CUgraphExec;
+typedef struct CUgraphNode_st *CUgraphNode;
 
 typedef struct CUuuid_st {
 	char bytes[16];
@@ -183,6 +184,58 @@ enum {
 	CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1,
 	CU_STREAM_CAPTURE_MODE_RELAXED = 2,
 };
+
+/* Graph nodes (only the kinds the project looks at). */
+typedef int CUgraphNodeType;
+enum {
+	CU_GRAPH_NODE_TYPE_KERNEL = 0,
+	CU_GRAPH_NODE_TYPE_GRAPH = 4,
+	CU_GRAPH_NODE_TYPE_EMPTY = 5,
+	CU_GRAPH_NODE_TYPE_MEM_ALLOC = 10,
+	CU_GRAPH_NODE_TYPE_MEM_FREE = 11,
+};
+
+typedef struct CUmemAccessDesc_st {
+	CUmemLocation location;
+	int flags;               /* CUmemAccess_flags */
+} CUmemAccessDesc;
+
+/* cuGraphAddMemAllocNode / cuGraphMemAllocNodeGetParams. */
+typedef struct CUDA_MEM_ALLOC_NODE_PARAMS_st {
+	CUmemPoolProps poolProps;
+	const CUmemAccessDesc *accessDescs;
+	size_t accessDescCount;
+	size_t bytesize;
+	CUdeviceptr dptr;        /* out: the allocation's fixed address */
+} CUDA_MEM_ALLOC_NODE_PARAMS;
+
+/* cuDeviceGetGraphMemAttribute (values are cuuint64_t): the graph
+ * allocator's memory per device and process. */
+typedef int CUgraphMem_attribute;
+enum {
+	CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT = 0,
+	CU_GRAPH_MEM_ATTR_USED_MEM_HIGH = 1,
+	CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT = 2,
+	CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH = 3,
+};
+
+/* Graph instantiation. */
+enum {
+	CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH = 1,
+	CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD = 2,
+	CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH = 4,
+	CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY = 8,
+};
+enum {
+	CUDA_GRAPH_INSTANTIATE_SUCCESS = 0,
+	CUDA_GRAPH_INSTANTIATE_ERROR = 1,
+};
+typedef struct CUDA_GRAPH_INSTANTIATE_PARAMS_st {
+	cuuint64_t flags;
+	CUstream hUploadStream;  /* with CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD */
+	CUgraphNode hErrNode_out;
+	int result_out;          /* CUgraphInstantiateResult */
+} CUDA_GRAPH_INSTANTIATE_PARAMS;
 
 /* Special stream handles: the legacy default stream and the per-thread
  * default stream, usable wherever a CUstream is. */
