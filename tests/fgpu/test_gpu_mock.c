@@ -3,7 +3,8 @@
  * simulated time, device usage shared between processes, and the driver
  * behaviour the shim's accounting is checked against: pools that keep
  * freed memory until a synchronization, VMM handles that live while
- * mapped, stream capture, the special stream handles. */
+ * mapped, stream capture, the special stream handles, graph memory nodes
+ * and the graph allocator's reserve. */
 #include <signal.h>
 #include <stdbool.h>
 #include <sys/wait.h>
@@ -65,6 +66,31 @@ CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX,
 					CUstream hStream, void **kernelParams);
 CUresult cuStreamGetCtx(CUstream s, CUcontext *pctx);
 CUresult cuStreamGetCtx_ptsz(CUstream s, CUcontext *pctx);
+CUresult cuGraphCreate(CUgraph *graph, unsigned int flags);
+CUresult cuGraphAddMemAllocNode(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
+				size_t ndeps, CUDA_MEM_ALLOC_NODE_PARAMS *params);
+CUresult cuGraphAddMemFreeNode(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
+			       size_t ndeps, CUdeviceptr dptr);
+CUresult cuGraphAddChildGraphNode(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
+				  size_t ndeps, CUgraph child);
+CUresult cuGraphGetNodes(CUgraph graph, CUgraphNode *nodes, size_t *numNodes);
+CUresult cuGraphNodeGetType(CUgraphNode node, CUgraphNodeType *type);
+CUresult cuGraphMemAllocNodeGetParams(CUgraphNode node, CUDA_MEM_ALLOC_NODE_PARAMS *params);
+CUresult cuGraphMemFreeNodeGetParams(CUgraphNode node, CUdeviceptr *dptr);
+CUresult cuGraphChildGraphNodeGetGraph(CUgraphNode node, CUgraph *graph);
+CUresult cuGraphInstantiate(CUgraphExec *exec, CUgraph graph, CUgraphNode *errNode,
+			    char *logBuffer, size_t bufferSize);
+CUresult cuGraphInstantiate_v2(CUgraphExec *exec, CUgraph graph, CUgraphNode *errNode,
+			       char *logBuffer, size_t bufferSize);
+CUresult cuGraphInstantiateWithParams(CUgraphExec *exec, CUgraph graph,
+				      CUDA_GRAPH_INSTANTIATE_PARAMS *params);
+CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec *exec, CUgraph graph,
+					   CUDA_GRAPH_INSTANTIATE_PARAMS *params);
+CUresult cuGraphUpload(CUgraphExec exec, CUstream s);
+CUresult cuGraphUpload_ptsz(CUgraphExec exec, CUstream s);
+CUresult cuDeviceGraphMemTrim(CUdevice dev);
+CUresult cuDeviceGetGraphMemAttribute(CUdevice dev, CUgraphMem_attribute attr, void *value);
+CUresult cuDeviceSetGraphMemAttribute(CUdevice dev, CUgraphMem_attribute attr, void *value);
 
 #define KiB 1024LL
 /* CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES .. _ALLOW_INTERNAL_DEPENDENCIES */
@@ -854,6 +880,32 @@ TEST(proc_address_new_entry_points)
 		{ "cuCtxSynchronize", 12040, false, (void *)cuCtxSynchronize },
 		{ "cuStreamSynchronize", 12040, false, (void *)cuStreamSynchronize },
 		{ "cuStreamSynchronize", 12040, true, (void *)cuStreamSynchronize_ptsz },
+		{ "cuGraphCreate", 10000, false, (void *)cuGraphCreate },
+		{ "cuGraphAddMemAllocNode", 11040, false, (void *)cuGraphAddMemAllocNode },
+		{ "cuGraphAddMemFreeNode", 11040, false, (void *)cuGraphAddMemFreeNode },
+		{ "cuGraphAddChildGraphNode", 10000, false, (void *)cuGraphAddChildGraphNode },
+		{ "cuGraphGetNodes", 10000, false, (void *)cuGraphGetNodes },
+		{ "cuGraphNodeGetType", 10000, false, (void *)cuGraphNodeGetType },
+		{ "cuGraphMemAllocNodeGetParams", 11040, false,
+		  (void *)cuGraphMemAllocNodeGetParams },
+		{ "cuGraphMemFreeNodeGetParams", 11040, false, (void *)cuGraphMemFreeNodeGetParams },
+		{ "cuGraphChildGraphNodeGetGraph", 10000, false,
+		  (void *)cuGraphChildGraphNodeGetGraph },
+		/* the pre-12 forms, then what CUDA 12 headers call cuGraphInstantiate */
+		{ "cuGraphInstantiate", 10000, false, (void *)cuGraphInstantiate },
+		{ "cuGraphInstantiate", 11000, false, (void *)cuGraphInstantiate_v2 },
+		{ "cuGraphInstantiate", 11080, false, (void *)cuGraphInstantiate_v2 },
+		{ "cuGraphInstantiate", 12000, false, (void *)cuGraphInstantiateWithFlags },
+		{ "cuGraphInstantiate", 12040, false, (void *)cuGraphInstantiateWithFlags },
+		{ "cuGraphInstantiateWithFlags", 12040, false, (void *)cuGraphInstantiateWithFlags },
+		{ "cuGraphInstantiateWithParams", 12000, false, (void *)cuGraphInstantiateWithParams },
+		{ "cuGraphInstantiateWithParams", 12040, true,
+		  (void *)cuGraphInstantiateWithParams_ptsz },
+		{ "cuGraphUpload", 11010, false, (void *)cuGraphUpload },
+		{ "cuGraphUpload", 12040, true, (void *)cuGraphUpload_ptsz },
+		{ "cuDeviceGraphMemTrim", 11040, false, (void *)cuDeviceGraphMemTrim },
+		{ "cuDeviceGetGraphMemAttribute", 11040, false, (void *)cuDeviceGetGraphMemAttribute },
+		{ "cuDeviceSetGraphMemAttribute", 11040, false, (void *)cuDeviceSetGraphMemAttribute },
 	};
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
 		void *p = NULL;
@@ -877,6 +929,12 @@ TEST(proc_address_new_entry_points)
 	CHECK_INT(st, CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT);
 	CHECK_INT(cuGetProcAddress_v2("cuMemPoolTrimTo", &p, 11010, 0, &st), CUDA_ERROR_NOT_FOUND);
 	CHECK_INT(st, CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT);
+	CHECK_INT(cuGetProcAddress_v2("cuGraphInstantiate", &p, 9020, 0, &st), CUDA_ERROR_NOT_FOUND);
+	CHECK_INT(st, CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT);
+	CHECK_INT(cuGetProcAddress_v2("cuGraphInstantiateWithParams", &p, 11080, 0, &st),
+		  CUDA_ERROR_NOT_FOUND);
+	CHECK_INT(cuGetProcAddress_v2("cuGraphAddMemAllocNode", &p, 11030, 0, &st),
+		  CUDA_ERROR_NOT_FOUND);
 }
 
 TEST(capture_error_names)
@@ -896,6 +954,540 @@ TEST(capture_error_names)
 		CHECK_INT(cuGetErrorString(want[i].code, &s), CUDA_SUCCESS);
 		CHECK(s != NULL && *s != '\0');
 	}
+}
+
+/* ---- graph memory ------------------------------------------------------ */
+
+/* A graph memory attribute of device 0, or -1 when the driver refuses. */
+static long long gmem(CUgraphMem_attribute attr)
+{
+	cuuint64_t v = 0;
+	return cuDeviceGetGraphMemAttribute(0, attr, &v) == CUDA_SUCCESS ? (long long)v : -1;
+}
+
+#define GMEM_USED gmem(CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT)
+#define GMEM_RESERVED gmem(CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT)
+
+/* A graph captured on s: a kernel of blocks blocks, then an allocation of
+ * bytes, freed in the graph when freed; *p gets its address. NULL when
+ * anything fails. */
+static CUgraph capture_alloc(CUstream s, unsigned blocks, long long bytes, bool freed,
+			     CUdeviceptr *p)
+{
+	CUgraph g = NULL;
+	*p = 0;
+	if (cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL) != CUDA_SUCCESS)
+		return NULL;
+	if (blocks > 0 &&
+	    cuLaunchKernel(kernel, blocks, 1, 1, 32, 1, 1, 0, s, NULL, NULL) != CUDA_SUCCESS)
+		return NULL;
+	if (cuMemAllocAsync(p, (size_t)bytes, s) != CUDA_SUCCESS ||
+	    (freed && cuMemFreeAsync(*p, s) != CUDA_SUCCESS) ||
+	    cuStreamEndCapture(s, &g) != CUDA_SUCCESS)
+		return NULL;
+	return g;
+}
+
+static CUDA_MEM_ALLOC_NODE_PARAMS alloc_params(int dev, long long bytes)
+{
+	CUDA_MEM_ALLOC_NODE_PARAMS a;
+	memset(&a, 0, sizeof(a));
+	a.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+	a.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+	a.poolProps.location.id = dev;
+	a.bytesize = (size_t)bytes;
+	return a;
+}
+
+TEST(graph_memory_is_mapped_at_first_launch_and_kept_in_a_reserve)
+{
+	CUcontext c;
+	CUstream s;
+	CHECK_INT(cuCtxCreate_v2(&c, 0, 0), CUDA_SUCCESS);
+	CHECK_INT(cuStreamCreate(&s, 0), CUDA_SUCCESS);
+	CUmemoryPool def = NULL;
+	CHECK_INT(cuDeviceGetDefaultMemPool(&def, 0), CUDA_SUCCESS);
+	long long base = tesseraMockUsedBytes(0);
+	CHECK_INT(GMEM_RESERVED, 0);
+
+	/* captured allocations take nothing, from the device or any pool */
+	CUdeviceptr p = 0, q = 0;
+	CUgraph g = capture_alloc(s, 1000, 3 * MiB, true, &p);
+	CHECK(g != NULL);
+	CHECK(p != 0);
+	CHECK_INT(tesseraMockUsedBytes(0), base);
+	CHECK_INT(pool_attr(def, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT), 0);
+	CHECK_INT(pool_attr(def, CU_MEMPOOL_ATTR_USED_MEM_CURRENT), 0);
+	/* the graph has an allocation node and a free node */
+	CUgraphNode nodes[2];
+	size_t n = 2;
+	CUgraphNodeType type = -1;
+	CHECK_INT(cuGraphGetNodes(g, nodes, &n), CUDA_SUCCESS);
+	CHECK_INT(n, 2);
+	CHECK_INT(cuGraphNodeGetType(nodes[0], &type), CUDA_SUCCESS);
+	CHECK_INT(type, CU_GRAPH_NODE_TYPE_MEM_ALLOC);
+	CHECK_INT(cuGraphNodeGetType(nodes[1], &type), CUDA_SUCCESS);
+	CHECK_INT(type, CU_GRAPH_NODE_TYPE_MEM_FREE);
+	CUDA_MEM_ALLOC_NODE_PARAMS a;
+	memset(&a, 0xff, sizeof(a));
+	CHECK_INT(cuGraphMemAllocNodeGetParams(nodes[0], &a), CUDA_SUCCESS);
+	CHECK_INT(a.bytesize, 3 * MiB);
+	CHECK(a.dptr == p);
+	CHECK_INT(a.poolProps.location.id, 0);
+	CHECK_INT(a.poolProps.location.type, CU_MEM_LOCATION_TYPE_DEVICE);
+	CHECK_INT(a.poolProps.allocType, CU_MEM_ALLOCATION_TYPE_PINNED);
+	CHECK(a.accessDescs == NULL);
+	CHECK_INT(a.accessDescCount, 0);
+	CHECK_INT(cuGraphMemFreeNodeGetParams(nodes[1], &q), CUDA_SUCCESS);
+	CHECK(q == p);
+
+	CUgraphExec x = NULL, x2 = NULL;
+	CHECK_INT(cuGraphInstantiateWithFlags(&x, g, 0), CUDA_SUCCESS);
+	CHECK_INT(tesseraMockUsedBytes(0), base);
+	CHECK_INT(GMEM_RESERVED, 0);
+	/* the first launch maps it: the reserve grows in whole grains */
+	uint64_t t0 = tesseraMockNowNs();
+	CHECK_INT(cuGraphLaunch(x, s), CUDA_SUCCESS);
+	CHECK_INT(GMEM_RESERVED, 4 * MiB);
+	CHECK_INT(GMEM_USED, 3 * MiB);
+	CHECK_INT(tesseraMockUsedBytes(0), base + 4 * MiB);
+	nvmlDevice_t d;
+	nvmlMemory_t m;
+	CHECK_INT(nvmlInit_v2(), NVML_SUCCESS);
+	CHECK_INT(nvmlDeviceGetHandleByIndex_v2(0, &d), NVML_SUCCESS);
+	CHECK_INT(nvmlDeviceGetMemoryInfo(d, &m), NVML_SUCCESS);
+	CHECK_INT(m.used, base + 4 * MiB);
+	nvmlShutdown();
+	/* later launches reuse the mapping, and run the captured work */
+	CHECK_INT(cuGraphLaunch(x, s), CUDA_SUCCESS);
+	CHECK_INT(cuStreamSynchronize(s), CUDA_SUCCESS);
+	CHECK_INT(tesseraMockNowNs() - t0, 2000000);
+	CHECK_INT(GMEM_RESERVED, 4 * MiB);
+	CHECK_INT(tesseraMockUsedBytes(0), base + 4 * MiB);
+	/* destroyed, its memory stays in the reserve */
+	CHECK_INT(cuGraphExecDestroy(x), CUDA_SUCCESS);
+	CHECK_INT(GMEM_USED, 0);
+	CHECK_INT(GMEM_RESERVED, 4 * MiB);
+	CHECK_INT(tesseraMockUsedBytes(0), base + 4 * MiB);
+	/* which another executable graph reuses */
+	CUgraph g2 = capture_alloc(s, 1000, 2 * MiB, true, &q);
+	CHECK(g2 != NULL);
+	CHECK(q != p);
+	CHECK_INT(cuGraphInstantiateWithFlags(&x2, g2, 0), CUDA_SUCCESS);
+	CHECK_INT(cuGraphLaunch(x2, s), CUDA_SUCCESS);
+	CHECK_INT(GMEM_USED, 2 * MiB);
+	CHECK_INT(GMEM_RESERVED, 4 * MiB);
+	CHECK_INT(tesseraMockUsedBytes(0), base + 4 * MiB);
+	CHECK_INT(gmem(CU_GRAPH_MEM_ATTR_USED_MEM_HIGH), 3 * MiB);
+	CHECK_INT(gmem(CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH), 4 * MiB);
+	/* trimming keeps what a graph still running uses... */
+	CHECK_INT(cuDeviceGraphMemTrim(0), CUDA_SUCCESS);
+	CHECK_INT(GMEM_RESERVED, 2 * MiB);
+	CHECK_INT(tesseraMockUsedBytes(0), base + 2 * MiB);
+	/* ...and takes an idle one's mapping, which its next launch maps again */
+	CHECK_INT(cuStreamSynchronize(s), CUDA_SUCCESS);
+	CHECK_INT(cuDeviceGraphMemTrim(0), CUDA_SUCCESS);
+	CHECK_INT(GMEM_USED, 0);
+	CHECK_INT(GMEM_RESERVED, 0);
+	CHECK_INT(tesseraMockUsedBytes(0), base);
+	CHECK_INT(cuGraphLaunch(x2, s), CUDA_SUCCESS);
+	CHECK_INT(GMEM_RESERVED, 2 * MiB);
+	CHECK_INT(tesseraMockUsedBytes(0), base + 2 * MiB);
+	/* high marks are reset to the current values by writing 0 */
+	cuuint64_t zero = 0, one = 1;
+	CHECK_INT(cuDeviceSetGraphMemAttribute(0, CU_GRAPH_MEM_ATTR_USED_MEM_HIGH, &zero),
+		  CUDA_SUCCESS);
+	CHECK_INT(gmem(CU_GRAPH_MEM_ATTR_USED_MEM_HIGH), 2 * MiB);
+	CHECK_INT(cuDeviceSetGraphMemAttribute(0, CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH, &zero),
+		  CUDA_SUCCESS);
+	CHECK_INT(gmem(CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH), 2 * MiB);
+	CHECK_INT(cuDeviceSetGraphMemAttribute(0, CU_GRAPH_MEM_ATTR_USED_MEM_HIGH, &one),
+		  CUDA_ERROR_INVALID_VALUE);
+	CHECK_INT(cuDeviceSetGraphMemAttribute(0, CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT, &zero),
+		  CUDA_ERROR_INVALID_VALUE);
+	CHECK_INT(cuDeviceSetGraphMemAttribute(0, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT, &zero),
+		  CUDA_ERROR_INVALID_VALUE);
+	CHECK_INT(cuStreamSynchronize(s), CUDA_SUCCESS);
+	CHECK_INT(cuGraphExecDestroy(x2), CUDA_SUCCESS);
+	CHECK_INT(cuDeviceGraphMemTrim(0), CUDA_SUCCESS);
+	CHECK_INT(tesseraMockUsedBytes(0), base);
+	CHECK_INT(cuGraphDestroy(g), CUDA_SUCCESS);
+	CHECK_INT(cuGraphDestroy(g2), CUDA_SUCCESS);
+	CHECK_INT(cuStreamDestroy_v2(s), CUDA_SUCCESS);
+	CHECK_INT(cuCtxDestroy_v2(c), CUDA_SUCCESS);
+}
+
+TEST(graph_memory_out_of_memory_changes_nothing)
+{
+	CUcontext c;
+	CUstream s;
+	CHECK_INT(cuCtxCreate_v2(&c, 0, 0), CUDA_SUCCESS);
+	CHECK_INT(cuStreamCreate(&s, 0), CUDA_SUCCESS);
+	long long base0 = tesseraMockUsedBytes(0), base1 = tesseraMockUsedBytes(1);
+	CUdeviceptr hog = 0, p = 0;
+	CHECK_INT(cuMemAlloc_v2(&hog, 3 * GiB), CUDA_SUCCESS);
+	CUgraph g = capture_alloc(s, 1000, 2 * GiB, true, &p);
+	CHECK(g != NULL);
+	CUgraphExec x = NULL;
+	CHECK_INT(cuGraphInstantiateWithFlags(&x, g, 0), CUDA_SUCCESS);
+	uint64_t t0 = tesseraMockNowNs();
+	CHECK_INT(cuGraphLaunch(x, s), CUDA_ERROR_OUT_OF_MEMORY);
+	CHECK_INT(cuGraphUpload(x, s), CUDA_ERROR_OUT_OF_MEMORY);
+	CHECK_INT(cuStreamSynchronize(s), CUDA_SUCCESS);
+	CHECK_INT(tesseraMockNowNs() - t0, 0);   /* nothing ran */
+	CHECK_INT(GMEM_RESERVED, 0);
+	CHECK_INT(GMEM_USED, 0);
+	CHECK_INT(tesseraMockUsedBytes(0), base0 + 3 * GiB);
+	/* with room, the upload maps it and the launch needs nothing more */
+	CHECK_INT(cuMemFree_v2(hog), CUDA_SUCCESS);
+	CHECK_INT(cuGraphUpload_ptsz(x, s), CUDA_SUCCESS);
+	CHECK_INT(GMEM_RESERVED, 2 * GiB);
+	CHECK_INT(tesseraMockUsedBytes(0), base0 + 2 * GiB);
+	CHECK_INT(cuGraphLaunch(x, s), CUDA_SUCCESS);
+	CHECK_INT(GMEM_RESERVED, 2 * GiB);
+	CHECK_INT(cuStreamSynchronize(s), CUDA_SUCCESS);
+	CHECK_INT(cuGraphExecDestroy(x), CUDA_SUCCESS);
+	CHECK_INT(cuDeviceGraphMemTrim(0), CUDA_SUCCESS);
+	CHECK_INT(tesseraMockUsedBytes(0), base0);
+
+	/* a graph on two devices: one that cannot supply its part fails the
+	 * launch, and the other keeps nothing */
+	CUgraph h;
+	CUgraphNode n0, n1;
+	CHECK_INT(cuGraphCreate(&h, 0), CUDA_SUCCESS);
+	CUDA_MEM_ALLOC_NODE_PARAMS a0 = alloc_params(0, 1 * MiB), a1 = alloc_params(1, 5 * GiB);
+	CHECK_INT(cuGraphAddMemAllocNode(&n0, h, NULL, 0, &a0), CUDA_SUCCESS);
+	CHECK_INT(cuGraphAddMemAllocNode(&n1, h, NULL, 0, &a1), CUDA_SUCCESS);
+	CHECK_INT(cuGraphInstantiateWithFlags(&x, h, 0), CUDA_SUCCESS);
+	CHECK_INT(cuGraphLaunch(x, s), CUDA_ERROR_OUT_OF_MEMORY);
+	CHECK_INT(GMEM_RESERVED, 0);
+	CHECK_INT(tesseraMockUsedBytes(0), base0);
+	CHECK_INT(tesseraMockUsedBytes(1), base1);
+	/* nothing was launched, so nothing is live */
+	CHECK_INT(cuMemFree_v2(a0.dptr), CUDA_ERROR_INVALID_VALUE);
+	CHECK_INT(cuGraphExecDestroy(x), CUDA_SUCCESS);
+	CHECK_INT(cuGraphDestroy(h), CUDA_SUCCESS);
+	CHECK_INT(cuGraphDestroy(g), CUDA_SUCCESS);
+	CHECK_INT(cuStreamDestroy_v2(s), CUDA_SUCCESS);
+	CHECK_INT(cuCtxDestroy_v2(c), CUDA_SUCCESS);
+}
+
+TEST(graph_allocations_not_freed_in_the_graph_stay_live)
+{
+	CUcontext c;
+	CUstream s;
+	CHECK_INT(cuCtxCreate_v2(&c, 0, 0), CUDA_SUCCESS);
+	CHECK_INT(cuStreamCreate(&s, 0), CUDA_SUCCESS);
+	CUmemoryPool def = NULL;
+	CHECK_INT(cuDeviceGetDefaultMemPool(&def, 0), CUDA_SUCCESS);
+	long long base = tesseraMockUsedBytes(0);
+	CUdeviceptr p = 0;
+	CUgraph g = capture_alloc(s, 100, 1 * MiB, false, &p);
+	CHECK(g != NULL);
+	CUgraphExec x = NULL, x2 = NULL;
+	CHECK_INT(cuGraphInstantiateWithFlags(&x, g, 0), CUDA_SUCCESS);
+	/* not launched yet: no allocation to free */
+	CHECK_INT(cuMemFreeAsync(p, s), CUDA_ERROR_INVALID_VALUE);
+	CHECK_INT(cuGraphLaunch(x, s), CUDA_SUCCESS);
+	/* live: the graph cannot run again until it is freed */
+	CHECK_INT(cuGraphLaunch(x, s), CUDA_ERROR_INVALID_VALUE);
+	CHECK_INT(cuMemFreeAsync(p, s), CUDA_SUCCESS);
+	CHECK_INT(pool_attr(def, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT), 0);
+	CHECK_INT(cuMemFreeAsync(p, s), CUDA_ERROR_INVALID_VALUE);
+	CHECK_INT(cuGraphLaunch(x, s), CUDA_SUCCESS);
+	CHECK_INT(cuMemFree_v2(p), CUDA_SUCCESS);
+	CHECK_INT(cuGraphLaunch(x, s), CUDA_SUCCESS);
+	CHECK_INT(GMEM_USED, 1 * MiB);
+	/* a graph with memory nodes has one executable graph at a time */
+	CHECK_INT(cuGraphInstantiateWithFlags(&x2, g, 0), CUDA_ERROR_INVALID_VALUE);
+	/* destroyed, the live allocation keeps its memory until freed */
+	CHECK_INT(cuStreamSynchronize(s), CUDA_SUCCESS);
+	CHECK_INT(cuGraphExecDestroy(x), CUDA_SUCCESS);
+	CHECK_INT(GMEM_USED, 1 * MiB);
+	CHECK_INT(cuDeviceGraphMemTrim(0), CUDA_SUCCESS);
+	CHECK_INT(GMEM_RESERVED, 2 * MiB);
+	CHECK_INT(tesseraMockUsedBytes(0), base + 2 * MiB);
+	CHECK_INT(cuMemFree_v2(p), CUDA_SUCCESS);
+	CHECK_INT(GMEM_USED, 0);
+	CHECK_INT(cuDeviceGraphMemTrim(0), CUDA_SUCCESS);
+	CHECK_INT(tesseraMockUsedBytes(0), base);
+
+	/* AUTO_FREE_ON_LAUNCH: each launch frees what the last one left */
+	CHECK_INT(cuGraphInstantiateWithFlags(&x2, g, CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH),
+		  CUDA_SUCCESS);
+	CHECK_INT(cuGraphLaunch(x2, s), CUDA_SUCCESS);
+	CHECK_INT(cuGraphLaunch(x2, s), CUDA_SUCCESS);
+	CHECK_INT(GMEM_USED, 1 * MiB);
+	CHECK_INT(GMEM_RESERVED, 2 * MiB);
+	/* a free node in another graph frees it when that graph runs */
+	CUgraph fg;
+	CUgraphNode fn;
+	CUgraphExec fx = NULL;
+	CHECK_INT(cuGraphCreate(&fg, 0), CUDA_SUCCESS);
+	CHECK_INT(cuGraphAddMemFreeNode(&fn, fg, NULL, 0, p), CUDA_SUCCESS);
+	CHECK_INT(cuGraphInstantiateWithFlags(&fx, fg, 0), CUDA_SUCCESS);
+	CHECK_INT(cuGraphLaunch(fx, s), CUDA_SUCCESS);
+	CHECK_INT(cuMemFree_v2(p), CUDA_ERROR_INVALID_VALUE);
+
+	/* into a capture, a graph with memory nodes cannot go */
+	CUstreamCaptureStatus st = -1;
+	CUgraph cg = NULL;
+	CHECK_INT(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+	CHECK_INT(cuGraphLaunch(x2, s), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+	CHECK_INT(cuStreamIsCapturing(s, &st), CUDA_SUCCESS);
+	CHECK_INT(st, CU_STREAM_CAPTURE_STATUS_INVALIDATED);
+	CHECK_INT(cuMemAllocAsync(&p, 1 * MiB, s), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+	CHECK_INT(cuMemFreeAsync(p, s), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+	CHECK_INT(cuStreamEndCapture(s, &cg), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+	CHECK(cg == NULL);
+
+	/* from a pool, the node is on the pool's device */
+	CUmemoryPool pool1 = new_pool(1);
+	CUgraphNode node;
+	size_t n = 1;
+	CHECK_INT(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+	CHECK_INT(cuMemAllocFromPoolAsync_ptsz(&p, 1 * MiB, pool1, s), CUDA_SUCCESS);
+	CHECK_INT(cuStreamEndCapture(s, &cg), CUDA_SUCCESS);
+	CHECK_INT(pool_attr(pool1, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT), 0);
+	CHECK_INT(cuGraphGetNodes(cg, &node, &n), CUDA_SUCCESS);
+	CUDA_MEM_ALLOC_NODE_PARAMS a;
+	CHECK_INT(cuGraphMemAllocNodeGetParams(node, &a), CUDA_SUCCESS);
+	CHECK_INT(a.poolProps.location.id, 1);
+	CHECK(a.dptr == p);
+	CHECK_INT(cuGraphDestroy(cg), CUDA_SUCCESS);
+	CHECK_INT(cuMemPoolDestroy(pool1), CUDA_SUCCESS);
+	/* a capture left unfinished goes with its stream */
+	CUstream s2;
+	CHECK_INT(cuStreamCreate(&s2, 0), CUDA_SUCCESS);
+	CHECK_INT(cuStreamBeginCapture_v2(s2, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+	CHECK_INT(cuMemAllocAsync(&p, 1 * MiB, s2), CUDA_SUCCESS);
+	CHECK_INT(cuStreamDestroy_v2(s2), CUDA_SUCCESS);
+
+	CHECK_INT(cuStreamSynchronize(s), CUDA_SUCCESS);
+	CHECK_INT(cuGraphExecDestroy(x2), CUDA_SUCCESS);
+	CHECK_INT(cuGraphExecDestroy(fx), CUDA_SUCCESS);
+	CHECK_INT(GMEM_USED, 0);
+	CHECK_INT(cuDeviceGraphMemTrim(0), CUDA_SUCCESS);
+	CHECK_INT(tesseraMockUsedBytes(0), base);
+	CHECK_INT(cuGraphDestroy(fg), CUDA_SUCCESS);
+	CHECK_INT(cuGraphDestroy(g), CUDA_SUCCESS);
+	CHECK_INT(cuStreamDestroy_v2(s), CUDA_SUCCESS);
+	CHECK_INT(cuCtxDestroy_v2(c), CUDA_SUCCESS);
+}
+
+TEST(graph_nodes_built_by_hand)
+{
+	CUcontext c;
+	CUstream s;
+	CHECK_INT(cuCtxCreate_v2(&c, 0, 0), CUDA_SUCCESS);
+	CHECK_INT(cuStreamCreate(&s, 0), CUDA_SUCCESS);
+	long long base = tesseraMockUsedBytes(0);
+	CUgraph g = NULL, other = NULL, child = NULL, cg = NULL;
+	CHECK_INT(cuGraphCreate(&g, 1), CUDA_ERROR_INVALID_VALUE);
+	CHECK_INT(cuGraphCreate(NULL, 0), CUDA_ERROR_INVALID_VALUE);
+	CHECK_INT(cuGraphCreate(&g, 0), CUDA_SUCCESS);
+	CHECK_INT(cuGraphCreate(&other, 0), CUDA_SUCCESS);
+	CHECK_INT(cuGraphCreate(&child, 0), CUDA_SUCCESS);
+
+	/* allocation nodes: pinned device memory of some size */
+	CUgraphNode n1 = NULL, n2 = NULL, n3 = NULL, on = NULL, cn = NULL;
+	CUDA_MEM_ALLOC_NODE_PARAMS a = alloc_params(0, 1 * MiB);
+	CHECK_INT(cuGraphAddMemAllocNode(&n1, g, NULL, 0, NULL), CUDA_ERROR_INVALID_VALUE);
+	a.bytesize = 0;
+	CHECK_INT(cuGraphAddMemAllocNode(&n1, g, NULL, 0, &a), CUDA_ERROR_INVALID_VALUE);
+	a = alloc_params(0, 1 * MiB);
+	a.poolProps.allocType = 0;
+	CHECK_INT(cuGraphAddMemAllocNode(&n1, g, NULL, 0, &a), CUDA_ERROR_INVALID_VALUE);
+	a = alloc_params(0, 1 * MiB);
+	a.poolProps.location.type = 0;
+	CHECK_INT(cuGraphAddMemAllocNode(&n1, g, NULL, 0, &a), CUDA_ERROR_INVALID_VALUE);
+	a = alloc_params(7, 1 * MiB);
+	CHECK_INT(cuGraphAddMemAllocNode(&n1, g, NULL, 0, &a), CUDA_ERROR_INVALID_DEVICE);
+	CHECK_INT(cuGraphAddMemAllocNode(&n1, NULL, NULL, 0, &a), CUDA_ERROR_INVALID_VALUE);
+	a = alloc_params(0, 1 * MiB);
+	CUmemAccessDesc acc = { .location = { CU_MEM_LOCATION_TYPE_DEVICE, 0 }, .flags = 3 };
+	a.accessDescs = &acc;
+	a.accessDescCount = 1;
+	CHECK_INT(cuGraphAddMemAllocNode(&n1, g, NULL, 0, &a), CUDA_SUCCESS);
+	CUdeviceptr outer = a.dptr;
+	CHECK(outer != 0);
+	CHECK_INT(tesseraMockUsedBytes(0), base);
+	/* dependencies: distinct nodes of the same graph */
+	CUgraphNode dup[2] = { n1, n1 };
+	CHECK_INT(cuGraphAddMemAllocNode(&on, other, &n1, 1, &a), CUDA_ERROR_INVALID_VALUE);
+	CHECK_INT(cuGraphAddMemFreeNode(&n2, g, dup, 2, outer), CUDA_ERROR_INVALID_VALUE);
+	CHECK_INT(cuGraphAddMemFreeNode(&n2, g, NULL, 1, outer), CUDA_ERROR_INVALID_VALUE);
+	/* free nodes: of an allocation node's address, once per graph */
+	CHECK_INT(cuGraphAddMemFreeNode(&n2, g, &n1, 1, outer + 512), CUDA_ERROR_INVALID_VALUE);
+	CHECK_INT(cuGraphAddMemFreeNode(&n2, g, &n1, 1, outer), CUDA_SUCCESS);
+	CHECK_INT(cuGraphAddMemFreeNode(&on, g, &n2, 1, outer), CUDA_ERROR_INVALID_VALUE);
+	/* a child graph: copied into the node, its memory nodes counting */
+	CUDA_MEM_ALLOC_NODE_PARAMS b = alloc_params(0, 2 * MiB);
+	CHECK_INT(cuGraphAddMemAllocNode(&cn, child, NULL, 0, &b), CUDA_SUCCESS);
+	CHECK_INT(cuGraphAddMemFreeNode(&cn, child, &cn, 1, b.dptr), CUDA_SUCCESS);
+	CHECK_INT(cuGraphAddChildGraphNode(&n3, g, &n2, 1, NULL), CUDA_ERROR_INVALID_VALUE);
+	CHECK_INT(cuGraphAddChildGraphNode(&n3, g, &n2, 1, child), CUDA_SUCCESS);
+	CHECK_INT(cuGraphDestroy(child), CUDA_SUCCESS);
+
+	/* the nodes, as documented for too small and too large arrays */
+	CUgraphNode nodes[5];
+	size_t n = 0;
+	CHECK_INT(cuGraphGetNodes(g, NULL, &n), CUDA_SUCCESS);
+	CHECK_INT(n, 3);
+	for (int i = 0; i < 5; i++)
+		nodes[i] = (CUgraphNode)(uintptr_t)0x1;
+	n = 5;
+	CHECK_INT(cuGraphGetNodes(g, nodes, &n), CUDA_SUCCESS);
+	CHECK_INT(n, 3);
+	CHECK(nodes[0] == n1 && nodes[1] == n2 && nodes[2] == n3);
+	CHECK(nodes[3] == NULL && nodes[4] == NULL);
+	for (int i = 0; i < 5; i++)
+		nodes[i] = (CUgraphNode)(uintptr_t)0x1;
+	n = 2;
+	CHECK_INT(cuGraphGetNodes(g, nodes, &n), CUDA_SUCCESS);
+	CHECK_INT(n, 2);
+	CHECK(nodes[0] == n1 && nodes[1] == n2 && nodes[2] == (CUgraphNode)(uintptr_t)0x1);
+	CHECK_INT(cuGraphGetNodes(g, nodes, NULL), CUDA_ERROR_INVALID_VALUE);
+	CUgraphNodeType type = -1;
+	CHECK_INT(cuGraphNodeGetType(n3, &type), CUDA_SUCCESS);
+	CHECK_INT(type, CU_GRAPH_NODE_TYPE_GRAPH);
+	CHECK_INT(cuGraphNodeGetType(NULL, &type), CUDA_ERROR_INVALID_VALUE);
+	CUDA_MEM_ALLOC_NODE_PARAMS got;
+	memset(&got, 0, sizeof(got));
+	CHECK_INT(cuGraphMemAllocNodeGetParams(n1, &got), CUDA_SUCCESS);
+	CHECK_INT(got.bytesize, 1 * MiB);
+	CHECK(got.dptr == outer);
+	CHECK_INT(got.poolProps.location.id, 0);
+	CHECK_INT(got.accessDescCount, 1);
+	CHECK(got.accessDescs != NULL && got.accessDescs != &acc);
+	CHECK_INT(got.accessDescs[0].flags, 3);
+	CHECK_INT(cuGraphMemAllocNodeGetParams(n2, &got), CUDA_ERROR_INVALID_VALUE);
+	CUdeviceptr fp = 0;
+	CHECK_INT(cuGraphMemFreeNodeGetParams(n2, &fp), CUDA_SUCCESS);
+	CHECK(fp == outer);
+	CHECK_INT(cuGraphMemFreeNodeGetParams(n1, &fp), CUDA_ERROR_INVALID_VALUE);
+	/* the child graph node's graph is its own, not the caller's */
+	CHECK_INT(cuGraphChildGraphNodeGetGraph(n1, &cg), CUDA_ERROR_INVALID_VALUE);
+	CHECK_INT(cuGraphChildGraphNodeGetGraph(n3, &cg), CUDA_SUCCESS);
+	CHECK(cg != NULL && cg != child && cg != g);
+	CHECK_INT(cuGraphGetNodes(cg, NULL, &n), CUDA_SUCCESS);
+	CHECK_INT(n, 2);
+	CHECK_INT(cuGraphGetNodes(cg, nodes, &n), CUDA_SUCCESS);
+	CHECK_INT(cuGraphMemAllocNodeGetParams(nodes[0], &got), CUDA_SUCCESS);
+	CHECK(got.dptr == b.dptr);
+	CHECK_INT(cuGraphAddMemAllocNode(&on, cg, NULL, 0, &b), CUDA_ERROR_INVALID_VALUE);
+	CHECK_INT(cuGraphDestroy(cg), CUDA_ERROR_INVALID_VALUE);
+
+	/* instantiated (the pre-12 form): parent and child allocations map */
+	CUgraphExec x = NULL, x2 = NULL;
+	CUgraphNode err = (CUgraphNode)(uintptr_t)0x1;
+	char log[32] = "junk";
+	CHECK_INT(cuGraphInstantiate_v2(&x, g, &err, log, sizeof(log)), CUDA_SUCCESS);
+	CHECK(err == NULL);
+	CHECK_STR(log, "");
+	CHECK_INT(cuGraphLaunch(x, s), CUDA_SUCCESS);
+	CHECK_INT(GMEM_USED, 3 * MiB);
+	CHECK_INT(GMEM_RESERVED, 4 * MiB);
+	CHECK_INT(tesseraMockUsedBytes(0), base + 4 * MiB);
+	/* both are freed in the graph, so it runs again */
+	CHECK_INT(cuGraphLaunch(x, s), CUDA_SUCCESS);
+	CHECK_INT(cuMemFree_v2(outer), CUDA_ERROR_INVALID_VALUE);
+	CHECK_INT(cuGraphInstantiate(&x2, g, NULL, NULL, 0), CUDA_ERROR_INVALID_VALUE);
+	CHECK_INT(cuStreamSynchronize(s), CUDA_SUCCESS);
+	CHECK_INT(cuGraphExecDestroy(x), CUDA_SUCCESS);
+	CHECK_INT(cuGraphInstantiate(&x2, g, NULL, NULL, 0), CUDA_SUCCESS);
+	CHECK_INT(cuGraphExecDestroy(x2), CUDA_SUCCESS);
+	/* failures say so in the log */
+	CHECK_INT(cuGraphInstantiate(&x2, NULL, &err, log, sizeof(log)), CUDA_ERROR_INVALID_VALUE);
+	CHECK(err == NULL);
+	CHECK(log[0] != '\0');
+	/* the graph goes with its nodes; its executable graph outlives it */
+	CHECK_INT(cuGraphInstantiateWithFlags(&x, g, 0), CUDA_SUCCESS);
+	CHECK_INT(cuGraphDestroy(g), CUDA_SUCCESS);
+	CHECK_INT(cuGraphLaunch(x, s), CUDA_SUCCESS);
+	CHECK_INT(cuStreamSynchronize(s), CUDA_SUCCESS);
+	CHECK_INT(cuGraphExecDestroy(x), CUDA_SUCCESS);
+	CHECK_INT(cuDeviceGraphMemTrim(0), CUDA_SUCCESS);
+	CHECK_INT(tesseraMockUsedBytes(0), base);
+	CHECK_INT(cuGraphDestroy(other), CUDA_SUCCESS);
+	CHECK_INT(cuStreamDestroy_v2(s), CUDA_SUCCESS);
+	CHECK_INT(cuCtxDestroy_v2(c), CUDA_SUCCESS);
+}
+
+TEST(graph_instantiate_with_params)
+{
+	CUcontext c;
+	CUstream s;
+	CHECK_INT(cuCtxCreate_v2(&c, 0, 0), CUDA_SUCCESS);
+	CHECK_INT(cuStreamCreate(&s, 0), CUDA_SUCCESS);
+	long long base = tesseraMockUsedBytes(0);
+	CUdeviceptr p = 0, q = 0;
+	CUgraph g = capture_alloc(s, 100, 3 * MiB, true, &p);
+	CUgraph big = capture_alloc(s, 100, 5 * GiB, true, &q);
+	CHECK(g != NULL && big != NULL);
+	CUgraphExec x = NULL;
+	CUDA_GRAPH_INSTANTIATE_PARAMS ip = { .flags = 1ULL << 40, .hErrNode_out =
+					     (CUgraphNode)(uintptr_t)0x1, .result_out = -1 };
+	CHECK_INT(cuGraphInstantiateWithParams(&x, g, NULL), CUDA_ERROR_INVALID_VALUE);
+	CHECK_INT(cuGraphInstantiateWithParams(&x, g, &ip), CUDA_ERROR_INVALID_VALUE);
+	CHECK_INT(ip.result_out, CUDA_GRAPH_INSTANTIATE_ERROR);
+	CHECK(ip.hErrNode_out == NULL);
+	ip.flags = CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH |
+		   CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH;
+	CHECK_INT(cuGraphInstantiateWithParams(&x, g, &ip), CUDA_ERROR_INVALID_VALUE);
+	CHECK_INT(cuGraphInstantiateWithFlags(&x, g, ip.flags), CUDA_ERROR_INVALID_VALUE);
+	/* UPLOAD maps the memory at instantiation */
+	ip = (CUDA_GRAPH_INSTANTIATE_PARAMS){ .flags = CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD,
+					      .hUploadStream = s, .result_out = -1 };
+	CHECK_INT(cuGraphInstantiateWithParams(&x, g, &ip), CUDA_SUCCESS);
+	CHECK_INT(ip.result_out, CUDA_GRAPH_INSTANTIATE_SUCCESS);
+	CHECK_INT(GMEM_RESERVED, 4 * MiB);
+	CHECK_INT(GMEM_USED, 3 * MiB);
+	CHECK_INT(tesseraMockUsedBytes(0), base + 4 * MiB);
+	CHECK_INT(cuGraphLaunch(x, s), CUDA_SUCCESS);
+	CHECK_INT(GMEM_RESERVED, 4 * MiB);
+	/* an upload that does not fit leaves no executable graph */
+	CUgraphExec xb = NULL;
+	ip.result_out = -1;
+	CHECK_INT(cuGraphInstantiateWithParams_ptsz(&xb, big, &ip), CUDA_ERROR_OUT_OF_MEMORY);
+	CHECK_INT(ip.result_out, CUDA_GRAPH_INSTANTIATE_ERROR);
+	CHECK(xb == NULL);
+	CHECK_INT(GMEM_RESERVED, 4 * MiB);
+	CHECK_INT(tesseraMockUsedBytes(0), base + 4 * MiB);
+	ip.flags = 0;
+	CHECK_INT(cuGraphInstantiateWithParams(&xb, big, &ip), CUDA_SUCCESS);
+	CHECK_INT(ip.result_out, CUDA_GRAPH_INSTANTIATE_SUCCESS);
+	CHECK_INT(GMEM_RESERVED, 4 * MiB);
+	CHECK_INT(cuGraphExecDestroy(xb), CUDA_SUCCESS);
+	CHECK_INT(cuStreamSynchronize(s), CUDA_SUCCESS);
+	CHECK_INT(cuGraphExecDestroy(x), CUDA_SUCCESS);
+	CHECK_INT(cuDeviceGraphMemTrim(0), CUDA_SUCCESS);
+	CHECK_INT(tesseraMockUsedBytes(0), base);
+	CHECK_INT(cuGraphDestroy(g), CUDA_SUCCESS);
+	CHECK_INT(cuGraphDestroy(big), CUDA_SUCCESS);
+	CHECK_INT(cuStreamDestroy_v2(s), CUDA_SUCCESS);
+	CHECK_INT(cuCtxDestroy_v2(c), CUDA_SUCCESS);
+}
+
+TEST(graph_mem_attribute_errors)
+{
+	cuuint64_t v = 0;
+	CHECK_INT(cuDeviceGetGraphMemAttribute(7, CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT, &v),
+		  CUDA_ERROR_INVALID_DEVICE);
+	CHECK_INT(cuDeviceGetGraphMemAttribute(-1, CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT, &v),
+		  CUDA_ERROR_INVALID_DEVICE);
+	CHECK_INT(cuDeviceGetGraphMemAttribute(0, CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT, NULL),
+		  CUDA_ERROR_INVALID_VALUE);
+	CHECK_INT(cuDeviceGetGraphMemAttribute(0, 4, &v), CUDA_ERROR_INVALID_VALUE);
+	CHECK_INT(cuDeviceGetGraphMemAttribute(0, -1, &v), CUDA_ERROR_INVALID_VALUE);
+	CHECK_INT(cuDeviceGetGraphMemAttribute(1, CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH, &v),
+		  CUDA_SUCCESS);
+	CHECK_INT(cuDeviceSetGraphMemAttribute(7, CU_GRAPH_MEM_ATTR_USED_MEM_HIGH, &v),
+		  CUDA_ERROR_INVALID_DEVICE);
+	CHECK_INT(cuDeviceSetGraphMemAttribute(0, CU_GRAPH_MEM_ATTR_USED_MEM_HIGH, NULL),
+		  CUDA_ERROR_INVALID_VALUE);
+	CHECK_INT(cuDeviceSetGraphMemAttribute(0, 4, &v), CUDA_ERROR_INVALID_VALUE);
+	CHECK_INT(cuDeviceGraphMemTrim(7), CUDA_ERROR_INVALID_DEVICE);
 }
 
 int main(void)
@@ -924,6 +1516,12 @@ int main(void)
 	RUN(stream_context);
 	RUN(proc_address_new_entry_points);
 	RUN(capture_error_names);
+	RUN(graph_memory_is_mapped_at_first_launch_and_kept_in_a_reserve);
+	RUN(graph_memory_out_of_memory_changes_nothing);
+	RUN(graph_allocations_not_freed_in_the_graph_stay_live);
+	RUN(graph_nodes_built_by_hand);
+	RUN(graph_instantiate_with_params);
+	RUN(graph_mem_attribute_errors);
 	char cmd[300];
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	if (system(cmd) != 0)
