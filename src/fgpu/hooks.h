@@ -7,7 +7,8 @@
  *     (parameters))
  *
  * The base name and version are what cuGetProcAddress is asked for; the
- * symbol is what the driver exports. The implementations are in shim.c. */
+ * symbol is what the driver exports. The implementations are in the files
+ * shim.h lists. */
 #ifndef TESSERA_FGPU_HOOKS_H
 #define TESSERA_FGPU_HOOKS_H
 
@@ -121,7 +122,24 @@
 	   void **kernelParams)) \
 	X(CUresult, cuGraphLaunch, cuGraphLaunch, 10000, 0, (CUgraphExec exec, CUstream hStream)) \
 	X(CUresult, cuGraphLaunch_ptsz, cuGraphLaunch, 10000, 1, \
-	  (CUgraphExec exec, CUstream hStream))
+	  (CUgraphExec exec, CUstream hStream)) \
+	X(CUresult, cuGraphUpload, cuGraphUpload, 11010, 0, (CUgraphExec exec, CUstream hStream)) \
+	X(CUresult, cuGraphUpload_ptsz, cuGraphUpload, 11010, 1, \
+	  (CUgraphExec exec, CUstream hStream)) \
+	X(CUresult, cuGraphInstantiate, cuGraphInstantiate, 10000, 0, \
+	  (CUgraphExec *exec, CUgraph graph, CUgraphNode *errNode, char *logBuffer, \
+	   size_t bufferSize)) \
+	X(CUresult, cuGraphInstantiate_v2, cuGraphInstantiate, 11000, 0, \
+	  (CUgraphExec *exec, CUgraph graph, CUgraphNode *errNode, char *logBuffer, \
+	   size_t bufferSize)) \
+	X(CUresult, cuGraphInstantiateWithFlags, cuGraphInstantiateWithFlags, 11040, 0, \
+	  (CUgraphExec *exec, CUgraph graph, unsigned long long flags)) \
+	X(CUresult, cuGraphInstantiateWithParams, cuGraphInstantiateWithParams, 12000, 0, \
+	  (CUgraphExec *exec, CUgraph graph, CUDA_GRAPH_INSTANTIATE_PARAMS *params)) \
+	X(CUresult, cuGraphInstantiateWithParams_ptsz, cuGraphInstantiateWithParams, 12000, 1, \
+	  (CUgraphExec *exec, CUgraph graph, CUDA_GRAPH_INSTANTIATE_PARAMS *params)) \
+	X(CUresult, cuGraphExecDestroy, cuGraphExecDestroy, 10000, 0, (CUgraphExec exec)) \
+	X(CUresult, cuDeviceGraphMemTrim, cuDeviceGraphMemTrim, 11040, 0, (CUdevice dev))
 
 #define FGPU_NVML_HOOKS(X) \
 	X(nvmlReturn_t, nvmlDeviceGetMemoryInfo, nvmlDeviceGetMemoryInfo, 0, 0, \
@@ -145,7 +163,14 @@
 	X(CUresult, cuStreamGetCtx, (CUstream stream, CUcontext *ctx)) \
 	X(CUresult, cuStreamIsCapturing, (CUstream stream, CUstreamCaptureStatus *status)) \
 	X(CUresult, cuMemPoolGetAttribute, \
-	  (CUmemoryPool pool, CUmemPool_attribute attr, void *value))
+	  (CUmemoryPool pool, CUmemPool_attribute attr, void *value)) \
+	X(CUresult, cuGraphGetNodes, (CUgraph graph, CUgraphNode *nodes, size_t *numNodes)) \
+	X(CUresult, cuGraphNodeGetType, (CUgraphNode node, CUgraphNodeType *type)) \
+	X(CUresult, cuGraphMemAllocNodeGetParams, \
+	  (CUgraphNode node, CUDA_MEM_ALLOC_NODE_PARAMS *params)) \
+	X(CUresult, cuGraphChildGraphNodeGetGraph, (CUgraphNode node, CUgraph *graph)) \
+	X(CUresult, cuDeviceGetGraphMemAttribute, \
+	  (CUdevice dev, CUgraphMem_attribute attr, void *value))
 
 #define FGPU_NVML_USED(X) \
 	X(nvmlReturn_t, nvmlDeviceGetUUID, (nvmlDevice_t device, char *uuid, unsigned int len)) \

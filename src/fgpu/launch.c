@@ -93,13 +93,8 @@ static struct fgpu_pacer *fgpu_pace_before(CUstream s, bool ptsz, int *idx_out)
 	/* Work launched into a stream being captured into a graph does not
 	 * run now, and events recorded there become part of the graph (the
 	 * driver refuses to query them): the graph is paced when launched. */
-	CUstream qs = ptsz && !s ? CU_STREAM_PER_THREAD : s;
-	if (qs && qs != CU_STREAM_LEGACY && real.cuStreamIsCapturing) {
-		CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
-		if (real.cuStreamIsCapturing(qs, &st) != CUDA_SUCCESS ||
-		    st != CU_STREAM_CAPTURE_STATUS_NONE)
-			return NULL;
-	}
+	if (fgpu_stream_capturing(ptsz && !s ? CU_STREAM_PER_THREAD : s, true))
+		return NULL;
 	struct fgpu_pacer *p = &fgpu_pacers[ord];
 	pthread_mutex_lock(&p->mu);
 	if (p->ctx != ctx) {
@@ -202,7 +197,8 @@ CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *c, CUfunction f, void **par
 }
 
 /* Cooperative kernels are kernels; a graph launch is measured as a whole
- * (all its kernels, from the first start to the last end). */
+ * (all its kernels, from the first start to the last end), and its
+ * memory must fit first (graphs.c). */
 CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gx, unsigned int gy,
 				   unsigned int gz, unsigned int bx, unsigned int by,
 				   unsigned int bz, unsigned int shmem, CUstream s, void **params)
@@ -222,11 +218,11 @@ CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gx, unsigned 
 
 CUresult cuGraphLaunch(CUgraphExec g, CUstream s)
 {
-	FGPU_PACED(false, s, REAL(cuGraphLaunch, g, s));
+	FGPU_PACED(false, s, fgpu_graph_launch(g, s, false));
 }
 
 CUresult cuGraphLaunch_ptsz(CUgraphExec g, CUstream s)
 {
-	FGPU_PACED(true, s, REAL(cuGraphLaunch_ptsz, g, s));
+	FGPU_PACED(true, s, fgpu_graph_launch(g, s, true));
 }
 

@@ -138,7 +138,24 @@ static int fgpu_pool_make_room_locked(struct fgpu_pool *except, int idx, int64_t
 		REAL(cuMemPoolTrimTo, p->h, 0);
 		fgpu_pool_settle_locked(p);
 	}
+	fgpu_graphs_trim_idle(idx);   /* pool lock, then graph lock */
 	return fgpu_region_reserve(&fgpu_region, idx, need, fgpu_limit(idx));
+}
+
+void fgpu_reclaim_idle(int idx)
+{
+	if (!fgpu_accounting() || idx < 0)
+		return;
+	pthread_mutex_lock(&fgpu_pool_lock);
+	for (int i = 0; i < FGPU_MAX_POOLS; i++) {
+		struct fgpu_pool *p = &fgpu_pools[i];
+		if (!p->h || p->idx != idx || p->destroyed || p->charged <= p->live)
+			continue;
+		REAL(cuMemPoolTrimTo, p->h, 0);
+		fgpu_pool_settle_locked(p);
+	}
+	fgpu_graphs_trim_idle(idx);
+	pthread_mutex_unlock(&fgpu_pool_lock);
 }
 
 /* Ordinal of the device a stream's work runs on (its context's). */
@@ -180,14 +197,17 @@ static CUresult fgpu_pool_free_call(bool ptsz, CUdeviceptr p, CUstream s)
 }
 
 /* An allocation from a pool: pool NULL means the current pool of the
- * stream's device (cuMemAllocAsync). */
+ * stream's device (cuMemAllocAsync). On a stream being captured it is
+ * not one: it becomes an allocation node of the graph, which takes
+ * memory when the graph runs (graphs.c charges it then). */
 static CUresult fgpu_pool_alloc(enum fgpu_pool_call how, CUdeviceptr *dptr, size_t bytes,
 				CUmemoryPool pool, CUstream s)
 {
 	CUDA_INIT();
-	if (!fgpu_accounting() || !dptr || bytes == 0 || bytes > (size_t)INT64_MAX)
-		return fgpu_pool_call(how, dptr, bytes, pool, s);
 	bool ptsz = how == POOL_ASYNC_PTSZ || how == POOL_FROM_PTSZ;
+	if (!fgpu_accounting() || !dptr || bytes == 0 || bytes > (size_t)INT64_MAX ||
+	    fgpu_stream_capturing(ptsz && !s ? CU_STREAM_PER_THREAD : s, false))
+		return fgpu_pool_call(how, dptr, bytes, pool, s);
 	CUdevice ord = -1;
 	CUresult rc;
 	if (!pool) {
@@ -395,12 +415,15 @@ CUresult cuMemPoolDestroy(CUmemoryPool pool)
 	return rc;
 }
 
-/* Synchronization is where pools give memory back. */
+/* Synchronization is where pools give memory back (and where the graph
+ * allocator's figure is re-read). */
 #define FGPU_SETTLE_AFTER(call) do { \
 	CUDA_INIT(); \
 	CUresult rc_ = (call); \
-	if (rc_ == CUDA_SUCCESS) \
+	if (rc_ == CUDA_SUCCESS) { \
 		fgpu_pools_settle(); \
+		fgpu_graphs_settle(); \
+	} \
 	return rc_; \
 } while (0)
 

@@ -185,6 +185,7 @@ static void fgpu_atfork_child(void)
 	fgpu_track_reset_child();
 	fgpu_pace_reset_child();
 	fgpu_pool_reset_child();
+	fgpu_graph_reset_child();
 }
 
 static void fgpu_base_init(void)
@@ -350,9 +351,25 @@ CUresult fgpu_reserve(CUdevice ord, int64_t bytes, int *idx)
 	CUresult rc = fgpu_charge_context(*idx);
 	if (rc != CUDA_SUCCESS)
 		return rc;
-	if (bytes < 0 || fgpu_region_reserve(&fgpu_region, *idx, bytes, fgpu_limit(*idx)) < 0)
+	if (bytes < 0)
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	return CUDA_SUCCESS;
+	if (fgpu_region_reserve(&fgpu_region, *idx, bytes, fgpu_limit(*idx)) == 0)
+		return CUDA_SUCCESS;
+	fgpu_reclaim_idle(*idx);
+	if (fgpu_region_reserve(&fgpu_region, *idx, bytes, fgpu_limit(*idx)) == 0)
+		return CUDA_SUCCESS;
+	return CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+bool fgpu_stream_capturing(CUstream s, bool if_unknown)
+{
+	/* The legacy default stream cannot be captured. */
+	if (!s || s == CU_STREAM_LEGACY || !real.cuStreamIsCapturing)
+		return false;
+	CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+	if (real.cuStreamIsCapturing(s, &st) != CUDA_SUCCESS)
+		return if_unknown;
+	return st != CU_STREAM_CAPTURE_STATUS_NONE;
 }
 
 void fgpu_unreserve(int idx, int64_t bytes)
@@ -475,9 +492,25 @@ CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
 
 /* ---- lookup: cuGetProcAddress and dlsym ------------------------------------- */
 
+/* Base names that, from some CUDA version on, name an entry point with
+ * another signature than the rows of hooks.h give them: from `since`, a
+ * request for `base` is one for `now`. (CUDA 12's headers map
+ * cuGraphInstantiate to the flags form; the older rows take an error
+ * node and a log buffer.) */
+static const struct fgpu_abi_change {
+	const char *base;
+	int since;
+	const char *now;
+} fgpu_abi_changes[] = {
+	{ "cuGraphInstantiate", 12000, "cuGraphInstantiateWithFlags" },
+};
+
 /* Replaces a driver entry point by its hook: by address when the driver
  * hands out its exported functions (the common case), else by base name
- * and version, preferring the per-thread-stream variant when asked. */
+ * and version, preferring the per-thread-stream variant when asked. The
+ * name path must never hand out a hook whose signature differs from what
+ * the caller asked for, so an exported function that is not hooked (a
+ * newer variant, say) is left alone. */
 static void fgpu_substitute(const char *symbol, void **pfn, int version, cuuint64_t flags)
 {
 	if (!pfn || !*pfn)
@@ -486,6 +519,23 @@ static void fgpu_substitute(const char *symbol, void **pfn, int version, cuuint6
 		if (!fgpu_hooks[i].nvml && *fgpu_hooks[i].real == *pfn) {
 			*pfn = fgpu_hooks[i].hook;
 			return;
+		}
+	Dl_info info;
+	if (dladdr(*pfn, &info) && info.dli_sname && info.dli_saddr == *pfn) {
+		const struct fgpu_hook *h = fgpu_hook_find(info.dli_sname);
+		if (h && !h->nvml) {
+			if (!*h->real)
+				__atomic_store_n(h->real, *pfn, __ATOMIC_RELEASE);
+			if (*h->real == *pfn)
+				*pfn = h->hook;
+		}
+		return;
+	}
+	for (size_t i = 0; i < sizeof(fgpu_abi_changes) / sizeof(fgpu_abi_changes[0]); i++)
+		if (strcmp(symbol, fgpu_abi_changes[i].base) == 0 &&
+		    version >= fgpu_abi_changes[i].since) {
+			symbol = fgpu_abi_changes[i].now;
+			break;
 		}
 	bool want_ptsz = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
 	const struct fgpu_hook *best = NULL;

@@ -7,6 +7,7 @@
  *             lookups (cuGetProcAddress, dlsym, dlvsym)
  *   memory.c  allocation hooks, VMM, and what a process is told
  *   pools.c   stream-ordered allocations and memory pools
+ *   graphs.c  memory that CUDA graphs allocate
  *   launch.c  launch pacing */
 #ifndef TESSERA_FGPU_SHIM_H
 #define TESSERA_FGPU_SHIM_H
@@ -76,7 +77,9 @@ CUresult fgpu_current_device(CUdevice *dev);
 CUresult fgpu_charge_context(int idx);
 /* Whether allocations are accounted right now. */
 bool fgpu_accounting(void);
-/* Reserves bytes on CUDA ordinal ord; *idx gets the region index. */
+/* Reserves bytes on CUDA ordinal ord; *idx gets the region index. What
+ * the process's pools and graph allocator hold idle there is given back
+ * before it refuses. */
 CUresult fgpu_reserve(CUdevice ord, int64_t bytes, int *idx);
 void fgpu_unreserve(int idx, int64_t bytes);
 
@@ -148,15 +151,30 @@ void fgpu_drop_locked(struct fgpu_entry *e);
 
 /* ---- across the source files ---- */
 
+/* shim.c: whether work on s is being captured into a graph (then it does
+ * not run now); if_unknown when the driver cannot tell. */
+bool fgpu_stream_capturing(CUstream s, bool if_unknown);
+
 /* pools.c: frees p when it is a stream-ordered allocation (*mine). */
 CUresult fgpu_pool_free_sync(CUdeviceptr p, bool *mine);
 /* pools.c: brings the pools' charges up to date when some may be stale. */
 void fgpu_pools_settle(void);
+/* pools.c: gives back what this process's pools and graph allocator hold
+ * unused on region index idx (before an allocation there is refused).
+ * Takes the pool lock, then the graph lock. */
+void fgpu_reclaim_idle(int idx);
+/* graphs.c: the graph allocator's charges, brought up to date. */
+void fgpu_graphs_settle(void);
+/* graphs.c: trims the graph allocator's unused reserve on idx. */
+void fgpu_graphs_trim_idle(int idx);
+/* graphs.c: cuGraphLaunch(_ptsz) once its memory fits. */
+CUresult fgpu_graph_launch(CUgraphExec h, CUstream s, bool ptsz);
 
 /* In a fork() child: the parent's allocations, pools and events are not
  * the child's. */
 void fgpu_track_reset_child(void);
 void fgpu_pool_reset_child(void);
 void fgpu_pace_reset_child(void);
+void fgpu_graph_reset_child(void);
 
 #endif
