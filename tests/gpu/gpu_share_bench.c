@@ -7,8 +7,11 @@
  * too (simulated kernels), which is how CI keeps it working.
  *
  *   gpu-share-bench info                  device, SMs, memory as reported
- *   gpu-share-bench alloc SIZE            allocate SIZE once: "ok", or
- *                                         "out of memory" and exit 1
+ *   gpu-share-bench alloc SIZE [--how plain|async|graph]
+ *                                         allocate SIZE once (cuMemAlloc,
+ *                                         cuMemAllocAsync, or a CUDA graph's
+ *                                         memory node): "ok", or "out of
+ *                                         memory" and exit 1
  *   gpu-share-bench throughput SECONDS [--green-sms N] [--iters N]
  *                                         compute-bound kernels per second
  *                                         (in a green context of N SMs when
@@ -96,6 +99,13 @@ static struct {
 	CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
 				 unsigned, unsigned, CUstream, void **, void **);
 	CUresult (*GetErrorName)(CUresult, const char **);
+	/* stream-ordered allocation and graphs, optional (alloc --how) */
+	CUresult (*MemAllocAsync)(CUdeviceptr *, size_t, CUstream);
+	CUresult (*MemFreeAsync)(CUdeviceptr, CUstream);
+	CUresult (*StreamBeginCapture)(CUstream, int);
+	CUresult (*StreamEndCapture)(CUstream, CUgraph *);
+	CUresult (*GraphInstantiateWithFlags)(CUgraphExec *, CUgraph, unsigned long long);
+	CUresult (*GraphLaunch)(CUgraphExec, CUstream);
 	/* green contexts, optional */
 	CUresult (*DeviceGetDevResource)(CUdevice, void *, int);
 	CUresult (*DevSmResourceSplitByCount)(void *, unsigned *, const void *, void *, unsigned,
@@ -147,6 +157,12 @@ static void load_driver(void)
 		{ "cuStreamSynchronize", (void **)&cu.StreamSynchronize, false },
 		{ "cuLaunchKernel", (void **)&cu.LaunchKernel, false },
 		{ "cuGetErrorName", (void **)&cu.GetErrorName, true },
+		{ "cuMemAllocAsync", (void **)&cu.MemAllocAsync, true },
+		{ "cuMemFreeAsync", (void **)&cu.MemFreeAsync, true },
+		{ "cuStreamBeginCapture_v2", (void **)&cu.StreamBeginCapture, true },
+		{ "cuStreamEndCapture", (void **)&cu.StreamEndCapture, true },
+		{ "cuGraphInstantiateWithFlags", (void **)&cu.GraphInstantiateWithFlags, true },
+		{ "cuGraphLaunch", (void **)&cu.GraphLaunch, true },
 		{ "cuDeviceGetDevResource", (void **)&cu.DeviceGetDevResource, true },
 		{ "cuDevSmResourceSplitByCount", (void **)&cu.DevSmResourceSplitByCount, true },
 		{ "cuDevResourceGenerateDesc", (void **)&cu.DevResourceGenerateDesc, true },
@@ -284,24 +300,62 @@ static void cmd_info(void)
 	printf("name %s sms %d memory_total %zu memory_free %zu\n", name, sm_count(), t, f);
 }
 
-static int cmd_alloc(int64_t bytes)
+enum alloc_how { HOW_PLAIN, HOW_ASYNC, HOW_GRAPH };
+
+/* One allocation of bytes, as a program would make it: cuMemAlloc_v2, a
+ * stream-ordered cuMemAllocAsync (from the device's pool), or a CUDA
+ * graph whose captured cuMemAllocAsync/cuMemFreeAsync become memory
+ * nodes, allocated when the graph is launched. */
+static int cmd_alloc(int64_t bytes, enum alloc_how how)
 {
 	setup(0);
 	CUdeviceptr p;
-	CUresult rc = cu.MemAlloc(&p, (size_t)bytes);
+	CUresult rc;
+	const char *what = "cuMemAlloc_v2";
+	if (how != HOW_PLAIN && (!cu.MemAllocAsync || !cu.MemFreeAsync)) {
+		fprintf(stderr, "gpu-share-bench: this driver has no stream-ordered allocator\n");
+		exit(2);
+	}
+	if (how == HOW_PLAIN) {
+		rc = cu.MemAlloc(&p, (size_t)bytes);
+	} else if (how == HOW_ASYNC) {
+		what = "cuMemAllocAsync";
+		rc = cu.MemAllocAsync(&p, (size_t)bytes, stream);
+		if (rc == CUDA_SUCCESS) {
+			CALL(cu.MemFreeAsync(p, stream));
+			CALL(cu.StreamSynchronize(stream));
+		}
+	} else {
+		if (!cu.StreamBeginCapture || !cu.StreamEndCapture ||
+		    !cu.GraphInstantiateWithFlags || !cu.GraphLaunch) {
+			fprintf(stderr, "gpu-share-bench: this driver has no graph memory nodes\n");
+			exit(2);
+		}
+		CUgraph g;
+		CUgraphExec e;
+		CALL(cu.StreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL));
+		CALL(cu.MemAllocAsync(&p, (size_t)bytes, stream));
+		CALL(cu.MemFreeAsync(p, stream));
+		CALL(cu.StreamEndCapture(stream, &g));
+		CALL(cu.GraphInstantiateWithFlags(&e, g, 0));
+		what = "cuGraphLaunch";
+		rc = cu.GraphLaunch(e, stream);
+		if (rc == CUDA_SUCCESS)
+			CALL(cu.StreamSynchronize(stream));
+	}
 	if (rc == CUDA_ERROR_OUT_OF_MEMORY) {
 		printf("out of memory\n");
 		return 1;
 	}
 	if (rc != CUDA_SUCCESS)
-		die("cuMemAlloc_v2", rc);
+		die(what, rc);
 	printf("ok\n");
 	return 0;
 }
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: gpu-share-bench info | alloc SIZE | "
+	fprintf(stderr, "usage: gpu-share-bench info | alloc SIZE [--how plain|async|graph] | "
 			"throughput SECONDS [--green-sms N] [--iters N] | "
 			"launch-overhead N | alloc-overhead N\n");
 	exit(2);
@@ -327,14 +381,25 @@ int main(int argc, char **argv)
 	const char *cmd = argv[1];
 	if (strcmp(cmd, "info") == 0 && argc == 2) {
 		cmd_info();
-	} else if (strcmp(cmd, "alloc") == 0 && argc == 3) {
+	} else if (strcmp(cmd, "alloc") == 0 && (argc == 3 || argc == 5)) {
 		int64_t bytes;
 		struct terr err;
 		if (units_parse_size(argv[2], &bytes, &err) < 0 || bytes <= 0) {
 			fprintf(stderr, "gpu-share-bench: bad size %s\n", argv[2]);
 			return 2;
 		}
-		return cmd_alloc(bytes);
+		enum alloc_how how = HOW_PLAIN;
+		if (argc == 5) {
+			if (strcmp(argv[3], "--how") != 0)
+				usage();
+			if (strcmp(argv[4], "async") == 0)
+				how = HOW_ASYNC;
+			else if (strcmp(argv[4], "graph") == 0)
+				how = HOW_GRAPH;
+			else if (strcmp(argv[4], "plain") != 0)
+				usage();
+		}
+		return cmd_alloc(bytes, how);
 	} else if (strcmp(cmd, "throughput") == 0 && argc >= 3) {
 		int green = 0;
 		unsigned iters = 4096;

@@ -68,6 +68,14 @@ check "cuMemGetInfo total is the share ($out)" '[[ $(field memory_total "$out") 
 check "allocating half the share succeeds" '[[ $(shim 100 "$BENCH" alloc $((SHARE / 2))) == ok ]]'
 check "allocating 110% of the share is out of memory" \
 	'[[ $(shim 100 "$BENCH" alloc $((SHARE / 10 * 11))) == "out of memory" ]]'
+# Memory pools (cuMemAllocAsync) and CUDA graphs' memory nodes are charged
+# through the driver's own reserve figures: check them on the real driver.
+for how in async graph; do
+	check "$how: allocating half the share succeeds" \
+		'[[ $(shim 100 "$BENCH" alloc $((SHARE / 2)) --how $how) == ok ]]'
+	check "$how: allocating 110% of the share is out of memory" \
+		'[[ $(shim 100 "$BENCH" alloc $((SHARE / 10 * 11)) --how $how) == "out of memory" ]]'
+done
 check "the context counts: share - context - 64 MiB fits" \
 	'[[ $(shim 100 "$BENCH" alloc $((SHARE - CTX - (64 << 20)))) == ok ]]'
 (( CTX > (64 << 20) )) && check "the context counts: share - context + 64 MiB does not" \

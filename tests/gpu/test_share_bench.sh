@@ -28,11 +28,20 @@ set +e
 out=$(shim 100 "$BENCH" alloc 3GiB); rc=$?
 set -e
 check "alloc past the share: out of memory, exit 1" '[[ $out == "out of memory" && $rc == 1 ]]'
+for how in async graph; do
+	check "$how alloc within the share" '[[ $(shim 100 "$BENCH" alloc 1GiB --how $how) == ok ]]'
+	set +e
+	out=$(shim 100 "$BENCH" alloc 3GiB --how $how); rc=$?
+	set -e
+	check "$how alloc past the share: out of memory, exit 1" '[[ $out == "out of memory" && $rc == 1 ]]'
+	check "$how alloc without the shim: the whole device" '[[ $("$BENCH" alloc 3GiB --how $how) == ok ]]'
+done
 set +e
 "$BENCH" alloc lots 2>/dev/null; rc=$?
 "$BENCH" throughput 0 2>/dev/null; rc2=$?
+"$BENCH" alloc 1GiB --how sideways 2>/dev/null; rc3=$?
 set -e
-check "bad arguments exit 2" '[[ $rc == 2 && $rc2 == 2 ]]'
+check "bad arguments exit 2" '[[ $rc == 2 && $rc2 == 2 && $rc3 == 2 ]]'
 tp=$("$BENCH" throughput 1 --iters 10)
 check "throughput runs" '[[ $tp == kernels_per_s* ]]'
 lo=$(shim 50 "$BENCH" launch-overhead 1000)
