@@ -44,6 +44,13 @@ CUresult cuStreamBeginCapture_v2(CUstream s, CUstreamCaptureMode mode);
 CUresult cuStreamEndCapture(CUstream s, CUgraph *graph);
 CUresult cuGraphInstantiateWithFlags(CUgraphExec *exec, CUgraph graph, unsigned long long flags);
 CUresult cuGraphDestroy(CUgraph graph);
+CUresult cuGraphCreate(CUgraph *graph, unsigned int flags);
+CUresult cuGraphAddMemAllocNode(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
+				size_t ndeps, CUDA_MEM_ALLOC_NODE_PARAMS *params);
+CUresult cuGraphAddMemFreeNode(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
+			       size_t ndeps, CUdeviceptr dptr);
+CUresult cuGraphAddChildGraphNode(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
+				  size_t ndeps, CUgraph child);
 CUresult cuGraphExecDestroy(CUgraphExec exec);
 nvmlReturn_t nvmlInit_v2(void);
 nvmlReturn_t nvmlShutdown(void);

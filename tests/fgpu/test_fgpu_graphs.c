@@ -8,14 +8,6 @@
 #include "fgpu/fgpu_test.h"
 #include "testlib.h"
 
-CUresult cuGraphCreate(CUgraph *g, unsigned int flags);
-CUresult cuGraphAddMemAllocNode(CUgraphNode *node, CUgraph g, const CUgraphNode *deps,
-				size_t ndeps, CUDA_MEM_ALLOC_NODE_PARAMS *params);
-CUresult cuGraphAddMemFreeNode(CUgraphNode *node, CUgraph g, const CUgraphNode *deps,
-			       size_t ndeps, CUdeviceptr dptr);
-CUresult cuGraphAddChildGraphNode(CUgraphNode *node, CUgraph g, const CUgraphNode *deps,
-				  size_t ndeps, CUgraph child);
-
 static const char *dir;
 static CUstream s;
 

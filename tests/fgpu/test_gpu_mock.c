@@ -66,13 +66,6 @@ CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX,
 					CUstream hStream, void **kernelParams);
 CUresult cuStreamGetCtx(CUstream s, CUcontext *pctx);
 CUresult cuStreamGetCtx_ptsz(CUstream s, CUcontext *pctx);
-CUresult cuGraphCreate(CUgraph *graph, unsigned int flags);
-CUresult cuGraphAddMemAllocNode(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
-				size_t ndeps, CUDA_MEM_ALLOC_NODE_PARAMS *params);
-CUresult cuGraphAddMemFreeNode(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
-			       size_t ndeps, CUdeviceptr dptr);
-CUresult cuGraphAddChildGraphNode(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
-				  size_t ndeps, CUgraph child);
 CUresult cuGraphGetNodes(CUgraph graph, CUgraphNode *nodes, size_t *numNodes);
 CUresult cuGraphNodeGetType(CUgraphNode node, CUgraphNodeType *type);
 CUresult cuGraphMemAllocNodeGetParams(CUgraphNode node, CUDA_MEM_ALLOC_NODE_PARAMS *params);
