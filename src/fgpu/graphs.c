@@ -209,6 +209,17 @@ static struct fgpu_gexec *fgpu_gexec_find_locked(CUgraphExec h)
 	return NULL;
 }
 
+static void fgpu_gexec_drop_locked(CUgraphExec h)
+{
+	for (struct fgpu_gexec **pp = &fgpu_gexecs; *pp; pp = &(*pp)->next)
+		if ((*pp)->h == h) {
+			struct fgpu_gexec *e = *pp;
+			*pp = e->next;
+			free(e);
+			return;
+		}
+}
+
 /* What an executable graph needs mapped, copied out of its record (which
  * may go away while the lock is let go). */
 struct fgpu_gneed {
@@ -381,11 +392,9 @@ static void fgpu_graph_record(struct fgpu_gexec *e, CUresult rc, CUgraphExec h)
 	}
 	e->h = h;
 	pthread_mutex_lock(&fgpu_graph_lock);
-	struct fgpu_gexec *old = fgpu_gexec_find_locked(h);
-	if (old) {
-		/* the driver reused the handle of a graph destroyed unseen */
-		old->h = NULL;
-	}
+	/* A record for the same handle is of a graph destroyed unseen (before
+	 * the shim was loaded, or through a path it does not hook). */
+	fgpu_gexec_drop_locked(h);
 	e->next = fgpu_gexecs;
 	fgpu_gexecs = e;
 	fgpu_graph_note_locked();
@@ -476,13 +485,7 @@ CUresult cuGraphExecDestroy(CUgraphExec h)
 	    !__atomic_load_n(&fgpu_graph_mem, __ATOMIC_ACQUIRE))
 		return rc;
 	pthread_mutex_lock(&fgpu_graph_lock);
-	for (struct fgpu_gexec **pp = &fgpu_gexecs; *pp; pp = &(*pp)->next)
-		if ((*pp)->h == h) {
-			struct fgpu_gexec *e = *pp;
-			*pp = e->next;
-			free(e);
-			break;
-		}
+	fgpu_gexec_drop_locked(h);
 	/* Its memory stays with the graph allocator until trimmed. */
 	for (int i = 0; i < FGPU_MAX_DEVICES; i++)
 		fgpu_graph_settle_locked(i);
