@@ -20,8 +20,9 @@
  *
  * The driver decides how it maps and reuses graph memory, so the check
  * before a launch is an estimate; the charge after it is the driver's own
- * figure. Executable graphs without allocation nodes are not recorded and
- * cost one atomic load per launch. */
+ * figure. Executable graphs without allocation nodes are not recorded;
+ * while none with them exists, a launch costs one atomic load more, and
+ * otherwise a lock and a walk of the (short) list of those that do. */
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
