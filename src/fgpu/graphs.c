@@ -180,23 +180,28 @@ void fgpu_graphs_settle(void)
 	pthread_mutex_unlock(&fgpu_graph_lock);
 }
 
+/* After the graph allocator on idx was trimmed: the driver also unmaps
+ * the memory of executable graphs that are not running, so those count
+ * as unmapped again, and the charge is re-read. */
+static void fgpu_graph_trimmed_locked(int idx)
+{
+	for (struct fgpu_gexec *e = fgpu_gexecs; e; e = e->next)
+		if (e->bytes[idx] > 0)
+			e->mapped = false;
+	fgpu_graph_settle_locked(idx);
+	fgpu_graph_note_locked();
+}
+
 /* Gives the graph allocator's unused reserve on region index idx back to
- * the device (part of fgpu_reclaim_idle). The driver also unmaps the
- * memory of executable graphs that are not running, so those count as
- * unmapped again. */
+ * the device (part of fgpu_reclaim_idle). */
 void fgpu_graphs_trim_idle(int idx)
 {
 	if (idx < 0 || idx >= FGPU_MAX_DEVICES || !__atomic_load_n(&fgpu_graph_mem, __ATOMIC_ACQUIRE))
 		return;
 	pthread_mutex_lock(&fgpu_graph_lock);
 	struct fgpu_gmem *m = &fgpu_gmem[idx];
-	if (m->known && m->charged > 0 && REAL(cuDeviceGraphMemTrim, m->ord) == CUDA_SUCCESS) {
-		for (struct fgpu_gexec *e = fgpu_gexecs; e; e = e->next)
-			if (e->bytes[idx] > 0)
-				e->mapped = false;
-		fgpu_graph_settle_locked(idx);
-		fgpu_graph_note_locked();
-	}
+	if (m->known && m->charged > 0 && REAL(cuDeviceGraphMemTrim, m->ord) == CUDA_SUCCESS)
+		fgpu_graph_trimmed_locked(idx);
 	pthread_mutex_unlock(&fgpu_graph_lock);
 }
 
@@ -503,12 +508,8 @@ CUresult cuDeviceGraphMemTrim(CUdevice dev)
 	if (rc != CUDA_SUCCESS || !fgpu_accounting() || idx < 0)
 		return rc;
 	pthread_mutex_lock(&fgpu_graph_lock);
-	for (struct fgpu_gexec *e = fgpu_gexecs; e; e = e->next)
-		if (e->bytes[idx] > 0)
-			e->mapped = false;
 	fgpu_graph_learn_locked(idx, dev);
-	fgpu_graph_settle_locked(idx);
-	fgpu_graph_note_locked();
+	fgpu_graph_trimmed_locked(idx);
 	pthread_mutex_unlock(&fgpu_graph_lock);
 	return rc;
 }

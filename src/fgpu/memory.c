@@ -434,8 +434,7 @@ CUresult cuMemGetInfo_v2(size_t *freep, size_t *totalp)
 		return rc;
 	int idx = fgpu_cuda_index(ord);
 	fgpu_charge_context(idx);
-	fgpu_pools_settle();
-	fgpu_graphs_settle();
+	fgpu_reserves_settle();
 	uint64_t t, u, f;
 	fgpu_share(idx, rt, rf, &t, &u, &f);
 	if (freep)
@@ -507,8 +506,7 @@ static void fgpu_nvml_share(nvmlDevice_t d, unsigned long long *total, unsigned 
 			    unsigned long long *freep)
 {
 	uint64_t t, u, f;
-	fgpu_pools_settle();
-	fgpu_graphs_settle();
+	fgpu_reserves_settle();
 	fgpu_share(fgpu_nvml_index(d), *total, *freep, &t, &u, &f);
 	*total = t;
 	*used = u;

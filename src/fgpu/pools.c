@@ -118,7 +118,7 @@ static void fgpu_pools_settle_locked(void)
 }
 
 /* At synchronization points and before usage is reported. */
-void fgpu_pools_settle(void)
+static void fgpu_pools_settle(void)
 {
 	if (!fgpu_accounting() || !__atomic_load_n(&fgpu_pool_slack, __ATOMIC_ACQUIRE))
 		return;
@@ -127,9 +127,10 @@ void fgpu_pools_settle(void)
 	pthread_mutex_unlock(&fgpu_pool_lock);
 }
 
-/* Makes room for need bytes on region index idx by trimming the unused
- * reserve of this process's other pools there. Caller holds the lock. */
-static int fgpu_pool_make_room_locked(struct fgpu_pool *except, int idx, int64_t need)
+/* Trims the unused reserve of this process's pools on region index idx
+ * (but except's), then the graph allocator's there (pool lock, then
+ * graph lock). Caller holds the pool lock. */
+static void fgpu_pools_trim_idle_locked(const struct fgpu_pool *except, int idx)
 {
 	for (int i = 0; i < FGPU_MAX_POOLS; i++) {
 		struct fgpu_pool *p = &fgpu_pools[i];
@@ -138,7 +139,14 @@ static int fgpu_pool_make_room_locked(struct fgpu_pool *except, int idx, int64_t
 		REAL(cuMemPoolTrimTo, p->h, 0);
 		fgpu_pool_settle_locked(p);
 	}
-	fgpu_graphs_trim_idle(idx);   /* pool lock, then graph lock */
+	fgpu_graphs_trim_idle(idx);
+}
+
+/* Makes room for need bytes on region index idx by trimming what is idle
+ * there. Caller holds the lock. */
+static int fgpu_pool_make_room_locked(struct fgpu_pool *except, int idx, int64_t need)
+{
+	fgpu_pools_trim_idle_locked(except, idx);
 	return fgpu_region_reserve(&fgpu_region, idx, need, fgpu_limit(idx));
 }
 
@@ -147,15 +155,14 @@ void fgpu_reclaim_idle(int idx)
 	if (!fgpu_accounting() || idx < 0)
 		return;
 	pthread_mutex_lock(&fgpu_pool_lock);
-	for (int i = 0; i < FGPU_MAX_POOLS; i++) {
-		struct fgpu_pool *p = &fgpu_pools[i];
-		if (!p->h || p->idx != idx || p->destroyed || p->charged <= p->live)
-			continue;
-		REAL(cuMemPoolTrimTo, p->h, 0);
-		fgpu_pool_settle_locked(p);
-	}
-	fgpu_graphs_trim_idle(idx);
+	fgpu_pools_trim_idle_locked(NULL, idx);
 	pthread_mutex_unlock(&fgpu_pool_lock);
+}
+
+void fgpu_reserves_settle(void)
+{
+	fgpu_pools_settle();
+	fgpu_graphs_settle();
 }
 
 /* Ordinal of the device a stream's work runs on (its context's). */
@@ -420,10 +427,8 @@ CUresult cuMemPoolDestroy(CUmemoryPool pool)
 #define FGPU_SETTLE_AFTER(call) do { \
 	CUDA_INIT(); \
 	CUresult rc_ = (call); \
-	if (rc_ == CUDA_SUCCESS) { \
-		fgpu_pools_settle(); \
-		fgpu_graphs_settle(); \
-	} \
+	if (rc_ == CUDA_SUCCESS) \
+		fgpu_reserves_settle(); \
 	return rc_; \
 } while (0)
 

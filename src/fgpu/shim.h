@@ -157,8 +157,9 @@ bool fgpu_stream_capturing(CUstream s, bool if_unknown);
 
 /* pools.c: frees p when it is a stream-ordered allocation (*mine). */
 CUresult fgpu_pool_free_sync(CUdeviceptr p, bool *mine);
-/* pools.c: brings the pools' charges up to date when some may be stale. */
-void fgpu_pools_settle(void);
+/* pools.c: the pools' and the graph allocator's charges, up to date (at
+ * synchronization points and before usage is reported). */
+void fgpu_reserves_settle(void);
 /* pools.c: gives back what this process's pools and graph allocator hold
  * unused on region index idx (before an allocation there is refused).
  * Takes the pool lock, then the graph lock. */
