@@ -30,8 +30,9 @@ export function LaunchDialog(props: { open: boolean; nodes: Node[]; onClose: () 
     setError(null);
     api.images().then((r) => {
       const refs = r.images.map((i) => i.ref).sort();
+      // Offered, not filled in: the list may arrive while the user is
+      // typing, and a value set then would land in the middle of it.
       setImages(refs);
-      setImage((cur) => cur || refs[0] || '');
     }).catch(() => setImages([]));   // no image list: the field takes free text
     api.config().then((c) => {
       const q = Number(c.fgpu_quantum);
@@ -45,10 +46,11 @@ export function LaunchDialog(props: { open: boolean; nodes: Node[]; onClose: () 
   const launch = async (e: Event) => {
     e.preventDefault();
     setError(null);
-    if (!image.trim()) { setError('Choose an image or type an image name.'); return; }
+    const chosen = image.trim() || images[0] || '';
+    if (!chosen) { setError('Choose an image or type an image name.'); return; }
     if (!Number.isInteger(count) || count < 1 || count > 100) { setError('Sessions must be a whole number from 1 to 100.'); return; }
     const req: Record<string, unknown> = {
-      image: image.trim(), count,
+      image: chosen, count,
       resources: { cpu: fmtNum(cpu), mem: `${Math.round(memGiB * 1024)}MiB`, fgpu: fmtNum(fgpu) },
     };
     if (name.trim()) req.name = name.trim();
@@ -67,7 +69,9 @@ export function LaunchDialog(props: { open: boolean; nodes: Node[]; onClose: () 
     <Dialog open={props.open} title="Start a session" onClose={props.onClose}>
       <form onSubmit={launch} class="launch">
         <TextField label="Image" value={image} onInput={setImage} list="tessera-images"
-          hint={images.length ? 'Pick an image or type the name of a private one.' : 'Type an image name, e.g. python:3.11.'} />
+          placeholder={images[0]}
+          hint={images.length ? `Pick an image or type the name of a private one; left empty, ${images[0]}.`
+            : 'Type an image name, e.g. python:3.11.'} />
         <datalist id="tessera-images">
           {images.map((r) => <option key={r} value={r} />)}
         </datalist>
