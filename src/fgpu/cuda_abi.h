@@ -46,6 +46,7 @@ enum {
 	CUDA_ERROR_INVALID_IMAGE = 200,
 	CUDA_ERROR_INVALID_CONTEXT = 201,
 	CUDA_ERROR_CONTEXT_ALREADY_CURRENT = 202,
+	CUDA_ERROR_UNSUPPORTED_EXEC_AFFINITY = 224,
 	CUDA_ERROR_INVALID_HANDLE = 400,
 	CUDA_ERROR_ILLEGAL_STATE = 401,
 	CUDA_ERROR_NOT_FOUND = 500,
@@ -79,6 +80,25 @@ enum {
 	CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND = 1,
 	CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT = 2,
 };
+
+/* Context creation parameters: cuCtxCreate_v3 (CUDA 11.4) takes an array
+ * of execution affinities (an SM count, honoured only under MPS);
+ * cuCtxCreate_v4 (12.5, the base name's meaning from then on) takes them,
+ * or graphics-interop (CIG) data, in a struct. */
+typedef int CUexecAffinityType;
+enum { CU_EXEC_AFFINITY_TYPE_SM_COUNT = 0 };
+typedef struct CUexecAffinityParam_st {
+	CUexecAffinityType type;
+	union {
+		struct { unsigned int val; } smCount;
+	} param;
+} CUexecAffinityParam;
+typedef struct CUctxCigParam_st CUctxCigParam;
+typedef struct CUctxCreateParams_st {
+	CUexecAffinityParam *execAffinityParams;
+	int numExecAffinityParams;
+	CUctxCigParam *cigParams;
+} CUctxCreateParams;
 
 /* CUarray_format (bytes per channel are derived in the shim). */
 typedef int CUarray_format;

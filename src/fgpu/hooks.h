@@ -23,6 +23,12 @@
 	   CUdriverProcAddressQueryResult *symbolStatus)) \
 	X(CUresult, cuCtxCreate_v2, cuCtxCreate, 3020, 0, \
 	  (CUcontext *pctx, unsigned int flags, CUdevice dev)) \
+	X(CUresult, cuCtxCreate_v3, cuCtxCreate, 11040, 0, \
+	  (CUcontext *pctx, CUexecAffinityParam *paramsArray, int numParams, \
+	   unsigned int flags, CUdevice dev)) \
+	X(CUresult, cuCtxCreate_v4, cuCtxCreate, 12050, 0, \
+	  (CUcontext *pctx, CUctxCreateParams *ctxCreateParams, unsigned int flags, \
+	   CUdevice dev)) \
 	X(CUresult, cuDevicePrimaryCtxRetain, cuDevicePrimaryCtxRetain, 7000, 0, \
 	  (CUcontext *pctx, CUdevice dev)) \
 	X(CUresult, cuMemAlloc, cuMemAlloc, 2000, 0, \

@@ -466,91 +466,118 @@ void fgpu_track_reset_child(void)
 
 /* ---- hooks: contexts ------------------------------------------------------- */
 
-CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev)
+/* Every context a process makes on a device takes the context's memory
+ * there; the first one is charged (fgpu_charge_context), whichever way it
+ * is made. */
+static CUresult fgpu_admit_context(CUdevice dev)
 {
 	CUDA_INIT();
-	if (fgpu_accounting()) {
-		int idx = fgpu_cuda_index(dev);
-		CUresult rc = fgpu_charge_context(idx);
-		if (rc != CUDA_SUCCESS)
-			return rc;
-	}
-	return REAL(cuCtxCreate_v2, pctx, flags, dev);
+	return fgpu_accounting() ? fgpu_charge_context(fgpu_cuda_index(dev)) : CUDA_SUCCESS;
+}
+
+CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev)
+{
+	CUresult rc = fgpu_admit_context(dev);
+	return rc != CUDA_SUCCESS ? rc : REAL(cuCtxCreate_v2, pctx, flags, dev);
+}
+
+CUresult cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *paramsArray, int numParams,
+			unsigned int flags, CUdevice dev)
+{
+	CUresult rc = fgpu_admit_context(dev);
+	return rc != CUDA_SUCCESS ? rc
+				  : REAL(cuCtxCreate_v3, pctx, paramsArray, numParams, flags, dev);
+}
+
+CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *ctxCreateParams, unsigned int flags,
+			CUdevice dev)
+{
+	CUresult rc = fgpu_admit_context(dev);
+	return rc != CUDA_SUCCESS ? rc : REAL(cuCtxCreate_v4, pctx, ctxCreateParams, flags, dev);
 }
 
 CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
 {
-	CUDA_INIT();
-	if (fgpu_accounting()) {
-		int idx = fgpu_cuda_index(dev);
-		CUresult rc = fgpu_charge_context(idx);
-		if (rc != CUDA_SUCCESS)
-			return rc;
-	}
-	return REAL(cuDevicePrimaryCtxRetain, pctx, dev);
+	CUresult rc = fgpu_admit_context(dev);
+	return rc != CUDA_SUCCESS ? rc : REAL(cuDevicePrimaryCtxRetain, pctx, dev);
 }
 
 /* ---- lookup: cuGetProcAddress and dlsym ------------------------------------- */
 
-/* Base names that, from some CUDA version on, name an entry point with
- * another signature than the rows of hooks.h give them: from `since`, a
- * request for `base` is one for `now`. (CUDA 12's headers map
- * cuGraphInstantiate to the flags form; the older rows take an error
- * node and a log buffer.) */
-static const struct fgpu_abi_change {
-	const char *base;
-	int since;
-	const char *now;
-} fgpu_abi_changes[] = {
-	{ "cuGraphInstantiate", 12000, "cuGraphInstantiateWithFlags" },
-};
+/* What the driver's own lookup answers for each hooked variant, asked once
+ * with the variant's base name at the version it took that name (and the
+ * per-thread-stream flag for the _ptsz ones). A driver may hand out
+ * pointers that are none of its exported functions; these answers still
+ * say which variant such a pointer is. A pointer two variants share is
+ * dropped: it cannot say which signature its caller expects. */
+static void *fgpu_driver_answers[FGPU_NHOOKS];
+static pthread_once_t fgpu_driver_asked = PTHREAD_ONCE_INIT;
 
-/* Replaces a driver entry point by its hook: by address when the driver
- * hands out its exported functions (the common case), else by base name
- * and version, preferring the per-thread-stream variant when asked. The
- * name path must never hand out a hook whose signature differs from what
- * the caller asked for, so an exported function that is not hooked (a
- * newer variant, say) is left alone. */
-static void fgpu_substitute(const char *symbol, void **pfn, int version, cuuint64_t flags)
+static void fgpu_ask_driver(void)
+{
+	for (size_t i = 0; i < FGPU_NHOOKS; i++) {
+		const struct fgpu_hook *h = &fgpu_hooks[i];
+		if (h->nvml)
+			continue;
+		cuuint64_t flags = h->ptsz ? CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM
+					   : CU_GET_PROC_ADDRESS_LEGACY_STREAM;
+		void *p = NULL;
+		CUresult rc = real.cuGetProcAddress
+				      ? real.cuGetProcAddress(h->base, &p, h->since, flags)
+				      : REAL(cuGetProcAddress_v2, h->base, &p, h->since, flags, NULL);
+		if (rc == CUDA_SUCCESS)
+			fgpu_driver_answers[i] = p;
+	}
+	for (size_t i = 0; i < FGPU_NHOOKS; i++) {
+		bool shared = false;
+		for (size_t j = i + 1; j < FGPU_NHOOKS; j++)
+			if (fgpu_driver_answers[i] && fgpu_driver_answers[j] == fgpu_driver_answers[i]) {
+				fgpu_driver_answers[j] = NULL;
+				shared = true;
+			}
+		if (shared)
+			fgpu_driver_answers[i] = NULL;
+	}
+}
+
+static const struct fgpu_hook *fgpu_hook_of_driver_pointer(void *p)
+{
+	for (size_t i = 0; i < FGPU_NHOOKS; i++)
+		if (!fgpu_hooks[i].nvml && *fgpu_hooks[i].real == p)
+			return &fgpu_hooks[i];
+	Dl_info info;
+	if (dladdr(p, &info) && info.dli_sname && info.dli_saddr == p) {
+		/* An exported function: its name says what it is. One the shim
+		 * does not hook (a newer variant of a hooked name) stays, and so
+		 * does one from elsewhere than the driver the hooks call. */
+		const struct fgpu_hook *h = fgpu_hook_find(info.dli_sname);
+		return h && !h->nvml && !*h->real ? h : NULL;
+	}
+	pthread_once(&fgpu_driver_asked, fgpu_ask_driver);
+	for (size_t i = 0; i < FGPU_NHOOKS; i++)
+		if (fgpu_driver_answers[i] == p)
+			return &fgpu_hooks[i];
+	return NULL;
+}
+
+/* Replaces an entry point the driver's lookup handed out by its hook,
+ * when it is a hooked variant. What the caller asked for (a base name and
+ * a version) is not used to choose: the same base name has meant entry
+ * points with other signatures from some CUDA version on (cuCtxCreate
+ * from 11.4 and 12.5, cuGraphInstantiate from 12.0), so only the pointer
+ * itself says which signature its caller will call it with. A pointer
+ * that cannot be told apart is left alone: unhooked rather than called
+ * with the wrong arguments. */
+static void fgpu_substitute(void **pfn)
 {
 	if (!pfn || !*pfn)
 		return;
-	for (size_t i = 0; i < FGPU_NHOOKS; i++)
-		if (!fgpu_hooks[i].nvml && *fgpu_hooks[i].real == *pfn) {
-			*pfn = fgpu_hooks[i].hook;
-			return;
-		}
-	Dl_info info;
-	if (dladdr(*pfn, &info) && info.dli_sname && info.dli_saddr == *pfn) {
-		const struct fgpu_hook *h = fgpu_hook_find(info.dli_sname);
-		if (h && !h->nvml) {
-			if (!*h->real)
-				__atomic_store_n(h->real, *pfn, __ATOMIC_RELEASE);
-			if (*h->real == *pfn)
-				*pfn = h->hook;
-		}
+	const struct fgpu_hook *h = fgpu_hook_of_driver_pointer(*pfn);
+	if (!h)
 		return;
-	}
-	for (size_t i = 0; i < sizeof(fgpu_abi_changes) / sizeof(fgpu_abi_changes[0]); i++)
-		if (strcmp(symbol, fgpu_abi_changes[i].base) == 0 &&
-		    version >= fgpu_abi_changes[i].since) {
-			symbol = fgpu_abi_changes[i].now;
-			break;
-		}
-	bool want_ptsz = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
-	const struct fgpu_hook *best = NULL;
-	for (size_t i = 0; i < FGPU_NHOOKS; i++) {
-		const struct fgpu_hook *h = &fgpu_hooks[i];
-		if (h->nvml || strcmp(h->base, symbol) != 0 || h->since > version || h->ptsz != want_ptsz)
-			continue;
-		if (!best || h->since > best->since)
-			best = h;
-	}
-	if (!best)
-		return;   /* e.g. a per-thread variant we do not hook: pass through */
-	if (!*best->real)
-		__atomic_store_n(best->real, *pfn, __ATOMIC_RELEASE);
-	*pfn = best->hook;
+	if (!*h->real)   /* the driver does not export it: call what it handed out */
+		__atomic_store_n(h->real, *pfn, __ATOMIC_RELEASE);
+	*pfn = h->hook;
 }
 
 CUresult cuGetProcAddress(const char *symbol, void **pfn, int version, cuuint64_t flags)
@@ -558,7 +585,7 @@ CUresult cuGetProcAddress(const char *symbol, void **pfn, int version, cuuint64_
 	CUDA_INIT();
 	CUresult rc = REAL(cuGetProcAddress, symbol, pfn, version, flags);
 	if (rc == CUDA_SUCCESS && symbol)
-		fgpu_substitute(symbol, pfn, version, flags);
+		fgpu_substitute(pfn);
 	return rc;
 }
 
@@ -568,7 +595,7 @@ CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint
 	CUDA_INIT();
 	CUresult rc = REAL(cuGetProcAddress_v2, symbol, pfn, version, flags, status);
 	if (rc == CUDA_SUCCESS && symbol)
-		fgpu_substitute(symbol, pfn, version, flags);
+		fgpu_substitute(pfn);
 	return rc;
 }
 

@@ -1,13 +1,21 @@
 /* A program that looks driver entry points up by hand gets the hooks:
  * dlsym and dlvsym on the driver's handle, RTLD_DEFAULT and RTLD_NEXT, and
  * cuGetProcAddress(_v2) (how the CUDA 12 runtime gets them). RTLD_NEXT
- * keeps meaning "after the caller" for everything else. */
+ * keeps meaning "after the caller" for everything else.
+ *
+ * meson runs this program twice: once as the mock normally answers
+ * cuGetProcAddress (with its exported functions, which the shim matches
+ * by address) and once with TESSERA_MOCK_PROC_TRAMPOLINES=1 (stubs the
+ * shim cannot match, so it must go by name and version). */
 #include <dlfcn.h>
 
 #include "fgpu/fgpu_test.h"
 #include "testlib.h"
 
 static const char *dir;
+
+typedef CUresult (*PFN_ctx3)(CUcontext *, CUexecAffinityParam *, int, unsigned int, CUdevice);
+typedef CUresult (*PFN_ctx4)(CUcontext *, CUctxCreateParams *, unsigned int, CUdevice);
 
 static int from_shim(void *p)
 {
@@ -21,6 +29,13 @@ static int from_mock(void *p)
 	Dl_info info;
 	return p && dladdr(p, &info) && info.dli_fname &&
 	       strstr(info.dli_fname, "libcuda.so") != NULL;
+}
+
+/* Whether the mock hands out stubs from cuGetProcAddress. */
+static int by_name(void)
+{
+	const char *t = getenv("TESSERA_MOCK_PROC_TRAMPOLINES");
+	return t && strcmp(t, "1") == 0;
 }
 
 TEST(dlsym_hands_out_hooks)
@@ -113,11 +128,57 @@ TEST(proc_address_hands_out_hooks)
 	CHECK(p == dlsym(RTLD_DEFAULT, "cuGetProcAddress_v2"));
 	CHECK_INT(cuGetProcAddress_v2("cuGetProcAddress", &p, 11080, 0, &st), CUDA_SUCCESS);
 	CHECK(p == dlsym(RTLD_DEFAULT, "cuGetProcAddress"));
-	/* not hooked: the driver's */
+	/* not hooked: the driver's (its stub, when it hands out stubs) */
 	CHECK_INT(cuGetProcAddress_v2("cuInit", &p, 12000, 0, &st), CUDA_SUCCESS);
-	CHECK(from_mock(p));
+	CHECK(by_name() ? !from_shim(p) && !from_mock(p) : from_mock(p));
+	CHECK_INT(((CUresult(*)(unsigned int))p)(0), CUDA_SUCCESS);
 	CHECK_INT(cuGetProcAddress_v2("cuNoSuch", &p, 12000, 0, &st), CUDA_ERROR_NOT_FOUND);
 	CHECK_INT(st, CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND);
+}
+
+/* A base name means a different signature from the version that changed
+ * it: cuCtxCreate takes execution affinities from CUDA 11.4 (_v3) and a
+ * parameter struct from 12.5 (_v4, what CUDA 13's cuCtxCreate is). Each
+ * caller must get the hook of the form it will call, and that hook must
+ * work when called that way. */
+TEST(each_version_gets_the_hook_of_its_signature)
+{
+	static const struct {
+		int version;
+		const char *variant;
+	} want[] = {
+		{ 3020, "cuCtxCreate_v2" },  { 11030, "cuCtxCreate_v2" },
+		{ 11040, "cuCtxCreate_v3" }, { 12040, "cuCtxCreate_v3" },
+		{ 12050, "cuCtxCreate_v4" }, { 13000, "cuCtxCreate_v4" },
+	};
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		void *p = NULL;
+		CHECK_INT(cuGetProcAddress_v2("cuCtxCreate", &p, want[i].version, 0, NULL),
+			  CUDA_SUCCESS);
+		CHECK(from_shim(p));
+		CHECK(p == dlsym(RTLD_DEFAULT, want[i].variant));
+	}
+	CUcontext c = NULL, cur = NULL;
+	CHECK_INT(cuCtxGetCurrent(&cur), CUDA_SUCCESS);
+	PFN_ctx3 v3 = NULL;
+	PFN_ctx4 v4 = NULL;
+	CHECK_INT(cuGetProcAddress_v2("cuCtxCreate", (void **)&v3, 11040, 0, NULL), CUDA_SUCCESS);
+	CHECK_INT(cuGetProcAddress_v2("cuCtxCreate", (void **)&v4, 13000, 0, NULL), CUDA_SUCCESS);
+	CHECK_INT(v3(&c, NULL, 0, 0, 0), CUDA_SUCCESS);
+	CHECK_INT(cuCtxDestroy_v2(c), CUDA_SUCCESS);
+	/* an SM-count affinity needs MPS, which the mock (like most machines)
+	 * does not run: the driver's answer comes through */
+	CUexecAffinityParam aff = { .type = CU_EXEC_AFFINITY_TYPE_SM_COUNT,
+				    .param.smCount.val = 8 };
+	CHECK_INT(v3(&c, &aff, 1, 0, 0), CUDA_ERROR_UNSUPPORTED_EXEC_AFFINITY);
+	CHECK_INT(v4(&c, NULL, 0, 0), CUDA_SUCCESS);
+	CHECK_INT(cuCtxDestroy_v2(c), CUDA_SUCCESS);
+	CUctxCreateParams cp = { .execAffinityParams = NULL };
+	CHECK_INT(v4(&c, &cp, 0, 0), CUDA_SUCCESS);
+	CHECK_INT(cuCtxDestroy_v2(c), CUDA_SUCCESS);
+	cp = (CUctxCreateParams){ .execAffinityParams = &aff, .numExecAffinityParams = 1 };
+	CHECK_INT(v4(&c, &cp, 0, 0), CUDA_ERROR_UNSUPPORTED_EXEC_AFFINITY);
+	CHECK_INT(cuCtxSetCurrent(cur), CUDA_SUCCESS);
 }
 
 TEST(entry_points_from_lookups_enforce_the_limit)
@@ -154,6 +215,7 @@ int main(void)
 	RUN(rtld_next_still_means_after_the_caller);
 	RUN(dlvsym_hands_out_hooks_too);
 	RUN(proc_address_hands_out_hooks);
+	RUN(each_version_gets_the_hook_of_its_signature);
 	RUN(entry_points_from_lookups_enforce_the_limit);
 	ft_cleanup(dir);
 	return testlib_done();

@@ -207,6 +207,9 @@ TEST(unlisted_device_gets_nothing)
 	CUcontext c2;
 	/* creating a context there is refused too: its overhead cannot fit */
 	CHECK_INT(cuCtxCreate_v2(&c2, 0, 1), CUDA_ERROR_OUT_OF_MEMORY);
+	/* ...whichever form of cuCtxCreate makes it */
+	CHECK_INT(cuCtxCreate_v3(&c2, NULL, 0, 0, 1), CUDA_ERROR_OUT_OF_MEMORY);
+	CHECK_INT(cuCtxCreate_v4(&c2, NULL, 0, 1), CUDA_ERROR_OUT_OF_MEMORY);
 	CHECK_INT(tesseraMockUsedBytes(1), 0);
 }
 

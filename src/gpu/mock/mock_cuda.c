@@ -39,6 +39,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "fgpu/cuda_abi.h"
 #include "gpu/mock/mockspec.h"
@@ -496,6 +497,42 @@ MOCK_API CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice d
 
 MOCK_API CUresult cuCtxCreate(CUcontext *pctx, unsigned int flags, CUdevice dev)
 {
+	return cuCtxCreate_v2(pctx, flags, dev);
+}
+
+/* Execution affinity (an SM count per context) is honoured only by
+ * contexts of MPS clients, and CIG needs a graphics API: the mock has
+ * neither, so it answers as a driver without them does. */
+static CUresult mock_ctx_affinity(const CUexecAffinityParam *params, int n)
+{
+	if (n < 0 || (n > 0 && !params))
+		return CUDA_ERROR_INVALID_VALUE;
+	for (int i = 0; i < n; i++)
+		if (params[i].type != CU_EXEC_AFFINITY_TYPE_SM_COUNT)
+			return CUDA_ERROR_INVALID_VALUE;
+	return n > 0 ? CUDA_ERROR_UNSUPPORTED_EXEC_AFFINITY : CUDA_SUCCESS;
+}
+
+MOCK_API CUresult cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *paramsArray, int numParams,
+				 unsigned int flags, CUdevice dev)
+{
+	CUresult rc = mock_ctx_affinity(paramsArray, numParams);
+	return rc != CUDA_SUCCESS ? rc : cuCtxCreate_v2(pctx, flags, dev);
+}
+
+MOCK_API CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *params, unsigned int flags,
+				 CUdevice dev)
+{
+	if (params) {
+		if (params->cigParams && params->execAffinityParams)
+			return CUDA_ERROR_INVALID_VALUE;
+		if (params->cigParams)
+			return CUDA_ERROR_NOT_SUPPORTED;
+		CUresult rc = mock_ctx_affinity(params->execAffinityParams,
+						params->numExecAffinityParams);
+		if (rc != CUDA_SUCCESS)
+			return rc;
+	}
 	return cuCtxCreate_v2(pctx, flags, dev);
 }
 
@@ -3011,6 +3048,8 @@ CUresult cuGetProcAddress_v2(const char *, void **, int, cuuint64_t,
 	X(cuDeviceTotalMem_v2, cuDeviceTotalMem, 3020, 0) \
 	X(cuCtxCreate, cuCtxCreate, 2000, 0) \
 	X(cuCtxCreate_v2, cuCtxCreate, 3020, 0) \
+	X(cuCtxCreate_v3, cuCtxCreate, 11040, 0) \
+	X(cuCtxCreate_v4, cuCtxCreate, 12050, 0) \
 	X(cuCtxDestroy, cuCtxDestroy, 2000, 0) \
 	X(cuCtxDestroy_v2, cuCtxDestroy, 4000, 0) \
 	X(cuCtxGetCurrent, cuCtxGetCurrent, 4000, 0) \
@@ -3130,6 +3169,65 @@ static const struct mock_symbol {
 #undef MOCK_SYM_ROW
 };
 
+#define MOCK_NSYMBOLS (sizeof(mock_symbols) / sizeof(mock_symbols[0]))
+
+/* TESSERA_MOCK_PROC_TRAMPOLINES=1 makes cuGetProcAddress hand out, instead
+ * of the exported functions, stubs in anonymous memory that jump to them:
+ * a driver whose lookup table is not its export table. dladdr finds no
+ * symbol there, so a shim has to go by the name and version it was asked
+ * for; this is how the tests reach that path. x86-64 and AArch64 only
+ * (elsewhere the variable is ignored). */
+#define MOCK_TRAMPOLINE_BYTES 16
+static unsigned char *mock_trampolines;
+static pthread_once_t mock_trampolines_once = PTHREAD_ONCE_INIT;
+
+static void mock_trampolines_make(void)
+{
+	const char *on = getenv("TESSERA_MOCK_PROC_TRAMPOLINES");
+	if (!on || strcmp(on, "1") != 0)
+		return;
+#if defined(__x86_64__) || defined(__aarch64__)
+	size_t len = MOCK_NSYMBOLS * MOCK_TRAMPOLINE_BYTES;
+	unsigned char *t = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+				-1, 0);
+	if (t == MAP_FAILED)
+		return;
+	for (size_t i = 0; i < MOCK_NSYMBOLS; i++) {
+		unsigned char *stub = t + i * MOCK_TRAMPOLINE_BYTES;
+		uint64_t target = (uint64_t)(uintptr_t)mock_symbols[i].fn;
+#if defined(__x86_64__)
+		/* jmp *0(%rip), then the target address */
+		static const unsigned char jmp[6] = { 0xff, 0x25, 0, 0, 0, 0 };
+		memcpy(stub, jmp, sizeof(jmp));
+		memcpy(stub + 6, &target, 8);
+#else
+		/* ldr x16, #8; br x16; then the target address */
+		static const uint32_t ldr_br[2] = { 0x58000050, 0xd61f0200 };
+		memcpy(stub, ldr_br, sizeof(ldr_br));
+		memcpy(stub + 8, &target, 8);
+#endif
+	}
+	__builtin___clear_cache((char *)t, (char *)t + len);
+	if (mprotect(t, len, PROT_READ | PROT_EXEC) != 0) {
+		munmap(t, len);
+		return;
+	}
+	mock_trampolines = t;
+#endif
+}
+
+static void *mock_handed_out(const struct mock_symbol *s)
+{
+	pthread_once(&mock_trampolines_once, mock_trampolines_make);
+	if (!mock_trampolines)
+		return s->fn;
+	/* one stub per function, however many base names lead to it */
+	size_t i = 0;
+	while (mock_symbols[i].fn != s->fn)
+		i++;
+	return mock_trampolines + i * MOCK_TRAMPOLINE_BYTES;
+}
+
 static CUresult mock_proc_address(const char *symbol, void **pfn, int version,
 				  cuuint64_t flags, CUdriverProcAddressQueryResult *status)
 {
@@ -3138,7 +3236,7 @@ static CUresult mock_proc_address(const char *symbol, void **pfn, int version,
 	bool want_ptsz = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
 	const struct mock_symbol *best = NULL;
 	bool known = false;
-	for (size_t i = 0; i < sizeof(mock_symbols) / sizeof(mock_symbols[0]); i++) {
+	for (size_t i = 0; i < MOCK_NSYMBOLS; i++) {
 		const struct mock_symbol *s = &mock_symbols[i];
 		if (strcmp(s->base, symbol) != 0)
 			continue;
@@ -3152,7 +3250,7 @@ static CUresult mock_proc_address(const char *symbol, void **pfn, int version,
 		    (s->ptsz == best->ptsz && s->since > best->since))
 			best = s;
 	}
-	*pfn = best ? best->fn : NULL;
+	*pfn = best ? mock_handed_out(best) : NULL;
 	if (status)
 		*status = best ? CU_GET_PROC_ADDRESS_SUCCESS
 			: known ? CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT
