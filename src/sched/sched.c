@@ -470,6 +470,34 @@ static bool policy_allows(const struct sched_user *u, const struct res *req, cha
 
 /* ---------- the pass ---------- */
 
+/* Index of an agent that could hold req with nothing running on it (only
+ * alive ones when asked), or -1. */
+static ssize_t could_ever_hold(const struct sched_agent *agents, size_t n, const struct res *req,
+			       int64_t per_device_m, bool alive_only)
+{
+	struct sched_device all_free[SCHED_MAX_DEVICES];
+	for (size_t i = 0; i < n; i++) {
+		const struct sched_agent *a = &agents[i];
+		if ((alive_only && !a->alive) || req->cpu_m > a->capacity.cpu_m ||
+		    req->mem > a->capacity.mem)
+			continue;
+		size_t nd = a->n_devs > SCHED_MAX_DEVICES ? SCHED_MAX_DEVICES : a->n_devs;
+		for (size_t d = 0; d < nd; d++)
+			all_free[d].free_m = per_device_m;
+		if (sched_gpu_fit(all_free, nd, req->fgpu_m, per_device_m, true, NULL, NULL))
+			return (ssize_t)i;
+	}
+	return -1;
+}
+
+static bool any_alive(const struct sched_agent *agents, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (agents[i].alive)
+			return true;
+	return false;
+}
+
 static void apply(struct sched_agent *a, struct sched_user *u, const struct res *req,
 		  const struct sched_gpu_share *shares, size_t n_shares)
 {
@@ -525,6 +553,19 @@ size_t sched_plan(const struct sched_params *p, struct sched_agent *agents, size
 		explain_wait(agents, n_agents, &r->req, p->per_device_m, why, SCHED_REASON_MAX);
 		if (!p->queue->blocking)
 			continue;
+		/* Only a LOST node could ever hold it: it waits for that node
+		 * to come back, without holding the queue for as long as the
+		 * node is away (while other nodes are alive to serve it). */
+		if (any_alive(agents, n_agents) &&
+		    could_ever_hold(agents, n_agents, &r->req, p->per_device_m, true) < 0) {
+			ssize_t lost = could_ever_hold(agents, n_agents, &r->req, p->per_device_m, false);
+			if (lost >= 0) {
+				snprintf(why, SCHED_REASON_MAX,
+					 "waiting for node %s to return: no alive node is large enough",
+					 agents[lost].id);
+				continue;
+			}
+		}
 		if (p->fifo_skip_after > 0 && r->failed_passes >= p->fifo_skip_after)
 			continue;   /* waited long enough at the head: let others pass */
 		blocker = i;
@@ -548,16 +589,5 @@ size_t sched_plan(const struct sched_params *p, struct sched_agent *agents, size
 bool sched_satisfiable(const struct sched_agent *agents, size_t n, const struct res *req,
 		       int64_t per_device_m)
 {
-	struct sched_device all_free[SCHED_MAX_DEVICES];
-	for (size_t i = 0; i < n; i++) {
-		const struct sched_agent *a = &agents[i];
-		if (req->cpu_m > a->capacity.cpu_m || req->mem > a->capacity.mem)
-			continue;
-		size_t nd = a->n_devs > SCHED_MAX_DEVICES ? SCHED_MAX_DEVICES : a->n_devs;
-		for (size_t d = 0; d < nd; d++)
-			all_free[d].free_m = per_device_m;
-		if (sched_gpu_fit(all_free, nd, req->fgpu_m, per_device_m, true, NULL, NULL))
-			return true;
-	}
-	return false;
+	return could_ever_hold(agents, n, req, per_device_m, false) >= 0;
 }

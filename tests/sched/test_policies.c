@@ -499,6 +499,47 @@ TEST(drf_does_not_block)
 	CHECK_INT(ag[0].free.cpu_m, 1000);
 }
 
+/* A head that only a LOST node could hold waits for that node without
+ * holding up the queue; one an alive node could hold still blocks. */
+TEST(fifo_head_only_a_lost_node_can_hold)
+{
+	struct sched_device big_devs[4], small_devs[1];
+	struct sched_request rq[2] = {gpu_req("needs-four", 4000), gpu_req("small", 500)};
+	struct sched_placement out[2];
+	char reasons[2][SCHED_REASON_MAX];
+	ssize_t blocked = 99;
+	const struct sched_queue_ops *queues[] = {&sched_fifo, &sched_lifo};
+	for (size_t q = 0; q < 2; q++) {
+		struct sched_agent ag[2] = {dev_agent("big", false, big_devs, 4, 1000),
+					    dev_agent("small", true, small_devs, 1, 1000)};
+		struct sched_user users[1] = {{.id = "u"}};
+		memset(reasons, 0, sizeof(reasons));
+		CHECK_INT(plan_with(&sched_concentrated, queues[q], 1000, 0, ag, 2, users, rq, 2, out,
+				    reasons, &blocked), 1);
+		CHECK_INT(out[0].request, 1);
+		CHECK_INT(blocked, -1);
+		CHECK_CONTAINS(reasons[0], "waiting for node big to return");
+		CHECK_STR(reasons[1], "");
+	}
+
+	/* the alive node is busy but could hold it when free: it blocks */
+	struct sched_agent ag[2] = {dev_agent("big", false, big_devs, 4, 1000),
+				    dev_agent("small", true, small_devs, 1, 1000)};
+	use_dev(&ag[1], 0, 800);
+	struct sched_request rq2[2] = {gpu_req("head", 500), gpu_req("tiny", 100)};
+	struct sched_user users[1] = {{.id = "u"}};
+	CHECK_INT(plan_with(&sched_concentrated, &sched_fifo, 1000, 0, ag, 2, users, rq2, 2, out,
+			    reasons, &blocked), 0);
+	CHECK_INT(blocked, 0);
+	CHECK_CONTAINS(reasons[1], "queued behind head");
+
+	/* with no node alive at all the words stay those of an empty cluster */
+	ag[1].alive = false;
+	CHECK_INT(plan_with(&sched_concentrated, &sched_fifo, 1000, 0, ag, 2, users, rq, 2, out,
+			    reasons, &blocked), 0);
+	CHECK_CONTAINS(reasons[0], "no node is alive");
+}
+
 TEST(fifo_skip_after)
 {
 	struct sched_request rq[2] = {req_of("big-head", 0, 4000, 1 * GiB, 0),
@@ -821,6 +862,7 @@ int main(void)
 	RUN(drf_smallest_dominant_share_first);
 	RUN(drf_does_not_block);
 	RUN(fifo_skip_after);
+	RUN(fifo_head_only_a_lost_node_can_hold);
 	RUN(limit_max_sessions);
 	RUN(limit_resources);
 	RUN(selectors_gpu_agents);
