@@ -553,18 +553,21 @@ size_t sched_plan(const struct sched_params *p, struct sched_agent *agents, size
 		explain_wait(agents, n_agents, &r->req, p->per_device_m, why, SCHED_REASON_MAX);
 		if (!p->queue->blocking)
 			continue;
-		/* Only a LOST node could ever hold it: it waits for that node
-		 * to come back, without holding the queue for as long as the
-		 * node is away (while other nodes are alive to serve it). */
+		/* No alive node could hold it even empty: it waits for a LOST
+		 * node to come back (or a larger node to register) without
+		 * holding the queue meanwhile, since the alive nodes can serve
+		 * the sessions behind it. */
 		if (any_alive(agents, n_agents) &&
 		    could_ever_hold(agents, n_agents, &r->req, p->per_device_m, true) < 0) {
 			ssize_t lost = could_ever_hold(agents, n_agents, &r->req, p->per_device_m, false);
-			if (lost >= 0) {
+			if (lost >= 0)
 				snprintf(why, SCHED_REASON_MAX,
 					 "waiting for node %s to return: no alive node is large enough",
 					 agents[lost].id);
-				continue;
-			}
+			else
+				snprintf(why, SCHED_REASON_MAX,
+					 "waiting for a larger node: no node could hold it even when empty");
+			continue;
 		}
 		if (p->fifo_skip_after > 0 && r->failed_passes >= p->fifo_skip_after)
 			continue;   /* waited long enough at the head: let others pass */

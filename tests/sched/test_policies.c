@@ -413,6 +413,7 @@ TEST(lifo_newest_first)
 TEST(lifo_blocks_behind_newest)
 {
 	struct sched_agent ag[1] = {cpu_agent("n", true, 4000, 8 * GiB)};
+	ag[0].capacity.cpu_m = 8000;   /* half in use: huge fits once it is free */
 	struct sched_user users[1] = {{.id = "u"}};
 	struct sched_request rq[3] = {req_of("a", 0, 1000, 1 * GiB, 0),
 				      req_of("b", 0, 1000, 1 * GiB, 0),
@@ -533,6 +534,15 @@ TEST(fifo_head_only_a_lost_node_can_hold)
 	CHECK_INT(blocked, 0);
 	CHECK_CONTAINS(reasons[1], "queued behind head");
 
+	/* no node at all could hold it (nodes came back smaller): it does not
+	 * block either */
+	struct sched_agent small_only[1] = {dev_agent("small", true, small_devs, 1, 1000)};
+	struct sched_user users2[1] = {{.id = "u"}};
+	CHECK_INT(plan_with(&sched_concentrated, &sched_fifo, 1000, 0, small_only, 1, users2, rq, 2,
+			    out, reasons, &blocked), 1);
+	CHECK_INT(blocked, -1);
+	CHECK_CONTAINS(reasons[0], "waiting for a larger node");
+
 	/* with no node alive at all the words stay those of an empty cluster */
 	ag[1].alive = false;
 	CHECK_INT(plan_with(&sched_concentrated, &sched_fifo, 1000, 0, ag, 2, users, rq, 2, out,
@@ -550,7 +560,9 @@ TEST(fifo_skip_after)
 
 	/* waited 2 passes, skip after 2: the small one passes */
 	rq[0].failed_passes = 2;
+	/* 4 CPU, 2 in use: the head fits once they are free */
 	struct sched_agent ag[1] = {cpu_agent("n", true, 2000, 8 * GiB)};
+	ag[0].capacity.cpu_m = 4000;
 	struct sched_user users[1] = {{.id = "u"}};
 	blocked = 99;
 	CHECK_INT(plan_with(&sched_concentrated, &sched_fifo, 1000, 2, ag, 1, users, rq, 2, out,
@@ -563,6 +575,7 @@ TEST(fifo_skip_after)
 	/* waited 1 pass only: it still blocks */
 	rq[0].failed_passes = 1;
 	struct sched_agent ag2[1] = {cpu_agent("n", true, 2000, 8 * GiB)};
+	ag2[0].capacity.cpu_m = 4000;
 	struct sched_user users2[1] = {{.id = "u"}};
 	blocked = -1;
 	CHECK_INT(plan_with(&sched_concentrated, &sched_fifo, 1000, 2, ag2, 1, users2, rq, 2, out,
@@ -574,6 +587,7 @@ TEST(fifo_skip_after)
 	/* skip 0 = never, however long it waited */
 	rq[0].failed_passes = 1000;
 	struct sched_agent ag3[1] = {cpu_agent("n", true, 2000, 8 * GiB)};
+	ag3[0].capacity.cpu_m = 4000;
 	struct sched_user users3[1] = {{.id = "u"}};
 	CHECK_INT(plan_with(&sched_concentrated, &sched_fifo, 1000, 0, ag3, 1, users3, rq, 2, out,
 			    reasons, &blocked), 0);

@@ -78,6 +78,9 @@ TEST(fifo_head_of_line_blocks)
 	 * must not pass big-b. */
 	struct sched_agent ag[2] = {agent("n1", true, 2000, 4 * GiB),
 				    agent("n2", true, 1500, 2 * GiB)};
+	/* n1 has 4 CPU, 2 of them in use: big-b fits there once they are
+	 * free (a head no node could ever hold does not block) */
+	ag[0].capacity.cpu_m = 4000;
 	struct sched_request rq[4] = {request("a", 1000, 256 * MiB, 0),
 				      request("big-b", 4000, 256 * MiB, 0),
 				      request("c", 500, 256 * MiB, 0),
@@ -104,6 +107,7 @@ TEST(fifo_head_of_line_blocks)
 	/* the same with the dispersed selector and without reasons */
 	struct sched_agent ag2[2] = {agent("n1", true, 2000, 4 * GiB),
 				     agent("n2", true, 1500, 2 * GiB)};
+	ag2[0].capacity.cpu_m = 4000;
 	CHECK_INT(plan(&sched_dispersed, PER_DEV, ag2, 2, rq, 4, out, NULL, NULL), 1);
 	CHECK_INT(ag2[0].free.cpu_m + ag2[1].free.cpu_m, 2500);
 }
