@@ -69,20 +69,22 @@ int fgpu_region_open(struct fgpu_region_handle *h, const char *path, struct terr
 		close(fd);
 		return terr_set(err, e, "flock %s: %s", path, strerror(e));
 	}
-	struct stat st;
+	/* The size by lseek rather than fstat: fstat is a versioned symbol
+	 * of glibc 2.33+ only (glibc_compat.h). */
 	int rc = 0;
-	if (fstat(fd, &st) != 0) {
-		rc = terr_set(err, errno, "stat %s: %s", path, strerror(errno));
+	off_t size = lseek(fd, 0, SEEK_END);
+	if (size < 0) {
+		rc = terr_set(err, errno, "seek %s: %s", path, strerror(errno));
 		goto out;
 	}
-	bool fresh = st.st_size == 0;
+	bool fresh = size == 0;
 	if (fresh && ftruncate(fd, sizeof(struct fgpu_region)) != 0) {
 		rc = terr_set(err, errno, "truncate %s: %s", path, strerror(errno));
 		goto out;
 	}
-	if (!fresh && st.st_size != (off_t)sizeof(struct fgpu_region)) {
+	if (!fresh && size != (off_t)sizeof(struct fgpu_region)) {
 		rc = terr_set(err, EPROTO, "%s: size %lld, expected %zu (other layout version)",
-			      path, (long long)st.st_size, sizeof(struct fgpu_region));
+			      path, (long long)size, sizeof(struct fgpu_region));
 		goto out;
 	}
 	struct fgpu_region *r = mmap(NULL, sizeof(*r), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);

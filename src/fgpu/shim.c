@@ -168,10 +168,12 @@ FGPU_EARLY static void fgpu_resolve_dlsym(void)
 			*(void **)&libc_dlvsym = fgpu_elf_symbol(lm, "dlvsym");
 	if (!libc_dlvsym)
 		return;
-	static const char *const versions[] = { "GLIBC_2.34", "GLIBC_2.2.5" };
-	for (int i = 0; i < 2 && !fgpu_real_dlsym; i++)
+	/* glibc 2.34+, then the architecture's first glibc (x86-64, AArch64) */
+	static const char *const versions[] = { "GLIBC_2.34", "GLIBC_2.2.5", "GLIBC_2.17" };
+	const int n = sizeof(versions) / sizeof(versions[0]);
+	for (int i = 0; i < n && !fgpu_real_dlsym; i++)
 		*(void **)&fgpu_real_dlsym = libc_dlvsym(RTLD_NEXT, "dlsym", versions[i]);
-	for (int i = 0; i < 2 && !fgpu_real_dlvsym; i++)
+	for (int i = 0; i < n && !fgpu_real_dlvsym; i++)
 		*(void **)&fgpu_real_dlvsym = libc_dlvsym(RTLD_NEXT, "dlvsym", versions[i]);
 }
 

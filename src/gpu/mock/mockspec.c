@@ -203,18 +203,21 @@ void mock_usage_init(const struct mock_spec *spec)
 	mock_usage_spec = spec;
 	const char *path = getenv("TESSERA_MOCK_STATE");
 	char def[256];
-	struct stat st;
+	/* (no stat family here: see fgpu/glibc_compat.h) */
 	if (!path || !*path) {
-		if (stat(MOCK_STATE_DIR, &st) != 0 || !S_ISDIR(st.st_mode))
+		int dir = open(MOCK_STATE_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (dir < 0)
 			return;
+		close(dir);
 		snprintf(def, sizeof(def), "%s/gpus.state", MOCK_STATE_DIR);
 		path = def;
 	}
 	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
 	if (fd < 0)
 		return;   /* private usage: the mock still works, less faithfully */
-	if (flock(fd, LOCK_EX) != 0 ||
-	    (fstat(fd, &st) == 0 && st.st_size < (off_t)sizeof(struct mock_state) &&
+	off_t size = -1;
+	if (flock(fd, LOCK_EX) != 0 || (size = lseek(fd, 0, SEEK_END)) < 0 ||
+	    (size < (off_t)sizeof(struct mock_state) &&
 	     ftruncate(fd, sizeof(struct mock_state)) != 0)) {
 		close(fd);
 		return;
