@@ -46,6 +46,7 @@ enum {
 	CUDA_ERROR_INVALID_IMAGE = 200,
 	CUDA_ERROR_INVALID_CONTEXT = 201,
 	CUDA_ERROR_CONTEXT_ALREADY_CURRENT = 202,
+	CUDA_ERROR_UNSUPPORTED_LIMIT = 215,
 	CUDA_ERROR_UNSUPPORTED_EXEC_AFFINITY = 224,
 	CUDA_ERROR_INVALID_HANDLE = 400,
 	CUDA_ERROR_ILLEGAL_STATE = 401,
@@ -56,6 +57,8 @@ enum {
 	CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED = 900,
 	CUDA_ERROR_STREAM_CAPTURE_INVALIDATED = 901,
 	CUDA_ERROR_CAPTURED_EVENT = 907,
+	CUDA_ERROR_INVALID_RESOURCE_TYPE = 914,
+	CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION = 915,
 	CUDA_ERROR_UNKNOWN = 999,
 };
 
@@ -64,6 +67,7 @@ enum {
 	CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 1,
 	CU_DEVICE_ATTRIBUTE_WARP_SIZE = 10,
 	CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16,
+	CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR = 39,
 	CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
 	CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
 };
@@ -99,6 +103,45 @@ typedef struct CUctxCreateParams_st {
 	int numExecAffinityParams;
 	CUctxCigParam *cigParams;
 } CUctxCreateParams;
+
+/* CUlimit: per-context limits (cuCtxSetLimit). The first three size
+ * memory the driver reserves for the context: a stack for every thread
+ * the device can hold at once, the device printf() buffer, and the device
+ * malloc() heap. */
+typedef int CUlimit;
+enum {
+	CU_LIMIT_STACK_SIZE = 0x00,
+	CU_LIMIT_PRINTF_FIFO_SIZE = 0x01,
+	CU_LIMIT_MALLOC_HEAP_SIZE = 0x02,
+	CU_LIMIT_DEV_RUNTIME_SYNC_DEPTH = 0x03,
+	CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT = 0x04,
+	CU_LIMIT_MAX_L2_FETCH_GRANULARITY = 0x05,
+	CU_LIMIT_PERSISTING_L2_CACHE_SIZE = 0x06,
+};
+
+/* Green contexts (CUDA 12.4+): a context over a partition of the device's
+ * SMs. A CUdevResource is a type, 92 bytes the driver keeps to itself,
+ * then a 48-byte union whose SM member is a few counts; a descriptor
+ * (CUdevResourceDesc) is opaque. */
+typedef struct CUgreenCtx_st *CUgreenCtx;
+typedef struct CUdevResourceDesc_st *CUdevResourceDesc;
+typedef int CUdevResourceType;
+enum { CU_DEV_RESOURCE_TYPE_INVALID = 0, CU_DEV_RESOURCE_TYPE_SM = 1 };
+typedef struct CUdevSmResource_st {
+	unsigned int smCount;
+	unsigned int minSmPartitionSize;      /* CUDA 13 */
+	unsigned int smCoscheduledAlignment;  /* CUDA 13 */
+} CUdevSmResource;
+typedef struct CUdevResource_st {
+	CUdevResourceType type;
+	unsigned char _internal_padding[92];
+	union {
+		CUdevSmResource sm;
+		unsigned char _oversize[48];
+	};
+} CUdevResource;
+enum { CU_GREEN_CTX_DEFAULT_STREAM = 0x1 };
+enum { CU_STREAM_NON_BLOCKING = 0x1 };
 
 /* CUarray_format (bytes per channel are derived in the shim). */
 typedef int CUarray_format;

@@ -16,6 +16,14 @@
  *     clock so pacing can be tested without real waiting.
  *   - context overhead: TESSERA_MOCK_CTX_OVERHEAD bytes (default 0) are
  *     taken from the device by each context, as a real context uses memory.
+ *     Limits (cuCtxSetLimit) start at the driver's defaults; raising the
+ *     stack size (reserved for all 2048 resident threads of every SM), the
+ *     printf FIFO or the malloc heap above them takes the difference from
+ *     the device. A context's linear allocations and arrays go with it
+ *     (cuCtxDestroy, the last primary release, cuDevicePrimaryCtxReset).
+ *   - green contexts: SM partitions as on compute capability 9.0 (8 SMs
+ *     at least, in steps of 8); a green context takes the context
+ *     overhead, and its kernels run at its share of the device's SMs.
  *   - stream-ordered pools as the real driver keeps them: a pool reserves
  *     device memory in 2 MiB steps, freed blocks stay reserved in it, and
  *     synchronizing gives back what exceeds its release threshold; the
@@ -37,8 +45,8 @@
  * through cuGetProcAddress are its own, as the real driver's are.
  *
  * mock_cuda.h lists the mock's source files and what each holds; this one
- * has cuInit, devices, contexts, the test hooks, modules, error strings
- * and cuGetProcAddress. */
+ * has cuInit, devices, contexts (limits and green contexts too), the test
+ * hooks, modules, error strings and cuGetProcAddress. */
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -51,6 +59,8 @@ pthread_mutex_t mock_lock = PTHREAD_MUTEX_INITIALIZER;
 bool mock_inited;
 struct mock_spec mock_spec;
 static struct CUctx_st mock_primary[MOCK_MAX_DEVICES];
+/* Resident threads per SM: the stack is reserved for all of them. */
+#define MOCK_THREADS_PER_SM 2048
 static int64_t mock_ctx_overhead;
 
 static __thread CUcontext mock_ctx_stack[16];
@@ -173,6 +183,7 @@ MOCK_API CUresult cuDeviceGetAttribute(int *pi, int attrib, CUdevice dev)
 		return CUDA_ERROR_INVALID_DEVICE;
 	switch (attrib) {
 	case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *pi = mock_spec.dev[dev].sms; break;
+	case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR: *pi = MOCK_THREADS_PER_SM; break;
 	case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *pi = 1024; break;
 	case CU_DEVICE_ATTRIBUTE_WARP_SIZE: *pi = 32; break;
 	case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *pi = 9; break;
@@ -204,8 +215,47 @@ MOCK_API CUresult cuDeviceTotalMem(unsigned int *bytes, CUdevice dev)
 
 /* ---- contexts ---------------------------------------------------------- */
 
+/* The limits a context starts with (the real driver's defaults); the
+ * context overhead covers the memory they take. */
+static const size_t mock_limit_default[MOCK_NLIMITS] = {
+	[CU_LIMIT_STACK_SIZE] = 1024,
+	[CU_LIMIT_PRINTF_FIFO_SIZE] = 1 << 20,
+	[CU_LIMIT_MALLOC_HEAP_SIZE] = 8 << 20,
+	[CU_LIMIT_DEV_RUNTIME_SYNC_DEPTH] = 2,
+	[CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT] = 2048,
+	[CU_LIMIT_MAX_L2_FETCH_GRANULARITY] = 128,
+	[CU_LIMIT_PERSISTING_L2_CACHE_SIZE] = 0,
+};
+#define MOCK_MAX_STACK (512u << 10)
+
+/* Device memory that limits lim take beyond the defaults: a stack for
+ * every thread the device can hold, the printf FIFO, the malloc heap. */
+static int64_t mock_limit_bytes(int dev, const size_t *lim)
+{
+	int64_t threads = (int64_t)MOCK_THREADS_PER_SM * mock_spec.dev[dev].sms, total = 0;
+	static const CUlimit sized[] = { CU_LIMIT_STACK_SIZE, CU_LIMIT_PRINTF_FIFO_SIZE,
+					 CU_LIMIT_MALLOC_HEAP_SIZE };
+	for (size_t i = 0; i < sizeof(sized) / sizeof(sized[0]); i++) {
+		CUlimit l = sized[i];
+		if (lim[l] <= mock_limit_default[l])
+			continue;
+		int64_t extra = (int64_t)(lim[l] - mock_limit_default[l]);
+		if (l == CU_LIMIT_STACK_SIZE)
+			extra *= threads;
+		total += extra;
+	}
+	return total;
+}
+
+static void mock_ctx_init(CUcontext c)
+{
+	memcpy(c->limits, mock_limit_default, sizeof(c->limits));
+	c->limit_bytes = 0;
+}
+
 static CUresult mock_ctx_charge(CUcontext c)
 {
+	mock_ctx_init(c);
 	if (mock_ctx_overhead > 0) {
 		if (mock_usage_add(c->dev, mock_ctx_overhead) < 0)
 			return CUDA_ERROR_OUT_OF_MEMORY;
@@ -214,8 +264,20 @@ static CUresult mock_ctx_charge(CUcontext c)
 	return CUDA_SUCCESS;
 }
 
+/* What a context's state holds goes: its allocations, what its limits
+ * took; the limits are back to the defaults. */
+static void mock_ctx_clear(CUcontext c)
+{
+	mock_ctx_free_allocs(c);
+	if (c->limit_bytes > 0)
+		mock_usage_add(c->dev, -c->limit_bytes);
+	mock_ctx_init(c);
+}
+
+/* The context ends: its state and its own memory go. */
 static void mock_ctx_uncharge(CUcontext c)
 {
+	mock_ctx_clear(c);
 	if (c->overhead > 0)
 		mock_usage_add(c->dev, -c->overhead);
 	c->overhead = 0;
@@ -311,7 +373,7 @@ MOCK_API CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *params, uns
 static CUresult mock_ctx_destroy(CUcontext c)
 {
 	REQUIRE_INIT();
-	if (!c || c->magic != MOCK_MAGIC_CTX || c->primary)
+	if (!c || c->magic != MOCK_MAGIC_CTX || c->primary || c->sms)
 		return CUDA_ERROR_INVALID_CONTEXT;
 	mock_ctx_forget(c);
 	mock_ctx_uncharge(c);
@@ -444,6 +506,300 @@ MOCK_API CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
 MOCK_API CUresult cuDevicePrimaryCtxRelease(CUdevice dev)
 {
 	return cuDevicePrimaryCtxRelease_v2(dev);
+}
+
+/* Resetting destroys what the primary context holds and leaves it retained
+ * by whoever retained it (the driver re-creates it for them). */
+static CUresult mock_primary_reset(CUdevice dev)
+{
+	REQUIRE_INIT();
+	if (!mock_valid_dev(dev))
+		return CUDA_ERROR_INVALID_DEVICE;
+	if (mock_primary[dev].refs > 0)
+		mock_ctx_clear(&mock_primary[dev]);
+	return CUDA_SUCCESS;
+}
+
+MOCK_API CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
+{
+	return LOCKED(mock_primary_reset(dev));
+}
+
+MOCK_API CUresult cuDevicePrimaryCtxReset(CUdevice dev)
+{
+	return cuDevicePrimaryCtxReset_v2(dev);
+}
+
+static CUresult mock_primary_state(CUdevice dev, unsigned int *flags, int *active)
+{
+	REQUIRE_INIT();
+	if (!flags || !active)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!mock_valid_dev(dev))
+		return CUDA_ERROR_INVALID_DEVICE;
+	*flags = 0;
+	*active = mock_primary[dev].refs > 0;
+	return CUDA_SUCCESS;
+}
+
+MOCK_API CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active)
+{
+	return LOCKED(mock_primary_state(dev, flags, active));
+}
+
+/* ---- context limits ---------------------------------------------------- */
+
+static CUresult mock_set_limit(CUlimit limit, size_t value)
+{
+	REQUIRE_INIT();
+	CUcontext c = mock_current();
+	if (!c || c->magic != MOCK_MAGIC_CTX)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	if (limit < 0 || limit >= MOCK_NLIMITS)
+		return CUDA_ERROR_UNSUPPORTED_LIMIT;
+	size_t lim[MOCK_NLIMITS];
+	memcpy(lim, c->limits, sizeof(lim));
+	if (limit == CU_LIMIT_STACK_SIZE) {
+		if (value > MOCK_MAX_STACK)
+			return CUDA_ERROR_INVALID_VALUE;
+		value = (value + 15) & ~(size_t)15;   /* as the driver may round */
+	}
+	lim[limit] = value;
+	int64_t bytes = mock_limit_bytes(c->dev, lim), delta = bytes - c->limit_bytes;
+	if (delta != 0 && mock_usage_add(c->dev, delta) < 0)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	memcpy(c->limits, lim, sizeof(lim));
+	c->limit_bytes = bytes;
+	return CUDA_SUCCESS;
+}
+
+MOCK_API CUresult cuCtxSetLimit(CUlimit limit, size_t value)
+{
+	return LOCKED(mock_set_limit(limit, value));
+}
+
+static CUresult mock_get_limit(size_t *pvalue, CUlimit limit)
+{
+	REQUIRE_INIT();
+	if (!pvalue)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUcontext c = mock_current();
+	if (!c || c->magic != MOCK_MAGIC_CTX)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	if (limit < 0 || limit >= MOCK_NLIMITS)
+		return CUDA_ERROR_UNSUPPORTED_LIMIT;
+	*pvalue = c->limits[limit];
+	return CUDA_SUCCESS;
+}
+
+MOCK_API CUresult cuCtxGetLimit(size_t *pvalue, CUlimit limit)
+{
+	return LOCKED(mock_get_limit(pvalue, limit));
+}
+
+/* ---- green contexts ---------------------------------------------------- */
+
+/* SM partitions as on compute capability 9.0: at least 8 SMs, in steps of
+ * 8. A resource carries its device in the bytes the driver keeps to
+ * itself (as 1 + ordinal, so a zeroed struct names none). */
+#define MOCK_SM_GRAIN 8
+#define MOCK_MAGIC_GREEN 0x4752454eU
+#define MOCK_MAGIC_DESC 0x44455343U
+
+struct CUdevResourceDesc_st {
+	unsigned magic;
+	int dev;
+	unsigned sms;
+};
+
+struct CUgreenCtx_st {
+	unsigned magic;
+	struct CUctx_st ctx;
+};
+
+static void mock_sm_resource(CUdevResource *r, int dev, unsigned sms)
+{
+	memset(r, 0, sizeof(*r));
+	r->type = CU_DEV_RESOURCE_TYPE_SM;
+	int tag = dev + 1;
+	memcpy(r->_internal_padding, &tag, sizeof(tag));
+	r->sm.smCount = sms;
+	r->sm.minSmPartitionSize = MOCK_SM_GRAIN;
+	r->sm.smCoscheduledAlignment = MOCK_SM_GRAIN;
+}
+
+/* The device an SM resource came from, or -1. */
+static int mock_resource_dev(const CUdevResource *r)
+{
+	int tag;
+	memcpy(&tag, r->_internal_padding, sizeof(tag));
+	return r->type == CU_DEV_RESOURCE_TYPE_SM && mock_valid_dev(tag - 1) ? tag - 1 : -1;
+}
+
+MOCK_API CUresult cuDeviceGetDevResource(CUdevice dev, CUdevResource *res, CUdevResourceType type)
+{
+	REQUIRE_INIT();
+	if (!res)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!mock_valid_dev(dev))
+		return CUDA_ERROR_INVALID_DEVICE;
+	if (type != CU_DEV_RESOURCE_TYPE_SM)
+		return CUDA_ERROR_INVALID_RESOURCE_TYPE;
+	mock_sm_resource(res, dev, (unsigned)mock_spec.dev[dev].sms);
+	return CUDA_SUCCESS;
+}
+
+MOCK_API CUresult cuDevSmResourceSplitByCount(CUdevResource *result, unsigned int *nbGroups,
+					      const CUdevResource *input,
+					      CUdevResource *remaining, unsigned int useFlags,
+					      unsigned int minCount)
+{
+	REQUIRE_INIT();
+	if (!nbGroups || !input || (useFlags & ~3u) || (result && *nbGroups == 0))
+		return CUDA_ERROR_INVALID_VALUE;
+	int dev = mock_resource_dev(input);
+	if (dev < 0)
+		return CUDA_ERROR_INVALID_RESOURCE_TYPE;
+	unsigned per = minCount < MOCK_SM_GRAIN ? MOCK_SM_GRAIN : minCount;
+	if (per > input->sm.smCount)
+		return CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION;
+	per = (per + MOCK_SM_GRAIN - 1) / MOCK_SM_GRAIN * MOCK_SM_GRAIN;
+	unsigned n = input->sm.smCount / per;
+	if (n == 0)
+		return CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION;
+	if (result && *nbGroups < n)
+		n = *nbGroups;
+	unsigned rest = input->sm.smCount - n * per;
+	if (result)
+		for (unsigned i = 0; i < n; i++)
+			mock_sm_resource(&result[i], dev, per);
+	if (remaining)
+		mock_sm_resource(remaining, dev, rest);
+	*nbGroups = n;
+	return CUDA_SUCCESS;
+}
+
+MOCK_API CUresult cuDevResourceGenerateDesc(CUdevResourceDesc *phDesc, CUdevResource *resources,
+					    unsigned int nbResources)
+{
+	REQUIRE_INIT();
+	if (!phDesc || !resources || nbResources == 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	int dev = mock_resource_dev(&resources[0]);
+	unsigned sms = 0;
+	for (unsigned i = 0; i < nbResources; i++) {
+		if (mock_resource_dev(&resources[i]) != dev || dev < 0)
+			return CUDA_ERROR_INVALID_RESOURCE_TYPE;
+		sms += resources[i].sm.smCount;
+	}
+	if (sms == 0)
+		return CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION;
+	CUdevResourceDesc d = calloc(1, sizeof(*d));
+	if (!d)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	*d = (struct CUdevResourceDesc_st){ .magic = MOCK_MAGIC_DESC, .dev = dev, .sms = sms };
+	*phDesc = d;
+	return CUDA_SUCCESS;
+}
+
+/* A green context is a context of its own (it takes the context overhead)
+ * whose kernels get only its SMs; creating one does not make it current. */
+static CUresult mock_green_create(CUgreenCtx *phCtx, CUdevResourceDesc desc, CUdevice dev,
+				  unsigned int flags)
+{
+	REQUIRE_INIT();
+	if (!phCtx || !desc || desc->magic != MOCK_MAGIC_DESC ||
+	    flags != CU_GREEN_CTX_DEFAULT_STREAM)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!mock_valid_dev(dev) || desc->dev != dev)
+		return CUDA_ERROR_INVALID_DEVICE;
+	CUgreenCtx g = calloc(1, sizeof(*g));
+	if (!g)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	g->magic = MOCK_MAGIC_GREEN;
+	g->ctx = (struct CUctx_st){ .magic = MOCK_MAGIC_CTX, .dev = dev, .refs = 1,
+				    .sms = desc->sms };
+	CUresult rc = mock_ctx_charge(&g->ctx);
+	if (rc != CUDA_SUCCESS) {
+		free(g);
+		return rc;
+	}
+	*phCtx = g;
+	return CUDA_SUCCESS;
+}
+
+MOCK_API CUresult cuGreenCtxCreate(CUgreenCtx *phCtx, CUdevResourceDesc desc, CUdevice dev,
+				   unsigned int flags)
+{
+	return LOCKED(mock_green_create(phCtx, desc, dev, flags));
+}
+
+static CUresult mock_green_destroy(CUgreenCtx g)
+{
+	REQUIRE_INIT();
+	if (!g || g->magic != MOCK_MAGIC_GREEN)
+		return CUDA_ERROR_INVALID_HANDLE;
+	mock_ctx_forget(&g->ctx);
+	mock_ctx_uncharge(&g->ctx);
+	g->magic = 0;
+	g->ctx.magic = 0;
+	free(g);
+	return CUDA_SUCCESS;
+}
+
+MOCK_API CUresult cuGreenCtxDestroy(CUgreenCtx g)
+{
+	return LOCKED(mock_green_destroy(g));
+}
+
+MOCK_API CUresult cuCtxFromGreenCtx(CUcontext *pContext, CUgreenCtx g)
+{
+	REQUIRE_INIT();
+	if (!pContext)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!g || g->magic != MOCK_MAGIC_GREEN)
+		return CUDA_ERROR_INVALID_HANDLE;
+	*pContext = &g->ctx;
+	return CUDA_SUCCESS;
+}
+
+MOCK_API CUresult cuGreenCtxStreamCreate(CUstream *phStream, CUgreenCtx g, unsigned int flags,
+					 int priority)
+{
+	(void)priority;
+	REQUIRE_INIT();
+	if (!phStream || flags != CU_STREAM_NON_BLOCKING)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!g || g->magic != MOCK_MAGIC_GREEN)
+		return CUDA_ERROR_INVALID_HANDLE;
+	return LOCKED(mock_stream_new(phStream, &g->ctx));
+}
+
+MOCK_API CUresult cuGreenCtxGetDevResource(CUgreenCtx g, CUdevResource *res,
+					   CUdevResourceType type)
+{
+	REQUIRE_INIT();
+	if (!res)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!g || g->magic != MOCK_MAGIC_GREEN)
+		return CUDA_ERROR_INVALID_HANDLE;
+	if (type != CU_DEV_RESOURCE_TYPE_SM)
+		return CUDA_ERROR_INVALID_RESOURCE_TYPE;
+	mock_sm_resource(res, g->ctx.dev, g->ctx.sms);
+	return CUDA_SUCCESS;
+}
+
+MOCK_API CUresult cuCtxGetDevResource(CUcontext c, CUdevResource *res, CUdevResourceType type)
+{
+	REQUIRE_INIT();
+	if (!res)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!c || c->magic != MOCK_MAGIC_CTX)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	if (type != CU_DEV_RESOURCE_TYPE_SM)
+		return CUDA_ERROR_INVALID_RESOURCE_TYPE;
+	mock_sm_resource(res, c->dev, c->sms ? c->sms : (unsigned)mock_spec.dev[c->dev].sms);
+	return CUDA_SUCCESS;
 }
 
 /* Test hooks, not CUDA: the simulated clock (see the file comment). */
@@ -637,6 +993,20 @@ CUresult cuGetProcAddress_v2(const char *, void **, int, cuuint64_t,
 	X(cuDevicePrimaryCtxRetain, cuDevicePrimaryCtxRetain, 7000, 0) \
 	X(cuDevicePrimaryCtxRelease, cuDevicePrimaryCtxRelease, 7000, 0) \
 	X(cuDevicePrimaryCtxRelease_v2, cuDevicePrimaryCtxRelease, 11000, 0) \
+	X(cuDevicePrimaryCtxReset, cuDevicePrimaryCtxReset, 7000, 0) \
+	X(cuDevicePrimaryCtxReset_v2, cuDevicePrimaryCtxReset, 11000, 0) \
+	X(cuDevicePrimaryCtxGetState, cuDevicePrimaryCtxGetState, 7000, 0) \
+	X(cuCtxSetLimit, cuCtxSetLimit, 3010, 0) \
+	X(cuCtxGetLimit, cuCtxGetLimit, 3010, 0) \
+	X(cuDeviceGetDevResource, cuDeviceGetDevResource, 12040, 0) \
+	X(cuCtxGetDevResource, cuCtxGetDevResource, 12040, 0) \
+	X(cuDevSmResourceSplitByCount, cuDevSmResourceSplitByCount, 12040, 0) \
+	X(cuDevResourceGenerateDesc, cuDevResourceGenerateDesc, 12040, 0) \
+	X(cuGreenCtxCreate, cuGreenCtxCreate, 12040, 0) \
+	X(cuGreenCtxDestroy, cuGreenCtxDestroy, 12040, 0) \
+	X(cuCtxFromGreenCtx, cuCtxFromGreenCtx, 12040, 0) \
+	X(cuGreenCtxStreamCreate, cuGreenCtxStreamCreate, 12050, 0) \
+	X(cuGreenCtxGetDevResource, cuGreenCtxGetDevResource, 12040, 0) \
 	X(cuGetErrorString, cuGetErrorString, 6000, 0) \
 	X(cuGetErrorName, cuGetErrorName, 6000, 0) \
 	X(cuModuleLoadData, cuModuleLoadData, 2000, 0) \

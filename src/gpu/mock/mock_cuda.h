@@ -3,7 +3,8 @@
  * the entry points, marked MOCK_API, are. What the mock simulates is said
  * at the top of mock_cuda.c.
  *
- *   mock_cuda.c     cuInit, devices, contexts, the test hooks
+ *   mock_cuda.c     cuInit, devices, contexts with their limits, green
+ *                   contexts, the test hooks
  *                   (tesseraMock*), modules, error strings, and
  *                   cuGetProcAddress with its symbol table and trampolines
  *   mock_memory.c   linear and managed allocations and the table that
@@ -44,12 +45,20 @@
 #define MOCK_VA_BASE 0x600000000000ULL
 #define MOCK_VA_END 0x700000000000ULL
 
+/* CUlimit values a context keeps (CU_LIMIT_STACK_SIZE..
+ * CU_LIMIT_PERSISTING_L2_CACHE_SIZE). */
+#define MOCK_NLIMITS 7
+
 struct CUctx_st {
 	unsigned magic;
 	int dev;
 	int refs;            /* primary: retain count */
 	bool primary;
-	int64_t overhead;    /* bytes taken from the device */
+	unsigned sms;        /* a green context's SMs; 0: the whole device */
+	int64_t overhead;    /* bytes taken from the device by the context */
+	size_t limits[MOCK_NLIMITS];
+	int64_t limit_bytes; /* taken for stack, printf FIFO and heap beyond
+			      * their defaults (the overhead covers those) */
 	uint64_t null_tail;  /* simulated end of work on the NULL stream */
 };
 
@@ -77,12 +86,15 @@ struct CUmemPoolHandle_st {
 	struct CUmemPoolHandle_st *next;   /* mock_pools */
 };
 
-/* Allocation kinds tracked so that a free finds its size and device. */
-enum { MA_PTR, MA_PTR_V1, MA_HANDLE, MA_POOL };
+/* Allocation kinds tracked so that a free finds its size and device.
+ * Linear allocations and arrays belong to the context that made them and
+ * go with it; VMM handles and pool memory belong to the process. */
+enum { MA_PTR, MA_PTR_V1, MA_HANDLE, MA_POOL, MA_ARRAY };
 
 struct mock_alloc {
 	int kind;
 	int dev;
+	CUcontext ctx;          /* MA_PTR, MA_PTR_V1, MA_ARRAY: the owner */
 	uint64_t key;
 	int64_t bytes;
 	CUmemoryPool pool;      /* MA_POOL: the pool it came from */
@@ -123,6 +135,8 @@ struct mock_alloc *mock_find(int kind, uint64_t key);
 void mock_untrack(struct mock_alloc *a);
 CUresult mock_give(int kind, uint64_t key);
 CUresult mock_address_reserve(CUdeviceptr *ptr, size_t size, size_t align, CUdeviceptr addr);
+/* Frees what context c owns (linear allocations, arrays): it is going. */
+void mock_ctx_free_allocs(CUcontext c);
 
 /* mock_pools.c */
 extern struct CUmemPoolHandle_st mock_default_pool[MOCK_MAX_DEVICES];
@@ -136,6 +150,8 @@ extern uint64_t mock_now;                       /* simulated ns */
 extern uint64_t mock_busy_until[MOCK_MAX_DEVICES];
 extern uint64_t mock_block_ns;
 bool mock_stream(CUstream *s);
+/* A new stream of context c. */
+CUresult mock_stream_new(CUstream *ps, CUcontext c);
 CUresult mock_submit(CUstream s, uint64_t ns, unsigned launches, uint64_t *endp);
 
 /* mock_graphs.c: the graph memory that stream-ordered allocation reaches

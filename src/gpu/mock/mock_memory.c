@@ -7,16 +7,15 @@
 
 #include "gpu/mock/mock_cuda.h"
 
+/* Arrays are tracked (MA_ARRAY, keyed by their address) so that their
+ * context's end frees them; the handle then stays with magic 0, so a
+ * later destroy of it is refused rather than a use after free. */
 struct CUarray_st {
 	unsigned magic;
-	int dev;
-	int64_t bytes;
 };
 
 struct CUmipmappedArray_st {
 	unsigned magic;
-	int dev;
-	int64_t bytes;
 };
 
 /* A cuMemMap mapping. */
@@ -65,7 +64,8 @@ CUresult mock_track(int kind, int dev, uint64_t key, int64_t bytes)
 	return CUDA_SUCCESS;
 }
 
-/* Takes bytes from dev and records the allocation under key. */
+/* Takes bytes from dev and records the allocation under key, owned by
+ * the current context where the kind has an owner. */
 static CUresult mock_take(int kind, int dev, uint64_t key, int64_t bytes)
 {
 	if (mock_usage_add(dev, bytes) < 0)
@@ -73,7 +73,23 @@ static CUresult mock_take(int kind, int dev, uint64_t key, int64_t bytes)
 	CUresult rc = mock_track(kind, dev, key, bytes);
 	if (rc != CUDA_SUCCESS)
 		mock_usage_add(dev, -bytes);
+	else if (kind == MA_PTR || kind == MA_PTR_V1 || kind == MA_ARRAY)
+		mock_allocs[mock_nallocs - 1].ctx = mock_current();
 	return rc;
+}
+
+void mock_ctx_free_allocs(CUcontext c)
+{
+	for (size_t i = mock_nallocs; i-- > 0;) {
+		struct mock_alloc *a = &mock_allocs[i];
+		if (a->ctx != c ||
+		    (a->kind != MA_PTR && a->kind != MA_PTR_V1 && a->kind != MA_ARRAY))
+			continue;
+		if (a->kind == MA_ARRAY)
+			((struct CUarray_st *)(uintptr_t)a->key)->magic = 0;
+		mock_usage_add(a->dev, -a->bytes);
+		mock_untrack(a);
+	}
 }
 
 /* The tracked allocation, valid until the table next changes. */
@@ -443,11 +459,12 @@ static CUresult mock_array_new(CUarray *pa, int64_t bytes)
 	CUarray a = calloc(1, sizeof(*a));
 	if (!a)
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	if (mock_usage_add(dev, bytes) < 0) {
+	CUresult rc = mock_take(MA_ARRAY, dev, (uintptr_t)a, bytes);
+	if (rc != CUDA_SUCCESS) {
 		free(a);
-		return CUDA_ERROR_OUT_OF_MEMORY;
+		return rc;
 	}
-	*a = (struct CUarray_st){ MOCK_MAGIC_ARRAY, dev, bytes };
+	a->magic = MOCK_MAGIC_ARRAY;
 	*pa = a;
 	return CUDA_SUCCESS;
 }
@@ -493,7 +510,7 @@ static CUresult mock_array_destroy(CUarray a)
 	REQUIRE_INIT();
 	if (!a || a->magic != MOCK_MAGIC_ARRAY)
 		return CUDA_ERROR_INVALID_HANDLE;
-	mock_usage_add(a->dev, -a->bytes);
+	mock_give(MA_ARRAY, (uintptr_t)a);
 	a->magic = 0;
 	free(a);
 	return CUDA_SUCCESS;
@@ -518,11 +535,12 @@ static CUresult mock_mipmap_new(CUmipmappedArray *pm, const CUDA_ARRAY3D_DESCRIP
 	CUmipmappedArray m = calloc(1, sizeof(*m));
 	if (!m)
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	if (mock_usage_add(dev, b) < 0) {
+	CUresult rc = mock_take(MA_ARRAY, dev, (uintptr_t)m, b);
+	if (rc != CUDA_SUCCESS) {
 		free(m);
-		return CUDA_ERROR_OUT_OF_MEMORY;
+		return rc;
 	}
-	*m = (struct CUmipmappedArray_st){ MOCK_MAGIC_ARRAY, dev, b };
+	m->magic = MOCK_MAGIC_ARRAY;
 	*pm = m;
 	return CUDA_SUCCESS;
 }
@@ -540,7 +558,7 @@ static CUresult mock_mipmap_destroy(CUmipmappedArray m)
 	REQUIRE_INIT();
 	if (!m || m->magic != MOCK_MAGIC_ARRAY)
 		return CUDA_ERROR_INVALID_HANDLE;
-	mock_usage_add(m->dev, -m->bytes);
+	mock_give(MA_ARRAY, (uintptr_t)m);
 	m->magic = 0;
 	free(m);
 	return CUDA_SUCCESS;

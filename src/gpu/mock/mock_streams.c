@@ -39,6 +39,16 @@ static uint64_t *mock_tail(CUstream s)
 	return c ? &c->null_tail : NULL;
 }
 
+CUresult mock_stream_new(CUstream *ps, CUcontext c)
+{
+	CUstream s = calloc(1, sizeof(*s));
+	if (!s)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	*s = (struct CUstream_st){ .magic = MOCK_MAGIC_STREAM, .ctx = c };
+	*ps = s;
+	return CUDA_SUCCESS;
+}
+
 MOCK_API CUresult cuStreamCreate(CUstream *ps, unsigned int flags)
 {
 	(void)flags;
@@ -48,12 +58,7 @@ MOCK_API CUresult cuStreamCreate(CUstream *ps, unsigned int flags)
 	CUcontext c = mock_current();
 	if (!c)
 		return CUDA_ERROR_INVALID_CONTEXT;
-	CUstream s = calloc(1, sizeof(*s));
-	if (!s)
-		return CUDA_ERROR_OUT_OF_MEMORY;
-	*s = (struct CUstream_st){ .magic = MOCK_MAGIC_STREAM, .ctx = c };
-	*ps = s;
-	return CUDA_SUCCESS;
+	return LOCKED(mock_stream_new(ps, c));
 }
 
 static CUresult mock_stream_destroy(CUstream s)
@@ -256,6 +261,9 @@ CUresult mock_submit(CUstream s, uint64_t ns, unsigned launches, uint64_t *endp)
 		s->cap_launches += launches;
 		return CUDA_SUCCESS;
 	}
+	/* a green context's kernels run on its share of the SMs */
+	if (c->sms && c->sms < (unsigned)mock_spec.dev[c->dev].sms)
+		ns = ns * (uint64_t)mock_spec.dev[c->dev].sms / c->sms;
 	uint64_t start = mock_now;
 	if (*t > start)
 		start = *t;
