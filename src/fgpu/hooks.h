@@ -31,6 +31,19 @@
 	   CUdevice dev)) \
 	X(CUresult, cuDevicePrimaryCtxRetain, cuDevicePrimaryCtxRetain, 7000, 0, \
 	  (CUcontext *pctx, CUdevice dev)) \
+	X(CUresult, cuDevicePrimaryCtxRelease, cuDevicePrimaryCtxRelease, 7000, 0, \
+	  (CUdevice dev)) \
+	X(CUresult, cuDevicePrimaryCtxRelease_v2, cuDevicePrimaryCtxRelease, 11000, 0, \
+	  (CUdevice dev)) \
+	X(CUresult, cuDevicePrimaryCtxReset, cuDevicePrimaryCtxReset, 7000, 0, (CUdevice dev)) \
+	X(CUresult, cuDevicePrimaryCtxReset_v2, cuDevicePrimaryCtxReset, 11000, 0, \
+	  (CUdevice dev)) \
+	X(CUresult, cuCtxDestroy, cuCtxDestroy, 2000, 0, (CUcontext ctx)) \
+	X(CUresult, cuCtxDestroy_v2, cuCtxDestroy, 4000, 0, (CUcontext ctx)) \
+	X(CUresult, cuCtxSetLimit, cuCtxSetLimit, 3010, 0, (CUlimit limit, size_t value)) \
+	X(CUresult, cuGreenCtxCreate, cuGreenCtxCreate, 12040, 0, \
+	  (CUgreenCtx *phCtx, CUdevResourceDesc desc, CUdevice dev, unsigned int flags)) \
+	X(CUresult, cuGreenCtxDestroy, cuGreenCtxDestroy, 12040, 0, (CUgreenCtx hCtx)) \
 	X(CUresult, cuMemAlloc, cuMemAlloc, 2000, 0, \
 	  (CUdeviceptr_v1 *dptr, unsigned int bytesize)) \
 	X(CUresult, cuMemAlloc_v2, cuMemAlloc, 3020, 0, \
@@ -156,6 +169,10 @@
 /* Driver functions the shim calls but does not hook. */
 #define FGPU_CUDA_USED(X) \
 	X(CUresult, cuCtxGetDevice, (CUdevice *dev)) \
+	X(CUresult, cuCtxGetLimit, (size_t *pvalue, CUlimit limit)) \
+	X(CUresult, cuDeviceGetAttribute, (int *pi, int attrib, CUdevice dev)) \
+	X(CUresult, cuDevicePrimaryCtxGetState, (CUdevice dev, unsigned int *flags, int *active)) \
+	X(CUresult, cuCtxFromGreenCtx, (CUcontext *pctx, CUgreenCtx hCtx)) \
 	X(CUresult, cuDeviceGetUuid, (CUuuid *uuid, CUdevice dev)) \
 	X(CUresult, cuEventCreate, (CUevent *ev, unsigned int flags)) \
 	X(CUresult, cuEventDestroy_v2, (CUevent ev)) \

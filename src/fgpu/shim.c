@@ -188,6 +188,7 @@ static void fgpu_atfork_child(void)
 	fgpu_pace_reset_child();
 	fgpu_pool_reset_child();
 	fgpu_graph_reset_child();
+	fgpu_contexts_reset_child();
 }
 
 static void fgpu_base_init(void)
@@ -396,18 +397,24 @@ static unsigned fgpu_bucket_of(int kind, uint64_t key)
 int fgpu_track(int kind, uint64_t key, int idx, int64_t bytes)
 {
 	unsigned b = fgpu_bucket_of(kind, key);
+	/* what a context owns goes with it (contexts.c) */
+	CUcontext owner = NULL;
+	if ((kind == K_PTR || kind == K_PTR_V1 || kind == K_ARRAY || kind == K_MIPMAP) &&
+	    REAL(cuCtxGetCurrent, &owner) != CUDA_SUCCESS)
+		owner = NULL;
 	pthread_mutex_lock(&fgpu_table_lock);
 	for (struct fgpu_entry *e = fgpu_table[b]; e; e = e->next)
 		if (e->kind == kind && e->key == key) {
 			e->idx = idx;
 			e->bytes = bytes;
+			e->ctx = owner;
 			pthread_mutex_unlock(&fgpu_table_lock);
 			return 0;
 		}
 	struct fgpu_entry *e = malloc(sizeof(*e));
 	if (e) {
 		*e = (struct fgpu_entry){ .next = fgpu_table[b], .key = key, .kind = kind,
-					  .idx = idx, .bytes = bytes, .refs = 1 };
+					  .idx = idx, .bytes = bytes, .refs = 1, .ctx = owner };
 		fgpu_table[b] = e;
 	}
 	pthread_mutex_unlock(&fgpu_table_lock);
@@ -465,44 +472,6 @@ void fgpu_track_reset_child(void)
 	fgpu_table_lock = fresh;
 }
 
-
-/* ---- hooks: contexts ------------------------------------------------------- */
-
-/* Every context a process makes on a device takes the context's memory
- * there; the first one is charged (fgpu_charge_context), whichever way it
- * is made. */
-static CUresult fgpu_admit_context(CUdevice dev)
-{
-	CUDA_INIT();
-	return fgpu_accounting() ? fgpu_charge_context(fgpu_cuda_index(dev)) : CUDA_SUCCESS;
-}
-
-CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev)
-{
-	CUresult rc = fgpu_admit_context(dev);
-	return rc != CUDA_SUCCESS ? rc : REAL(cuCtxCreate_v2, pctx, flags, dev);
-}
-
-CUresult cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *paramsArray, int numParams,
-			unsigned int flags, CUdevice dev)
-{
-	CUresult rc = fgpu_admit_context(dev);
-	return rc != CUDA_SUCCESS ? rc
-				  : REAL(cuCtxCreate_v3, pctx, paramsArray, numParams, flags, dev);
-}
-
-CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *ctxCreateParams, unsigned int flags,
-			CUdevice dev)
-{
-	CUresult rc = fgpu_admit_context(dev);
-	return rc != CUDA_SUCCESS ? rc : REAL(cuCtxCreate_v4, pctx, ctxCreateParams, flags, dev);
-}
-
-CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
-{
-	CUresult rc = fgpu_admit_context(dev);
-	return rc != CUDA_SUCCESS ? rc : REAL(cuDevicePrimaryCtxRetain, pctx, dev);
-}
 
 /* ---- lookup: cuGetProcAddress and dlsym ------------------------------------- */
 

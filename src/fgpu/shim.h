@@ -3,8 +3,10 @@
  * version script); only the hooks of hooks.h, dlsym and dlvsym are.
  *
  *   shim.c    the real driver's entry points, limits and region, devices,
- *             the process-local allocation table, context hooks, and the
- *             lookups (cuGetProcAddress, dlsym, dlvsym)
+ *             the process-local allocation table, and the lookups
+ *             (cuGetProcAddress, dlsym, dlvsym)
+ *   contexts.c  context hooks: making contexts (green ones too), the
+ *             memory their limits take, what goes when one ends
  *   memory.c  allocation hooks, VMM, and what a process is told
  *   pools.c   stream-ordered allocations and memory pools
  *   graphs.c  memory that CUDA graphs allocate
@@ -86,8 +88,9 @@ void fgpu_unreserve(int idx, int64_t bytes);
 /* ---- the process-local allocation table (shim.c) ---- */
 
 /* K_POOLPTR: an allocation served by a memory pool (charged through its
- * pool, see "pools" below); K_MAP: a VMM mapping, aux = its handle. */
-enum { K_PTR = 1, K_PTR_V1, K_HANDLE, K_ARRAY, K_MIPMAP, K_POOLPTR, K_MAP };
+ * pool, see "pools" below); K_MAP: a VMM mapping, aux = its handle;
+ * K_LIMIT + a CUlimit: what a context's limit takes (contexts.c). */
+enum { K_PTR = 1, K_PTR_V1, K_HANDLE, K_ARRAY, K_MIPMAP, K_POOLPTR, K_MAP, K_LIMIT = 16 };
 
 struct fgpu_entry {
 	struct fgpu_entry *next;
@@ -97,6 +100,8 @@ struct fgpu_entry {
 	int64_t bytes;
 	uint64_t aux;
 	int refs, maps;   /* K_HANDLE: references and mappings */
+	CUcontext ctx;    /* linear memory, arrays, limits: the context they
+			   * belong to, whose end frees them */
 };
 
 #define FGPU_BUCKETS 4096
@@ -104,7 +109,8 @@ extern struct fgpu_entry *fgpu_table[FGPU_BUCKETS];
 extern pthread_mutex_t fgpu_table_lock;
 
 /* Records (kind, key); replaces an existing record. -ENOMEM when the
- * entry cannot be allocated. */
+ * entry cannot be allocated. Linear memory and arrays are recorded as
+ * the current context's. */
 int fgpu_track(int kind, uint64_t key, int idx, int64_t bytes);
 /* Removes (kind, key); returns whether it was there. */
 bool fgpu_untrack(int kind, uint64_t key, int *idx, int64_t *bytes);
@@ -177,5 +183,6 @@ void fgpu_track_reset_child(void);
 void fgpu_pool_reset_child(void);
 void fgpu_pace_reset_child(void);
 void fgpu_graph_reset_child(void);
+void fgpu_contexts_reset_child(void);
 
 #endif

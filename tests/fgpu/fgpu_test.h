@@ -30,7 +30,12 @@ CUresult cuDeviceGet(CUdevice *dev, int ordinal);
 CUresult cuDeviceGetCount(int *count);
 CUresult cuCtxCreate(CUcontext *pctx, unsigned int flags, CUdevice dev);
 CUresult cuCtxSetCurrent(CUcontext ctx);
-CUresult cuCtxDestroy_v2(CUcontext ctx);
+CUresult cuDeviceGetDevResource(CUdevice dev, CUdevResource *res, CUdevResourceType type);
+CUresult cuDevSmResourceSplitByCount(CUdevResource *result, unsigned int *nbGroups,
+				     const CUdevResource *input, CUdevResource *remaining,
+				     unsigned int useFlags, unsigned int minCount);
+CUresult cuDevResourceGenerateDesc(CUdevResourceDesc *desc, CUdevResource *res, unsigned int n);
+CUresult cuGreenCtxStreamCreate(CUstream *s, CUgreenCtx g, unsigned int flags, int priority);
 CUresult cuStreamCreate(CUstream *s, unsigned int flags);
 CUresult cuStreamSynchronize(CUstream s);
 CUresult cuCtxSynchronize(void);

@@ -136,6 +136,40 @@ TEST(proc_address_hands_out_hooks)
 	CHECK_INT(st, CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND);
 }
 
+/* The hooks that see contexts end or take memory through limits are
+ * handed out by base name and version, like the allocation hooks. */
+TEST(context_hooks_are_handed_out)
+{
+	static const struct {
+		const char *base;
+		int version;
+		const char *variant;
+	} want[] = {
+		{ "cuCtxDestroy", 3020, "cuCtxDestroy" },
+		{ "cuCtxDestroy", 12000, "cuCtxDestroy_v2" },
+		{ "cuDevicePrimaryCtxRelease", 10020, "cuDevicePrimaryCtxRelease" },
+		{ "cuDevicePrimaryCtxRelease", 12000, "cuDevicePrimaryCtxRelease_v2" },
+		{ "cuDevicePrimaryCtxReset", 10020, "cuDevicePrimaryCtxReset" },
+		{ "cuDevicePrimaryCtxReset", 12000, "cuDevicePrimaryCtxReset_v2" },
+		{ "cuCtxSetLimit", 12000, "cuCtxSetLimit" },
+		{ "cuGreenCtxCreate", 12040, "cuGreenCtxCreate" },
+		{ "cuGreenCtxDestroy", 12040, "cuGreenCtxDestroy" },
+	};
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		void *p = NULL;
+		CHECK_INT(cuGetProcAddress_v2(want[i].base, &p, want[i].version, 0, NULL),
+			  CUDA_SUCCESS);
+		CHECK(from_shim(p));
+		CHECK(p == dlsym(RTLD_DEFAULT, want[i].variant));
+	}
+	/* green contexts are CUDA 12.4: an older caller is told so */
+	void *p = NULL;
+	CUdriverProcAddressQueryResult st = -1;
+	CHECK_INT(cuGetProcAddress_v2("cuGreenCtxCreate", &p, 12000, 0, &st),
+		  CUDA_ERROR_NOT_FOUND);
+	CHECK_INT(st, CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT);
+}
+
 /* A base name means a different signature from the version that changed
  * it: cuCtxCreate takes execution affinities from CUDA 11.4 (_v3) and a
  * parameter struct from 12.5 (_v4, what CUDA 13's cuCtxCreate is). Each
@@ -215,6 +249,7 @@ int main(void)
 	RUN(rtld_next_still_means_after_the_caller);
 	RUN(dlvsym_hands_out_hooks_too);
 	RUN(proc_address_hands_out_hooks);
+	RUN(context_hooks_are_handed_out);
 	RUN(each_version_gets_the_hook_of_its_signature);
 	RUN(entry_points_from_lookups_enforce_the_limit);
 	ft_cleanup(dir);

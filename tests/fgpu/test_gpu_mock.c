@@ -18,6 +18,8 @@ CUresult cuDeviceGetAttribute(int *pi, int attrib, CUdevice dev);
 CUresult cuDriverGetVersion(int *v);
 CUresult cuGetErrorString(CUresult e, const char **s);
 CUresult cuGetErrorName(CUresult e, const char **s);
+CUresult cuGreenCtxGetDevResource(CUgreenCtx g, CUdevResource *res, CUdevResourceType type);
+CUresult cuCtxGetDevResource(CUcontext c, CUdevResource *res, CUdevResourceType type);
 nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *count);
 nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t d, char *name, unsigned int len);
 nvmlReturn_t nvmlSystemGetDriverVersion(char *v, unsigned int len);
@@ -264,6 +266,112 @@ TEST(simulated_kernel_time)
 	CHECK_INT(cuLaunchKernel(NULL, 1, 1, 1, 1, 1, 1, 0, s, NULL, NULL), CUDA_ERROR_INVALID_HANDLE);
 	CHECK_INT(cuLaunchKernel(f, 1, 1, 1, 2048, 1, 1, 0, s, NULL, NULL), CUDA_ERROR_INVALID_VALUE);
 	CHECK_INT(cuCtxDestroy_v2(c), CUDA_SUCCESS);
+}
+
+TEST(context_limits_take_memory_and_contexts_take_their_allocations)
+{
+	CUcontext c;
+	int64_t base = tesseraMockUsedBytes(0);
+	CHECK_INT(cuCtxCreate_v2(&c, 0, 0), CUDA_SUCCESS);
+	size_t v = 0;
+	int per_sm = 0;
+	CHECK_INT(cuDeviceGetAttribute(&per_sm, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR,
+				       0), CUDA_SUCCESS);
+	CHECK_INT(per_sm, 2048);
+	CHECK_INT(cuCtxGetLimit(&v, CU_LIMIT_STACK_SIZE), CUDA_SUCCESS);
+	CHECK_INT(v, 1024);
+	CHECK_INT(cuCtxGetLimit(&v, CU_LIMIT_PRINTF_FIFO_SIZE), CUDA_SUCCESS);
+	CHECK_INT(v, 1 << 20);
+	CHECK_INT(cuCtxGetLimit(&v, CU_LIMIT_MALLOC_HEAP_SIZE), CUDA_SUCCESS);
+	CHECK_INT(v, 8 << 20);
+	CHECK_INT(cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE, (8 << 20) + GiB), CUDA_SUCCESS);
+	CHECK_INT(tesseraMockUsedBytes(0), base + GiB);
+	CHECK_INT(cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE, 5 * GiB), CUDA_ERROR_OUT_OF_MEMORY);
+	CHECK_INT(cuCtxGetLimit(&v, CU_LIMIT_MALLOC_HEAP_SIZE), CUDA_SUCCESS);
+	CHECK_INT(v, (8 << 20) + GiB);
+	/* the stack is for every resident thread: 2048 a SM, 108 SMs */
+	CHECK_INT(cuCtxSetLimit(CU_LIMIT_STACK_SIZE, 2048), CUDA_SUCCESS);
+	CHECK_INT(tesseraMockUsedBytes(0), base + GiB + 1024LL * 2048 * 108);
+	CHECK_INT(cuCtxSetLimit(CU_LIMIT_STACK_SIZE, 1 << 20), CUDA_ERROR_INVALID_VALUE);
+	CHECK_INT(cuCtxSetLimit((CUlimit)99, 1), CUDA_ERROR_UNSUPPORTED_LIMIT);
+	CHECK_INT(cuCtxGetLimit(&v, (CUlimit)99), CUDA_ERROR_UNSUPPORTED_LIMIT);
+	/* what the context holds goes with it */
+	CUdeviceptr p;
+	CHECK_INT(cuMemAlloc_v2(&p, 100 * MiB), CUDA_SUCCESS);
+	CHECK_INT(cuCtxDestroy_v2(c), CUDA_SUCCESS);
+	CHECK_INT(tesseraMockUsedBytes(0), base);
+	CHECK_INT(cuMemFree_v2(p), CUDA_ERROR_INVALID_VALUE);
+	/* the primary context: a reset empties it and keeps it retained */
+	unsigned flags = 1;
+	int active = -1;
+	CHECK_INT(cuDevicePrimaryCtxGetState(0, &flags, &active), CUDA_SUCCESS);
+	CHECK_INT(active, 0);
+	CHECK_INT(cuDevicePrimaryCtxRetain(&c, 0), CUDA_SUCCESS);
+	CHECK_INT(cuCtxSetCurrent(c), CUDA_SUCCESS);
+	CHECK_INT(cuMemAlloc_v2(&p, 100 * MiB), CUDA_SUCCESS);
+	CHECK_INT(cuCtxSetLimit(CU_LIMIT_PRINTF_FIFO_SIZE, 64 << 20), CUDA_SUCCESS);
+	CHECK_INT(cuDevicePrimaryCtxReset_v2(0), CUDA_SUCCESS);
+	CHECK_INT(tesseraMockUsedBytes(0), base);
+	CHECK_INT(cuCtxGetLimit(&v, CU_LIMIT_PRINTF_FIFO_SIZE), CUDA_SUCCESS);
+	CHECK_INT(v, 1 << 20);
+	CHECK_INT(cuDevicePrimaryCtxGetState(0, &flags, &active), CUDA_SUCCESS);
+	CHECK_INT(active, 1);
+	CHECK_INT(cuDevicePrimaryCtxRelease_v2(0), CUDA_SUCCESS);
+	CHECK_INT(cuDevicePrimaryCtxGetState(0, &flags, &active), CUDA_SUCCESS);
+	CHECK_INT(active, 0);
+	CHECK_INT(cuDevicePrimaryCtxGetState(0, NULL, &active), CUDA_ERROR_INVALID_VALUE);
+	CHECK_INT(cuCtxSetCurrent(NULL), CUDA_SUCCESS);
+}
+
+TEST(green_contexts_partition_the_sms)
+{
+	CUdevResource all, part[2], rest;
+	CHECK_INT(cuDeviceGetDevResource(1, &all, CU_DEV_RESOURCE_TYPE_SM), CUDA_SUCCESS);
+	CHECK_INT(all.type, CU_DEV_RESOURCE_TYPE_SM);
+	CHECK_INT(all.sm.smCount, 132);
+	CHECK_INT(all.sm.minSmPartitionSize, 8);
+	CHECK_INT(cuDeviceGetDevResource(1, &all, (CUdevResourceType)7),
+		  CUDA_ERROR_INVALID_RESOURCE_TYPE);
+	CHECK_INT(cuDeviceGetDevResource(1, &all, CU_DEV_RESOURCE_TYPE_SM), CUDA_SUCCESS);
+	/* 30 SMs asked: groups of 32, four of them fit; asking none counts */
+	unsigned n = 0;
+	CHECK_INT(cuDevSmResourceSplitByCount(NULL, &n, &all, NULL, 0, 30), CUDA_SUCCESS);
+	CHECK_INT(n, 4);
+	n = 2;
+	CHECK_INT(cuDevSmResourceSplitByCount(part, &n, &all, &rest, 0, 30), CUDA_SUCCESS);
+	CHECK_INT(n, 2);
+	CHECK_INT(part[0].sm.smCount, 32);
+	CHECK_INT(rest.sm.smCount, 132 - 64);
+	CHECK_INT(cuDevSmResourceSplitByCount(part, &n, &all, &rest, 0, 200),
+		  CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION);
+	CUdevResourceDesc desc;
+	CHECK_INT(cuDevResourceGenerateDesc(&desc, part, 1), CUDA_SUCCESS);
+	CUgreenCtx g;
+	CHECK_INT(cuGreenCtxCreate(&g, desc, 1, 0), CUDA_ERROR_INVALID_VALUE);
+	CHECK_INT(cuGreenCtxCreate(&g, desc, 0, CU_GREEN_CTX_DEFAULT_STREAM),
+		  CUDA_ERROR_INVALID_DEVICE);
+	CHECK_INT(cuGreenCtxCreate(&g, desc, 1, CU_GREEN_CTX_DEFAULT_STREAM), CUDA_SUCCESS);
+	CUdevResource mine;
+	CHECK_INT(cuGreenCtxGetDevResource(g, &mine, CU_DEV_RESOURCE_TYPE_SM), CUDA_SUCCESS);
+	CHECK_INT(mine.sm.smCount, 32);
+	CUcontext gc;
+	CHECK_INT(cuCtxFromGreenCtx(&gc, g), CUDA_SUCCESS);
+	CHECK_INT(cuCtxGetDevResource(gc, &mine, CU_DEV_RESOURCE_TYPE_SM), CUDA_SUCCESS);
+	CHECK_INT(mine.sm.smCount, 32);
+	CUstream s;
+	CHECK_INT(cuGreenCtxStreamCreate(&s, g, 0, 0), CUDA_ERROR_INVALID_VALUE);
+	CHECK_INT(cuGreenCtxStreamCreate(&s, g, CU_STREAM_NON_BLOCKING, 0), CUDA_SUCCESS);
+	/* 32 blocks take 32 us on the whole device, 132/32 times that here */
+	CHECK_INT(cuCtxSetCurrent(gc), CUDA_SUCCESS);
+	uint64_t t0 = tesseraMockNowNs();
+	CHECK_INT(cuLaunchKernel((CUfunction)(uintptr_t)0x1000, 32, 1, 1, 32, 1, 1, 0, s, NULL, NULL),
+		  CUDA_SUCCESS);
+	CHECK_INT(cuStreamSynchronize(s), CUDA_SUCCESS);
+	CHECK_INT(tesseraMockNowNs() - t0, 32000 * 132 / 32);
+	CHECK_INT(cuCtxDestroy_v2(gc), CUDA_ERROR_INVALID_CONTEXT);   /* not that way */
+	CHECK_INT(cuStreamDestroy_v2(s), CUDA_SUCCESS);
+	CHECK_INT(cuGreenCtxDestroy(g), CUDA_SUCCESS);
+	CHECK_INT(cuCtxSetCurrent(NULL), CUDA_SUCCESS);
 }
 
 /* A cuuint64_t pool attribute, or -1 when the driver refuses. */
@@ -1498,6 +1606,8 @@ int main(void)
 	RUN(usage_is_shared_between_processes);
 	RUN(proc_address_versions);
 	RUN(simulated_kernel_time);
+	RUN(context_limits_take_memory_and_contexts_take_their_allocations);
+	RUN(green_contexts_partition_the_sms);
 	RUN(pool_grows_in_grains_and_reuses_its_reserve);
 	RUN(pool_threshold_trim_and_attributes);
 	RUN(destroyed_pool_keeps_memory_of_live_allocations);

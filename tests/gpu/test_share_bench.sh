@@ -44,6 +44,8 @@ set -e
 check "bad arguments exit 2" '[[ $rc == 2 && $rc2 == 2 && $rc3 == 2 ]]'
 tp=$("$BENCH" throughput 1 --iters 10)
 check "throughput runs" '[[ $tp == kernels_per_s* ]]'
+green=$(shim 100 "$BENCH" throughput 1 --iters 10 --green-sms 20 2>&1)
+check "throughput in a green context, under the shim" '[[ $green == *"green context of 24 SMs (asked 20)"* && $green == *kernels_per_s* ]]'
 lo=$(shim 50 "$BENCH" launch-overhead 1000)
 check "launch overhead runs under pacing" '[[ $lo == ns_per_launch* ]]'
 ao=$(shim 100 "$BENCH" alloc-overhead 100)
