@@ -7,11 +7,19 @@
  * too (simulated kernels), which is how CI keeps it working.
  *
  *   gpu-share-bench info                  device, SMs, memory as reported
- *   gpu-share-bench alloc SIZE [--how plain|async|graph]
+ *   gpu-share-bench alloc SIZE [--how plain|async|graph|reset]
  *                                         allocate SIZE once (cuMemAlloc,
  *                                         cuMemAllocAsync, or a CUDA graph's
- *                                         memory node): "ok", or "out of
- *                                         memory" and exit 1
+ *                                         memory node; reset: cuMemAlloc,
+ *                                         reset the device as
+ *                                         cudaDeviceReset does, then again):
+ *                                         "ok", or "out of memory" and exit 1
+ *   gpu-share-bench limit stack|heap BYTES
+ *                                         raise the context's stack size
+ *                                         (per thread) or malloc heap to
+ *                                         BYTES: "ok", how much free memory
+ *                                         dropped and what the shim charges
+ *                                         for it, or "out of memory", exit 1
  *   gpu-share-bench throughput SECONDS [--green-sms N] [--iters N]
  *                                         compute-bound kernels per second
  *                                         (in a green context of N SMs when
@@ -99,6 +107,9 @@ static struct {
 	CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
 				 unsigned, unsigned, CUstream, void **, void **);
 	CUresult (*GetErrorName)(CUresult, const char **);
+	CUresult (*DevicePrimaryCtxReset)(CUdevice);
+	CUresult (*CtxSetLimit)(int, size_t);
+	CUresult (*CtxGetLimit)(size_t *, int);
 	/* stream-ordered allocation and graphs, optional (alloc --how) */
 	CUresult (*MemAllocAsync)(CUdeviceptr *, size_t, CUstream);
 	CUresult (*MemFreeAsync)(CUdeviceptr, CUstream);
@@ -157,6 +168,9 @@ static void load_driver(void)
 		{ "cuStreamSynchronize", (void **)&cu.StreamSynchronize, false },
 		{ "cuLaunchKernel", (void **)&cu.LaunchKernel, false },
 		{ "cuGetErrorName", (void **)&cu.GetErrorName, true },
+		{ "cuDevicePrimaryCtxReset_v2", (void **)&cu.DevicePrimaryCtxReset, false },
+		{ "cuCtxSetLimit", (void **)&cu.CtxSetLimit, false },
+		{ "cuCtxGetLimit", (void **)&cu.CtxGetLimit, false },
 		{ "cuMemAllocAsync", (void **)&cu.MemAllocAsync, true },
 		{ "cuMemFreeAsync", (void **)&cu.MemFreeAsync, true },
 		{ "cuStreamBeginCapture_v2", (void **)&cu.StreamBeginCapture, true },
@@ -300,7 +314,7 @@ static void cmd_info(void)
 	printf("name %s sms %d memory_total %zu memory_free %zu\n", name, sm_count(), t, f);
 }
 
-enum alloc_how { HOW_PLAIN, HOW_ASYNC, HOW_GRAPH };
+enum alloc_how { HOW_PLAIN, HOW_ASYNC, HOW_GRAPH, HOW_RESET };
 
 /* One allocation of bytes, as a program would make it: cuMemAlloc_v2, a
  * stream-ordered cuMemAllocAsync (from the device's pool), or a CUDA
@@ -317,6 +331,16 @@ static int cmd_alloc(int64_t bytes, enum alloc_how how)
 		exit(2);
 	}
 	if (how == HOW_PLAIN) {
+		rc = cu.MemAlloc(&p, (size_t)bytes);
+	} else if (how == HOW_RESET) {
+		/* the first allocation must fit; after the reset, so must the
+		 * second: the reset freed the first */
+		CALL(cu.MemAlloc(&p, (size_t)bytes));
+		CALL(cu.DevicePrimaryCtxReset(dev));
+		CUcontext ctx;
+		CALL(cu.DevicePrimaryCtxRetain(&ctx, dev));
+		CALL(cu.CtxSetCurrent(ctx));
+		what = "cuMemAlloc_v2 after cuDevicePrimaryCtxReset_v2";
 		rc = cu.MemAlloc(&p, (size_t)bytes);
 	} else if (how == HOW_ASYNC) {
 		what = "cuMemAllocAsync";
@@ -353,9 +377,42 @@ static int cmd_alloc(int64_t bytes, enum alloc_how how)
 	return 0;
 }
 
+/* Raises a memory-sizing limit of the primary context. free_drop is what
+ * cuMemGetInfo's free fell by (right away: a driver may reserve later);
+ * charged is what the shim counts for the change, the difference times
+ * the resident threads (MAX_THREADS_PER_MULTIPROCESSOR x SMs) for the
+ * stack. */
+static int cmd_limit(CUlimit limit, size_t value)
+{
+	setup(0);
+	size_t before = 0, f0 = 0, f1 = 0, t = 0, set = 0;
+	CALL(cu.CtxGetLimit(&before, limit));
+	CALL(cu.MemGetInfo(&f0, &t));
+	CUresult rc = cu.CtxSetLimit(limit, value);
+	if (rc == CUDA_ERROR_OUT_OF_MEMORY) {
+		printf("out of memory\n");
+		return 1;
+	}
+	if (rc != CUDA_SUCCESS)
+		die("cuCtxSetLimit", rc);
+	CALL(cu.CtxGetLimit(&set, limit));
+	CALL(cu.MemGetInfo(&f1, &t));
+	long long charged = set > before ? (long long)(set - before) : 0;
+	if (limit == CU_LIMIT_STACK_SIZE) {
+		int per_sm = 0;
+		CALL(cu.DeviceGetAttribute(&per_sm, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR,
+					   dev));
+		charged *= (long long)per_sm * sm_count();
+	}
+	printf("ok value %zu free_drop %lld charged %lld\n", set, (long long)f0 - (long long)f1,
+	       charged);
+	return 0;
+}
+
 static void usage(void)
 {
-	fprintf(stderr, "usage: gpu-share-bench info | alloc SIZE [--how plain|async|graph] | "
+	fprintf(stderr, "usage: gpu-share-bench info | alloc SIZE [--how plain|async|graph|reset] | "
+			"limit stack|heap BYTES | "
 			"throughput SECONDS [--green-sms N] [--iters N] | "
 			"launch-overhead N | alloc-overhead N\n");
 	exit(2);
@@ -396,10 +453,24 @@ int main(int argc, char **argv)
 				how = HOW_ASYNC;
 			else if (strcmp(argv[4], "graph") == 0)
 				how = HOW_GRAPH;
+			else if (strcmp(argv[4], "reset") == 0)
+				how = HOW_RESET;
 			else if (strcmp(argv[4], "plain") != 0)
 				usage();
 		}
 		return cmd_alloc(bytes, how);
+	} else if (strcmp(cmd, "limit") == 0 && argc == 4) {
+		int64_t bytes;
+		struct terr err;
+		if (units_parse_size(argv[3], &bytes, &err) < 0 || bytes <= 0) {
+			fprintf(stderr, "gpu-share-bench: bad size %s\n", argv[3]);
+			return 2;
+		}
+		if (strcmp(argv[2], "stack") == 0)
+			return cmd_limit(CU_LIMIT_STACK_SIZE, (size_t)bytes);
+		if (strcmp(argv[2], "heap") == 0)
+			return cmd_limit(CU_LIMIT_MALLOC_HEAP_SIZE, (size_t)bytes);
+		usage();
 	} else if (strcmp(cmd, "throughput") == 0 && argc >= 3) {
 		int green = 0;
 		unsigned iters = 4096;

@@ -84,6 +84,22 @@ json=$(shim 100 "$GPUINFO" --json)
 check "gpu-info --json shows the share" '[[ $json == *"\"memory_total\":$SHARE"* || $json == *"\"memory_total\": $SHARE"* ]]'
 smi=$(shim 100 nvidia-smi --query-gpu=memory.total,memory.used --format=csv,noheader,nounits -i 0)
 check "nvidia-smi under the shim shows the share ($smi MiB)" '[[ ${smi%%,*} == "$((SHARE >> 20))" ]]'
+# Context limits size memory the driver reserves (the stack for every
+# resident thread, the malloc heap): the shim charges them when raised.
+# How much the driver takes at once for them is measured without the shim.
+heap=$("$BENCH" limit heap 1GiB)
+stack=$("$BENCH" limit stack 16384)
+echo "without the library: 1 GiB heap: $heap; 16 KiB stack: $stack"
+per_byte=$(( $(field charged "$stack") / (16384 - 1024) ))
+over=$(( (1024 + SHARE / 10 * 11 / (per_byte > 0 ? per_byte : 1) + 15) / 16 * 16 ))
+if (( per_byte > 0 && over <= 512 * 1024 )); then
+	check "a stack of $over bytes a thread, past the share, is out of memory" \
+		'[[ $(shim 100 "$BENCH" limit stack $over) == "out of memory" ]]'
+fi
+check "a malloc heap of 110% of the share is out of memory" \
+	'[[ $(shim 100 "$BENCH" limit heap $((SHARE / 10 * 11))) == "out of memory" ]]'
+check "after a device reset half the share can be allocated again" \
+	'[[ $(shim 100 "$BENCH" alloc $((SHARE / 2)) --how reset) == ok ]]'
 if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
 	shim 100 python3 - "$SHARE" <<'PY' || fail=1
 import sys, torch
@@ -200,6 +216,7 @@ echo "| MPS thread percentage, with a busy competitor | ${R[mps_busy_25]:-n/a} |
 echo
 echo "An unlimited tenant next to the same competitor gets ${R[unlimited_busy]}% (${R[unlimited_busy_long]}% with the longer kernels)."
 echo "A kernel takes $(ms_per "$BASE") ms alone ($(ms_per "$BASE_LONG") ms for the longer ones)."
+echo "Context limits, without the library: a 1 GiB malloc heap took $(( $(field free_drop "$heap") >> 20 )) MiB of free memory at once, a 16 KiB stack $(( $(field free_drop "$stack") >> 20 )) MiB; the library charges $(( $(field charged "$heap") >> 20 )) and $(( $(field charged "$stack") >> 20 )) MiB."
 echo "Throughput at share 1.0 with the library: $(awk -v a="$FULL" -v b="$BASE" 'BEGIN { printf "%.3f", a / b }') of without (goal >= 0.99)."
 echo
 echo "| Overhead | bare | library | library, pacing 50% |"

@@ -36,6 +36,16 @@ for how in async graph; do
 	check "$how alloc past the share: out of memory, exit 1" '[[ $out == "out of memory" && $rc == 1 ]]'
 	check "$how alloc without the shim: the whole device" '[[ $("$BENCH" alloc 3GiB --how $how) == ok ]]'
 done
+check "reset frees: the share can be allocated again" '[[ $(shim 100 "$BENCH" alloc 1536MiB --how reset) == ok ]]'
+check "stack without the shim: the whole device" '[[ $("$BENCH" limit stack 16384) == "ok value 16384 "* ]]'
+for what in "stack 16384" "heap 4GiB"; do
+	set +e
+	out=$(shim 100 "$BENCH" limit $what); rc=$?
+	set -e
+	check "limit $what past the share: out of memory, exit 1" '[[ $out == "out of memory" && $rc == 1 ]]'
+done
+out=$(shim 100 "$BENCH" limit heap 1GiB)
+check "a heap within the share: charged, and free memory says so" '[[ $out =~ ^ok\ value\ 1073741824\ free_drop\ ([0-9]+)\ charged\ ([0-9]+)$ && ${BASH_REMATCH[1]} == "${BASH_REMATCH[2]}" ]]'
 set +e
 "$BENCH" alloc lots 2>/dev/null; rc=$?
 "$BENCH" throughput 0 2>/dev/null; rc2=$?
