@@ -33,25 +33,39 @@ static CUresult fgpu_admit_context(CUdevice dev)
 	return fgpu_accounting() ? fgpu_charge_context(fgpu_cuda_index(dev)) : CUDA_SUCCESS;
 }
 
+static void fgpu_note_context(CUcontext ctx, CUdevice dev);
+
+/* What a context-making call returned: a new context is noted. */
+static CUresult fgpu_born(CUresult rc, CUcontext *pctx, CUdevice dev)
+{
+	if (rc == CUDA_SUCCESS && pctx)
+		fgpu_note_context(*pctx, dev);
+	return rc;
+}
+
 CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev)
 {
 	CUresult rc = fgpu_admit_context(dev);
-	return rc != CUDA_SUCCESS ? rc : REAL(cuCtxCreate_v2, pctx, flags, dev);
+	return rc != CUDA_SUCCESS ? rc : fgpu_born(REAL(cuCtxCreate_v2, pctx, flags, dev), pctx, dev);
 }
 
 CUresult cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *paramsArray, int numParams,
 			unsigned int flags, CUdevice dev)
 {
 	CUresult rc = fgpu_admit_context(dev);
-	return rc != CUDA_SUCCESS ? rc
-				  : REAL(cuCtxCreate_v3, pctx, paramsArray, numParams, flags, dev);
+	return rc != CUDA_SUCCESS
+		? rc
+		: fgpu_born(REAL(cuCtxCreate_v3, pctx, paramsArray, numParams, flags, dev), pctx,
+			    dev);
 }
 
 CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *ctxCreateParams, unsigned int flags,
 			CUdevice dev)
 {
 	CUresult rc = fgpu_admit_context(dev);
-	return rc != CUDA_SUCCESS ? rc : REAL(cuCtxCreate_v4, pctx, ctxCreateParams, flags, dev);
+	return rc != CUDA_SUCCESS
+		? rc
+		: fgpu_born(REAL(cuCtxCreate_v4, pctx, ctxCreateParams, flags, dev), pctx, dev);
 }
 
 /* The primary context of each CUDA ordinal, as the driver handed it out:
@@ -70,14 +84,20 @@ CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
 		fgpu_primary[dev] = *pctx;
 		pthread_mutex_unlock(&fgpu_primary_lock);
 	}
-	return rc;
+	return fgpu_born(rc, pctx, dev);
 }
 
 CUresult cuGreenCtxCreate(CUgreenCtx *phCtx, CUdevResourceDesc desc, CUdevice dev,
 			  unsigned int flags)
 {
 	CUresult rc = fgpu_admit_context(dev);
-	return rc != CUDA_SUCCESS ? rc : REAL(cuGreenCtxCreate, phCtx, desc, dev, flags);
+	if (rc != CUDA_SUCCESS || (rc = REAL(cuGreenCtxCreate, phCtx, desc, dev, flags)) !=
+				      CUDA_SUCCESS)
+		return rc;
+	CUcontext ctx = NULL;
+	if (REAL(cuCtxFromGreenCtx, &ctx, *phCtx) == CUDA_SUCCESS)
+		fgpu_note_context(ctx, dev);
+	return CUDA_SUCCESS;
 }
 
 /* ---- limits ---------------------------------------------------------------- */
@@ -116,9 +136,9 @@ static int64_t fgpu_limit_bytes(CUlimit limit, size_t value, size_t base, CUdevi
  * the driver's value in step. */
 static pthread_mutex_t fgpu_limit_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* The record of limit on ctx: *base and *charged (0 and the driver's
- * current value when there is none yet). */
-static void fgpu_limit_record(CUcontext ctx, CUlimit limit, size_t current, size_t *base,
+/* The record of limit on ctx: *base and *charged (the driver's current
+ * value and 0 when there is none yet); whether there is one. */
+static bool fgpu_limit_record(CUcontext ctx, CUlimit limit, size_t current, size_t *base,
 			      int64_t *charged)
 {
 	*base = current;
@@ -130,6 +150,7 @@ static void fgpu_limit_record(CUcontext ctx, CUlimit limit, size_t current, size
 		*charged = e->bytes;
 	}
 	pthread_mutex_unlock(&fgpu_table_lock);
+	return e != NULL;
 }
 
 static void fgpu_limit_store(CUcontext ctx, CUlimit limit, int idx, size_t base,
@@ -145,6 +166,56 @@ static void fgpu_limit_store(CUcontext ctx, CUlimit limit, int idx, size_t base,
 		e->ctx = ctx;
 	}
 	pthread_mutex_unlock(&fgpu_table_lock);
+}
+
+/* A new context's stack size: the base its growth is charged from (the
+ * overhead covers it). The context need not be current: a retained
+ * primary context is not. */
+static void fgpu_note_context(CUcontext ctx, CUdevice dev)
+{
+	if (!ctx || !fgpu_accounting())
+		return;
+	pthread_mutex_lock(&fgpu_limit_lock);
+	size_t v, base;
+	int64_t charged;
+	if (!fgpu_limit_record(ctx, CU_LIMIT_STACK_SIZE, 0, &base, &charged) &&
+	    REAL(cuCtxPushCurrent_v2, ctx) == CUDA_SUCCESS) {
+		CUresult rc = REAL(cuCtxGetLimit, &v, CU_LIMIT_STACK_SIZE);
+		REAL(cuCtxPopCurrent_v2, NULL);
+		if (rc == CUDA_SUCCESS)
+			fgpu_limit_store(ctx, CU_LIMIT_STACK_SIZE, fgpu_cuda_index(dev), v, 0);
+	}
+	pthread_mutex_unlock(&fgpu_limit_lock);
+}
+
+/* The driver grows a context's stack by itself for a kernel that needs
+ * more local memory per thread than the stack limit, and keeps it grown;
+ * the limit then reads the larger value. Read after synchronizations: the
+ * growth is charged then, past the share or not, since the memory is
+ * taken; later allocations are refused until it is given back. */
+void fgpu_stack_follow(void)
+{
+	CUcontext ctx = NULL;
+	CUdevice ord;
+	size_t v;
+	if (!fgpu_accounting() || REAL(cuCtxGetCurrent, &ctx) != CUDA_SUCCESS || !ctx ||
+	    REAL(cuCtxGetLimit, &v, CU_LIMIT_STACK_SIZE) != CUDA_SUCCESS ||
+	    fgpu_current_device(&ord) != CUDA_SUCCESS)
+		return;
+	pthread_mutex_lock(&fgpu_limit_lock);
+	size_t base;
+	int64_t charged;
+	bool known = fgpu_limit_record(ctx, CU_LIMIT_STACK_SIZE, v, &base, &charged);
+	int64_t want = fgpu_limit_bytes(CU_LIMIT_STACK_SIZE, v, base, ord);
+	int idx = fgpu_cuda_index(ord);
+	if (want > charged) {
+		if (idx >= 0 && fgpu_region.r)
+			fgpu_region_reserve(&fgpu_region, idx, want - charged, FGPU_UNLIMITED);
+		fgpu_limit_store(ctx, CU_LIMIT_STACK_SIZE, idx, base, want);
+	} else if (!known) {
+		fgpu_limit_store(ctx, CU_LIMIT_STACK_SIZE, idx, base, 0);
+	}
+	pthread_mutex_unlock(&fgpu_limit_lock);
 }
 
 /* Moves the charge from have to want bytes on device ord (*idx gets the

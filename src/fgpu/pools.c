@@ -423,12 +423,14 @@ CUresult cuMemPoolDestroy(CUmemoryPool pool)
 }
 
 /* Synchronization is where pools give memory back (and where the graph
- * allocator's figure is re-read). */
+ * allocator's figure and the context's stack size are re-read). */
 #define FGPU_SETTLE_AFTER(call) do { \
 	CUDA_INIT(); \
 	CUresult rc_ = (call); \
-	if (rc_ == CUDA_SUCCESS) \
+	if (rc_ == CUDA_SUCCESS) { \
 		fgpu_reserves_settle(); \
+		fgpu_stack_follow(); \
+	} \
 	return rc_; \
 } while (0)
 

@@ -184,5 +184,7 @@ void fgpu_pool_reset_child(void);
 void fgpu_pace_reset_child(void);
 void fgpu_graph_reset_child(void);
 void fgpu_contexts_reset_child(void);
+/* contexts.c: charges the current context's stack grown by the driver. */
+void fgpu_stack_follow(void);
 
 #endif

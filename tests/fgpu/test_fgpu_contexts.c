@@ -10,6 +10,11 @@
  * MULTIPROCESSOR) times its SMs: what one byte of stack costs. */
 #define THREADS (2048LL * 100)
 
+typedef struct CUmod_st *CUmodule;
+CUresult cuModuleLoadData(CUmodule *m, const void *image);
+CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name);
+CUresult cuModuleUnload(CUmodule m);
+
 static const char *dir;
 static CUcontext primary;
 
@@ -73,6 +78,43 @@ TEST(stack_counts_every_resident_thread)
 	CHECK_INT(cuCtxSetLimit(CU_LIMIT_STACK_SIZE, 1024), CUDA_SUCCESS);
 	CHECK_INT(used0(), base);
 	CHECK_INT(tesseraMockUsedBytes(0), mock_base);
+}
+
+/* Kernels with 4 KiB and 8 KiB of local memory per thread: the driver
+ * grows the stack to fit when they are launched. */
+static const char deep_ptx[] =
+	".version 6.0\n.target sm_50\n.address_size 64\n"
+	".visible .entry deep4k()\n{\n\t.local .align 4 .b8 buf[4096];\n\tret;\n}\n"
+	".visible .entry deep8k()\n{\n\t.local .align 4 .b8 buf[8192];\n\tret;\n}\n";
+
+TEST(stack_grown_by_the_driver_is_charged_after_a_synchronization)
+{
+	long long base = used0(), mock_base = tesseraMockUsedBytes(0);
+	CUmodule m;
+	CUfunction k4, k8;
+	CUstream s;
+	CHECK_INT(cuModuleLoadData(&m, deep_ptx), CUDA_SUCCESS);
+	CHECK_INT(cuModuleGetFunction(&k4, m, "deep4k"), CUDA_SUCCESS);
+	CHECK_INT(cuModuleGetFunction(&k8, m, "deep8k"), CUDA_SUCCESS);
+	CHECK_INT(cuStreamCreate(&s, 0), CUDA_SUCCESS);
+	CHECK_INT(cuLaunchKernel(k4, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL), CUDA_SUCCESS);
+	CHECK_INT(limit_of(CU_LIMIT_STACK_SIZE), 4096);
+	CHECK_INT(tesseraMockUsedBytes(0), mock_base + 3072 * THREADS);
+	CHECK_INT(cuStreamSynchronize(s), CUDA_SUCCESS);
+	CHECK_INT(used0(), base + 3072 * THREADS);                       /* 600 MiB */
+	/* 8 KiB a thread is past the share, but the driver took it: charged
+	 * all the same, and nothing more can be allocated */
+	CHECK_INT(cuLaunchKernel(k8, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL), CUDA_SUCCESS);
+	CHECK_INT(cuCtxSynchronize(), CUDA_SUCCESS);
+	CHECK_INT(used0(), 1 * GiB);                  /* free is 0, never negative */
+	CUdeviceptr p = 0;
+	CHECK_INT(cuMemAlloc_v2(&p, 1 * MiB), CUDA_ERROR_OUT_OF_MEMORY);
+	/* setting the stack back gives it all back */
+	CHECK_INT(cuCtxSetLimit(CU_LIMIT_STACK_SIZE, 1024), CUDA_SUCCESS);
+	CHECK_INT(used0(), base);
+	CHECK_INT(tesseraMockUsedBytes(0), mock_base);
+	CHECK_INT(cuStreamDestroy_v2(s), CUDA_SUCCESS);
+	CHECK_INT(cuModuleUnload(m), CUDA_SUCCESS);
 }
 
 TEST(other_limits_pass_through)
@@ -228,6 +270,7 @@ int main(void)
 	}
 	RUN(heap_and_printf_fifo_are_charged);
 	RUN(stack_counts_every_resident_thread);
+	RUN(stack_grown_by_the_driver_is_charged_after_a_synchronization);
 	RUN(other_limits_pass_through);
 	RUN(a_destroyed_context_gives_back_what_it_held);
 	RUN(a_reset_lets_the_process_allocate_its_share_again);

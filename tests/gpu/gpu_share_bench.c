@@ -20,6 +20,11 @@
  *                                         BYTES: "ok", how much free memory
  *                                         dropped and what the shim charges
  *                                         for it, or "out of memory", exit 1
+ *   gpu-share-bench deep-launch           launch a kernel with 32 KiB of local
+ *                                         memory per thread and synchronize:
+ *                                         the stack size after it, how much
+ *                                         free memory dropped, and what the
+ *                                         shim charges for that stack
  *   gpu-share-bench throughput SECONDS [--green-sms N] [--iters N]
  *                                         compute-bound kernels per second
  *                                         (in a green context of N SMs when
@@ -72,6 +77,28 @@ static const char bench_ptx[] =
 	"}\n"
 	".visible .entry empty()\n"
 	"{\n"
+	"	ret;\n"
+	"}\n"
+	/* 32 KiB of local memory per thread, indexed at run time so that it
+	 * is kept: more than the default stack, which the driver grows */
+	".visible .entry deep(.param .u32 idx, .param .u64 out)\n"
+	"{\n"
+	"	.local .align 4 .b8 buf[32768];\n"
+	"	.reg .b32 q<4>;\n"
+	"	.reg .b64 a<6>;\n"
+	"	ld.param.u32 q1, [idx];\n"
+	"	and.b32 q1, q1, 8191;\n"
+	"	mul.wide.u32 a1, q1, 4;\n"
+	"	mov.u64 a2, buf;\n"
+	"	add.u64 a3, a2, a1;\n"
+	"	st.local.u32 [a3], q1;\n"
+	"	xor.b32 q2, q1, 1;\n"
+	"	mul.wide.u32 a4, q2, 4;\n"
+	"	add.u64 a5, a2, a4;\n"
+	"	ld.local.u32 q3, [a5];\n"
+	"	ld.param.u64 a1, [out];\n"
+	"	cvta.to.global.u64 a1, a1;\n"
+	"	st.global.u32 [a1], q3;\n"
 	"	ret;\n"
 	"}\n";
 
@@ -129,7 +156,7 @@ static struct {
 
 static CUdevice dev;
 static CUstream stream;
-static CUfunction k_spin, k_empty;
+static CUfunction k_spin, k_empty, k_deep;
 static CUdeviceptr out;
 
 static void die(const char *what, CUresult rc)
@@ -232,6 +259,7 @@ static void setup(int green_sms)
 	CALL(cu.ModuleLoadData(&mod, bench_ptx));
 	CALL(cu.ModuleGetFunction(&k_spin, mod, "spin"));
 	CALL(cu.ModuleGetFunction(&k_empty, mod, "empty"));
+	CALL(cu.ModuleGetFunction(&k_deep, mod, "deep"));
 	CALL(cu.MemAlloc(&out, 4096));
 }
 
@@ -409,10 +437,31 @@ static int cmd_limit(CUlimit limit, size_t value)
 	return 0;
 }
 
+/* The stack the driver grows by itself for a kernel that needs more
+ * local memory than the stack limit (the same figures as cmd_limit). */
+static void cmd_deep_launch(void)
+{
+	setup(0);
+	size_t before = 0, after = 0, f0 = 0, f1 = 0, t = 0;
+	unsigned idx = 5;
+	void *params[] = { &idx, &out };
+	CALL(cu.CtxGetLimit(&before, CU_LIMIT_STACK_SIZE));
+	CALL(cu.MemGetInfo(&f0, &t));
+	CALL(cu.LaunchKernel(k_deep, 1, 1, 1, 32, 1, 1, 0, stream, params, NULL));
+	CALL(cu.StreamSynchronize(stream));
+	CALL(cu.CtxGetLimit(&after, CU_LIMIT_STACK_SIZE));
+	CALL(cu.MemGetInfo(&f1, &t));
+	int per_sm = 0;
+	CALL(cu.DeviceGetAttribute(&per_sm, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, dev));
+	long long charged = after > before ? (long long)(after - before) * per_sm * sm_count() : 0;
+	printf("ok value %zu free_drop %lld charged %lld free_after %zu\n", after,
+	       (long long)f0 - (long long)f1, charged, f1);
+}
+
 static void usage(void)
 {
 	fprintf(stderr, "usage: gpu-share-bench info | alloc SIZE [--how plain|async|graph|reset] | "
-			"limit stack|heap BYTES | "
+			"limit stack|heap BYTES | deep-launch | "
 			"throughput SECONDS [--green-sms N] [--iters N] | "
 			"launch-overhead N | alloc-overhead N\n");
 	exit(2);
@@ -471,6 +520,8 @@ int main(int argc, char **argv)
 		if (strcmp(argv[2], "heap") == 0)
 			return cmd_limit(CU_LIMIT_MALLOC_HEAP_SIZE, (size_t)bytes);
 		usage();
+	} else if (strcmp(cmd, "deep-launch") == 0 && argc == 2) {
+		cmd_deep_launch();
 	} else if (strcmp(cmd, "throughput") == 0 && argc >= 3) {
 		int green = 0;
 		unsigned iters = 4096;

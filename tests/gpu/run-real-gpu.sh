@@ -98,6 +98,17 @@ if (( per_byte > 0 && over <= 512 * 1024 )); then
 fi
 check "a malloc heap of 110% of the share is out of memory" \
 	'[[ $(shim 100 "$BENCH" limit heap $((SHARE / 10 * 11))) == "out of memory" ]]'
+# The driver grows the stack by itself for a kernel that needs more local
+# memory; the shim charges what cuCtxGetLimit then reads, after a sync.
+deep=$("$BENCH" deep-launch)
+deep_shim=$(shim 100 "$BENCH" deep-launch)
+echo "a kernel with 32 KiB of local memory a thread, without the library: $deep; with it: $deep_shim"
+if (( $(field value "$deep") > 16384 )); then
+	check "the stack the driver grew for a kernel is charged" \
+		'(( $(field free_drop "$deep_shim") >= $(field charged "$deep_shim") || $(field free_after "$deep_shim") == 0 ))'
+else
+	echo "note: the driver does not report the grown stack through cuCtxGetLimit; the shim cannot charge it"
+fi
 check "after a device reset half the share can be allocated again" \
 	'[[ $(shim 100 "$BENCH" alloc $((SHARE / 2)) --how reset) == ok ]]'
 if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
@@ -217,6 +228,7 @@ echo
 echo "An unlimited tenant next to the same competitor gets ${R[unlimited_busy]}% (${R[unlimited_busy_long]}% with the longer kernels)."
 echo "A kernel takes $(ms_per "$BASE") ms alone ($(ms_per "$BASE_LONG") ms for the longer ones)."
 echo "Context limits, without the library: a 1 GiB malloc heap took $(( $(field free_drop "$heap") >> 20 )) MiB of free memory at once, a 16 KiB stack $(( $(field free_drop "$stack") >> 20 )) MiB; the library charges $(( $(field charged "$heap") >> 20 )) and $(( $(field charged "$stack") >> 20 )) MiB."
+echo "A kernel with 32 KiB of local memory a thread, without the library: the stack limit read $(field value "$deep") after it and free memory dropped $(( $(field free_drop "$deep") >> 20 )) MiB; with it, $(( $(field charged "$deep_shim") >> 20 )) MiB charged."
 echo "Throughput at share 1.0 with the library: $(awk -v a="$FULL" -v b="$BASE" 'BEGIN { printf "%.3f", a / b }') of without (goal >= 0.99)."
 echo
 echo "| Overhead | bare | library | library, pacing 50% |"

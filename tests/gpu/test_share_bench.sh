@@ -46,6 +46,12 @@ for what in "stack 16384" "heap 4GiB"; do
 done
 out=$(shim 100 "$BENCH" limit heap 1GiB)
 check "a heap within the share: charged, and free memory says so" '[[ $out =~ ^ok\ value\ 1073741824\ free_drop\ ([0-9]+)\ charged\ ([0-9]+)$ && ${BASH_REMATCH[1]} == "${BASH_REMATCH[2]}" ]]'
+out=$("$BENCH" deep-launch)
+check "a kernel with 32 KiB of local memory grows the stack" '[[ $out =~ ^ok\ value\ 32768\ free_drop\ ([0-9]+)\ charged\ ([0-9]+)\  && ${BASH_REMATCH[1]} == "${BASH_REMATCH[2]}" ]]'
+out=$(shim 100 "$BENCH" deep-launch)
+# 32 KiB for each of 2048 x 100 resident threads is past the 2 GiB share:
+# charged all the same, so all that was free is gone
+check "the grown stack is charged under the shim" '[[ $out =~ ^ok\ value\ 32768\ free_drop\ 2147479552\ .*\ free_after\ 0$ ]]'
 set +e
 "$BENCH" alloc lots 2>/dev/null; rc=$?
 "$BENCH" throughput 0 2>/dev/null; rc2=$?

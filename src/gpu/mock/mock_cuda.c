@@ -19,7 +19,9 @@
  *     Limits (cuCtxSetLimit) start at the driver's defaults; raising the
  *     stack size (reserved for all 2048 resident threads of every SM), the
  *     printf FIFO or the malloc heap above them takes the difference from
- *     the device. A context's linear allocations and arrays go with it
+ *     the device; so does a launch of a kernel whose local memory per
+ *     thread (its ".local" arrays) exceeds the stack limit, which grows
+ *     the limit to fit. A context's linear allocations and arrays go with it
  *     (cuCtxDestroy, the last primary release, cuDevicePrimaryCtxReset).
  *   - green contexts: SM partitions as on compute capability 9.0 (8 SMs
  *     at least, in steps of 8); a green context takes the context
@@ -832,9 +834,12 @@ MOCK_API int64_t tesseraMockUsedBytes(int dev)
 
 /* ---- modules ----------------------------------------------------------- */
 
-/* A module is PTX text; its kernels are the names after ".entry". Kernels
- * run in simulated time like any other (their code is never looked at),
- * so a program that JITs PTX on a real driver runs unchanged here. */
+/* A module is PTX text; its kernels are the names after ".entry", and a
+ * kernel's local memory per thread is the sum of the ".local" arrays
+ * declared up to the next entry. Kernels run in simulated time like any
+ * other (their code is never looked at), so a program that JITs PTX on a
+ * real driver runs unchanged here. Loaded modules are listed so that a
+ * launch can tell its kernels from any other pointer. */
 typedef struct CUmod_st *CUmodule;
 
 #define MOCK_MAGIC_MODULE 0x4d4f444cU
@@ -843,13 +848,31 @@ typedef struct CUmod_st *CUmodule;
 struct CUfunc_st {
 	unsigned magic;
 	char name[64];
+	size_t local_bytes;
 };
 
 struct CUmod_st {
 	unsigned magic;
 	int nfuncs;
 	struct CUfunc_st funcs[MOCK_MAX_KERNELS];
+	struct CUmod_st *next;
 };
+
+static CUmodule mock_modules;
+
+/* Bytes of the ".local ... name[N]" declarations in [p, end). */
+static size_t mock_local_bytes(const char *p, const char *end)
+{
+	size_t total = 0;
+	for (const char *l = strstr(p, ".local"); l && (!end || l < end);
+	     l = strstr(l + 6, ".local")) {
+		const char *semi = strchr(l, ';'), *br = strchr(l, '[');
+		if (!semi || !br || br > semi)
+			continue;   /* a ld.local / st.local, not a declaration */
+		total += strtoull(br + 1, NULL, 10);
+	}
+	return total;
+}
 
 MOCK_API CUresult cuModuleLoadData(CUmodule *pm, const void *image)
 {
@@ -873,11 +896,16 @@ MOCK_API CUresult cuModuleLoadData(CUmodule *pm, const void *image)
 		struct CUfunc_st *f = &m->funcs[m->nfuncs++];
 		f->magic = MOCK_MAGIC_MODULE;
 		memcpy(f->name, n, len);
+		f->local_bytes = mock_local_bytes(n, strstr(n, ".entry"));
 	}
 	if (m->nfuncs == 0) {
 		free(m);
 		return CUDA_ERROR_INVALID_IMAGE;   /* nothing a driver could load */
 	}
+	pthread_mutex_lock(&mock_lock);
+	m->next = mock_modules;
+	mock_modules = m;
+	pthread_mutex_unlock(&mock_lock);
 	*pm = m;
 	return CUDA_SUCCESS;
 }
@@ -902,8 +930,40 @@ MOCK_API CUresult cuModuleUnload(CUmodule m)
 	REQUIRE_INIT();
 	if (!m || m->magic != MOCK_MAGIC_MODULE)
 		return CUDA_ERROR_INVALID_HANDLE;
+	pthread_mutex_lock(&mock_lock);
+	for (CUmodule *pp = &mock_modules; *pp; pp = &(*pp)->next)
+		if (*pp == m) {
+			*pp = m->next;
+			break;
+		}
+	pthread_mutex_unlock(&mock_lock);
 	m->magic = 0;
 	free(m);
+	return CUDA_SUCCESS;
+}
+
+/* Before a launch of f in context c (mock_lock held): a kernel that needs
+ * more local memory per thread than the stack limit makes the driver grow
+ * the stack to fit, for every resident thread, and keep it grown. Launch
+ * arguments that are no loaded kernel (tests pass made-up handles) need
+ * nothing. */
+CUresult mock_launch_needs(CUcontext c, CUfunction f)
+{
+	size_t need = 0;
+	uintptr_t fp = (uintptr_t)f;
+	for (CUmodule m = mock_modules; m && !need; m = m->next)
+		if (fp >= (uintptr_t)&m->funcs[0] && fp < (uintptr_t)&m->funcs[m->nfuncs])
+			need = f->local_bytes;
+	if (!c || need <= c->limits[CU_LIMIT_STACK_SIZE])
+		return CUDA_SUCCESS;
+	size_t lim[MOCK_NLIMITS];
+	memcpy(lim, c->limits, sizeof(lim));
+	lim[CU_LIMIT_STACK_SIZE] = (need + 15) & ~(size_t)15;
+	int64_t bytes = mock_limit_bytes(c->dev, lim), delta = bytes - c->limit_bytes;
+	if (delta != 0 && mock_usage_add(c->dev, delta) < 0)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	memcpy(c->limits, lim, sizeof(lim));
+	c->limit_bytes = bytes;
 	return CUDA_SUCCESS;
 }
 

@@ -122,6 +122,8 @@ extern struct mock_spec mock_spec;
 bool mock_valid_dev(CUdevice d);
 CUcontext mock_current(void);
 int mock_current_dev(void);
+/* Grows context c's stack for a launch of f when f needs more. */
+CUresult mock_launch_needs(CUcontext c, CUfunction f);
 
 /* mock_memory.c */
 extern uint64_t mock_next_ptr[MOCK_MAX_DEVICES];

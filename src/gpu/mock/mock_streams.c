@@ -277,6 +277,12 @@ CUresult mock_submit(CUstream s, uint64_t ns, unsigned launches, uint64_t *endp)
 	return CUDA_SUCCESS;
 }
 
+static CUresult mock_launch(CUfunction f, CUstream s, uint64_t ns)
+{
+	CUresult rc = mock_launch_needs(s ? s->ctx : mock_current(), f);
+	return rc != CUDA_SUCCESS ? rc : mock_submit(s, ns, 1, NULL);
+}
+
 MOCK_API CUresult cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy,
 				 unsigned int gz, unsigned int bx, unsigned int by,
 				 unsigned int bz, unsigned int shmem, CUstream s,
@@ -291,7 +297,7 @@ MOCK_API CUresult cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy,
 		return CUDA_ERROR_INVALID_VALUE;
 	if (!mock_stream(&s))
 		return CUDA_ERROR_INVALID_HANDLE;
-	return LOCKED(mock_submit(s, (uint64_t)gx * gy * gz * mock_block_ns, 1, NULL));
+	return LOCKED(mock_launch(f, s, (uint64_t)gx * gy * gz * mock_block_ns));
 }
 
 MOCK_API CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gx, unsigned int gy,
