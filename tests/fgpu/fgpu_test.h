@@ -67,6 +67,16 @@ int64_t tesseraMockUsedBytes(int dev);
 #define MiB (1024LL * 1024)
 #define GiB (1024LL * MiB)
 
+/* Bytes the container has accounted on the current context's device
+ * (= limit - free, as the shim tells it); -1 when that cannot be read. */
+static inline long long ft_used(void)
+{
+	size_t f = 0, t = 0;
+	if (cuMemGetInfo_v2(&f, &t) != CUDA_SUCCESS)
+		return -1;
+	return (long long)(t - f);
+}
+
 /* "GPU-..." of mock device ord, through the (unhooked) driver call. */
 static inline void ft_uuid(int ord, char *out, size_t n)
 {

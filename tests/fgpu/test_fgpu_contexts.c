@@ -18,15 +18,6 @@ CUresult cuModuleUnload(CUmodule m);
 static const char *dir;
 static CUcontext primary;
 
-/* Bytes the container has accounted on device 0 (= limit - free). */
-static long long used0(void)
-{
-	size_t f = 0, t = 0;
-	if (cuMemGetInfo_v2(&f, &t) != CUDA_SUCCESS)
-		return -1;
-	return (long long)(t - f);
-}
-
 static size_t limit_of(CUlimit l)
 {
 	size_t v = 0;
@@ -35,48 +26,48 @@ static size_t limit_of(CUlimit l)
 
 TEST(heap_and_printf_fifo_are_charged)
 {
-	long long base = used0(), mock_base = tesseraMockUsedBytes(0);
+	long long base = ft_used(), mock_base = tesseraMockUsedBytes(0);
 	size_t heap0 = limit_of(CU_LIMIT_MALLOC_HEAP_SIZE);
 	CHECK_INT(heap0, 8 * MiB);
 	CHECK_INT(cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE, heap0 + 256 * MiB), CUDA_SUCCESS);
-	CHECK_INT(used0(), base + 256 * MiB);
+	CHECK_INT(ft_used(), base + 256 * MiB);
 	CHECK_INT(tesseraMockUsedBytes(0), mock_base + 256 * MiB);
 	/* past the share: refused, the driver never asked, nothing changed */
 	CHECK_INT(cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE, 2 * GiB), CUDA_ERROR_OUT_OF_MEMORY);
 	CHECK_INT(limit_of(CU_LIMIT_MALLOC_HEAP_SIZE), heap0 + 256 * MiB);
-	CHECK_INT(used0(), base + 256 * MiB);
+	CHECK_INT(ft_used(), base + 256 * MiB);
 	CHECK_INT(tesseraMockUsedBytes(0), mock_base + 256 * MiB);
 	/* the heap counts against allocations and the other way round */
 	CUdeviceptr p = 0;
 	CHECK_INT(cuMemAlloc_v2(&p, 800 * MiB), CUDA_ERROR_OUT_OF_MEMORY);
 	CHECK_INT(cuCtxSetLimit(CU_LIMIT_PRINTF_FIFO_SIZE, 1 * MiB + 16 * MiB), CUDA_SUCCESS);
-	CHECK_INT(used0(), base + 272 * MiB);
+	CHECK_INT(ft_used(), base + 272 * MiB);
 	/* lowering gives it back; below the start value gives nothing more */
 	CHECK_INT(cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE, heap0), CUDA_SUCCESS);
 	CHECK_INT(cuCtxSetLimit(CU_LIMIT_PRINTF_FIFO_SIZE, 4096), CUDA_SUCCESS);
-	CHECK_INT(used0(), base);
+	CHECK_INT(ft_used(), base);
 	CHECK_INT(tesseraMockUsedBytes(0), mock_base);
 	CHECK_INT(cuCtxSetLimit(CU_LIMIT_PRINTF_FIFO_SIZE, 1 * MiB), CUDA_SUCCESS);
-	CHECK_INT(used0(), base);
+	CHECK_INT(ft_used(), base);
 }
 
 TEST(stack_counts_every_resident_thread)
 {
-	long long base = used0(), mock_base = tesseraMockUsedBytes(0);
+	long long base = ft_used(), mock_base = tesseraMockUsedBytes(0);
 	CHECK_INT(limit_of(CU_LIMIT_STACK_SIZE), 1024);
 	CHECK_INT(cuCtxSetLimit(CU_LIMIT_STACK_SIZE, 2048), CUDA_SUCCESS);
-	CHECK_INT(used0(), base + 1024 * THREADS);               /* 200 MiB */
+	CHECK_INT(ft_used(), base + 1024 * THREADS);               /* 200 MiB */
 	/* the driver rounds 2056 up to 2064: the charge follows the driver */
 	CHECK_INT(cuCtxSetLimit(CU_LIMIT_STACK_SIZE, 2056), CUDA_SUCCESS);
 	CHECK_INT(limit_of(CU_LIMIT_STACK_SIZE), 2064);
-	CHECK_INT(used0(), base + (2064 - 1024) * THREADS);
+	CHECK_INT(ft_used(), base + (2064 - 1024) * THREADS);
 	CHECK_INT(tesseraMockUsedBytes(0), mock_base + (2064 - 1024) * THREADS);
 	/* 8 KiB a thread is 1.4 GB on this device: past the share */
 	CHECK_INT(cuCtxSetLimit(CU_LIMIT_STACK_SIZE, 8192), CUDA_ERROR_OUT_OF_MEMORY);
 	CHECK_INT(limit_of(CU_LIMIT_STACK_SIZE), 2064);
-	CHECK_INT(used0(), base + (2064 - 1024) * THREADS);
+	CHECK_INT(ft_used(), base + (2064 - 1024) * THREADS);
 	CHECK_INT(cuCtxSetLimit(CU_LIMIT_STACK_SIZE, 1024), CUDA_SUCCESS);
-	CHECK_INT(used0(), base);
+	CHECK_INT(ft_used(), base);
 	CHECK_INT(tesseraMockUsedBytes(0), mock_base);
 }
 
@@ -89,7 +80,7 @@ static const char deep_ptx[] =
 
 TEST(stack_grown_by_the_driver_is_charged_after_a_synchronization)
 {
-	long long base = used0(), mock_base = tesseraMockUsedBytes(0);
+	long long base = ft_used(), mock_base = tesseraMockUsedBytes(0);
 	CUmodule m;
 	CUfunction k4, k8;
 	CUstream s;
@@ -101,17 +92,17 @@ TEST(stack_grown_by_the_driver_is_charged_after_a_synchronization)
 	CHECK_INT(limit_of(CU_LIMIT_STACK_SIZE), 4096);
 	CHECK_INT(tesseraMockUsedBytes(0), mock_base + 3072 * THREADS);
 	CHECK_INT(cuStreamSynchronize(s), CUDA_SUCCESS);
-	CHECK_INT(used0(), base + 3072 * THREADS);                       /* 600 MiB */
+	CHECK_INT(ft_used(), base + 3072 * THREADS);                       /* 600 MiB */
 	/* 8 KiB a thread is past the share, but the driver took it: charged
 	 * all the same, and nothing more can be allocated */
 	CHECK_INT(cuLaunchKernel(k8, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL), CUDA_SUCCESS);
 	CHECK_INT(cuCtxSynchronize(), CUDA_SUCCESS);
-	CHECK_INT(used0(), 1 * GiB);                  /* free is 0, never negative */
+	CHECK_INT(ft_used(), 1 * GiB);                  /* free is 0, never negative */
 	CUdeviceptr p = 0;
 	CHECK_INT(cuMemAlloc_v2(&p, 1 * MiB), CUDA_ERROR_OUT_OF_MEMORY);
 	/* setting the stack back gives it all back */
 	CHECK_INT(cuCtxSetLimit(CU_LIMIT_STACK_SIZE, 1024), CUDA_SUCCESS);
-	CHECK_INT(used0(), base);
+	CHECK_INT(ft_used(), base);
 	CHECK_INT(tesseraMockUsedBytes(0), mock_base);
 	CHECK_INT(cuStreamDestroy_v2(s), CUDA_SUCCESS);
 	CHECK_INT(cuModuleUnload(m), CUDA_SUCCESS);
@@ -119,7 +110,7 @@ TEST(stack_grown_by_the_driver_is_charged_after_a_synchronization)
 
 TEST(other_limits_pass_through)
 {
-	long long base = used0();
+	long long base = ft_used();
 	CHECK_INT(cuCtxSetLimit(CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT, 100000), CUDA_SUCCESS);
 	CHECK_INT(limit_of(CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT), 100000);
 	CHECK_INT(cuCtxSetLimit((CUlimit)99, 1), CUDA_ERROR_UNSUPPORTED_LIMIT);
@@ -127,13 +118,13 @@ TEST(other_limits_pass_through)
 	CHECK_INT(cuCtxSetCurrent(NULL), CUDA_SUCCESS);
 	CHECK_INT(cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE, 64 * MiB), CUDA_ERROR_INVALID_CONTEXT);
 	CHECK_INT(cuCtxSetCurrent(primary), CUDA_SUCCESS);
-	CHECK_INT(used0(), base);
+	CHECK_INT(ft_used(), base);
 	CHECK_INT(limit_of(CU_LIMIT_MALLOC_HEAP_SIZE), 8 * MiB);
 }
 
 TEST(a_destroyed_context_gives_back_what_it_held)
 {
-	long long base = used0(), mock_base = tesseraMockUsedBytes(0);
+	long long base = ft_used(), mock_base = tesseraMockUsedBytes(0);
 	CUcontext c = NULL;
 	CHECK_INT(cuCtxCreate_v2(&c, 0, 0), CUDA_SUCCESS);   /* current now */
 	CUdeviceptr p = 0;
@@ -151,64 +142,64 @@ TEST(a_destroyed_context_gives_back_what_it_held)
 	prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
 	CUmemGenericAllocationHandle h = 0;
 	CHECK_INT(cuMemCreate(&h, 64 * MiB, &prop, 0), CUDA_SUCCESS);
-	CHECK_INT(used0(), base + (256 + 32 + 16 + 64 + 64) * MiB);
+	CHECK_INT(ft_used(), base + (256 + 32 + 16 + 64 + 64) * MiB);
 	CHECK_INT(cuCtxDestroy_v2(c), CUDA_SUCCESS);
 	CHECK_INT(cuCtxSetCurrent(primary), CUDA_SUCCESS);
-	CHECK_INT(used0(), base + 64 * MiB);
+	CHECK_INT(ft_used(), base + 64 * MiB);
 	CHECK_INT(tesseraMockUsedBytes(0), mock_base + 64 * MiB);
 	CHECK_INT(cuMemRelease(h), CUDA_SUCCESS);
-	CHECK_INT(used0(), base);
+	CHECK_INT(ft_used(), base);
 	/* the old pointer is nobody's: freeing it changes nothing */
 	CHECK_INT(cuMemFree_v2(p), CUDA_ERROR_INVALID_VALUE);
-	CHECK_INT(used0(), base);
+	CHECK_INT(ft_used(), base);
 	/* what another context holds stays when one is destroyed */
 	CUdeviceptr q = 0;
 	CHECK_INT(cuMemAlloc_v2(&q, 128 * MiB), CUDA_SUCCESS);
 	CHECK_INT(cuCtxCreate(&c, 0, 0), CUDA_SUCCESS);
 	CHECK_INT(cuCtxDestroy(c), CUDA_SUCCESS);            /* the pre-4.0 entry point */
 	CHECK_INT(cuCtxSetCurrent(primary), CUDA_SUCCESS);
-	CHECK_INT(used0(), base + 128 * MiB);
+	CHECK_INT(ft_used(), base + 128 * MiB);
 	CHECK_INT(cuMemFree_v2(q), CUDA_SUCCESS);
-	CHECK_INT(used0(), base);
+	CHECK_INT(ft_used(), base);
 	/* a failed destroy changes nothing */
 	CHECK_INT(cuCtxDestroy_v2(primary), CUDA_ERROR_INVALID_CONTEXT);
-	CHECK_INT(used0(), base);
+	CHECK_INT(ft_used(), base);
 }
 
 TEST(a_reset_lets_the_process_allocate_its_share_again)
 {
-	long long base = used0(), mock_base = tesseraMockUsedBytes(0);
+	long long base = ft_used(), mock_base = tesseraMockUsedBytes(0);
 	CUdeviceptr p = 0;
 	CHECK_INT(cuMemAlloc_v2(&p, 600 * MiB), CUDA_SUCCESS);
 	CHECK_INT(cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE, 8 * MiB + 100 * MiB), CUDA_SUCCESS);
 	CHECK_INT(cuMemAlloc_v2(&p, 600 * MiB), CUDA_ERROR_OUT_OF_MEMORY);
 	/* what cudaDeviceReset does: everything the primary context held goes */
 	CHECK_INT(cuDevicePrimaryCtxReset_v2(0), CUDA_SUCCESS);
-	CHECK_INT(used0(), base);
+	CHECK_INT(ft_used(), base);
 	CHECK_INT(tesseraMockUsedBytes(0), mock_base);
 	CHECK_INT(limit_of(CU_LIMIT_MALLOC_HEAP_SIZE), 8 * MiB);
 	CHECK_INT(cuMemAlloc_v2(&p, 600 * MiB), CUDA_SUCCESS);
 	CHECK_INT(cuDevicePrimaryCtxReset(0), CUDA_SUCCESS);   /* the pre-11.0 entry point */
-	CHECK_INT(used0(), base);
+	CHECK_INT(ft_used(), base);
 	CHECK_INT(cuDevicePrimaryCtxReset_v2(7), CUDA_ERROR_INVALID_DEVICE);
-	CHECK_INT(used0(), base);
+	CHECK_INT(ft_used(), base);
 }
 
 TEST(the_last_primary_release_gives_back_what_it_held)
 {
-	long long base = used0(), mock_base = tesseraMockUsedBytes(0);
+	long long base = ft_used(), mock_base = tesseraMockUsedBytes(0);
 	CUcontext again = NULL;
 	CHECK_INT(cuDevicePrimaryCtxRetain(&again, 0), CUDA_SUCCESS);   /* two retains */
 	CUdeviceptr p = 0;
 	CHECK_INT(cuMemAlloc_v2(&p, 128 * MiB), CUDA_SUCCESS);
 	CHECK_INT(cuDevicePrimaryCtxRelease_v2(0), CUDA_SUCCESS);
-	CHECK_INT(used0(), base + 128 * MiB);                 /* still retained once */
+	CHECK_INT(ft_used(), base + 128 * MiB);                 /* still retained once */
 	CHECK_INT(cuDevicePrimaryCtxRelease(0), CUDA_SUCCESS);
 	/* the context is gone, its own overhead with it */
 	CHECK_INT(tesseraMockUsedBytes(0), mock_base - 64 * MiB);
 	CHECK_INT(cuDevicePrimaryCtxRetain(&primary, 0), CUDA_SUCCESS);
 	CHECK_INT(cuCtxSetCurrent(primary), CUDA_SUCCESS);
-	CHECK_INT(used0(), base);
+	CHECK_INT(ft_used(), base);
 	CHECK_INT(tesseraMockUsedBytes(0), mock_base);
 }
 
@@ -228,7 +219,7 @@ static CUresult green(CUgreenCtx *g, int ord)
 
 TEST(green_contexts_are_charged_and_give_back_what_they_held)
 {
-	long long base = used0(), mock_base = tesseraMockUsedBytes(0);
+	long long base = ft_used(), mock_base = tesseraMockUsedBytes(0);
 	CUgreenCtx g = NULL;
 	CHECK_INT(green(&g, 0), CUDA_SUCCESS);
 	CUcontext gc = NULL;
@@ -237,11 +228,11 @@ TEST(green_contexts_are_charged_and_give_back_what_they_held)
 	CUdeviceptr p = 0;
 	CHECK_INT(cuMemAlloc_v2(&p, 256 * MiB), CUDA_SUCCESS);
 	CHECK_INT(cuCtxSetLimit(CU_LIMIT_STACK_SIZE, 1024 + 256), CUDA_SUCCESS);  /* 50 MiB */
-	CHECK_INT(used0(), base + 256 * MiB + 256 * THREADS);
+	CHECK_INT(ft_used(), base + 256 * MiB + 256 * THREADS);
 	CHECK_INT(cuMemAlloc_v2(&p, 800 * MiB), CUDA_ERROR_OUT_OF_MEMORY);
 	CHECK_INT(cuGreenCtxDestroy(g), CUDA_SUCCESS);
 	CHECK_INT(cuCtxSetCurrent(primary), CUDA_SUCCESS);
-	CHECK_INT(used0(), base);
+	CHECK_INT(ft_used(), base);
 	/* the mock's green context took its overhead and gave it back */
 	CHECK_INT(tesseraMockUsedBytes(0), mock_base);
 	/* a green context on a device the session was not given: no room */

@@ -11,15 +11,6 @@
 static const char *dir;
 static CUstream s;
 
-/* Bytes the container has accounted on device 0 (= limit - free). */
-static long long used_now(void)
-{
-	size_t f = 0, t = 0;
-	if (cuMemGetInfo_v2(&f, &t) != CUDA_SUCCESS)
-		return -1;
-	return (long long)(t - f);
-}
-
 static long long graph_attr(CUgraphMem_attribute a)
 {
 	cuuint64_t v = 0;
@@ -62,43 +53,43 @@ static void trim(void)
 
 TEST(capture_takes_nothing_until_the_graph_runs)
 {
-	long long base = used_now(), mock_base = tesseraMockUsedBytes(0);
+	long long base = ft_used(), mock_base = tesseraMockUsedBytes(0);
 	CUgraph g = captured_graph(300 * MiB, true, NULL);
 	CHECK(g != NULL);
-	CHECK_INT(used_now(), base);
+	CHECK_INT(ft_used(), base);
 	CUgraphExec e = instantiate(g);
 	CHECK(e != NULL);
-	CHECK_INT(used_now(), base);
+	CHECK_INT(ft_used(), base);
 	CHECK_INT(tesseraMockUsedBytes(0), mock_base);
 
 	CHECK_INT(cuGraphLaunch(e, s), CUDA_SUCCESS);
 	CHECK_INT(graph_attr(CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT), 300 * MiB);
-	CHECK_INT(used_now(), base + 300 * MiB);
+	CHECK_INT(ft_used(), base + 300 * MiB);
 	CHECK_INT(tesseraMockUsedBytes(0), mock_base + 300 * MiB);
 	/* launched again, it reuses its memory */
 	CHECK_INT(cuGraphLaunch(e, s), CUDA_SUCCESS);
 	CHECK_INT(cuStreamSynchronize(s), CUDA_SUCCESS);
-	CHECK_INT(used_now(), base + 300 * MiB);
+	CHECK_INT(ft_used(), base + 300 * MiB);
 
 	/* destroyed, its memory stays with the graph allocator until trimmed */
 	CHECK_INT(cuGraphExecDestroy(e), CUDA_SUCCESS);
-	CHECK_INT(used_now(), base + 300 * MiB);
+	CHECK_INT(ft_used(), base + 300 * MiB);
 	trim();
-	CHECK_INT(used_now(), base);
+	CHECK_INT(ft_used(), base);
 	CHECK_INT(tesseraMockUsedBytes(0), mock_base);
 	CHECK_INT(cuGraphDestroy(g), CUDA_SUCCESS);
 }
 
 TEST(graph_memory_must_fit_the_share)
 {
-	long long base = used_now(), mock_base = tesseraMockUsedBytes(0);
+	long long base = ft_used(), mock_base = tesseraMockUsedBytes(0);
 	CUgraph big = captured_graph(1200 * MiB, true, NULL);
 	CUgraphExec eb = instantiate(big);
 	CHECK(eb != NULL);
 	/* more than the share: refused, nothing runs, nothing is taken */
 	CHECK_INT(cuGraphLaunch(eb, s), CUDA_ERROR_OUT_OF_MEMORY);
 	CHECK_INT(cuGraphUpload(eb, s), CUDA_ERROR_OUT_OF_MEMORY);
-	CHECK_INT(used_now(), base);
+	CHECK_INT(ft_used(), base);
 	CHECK_INT(tesseraMockUsedBytes(0), mock_base);
 	CHECK_INT(graph_attr(CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT), 0);
 
@@ -111,20 +102,20 @@ TEST(graph_memory_must_fit_the_share)
 	CUgraphExec e = instantiate(g);
 	CHECK(e != NULL);
 	CHECK_INT(cuGraphLaunch(e, s), CUDA_ERROR_OUT_OF_MEMORY);
-	CHECK_INT(used_now(), base + 700 * MiB);
+	CHECK_INT(ft_used(), base + 700 * MiB);
 	CHECK_INT(cuMemFree_v2(d), CUDA_SUCCESS);
 	CHECK_INT(cuGraphLaunch(e, s), CUDA_SUCCESS);
-	CHECK_INT(used_now(), base + 400 * MiB);
+	CHECK_INT(ft_used(), base + 400 * MiB);
 
 	/* and graph memory holds it from the others */
 	CHECK_INT(cuMemAlloc_v2(&d, 700 * MiB), CUDA_ERROR_OUT_OF_MEMORY);
-	CHECK_INT(used_now(), base + 400 * MiB);
+	CHECK_INT(ft_used(), base + 400 * MiB);
 	CHECK_INT(cuStreamSynchronize(s), CUDA_SUCCESS);
 	CHECK_INT(cuMemFreeAsync(live, s), CUDA_SUCCESS);
 	CHECK_INT(cuGraphExecDestroy(e), CUDA_SUCCESS);
 	CHECK_INT(cuGraphExecDestroy(eb), CUDA_SUCCESS);
 	trim();
-	CHECK_INT(used_now(), base);
+	CHECK_INT(ft_used(), base);
 	CHECK_INT(tesseraMockUsedBytes(0), mock_base);
 	cuGraphDestroy(g);
 	cuGraphDestroy(big);
@@ -132,7 +123,7 @@ TEST(graph_memory_must_fit_the_share)
 
 TEST(idle_reserves_make_room)
 {
-	long long base = used_now(), mock_base = tesseraMockUsedBytes(0);
+	long long base = ft_used(), mock_base = tesseraMockUsedBytes(0);
 	/* a pool keeping 600 MiB it does not use ... */
 	CUmemoryPool pool;
 	cuuint64_t keep_all = (cuuint64_t)-1, keep_none = 0;
@@ -143,36 +134,36 @@ TEST(idle_reserves_make_room)
 	CHECK_INT(cuMemAllocAsync(&p, 600 * MiB, s), CUDA_SUCCESS);
 	CHECK_INT(cuMemFreeAsync(p, s), CUDA_SUCCESS);
 	CHECK_INT(cuStreamSynchronize(s), CUDA_SUCCESS);
-	CHECK_INT(used_now(), base + 600 * MiB);
+	CHECK_INT(ft_used(), base + 600 * MiB);
 
 	/* ... gives it back for a graph's first launch */
 	CUgraph g = captured_graph(600 * MiB, true, NULL);
 	CUgraphExec e = instantiate(g);
 	CHECK(e != NULL);
 	CHECK_INT(cuGraphLaunch(e, s), CUDA_SUCCESS);
-	CHECK_INT(used_now(), base + 600 * MiB);
+	CHECK_INT(ft_used(), base + 600 * MiB);
 	CHECK_INT(tesseraMockUsedBytes(0), mock_base + 600 * MiB);
 
 	/* the graph allocator's idle reserve gives way to a plain allocation */
 	CHECK_INT(cuStreamSynchronize(s), CUDA_SUCCESS);
 	CHECK_INT(cuGraphExecDestroy(e), CUDA_SUCCESS);
-	CHECK_INT(used_now(), base + 600 * MiB);
+	CHECK_INT(ft_used(), base + 600 * MiB);
 	CUdeviceptr d = 0;
 	CHECK_INT(cuMemAlloc_v2(&d, 800 * MiB), CUDA_SUCCESS);
-	CHECK_INT(used_now(), base + 800 * MiB);
+	CHECK_INT(ft_used(), base + 800 * MiB);
 	CHECK_INT(graph_attr(CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT), 0);
 	CHECK_INT(cuMemFree_v2(d), CUDA_SUCCESS);
 	CHECK_INT(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep_none),
 		  CUDA_SUCCESS);
 	CHECK_INT(cuStreamSynchronize(s), CUDA_SUCCESS);
-	CHECK_INT(used_now(), base);
+	CHECK_INT(ft_used(), base);
 	CHECK_INT(tesseraMockUsedBytes(0), mock_base);
 	cuGraphDestroy(g);
 }
 
 TEST(built_graphs_and_child_graphs_count)
 {
-	long long base = used_now(), mock_base = tesseraMockUsedBytes(0);
+	long long base = ft_used(), mock_base = tesseraMockUsedBytes(0);
 	CUDA_MEM_ALLOC_NODE_PARAMS a;
 	memset(&a, 0, sizeof(a));
 	a.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
@@ -204,16 +195,16 @@ TEST(built_graphs_and_child_graphs_count)
 	CUgraphNode err = NULL;
 	char log[64];
 	CHECK_INT(cuGraphInstantiate_v2(&e, g, &err, log, sizeof(log)), CUDA_SUCCESS);
-	CHECK_INT(used_now(), base);
+	CHECK_INT(ft_used(), base);
 	CHECK_INT(cuGraphLaunch(e, s), CUDA_SUCCESS);
-	CHECK_INT(used_now(), base + 300 * MiB);
+	CHECK_INT(ft_used(), base + 300 * MiB);
 	CHECK_INT(tesseraMockUsedBytes(0), mock_base + 300 * MiB);
 	/* its outer allocation outlives the launch, until freed */
 	CHECK_INT(cuStreamSynchronize(s), CUDA_SUCCESS);
 	CHECK_INT(cuMemFreeAsync(outer, s), CUDA_SUCCESS);
 	CHECK_INT(cuGraphExecDestroy(e), CUDA_SUCCESS);
 	trim();
-	CHECK_INT(used_now(), base);
+	CHECK_INT(ft_used(), base);
 
 	/* more than the share through the child: refused at launch */
 	CUgraph big;
@@ -225,7 +216,7 @@ TEST(built_graphs_and_child_graphs_count)
 	CUgraphExec eb = NULL;
 	CHECK_INT(cuGraphInstantiate(&eb, big, NULL, NULL, 0), CUDA_SUCCESS);
 	CHECK_INT(cuGraphLaunch(eb, s), CUDA_ERROR_OUT_OF_MEMORY);
-	CHECK_INT(used_now(), base);
+	CHECK_INT(ft_used(), base);
 	CHECK_INT(tesseraMockUsedBytes(0), mock_base);
 	CHECK_INT(cuGraphExecDestroy(eb), CUDA_SUCCESS);
 	cuGraphDestroy(big);
@@ -235,7 +226,7 @@ TEST(built_graphs_and_child_graphs_count)
 
 TEST(upload_at_instantiation_must_fit_first)
 {
-	long long base = used_now(), mock_base = tesseraMockUsedBytes(0);
+	long long base = ft_used(), mock_base = tesseraMockUsedBytes(0);
 	/* (an allocation the graph leaves live: trimming cannot take it) */
 	CUdeviceptr live = 0;
 	CUgraph g = captured_graph(500 * MiB, false, &live);
@@ -244,11 +235,11 @@ TEST(upload_at_instantiation_must_fit_first)
 	CUgraphExec e = NULL;
 	CHECK_INT(cuGraphInstantiateWithParams(&e, g, &ip), CUDA_SUCCESS);
 	CHECK_INT(ip.result_out, CUDA_GRAPH_INSTANTIATE_SUCCESS);
-	CHECK_INT(used_now(), base + 500 * MiB);
+	CHECK_INT(ft_used(), base + 500 * MiB);
 	/* launched, its allocation is live: no trimming can take it */
 	CHECK_INT(cuGraphLaunch(e, s), CUDA_SUCCESS);
 	CHECK_INT(cuStreamSynchronize(s), CUDA_SUCCESS);
-	CHECK_INT(used_now(), base + 500 * MiB);
+	CHECK_INT(ft_used(), base + 500 * MiB);
 
 	/* a second one does not fit next to it */
 	CUgraph g2 = captured_graph(600 * MiB, true, NULL);
@@ -256,7 +247,7 @@ TEST(upload_at_instantiation_must_fit_first)
 	ip.result_out = -1;
 	CHECK_INT(cuGraphInstantiateWithParams(&e2, g2, &ip), CUDA_ERROR_OUT_OF_MEMORY);
 	CHECK_INT(ip.result_out, CUDA_GRAPH_INSTANTIATE_ERROR);
-	CHECK_INT(used_now(), base + 500 * MiB);
+	CHECK_INT(ft_used(), base + 500 * MiB);
 	CHECK_INT(tesseraMockUsedBytes(0), mock_base + 500 * MiB);
 
 	/* once the first is gone it does */
@@ -265,11 +256,11 @@ TEST(upload_at_instantiation_must_fit_first)
 	CHECK_INT(cuGraphExecDestroy(e), CUDA_SUCCESS);
 	CHECK_INT(cuGraphInstantiateWithParams(&e2, g2, &ip), CUDA_SUCCESS);
 	CHECK_INT(cuGraphLaunch(e2, s), CUDA_SUCCESS);
-	CHECK_INT(used_now(), base + 600 * MiB);
+	CHECK_INT(ft_used(), base + 600 * MiB);
 	CHECK_INT(cuStreamSynchronize(s), CUDA_SUCCESS);
 	CHECK_INT(cuGraphExecDestroy(e2), CUDA_SUCCESS);
 	trim();
-	CHECK_INT(used_now(), base);
+	CHECK_INT(ft_used(), base);
 	CHECK_INT(tesseraMockUsedBytes(0), mock_base);
 	cuGraphDestroy(g);
 	cuGraphDestroy(g2);
