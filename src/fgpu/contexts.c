@@ -9,7 +9,9 @@
  * and the device malloc() heap. The context overhead covers them at the
  * values the context started with; raising one is charged the difference
  * before the driver is asked, so a process cannot take gigabytes past its
- * share by asking for a larger stack or heap.
+ * share by asking for a larger stack or heap. The driver also grows the
+ * stack by itself for a kernel that needs more; that is charged after the
+ * next synchronization (fgpu_stack_follow).
  *
  * When a context ends (cuCtxDestroy, the last cuDevicePrimaryCtxRelease,
  * cuDevicePrimaryCtxReset, cuGreenCtxDestroy) the driver frees the linear
@@ -103,8 +105,9 @@ CUresult cuGreenCtxCreate(CUgreenCtx *phCtx, CUdevResourceDesc desc, CUdevice de
 /* ---- limits ---------------------------------------------------------------- */
 
 /* The limits that size memory, kept per context as table entries of kind
- * K_LIMIT + limit: bytes = what is charged, aux = the value the context
- * had when the shim first saw the limit set (what the overhead covers). */
+ * K_LIMIT + limit: bytes = what is charged, aux = the base, what the
+ * overhead covers: the value the context had when it was made (the
+ * stack), or when the shim first saw the limit set (the others). */
 static bool fgpu_sized_limit(CUlimit limit)
 {
 	return limit == CU_LIMIT_STACK_SIZE || limit == CU_LIMIT_PRINTF_FIFO_SIZE ||
