@@ -551,6 +551,23 @@ MOCK_API CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, 
 
 /* ---- context limits ---------------------------------------------------- */
 
+/* Sets limit on c, taking from the device (or giving back) what the
+ * change sizes; the stack is rounded up to 16 bytes, as the driver may. */
+static CUresult mock_ctx_limit(CUcontext c, CUlimit limit, size_t value)
+{
+	size_t lim[MOCK_NLIMITS];
+	memcpy(lim, c->limits, sizeof(lim));
+	if (limit == CU_LIMIT_STACK_SIZE)
+		value = (value + 15) & ~(size_t)15;
+	lim[limit] = value;
+	int64_t bytes = mock_limit_bytes(c->dev, lim), delta = bytes - c->limit_bytes;
+	if (delta != 0 && mock_usage_add(c->dev, delta) < 0)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	memcpy(c->limits, lim, sizeof(lim));
+	c->limit_bytes = bytes;
+	return CUDA_SUCCESS;
+}
+
 static CUresult mock_set_limit(CUlimit limit, size_t value)
 {
 	REQUIRE_INIT();
@@ -559,20 +576,9 @@ static CUresult mock_set_limit(CUlimit limit, size_t value)
 		return CUDA_ERROR_INVALID_CONTEXT;
 	if (limit < 0 || limit >= MOCK_NLIMITS)
 		return CUDA_ERROR_UNSUPPORTED_LIMIT;
-	size_t lim[MOCK_NLIMITS];
-	memcpy(lim, c->limits, sizeof(lim));
-	if (limit == CU_LIMIT_STACK_SIZE) {
-		if (value > MOCK_MAX_STACK)
-			return CUDA_ERROR_INVALID_VALUE;
-		value = (value + 15) & ~(size_t)15;   /* as the driver may round */
-	}
-	lim[limit] = value;
-	int64_t bytes = mock_limit_bytes(c->dev, lim), delta = bytes - c->limit_bytes;
-	if (delta != 0 && mock_usage_add(c->dev, delta) < 0)
-		return CUDA_ERROR_OUT_OF_MEMORY;
-	memcpy(c->limits, lim, sizeof(lim));
-	c->limit_bytes = bytes;
-	return CUDA_SUCCESS;
+	if (limit == CU_LIMIT_STACK_SIZE && value > MOCK_MAX_STACK)
+		return CUDA_ERROR_INVALID_VALUE;
+	return mock_ctx_limit(c, limit, value);
 }
 
 MOCK_API CUresult cuCtxSetLimit(CUlimit limit, size_t value)
@@ -956,15 +962,7 @@ CUresult mock_launch_needs(CUcontext c, CUfunction f)
 			need = f->local_bytes;
 	if (!c || need <= c->limits[CU_LIMIT_STACK_SIZE])
 		return CUDA_SUCCESS;
-	size_t lim[MOCK_NLIMITS];
-	memcpy(lim, c->limits, sizeof(lim));
-	lim[CU_LIMIT_STACK_SIZE] = (need + 15) & ~(size_t)15;
-	int64_t bytes = mock_limit_bytes(c->dev, lim), delta = bytes - c->limit_bytes;
-	if (delta != 0 && mock_usage_add(c->dev, delta) < 0)
-		return CUDA_ERROR_OUT_OF_MEMORY;
-	memcpy(c->limits, lim, sizeof(lim));
-	c->limit_bytes = bytes;
-	return CUDA_SUCCESS;
+	return mock_ctx_limit(c, CU_LIMIT_STACK_SIZE, need);
 }
 
 /* ---- errors ------------------------------------------------------------ */
