@@ -119,6 +119,19 @@ enum {
 	CU_LIMIT_PERSISTING_L2_CACHE_SIZE = 0x06,
 };
 
+/* CUfunction_attribute (cuFuncGetAttribute): what a kernel needs. Local
+ * memory is per thread; the driver grows the context's stack to fit it. */
+typedef int CUfunction_attribute;
+enum {
+	CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 0,
+	CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES = 1,
+	CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES = 2,
+	CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES = 3,
+	CU_FUNC_ATTRIBUTE_NUM_REGS = 4,
+	CU_FUNC_ATTRIBUTE_PTX_VERSION = 5,
+	CU_FUNC_ATTRIBUTE_BINARY_VERSION = 6,
+};
+
 /* Green contexts (CUDA 12.4+): a context over a partition of the device's
  * SMs. A CUdevResource is a type, 92 bytes the driver keeps to itself,
  * then a 48-byte union whose SM member is a few counts; a descriptor

@@ -173,6 +173,7 @@
 	X(CUresult, cuDeviceGetAttribute, (int *pi, int attrib, CUdevice dev)) \
 	X(CUresult, cuDevicePrimaryCtxGetState, (CUdevice dev, unsigned int *flags, int *active)) \
 	X(CUresult, cuCtxFromGreenCtx, (CUcontext *pctx, CUgreenCtx hCtx)) \
+	X(CUresult, cuFuncGetAttribute, (int *pi, CUfunction_attribute attrib, CUfunction f)) \
 	X(CUresult, cuDeviceGetUuid, (CUuuid *uuid, CUdevice dev)) \
 	X(CUresult, cuEventCreate, (CUevent *ev, unsigned int flags)) \
 	X(CUresult, cuEventDestroy_v2, (CUevent ev)) \

@@ -323,6 +323,68 @@ TEST(context_limits_take_memory_and_contexts_take_their_allocations)
 	CHECK_INT(cuCtxSetCurrent(NULL), CUDA_SUCCESS);
 }
 
+typedef struct CUmod_st *CUmodule;
+CUresult cuModuleLoadData(CUmodule *m, const void *image);
+CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name);
+CUresult cuModuleUnload(CUmodule m);
+
+TEST(kernels_report_their_local_memory_and_launches_grow_the_stack)
+{
+	static const char ptx[] =
+		".version 6.0\n.target sm_50\n.address_size 64\n"
+		".visible .entry flat()\n{\n\tret;\n}\n"
+		".visible .entry deep()\n{\n\t.local .align 4 .b8 a[1024];\n"
+		"\t.local .align 8 .b8 b[3072];\n\tst.local.u32 [a], 1;\n\tret;\n}\n"
+		".visible .entry huge()\n{\n\t.local .align 4 .b8 c[262144];\n\tret;\n}\n";
+	CUcontext c;
+	CUmodule m;
+	CUfunction flat, deep, huge;
+	int64_t base = tesseraMockUsedBytes(0);
+	CHECK_INT(cuCtxCreate_v2(&c, 0, 0), CUDA_SUCCESS);
+	CHECK_INT(cuModuleLoadData(&m, ptx), CUDA_SUCCESS);
+	CHECK_INT(cuModuleGetFunction(&flat, m, "flat"), CUDA_SUCCESS);
+	CHECK_INT(cuModuleGetFunction(&deep, m, "deep"), CUDA_SUCCESS);
+	CHECK_INT(cuModuleGetFunction(&huge, m, "huge"), CUDA_SUCCESS);
+	int v = -1;
+	CHECK_INT(cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, flat), CUDA_SUCCESS);
+	CHECK_INT(v, 0);
+	/* declarations add up; a st.local is no declaration */
+	CHECK_INT(cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, deep), CUDA_SUCCESS);
+	CHECK_INT(v, 4096);
+	CHECK_INT(cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, deep),
+		  CUDA_SUCCESS);
+	CHECK_INT(v, 1024);
+	CHECK_INT(cuFuncGetAttribute(&v, 99, deep), CUDA_ERROR_INVALID_VALUE);
+	CHECK_INT(cuFuncGetAttribute(NULL, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, deep),
+		  CUDA_ERROR_INVALID_VALUE);
+	CHECK_INT(cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, (CUfunction)&v),
+		  CUDA_ERROR_INVALID_HANDLE);
+	/* the stack grows for the kernel that needs it, for every resident
+	 * thread (2048 a SM, 108 SMs), and stays grown */
+	size_t stack = 0;
+	CHECK_INT(cuLaunchKernel(flat, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL), CUDA_SUCCESS);
+	CHECK_INT(tesseraMockUsedBytes(0), base);
+	CHECK_INT(cuLaunchKernel(deep, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL), CUDA_SUCCESS);
+	CHECK_INT(cuCtxGetLimit(&stack, CU_LIMIT_STACK_SIZE), CUDA_SUCCESS);
+	CHECK_INT(stack, 4096);
+	CHECK_INT(tesseraMockUsedBytes(0), base + 3072LL * 2048 * 108);
+	CHECK_INT(cuLaunchKernel(flat, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL), CUDA_SUCCESS);
+	CHECK_INT(cuCtxGetLimit(&stack, CU_LIMIT_STACK_SIZE), CUDA_SUCCESS);
+	CHECK_INT(stack, 4096);
+	/* 256 KiB a thread does not fit the device: out of memory, and the
+	 * stack stays as it was */
+	CHECK_INT(cuLaunchKernel(huge, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL),
+		  CUDA_ERROR_OUT_OF_MEMORY);
+	CHECK_INT(cuCtxGetLimit(&stack, CU_LIMIT_STACK_SIZE), CUDA_SUCCESS);
+	CHECK_INT(stack, 4096);
+	CHECK_INT(tesseraMockUsedBytes(0), base + 3072LL * 2048 * 108);
+	CHECK_INT(cuModuleUnload(m), CUDA_SUCCESS);
+	CHECK_INT(cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, deep),
+		  CUDA_ERROR_INVALID_HANDLE);
+	CHECK_INT(cuCtxDestroy_v2(c), CUDA_SUCCESS);
+	CHECK_INT(tesseraMockUsedBytes(0), base);
+}
+
 TEST(green_contexts_partition_the_sms)
 {
 	CUdevResource all, part[2], rest;
@@ -1607,6 +1669,7 @@ int main(void)
 	RUN(proc_address_versions);
 	RUN(simulated_kernel_time);
 	RUN(context_limits_take_memory_and_contexts_take_their_allocations);
+	RUN(kernels_report_their_local_memory_and_launches_grow_the_stack);
 	RUN(green_contexts_partition_the_sms);
 	RUN(pool_grows_in_grains_and_reuses_its_reserve);
 	RUN(pool_threshold_trim_and_attributes);

@@ -49,6 +49,7 @@
  * mock_cuda.h lists the mock's source files and what each holds; this one
  * has cuInit, devices, contexts (limits and green contexts too), the test
  * hooks, modules, error strings and cuGetProcAddress. */
+#include <limits.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -948,18 +949,56 @@ MOCK_API CUresult cuModuleUnload(CUmodule m)
 	return CUDA_SUCCESS;
 }
 
+/* f when it is a kernel of a loaded module, else NULL (mock_lock held). */
+static struct CUfunc_st *mock_kernel(CUfunction f)
+{
+	uintptr_t fp = (uintptr_t)f;
+	for (CUmodule m = mock_modules; m; m = m->next)
+		if (fp >= (uintptr_t)&m->funcs[0] && fp < (uintptr_t)&m->funcs[m->nfuncs])
+			return f;
+	return NULL;
+}
+
+/* The attributes a program asks of a kernel; the mock compiles nothing,
+ * so registers and sizes other than local memory are fixed figures. */
+static CUresult mock_func_attribute(int *pi, CUfunction_attribute attrib, CUfunction f)
+{
+	REQUIRE_INIT();
+	if (!pi)
+		return CUDA_ERROR_INVALID_VALUE;
+	struct CUfunc_st *k = mock_kernel(f);
+	if (!k)
+		return CUDA_ERROR_INVALID_HANDLE;
+	switch (attrib) {
+	case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *pi = 1024; break;
+	case CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES: *pi = 0; break;
+	case CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES: *pi = 0; break;
+	case CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES:
+		*pi = k->local_bytes > INT_MAX ? INT_MAX : (int)k->local_bytes;
+		break;
+	case CU_FUNC_ATTRIBUTE_NUM_REGS: *pi = 32; break;
+	case CU_FUNC_ATTRIBUTE_PTX_VERSION: *pi = 60; break;
+	case CU_FUNC_ATTRIBUTE_BINARY_VERSION: *pi = 90; break;
+	default: return CUDA_ERROR_INVALID_VALUE;
+	}
+	return CUDA_SUCCESS;
+}
+
+MOCK_API CUresult cuFuncGetAttribute(int *pi, CUfunction_attribute attrib, CUfunction f)
+{
+	return LOCKED(mock_func_attribute(pi, attrib, f));
+}
+
 /* Before a launch of f in context c (mock_lock held): a kernel that needs
  * more local memory per thread than the stack limit makes the driver grow
- * the stack to fit, for every resident thread, and keep it grown. Launch
- * arguments that are no loaded kernel (tests pass made-up handles) need
- * nothing. */
+ * the stack to fit, for every resident thread, and keep it grown; when
+ * the device has no room for that, the launch fails with out of memory.
+ * Launch arguments that are no loaded kernel (tests pass made-up handles)
+ * need nothing. */
 CUresult mock_launch_needs(CUcontext c, CUfunction f)
 {
-	size_t need = 0;
-	uintptr_t fp = (uintptr_t)f;
-	for (CUmodule m = mock_modules; m && !need; m = m->next)
-		if (fp >= (uintptr_t)&m->funcs[0] && fp < (uintptr_t)&m->funcs[m->nfuncs])
-			need = f->local_bytes;
+	struct CUfunc_st *k = mock_kernel(f);
+	size_t need = k ? k->local_bytes : 0;
 	if (!c || need <= c->limits[CU_LIMIT_STACK_SIZE])
 		return CUDA_SUCCESS;
 	return mock_ctx_limit(c, CU_LIMIT_STACK_SIZE, need);
@@ -1070,6 +1109,7 @@ CUresult cuGetProcAddress_v2(const char *, void **, int, cuuint64_t,
 	X(cuModuleLoadData, cuModuleLoadData, 2000, 0) \
 	X(cuModuleGetFunction, cuModuleGetFunction, 2000, 0) \
 	X(cuModuleUnload, cuModuleUnload, 2000, 0) \
+	X(cuFuncGetAttribute, cuFuncGetAttribute, 2020, 0) \
 	X(cuGetProcAddress, cuGetProcAddress, 11030, 0) \
 	X(cuGetProcAddress_v2, cuGetProcAddress, 12000, 0) \
 	X(cuMemAlloc, cuMemAlloc, 2000, 0) \
