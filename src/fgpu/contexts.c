@@ -10,14 +10,17 @@
  * values the context started with; raising one is charged the difference
  * before the driver is asked, so a process cannot take gigabytes past its
  * share by asking for a larger stack or heap. The driver also grows the
- * stack by itself for a kernel that needs more; that is charged after the
- * next synchronization (fgpu_stack_follow).
+ * stack by itself for a kernel that needs more: the launch is charged
+ * that growth first (fgpu_stack_admit), and what the driver takes beyond
+ * the estimate is charged after the next synchronization
+ * (fgpu_stack_follow).
  *
  * When a context ends (cuCtxDestroy, the last cuDevicePrimaryCtxRelease,
  * cuDevicePrimaryCtxReset, cuGreenCtxDestroy) the driver frees the linear
  * allocations and arrays made in it, and its limits; so does the share,
  * or a notebook that frees the GPU that way could not allocate again. */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -191,21 +194,11 @@ static void fgpu_note_context(CUcontext ctx, CUdevice dev)
 	pthread_mutex_unlock(&fgpu_limit_lock);
 }
 
-/* The driver grows a context's stack by itself for a kernel that needs
- * more local memory per thread than the stack limit, and keeps it grown;
- * the limit then reads the larger value. Read after synchronizations: the
- * growth is charged then, past the share or not, since the memory is
- * taken; later allocations are refused until it is given back. */
-void fgpu_stack_follow(void)
+/* Charges ctx's stack (on ord) up to the size v the driver reads now,
+ * past the share or not, since the memory is taken; later allocations
+ * are refused until it is given back. fgpu_limit_lock held. */
+static void fgpu_stack_charge_to(CUcontext ctx, CUdevice ord, size_t v)
 {
-	CUcontext ctx = NULL;
-	CUdevice ord;
-	size_t v;
-	if (!fgpu_accounting() || REAL(cuCtxGetCurrent, &ctx) != CUDA_SUCCESS || !ctx ||
-	    REAL(cuCtxGetLimit, &v, CU_LIMIT_STACK_SIZE) != CUDA_SUCCESS ||
-	    fgpu_current_device(&ord) != CUDA_SUCCESS)
-		return;
-	pthread_mutex_lock(&fgpu_limit_lock);
 	size_t base;
 	int64_t charged;
 	bool known = fgpu_limit_record(ctx, CU_LIMIT_STACK_SIZE, v, &base, &charged);
@@ -218,6 +211,135 @@ void fgpu_stack_follow(void)
 	} else if (!known) {
 		fgpu_limit_store(ctx, CU_LIMIT_STACK_SIZE, idx, base, 0);
 	}
+}
+
+/* The driver grows a context's stack by itself for a kernel that needs
+ * more local memory per thread than the stack limit, and keeps it grown;
+ * the limit then reads the larger value. Launches charge their estimate
+ * of it first (fgpu_stack_admit); after synchronizations the value is
+ * read again and anything beyond the estimate is charged, as is growth
+ * from launches the shim could not size. */
+void fgpu_stack_follow(void)
+{
+	CUcontext ctx = NULL;
+	CUdevice ord;
+	size_t v;
+	if (!fgpu_accounting() || REAL(cuCtxGetCurrent, &ctx) != CUDA_SUCCESS || !ctx ||
+	    REAL(cuCtxGetLimit, &v, CU_LIMIT_STACK_SIZE) != CUDA_SUCCESS ||
+	    fgpu_current_device(&ord) != CUDA_SUCCESS)
+		return;
+	pthread_mutex_lock(&fgpu_limit_lock);
+	fgpu_stack_charge_to(ctx, ord, v);
+	pthread_mutex_unlock(&fgpu_limit_lock);
+}
+
+/* ---- launches that grow the stack ------------------------------------------ */
+
+/* A launch of a kernel that needs more local memory per thread than the
+ * context's stack makes the driver grow the stack, for every resident
+ * thread, before the kernel runs. The growth is charged first: past the
+ * share the launch fails with out of memory, as on a full device, and the
+ * driver is never asked. The need is the kernel's local memory
+ * (CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES) rounded as the driver rounds a
+ * stack; anything the driver takes beyond it is charged at the next
+ * synchronization. A kernel captured into a graph is charged when
+ * captured: the graph's launches will need that stack.
+ *
+ * The check costs a driver query per kernel, not per launch: each thread
+ * remembers the kernels it launched in a context without growth. They
+ * stay remembered until a stack is set or a context ends (either bumps
+ * the epoch); a stack only grows otherwise. A remembered kernel whose
+ * module was unloaded and whose address was reused is not checked again
+ * at launch, but its growth is still charged at the next synchronization. */
+#define FGPU_FITS 64
+
+struct fgpu_fit {
+	CUfunction f;
+	CUcontext ctx;
+	unsigned epoch;
+};
+
+static __thread struct fgpu_fit fgpu_fits[FGPU_FITS];
+static atomic_uint fgpu_fits_epoch = 1;   /* never 0: empty slots never match */
+
+static void fgpu_fits_forget(void)
+{
+	atomic_fetch_add_explicit(&fgpu_fits_epoch, 1, memory_order_relaxed);
+}
+
+static struct fgpu_fit *fgpu_fit_slot(CUfunction f)
+{
+	return &fgpu_fits[((uintptr_t)f >> 4) % FGPU_FITS];
+}
+
+/* Whether launching f in ctx grows the stack: if so, the growth is
+ * charged (or refused) and g holds the limit lock over the launch, so
+ * that a synchronization elsewhere cannot read the stack in between. */
+static CUresult fgpu_stack_admit_slow(CUfunction f, CUcontext ctx, unsigned epoch,
+				      struct fgpu_stack_grant *g)
+{
+	int local = 0;
+	if (REAL(cuFuncGetAttribute, &local, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, f) !=
+	    CUDA_SUCCESS || local < 0)
+		local = 0;   /* not sizeable here: what it grows is charged after it runs */
+	size_t need = ((size_t)local + 15) & ~(size_t)15;
+	CUdevice ord;
+	size_t v;
+	pthread_mutex_lock(&fgpu_limit_lock);
+	if (need > 0 && fgpu_current_device(&ord) == CUDA_SUCCESS &&
+	    REAL(cuCtxGetLimit, &v, CU_LIMIT_STACK_SIZE) == CUDA_SUCCESS && need > v) {
+		size_t base;
+		int64_t charged;
+		fgpu_limit_record(ctx, CU_LIMIT_STACK_SIZE, v, &base, &charged);
+		int64_t want = fgpu_limit_bytes(CU_LIMIT_STACK_SIZE, need, base, ord);
+		if (want > charged) {
+			int idx;
+			if (fgpu_reserve(ord, want - charged, &idx) != CUDA_SUCCESS) {
+				pthread_mutex_unlock(&fgpu_limit_lock);
+				return CUDA_ERROR_OUT_OF_MEMORY;
+			}
+			fgpu_limit_store(ctx, CU_LIMIT_STACK_SIZE, idx, base, want);
+			*g = (struct fgpu_stack_grant){ .held = true, .ctx = ctx, .f = f,
+							.epoch = epoch, .ord = ord, .idx = idx,
+							.base = base, .before = charged,
+							.after = want };
+			return CUDA_SUCCESS;
+		}
+	}
+	pthread_mutex_unlock(&fgpu_limit_lock);
+	*fgpu_fit_slot(f) = (struct fgpu_fit){ f, ctx, epoch };
+	return CUDA_SUCCESS;
+}
+
+CUresult fgpu_stack_admit(CUfunction f, struct fgpu_stack_grant *g)
+{
+	g->held = false;
+	CUcontext ctx = NULL;
+	if (!f || !fgpu_accounting() || REAL(cuCtxGetCurrent, &ctx) != CUDA_SUCCESS || !ctx)
+		return CUDA_SUCCESS;   /* the driver says what is wrong, if anything */
+	unsigned epoch = atomic_load_explicit(&fgpu_fits_epoch, memory_order_relaxed);
+	const struct fgpu_fit *fit = fgpu_fit_slot(f);
+	if (fit->f == f && fit->ctx == ctx && fit->epoch == epoch)
+		return CUDA_SUCCESS;
+	return fgpu_stack_admit_slow(f, ctx, epoch, g);
+}
+
+void fgpu_stack_launched(struct fgpu_stack_grant *g, CUresult launch)
+{
+	if (!g->held)
+		return;
+	if (launch == CUDA_SUCCESS) {
+		*fgpu_fit_slot(g->f) = (struct fgpu_fit){ g->f, g->ctx, g->epoch };
+	} else {
+		/* Not launched: the charge goes back to what it was, then up to
+		 * whatever the driver grew all the same. */
+		fgpu_unreserve(g->idx, g->after - g->before);
+		fgpu_limit_store(g->ctx, CU_LIMIT_STACK_SIZE, g->idx, g->base, g->before);
+		size_t v;
+		if (REAL(cuCtxGetLimit, &v, CU_LIMIT_STACK_SIZE) == CUDA_SUCCESS)
+			fgpu_stack_charge_to(g->ctx, g->ord, v);
+	}
+	g->held = false;
 	pthread_mutex_unlock(&fgpu_limit_lock);
 }
 
@@ -269,6 +391,8 @@ static CUresult fgpu_set_limit(CUlimit limit, size_t value)
 		want = settled;
 	}
 	fgpu_limit_store(ctx, limit, idx, base, want);
+	if (limit == CU_LIMIT_STACK_SIZE)
+		fgpu_fits_forget();   /* a lowered stack: kernels are checked again */
 	return CUDA_SUCCESS;
 }
 
@@ -289,6 +413,7 @@ void fgpu_contexts_reset_child(void)
 	fgpu_limit_lock = fresh;
 	fgpu_primary_lock = fresh;
 	memset(fgpu_primary, 0, sizeof(fgpu_primary));
+	fgpu_fits_forget();
 }
 
 /* ---- contexts ending ------------------------------------------------------- */
@@ -304,6 +429,7 @@ static void fgpu_context_gone(CUcontext ctx)
 {
 	if (!ctx || !fgpu_accounting())
 		return;
+	fgpu_fits_forget();   /* its handle may come back for a new context */
 	int64_t freed[FGPU_MAX_DEVICES] = { 0 };
 	pthread_mutex_lock(&fgpu_table_lock);
 	for (unsigned b = 0; b < FGPU_BUCKETS; b++)

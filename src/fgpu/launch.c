@@ -1,4 +1,5 @@
-/* Launch pacing hooks (pacing.h has the arithmetic). */
+/* Launch hooks: pacing (pacing.h has the arithmetic), and the stack a
+ * launch grows (contexts.c). */
 #include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -160,12 +161,18 @@ static void fgpu_pace_after(struct fgpu_pacer *p, CUstream s, bool ptsz, CUresul
 	pthread_mutex_unlock(&p->mu);
 }
 
-#define FGPU_PACED(ptsz, stream, call) do { \
+/* A launch: paced when the share is less than the whole GPU, and the
+ * stack it grows charged first (contexts.c). f is NULL for graphs. */
+#define FGPU_LAUNCH(f, ptsz, stream, call) do { \
 	CUDA_INIT(); \
-	if (!fgpu_pacing) return (call); \
 	int idx_; \
-	struct fgpu_pacer *p_ = fgpu_pace_before((stream), (ptsz), &idx_); \
-	CUresult rc_ = (call); \
+	struct fgpu_pacer *p_ = fgpu_pacing ? fgpu_pace_before((stream), (ptsz), &idx_) : NULL; \
+	struct fgpu_stack_grant g_; \
+	CUresult rc_ = fgpu_stack_admit((f), &g_); \
+	if (rc_ == CUDA_SUCCESS) { \
+		rc_ = (call); \
+		fgpu_stack_launched(&g_, rc_); \
+	} \
 	fgpu_pace_after(p_, (stream), (ptsz), rc_); \
 	return rc_; \
 } while (0)
@@ -174,26 +181,26 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned
 			unsigned int bx, unsigned int by, unsigned int bz, unsigned int shmem,
 			CUstream s, void **params, void **extra)
 {
-	FGPU_PACED(false, s, REAL(cuLaunchKernel, f, gx, gy, gz, bx, by, bz, shmem, s, params, extra));
+	FGPU_LAUNCH(f, false, s, REAL(cuLaunchKernel, f, gx, gy, gz, bx, by, bz, shmem, s, params, extra));
 }
 
 CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
 			     unsigned int bx, unsigned int by, unsigned int bz,
 			     unsigned int shmem, CUstream s, void **params, void **extra)
 {
-	FGPU_PACED(true, s,
+	FGPU_LAUNCH(f, true, s,
 		   REAL(cuLaunchKernel_ptsz, f, gx, gy, gz, bx, by, bz, shmem, s, params, extra));
 }
 
 CUresult cuLaunchKernelEx(const CUlaunchConfig *c, CUfunction f, void **params, void **extra)
 {
-	FGPU_PACED(false, c ? c->hStream : NULL, REAL(cuLaunchKernelEx, c, f, params, extra));
+	FGPU_LAUNCH(f, false, c ? c->hStream : NULL, REAL(cuLaunchKernelEx, c, f, params, extra));
 }
 
 CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *c, CUfunction f, void **params,
 			       void **extra)
 {
-	FGPU_PACED(true, c ? c->hStream : NULL, REAL(cuLaunchKernelEx_ptsz, c, f, params, extra));
+	FGPU_LAUNCH(f, true, c ? c->hStream : NULL, REAL(cuLaunchKernelEx_ptsz, c, f, params, extra));
 }
 
 /* Cooperative kernels are kernels; a graph launch is measured as a whole
@@ -203,7 +210,7 @@ CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gx, unsigned int g
 				   unsigned int gz, unsigned int bx, unsigned int by,
 				   unsigned int bz, unsigned int shmem, CUstream s, void **params)
 {
-	FGPU_PACED(false, s,
+	FGPU_LAUNCH(f, false, s,
 		   REAL(cuLaunchCooperativeKernel, f, gx, gy, gz, bx, by, bz, shmem, s, params));
 }
 
@@ -212,17 +219,17 @@ CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gx, unsigned 
 					unsigned int bz, unsigned int shmem, CUstream s,
 					void **params)
 {
-	FGPU_PACED(true, s, REAL(cuLaunchCooperativeKernel_ptsz, f, gx, gy, gz, bx, by, bz, shmem,
+	FGPU_LAUNCH(f, true, s, REAL(cuLaunchCooperativeKernel_ptsz, f, gx, gy, gz, bx, by, bz, shmem,
 				 s, params));
 }
 
 CUresult cuGraphLaunch(CUgraphExec g, CUstream s)
 {
-	FGPU_PACED(false, s, fgpu_graph_launch(g, s, false));
+	FGPU_LAUNCH(NULL, false, s, fgpu_graph_launch(g, s, false));
 }
 
 CUresult cuGraphLaunch_ptsz(CUgraphExec g, CUstream s)
 {
-	FGPU_PACED(true, s, fgpu_graph_launch(g, s, true));
+	FGPU_LAUNCH(NULL, true, s, fgpu_graph_launch(g, s, true));
 }
 

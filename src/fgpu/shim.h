@@ -187,4 +187,21 @@ void fgpu_contexts_reset_child(void);
 /* contexts.c: charges the current context's stack grown by the driver. */
 void fgpu_stack_follow(void);
 
+/* contexts.c: the stack a launch of kernel f grows, charged before the
+ * launch. fgpu_stack_admit refuses with out of memory past the share;
+ * when it set held, the launch's result must go to fgpu_stack_launched
+ * (until then the limit lock is held). */
+struct fgpu_stack_grant {
+	bool held;
+	CUcontext ctx;
+	CUfunction f;
+	unsigned epoch;
+	CUdevice ord;
+	int idx;
+	size_t base;
+	int64_t before, after;   /* the stack's charge without and with it */
+};
+CUresult fgpu_stack_admit(CUfunction f, struct fgpu_stack_grant *g);
+void fgpu_stack_launched(struct fgpu_stack_grant *g, CUresult launch);
+
 #endif

@@ -78,7 +78,7 @@ static const char deep_ptx[] =
 	".visible .entry deep4k()\n{\n\t.local .align 4 .b8 buf[4096];\n\tret;\n}\n"
 	".visible .entry deep8k()\n{\n\t.local .align 4 .b8 buf[8192];\n\tret;\n}\n";
 
-TEST(stack_grown_by_the_driver_is_charged_after_a_synchronization)
+TEST(a_launch_is_charged_the_stack_it_grows_before_it_runs)
 {
 	long long base = ft_used(), mock_base = tesseraMockUsedBytes(0);
 	CUmodule m;
@@ -91,17 +91,40 @@ TEST(stack_grown_by_the_driver_is_charged_after_a_synchronization)
 	CHECK_INT(cuLaunchKernel(k4, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL), CUDA_SUCCESS);
 	CHECK_INT(limit_of(CU_LIMIT_STACK_SIZE), 4096);
 	CHECK_INT(tesseraMockUsedBytes(0), mock_base + 3072 * THREADS);
-	CHECK_INT(cuStreamSynchronize(s), CUDA_SUCCESS);
+	/* charged with the launch, before any synchronization */
 	CHECK_INT(ft_used(), base + 3072 * THREADS);                       /* 600 MiB */
-	/* 8 KiB a thread is past the share, but the driver took it: charged
-	 * all the same, and nothing more can be allocated */
-	CHECK_INT(cuLaunchKernel(k8, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL), CUDA_SUCCESS);
+	/* the synchronization reads the same stack: nothing more */
+	CHECK_INT(cuStreamSynchronize(s), CUDA_SUCCESS);
+	CHECK_INT(ft_used(), base + 3072 * THREADS);
+	CHECK_INT(cuLaunchKernel(k4, 2, 1, 1, 64, 1, 1, 0, s, NULL, NULL), CUDA_SUCCESS);
+	CHECK_INT(ft_used(), base + 3072 * THREADS);
+	/* 8 KiB a thread is past the share: the launch is refused before the
+	 * driver grows anything, and nothing changes */
+	CHECK_INT(cuLaunchKernel(k8, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL),
+		  CUDA_ERROR_OUT_OF_MEMORY);
+	CHECK_INT(limit_of(CU_LIMIT_STACK_SIZE), 4096);
+	CHECK_INT(tesseraMockUsedBytes(0), mock_base + 3072 * THREADS);
+	CHECK_INT(ft_used(), base + 3072 * THREADS);
+	CUlaunchConfig cfg = { .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1, .blockDimX = 32,
+			       .blockDimY = 1, .blockDimZ = 1, .hStream = s };
+	CHECK_INT(cuLaunchKernelEx(&cfg, k8, NULL, NULL), CUDA_ERROR_OUT_OF_MEMORY);
+	CHECK_INT(cuLaunchCooperativeKernel(k8, 1, 1, 1, 32, 1, 1, 0, s, NULL),
+		  CUDA_ERROR_OUT_OF_MEMORY);
 	CHECK_INT(cuCtxSynchronize(), CUDA_SUCCESS);
-	CHECK_INT(ft_used(), 1 * GiB);                  /* free is 0, never negative */
-	CUdeviceptr p = 0;
-	CHECK_INT(cuMemAlloc_v2(&p, 1 * MiB), CUDA_ERROR_OUT_OF_MEMORY);
-	/* setting the stack back gives it all back */
+	CHECK_INT(ft_used(), base + 3072 * THREADS);
+	/* setting the stack back gives it all back; the kernel is then
+	 * charged again when launched */
 	CHECK_INT(cuCtxSetLimit(CU_LIMIT_STACK_SIZE, 1024), CUDA_SUCCESS);
+	CHECK_INT(ft_used(), base);
+	CHECK_INT(tesseraMockUsedBytes(0), mock_base);
+	CHECK_INT(cuLaunchKernel(k4, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL), CUDA_SUCCESS);
+	CHECK_INT(ft_used(), base + 3072 * THREADS);
+	CHECK_INT(cuCtxSetLimit(CU_LIMIT_STACK_SIZE, 1024), CUDA_SUCCESS);
+	/* a launch the driver refuses (1025 threads a block) grows nothing
+	 * and keeps nothing charged */
+	CHECK_INT(cuLaunchKernel(k4, 1, 1, 1, 1025, 1, 1, 0, s, NULL, NULL),
+		  CUDA_ERROR_INVALID_VALUE);
+	CHECK_INT(limit_of(CU_LIMIT_STACK_SIZE), 1024);
 	CHECK_INT(ft_used(), base);
 	CHECK_INT(tesseraMockUsedBytes(0), mock_base);
 	CHECK_INT(cuStreamDestroy_v2(s), CUDA_SUCCESS);
@@ -261,7 +284,7 @@ int main(void)
 	}
 	RUN(heap_and_printf_fifo_are_charged);
 	RUN(stack_counts_every_resident_thread);
-	RUN(stack_grown_by_the_driver_is_charged_after_a_synchronization);
+	RUN(a_launch_is_charged_the_stack_it_grows_before_it_runs);
 	RUN(other_limits_pass_through);
 	RUN(a_destroyed_context_gives_back_what_it_held);
 	RUN(a_reset_lets_the_process_allocate_its_share_again);

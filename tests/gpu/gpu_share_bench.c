@@ -24,7 +24,8 @@
  *                                         memory per thread and synchronize:
  *                                         the stack size after it, how much
  *                                         free memory dropped, and what the
- *                                         shim charges for that stack
+ *                                         shim charges for that stack; or
+ *                                         "out of memory" and exit 1
  *   gpu-share-bench throughput SECONDS [--green-sms N] [--iters N]
  *                                         compute-bound kernels per second
  *                                         (in a green context of N SMs when
@@ -439,7 +440,7 @@ static int cmd_limit(CUlimit limit, size_t value)
 
 /* The stack the driver grows by itself for a kernel that needs more
  * local memory than the stack limit (the same figures as cmd_limit). */
-static void cmd_deep_launch(void)
+static int cmd_deep_launch(void)
 {
 	setup(0);
 	size_t before = 0, after = 0, f0 = 0, f1 = 0, t = 0;
@@ -447,7 +448,13 @@ static void cmd_deep_launch(void)
 	void *params[] = { &idx, &out };
 	CALL(cu.CtxGetLimit(&before, CU_LIMIT_STACK_SIZE));
 	CALL(cu.MemGetInfo(&f0, &t));
-	CALL(cu.LaunchKernel(k_deep, 1, 1, 1, 32, 1, 1, 0, stream, params, NULL));
+	CUresult rc = cu.LaunchKernel(k_deep, 1, 1, 1, 32, 1, 1, 0, stream, params, NULL);
+	if (rc == CUDA_ERROR_OUT_OF_MEMORY) {
+		printf("out of memory\n");
+		return 1;
+	}
+	if (rc != CUDA_SUCCESS)
+		die("cuLaunchKernel", rc);
 	CALL(cu.StreamSynchronize(stream));
 	CALL(cu.CtxGetLimit(&after, CU_LIMIT_STACK_SIZE));
 	CALL(cu.MemGetInfo(&f1, &t));
@@ -456,6 +463,7 @@ static void cmd_deep_launch(void)
 	long long charged = after > before ? (long long)(after - before) * per_sm * sm_count() : 0;
 	printf("ok value %zu free_drop %lld charged %lld free_after %zu\n", after,
 	       (long long)f0 - (long long)f1, charged, f1);
+	return 0;
 }
 
 static void usage(void)
@@ -521,7 +529,7 @@ int main(int argc, char **argv)
 			return cmd_limit(CU_LIMIT_MALLOC_HEAP_SIZE, (size_t)bytes);
 		usage();
 	} else if (strcmp(cmd, "deep-launch") == 0 && argc == 2) {
-		cmd_deep_launch();
+		return cmd_deep_launch();
 	} else if (strcmp(cmd, "throughput") == 0 && argc >= 3) {
 		int green = 0;
 		unsigned iters = 4096;

@@ -11,9 +11,9 @@ fail=0
 check() { # description, condition
 	if eval "$2"; then echo "ok   $1"; else echo "FAIL $1"; fail=1; fi
 }
-shim() { # sm percent, command...
+shim() { # sm percent, command... (memory share: $MEM, default 2GiB)
 	local pct=$1; shift
-	printf 'memory_limit = 2GiB\nsm_limit_percent = %d\n' "$pct" > "$work/fgpu.conf"
+	printf 'memory_limit = %s\nsm_limit_percent = %d\n' "${MEM:-2GiB}" "$pct" > "$work/fgpu.conf"
 	rm -f "$work/fgpu.region"
 	env LD_PRELOAD="$FGPU_LIB" TESSERA_FGPU_CONF="$work/fgpu.conf" \
 		TESSERA_FGPU_REGION="$work/fgpu.region" "$@"
@@ -48,10 +48,14 @@ out=$(shim 100 "$BENCH" limit heap 1GiB)
 check "a heap within the share: charged, and free memory says so" '[[ $out =~ ^ok\ value\ 1073741824\ free_drop\ ([0-9]+)\ charged\ ([0-9]+)$ && ${BASH_REMATCH[1]} == "${BASH_REMATCH[2]}" ]]'
 out=$("$BENCH" deep-launch)
 check "a kernel with 32 KiB of local memory grows the stack" '[[ $out =~ ^ok\ value\ 32768\ free_drop\ ([0-9]+)\ charged\ ([0-9]+)\  && ${BASH_REMATCH[1]} == "${BASH_REMATCH[2]}" ]]'
-out=$(shim 100 "$BENCH" deep-launch)
+set +e
+out=$(shim 100 "$BENCH" deep-launch); rc=$?
+set -e
 # 32 KiB for each of 2048 x 100 resident threads is past the 2 GiB share:
-# charged all the same, so all that was free is gone
-check "the grown stack is charged under the shim" '[[ $out =~ ^ok\ value\ 32768\ free_drop\ 2147479552\ .*\ free_after\ 0$ ]]'
+# the launch is refused before the driver grows the stack
+check "a launch that would grow the stack past the share: out of memory, exit 1" '[[ $out == "out of memory" && $rc == 1 ]]'
+out=$(MEM=7GiB shim 100 "$BENCH" deep-launch)
+check "within the share the grown stack is charged, as free memory says" '[[ $out =~ ^ok\ value\ 32768\ free_drop\ ([0-9]+)\ charged\ ([0-9]+)\  && ${BASH_REMATCH[1]} == "${BASH_REMATCH[2]}" ]]'
 set +e
 "$BENCH" alloc lots 2>/dev/null; rc=$?
 "$BENCH" throughput 0 2>/dev/null; rc2=$?
