@@ -1,5 +1,6 @@
 /* Context hooks: making contexts (created, primary, green), the memory
- * their limits reserve, and what goes when a context ends.
+ * their limits reserve, the stack a launch grows, and what goes when a
+ * context ends.
  *
  * A process's first context on a device is charged the context overhead
  * (fgpu_charge_context), whichever way it is made, a green context too.
@@ -245,12 +246,15 @@ void fgpu_stack_follow(void)
  * synchronization. A kernel captured into a graph is charged when
  * captured: the graph's launches will need that stack.
  *
+ * cuLaunchKernel takes a CUDA 12 library's kernel (CUkernel) in place of
+ * a function; cuFuncGetAttribute is documented for functions only, so a
+ * handle it refuses is asked of as a kernel (cuKernelGetAttribute).
+ *
  * The check costs a driver query per kernel, not per launch: each thread
  * remembers the kernels it launched in a context without growth. They
- * stay remembered until a stack is set or a context ends (either bumps
- * the epoch); a stack only grows otherwise. A remembered kernel whose
- * module was unloaded and whose address was reused is not checked again
- * at launch, but its growth is still charged at the next synchronization. */
+ * stay remembered until a stack is set, a context ends, or a module or
+ * library is unloaded (its handles may come back for other kernels); each
+ * bumps the epoch. A stack only grows otherwise. */
 #define FGPU_FITS 64
 
 struct fgpu_fit {
@@ -272,6 +276,26 @@ static struct fgpu_fit *fgpu_fit_slot(CUfunction f)
 	return &fgpu_fits[((uintptr_t)f >> 4) % FGPU_FITS];
 }
 
+/* Unloading makes handles free for other kernels: the hooks only forget
+ * what was remembered. */
+CUresult cuModuleUnload(CUmodule m)
+{
+	CUDA_INIT();
+	CUresult rc = REAL(cuModuleUnload, m);
+	if (rc == CUDA_SUCCESS)
+		fgpu_fits_forget();
+	return rc;
+}
+
+CUresult cuLibraryUnload(CUlibrary l)
+{
+	CUDA_INIT();
+	CUresult rc = REAL(cuLibraryUnload, l);
+	if (rc == CUDA_SUCCESS)
+		fgpu_fits_forget();
+	return rc;
+}
+
 /* Whether launching f in ctx grows the stack: if so, the growth is
  * charged (or refused) and g holds the limit lock over the launch, so
  * that a synchronization elsewhere cannot read the stack in between. */
@@ -279,15 +303,19 @@ static CUresult fgpu_stack_admit_slow(CUfunction f, CUcontext ctx, unsigned epoc
 				      struct fgpu_stack_grant *g)
 {
 	int local = 0;
-	if (REAL(cuFuncGetAttribute, &local, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, f) !=
-	    CUDA_SUCCESS || local < 0)
+	CUdevice ord;
+	if (fgpu_current_device(&ord) != CUDA_SUCCESS ||
+	    (REAL(cuFuncGetAttribute, &local, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, f) !=
+		     CUDA_SUCCESS &&
+	     REAL(cuKernelGetAttribute, &local, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES,
+		  (CUkernel)f, ord) != CUDA_SUCCESS) ||
+	    local < 0)
 		local = 0;   /* not sizeable here: what it grows is charged after it runs */
 	size_t need = ((size_t)local + 15) & ~(size_t)15;
-	CUdevice ord;
 	size_t v;
 	pthread_mutex_lock(&fgpu_limit_lock);
-	if (need > 0 && fgpu_current_device(&ord) == CUDA_SUCCESS &&
-	    REAL(cuCtxGetLimit, &v, CU_LIMIT_STACK_SIZE) == CUDA_SUCCESS && need > v) {
+	if (need > 0 && REAL(cuCtxGetLimit, &v, CU_LIMIT_STACK_SIZE) == CUDA_SUCCESS &&
+	    need > v) {
 		size_t base;
 		int64_t charged;
 		fgpu_limit_record(ctx, CU_LIMIT_STACK_SIZE, v, &base, &charged);

@@ -44,6 +44,8 @@
 	X(CUresult, cuGreenCtxCreate, cuGreenCtxCreate, 12040, 0, \
 	  (CUgreenCtx *phCtx, CUdevResourceDesc desc, CUdevice dev, unsigned int flags)) \
 	X(CUresult, cuGreenCtxDestroy, cuGreenCtxDestroy, 12040, 0, (CUgreenCtx hCtx)) \
+	X(CUresult, cuModuleUnload, cuModuleUnload, 2000, 0, (CUmodule hmod)) \
+	X(CUresult, cuLibraryUnload, cuLibraryUnload, 12000, 0, (CUlibrary library)) \
 	X(CUresult, cuMemAlloc, cuMemAlloc, 2000, 0, \
 	  (CUdeviceptr_v1 *dptr, unsigned int bytesize)) \
 	X(CUresult, cuMemAlloc_v2, cuMemAlloc, 3020, 0, \
@@ -174,6 +176,8 @@
 	X(CUresult, cuDevicePrimaryCtxGetState, (CUdevice dev, unsigned int *flags, int *active)) \
 	X(CUresult, cuCtxFromGreenCtx, (CUcontext *pctx, CUgreenCtx hCtx)) \
 	X(CUresult, cuFuncGetAttribute, (int *pi, CUfunction_attribute attrib, CUfunction f)) \
+	X(CUresult, cuKernelGetAttribute, \
+	  (int *pi, CUfunction_attribute attrib, CUkernel kernel, CUdevice dev)) \
 	X(CUresult, cuDeviceGetUuid, (CUuuid *uuid, CUdevice dev)) \
 	X(CUresult, cuEventCreate, (CUevent *ev, unsigned int flags)) \
 	X(CUresult, cuEventDestroy_v2, (CUevent ev)) \

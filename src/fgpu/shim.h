@@ -6,7 +6,9 @@
  *             the process-local allocation table, and the lookups
  *             (cuGetProcAddress, dlsym, dlvsym)
  *   contexts.c  context hooks: making contexts (green ones too), the
- *             memory their limits take, what goes when one ends
+ *             memory their limits take, the stack a launch grows (and
+ *             module and library unloading, which forgets kernels), what
+ *             goes when one ends
  *   memory.c  allocation hooks, VMM, and what a process is told
  *   pools.c   stream-ordered allocations and memory pools
  *   graphs.c  memory that CUDA graphs allocate

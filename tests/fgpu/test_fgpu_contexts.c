@@ -10,7 +10,6 @@
  * MULTIPROCESSOR) times its SMs: what one byte of stack costs. */
 #define THREADS (2048LL * 100)
 
-typedef struct CUmod_st *CUmodule;
 CUresult cuModuleLoadData(CUmodule *m, const void *image);
 CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name);
 CUresult cuModuleUnload(CUmodule m);
@@ -129,6 +128,35 @@ TEST(a_launch_is_charged_the_stack_it_grows_before_it_runs)
 	CHECK_INT(tesseraMockUsedBytes(0), mock_base);
 	CHECK_INT(cuStreamDestroy_v2(s), CUDA_SUCCESS);
 	CHECK_INT(cuModuleUnload(m), CUDA_SUCCESS);
+}
+
+CUresult cuLibraryLoadData(CUlibrary *l, const void *code, void *jitOptions,
+			   void **jitOptionsValues, unsigned int numJitOptions,
+			   void *libraryOptions, void **libraryOptionValues,
+			   unsigned int numLibraryOptions);
+CUresult cuLibraryGetKernel(CUkernel *k, CUlibrary l, const char *name);
+
+/* cuLaunchKernel takes a CUDA 12 library's kernel in place of a function
+ * (cuFuncGetAttribute refuses it): it is sized all the same. */
+TEST(a_library_kernel_is_charged_the_stack_it_grows)
+{
+	long long base = ft_used(), mock_base = tesseraMockUsedBytes(0);
+	CUlibrary l;
+	CUkernel k4, k8;
+	CHECK_INT(cuLibraryLoadData(&l, deep_ptx, NULL, NULL, 0, NULL, NULL, 0), CUDA_SUCCESS);
+	CHECK_INT(cuLibraryGetKernel(&k4, l, "deep4k"), CUDA_SUCCESS);
+	CHECK_INT(cuLibraryGetKernel(&k8, l, "deep8k"), CUDA_SUCCESS);
+	CHECK_INT(cuLaunchKernel((CUfunction)k8, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL),
+		  CUDA_ERROR_OUT_OF_MEMORY);
+	CHECK_INT(limit_of(CU_LIMIT_STACK_SIZE), 1024);
+	CHECK_INT(cuLaunchKernel((CUfunction)k4, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL),
+		  CUDA_SUCCESS);
+	CHECK_INT(ft_used(), base + 3072 * THREADS);
+	CHECK_INT(tesseraMockUsedBytes(0), mock_base + 3072 * THREADS);
+	CHECK_INT(cuLibraryUnload(l), CUDA_SUCCESS);
+	CHECK_INT(cuCtxSetLimit(CU_LIMIT_STACK_SIZE, 1024), CUDA_SUCCESS);
+	CHECK_INT(ft_used(), base);
+	CHECK_INT(tesseraMockUsedBytes(0), mock_base);
 }
 
 TEST(other_limits_pass_through)
@@ -285,6 +313,7 @@ int main(void)
 	RUN(heap_and_printf_fifo_are_charged);
 	RUN(stack_counts_every_resident_thread);
 	RUN(a_launch_is_charged_the_stack_it_grows_before_it_runs);
+	RUN(a_library_kernel_is_charged_the_stack_it_grows);
 	RUN(other_limits_pass_through);
 	RUN(a_destroyed_context_gives_back_what_it_held);
 	RUN(a_reset_lets_the_process_allocate_its_share_again);

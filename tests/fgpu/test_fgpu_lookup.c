@@ -154,6 +154,8 @@ TEST(context_hooks_are_handed_out)
 		{ "cuCtxSetLimit", 12000, "cuCtxSetLimit" },
 		{ "cuGreenCtxCreate", 12040, "cuGreenCtxCreate" },
 		{ "cuGreenCtxDestroy", 12040, "cuGreenCtxDestroy" },
+		{ "cuModuleUnload", 12000, "cuModuleUnload" },
+		{ "cuLibraryUnload", 12000, "cuLibraryUnload" },
 	};
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
 		void *p = NULL;

@@ -323,7 +323,6 @@ TEST(context_limits_take_memory_and_contexts_take_their_allocations)
 	CHECK_INT(cuCtxSetCurrent(NULL), CUDA_SUCCESS);
 }
 
-typedef struct CUmod_st *CUmodule;
 CUresult cuModuleLoadData(CUmodule *m, const void *image);
 CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name);
 CUresult cuModuleUnload(CUmodule m);
@@ -381,6 +380,63 @@ TEST(kernels_report_their_local_memory_and_launches_grow_the_stack)
 	CHECK_INT(cuModuleUnload(m), CUDA_SUCCESS);
 	CHECK_INT(cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, deep),
 		  CUDA_ERROR_INVALID_HANDLE);
+	CHECK_INT(cuCtxDestroy_v2(c), CUDA_SUCCESS);
+	CHECK_INT(tesseraMockUsedBytes(0), base);
+}
+
+CUresult cuLibraryLoadData(CUlibrary *l, const void *code, void *jitOptions,
+			   void **jitOptionsValues, unsigned int numJitOptions,
+			   void *libraryOptions, void **libraryOptionValues,
+			   unsigned int numLibraryOptions);
+CUresult cuLibraryGetKernel(CUkernel *k, CUlibrary l, const char *name);
+CUresult cuKernelGetFunction(CUfunction *f, CUkernel k);
+
+TEST(libraries_load_without_a_context_and_launch_their_kernels)
+{
+	static const char ptx[] =
+		".version 6.0\n.target sm_50\n.address_size 64\n"
+		".visible .entry deep()\n{\n\t.local .align 4 .b8 a[4096];\n\tret;\n}\n";
+	CUlibrary l;
+	CUkernel k;
+	CUfunction f;
+	CUcontext c;
+	int v = -1;
+	int64_t base = tesseraMockUsedBytes(0);
+	CHECK_INT(cuCtxSetCurrent(NULL), CUDA_SUCCESS);
+	CHECK_INT(cuLibraryLoadData(&l, "no kernels here", NULL, NULL, 0, NULL, NULL, 0),
+		  CUDA_ERROR_INVALID_IMAGE);
+	CHECK_INT(cuLibraryLoadData(&l, ptx, NULL, NULL, 1, NULL, NULL, 0),
+		  CUDA_ERROR_INVALID_VALUE);
+	CHECK_INT(cuLibraryLoadData(&l, ptx, NULL, NULL, 0, NULL, NULL, 0), CUDA_SUCCESS);
+	CHECK_INT(cuLibraryGetKernel(&k, l, "shallow"), CUDA_ERROR_NOT_FOUND);
+	CHECK_INT(cuLibraryGetKernel(&k, l, "deep"), CUDA_SUCCESS);
+	/* a kernel is asked through cuKernelGetAttribute, on any device */
+	CHECK_INT(cuKernelGetAttribute(&v, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, k, 0),
+		  CUDA_SUCCESS);
+	CHECK_INT(v, 4096);
+	CHECK_INT(cuKernelGetAttribute(&v, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, k, 7),
+		  CUDA_ERROR_INVALID_DEVICE);
+	CHECK_INT(cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, (CUfunction)k),
+		  CUDA_ERROR_INVALID_HANDLE);
+	/* its function exists in a context */
+	CHECK_INT(cuKernelGetFunction(&f, k), CUDA_ERROR_INVALID_CONTEXT);
+	CHECK_INT(cuCtxCreate_v2(&c, 0, 0), CUDA_SUCCESS);
+	CHECK_INT(cuKernelGetFunction(&f, k), CUDA_SUCCESS);
+	CHECK_INT(cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, f), CUDA_SUCCESS);
+	CHECK_INT(v, 4096);
+	CHECK_INT(cuKernelGetAttribute(&v, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, (CUkernel)f, 0),
+		  CUDA_ERROR_INVALID_HANDLE);
+	/* cuLaunchKernel takes the kernel itself, and grows the stack for it */
+	size_t stack = 0;
+	CHECK_INT(cuLaunchKernel((CUfunction)k, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL),
+		  CUDA_SUCCESS);
+	CHECK_INT(cuCtxGetLimit(&stack, CU_LIMIT_STACK_SIZE), CUDA_SUCCESS);
+	CHECK_INT(stack, 4096);
+	CHECK_INT(tesseraMockUsedBytes(0), base + 3072LL * 2048 * 108);
+	CHECK_INT(cuLibraryUnload(l), CUDA_SUCCESS);
+	CHECK_INT(cuKernelGetAttribute(&v, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, k, 0),
+		  CUDA_ERROR_INVALID_HANDLE);
+	CHECK_INT(cuLibraryUnload(NULL), CUDA_ERROR_INVALID_HANDLE);
 	CHECK_INT(cuCtxDestroy_v2(c), CUDA_SUCCESS);
 	CHECK_INT(tesseraMockUsedBytes(0), base);
 }
@@ -1670,6 +1726,7 @@ int main(void)
 	RUN(simulated_kernel_time);
 	RUN(context_limits_take_memory_and_contexts_take_their_allocations);
 	RUN(kernels_report_their_local_memory_and_launches_grow_the_stack);
+	RUN(libraries_load_without_a_context_and_launch_their_kernels);
 	RUN(green_contexts_partition_the_sms);
 	RUN(pool_grows_in_grains_and_reuses_its_reserve);
 	RUN(pool_threshold_trim_and_attributes);

@@ -103,7 +103,6 @@ static const char bench_ptx[] =
 	"	ret;\n"
 	"}\n";
 
-typedef struct CUmod_st *CUmodule;
 typedef struct CUgreenCtx_st *CUgreenCtx;
 typedef struct CUdevResourceDesc_st *CUdevResourceDesc;
 

@@ -847,8 +847,6 @@ MOCK_API int64_t tesseraMockUsedBytes(int dev)
  * other (their code is never looked at), so a program that JITs PTX on a
  * real driver runs unchanged here. Loaded modules are listed so that a
  * launch can tell its kernels from any other pointer. */
-typedef struct CUmod_st *CUmodule;
-
 #define MOCK_MAGIC_MODULE 0x4d4f444cU
 #define MOCK_MAX_KERNELS 64
 
@@ -881,16 +879,15 @@ static size_t mock_local_bytes(const char *p, const char *end)
 	return total;
 }
 
-MOCK_API CUresult cuModuleLoadData(CUmodule *pm, const void *image)
+/* A module of the kernels image declares; NULL when it declares none
+ * (*rc says why). Not yet listed. */
+static CUmodule mock_module_parse(const void *image, CUresult *rc)
 {
-	REQUIRE_INIT();
-	if (!pm || !image)
-		return CUDA_ERROR_INVALID_VALUE;
-	if (mock_current_dev() < 0)
-		return CUDA_ERROR_INVALID_CONTEXT;
 	CUmodule m = calloc(1, sizeof(*m));
-	if (!m)
-		return CUDA_ERROR_OUT_OF_MEMORY;
+	if (!m) {
+		*rc = CUDA_ERROR_OUT_OF_MEMORY;
+		return NULL;
+	}
 	m->magic = MOCK_MAGIC_MODULE;
 	for (const char *p = strstr(image, ".entry"); p && m->nfuncs < MOCK_MAX_KERNELS;
 	     p = strstr(p + 6, ".entry")) {
@@ -907,12 +904,45 @@ MOCK_API CUresult cuModuleLoadData(CUmodule *pm, const void *image)
 	}
 	if (m->nfuncs == 0) {
 		free(m);
-		return CUDA_ERROR_INVALID_IMAGE;   /* nothing a driver could load */
+		*rc = CUDA_ERROR_INVALID_IMAGE;   /* nothing a driver could load */
+		return NULL;
 	}
+	return m;
+}
+
+static void mock_module_list(CUmodule m)
+{
 	pthread_mutex_lock(&mock_lock);
 	m->next = mock_modules;
 	mock_modules = m;
 	pthread_mutex_unlock(&mock_lock);
+}
+
+static void mock_module_drop(CUmodule m)
+{
+	pthread_mutex_lock(&mock_lock);
+	for (CUmodule *pp = &mock_modules; *pp; pp = &(*pp)->next)
+		if (*pp == m) {
+			*pp = m->next;
+			break;
+		}
+	pthread_mutex_unlock(&mock_lock);
+	m->magic = 0;
+	free(m);
+}
+
+MOCK_API CUresult cuModuleLoadData(CUmodule *pm, const void *image)
+{
+	REQUIRE_INIT();
+	if (!pm || !image)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (mock_current_dev() < 0)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	CUresult rc = CUDA_SUCCESS;
+	CUmodule m = mock_module_parse(image, &rc);
+	if (!m)
+		return rc;
+	mock_module_list(m);
 	*pm = m;
 	return CUDA_SUCCESS;
 }
@@ -937,36 +967,142 @@ MOCK_API CUresult cuModuleUnload(CUmodule m)
 	REQUIRE_INIT();
 	if (!m || m->magic != MOCK_MAGIC_MODULE)
 		return CUDA_ERROR_INVALID_HANDLE;
-	pthread_mutex_lock(&mock_lock);
-	for (CUmodule *pp = &mock_modules; *pp; pp = &(*pp)->next)
-		if (*pp == m) {
-			*pp = m->next;
-			break;
-		}
-	pthread_mutex_unlock(&mock_lock);
-	m->magic = 0;
-	free(m);
+	mock_module_drop(m);
 	return CUDA_SUCCESS;
 }
 
-/* f when it is a kernel of a loaded module, else NULL (mock_lock held). */
-static struct CUfunc_st *mock_kernel(CUfunction f)
+/* ---- libraries (CUDA 12) ------------------------------------------------ */
+
+/* A library is a module loaded without a context; its kernels (CUkernel)
+ * are handles of their own, which cuLaunchKernel takes in place of a
+ * function and cuKernelGetFunction turns into the module's function in
+ * the current context. cuFuncGetAttribute does not take them here (the
+ * driver documents it for functions only); cuKernelGetAttribute does. */
+#define MOCK_MAGIC_LIBRARY 0x4c494252U
+
+struct CUkern_st {
+	unsigned magic;
+	struct CUfunc_st *f;
+};
+
+struct CUlib_st {
+	unsigned magic;
+	CUmodule m;
+	struct CUkern_st kernels[MOCK_MAX_KERNELS];
+	struct CUlib_st *next;
+};
+
+static CUlibrary mock_libraries;
+
+MOCK_API CUresult cuLibraryLoadData(CUlibrary *pl, const void *code, void *jitOptions,
+				    void **jitOptionsValues, unsigned int numJitOptions,
+				    void *libraryOptions, void **libraryOptionValues,
+				    unsigned int numLibraryOptions)
+{
+	(void)jitOptions; (void)jitOptionsValues; (void)libraryOptions; (void)libraryOptionValues;
+	REQUIRE_INIT();
+	if (!pl || !code || (numJitOptions && !jitOptions) ||
+	    (numLibraryOptions && !libraryOptions))
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult rc = CUDA_SUCCESS;
+	CUlibrary l = calloc(1, sizeof(*l));
+	if (!l)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	if (!(l->m = mock_module_parse(code, &rc))) {
+		free(l);
+		return rc;
+	}
+	l->magic = MOCK_MAGIC_LIBRARY;
+	for (int i = 0; i < l->m->nfuncs; i++)
+		l->kernels[i] = (struct CUkern_st){ MOCK_MAGIC_LIBRARY, &l->m->funcs[i] };
+	mock_module_list(l->m);
+	pthread_mutex_lock(&mock_lock);
+	l->next = mock_libraries;
+	mock_libraries = l;
+	pthread_mutex_unlock(&mock_lock);
+	*pl = l;
+	return CUDA_SUCCESS;
+}
+
+MOCK_API CUresult cuLibraryGetKernel(CUkernel *pk, CUlibrary l, const char *name)
+{
+	REQUIRE_INIT();
+	if (!pk || !name)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!l || l->magic != MOCK_MAGIC_LIBRARY)
+		return CUDA_ERROR_INVALID_HANDLE;
+	for (int i = 0; i < l->m->nfuncs; i++)
+		if (strcmp(l->m->funcs[i].name, name) == 0) {
+			*pk = &l->kernels[i];
+			return CUDA_SUCCESS;
+		}
+	return CUDA_ERROR_NOT_FOUND;
+}
+
+MOCK_API CUresult cuLibraryUnload(CUlibrary l)
+{
+	REQUIRE_INIT();
+	if (!l || l->magic != MOCK_MAGIC_LIBRARY)
+		return CUDA_ERROR_INVALID_HANDLE;
+	pthread_mutex_lock(&mock_lock);
+	for (CUlibrary *pp = &mock_libraries; *pp; pp = &(*pp)->next)
+		if (*pp == l) {
+			*pp = l->next;
+			break;
+		}
+	pthread_mutex_unlock(&mock_lock);
+	mock_module_drop(l->m);
+	l->magic = 0;
+	free(l);
+	return CUDA_SUCCESS;
+}
+
+/* f when it is a kernel of a loaded module, else NULL; with libraries,
+ * a library's kernel handle counts as its function (mock_lock held). */
+static struct CUfunc_st *mock_kernel_of(CUfunction f, bool libraries)
 {
 	uintptr_t fp = (uintptr_t)f;
 	for (CUmodule m = mock_modules; m; m = m->next)
 		if (fp >= (uintptr_t)&m->funcs[0] && fp < (uintptr_t)&m->funcs[m->nfuncs])
 			return f;
+	for (CUlibrary l = libraries ? mock_libraries : NULL; l; l = l->next)
+		if (fp >= (uintptr_t)&l->kernels[0] && fp < (uintptr_t)&l->kernels[l->m->nfuncs])
+			return ((struct CUkern_st *)f)->f;
 	return NULL;
+}
+
+static struct CUfunc_st *mock_library_kernel(CUkernel k)
+{
+	struct CUfunc_st *f = mock_kernel_of((CUfunction)k, true);
+	return f == (struct CUfunc_st *)k ? NULL : f;   /* a module's function is no CUkernel */
+}
+
+static CUresult mock_kernel_function(CUfunction *pf, CUkernel k)
+{
+	REQUIRE_INIT();
+	if (!pf)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (mock_current_dev() < 0)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	struct CUfunc_st *f = mock_library_kernel(k);
+	if (!f)
+		return CUDA_ERROR_INVALID_HANDLE;
+	*pf = f;
+	return CUDA_SUCCESS;
+}
+
+MOCK_API CUresult cuKernelGetFunction(CUfunction *pf, CUkernel k)
+{
+	return LOCKED(mock_kernel_function(pf, k));
 }
 
 /* The attributes a program asks of a kernel; the mock compiles nothing,
  * so registers and sizes other than local memory are fixed figures. */
-static CUresult mock_func_attribute(int *pi, CUfunction_attribute attrib, CUfunction f)
+static CUresult mock_attribute_of(int *pi, CUfunction_attribute attrib, struct CUfunc_st *k)
 {
 	REQUIRE_INIT();
 	if (!pi)
 		return CUDA_ERROR_INVALID_VALUE;
-	struct CUfunc_st *k = mock_kernel(f);
 	if (!k)
 		return CUDA_ERROR_INVALID_HANDLE;
 	switch (attrib) {
@@ -986,7 +1122,22 @@ static CUresult mock_func_attribute(int *pi, CUfunction_attribute attrib, CUfunc
 
 MOCK_API CUresult cuFuncGetAttribute(int *pi, CUfunction_attribute attrib, CUfunction f)
 {
-	return LOCKED(mock_func_attribute(pi, attrib, f));
+	return LOCKED(mock_attribute_of(pi, attrib, mock_kernel_of(f, false)));
+}
+
+static CUresult mock_kernel_attribute(int *pi, CUfunction_attribute attrib, CUkernel k,
+				      CUdevice dev)
+{
+	REQUIRE_INIT();
+	if (dev < 0 || dev >= mock_spec.count)
+		return CUDA_ERROR_INVALID_DEVICE;
+	return mock_attribute_of(pi, attrib, mock_library_kernel(k));
+}
+
+MOCK_API CUresult cuKernelGetAttribute(int *pi, CUfunction_attribute attrib, CUkernel k,
+				       CUdevice dev)
+{
+	return LOCKED(mock_kernel_attribute(pi, attrib, k, dev));
 }
 
 /* Before a launch of f in context c (mock_lock held): a kernel that needs
@@ -997,7 +1148,7 @@ MOCK_API CUresult cuFuncGetAttribute(int *pi, CUfunction_attribute attrib, CUfun
  * need nothing. */
 CUresult mock_launch_needs(CUcontext c, CUfunction f)
 {
-	struct CUfunc_st *k = mock_kernel(f);
+	struct CUfunc_st *k = mock_kernel_of(f, true);
 	size_t need = k ? k->local_bytes : 0;
 	if (!c || need <= c->limits[CU_LIMIT_STACK_SIZE])
 		return CUDA_SUCCESS;
@@ -1110,6 +1261,11 @@ CUresult cuGetProcAddress_v2(const char *, void **, int, cuuint64_t,
 	X(cuModuleGetFunction, cuModuleGetFunction, 2000, 0) \
 	X(cuModuleUnload, cuModuleUnload, 2000, 0) \
 	X(cuFuncGetAttribute, cuFuncGetAttribute, 2020, 0) \
+	X(cuLibraryLoadData, cuLibraryLoadData, 12000, 0) \
+	X(cuLibraryGetKernel, cuLibraryGetKernel, 12000, 0) \
+	X(cuLibraryUnload, cuLibraryUnload, 12000, 0) \
+	X(cuKernelGetFunction, cuKernelGetFunction, 12000, 0) \
+	X(cuKernelGetAttribute, cuKernelGetAttribute, 12000, 0) \
 	X(cuGetProcAddress, cuGetProcAddress, 11030, 0) \
 	X(cuGetProcAddress_v2, cuGetProcAddress, 12000, 0) \
 	X(cuMemAlloc, cuMemAlloc, 2000, 0) \
