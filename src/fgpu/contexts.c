@@ -278,22 +278,23 @@ static struct fgpu_fit *fgpu_fit_slot(CUfunction f)
 
 /* Unloading makes handles free for other kernels: the hooks only forget
  * what was remembered. */
-CUresult cuModuleUnload(CUmodule m)
+static CUresult fgpu_unloaded(CUresult rc)
 {
-	CUDA_INIT();
-	CUresult rc = REAL(cuModuleUnload, m);
 	if (rc == CUDA_SUCCESS)
 		fgpu_fits_forget();
 	return rc;
 }
 
+CUresult cuModuleUnload(CUmodule m)
+{
+	CUDA_INIT();
+	return fgpu_unloaded(REAL(cuModuleUnload, m));
+}
+
 CUresult cuLibraryUnload(CUlibrary l)
 {
 	CUDA_INIT();
-	CUresult rc = REAL(cuLibraryUnload, l);
-	if (rc == CUDA_SUCCESS)
-		fgpu_fits_forget();
-	return rc;
+	return fgpu_unloaded(REAL(cuLibraryUnload, l));
 }
 
 /* Whether launching f in ctx grows the stack: if so, the growth is

@@ -947,6 +947,15 @@ MOCK_API CUresult cuModuleLoadData(CUmodule *pm, const void *image)
 	return CUDA_SUCCESS;
 }
 
+/* The index of the kernel called name in m; -1 when there is none. */
+static int mock_module_index(CUmodule m, const char *name)
+{
+	for (int i = 0; i < m->nfuncs; i++)
+		if (strcmp(m->funcs[i].name, name) == 0)
+			return i;
+	return -1;
+}
+
 MOCK_API CUresult cuModuleGetFunction(CUfunction *pf, CUmodule m, const char *name)
 {
 	REQUIRE_INIT();
@@ -954,12 +963,11 @@ MOCK_API CUresult cuModuleGetFunction(CUfunction *pf, CUmodule m, const char *na
 		return CUDA_ERROR_INVALID_VALUE;
 	if (!m || m->magic != MOCK_MAGIC_MODULE)
 		return CUDA_ERROR_INVALID_HANDLE;
-	for (int i = 0; i < m->nfuncs; i++)
-		if (strcmp(m->funcs[i].name, name) == 0) {
-			*pf = &m->funcs[i];
-			return CUDA_SUCCESS;
-		}
-	return CUDA_ERROR_NOT_FOUND;
+	int i = mock_module_index(m, name);
+	if (i < 0)
+		return CUDA_ERROR_NOT_FOUND;
+	*pf = &m->funcs[i];
+	return CUDA_SUCCESS;
 }
 
 MOCK_API CUresult cuModuleUnload(CUmodule m)
@@ -1031,12 +1039,11 @@ MOCK_API CUresult cuLibraryGetKernel(CUkernel *pk, CUlibrary l, const char *name
 		return CUDA_ERROR_INVALID_VALUE;
 	if (!l || l->magic != MOCK_MAGIC_LIBRARY)
 		return CUDA_ERROR_INVALID_HANDLE;
-	for (int i = 0; i < l->m->nfuncs; i++)
-		if (strcmp(l->m->funcs[i].name, name) == 0) {
-			*pk = &l->kernels[i];
-			return CUDA_SUCCESS;
-		}
-	return CUDA_ERROR_NOT_FOUND;
+	int i = mock_module_index(l->m, name);
+	if (i < 0)
+		return CUDA_ERROR_NOT_FOUND;
+	*pk = &l->kernels[i];
+	return CUDA_SUCCESS;
 }
 
 MOCK_API CUresult cuLibraryUnload(CUlibrary l)
