@@ -3,6 +3,8 @@
  * any context, and what a context held goes when it ends. Device 0
  * (8 GiB, 100 SMs) gets a 1 GiB share and a 64 MiB context overhead;
  * device 1 is not given to the session. */
+#include <pthread.h>
+
 #include "fgpu/fgpu_test.h"
 #include "testlib.h"
 
@@ -127,6 +129,58 @@ TEST(a_launch_is_charged_the_stack_it_grows_before_it_runs)
 	CHECK_INT(ft_used(), base);
 	CHECK_INT(tesseraMockUsedBytes(0), mock_base);
 	CHECK_INT(cuStreamDestroy_v2(s), CUDA_SUCCESS);
+	CHECK_INT(cuModuleUnload(m), CUDA_SUCCESS);
+}
+
+/* Threads launching kernels that grow the stack, and synchronizing, at
+ * once: the growth is charged once, never twice, and a launch past the
+ * share is refused in every thread. */
+struct launcher {
+	CUfunction fits, too_deep;
+	int unexpected;
+};
+
+static void *launch_loop(void *arg)
+{
+	struct launcher *l = arg;
+	CUstream s;
+	if (cuCtxSetCurrent(primary) != CUDA_SUCCESS || cuStreamCreate(&s, 0) != CUDA_SUCCESS) {
+		l->unexpected++;
+		return NULL;
+	}
+	for (int i = 0; i < 200; i++) {
+		l->unexpected += cuLaunchKernel(l->fits, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL) !=
+				 CUDA_SUCCESS;
+		l->unexpected += cuLaunchKernel(l->too_deep, 1, 1, 1, 32, 1, 1, 0, s, NULL, NULL) !=
+				 CUDA_ERROR_OUT_OF_MEMORY;
+		l->unexpected += (i % 3 ? cuStreamSynchronize(s) : cuCtxSynchronize()) !=
+				 CUDA_SUCCESS;
+	}
+	l->unexpected += cuStreamDestroy_v2(s) != CUDA_SUCCESS;
+	return NULL;
+}
+
+TEST(threads_launching_at_once_charge_the_growth_once)
+{
+	long long base = ft_used(), mock_base = tesseraMockUsedBytes(0);
+	CUmodule m;
+	struct launcher l[4] = { 0 };
+	pthread_t t[4];
+	CHECK_INT(cuModuleLoadData(&m, deep_ptx), CUDA_SUCCESS);
+	for (int i = 0; i < 4; i++) {
+		CHECK_INT(cuModuleGetFunction(&l[i].fits, m, "deep4k"), CUDA_SUCCESS);
+		CHECK_INT(cuModuleGetFunction(&l[i].too_deep, m, "deep8k"), CUDA_SUCCESS);
+		CHECK_INT(pthread_create(&t[i], NULL, launch_loop, &l[i]), 0);
+	}
+	for (int i = 0; i < 4; i++) {
+		CHECK_INT(pthread_join(t[i], NULL), 0);
+		CHECK_INT(l[i].unexpected, 0);
+	}
+	CHECK_INT(limit_of(CU_LIMIT_STACK_SIZE), 4096);
+	CHECK_INT(ft_used(), base + 3072 * THREADS);
+	CHECK_INT(tesseraMockUsedBytes(0), mock_base + 3072 * THREADS);
+	CHECK_INT(cuCtxSetLimit(CU_LIMIT_STACK_SIZE, 1024), CUDA_SUCCESS);
+	CHECK_INT(ft_used(), base);
 	CHECK_INT(cuModuleUnload(m), CUDA_SUCCESS);
 }
 
@@ -314,6 +368,7 @@ int main(void)
 	RUN(stack_counts_every_resident_thread);
 	RUN(a_launch_is_charged_the_stack_it_grows_before_it_runs);
 	RUN(a_library_kernel_is_charged_the_stack_it_grows);
+	RUN(threads_launching_at_once_charge_the_growth_once);
 	RUN(other_limits_pass_through);
 	RUN(a_destroyed_context_gives_back_what_it_held);
 	RUN(a_reset_lets_the_process_allocate_its_share_again);
