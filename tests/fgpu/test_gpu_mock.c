@@ -1125,6 +1125,12 @@ TEST(proc_address_new_entry_points)
 		{ "cuDeviceGraphMemTrim", 11040, false, (void *)cuDeviceGraphMemTrim },
 		{ "cuDeviceGetGraphMemAttribute", 11040, false, (void *)cuDeviceGetGraphMemAttribute },
 		{ "cuDeviceSetGraphMemAttribute", 11040, false, (void *)cuDeviceSetGraphMemAttribute },
+		{ "cuFuncGetAttribute", 12000, false, (void *)cuFuncGetAttribute },
+		{ "cuLibraryLoadData", 12000, false, (void *)cuLibraryLoadData },
+		{ "cuLibraryGetKernel", 12000, false, (void *)cuLibraryGetKernel },
+		{ "cuLibraryUnload", 12000, false, (void *)cuLibraryUnload },
+		{ "cuKernelGetFunction", 12000, false, (void *)cuKernelGetFunction },
+		{ "cuKernelGetAttribute", 12000, false, (void *)cuKernelGetAttribute },
 	};
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
 		void *p = NULL;

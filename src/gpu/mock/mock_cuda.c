@@ -1136,7 +1136,7 @@ static CUresult mock_kernel_attribute(int *pi, CUfunction_attribute attrib, CUke
 				      CUdevice dev)
 {
 	REQUIRE_INIT();
-	if (dev < 0 || dev >= mock_spec.count)
+	if (!mock_valid_dev(dev))
 		return CUDA_ERROR_INVALID_DEVICE;
 	return mock_attribute_of(pi, attrib, mock_library_kernel(k));
 }
