@@ -54,11 +54,13 @@ static void fgpu_region_format(struct fgpu_region *r)
 	r->mutex_size = sizeof(pthread_mutex_t);
 }
 
-int fgpu_region_open(struct fgpu_region_handle *h, const char *path, struct terr *err)
+static int fgpu_region_map(struct fgpu_region_handle *h, const char *path, bool observer,
+			   struct terr *err)
 {
 	memset(h, 0, sizeof(*h));
 	h->slot = -1;
-	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0660);
+	h->observer = observer;
+	int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | (observer ? 0 : O_CREAT), 0660);
 	if (fd < 0)
 		return terr_set(err, errno, "open %s: %s", path, strerror(errno));
 	/* flock only serializes creation; the robust mutex guards the data.
@@ -77,6 +79,12 @@ int fgpu_region_open(struct fgpu_region_handle *h, const char *path, struct terr
 		goto out;
 	}
 	bool fresh = size == 0;
+	if (fresh && observer) {
+		/* Being made by a process right now (it holds the flock until
+		 * formatted, so this is a file left empty): nothing to see. */
+		rc = terr_set(err, ENOENT, "%s: empty", path);
+		goto out;
+	}
 	if (fresh && ftruncate(fd, sizeof(struct fgpu_region)) != 0) {
 		rc = terr_set(err, errno, "truncate %s: %s", path, strerror(errno));
 		goto out;
@@ -117,6 +125,16 @@ out:
 	return rc;
 }
 
+int fgpu_region_open(struct fgpu_region_handle *h, const char *path, struct terr *err)
+{
+	return fgpu_region_map(h, path, false, err);
+}
+
+int fgpu_region_open_observer(struct fgpu_region_handle *h, const char *path, struct terr *err)
+{
+	return fgpu_region_map(h, path, true, err);
+}
+
 int fgpu_region_open_private(struct fgpu_region_handle *h, struct terr *err)
 {
 	memset(h, 0, sizeof(*h));
@@ -141,7 +159,7 @@ int fgpu_region_reclaim_locked(struct fgpu_region_handle *h)
 	struct fgpu_region *r = h->r;
 	int n = 0;
 	pid_t me = region_self();
-	for (int i = 0; i < FGPU_REGION_SLOTS; i++) {
+	for (int i = 0; i < FGPU_REGION_SLOTS && !h->observer; i++) {
 		struct fgpu_region_slot *s = &r->slots[i];
 		if (s->pid != 0 && s->pid != me && !fgpu_proc_alive(s->pid, s->start)) {
 			memset(s, 0, sizeof(*s));
@@ -154,7 +172,7 @@ int fgpu_region_reclaim_locked(struct fgpu_region_handle *h)
 		int64_t sum = 0;
 		for (int i = 0; i < FGPU_REGION_SLOTS; i++)
 			if (r->slots[i].pid != 0)
-				sum += r->slots[i].used[d];
+				sum += r->slots[i].used[d] + r->slots[i].untracked[d];
 		r->total[d] = sum;
 	}
 	return n;
@@ -195,8 +213,10 @@ struct fgpu_region_slot *fgpu_region_slot_locked(struct fgpu_region_handle *h)
 			if (s->pid == me) {
 				/* A slot left by an earlier process with our pid
 				 * (pid reuse) is stale: start afresh. */
-				if (s->start != fgpu_proc_start_time(me))
+				if (s->start != fgpu_proc_start_time(me)) {
 					memset(s->used, 0, sizeof(s->used));
+					memset(s->untracked, 0, sizeof(s->untracked));
+				}
 			} else if (s->pid != 0) {
 				continue;
 			}
@@ -275,7 +295,7 @@ void fgpu_region_detach(struct fgpu_region_handle *h)
 	struct fgpu_region_slot *s = &h->r->slots[h->slot];
 	if (s->pid == h->pid) {
 		for (int d = 0; d < FGPU_MAX_DEVICES; d++) {
-			h->r->total[d] -= s->used[d];
+			h->r->total[d] -= s->used[d] + s->untracked[d];
 			if (h->r->total[d] < 0)
 				h->r->total[d] = 0;
 		}
@@ -283,4 +303,46 @@ void fgpu_region_detach(struct fgpu_region_handle *h)
 	}
 	h->slot = -1;
 	fgpu_region_unlock(h);
+}
+
+int fgpu_region_processes(struct fgpu_region_handle *h, struct fgpu_region_proc *out, int max)
+{
+	int n = 0;
+	fgpu_region_lock(h);
+	for (int i = 0; i < FGPU_REGION_SLOTS; i++) {
+		const struct fgpu_region_slot *s = &h->r->slots[i];
+		if (s->pid == 0)
+			continue;
+		if (n < max) {
+			out[n].pid = s->pid;
+			out[n].start = s->start;
+			memcpy(out[n].used, s->used, sizeof(s->used));
+			memcpy(out[n].untracked, s->untracked, sizeof(s->untracked));
+		}
+		n++;
+	}
+	fgpu_region_unlock(h);
+	return n;
+}
+
+int fgpu_region_set_untracked(struct fgpu_region_handle *h, pid_t pid, uint64_t start, int d,
+			      int64_t bytes)
+{
+	if (d < 0 || d >= FGPU_MAX_DEVICES || bytes < 0)
+		return -EINVAL;
+	int rc = -ESRCH;
+	fgpu_region_lock(h);
+	for (int i = 0; i < FGPU_REGION_SLOTS; i++) {
+		struct fgpu_region_slot *s = &h->r->slots[i];
+		if (pid <= 0 || s->pid != pid || (start && s->start && s->start != start))
+			continue;
+		h->r->total[d] += bytes - s->untracked[d];
+		if (h->r->total[d] < 0)
+			h->r->total[d] = 0;
+		s->untracked[d] = bytes;
+		rc = 0;
+		break;
+	}
+	fgpu_region_unlock(h);
+	return rc;
 }

@@ -10,7 +10,7 @@
  *   lock     pthread mutex, PTHREAD_PROCESS_SHARED + PTHREAD_MUTEX_ROBUST
  *   total[d] bytes accounted on device d (sum of the slots)
  *   pace[d]  token bucket of device d (pacing.h), shared by the container
- *   slots[]  one per live process: pid, start time, used[d]
+ *   slots[]  one per live process: pid, start time, used[d], untracked[d]
  *
  * Robustness: a process killed while holding the lock makes the next
  * locker get EOWNERDEAD; it then drops the slots of dead processes,
@@ -18,6 +18,16 @@
  * way through an update) and marks the mutex consistent. Dead slots are
  * also reclaimed when a process attaches and before an allocation is
  * refused, so memory of killed processes returns to the share.
+ *
+ * Untracked memory: what the driver holds for a process beyond what the
+ * shim accounted (a context growing as modules load lazily, a module's
+ * __device__ variables, the runtime's own buffers, page rounding) cannot
+ * be seen from inside the process. The agent reads the driver's figure
+ * per process (NVML, host pids) and writes the difference into the
+ * process's slot (fgpu_region_set_untracked), so it counts in the share
+ * like any allocation. It opens the region as an observer: from another
+ * PID namespace it cannot tell which slots are dead, so it never drops
+ * any.
  *
  * Ownership: struct fgpu_region_handle is caller-owned; the mapping lives
  * until process exit (the shim never unmaps: other threads may be inside). */
@@ -33,14 +43,15 @@
 #include "fgpu/fgpu_contract.h"
 
 #define FGPU_REGION_MAGIC 0x50474654U    /* "TFGP" little-endian */
-#define FGPU_REGION_VERSION 1
+#define FGPU_REGION_VERSION 2
 #define FGPU_REGION_SLOTS 1024
 
 struct fgpu_region_slot {
 	int32_t pid;                     /* 0: free */
 	uint32_t reserved;
 	uint64_t start;                  /* /proc start time, against pid reuse */
-	int64_t used[FGPU_MAX_DEVICES];
+	int64_t used[FGPU_MAX_DEVICES];      /* accounted by the shim */
+	int64_t untracked[FGPU_MAX_DEVICES]; /* the driver's figure beyond used */
 };
 
 struct fgpu_bucket {
@@ -54,7 +65,7 @@ struct fgpu_region {
 	uint32_t size;
 	uint32_t mutex_size;
 	pthread_mutex_t lock;
-	int64_t total[FGPU_MAX_DEVICES];
+	int64_t total[FGPU_MAX_DEVICES]; /* sum of used + untracked */
 	struct fgpu_bucket pace[FGPU_MAX_DEVICES];
 	uint64_t recoveries;             /* times EOWNERDEAD was handled */
 	struct fgpu_region_slot slots[FGPU_REGION_SLOTS];
@@ -65,10 +76,33 @@ struct fgpu_region_handle {
 	bool shared;                     /* false: private fallback */
 	int slot;                        /* -1: none yet */
 	pid_t pid;                       /* owner of slot */
+	bool observer;                   /* another PID namespace: never reclaims */
+};
+
+/* One live slot as an observer sees it. */
+struct fgpu_region_proc {
+	pid_t pid;
+	uint64_t start;
+	int64_t used[FGPU_MAX_DEVICES];
+	int64_t untracked[FGPU_MAX_DEVICES];
 };
 
 /* Maps (creating if needed) the region file at path. */
 int fgpu_region_open(struct fgpu_region_handle *h, const char *path, struct terr *err);
+
+/* Maps an existing region file for the agent (-ENOENT when no process
+ * has made it yet). An observer takes no slot and, on a dead lock owner,
+ * only recomputes the totals. */
+int fgpu_region_open_observer(struct fgpu_region_handle *h, const char *path, struct terr *err);
+
+/* The region's occupied slots (up to max; returns how many there are). */
+int fgpu_region_processes(struct fgpu_region_handle *h, struct fgpu_region_proc *out, int max);
+
+/* Sets the untracked bytes of the process (pid, and start time when not
+ * 0) on device d, moving the total by the difference. 0, -ESRCH when no
+ * slot matches, -EINVAL for a bad device or a negative size. */
+int fgpu_region_set_untracked(struct fgpu_region_handle *h, pid_t pid, uint64_t start, int d,
+			      int64_t bytes);
 
 /* An anonymous region: shared with fork() children only. Used when the
  * file cannot be used; returns -errno when even that fails. */

@@ -247,6 +247,52 @@ TEST(dead_process_slot_is_reclaimed)
 	CHECK_INT(fgpu_region_used(&h, 0), 0);
 }
 
+/* What the agent finds the driver holding beyond the shim's accounting
+ * counts in the share, goes with the process, and an observer (the agent,
+ * from another PID namespace) never drops slots it cannot judge. */
+TEST(untracked_memory_counts_in_the_share)
+{
+	struct fgpu_region_handle h, obs;
+	struct terr err;
+	CHECK_INT(fgpu_region_open(&h, region_path, &err), 0);
+	CHECK_INT(fgpu_region_reserve(&h, 0, 300, 1000), 0);
+	CHECK_INT(fgpu_region_open_observer(&obs, region_path, &err), 0);
+	struct fgpu_region_proc procs[4];
+	CHECK_INT(fgpu_region_processes(&obs, procs, 4), 1);
+	CHECK_INT(procs[0].pid, getpid());
+	CHECK_INT(procs[0].used[0], 300);
+	CHECK_INT(fgpu_region_set_untracked(&obs, getpid(), procs[0].start, 0, 600), 0);
+	CHECK_INT(fgpu_region_used(&h, 0), 900);
+	CHECK_INT(fgpu_region_reserve(&h, 0, 200, 1000), -ENOMEM);
+	CHECK_INT(fgpu_region_reserve(&h, 0, 100, 1000), 0);
+	/* a free returns what the shim took, never the untracked part */
+	fgpu_region_release(&h, 0, 5000);
+	CHECK_INT(fgpu_region_used(&h, 0), 600);
+	/* a new figure replaces the old one */
+	CHECK_INT(fgpu_region_set_untracked(&obs, getpid(), 0, 0, 50), 0);
+	CHECK_INT(fgpu_region_used(&h, 0), 50);
+	CHECK_INT(fgpu_region_set_untracked(&obs, getpid(), procs[0].start + 1, 0, 70), -ESRCH);
+	CHECK_INT(fgpu_region_set_untracked(&obs, getpid() + 100000, 0, 0, 70), -ESRCH);
+	CHECK_INT(fgpu_region_set_untracked(&obs, getpid(), 0, FGPU_MAX_DEVICES, 70), -EINVAL);
+	CHECK_INT(fgpu_region_set_untracked(&obs, getpid(), 0, 0, -1), -EINVAL);
+	/* a dead process's untracked memory goes with its slot... */
+	pid_t dead = child_dies(0, 10);
+	CHECK(dead > 0);
+	CHECK_INT(fgpu_region_set_untracked(&obs, dead, 0, 0, 400), 0);
+	CHECK_INT(obs.r->total[0], 460);
+	/* ...but not when the observer locks: it cannot tell the dead */
+	CHECK_INT(fgpu_region_processes(&obs, procs, 4), 2);
+	CHECK_INT(fgpu_region_used(&obs, 0), 460);
+	CHECK_INT(fgpu_region_used(&h, 0), 50);
+	fgpu_region_detach(&h);
+	CHECK_INT(fgpu_region_used(&h, 0), 0);
+	/* an observer never makes the file */
+	char missing[sizeof(region_path) + 8];
+	snprintf(missing, sizeof(missing), "%s.none", region_path);
+	CHECK_INT(fgpu_region_open_observer(&obs, missing, &err), -ENOENT);
+	CHECK(access(missing, F_OK) != 0);
+}
+
 TEST(pacing_arithmetic)
 {
 	struct fgpu_bucket b = {0, 0};
@@ -308,6 +354,7 @@ int main(void)
 	RUN(region_rejects_other_layouts);
 	RUN(killed_lock_holder_hangs_nobody);
 	RUN(dead_process_slot_is_reclaimed);
+	RUN(untracked_memory_counts_in_the_share);
 	RUN(pacing_arithmetic);
 	RUN(pacing_converges_to_the_share);
 	char cmd[300];
