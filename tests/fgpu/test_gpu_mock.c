@@ -5,8 +5,12 @@
  * freed memory until a synchronization, VMM handles that live while
  * mapped, stream capture, the special stream handles, graph memory nodes
  * and the graph allocator's reserve. */
+#include <limits.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 
 #include "gpu/mock/mockspec.h"
@@ -23,6 +27,8 @@ CUresult cuCtxGetDevResource(CUcontext c, CUdevResource *res, CUdevResourceType 
 nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *count);
 nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t d, char *name, unsigned int len);
 nvmlReturn_t nvmlSystemGetDriverVersion(char *v, unsigned int len);
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t d, unsigned int *count,
+						     nvmlProcessInfo_t *infos);
 const char *nvmlErrorString(nvmlReturn_t r);
 /* Entry points beyond those of fgpu_test.h, with NVIDIA's signatures. */
 CUresult cuCtxGetCurrent(CUcontext *pctx);
@@ -390,6 +396,132 @@ CUresult cuLibraryLoadData(CUlibrary *l, const void *code, void *jitOptions,
 			   unsigned int numLibraryOptions);
 CUresult cuLibraryGetKernel(CUkernel *k, CUlibrary l, const char *name);
 CUresult cuKernelGetFunction(CUfunction *f, CUkernel k);
+
+/* A module's .global arrays take device memory when it is loaded, as
+ * __device__ variables do on the real driver: memory no allocation call
+ * asked for. Unloading or the context ending gives it back. */
+TEST(modules_take_their_globals_from_the_device)
+{
+	static const char ptx[] =
+		".version 6.0\n.target sm_50\n.address_size 64\n"
+		".global .align 8 .b8 table[1048576];\n.global .align 4 .b8 counts[4096];\n"
+		".visible .entry k()\n{\n\tld.global.u32 %r1, [counts];\n\tret;\n}\n";
+	static const char too_big[] =
+		".version 6.0\n.target sm_50\n.address_size 64\n"
+		".global .align 8 .b8 all[8589934592];\n.visible .entry k()\n{\n\tret;\n}\n";
+	CUcontext c;
+	CUmodule m, m2;
+	int64_t base = tesseraMockUsedBytes(0);
+	CHECK_INT(cuCtxCreate_v2(&c, 0, 0), CUDA_SUCCESS);
+	int64_t ctx = tesseraMockUsedBytes(0);
+	CHECK_INT(cuModuleLoadData(&m, ptx), CUDA_SUCCESS);
+	CHECK_INT(tesseraMockUsedBytes(0), ctx + 1048576 + 4096);
+	CHECK_INT(cuModuleUnload(m), CUDA_SUCCESS);
+	CHECK_INT(tesseraMockUsedBytes(0), ctx);
+	/* more than the device has: out of memory, nothing loaded */
+	CHECK_INT(cuModuleLoadData(&m, too_big), CUDA_ERROR_OUT_OF_MEMORY);
+	CHECK_INT(tesseraMockUsedBytes(0), ctx);
+	/* the context takes its modules with it */
+	CHECK_INT(cuModuleLoadData(&m, ptx), CUDA_SUCCESS);
+	CHECK_INT(cuModuleLoadData(&m2, ptx), CUDA_SUCCESS);
+	CHECK_INT(tesseraMockUsedBytes(0), ctx + 2 * (1048576 + 4096));
+	CHECK_INT(cuCtxDestroy_v2(c), CUDA_SUCCESS);
+	CHECK_INT(tesseraMockUsedBytes(0), base);
+}
+
+/* Self-exec'd modes of this test program, for the PID namespace test:
+ * "--hold FD" allocates 1 GiB on device 0, says 'y' on FD and waits;
+ * "--observe" prints "PID BYTES" for each process NVML lists on device 0. */
+static int mock_hold(int fd)
+{
+	CUcontext c;
+	CUdeviceptr p;
+	char r = cuInit(0) == CUDA_SUCCESS && cuCtxCreate_v2(&c, 0, 0) == CUDA_SUCCESS &&
+		 cuMemAlloc_v2(&p, 1LL << 30) == CUDA_SUCCESS ? 'y' : 'n';
+	if (write(fd, &r, 1) != 1)
+		return 1;
+	pause();
+	return 0;
+}
+
+static int mock_observe(void)
+{
+	nvmlDevice_t d;
+	nvmlProcessInfo_t procs[8];
+	unsigned int n = 8;
+	if (nvmlInit_v2() != NVML_SUCCESS || nvmlDeviceGetHandleByIndex_v2(0, &d) != NVML_SUCCESS ||
+	    nvmlDeviceGetComputeRunningProcesses_v3(d, &n, procs) != NVML_SUCCESS)
+		return 1;
+	for (unsigned int i = 0; i < n; i++)
+		printf("%u %llu\n", procs[i].pid, procs[i].usedGpuMemory);
+	return 0;
+}
+
+/* The agent reads a session's usage from the host, where the pids the
+ * session's processes recorded are other processes or none: it must see
+ * them, and must not drop them as dead. The holder runs as pid 1 of a PID
+ * namespace with its own /proc, as in a container. */
+TEST(another_pid_namespace_reads_usage_without_dropping_it)
+{
+	char self[PATH_MAX], state[300];
+	ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	CHECK(len > 0);
+	self[len > 0 ? len : 0] = '\0';
+	snprintf(state, sizeof(state), "%s/ns.state", dir);
+	int fds[2];
+	CHECK(pipe(fds) == 0);
+	pid_t c = fork();
+	if (c == 0) {
+		char r = 's';
+		if (unshare(CLONE_NEWPID | CLONE_NEWNS) != 0) {
+			(void)!write(fds[1], &r, 1);   /* not allowed here: skip */
+			_exit(0);
+		}
+		pid_t g = fork();
+		if (g == 0) {
+			char fd[16];
+			snprintf(fd, sizeof(fd), "%d", fds[1]);
+			if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 ||
+			    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
+			    mount("proc", "/proc", "proc", 0, NULL) != 0)
+				_exit(3);
+			setenv("TESSERA_MOCK_STATE", state, 1);
+			execl(self, self, "--hold", fd, (char *)NULL);
+			_exit(4);
+		}
+		int st = 0;
+		waitpid(g, &st, 0);
+		_exit(0);
+	}
+	char r = 0;
+	CHECK(read(fds[0], &r, 1) == 1);
+	if (r == 's') {
+		printf("  (skipped: no permission to make a PID namespace)\n");
+		waitpid(c, NULL, 0);
+		close(fds[0]);
+		close(fds[1]);
+		return;
+	}
+	CHECK_INT(r, 'y');
+	char cmd[PATH_MAX + 400];
+	snprintf(cmd, sizeof(cmd), "TESSERA_MOCK_STATE='%s' '%s' --observe", state, self);
+	for (int round = 0; round < 2; round++) {
+		FILE *f = popen(cmd, "r");
+		CHECK(f != NULL);
+		unsigned pid = 0;
+		unsigned long long bytes = 0;
+		CHECK_INT(f && fscanf(f, "%u %llu", &pid, &bytes) == 2, 1);
+		CHECK_INT(pid, 1);   /* as the holder's namespace names it */
+		CHECK_INT(bytes, 1LL << 30);
+		if (f)
+			CHECK_INT(pclose(f), 0);
+	}
+	/* the holder dies with its parent (PR_SET_PDEATHSIG) */
+	kill(c, SIGKILL);
+	waitpid(c, NULL, 0);
+	close(fds[0]);
+	close(fds[1]);
+}
 
 TEST(libraries_load_without_a_context_and_launch_their_kernels)
 {
@@ -1715,8 +1847,12 @@ TEST(graph_mem_attribute_errors)
 	CHECK_INT(cuDeviceGraphMemTrim(7), CUDA_ERROR_INVALID_DEVICE);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	if (argc == 3 && !strcmp(argv[1], "--hold"))
+		return mock_hold(atoi(argv[2]));
+	if (argc == 2 && !strcmp(argv[1], "--observe"))
+		return mock_observe();
 	if (!mkdtemp(dir))
 		return 2;
 	char state[300];
@@ -1732,6 +1868,8 @@ int main(void)
 	RUN(simulated_kernel_time);
 	RUN(context_limits_take_memory_and_contexts_take_their_allocations);
 	RUN(kernels_report_their_local_memory_and_launches_grow_the_stack);
+	RUN(modules_take_their_globals_from_the_device);
+	RUN(another_pid_namespace_reads_usage_without_dropping_it);
 	RUN(libraries_load_without_a_context_and_launch_their_kernels);
 	RUN(green_contexts_partition_the_sms);
 	RUN(pool_grows_in_grains_and_reuses_its_reserve);

@@ -21,8 +21,11 @@
  *     printf FIFO or the malloc heap above them takes the difference from
  *     the device; so does a launch of a kernel whose local memory per
  *     thread (its ".local" arrays) exceeds the stack limit, which grows
- *     the limit to fit. A context's linear allocations and arrays go with it
- *     (cuCtxDestroy, the last primary release, cuDevicePrimaryCtxReset).
+ *     the limit to fit. A module's ".global" arrays take device memory
+ *     when it is loaded into a context (cuModuleLoadData; a library's are
+ *     not charged), as __device__ variables do. A context's linear
+ *     allocations, arrays and modules go with it (cuCtxDestroy, the last
+ *     primary release, cuDevicePrimaryCtxReset).
  *   - green contexts: SM partitions as on compute capability 9.0 (8 SMs
  *     at least, in steps of 8); a green context takes the context
  *     overhead, and its kernels run at its share of the device's SMs.
@@ -267,11 +270,14 @@ static CUresult mock_ctx_charge(CUcontext c)
 	return CUDA_SUCCESS;
 }
 
-/* What a context's state holds goes: its allocations, what its limits
- * took; the limits are back to the defaults. */
+static void mock_modules_unload_ctx(CUcontext c);
+
+/* What a context's state holds goes: its allocations, its modules, what
+ * its limits took; the limits are back to the defaults. */
 static void mock_ctx_clear(CUcontext c)
 {
 	mock_ctx_free_allocs(c);
+	mock_modules_unload_ctx(c);
 	if (c->limit_bytes > 0)
 		mock_usage_add(c->dev, -c->limit_bytes);
 	mock_ctx_init(c);
@@ -858,6 +864,8 @@ struct CUfunc_st {
 
 struct CUmod_st {
 	unsigned magic;
+	CUcontext ctx;              /* loaded into; NULL: a library's */
+	int64_t global_bytes;       /* its .global variables, taken from ctx's device */
 	int nfuncs;
 	struct CUfunc_st funcs[MOCK_MAX_KERNELS];
 	struct CUmod_st *next;
@@ -865,18 +873,23 @@ struct CUmod_st {
 
 static CUmodule mock_modules;
 
-/* Bytes of the ".local ... name[N]" declarations in [p, end). */
-static size_t mock_local_bytes(const char *p, const char *end)
+/* Bytes of the "SPACE ... name[N]" declarations (SPACE ".local" or
+ * ".global") in [p, end). */
+static size_t mock_decl_bytes(const char *p, const char *end, const char *space)
 {
-	size_t total = 0;
-	for (const char *l = strstr(p, ".local"); l && (!end || l < end);
-	     l = strstr(l + 6, ".local")) {
+	size_t total = 0, len = strlen(space);
+	for (const char *l = strstr(p, space); l && (!end || l < end); l = strstr(l + len, space)) {
 		const char *semi = strchr(l, ';'), *br = strchr(l, '[');
 		if (!semi || !br || br > semi)
-			continue;   /* a ld.local / st.local, not a declaration */
+			continue;   /* an ld/st of that space, not a declaration */
 		total += strtoull(br + 1, NULL, 10);
 	}
 	return total;
+}
+
+static size_t mock_local_bytes(const char *p, const char *end)
+{
+	return mock_decl_bytes(p, end, ".local");
 }
 
 /* A module of the kernels image declares; NULL when it declares none
@@ -907,6 +920,8 @@ static CUmodule mock_module_parse(const void *image, CUresult *rc)
 		*rc = CUDA_ERROR_INVALID_IMAGE;   /* nothing a driver could load */
 		return NULL;
 	}
+	/* Globals sit before the first kernel in PTX. */
+	m->global_bytes = (int64_t)mock_decl_bytes(image, strstr(image, ".entry"), ".global");
 	return m;
 }
 
@@ -918,17 +933,36 @@ static void mock_module_list(CUmodule m)
 	pthread_mutex_unlock(&mock_lock);
 }
 
-static void mock_module_drop(CUmodule m)
+/* Under mock_lock: unlists m, gives back its globals, frees it. */
+static void mock_module_drop_locked(CUmodule m)
 {
-	pthread_mutex_lock(&mock_lock);
 	for (CUmodule *pp = &mock_modules; *pp; pp = &(*pp)->next)
 		if (*pp == m) {
 			*pp = m->next;
 			break;
 		}
-	pthread_mutex_unlock(&mock_lock);
+	if (m->ctx && m->global_bytes > 0)
+		mock_usage_add(m->ctx->dev, -m->global_bytes);
 	m->magic = 0;
 	free(m);
+}
+
+static void mock_module_drop(CUmodule m)
+{
+	pthread_mutex_lock(&mock_lock);
+	mock_module_drop_locked(m);
+	pthread_mutex_unlock(&mock_lock);
+}
+
+/* Under mock_lock: a context that ends unloads its modules, as the
+ * driver does; their handles are invalid afterwards. */
+static void mock_modules_unload_ctx(CUcontext c)
+{
+	for (CUmodule m = mock_modules, next; m; m = next) {
+		next = m->next;
+		if (m->ctx == c)
+			mock_module_drop_locked(m);
+	}
 }
 
 MOCK_API CUresult cuModuleLoadData(CUmodule *pm, const void *image)
@@ -942,7 +976,19 @@ MOCK_API CUresult cuModuleLoadData(CUmodule *pm, const void *image)
 	CUmodule m = mock_module_parse(image, &rc);
 	if (!m)
 		return rc;
-	mock_module_list(m);
+	/* The driver places a module's __device__ variables in the context's
+	 * device memory when it loads the module: memory no allocation call
+	 * asked for, which only the driver's per-process figure shows. */
+	pthread_mutex_lock(&mock_lock);
+	m->ctx = mock_current();
+	if (m->global_bytes > 0 && mock_usage_add(m->ctx->dev, m->global_bytes) < 0) {
+		pthread_mutex_unlock(&mock_lock);
+		free(m);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	m->next = mock_modules;
+	mock_modules = m;
+	pthread_mutex_unlock(&mock_lock);
 	*pm = m;
 	return CUDA_SUCCESS;
 }

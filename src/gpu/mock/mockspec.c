@@ -175,7 +175,7 @@ int mock_spec_load(struct mock_spec *spec, struct terr *err)
 /* ---- device-wide usage ------------------------------------------------ */
 
 #define MOCK_STATE_MAGIC 0x4d4f434bU   /* "MOCK" */
-#define MOCK_STATE_VERSION 1
+#define MOCK_STATE_VERSION 2
 #define MOCK_STATE_SLOTS 256
 
 struct mock_slot {
@@ -189,6 +189,11 @@ struct mock_state {
 	uint32_t magic;
 	uint32_t version;
 	uint64_t spec_hash;
+	/* The PID namespace of the processes in the slots (0: none yet).
+	 * Only a process of that namespace can tell a dead slot: the agent
+	 * reads a session's usage from the host, where the same pids are
+	 * other processes or none. */
+	uint64_t pid_ns;
 	struct mock_slot slots[MOCK_STATE_SLOTS];
 };
 
@@ -242,17 +247,46 @@ void mock_usage_init(const struct mock_spec *spec)
 	mock_state_fd = fd;
 }
 
-/* Under flock: drops dead processes and returns this process's slot
- * (NULL when the table is full). */
+/* The inode of this process's PID namespace, from the /proc/self/ns/pid
+ * link ("pid:[4026531836]"); 0 when unreadable. */
+static uint64_t mock_pid_ns_read(void)
+{
+	char link[64];
+	ssize_t n = readlink("/proc/self/ns/pid", link, sizeof(link) - 1);
+	if (n <= 0)
+		return 0;
+	link[n] = '\0';
+	const char *br = strchr(link, '[');
+	return br ? strtoull(br + 1, NULL, 10) : 0;
+}
+
+/* Read once: a process keeps its PID namespace (fork children too). */
+static uint64_t mock_pid_ns(void)
+{
+	static uint64_t ns;
+	if (!ns)
+		ns = mock_pid_ns_read();
+	return ns;
+}
+
+/* Under flock: drops dead processes (when this process can judge them)
+ * and returns this process's slot (NULL when the table is full). */
 static struct mock_slot *mock_state_slot(bool create)
 {
 	pid_t me = getpid();
+	uint64_t ns = mock_pid_ns();
+	if (create && mock_state->pid_ns == 0)
+		mock_state->pid_ns = ns;
+	/* An observer from another namespace reads, and takes no slot. */
+	bool judge = !(ns && mock_state->pid_ns && ns != mock_state->pid_ns);
+	if (!judge && create)
+		return NULL;
 	struct mock_slot *mine = NULL, *free_slot = NULL;
 	for (int i = 0; i < MOCK_STATE_SLOTS; i++) {
 		struct mock_slot *sl = &mock_state->slots[i];
-		if (sl->pid == me) {
+		if (sl->pid == me && judge) {
 			mine = sl;
-		} else if (sl->pid != 0 && !fgpu_proc_alive(sl->pid, sl->start)) {
+		} else if (judge && sl->pid != 0 && !fgpu_proc_alive(sl->pid, sl->start)) {
 			memset(sl, 0, sizeof(*sl));
 		}
 		if (sl->pid == 0 && !free_slot)
