@@ -14,7 +14,13 @@
  *
  * The figure is a floor: with lazy module loading (CUDA 12.2+ default) a
  * context grows as kernels are first used. Under a PID namespace other
- * than the driver's the pids do not match and nothing is printed. */
+ * than the driver's the pids do not match and nothing is printed.
+ *
+ * `tessera-gpu-probe --processes` makes no context: it prints what the
+ * driver holds for every process on every device, one line each,
+ * "UUID PID BYTES" (pids as the driver reports them: the host's). The
+ * agent runs it every few seconds to charge GPU sessions what their
+ * processes hold beyond what the fGPU library accounted. */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <string.h>
@@ -33,8 +39,58 @@ static void *load(const char *name)
 	return h;
 }
 
-int main(void)
+typedef nvmlReturn_t (*procs_fn)(nvmlDevice_t, unsigned *, nvmlProcessInfo_t *);
+
+static procs_fn find_procs(void *nv)
 {
+	procs_fn f = (procs_fn)dlsym(nv, "nvmlDeviceGetComputeRunningProcesses_v3");
+	return f ? f : (procs_fn)dlsym(nv, "nvmlDeviceGetComputeRunningProcesses_v2");
+}
+
+static int list_processes(void)
+{
+	void *nv = load("libnvidia-ml.so.1");
+	if (!nv)
+		return 1;
+	nvmlReturn_t (*nv_init)(void) = (nvmlReturn_t (*)(void))dlsym(nv, "nvmlInit_v2");
+	nvmlReturn_t (*nv_count)(unsigned *) = (nvmlReturn_t (*)(unsigned *))dlsym(nv, "nvmlDeviceGetCount_v2");
+	nvmlReturn_t (*nv_get)(unsigned, nvmlDevice_t *) =
+		(nvmlReturn_t (*)(unsigned, nvmlDevice_t *))dlsym(nv, "nvmlDeviceGetHandleByIndex_v2");
+	nvmlReturn_t (*nv_uuid)(nvmlDevice_t, char *, unsigned) =
+		(nvmlReturn_t (*)(nvmlDevice_t, char *, unsigned))dlsym(nv, "nvmlDeviceGetUUID");
+	procs_fn nv_procs = find_procs(nv);
+	unsigned n = 0;
+	if (!nv_init || !nv_count || !nv_get || !nv_uuid || !nv_procs) {
+		fprintf(stderr, "tessera-gpu-probe: the driver lacks an entry point the probe needs\n");
+		return 1;
+	}
+	if (nv_init() != NVML_SUCCESS || nv_count(&n) != NVML_SUCCESS) {
+		fprintf(stderr, "tessera-gpu-probe: the driver did not initialize\n");
+		return 1;
+	}
+	static nvmlProcessInfo_t procs[MAX_PROCS];
+	for (unsigned i = 0; i < n; i++) {
+		nvmlDevice_t d;
+		char uuid[96];
+		unsigned count = MAX_PROCS;
+		if (nv_get(i, &d) != NVML_SUCCESS || nv_uuid(d, uuid, sizeof(uuid)) != NVML_SUCCESS ||
+		    nv_procs(d, &count, procs) != NVML_SUCCESS)
+			continue;
+		for (unsigned k = 0; k < count; k++)
+			if (procs[k].usedGpuMemory != NVML_VALUE_NOT_AVAILABLE)
+				printf("%s %u %llu\n", uuid, procs[k].pid, procs[k].usedGpuMemory);
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 2 && strcmp(argv[1], "--processes") == 0)
+		return list_processes();
+	if (argc != 1) {
+		fprintf(stderr, "usage: tessera-gpu-probe [--processes]\n");
+		return 2;
+	}
 	void *cu = load("libcuda.so.1"), *nv = load("libnvidia-ml.so.1");
 	if (!cu || !nv)
 		return 1;
@@ -48,12 +104,7 @@ int main(void)
 	nvmlReturn_t (*nv_init)(void) = (nvmlReturn_t (*)(void))dlsym(nv, "nvmlInit_v2");
 	nvmlReturn_t (*nv_by_uuid)(const char *, nvmlDevice_t *) =
 		(nvmlReturn_t (*)(const char *, nvmlDevice_t *))dlsym(nv, "nvmlDeviceGetHandleByUUID");
-	nvmlReturn_t (*nv_procs)(nvmlDevice_t, unsigned *, nvmlProcessInfo_t *) =
-		(nvmlReturn_t (*)(nvmlDevice_t, unsigned *, nvmlProcessInfo_t *))dlsym(
-			nv, "nvmlDeviceGetComputeRunningProcesses_v3");
-	if (!nv_procs)
-		nv_procs = (nvmlReturn_t (*)(nvmlDevice_t, unsigned *, nvmlProcessInfo_t *))dlsym(
-			nv, "nvmlDeviceGetComputeRunningProcesses_v2");
+	procs_fn nv_procs = find_procs(nv);
 	int n = 0;
 	if (!cu_init || !cu_count || !cu_get || !cu_retain || !cu_uuid || !nv_init ||
 	    !nv_by_uuid || !nv_procs) {

@@ -191,51 +191,26 @@ static char **probe_env(const char *const *drop, char *const *add)
 	return env;
 }
 
-int gpu_probe_context_overhead(struct gpu_inventory *inv, const char *probe_path,
-			       const char *lib_dir, const char *state_dir, int timeout_ms,
-			       struct terr *err)
+/* Runs the probe (argv[0] is its path) with env and collects what it
+ * prints, at most timeout_ms. 0 when it exited 0, else -errno with err
+ * set. out gets a NUL-terminated copy of its output (truncated to n). */
+static int probe_run(char *const argv[], char **env, int timeout_ms, char *out, size_t n,
+		     struct terr *err)
 {
-	char libpath[4200] = "", spec[300] = "", state[4200] = "";
-	char *add[4] = {0};
-	int na = 0;
-	if (lib_dir) {
-		const char *old = getenv("LD_LIBRARY_PATH");
-		snprintf(libpath, sizeof(libpath), "LD_LIBRARY_PATH=%s%s%s", lib_dir,
-			 old && *old ? ":" : "", old && *old ? old : "");
-		add[na++] = libpath;
-	}
-	if (inv->mock) {
-		/* The mock keeps per-process usage only in a shared file. */
-		snprintf(spec, sizeof(spec), "TESSERA_MOCK_GPUS=%s", inv->mock_spec);
-		snprintf(state, sizeof(state), "TESSERA_MOCK_STATE=%s/probe-gpus.state",
-			 state_dir ? state_dir : "/tmp");
-		add[na++] = spec;
-		add[na++] = state;
-	}
-	static const char *const drop[] = {"LD_LIBRARY_PATH", "LD_PRELOAD", "TESSERA_MOCK_GPUS",
-		"TESSERA_MOCK_STATE", "TESSERA_MOCK_VISIBLE", "TESSERA_MOCK_GPUS_FILE", NULL};
-	char **env = probe_env(drop, add);
 	int fds[2];
-	if (!env)
-		return terr_set(err, ENOMEM, "out of memory");
-	if (pipe2(fds, O_CLOEXEC) != 0) {
-		free(env);
+	if (pipe2(fds, O_CLOEXEC) != 0)
 		return terr_set(err, errno, "pipe");
-	}
 	posix_spawn_file_actions_t fa;
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
-	char *argv[] = {(char *)probe_path, NULL};
 	pid_t pid;
-	int rc = posix_spawn(&pid, probe_path, &fa, NULL, argv, env);
+	int rc = posix_spawn(&pid, argv[0], &fa, NULL, argv, env);
 	posix_spawn_file_actions_destroy(&fa);
-	free(env);
 	close(fds[1]);
 	if (rc != 0) {
 		close(fds[0]);
-		return terr_set(err, rc, "cannot run %s", probe_path);
+		return terr_set(err, rc, "cannot run %s", argv[0]);
 	}
-	char out[8192];
 	size_t len = 0;
 	int64_t deadline = util_mono_ms() + timeout_ms;
 	bool timed_out = false;
@@ -253,13 +228,13 @@ int gpu_probe_context_overhead(struct gpu_inventory *inv, const char *probe_path
 			timed_out = pr == 0;
 			break;
 		}
-		ssize_t got = read(fds[0], out + len, sizeof(out) - 1 - len);
+		ssize_t got = read(fds[0], out + len, n - 1 - len);
 		if (got < 0 && errno == EINTR)
 			continue;
 		if (got <= 0)
 			break;
 		len += (size_t)got;
-		if (len == sizeof(out) - 1)
+		if (len == n - 1)
 			break;
 	}
 	close(fds[0]);
@@ -269,15 +244,60 @@ int gpu_probe_context_overhead(struct gpu_inventory *inv, const char *probe_path
 	int status = 0;
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
+	if (timed_out)
+		return terr_set(err, ETIMEDOUT, "%s did not answer within %d ms", argv[0], timeout_ms);
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		return terr_set(err, EIO, "%s failed (the driver could not be asked)", argv[0]);
+	return 0;
+}
+
+/* LD_LIBRARY_PATH with lib_dir first, into buf ("" when lib_dir is NULL). */
+static void probe_libpath(const char *lib_dir, char *buf, size_t n)
+{
+	buf[0] = '\0';
+	if (!lib_dir)
+		return;
+	const char *old = getenv("LD_LIBRARY_PATH");
+	snprintf(buf, n, "LD_LIBRARY_PATH=%s%s%s", lib_dir, old && *old ? ":" : "",
+		 old && *old ? old : "");
+}
+
+/* What the probe must not inherit: it picks its own driver and mock. */
+static const char *const probe_drop[] = {"LD_LIBRARY_PATH", "LD_PRELOAD", "TESSERA_MOCK_GPUS",
+	"TESSERA_MOCK_STATE", "TESSERA_MOCK_VISIBLE", "TESSERA_MOCK_GPUS_FILE", NULL};
+
+int gpu_probe_context_overhead(struct gpu_inventory *inv, const char *probe_path,
+			       const char *lib_dir, const char *state_dir, int timeout_ms,
+			       struct terr *err)
+{
+	char libpath[4200], spec[300] = "", state[4200] = "";
+	char *add[4] = {0};
+	int na = 0;
+	probe_libpath(lib_dir, libpath, sizeof(libpath));
+	if (libpath[0])
+		add[na++] = libpath;
+	if (inv->mock) {
+		/* The mock keeps per-process usage only in a shared file. */
+		snprintf(spec, sizeof(spec), "TESSERA_MOCK_GPUS=%s", inv->mock_spec);
+		snprintf(state, sizeof(state), "TESSERA_MOCK_STATE=%s/probe-gpus.state",
+			 state_dir ? state_dir : "/tmp");
+		add[na++] = spec;
+		add[na++] = state;
+	}
+	char **env = probe_env(probe_drop, add);
+	if (!env)
+		return terr_set(err, ENOMEM, "out of memory");
+	char out[8192];
+	char *argv[] = {(char *)probe_path, NULL};
+	int rc = probe_run(argv, env, timeout_ms, out, sizeof(out), err);
+	free(env);
 	if (inv->mock && state_dir) {
 		char path[4200];
 		snprintf(path, sizeof(path), "%s/probe-gpus.state", state_dir);
 		unlink(path);
 	}
-	if (timed_out)
-		return terr_set(err, ETIMEDOUT, "%s did not answer within %d ms", probe_path, timeout_ms);
-	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-		return terr_set(err, EIO, "%s failed (the driver could not be asked)", probe_path);
+	if (rc < 0)
+		return rc;
 	int measured = 0;
 	for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n")) {
 		char uuid[64];
@@ -291,6 +311,61 @@ int gpu_probe_context_overhead(struct gpu_inventory *inv, const char *probe_path
 			}
 	}
 	return measured;
+}
+
+int gpu_parse_processes(char *text, struct gpu_process_usage *out, int max)
+{
+	int n = 0;
+	char *save = NULL;
+	for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		struct gpu_process_usage u;
+		long long pid, bytes;
+		if (sscanf(line, "%63s %lld %lld", u.uuid, &pid, &bytes) != 3 || pid <= 0 ||
+		    pid > INT32_MAX || bytes < 0)
+			continue;
+		u.pid = (int32_t)pid;
+		u.bytes = bytes;
+		if (n < max)
+			out[n] = u;
+		n++;
+	}
+	return n;
+}
+
+int gpu_driver_processes(const char *probe_path, const char *lib_dir, const char *mock_spec_file,
+			 const char *mock_state_file, int timeout_ms, struct gpu_process_usage *out,
+			 int max, struct terr *err)
+{
+	char libpath[4200], spec[4200] = "", state[4200] = "";
+	char *add[4] = {0};
+	int na = 0;
+	probe_libpath(lib_dir, libpath, sizeof(libpath));
+	if (libpath[0])
+		add[na++] = libpath;
+	if (mock_spec_file) {
+		snprintf(spec, sizeof(spec), "TESSERA_MOCK_GPUS_FILE=%s", mock_spec_file);
+		snprintf(state, sizeof(state), "TESSERA_MOCK_STATE=%s",
+			 mock_state_file ? mock_state_file : "");
+		add[na++] = spec;
+		add[na++] = state;
+	}
+	char **env = probe_env(probe_drop, add);
+	if (!env)
+		return terr_set(err, ENOMEM, "out of memory");
+	/* A line is about 60 bytes: room for the probe's 1024 a device. */
+	size_t n = 128 * 1024;
+	char *buf = malloc(n);
+	if (!buf) {
+		free(env);
+		return terr_set(err, ENOMEM, "out of memory");
+	}
+	char *argv[] = {(char *)probe_path, "--processes", NULL};
+	int rc = probe_run(argv, env, timeout_ms, buf, n, err);
+	free(env);
+	if (rc == 0)
+		rc = gpu_parse_processes(buf, out, max);
+	free(buf);
+	return rc;
 }
 
 int gpu_parse_ldconfig(const char *text, const char *const *wanted, char ***out, size_t *n,

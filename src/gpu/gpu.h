@@ -50,6 +50,26 @@ int gpu_probe_context_overhead(struct gpu_inventory *inv, const char *probe_path
 			       const char *lib_dir, const char *state_dir, int timeout_ms,
 			       struct terr *err);
 
+/* What the driver holds for one process on one device. */
+struct gpu_process_usage {
+	char uuid[64];
+	int32_t pid;          /* as the driver reports it (real: the host's) */
+	int64_t bytes;
+};
+
+/* Lines "UUID PID BYTES" (tessera-gpu-probe --processes) into out (up
+ * to max; text is modified); returns how many valid lines there are.
+ * Malformed lines are skipped. */
+int gpu_parse_processes(char *text, struct gpu_process_usage *out, int max);
+
+/* Runs tessera-gpu-probe --processes: every process the driver holds
+ * memory for, on every device it can see. With mock_spec_file set, the
+ * probe loads the mock from lib_dir with that spec and usage file (a
+ * mock session's own). Returns the number of processes, or -errno. */
+int gpu_driver_processes(const char *probe_path, const char *lib_dir, const char *mock_spec_file,
+			 const char *mock_state_file, int timeout_ms, struct gpu_process_usage *out,
+			 int max, struct terr *err);
+
 /* From `ldconfig -p` output, the paths of the wanted sonames for this
  * architecture (x86-64), first match each. *out malloc'd; caller frees
  * each string and the array. */
