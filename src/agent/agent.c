@@ -17,6 +17,8 @@
 #include "common/log.h"
 #include "common/units.h"
 #include "common/util.h"
+#include "agent/gpu_usage.h"
+#include "fgpu/conf.h"
 #include "fgpu/fgpu_contract.h"
 #include "gpu/gpu.h"
 
@@ -38,9 +40,15 @@ struct agent {
 	char gpu_info_path[PATH_MAX];
 	char mock_cuda_path[PATH_MAX];
 	char mock_nvml_path[PATH_MAX];
+	/* tessera-gpu-probe and the directory of the driver it loads ("":
+	 * the loader's path); probe empty when not found. */
+	char probe_path[PATH_MAX];
+	char probe_lib_dir[PATH_MAX];
 
 	pthread_t watcher;
 	bool watching;
+	pthread_t usage_thread;       /* charges what the driver holds (gpu_usage.h) */
+	bool usage_running;
 	volatile int stop;
 	agent_event_fn on_event;
 	void *event_ud;
@@ -91,23 +99,15 @@ static int setup_context_overhead(struct agent *a, const struct agent_config *cf
 			a->gpus.dev[i].context_overhead = bytes;
 		return 0;
 	}
-	char probe[PATH_MAX], lib_dir[PATH_MAX] = "";
 	struct terr perr = {0};
-	if (find_asset(FGPU_GPU_PROBE_NAME, "src/gpu/" FGPU_GPU_PROBE_NAME, probe, sizeof(probe), &perr) < 0) {
-		log_warn("agent", "context overhead not measured (%s): contexts are not counted in GPU shares",
-			 perr.msg);
+	if (!a->probe_path[0]) {
+		log_warn("agent", "context overhead not measured (%s not found): contexts are not counted in GPU shares",
+			 FGPU_GPU_PROBE_NAME);
 		return 0;
 	}
-	if (a->gpus.mock) {
-		util_strlcpy(lib_dir, a->mock_cuda_path, sizeof(lib_dir));
-		char *slash = strrchr(lib_dir, '/');
-		if (slash)
-			*slash = '\0';
-	} else if (cfg->nvml_lib_dir) {
-		util_strlcpy(lib_dir, cfg->nvml_lib_dir, sizeof(lib_dir));
-	}
 	if (util_mkdir_p(a->data_dir, 0755, &perr) < 0 ||
-	    gpu_probe_context_overhead(&a->gpus, probe, lib_dir[0] ? lib_dir : NULL, a->data_dir,
+	    gpu_probe_context_overhead(&a->gpus, a->probe_path,
+				       a->probe_lib_dir[0] ? a->probe_lib_dir : NULL, a->data_dir,
 				       30000, &perr) < 0) {
 		log_warn("agent", "context overhead not measured (%s): contexts are not counted in GPU shares",
 			 perr.msg);
@@ -148,6 +148,21 @@ static int setup_gpus(struct agent *a, const struct agent_config *cfg, struct te
 			return terr_prefix(err, "the mock GPU driver is required with mock GPUs");
 	} else if ((rc = gpu_driver_files(&a->driver_files, &a->n_driver_files, err)) < 0) {
 		return rc;
+	}
+	struct terr perr = {0};
+	if (find_asset(FGPU_GPU_PROBE_NAME, "src/gpu/" FGPU_GPU_PROBE_NAME, a->probe_path,
+		       sizeof(a->probe_path), &perr) < 0) {
+		log_warn("agent", "%s; what the driver holds beyond the fGPU library's accounting "
+			 "will not be charged to sessions", perr.msg);
+		a->probe_path[0] = '\0';
+	}
+	if (a->gpus.mock) {
+		util_strlcpy(a->probe_lib_dir, a->mock_cuda_path, sizeof(a->probe_lib_dir));
+		char *slash = strrchr(a->probe_lib_dir, '/');
+		if (slash)
+			*slash = '\0';
+	} else if (cfg->nvml_lib_dir) {
+		util_strlcpy(a->probe_lib_dir, cfg->nvml_lib_dir, sizeof(a->probe_lib_dir));
 	}
 	log_info("agent", "%d %sGPU(s): %s (%lld MiB)%s", a->gpus.n, a->gpus.mock ? "mock " : "",
 		 a->gpus.dev[0].name, (long long)(a->gpus.dev[0].memory >> 20), a->gpus.n > 1 ? ", ..." : "");
@@ -211,10 +226,11 @@ void agent_close(struct agent *a)
 {
 	if (!a)
 		return;
-	if (a->watching) {
-		a->stop = 1;
+	a->stop = 1;
+	if (a->watching)
 		pthread_join(a->watcher, NULL);
-	}
+	if (a->usage_running)
+		pthread_join(a->usage_thread, NULL);
 	a->rt_ops->close(a->rt);
 	for (size_t i = 0; i < a->n_driver_files; i++)
 		free(a->driver_files[i]);
@@ -753,6 +769,126 @@ static void *watch_main(void *arg)
 	return NULL;
 }
 
+/* ---- what the driver holds beyond the sessions' accounting ---------- */
+
+struct usage_session {
+	struct fgpu_region_handle region;
+	char dir[PATH_MAX];
+	char uuids[FGPU_MAX_DEVICES][96];
+	int ndev;
+	pid_t init;                    /* host pid of the container's init */
+	struct fgpu_region_proc *before;
+	int n_before;
+};
+
+/* The session's devices (from its limits file) and region, opened as an
+ * observer; false when it has no GPU or no process made the region yet. */
+static bool usage_session_open(struct agent *a, const struct rt_container_info *c,
+			       struct usage_session *s)
+{
+	char path[PATH_MAX + 64], *text = NULL;
+	size_t len = 0;
+	struct terr err = {0};
+	if (session_dir(a, c->session_id, s->dir, sizeof(s->dir)) < 0)
+		return false;
+	snprintf(path, sizeof(path), "%s/fgpu.conf", s->dir);
+	struct fgpu_conf conf;
+	if (util_read_file(path, &text, &len, &err) < 0)
+		return false;
+	int rc = fgpu_conf_parse(text, &conf, &err);
+	free(text);
+	if (rc < 0 || conf.ndev <= 0)
+		return false;
+	s->ndev = conf.ndev;
+	for (int d = 0; d < conf.ndev; d++)
+		util_strlcpy(s->uuids[d], conf.dev[d].uuid, sizeof(s->uuids[d]));
+	s->init = c->pid;
+	snprintf(path, sizeof(path), "%s/run/" FGPU_REGION_NAME, s->dir);
+	if (fgpu_region_open_observer(&s->region, path, &err) < 0)
+		return false;
+	s->before = calloc(FGPU_REGION_SLOTS, sizeof(*s->before));
+	if (!s->before) {
+		fgpu_region_close(&s->region);
+		return false;
+	}
+	s->n_before = fgpu_region_processes(&s->region, s->before, FGPU_REGION_SLOTS);
+	if (s->n_before > FGPU_REGION_SLOTS)
+		s->n_before = FGPU_REGION_SLOTS;
+	return true;
+}
+
+/* The driver's list for a mock session: its devices and usage file are its
+ * own. -ENOENT while no process of it has used the mock. */
+static int usage_mock_processes(struct agent *a, const struct usage_session *s,
+				struct gpu_process_usage *out, int max, struct terr *err)
+{
+	char spec[PATH_MAX + 32], state[PATH_MAX + 32];
+	snprintf(spec, sizeof(spec), "%s/mock-gpus", s->dir);
+	snprintf(state, sizeof(state), "%s/mock-state/gpus.state", s->dir);
+	if (access(state, F_OK) != 0)
+		return -ENOENT;
+	return gpu_driver_processes(a->probe_path, a->probe_lib_dir[0] ? a->probe_lib_dir : NULL,
+				    spec, state, 5000, out, max, err);
+}
+
+#define USAGE_MAX_PROCS 4096
+
+/* One round over the node's running GPU sessions. */
+static void usage_round(struct agent *a, struct gpu_process_usage *drv)
+{
+	struct rt_container_info *list = NULL;
+	size_t n = 0;
+	struct terr err = {0};
+	if (a->rt_ops->list(a->rt, AGENT_LABEL_AGENT, a->id, &list, &n, &err) < 0) {
+		log_debug("agent", "GPU usage round skipped: %s", err.msg);
+		return;
+	}
+	struct usage_session *ss = n ? calloc(n, sizeof(*ss)) : NULL;
+	int ns = 0;
+	for (size_t i = 0; ss && i < n; i++)
+		if (list[i].running && list[i].session_id[0] && list[i].pid > 0 &&
+		    usage_session_open(a, &list[i], &ss[ns]))
+			ns++;
+	/* A real driver lists every process on the node at once. */
+	int n_drv = 0;
+	if (ns > 0 && !a->gpus.mock) {
+		n_drv = gpu_driver_processes(a->probe_path, a->probe_lib_dir[0] ? a->probe_lib_dir : NULL,
+					     NULL, NULL, 5000, drv, USAGE_MAX_PROCS, &err);
+		if (n_drv < 0)
+			log_warn("agent", "cannot read what the driver holds per process: %s", err.msg);
+	}
+	for (int i = 0; i < ns; i++) {
+		struct usage_session *s = &ss[i];
+		int got = n_drv;
+		pid_t init = s->init;
+		if (a->gpus.mock && (got = usage_mock_processes(a, s, drv, USAGE_MAX_PROCS, &err)) < 0 &&
+		    got != -ENOENT)
+			log_warn("agent", "cannot read mock GPU usage of %s: %s", s->dir, err.msg);
+		if (got >= 0)
+			gpu_usage_apply(&s->region, (const char (*)[96])s->uuids, s->ndev, s->before,
+					s->n_before, drv, got < USAGE_MAX_PROCS ? got : USAGE_MAX_PROCS,
+					a->gpus.mock ? gpu_usage_map_same_pid : gpu_usage_map_host_pid,
+					&init);
+		fgpu_region_close(&s->region);
+		free(s->before);
+	}
+	free(ss);
+	free(list);
+}
+
+static void *usage_main(void *arg)
+{
+	struct agent *a = arg;
+	struct gpu_process_usage *drv = calloc(USAGE_MAX_PROCS, sizeof(*drv));
+	while (drv && !a->stop) {
+		usage_round(a, drv);
+		for (int i = 0; i < GPU_USAGE_INTERVAL_MS / 100 && !a->stop; i++)
+			usleep(100 * 1000);
+	}
+	free(drv);
+	return NULL;
+}
+
 int agent_watch_start(struct agent *a, agent_event_fn fn, void *ud, struct terr *err)
 {
 	a->on_event = fn;
@@ -760,5 +896,12 @@ int agent_watch_start(struct agent *a, agent_event_fn fn, void *ud, struct terr 
 	if (pthread_create(&a->watcher, NULL, watch_main, a) != 0)
 		return terr_set(err, EAGAIN, "cannot start the container watcher thread");
 	a->watching = true;
+	if (a->gpus.n > 0 && a->probe_path[0]) {
+		if (pthread_create(&a->usage_thread, NULL, usage_main, a) == 0)
+			a->usage_running = true;
+		else
+			log_warn("agent", "cannot start the GPU usage thread: what the driver holds "
+				 "beyond the fGPU library's accounting will not be charged");
+	}
 	return 0;
 }

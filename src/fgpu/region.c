@@ -305,6 +305,13 @@ void fgpu_region_detach(struct fgpu_region_handle *h)
 	fgpu_region_unlock(h);
 }
 
+void fgpu_region_close(struct fgpu_region_handle *h)
+{
+	if (h->r)
+		munmap(h->r, sizeof(*h->r));
+	h->r = NULL;
+}
+
 int fgpu_region_processes(struct fgpu_region_handle *h, struct fgpu_region_proc *out, int max)
 {
 	int n = 0;

@@ -95,6 +95,9 @@ int fgpu_region_open(struct fgpu_region_handle *h, const char *path, struct terr
  * only recomputes the totals. */
 int fgpu_region_open_observer(struct fgpu_region_handle *h, const char *path, struct terr *err);
 
+/* Unmaps an observer's region (the shim never unmaps its own). */
+void fgpu_region_close(struct fgpu_region_handle *h);
+
 /* The region's occupied slots (up to max; returns how many there are). */
 int fgpu_region_processes(struct fgpu_region_handle *h, struct fgpu_region_proc *out, int max);
 
