@@ -803,6 +803,14 @@ static bool usage_session_open(struct agent *a, const struct rt_container_info *
 	for (int d = 0; d < conf.ndev; d++)
 		util_strlcpy(s->uuids[d], conf.dev[d].uuid, sizeof(s->uuids[d]));
 	s->init = c->pid;
+	if (!a->gpus.mock && s->init <= 0) {
+		/* A real driver names host pids: the session's are told by its
+		 * init's PID namespace, which the runtime's list does not give. */
+		struct rt_container_info info;
+		if (a->rt_ops->inspect(a->rt, c->id, &info, &err) < 0 || info.pid <= 0)
+			return false;
+		s->init = info.pid;
+	}
 	snprintf(path, sizeof(path), "%s/run/" FGPU_REGION_NAME, s->dir);
 	if (fgpu_region_open_observer(&s->region, path, &err) < 0)
 		return false;
@@ -846,7 +854,7 @@ static void usage_round(struct agent *a, struct gpu_process_usage *drv)
 	struct usage_session *ss = n ? calloc(n, sizeof(*ss)) : NULL;
 	int ns = 0;
 	for (size_t i = 0; ss && i < n; i++)
-		if (list[i].running && list[i].session_id[0] && list[i].pid > 0 &&
+		if (list[i].running && list[i].session_id[0] &&
 		    usage_session_open(a, &list[i], &ss[ns]))
 			ns++;
 	/* A real driver lists every process on the node at once. */

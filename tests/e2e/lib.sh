@@ -126,10 +126,20 @@ has_prefix_line() { grep -q "^$2" <<<"$1"; }
 not() { ! "$@"; }
 
 # An image with the C library (busybox + the host's glibc), for what is
-# dynamically linked: gpu-info, the fGPU library and the mock driver.
-GPU_TEST_IMAGE=tessera-test-glibc:e2e-1
+# dynamically linked: gpu-info, the fGPU library and the mock driver; and
+# gpu-share-bench (TESSERA_GPU_SHARE_BENCH), a CUDA program as user code
+# is. The tag follows the bench's build, so a rebuilt bench makes a new
+# image and the old ones are removed.
+GPU_TEST_IMAGE=tessera-test-glibc:e2e-2
+if [[ -n "${TESSERA_GPU_SHARE_BENCH:-}" && -f "$TESSERA_GPU_SHARE_BENCH" ]]; then
+	GPU_TEST_IMAGE+="-$(sha256sum "$TESSERA_GPU_SHARE_BENCH" | head -c 12)"
+fi
 e2e_build_glibc_image() {
 	if docker image inspect "$GPU_TEST_IMAGE" >/dev/null 2>&1; then return 0; fi
+	local old
+	for old in $(docker images --format '{{.Repository}}:{{.Tag}}' tessera-test-glibc); do
+		docker rmi "$old" >/dev/null 2>&1 || true
+	done
 	local root; root=$(mktemp -d)
 	mkdir -p "$root/bin" "$root/tmp" "$root/etc" "$root/lib64" "$root/lib/x86_64-linux-gnu"
 	cp /bin/busybox "$root/bin/busybox"
@@ -141,6 +151,9 @@ e2e_build_glibc_image() {
 		cp -L "/lib/x86_64-linux-gnu/$l" "$root/lib/x86_64-linux-gnu/$l"
 	done
 	cp -L /lib64/ld-linux-x86-64.so.2 "$root/lib64/"
+	if [[ -n "${TESSERA_GPU_SHARE_BENCH:-}" ]]; then
+		cp "$TESSERA_GPU_SHARE_BENCH" "$root/bin/gpu-share-bench"
+	fi
 	tar -C "$root" -c . | docker import -c 'ENV PATH=/bin' -c 'CMD ["/bin/sh"]' - "$GPU_TEST_IMAGE" >/dev/null
 	rm -rf "$root"
 }

@@ -89,6 +89,37 @@ check "two processes pay for two contexts ($rc: $out)" [ $rc -ne 0 ]
 "$TESSERA" session rm ctx >/dev/null
 wait_status ctx TERMINATED
 
+# Memory the driver takes with no allocation call (here a module's
+# __device__ variables) is charged by the agent from the driver's
+# per-process figure: a second process then cannot take the share twice.
+"$TESSERA" session create "$GPU_TEST_IMAGE" --name mods --fgpu 0.5 --cpu 0.1 --mem 64m --wait >/dev/null
+check "mods RUNNING" wait_status mods RUNNING
+# Waits (by condition, at most 200 polls) until the share shows the
+# module's 1 GiB (the session's usage is then what the driver holds, or
+# what the library accounted where that is more: the bench's context),
+# then asks for 1 GiB more in a second process, whose own context takes
+# 256 MiB: without the agent's charge 256 + 256 + 1024 MiB would fit.
+script='gpu-share-bench globals 1GiB --hold 120 >/tmp/g.out 2>&1 &
+i=0
+while [ $i -lt 200 ]; do
+	u=$(gpu-info --json | grep -o "\"memory_used\":[0-9]*"); u=${u#*:}
+	[ "${u:-0}" -ge 1073741824 ] && break
+	sleep 0.2; i=$((i+1))
+done
+cat /tmp/g.out; echo "used $u"
+gpu-info --alloc 1GiB; r=$?
+kill %1; wait; exit $r'
+out=$("$TESSERA" session exec mods -- sh -c "$script" 2>&1)
+rc=$?
+used=$(sed -n 's/^used \([0-9]*\)$/\1/p' <<<"$out")
+check "the module's variables are charged to the share ($out)" [ "${used:-0}" -ge 1073741824 ]
+check "so 1 GiB more is out of memory ($rc: $out)" contains "$out" "out of memory"
+check "the module was loaded ($out)" has_prefix_line "$out" "ok free_drop"
+out=$("$TESSERA" session exec mods -- gpu-info --alloc 1GiB 2>&1)
+check "with the process gone its charge is gone ($out)" [ $? -eq 0 ]
+"$TESSERA" session rm mods >/dev/null
+wait_status mods TERMINATED
+
 # Bad fGPU requests.
 out=$("$TESSERA" session create "$GPU_TEST_IMAGE" --fgpu 3 2>&1)
 check "more fGPU than any node holds is refused ($out)" contains "$out" "could ever hold"

@@ -26,6 +26,13 @@
  *                                         free memory dropped, and what the
  *                                         shim charges for that stack; or
  *                                         "out of memory" and exit 1
+ *   gpu-share-bench globals SIZE [--hold SECONDS]
+ *                                         load a module with SIZE bytes of
+ *                                         __device__ variables (memory the
+ *                                         driver places on the device with
+ *                                         no allocation call), then hold it:
+ *                                         how much free memory dropped, or
+ *                                         "out of memory" and exit 1
  *   gpu-share-bench throughput SECONDS [--green-sms N] [--iters N]
  *                                         compute-bound kernels per second
  *                                         (in a green context of N SMs when
@@ -465,10 +472,37 @@ static int cmd_deep_launch(void)
 	return 0;
 }
 
+static int cmd_globals(int64_t bytes, long hold_s)
+{
+	setup(0);
+	char ptx[512];
+	snprintf(ptx, sizeof(ptx),
+		 ".version 6.0\n.target sm_50\n.address_size 64\n"
+		 ".visible .global .align 8 .b8 tessera_globals[%lld];\n"
+		 ".visible .entry globals_touch()\n{\n\tret;\n}\n", (long long)bytes);
+	size_t f0 = 0, f1 = 0, t = 0;
+	CALL(cu.MemGetInfo(&f0, &t));
+	CUmodule m;
+	CUresult rc = cu.ModuleLoadData(&m, ptx);
+	if (rc == CUDA_ERROR_OUT_OF_MEMORY) {
+		printf("out of memory\n");
+		return 1;
+	}
+	if (rc != CUDA_SUCCESS)
+		die("cuModuleLoadData", rc);
+	CALL(cu.MemGetInfo(&f1, &t));
+	printf("ok free_drop %lld\n", (long long)f0 - (long long)f1);
+	fflush(stdout);
+	struct timespec ts = {hold_s, 0};
+	while (hold_s > 0 && nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+	return 0;
+}
+
 static void usage(void)
 {
 	fprintf(stderr, "usage: gpu-share-bench info | alloc SIZE [--how plain|async|graph|reset] | "
-			"limit stack|heap BYTES | deep-launch | "
+			"limit stack|heap BYTES | deep-launch | globals SIZE [--hold SECONDS] | "
 			"throughput SECONDS [--green-sms N] [--iters N] | "
 			"launch-overhead N | alloc-overhead N\n");
 	exit(2);
@@ -529,6 +563,20 @@ int main(int argc, char **argv)
 		usage();
 	} else if (strcmp(cmd, "deep-launch") == 0 && argc == 2) {
 		return cmd_deep_launch();
+	} else if (strcmp(cmd, "globals") == 0 && (argc == 3 || argc == 5)) {
+		int64_t bytes;
+		struct terr err;
+		if (units_parse_size(argv[2], &bytes, &err) < 0 || bytes <= 0) {
+			fprintf(stderr, "gpu-share-bench: bad size %s\n", argv[2]);
+			return 2;
+		}
+		long hold = 0;
+		if (argc == 5) {
+			if (strcmp(argv[3], "--hold") != 0)
+				usage();
+			hold = positive(argv[4]);
+		}
+		return cmd_globals(bytes, hold);
 	} else if (strcmp(cmd, "throughput") == 0 && argc >= 3) {
 		int green = 0;
 		unsigned iters = 4096;
