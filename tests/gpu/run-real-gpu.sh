@@ -118,6 +118,17 @@ fi
 	'[[ $(SHARE=$((deep_drop / 2 / 1048576 * 1048576)) shim 100 "$BENCH" deep-launch) == "out of memory" ]]'
 check "after a device reset half the share can be allocated again" \
 	'[[ $(shim 100 "$BENCH" alloc $((SHARE / 2)) --how reset) == ok ]]'
+# Memory the driver places with no allocation call (a module's __device__
+# variables) is not seen by the library; the agent charges it from the
+# driver's per-process figure, read with tessera-gpu-probe --processes.
+glob=$("$BENCH" globals 256MiB)
+echo "a module with 256 MiB of __device__ variables, without the library: $glob"
+shim 100 "$BENCH" globals 256MiB --hold 5 > "$WORK/globals.out" &
+for _ in $(seq 100); do [[ -s $WORK/globals.out ]] && break; sleep 0.1; done
+held=$("$PROBE" --processes | awk '$3 > m { m = $3 } END { print m + 0 }')
+wait
+check "the driver's per-process figure has the module's variables ($((held >> 20)) MiB)" \
+	'(( held >= (256 << 20) ))'
 if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
 	shim 100 python3 - "$SHARE" <<'PY' || fail=1
 import sys, torch
