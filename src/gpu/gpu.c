@@ -251,40 +251,43 @@ static int probe_run(char *const argv[], char **env, int timeout_ms, char *out, 
 	return 0;
 }
 
-/* LD_LIBRARY_PATH with lib_dir first, into buf ("" when lib_dir is NULL). */
-static void probe_libpath(const char *lib_dir, char *buf, size_t n)
+/* The probe's environment: this process's without what would pick its
+ * driver or mock for it, plus lib_dir first on the library path (written
+ * into libpath, which must outlive the result) and the mock's spec and
+ * usage variables ("NAME=value", or NULL). */
+static char **probe_env_for(const char *lib_dir, char *libpath, size_t n, char *spec_kv,
+			    char *state_kv)
 {
-	buf[0] = '\0';
-	if (!lib_dir)
-		return;
-	const char *old = getenv("LD_LIBRARY_PATH");
-	snprintf(buf, n, "LD_LIBRARY_PATH=%s%s%s", lib_dir, old && *old ? ":" : "",
-		 old && *old ? old : "");
+	static const char *const drop[] = {"LD_LIBRARY_PATH", "LD_PRELOAD", "TESSERA_MOCK_GPUS",
+		"TESSERA_MOCK_STATE", "TESSERA_MOCK_VISIBLE", "TESSERA_MOCK_GPUS_FILE", NULL};
+	char *add[4] = {0};
+	int na = 0;
+	if (lib_dir) {
+		const char *old = getenv("LD_LIBRARY_PATH");
+		snprintf(libpath, n, "LD_LIBRARY_PATH=%s%s%s", lib_dir, old && *old ? ":" : "",
+			 old && *old ? old : "");
+		add[na++] = libpath;
+	}
+	if (spec_kv)
+		add[na++] = spec_kv;
+	if (state_kv)
+		add[na++] = state_kv;
+	return probe_env(drop, add);
 }
-
-/* What the probe must not inherit: it picks its own driver and mock. */
-static const char *const probe_drop[] = {"LD_LIBRARY_PATH", "LD_PRELOAD", "TESSERA_MOCK_GPUS",
-	"TESSERA_MOCK_STATE", "TESSERA_MOCK_VISIBLE", "TESSERA_MOCK_GPUS_FILE", NULL};
 
 int gpu_probe_context_overhead(struct gpu_inventory *inv, const char *probe_path,
 			       const char *lib_dir, const char *state_dir, int timeout_ms,
 			       struct terr *err)
 {
 	char libpath[4200], spec[300] = "", state[4200] = "";
-	char *add[4] = {0};
-	int na = 0;
-	probe_libpath(lib_dir, libpath, sizeof(libpath));
-	if (libpath[0])
-		add[na++] = libpath;
 	if (inv->mock) {
 		/* The mock keeps per-process usage only in a shared file. */
 		snprintf(spec, sizeof(spec), "TESSERA_MOCK_GPUS=%s", inv->mock_spec);
 		snprintf(state, sizeof(state), "TESSERA_MOCK_STATE=%s/probe-gpus.state",
 			 state_dir ? state_dir : "/tmp");
-		add[na++] = spec;
-		add[na++] = state;
 	}
-	char **env = probe_env(probe_drop, add);
+	char **env = probe_env_for(lib_dir, libpath, sizeof(libpath), inv->mock ? spec : NULL,
+				   inv->mock ? state : NULL);
 	if (!env)
 		return terr_set(err, ENOMEM, "out of memory");
 	char out[8192];
@@ -337,19 +340,13 @@ int gpu_driver_processes(const char *probe_path, const char *lib_dir, const char
 			 int max, struct terr *err)
 {
 	char libpath[4200], spec[4200] = "", state[4200] = "";
-	char *add[4] = {0};
-	int na = 0;
-	probe_libpath(lib_dir, libpath, sizeof(libpath));
-	if (libpath[0])
-		add[na++] = libpath;
 	if (mock_spec_file) {
 		snprintf(spec, sizeof(spec), "TESSERA_MOCK_GPUS_FILE=%s", mock_spec_file);
 		snprintf(state, sizeof(state), "TESSERA_MOCK_STATE=%s",
 			 mock_state_file ? mock_state_file : "");
-		add[na++] = spec;
-		add[na++] = state;
 	}
-	char **env = probe_env(probe_drop, add);
+	char **env = probe_env_for(lib_dir, libpath, sizeof(libpath), mock_spec_file ? spec : NULL,
+				   mock_spec_file ? state : NULL);
 	if (!env)
 		return terr_set(err, ENOMEM, "out of memory");
 	/* A line is about 60 bytes: room for the probe's 1024 a device. */
