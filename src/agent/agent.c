@@ -17,10 +17,10 @@
 #include "common/log.h"
 #include "common/units.h"
 #include "common/util.h"
-#include "agent/gpu_usage.h"
 #include "fgpu/conf.h"
 #include "fgpu/fgpu_contract.h"
 #include "gpu/gpu.h"
+#include "gpu/gpu_usage.h"
 
 struct agent {
 	char id[64];
@@ -771,78 +771,68 @@ static void *watch_main(void *arg)
 
 /* ---- what the driver holds beyond the sessions' accounting ---------- */
 
-struct usage_session {
-	struct fgpu_region_handle region;
-	char dir[PATH_MAX];
-	char uuids[FGPU_MAX_DEVICES][96];
-	int ndev;
-	pid_t init;                    /* host pid of the container's init */
-	struct fgpu_region_proc *before;
-	int n_before;
-};
-
-/* The session's devices (from its limits file) and region, opened as an
- * observer; false when it has no GPU or no process made the region yet. */
-static bool usage_session_open(struct agent *a, const struct rt_container_info *c,
-			       struct usage_session *s)
+/* tessera-gpu-probe --charge arguments for one running GPU session (its
+ * region, its init's host pid or 0 for the mock, its devices), appended to
+ * args (each malloc'd); false when it has no GPU or no region yet. */
+static bool usage_session_args(struct agent *a, const struct rt_container_info *c, char **args)
 {
-	char path[PATH_MAX + 64], *text = NULL;
+	char dir[PATH_MAX + 80], path[PATH_MAX + 160], *text = NULL;
 	size_t len = 0;
 	struct terr err = {0};
-	if (session_dir(a, c->session_id, s->dir, sizeof(s->dir)) < 0)
+	if (session_dir(a, c->session_id, dir, sizeof(dir)) < 0)
 		return false;
-	snprintf(path, sizeof(path), "%s/fgpu.conf", s->dir);
+	snprintf(path, sizeof(path), "%s/fgpu.conf", dir);
 	struct fgpu_conf conf;
 	if (util_read_file(path, &text, &len, &err) < 0)
 		return false;
 	int rc = fgpu_conf_parse(text, &conf, &err);
 	free(text);
-	if (rc < 0 || conf.ndev <= 0)
+	snprintf(path, sizeof(path), "%s/run/" FGPU_REGION_NAME, dir);
+	if (rc < 0 || conf.ndev <= 0 || access(path, F_OK) != 0)
 		return false;
-	s->ndev = conf.ndev;
-	for (int d = 0; d < conf.ndev; d++)
-		util_strlcpy(s->uuids[d], conf.dev[d].uuid, sizeof(s->uuids[d]));
-	s->init = c->pid;
-	if (!a->gpus.mock && s->init <= 0) {
+	int init = 0;
+	if (!a->gpus.mock) {
 		/* A real driver names host pids: the session's are told by its
 		 * init's PID namespace, which the runtime's list does not give. */
 		struct rt_container_info info;
 		if (a->rt_ops->inspect(a->rt, c->id, &info, &err) < 0 || info.pid <= 0)
 			return false;
-		s->init = info.pid;
+		init = info.pid;
 	}
-	snprintf(path, sizeof(path), "%s/run/" FGPU_REGION_NAME, s->dir);
-	if (fgpu_region_open_observer(&s->region, path, &err) < 0)
+	char uuids[FGPU_MAX_DEVICES * 97] = "";
+	for (int d = 0; d < conf.ndev; d++) {
+		if (d)
+			strcat(uuids, ",");
+		strcat(uuids, conf.dev[d].uuid);
+	}
+	if (asprintf(&args[0], "%s", path) < 0)
 		return false;
-	s->before = calloc(FGPU_REGION_SLOTS, sizeof(*s->before));
-	if (!s->before) {
-		fgpu_region_close(&s->region);
+	if (asprintf(&args[1], "%d", init) < 0 || asprintf(&args[2], "%s", uuids) < 0) {
+		free(args[0]);
+		free(args[1]);
 		return false;
 	}
-	s->n_before = fgpu_region_processes(&s->region, s->before, FGPU_REGION_SLOTS);
-	if (s->n_before > FGPU_REGION_SLOTS)
-		s->n_before = FGPU_REGION_SLOTS;
 	return true;
 }
 
-/* The driver's list for a mock session: its devices and usage file are its
- * own. -ENOENT while no process of it has used the mock. */
-static int usage_mock_processes(struct agent *a, const struct usage_session *s,
-				struct gpu_process_usage *out, int max, struct terr *err)
+/* Runs the probe's charge and logs what it reports as failed. */
+static void usage_charge(struct agent *a, const char *spec, const char *state, char **args, int n)
 {
-	char spec[PATH_MAX + 32], state[PATH_MAX + 32];
-	snprintf(spec, sizeof(spec), "%s/mock-gpus", s->dir);
-	snprintf(state, sizeof(state), "%s/mock-state/gpus.state", s->dir);
-	if (access(state, F_OK) != 0)
-		return -ENOENT;
-	return gpu_driver_processes(a->probe_path, a->probe_lib_dir[0] ? a->probe_lib_dir : NULL,
-				    spec, state, 5000, out, max, err);
+	char out[16384];
+	struct terr err = {0};
+	if (gpu_charge_sessions(a->probe_path, a->probe_lib_dir[0] ? a->probe_lib_dir : NULL, spec,
+				state, args, n, 5000, out, sizeof(out), &err) < 0) {
+		log_warn("agent", "cannot charge GPU sessions what the driver holds: %s", err.msg);
+		return;
+	}
+	for (char *save = NULL, *line = strtok_r(out, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save))
+		if (strstr(line, " error: "))
+			log_warn("agent", "GPU usage of a session: %s", line);
 }
 
-#define USAGE_MAX_PROCS 4096
-
 /* One round over the node's running GPU sessions. */
-static void usage_round(struct agent *a, struct gpu_process_usage *drv)
+static void usage_round(struct agent *a)
 {
 	struct rt_container_info *list = NULL;
 	size_t n = 0;
@@ -851,49 +841,40 @@ static void usage_round(struct agent *a, struct gpu_process_usage *drv)
 		log_debug("agent", "GPU usage round skipped: %s", err.msg);
 		return;
 	}
-	struct usage_session *ss = n ? calloc(n, sizeof(*ss)) : NULL;
-	int ns = 0;
-	for (size_t i = 0; ss && i < n; i++)
-		if (list[i].running && list[i].session_id[0] &&
-		    usage_session_open(a, &list[i], &ss[ns]))
-			ns++;
-	/* A real driver lists every process on the node at once. */
-	int n_drv = 0;
-	if (ns > 0 && !a->gpus.mock) {
-		n_drv = gpu_driver_processes(a->probe_path, a->probe_lib_dir[0] ? a->probe_lib_dir : NULL,
-					     NULL, NULL, 5000, drv, USAGE_MAX_PROCS, &err);
-		if (n_drv < 0)
-			log_warn("agent", "cannot read what the driver holds per process: %s", err.msg);
+	char **args = n ? calloc(3 * n, sizeof(char *)) : NULL;
+	int na = 0;
+	for (size_t i = 0; args && i < n; i++) {
+		if (!list[i].running || !list[i].session_id[0] ||
+		    !usage_session_args(a, &list[i], args + na))
+			continue;
+		if (a->gpus.mock) {
+			/* Each mock session has its own devices and usage file. */
+			char dir[PATH_MAX + 80], spec[PATH_MAX + 128], state[PATH_MAX + 128];
+			session_dir(a, list[i].session_id, dir, sizeof(dir));
+			snprintf(spec, sizeof(spec), "%s/mock-gpus", dir);
+			snprintf(state, sizeof(state), "%s/mock-state/gpus.state", dir);
+			if (access(state, F_OK) == 0)
+				usage_charge(a, spec, state, args + na, 3);
+		}
+		na += 3;
 	}
-	for (int i = 0; i < ns; i++) {
-		struct usage_session *s = &ss[i];
-		int got = n_drv;
-		pid_t init = s->init;
-		if (a->gpus.mock && (got = usage_mock_processes(a, s, drv, USAGE_MAX_PROCS, &err)) < 0 &&
-		    got != -ENOENT)
-			log_warn("agent", "cannot read mock GPU usage of %s: %s", s->dir, err.msg);
-		if (got >= 0)
-			gpu_usage_apply(&s->region, (const char (*)[96])s->uuids, s->ndev, s->before,
-					s->n_before, drv, got < USAGE_MAX_PROCS ? got : USAGE_MAX_PROCS,
-					a->gpus.mock ? gpu_usage_map_same_pid : gpu_usage_map_host_pid,
-					&init);
-		fgpu_region_close(&s->region);
-		free(s->before);
-	}
-	free(ss);
+	/* A real driver lists every process of the node at once. */
+	if (na > 0 && !a->gpus.mock)
+		usage_charge(a, NULL, NULL, args, na);
+	for (int i = 0; i < na; i++)
+		free(args[i]);
+	free(args);
 	free(list);
 }
 
 static void *usage_main(void *arg)
 {
 	struct agent *a = arg;
-	struct gpu_process_usage *drv = calloc(USAGE_MAX_PROCS, sizeof(*drv));
-	while (drv && !a->stop) {
-		usage_round(a, drv);
+	while (!a->stop) {
+		usage_round(a);
 		for (int i = 0; i < GPU_USAGE_INTERVAL_MS / 100 && !a->stop; i++)
 			usleep(100 * 1000);
 	}
-	free(drv);
 	return NULL;
 }
 

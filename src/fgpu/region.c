@@ -54,15 +54,13 @@ static void fgpu_region_format(struct fgpu_region *r)
 	r->mutex_size = sizeof(pthread_mutex_t);
 }
 
-static int fgpu_region_map(struct fgpu_region_handle *h, const char *path, bool observer,
+/* Maps the region file open at fd (closed here; the mapping stays). */
+static int fgpu_region_map(struct fgpu_region_handle *h, int fd, const char *path, bool observer,
 			   struct terr *err)
 {
 	memset(h, 0, sizeof(*h));
 	h->slot = -1;
 	h->observer = observer;
-	int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | (observer ? 0 : O_CREAT), 0660);
-	if (fd < 0)
-		return terr_set(err, errno, "open %s: %s", path, strerror(errno));
 	/* flock only serializes creation; the robust mutex guards the data.
 	 * flock is released by the kernel if the creator dies. */
 	if (flock(fd, LOCK_EX) != 0) {
@@ -127,12 +125,25 @@ out:
 
 int fgpu_region_open(struct fgpu_region_handle *h, const char *path, struct terr *err)
 {
-	return fgpu_region_map(h, path, false, err);
+	int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_CREAT, 0660);
+	if (fd < 0)
+		return terr_set(err, errno, "open %s: %s", path, strerror(errno));
+	return fgpu_region_map(h, fd, path, false, err);
+}
+
+int fgpu_region_observe_fd(struct fgpu_region_handle *h, int fd, const char *path,
+			   struct terr *err)
+{
+	return fgpu_region_map(h, fd, path, true, err);
 }
 
 int fgpu_region_open_observer(struct fgpu_region_handle *h, const char *path, struct terr *err)
 {
-	return fgpu_region_map(h, path, true, err);
+	/* O_NONBLOCK: a FIFO put in its place must not stall the observer. */
+	int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (fd < 0)
+		return terr_set(err, errno, "open %s: %s", path, strerror(errno));
+	return fgpu_region_map(h, fd, path, true, err);
 }
 
 int fgpu_region_open_private(struct fgpu_region_handle *h, struct terr *err)

@@ -365,6 +365,34 @@ int gpu_driver_processes(const char *probe_path, const char *lib_dir, const char
 	return rc;
 }
 
+int gpu_charge_sessions(const char *probe_path, const char *lib_dir, const char *mock_spec_file,
+			const char *mock_state_file, char *const *sessions, int n_args,
+			int timeout_ms, char *out, size_t out_len, struct terr *err)
+{
+	char libpath[4200], spec[4200] = "", state[4200] = "";
+	if (mock_spec_file) {
+		snprintf(spec, sizeof(spec), "TESSERA_MOCK_GPUS_FILE=%s", mock_spec_file);
+		snprintf(state, sizeof(state), "TESSERA_MOCK_STATE=%s",
+			 mock_state_file ? mock_state_file : "");
+	}
+	char **argv = calloc((size_t)n_args + 3, sizeof(char *));
+	char **env = probe_env_for(lib_dir, libpath, sizeof(libpath), mock_spec_file ? spec : NULL,
+				   mock_spec_file ? state : NULL);
+	if (!argv || !env) {
+		free(argv);
+		free(env);
+		return terr_set(err, ENOMEM, "out of memory");
+	}
+	argv[0] = (char *)probe_path;
+	argv[1] = "--charge";
+	for (int i = 0; i < n_args; i++)
+		argv[2 + i] = sessions[i];
+	int rc = probe_run(argv, env, timeout_ms, out, out_len, err);
+	free(argv);
+	free(env);
+	return rc;
+}
+
 int gpu_parse_ldconfig(const char *text, const char *const *wanted, char ***out, size_t *n,
 		       struct terr *err)
 {

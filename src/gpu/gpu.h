@@ -70,6 +70,15 @@ int gpu_driver_processes(const char *probe_path, const char *lib_dir, const char
 			 const char *mock_state_file, int timeout_ms, struct gpu_process_usage *out,
 			 int max, struct terr *err);
 
+/* Runs tessera-gpu-probe --charge with sessions (n_args strings: REGION
+ * INIT_PID UUIDS per session, gpu/gpu_usage.h) and the probe environment
+ * of gpu_driver_processes. out gets what it printed (one line per
+ * session). 0, or -errno when it failed or ran past timeout_ms (it is
+ * then killed: a session whose region misbehaves costs a helper). */
+int gpu_charge_sessions(const char *probe_path, const char *lib_dir, const char *mock_spec_file,
+			const char *mock_state_file, char *const *sessions, int n_args,
+			int timeout_ms, char *out, size_t out_len, struct terr *err);
+
 /* From `ldconfig -p` output, the paths of the wanted sonames for this
  * architecture (x86-64), first match each. *out malloc'd; caller frees
  * each string and the array. */

@@ -1,15 +1,16 @@
-/* agent/gpu_usage.c with the real parts: a process under the fGPU library
+/* gpu/gpu_usage.c with the real parts: a process under the fGPU library
  * (libtessera-fgpu.so preloaded over the mock driver) loads a module whose
  * __device__ variables the driver places on the device without any
  * allocation call; tessera-gpu-probe --processes reads what the driver
- * holds for it; gpu_usage_apply charges the difference to its slot, and
- * the process's next allocation is refused where the share is full.
+ * holds for it; tessera-gpu-probe --charge (what the agent runs every
+ * second) charges the difference to its slot, and the process's next
+ * allocation is refused where the share is full.
  *
  * Environment (set by tests/gpu/meson.build):
  *   TESSERA_TEST_MOCK_LIB_DIR  the build dir holding the mock driver
  *   TESSERA_TEST_GPU_PROBE     tessera-gpu-probe
  *   FGPU_LIB                   libtessera-fgpu.so */
-#include "agent/gpu_usage.h"
+#include "gpu/gpu_usage.h"
 #include "common/err.h"
 #include "fgpu/cuda_abi.h"
 #include "gpu/gpu.h"
@@ -23,6 +24,7 @@
 #include <stdlib.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -152,17 +154,27 @@ static int driver_list(struct gpu_process_usage *drv, int max)
 	return n;
 }
 
-/* One round of the agent: snapshot, driver, apply. */
+/* One round of the agent: tessera-gpu-probe --charge on the session
+ * (init pid 0: the mock's pids are the session's). Returns how many
+ * figures changed, from the probe's line "REGION CHANGED". */
 static int round_(struct fgpu_region_handle *h)
 {
-	struct fgpu_region_proc before[8];
-	struct gpu_process_usage drv[8];
-	int nb = fgpu_region_processes(h, before, 8);
-	int nd = driver_list(drv, 8);
-	if (nd < 0)
+	(void)h;
+	char a0[300], a1[] = "0", a2[96], out[1024];
+	snprintf(a0, sizeof(a0), "%s", region_path);
+	memcpy(a2, uuids[0], sizeof(a2));
+	char *args[] = {a0, a1, a2};
+	struct terr err = {0};
+	if (gpu_charge_sessions(getenv("TESSERA_TEST_GPU_PROBE"), getenv("TESSERA_TEST_MOCK_LIB_DIR"),
+				spec_path, state_path, args, 3, 20000, out, sizeof(out), &err) < 0) {
+		fprintf(stderr, "charge: %s\n", err.msg);
 		return -1;
-	return gpu_usage_apply(h, (const char (*)[96])uuids, 1, before, nb, drv, nd,
-			       gpu_usage_map_same_pid, NULL);
+	}
+	int changed = -2;
+	char path[300];
+	if (sscanf(out, "%299s %d", path, &changed) != 2 || strcmp(path, region_path) != 0)
+		fprintf(stderr, "charge said: %s\n", out);
+	return changed;
 }
 
 TEST(the_probe_lists_what_the_driver_holds_per_process)
@@ -246,6 +258,37 @@ TEST(a_free_while_the_driver_is_asked_is_not_untracked)
 	fgpu_region_close(&h);
 }
 
+/* The region lies in a directory the session can write: whatever it
+ * puts there costs an error line, never the caller. */
+TEST(a_spoiled_region_is_an_error_line)
+{
+	char fifo[300], small[300], out[2048];
+	snprintf(fifo, sizeof(fifo), "%s/fifo.region", dir);
+	snprintf(small, sizeof(small), "%s/small.region", dir);
+	CHECK_INT(mkfifo(fifo, 0600), 0);
+	FILE *f = fopen(small, "w");
+	fputs("not a region", f);
+	fclose(f);
+	char a1[] = "0", a2[96];
+	memcpy(a2, uuids[0], sizeof(a2));
+	char *args[] = {fifo, a1, a2, small, a1, a2, region_path, a1, a2};
+	struct terr err = {0};
+	CHECK_INT(gpu_charge_sessions(getenv("TESSERA_TEST_GPU_PROBE"),
+				      getenv("TESSERA_TEST_MOCK_LIB_DIR"), spec_path, state_path, args, 9,
+				      20000, out, sizeof(out), &err), 0);
+	CHECK(strstr(out, "fifo.region error: ") != NULL);
+	CHECK(strstr(out, "not a regular file") != NULL);
+	CHECK(strstr(out, "small.region error: ") != NULL);
+	/* the good session next to them is charged as usual */
+	char good[400];
+	snprintf(good, sizeof(good), "%s 0\n", region_path);
+	CHECK(strstr(out, good) != NULL);
+	/* bad arguments: a usage line, not a crash */
+	char *odd[] = {region_path, a1};
+	CHECK(gpu_charge_sessions(getenv("TESSERA_TEST_GPU_PROBE"), NULL, NULL, NULL, odd, 2, 20000,
+				  out, sizeof(out), &err) < 0);
+}
+
 /* A real driver names processes by host pid: the session's are those in
  * its init's PID namespace, named there by their innermost pid. */
 TEST(host_pids_map_into_the_session_namespace)
@@ -321,6 +364,7 @@ int main(int argc, char **argv)
 	RUN(the_probe_lists_what_the_driver_holds_per_process);
 	RUN(memory_the_driver_takes_by_itself_counts_in_the_share);
 	RUN(a_free_while_the_driver_is_asked_is_not_untracked);
+	RUN(a_spoiled_region_is_an_error_line);
 	RUN(host_pids_map_into_the_session_namespace);
 	fprintf(to_child, "quit\n");
 	fclose(to_child);

@@ -1,5 +1,6 @@
 /* Charging GPU sessions what the driver holds for their processes beyond
- * what the fGPU library accounted (docs/fgpu.md, "Untracked memory").
+ * what the fGPU library accounted (docs/fgpu.md, "Memory the driver takes
+ * by itself").
  *
  * Inside a process the library sees every allocation call, but not what
  * the driver takes on its own: a context growing as modules load lazily
@@ -7,17 +8,21 @@
  * buffers, page rounding. The driver's per-process figure (NVML, the one
  * nvidia-smi shows) has all of it, but names processes by host pid, which
  * a process in a container cannot map to itself. The agent can: every
- * round it reads the driver's list (tessera-gpu-probe --processes), maps
- * each pid into the session's namespace, and writes the difference into
- * the process's slot of the session's region, where it counts against the
- * share like an allocation (fgpu/region.h).
+ * round it runs `tessera-gpu-probe --charge` with its running GPU
+ * sessions, which reads the driver's list, maps each pid into the
+ * session's namespace, and writes the difference into the process's slot
+ * of the session's region, where it counts against the share like an
+ * allocation (fgpu/region.h). That runs in the probe, not in the agent:
+ * the region file lies in a directory the container can write, and a
+ * container that truncates it or leaves its lock held must cost a killed
+ * helper, not the agent.
  *
  * The difference is taken against the larger of the process's accounting
  * just before and just after the driver was asked, so an allocation freed
  * in between is never mistaken for untracked memory (which would refuse
  * allocations that fit); one made in between is seen a round later. */
-#ifndef TESSERA_AGENT_GPU_USAGE_H
-#define TESSERA_AGENT_GPU_USAGE_H
+#ifndef TESSERA_GPU_GPU_USAGE_H
+#define TESSERA_GPU_GPU_USAGE_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -41,6 +46,10 @@ bool gpu_usage_map_host_pid(int32_t driver_pid, void *ud, pid_t *ns_pid, uint64_
 
 /* The mock driver records pids as its processes see them. */
 bool gpu_usage_map_same_pid(int32_t driver_pid, void *ud, pid_t *ns_pid, uint64_t *start);
+
+/* Opens the region at path as an observer, refusing anything but a
+ * regular file (a device node or FIFO the container put there). */
+int gpu_usage_open_region(struct fgpu_region_handle *h, const char *path, struct terr *err);
 
 /* Sets the untracked figure of every process in the region h: for each of
  * the session's devices (uuids[d], in the order of its limits file), what

@@ -1,9 +1,12 @@
-#include "agent/gpu_usage.h"
+#include "gpu/gpu_usage.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "fgpu/procinfo.h"
@@ -64,6 +67,19 @@ bool gpu_usage_map_same_pid(int32_t driver_pid, void *ud, pid_t *ns_pid, uint64_
 	*ns_pid = driver_pid;
 	*start = 0;
 	return true;
+}
+
+int gpu_usage_open_region(struct fgpu_region_handle *h, const char *path, struct terr *err)
+{
+	int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (fd < 0)
+		return terr_set(err, errno, "open %s: %s", path, strerror(errno));
+	struct stat st;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return terr_set(err, EINVAL, "%s is not a regular file", path);
+	}
+	return fgpu_region_observe_fd(h, fd, path, err);
 }
 
 static const struct fgpu_region_proc *find_proc(const struct fgpu_region_proc *p, int n, pid_t pid,
