@@ -49,6 +49,8 @@ struct agent {
 	bool watching;
 	pthread_t usage_thread;       /* charges what the driver holds (gpu_usage.h) */
 	bool usage_running;
+	char usage_warned[600];       /* the usage thread's last warning, and when */
+	int64_t usage_warned_ms;
 	volatile int stop;
 	agent_event_fn on_event;
 	void *event_ud;
@@ -815,20 +817,35 @@ static bool usage_session_args(struct agent *a, const struct rt_container_info *
 	return true;
 }
 
+/* A failure that repeats every round is logged once, then every 10
+ * minutes while it lasts. Only the usage thread calls this. */
+static void usage_warn(struct agent *a, const char *msg)
+{
+	int64_t now = util_mono_ms();
+	if (strcmp(msg, a->usage_warned) == 0 && now - a->usage_warned_ms < 600000)
+		return;
+	util_strlcpy(a->usage_warned, msg, sizeof(a->usage_warned));
+	a->usage_warned_ms = now;
+	log_warn("agent", "%s", msg);
+}
+
 /* Runs the probe's charge and logs what it reports as failed. */
 static void usage_charge(struct agent *a, const char *spec, const char *state, char **args, int n)
 {
-	char out[16384];
+	char out[16384], msg[600];
 	struct terr err = {0};
 	if (gpu_charge_sessions(a->probe_path, a->probe_lib_dir[0] ? a->probe_lib_dir : NULL, spec,
 				state, args, n, 5000, out, sizeof(out), &err) < 0) {
-		log_warn("agent", "cannot charge GPU sessions what the driver holds: %s", err.msg);
+		snprintf(msg, sizeof(msg), "cannot charge GPU sessions what the driver holds: %s", err.msg);
+		usage_warn(a, msg);
 		return;
 	}
 	for (char *save = NULL, *line = strtok_r(out, "\n", &save); line;
 	     line = strtok_r(NULL, "\n", &save))
-		if (strstr(line, " error: "))
-			log_warn("agent", "GPU usage of a session: %s", line);
+		if (strstr(line, " error: ")) {
+			snprintf(msg, sizeof(msg), "GPU usage of a session: %s", line);
+			usage_warn(a, msg);
+		}
 }
 
 /* One round over the node's running GPU sessions. */
