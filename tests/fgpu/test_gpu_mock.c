@@ -516,6 +516,21 @@ TEST(another_pid_namespace_reads_usage_without_dropping_it)
 		if (f)
 			CHECK_INT(pclose(f), 0);
 	}
+	/* an observer with another spec must not wipe the session's usage */
+	char other[PATH_MAX + 400];
+	snprintf(other, sizeof(other), "TESSERA_MOCK_GPUS=2x4GiB TESSERA_MOCK_STATE='%s' '%s' --observe",
+		 state, self);
+	FILE *o = popen(other, "r");
+	CHECK(o != NULL);
+	if (o)
+		CHECK_INT(pclose(o), 0);
+	FILE *f = popen(cmd, "r");
+	unsigned pid = 0;
+	unsigned long long bytes = 0;
+	CHECK_INT(f && fscanf(f, "%u %llu", &pid, &bytes) == 2, 1);
+	CHECK_INT(bytes, 1LL << 30);
+	if (f)
+		pclose(f);
 	/* the holder dies with its parent (PR_SET_PDEATHSIG) */
 	kill(c, SIGKILL);
 	waitpid(c, NULL, 0);

@@ -202,6 +202,8 @@ static struct mock_state *mock_state;   /* mapped file, or NULL */
 static int mock_state_fd = -1;
 static int64_t mock_private_used[MOCK_MAX_DEVICES];
 
+static uint64_t mock_pid_ns(void);
+
 void mock_usage_init(const struct mock_spec *spec)
 {
 	mock_usage_spec = spec;
@@ -234,6 +236,15 @@ void mock_usage_init(const struct mock_spec *spec)
 		return;
 	}
 	struct mock_state *s = m;
+	if (s->magic == MOCK_STATE_MAGIC && s->version == MOCK_STATE_VERSION &&
+	    s->spec_hash != spec->hash && s->pid_ns && s->pid_ns != mock_pid_ns()) {
+		/* Another namespace's usage under another spec: an observer
+		 * must not wipe it; this process keeps its usage private. */
+		munmap(m, sizeof(struct mock_state));
+		flock(fd, LOCK_UN);
+		close(fd);
+		return;
+	}
 	if (s->magic != MOCK_STATE_MAGIC || s->version != MOCK_STATE_VERSION ||
 	    s->spec_hash != spec->hash) {
 		/* Another spec (or a fresh file): the old usage means nothing. */
