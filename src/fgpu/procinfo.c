@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -63,4 +64,19 @@ bool fgpu_proc_alive(pid_t pid, uint64_t start)
 		}
 	}
 	return true;
+}
+
+uint64_t fgpu_proc_pid_ns(pid_t pid)
+{
+	char path[64], link[64];
+	if (pid > 0)
+		snprintf(path, sizeof(path), "/proc/%d/ns/pid", (int)pid);
+	else
+		snprintf(path, sizeof(path), "/proc/self/ns/pid");
+	ssize_t n = readlink(path, link, sizeof(link) - 1);
+	if (n <= 0)
+		return 0;
+	link[n] = '\0';
+	const char *br = strchr(link, '[');   /* "pid:[4026531836]" */
+	return br ? strtoull(br + 1, NULL, 10) : 0;
 }

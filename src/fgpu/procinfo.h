@@ -18,4 +18,8 @@ uint64_t fgpu_proc_start_time(pid_t pid);
  * same process that had that start time. */
 bool fgpu_proc_alive(pid_t pid, uint64_t start);
 
+/* The inode of pid's PID namespace (pid 0: this process's), which tells
+ * whether two processes name pids alike; 0 when it cannot be read. */
+uint64_t fgpu_proc_pid_ns(pid_t pid);
+
 #endif

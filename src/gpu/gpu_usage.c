@@ -11,19 +11,6 @@
 
 #include "fgpu/procinfo.h"
 
-/* The inode of pid's PID namespace ("pid:[4026531836]"); 0: unknown. */
-static uint64_t pid_ns_of(pid_t pid)
-{
-	char path[64], link[64];
-	snprintf(path, sizeof(path), "/proc/%d/ns/pid", (int)pid);
-	ssize_t n = readlink(path, link, sizeof(link) - 1);
-	if (n <= 0)
-		return 0;
-	link[n] = '\0';
-	const char *br = strchr(link, '[');
-	return br ? strtoull(br + 1, NULL, 10) : 0;
-}
-
 /* The innermost pid of pid (last field of NSpid); 0: unknown. */
 static pid_t innermost_pid(pid_t pid)
 {
@@ -47,8 +34,8 @@ static pid_t innermost_pid(pid_t pid)
 bool gpu_usage_map_host_pid(int32_t driver_pid, void *ud, pid_t *ns_pid, uint64_t *start)
 {
 	pid_t init = *(const pid_t *)ud;
-	uint64_t ns = pid_ns_of(init);
-	if (driver_pid <= 0 || ns == 0 || pid_ns_of(driver_pid) != ns)
+	uint64_t ns = fgpu_proc_pid_ns(init);
+	if (driver_pid <= 0 || ns == 0 || fgpu_proc_pid_ns(driver_pid) != ns)
 		return false;
 	pid_t inner = innermost_pid(driver_pid);
 	if (inner <= 0)

@@ -258,25 +258,12 @@ void mock_usage_init(const struct mock_spec *spec)
 	mock_state_fd = fd;
 }
 
-/* The inode of this process's PID namespace, from the /proc/self/ns/pid
- * link ("pid:[4026531836]"); 0 when unreadable. */
-static uint64_t mock_pid_ns_read(void)
-{
-	char link[64];
-	ssize_t n = readlink("/proc/self/ns/pid", link, sizeof(link) - 1);
-	if (n <= 0)
-		return 0;
-	link[n] = '\0';
-	const char *br = strchr(link, '[');
-	return br ? strtoull(br + 1, NULL, 10) : 0;
-}
-
 /* Read once: a process keeps its PID namespace (fork children too). */
 static uint64_t mock_pid_ns(void)
 {
 	static uint64_t ns;
 	if (!ns)
-		ns = mock_pid_ns_read();
+		ns = fgpu_proc_pid_ns(0);
 	return ns;
 }
 
