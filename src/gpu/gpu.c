@@ -316,55 +316,6 @@ int gpu_probe_context_overhead(struct gpu_inventory *inv, const char *probe_path
 	return measured;
 }
 
-int gpu_parse_processes(char *text, struct gpu_process_usage *out, int max)
-{
-	int n = 0;
-	char *save = NULL;
-	for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		struct gpu_process_usage u;
-		long long pid, bytes;
-		if (sscanf(line, "%63s %lld %lld", u.uuid, &pid, &bytes) != 3 || pid <= 0 ||
-		    pid > INT32_MAX || bytes < 0)
-			continue;
-		u.pid = (int32_t)pid;
-		u.bytes = bytes;
-		if (n < max)
-			out[n] = u;
-		n++;
-	}
-	return n;
-}
-
-int gpu_driver_processes(const char *probe_path, const char *lib_dir, const char *mock_spec_file,
-			 const char *mock_state_file, int timeout_ms, struct gpu_process_usage *out,
-			 int max, struct terr *err)
-{
-	char libpath[4200], spec[4200] = "", state[4200] = "";
-	if (mock_spec_file) {
-		snprintf(spec, sizeof(spec), "TESSERA_MOCK_GPUS_FILE=%s", mock_spec_file);
-		snprintf(state, sizeof(state), "TESSERA_MOCK_STATE=%s",
-			 mock_state_file ? mock_state_file : "");
-	}
-	char **env = probe_env_for(lib_dir, libpath, sizeof(libpath), mock_spec_file ? spec : NULL,
-				   mock_spec_file ? state : NULL);
-	if (!env)
-		return terr_set(err, ENOMEM, "out of memory");
-	/* A line is about 60 bytes: room for the probe's 1024 a device. */
-	size_t n = 128 * 1024;
-	char *buf = malloc(n);
-	if (!buf) {
-		free(env);
-		return terr_set(err, ENOMEM, "out of memory");
-	}
-	char *argv[] = {(char *)probe_path, "--processes", NULL};
-	int rc = probe_run(argv, env, timeout_ms, buf, n, err);
-	free(env);
-	if (rc == 0)
-		rc = gpu_parse_processes(buf, out, max);
-	free(buf);
-	return rc;
-}
-
 int gpu_charge_sessions(const char *probe_path, const char *lib_dir, const char *mock_spec_file,
 			const char *mock_state_file, char *const *sessions, int n_args,
 			int timeout_ms, char *out, size_t out_len, struct terr *err)

@@ -57,22 +57,10 @@ struct gpu_process_usage {
 	int64_t bytes;
 };
 
-/* Lines "UUID PID BYTES" (tessera-gpu-probe --processes) into out (up
- * to max; text is modified); returns how many valid lines there are.
- * Malformed lines are skipped. */
-int gpu_parse_processes(char *text, struct gpu_process_usage *out, int max);
-
-/* Runs tessera-gpu-probe --processes: every process the driver holds
- * memory for, on every device it can see. With mock_spec_file set, the
- * probe loads the mock from lib_dir with that spec and usage file (a
- * mock session's own). Returns the number of processes, or -errno. */
-int gpu_driver_processes(const char *probe_path, const char *lib_dir, const char *mock_spec_file,
-			 const char *mock_state_file, int timeout_ms, struct gpu_process_usage *out,
-			 int max, struct terr *err);
-
 /* Runs tessera-gpu-probe --charge with sessions (n_args strings: REGION
- * INIT_PID UUIDS per session, gpu/gpu_usage.h) and the probe environment
- * of gpu_driver_processes. out gets what it printed (one line per
+ * INIT_PID UUIDS per session, gpu/gpu_usage.h); with mock_spec_file set,
+ * the probe loads the mock from lib_dir with that spec and usage file (a
+ * mock session's own). out gets what it printed (one line per
  * session). 0, or -errno when it failed or ran past timeout_ms (it is
  * then killed: a session whose region misbehaves costs a helper). */
 int gpu_charge_sessions(const char *probe_path, const char *lib_dir, const char *mock_spec_file,

@@ -142,16 +142,29 @@ static void start_child(const char *self)
 	from_child = fdopen(out[0], "r");
 }
 
-/* The driver's list, as the agent reads it for a mock session. */
+/* The driver's list, from tessera-gpu-probe --processes run as the agent
+ * runs it for a mock session: "UUID PID BYTES" lines. */
 static int driver_list(struct gpu_process_usage *drv, int max)
 {
-	struct terr err = {0};
-	int n = gpu_driver_processes(getenv("TESSERA_TEST_GPU_PROBE"),
-				     getenv("TESSERA_TEST_MOCK_LIB_DIR"), spec_path, state_path,
-				     20000, drv, max, &err);
-	if (n < 0)
-		fprintf(stderr, "probe: %s\n", err.msg);
-	return n;
+	char cmd[2048];
+	snprintf(cmd, sizeof(cmd),
+		 "env -u LD_PRELOAD LD_LIBRARY_PATH='%s' TESSERA_MOCK_GPUS_FILE='%s' "
+		 "TESSERA_MOCK_STATE='%s' '%s' --processes",
+		 getenv("TESSERA_TEST_MOCK_LIB_DIR"), spec_path, state_path,
+		 getenv("TESSERA_TEST_GPU_PROBE"));
+	FILE *p = popen(cmd, "r");
+	if (!p)
+		return -1;
+	int n = 0;
+	long long pid, bytes;
+	char uuid[64];
+	while (n < max && fscanf(p, "%63s %lld %lld", uuid, &pid, &bytes) == 3) {
+		memcpy(drv[n].uuid, uuid, sizeof(uuid));
+		drv[n].pid = (int32_t)pid;
+		drv[n].bytes = bytes;
+		n++;
+	}
+	return pclose(p) == 0 ? n : -1;
 }
 
 /* One round of the agent: tessera-gpu-probe --charge on the session
@@ -328,8 +341,10 @@ TEST(host_pids_map_into_the_session_namespace)
 		/* this process is not in that namespace, nor g in ours */
 		CHECK(!gpu_usage_map_host_pid(me, &g, &inner, &start));
 		CHECK(!gpu_usage_map_host_pid(g, &me, &inner, &start));
+		/* by its host pid (it may not have set its death signal yet);
+		 * c then reaps it and exits */
+		kill(g, SIGKILL);
 	}
-	kill(c, SIGKILL);
 	waitpid(c, NULL, 0);
 	close(fds[0]);
 	close(fds[1]);
