@@ -807,11 +807,15 @@ static bool usage_session_args(struct agent *a, const struct rt_container_info *
 			strcat(uuids, ",");
 		strcat(uuids, conf.dev[d].uuid);
 	}
-	if (asprintf(&args[0], "%s", path) < 0)
-		return false;
-	if (asprintf(&args[1], "%d", init) < 0 || asprintf(&args[2], "%s", uuids) < 0) {
-		free(args[0]);
-		free(args[1]);
+	args[0] = strdup(path);
+	args[2] = strdup(uuids);
+	if (asprintf(&args[1], "%d", init) < 0)
+		args[1] = NULL;   /* asprintf leaves it undefined on failure */
+	if (!args[0] || !args[1] || !args[2]) {
+		for (int i = 0; i < 3; i++) {
+			free(args[i]);
+			args[i] = NULL;
+		}
 		return false;
 	}
 	return true;
