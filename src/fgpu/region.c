@@ -137,15 +137,6 @@ int fgpu_region_observe_fd(struct fgpu_region_handle *h, int fd, const char *pat
 	return fgpu_region_map(h, fd, path, true, err);
 }
 
-int fgpu_region_open_observer(struct fgpu_region_handle *h, const char *path, struct terr *err)
-{
-	/* O_NONBLOCK: a FIFO put in its place must not stall the observer. */
-	int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-	if (fd < 0)
-		return terr_set(err, errno, "open %s: %s", path, strerror(errno));
-	return fgpu_region_map(h, fd, path, true, err);
-}
-
 int fgpu_region_open_private(struct fgpu_region_handle *h, struct terr *err)
 {
 	memset(h, 0, sizeof(*h));

@@ -90,12 +90,11 @@ struct fgpu_region_proc {
 /* Maps (creating if needed) the region file at path. */
 int fgpu_region_open(struct fgpu_region_handle *h, const char *path, struct terr *err);
 
-/* Maps an existing region file for the agent's side (-ENOENT when no
- * process has made it yet). An observer takes no slot and, on a dead lock
- * owner, only recomputes the totals. fgpu_region_observe_fd does the same
- * with a file the caller opened (and checked: the file lies in a directory
- * the container can write), and closes fd. */
-int fgpu_region_open_observer(struct fgpu_region_handle *h, const char *path, struct terr *err);
+/* Maps the region file open at fd (closing fd) for the agent's side, as
+ * an observer: it takes no slot and, on a dead lock owner, only
+ * recomputes the totals. The caller opens and checks the file: it lies in
+ * a directory the container can write (gpu/gpu_usage.h). path is for
+ * messages. */
 int fgpu_region_observe_fd(struct fgpu_region_handle *h, int fd, const char *path,
 			   struct terr *err);
 

@@ -201,7 +201,7 @@ TEST(the_probe_lists_what_the_driver_holds_per_process)
 	/* nothing untracked yet: the library accounted all of it */
 	struct fgpu_region_handle h;
 	struct terr err;
-	CHECK_INT(fgpu_region_open_observer(&h, region_path, &err), 0);
+	CHECK_INT(gpu_usage_open_region(&h, region_path, &err), 0);
 	CHECK_INT(round_(&h), 0);
 	CHECK_INT(fgpu_region_used(&h, 0), 256 * MiB);
 	fgpu_region_close(&h);
@@ -211,7 +211,7 @@ TEST(memory_the_driver_takes_by_itself_counts_in_the_share)
 {
 	struct fgpu_region_handle h;
 	struct terr err;
-	CHECK_INT(fgpu_region_open_observer(&h, region_path, &err), 0);
+	CHECK_INT(gpu_usage_open_region(&h, region_path, &err), 0);
 	/* 1 GiB of module variables: the library sees no allocation */
 	CHECK_INT(ask("load"), CUDA_SUCCESS);
 	CHECK_INT(fgpu_region_used(&h, 0), 256 * MiB);
@@ -240,7 +240,7 @@ TEST(a_free_while_the_driver_is_asked_is_not_untracked)
 {
 	struct fgpu_region_handle h;
 	struct terr err;
-	CHECK_INT(fgpu_region_open_observer(&h, region_path, &err), 0);
+	CHECK_INT(gpu_usage_open_region(&h, region_path, &err), 0);
 	CHECK_INT(ask("alloc 1073741824"), CUDA_SUCCESS);
 	struct fgpu_region_proc before[8];
 	struct gpu_process_usage drv[8];
@@ -292,6 +292,12 @@ TEST(a_spoiled_region_is_an_error_line)
 	CHECK(strstr(out, "fifo.region error: ") != NULL);
 	CHECK(strstr(out, "not a regular file") != NULL);
 	CHECK(strstr(out, "small.region error: ") != NULL);
+	/* a region no process has made yet is not made by the observer */
+	char missing[320];
+	struct fgpu_region_handle h;
+	snprintf(missing, sizeof(missing), "%s/none.region", dir);
+	CHECK_INT(gpu_usage_open_region(&h, missing, &err), -ENOENT);
+	CHECK(access(missing, F_OK) != 0);
 	/* the good session next to them is charged as usual */
 	char good[400];
 	snprintf(good, sizeof(good), "%s 0\n", region_path);
