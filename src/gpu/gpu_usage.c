@@ -23,7 +23,9 @@ static pid_t innermost_pid(pid_t pid)
 	while (fgets(line, sizeof(line), f)) {
 		if (strncmp(line, "NSpid:", 6) != 0)
 			continue;
-		for (char *tok = strtok(line + 6, " \t\n"); tok; tok = strtok(NULL, " \t\n"))
+		char *save = NULL;
+		for (char *tok = strtok_r(line + 6, " \t\n", &save); tok;
+		     tok = strtok_r(NULL, " \t\n", &save))
 			inner = (pid_t)atoi(tok);
 		break;
 	}
