@@ -19,14 +19,26 @@
 #include "common/util.h"
 #include "fgpu/conf.h"
 #include "fgpu/fgpu_contract.h"
+#include "fgpu/procinfo.h"
 #include "gpu/gpu.h"
 #include "gpu/gpu_usage.h"
+
+/* A running container's init, as the runtime last reported it: the
+ * usage thread asks the runtime again only when that process is gone
+ * (the container restarted, or ended). */
+struct usage_init {
+	char id[RT_ID_MAX];
+	int pid;
+	uint64_t start;               /* fgpu_proc_start_time of pid */
+	bool seen;                    /* listed in the current round */
+};
 
 struct agent {
 	char id[64];
 	const struct runtime_ops *rt_ops;
 	struct runtime *rt;
 	char runtime_desc[128];
+	char asset_dir[PATH_MAX];     /* "" : the running binary's directory */
 	char runner_path[PATH_MAX];
 	struct res capacity;
 	int64_t pids_limit;
@@ -49,6 +61,9 @@ struct agent {
 	bool watching;
 	pthread_t usage_thread;       /* charges what the driver holds (gpu_usage.h) */
 	bool usage_running;
+	int usage_interval_ms;
+	struct usage_init *usage_inits; /* real GPUs: containers' init pids, known */
+	size_t n_usage_inits;
 	char usage_warned[600];       /* the usage thread's last warning, and when */
 	int64_t usage_warned_ms;
 	volatile int stop;
@@ -59,10 +74,13 @@ struct agent {
 /* Files the agent mounts into containers are built beside the tessera
  * binary (build tree: at `build_rel` under it); an installed layout keeps
  * them in /usr/lib/tessera. */
-static int find_asset(const char *name, const char *build_rel, char *out, size_t n, struct terr *err)
+static int find_asset(const struct agent *a, const char *name, const char *build_rel, char *out, size_t n,
+		      struct terr *err)
 {
 	char dir[PATH_MAX];
-	if (util_exe_dir(dir, sizeof(dir), err) < 0)
+	if (a->asset_dir[0])
+		util_strlcpy(dir, a->asset_dir, sizeof(dir));
+	else if (util_exe_dir(dir, sizeof(dir), err) < 0)
 		return -err->code;
 	const char *candidates[] = {"%s/%s", "%s/../lib/tessera/%s"};
 	for (size_t i = 0; i < sizeof(candidates) / sizeof(candidates[0]); i++) {
@@ -80,9 +98,9 @@ static int find_asset(const char *name, const char *build_rel, char *out, size_t
 			name, dir);
 }
 
-static int find_runner(char *out, size_t n, struct terr *err)
+static int find_runner(const struct agent *a, char *out, size_t n, struct terr *err)
 {
-	return find_asset("tessera-runner", "tessera-runner", out, n, err);
+	return find_asset(a, "tessera-runner", "tessera-runner", out, n, err);
 }
 
 /* What a CUDA context costs on each device: the fGPU library counts it
@@ -133,26 +151,26 @@ static int setup_gpus(struct agent *a, const struct agent_config *cfg, struct te
 	if (rc < 0)
 		return rc;
 	struct terr ignored = {0};
-	if (find_asset(FGPU_GPU_INFO_NAME, "src/gpu/" FGPU_GPU_INFO_NAME, a->gpu_info_path,
+	if (find_asset(a, FGPU_GPU_INFO_NAME, "src/gpu/" FGPU_GPU_INFO_NAME, a->gpu_info_path,
 		       sizeof(a->gpu_info_path), &ignored) < 0)
 		log_warn("agent", "gpu-info not found; sessions will not have it: %s", ignored.msg);
 	if (a->gpus.n == 0)
 		return 0;
 	if (!cfg->data_dir)
 		return terr_set(err, EINVAL, "an agent with GPUs needs a data_dir for the sessions' fGPU limits");
-	if ((rc = find_asset(FGPU_LIB_NAME, "src/fgpu/" FGPU_LIB_NAME, a->shim_path, sizeof(a->shim_path), err)) < 0)
+	if ((rc = find_asset(a, FGPU_LIB_NAME, "src/fgpu/" FGPU_LIB_NAME, a->shim_path, sizeof(a->shim_path), err)) < 0)
 		return terr_prefix(err, "the fGPU library is required on GPU nodes");
 	if (a->gpus.mock) {
-		if ((rc = find_asset(FGPU_MOCK_CUDA_NAME, "src/gpu/" FGPU_MOCK_CUDA_NAME, a->mock_cuda_path,
+		if ((rc = find_asset(a, FGPU_MOCK_CUDA_NAME, "src/gpu/" FGPU_MOCK_CUDA_NAME, a->mock_cuda_path,
 				     sizeof(a->mock_cuda_path), err)) < 0 ||
-		    (rc = find_asset(FGPU_MOCK_NVML_NAME, "src/gpu/" FGPU_MOCK_NVML_NAME, a->mock_nvml_path,
+		    (rc = find_asset(a, FGPU_MOCK_NVML_NAME, "src/gpu/" FGPU_MOCK_NVML_NAME, a->mock_nvml_path,
 				     sizeof(a->mock_nvml_path), err)) < 0)
 			return terr_prefix(err, "the mock GPU driver is required with mock GPUs");
 	} else if ((rc = gpu_driver_files(&a->driver_files, &a->n_driver_files, err)) < 0) {
 		return rc;
 	}
 	struct terr perr = {0};
-	if (find_asset(FGPU_GPU_PROBE_NAME, "src/gpu/" FGPU_GPU_PROBE_NAME, a->probe_path,
+	if (find_asset(a, FGPU_GPU_PROBE_NAME, "src/gpu/" FGPU_GPU_PROBE_NAME, a->probe_path,
 		       sizeof(a->probe_path), &perr) < 0) {
 		log_warn("agent", "%s; what the driver holds beyond the fGPU library's accounting "
 			 "will not be charged to sessions", perr.msg);
@@ -177,7 +195,10 @@ int agent_open(struct agent **out, const struct agent_config *cfg, struct terr *
 	if (!a)
 		return terr_set(err, ENOMEM, "out of memory");
 	util_strlcpy(a->id, cfg->id ? cfg->id : "local", sizeof(a->id));
-	a->rt_ops = &runtime_docker_ops;
+	a->rt_ops = cfg->runtime ? cfg->runtime : &runtime_docker_ops;
+	if (cfg->asset_dir)
+		util_strlcpy(a->asset_dir, cfg->asset_dir, sizeof(a->asset_dir));
+	a->usage_interval_ms = cfg->gpu_usage_interval_ms > 0 ? cfg->gpu_usage_interval_ms : GPU_USAGE_INTERVAL_MS;
 	a->pids_limit = cfg->pids_limit > 0 ? cfg->pids_limit : 4096;
 
 	int rc;
@@ -185,7 +206,7 @@ int agent_open(struct agent **out, const struct agent_config *cfg, struct terr *
 		rc = realpath(cfg->runner_path, a->runner_path)
 			? 0 : terr_set(err, ENOENT, "runner_path %s does not exist", cfg->runner_path);
 	else
-		rc = find_runner(a->runner_path, sizeof(a->runner_path), err);
+		rc = find_runner(a, a->runner_path, sizeof(a->runner_path), err);
 	if (rc < 0)
 		goto fail;
 
@@ -233,6 +254,7 @@ void agent_close(struct agent *a)
 		pthread_join(a->watcher, NULL);
 	if (a->usage_running)
 		pthread_join(a->usage_thread, NULL);
+	free(a->usage_inits);
 	a->rt_ops->close(a->rt);
 	for (size_t i = 0; i < a->n_driver_files; i++)
 		free(a->driver_files[i]);
@@ -419,7 +441,9 @@ static int plan_gpus(struct agent *a, struct plan *p, const char *sid, json_t *g
 		/* Each device its own compute share: a session holding whole
 		 * devices and part of another is paced on that part only. */
 		snprintf(key, sizeof(key), FGPU_KEY_DEVICE_FMT_SM, (int)i);
-		fprintf(cf, "%s = %lld\n", key, (long long)(pct >= 1 && pct <= 100 ? pct : 100));
+		if (pct < 1 || pct > 100)
+			pct = 100;   /* not given: the whole device's compute */
+		fprintf(cf, "%s = %lld\n", key, (long long)pct);
 		/* The session-wide figure (and TESSERA_GPU_SM_LIMIT, which can
 		 * only tighten) stays the one device's share, or 100 for
 		 * several, so that whole devices are never throttled. */
@@ -512,8 +536,104 @@ static void plan_path(struct agent *a, struct plan *p, const char *image)
 	free(env);
 }
 
+/* Letters and digits, then also the characters in `more`; 1 to max
+ * characters. */
+static bool token_ok(const char *s, size_t max, const char *more)
+{
+	size_t n = s ? strlen(s) : 0;
+	if (n == 0 || n > max)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+		bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+		if (!alnum && (i == 0 || !strchr(more, c)))
+			return false;
+	}
+	return true;
+}
+
+/* The manager validated the request the spec comes from; the agent still
+ * checks what it turns into paths, limits and buffers, since a spec can
+ * also come from any holder of the cluster secret or an older manager. */
+static int check_spec(const struct agent *a, json_t *spec, struct terr *err)
+{
+	const char *id = json_string_value(json_object_get(spec, "id"));
+	const char *name = json_string_value(json_object_get(spec, "name"));
+	const char *image = json_string_value(json_object_get(spec, "image"));
+	json_t *res = json_object_get(spec, "resources");
+	json_t *env = json_object_get(spec, "env");
+	json_t *gpus = json_object_get(spec, "gpus");
+	json_t *startup = json_object_get(spec, "startup_command");
+	json_t *owner = json_object_get(spec, "owner");
+	if (!id || !name || !image || !json_is_object(res))
+		return terr_set(err, EINVAL, "session spec needs id, name, image and resources");
+	/* The id names the session's directory under data_dir. */
+	if (!token_ok(id, 63, "-_"))
+		return terr_set(err, EINVAL, "session id '%.80s' must be 1 to 63 letters, digits, '-' or '_'", id);
+	if (!token_ok(name, 63, "._-"))
+		return terr_set(err, EINVAL,
+				"session name '%.80s' must be 1 to 63 letters, digits, '.', '_' or '-', starting with a letter or digit",
+				name);
+	if (!*image || strlen(image) > 255)
+		return terr_set(err, EINVAL, "image must be 1 to 255 characters");
+	if ((owner && !json_is_string(owner) && !json_is_null(owner)) ||
+	    (startup && !json_is_string(startup) && !json_is_null(startup)))
+		return terr_set(err, EINVAL, "owner and startup_command must be strings");
+	static const char *const amounts[] = {"cpu_milli", "mem", "fgpu_milli"};
+	for (size_t i = 0; i < sizeof(amounts) / sizeof(amounts[0]); i++) {
+		json_t *v = json_object_get(res, amounts[i]);
+		if (v && (!json_is_integer(v) || json_integer_value(v) < 0))
+			return terr_set(err, EINVAL, "resources.%s must be an integer of 0 or more", amounts[i]);
+	}
+	if (json_integer_value(json_object_get(res, "cpu_milli")) > INT64_MAX / 1000000)
+		return terr_set(err, EINVAL, "resources.cpu_milli is too large");
+	if (env && !json_is_object(env))
+		return terr_set(err, EINVAL, "env must be an object of strings");
+	if (json_object_size(env) > 256)
+		return terr_set(err, EINVAL, "env has %zu variables; at most 256", json_object_size(env));
+	const char *key;
+	json_t *val;
+	json_object_foreach(env, key, val) {
+		if (!*key || strchr(key, '=') || !json_is_string(val))
+			return terr_set(err, EINVAL, "env variable '%.80s' needs a name without '=' and a string value",
+					key);
+	}
+	if (!gpus || json_is_null(gpus))
+		return 0;
+	if (!json_is_array(gpus))
+		return terr_set(err, EINVAL, "gpus must be an array");
+	size_t n = json_array_size(gpus);
+	if (n > (size_t)a->gpus.n)
+		return terr_set(err, EINVAL, "the session asks for %zu GPUs; node %s has %d", n, a->id, a->gpus.n);
+	if (n > 0 && json_integer_value(json_object_get(res, "fgpu_milli")) <= 0)
+		return terr_set(err, EINVAL, "a session with gpus needs resources.fgpu_milli above 0");
+	for (size_t i = 0; i < n; i++) {
+		json_t *g = json_array_get(gpus, i);
+		const char *uuid = json_string_value(json_object_get(g, "uuid"));
+		json_t *mem = json_object_get(g, "memory_limit"), *pct = json_object_get(g, "sm_limit_percent");
+		const struct gpu_device *dev = NULL;
+		for (int k = 0; uuid && k < a->gpus.n; k++)
+			if (!strcmp(a->gpus.dev[k].uuid, uuid))
+				dev = &a->gpus.dev[k];
+		if (!dev)
+			return terr_set(err, EINVAL, "device %.80s is not on node %s", uuid ? uuid : "(no uuid)", a->id);
+		for (size_t j = 0; j < i; j++)
+			if (!strcmp(uuid, json_string_value(json_object_get(json_array_get(gpus, j), "uuid")) ?: ""))
+				return terr_set(err, EINVAL, "device %s is listed twice", uuid);
+		if (!json_is_integer(mem) || json_integer_value(mem) <= 0 || json_integer_value(mem) > dev->memory)
+			return terr_set(err, EINVAL, "gpus[%zu].memory_limit must be 1 to %lld bytes (the device's memory)",
+					i, (long long)dev->memory);
+		if (pct && (!json_is_integer(pct) || json_integer_value(pct) < 1 || json_integer_value(pct) > 100))
+			return terr_set(err, EINVAL, "gpus[%zu].sm_limit_percent must be an integer from 1 to 100", i);
+	}
+	return 0;
+}
+
 int agent_start_session(struct agent *a, json_t *spec, char cid[RT_ID_MAX], struct terr *err)
 {
+	int rc = check_spec(a, spec, err);
+	if (rc < 0)
+		return rc;
 	const char *id = json_string_value(json_object_get(spec, "id"));
 	const char *name = json_string_value(json_object_get(spec, "name"));
 	const char *image = json_string_value(json_object_get(spec, "image"));
@@ -522,14 +642,11 @@ int agent_start_session(struct agent *a, json_t *spec, char cid[RT_ID_MAX], stru
 	json_t *res = json_object_get(spec, "resources");
 	json_t *env = json_object_get(spec, "env");
 	json_t *gpus = json_object_get(spec, "gpus");
-	if (!id || !name || !image || !json_is_object(res))
-		return terr_set(err, EINVAL, "session spec needs id, name, image and resources");
 	int64_t cpu_m = json_integer_value(json_object_get(res, "cpu_milli"));
 	int64_t mem = json_integer_value(json_object_get(res, "mem"));
 	int64_t fgpu_m = json_integer_value(json_object_get(res, "fgpu_milli"));
 
 	struct plan p = {0};
-	int rc = 0;
 	/* Environment: the user's, then ours (the API refuses user variables
 	 * starting with TESSERA_). */
 	const char *key;
@@ -773,6 +890,55 @@ static void *watch_main(void *arg)
 
 /* ---- what the driver holds beyond the sessions' accounting ---------- */
 
+/* The host pid of a running container's init. A real driver names host
+ * pids, and the session's are told by its init's PID namespace, which the
+ * runtime's list does not give: the runtime is asked once per container
+ * and start of its init, not every round. 0 when it cannot be had. */
+static int usage_init_pid(struct agent *a, const char *cid)
+{
+	struct usage_init *e = NULL;
+	for (size_t i = 0; i < a->n_usage_inits && !e; i++)
+		if (!strcmp(a->usage_inits[i].id, cid))
+			e = &a->usage_inits[i];
+	if (e && fgpu_proc_alive(e->pid, e->start)) {
+		e->seen = true;
+		return e->pid;
+	}
+	struct rt_container_info info;
+	struct terr err = {0};
+	if (a->rt_ops->inspect(a->rt, cid, &info, &err) < 0 || info.pid <= 0)
+		return 0;
+	uint64_t start = fgpu_proc_start_time(info.pid);
+	if (!e && start) {
+		/* Without a start time a pid could be reused unseen: not kept. */
+		struct usage_init *grown = realloc(a->usage_inits, (a->n_usage_inits + 1) * sizeof(*grown));
+		if (grown) {
+			a->usage_inits = grown;
+			e = &grown[a->n_usage_inits++];
+			util_strlcpy(e->id, cid, sizeof(e->id));
+		}
+	}
+	if (e) {
+		e->pid = start ? info.pid : 0;
+		e->start = start;
+		e->seen = true;
+	}
+	return info.pid;
+}
+
+/* Forgets the containers a round did not list (the usage thread's). */
+static void usage_inits_prune(struct agent *a)
+{
+	size_t kept = 0;
+	for (size_t i = 0; i < a->n_usage_inits; i++) {
+		if (a->usage_inits[i].seen && a->usage_inits[i].pid > 0) {
+			a->usage_inits[kept] = a->usage_inits[i];
+			a->usage_inits[kept++].seen = false;
+		}
+	}
+	a->n_usage_inits = kept;
+}
+
 /* tessera-gpu-probe --charge arguments for one running GPU session (its
  * region, its init's host pid or 0 for the mock, its devices), appended to
  * args (each malloc'd); false when it has no GPU or no region yet. */
@@ -793,14 +959,8 @@ static bool usage_session_args(struct agent *a, const struct rt_container_info *
 	if (rc < 0 || conf.ndev <= 0 || access(path, F_OK) != 0)
 		return false;
 	int init = 0;
-	if (!a->gpus.mock) {
-		/* A real driver names host pids: the session's are told by its
-		 * init's PID namespace, which the runtime's list does not give. */
-		struct rt_container_info info;
-		if (a->rt_ops->inspect(a->rt, c->id, &info, &err) < 0 || info.pid <= 0)
-			return false;
-		init = info.pid;
-	}
+	if (!a->gpus.mock && (init = usage_init_pid(a, c->id)) <= 0)
+		return false;
 	char uuids[FGPU_MAX_DEVICES * 97] = "";
 	for (int d = 0; d < conf.ndev; d++) {
 		if (d)
@@ -886,6 +1046,7 @@ static void usage_round(struct agent *a)
 		free(args[i]);
 	free(args);
 	free(list);
+	usage_inits_prune(a);
 }
 
 static void *usage_main(void *arg)
@@ -893,8 +1054,9 @@ static void *usage_main(void *arg)
 	struct agent *a = arg;
 	while (!a->stop) {
 		usage_round(a);
-		for (int i = 0; i < GPU_USAGE_INTERVAL_MS / 100 && !a->stop; i++)
-			usleep(100 * 1000);
+		/* Slept in steps so that agent_close does not wait a round. */
+		for (int left = a->usage_interval_ms; left > 0 && !a->stop; left -= 100)
+			usleep((left < 100 ? left : 100) * 1000);
 	}
 	return NULL;
 }

@@ -30,6 +30,16 @@ struct agent_config {
 	 * share: NULL or "auto" measures it at start (tessera-gpu-probe),
 	 * else a size ("0" turns the counting off). */
 	const char *gpu_context_overhead;
+	/* How often the driver's per-process figures are charged to the
+	 * sessions (gpu/gpu_usage.h); 0: GPU_USAGE_INTERVAL_MS. */
+	int gpu_usage_interval_ms;
+	/* Where the files mounted into sessions (runner, fGPU library, mock
+	 * driver, gpu-info, probe) are looked for: a build tree's root or a
+	 * prefix's bin directory. NULL: the directory of the running binary. */
+	const char *asset_dir;
+	/* The container runtime; NULL: Docker (runtime_docker_ops). Tests
+	 * put one of their own here. */
+	const struct runtime_ops *runtime;
 };
 
 /* Called from the watcher thread when a session's container ends by

@@ -426,7 +426,8 @@ int cmd_agent(int argc, char **argv)
 		return rc;
 	static const char *const known[] = {"id", "manager", "cluster_secret", "listen", "advertise_url",
 					    "docker_socket", "cpu", "mem", "mem_reserve", "runner_path",
-					    "data_dir", "mock_gpus", "gpu_context_overhead", NULL};
+					    "data_dir", "mock_gpus", "gpu_context_overhead", "gpu_usage_interval_ms",
+					    NULL};
 	struct conf c = {0};
 	if (read_config("agent", path, known, &c) < 0)
 		return 1;
@@ -450,6 +451,17 @@ int cmd_agent(int argc, char **argv)
 	    (conf_get(&c, "mem_reserve") &&
 	     parse_size_opt("agent", "mem_reserve", conf_get(&c, "mem_reserve"), &acfg.mem_reserve) < 0))
 		goto out_conf;
+	const char *usage_iv = conf_get(&c, "gpu_usage_interval_ms");
+	if (usage_iv) {
+		char *end;
+		long v = strtol(usage_iv, &end, 10);
+		if (end == usage_iv || *end || v < 100 || v > 60000) {
+			fprintf(stderr, "tessera agent: %s: gpu_usage_interval_ms must be an integer from 100 to 60000, not '%s'\n",
+				path, usage_iv);
+			goto out_conf;
+		}
+		acfg.gpu_usage_interval_ms = (int)v;
+	}
 
 	sigset_t stop;
 	block_stop_signals(&stop);

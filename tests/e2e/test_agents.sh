@@ -72,4 +72,14 @@ check "the restarted agent is ALIVE again" wait_node ALIVE
 check "its session is still RUNNING" wait_status remote RUNNING
 "$TESSERA" session rm remote >/dev/null
 check "remove through the restarted agent" wait_status remote TERMINATED
+
+# A setting out of range stops the agent with one line naming it.
+{ cat "$E2E_DIR/agent.conf"; echo "gpu_usage_interval_ms = 5"; } >"$E2E_DIR/bad-agent.conf"
+out=$(timeout 10 "$TESSERA" agent --config "$E2E_DIR/bad-agent.conf" 2>&1)
+rc=$?
+refused_in_one_line() {
+	[ $rc -ne 0 ] && [ $rc -ne 124 ] && [ "$(printf '%s\n' "$out" | wc -l)" -eq 1 ] &&
+		[[ "$out" == *"gpu_usage_interval_ms must be an integer from 100 to 60000"* ]]
+}
+check "an out-of-range gpu_usage_interval_ms is refused ($rc: $out)" refused_in_one_line
 e2e_done
