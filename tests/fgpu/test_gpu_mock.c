@@ -588,6 +588,58 @@ TEST(libraries_load_without_a_context_and_launch_their_kernels)
 	CHECK_INT(tesseraMockUsedBytes(0), base);
 }
 
+/* A library has no context: its __device__ variables are placed in each
+ * context that uses one of its kernels (asked for its function, or
+ * launched), once, and leave with that context or the library. */
+TEST(library_globals_are_placed_in_each_context_that_uses_them)
+{
+	static const char ptx[] =
+		".version 6.0\n.target sm_50\n.address_size 64\n"
+		".global .align 8 .b8 table[2097152];\n"
+		".visible .entry k()\n{\n\tret;\n}\n";
+	static const char too_big[] =
+		".version 6.0\n.target sm_50\n.address_size 64\n"
+		".global .align 8 .b8 all[8589934592];\n.visible .entry k()\n{\n\tret;\n}\n";
+	CUlibrary l, big;
+	CUkernel k, kb;
+	CUfunction f;
+	CUcontext c1, c2;
+	int64_t base = tesseraMockUsedBytes(0);
+	CHECK_INT(cuCtxSetCurrent(NULL), CUDA_SUCCESS);
+	CHECK_INT(cuLibraryLoadData(&l, ptx, NULL, NULL, 0, NULL, NULL, 0), CUDA_SUCCESS);
+	CHECK_INT(cuLibraryGetKernel(&k, l, "k"), CUDA_SUCCESS);
+	CHECK_INT(tesseraMockUsedBytes(0), base);   /* no context yet */
+	CHECK_INT(cuCtxCreate_v2(&c1, 0, 0), CUDA_SUCCESS);
+	int64_t one = tesseraMockUsedBytes(0);
+	CHECK_INT(cuKernelGetFunction(&f, k), CUDA_SUCCESS);
+	CHECK_INT(tesseraMockUsedBytes(0), one + 2097152);
+	CHECK_INT(cuLaunchKernel((CUfunction)k, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL), CUDA_SUCCESS);
+	CHECK_INT(cuKernelGetFunction(&f, k), CUDA_SUCCESS);
+	CHECK_INT(tesseraMockUsedBytes(0), one + 2097152);   /* once per context */
+	/* a second context loads it again, by launching it */
+	CHECK_INT(cuCtxCreate_v2(&c2, 0, 0), CUDA_SUCCESS);
+	int64_t two = tesseraMockUsedBytes(0);
+	CHECK_INT(cuLaunchKernel((CUfunction)k, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL), CUDA_SUCCESS);
+	CHECK_INT(tesseraMockUsedBytes(0), two + 2097152);
+	/* the context takes its copy; the library stays usable elsewhere */
+	CHECK_INT(cuCtxDestroy_v2(c2), CUDA_SUCCESS);
+	CHECK_INT(tesseraMockUsedBytes(0), one + 2097152);
+	CHECK_INT(cuCtxSetCurrent(c1), CUDA_SUCCESS);
+	/* variables that do not fit: the use fails, nothing is placed */
+	CHECK_INT(cuLibraryLoadData(&big, too_big, NULL, NULL, 0, NULL, NULL, 0), CUDA_SUCCESS);
+	CHECK_INT(cuLibraryGetKernel(&kb, big, "k"), CUDA_SUCCESS);
+	CHECK_INT(cuKernelGetFunction(&f, kb), CUDA_ERROR_OUT_OF_MEMORY);
+	CHECK_INT(cuLaunchKernel((CUfunction)kb, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL),
+		  CUDA_ERROR_OUT_OF_MEMORY);
+	CHECK_INT(tesseraMockUsedBytes(0), one + 2097152);
+	CHECK_INT(cuLibraryUnload(big), CUDA_SUCCESS);
+	/* unloading the library gives back every context's copy */
+	CHECK_INT(cuLibraryUnload(l), CUDA_SUCCESS);
+	CHECK_INT(tesseraMockUsedBytes(0), one);
+	CHECK_INT(cuCtxDestroy_v2(c1), CUDA_SUCCESS);
+	CHECK_INT(tesseraMockUsedBytes(0), base);
+}
+
 TEST(green_contexts_partition_the_sms)
 {
 	CUdevResource all, part[2], rest;
@@ -1886,6 +1938,7 @@ int main(int argc, char **argv)
 	RUN(modules_take_their_globals_from_the_device);
 	RUN(another_pid_namespace_reads_usage_without_dropping_it);
 	RUN(libraries_load_without_a_context_and_launch_their_kernels);
+	RUN(library_globals_are_placed_in_each_context_that_uses_them);
 	RUN(green_contexts_partition_the_sms);
 	RUN(pool_grows_in_grains_and_reuses_its_reserve);
 	RUN(pool_threshold_trim_and_attributes);

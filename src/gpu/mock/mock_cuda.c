@@ -956,6 +956,8 @@ static void mock_module_drop(CUmodule m)
 
 /* Under mock_lock: a context that ends unloads its modules, as the
  * driver does; their handles are invalid afterwards. */
+static void mock_libraries_leave(CUcontext c);
+
 static void mock_modules_unload_ctx(CUcontext c)
 {
 	for (CUmodule m = mock_modules, next; m; m = next) {
@@ -963,6 +965,8 @@ static void mock_modules_unload_ctx(CUcontext c)
 		if (m->ctx == c)
 			mock_module_drop_locked(m);
 	}
+	/* Libraries stay loaded; they leave this context only. */
+	mock_libraries_leave(c);
 }
 
 MOCK_API CUresult cuModuleLoadData(CUmodule *pm, const void *image)
@@ -1039,14 +1043,79 @@ struct CUkern_st {
 	struct CUfunc_st *f;
 };
 
+/* A context a library's module is loaded into. */
+struct mock_lib_load {
+	CUcontext ctx;
+	struct mock_lib_load *next;
+};
+
 struct CUlib_st {
 	unsigned magic;
-	CUmodule m;
+	CUmodule m;                 /* its kernels and globals; in no context */
 	struct CUkern_st kernels[MOCK_MAX_KERNELS];
+	/* A library has no context of its own: the driver loads its module
+	 * into a context when a kernel of it is first used there, placing
+	 * its __device__ variables on that context's device each time. */
+	struct mock_lib_load *loads;
 	struct CUlib_st *next;
 };
 
 static CUlibrary mock_libraries;
+
+/* Under mock_lock: loads l into c unless it is there already; out of
+ * memory when its variables do not fit on c's device. */
+static CUresult mock_library_load_in(CUlibrary l, CUcontext c)
+{
+	for (struct mock_lib_load *ld = l->loads; ld; ld = ld->next)
+		if (ld->ctx == c)
+			return CUDA_SUCCESS;
+	struct mock_lib_load *ld = calloc(1, sizeof(*ld));
+	if (!ld)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	if (l->m->global_bytes > 0 && mock_usage_add(c->dev, l->m->global_bytes) < 0) {
+		free(ld);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	ld->ctx = c;
+	ld->next = l->loads;
+	l->loads = ld;
+	return CUDA_SUCCESS;
+}
+
+/* Under mock_lock: l leaves c (c == NULL: every context), giving back
+ * its variables there. */
+static void mock_library_unload_from(CUlibrary l, CUcontext c)
+{
+	for (struct mock_lib_load **pp = &l->loads; *pp;) {
+		struct mock_lib_load *ld = *pp;
+		if (c && ld->ctx != c) {
+			pp = &ld->next;
+			continue;
+		}
+		if (l->m->global_bytes > 0)
+			mock_usage_add(ld->ctx->dev, -l->m->global_bytes);
+		*pp = ld->next;
+		free(ld);
+	}
+}
+
+/* Under mock_lock: every library leaves c, which ends. */
+static void mock_libraries_leave(CUcontext c)
+{
+	for (CUlibrary l = mock_libraries; l; l = l->next)
+		mock_library_unload_from(l, c);
+}
+
+/* The library whose kernel handle k is; NULL for anything else
+ * (mock_lock held). */
+static CUlibrary mock_library_of(const void *k)
+{
+	uintptr_t kp = (uintptr_t)k;
+	for (CUlibrary l = mock_libraries; l; l = l->next)
+		if (kp >= (uintptr_t)&l->kernels[0] && kp < (uintptr_t)&l->kernels[l->m->nfuncs])
+			return l;
+	return NULL;
+}
 
 MOCK_API CUresult cuLibraryLoadData(CUlibrary *pl, const void *code, void *jitOptions,
 				    void **jitOptionsValues, unsigned int numJitOptions,
@@ -1103,6 +1172,7 @@ MOCK_API CUresult cuLibraryUnload(CUlibrary l)
 			*pp = l->next;
 			break;
 		}
+	mock_library_unload_from(l, NULL);
 	pthread_mutex_unlock(&mock_lock);
 	mock_module_drop(l->m);
 	l->magic = 0;
@@ -1140,6 +1210,9 @@ static CUresult mock_kernel_function(CUfunction *pf, CUkernel k)
 	struct CUfunc_st *f = mock_library_kernel(k);
 	if (!f)
 		return CUDA_ERROR_INVALID_HANDLE;
+	CUresult rc = mock_library_load_in(mock_library_of(k), mock_current());
+	if (rc != CUDA_SUCCESS)
+		return rc;
 	*pf = f;
 	return CUDA_SUCCESS;
 }
@@ -1202,6 +1275,13 @@ MOCK_API CUresult cuKernelGetAttribute(int *pi, CUfunction_attribute attrib, CUk
 CUresult mock_launch_needs(CUcontext c, CUfunction f)
 {
 	struct CUfunc_st *k = mock_kernel_of(f, true);
+	CUlibrary lib = c ? mock_library_of(f) : NULL;
+	if (lib) {
+		/* Launched as a library's kernel: loaded here first. */
+		CUresult rc = mock_library_load_in(lib, c);
+		if (rc != CUDA_SUCCESS)
+			return rc;
+	}
 	size_t need = k ? k->local_bytes : 0;
 	if (!c || need <= c->limits[CU_LIMIT_STACK_SIZE])
 		return CUDA_SUCCESS;
