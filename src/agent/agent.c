@@ -536,22 +536,6 @@ static void plan_path(struct agent *a, struct plan *p, const char *image)
 	free(env);
 }
 
-/* Letters and digits, then also the characters in `more`; 1 to max
- * characters. */
-static bool token_ok(const char *s, size_t max, const char *more)
-{
-	size_t n = s ? strlen(s) : 0;
-	if (n == 0 || n > max)
-		return false;
-	for (size_t i = 0; i < n; i++) {
-		char c = s[i];
-		bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-		if (!alnum && (i == 0 || !strchr(more, c)))
-			return false;
-	}
-	return true;
-}
-
 /* The manager validated the request the spec comes from; the agent still
  * checks what it turns into paths, limits and buffers, since a spec can
  * also come from any holder of the cluster secret or an older manager. */
@@ -568,12 +552,8 @@ static int check_spec(const struct agent *a, json_t *spec, struct terr *err)
 	if (!id || !name || !image || !json_is_object(res))
 		return terr_set(err, EINVAL, "session spec needs id, name, image and resources");
 	/* The id names the session's directory under data_dir. */
-	if (!token_ok(id, 63, "-_"))
-		return terr_set(err, EINVAL, "session id '%.80s' must be 1 to 63 letters, digits, '-' or '_'", id);
-	if (!token_ok(name, 63, "._-"))
-		return terr_set(err, EINVAL,
-				"session name '%.80s' must be 1 to 63 letters, digits, '.', '_' or '-', starting with a letter or digit",
-				name);
+	if (model_validate_name(id, "session id", err) < 0 || model_validate_name(name, "session name", err) < 0)
+		return -EINVAL;
 	if (!*image || strlen(image) > 255)
 		return terr_set(err, EINVAL, "image must be 1 to 255 characters");
 	if ((owner && !json_is_string(owner) && !json_is_null(owner)) ||

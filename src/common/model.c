@@ -1,5 +1,6 @@
 #include "common/model.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -32,4 +33,23 @@ void res_describe(const struct res *r, char *buf, size_t n)
 	} else {
 		snprintf(buf, n, "%s CPU, %s", cpu, mem);
 	}
+}
+
+static int is_name_char(char c)
+{
+	return isalnum((unsigned char)c) || c == '.' || c == '_' || c == '-';
+}
+
+int model_validate_name(const char *name, const char *what, struct terr *err)
+{
+	size_t len = strlen(name);
+	if (len == 0 || len > 63)
+		return terr_set(err, EINVAL, "%s must be 1 to 63 characters (got %zu)", what, len);
+	if (!isalnum((unsigned char)name[0]) || !isascii((unsigned char)name[0]))
+		return terr_set(err, EINVAL, "%s '%s' must start with a letter or digit", what, name);
+	for (size_t i = 1; i < len; i++)
+		if (!isascii((unsigned char)name[i]) || !is_name_char(name[i]))
+			return terr_set(err, EINVAL,
+					"%s '%s' may contain only letters, digits, '.', '_' and '-'", what, name);
+	return 0;
 }

@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/err.h"
+
 /* Fixed-point amounts: milli-cores, bytes, milli-fGPU. */
 struct res {
 	int64_t cpu_m;
@@ -74,5 +76,10 @@ static inline bool session_status_listed(enum session_status s)
 {
 	return s != SS_TERMINATED && s != SS_CANCELLED;
 }
+
+/* Names of sessions and nodes, and session ids, which also name
+ * directories and containers: ^[a-zA-Z0-9][a-zA-Z0-9._-]{0,62}$. `what`
+ * names the field in the message. */
+int model_validate_name(const char *name, const char *what, struct terr *err);
 
 #endif

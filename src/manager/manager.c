@@ -776,7 +776,7 @@ int mgr_agent_register(struct manager *m, json_t *desc, const struct agent_link_
 	struct res cap;
 	if (!id)
 		return terr_set(err, EINVAL, "agent registration needs an id");
-	if (validate_session_name(id, "agent id", err) < 0)
+	if (model_validate_name(id, "agent id", err) < 0)
 		return -EINVAL;
 	json_t *wire_cap = json_object_get(desc, "capacity");
 	if (json_is_object(wire_cap) && !json_object_get(wire_cap, "fgpu_milli"))

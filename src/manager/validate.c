@@ -6,25 +6,6 @@
 #include "common/jsonutil.h"
 #include "common/units.h"
 
-static int is_name_char(char c)
-{
-	return isalnum((unsigned char)c) || c == '.' || c == '_' || c == '-';
-}
-
-int validate_session_name(const char *name, const char *what, struct terr *err)
-{
-	size_t len = strlen(name);
-	if (len == 0 || len > 63)
-		return terr_set(err, EINVAL, "%s must be 1 to 63 characters (got %zu)", what, len);
-	if (!isalnum((unsigned char)name[0]) || !isascii((unsigned char)name[0]))
-		return terr_set(err, EINVAL, "%s '%s' must start with a letter or digit", what, name);
-	for (size_t i = 1; i < len; i++)
-		if (!isascii((unsigned char)name[i]) || !is_name_char(name[i]))
-			return terr_set(err, EINVAL,
-					"%s '%s' may contain only letters, digits, '.', '_' and '-'", what, name);
-	return 0;
-}
-
 static int is_path_char(char c)
 {
 	return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
@@ -164,7 +145,7 @@ int validate_create_request(json_t *body, struct create_request *out, struct ter
 		return -EINVAL;
 	if (jsonutil_get_string(body, "name", "name", &out->name, &present, err) < 0)
 		return -EINVAL;
-	if (present && validate_session_name(out->name, "name", err) < 0)
+	if (present && model_validate_name(out->name, "name", err) < 0)
 		return -EINVAL;
 	if (jsonutil_get_int(body, "count", "count", &out->count, NULL, err) < 0)
 		return -EINVAL;
@@ -174,7 +155,7 @@ int validate_create_request(json_t *body, struct create_request *out, struct ter
 		/* NAME-K must still be a valid name. */
 		char longest[80];
 		snprintf(longest, sizeof(longest), "%s-%lld", out->name, (long long)out->count);
-		if (validate_session_name(longest, "name with its count suffix", err) < 0)
+		if (model_validate_name(longest, "name with its count suffix", err) < 0)
 			return -EINVAL;
 	}
 	json_t *res = json_object_get(body, "resources");

@@ -20,8 +20,6 @@
 #define VALIDATE_MAX_COMMAND 4096
 #define VALIDATE_MAX_EXEC_ARGS 256
 
-/* ^[a-zA-Z0-9][a-zA-Z0-9._-]{0,62}$ */
-int validate_session_name(const char *name, const char *what, struct terr *err);
 /* Docker reference: [host[:port]/]path[:tag][@sha256:hex], lower-case path
  * components of [a-z0-9._-], tag [A-Za-z0-9_.-]{1,128}, 255 chars at most. */
 int validate_image_ref(const char *ref, struct terr *err);

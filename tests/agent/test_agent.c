@@ -600,10 +600,10 @@ TEST(bad_specs_are_refused_before_anything_is_made)
 	snprintf(uuid, sizeof(uuid), "%s", device_uuid(a, 0));
 	static const struct { const char *what, *patch, *msg; } cases[] = {
 		{"no image", "{\"image\":null}", "needs id, name, image and resources"},
-		{"a path as id", "{\"id\":\"../../etc\"}", "session id '../../etc' must be"},
+		{"a path as id", "{\"id\":\"../../etc\"}", "session id '../../etc' must start with a letter or digit"},
 		{"an id too long",
-		 "{\"id\":\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\"}", "must be 1 to 63"},
-		{"a name with a space", "{\"name\":\"my nb\"}", "session name 'my nb' must be"},
+		 "{\"id\":\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\"}", "session id must be 1 to 63 characters (got 64)"},
+		{"a name with a space", "{\"name\":\"my nb\"}", "session name 'my nb' may contain only"},
 		{"an empty image", "{\"image\":\"\"}", "image must be 1 to 255"},
 		{"negative memory", "{\"resources\":{\"cpu_milli\":1000,\"mem\":-1}}", "resources.mem must be"},
 		{"cpu as a string", "{\"resources\":{\"cpu_milli\":\"1\",\"mem\":1}}", "resources.cpu_milli must be"},

@@ -1,60 +1,10 @@
-/* manager/validate.c: session names, image references, env, and the whole
+/* manager/validate.c: image references, env, and the whole
  * create request (defaults, amounts, limits), with messages naming the
  * field. */
 #include "manager/validate.h"
 #include "testlib.h"
 
 #include <stdlib.h>
-
-/* Expects validate_session_name to refuse; the message names `what`. */
-static void name_refused(const char *name, int line)
-{
-	struct terr err = {0};
-	int rc = validate_session_name(name, "name", &err);
-	testlib_checks++;
-	if (rc != -EINVAL || err.code != EINVAL || !strstr(err.msg, "name"))
-		FAILF("line %d: name '%s' gave %d '%s', expected -EINVAL naming the field",
-		      line, name, rc, err.msg);
-}
-#define NAME_BAD(n) name_refused((n), __LINE__)
-#define NAME_OK(n) CHECK_INT(validate_session_name((n), "name", NULL), 0)
-
-TEST(session_names)
-{
-	char s[80];
-	NAME_OK("a");
-	NAME_OK("A");
-	NAME_OK("0");
-	NAME_OK("job-1");
-	NAME_OK("My.Session_2-x");
-	memset(s, 'a', 63);
-	s[63] = '\0';
-	NAME_OK(s);
-	s[63] = 'a';
-	s[64] = '\0';
-	NAME_BAD(s);             /* 64 chars */
-	NAME_BAD("");
-	NAME_BAD("-a");
-	NAME_BAD("_a");
-	NAME_BAD(".a");
-	NAME_BAD("a b");
-	NAME_BAD("a/b");
-	NAME_BAD("a:b");
-	NAME_BAD("a@b");
-	NAME_BAD("a\tb");
-	NAME_BAD("\xc3\xa9t\xc3\xa9");  /* "été": non-ASCII first byte */
-	NAME_BAD("caf\xc3\xa9");         /* non-ASCII later */
-	NAME_BAD("a\xff");
-
-	struct terr err = {0};
-	CHECK(validate_session_name("", "session name", &err) < 0);
-	CHECK_CONTAINS(err.msg, "session name");
-	CHECK_CONTAINS(err.msg, "1 to 63");
-	CHECK(validate_session_name("-x", "name", &err) < 0);
-	CHECK_CONTAINS(err.msg, "start with a letter or digit");
-	CHECK(validate_session_name("x y", "name", &err) < 0);
-	CHECK_CONTAINS(err.msg, "may contain only");
-}
 
 static void image_refused(const char *ref, int line)
 {
@@ -447,7 +397,6 @@ TEST(create_fields)
 
 int main(void)
 {
-	RUN(session_names);
 	RUN(image_refs);
 	RUN(env_rules);
 	RUN(create_defaults);
