@@ -5,6 +5,7 @@
  * freed memory until a synchronization, VMM handles that live while
  * mapped, stream capture, the special stream handles, graph memory nodes
  * and the graph allocator's reserve. */
+#include <dlfcn.h>
 #include <limits.h>
 #include <sched.h>
 #include <signal.h>
@@ -1914,6 +1915,42 @@ TEST(graph_mem_attribute_errors)
 	CHECK_INT(cuDeviceGraphMemTrim(7), CUDA_ERROR_INVALID_DEVICE);
 }
 
+/* The mock implements every entry point the shim hooks or calls (one
+ * list, fgpu/hooks.h), and its cuGetProcAddress hands out, for each hook's
+ * base name at the version the hook appeared (per-thread stream variants
+ * with that flag), exactly that symbol, as the real driver's table does. */
+TEST(every_hooked_entry_point_is_implemented_and_looked_up_by_version)
+{
+#define MOCK_HAS(ret, name, base, since, ptsz, params) \
+	do { \
+		void *want = dlsym(RTLD_DEFAULT, #name), *got = NULL; \
+		CUdriverProcAddressQueryResult st = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND; \
+		testlib_checks++; \
+		if (!want) \
+			FAILF("the mock has no %s", #name); \
+		else if (cuGetProcAddress_v2(#base, &got, since, \
+					     ptsz ? CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM \
+						  : CU_GET_PROC_ADDRESS_DEFAULT, &st) != CUDA_SUCCESS || \
+			 st != CU_GET_PROC_ADDRESS_SUCCESS || got != want) \
+			FAILF("cuGetProcAddress(%s, %d%s) is not %s", #base, since, ptsz ? ", ptds" : "", #name); \
+	} while (0);
+	FGPU_CUDA_HOOKS(MOCK_HAS)
+#undef MOCK_HAS
+#define MOCK_HAS_NVML(ret, name, base, since, ptsz, params) \
+	testlib_checks++; \
+	if (!dlsym(RTLD_DEFAULT, #name)) \
+		FAILF("the mock has no %s", #name);
+	FGPU_NVML_HOOKS(MOCK_HAS_NVML)
+#undef MOCK_HAS_NVML
+#define MOCK_HAS_USED(ret, name, params) \
+	testlib_checks++; \
+	if (!dlsym(RTLD_DEFAULT, #name)) \
+		FAILF("the mock has no %s", #name);
+	FGPU_CUDA_USED(MOCK_HAS_USED)
+	FGPU_NVML_USED(MOCK_HAS_USED)
+#undef MOCK_HAS_USED
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 3 && !strcmp(argv[1], "--hold"))
@@ -1939,6 +1976,7 @@ int main(int argc, char **argv)
 	RUN(another_pid_namespace_reads_usage_without_dropping_it);
 	RUN(libraries_load_without_a_context_and_launch_their_kernels);
 	RUN(library_globals_are_placed_in_each_context_that_uses_them);
+	RUN(every_hooked_entry_point_is_implemented_and_looked_up_by_version);
 	RUN(green_contexts_partition_the_sms);
 	RUN(pool_grows_in_grains_and_reuses_its_reserve);
 	RUN(pool_threshold_trim_and_attributes);
