@@ -539,7 +539,13 @@ static void plan_path(struct agent *a, struct plan *p, const char *image)
 /* The manager validated the request the spec comes from; the agent still
  * checks what it turns into paths, limits and buffers, since a spec can
  * also come from any holder of the cluster secret or an older manager. */
-static int check_spec(const struct agent *a, json_t *spec, struct terr *err)
+struct session_spec {
+	const char *id, *name, *image, *owner, *startup;   /* owner, startup: may be NULL */
+	json_t *env, *gpus;                                /* borrowed; may be NULL */
+	int64_t cpu_m, mem, fgpu_m;
+};
+
+static int check_spec(const struct agent *a, json_t *spec, struct session_spec *out, struct terr *err)
 {
 	const char *id = json_string_value(json_object_get(spec, "id"));
 	const char *name = json_string_value(json_object_get(spec, "name"));
@@ -549,6 +555,13 @@ static int check_spec(const struct agent *a, json_t *spec, struct terr *err)
 	json_t *gpus = json_object_get(spec, "gpus");
 	json_t *startup = json_object_get(spec, "startup_command");
 	json_t *owner = json_object_get(spec, "owner");
+	*out = (struct session_spec){
+		.id = id, .name = name, .image = image, .owner = json_string_value(owner),
+		.startup = json_string_value(startup), .env = env, .gpus = gpus,
+		.cpu_m = json_integer_value(json_object_get(res, "cpu_milli")),
+		.mem = json_integer_value(json_object_get(res, "mem")),
+		.fgpu_m = json_integer_value(json_object_get(res, "fgpu_milli")),
+	};
 	if (!id || !name || !image || !json_is_object(res))
 		return terr_set(err, EINVAL, "session spec needs id, name, image and resources");
 	/* The id names the session's directory under data_dir. */
@@ -565,7 +578,7 @@ static int check_spec(const struct agent *a, json_t *spec, struct terr *err)
 		if (v && (!json_is_integer(v) || json_integer_value(v) < 0))
 			return terr_set(err, EINVAL, "resources.%s must be an integer of 0 or more", amounts[i]);
 	}
-	if (json_integer_value(json_object_get(res, "cpu_milli")) > INT64_MAX / 1000000)
+	if (out->cpu_m > INT64_MAX / 1000000)
 		return terr_set(err, EINVAL, "resources.cpu_milli is too large");
 	if (env && !json_is_object(env))
 		return terr_set(err, EINVAL, "env must be an object of strings");
@@ -585,7 +598,7 @@ static int check_spec(const struct agent *a, json_t *spec, struct terr *err)
 	size_t n = json_array_size(gpus);
 	if (n > (size_t)a->gpus.n)
 		return terr_set(err, EINVAL, "the session asks for %zu GPUs; node %s has %d", n, a->id, a->gpus.n);
-	if (n > 0 && json_integer_value(json_object_get(res, "fgpu_milli")) <= 0)
+	if (n > 0 && out->fgpu_m <= 0)
 		return terr_set(err, EINVAL, "a session with gpus needs resources.fgpu_milli above 0");
 	for (size_t i = 0; i < n; i++) {
 		json_t *g = json_array_get(gpus, i);
@@ -611,20 +624,13 @@ static int check_spec(const struct agent *a, json_t *spec, struct terr *err)
 
 int agent_start_session(struct agent *a, json_t *spec, char cid[RT_ID_MAX], struct terr *err)
 {
-	int rc = check_spec(a, spec, err);
+	struct session_spec sp;
+	int rc = check_spec(a, spec, &sp, err);
 	if (rc < 0)
 		return rc;
-	const char *id = json_string_value(json_object_get(spec, "id"));
-	const char *name = json_string_value(json_object_get(spec, "name"));
-	const char *image = json_string_value(json_object_get(spec, "image"));
-	const char *owner = json_string_value(json_object_get(spec, "owner"));
-	const char *startup = json_string_value(json_object_get(spec, "startup_command"));
-	json_t *res = json_object_get(spec, "resources");
-	json_t *env = json_object_get(spec, "env");
-	json_t *gpus = json_object_get(spec, "gpus");
-	int64_t cpu_m = json_integer_value(json_object_get(res, "cpu_milli"));
-	int64_t mem = json_integer_value(json_object_get(res, "mem"));
-	int64_t fgpu_m = json_integer_value(json_object_get(res, "fgpu_milli"));
+	const char *id = sp.id, *name = sp.name, *image = sp.image, *owner = sp.owner, *startup = sp.startup;
+	json_t *env = sp.env, *gpus = sp.gpus;
+	int64_t cpu_m = sp.cpu_m, mem = sp.mem, fgpu_m = sp.fgpu_m;
 
 	struct plan p = {0};
 	/* Environment: the user's, then ours (the API refuses user variables
