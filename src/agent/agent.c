@@ -393,14 +393,22 @@ static int session_dir(const struct agent *a, const char *sid, char *buf, size_t
 	return snprintf(buf, n, "%s/sessions/%s", a->data_dir, sid) < (int)n ? 0 : -ENAMETOOLONG;
 }
 
+/* The node's device with that UUID; NULL when there is none. */
+static const struct gpu_device *node_device(const struct agent *a, const char *uuid)
+{
+	for (int k = 0; uuid && k < a->gpus.n; k++)
+		if (!strcmp(a->gpus.dev[k].uuid, uuid))
+			return &a->gpus.dev[k];
+	return NULL;
+}
+
 /* GPU session: the per-session files (limits, preload, shared region,
  * mock spec) and every mount and device the fGPU contract names
- * (fgpu/fgpu_contract.h). */
+ * (fgpu/fgpu_contract.h). gpus has passed check_spec: its devices are
+ * the node's, each once. */
 static int plan_gpus(struct agent *a, struct plan *p, const char *sid, json_t *gpus, int64_t fgpu_m,
 		     struct terr *err)
 {
-	if (a->gpus.n == 0)
-		return terr_set(err, EINVAL, "node %s has no GPUs but the session asks for fGPU", a->id);
 	char dir[PATH_MAX], path[PATH_MAX + 64];
 	int rc;
 	if (session_dir(a, sid, dir, sizeof(dir)) < 0)
@@ -424,15 +432,7 @@ static int plan_gpus(struct agent *a, struct plan *p, const char *sid, json_t *g
 		const char *uuid = json_string_value(json_object_get(g, "uuid"));
 		int64_t mem = json_integer_value(json_object_get(g, "memory_limit"));
 		int64_t pct = json_integer_value(json_object_get(g, "sm_limit_percent"));
-		const struct gpu_device *dev = NULL;
-		for (int k = 0; uuid && k < a->gpus.n; k++)
-			if (!strcmp(a->gpus.dev[k].uuid, uuid))
-				dev = &a->gpus.dev[k];
-		if (!dev) {
-			fclose(cf);
-			free(conf);
-			return terr_set(err, EINVAL, "device %s is not on node %s", uuid ? uuid : "?", a->id);
-		}
+		const struct gpu_device *dev = node_device(a, uuid);   /* check_spec found it */
 		char key[64];
 		snprintf(key, sizeof(key), FGPU_KEY_DEVICE_FMT_UUID, (int)i);
 		fprintf(cf, "%s = %s\n", key, dev->uuid);
@@ -536,15 +536,16 @@ static void plan_path(struct agent *a, struct plan *p, const char *image)
 	free(env);
 }
 
-/* The manager validated the request the spec comes from; the agent still
- * checks what it turns into paths, limits and buffers, since a spec can
- * also come from any holder of the cluster secret or an older manager. */
+/* A session spec, read by check_spec; strings borrow from the JSON. */
 struct session_spec {
 	const char *id, *name, *image, *owner, *startup;   /* owner, startup: may be NULL */
 	json_t *env, *gpus;                                /* borrowed; may be NULL */
 	int64_t cpu_m, mem, fgpu_m;
 };
 
+/* The manager validated the request the spec comes from; the agent still
+ * checks what it turns into paths, limits and buffers, since a spec can
+ * also come from any holder of the cluster secret or an older manager. */
 static int check_spec(const struct agent *a, json_t *spec, struct session_spec *out, struct terr *err)
 {
 	const char *id = json_string_value(json_object_get(spec, "id"));
@@ -604,10 +605,7 @@ static int check_spec(const struct agent *a, json_t *spec, struct session_spec *
 		json_t *g = json_array_get(gpus, i);
 		const char *uuid = json_string_value(json_object_get(g, "uuid"));
 		json_t *mem = json_object_get(g, "memory_limit"), *pct = json_object_get(g, "sm_limit_percent");
-		const struct gpu_device *dev = NULL;
-		for (int k = 0; uuid && k < a->gpus.n; k++)
-			if (!strcmp(a->gpus.dev[k].uuid, uuid))
-				dev = &a->gpus.dev[k];
+		const struct gpu_device *dev = node_device(a, uuid);
 		if (!dev)
 			return terr_set(err, EINVAL, "device %.80s is not on node %s", uuid ? uuid : "(no uuid)", a->id);
 		for (size_t j = 0; j < i; j++)

@@ -954,10 +954,10 @@ static void mock_module_drop(CUmodule m)
 	pthread_mutex_unlock(&mock_lock);
 }
 
-/* Under mock_lock: a context that ends unloads its modules, as the
- * driver does; their handles are invalid afterwards. */
 static void mock_libraries_leave(CUcontext c);
 
+/* Under mock_lock: a context that ends unloads its modules, as the
+ * driver does; their handles are invalid afterwards. */
 static void mock_modules_unload_ctx(CUcontext c)
 {
 	for (CUmodule m = mock_modules, next; m; m = next) {
@@ -1188,9 +1188,8 @@ static struct CUfunc_st *mock_kernel_of(CUfunction f, bool libraries)
 	for (CUmodule m = mock_modules; m; m = m->next)
 		if (fp >= (uintptr_t)&m->funcs[0] && fp < (uintptr_t)&m->funcs[m->nfuncs])
 			return f;
-	for (CUlibrary l = libraries ? mock_libraries : NULL; l; l = l->next)
-		if (fp >= (uintptr_t)&l->kernels[0] && fp < (uintptr_t)&l->kernels[l->m->nfuncs])
-			return ((struct CUkern_st *)f)->f;
+	if (libraries && mock_library_of(f))
+		return ((struct CUkern_st *)f)->f;
 	return NULL;
 }
 
