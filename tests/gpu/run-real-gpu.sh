@@ -39,6 +39,7 @@ check() { # description, condition
 field() { # key, "key value ..." line
 	awk -v k="$1" '{ for (i = 1; i < NF; i++) if ($i == k) { print $(i + 1); exit } }' <<<"$2"
 }
+mib() { echo $(( ${1:-0} >> 20 )); }
 pct_of() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", 100 * a / b }'; }
 
 read -r NAME SMS TOTAL < <("$BENCH" info | awk '{ print $2, $4, $6 }')
@@ -161,35 +162,55 @@ BASE_LONG=$(tp "$BENCH" throughput "$SECS" --iters $LONG)
 FULL=$(tp shim 100 "$BENCH" throughput "$SECS")
 echo "alone, no library: $BASE   library at share 1.0: $FULL   ratio $(awk -v a="$FULL" -v b="$BASE" 'BEGIN { printf "%.3f", a / b }') (goal >= 0.99)"
 declare -A R
+# Each figure is printed as it is taken, so a run cut short still tells.
+measure() { # key, baseline kernels/s, command...
+	local key=$1 base=$2
+	shift 2
+	R[$key]=$(pct_of "$(tp "$@")" "$base")
+	echo "$key: ${R[$key]}"
+}
 for pct in 25 50; do
-	R[pacing_alone_$pct]=$(pct_of "$(tp shim $pct "$BENCH" throughput "$SECS")" "$BASE")
+	measure pacing_alone_$pct "$BASE" shim $pct "$BENCH" throughput "$SECS"
 done
 
 start_competitor() { "$@" "$BENCH" throughput 100000 >/dev/null 2>&1 & COMP=$!; sleep 3; }
+for pct in 25 50; do
+	printf 'memory_limit = %d\nsm_limit_percent = %d\ncontext_overhead = %d\n' \
+		"$SHARE" $((100 - pct)) "$CTX" > "$WORK/fgpu-other-$pct.conf"
+done
 stop_competitor() { kill "$COMP" 2>/dev/null; wait "$COMP" 2>/dev/null; COMP=; }
 
 echo "-- launch pacing, with a competing tenant (no library) keeping the GPU busy"
 start_competitor env
-R[unlimited_busy]=$(pct_of "$(tp "$BENCH" throughput "$SECS")" "$BASE")
+measure unlimited_busy "$BASE" "$BENCH" throughput "$SECS"
 for pct in 25 50; do
-	R[pacing_busy_$pct]=$(pct_of "$(tp shim $pct "$BENCH" throughput "$SECS")" "$BASE")
+	measure pacing_busy_$pct "$BASE" shim $pct "$BENCH" throughput "$SECS"
 done
-R[unlimited_busy_long]=$(pct_of "$(tp "$BENCH" throughput "$SECS" --iters $LONG)" "$BASE_LONG")
+measure unlimited_busy_long "$BASE_LONG" "$BENCH" throughput "$SECS" --iters $LONG
 for pct in 25 50; do
-	R[pacing_busy_long_$pct]=$(pct_of "$(tp shim $pct "$BENCH" throughput "$SECS" --iters $LONG)" "$BASE_LONG")
+	measure pacing_busy_long_$pct "$BASE_LONG" shim $pct "$BENCH" throughput "$SECS" --iters $LONG
 done
 stop_competitor
+# As on a Tessera node: the other tenant is paced too, to the rest of the
+# GPU (its own conf and region, as another container would have).
+echo "-- launch pacing, with a competing tenant paced to the rest of the GPU"
+for pct in 25 50; do
+	start_competitor env LD_PRELOAD="$LIB" TESSERA_FGPU_CONF="$WORK/fgpu-other-$pct.conf" \
+		TESSERA_FGPU_REGION="$WORK/fgpu-other-$pct.region"
+	measure pacing_paced_$pct "$BASE" shim $pct "$BENCH" throughput "$SECS"
+	stop_competitor
+done
 
 echo "-- CUDA green contexts (share of the SMs)"
 if "$BENCH" throughput 1 --green-sms 8 >/dev/null 2>"$WORK/green.err"; then
 	for pct in 25 50; do
 		sms=$(( (SMS * pct + 50) / 100 ))
-		R[green_alone_$pct]=$(pct_of "$(tp "$BENCH" throughput "$SECS" --green-sms $sms)" "$BASE")
+		measure green_alone_$pct "$BASE" "$BENCH" throughput "$SECS" --green-sms $sms
 	done
 	start_competitor env
 	for pct in 25 50; do
 		sms=$(( (SMS * pct + 50) / 100 ))
-		R[green_busy_$pct]=$(pct_of "$(tp "$BENCH" throughput "$SECS" --green-sms $sms)" "$BASE")
+		measure green_busy_$pct "$BASE" "$BENCH" throughput "$SECS" --green-sms $sms
 	done
 	stop_competitor
 else
@@ -204,11 +225,11 @@ if command -v nvidia-cuda-mps-control >/dev/null; then
 	if nvidia-cuda-mps-control -d; then
 		sleep 1
 		for pct in 25 50; do
-			R[mps_alone_$pct]=$(pct_of "$(tp env CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=$pct "$BENCH" throughput "$SECS")" "$BASE")
+			measure mps_alone_$pct "$BASE" env CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=$pct "$BENCH" throughput "$SECS"
 		done
 		start_competitor env
 		for pct in 25 50; do
-			R[mps_busy_$pct]=$(pct_of "$(tp env CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=$pct "$BENCH" throughput "$SECS")" "$BASE")
+			measure mps_busy_$pct "$BASE" env CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=$pct "$BENCH" throughput "$SECS"
 		done
 		stop_competitor
 		echo quit | nvidia-cuda-mps-control
@@ -219,6 +240,34 @@ if command -v nvidia-cuda-mps-control >/dev/null; then
 	unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
 else
 	echo "skip: nvidia-cuda-mps-control not found"
+fi
+
+# A framework's own kernels (cuBLAS through the CUDA runtime, which
+# launches CUkernel handles) under the library, alone.
+if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+	torch_tp() {
+		"$@" python3 - "$SECS" <<'PY'
+import sys, time, torch
+secs = float(sys.argv[1])
+a = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
+b = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
+for _ in range(20):
+    c = a @ b
+torch.cuda.synchronize()
+n, t0 = 0, time.monotonic()
+while time.monotonic() - t0 < secs:
+    for _ in range(20):
+        c = a @ b
+    torch.cuda.synchronize()
+    n += 20
+print(f"kernels_per_s {n / (time.monotonic() - t0):.1f}")
+PY
+	}
+	TORCH_BASE=$(tp torch_tp env)
+	echo "torch bf16 4096^3 matmuls/s, no library: $TORCH_BASE"
+	measure torch_full "$TORCH_BASE" torch_tp shim 100
+	measure torch_pacing_50 "$TORCH_BASE" torch_tp shim 50
+	measure torch_pacing_25 "$TORCH_BASE" torch_tp shim 25
 fi
 
 echo "== overhead"
@@ -238,16 +287,18 @@ echo "|---|---|---|"
 echo "| launch pacing, alone | ${R[pacing_alone_25]} | ${R[pacing_alone_50]} |"
 echo "| launch pacing, with a busy competitor | ${R[pacing_busy_25]} | ${R[pacing_busy_50]} |"
 echo "| launch pacing, with a busy competitor, 16x longer kernels | ${R[pacing_busy_long_25]} | ${R[pacing_busy_long_50]} |"
+echo "| launch pacing, with a competitor paced to the rest | ${R[pacing_paced_25]} | ${R[pacing_paced_50]} |"
 echo "| green context, alone | ${R[green_alone_25]:-n/a} | ${R[green_alone_50]:-n/a} |"
 echo "| green context, with a busy competitor | ${R[green_busy_25]:-n/a} | ${R[green_busy_50]:-n/a} |"
 echo "| MPS thread percentage, alone | ${R[mps_alone_25]:-n/a} | ${R[mps_alone_50]:-n/a} |"
 echo "| MPS thread percentage, with a busy competitor | ${R[mps_busy_25]:-n/a} | ${R[mps_busy_50]:-n/a} |"
+[[ -n ${R[torch_full]:-} ]] && echo "| PyTorch bf16 matmuls, launch pacing, alone | ${R[torch_pacing_25]} | ${R[torch_pacing_50]} |"
 echo
 echo "An unlimited tenant next to the same competitor gets ${R[unlimited_busy]}% (${R[unlimited_busy_long]}% with the longer kernels)."
 echo "A kernel takes $(ms_per "$BASE") ms alone ($(ms_per "$BASE_LONG") ms for the longer ones)."
-echo "Context limits, without the library: a 1 GiB malloc heap took $(( $(field free_drop "$heap") >> 20 )) MiB of free memory at once, a 16 KiB stack $(( $(field free_drop "$stack") >> 20 )) MiB; the library charges $(( $(field charged "$heap") >> 20 )) and $(( $(field charged "$stack") >> 20 )) MiB."
-echo "A kernel with 32 KiB of local memory a thread, without the library: the stack limit read $(field value "$deep") after it and free memory dropped $(( $(field free_drop "$deep") >> 20 )) MiB; with it, $(( $(field charged "$deep_shim") >> 20 )) MiB charged."
-echo "Throughput at share 1.0 with the library: $(awk -v a="$FULL" -v b="$BASE" 'BEGIN { printf "%.3f", a / b }') of without (goal >= 0.99)."
+echo "Context limits, without the library: a 1 GiB malloc heap took $(mib "$(field free_drop "$heap")") MiB of free memory at once, a 16 KiB stack $(mib "$(field free_drop "$stack")") MiB; the library charges $(mib "$(field charged "$heap")") and $(mib "$(field charged "$stack")") MiB."
+echo "A kernel with 32 KiB of local memory a thread, without the library: the stack limit read $(field value "$deep") after it and free memory dropped $(mib "$(field free_drop "$deep")") MiB; with it, $(mib "$(field charged "$deep_shim")") MiB charged."
+echo "Throughput at share 1.0 with the library: $(awk -v a="$FULL" -v b="$BASE" 'BEGIN { printf "%.3f", a / b }') of without (goal >= 0.99)${R[torch_full]:+; PyTorch bf16 matmuls: ${R[torch_full]} % of without}."
 echo
 echo "| Overhead | bare | library | library, pacing 50% |"
 echo "|---|---|---|---|"
