@@ -16,6 +16,7 @@ static void fgpu_conf_defaults(struct fgpu_conf *c)
 		c->dev[i].memory_limit = FGPU_UNLIMITED;
 	c->sm_limit_percent = 100;
 	snprintf(c->region, sizeof(c->region), "%s", FGPU_REGION_PATH);
+	snprintf(c->turn_dir, sizeof(c->turn_dir), "%s", FGPU_TURN_DIR);
 }
 
 static char *fgpu_trim(char *s)
@@ -104,6 +105,12 @@ int fgpu_conf_parse(const char *text, struct fgpu_conf *c, struct terr *err)
 				return terr_prefix(err, "line %d", lineno);
 		} else if (strcmp(key, FGPU_KEY_REGION) == 0) {
 			snprintf(c->region, sizeof(c->region), "%s", val);
+		} else if (strcmp(key, FGPU_KEY_TURN_DIR) == 0) {
+			snprintf(c->turn_dir, sizeof(c->turn_dir), "%s", val);
+		} else if (strcmp(key, FGPU_KEY_TURN_QUANTUM_US) == 0) {
+			if (fgpu_parse_int(val, 100, 1000000, &x) < 0)
+				return terr_set(err, EINVAL, "line %d: turn_quantum_us must be 100..1000000", lineno);
+			c->turn_quantum_ns = x * 1000;
 		} else if (strcmp(key, FGPU_KEY_PACING_CLOCK) == 0) {
 			c->driver_clock = strcmp(val, "driver") == 0;
 		} else if (strcmp(key, FGPU_KEY_FGPU) == 0) {
@@ -153,6 +160,9 @@ int fgpu_conf_load(struct fgpu_conf *c, struct terr *err)
 		const char *region = getenv(FGPU_ENV_REGION);
 		if (region && *region)
 			snprintf(c->region, sizeof(c->region), "%s", region);
+		const char *turns = getenv(FGPU_ENV_TURN_DIR);
+		if (turns && *turns)
+			snprintf(c->turn_dir, sizeof(c->turn_dir), "%s", turns);
 	}
 
 	/* The variables: configure without a file, only tighten with one. */

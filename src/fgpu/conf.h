@@ -28,6 +28,8 @@ struct fgpu_conf {
 	bool driver_clock;
 	char fgpu[32];          /* informational */
 	char region[256];
+	char turn_dir[256];     /* the node's GPU turn files (turn.h) */
+	int64_t turn_quantum_ns; /* 0: turn.h's default */
 };
 
 /* Parses limits-file text into *conf (caller-owned; defaults first). */

@@ -15,6 +15,10 @@
  *                        all processes of the container share. The shim
  *                        creates the region file itself on first use.
  *   FGPU_GPU_INFO_PATH   the gpu-info tool, read-only.
+ *   FGPU_TURN_DIR        the node's GPU turn files, read-only: one empty
+ *                        file per physical GPU of the node, named by its
+ *                        UUID, the same directory in every GPU session
+ *                        (fgpu/turn.h: paced tenants take turns at a GPU).
  *   Real GPUs: the host's libcuda.so.1 / libnvidia-ml.so.1 / nvidia-smi
  *   and the allocated /dev/nvidia* nodes, as usual.
  *   Mock GPUs: FGPU_MOCK_CUDA_PATH and FGPU_MOCK_NVML_PATH (the mock
@@ -43,6 +47,9 @@
  *   context_overhead = 0               # bytes counted per process and device
  *                                      # for the CUDA context itself
  *   region = /run/tessera/fgpu.region  # optional, default FGPU_REGION_PATH
+ *   turn_dir = /run/tessera-turns      # optional, default FGPU_TURN_DIR
+ *   turn_quantum_us = 10000            # optional: how long a GPU turn is
+ *                                      # held while others wait (turn.h)
  *
  * A device the driver shows but the file does not list (by UUID when
  * UUIDs are given, else by ordinal) gets a limit of 0: fail closed.
@@ -50,7 +57,7 @@
  *
  * Environment (FGPU_ENV_*): when FGPU_CONF_PATH exists it is authoritative
  * and the variables can only tighten it (a smaller memory or SM limit);
- * the conf/region path overrides are ignored, so a process that changes
+ * the conf/region/turn path overrides are ignored, so a process that changes
  * or clears its environment is still limited. Without the file (tests,
  * development) the variables configure the shim; with neither, the shim
  * passes everything through. */
@@ -68,6 +75,7 @@
 #define FGPU_REGION_PATH      FGPU_RUN_DIR "/" FGPU_REGION_NAME
 #define FGPU_BIN_DIR          "/opt/tessera/bin"
 #define FGPU_GPU_INFO_PATH    FGPU_BIN_DIR "/gpu-info"
+#define FGPU_TURN_DIR         "/run/tessera-turns"
 
 /* Mock GPUs: where the mock libraries replace the driver's (Debian/Ubuntu
  * multiarch directory, searched by default by their dynamic loader). */
@@ -91,6 +99,7 @@
 #define FGPU_ENV_SM_LIMIT     "TESSERA_GPU_SM_LIMIT"      /* percent */
 #define FGPU_ENV_CONF         "TESSERA_FGPU_CONF"         /* conf path, only without FGPU_CONF_PATH */
 #define FGPU_ENV_REGION       "TESSERA_FGPU_REGION"       /* region path, only without FGPU_CONF_PATH */
+#define FGPU_ENV_TURN_DIR     "TESSERA_FGPU_TURN_DIR"     /* turn files, only without FGPU_CONF_PATH */
 #define FGPU_ENV_MOCK_GPUS    "TESSERA_MOCK_GPUS"         /* mock spec */
 #define FGPU_ENV_MOCK_GPUS_FILE "TESSERA_MOCK_GPUS_FILE"  /* mock spec file */
 #define FGPU_ENV_MOCK_STATE   "TESSERA_MOCK_STATE"        /* mock state file */
@@ -106,6 +115,8 @@
 #define FGPU_KEY_SM_LIMIT     "sm_limit_percent"
 #define FGPU_KEY_CTX_OVERHEAD "context_overhead"
 #define FGPU_KEY_REGION       "region"
+#define FGPU_KEY_TURN_DIR     "turn_dir"
+#define FGPU_KEY_TURN_QUANTUM_US "turn_quantum_us"
 /* "pacing_clock = driver" makes pacing use the mock driver's simulated
  * clock (tests only); the default is CLOCK_MONOTONIC. */
 #define FGPU_KEY_PACING_CLOCK "pacing_clock"

@@ -1,5 +1,5 @@
-/* Launch hooks: pacing (pacing.h has the arithmetic), and the stack a
- * launch grows (contexts.c). */
+/* Launch hooks: pacing (pacing.h has the arithmetic), GPU turns (turn.h),
+ * and the stack a launch grows (contexts.c). */
 #include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -9,6 +9,7 @@
 
 #include "fgpu/pacing.h"
 #include "fgpu/shim.h"
+#include "fgpu/turn.h"
 
 /* ---- hooks: launch pacing ---------------------------------------------------- */
 
@@ -20,10 +21,11 @@ struct fgpu_pacer {
 	bool have_events;
 	CUevent a[FGPU_RING], b[FGPU_RING];
 	int head, count;           /* pending measurements */
+	struct fgpu_turn turn;     /* this process's part in the GPU's turns */
 };
 
 static struct fgpu_pacer fgpu_pacers[FGPU_MAX_DEVICES] = {
-	[0 ... FGPU_MAX_DEVICES - 1] = { .mu = PTHREAD_MUTEX_INITIALIZER },
+	[0 ... FGPU_MAX_DEVICES - 1] = { .mu = PTHREAD_MUTEX_INITIALIZER, .turn = FGPU_TURN_INIT },
 };
 
 void fgpu_pace_reset_child(void)
@@ -31,8 +33,10 @@ void fgpu_pace_reset_child(void)
 	/* Events and contexts belong to the parent. */
 	for (int i = 0; i < FGPU_MAX_DEVICES; i++) {
 		pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+		fgpu_turn_forget(&fgpu_pacers[i].turn);   /* the parent's turn */
 		memset(&fgpu_pacers[i], 0, sizeof(fgpu_pacers[i]));
 		fgpu_pacers[i].mu = fresh;
+		fgpu_pacers[i].turn = (struct fgpu_turn)FGPU_TURN_INIT;
 	}
 }
 
@@ -78,8 +82,44 @@ static void fgpu_harvest(struct fgpu_pacer *p, int idx, bool block_one)
 	}
 }
 
-/* Before a launch: waits for the device's bucket, then records the start
- * event. Returns the pacer locked (or NULL when not pacing this launch). */
+/* Waits for everything this process launched on the device to finish,
+ * and charges it. Caller holds p->mu. */
+static void fgpu_drain(struct fgpu_pacer *p, int idx)
+{
+	while (p->count > 0)
+		fgpu_harvest(p, idx, true);
+}
+
+/* Gives the GPU's turn up once this process's work there has finished,
+ * so that the next holder starts on an idle GPU. Caller holds p->mu. */
+static void fgpu_turn_hand_over(struct fgpu_pacer *p, int idx)
+{
+	fgpu_drain(p, idx);
+	fgpu_turn_give(&p->turn);
+}
+
+void fgpu_pace_synced(void)
+{
+	CUdevice ord;
+	if (!fgpu_pacing || fgpu_current_device(&ord) != CUDA_SUCCESS || ord < 0 ||
+	    ord >= FGPU_MAX_DEVICES)
+		return;
+	struct fgpu_pacer *p = &fgpu_pacers[ord];
+	/* Never block a synchronization on another thread's launch. */
+	if (pthread_mutex_trylock(&p->mu) != 0)
+		return;
+	int idx = fgpu_cuda_index(ord);
+	if (p->turn.held && idx >= 0) {
+		fgpu_harvest(p, idx, false);
+		if (p->count == 0 && fgpu_turn_due(&p->turn))
+			fgpu_turn_give(&p->turn);
+	}
+	pthread_mutex_unlock(&p->mu);
+}
+
+/* Before a launch: waits for the device's bucket and the GPU's turn,
+ * then records the start event. Returns the pacer locked (or NULL when
+ * not pacing this launch). */
 static struct fgpu_pacer *fgpu_pace_before(CUstream s, bool ptsz, int *idx_out)
 {
 	CUdevice ord;
@@ -120,9 +160,19 @@ static struct fgpu_pacer *fgpu_pace_before(CUstream s, bool ptsz, int *idx_out)
 		}
 		p->have_events = true;
 	}
+	if (!p->turn.opened) {
+		char uuid[64];
+		if (fgpu_device_uuid(ord, uuid, sizeof(uuid)))
+			fgpu_turn_open(&p->turn, fgpu_conf.turn_dir, uuid);
+		p->turn.opened = true;
+		p->turn.quantum = (uint64_t)fgpu_conf.turn_quantum_ns;
+	}
 	fgpu_harvest(p, idx, false);
 	if (p->count == FGPU_RING)
 		fgpu_harvest(p, idx, true);
+	/* Held for a quantum while another process waits: its turn. */
+	if (fgpu_turn_due(&p->turn))
+		fgpu_turn_hand_over(p, idx);
 	for (int spins = 0; spins < 10000; spins++) {
 		fgpu_region_lock(&fgpu_region);
 		struct fgpu_bucket *b = &fgpu_region.r->pace[idx];
@@ -131,11 +181,19 @@ static struct fgpu_pacer *fgpu_pace_before(CUstream s, bool ptsz, int *idx_out)
 		fgpu_region_unlock(&fgpu_region);
 		if (wait == 0)
 			break;
+		if (p->turn.held) {
+			/* A turn held while waiting for credit would idle the
+			 * GPU for everyone. What the drain charges makes the
+			 * wait longer: it is worked out again. */
+			fgpu_turn_hand_over(p, idx);
+			continue;
+		}
 		/* Sleep in slices so that a long debt still lets completions of
 		 * other processes' kernels be seen in between. */
 		fgpu_sleep(wait > 50000000ULL ? 50000000ULL : wait);
 		fgpu_harvest(p, idx, false);
 	}
+	fgpu_turn_take(&p->turn, FGPU_TURN_PATIENCE_NS);
 	int slot = (p->head + p->count) % FGPU_RING;
 	CUresult rc = ptsz && real.cuEventRecord_ptsz ? real.cuEventRecord_ptsz(p->a[slot], s)
 						      : REAL(cuEventRecord, p->a[slot], s);

@@ -430,6 +430,7 @@ CUresult cuMemPoolDestroy(CUmemoryPool pool)
 	if (rc_ == CUDA_SUCCESS) { \
 		fgpu_reserves_settle(); \
 		fgpu_stack_follow(); \
+		fgpu_pace_synced(); \
 	} \
 	return rc_; \
 } while (0)

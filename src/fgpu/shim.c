@@ -280,6 +280,15 @@ static void fgpu_uuid_string(const CUuuid *u, char *out, size_t n)
 		 b[11], b[12], b[13], b[14], b[15]);
 }
 
+bool fgpu_device_uuid(CUdevice ord, char *out, size_t n)
+{
+	CUuuid u;
+	if (REAL(cuDeviceGetUuid, &u, ord) != CUDA_SUCCESS)
+		return false;
+	fgpu_uuid_string(&u, out, n);
+	return true;
+}
+
 /* Conf/region index of a CUDA ordinal; -1 for a device the session was
  * not given (its limit is 0). */
 int fgpu_cuda_index(CUdevice ord)

@@ -12,7 +12,7 @@
  *   memory.c  allocation hooks, VMM, and what a process is told
  *   pools.c   stream-ordered allocations and memory pools
  *   graphs.c  memory that CUDA graphs allocate
- *   launch.c  launch pacing */
+ *   launch.c  launch pacing, and GPU turns (turn.h) */
 #ifndef TESSERA_FGPU_SHIM_H
 #define TESSERA_FGPU_SHIM_H
 
@@ -75,6 +75,8 @@ extern bool fgpu_conf_uuids;   /* the limits file names devices by UUID (then
 /* Conf/region index of a CUDA ordinal; -1 for a device the session was
  * not given (its limit is 0). */
 int fgpu_cuda_index(CUdevice ord);
+/* The driver's UUID of a CUDA ordinal as "GPU-..." (false if it has none). */
+bool fgpu_device_uuid(CUdevice ord, char *out, size_t n);
 int64_t fgpu_limit(int idx);
 CUresult fgpu_current_device(CUdevice *dev);
 /* Counts this process's context on device idx once. */
@@ -186,6 +188,9 @@ void fgpu_pool_reset_child(void);
 void fgpu_pace_reset_child(void);
 void fgpu_graph_reset_child(void);
 void fgpu_contexts_reset_child(void);
+/* launch.c: after a synchronization: gives the GPU turn up when this
+ * process has nothing in flight there and another process waits. */
+void fgpu_pace_synced(void);
 /* contexts.c: charges the current context's stack grown by the driver. */
 void fgpu_stack_follow(void);
 

@@ -1,14 +1,17 @@
 /* The shim's parts as plain code (no preload): the limits parser, the
- * shared region with its robust lock, and the pacing arithmetic. */
+ * shared region with its robust lock, the pacing arithmetic, and GPU
+ * turns (file locks between processes). */
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "fgpu/conf.h"
 #include "fgpu/pacing.h"
 #include "fgpu/region.h"
+#include "fgpu/turn.h"
 #include "testlib.h"
 
 static char dir[] = "/tmp/tessera-fgpu-core-XXXXXX";
@@ -338,6 +341,180 @@ TEST(pacing_converges_to_the_share)
 	}
 }
 
+/* ---- GPU turns ---- */
+
+static char turn_dir[300];
+#define TURN_GPU "GPU-00000000-0000-0000-0000-000000000001"
+
+static struct fgpu_turn turn_opened(void)
+{
+	struct fgpu_turn t = FGPU_TURN_INIT;
+	fgpu_turn_open(&t, turn_dir, TURN_GPU);
+	return t;
+}
+
+/* Waits (bounded) until cond holds; the bound is a safety net for a
+ * broken implementation, not a timing assertion. */
+#define EVENTUALLY(cond) do { \
+	for (int i_ = 0; i_ < 5000 && !(cond); i_++) \
+		usleep(1000); \
+} while (0)
+
+TEST(turn_needs_its_file)
+{
+	struct fgpu_turn t = FGPU_TURN_INIT;
+	CHECK(!fgpu_turn_open(&t, turn_dir, "GPU-not-on-this-node"));
+	CHECK(!fgpu_turn_take(&t, 0));
+	CHECK(!fgpu_turn_open(&t, turn_dir, "../" TURN_GPU));
+	struct fgpu_turn u = FGPU_TURN_INIT;
+	CHECK(!fgpu_turn_open(&u, turn_dir, "../x"));
+	struct fgpu_turn v = FGPU_TURN_INIT;
+	CHECK(!fgpu_turn_open(&v, NULL, TURN_GPU));
+	/* Without its waiters' file a holder could never learn that others
+	 * wait: no turns then. */
+	struct fgpu_turn w = FGPU_TURN_INIT;
+	CHECK(!fgpu_turn_open(&w, turn_dir, "GPU-without-its-wait-file"));
+	CHECK(w.fd < 0 && w.wait_fd < 0);
+}
+
+TEST(turn_is_held_by_one_at_a_time)
+{
+	/* Two open file descriptions conflict like two processes. */
+	struct fgpu_turn a = turn_opened(), b = turn_opened();
+	CHECK(a.fd >= 0 && b.fd >= 0);
+	CHECK(fgpu_turn_take(&a, 0));
+	CHECK(a.held);
+	CHECK(!fgpu_turn_take(&b, 1000000));
+	CHECK(!b.held);
+	/* The wait ran out: launches go ahead without waiting for a while. */
+	CHECK(b.impatient_until > fgpu_turn_now());
+	fgpu_turn_give(&a);
+	CHECK(!a.held);
+	CHECK(fgpu_turn_take(&b, 0));
+	CHECK(!fgpu_turn_take(&a, 0));
+	fgpu_turn_give(&b);
+	fgpu_turn_forget(&a);
+	fgpu_turn_forget(&b);
+}
+
+/* A child that waits for the turn up to 10 s and exits 0 once it has it,
+ * after writing a byte to fd. */
+static pid_t turn_waiter(int fd)
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		struct fgpu_turn t = turn_opened();
+		bool got = fgpu_turn_take(&t, 10ULL * 1000 * 1000 * 1000);
+		if (got && write(fd, "x", 1) != 1)
+			_exit(3);
+		usleep(20000);
+		_exit(got ? 0 : 1);
+	}
+	return pid;
+}
+
+TEST(turn_holder_sees_a_waiter_and_is_due_after_a_quantum)
+{
+	struct fgpu_turn a = turn_opened();
+	CHECK(fgpu_turn_take(&a, 0));
+	CHECK(!fgpu_turn_others_wait(&a));
+	a.since -= FGPU_TURN_QUANTUM_NS;
+	a.checked = 0;
+	CHECK(!fgpu_turn_due(&a));            /* nobody waits */
+	int fds[2];
+	CHECK(pipe(fds) == 0);
+	pid_t w = turn_waiter(fds[1]);
+	EVENTUALLY(fgpu_turn_others_wait(&a));
+	CHECK(fgpu_turn_others_wait(&a));
+	a.checked = 0;
+	CHECK(fgpu_turn_due(&a));
+	/* Not yet a quantum: not due, waiter or not. */
+	struct fgpu_turn fresh = a;
+	fresh.since = fgpu_turn_now();
+	fresh.checked = 0;
+	CHECK(!fgpu_turn_due(&fresh));
+	fgpu_turn_give(&a);
+	int st = -1;
+	waitpid(w, &st, 0);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK(!fgpu_turn_others_wait(&a));   /* its mark went with it */
+	close(fds[0]);
+	close(fds[1]);
+	fgpu_turn_forget(&a);
+}
+
+TEST(turn_of_a_killed_holder_is_free)
+{
+	int fds[2];
+	CHECK(pipe(fds) == 0);
+	pid_t pid = fork();
+	if (pid == 0) {
+		struct fgpu_turn t = turn_opened();
+		if (!fgpu_turn_take(&t, 0) || write(fds[1], "x", 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	char c;
+	CHECK(read(fds[0], &c, 1) == 1);
+	struct fgpu_turn a = turn_opened();
+	CHECK(!fgpu_turn_take(&a, 0));
+	a.impatient_until = 0;
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	CHECK(fgpu_turn_take(&a, 0));
+	fgpu_turn_give(&a);
+	close(fds[0]);
+	close(fds[1]);
+	fgpu_turn_forget(&a);
+}
+
+TEST(turn_given_up_goes_to_the_waiter_first)
+{
+	struct fgpu_turn a = turn_opened();
+	CHECK(fgpu_turn_take(&a, 0));
+	int fds[2];
+	CHECK(pipe(fds) == 0);
+	pid_t w = turn_waiter(fds[1]);
+	EVENTUALLY(fgpu_turn_others_wait(&a));
+	fgpu_turn_give(&a);
+	/* Having given it up, a takes it back only after the waiter has had
+	 * it, although a asks first. */
+	CHECK(fgpu_turn_take(&a, 10ULL * 1000 * 1000 * 1000));
+	CHECK(fcntl(fds[0], F_SETFL, O_NONBLOCK) == 0);
+	char c;
+	CHECK(read(fds[0], &c, 1) == 1);
+	int st = -1;
+	waitpid(w, &st, 0);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	fgpu_turn_give(&a);
+	close(fds[0]);
+	close(fds[1]);
+	fgpu_turn_forget(&a);
+}
+
+TEST(turn_forgotten_in_a_fork_child_stays_the_parents)
+{
+	struct fgpu_turn a = turn_opened();
+	CHECK(fgpu_turn_take(&a, 0));
+	pid_t pid = fork();
+	if (pid == 0) {
+		fgpu_turn_forget(&a);
+		struct fgpu_turn t = turn_opened();
+		_exit(fgpu_turn_take(&t, 0) ? 1 : 0);
+	}
+	int st = -1;
+	waitpid(pid, &st, 0);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	struct fgpu_turn b = turn_opened();
+	CHECK(!fgpu_turn_take(&b, 0));   /* still the parent's */
+	fgpu_turn_give(&a);
+	b.impatient_until = 0;
+	CHECK(fgpu_turn_take(&b, 0));
+	fgpu_turn_forget(&a);
+	fgpu_turn_forget(&b);
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir))
@@ -353,6 +530,25 @@ int main(void)
 	RUN(untracked_memory_counts_in_the_share);
 	RUN(pacing_arithmetic);
 	RUN(pacing_converges_to_the_share);
+	snprintf(turn_dir, sizeof(turn_dir), "%s/turns", dir);
+	if (mkdir(turn_dir, 0755) != 0)
+		return 2;
+	static const char *const turn_files[] = { TURN_GPU, TURN_GPU FGPU_TURN_WAIT_SUFFIX,
+						  "GPU-without-its-wait-file" };
+	for (int i = 0; i < 3; i++) {
+		char turn_file[400];
+		snprintf(turn_file, sizeof(turn_file), "%s/%s", turn_dir, turn_files[i]);
+		int tf = open(turn_file, O_CREAT | O_WRONLY, 0444);
+		if (tf < 0)
+			return 2;
+		close(tf);
+	}
+	RUN(turn_needs_its_file);
+	RUN(turn_is_held_by_one_at_a_time);
+	RUN(turn_holder_sees_a_waiter_and_is_due_after_a_quantum);
+	RUN(turn_of_a_killed_holder_is_free);
+	RUN(turn_given_up_goes_to_the_waiter_first);
+	RUN(turn_forgotten_in_a_fork_child_stays_the_parents);
 	char cmd[300];
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	if (system(cmd) != 0)

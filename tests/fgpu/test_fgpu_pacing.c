@@ -2,9 +2,12 @@
  * simulated time (no wall-clock assertions): with share s, a process that
  * launches as fast as it can gets s of the device's time within 5 points.
  * Each share runs in its own child, since the shim reads its limits once. */
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include "fgpu/fgpu_test.h"
+#include "fgpu/turn.h"
 #include "testlib.h"
 
 /* How the work is launched: plain kernels, cooperative kernels, or a CUDA
@@ -169,6 +172,90 @@ TEST(full_share_is_not_paced)
 	CHECK(s >= 990);
 }
 
+/* GPU turns (fgpu/turn.h), seen from outside through the turn file: in
+ * a child, a process with share pct launches once and synchronizes;
+ * returns a bit set: 1 it held the turn after the launch, 2 a waiting
+ * process got the turn after the holder had it for a quantum and
+ * synchronized, 4 the next launch took it back. */
+static int turn_bits(int pct)
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		char conf[64];
+		snprintf(conf, sizeof(conf), "sm_limit_percent = %d\n", pct);
+		const char *dir = ft_setup(conf);
+		char turns[300], uuid[64], path[400];
+		snprintf(turns, sizeof(turns), "%s/turns", dir);
+		if (mkdir(turns, 0755) != 0)
+			_exit(100);
+		setenv("TESSERA_FGPU_TURN_DIR", turns, 1);
+		CUcontext ctx;
+		CUstream s;
+		if (cuInit(0) != CUDA_SUCCESS || cuCtxCreate_v2(&ctx, 0, 0) != CUDA_SUCCESS ||
+		    cuStreamCreate(&s, 0) != CUDA_SUCCESS)
+			_exit(101);
+		ft_uuid(0, uuid, sizeof(uuid));
+		for (int i = 0; i < 2; i++) {
+			snprintf(path, sizeof(path), "%s/%s%s", turns, uuid, i ? FGPU_TURN_WAIT_SUFFIX : "");
+			int fd = open(path, O_CREAT | O_WRONLY, 0444);
+			if (fd < 0)
+				_exit(102);
+			close(fd);
+		}
+		struct fgpu_turn obs = FGPU_TURN_INIT;
+		if (!fgpu_turn_open(&obs, turns, uuid))
+			_exit(103);
+		CUfunction f = (CUfunction)(uintptr_t)0x1000;
+		int bits = 0;
+		if (cuLaunchKernel(f, 10, 1, 1, 128, 1, 1, 0, s, NULL, NULL) != CUDA_SUCCESS)
+			_exit(104);
+		if (fgpu_turn_take(&obs, 0)) {
+			fgpu_turn_give(&obs);
+			ft_cleanup(dir);
+			_exit(bits);   /* not held: nothing more to see */
+		}
+		bits |= 1;
+		pid_t w = fork();
+		if (w == 0) {
+			struct fgpu_turn t = FGPU_TURN_INIT;
+			fgpu_turn_open(&t, turns, uuid);
+			bool got = fgpu_turn_take(&t, 10ULL * 1000 * 1000 * 1000);
+			_exit(got ? 0 : 1);
+		}
+		for (int i = 0; i < 5000 && !fgpu_turn_others_wait(&obs); i++)
+			usleep(1000);
+		/* Held for a quantum, then synchronized with nothing left in
+		 * flight: the holder gives the turn up, and its next launch,
+		 * at once, lets the waiter have it first. */
+		usleep(FGPU_TURN_QUANTUM_NS / 1000 + 2000);
+		cuStreamSynchronize(s);
+		CUresult relaunched = cuLaunchKernel(f, 10, 1, 1, 128, 1, 1, 0, s, NULL, NULL);
+		int st = -1;
+		waitpid(w, &st, 0);
+		if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+			bits |= 2;
+		obs.impatient_until = 0;
+		if (relaunched == CUDA_SUCCESS && !fgpu_turn_take(&obs, 0))
+			bits |= 4;
+		cuStreamSynchronize(s);
+		ft_cleanup(dir);
+		_exit(bits);
+	}
+	int st = -1;
+	waitpid(pid, &st, 0);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+TEST(paced_launches_take_turns_at_the_gpu)
+{
+	CHECK_INT(turn_bits(50), 1 | 2 | 4);
+}
+
+TEST(a_whole_device_takes_no_turn)
+{
+	CHECK_INT(turn_bits(100), 0);
+}
+
 int main(void)
 {
 	setenv("TESSERA_MOCK_GPUS", "2x8GiB", 1);
@@ -179,5 +266,7 @@ int main(void)
 	RUN(graph_launches_are_paced_and_capture_is_left_alone);
 	RUN(each_device_has_its_own_share);
 	RUN(full_share_is_not_paced);
+	RUN(paced_launches_take_turns_at_the_gpu);
+	RUN(a_whole_device_takes_no_turn);
 	return testlib_done();
 }

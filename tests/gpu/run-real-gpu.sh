@@ -54,13 +54,19 @@ echo "a CUDA context takes $((CTX >> 20)) MiB (tessera-gpu-probe)"
 
 # Limits through a conf file and a region in a temp dir, as the agent's
 # /etc/tessera/fgpu.conf would give them (that file wins if it exists).
+# GPU turns (src/fgpu/turn.h): the agent's directory of turn files, one
+# per GPU named by its UUID; TURNS= (empty) runs without them.
+UUID=$(nvidia-smi --query-gpu=uuid --format=csv,noheader -i "$CUDA_VISIBLE_DEVICES")
+mkdir -p "$WORK/turns" "$WORK/no-turns"
+: > "$WORK/turns/$UUID"; : > "$WORK/turns/$UUID.wait"
+TURNS=${TURNS-$WORK/turns}
 shim() { # sm percent, command...
 	local pct=$1; shift
 	printf 'memory_limit = %d\nsm_limit_percent = %d\ncontext_overhead = %d\n' \
 		"$SHARE" "$pct" "$CTX" > "$WORK/fgpu.conf"
 	rm -f "$WORK/fgpu.region"
 	env LD_PRELOAD="$LIB" TESSERA_FGPU_CONF="$WORK/fgpu.conf" \
-		TESSERA_FGPU_REGION="$WORK/fgpu.region" "$@"
+		TESSERA_FGPU_REGION="$WORK/fgpu.region" TESSERA_FGPU_TURN_DIR="${TURNS:-$WORK/no-turns}" "$@"
 }
 
 echo "== memory"
@@ -192,14 +198,28 @@ for pct in 25 50; do
 done
 stop_competitor
 # As on a Tessera node: the other tenant is paced too, to the rest of the
-# GPU (its own conf and region, as another container would have).
+# GPU (its own conf and region, as another container would have), and
+# both take turns at the GPU; then the same without turns.
+paced_competitor() { # our share, turn dir
+	start_competitor env LD_PRELOAD="$LIB" TESSERA_FGPU_CONF="$WORK/fgpu-other-$1.conf" \
+		TESSERA_FGPU_REGION="$WORK/fgpu-other-$1.region" TESSERA_FGPU_TURN_DIR="$2"
+}
 echo "-- launch pacing, with a competing tenant paced to the rest of the GPU"
 for pct in 25 50; do
-	start_competitor env LD_PRELOAD="$LIB" TESSERA_FGPU_CONF="$WORK/fgpu-other-$pct.conf" \
-		TESSERA_FGPU_REGION="$WORK/fgpu-other-$pct.region"
+	paced_competitor $pct "${TURNS:-$WORK/no-turns}"
 	measure pacing_paced_$pct "$BASE" shim $pct "$BENCH" throughput "$SECS"
+	measure pacing_paced_long_$pct "$BASE_LONG" shim $pct "$BENCH" throughput "$SECS" --iters $LONG
 	stop_competitor
 done
+noturn_shim() { TURNS= shim "$@"; }
+if [[ -n $TURNS ]]; then
+	echo "-- the same without GPU turns"
+	for pct in 25 50; do
+		paced_competitor $pct "$WORK/no-turns"
+		measure noturn_paced_$pct "$BASE" noturn_shim $pct "$BENCH" throughput "$SECS"
+		stop_competitor
+	done
+fi
 
 echo "-- CUDA green contexts (share of the SMs)"
 if "$BENCH" throughput 1 --green-sms 8 >/dev/null 2>"$WORK/green.err"; then
@@ -232,6 +252,8 @@ if command -v nvidia-cuda-mps-control >/dev/null; then
 			measure mps_busy_$pct "$BASE" env CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=$pct "$BENCH" throughput "$SECS"
 		done
 		stop_competitor
+		echo "MPS servers: $(echo get_server_list | nvidia-cuda-mps-control)"
+		tail -n 5 "$WORK/mps-log/control.log" "$WORK/mps-log/server.log" 2>/dev/null
 		echo quit | nvidia-cuda-mps-control
 	else
 		echo "skip: the MPS daemon did not start"
@@ -287,7 +309,9 @@ echo "|---|---|---|"
 echo "| launch pacing, alone | ${R[pacing_alone_25]} | ${R[pacing_alone_50]} |"
 echo "| launch pacing, with a busy competitor | ${R[pacing_busy_25]} | ${R[pacing_busy_50]} |"
 echo "| launch pacing, with a busy competitor, 16x longer kernels | ${R[pacing_busy_long_25]} | ${R[pacing_busy_long_50]} |"
-echo "| launch pacing, with a competitor paced to the rest | ${R[pacing_paced_25]} | ${R[pacing_paced_50]} |"
+echo "| launch pacing${TURNS:+ and GPU turns}, with a competitor paced to the rest | ${R[pacing_paced_25]} | ${R[pacing_paced_50]} |"
+echo "| the same, 16x longer kernels | ${R[pacing_paced_long_25]} | ${R[pacing_paced_long_50]} |"
+[[ -n $TURNS ]] && echo "| launch pacing without GPU turns, with a competitor paced to the rest | ${R[noturn_paced_25]} | ${R[noturn_paced_50]} |"
 echo "| green context, alone | ${R[green_alone_25]:-n/a} | ${R[green_alone_50]:-n/a} |"
 echo "| green context, with a busy competitor | ${R[green_busy_25]:-n/a} | ${R[green_busy_50]:-n/a} |"
 echo "| MPS thread percentage, alone | ${R[mps_alone_25]:-n/a} | ${R[mps_alone_50]:-n/a} |"
