@@ -9,6 +9,7 @@
 #include <sys/sysinfo.h>
 #include <unistd.h>
 
+#include <fcntl.h>
 #include <ftw.h>
 #include <sys/stat.h>
 
@@ -56,6 +57,7 @@ struct agent {
 	 * the loader's path); probe empty when not found. */
 	char probe_path[PATH_MAX];
 	char probe_lib_dir[PATH_MAX];
+	char turn_dir[PATH_MAX];         /* the GPUs' turn files (fgpu/turn.h) */
 
 	pthread_t watcher;
 	bool watching;
@@ -189,6 +191,30 @@ static int setup_gpus(struct agent *a, const struct agent_config *cfg, struct te
 	return setup_context_overhead(a, cfg, err);
 }
 
+/* The GPU turn files (fgpu/turn.h): two empty files per device, named by
+ * its UUID, in one directory that every GPU session mounts read-only, so
+ * that the sessions sharing a GPU take turns at it. They are never written;
+ * their locks live in the kernel. */
+static int setup_turn_files(struct agent *a, struct terr *err)
+{
+	if (snprintf(a->turn_dir, sizeof(a->turn_dir), "%s/gpu-turns", a->data_dir) >= (int)sizeof(a->turn_dir))
+		return terr_set(err, ENAMETOOLONG, "data_dir path too long");
+	int rc = util_mkdir_p(a->turn_dir, 0755, err);
+	if (rc < 0)
+		return rc;
+	for (int i = 0; i < a->gpus.n; i++)
+		for (int w = 0; w < 2; w++) {
+			char path[PATH_MAX + 128];
+			snprintf(path, sizeof(path), "%s/%s%s", a->turn_dir, a->gpus.dev[i].uuid,
+				 w ? FGPU_TURN_WAIT_SUFFIX : "");
+			int fd = open(path, O_CREAT | O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0444);
+			if (fd < 0)
+				return terr_set(err, errno, "cannot create %s: %s", path, strerror(errno));
+			close(fd);
+		}
+	return 0;
+}
+
 int agent_open(struct agent **out, const struct agent_config *cfg, struct terr *err)
 {
 	struct agent *a = calloc(1, sizeof(*a));
@@ -212,7 +238,7 @@ int agent_open(struct agent **out, const struct agent_config *cfg, struct terr *
 
 	if (cfg->data_dir)
 		util_strlcpy(a->data_dir, cfg->data_dir, sizeof(a->data_dir));
-	if ((rc = setup_gpus(a, cfg, err)) < 0)
+	if ((rc = setup_gpus(a, cfg, err)) < 0 || (a->gpus.n > 0 && (rc = setup_turn_files(a, err)) < 0))
 		goto fail;
 	if ((rc = a->rt_ops->open(&a->rt, cfg->runtime_endpoint, err)) < 0)
 		goto fail;
@@ -484,6 +510,9 @@ static int plan_gpus(struct agent *a, struct plan *p, const char *sid, json_t *g
 		return rc;
 	chmod(path, 01777);
 	plan_mount(p, plan_keep(p, strdup(path)), FGPU_RUN_DIR, false);
+	/* The node's GPU turns, the same for every session: read-only, as
+	 * no tenant may change what the others lock. */
+	plan_mount(p, a->turn_dir, FGPU_TURN_DIR, true);
 
 	if (a->gpus.mock) {
 		/* The mock driver sees the host's spec but only this session's

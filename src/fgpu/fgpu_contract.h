@@ -15,10 +15,11 @@
  *                        all processes of the container share. The shim
  *                        creates the region file itself on first use.
  *   FGPU_GPU_INFO_PATH   the gpu-info tool, read-only.
- *   FGPU_TURN_DIR        the node's GPU turn files, read-only: one empty
- *                        file per physical GPU of the node, named by its
- *                        UUID, the same directory in every GPU session
- *                        (fgpu/turn.h: paced tenants take turns at a GPU).
+ *   FGPU_TURN_DIR        the node's GPU turn files, read-only: two empty
+ *                        files per physical GPU of the node, named by its
+ *                        UUID and UUID FGPU_TURN_WAIT_SUFFIX, the same
+ *                        directory in every GPU session (fgpu/turn.h:
+ *                        paced tenants take turns at a GPU).
  *   Real GPUs: the host's libcuda.so.1 / libnvidia-ml.so.1 / nvidia-smi
  *   and the allocated /dev/nvidia* nodes, as usual.
  *   Mock GPUs: FGPU_MOCK_CUDA_PATH and FGPU_MOCK_NVML_PATH (the mock
@@ -76,6 +77,7 @@
 #define FGPU_BIN_DIR          "/opt/tessera/bin"
 #define FGPU_GPU_INFO_PATH    FGPU_BIN_DIR "/gpu-info"
 #define FGPU_TURN_DIR         "/run/tessera-turns"
+#define FGPU_TURN_WAIT_SUFFIX ".wait"   /* "UUID" and "UUID.wait" per GPU */
 
 /* Mock GPUs: where the mock libraries replace the driver's (Debian/Ubuntu
  * multiarch directory, searched by default by their dynamic loader). */

@@ -34,6 +34,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "fgpu/fgpu_contract.h"   /* FGPU_TURN_WAIT_SUFFIX */
+
 /* How long a holder keeps the turn while another process waits. */
 #define FGPU_TURN_QUANTUM_NS (10ULL * 1000 * 1000)
 /* How long a launch waits for the turn before it goes ahead anyway. */
@@ -56,9 +58,6 @@ struct fgpu_turn {
 };
 
 #define FGPU_TURN_INIT { .fd = -1, .wait_fd = -1 }
-
-/* The waiters' file of a GPU's turn file: its name and this suffix. */
-#define FGPU_TURN_WAIT_SUFFIX ".wait"
 
 /* CLOCK_MONOTONIC in ns: the one clock every container of a node shares. */
 uint64_t fgpu_turn_now(void);

@@ -477,12 +477,13 @@ TEST(a_gpu_session_gets_its_share_and_the_fgpu_files)
 	CHECK_STR(env_of(c, FGPU_ENV_FGPU), "0.5");
 
 	/* The contract's mounts: limits and preload read-only, the region's
-	 * directory writable, the library and the mock driver read-only. */
+	 * directory writable, the library, the node's GPU turns and the mock
+	 * driver read-only. */
 	static const struct { const char *dst; bool ro; } want[] = {
 		{AGENT_RUNNER_TARGET, true}, {FGPU_GPU_INFO_PATH, true}, {FGPU_CONF_PATH, true},
 		{FGPU_PRELOAD_PATH, true}, {FGPU_LIB_PATH, true}, {FGPU_RUN_DIR, false},
 		{FGPU_MOCK_SPEC_PATH, true}, {FGPU_MOCK_CUDA_PATH, true}, {FGPU_MOCK_NVML_PATH, true},
-		{FGPU_MOCK_STATE_DIR, false},
+		{FGPU_MOCK_STATE_DIR, false}, {FGPU_TURN_DIR, true},
 	};
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
 		int m = mount_at(c, want[i].dst);
@@ -515,6 +516,17 @@ TEST(a_gpu_session_gets_its_share_and_the_fgpu_files)
 	char run[256];
 	snprintf(run, sizeof(run), "%s/sessions/s1/run", data_dir);
 	CHECK(stat(run, &st) == 0 && (st.st_mode & 07777) == 01777);
+	/* The GPU's two turn files, in the node's directory every session
+	 * mounts (not the session's own). */
+	int tm = mount_at(c, FGPU_TURN_DIR);
+	if (tm >= 0) {
+		char turn[4300];
+		snprintf(turn, sizeof(turn), "%s/%s", c->mounts[tm].src, uuid_copy);
+		CHECK(stat(turn, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0);
+		snprintf(turn, sizeof(turn), "%s/%s" FGPU_TURN_WAIT_SUFFIX, c->mounts[tm].src, uuid_copy);
+		CHECK(stat(turn, &st) == 0 && S_ISREG(st.st_mode));
+		CHECK(strstr(c->mounts[tm].src, "/sessions/") == NULL);
+	}
 
 	json_t *list = NULL;
 	CHECK_INT(agent_list_containers(a, &list, &err), 0);

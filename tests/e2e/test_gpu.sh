@@ -62,6 +62,12 @@ check "it is told out of memory" contains "$out" "out of memory"
 env_out=$("$TESSERA" session exec half -- env)
 check "TESSERA_FGPU in the environment" has_line "$env_out" "TESSERA_FGPU=0.5"
 check "the limits file is mounted read-only" [ "$("$TESSERA" session exec half -- sh -c 'echo x > /etc/tessera/fgpu.conf && echo writable || echo ro' 2>/dev/null)" == "ro" ]
+# The node's GPU turns (fgpu/turn.h): the device's two files, read-only.
+dev_uuid=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["devices"][0]["uuid"])' "$info_json")
+turns=$("$TESSERA" session exec half -- ls /run/tessera-turns)
+check "the GPU's turn files are there ($turns)" has_line "$turns" "$dev_uuid"
+check "with the waiters' file" has_line "$turns" "$dev_uuid.wait"
+check "the turn files are read-only" [ "$("$TESSERA" session exec half -- sh -c 'touch /run/tessera-turns/x 2>/dev/null && echo writable || echo ro')" == "ro" ]
 
 # The allocation map survives a restart.
 # (The agent comes back on a driver whose contexts take 256 MiB each, as a
