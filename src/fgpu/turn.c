@@ -106,7 +106,8 @@ bool fgpu_turn_take(struct fgpu_turn *t, uint64_t patience_ns)
 	for (;;) {
 		uint64_t waited = fgpu_turn_now() - start;
 		if (defer && fgpu_turn_others_wait(t)) {
-			/* Not marked yet: the holder gave the turn to them. */
+			/* Those already waiting go first: this process, which
+			 * has just given the turn up, does not compete yet. */
 		} else {
 			if (!marked)
 				marked = mark_waiting(t, true);

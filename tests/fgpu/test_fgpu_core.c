@@ -343,6 +343,21 @@ TEST(pacing_converges_to_the_share)
 
 /* ---- GPU turns ---- */
 
+TEST(conf_reads_the_turn_settings)
+{
+	struct fgpu_conf c;
+	struct terr err;
+	CHECK_INT(fgpu_conf_parse("sm_limit_percent = 50\n", &c, &err), 0);
+	CHECK_STR(c.turn_dir, FGPU_TURN_DIR);
+	CHECK_INT(c.turn_quantum_ns, 0);
+	CHECK_INT(fgpu_conf_parse("turn_dir = /somewhere/else\nturn_quantum_us = 2000\n", &c, &err), 0);
+	CHECK_STR(c.turn_dir, "/somewhere/else");
+	CHECK_INT(c.turn_quantum_ns, 2000000);
+	CHECK(fgpu_conf_parse("turn_quantum_us = 5\n", &c, &err) < 0);
+	CHECK_CONTAINS(err.msg, "turn_quantum_us must be 100..1000000");
+	CHECK(fgpu_conf_parse("turn_quantum_us = soon\n", &c, &err) < 0);
+}
+
 static char turn_dir[300];
 #define TURN_GPU "GPU-00000000-0000-0000-0000-000000000001"
 
@@ -543,6 +558,7 @@ int main(void)
 			return 2;
 		close(tf);
 	}
+	RUN(conf_reads_the_turn_settings);
 	RUN(turn_needs_its_file);
 	RUN(turn_is_held_by_one_at_a_time);
 	RUN(turn_holder_sees_a_waiter_and_is_due_after_a_quantum);
