@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #include <fcntl.h>
-#include <ftw.h>
 #include <sys/stat.h>
 
 #include "common/conf.h"
@@ -724,15 +723,6 @@ out:
 	return rc;
 }
 
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	remove(path);
-	return 0;
-}
-
 /* The per-session files go with the container. */
 static void remove_session_dir(struct agent *a, const char *sid)
 {
@@ -741,7 +731,7 @@ static void remove_session_dir(struct agent *a, const char *sid)
 	char dir[PATH_MAX];
 	if (session_dir(a, sid, dir, sizeof(dir)) < 0)
 		return;
-	nftw(dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+	util_remove_tree(dir);
 }
 
 int agent_destroy_session(struct agent *a, const char *session_id, const char *container_id,

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
@@ -122,4 +123,18 @@ int util_strlcpy(char *dst, const char *src, size_t n)
 	}
 	memcpy(dst, src, len + 1);
 	return 0;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	remove(path);
+	return 0;
+}
+
+void util_remove_tree(const char *path)
+{
+	nftw(path, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
 }

@@ -23,6 +23,10 @@ int util_new_id(char out[UTIL_ID_LEN + 1], struct terr *err);
 /* mkdir -p with mode for the directories it creates. */
 int util_mkdir_p(const char *path, mode_t mode, struct terr *err);
 
+/* Removes path and everything under it, without following symlinks
+ * (best effort: what cannot be removed stays). */
+void util_remove_tree(const char *path);
+
 /* Whole file into a NUL-terminated malloc'd buffer (caller frees). */
 int util_read_file(const char *path, char **out, size_t *len, struct terr *err);
 

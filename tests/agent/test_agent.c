@@ -14,12 +14,12 @@
  *   TESSERA_TEST_MOCK_LIB_DIR  the directory of the mock driver
  *   TESSERA_MOCK_GPUS          the devices NVML shows there */
 #include "agent/agent.h"
+#include "common/util.h"
 #include "fgpu/conf.h"
 #include "fgpu/fgpu_contract.h"
 #include "testlib.h"
 
 #include <errno.h>
-#include <ftw.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -318,15 +318,6 @@ static const struct runtime_ops fake_ops = {
 /* ---- helpers ------------------------------------------------------------ */
 
 static char data_dir[64];
-
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	remove(path);
-	return 0;
-}
 
 static bool exists(const char *fmt, const char *arg)
 {
@@ -876,6 +867,6 @@ int main(void)
 	RUN(a_leftover_container_of_the_session_is_replaced);
 	RUN(a_container_that_cannot_start_is_removed);
 	RUN(the_usage_thread_inspects_a_container_once_per_start_of_its_init);
-	nftw(data_dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+	util_remove_tree(data_dir);
 	return testlib_done();
 }
