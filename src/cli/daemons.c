@@ -413,6 +413,8 @@ static int agent_register(struct agent *a, const struct api_client *mc, const ch
 		int iv = (int)json_integer_value(json_object_get(reply, "heartbeat_interval_ms"));
 		if (iv > 0)
 			*interval_ms = iv;
+		/* The manager's cluster id, for the containers' labels. */
+		agent_set_cluster_id(a, json_string_value(json_object_get(reply, "cluster_id")));
 	}
 	json_decref(reply);
 	return rc;
