@@ -265,9 +265,14 @@ int cmd_server(int argc, char **argv)
 	}
 	log_info("server", "serving the API on %s", manager_endpoint(m));
 	struct web *web = server_start_web(host, web_port_opt, manager_endpoint(m), mcfg.cluster_secret, admin_conf);
+	/* A command that works as printed: `tessera` when PATH finds this
+	 * binary, else its absolute path (build/tessera is not on PATH). */
+	char self[PATH_MAX];
+	if (util_self_command("tessera", self, sizeof(self), &err) < 0)
+		util_strlcpy(self, "tessera", sizeof(self));
 	printf("Tessera is ready.\n  API:         %s\n  Admin login: %s\n"
-	       "  Try:         TESSERA_CONFIG=%s tessera session ls\n",
-	       manager_endpoint(m), admin_conf, admin_conf);
+	       "  Try:         TESSERA_CONFIG=%s %s session ls\n",
+	       manager_endpoint(m), admin_conf, admin_conf, self);
 	if (web)
 		printf("  Web UI:      %s (email and password in %s)\n", web_url(web), admin_conf);
 	fflush(stdout);
