@@ -4,9 +4,10 @@ ASAN_BUILD ?= build-asan
 TSAN_BUILD ?= build-tsan
 DATA_DIR   ?= $(HOME)/.local/share/tessera
 PORT       ?= 8090
+PREFIX     ?= /usr/local
 MESON_OPTS ?= --buildtype=debugoptimized
 
-.PHONY: all setup build run test test-unit test-e2e asan bench clean
+.PHONY: all setup build run install test test-unit test-e2e asan bench clean
 
 all: build
 
@@ -27,6 +28,11 @@ build: setup $(BUILD)/build.ninja
 
 run: build
 	$(BUILD)/tessera server --data-dir $(DATA_DIR) --port $(PORT)
+
+# tessera in $(PREFIX)/bin, its companion files in $(PREFIX)/lib/tessera,
+# the UI in $(PREFIX)/share/tessera/ui (scripts/install); DESTDIR stages it.
+install: build
+	scripts/install $(BUILD) $(DESTDIR)$(PREFIX)
 
 # Every test: unit + end-to-end on the normal build, unit tests again under
 # ASan+UBSan, and the fGPU tests under ThreadSanitizer.

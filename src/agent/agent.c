@@ -35,6 +35,11 @@ struct usage_init {
 
 struct agent {
 	char id[64];
+	/* The installation it serves (agent_set_cluster_id); "" until known.
+	 * Set by the uplink or the in-process manager while the watcher and
+	 * usage threads read it: under cluster_mu. */
+	pthread_mutex_t cluster_mu;
+	char cluster_id[64];
 	const struct runtime_ops *rt_ops;
 	struct runtime *rt;
 	char runtime_desc[128];
@@ -220,6 +225,7 @@ int agent_open(struct agent **out, const struct agent_config *cfg, struct terr *
 	if (!a)
 		return terr_set(err, ENOMEM, "out of memory");
 	util_strlcpy(a->id, cfg->id ? cfg->id : "local", sizeof(a->id));
+	pthread_mutex_init(&a->cluster_mu, NULL);
 	a->rt_ops = cfg->runtime ? cfg->runtime : &runtime_docker_ops;
 	if (cfg->asset_dir)
 		util_strlcpy(a->asset_dir, cfg->asset_dir, sizeof(a->asset_dir));
@@ -266,6 +272,7 @@ fail:
 	for (size_t i = 0; i < a->n_driver_files; i++)
 		free(a->driver_files[i]);
 	free(a->driver_files);
+	pthread_mutex_destroy(&a->cluster_mu);
 	free(a);
 	return rc;
 }
@@ -284,6 +291,7 @@ void agent_close(struct agent *a)
 	for (size_t i = 0; i < a->n_driver_files; i++)
 		free(a->driver_files[i]);
 	free(a->driver_files);
+	pthread_mutex_destroy(&a->cluster_mu);
 	free(a);
 }
 
@@ -295,6 +303,35 @@ const char *agent_id(const struct agent *a)
 struct res agent_capacity(const struct agent *a)
 {
 	return a->capacity;
+}
+
+void agent_set_cluster_id(struct agent *a, const char *cluster_id)
+{
+	if (!cluster_id)
+		return;
+	pthread_mutex_lock(&a->cluster_mu);
+	if (strcmp(a->cluster_id, cluster_id) != 0) {
+		util_strlcpy(a->cluster_id, cluster_id, sizeof(a->cluster_id));
+		log_info("agent", "serving cluster %s", cluster_id);
+	}
+	pthread_mutex_unlock(&a->cluster_mu);
+}
+
+static void cluster_id_copy(struct agent *a, char out[64])
+{
+	pthread_mutex_lock(&a->cluster_mu);
+	memcpy(out, a->cluster_id, 64);
+	pthread_mutex_unlock(&a->cluster_mu);
+}
+
+/* Whether a container with this tessera.cluster label (its agent label
+ * already matched) is the agent's own: another installation's containers
+ * are not, those made before the label existed are. */
+static bool agent_owns(struct agent *a, const char *cluster_label)
+{
+	char mine[64];
+	cluster_id_copy(a, mine);
+	return !mine[0] || !cluster_label[0] || !strcmp(mine, cluster_label);
 }
 
 static json_t *res_to_wire(const struct res *r)
@@ -312,12 +349,13 @@ int agent_list_containers(struct agent *a, json_t **out, struct terr *err)
 		return rc;
 	json_t *arr = json_array();
 	for (size_t i = 0; i < n; i++) {
-		if (!list[i].session_id[0])
+		if (!list[i].session_id[0] || !agent_owns(a, list[i].cluster_id))
 			continue;
-		json_array_append_new(arr, json_pack("{s:s,s:s,s:b,s:i,s:b,s:s}",
+		json_array_append_new(arr, json_pack("{s:s,s:s,s:b,s:i,s:b,s:s,s:s}",
 			"session_id", list[i].session_id, "container_id", list[i].id,
 			"running", list[i].running, "exit_code", list[i].exit_code,
-			"oom_killed", list[i].oom_killed, "state", list[i].state));
+			"oom_killed", list[i].oom_killed, "state", list[i].state,
+			"cluster_id", list[i].cluster_id));
 	}
 	free(list);
 	*out = arr;
@@ -681,9 +719,12 @@ int agent_start_session(struct agent *a, json_t *spec, char cid[RT_ID_MAX], stru
 
 	const char *entry_plain[] = {AGENT_RUNNER_TARGET, NULL};
 	const char *entry_cmd[] = {AGENT_RUNNER_TARGET, "--", "/bin/sh", "-c", startup, NULL};
+	char cluster[64];
+	cluster_id_copy(a, cluster);
 	struct rt_label labels[] = {
 		{AGENT_LABEL_SESSION, id}, {AGENT_LABEL_AGENT, a->id},
 		{AGENT_LABEL_NAME, name}, {AGENT_LABEL_OWNER, owner ? owner : ""},
+		{AGENT_LABEL_CLUSTER, cluster},   /* last: left out while unknown */
 	};
 	char cname[160];
 	container_name(name, id, cname, sizeof(cname));
@@ -694,7 +735,7 @@ int agent_start_session(struct agent *a, json_t *spec, char cid[RT_ID_MAX], stru
 		.cmd = NULL,
 		.env = (const char *const *)p.env,
 		.labels = labels,
-		.n_labels = sizeof(labels) / sizeof(labels[0]),
+		.n_labels = sizeof(labels) / sizeof(labels[0]) - (cluster[0] ? 0 : 1),
 		.mounts = p.mounts,
 		.n_mounts = p.n_mounts,
 		.devices = p.n_devices ? p.devices : NULL,
@@ -753,6 +794,8 @@ int agent_destroy_session(struct agent *a, const char *session_id, const char *c
 	if (rc < 0)
 		return rc;
 	for (size_t i = 0; i < n && rc == 0; i++) {
+		if (!agent_owns(a, list[i].cluster_id))
+			continue;
 		rc = a->rt_ops->remove(a->rt, list[i].id, err);
 		if (rc == -ENOENT)
 			rc = 0;
@@ -848,7 +891,7 @@ static void death_reason(const struct rt_container_info *info, char *buf, size_t
 static int on_runtime_event(const struct rt_event *ev, void *ud)
 {
 	struct agent *a = ud;
-	if (strcmp(ev->action, "die") != 0 || !ev->session_id[0])
+	if (strcmp(ev->action, "die") != 0 || !ev->session_id[0] || !agent_owns(a, ev->cluster_id))
 		return 0;
 	struct rt_container_info info = {0};
 	struct terr err = {0};
@@ -1028,7 +1071,7 @@ static void usage_round(struct agent *a)
 	char **args = n ? calloc(3 * n, sizeof(char *)) : NULL;
 	int na = 0;
 	for (size_t i = 0; args && i < n; i++) {
-		if (!list[i].running || !list[i].session_id[0] ||
+		if (!list[i].running || !list[i].session_id[0] || !agent_owns(a, list[i].cluster_id) ||
 		    !usage_session_args(a, &list[i], args + na))
 			continue;
 		if (a->gpus.mock) {

@@ -58,7 +58,9 @@ struct res agent_capacity(const struct agent *a);
  *  "runtime":"docker 20.10.24 (API 1.41)","containers":[...],
  *  "gpus":[{"index","uuid","name","memory","sms"}],"mock_gpus":bool} (new ref). */
 int agent_describe(struct agent *a, json_t **out, struct terr *err);
-/* [{"session_id","container_id","running","exit_code","oom_killed","state"}] */
+/* [{"session_id","container_id","running","exit_code","oom_killed","state",
+ *   "cluster_id"}]: the agent's own containers (agent_set_cluster_id);
+ * cluster_id is "" for those made before containers carried it. */
 int agent_list_containers(struct agent *a, json_t **out, struct terr *err);
 
 /* spec (borrowed): {"id","name","owner","image","resources":{"cpu_milli",
@@ -86,6 +88,16 @@ int agent_image_exists(struct agent *a, const char *ref, bool *exists, struct te
 /* *refs (new ref): array of the node's image references "repo:tag". */
 int agent_images(struct agent *a, json_t **refs, struct terr *err);
 
+/* The identity of the installation the agent serves (the manager's
+ * cluster id; copied). Its containers are labelled with it, and it lists,
+ * reports and charges only the containers that carry it, so that servers
+ * sharing one Docker (each with an agent of the same id, "local" by
+ * default) leave each other's containers alone. A container without the
+ * label, made before containers carried it, counts as the agent's when
+ * its agent label matches (nothing is lost on upgrade). NULL or "": not
+ * known yet, every container with the agent's label counts. Any thread. */
+void agent_set_cluster_id(struct agent *a, const char *cluster_id);
+
 /* Starts the watcher thread reporting containers that end by themselves. */
 int agent_watch_start(struct agent *a, agent_event_fn fn, void *ud, struct terr *err);
 
@@ -95,5 +107,6 @@ int agent_watch_start(struct agent *a, agent_event_fn fn, void *ud, struct terr 
 #define AGENT_LABEL_AGENT "tessera.agent"
 #define AGENT_LABEL_NAME "tessera.name"
 #define AGENT_LABEL_OWNER "tessera.owner"
+#define AGENT_LABEL_CLUSTER "tessera.cluster"
 
 #endif

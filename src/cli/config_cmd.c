@@ -1,6 +1,7 @@
 /* tessera config get [KEY] | set KEY VALUE: the cluster settings
  * (docs/api.md, "Settings"). VALUE is read as JSON when it parses as JSON
  * (2, 0.05, {"max_sessions": 2}, null), else as a string (fifo). */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,6 +65,9 @@ int cmd_config(int argc, char **argv)
 		json_t *value = json_loads(argv[3], JSON_DECODE_ANY, NULL);
 		if (!value)
 			value = json_string(argv[3]);
+		/* null removes a key (policy.*); the API answers the new settings
+		 * either way. */
+		bool removes = json_is_null(value);
 		json_t *body = json_pack("{s:o}", "value", value);
 		char *key = api_escape(argv[2]);
 		char path[512];
@@ -72,7 +76,7 @@ int cmd_config(int argc, char **argv)
 		if (cli_connect(&cfg, &c, &err) < 0 || api_call(&c, "PUT", path, body, 0, &out, NULL, &err) < 0)
 			rc = cli_fail("%s", err.msg);
 		else
-			printf("%s set\n", argv[2]);
+			printf("%s %s\n", argv[2], removes ? "removed" : "set");
 		json_decref(body);
 	} else {
 		rc = cli_usage_fail("config", "expected 'get [KEY]' or 'set KEY VALUE'");

@@ -265,9 +265,14 @@ int cmd_server(int argc, char **argv)
 	}
 	log_info("server", "serving the API on %s", manager_endpoint(m));
 	struct web *web = server_start_web(host, web_port_opt, manager_endpoint(m), mcfg.cluster_secret, admin_conf);
+	/* A command that works as printed: `tessera` when PATH finds this
+	 * binary, else its absolute path (build/tessera is not on PATH). */
+	char self[PATH_MAX];
+	if (util_self_command("tessera", self, sizeof(self), &err) < 0)
+		util_strlcpy(self, "tessera", sizeof(self));
 	printf("Tessera is ready.\n  API:         %s\n  Admin login: %s\n"
-	       "  Try:         TESSERA_CONFIG=%s tessera session ls\n",
-	       manager_endpoint(m), admin_conf, admin_conf);
+	       "  Try:         TESSERA_CONFIG=%s %s session ls\n",
+	       manager_endpoint(m), admin_conf, admin_conf, self);
 	if (web)
 		printf("  Web UI:      %s (email and password in %s)\n", web_url(web), admin_conf);
 	fflush(stdout);
@@ -413,6 +418,8 @@ static int agent_register(struct agent *a, const struct api_client *mc, const ch
 		int iv = (int)json_integer_value(json_object_get(reply, "heartbeat_interval_ms"));
 		if (iv > 0)
 			*interval_ms = iv;
+		/* The manager's cluster id, for the containers' labels. */
+		agent_set_cluster_id(a, json_string_value(json_object_get(reply, "cluster_id")));
 	}
 	json_decref(reply);
 	return rc;

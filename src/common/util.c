@@ -5,6 +5,7 @@
 #include <ftw.h>
 #include <libgen.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,6 +108,31 @@ int util_exe_dir(char *buf, size_t n, struct terr *err)
 		return terr_set(err, errno, "cannot resolve /proc/self/exe: %s", strerror(errno));
 	exe[r] = '\0';
 	if (util_strlcpy(buf, dirname(exe), n) < 0)
+		return terr_set(err, ENAMETOOLONG, "executable path too long");
+	return 0;
+}
+
+int util_self_command(const char *name, char *buf, size_t n, struct terr *err)
+{
+	char self[PATH_MAX];
+	if (!realpath("/proc/self/exe", self))
+		return terr_set(err, errno, "cannot resolve /proc/self/exe: %s", strerror(errno));
+	bool on_path = false;
+	/* An empty PATH entry is the current directory. */
+	for (const char *p = getenv("PATH"); p;) {
+		const char *end = strchr(p, ':');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		char cand[PATH_MAX], real[PATH_MAX];
+		struct stat st;
+		if (snprintf(cand, sizeof(cand), "%.*s%s%s", (int)len, p, len ? "/" : "", name) < (int)sizeof(cand) &&
+		    stat(cand, &st) == 0 && S_ISREG(st.st_mode) && access(cand, X_OK) == 0) {
+			/* The shell runs the first one it finds. */
+			on_path = realpath(cand, real) && !strcmp(real, self);
+			break;
+		}
+		p = end ? end + 1 : NULL;
+	}
+	if (util_strlcpy(buf, on_path ? name : self, n) < 0)
 		return terr_set(err, ENAMETOOLONG, "executable path too long");
 	return 0;
 }

@@ -33,6 +33,11 @@ int util_read_file(const char *path, char **out, size_t *len, struct terr *err);
 /* Directory holding the running executable (from /proc/self/exe). */
 int util_exe_dir(char *buf, size_t n, struct terr *err);
 
+/* How a shell reaches the running executable, for commands printed to
+ * the user: `name` when the first `name` on PATH is this very file, else
+ * its absolute path (e.g. build/tessera, not installed). */
+int util_self_command(const char *name, char *buf, size_t n, struct terr *err);
+
 /* Copies src into dst of size n, always NUL-terminating; returns 0, or
  * -ENAMETOOLONG when it had to cut. */
 int util_strlcpy(char *dst, const char *src, size_t n);

@@ -85,6 +85,10 @@ struct manager {
 	uint64_t version;           /* bumped on every visible change (events) */
 	char data_dir[4096];
 	char endpoint[256];
+	/* This installation's identity, made at first start and kept in the
+	 * store (key "cluster_id"): agents label containers with it, so that
+	 * installations sharing a Docker tell theirs apart. */
+	char cluster_id[40];
 	const struct store_ops *so;
 	struct store *store;
 

@@ -786,6 +786,19 @@ int mgr_agent_register(struct manager *m, json_t *desc, const struct agent_link_
 	if (!json_is_array(containers))
 		return terr_set(err, EINVAL, "agent %s registration needs a containers array", id);
 
+	/* Only this installation's containers, and those made before
+	 * containers carried its id: an agent that has not learnt the id yet
+	 * (its first registration) lists other installations' too. */
+	json_t *ours = json_array();
+	size_t ci;
+	json_t *cv;
+	json_array_foreach(containers, ci, cv) {
+		const char *cluster = json_string_value(json_object_get(cv, "cluster_id"));
+		if (!cluster || !*cluster || !strcmp(cluster, m->cluster_id))
+			json_array_append(ours, cv);
+	}
+	containers = ours;
+
 	pthread_mutex_lock(&m->mu);
 	struct magent *a = mgr_find_agent(m, id);
 	if (!a) {
@@ -793,12 +806,14 @@ int mgr_agent_register(struct manager *m, json_t *desc, const struct agent_link_
 		if (!a || append_agent(m, a) < 0) {
 			free(a);
 			pthread_mutex_unlock(&m->mu);
+			json_decref(ours);
 			return terr_set(err, ENOMEM, "out of memory");
 		}
 		util_strlcpy(a->rec.id, id, sizeof(a->rec.id));
 		a->rec.registered_ms = util_now_ms();
 		if (index_agent(m, a) < 0) {
 			pthread_mutex_unlock(&m->mu);
+			json_decref(ours);
 			return terr_set(err, ENOMEM, "out of memory");
 		}
 	}
@@ -850,8 +865,11 @@ int mgr_agent_register(struct manager *m, json_t *desc, const struct agent_link_
 	reconcile(m, a, containers);
 	mgr_wake_scheduler(m);
 	pthread_mutex_unlock(&m->mu);
+	json_decref(ours);
+	/* The agent labels what it starts with cluster_id from now on. */
 	if (reply)
-		*reply = json_pack("{s:i}", "heartbeat_interval_ms", m->cfg.heartbeat_interval_ms);
+		*reply = json_pack("{s:i,s:s}", "heartbeat_interval_ms", m->cfg.heartbeat_interval_ms,
+				   "cluster_id", m->cluster_id);
 	return 0;
 }
 
@@ -962,6 +980,39 @@ static int create_admin(struct manager *m, struct terr *err)
 	return load_user(m, &u);
 }
 
+/* This installation's id: made at first start, kept in the store (a
+ * backup restores it with the sessions it names). A JSON string, as the
+ * settings beside it are JSON. */
+static int load_cluster_id(struct manager *m, struct terr *err)
+{
+	char *text = NULL;
+	struct terr e = {0};
+	int rc = m->so->kv_get(m->store, "cluster_id", &text, &e);
+	if (rc == 0) {
+		json_t *v = json_loads(text, JSON_DECODE_ANY, NULL);
+		free(text);
+		rc = json_is_string(v) && json_string_length(v) > 0 && json_string_length(v) < sizeof(m->cluster_id)
+			? util_strlcpy(m->cluster_id, json_string_value(v), sizeof(m->cluster_id))
+			: terr_set(err, EINVAL, "the stored cluster_id is not a string of 1 to %zu characters",
+				   sizeof(m->cluster_id) - 1);
+		json_decref(v);
+		return rc < 0 ? rc : 0;
+	}
+	if (rc != -ENOENT) {
+		*err = e;
+		return rc;
+	}
+	char id[UTIL_ID_LEN + 1], stored[UTIL_ID_LEN + 3];
+	if ((rc = util_new_id(id, err)) < 0)
+		return rc;
+	snprintf(stored, sizeof(stored), "\"%s\"", id);
+	if ((rc = m->so->kv_set(m->store, "cluster_id", stored, err)) < 0)
+		return rc;
+	util_strlcpy(m->cluster_id, id, sizeof(m->cluster_id));
+	log_info("manager", "first start: this installation is cluster %s", id);
+	return 0;
+}
+
 int manager_open(struct manager **out, const struct manager_config *cfg, struct terr *err)
 {
 	struct manager *m = calloc(1, sizeof(*m));
@@ -1004,6 +1055,8 @@ int manager_open(struct manager **out, const struct manager_config *cfg, struct 
 		goto fail;
 	m->next_seq++;
 	if (m->n_users == 0 && (rc = create_admin(m, err)) < 0)
+		goto fail;
+	if ((rc = load_cluster_id(m, err)) < 0)
 		goto fail;
 	if ((rc = mgr_settings_load(m, err)) < 0)
 		goto fail;
@@ -1076,6 +1129,7 @@ static void local_agent_event(void *ud, const char *agent_id, json_t *event)
 int manager_attach_local_agent(struct manager *m, struct agent *a, struct terr *err)
 {
 	json_t *desc;
+	agent_set_cluster_id(a, m->cluster_id);
 	int rc = agent_describe(a, &desc, err);
 	if (rc < 0)
 		return rc;

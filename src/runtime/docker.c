@@ -646,6 +646,7 @@ static void labels_to_info(json_t *labels, struct rt_container_info *out)
 {
 	copy_str(out->session_id, sizeof(out->session_id), jstr(labels, "tessera.session"));
 	copy_str(out->agent_id, sizeof(out->agent_id), jstr(labels, "tessera.agent"));
+	copy_str(out->cluster_id, sizeof(out->cluster_id), jstr(labels, "tessera.cluster"));
 }
 
 static int docker_inspect(struct runtime *rt, const char *id,
@@ -995,6 +996,7 @@ static int watch_line(struct watch_ctx *w, const char *p, size_t n)
 		copy_str(ev.action, sizeof(ev.action), action);
 		copy_str(ev.container_id, sizeof(ev.container_id), cid);
 		copy_str(ev.session_id, sizeof(ev.session_id), jstr(attrs, "tessera.session"));
+		copy_str(ev.cluster_id, sizeof(ev.cluster_id), jstr(attrs, "tessera.cluster"));
 		const char *code = json_string_value(json_object_get(attrs, "exitCode"));
 		ev.exit_code = code && *code ? atoi(code) : -1;
 		r = w->cb(&ev, w->ud);

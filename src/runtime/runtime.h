@@ -56,6 +56,7 @@ struct rt_container_info {
 	char error[256];       /* runtime's own error text, may be empty */
 	char session_id[64];   /* value of label tessera.session, may be empty */
 	char agent_id[64];     /* value of label tessera.agent, may be empty */
+	char cluster_id[64];   /* value of label tessera.cluster, may be empty */
 };
 
 struct rt_exec_result {
@@ -70,6 +71,7 @@ struct rt_event {
 	char container_id[RT_ID_MAX];
 	char action[32];       /* "die", "oom", "start", "destroy" */
 	char session_id[64];   /* label tessera.session */
+	char cluster_id[64];   /* label tessera.cluster, may be empty */
 	int exit_code;         /* for "die"; -1 when unknown */
 };
 

@@ -41,6 +41,7 @@ struct fake_container {
 	char image[256];
 	char session_id[64];
 	char agent_id[64];
+	char cluster_id[64];
 	bool running;
 	int pid;
 	/* What the agent asked for, copied. */
@@ -62,6 +63,8 @@ static struct {
 	int next_id;
 	int creates, starts, removes, inspects, lists;
 	int init_pid;          /* the pid a started container's init gets */
+	struct rt_event events[8];   /* queued for the watcher (fake_event) */
+	int n_events;
 } fake = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 static struct fake_container *fake_find(const char *id_or_name)
@@ -77,6 +80,7 @@ static void fake_reset(void)
 	pthread_mutex_lock(&fake.mu);
 	fake.n = 0;
 	fake.creates = fake.starts = fake.removes = fake.inspects = fake.lists = 0;
+	fake.n_events = 0;
 	fake.init_pid = getpid();
 	pthread_mutex_unlock(&fake.mu);
 }
@@ -157,6 +161,8 @@ static int f_create(struct runtime *rt, const struct rt_container_spec *s, char 
 				snprintf(c->session_id, sizeof(c->session_id), "%s", s->labels[i].value);
 			if (!strcmp(s->labels[i].key, AGENT_LABEL_AGENT))
 				snprintf(c->agent_id, sizeof(c->agent_id), "%s", s->labels[i].value);
+			if (!strcmp(s->labels[i].key, AGENT_LABEL_CLUSTER))
+				snprintf(c->cluster_id, sizeof(c->cluster_id), "%s", s->labels[i].value);
 		}
 		for (int i = 0; s->env && s->env[i] && c->n_env < 64; i++)
 			snprintf(c->env[c->n_env++], sizeof(c->env[0]), "%s", s->env[i]);
@@ -223,6 +229,7 @@ static void fake_info(const struct fake_container *c, struct rt_container_info *
 	out->pid = c->running ? c->pid : 0;
 	snprintf(out->session_id, sizeof(out->session_id), "%s", c->session_id);
 	snprintf(out->agent_id, sizeof(out->agent_id), "%s", c->agent_id);
+	snprintf(out->cluster_id, sizeof(out->cluster_id), "%s", c->cluster_id);
 }
 
 static int f_inspect(struct runtime *rt, const char *id, struct rt_container_info *out, struct terr *err)
@@ -293,18 +300,26 @@ static int f_commit(struct runtime *rt, const char *id, const char *ref, struct 
 	return terr_set(err, ENOSYS, "commit is not part of these tests");
 }
 
-/* Holds the stream open, as Docker's does, until the agent stops. */
+/* Holds the stream open, as Docker's does, until the agent stops; sends
+ * the events the test queued (fake_event). */
 static int f_watch(struct runtime *rt, const char *key, const char *value, rt_event_cb cb, void *ud,
 		   volatile int *stop, struct terr *err)
 {
 	(void)rt;
 	(void)key;
 	(void)value;
-	(void)cb;
-	(void)ud;
 	(void)err;
-	while (!*stop)
+	while (!*stop) {
+		struct rt_event evs[8];
+		pthread_mutex_lock(&fake.mu);
+		int n = fake.n_events;
+		memcpy(evs, fake.events, sizeof(evs));
+		fake.n_events = 0;
+		pthread_mutex_unlock(&fake.mu);
+		for (int i = 0; i < n; i++)
+			cb(&evs[i], ud);
 		usleep(10 * 1000);
+	}
 	return 0;
 }
 
@@ -316,6 +331,37 @@ static const struct runtime_ops fake_ops = {
 };
 
 /* ---- helpers ------------------------------------------------------------ */
+
+/* A container made by someone else (another installation, or this one
+ * before containers carried its id), as Docker would list it. */
+static void fake_add(const char *id, const char *session, const char *agent, const char *cluster)
+{
+	pthread_mutex_lock(&fake.mu);
+	struct fake_container *c = &fake.c[fake.n++];
+	memset(c, 0, sizeof(*c));
+	snprintf(c->id, sizeof(c->id), "%s", id);
+	snprintf(c->name, sizeof(c->name), "tessera-%s", session);
+	snprintf(c->image, sizeof(c->image), "busybox:latest");
+	snprintf(c->session_id, sizeof(c->session_id), "%s", session);
+	snprintf(c->agent_id, sizeof(c->agent_id), "%s", agent);
+	snprintf(c->cluster_id, sizeof(c->cluster_id), "%s", cluster);
+	c->running = true;
+	pthread_mutex_unlock(&fake.mu);
+}
+
+/* Queues a "die" event of a container for the watcher. */
+static void fake_event(const char *cid, const char *session, const char *cluster)
+{
+	pthread_mutex_lock(&fake.mu);
+	struct rt_event *e = &fake.events[fake.n_events++];
+	memset(e, 0, sizeof(*e));
+	snprintf(e->container_id, sizeof(e->container_id), "%s", cid);
+	snprintf(e->action, sizeof(e->action), "die");
+	snprintf(e->session_id, sizeof(e->session_id), "%s", session);
+	snprintf(e->cluster_id, sizeof(e->cluster_id), "%s", cluster);
+	e->exit_code = 1;
+	pthread_mutex_unlock(&fake.mu);
+}
 
 static char data_dir[64];
 
@@ -852,6 +898,113 @@ TEST(the_usage_thread_inspects_a_container_once_per_start_of_its_init)
 	waitpid(second, NULL, 0);
 }
 
+/* The sessions whose deaths the agent reported, in order. */
+static struct {
+	pthread_mutex_t mu;
+	char sessions[8][64];
+	int n;
+} died = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static void record_death(void *ud, const char *agent_id, json_t *event)
+{
+	(void)ud;
+	(void)agent_id;
+	pthread_mutex_lock(&died.mu);
+	if (died.n < 8)
+		snprintf(died.sessions[died.n++], sizeof(died.sessions[0]), "%s",
+			 json_string_value(json_object_get(event, "session_id")) ?: "");
+	pthread_mutex_unlock(&died.mu);
+}
+
+/* Sessions listed by agent_list_containers, comma-separated in order. */
+static const char *listed(struct agent *a)
+{
+	static char out[600];
+	json_t *arr = NULL;
+	struct terr err = {0};
+	out[0] = '\0';
+	if (agent_list_containers(a, &arr, &err) < 0) {
+		snprintf(out, sizeof(out), "error: %s", err.msg);
+		return out;
+	}
+	size_t i;
+	json_t *c;
+	json_array_foreach(arr, i, c) {
+		size_t len = strlen(out);
+		snprintf(out + len, sizeof(out) - len, "%s%s", i ? "," : "",
+			 json_string_value(json_object_get(c, "session_id")));
+	}
+	json_decref(arr);
+	return out;
+}
+
+/* Two installations on one Docker, with agents of the same id: each keeps
+ * to its own containers, and to those made before containers carried the
+ * installation's id. */
+TEST(containers_of_another_installation_are_left_alone)
+{
+	fake_reset();
+	struct agent *a = open_mock_agent();
+	if (!a)
+		return;
+	fake_add("c-mine", "m1", "node-a", "k-mine");
+	fake_add("c-old", "o1", "node-a", "");
+	fake_add("c-theirs", "t1", "node-a", "k-other");
+	fake_add("c-elsewhere", "e1", "node-b", "k-mine");
+
+	/* Before it knows its installation, every container of its id. */
+	CHECK_STR(listed(a), "m1,o1,t1");
+	agent_set_cluster_id(a, "k-mine");
+	CHECK_STR(listed(a), "m1,o1");
+	json_t *arr = NULL;
+	struct terr err = {0};
+	CHECK_INT(agent_list_containers(a, &arr, &err), 0);
+	CHECK_STR(json_string_value(json_object_get(json_array_get(arr, 0), "cluster_id")), "k-mine");
+	CHECK_STR(json_string_value(json_object_get(json_array_get(arr, 1), "cluster_id")), "");
+	json_decref(arr);
+	json_t *d = NULL;
+	CHECK_INT(agent_describe(a, &d, &err), 0);
+	CHECK_INT(json_array_size(json_object_get(d, "containers")), 2);
+	json_decref(d);
+
+	/* What it starts carries the installation's id beside its own. */
+	json_t *spec = spec_for("s9", NULL, 0, 0);
+	char cid[RT_ID_MAX];
+	CHECK_INT(agent_start_session(a, spec, cid, &err), 0);
+	json_decref(spec);
+	struct fake_container *c = fake_find(cid);
+	CHECK(c != NULL);
+	if (c) {
+		CHECK_STR(c->cluster_id, "k-mine");
+		CHECK_STR(c->agent_id, "node-a");
+	}
+	CHECK_STR(listed(a), "m1,o1,s9");
+
+	/* A removal by session label does not reach another installation's. */
+	CHECK_INT(agent_destroy_session(a, "t1", NULL, &err), 0);
+	CHECK(fake_find("c-theirs") != NULL);
+	CHECK_INT(agent_destroy_session(a, "o1", NULL, &err), 0);
+	CHECK(fake_find("c-old") == NULL);
+
+	/* Deaths: only its own are reported. */
+	CHECK_INT(agent_watch_start(a, record_death, NULL, &err), 0);
+	fake_event("c-theirs", "t1", "k-other");
+	fake_event("c-mine", "m1", "k-mine");
+	fake_event("c-gone", "o2", "");
+	bool seen = false;
+	for (int i = 0; i < 6000 && !seen; i++) {
+		pthread_mutex_lock(&died.mu);
+		seen = died.n >= 2;
+		pthread_mutex_unlock(&died.mu);
+		if (!seen)
+			usleep(10 * 1000);
+	}
+	agent_close(a);
+	CHECK_INT(died.n, 2);
+	CHECK_STR(died.sessions[0], "m1");
+	CHECK_STR(died.sessions[1], "o2");
+}
+
 int main(void)
 {
 	snprintf(data_dir, sizeof(data_dir), "/tmp/tessera-agent-test.XXXXXX");
@@ -867,6 +1020,7 @@ int main(void)
 	RUN(a_leftover_container_of_the_session_is_replaced);
 	RUN(a_container_that_cannot_start_is_removed);
 	RUN(the_usage_thread_inspects_a_container_once_per_start_of_its_init);
+	RUN(containers_of_another_installation_are_left_alone);
 	util_remove_tree(data_dir);
 	return testlib_done();
 }

@@ -1,5 +1,8 @@
-/* common/util.c: removing a directory tree. */
+/* common/util.c: removing a directory tree; how a shell reaches the
+ * running executable. */
+#include <limits.h>
 #include <stdio.h>
+#include <string.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -39,8 +42,57 @@ TEST(remove_tree_removes_all_and_follows_no_link)
 	util_remove_tree(base);        /* gone already: nothing happens */
 }
 
+TEST(self_command_is_the_name_only_when_path_finds_this_binary)
+{
+	char self[PATH_MAX], base[] = "/tmp/tessera-util-test-XXXXXX";
+	CHECK(realpath("/proc/self/exe", self) != NULL);
+	CHECK(mkdtemp(base) != NULL);
+	char other[96], mine[96], path[256], out[PATH_MAX];
+	snprintf(other, sizeof(other), "%s/other", base);
+	snprintf(mine, sizeof(mine), "%s/mine", base);
+	CHECK_INT(util_mkdir_p(other, 0755, NULL), 0);
+	CHECK_INT(util_mkdir_p(mine, 0755, NULL), 0);
+	char link[128], impostor[128];
+	snprintf(link, sizeof(link), "%s/tessera-x", mine);
+	snprintf(impostor, sizeof(impostor), "%s/tessera-x", other);
+	CHECK_INT(symlink(self, link), 0);     /* as an install's symlink would */
+	FILE *f = fopen(impostor, "w");
+	CHECK(f != NULL);
+	if (f)
+		fclose(f);
+	char *saved = getenv("PATH") ? strdup(getenv("PATH")) : NULL;
+	struct terr err;
+
+	/* Not on PATH at all: the absolute path. */
+	setenv("PATH", "/nonexistent:/usr/bin", 1);
+	CHECK_INT(util_self_command("tessera-x", out, sizeof(out), &err), 0);
+	CHECK_STR(out, self);
+	/* Found through PATH (a symlink to it): the bare name. */
+	snprintf(path, sizeof(path), "/nonexistent:%s:/usr/bin", mine);
+	setenv("PATH", path, 1);
+	CHECK_INT(util_self_command("tessera-x", out, sizeof(out), &err), 0);
+	CHECK_STR(out, "tessera-x");
+	/* A file of that name that is not executable is skipped, as the
+	 * shell skips it. */
+	snprintf(path, sizeof(path), "%s:%s", other, mine);
+	setenv("PATH", path, 1);
+	CHECK_INT(util_self_command("tessera-x", out, sizeof(out), &err), 0);
+	CHECK_STR(out, "tessera-x");
+	/* Another program of that name comes first: the absolute path. */
+	chmod(impostor, 0755);
+	CHECK_INT(util_self_command("tessera-x", out, sizeof(out), &err), 0);
+	CHECK_STR(out, self);
+
+	if (saved) {
+		setenv("PATH", saved, 1);
+		free(saved);
+	}
+	util_remove_tree(base);
+}
+
 int main(void)
 {
 	RUN(remove_tree_removes_all_and_follows_no_link);
+	RUN(self_command_is_the_name_only_when_path_finds_this_binary);
 	return testlib_done();
 }

@@ -65,17 +65,24 @@ e2e_teardown() {
 }
 
 # Starts `tessera server` on a free port; waits for admin.conf.
-# Sets SERVER_PID and exports TESSERA_CONFIG.
+# Sets SERVER_PID and exports TESSERA_CONFIG. With E2E_SERVER=NAME set, a
+# second server of that name: its own data dir (data-NAME) and log
+# (server-NAME.log), the same node id.
 start_server() {  # start_server [extra args]
-	local data=$E2E_DIR/data
+	local data=$E2E_DIR/data${E2E_SERVER:+-$E2E_SERVER}
 
 	rm -f "$data/admin.conf"
-	"$TESSERA" server --data-dir "$data" --port 0 --web-port 0 --node-id "$E2E_AGENT_ID" "$@" >>"$E2E_DIR/server.log" 2>&1 &
+	"$TESSERA" server --data-dir "$data" --port 0 --web-port 0 --node-id "$E2E_AGENT_ID" "$@" \
+		>>"$E2E_DIR/server${E2E_SERVER:+-$E2E_SERVER}.log" 2>&1 &
 	SERVER_PID=$!
 	E2E_PIDS+=("$SERVER_PID")
 	for _ in $(seq 1 200); do
 		[[ -s $data/admin.conf ]] && break
-		kill -0 "$SERVER_PID" 2>/dev/null || { fail "server exited at start"; tail -20 "$E2E_DIR/server.log"; return 1; }
+		kill -0 "$SERVER_PID" 2>/dev/null || {
+			fail "server exited at start"
+			tail -20 "$E2E_DIR/server${E2E_SERVER:+-$E2E_SERVER}.log"
+			return 1
+		}
 		sleep 0.05
 	done
 	export TESSERA_CONFIG=$data/admin.conf

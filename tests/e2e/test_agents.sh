@@ -23,6 +23,12 @@ advertise_url = http://127.0.0.1:$aport
 cpu = 2
 mem = 1GiB
 CONF
+# Another installation's container with this agent's id (tessera.cluster
+# tells them apart): the agent, registering the first time, lists it before
+# it knows its cluster; the manager must leave it out.
+docker run -d --name "tessera-foreign-$E2E_RUN" --label "tessera.session=foreign-$E2E_RUN" \
+	--label "tessera.agent=$E2E_AGENT_ID" --label tessera.cluster=another-installation \
+	"$TEST_IMAGE" sleep 600 >/dev/null
 "$TESSERA" manager --config "$E2E_DIR/manager.conf" >>"$E2E_DIR/manager.log" 2>&1 &
 MPID=$!; E2E_PIDS+=("$MPID")
 start_agent() {
@@ -52,6 +58,10 @@ check "node ls shows its capacity" [ "$(node_field capacity.cpu)" == "2" ]
 "$TESSERA" session create "$TEST_IMAGE" --name remote --cpu 1 --mem 32m --wait >/dev/null
 check "a session runs on the remote agent" wait_status remote RUNNING
 check "placed on that agent" [ "$(jget remote agent)" == "$E2E_AGENT_ID" ]
+remote_cluster=$(docker inspect -f '{{index .Config.Labels "tessera.cluster"}}' "$(jget remote container_id)")
+check "the agent labels it with the manager's cluster id ($remote_cluster)" \
+	grep -q "serving cluster ${remote_cluster:-(none)}\$" "$E2E_DIR/agent.log"
+check "another installation's container is left out" not grep -q "foreign-$E2E_RUN" "$E2E_DIR/manager.log"
 check "node ls shows it used" [ "$(node_field used.cpu)" == "1" ]
 out=$("$TESSERA" session exec remote -- echo via-agent)
 check "exec goes through the agent" [ "$out" == "via-agent" ]

@@ -180,7 +180,8 @@ static void route(int fd, const char *method, const char *full, const char *body
 		reply(fd, 200,
 		      "[{\"Id\":\"aaa\",\"Names\":[\"/sess-a\"],\"Image\":\"busybox:latest\","
 		      "\"State\":\"running\",\"Status\":\"Up 2 minutes\","
-		      "\"Labels\":{\"tessera.session\":\"sa\",\"tessera.agent\":\"a1\"}},"
+		      "\"Labels\":{\"tessera.session\":\"sa\",\"tessera.agent\":\"a1\","
+		      "\"tessera.cluster\":\"k1\"}},"
 		      "{\"Id\":\"bbb\",\"Names\":[\"/sess-b\"],\"Image\":\"debian:12\","
 		      "\"State\":\"exited\",\"Status\":\"Exited (3) 5 seconds ago\","
 		      "\"Labels\":{\"tessera.session\":\"sb\",\"tessera.agent\":\"a1\"}}]");
@@ -234,7 +235,8 @@ static void route(int fd, const char *method, const char *full, const char *body
 		/* One event cut across two chunks. */
 		chunk(fd, "{\"status\":\"die\",\"id\":\"bbb\",\"Type\":\"container\",\"Action\":\"die\",\"Actor\":{\"ID\":\"bbb\",");
 		msleep(5);
-		chunk(fd, "\"Attributes\":{\"exitCode\":\"137\",\"tessera.session\":\"sb\"}},\"time\":2}\n");
+		chunk(fd, "\"Attributes\":{\"exitCode\":\"137\",\"tessera.session\":\"sb\","
+			  "\"tessera.cluster\":\"k1\"}},\"time\":2}\n");
 		chunk(fd, "{\"Type\":\"container\",\"Action\":\"oom\",\"Actor\":{\"ID\":\"bbb\","
 			  "\"Attributes\":{\"tessera.session\":\"sb\"}}}\n");
 		if (strstr(full, "close"))
@@ -704,6 +706,8 @@ TEST(list_filters_by_label)
 		CHECK_STR(v[0].name, "sess-a");
 		CHECK(v[0].running);
 		CHECK_STR(v[0].session_id, "sa");
+		CHECK_STR(v[0].cluster_id, "k1");
+		CHECK_STR(v[1].cluster_id, "");   /* made before containers carried it */
 		CHECK_STR(v[1].state, "exited");
 		CHECK(!v[1].running);
 		CHECK_INT(v[1].exit_code, 3);
@@ -870,6 +874,8 @@ static void check_events(struct ev_log *l)
 	CHECK_STR(l->ev[1].action, "die");
 	CHECK_STR(l->ev[1].container_id, "bbb");
 	CHECK_STR(l->ev[1].session_id, "sb");
+	CHECK_STR(l->ev[1].cluster_id, "k1");
+	CHECK_STR(l->ev[0].cluster_id, "");
 	CHECK_INT(l->ev[1].exit_code, 137);
 	CHECK_STR(l->ev[2].action, "oom");
 }

@@ -70,7 +70,7 @@ export function LaunchDialog(props: { open: boolean; nodes: Node[]; onClose: () 
       <form onSubmit={launch} class="launch">
         <TextField label="Image" value={image} onInput={setImage} list="tessera-images"
           placeholder={images[0]}
-          hint={images.length ? `Pick an image or type the name of a private one; left empty, ${images[0]}.`
+          hint={images.length ? `Pick an image or type the name of one on the nodes; left empty, ${images[0]}.`
             : 'Type an image name, e.g. python:3.11.'} />
         <datalist id="tessera-images">
           {images.map((r) => <option key={r} value={r} />)}

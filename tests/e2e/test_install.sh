@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# `make install` (scripts/install) into a temporary prefix: the installed
+# binary finds its companion files (runner, fGPU library, mock driver,
+# gpu-info, gpu-probe) and the UI from there, and its start banner prints
+# a command that works as printed: the bare name when PATH finds that
+# binary, else its absolute path.
+. "$(dirname "$0")/lib.sh"
+e2e_setup
+e2e_build_glibc_image
+build=$(dirname "$TESSERA")
+prefix=$E2E_DIR/prefix
+"$(dirname "$0")/../../scripts/install" "$build" "$prefix" >"$E2E_DIR/install.log" 2>&1
+check "scripts/install succeeds" [ $? -eq 0 ]
+TESSERA=$prefix/bin/tessera
+banner_try() { grep '^  Try:' "$E2E_DIR/server.log" | tail -1 | sed 's/^  Try: *//'; }
+
+start_server --mock-gpus 1x8GiB --fgpu-per-device 2 || { e2e_done; exit 1; }
+try=$(banner_try)
+check "the banner names the installed binary by its path ($try)" \
+	[ "$try" == "TESSERA_CONFIG=$TESSERA_CONFIG $TESSERA session ls" ]
+check "the command works as printed" bash -c "$try >/dev/null"
+check "the agent finds every file it mounts and runs" not grep -q "not found" "$E2E_DIR/server.log"
+"$TESSERA" session create "$GPU_TEST_IMAGE" --name inst --fgpu 0.5 --cpu 0.1 --mem 64m --wait >/dev/null
+check "a GPU session runs from the installed files" wait_status inst RUNNING
+mounts=$(docker inspect -f '{{range .Mounts}}{{.Source}} {{end}}' "$(jget inst container_id)")
+for f in tessera-runner libtessera-fgpu.so gpu-info libcuda.so.1 libnvidia-ml.so.1; do
+	check "$f is mounted from the prefix" contains "$mounts" "$prefix/lib/tessera/$f"
+done
+out=$("$TESSERA" session exec inst -- gpu-info 2>&1)
+check "gpu-info runs in it, through the installed driver and fGPU library ($out)" \
+	has_line "$out" "fGPU: 0.5"
+"$TESSERA" session exec inst -- cat /proc/1/cmdline | tr '\0' ' ' | grep -q tessera-runner
+check "the installed runner is PID 1" [ $? -eq 0 ]
+web=$(sed -n 's/^web_url = //p' "$TESSERA_CONFIG")
+page=$(python3 -c 'import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1]).read().decode())' "$web" 2>&1)
+check "the web UI is served from the installed files" contains "$page" "<div id=\"app\""
+"$TESSERA" session rm inst >/dev/null
+check "inst removed" wait_status inst TERMINATED
+stop_server TERM
+
+# With the prefix on PATH, the banner says just `tessera`.
+PATH=$prefix/bin:$PATH start_server || { e2e_done; exit 1; }
+try=$(banner_try)
+check "the banner names it tessera when PATH finds it ($try)" \
+	[ "$try" == "TESSERA_CONFIG=$TESSERA_CONFIG tessera session ls" ]
+check "that command works as printed" env PATH="$prefix/bin:$PATH" bash -c "$try >/dev/null"
+e2e_done
