@@ -154,13 +154,12 @@ static json_t *session_json_with_history(struct manager *m, const struct msessio
 	return o;
 }
 
-static json_t *parse_body(struct httpd_req *req, struct httpd_resp *resp)
+json_t *api_parse_body(struct httpd_req *req, struct httpd_resp *resp)
 {
-	json_error_t jerr;
-	json_t *body = json_loadb(req->body, req->body_len, JSON_REJECT_DUPLICATES, &jerr);
+	struct terr err = {0};
+	json_t *body = jsonutil_parse_body(req->body, req->body_len, JSONUTIL_BODY_MAX_DEPTH, &err);
 	if (!body)
-		httpd_error(resp, 400, "invalid_argument", "request body is not valid JSON: %s (line %d, column %d)",
-			    jerr.text, jerr.line, jerr.column);
+		httpd_error_terr(resp, &err);
 	return body;
 }
 
@@ -252,7 +251,7 @@ static void api_session_create(void *ctx, struct httpd_req *req, struct httpd_re
 {
 	struct manager *m = ctx;
 	const struct user_rec *u = caller(req);
-	json_t *body = parse_body(req, resp);
+	json_t *body = api_parse_body(req, resp);
 	if (!body)
 		return;
 	struct create_request cr;
@@ -470,7 +469,7 @@ static void api_session_logs(void *ctx, struct httpd_req *req, struct httpd_resp
 static void api_session_exec(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 {
 	struct manager *m = ctx;
-	json_t *body = parse_body(req, resp);
+	json_t *body = api_parse_body(req, resp);
 	if (!body)
 		return;
 	json_t *cmd = json_object_get(body, "command");
@@ -564,12 +563,12 @@ static void api_config_set(void *ctx, struct httpd_req *req, struct httpd_resp *
 		httpd_error(resp, 403, "forbidden", "only an admin may change cluster settings");
 		return;
 	}
-	json_t *body = parse_body(req, resp);
+	json_t *body = api_parse_body(req, resp);
 	if (!body)
 		return;
 	json_t *value = json_object_get(body, "value");
 	struct terr err = {0};
-	if (!json_is_object(body) || !value) {
+	if (!value) {
 		httpd_error(resp, 400, "invalid_argument", "body must be {\"value\": ...}");
 	} else {
 		pthread_mutex_lock(&m->mu);
@@ -737,7 +736,7 @@ static void api_agent_register(void *ctx, struct httpd_req *req, struct httpd_re
 {
 	struct manager *m = ctx;
 	struct auth_info *ai = req->auth;
-	json_t *body = parse_body(req, resp);
+	json_t *body = api_parse_body(req, resp);
 	if (!body)
 		return;
 	const char *id = json_string_value(json_object_get(body, "id"));
@@ -785,7 +784,7 @@ static void api_agent_event(void *ctx, struct httpd_req *req, struct httpd_resp 
 		httpd_error(resp, 403, "forbidden", "agent %s may not speak for %s", ai->agent_id, req->params[0]);
 		return;
 	}
-	json_t *body = parse_body(req, resp);
+	json_t *body = api_parse_body(req, resp);
 	if (!body)
 		return;
 	if (!json_is_string(json_object_get(body, "session_id"))) {

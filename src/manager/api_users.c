@@ -38,19 +38,6 @@ static const struct user_rec *me(struct httpd_req *req)
 	return &((struct auth_info *)req->auth)->user;
 }
 
-static json_t *body_json(struct httpd_req *req, struct httpd_resp *resp)
-{
-	json_error_t jerr;
-	json_t *body = json_loadb(req->body, req->body_len, JSON_REJECT_DUPLICATES, &jerr);
-	if (!body || !json_is_object(body)) {
-		httpd_error(resp, 400, "invalid_argument", "request body must be a JSON object%s%s",
-			    body ? "" : ": ", body ? "" : jerr.text);
-		json_decref(body);
-		return NULL;
-	}
-	return body;
-}
-
 json_t *mgr_user_json(const struct user_rec *u)
 {
 	char at[40] = "";
@@ -117,7 +104,7 @@ void api_auth_login(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 		httpd_error(resp, 500, "internal", "out of memory");
 		return;
 	}
-	json_t *body = body_json(req, resp);
+	json_t *body = api_parse_body(req, resp);
 	if (!body)
 		return;
 	const char *email_in = json_string_value(json_object_get(body, "email"));
@@ -210,7 +197,7 @@ void api_user_create(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 	struct manager *m = ctx;
 	if (!require_admin(req, resp))
 		return;
-	json_t *body = body_json(req, resp);
+	json_t *body = api_parse_body(req, resp);
 	if (!body)
 		return;
 	static const char *const allowed[] = {"email", "password", "is_admin", NULL};
@@ -280,7 +267,7 @@ void api_user_update(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 	struct manager *m = ctx;
 	if (!require_admin(req, resp))
 		return;
-	json_t *body = body_json(req, resp);
+	json_t *body = api_parse_body(req, resp);
 	if (!body)
 		return;
 	static const char *const allowed[] = {"disabled", "password", NULL};

@@ -177,6 +177,9 @@ void mgr_agent_event(struct manager *m, const char *agent_id, json_t *event);
 extern const struct httpd_route manager_routes[];
 extern const size_t manager_n_routes;
 int api_authenticate(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
+/* The request's body (jsonutil_parse_body), new reference; NULL after
+ * answering 400. */
+json_t *api_parse_body(struct httpd_req *req, struct httpd_resp *resp);
 
 /* ---- api_users.c: password login and users admin (docs/api.md) ---- */
 void api_auth_login(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
