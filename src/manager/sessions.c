@@ -82,8 +82,13 @@ int mgr_add_sessions(struct manager *m, struct msession **news, size_t n, struct
 		return rc;
 	}
 	for (size_t i = 0; i < n; i++) {
-		if (mgr_session_append(m, news[i]) < 0)
+		if (mgr_session_append(m, news[i]) < 0) {
+			/* Those appended are the manager's now: not the caller's
+			 * to free. */
+			for (size_t k = 0; k < i; k++)
+				news[k] = NULL;
 			return terr_set(err, ENOMEM, "out of memory");
+		}
 		log_info("manager", "session %s (%.8s) created PENDING", news[i]->rec.name, news[i]->rec.id);
 	}
 	m->next_seq += (int64_t)n;

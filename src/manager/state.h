@@ -137,7 +137,8 @@ struct msession *mgr_resolve_session(struct manager *m, const char *ref,
 int mgr_session_append(struct manager *m, struct msession *s);
 /* Adds sessions (already validated and placeable) as PENDING in one
  * transaction; on success the manager owns them (news itself stays the
- * caller's). */
+ * caller's). On failure the caller frees those still in news: an entry
+ * the manager kept is set to NULL. */
 int mgr_add_sessions(struct manager *m, struct msession **news, size_t n, struct terr *err);
 /* Deletes per the state machine (docs/api.md, DELETE). */
 void mgr_delete_session(struct manager *m, struct msession *s, const char *by);
