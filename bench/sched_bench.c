@@ -21,7 +21,7 @@
 #include "common/jsonutil.h"
 #include "common/log.h"
 #include "common/util.h"
-#include "manager/internal.h"
+#include "manager/state.h"
 
 /* ---- mock agents: containers that start and stop at once ---- */
 static int mock_start(void *ctx, json_t *spec, char cid[RT_ID_MAX], struct terr *err)

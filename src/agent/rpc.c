@@ -35,12 +35,13 @@ static int rpc_authenticate(void *ctx, struct httpd_req *req, struct httpd_resp 
 	return 0;
 }
 
+/* The body as the manager's API parses its own (jsonutil_parse_body). */
 static json_t *parse(struct httpd_req *req, struct httpd_resp *resp)
 {
-	json_error_t jerr;
-	json_t *b = json_loadb(req->body, req->body_len, 0, &jerr);
+	struct terr err = {0};
+	json_t *b = jsonutil_parse_body(req->body, req->body_len, JSONUTIL_BODY_MAX_DEPTH, &err);
 	if (!b)
-		httpd_error(resp, 400, "invalid_argument", "body is not valid JSON: %s", jerr.text);
+		httpd_error_terr(resp, &err);
 	return b;
 }
 

@@ -115,6 +115,51 @@ char *jsonutil_dump(const json_t *v)
 }
 
 /* Length of the valid UTF-8 sequence at p (1..4), or 0 when invalid. */
+/* Whether v nests deeper than max levels, counting v's own as `level`. */
+static bool nests_deeper(json_t *v, size_t level, size_t max)
+{
+	if (!json_is_object(v) && !json_is_array(v))
+		return false;
+	if (level > max)
+		return true;
+	if (json_is_array(v)) {
+		size_t i;
+		json_t *x;
+		json_array_foreach(v, i, x)
+			if (nests_deeper(x, level + 1, max))
+				return true;
+	} else {
+		const char *k;
+		json_t *x;
+		json_object_foreach(v, k, x)
+			if (nests_deeper(x, level + 1, max))
+				return true;
+	}
+	return false;
+}
+
+json_t *jsonutil_parse_body(const char *buf, size_t len, size_t max_depth, struct terr *err)
+{
+	json_error_t jerr;
+	json_t *v = json_loadb(buf ? buf : "", buf ? len : 0, JSON_REJECT_DUPLICATES, &jerr);
+	if (!v) {
+		terr_set(err, EINVAL, "request body is not valid JSON: %s (line %d, column %d)", jerr.text,
+			 jerr.line, jerr.column);
+		return NULL;
+	}
+	if (!json_is_object(v)) {
+		json_decref(v);
+		terr_set(err, EINVAL, "request body must be a JSON object");
+		return NULL;
+	}
+	if (max_depth && nests_deeper(v, 1, max_depth)) {
+		json_decref(v);
+		terr_set(err, EINVAL, "request body nests deeper than %zu levels", max_depth);
+		return NULL;
+	}
+	return v;
+}
+
 static size_t utf8_seq_len(const unsigned char *p, size_t left)
 {
 	unsigned char c = p[0];

@@ -35,6 +35,19 @@ int jsonutil_get_int(json_t *obj, const char *field, const char *what,
 /* json_dumps with JSONUTIL_DUMP_FLAGS; caller frees. */
 char *jsonutil_dump(const json_t *v);
 
+/* How deep request bodies may nest: the deepest body in use (an agent's
+ * registration: object > array > object) has 3 levels. */
+#define JSONUTIL_BODY_MAX_DEPTH 32
+
+/* Parses an HTTP request body, the one way every server of the project
+ * does: it must be a JSON object, without a key twice (two values for one
+ * field would make which one counts a parser's choice), nested at most
+ * max_depth levels (the top object is level 1; 0: jansson's own limit).
+ * buf need not be NUL-terminated; NULL with len 0 is an empty body.
+ * Returns a new reference, or NULL with err set to EINVAL and a message
+ * starting "request body". */
+json_t *jsonutil_parse_body(const char *buf, size_t len, size_t max_depth, struct terr *err);
+
 #endif
 
 #ifndef TESSERA_COMMON_JSONUTIL_LOSSY

@@ -7,14 +7,16 @@
  *   fifo_skip_after   passes a blocked head waits before later ones may
  *                     pass it (0 = never)
  *   policy.default    {"max_sessions","max_cpu","max_mem","max_fgpu"}
- *   policy.<email>    the same, for one user (overrides the default) */
+ *   policy.<email>    the same, for one user (overrides the default)
+ * mgr_config_get and mgr_config_set (core.h) take the lock; the rest is
+ * called with it held. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/jsonutil.h"
 #include "common/log.h"
 #include "common/units.h"
-#include "manager/internal.h"
+#include "manager/state.h"
 
 static int store_setting(struct manager *m, const char *key, json_t *value, struct terr *err)
 {
@@ -192,4 +194,22 @@ void mgr_settings_free(struct manager *m)
 {
 	json_decref(m->settings.policies);
 	m->settings.policies = NULL;
+}
+
+json_t *mgr_config_get(struct manager *m)
+{
+	pthread_mutex_lock(&m->mu);
+	json_t *o = mgr_settings_json(m);
+	pthread_mutex_unlock(&m->mu);
+	return o;
+}
+
+int mgr_config_set(struct manager *m, const char *key, json_t *value, json_t **settings, struct terr *err)
+{
+	pthread_mutex_lock(&m->mu);
+	int rc = mgr_settings_set(m, key, value, err);
+	if (rc == 0 && settings)
+		*settings = mgr_settings_json(m);
+	pthread_mutex_unlock(&m->mu);
+	return rc;
 }

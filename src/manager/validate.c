@@ -118,6 +118,22 @@ int validate_env(json_t *env, struct terr *err)
 	return 0;
 }
 
+int validate_email(const char *email, char *out, size_t n, struct terr *err)
+{
+	size_t len = email ? strlen(email) : 0;
+	const char *at = email ? strchr(email, '@') : NULL;
+	if (len < 3 || len > 254 || len >= n || !at || at == email || !at[1] || strchr(at + 1, '@'))
+		return terr_set(err, EINVAL, "email must look like name@example.org (at most 254 characters)");
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)email[i];
+		if (c <= 0x20 || c == 0x7f || c == '"' || c == '<' || c == '>' || c == '\\' || c == ',')
+			return terr_set(err, EINVAL, "email must not contain spaces, quotes, commas or control characters");
+		out[i] = (char)tolower(c);
+	}
+	out[len] = '\0';
+	return 0;
+}
+
 int validate_create_request(json_t *body, struct create_request *out, struct terr *err)
 {
 	if (!json_is_object(body))

@@ -26,6 +26,11 @@ int validate_image_ref(const char *ref, struct terr *err);
 /* Object of string values, keys ^[A-Za-z_][A-Za-z0-9_]*$, no TESSERA_ prefix. */
 int validate_env(json_t *env, struct terr *err);
 
+/* An email address: 3 to 254 characters, one '@' with something on both
+ * sides, no spaces, quotes, commas or control characters. Writes it
+ * lower-cased to out (n bytes); NULL is refused like a bad address. */
+int validate_email(const char *email, char *out, size_t n, struct terr *err);
+
 /* A validated create request. */
 struct create_request {
 	const char *image;       /* borrowed from the body */

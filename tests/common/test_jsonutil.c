@@ -282,6 +282,84 @@ TEST(string_lossy)
 	}
 }
 
+/* Expects text to be refused with a message containing `says`. */
+static void body_refused(const char *text, size_t max_depth, const char *says, int line)
+{
+	struct terr err = {0};
+	json_t *v = jsonutil_parse_body(text, text ? strlen(text) : 0, max_depth, &err);
+	testlib_checks++;
+	if (v || err.code != EINVAL || strncmp(err.msg, "request body", 12) || !strstr(err.msg, says))
+		FAILF("line %d: body %s gave %s, code %d, '%s'; expected EINVAL saying '%s'", line,
+		      text ? text : "(null)", v ? "a value" : "NULL", err.code, err.msg, says);
+	json_decref(v);
+}
+#define BODY_REFUSED(t, d, says) body_refused((t), (d), (says), __LINE__)
+
+TEST(parse_body)
+{
+	struct terr err = {0};
+	const char *text = "{\"image\":\"busybox\",\"resources\":{\"cpu\":1},\"gpus\":[{\"index\":0}]}";
+	json_t *v = jsonutil_parse_body(text, strlen(text), JSONUTIL_BODY_MAX_DEPTH, &err);
+	CHECK(v != NULL);
+	CHECK_INT(err.code, 0);
+	CHECK_STR(json_string_value(json_object_get(v, "image")), "busybox");
+	json_decref(v);
+
+	/* not NUL-terminated: only len bytes count */
+	char buf[] = "{\"a\":1}GARBAGE";
+	v = jsonutil_parse_body(buf, 7, 0, &err);
+	CHECK(v != NULL);
+	CHECK_INT(json_integer_value(json_object_get(v, "a")), 1);
+	json_decref(v);
+
+	/* broken JSON: the parser's words with the position */
+	BODY_REFUSED("{\"image\":", 0, "not valid JSON");
+	BODY_REFUSED("{\"image\":", 0, "line 1");
+	BODY_REFUSED("", 0, "not valid JSON");
+	BODY_REFUSED(NULL, 0, "not valid JSON");
+	BODY_REFUSED("{} {}", 0, "not valid JSON");
+	/* a key twice, at the top or nested, is refused */
+	BODY_REFUSED("{\"a\":1,\"a\":2}", 0, "duplicate");
+	BODY_REFUSED("{\"a\":1,\"a\":2}", 0, "\"a\"");
+	BODY_REFUSED("{\"r\":{\"cpu\":1,\"cpu\":2}}", 0, "duplicate");
+	BODY_REFUSED("{\"l\":[{\"x\":1,\"x\":1}]}", 0, "duplicate");
+	/* only objects */
+	BODY_REFUSED("[1,2]", 0, "must be a JSON object");
+	BODY_REFUSED("\"text\"", 0, "not valid JSON");  /* scalars are not even parsed */
+	BODY_REFUSED("null", 0, "not valid JSON");
+
+	/* depth: the top object is level 1 */
+	v = jsonutil_parse_body("{\"a\":{\"b\":[1]}}", 15, 3, &err);
+	CHECK(v != NULL);
+	json_decref(v);
+	BODY_REFUSED("{\"a\":{\"b\":[1]}}", 2, "deeper than 2 levels");
+	BODY_REFUSED("{\"a\":[[[{}]]]}", 4, "deeper than 4");
+	v = jsonutil_parse_body("{\"a\":[[[{}]]]}", 14, 5, &err);
+	CHECK(v != NULL);
+	json_decref(v);
+	/* empty containers and scalars add no level beyond their own */
+	const char *flat = "{\"a\":[],\"b\":{},\"c\":1}";
+	v = jsonutil_parse_body(flat, strlen(flat), 2, &err);
+	CHECK(v != NULL);
+	json_decref(v);
+	BODY_REFUSED("{\"a\":[],\"b\":{},\"c\":1}", 1, "deeper than 1");
+	/* 0: only jansson's own limit, so deep bodies pass */
+	char nest[300];
+	int n = snprintf(nest, sizeof(nest), "{\"a\":");
+	for (int i = 0; i < 60; i++)
+		nest[n++] = '[';
+	for (int i = 0; i < 60; i++)
+		nest[n++] = ']';
+	nest[n++] = '}';
+	nest[n] = '\0';
+	v = jsonutil_parse_body(nest, (size_t)n, 0, &err);
+	CHECK(v != NULL);
+	json_decref(v);
+	BODY_REFUSED(nest, JSONUTIL_BODY_MAX_DEPTH, "deeper than 32 levels");
+	/* err may be NULL */
+	CHECK(jsonutil_parse_body("[", 1, 0, NULL) == NULL);
+}
+
 int main(void)
 {
 	RUN(milli_printing);
@@ -290,5 +368,6 @@ int main(void)
 	RUN(get_milli);
 	RUN(get_size);
 	RUN(string_lossy);
+	RUN(parse_body);
 	return testlib_done();
 }

@@ -2,7 +2,7 @@
  * a temporary data dir, no agent, not serving): validation of every key
  * with messages naming it, policies, persistence across a reopen, and
  * mgr_user_policy's fallback to policy.default. */
-#include "manager/internal.h"
+#include "manager/state.h"
 #include "manager/manager.h"
 #include "testlib.h"
 

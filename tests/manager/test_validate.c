@@ -395,6 +395,35 @@ TEST(create_fields)
 	free(text);
 }
 
+TEST(emails)
+{
+	char out[256];
+	struct terr err = {0};
+	CHECK_INT(validate_email("Alice@Example.ORG", out, sizeof(out), &err), 0);
+	CHECK_STR(out, "alice@example.org");
+	CHECK_INT(validate_email("a@b", out, sizeof(out), &err), 0);
+	CHECK_STR(out, "a@b");
+	const char *bad[] = {"", "ab", "alice", "@example.org", "alice@", "a@b@c", "al ice@x.org",
+			     "\"a\"@x.org", "a,b@x.org", "a<b@x.org", "a\\b@x.org", "a\tb@x.org", "a\x7f@x.org"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		memset(&err, 0, sizeof(err));
+		int rc = validate_email(bad[i], out, sizeof(out), &err);
+		testlib_checks++;
+		if (rc != -EINVAL || !strstr(err.msg, "email"))
+			FAILF("email '%s' gave %d '%s', expected a refusal", bad[i], rc, err.msg);
+	}
+	CHECK_INT(validate_email(NULL, out, sizeof(out), &err), -EINVAL);
+	/* at most 254 characters, and never past the output buffer */
+	char long_[300];
+	memset(long_, 'a', sizeof(long_));
+	memcpy(long_ + 251, "@x.o", 5);   /* 255 characters */
+	CHECK_INT(validate_email(long_, out, sizeof(out), &err), -EINVAL);
+	memcpy(long_ + 250, "@x.o", 5);   /* 254 */
+	CHECK_INT(validate_email(long_, out, sizeof(out), &err), 0);
+	char small[8];
+	CHECK_INT(validate_email("abc@x.org", small, sizeof(small), &err), -EINVAL);
+}
+
 int main(void)
 {
 	RUN(image_refs);
@@ -404,5 +433,6 @@ int main(void)
 	RUN(create_mem);
 	RUN(create_count_and_name);
 	RUN(create_fields);
+	RUN(emails);
 	return testlib_done();
 }

@@ -1,0 +1,445 @@
+/* Agents: the registry (registration, heartbeats, LOST detection), the
+ * reconciliation of a (re)registered agent's containers with the sessions,
+ * container-died events, and the views of nodes and their images. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/jsonutil.h"
+#include "common/log.h"
+#include "common/util.h"
+#include "manager/state.h"
+
+/* ---------- the registry ---------- */
+
+struct magent *mgr_find_agent(struct manager *m, const char *id)
+{
+	return strmap_get(&m->agent_by_id, id);
+}
+
+struct mgpu *mgr_agent_gpu(struct magent *a, const char *uuid)
+{
+	for (int i = 0; i < a->n_gpus; i++)
+		if (!strcmp(a->gpus[i].uuid, uuid))
+			return &a->gpus[i];
+	return NULL;
+}
+
+static int append_agent(struct manager *m, struct magent *a)
+{
+	if (m->n_agents == m->cap_agents) {
+		size_t ncap = m->cap_agents ? m->cap_agents * 2 : 8;
+		struct magent **n = realloc(m->agents, ncap * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		m->agents = n;
+		m->cap_agents = ncap;
+	}
+	m->agents[m->n_agents++] = a;
+	return 0;
+}
+
+/* Indexes an agent once its id is set. */
+static int index_agent(struct manager *m, struct magent *a)
+{
+	return strmap_put(&m->agent_by_id, a->rec.id, a);
+}
+
+int mgr_agent_load(struct manager *m, const struct agent_rec *r)
+{
+	struct magent *a = calloc(1, sizeof(*a));
+	if (!a || append_agent(m, a) < 0) {
+		free(a);
+		return -ENOMEM;
+	}
+	a->rec = *r;
+	a->alive = false;   /* until it registers again */
+	return index_agent(m, a);
+}
+
+void mgr_apply_fgpu_setting(struct manager *m)
+{
+	for (size_t i = 0; i < m->n_agents; i++) {
+		struct magent *a = m->agents[i];
+		a->rec.capacity.fgpu_m = (int64_t)a->n_gpus * mgr_per_device_m(m);
+	}
+}
+
+void mgr_mark_lost_agents(struct manager *m)
+{
+	int64_t now = util_mono_ms();
+	int64_t limit = (int64_t)m->cfg.heartbeat_interval_ms * m->cfg.lost_after_heartbeats;
+	for (size_t i = 0; i < m->n_agents; i++) {
+		struct magent *a = m->agents[i];
+		if (a->local || !a->alive || now - a->last_seen_mono <= limit)
+			continue;
+		a->alive = false;
+		log_warn("manager", "agent %s is LOST: no heartbeat for %lld ms", a->rec.id,
+			 (long long)(now - a->last_seen_mono));
+		mgr_wake_scheduler(m);
+	}
+}
+
+/* ---------- registration and reconciliation ---------- */
+
+static int res_from_wire(json_t *o, struct res *r)
+{
+	if (!json_is_object(o))
+		return -EINVAL;
+	r->cpu_m = json_integer_value(json_object_get(o, "cpu_milli"));
+	r->mem = json_integer_value(json_object_get(o, "mem"));
+	r->fgpu_m = json_integer_value(json_object_get(o, "fgpu_milli"));
+	return (r->cpu_m > 0 && r->mem > 0 && r->fgpu_m >= 0) ? 0 : -EINVAL;
+}
+
+static json_t *find_container(json_t *containers, const char *session_id)
+{
+	size_t i;
+	json_t *c;
+	json_array_foreach(containers, i, c) {
+		const char *sid = json_string_value(json_object_get(c, "session_id"));
+		if (sid && !strcmp(sid, session_id))
+			return c;
+	}
+	return NULL;
+}
+
+/* After an agent (re)joins: make the store and its containers agree. */
+static void reconcile(struct manager *m, struct magent *a, json_t *containers)
+{
+	for (size_t i = 0; i < m->n_sessions; i++) {
+		struct msession *s = m->sessions[i];
+		if (strcmp(s->rec.agent_id, a->rec.id) || s->start_inflight)
+			continue;
+		json_t *c = find_container(containers, s->rec.id);
+		bool running = c && json_is_true(json_object_get(c, "running"));
+		const char *cid = c ? json_string_value(json_object_get(c, "container_id")) : NULL;
+		switch (s->rec.status) {
+		case SS_SCHEDULED:
+		case SS_PREPARING:
+			if (running) {
+				util_strlcpy(s->rec.container_id, cid, sizeof(s->rec.container_id));
+				mgr_set_status(m, s, SS_RUNNING, "running on node %s (adopted after a restart)", a->rec.id);
+			} else {
+				/* The start never completed: start it again. A
+				 * half-made container is replaced by the agent. */
+				if (s->rec.status == SS_PREPARING)
+					mgr_set_status(m, s, SS_SCHEDULED, "placed on node %s; restarting an interrupted start",
+						       a->rec.id);
+				mgr_enqueue(m, JOB_START, s->rec.id);
+			}
+			break;
+		case SS_RUNNING:
+			if (running) {
+				util_strlcpy(s->rec.container_id, cid, sizeof(s->rec.container_id));
+				mgr_persist(m, s);
+			} else if (c) {
+				s->rec.has_exit_code = true;
+				s->rec.exit_code = (int)json_integer_value(json_object_get(c, "exit_code"));
+				mgr_set_status(m, s, SS_ERROR, "container %s while node %s was away (exit code %d)",
+					       json_is_true(json_object_get(c, "oom_killed")) ? "was OOM-killed" : "ended",
+					       a->rec.id, s->rec.exit_code);
+			} else {
+				s->rec.container_id[0] = '\0';
+				mgr_set_status(m, s, SS_ERROR, "container vanished while node %s was away", a->rec.id);
+			}
+			break;
+		case SS_TERMINATING:
+			if (c)
+				mgr_enqueue_destroy(m, s);
+			else
+				mgr_set_status(m, s, SS_TERMINATED, "terminated; container gone");
+			break;
+		default:
+			break;
+		}
+	}
+	/* Containers of this agent that no live session owns: remove them, so
+	 * nothing runs that the cluster does not account for. */
+	size_t i;
+	json_t *c;
+	json_array_foreach(containers, i, c) {
+		const char *sid = json_string_value(json_object_get(c, "session_id"));
+		if (!sid)
+			continue;
+		struct msession *s = mgr_find_session(m, sid);
+		if (s && (!session_status_final(s->rec.status) || s->rec.status == SS_ERROR))
+			continue;
+		if (!s) {
+			log_warn("manager", "container of unknown session %s on %s: left alone", sid, a->rec.id);
+			continue;
+		}
+		if (!s->destroy_queued) {
+			util_strlcpy(s->rec.container_id,
+				     json_string_value(json_object_get(c, "container_id")) ?: "",
+				     sizeof(s->rec.container_id));
+			mgr_enqueue_destroy(m, s);
+		}
+	}
+}
+
+int mgr_agent_register(struct manager *m, json_t *desc, const struct agent_link_ops *link,
+		       void *link_ctx, bool local, json_t **reply, struct terr *err)
+{
+	const char *id = json_string_value(json_object_get(desc, "id"));
+	const char *url = json_string_value(json_object_get(desc, "url"));
+	const char *version = json_string_value(json_object_get(desc, "version"));
+	json_t *containers = json_object_get(desc, "containers");
+	struct res cap;
+	if (!id)
+		return terr_set(err, EINVAL, "agent registration needs an id");
+	if (model_validate_name(id, "agent id", err) < 0)
+		return -EINVAL;
+	json_t *wire_cap = json_object_get(desc, "capacity");
+	if (json_is_object(wire_cap) && !json_object_get(wire_cap, "fgpu_milli"))
+		json_object_set_new(wire_cap, "fgpu_milli", json_integer(0));
+	if (res_from_wire(wire_cap, &cap) < 0)
+		return terr_set(err, EINVAL, "agent %s registration needs a positive capacity", id);
+	if (!json_is_array(containers))
+		return terr_set(err, EINVAL, "agent %s registration needs a containers array", id);
+
+	/* Only this installation's containers, and those made before
+	 * containers carried its id: an agent that has not learnt the id yet
+	 * (its first registration) lists other installations' too. */
+	json_t *ours = json_array();
+	if (!ours)
+		return terr_set(err, ENOMEM, "out of memory");
+	size_t ci;
+	json_t *cv;
+	json_array_foreach(containers, ci, cv) {
+		const char *cluster = json_string_value(json_object_get(cv, "cluster_id"));
+		if (!cluster || !*cluster || !strcmp(cluster, m->cluster_id))
+			json_array_append(ours, cv);
+	}
+	containers = ours;
+
+	pthread_mutex_lock(&m->mu);
+	struct magent *a = mgr_find_agent(m, id);
+	if (!a) {
+		a = calloc(1, sizeof(*a));
+		if (!a || append_agent(m, a) < 0) {
+			free(a);
+			pthread_mutex_unlock(&m->mu);
+			json_decref(ours);
+			return terr_set(err, ENOMEM, "out of memory");
+		}
+		util_strlcpy(a->rec.id, id, sizeof(a->rec.id));
+		a->rec.registered_ms = util_now_ms();
+		if (index_agent(m, a) < 0) {
+			pthread_mutex_unlock(&m->mu);
+			json_decref(ours);
+			return terr_set(err, ENOMEM, "out of memory");
+		}
+	}
+	if (a->link && a->link_ctx != link_ctx) {
+		struct retired_link *r = calloc(1, sizeof(*r));
+		if (r) {
+			r->ops = a->link;
+			r->ctx = a->link_ctx;
+			r->next = m->retired;
+			m->retired = r;
+		}
+	}
+	a->link = link;
+	a->link_ctx = link_ctx;
+	a->local = local;
+	a->alive = true;
+	a->last_seen_mono = util_mono_ms();
+	a->rec.capacity = cap;
+	/* Devices: fGPU capacity follows the cluster setting; usage is what the
+	 * sessions placed there hold. */
+	a->n_gpus = 0;   /* rebuilt below, usage recounted from the sessions */
+	a->mock_gpus = json_is_true(json_object_get(desc, "mock_gpus"));
+	size_t gi;
+	json_t *gv;
+	json_array_foreach(json_object_get(desc, "gpus"), gi, gv) {
+		if (a->n_gpus >= MGR_MAX_GPUS)
+			break;
+		struct mgpu *g = &a->gpus[a->n_gpus++];
+		memset(g, 0, sizeof(*g));
+		util_strlcpy(g->uuid, json_string_value(json_object_get(gv, "uuid")) ?: "", sizeof(g->uuid));
+		util_strlcpy(g->name, json_string_value(json_object_get(gv, "name")) ?: "", sizeof(g->name));
+		g->memory = json_integer_value(json_object_get(gv, "memory"));
+		g->sms = (int)json_integer_value(json_object_get(gv, "sms"));
+		g->context_overhead = json_integer_value(json_object_get(gv, "context_overhead"));
+	}
+	a->rec.capacity.fgpu_m = (int64_t)a->n_gpus * mgr_per_device_m(m);
+	for (size_t si = 0; si < m->n_sessions; si++) {
+		struct msession *s = m->sessions[si];
+		if (!strcmp(s->rec.agent_id, a->rec.id) && session_status_holds(s->rec.status))
+			mgr_shares_move(a, s, +1);
+	}
+	util_strlcpy(a->rec.url, url ? url : (local ? "inproc:" : ""), sizeof(a->rec.url));
+	util_strlcpy(a->rec.version, version ? version : "", sizeof(a->rec.version));
+	a->rec.last_seen_ms = util_now_ms();
+	struct terr serr = {0};
+	if (m->so->agent_put(m->store, &a->rec, &serr) < 0)
+		log_error("manager", "cannot save agent %s: %s", id, serr.msg);
+	log_info("manager", "agent %s registered (%s), %zu containers", id, a->rec.url, json_array_size(containers));
+	reconcile(m, a, containers);
+	mgr_wake_scheduler(m);
+	pthread_mutex_unlock(&m->mu);
+	json_decref(ours);
+	/* The agent labels what it starts with cluster_id from now on. */
+	if (reply)
+		*reply = json_pack("{s:i,s:s}", "heartbeat_interval_ms", m->cfg.heartbeat_interval_ms,
+				   "cluster_id", m->cluster_id);
+	return 0;
+}
+
+int mgr_agent_register_remote(struct manager *m, json_t *desc, json_t **reply, struct terr *err)
+{
+	const char *url = json_string_value(json_object_get(desc, "url"));
+	if (!url || strncmp(url, "http://", 7))
+		return terr_set(err, EINVAL, "agent url must be an http:// URL the manager can reach");
+	void *lctx = link_remote_new(url, m->cfg.cluster_secret);
+	if (!lctx)
+		return terr_set(err, ENOMEM, "out of memory");
+	int rc = mgr_agent_register(m, desc, &link_remote_ops, lctx, false, reply, err);
+	if (rc < 0)
+		link_remote_ops.release(lctx);
+	return rc;
+}
+
+int mgr_agent_heartbeat(struct manager *m, const char *agent_id, json_t **reply, struct terr *err)
+{
+	pthread_mutex_lock(&m->mu);
+	struct magent *a = mgr_find_agent(m, agent_id);
+	if (!a || !a->link) {
+		pthread_mutex_unlock(&m->mu);
+		return terr_set(err, ENOENT, "agent %s is not registered; register first", agent_id);
+	}
+	if (!a->alive) {
+		/* Back from LOST: its containers may have changed meanwhile; it
+		 * must register again so they are reconciled. */
+		pthread_mutex_unlock(&m->mu);
+		return terr_set(err, ENOENT, "agent %s was LOST; register again", agent_id);
+	}
+	a->last_seen_mono = util_mono_ms();
+	a->rec.last_seen_ms = util_now_ms();
+	pthread_mutex_unlock(&m->mu);
+	*reply = json_pack("{s:i}", "heartbeat_interval_ms", m->cfg.heartbeat_interval_ms);
+	return 0;
+}
+
+void mgr_agent_event(struct manager *m, const char *agent_id, json_t *event)
+{
+	const char *sid = json_string_value(json_object_get(event, "session_id"));
+	const char *cid = json_string_value(json_object_get(event, "container_id"));
+	const char *reason = json_string_value(json_object_get(event, "reason"));
+	if (!sid)
+		return;
+	pthread_mutex_lock(&m->mu);
+	struct msession *s = mgr_find_session(m, sid);
+	if (s && !strcmp(s->rec.agent_id, agent_id) &&
+	    (s->rec.status == SS_RUNNING || s->rec.status == SS_PREPARING) &&
+	    (!cid || !s->rec.container_id[0] || !strcmp(cid, s->rec.container_id))) {
+		s->rec.has_exit_code = true;
+		s->rec.exit_code = (int)json_integer_value(json_object_get(event, "exit_code"));
+		mgr_set_status(m, s, SS_ERROR, "%s", reason ? reason : "container ended by itself");
+	}
+	pthread_mutex_unlock(&m->mu);
+}
+
+static void local_agent_event(void *ud, const char *agent_id, json_t *event)
+{
+	mgr_agent_event(ud, agent_id, event);
+}
+
+int manager_attach_local_agent(struct manager *m, struct agent *a, struct terr *err)
+{
+	json_t *desc;
+	agent_set_cluster_id(a, m->cluster_id);
+	int rc = agent_describe(a, &desc, err);
+	if (rc < 0)
+		return rc;
+	rc = mgr_agent_register(m, desc, &link_local_ops, a, true, NULL, err);
+	json_decref(desc);
+	if (rc < 0)
+		return rc;
+	return agent_watch_start(a, local_agent_event, m, err);
+}
+
+/* ---------- views ---------- */
+
+static json_t *node_json(struct manager *m, const struct magent *a)
+{
+	int64_t per_dev = mgr_per_device_m(m);
+	json_t *gpus = json_array();
+	for (int i = 0; i < a->n_gpus; i++)
+		json_array_append_new(gpus, json_pack("{s:i,s:s,s:s,s:I,s:i,s:I,s:o,s:o}", "index", i,
+			"uuid", a->gpus[i].uuid, "name", a->gpus[i].name, "memory", (json_int_t)a->gpus[i].memory,
+			"sms", a->gpus[i].sms, "context_overhead", (json_int_t)a->gpus[i].context_overhead,
+			"fgpu_capacity", jsonutil_milli(per_dev), "fgpu_used", jsonutil_milli(a->gpus[i].used_m)));
+	return json_pack("{s:s,s:s,s:s,s:s,s:o,s:o,s:i,s:o,s:o,s:b}",
+		"id", a->rec.id, "status", a->alive ? "ALIVE" : "LOST", "url", a->rec.url,
+		"version", a->rec.version, "capacity", mgr_res_json(&a->rec.capacity),
+		"used", mgr_res_json(&a->used), "sessions", a->n_sessions,
+		"last_heartbeat", mgr_time_json(a->rec.last_seen_ms), "gpus", gpus, "mock_gpus", a->mock_gpus);
+}
+
+json_t *mgr_nodes_json(struct manager *m)
+{
+	json_t *arr = json_array();
+	for (size_t i = 0; i < m->n_agents; i++)
+		json_array_append_new(arr, node_json(m, m->agents[i]));
+	return arr;
+}
+
+json_t *mgr_nodes_list(struct manager *m)
+{
+	pthread_mutex_lock(&m->mu);
+	json_t *arr = mgr_nodes_json(m);
+	pthread_mutex_unlock(&m->mu);
+	return arr;
+}
+
+json_t *mgr_images_list(struct manager *m)
+{
+	struct probe { const struct agent_link_ops *link; void *ctx; char id[STORE_NAME_MAX]; } *probes;
+	size_t n = 0;
+	pthread_mutex_lock(&m->mu);
+	probes = calloc(m->n_agents ? m->n_agents : 1, sizeof(*probes));
+	for (size_t i = 0; probes && i < m->n_agents; i++) {
+		struct magent *a = m->agents[i];
+		if (!a->alive || !a->link)
+			continue;
+		probes[n].link = a->link;
+		probes[n].ctx = a->link_ctx;
+		util_strlcpy(probes[n].id, a->rec.id, sizeof(probes[n].id));
+		n++;
+	}
+	pthread_mutex_unlock(&m->mu);
+	/* {"ref": ["node", ...]} gathered from every alive node. */
+	json_t *by_ref = json_object();
+	for (size_t i = 0; probes && i < n; i++) {
+		json_t *refs = NULL;
+		struct terr err = {0};
+		if (probes[i].link->images(probes[i].ctx, &refs, &err) < 0) {
+			log_warn("manager", "listing images on %s: %s", probes[i].id, err.msg);
+			continue;
+		}
+		size_t k;
+		json_t *r;
+		json_array_foreach(refs, k, r) {
+			const char *ref = json_string_value(r);
+			if (!ref || !strcmp(ref, "<none>:<none>"))
+				continue;
+			json_t *nodes = json_object_get(by_ref, ref);
+			if (!nodes) {
+				nodes = json_array();
+				json_object_set_new(by_ref, ref, nodes);
+			}
+			json_array_append_new(nodes, json_string(probes[i].id));
+		}
+		json_decref(refs);
+	}
+	free(probes);
+	json_t *arr = json_array();
+	const char *ref;
+	json_t *nodes;
+	json_object_foreach(by_ref, ref, nodes)
+		json_array_append_new(arr, json_pack("{s:s,s:O}", "ref", ref, "nodes", nodes));
+	json_decref(by_ref);
+	return arr;
+}

@@ -1,0 +1,142 @@
+/* The manager's core, as its HTTP layer (api.c, api_users.c) and its unit
+ * tests see it: every state change and query of the manager, taking plain
+ * values or JSON and answering JSON or a record, with errors in a struct
+ * terr whose errno-style code httpd_error_terr turns into the HTTP status
+ * (docs/architecture.md, "Errors"). Input has been parsed and validated
+ * already (validate.h); the core checks what needs its state.
+ *
+ * Each function takes the manager's lock itself, for memory work and store
+ * writes only, and never holds it across a call to an agent. The struct
+ * manager stays private (state.h).
+ *
+ * JSON returned through `json_t **` or as the return value is a new
+ * reference the caller owns; `const struct user_rec *` arguments are the
+ * caller's (the authenticated user, copied at authentication). */
+#ifndef TESSERA_MANAGER_CORE_H
+#define TESSERA_MANAGER_CORE_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/err.h"
+#include "manager/link.h"
+#include "manager/manager.h"
+#include "manager/validate.h"
+#include "store/store.h"
+
+/* ---- configuration, fixed at manager_open (no lock) ---- */
+
+/* The secret shared with agents and the webserver; NULL or "" when the
+ * manager has none (then both are refused). Borrowed from the config. */
+const char *mgr_cluster_secret(const struct manager *m);
+
+/* ---- sessions (sessions.c) ---- */
+
+/* Creates cr->count sessions of owner as PENDING, after the checks that
+ * need the cluster: the request is a multiple of the fGPU quantum (EINVAL),
+ * some node has registered (EAGAIN), some registered node could ever hold
+ * it (EDOM), some node is alive (EAGAIN) and has the image (EINVAL; EAGAIN
+ * when no node could be asked), no active session of owner has one of the
+ * names (EEXIST). *sessions: their JSON array. */
+int mgr_sessions_create(struct manager *m, const struct user_rec *owner,
+			const struct create_request *cr, json_t **sessions, struct terr *err);
+/* The sessions u sees (admins: everyone's): active ones, or all when
+ * `all`. A JSON array. */
+json_t *mgr_sessions_list(struct manager *m, const struct user_rec *u, bool all);
+/* One session, by id or name, with its status history. With wait_s >= 0,
+ * first waits up to wait_s seconds (a long poll, without holding the lock)
+ * until it is no longer PENDING, SCHEDULED or PREPARING. ENOENT when u
+ * has none by that reference. */
+int mgr_session_get(struct manager *m, const struct user_rec *u, const char *ref, int wait_s,
+		    json_t **session, struct terr *err);
+/* Deletes per the state machine (docs/api.md, DELETE) on request of u;
+ * *session: its JSON after the change. ENOENT as above. */
+int mgr_session_delete(struct manager *m, const struct user_rec *u, const char *ref,
+		       json_t **session, struct terr *err);
+/* The last `tail` lines (0: all) of the session's container; *logs is
+ * malloc'd, the caller frees. ENOENT; EBUSY when it has no container;
+ * EAGAIN when its node is LOST; the agent's own errors. */
+int mgr_session_logs(struct manager *m, const struct user_rec *u, const char *ref, int tail,
+		     char **logs, struct terr *err);
+/* Runs command (a validated array of strings, borrowed) in the running
+ * session's container; *result {"exit_code","stdout","stderr"}. Errors as
+ * mgr_session_logs, EBUSY also when it is not RUNNING. */
+int mgr_session_exec(struct manager *m, const struct user_rec *u, const char *ref,
+		     json_t *command, int timeout_s, json_t **result, struct terr *err);
+
+/* ---- nodes and images (agents.c) ---- */
+
+/* Every node with capacity, use, devices and liveness. A JSON array. */
+json_t *mgr_nodes_list(struct manager *m);
+/* [{"ref", "nodes": [...]}]: the images of every alive node, asked
+ * without the lock; a node that does not answer is left out (logged). */
+json_t *mgr_images_list(struct manager *m);
+
+/* ---- agents (agents.c) ---- */
+
+/* Registers an agent (or re-registers it) from its description
+ * {"id","url","version","capacity","gpus","containers","mock_gpus"} and
+ * reconciles its containers with the sessions. On success the manager
+ * owns link_ctx (released at close); on failure the caller keeps it.
+ * local: an in-process agent, never LOST. *reply (may be NULL):
+ * {"heartbeat_interval_ms"}. */
+int mgr_agent_register(struct manager *m, json_t *desc, const struct agent_link_ops *link,
+		       void *link_ctx, bool local, json_t **reply, struct terr *err);
+/* The same for a remote agent: desc's "url" must be http://; the manager
+ * reaches it there, signing with the cluster secret. */
+int mgr_agent_register_remote(struct manager *m, json_t *desc, json_t **reply, struct terr *err);
+/* A heartbeat; ENOENT when the agent must register (again). */
+int mgr_agent_heartbeat(struct manager *m, const char *agent_id, json_t **reply, struct terr *err);
+/* A container-died event {"session_id","container_id","exit_code","reason"}
+ * from agent_id (borrowed); sessions of other agents are left alone. */
+void mgr_agent_event(struct manager *m, const char *agent_id, json_t *event);
+
+/* ---- settings (settings.c) ---- */
+
+/* {"fgpu_per_device", "fgpu_quantum", ..., "policies"}. */
+json_t *mgr_config_get(struct manager *m);
+/* Validates, applies and stores one setting (value borrowed); *settings
+ * (may be NULL): all of them afterwards. ENOENT for an unknown key. */
+int mgr_config_set(struct manager *m, const char *key, json_t *value, json_t **settings,
+		   struct terr *err);
+
+/* ---- users (users.c) ---- */
+
+/* Copies the user with this access key into *out; -ENOENT when none. */
+int mgr_user_by_access_key(struct manager *m, const char *access_key, struct user_rec *out);
+/* Checks a password (argon2id, outside the lock); the user into *out.
+ * EACCES "wrong email or password" for an unknown email or a wrong
+ * password; EPERM when the account is disabled. email: as validate_email
+ * leaves it. */
+int mgr_user_login(struct manager *m, const char *email, const char *password,
+		   struct user_rec *out, struct terr *err);
+/* Every user's public fields. A JSON array. */
+json_t *mgr_users_list(struct manager *m);
+/* Creates a user (email: as validate_email leaves it; password NULL: one
+ * is generated) on request of the admin `by` (for the log).
+ * *reply {"user", "secret_key", "password" when generated}. EEXIST when
+ * the email is taken. */
+int mgr_user_create(struct manager *m, const char *email, const char *password, bool is_admin,
+		    const char *by, json_t **reply, struct terr *err);
+/* Changes the user with this id or email: disabled (< 0: unchanged) and/or
+ * the password (NULL: unchanged). ENOENT when none; EBUSY when `by`
+ * would disable their own account. *user: its public fields after. */
+int mgr_user_update(struct manager *m, const char *ref, int disabled, const char *password,
+		    const struct user_rec *by, json_t **user, struct terr *err);
+/* A user's public fields (no secret, no hash). */
+json_t *mgr_user_json(const struct user_rec *u);
+
+/* ---- changes (manager.c) ---- */
+
+/* Starts mgr_state_next's *seen: the first call answers at once. */
+#define MGR_STATE_UNSEEN UINT64_MAX
+
+/* What u may see ({"sessions": [...], "nodes": [...]}) once it changed
+ * since *seen: waits up to wait_s seconds for a change without holding the
+ * lock, then *state is the snapshot and *seen its version, or *state is
+ * NULL when nothing changed. -ECANCELED once the manager is closing. */
+int mgr_state_next(struct manager *m, const struct user_rec *u, uint64_t *seen, int wait_s,
+		   json_t **state);
+
+#endif

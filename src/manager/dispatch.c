@@ -1,0 +1,223 @@
+/* The dispatch workers: the slow calls to agents (start and destroy a
+ * container, hundreds of milliseconds on Docker), taken from one FIFO job
+ * list by `dispatch_workers` threads, each call made without the manager
+ * lock (docs/architecture.md, "Dispatch workers"). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "manager/state.h"
+
+void mgr_enqueue(struct manager *m, enum job_type type, const char *session_id)
+{
+	struct job *j = calloc(1, sizeof(*j));
+	if (!j) {
+		log_error("manager", "out of memory queueing a job for %s", session_id);
+		return;
+	}
+	j->type = type;
+	util_strlcpy(j->session_id, session_id, sizeof(j->session_id));
+	if (m->jobs_tail)
+		m->jobs_tail->next = j;
+	else
+		m->jobs_head = j;
+	m->jobs_tail = j;
+	pthread_cond_signal(&m->jobs_cv);
+}
+
+void mgr_enqueue_destroy(struct manager *m, struct msession *s)
+{
+	if (s->destroy_queued)
+		return;
+	s->destroy_queued = true;
+	mgr_enqueue(m, JOB_DESTROY, s->rec.id);
+}
+
+static json_t *session_spec(struct manager *m, struct msession *s)
+{
+	const struct user_rec *owner = mgr_find_user(m, s->rec.owner_id);
+	json_t *env = s->rec.env_json ? json_loads(s->rec.env_json, 0, NULL) : NULL;
+	json_t *spec = json_pack("{s:s,s:s,s:s,s:s,s:{s:I,s:I,s:I},s:o,s:s?}",
+		"id", s->rec.id, "name", s->rec.name, "owner", owner ? owner->email : "",
+		"image", s->rec.image,
+		"resources", "cpu_milli", (json_int_t)s->rec.req.cpu_m, "mem", (json_int_t)s->rec.req.mem,
+		"fgpu_milli", (json_int_t)s->rec.req.fgpu_m,
+		"env", env ? env : json_object(),
+		"startup_command", s->rec.startup_command);
+	/* The device shares, with the limits each implies: memory and SMs in
+	 * proportion to the share of the device. */
+	struct magent *a = mgr_find_agent(m, s->rec.agent_id);
+	int64_t per_dev = mgr_per_device_m(m);
+	json_t *gpus = json_array();
+	for (int i = 0; a && i < s->n_shares; i++) {
+		struct mgpu *g = mgr_agent_gpu(a, s->shares[i].uuid);
+		int64_t mem = g ? (int64_t)((__int128)g->memory * s->shares[i].fgpu_m / per_dev) : 0;
+		int64_t sm = s->shares[i].fgpu_m * 100 / per_dev;
+		json_array_append_new(gpus, json_pack("{s:i,s:s,s:I,s:I,s:I}", "index", s->shares[i].index,
+			"uuid", s->shares[i].uuid, "fgpu_milli", (json_int_t)s->shares[i].fgpu_m,
+			"memory_limit", (json_int_t)mem, "sm_limit_percent", (json_int_t)(sm < 1 ? 1 : sm > 100 ? 100 : sm)));
+	}
+	json_object_set_new(spec, "gpus", gpus);
+	return spec;
+}
+
+static void run_start(struct manager *m, const char *sid)
+{
+	pthread_mutex_lock(&m->mu);
+	struct msession *s = mgr_find_session(m, sid);
+	if (!s || s->rec.status != SS_SCHEDULED) {
+		pthread_mutex_unlock(&m->mu);
+		return;
+	}
+	struct magent *a = mgr_find_agent(m, s->rec.agent_id);
+	if (!a) {
+		mgr_set_status(m, s, SS_ERROR, "node %s is no longer registered", s->rec.agent_id);
+		pthread_mutex_unlock(&m->mu);
+		return;
+	}
+	mgr_set_status(m, s, SS_PREPARING, "creating the container on node %s", a->rec.id);
+	json_t *spec = session_spec(m, s);
+	const struct agent_link_ops *link = a->link;
+	void *ctx = a->link_ctx;
+	char agent_name[STORE_NAME_MAX];
+	util_strlcpy(agent_name, a->rec.id, sizeof(agent_name));
+	s->start_inflight = true;
+	pthread_mutex_unlock(&m->mu);
+
+	char cid[RT_ID_MAX] = "";
+	struct terr err = {0};
+	int rc = link->start(ctx, spec, cid, &err);
+	json_decref(spec);
+
+	pthread_mutex_lock(&m->mu);
+	s->start_inflight = false;
+	if (rc == 0)
+		util_strlcpy(s->rec.container_id, cid, sizeof(s->rec.container_id));
+	if (s->rec.status == SS_TERMINATING) {
+		/* Deleted while starting: now that the container is known,
+		 * remove it. */
+		mgr_enqueue_destroy(m, s);
+	} else if (s->rec.status == SS_PREPARING) {
+		if (rc == 0)
+			mgr_set_status(m, s, SS_RUNNING, "running on node %s", agent_name);
+		else
+			mgr_set_status(m, s, SS_ERROR, "could not start on node %s: %s", agent_name, err.msg);
+	}
+	pthread_mutex_unlock(&m->mu);
+}
+
+static void run_destroy(struct manager *m, const char *sid)
+{
+	pthread_mutex_lock(&m->mu);
+	struct msession *s = mgr_find_session(m, sid);
+	if (!s) {
+		pthread_mutex_unlock(&m->mu);
+		return;
+	}
+	if (s->start_inflight) {
+		/* The start's completion queues this again with the container id. */
+		s->destroy_queued = false;
+		pthread_mutex_unlock(&m->mu);
+		return;
+	}
+	struct magent *a = mgr_find_agent(m, s->rec.agent_id);
+	if (!a) {
+		if (s->rec.status == SS_TERMINATING)
+			mgr_set_status(m, s, SS_TERMINATED, "terminated (node %s is gone)", s->rec.agent_id);
+		s->destroy_queued = false;
+		pthread_mutex_unlock(&m->mu);
+		return;
+	}
+	if (!a->alive) {
+		/* Not now: a call to a dead node would hold a dispatcher for its
+		 * whole timeout. Its re-registration reconciles this session. */
+		s->destroy_queued = false;
+		if (s->rec.status == SS_TERMINATING) {
+			snprintf(s->rec.status_info, sizeof(s->rec.status_info),
+				 "terminating: node %s is LOST; the container is removed when it returns", a->rec.id);
+			mgr_persist(m, s);
+		}
+		pthread_mutex_unlock(&m->mu);
+		return;
+	}
+	const struct agent_link_ops *link = a->link;
+	void *ctx = a->link_ctx;
+	char cid[RT_ID_MAX];
+	util_strlcpy(cid, s->rec.container_id, sizeof(cid));
+	pthread_mutex_unlock(&m->mu);
+
+	struct terr err = {0};
+	int rc = link->destroy(ctx, sid, cid, &err);
+
+	pthread_mutex_lock(&m->mu);
+	s->destroy_queued = false;
+	if (rc < 0) {
+		log_warn("manager", "removing the container of %s failed (will retry): %s", s->rec.name, err.msg);
+		if (s->rec.status == SS_TERMINATING) {
+			snprintf(s->rec.status_info, sizeof(s->rec.status_info),
+				 "terminating: could not remove the container yet (%.300s); retrying", err.msg);
+			mgr_persist(m, s);
+		}
+	} else {
+		s->rec.container_id[0] = '\0';
+		if (s->rec.status == SS_TERMINATING)
+			mgr_set_status(m, s, SS_TERMINATED, "terminated on request; container removed");
+		else
+			mgr_persist(m, s);
+	}
+	pthread_mutex_unlock(&m->mu);
+}
+
+static void *worker_main(void *arg)
+{
+	struct manager *m = arg;
+	pthread_mutex_lock(&m->mu);
+	for (;;) {
+		while (!m->jobs_head && !m->stopping)
+			pthread_cond_wait(&m->jobs_cv, &m->mu);
+		if (m->stopping)
+			break;
+		struct job *j = m->jobs_head;
+		m->jobs_head = j->next;
+		if (!m->jobs_head)
+			m->jobs_tail = NULL;
+		pthread_mutex_unlock(&m->mu);
+		if (j->type == JOB_START)
+			run_start(m, j->session_id);
+		else
+			run_destroy(m, j->session_id);
+		free(j);
+		pthread_mutex_lock(&m->mu);
+	}
+	pthread_mutex_unlock(&m->mu);
+	return NULL;
+}
+
+int mgr_dispatch_start(struct manager *m, struct terr *err)
+{
+	m->workers = calloc((size_t)m->cfg.dispatch_workers, sizeof(pthread_t));
+	if (!m->workers)
+		return terr_set(err, ENOMEM, "out of memory");
+	for (int i = 0; i < m->cfg.dispatch_workers; i++) {
+		if (pthread_create(&m->workers[i], NULL, worker_main, m) != 0)
+			return terr_set(err, EAGAIN, "cannot start dispatcher threads");
+		m->n_workers = i + 1;
+	}
+	return 0;
+}
+
+void mgr_dispatch_join(struct manager *m)
+{
+	for (int i = 0; i < m->n_workers; i++)
+		pthread_join(m->workers[i], NULL);
+	m->n_workers = 0;
+	free(m->workers);
+	m->workers = NULL;
+	for (struct job *j = m->jobs_head, *next; j; j = next) {
+		next = j->next;
+		free(j);
+	}
+	m->jobs_head = m->jobs_tail = NULL;
+}

@@ -1,0 +1,464 @@
+/* Sessions: the list in creation order with its id index, creation with
+ * the placement check, deletion, the long poll, and the calls that reach a
+ * session's container (logs, exec). Status changes themselves go through
+ * mgr_set_status (manager.c); the scheduler (scheduler.c) and the dispatch
+ * workers (dispatch.c) move sessions on from PENDING. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/jsonutil.h"
+#include "common/log.h"
+#include "common/sign.h"
+#include "common/units.h"
+#include "common/util.h"
+#include "manager/state.h"
+
+/* ---------- the list ---------- */
+
+struct msession *mgr_find_session(struct manager *m, const char *id)
+{
+	return strmap_get(&m->session_by_id, id);
+}
+
+struct msession *mgr_resolve_session(struct manager *m, const char *ref, const struct user_rec *user)
+{
+	struct msession *active = NULL, *any = NULL;
+	for (size_t i = 0; i < m->n_sessions; i++) {
+		struct msession *s = m->sessions[i];
+		if (!user->is_admin && strcmp(s->rec.owner_id, user->id))
+			continue;
+		if (!strcmp(s->rec.id, ref))
+			return s;
+		if (strcmp(s->rec.name, ref))
+			continue;
+		/* Newest wins: later sessions come later in seq order. */
+		any = s;
+		if (!session_status_final(s->rec.status))
+			active = s;
+	}
+	return active ? active : any;
+}
+
+int mgr_session_append(struct manager *m, struct msession *s)
+{
+	if (m->n_sessions == m->cap_sessions) {
+		size_t ncap = m->cap_sessions ? m->cap_sessions * 2 : 64;
+		struct msession **n = realloc(m->sessions, ncap * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		m->sessions = n;
+		m->cap_sessions = ncap;
+	}
+	if (strmap_put(&m->session_by_id, s->rec.id, s) < 0)
+		return -ENOMEM;
+	m->sessions[m->n_sessions++] = s;
+	return 0;
+}
+
+int mgr_add_sessions(struct manager *m, struct msession **news, size_t n, struct terr *err)
+{
+	int rc = m->so->begin(m->store, err);
+	if (rc < 0)
+		return rc;
+	int64_t now = util_now_ms();
+	for (size_t i = 0; i < n; i++) {
+		struct msession *s = news[i];
+		s->rec.seq = m->next_seq + (int64_t)i;
+		s->rec.status = SS_PENDING;
+		s->rec.created_ms = now;
+		util_strlcpy(s->rec.status_info, "waiting to be scheduled", sizeof(s->rec.status_info));
+		struct history_rec h = {.status = SS_PENDING, .at_ms = now};
+		util_strlcpy(h.info, "created", sizeof(h.info));
+		if ((rc = m->so->session_put(m->store, &s->rec, err)) < 0 ||
+		    (rc = m->so->history_add(m->store, s->rec.id, &h, err)) < 0) {
+			m->so->rollback(m->store);
+			return rc;
+		}
+	}
+	if ((rc = m->so->commit(m->store, err)) < 0) {
+		m->so->rollback(m->store);
+		return rc;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (mgr_session_append(m, news[i]) < 0) {
+			/* Those appended are the manager's now: not the caller's
+			 * to free. */
+			for (size_t k = 0; k < i; k++)
+				news[k] = NULL;
+			return terr_set(err, ENOMEM, "out of memory");
+		}
+		log_info("manager", "session %s (%.8s) created PENDING", news[i]->rec.name, news[i]->rec.id);
+	}
+	m->next_seq += (int64_t)n;
+	mgr_wake_scheduler(m);
+	pthread_cond_broadcast(&m->changed);
+	return 0;
+}
+
+void mgr_delete_session(struct manager *m, struct msession *s, const char *by)
+{
+	switch (s->rec.status) {
+	case SS_PENDING:
+		mgr_set_status(m, s, SS_CANCELLED, "cancelled by %s while waiting", by);
+		mgr_wake_scheduler(m);  /* the queue head may have changed */
+		break;
+	case SS_SCHEDULED:
+	case SS_PREPARING:
+	case SS_RUNNING:
+		mgr_set_status(m, s, SS_TERMINATING, "terminating on request of %s", by);
+		mgr_enqueue_destroy(m, s);
+		break;
+	case SS_ERROR:
+		/* An ended container is kept for its logs; removing the session
+		 * removes it. */
+		if (s->rec.container_id[0])
+			mgr_enqueue_destroy(m, s);
+		break;
+	default:
+		break;
+	}
+}
+
+/* ---------- rendering ---------- */
+
+static json_t *session_json_base(struct manager *m, const struct msession *s)
+{
+	const struct user_rec *owner = mgr_find_user(m, s->rec.owner_id);
+	json_t *env = s->rec.env_json ? json_loads(s->rec.env_json, 0, NULL) : NULL;
+	return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}",
+		"id", s->rec.id, "name", s->rec.name, "owner", owner ? owner->email : "",
+		"image", s->rec.image, "status", session_status_name(s->rec.status),
+		"status_info", s->rec.status_info,
+		"agent", s->rec.agent_id[0] ? json_string(s->rec.agent_id) : json_null(),
+		"container_id", s->rec.container_id[0] ? json_string(s->rec.container_id) : json_null(),
+		"resources", mgr_res_json(&s->rec.req),
+		"env", env ? env : json_object(),
+		"startup_command", s->rec.startup_command ? json_string(s->rec.startup_command) : json_null(),
+		"exit_code", s->rec.has_exit_code ? json_integer(s->rec.exit_code) : json_null(),
+		"created_at", mgr_time_json(s->rec.created_ms),
+		"started_at", mgr_time_json(s->rec.started_ms),
+		"terminated_at", mgr_time_json(s->rec.terminated_ms));
+}
+
+/* Adds the device shares: "gpus": [{"index","uuid","fgpu"}]. */
+json_t *mgr_session_json(struct manager *m, const struct msession *s)
+{
+	json_t *o = session_json_base(m, s);
+	json_t *gpus = json_array();
+	for (int i = 0; i < s->n_shares; i++)
+		json_array_append_new(gpus, json_pack("{s:i,s:s,s:o}", "index", s->shares[i].index,
+						      "uuid", s->shares[i].uuid, "fgpu", jsonutil_milli(s->shares[i].fgpu_m)));
+	json_object_set_new(o, "gpus", gpus);
+	return o;
+}
+
+static json_t *session_json_with_history(struct manager *m, const struct msession *s)
+{
+	json_t *o = mgr_session_json(m, s);
+	struct history_rec *h = NULL;
+	size_t n = 0;
+	struct terr err = {0};
+	json_t *arr = json_array();
+	if (m->so->history_get(m->store, s->rec.id, &h, &n, &err) == 0) {
+		for (size_t i = 0; i < n; i++)
+			json_array_append_new(arr, json_pack("{s:s,s:o,s:s}", "status", session_status_name(h[i].status),
+							     "at", mgr_time_json(h[i].at_ms), "info", h[i].info));
+		free(h);
+	}
+	json_object_set_new(o, "status_history", arr);
+	return o;
+}
+
+json_t *mgr_sessions_visible_json(struct manager *m, const struct user_rec *u, bool all)
+{
+	json_t *arr = json_array();
+	for (size_t i = 0; i < m->n_sessions; i++) {
+		const struct msession *s = m->sessions[i];
+		if (!u->is_admin && strcmp(s->rec.owner_id, u->id))
+			continue;
+		if (!all && !session_status_listed(s->rec.status))
+			continue;
+		json_array_append_new(arr, mgr_session_json(m, s));
+	}
+	return arr;
+}
+
+/* ---------- creation ---------- */
+
+static bool name_in_use(struct manager *m, const char *owner, const char *name)
+{
+	for (size_t i = 0; i < m->n_sessions; i++) {
+		const struct msession *s = m->sessions[i];
+		if (!session_status_final(s->rec.status) && !strcmp(s->rec.owner_id, owner) &&
+		    !strcmp(s->rec.name, name))
+			return true;
+	}
+	return false;
+}
+
+/* Checks that the request is a multiple of the quantum, that some node
+ * could ever hold it and that some alive node has the image. The image is
+ * asked of the nodes without the lock: an agent may take a while. */
+static int check_placeable(struct manager *m, const struct create_request *cr, struct terr *err)
+{
+	struct probe { const struct agent_link_ops *link; void *ctx; char id[STORE_NAME_MAX]; } *probes = NULL;
+	size_t n = 0;
+	bool fits_somewhere = false, any_agent = false;
+	pthread_mutex_lock(&m->mu);
+	int64_t quantum = m->settings.fgpu_quantum_m, per_dev = mgr_per_device_m(m);
+	if (cr->req.fgpu_m % quantum) {
+		char q[32];
+		units_format_milli(quantum, q, sizeof(q));
+		pthread_mutex_unlock(&m->mu);
+		return terr_set(err, EINVAL, "resources.fgpu must be a multiple of the fGPU quantum %s", q);
+	}
+	probes = calloc(m->n_agents ? m->n_agents : 1, sizeof(*probes));
+	for (size_t i = 0; probes && i < m->n_agents; i++) {
+		struct magent *a = m->agents[i];
+		any_agent = true;
+		/* Satisfiable counts the devices all free: only their number matters. */
+		struct sched_agent sa = {.capacity = a->rec.capacity, .n_devs = (size_t)a->n_gpus};
+		if (sched_satisfiable(&sa, 1, &cr->req, per_dev))
+			fits_somewhere = true;
+		if (a->alive && a->link) {
+			probes[n].link = a->link;
+			probes[n].ctx = a->link_ctx;
+			util_strlcpy(probes[n].id, a->rec.id, sizeof(probes[n].id));
+			n++;
+		}
+	}
+	pthread_mutex_unlock(&m->mu);
+	if (!probes)
+		return terr_set(err, ENOMEM, "out of memory");
+	int rc = 0;
+	char need[96];
+	res_describe(&cr->req, need, sizeof(need));
+	if (!any_agent) {
+		rc = terr_set(err, EAGAIN, "no node has registered yet; start an agent first");
+	} else if (!fits_somewhere) {
+		rc = terr_set(err, EDOM, "no node could ever hold %s per session%s; ask for less (see 'tessera node ls')", need,
+			      cr->req.fgpu_m ? " (fGPU must fit on one node's devices)" : "");
+	} else if (n == 0) {
+		rc = terr_set(err, EAGAIN, "no node is alive right now; check the agents ('tessera node ls')");
+	} else {
+		bool found = false;
+		struct terr last = {0};
+		for (size_t i = 0; i < n && !found; i++) {
+			bool exists = false;
+			if (probes[i].link->image_exists(probes[i].ctx, cr->image, &exists, &last) == 0 && exists)
+				found = true;
+		}
+		if (!found)
+			rc = last.code ? terr_set(err, EAGAIN, "cannot check image %s: %s", cr->image, last.msg)
+				       : terr_set(err, EINVAL,
+						  "image %s is not present on any node; pull or build it there first (docker pull %s)",
+						  cr->image, cr->image);
+	}
+	free(probes);
+	return rc;
+}
+
+static void free_news(struct msession **news, size_t n)
+{
+	for (size_t i = 0; news && i < n; i++) {
+		if (!news[i])
+			continue;
+		session_rec_clear(&news[i]->rec);
+		free(news[i]);
+	}
+	free(news);
+}
+
+/* The records of a create request: NAME, or NAME-1..NAME-COUNT for a
+ * count, with a generated NAME when none is given. */
+static struct msession **new_records(const struct user_rec *owner, const struct create_request *cr,
+				     struct terr *err)
+{
+	struct msession **news = calloc((size_t)cr->count, sizeof(*news));
+	if (!news) {
+		terr_set(err, ENOMEM, "out of memory");
+		return NULL;
+	}
+	char base[STORE_NAME_MAX];
+	if (cr->name) {
+		util_strlcpy(base, cr->name, sizeof(base));
+	} else {
+		char rnd[8];
+		sign_random_hex(3, rnd, sizeof(rnd), NULL);
+		snprintf(base, sizeof(base), "s-%s", rnd);
+	}
+	char *env_text = cr->env ? jsonutil_dump(cr->env) : NULL;
+	size_t made = 0;
+	for (; made < (size_t)cr->count; made++) {
+		struct msession *s = calloc(1, sizeof(*s));
+		if (!s)
+			break;
+		news[made] = s;
+		util_new_id(s->rec.id, NULL);
+		if (cr->count > 1) {
+			/* validate_create_request checked that NAME-COUNT fits. */
+			if (snprintf(s->rec.name, sizeof(s->rec.name), "%s-%zu", base, made + 1) >= (int)sizeof(s->rec.name))
+				break;
+		} else
+			util_strlcpy(s->rec.name, base, sizeof(s->rec.name));
+		util_strlcpy(s->rec.owner_id, owner->id, sizeof(s->rec.owner_id));
+		util_strlcpy(s->rec.image, cr->image, sizeof(s->rec.image));
+		s->rec.req = cr->req;
+		s->rec.env_json = env_text ? strdup(env_text) : NULL;
+		s->rec.startup_command = cr->startup_command ? strdup(cr->startup_command) : NULL;
+	}
+	free(env_text);
+	if (made < (size_t)cr->count) {
+		free_news(news, (size_t)cr->count);
+		terr_set(err, ENOMEM, "out of memory");
+		return NULL;
+	}
+	return news;
+}
+
+int mgr_sessions_create(struct manager *m, const struct user_rec *owner, const struct create_request *cr,
+			json_t **sessions, struct terr *err)
+{
+	int rc = check_placeable(m, cr, err);
+	if (rc < 0)
+		return rc;
+	size_t n = (size_t)cr->count;
+	struct msession **news = new_records(owner, cr, err);
+	if (!news)
+		return -ENOMEM;
+	pthread_mutex_lock(&m->mu);
+	for (size_t i = 0; i < n; i++) {
+		if (name_in_use(m, owner->id, news[i]->rec.name)) {
+			pthread_mutex_unlock(&m->mu);
+			rc = terr_set(err, EEXIST,
+				      "you already have an active session named %s; remove it or choose another name",
+				      news[i]->rec.name);
+			free_news(news, n);
+			return rc;
+		}
+	}
+	if ((rc = mgr_add_sessions(m, news, n, err)) < 0) {
+		pthread_mutex_unlock(&m->mu);
+		free_news(news, n);
+		return rc;
+	}
+	json_t *arr = json_array();
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(arr, mgr_session_json(m, news[i]));
+	pthread_mutex_unlock(&m->mu);
+	free(news);   /* the records are the manager's now */
+	*sessions = arr;
+	return 0;
+}
+
+/* ---------- queries and deletion ---------- */
+
+json_t *mgr_sessions_list(struct manager *m, const struct user_rec *u, bool all)
+{
+	pthread_mutex_lock(&m->mu);
+	json_t *arr = mgr_sessions_visible_json(m, u, all);
+	pthread_mutex_unlock(&m->mu);
+	return arr;
+}
+
+static int no_session(const char *ref, struct terr *err)
+{
+	return terr_set(err, ENOENT, "no session named or with id '%s'", ref);
+}
+
+static bool settled(enum session_status st)
+{
+	return st != SS_PENDING && st != SS_SCHEDULED && st != SS_PREPARING;
+}
+
+int mgr_session_get(struct manager *m, const struct user_rec *u, const char *ref, int wait_s,
+		    json_t **session, struct terr *err)
+{
+	pthread_mutex_lock(&m->mu);
+	struct msession *s = mgr_resolve_session(m, ref, u);
+	if (s && wait_s >= 0) {
+		/* Long poll: sleep on the change signal until it settles. */
+		struct timespec dl;
+		clock_gettime(CLOCK_MONOTONIC, &dl);
+		dl.tv_sec += wait_s;
+		while (!settled(s->rec.status) && !m->stopping &&
+		       pthread_cond_timedwait(&m->changed, &m->mu, &dl) == 0)
+			;
+	}
+	json_t *o = s ? session_json_with_history(m, s) : NULL;
+	pthread_mutex_unlock(&m->mu);
+	if (!o)
+		return no_session(ref, err);
+	*session = o;
+	return 0;
+}
+
+int mgr_session_delete(struct manager *m, const struct user_rec *u, const char *ref, json_t **session,
+		       struct terr *err)
+{
+	pthread_mutex_lock(&m->mu);
+	struct msession *s = mgr_resolve_session(m, ref, u);
+	json_t *o = NULL;
+	if (s) {
+		mgr_delete_session(m, s, u->email);
+		o = mgr_session_json(m, s);
+	}
+	pthread_mutex_unlock(&m->mu);
+	if (!o)
+		return no_session(ref, err);
+	*session = o;
+	return 0;
+}
+
+/* ---------- the session's container ---------- */
+
+/* Copies what reaching the session's container takes, under the lock, so
+ * that the call itself runs without it. */
+static int session_target(struct manager *m, const struct user_rec *u, const char *ref, bool need_running,
+			  const struct agent_link_ops **link, void **lctx, char cid[RT_ID_MAX], struct terr *err)
+{
+	int rc = 0;
+	pthread_mutex_lock(&m->mu);
+	struct msession *s = mgr_resolve_session(m, ref, u);
+	struct magent *a = s ? mgr_find_agent(m, s->rec.agent_id) : NULL;
+	if (!s) {
+		rc = no_session(ref, err);
+	} else if ((need_running && s->rec.status != SS_RUNNING) || !s->rec.container_id[0] || !a || !a->link) {
+		rc = terr_set(err, EBUSY, "session %s is %s%s", s->rec.name, session_status_name(s->rec.status),
+			      need_running ? "; it must be RUNNING" : " and has no container");
+	} else if (!a->alive) {
+		rc = terr_set(err, EAGAIN, "node %s of session %s is LOST", a->rec.id, s->rec.name);
+	} else {
+		*link = a->link;
+		*lctx = a->link_ctx;
+		util_strlcpy(cid, s->rec.container_id, RT_ID_MAX);
+	}
+	pthread_mutex_unlock(&m->mu);
+	return rc;
+}
+
+int mgr_session_logs(struct manager *m, const struct user_rec *u, const char *ref, int tail, char **logs,
+		     struct terr *err)
+{
+	const struct agent_link_ops *link;
+	void *lctx;
+	char cid[RT_ID_MAX];
+	int rc = session_target(m, u, ref, false, &link, &lctx, cid, err);
+	if (rc < 0)
+		return rc;
+	return link->logs(lctx, cid, tail, logs, err);
+}
+
+int mgr_session_exec(struct manager *m, const struct user_rec *u, const char *ref, json_t *command,
+		     int timeout_s, json_t **result, struct terr *err)
+{
+	const struct agent_link_ops *link;
+	void *lctx;
+	char cid[RT_ID_MAX];
+	int rc = session_target(m, u, ref, true, &link, &lctx, cid, err);
+	if (rc < 0)
+		return rc;
+	return link->exec(lctx, cid, command, timeout_s, result, err);
+}

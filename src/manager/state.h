@@ -1,0 +1,220 @@
+/* The manager's state: the one struct and the records it keeps, private to
+ * the files that hold the state (manager.c, sessions.c, agents.c, users.c,
+ * settings.c, scheduler.c, dispatch.c) and to white-box tests and the
+ * scheduler benchmark. The HTTP layer (api.c, api_users.c) does not include
+ * it: it goes through core.h. Everything here is guarded by manager.mu, and
+ * every function declared here is called with mu held unless it says
+ * otherwise. */
+#ifndef TESSERA_MANAGER_STATE_H
+#define TESSERA_MANAGER_STATE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+
+#include "common/httpd.h"
+#include "common/strmap.h"
+#include "manager/core.h"
+#include "manager/link.h"
+#include "manager/manager.h"
+#include "sched/sched.h"
+#include "store/store.h"
+
+#define MGR_MAX_GPUS 16
+
+/* A session's share of one device. */
+struct mshare {
+	int index;              /* device index on its agent */
+	char uuid[64];
+	int64_t fgpu_m;
+};
+
+struct msession {
+	struct session_rec rec;
+	struct mshare shares[MGR_MAX_GPUS];   /* mirrors rec.alloc_json */
+	int n_shares;
+	int failed_passes;      /* scheduler passes it blocked the queue head */
+	bool start_inflight;    /* a dispatcher is creating its container */
+	bool destroy_queued;    /* a destroy job is queued or running */
+};
+
+struct mgpu {
+	char uuid[64];
+	char name[96];
+	int64_t memory;
+	int sms;
+	int64_t context_overhead; /* bytes a CUDA context takes (agent's measure) */
+	int64_t used_m;         /* milli-fGPU given out */
+};
+
+struct magent {
+	struct agent_rec rec;   /* rec.capacity.fgpu_m follows fgpu_per_device */
+	bool alive;
+	bool local;             /* in-process: never LOST */
+	struct res used;
+	int n_sessions;
+	int64_t last_seen_mono; /* for LOST detection */
+	struct mgpu gpus[MGR_MAX_GPUS];
+	int n_gpus;
+	bool mock_gpus;
+	const struct agent_link_ops *link;
+	void *link_ctx;
+};
+
+/* Cluster settings (kept in the store's settings table). */
+struct msettings {
+	int64_t fgpu_per_device;       /* fGPU of one physical device */
+	int64_t fgpu_quantum_m;        /* requests are multiples of this */
+	const struct sched_queue_ops *queue;
+	const struct sched_selector_ops *selector;
+	int fifo_skip_after;
+	json_t *policies;              /* {"default": {...}, "user@x": {...}} */
+};
+
+enum job_type { JOB_START, JOB_DESTROY };
+
+struct job {
+	enum job_type type;
+	char session_id[STORE_ID_MAX];
+	struct job *next;
+};
+
+struct manager {
+	pthread_mutex_t mu;
+	pthread_cond_t changed;     /* any session changed (long polls) */
+	pthread_cond_t wake;        /* scheduler */
+	pthread_cond_t jobs_cv;     /* dispatchers */
+	bool sched_dirty;
+	bool stopping;
+
+	struct manager_config cfg;
+	struct msettings settings;
+	uint64_t version;           /* bumped on every visible change (events) */
+	char data_dir[4096];
+	char endpoint[256];
+	/* This installation's identity, made at first start and kept in the
+	 * store (key "cluster_id"): agents label containers with it, so that
+	 * installations sharing a Docker tell theirs apart. */
+	char cluster_id[40];
+	const struct store_ops *so;
+	struct store *store;
+
+	struct msession **sessions; /* in seq order */
+	size_t n_sessions, cap_sessions;
+	struct strmap session_by_id; /* keys: rec.id of each session */
+	struct strmap agent_by_id;   /* keys: rec.id of each agent */
+	int64_t next_seq;
+	struct magent **agents;
+	size_t n_agents, cap_agents;
+	struct user_rec *users;
+	size_t n_users;
+
+	struct job *jobs_head, *jobs_tail;
+	/* Links replaced by a re-registration: a dispatcher or handler may
+	 * still be using one outside the lock, so they are freed at close. */
+	struct retired_link {
+		const struct agent_link_ops *ops;
+		void *ctx;
+		struct retired_link *next;
+	} *retired;
+	int64_t last_safety_mono;
+	bool in_pass;               /* the scheduler is planning (bench, tests) */
+	uint64_t placements;        /* sessions placed since start */
+	int64_t last_pass_ms;       /* duration of the last pass that placed */
+	uint64_t last_pass_placed;
+	pthread_t sched_thread;
+	pthread_t *workers;
+	int n_workers;
+	bool threads_started;
+	struct httpd *http;
+	/* The admin's generated password, only between create_admin() and
+	 * manager_serve() writing it to admin.conf on first start. */
+	char first_password[32];
+};
+
+/* ---- sessions.c ---- */
+struct msession *mgr_find_session(struct manager *m, const char *id);
+/* By id or name among the user's sessions (admins: everyone's). */
+struct msession *mgr_resolve_session(struct manager *m, const char *ref,
+				     const struct user_rec *user);
+/* Appends a loaded or new session to the list and the id index; on
+ * success the manager owns s. */
+int mgr_session_append(struct manager *m, struct msession *s);
+/* Adds sessions (already validated and placeable) as PENDING in one
+ * transaction; on success the manager owns them (news itself stays the
+ * caller's). On failure the caller frees those still in news: an entry
+ * the manager kept is set to NULL. */
+int mgr_add_sessions(struct manager *m, struct msession **news, size_t n, struct terr *err);
+/* Deletes per the state machine (docs/api.md, DELETE). */
+void mgr_delete_session(struct manager *m, struct msession *s, const char *by);
+/* The API's view of a session, with its device shares (new reference). */
+json_t *mgr_session_json(struct manager *m, const struct msession *s);
+/* The sessions a user sees listed (admins: everyone's), new reference. */
+json_t *mgr_sessions_visible_json(struct manager *m, const struct user_rec *u, bool all);
+
+/* ---- manager.c: state changes every file uses ---- */
+/* {"cpu","mem","fgpu"} and an RFC 3339 time (null for 0), new references. */
+json_t *mgr_res_json(const struct res *r);
+json_t *mgr_time_json(int64_t ms);
+/* Changes status with words for status_info; persists, records history,
+ * moves resources, wakes the scheduler and long polls. */
+void mgr_set_status(struct manager *m, struct msession *s, enum session_status st,
+		    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+void mgr_persist(struct manager *m, struct msession *s);
+void mgr_wake_scheduler(struct manager *m);
+/* Per-device fGPU of the current setting, in milli. */
+int64_t mgr_per_device_m(const struct manager *m);
+/* Writes a session's shares to rec.alloc_json and back. */
+void mgr_shares_to_json(struct msession *s);
+void mgr_shares_from_json(struct msession *s);
+/* Adds (sign +1) or removes (-1) a session's shares on its agent's devices. */
+void mgr_shares_move(struct magent *a, const struct msession *s, int sign);
+
+/* ---- dispatch.c ---- */
+void mgr_enqueue(struct manager *m, enum job_type type, const char *session_id);
+/* Queues a destroy unless one is queued already. */
+void mgr_enqueue_destroy(struct manager *m, struct msession *s);
+/* Starts the dispatch workers (called WITHOUT mu, at open); on failure
+ * those started are in m->n_workers. */
+int mgr_dispatch_start(struct manager *m, struct terr *err);
+/* Joins the workers once m->stopping is set and they were woken, and frees
+ * the jobs left in the queue (WITHOUT mu, at close). */
+void mgr_dispatch_join(struct manager *m);
+
+/* ---- scheduler.c ---- */
+/* Starts the scheduler thread (WITHOUT mu, at open); it ends once
+ * m->stopping is set and it is woken; manager_close joins it. */
+int mgr_scheduler_start(struct manager *m, struct terr *err);
+
+/* ---- agents.c ---- */
+struct magent *mgr_find_agent(struct manager *m, const char *id);
+struct mgpu *mgr_agent_gpu(struct magent *a, const char *uuid);
+/* Loads an agent record at start (not alive until it registers again). */
+int mgr_agent_load(struct manager *m, const struct agent_rec *r);
+/* Recomputes every agent's fGPU capacity after fgpu_per_device changed. */
+void mgr_apply_fgpu_setting(struct manager *m);
+/* Marks agents whose heartbeats stopped LOST (the scheduler's safety pass). */
+void mgr_mark_lost_agents(struct manager *m);
+/* The API's view of every node (new reference). */
+json_t *mgr_nodes_json(struct manager *m);
+
+/* ---- users.c ---- */
+const struct user_rec *mgr_find_user(struct manager *m, const char *id);
+const struct user_rec *mgr_find_user_by_key(struct manager *m, const char *access_key);
+/* Appends a loaded user (copied). */
+int mgr_user_load(struct manager *m, const struct user_rec *u);
+/* First start: creates the admin user, its password into m->first_password. */
+int mgr_create_admin(struct manager *m, struct terr *err);
+/* Copies the first enabled admin into *out (takes mu); -ENOENT if none. */
+int mgr_admin_user(struct manager *m, struct user_rec *out);
+
+/* ---- settings.c ---- */
+int mgr_settings_load(struct manager *m, struct terr *err);
+/* {"fgpu_per_device": 2, ...} (new ref). */
+json_t *mgr_settings_json(struct manager *m);
+/* Validates and stores one setting. */
+int mgr_settings_set(struct manager *m, const char *key, json_t *value, struct terr *err);
+/* The policy of a user (by email): limits, 0 = none. */
+void mgr_user_policy(struct manager *m, const char *email, int64_t *max_sessions, struct res *max);
+void mgr_settings_free(struct manager *m);
+
+#endif

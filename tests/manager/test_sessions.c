@@ -1,0 +1,642 @@
+/* manager: sessions through the core interface (core.h) on a real manager
+ * (store on a temporary data dir, scheduler thread, dispatch workers, not
+ * serving HTTP) with one fake in-process agent behind struct
+ * agent_link_ops: the placement check's refusals, the seed scenario (a node
+ * of 2 fGPU, three sessions of 1 fGPU: two RUNNING, one PENDING; deleting
+ * one starts the third), deletion with the container's removal and the
+ * resources released, a failed start, exec and logs, the change stream,
+ * and a restart that keeps the sessions and reconciles them with the
+ * agent's containers.
+ *
+ * Nothing here asserts on time: waits are bounded polls on the state. */
+#include "manager/core.h"
+#include "testlib.h"
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/util.h"
+
+#define GiB (1LL << 30)
+#define WAIT_MS 20000      /* bound of every wait for a state */
+
+/* ---------- the fake agent ---------- */
+
+/* What the manager asked of it. Its calls come from the dispatch workers
+ * and from the test's thread: one mutex. */
+static struct fake {
+	pthread_mutex_t mu;
+	int starts, destroys, image_checks, releases;
+	char started[16][STORE_ID_MAX];      /* session ids, in start order */
+	char destroyed[16][STORE_ID_MAX];
+	char destroyed_cid[16][RT_ID_MAX];
+	json_t *last_spec;                   /* the last start's spec */
+	json_t *containers;                  /* {"session id": "container id"}: running */
+} fake = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static const char *const fake_images[] = {"busybox:latest", "broken:1", NULL};
+
+static int f_start(void *ctx, json_t *spec, char cid[RT_ID_MAX], struct terr *err)
+{
+	(void)ctx;
+	const char *id = json_string_value(json_object_get(spec, "id"));
+	const char *image = json_string_value(json_object_get(spec, "image"));
+	if (image && !strcmp(image, "broken:1"))
+		return terr_set(err, EIO, "the fake runtime cannot start broken:1");
+	pthread_mutex_lock(&fake.mu);
+	if (fake.starts < 16)
+		util_strlcpy(fake.started[fake.starts], id ? id : "", STORE_ID_MAX);
+	fake.starts++;
+	json_decref(fake.last_spec);
+	fake.last_spec = json_deep_copy(spec);
+	snprintf(cid, RT_ID_MAX, "fake-%.20s", id ? id : "");
+	json_object_set_new(fake.containers, id ? id : "", json_string(cid));
+	pthread_mutex_unlock(&fake.mu);
+	return 0;
+}
+
+static int f_destroy(void *ctx, const char *session_id, const char *cid, struct terr *err)
+{
+	(void)ctx;
+	(void)err;
+	pthread_mutex_lock(&fake.mu);
+	if (fake.destroys < 16) {
+		util_strlcpy(fake.destroyed[fake.destroys], session_id, STORE_ID_MAX);
+		util_strlcpy(fake.destroyed_cid[fake.destroys], cid ? cid : "", RT_ID_MAX);
+	}
+	fake.destroys++;
+	json_object_del(fake.containers, session_id);
+	pthread_mutex_unlock(&fake.mu);
+	return 0;
+}
+
+static int f_exec(void *ctx, const char *cid, json_t *command, int timeout_s, json_t **result, struct terr *err)
+{
+	(void)ctx;
+	(void)err;
+	*result = json_pack("{s:i,s:s,s:s,s:i}", "exit_code", 0, "stdout", cid, "stderr",
+			    json_string_value(json_array_get(command, 0)) ?: "", "timeout_s", timeout_s);
+	return 0;
+}
+
+static int f_logs(void *ctx, const char *cid, int tail, char **out, struct terr *err)
+{
+	(void)ctx;
+	if (asprintf(out, "logs of %s, tail %d\n", cid, tail) < 0)
+		return terr_set(err, ENOMEM, "out of memory");
+	return 0;
+}
+
+static int f_image_exists(void *ctx, const char *ref, bool *exists, struct terr *err)
+{
+	(void)ctx;
+	(void)err;
+	pthread_mutex_lock(&fake.mu);
+	fake.image_checks++;
+	pthread_mutex_unlock(&fake.mu);
+	*exists = false;
+	for (int i = 0; fake_images[i]; i++)
+		*exists = *exists || !strcmp(ref, fake_images[i]);
+	return 0;
+}
+
+static int f_images(void *ctx, json_t **refs, struct terr *err)
+{
+	(void)ctx;
+	(void)err;
+	*refs = json_array();
+	for (int i = 0; fake_images[i]; i++)
+		json_array_append_new(*refs, json_string(fake_images[i]));
+	return 0;
+}
+
+static void f_release(void *ctx)
+{
+	(void)ctx;
+	pthread_mutex_lock(&fake.mu);
+	fake.releases++;
+	pthread_mutex_unlock(&fake.mu);
+}
+
+static const struct agent_link_ops fake_link = {
+	"fake", f_start, f_destroy, f_exec, f_logs, f_image_exists, f_images, f_release,
+};
+
+static int fake_count(const int *counter)
+{
+	pthread_mutex_lock(&fake.mu);
+	int n = *counter;
+	pthread_mutex_unlock(&fake.mu);
+	return n;
+}
+
+/* Whether the fake was asked to start (or destroy) this session. */
+static bool fake_did(char (*list)[STORE_ID_MAX], const int *counter, const char *id)
+{
+	bool found = false;
+	pthread_mutex_lock(&fake.mu);
+	for (int i = 0; i < *counter && i < 16; i++)
+		found = found || !strcmp(list[i], id);
+	pthread_mutex_unlock(&fake.mu);
+	return found;
+}
+
+/* One node: 8 CPU, 8 GiB, one GPU of 16 GiB and 100 SMs; `containers`
+ * (taken) as the agent reports them at registration. */
+static int register_fake(struct manager *m, json_t *containers, struct terr *err)
+{
+	json_t *desc = json_pack("{s:s,s:s,s:{s:I,s:I},s:o,s:[{s:i,s:s,s:s,s:I,s:i}],s:b}", "id", "fake-1",
+				 "version", "test", "capacity", "cpu_milli", (json_int_t)8000, "mem", (json_int_t)(8 * GiB),
+				 "containers", containers, "gpus", "index", 0, "uuid", "GPU-fake-0", "name", "Fake GPU",
+				 "memory", (json_int_t)(16 * GiB), "sms", 100, "mock_gpus", true);
+	memset(err, 0, sizeof(*err));
+	/* local: never LOST, so a slow test run cannot lose it. */
+	int rc = mgr_agent_register(m, desc, &fake_link, NULL, true, NULL, err);
+	json_decref(desc);
+	return rc;
+}
+
+/* ---------- helpers ---------- */
+
+static char data_dir[] = "/tmp/tessera-sessions-XXXXXX";
+static struct manager *mgr;
+static struct user_rec alice, bob;
+
+static struct manager *open_manager(void)
+{
+	struct manager_config cfg = {.data_dir = data_dir, .listen = "127.0.0.1:0", .dispatch_workers = 2};
+	struct manager *m = NULL;
+	struct terr err = {0};
+	if (manager_open(&m, &cfg, &err) < 0)
+		FAILF("manager_open(%s): %s", data_dir, err.msg);
+	return m;
+}
+
+static int make_user(const char *email, struct user_rec *out)
+{
+	json_t *reply = NULL;
+	struct terr err = {0};
+	if (mgr_user_create(mgr, email, "a password", false, "test", &reply, &err) < 0) {
+		FAILF("creating %s: %s", email, err.msg);
+		return -1;
+	}
+	const char *ak = json_string_value(json_object_get(json_object_get(reply, "user"), "access_key"));
+	int rc = ak ? mgr_user_by_access_key(mgr, ak, out) : -1;
+	json_decref(reply);
+	if (rc < 0)
+		FAILF("%s not found by its access key", email);
+	return rc;
+}
+
+/* A create request as validate_create_request leaves it. */
+static struct create_request request(const char *image, const char *name, int count, int64_t cpu_m, int64_t fgpu_m)
+{
+	return (struct create_request){.image = image, .name = name, .count = count,
+				       .req = {.cpu_m = cpu_m, .mem = 256LL << 20, .fgpu_m = fgpu_m}};
+}
+
+/* Creates; returns the JSON array or NULL (err filled). */
+static json_t *create(const struct user_rec *u, struct create_request cr, struct terr *err)
+{
+	json_t *arr = NULL;
+	memset(err, 0, sizeof(*err));
+	if (mgr_sessions_create(mgr, u, &cr, &arr, err) < 0)
+		return NULL;
+	return arr;
+}
+
+static void refused(struct create_request cr, int code, const char *says, int line)
+{
+	struct terr err;
+	json_t *arr = create(&alice, cr, &err);
+	testlib_checks++;
+	if (arr || err.code != code || !strstr(err.msg, says))
+		FAILF("line %d: create %s gave %s, code %d '%s'; expected code %d saying '%s'", line, cr.image,
+		      arr ? "sessions" : "none", err.code, err.msg, code, says);
+	json_decref(arr);
+}
+#define REFUSED(cr, code, says) refused((cr), (code), (says), __LINE__)
+
+/* The session's JSON now (new reference), or NULL. */
+static json_t *get(const struct user_rec *u, const char *ref)
+{
+	json_t *o = NULL;
+	struct terr err = {0};
+	if (mgr_session_get(mgr, u, ref, -1, &o, &err) < 0)
+		return NULL;
+	return o;
+}
+
+static const char *str(json_t *o, const char *k)
+{
+	return json_string_value(json_object_get(o, k));
+}
+
+/* Polls until the session has the status; false (and a failure) when it
+ * does not within WAIT_MS. */
+static bool wait_status(const char *ref, const char *status, int line)
+{
+	char last[32] = "(none)";
+	for (int waited = 0; waited < WAIT_MS; waited += 5) {
+		json_t *o = get(&alice, ref);
+		bool ok = o && !strcmp(str(o, "status"), status);
+		if (o)
+			util_strlcpy(last, str(o, "status"), sizeof(last));
+		json_decref(o);
+		if (ok)
+			return true;
+		usleep(5000);
+	}
+	FAILF("line %d: session %s is %s, never %s", line, ref, last, status);
+	return false;
+}
+#define WAIT_STATUS(ref, st) wait_status((ref), (st), __LINE__)
+
+/* The id of the session named `name` (copied to out). */
+static void id_of(const char *name, char out[STORE_ID_MAX])
+{
+	json_t *o = get(&alice, name);
+	util_strlcpy(out, o ? str(o, "id") : "", STORE_ID_MAX);
+	json_decref(o);
+}
+
+static json_t *node(void)
+{
+	json_t *nodes = mgr_nodes_list(mgr);
+	json_t *n = json_incref(json_array_get(nodes, 0));
+	json_decref(nodes);
+	return n;
+}
+
+/* The node's used fGPU (in milli) by its totals and by its device. */
+static void check_used(int64_t cpu_m, int64_t fgpu_m, int sessions, int line)
+{
+	json_t *n = node();
+	json_t *used = json_object_get(n, "used");
+	double cpu = json_number_value(json_object_get(used, "cpu"));
+	double fgpu = json_number_value(json_object_get(used, "fgpu"));
+	double dev = json_number_value(json_object_get(json_array_get(json_object_get(n, "gpus"), 0), "fgpu_used"));
+	int ns = (int)json_integer_value(json_object_get(n, "sessions"));
+	testlib_checks++;
+	if ((int64_t)(cpu * 1000 + 0.5) != cpu_m || (int64_t)(fgpu * 1000 + 0.5) != fgpu_m ||
+	    (int64_t)(dev * 1000 + 0.5) != fgpu_m || ns != sessions)
+		FAILF("line %d: node uses cpu %g, fgpu %g (device %g), %d sessions; expected %lld m, %lld m, %d",
+		      line, cpu, fgpu, dev, ns, (long long)cpu_m, (long long)fgpu_m, sessions);
+	json_decref(n);
+}
+#define CHECK_USED(cpu_m, fgpu_m, n) check_used((cpu_m), (fgpu_m), (n), __LINE__)
+
+/* ---------- tests ---------- */
+
+TEST(refused_without_a_node)
+{
+	REFUSED(request("busybox:latest", "early", 1, 1000, 0), EAGAIN, "no node has registered yet");
+	json_t *list = mgr_sessions_list(mgr, &alice, true);
+	CHECK_INT(json_array_size(list), 0);
+	json_decref(list);
+}
+
+TEST(register_and_settings)
+{
+	struct terr err;
+	CHECK_INT(register_fake(mgr, json_array(), &err), 0);
+	/* 1 GPU = 2 fGPU, as in the seed scenario */
+	json_t *v = json_integer(2), *settings = NULL;
+	CHECK_INT(mgr_config_set(mgr, "fgpu_per_device", v, &settings, &err), 0);
+	json_decref(v);
+	CHECK_INT(json_integer_value(json_object_get(settings, "fgpu_per_device")), 2);
+	json_decref(settings);
+	json_t *n = node();
+	CHECK_STR(str(n, "id"), "fake-1");
+	CHECK_STR(str(n, "status"), "ALIVE");
+	CHECK(json_number_value(json_object_get(json_object_get(n, "capacity"), "fgpu")) == 2);
+	json_decref(n);
+	/* an unknown setting, through the same interface */
+	v = json_integer(1);
+	CHECK_INT(mgr_config_set(mgr, "bogus", v, NULL, &err), -ENOENT);
+	json_decref(v);
+}
+
+TEST(placement_check)
+{
+	int checks = fake_count(&fake.image_checks);
+	REFUSED(request("nosuch:1", "x", 1, 1000, 0), EINVAL, "not present on any node");
+	CHECK(fake_count(&fake.image_checks) > checks);
+	REFUSED(request("busybox:latest", "x", 1, 1000, 3000), EDOM, "no node could ever hold");
+	REFUSED(request("busybox:latest", "x", 1, 9000, 0), EDOM, "no node could ever hold");
+	REFUSED(request("busybox:latest", "x", 1, 1000, 5), EINVAL, "quantum");
+	/* nothing was made, nothing started */
+	json_t *list = mgr_sessions_list(mgr, &alice, true);
+	CHECK_INT(json_array_size(list), 0);
+	json_decref(list);
+	CHECK_INT(fake_count(&fake.starts), 0);
+	/* the image list comes from the alive node */
+	json_t *images = mgr_images_list(mgr);
+	CHECK_INT(json_array_size(images), 2);
+	CHECK_STR(str(json_array_get(images, 0), "ref"), "busybox:latest");
+	CHECK_STR(json_string_value(json_array_get(json_object_get(json_array_get(images, 0), "nodes"), 0)), "fake-1");
+	json_decref(images);
+}
+
+static char q1[STORE_ID_MAX], q2[STORE_ID_MAX], q3[STORE_ID_MAX];
+
+TEST(two_running_one_pending)
+{
+	struct terr err;
+	json_t *arr = create(&alice, request("busybox:latest", "q", 3, 1000, 1000), &err);
+	CHECK(arr != NULL);
+	if (!arr) {
+		FAILF("create: %s", err.msg);
+		return;
+	}
+	CHECK_INT(json_array_size(arr), 3);
+	CHECK_STR(str(json_array_get(arr, 0), "name"), "q-1");
+	CHECK_STR(str(json_array_get(arr, 2), "name"), "q-3");
+	CHECK_STR(str(json_array_get(arr, 0), "status"), "PENDING");
+	CHECK_STR(str(json_array_get(arr, 0), "owner"), "alice@example.org");
+	json_decref(arr);
+	id_of("q-1", q1);
+	id_of("q-2", q2);
+	id_of("q-3", q3);
+	/* fifo: the first two fit on the 2 fGPU device, the third waits */
+	WAIT_STATUS("q-1", "RUNNING");
+	WAIT_STATUS("q-2", "RUNNING");
+	json_t *o = get(&alice, "q-3");
+	CHECK_STR(str(o, "status"), "PENDING");
+	CHECK_CONTAINS(str(o, "status_info"), "GPU");
+	json_decref(o);
+	CHECK_INT(fake_count(&fake.starts), 2);
+	CHECK(fake_did(fake.started, &fake.starts, q1));
+	CHECK(fake_did(fake.started, &fake.starts, q2));
+	CHECK(!fake_did(fake.started, &fake.starts, q3));
+	CHECK_USED(2000, 2000, 2);
+
+	/* what the agent was asked to start: half the device */
+	pthread_mutex_lock(&fake.mu);
+	json_t *g = json_array_get(json_object_get(fake.last_spec, "gpus"), 0);
+	CHECK_STR(str(g, "uuid"), "GPU-fake-0");
+	CHECK_INT(json_integer_value(json_object_get(g, "fgpu_milli")), 1000);
+	CHECK_INT(json_integer_value(json_object_get(g, "memory_limit")), 8 * GiB);
+	CHECK_INT(json_integer_value(json_object_get(g, "sm_limit_percent")), 50);
+	CHECK_STR(str(fake.last_spec, "owner"), "alice@example.org");
+	pthread_mutex_unlock(&fake.mu);
+
+	/* the session as the API shows it: its node, container and share */
+	o = get(&alice, "q-1");
+	CHECK_STR(str(o, "agent"), "fake-1");
+	CHECK(!strncmp(str(o, "container_id") ?: "", "fake-", 5));
+	CHECK_INT(json_array_size(json_object_get(o, "gpus")), 1);
+	CHECK(json_array_size(json_object_get(o, "status_history")) >= 4);  /* PENDING..RUNNING */
+	json_decref(o);
+
+	/* a second active session by the same name is refused */
+	REFUSED(request("busybox:latest", "q-2", 1, 1000, 0), EEXIST, "active session named q-2");
+}
+
+TEST(other_users)
+{
+	/* bob sees none of alice's sessions, by list, name or id */
+	json_t *list = mgr_sessions_list(mgr, &bob, true);
+	CHECK_INT(json_array_size(list), 0);
+	json_decref(list);
+	CHECK(get(&bob, "q-1") == NULL);
+	CHECK(get(&bob, q1) == NULL);
+	json_t *o = NULL;
+	struct terr err = {0};
+	CHECK_INT(mgr_session_delete(mgr, &bob, "q-1", &o, &err), -ENOENT);
+	CHECK_CONTAINS(err.msg, "no session named or with id 'q-1'");
+	o = get(&alice, "q-1");
+	CHECK_STR(str(o, "status"), "RUNNING");
+	json_decref(o);
+}
+
+TEST(exec_and_logs)
+{
+	json_t *cmd = json_pack("[s,s]", "echo", "hi"), *result = NULL;
+	struct terr err = {0};
+	CHECK_INT(mgr_session_exec(mgr, &alice, "q-1", cmd, 7, &result, &err), 0);
+	CHECK(!strncmp(str(result, "stdout") ?: "", "fake-", 5));
+	CHECK_STR(str(result, "stderr"), "echo");
+	CHECK_INT(json_integer_value(json_object_get(result, "timeout_s")), 7);
+	json_decref(result);
+	/* not RUNNING: refused before the agent is asked */
+	CHECK_INT(mgr_session_exec(mgr, &alice, "q-3", cmd, 7, &result, &err), -EBUSY);
+	CHECK_CONTAINS(err.msg, "session q-3 is PENDING; it must be RUNNING");
+	CHECK_INT(mgr_session_exec(mgr, &alice, "nope", cmd, 7, &result, &err), -ENOENT);
+	json_decref(cmd);
+	char *logs = NULL;
+	CHECK_INT(mgr_session_logs(mgr, &alice, q2, 5, &logs, &err), 0);
+	CHECK_CONTAINS(logs, "tail 5");
+	free(logs);
+	logs = NULL;
+	CHECK_INT(mgr_session_logs(mgr, &alice, "q-3", 0, &logs, &err), -EBUSY);
+	CHECK_CONTAINS(err.msg, "has no container");
+	CHECK(logs == NULL);
+}
+
+TEST(delete_advances_the_queue)
+{
+	json_t *o = NULL;
+	struct terr err = {0};
+	CHECK_INT(mgr_session_delete(mgr, &alice, "q-1", &o, &err), 0);
+	/* answered before the container is gone */
+	CHECK_STR(str(o, "status"), "TERMINATING");
+	json_decref(o);
+	WAIT_STATUS("q-1", "TERMINATED");
+	CHECK(fake_did(fake.destroyed, &fake.destroys, q1));
+	pthread_mutex_lock(&fake.mu);
+	char want[RT_ID_MAX];
+	snprintf(want, sizeof(want), "fake-%.20s", q1);
+	CHECK_STR(fake.destroyed_cid[0], want);
+	pthread_mutex_unlock(&fake.mu);
+	/* its share went to the third */
+	WAIT_STATUS("q-3", "RUNNING");
+	CHECK(fake_did(fake.started, &fake.starts, q3));
+	CHECK_INT(fake_count(&fake.starts), 3);
+	CHECK_USED(2000, 2000, 2);
+	o = get(&alice, "q-1");
+	CHECK(json_is_null(json_object_get(o, "container_id")));
+	json_decref(o);
+	/* the list hides ended sessions unless asked for all */
+	json_t *list = mgr_sessions_list(mgr, &alice, false);
+	CHECK_INT(json_array_size(list), 2);
+	json_decref(list);
+	list = mgr_sessions_list(mgr, &alice, true);
+	CHECK_INT(json_array_size(list), 3);
+	json_decref(list);
+	/* deleting an ended session changes nothing */
+	CHECK_INT(mgr_session_delete(mgr, &alice, q1, &o, &err), 0);
+	CHECK_STR(str(o, "status"), "TERMINATED");
+	json_decref(o);
+}
+
+TEST(delete_pending)
+{
+	struct terr err;
+	json_t *arr = create(&alice, request("busybox:latest", "waiter", 1, 1000, 1000), &err);
+	CHECK(arr != NULL);
+	json_decref(arr);
+	int starts = fake_count(&fake.starts), destroys = fake_count(&fake.destroys);
+	json_t *o = NULL;
+	CHECK_INT(mgr_session_delete(mgr, &alice, "waiter", &o, &err), 0);
+	CHECK_STR(str(o, "status"), "CANCELLED");
+	CHECK_CONTAINS(str(o, "status_info"), "cancelled by alice@example.org");
+	json_decref(o);
+	CHECK_INT(fake_count(&fake.starts), starts);
+	CHECK_INT(fake_count(&fake.destroys), destroys);
+	CHECK_USED(2000, 2000, 2);
+}
+
+TEST(failed_start)
+{
+	struct terr err;
+	/* CPU only: there is room for it beside the two GPU sessions */
+	json_t *arr = create(&alice, request("broken:1", "broken", 1, 500, 0), &err);
+	CHECK(arr != NULL);
+	json_decref(arr);
+	WAIT_STATUS("broken", "ERROR");
+	json_t *o = get(&alice, "broken");
+	CHECK_CONTAINS(str(o, "status_info"), "could not start on node fake-1");
+	CHECK_CONTAINS(str(o, "status_info"), "cannot start broken:1");
+	json_decref(o);
+	/* an ERROR session holds nothing */
+	CHECK_USED(2000, 2000, 2);
+}
+
+TEST(change_stream)
+{
+	uint64_t seen = MGR_STATE_UNSEEN;
+	json_t *state = NULL;
+	CHECK_INT(mgr_state_next(mgr, &alice, &seen, 5, &state), 0);
+	CHECK(state != NULL);
+	CHECK(seen != MGR_STATE_UNSEEN);
+	/* listed sessions only: q-2, q-3 and the ERROR one */
+	CHECK_INT(json_array_size(json_object_get(state, "sessions")), 3);
+	CHECK_INT(json_array_size(json_object_get(state, "nodes")), 1);
+	json_decref(state);
+	/* bob's view has none of them */
+	uint64_t bob_seen = MGR_STATE_UNSEEN;
+	CHECK_INT(mgr_state_next(mgr, &bob, &bob_seen, 5, &state), 0);
+	CHECK_INT(json_array_size(json_object_get(state, "sessions")), 0);
+	json_decref(state);
+	/* a change wakes a waiting reader with the new state */
+	struct terr err;
+	json_t *arr = create(&alice, request("busybox:latest", "late", 1, 100, 0), &err);
+	CHECK(arr != NULL);
+	json_decref(arr);
+	CHECK_INT(mgr_state_next(mgr, &alice, &seen, 5, &state), 0);
+	CHECK(state != NULL);
+	bool has_late = false;
+	size_t i;
+	json_t *s;
+	json_array_foreach(json_object_get(state, "sessions"), i, s)
+		has_late = has_late || !strcmp(str(s, "name"), "late");
+	CHECK(has_late);
+	json_decref(state);
+	WAIT_STATUS("late", "RUNNING");
+	CHECK_USED(2100, 2000, 3);
+}
+
+TEST(restart_keeps_sessions)
+{
+	json_t *before = mgr_sessions_list(mgr, &alice, true);
+	int releases = fake_count(&fake.releases);
+	manager_close(mgr);
+	CHECK(fake_count(&fake.releases) > releases);
+	mgr = open_manager();
+	if (!mgr) {
+		json_decref(before);
+		return;
+	}
+	/* the same sessions, the same statuses, the node not back yet */
+	json_t *after = mgr_sessions_list(mgr, &alice, true);
+	CHECK_INT(json_array_size(after), json_array_size(before));
+	for (size_t i = 0; i < json_array_size(before) && i < json_array_size(after); i++) {
+		CHECK_STR(str(json_array_get(after, i), "id"), str(json_array_get(before, i), "id"));
+		CHECK_STR(str(json_array_get(after, i), "status"), str(json_array_get(before, i), "status"));
+	}
+	json_decref(before);
+	json_decref(after);
+	json_t *n = node();
+	CHECK_STR(str(n, "status"), "LOST");
+	json_decref(n);
+	/* the users too: alice's key still finds her */
+	struct user_rec again;
+	CHECK_INT(mgr_user_by_access_key(mgr, alice.access_key, &again), 0);
+	CHECK_STR(again.email, "alice@example.org");
+	/* while no node is alive, nothing can be created */
+	REFUSED(request("busybox:latest", "x", 1, 100, 0), EAGAIN, "no node is alive");
+
+	/* The agent comes back with q-2's and late's containers; q-3's
+	 * vanished meanwhile. */
+	pthread_mutex_lock(&fake.mu);
+	json_t *containers = json_array();
+	const char *sid;
+	json_t *cid;
+	json_object_foreach(fake.containers, sid, cid) {
+		if (!strcmp(sid, q3))
+			continue;
+		json_array_append_new(containers, json_pack("{s:s,s:O,s:b}", "session_id", sid, "container_id", cid,
+							    "running", true));
+	}
+	pthread_mutex_unlock(&fake.mu);
+	struct terr err;
+	CHECK_INT(json_array_size(containers), 2);
+	CHECK_INT(register_fake(mgr, containers, &err), 0);
+	json_t *o = get(&alice, "q-2");
+	CHECK_STR(str(o, "status"), "RUNNING");
+	CHECK_INT(json_array_size(json_object_get(o, "gpus")), 1);
+	json_decref(o);
+	o = get(&alice, "q-3");
+	CHECK_STR(str(o, "status"), "ERROR");
+	CHECK_CONTAINS(str(o, "status_info"), "vanished while node fake-1 was away");
+	json_decref(o);
+	/* q-2 and late hold what they held; q-3's share is free again */
+	CHECK_USED(1100, 1000, 2);
+	json_t *arr = create(&alice, request("busybox:latest", "after", 1, 1000, 1000), &err);
+	CHECK(arr != NULL);
+	json_decref(arr);
+	WAIT_STATUS("after", "RUNNING");
+	CHECK_USED(2100, 2000, 3);
+}
+
+static void remove_tree(const char *dir)
+{
+	char cmd[256];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", dir);
+}
+
+int main(void)
+{
+	log_set_level(LOG_WARN);
+	if (!mkdtemp(data_dir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	fake.containers = json_object();
+	mgr = open_manager();
+	if (!mgr || make_user("alice@example.org", &alice) < 0 || make_user("bob@example.org", &bob) < 0)
+		return testlib_done();
+	RUN(refused_without_a_node);
+	RUN(register_and_settings);
+	RUN(placement_check);
+	RUN(two_running_one_pending);
+	RUN(other_users);
+	RUN(exec_and_logs);
+	RUN(delete_advances_the_queue);
+	RUN(delete_pending);
+	RUN(failed_start);
+	RUN(change_stream);
+	RUN(restart_keeps_sessions);
+	manager_close(mgr);
+	json_decref(fake.last_spec);
+	json_decref(fake.containers);
+	remove_tree(data_dir);
+	return testlib_done();
+}
