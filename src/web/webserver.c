@@ -7,6 +7,7 @@
 #include <arpa/inet.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -163,7 +164,7 @@ static void make_cookie(struct web *w, const char *value, int64_t max_age_s, cha
 static int manager_call(struct web *w, const char *method, const char *path, const char *ak,
 			const char *sk, const char *const *extra, const char *body, size_t body_len,
 			struct httpc_response *resp, int (*on_data)(const char *, size_t, void *), void *ud,
-			volatile int *cancel, long timeout_ms, struct terr *err)
+			const atomic_bool *cancel, long timeout_ms, struct terr *err)
 {
 	char url[4096 + 300];
 	if (snprintf(url, sizeof(url), "%s%s", w->manager, path) >= (int)sizeof(url))
@@ -333,7 +334,10 @@ struct stream {
 	struct login login;
 	char path[1024];
 	int fds[2];
-	volatile int cancel;
+	/* Set by stream_free (libmicrohttpd's thread) to end stream_main's
+	 * transfer. Relaxed loads and stores: it carries no data, and
+	 * stream_free joins the thread before it frees anything. */
+	atomic_bool cancel;
 	pthread_t thread;
 	/* Anything that is not an event stream (an error from the manager)
 	 * is collected and sent as one `event: relay_error`. */
@@ -357,7 +361,7 @@ static int stream_write(int fd, const char *data, size_t len)
 static int stream_on_data(const char *data, size_t len, void *ud)
 {
 	struct stream *s = ud;
-	if (s->cancel)
+	if (atomic_load_explicit(&s->cancel, memory_order_relaxed))
 		return 1;
 	if (s->mode == 0) {
 		size_t i = 0;
@@ -385,7 +389,8 @@ static void *stream_main(void *arg)
 	const char *extra[] = {"Accept: text/event-stream", NULL};
 	int rc = manager_call(s->w, "GET", s->path, s->login.access_key, s->login.secret_key, extra, NULL, 0,
 			      &resp, stream_on_data, s, &s->cancel, 0, &err);
-	if (!s->cancel && (rc < 0 || s->mode == 2 || resp.status != 200)) {
+	if (!atomic_load_explicit(&s->cancel, memory_order_relaxed) &&
+	    (rc < 0 || s->mode == 2 || resp.status != 200)) {
 		json_t *e;
 		if (rc < 0) {
 			e = json_pack("{s:i,s:{s:s,s:s}}", "status", 503, "error", "code", "unavailable", "message", err.msg);
@@ -423,7 +428,7 @@ static long stream_read(void *cls, char *buf, size_t max)
 static void stream_free(void *cls)
 {
 	struct stream *s = cls;
-	s->cancel = 1;
+	atomic_store_explicit(&s->cancel, true, memory_order_relaxed);
 	shutdown(s->fds[0], SHUT_RDWR);
 	pthread_join(s->thread, NULL);
 	close(s->fds[0]);
@@ -442,6 +447,7 @@ static void relay_stream(struct web *w, struct httpd_resp *resp, struct login *l
 		httpd_error(resp, 500, "internal", "cannot open an event stream");
 		return;
 	}
+	atomic_init(&s->cancel, false);
 	s->w = w;
 	s->login = *l;   /* takes the user reference */
 	util_strlcpy(s->path, path, sizeof(s->path));

@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -295,7 +296,7 @@ static int f_commit(struct runtime *rt, const char *id, const char *ref, struct 
 
 /* Holds the stream open, as Docker's does, until the agent stops. */
 static int f_watch(struct runtime *rt, const char *key, const char *value, rt_event_cb cb, void *ud,
-		   volatile int *stop, struct terr *err)
+		   const atomic_bool *stop, struct terr *err)
 {
 	(void)rt;
 	(void)key;
@@ -303,7 +304,7 @@ static int f_watch(struct runtime *rt, const char *key, const char *value, rt_ev
 	(void)cb;
 	(void)ud;
 	(void)err;
-	while (!*stop)
+	while (!atomic_load_explicit(stop, memory_order_relaxed))
 		usleep(10 * 1000);
 	return 0;
 }
