@@ -110,7 +110,12 @@ static void expire_logins(struct web *w, int64_t now)
 	w->n_logins = k;
 }
 
-/* Copies the caller's login (user gets a new reference); false if none. */
+/* Copies the caller's login; false if none (or out of memory). out->user
+ * is the caller's own copy (json_decref it), not a reference to the
+ * table's: a jansson value whose reference count two threads change is a
+ * data race (json_decref reads the count without an atomic), so the
+ * table's values are only touched under mu and each request thread gets
+ * a value of its own. */
 static bool find_login(struct web *w, const struct httpd_req *req, struct login *out)
 {
 	char tok[2 * TOKEN_BYTES + 1], h[SIGN_HEX_LEN + 1];
@@ -124,8 +129,9 @@ static bool find_login(struct web *w, const struct httpd_req *req, struct login 
 	for (size_t i = 0; i < w->n_logins && !found; i++) {
 		if (sign_equal(w->logins[i].token_hash, h)) {
 			*out = w->logins[i];
-			json_incref(out->user);
-			found = true;
+			out->user = json_deep_copy(w->logins[i].user);
+			found = out->user != NULL;
+			break;
 		}
 	}
 	pthread_mutex_unlock(&w->mu);
@@ -265,10 +271,17 @@ static void web_login(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 	sign_sha256_hex(token, strlen(token), l.token_hash);
 	util_strlcpy(l.access_key, ak, sizeof(l.access_key));
 	util_strlcpy(l.secret_key, sk, sizeof(l.secret_key));
-	l.user = json_incref(user);
+	/* The table's own copy (find_login says why); reply keeps user. */
+	l.user = json_deep_copy(user);
 	l.expires_ms = util_now_ms() + w->ttl_ms;
 	json_t *reply = json_pack("{s:O,s:s}", "user", user, "csrf_token", l.csrf);
 	json_decref(out);
+	if (!l.user || !reply) {
+		json_decref(l.user);
+		json_decref(reply);
+		httpd_error(resp, 500, "internal", "out of memory");
+		return;
+	}
 	pthread_mutex_lock(&w->mu);
 	expire_logins(w, util_now_ms());
 	bool full = w->n_logins >= WEB_MAX_LOGINS;
