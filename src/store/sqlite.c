@@ -236,6 +236,10 @@ static char *expand_sql(const struct store_table *t, const char *tmpl)
 			continue;
 		}
 		char what = *++p;
+		if (!what) {  /* a '%' that ends the template is itself */
+			fputc('%', f);
+			break;
+		}
 		size_t n = t->ncols + (t->parent ? 1 : 0);
 		switch (what) {
 		case 'T':
