@@ -35,11 +35,13 @@ install: build
 	scripts/install $(BUILD) $(DESTDIR)$(PREFIX)
 
 # Every test: unit + end-to-end on the normal build, unit tests again under
-# ASan+UBSan, and the fGPU tests under ThreadSanitizer.
+# ASan+UBSan, and under ThreadSanitizer the fGPU tests and suite tsan (the
+# threaded components' unit tests, tests/meson.build): the TSan build makes
+# only what those two suites run.
 test: build $(ASAN_BUILD)/build.ninja $(TSAN_BUILD)/build.ninja
 	ninja -C $(ASAN_BUILD)
-	ninja -C $(TSAN_BUILD) fgpu-tests
-	scripts/run-tests $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD):fgpu
+	ninja -C $(TSAN_BUILD) fgpu-tests tsan-tests
+	scripts/run-tests $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD):fgpu $(TSAN_BUILD):tsan
 
 test-unit: build
 	scripts/run-tests --suite unit $(BUILD)

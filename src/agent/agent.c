@@ -3,6 +3,7 @@
 #include <limits.h>
 #include <stdarg.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,7 +73,11 @@ struct agent {
 	size_t n_usage_inits;
 	char usage_warned[600];       /* the usage thread's last warning, and when */
 	int64_t usage_warned_ms;
-	volatile int stop;
+	/* Set by agent_close to end the watcher and usage threads, which
+	 * read it in their loops (and the runtime's watch, once a second).
+	 * Relaxed: it carries no data; agent_close joins the threads before
+	 * it frees what they use. False as calloc leaves it. */
+	atomic_bool stop;
 	agent_event_fn on_event;
 	void *event_ud;
 };
@@ -281,7 +286,7 @@ void agent_close(struct agent *a)
 {
 	if (!a)
 		return;
-	a->stop = 1;
+	atomic_store_explicit(&a->stop, true, memory_order_relaxed);
 	if (a->watching)
 		pthread_join(a->watcher, NULL);
 	if (a->usage_running)
@@ -916,19 +921,24 @@ static int on_runtime_event(const struct rt_event *ev, void *ud)
 	return 0;
 }
 
+static bool stopping(const struct agent *a)
+{
+	return atomic_load_explicit(&a->stop, memory_order_relaxed);
+}
+
 static void *watch_main(void *arg)
 {
 	struct agent *a = arg;
-	while (!a->stop) {
+	while (!stopping(a)) {
 		struct terr err = {0};
 		int rc = a->rt_ops->watch(a->rt, AGENT_LABEL_AGENT, a->id, on_runtime_event, a, &a->stop, &err);
-		if (a->stop)
+		if (stopping(a))
 			break;
 		if (rc < 0)
 			log_warn("agent", "event stream from the runtime failed, retrying: %s", err.msg);
 		/* The stream ended; reconnect after a pause so a dead dockerd
 		 * is not hammered. */
-		for (int i = 0; i < 10 && !a->stop; i++)
+		for (int i = 0; i < 10 && !stopping(a); i++)
 			usleep(100 * 1000);
 	}
 	return NULL;
@@ -1098,10 +1108,10 @@ static void usage_round(struct agent *a)
 static void *usage_main(void *arg)
 {
 	struct agent *a = arg;
-	while (!a->stop) {
+	while (!stopping(a)) {
 		usage_round(a);
 		/* Slept in steps so that agent_close does not wait a round. */
-		for (int left = a->usage_interval_ms; left > 0 && !a->stop; left -= 100)
+		for (int left = a->usage_interval_ms; left > 0 && !stopping(a); left -= 100)
 			usleep((left < 100 ? left : 100) * 1000);
 	}
 	return NULL;

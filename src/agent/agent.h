@@ -44,7 +44,9 @@ struct agent_config {
 
 /* Called from the watcher thread when a session's container ends by
  * itself. event (borrowed): {"session_id","event":"died","exit_code",
- * "oom_killed","reason"}. */
+ * "oom_killed","reason"}. A callee that keeps it past the call for another
+ * thread keeps a json_deep_copy, not a reference: jansson's reference
+ * counts do not order the watcher's last use before another thread's free. */
 typedef void (*agent_event_fn)(void *ud, const char *agent_id, json_t *event);
 
 int agent_open(struct agent **out, const struct agent_config *cfg, struct terr *err);

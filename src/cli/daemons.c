@@ -398,8 +398,16 @@ static void queue_event(void *ud, const char *agent_id, json_t *event)
 {
 	(void)agent_id;
 	struct event_queue *q = ud;
+	/* A copy, not a reference: the watcher thread drops its reference
+	 * after this call, and jansson's release-only decrement does not
+	 * order that thread's last use before the main loop's free of the
+	 * shared object (a data race under ThreadSanitizer). The copy is
+	 * handed over under the mutex. */
+	json_t *copy = json_deep_copy(event);
+	if (!copy)
+		return;
 	pthread_mutex_lock(&q->mu);
-	json_array_append(q->pending, event);
+	json_array_append_new(q->pending, copy);
 	pthread_cond_signal(&q->cv);
 	pthread_mutex_unlock(&q->mu);
 }

@@ -33,7 +33,8 @@ struct httpc_xfer {
 
 static int httpc_cancel_requested(const struct httpc_request *req)
 {
-	return req->cancel && *req->cancel;
+	/* Relaxed: nothing written before the flag is read after it here. */
+	return req->cancel && atomic_load_explicit(req->cancel, memory_order_relaxed);
 }
 
 static size_t httpc_write_cb(char *data, size_t size, size_t nmemb, void *ud)

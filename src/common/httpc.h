@@ -2,6 +2,7 @@
 #ifndef TESSERA_COMMON_HTTPC_H
 #define TESSERA_COMMON_HTTPC_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 
 #include "common/err.h"
@@ -19,8 +20,11 @@ struct httpc_request {
 	 * returns 0 with whatever status came). */
 	int (*on_data)(const char *data, size_t len, void *ud);
 	void *ud;
-	/* Checked about once a second and on each chunk; non-zero aborts. */
-	volatile int *cancel;
+	/* Checked about once a second and on each chunk; true aborts. Set
+	 * from another thread (atomic_store), while this one is in httpc_do;
+	 * read with a relaxed load: the flag carries no data, it only asks
+	 * the transfer to end. May be NULL. */
+	const atomic_bool *cancel;
 };
 
 struct httpc_response {

@@ -110,7 +110,7 @@ static long api_parse(const char *v)
 static int dk_do(const struct runtime *rt, const char *method, bool versioned,
 		 const char *path, const json_t *body, long timeout_ms,
 		 int (*on_data)(const char *, size_t, void *), void *ud,
-		 volatile int *cancel, struct httpc_response *resp,
+		 const atomic_bool *cancel, struct httpc_response *resp,
 		 const char *what, struct terr *err)
 {
 	autofree char *url = NULL;
@@ -1043,7 +1043,7 @@ static int watch_on_data(const char *data, size_t len, void *ud)
 
 static int docker_watch(struct runtime *rt, const char *label_key,
 			const char *label_value, rt_event_cb cb, void *ud,
-			volatile int *stop, struct terr *err)
+			const atomic_bool *stop, struct terr *err)
 {
 	autojson json_t *filters = json_pack("{s:[s], s:[s,s,s,s]}", "type", "container",
 					     "event", "die", "oom", "start", "destroy");
@@ -1072,7 +1072,8 @@ static int docker_watch(struct runtime *rt, const char *label_key,
 	long status = r == 0 ? resp.status : 0;
 	if (r == 0)
 		httpc_response_free(&resp);
-	if ((stop && *stop) || w->stopped_by_cb) {
+	/* Relaxed, as httpc reads it: the flag carries no data. */
+	if ((stop && atomic_load_explicit(stop, memory_order_relaxed)) || w->stopped_by_cb) {
 		r = 0;   /* asked to stop: however the transfer ended is fine */
 	} else if (r < 0) {
 		if (err)

@@ -4,6 +4,7 @@
 #ifndef TESSERA_RUNTIME_RUNTIME_H
 #define TESSERA_RUNTIME_RUNTIME_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -121,11 +122,11 @@ struct runtime_ops {
 	int (*commit)(struct runtime *rt, const char *id, const char *ref,
 		      struct terr *err);
 	/* Streams container events for containers with label key=value,
-	 * calling cb for each; blocks until *stop becomes non-zero (checked at
-	 * least once a second), cb returns non-zero, or the stream fails. */
+	 * calling cb for each; blocks until another thread sets *stop (read
+	 * at least once a second), cb returns non-zero, or the stream fails. */
 	int (*watch)(struct runtime *rt, const char *label_key,
 		     const char *label_value, rt_event_cb cb, void *ud,
-		     volatile int *stop, struct terr *err);
+		     const atomic_bool *stop, struct terr *err);
 };
 
 extern const struct runtime_ops runtime_docker_ops;

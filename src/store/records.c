@@ -1,29 +1,41 @@
-/* Helpers on the store's records, shared by every backend. */
+/* Helpers on the store's records, shared by every backend. The owned
+ * strings of a session are its TEXT_PTR columns (columns.h), so a new one
+ * is cleared and copied without a line here. */
 #include <stdlib.h>
 #include <string.h>
 
+#include "store/columns.h"
 #include "store/store.h"
 
 void session_rec_clear(struct session_rec *r)
 {
-	free(r->env_json);
-	free(r->startup_command);
-	free(r->alloc_json);
-	r->env_json = NULL;
-	r->startup_command = NULL;
-	r->alloc_json = NULL;
+	const struct store_table *t = &store_sessions_table;
+	for (size_t k = 0; k < t->ncols; k++) {
+		if (t->cols[k].kind != STORE_COL_TEXT_PTR)
+			continue;
+		char **f = store_field(r, &t->cols[k]);
+		free(*f);
+		*f = NULL;
+	}
 }
 
 int session_rec_copy(struct session_rec *dst, const struct session_rec *src)
 {
+	const struct store_table *t = &store_sessions_table;
 	*dst = *src;
-	dst->env_json = src->env_json ? strdup(src->env_json) : NULL;
-	dst->startup_command = src->startup_command ? strdup(src->startup_command) : NULL;
-	dst->alloc_json = src->alloc_json ? strdup(src->alloc_json) : NULL;
-	if ((src->env_json && !dst->env_json) || (src->startup_command && !dst->startup_command) ||
-	    (src->alloc_json && !dst->alloc_json)) {
-		session_rec_clear(dst);
-		return -ENOMEM;
+	/* First no string is shared, so that a failure can clear dst. */
+	for (size_t k = 0; k < t->ncols; k++)
+		if (t->cols[k].kind == STORE_COL_TEXT_PTR)
+			*(char **)store_field(dst, &t->cols[k]) = NULL;
+	for (size_t k = 0; k < t->ncols; k++) {
+		if (t->cols[k].kind != STORE_COL_TEXT_PTR)
+			continue;
+		const char *from = *(char *const *)store_cfield(src, &t->cols[k]);
+		char **to = store_field(dst, &t->cols[k]);
+		if (from && !(*to = strdup(from))) {
+			session_rec_clear(dst);
+			return -ENOMEM;
+		}
 	}
 	return 0;
 }

@@ -1,65 +1,88 @@
 /* SQLite backend of struct store_ops: one connection, WAL mode, prepared
  * statements kept for the life of the store. */
 #include <sqlite3.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "common/util.h"
+#include "store/columns.h"
 #include "store/store.h"
 
+/* The layout's version, in PRAGMA user_version. Columns that a version
+ * adds need no step of their own: sqlite_open adds every column of
+ * columns.h that a table lacks. Version 1 lacked sessions.alloc_json; a
+ * file made before versions existed reads as 0. Bump it only for a change
+ * that adding columns cannot express, with its step in sqlite_open. */
 #define SCHEMA_VERSION 2
 
-/* One list of statements; the enum and the SQL array derive from it. */
+/* One list of statements; the enum and the SQL derive from it. The SQL is
+ * a template over a table of columns.h, expanded at open (expand_sql):
+ *   %T  the table's name
+ *   %C  its columns, the parent column first (session_history.session_id)
+ *   %P  one parameter per column of %C
+ *   %R  the record's columns: what read_record reads, in its order
+ *   %U  "c=excluded.c" for every column of %C but the first (the key)
+ * Users and agents are replaced whole (INSERT OR REPLACE also drops a row
+ * that collides on another UNIQUE column, as a user's email). */
 #define STORE_STATEMENTS(X) \
-	X(USER_PUT, "INSERT OR REPLACE INTO users(id,email,is_admin,disabled,access_key,secret_key,password_hash,created_ms) VALUES(?,?,?,?,?,?,?,?)") \
-	X(USER_ALL, "SELECT id,email,is_admin,disabled,access_key,secret_key,password_hash,created_ms FROM users ORDER BY created_ms") \
+	X(USER_PUT, &store_users_table, "INSERT OR REPLACE INTO %T(%C) VALUES(%P)") \
+	X(USER_ALL, &store_users_table, "SELECT %R FROM %T ORDER BY created_ms") \
 	/* An upsert: a status change updates the row in place instead of
 	 * deleting and re-inserting it with its index entries. */ \
-	X(SESSION_PUT, "INSERT INTO sessions(id,seq,name,owner_id,image,status,status_info,agent_id,container_id,cpu_m,mem,fgpu_m,env_json,startup_command,exit_code,created_ms,started_ms,terminated_ms,alloc_json) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) " \
-		"ON CONFLICT(id) DO UPDATE SET seq=excluded.seq,name=excluded.name,owner_id=excluded.owner_id," \
-		"image=excluded.image,status=excluded.status,status_info=excluded.status_info,agent_id=excluded.agent_id," \
-		"container_id=excluded.container_id,cpu_m=excluded.cpu_m,mem=excluded.mem,fgpu_m=excluded.fgpu_m," \
-		"env_json=excluded.env_json,startup_command=excluded.startup_command,exit_code=excluded.exit_code," \
-		"created_ms=excluded.created_ms,started_ms=excluded.started_ms,terminated_ms=excluded.terminated_ms," \
-		"alloc_json=excluded.alloc_json") \
-	X(SESSION_ALL, "SELECT id,seq,name,owner_id,image,status,status_info,agent_id,container_id,cpu_m,mem,fgpu_m,env_json,startup_command,exit_code,created_ms,started_ms,terminated_ms,alloc_json FROM sessions ORDER BY seq") \
-	X(SESSION_MAXSEQ, "SELECT COALESCE(MAX(seq),0) FROM sessions") \
-	X(HISTORY_ADD, "INSERT INTO session_history(session_id,status,info,at_ms) VALUES(?,?,?,?)") \
-	X(HISTORY_GET, "SELECT status,info,at_ms FROM session_history WHERE session_id=? ORDER BY rowid") \
-	X(AGENT_PUT, "INSERT OR REPLACE INTO agents(id,url,cpu_m,mem,fgpu_m,version,registered_ms,last_seen_ms) VALUES(?,?,?,?,?,?,?,?)") \
-	X(AGENT_ALL, "SELECT id,url,cpu_m,mem,fgpu_m,version,registered_ms,last_seen_ms FROM agents ORDER BY id") \
-	X(KV_GET, "SELECT value FROM settings WHERE key=?") \
-	X(KV_SET, "INSERT OR REPLACE INTO settings(key,value) VALUES(?,?)")
+	X(SESSION_PUT, &store_sessions_table, "INSERT INTO %T(%C) VALUES(%P) ON CONFLICT(id) DO UPDATE SET %U") \
+	X(SESSION_ALL, &store_sessions_table, "SELECT %R FROM %T ORDER BY seq") \
+	X(SESSION_MAXSEQ, NULL, "SELECT COALESCE(MAX(seq),0) FROM sessions") \
+	X(HISTORY_ADD, &store_history_table, "INSERT INTO %T(%C) VALUES(%P)") \
+	X(HISTORY_GET, &store_history_table, "SELECT %R FROM %T WHERE session_id=? ORDER BY rowid") \
+	X(AGENT_PUT, &store_agents_table, "INSERT OR REPLACE INTO %T(%C) VALUES(%P)") \
+	X(AGENT_ALL, &store_agents_table, "SELECT %R FROM %T ORDER BY id") \
+	X(KV_GET, NULL, "SELECT value FROM settings WHERE key=?") \
+	X(KV_SET, NULL, "INSERT OR REPLACE INTO settings(key,value) VALUES(?,?)")
 
-#define STMT_ENUM(name, sql) ST_##name,
+#define STMT_ENUM(name, table, sql) ST_##name,
 enum { STORE_STATEMENTS(STMT_ENUM) ST__COUNT };
 #undef STMT_ENUM
-#define STMT_SQL(name, sql) sql,
-static const char *const stmt_sql[] = {STORE_STATEMENTS(STMT_SQL)};
-#undef STMT_SQL
 
-static const char schema_sql[] =
-	"CREATE TABLE IF NOT EXISTS settings(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
-	"CREATE TABLE IF NOT EXISTS users("
-	" id TEXT PRIMARY KEY, email TEXT NOT NULL UNIQUE, is_admin INTEGER NOT NULL,"
-	" disabled INTEGER NOT NULL DEFAULT 0, access_key TEXT NOT NULL UNIQUE,"
-	" secret_key TEXT NOT NULL, password_hash TEXT NOT NULL DEFAULT '', created_ms INTEGER NOT NULL);"
-	"CREATE TABLE IF NOT EXISTS sessions("
-	" id TEXT PRIMARY KEY, seq INTEGER NOT NULL UNIQUE, name TEXT NOT NULL, owner_id TEXT NOT NULL,"
-	" image TEXT NOT NULL, status TEXT NOT NULL, status_info TEXT NOT NULL, agent_id TEXT NOT NULL,"
-	" container_id TEXT NOT NULL, cpu_m INTEGER NOT NULL, mem INTEGER NOT NULL, fgpu_m INTEGER NOT NULL,"
-	" env_json TEXT, startup_command TEXT, exit_code INTEGER,"
-	" created_ms INTEGER NOT NULL, started_ms INTEGER NOT NULL, terminated_ms INTEGER NOT NULL,"
-	" alloc_json TEXT);"
-	"CREATE TABLE IF NOT EXISTS session_history("
-	" session_id TEXT NOT NULL, status TEXT NOT NULL, info TEXT NOT NULL, at_ms INTEGER NOT NULL);"
-	"CREATE INDEX IF NOT EXISTS session_history_by_session ON session_history(session_id);"
-	"CREATE TABLE IF NOT EXISTS agents("
-	" id TEXT PRIMARY KEY, url TEXT NOT NULL, cpu_m INTEGER NOT NULL, mem INTEGER NOT NULL,"
-	" fgpu_m INTEGER NOT NULL, version TEXT NOT NULL, registered_ms INTEGER NOT NULL,"
-	" last_seen_ms INTEGER NOT NULL);";
+static const struct {
+	const struct store_table *table;
+	const char *sql;
+} stmt_def[] = {
+#define STMT_DEF(name, table, sql) {table, sql},
+	STORE_STATEMENTS(STMT_DEF)
+#undef STMT_DEF
+};
+
+/* The SQLite type of each kind of column (columns.h). */
+static const char *col_type(enum store_col_kind k)
+{
+	switch (k) {
+	case STORE_COL_TEXT:
+	case STORE_COL_TEXT_PTR:
+	case STORE_COL_STATUS:
+		return "TEXT";
+	case STORE_COL_BOOL:
+	case STORE_COL_INT64:
+	case STORE_COL_INT_OPT:
+		return "INTEGER";
+	}
+	return "TEXT";
+}
+
+/* Writes one column's definition: "name TYPE constraint". */
+static void put_col_def(FILE *f, const struct store_column *c)
+{
+	fprintf(f, "%s %s%s%s", c->name, col_type(c->kind), *c->constraint ? " " : "", c->constraint);
+}
+
+/* The parts of the schema that columns.h does not describe: the settings
+ * table and the history's index. */
+static const char schema_settings_sql[] =
+	"CREATE TABLE IF NOT EXISTS settings(key TEXT PRIMARY KEY, value TEXT NOT NULL);";
+static const char schema_index_sql[] =
+	"CREATE INDEX IF NOT EXISTS session_history_by_session ON session_history(session_id);";
 
 struct store {
 	sqlite3 *db;
@@ -110,6 +133,172 @@ static char *dup_col(sqlite3_stmt *st, int i)
 	return v ? strdup((const char *)v) : NULL;
 }
 
+/* Binds the parent's id (when the table has one) and every column of rec,
+ * from parameter 1 on, in the order of %C. */
+static void bind_record(sqlite3_stmt *st, const struct store_table *t, const char *parent,
+			const void *rec)
+{
+	int i = 1;
+	if (t->parent)
+		bind_text(st, i++, parent);
+	for (size_t k = 0; k < t->ncols; k++, i++) {
+		const struct store_column *c = &t->cols[k];
+		const void *f = store_cfield(rec, c);
+		switch (c->kind) {
+		case STORE_COL_TEXT:
+			bind_text(st, i, f);
+			break;
+		case STORE_COL_TEXT_PTR:
+			bind_text(st, i, *(char *const *)f);
+			break;
+		case STORE_COL_BOOL:
+			sqlite3_bind_int(st, i, *(const bool *)f);
+			break;
+		case STORE_COL_INT64:
+			sqlite3_bind_int64(st, i, *(const int64_t *)f);
+			break;
+		case STORE_COL_STATUS:
+			bind_text(st, i, session_status_name(*(const enum session_status *)f));
+			break;
+		case STORE_COL_INT_OPT:
+			if (*(const bool *)((const char *)rec + c->flag_off))
+				sqlite3_bind_int(st, i, *(const int *)f);
+			else
+				sqlite3_bind_null(st, i);
+			break;
+		}
+	}
+}
+
+/* Fills rec (zeroed by the caller) from the current row of a %R select.
+ * The record's TEXT_PTR fields are malloc'd: the caller frees them (for a
+ * session, session_rec_clear), also when this fails with -ENOMEM. */
+static int read_record(sqlite3_stmt *st, const struct store_table *t, void *rec)
+{
+	for (size_t k = 0; k < t->ncols; k++) {
+		const struct store_column *c = &t->cols[k];
+		void *f = store_field(rec, c);
+		int i = (int)k;
+		switch (c->kind) {
+		case STORE_COL_TEXT:
+			copy_col(st, i, f, c->size);
+			break;
+		case STORE_COL_TEXT_PTR:
+			*(char **)f = dup_col(st, i);
+			if (!*(char **)f && sqlite3_column_type(st, i) != SQLITE_NULL)
+				return -ENOMEM;
+			break;
+		case STORE_COL_BOOL:
+			*(bool *)f = sqlite3_column_int(st, i);
+			break;
+		case STORE_COL_INT64:
+			*(int64_t *)f = sqlite3_column_int64(st, i);
+			break;
+		case STORE_COL_STATUS: {
+			char name[32];
+			copy_col(st, i, name, sizeof(name));
+			int sv = session_status_parse(name);
+			/* A name this version does not know: the session
+			 * shows as failed instead of being dropped. */
+			*(enum session_status *)f = sv < 0 ? SS_ERROR : (enum session_status)sv;
+			break;
+		}
+		case STORE_COL_INT_OPT:
+			*(bool *)((char *)rec + c->flag_off) = sqlite3_column_type(st, i) != SQLITE_NULL;
+			*(int *)f = sqlite3_column_int(st, i);
+			break;
+		}
+	}
+	return 0;
+}
+
+/* The k-th column of %C: the parent first, then the record's. */
+static const char *insert_col_name(const struct store_table *t, size_t k)
+{
+	if (!t->parent)
+		return t->cols[k].name;
+	return k ? t->cols[k - 1].name : t->parent;
+}
+
+/* Expands a statement template of STORE_STATEMENTS for table t (NULL: the
+ * SQL is used as written). Returns a malloc'd string the caller frees, or
+ * NULL when out of memory. */
+static char *expand_sql(const struct store_table *t, const char *tmpl)
+{
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
+	if (!f)
+		return NULL;
+	for (const char *p = tmpl; *p; p++) {
+		if (*p != '%' || !t) {
+			fputc(*p, f);
+			continue;
+		}
+		char what = *++p;
+		if (!what) {  /* a '%' that ends the template is itself */
+			fputc('%', f);
+			break;
+		}
+		size_t n = t->ncols + (t->parent ? 1 : 0);
+		switch (what) {
+		case 'T':
+			fputs(t->name, f);
+			break;
+		case 'C':
+			for (size_t k = 0; k < n; k++)
+				fprintf(f, "%s%s", k ? "," : "", insert_col_name(t, k));
+			break;
+		case 'U':
+			for (size_t k = 1; k < n; k++)
+				fprintf(f, "%s%s=excluded.%s", k > 1 ? "," : "", insert_col_name(t, k),
+					insert_col_name(t, k));
+			break;
+		case 'P':
+			for (size_t k = 0; k < n; k++)
+				fputs(k ? ",?" : "?", f);
+			break;
+		case 'R':
+			for (size_t k = 0; k < t->ncols; k++)
+				fprintf(f, "%s%s", k ? "," : "", t->cols[k].name);
+			break;
+		default:
+			fputc('%', f);
+			fputc(what, f);
+		}
+	}
+	if (fclose(f) != 0) {
+		free(out);
+		return NULL;
+	}
+	return out;
+}
+
+/* CREATE TABLE for t, its columns as columns.h gives them. Malloc'd, or
+ * NULL when out of memory. */
+static char *create_table_sql(const struct store_table *t)
+{
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
+	if (!f)
+		return NULL;
+	fprintf(f, "CREATE TABLE IF NOT EXISTS %s(", t->name);
+	if (t->parent)
+		fprintf(f, "%s TEXT NOT NULL, ", t->parent);
+	for (size_t k = 0; k < t->ncols; k++) {
+		if (k)
+			fputs(", ", f);
+		put_col_def(f, &t->cols[k]);
+	}
+	fputs(");", f);
+	if (fclose(f) != 0) {
+		free(out);
+		return NULL;
+	}
+	return out;
+}
+
 static void sqlite_close(struct store *s)
 {
 	if (!s)
@@ -129,6 +318,82 @@ static int exec_sql(struct store *s, const char *sql, struct terr *err)
 		return -EIO;
 	}
 	return 0;
+}
+
+/* Runs a malloc'd statement text and frees it; NULL means out of memory. */
+static int exec_owned(struct store *s, char *sql, struct terr *err)
+{
+	if (!sql)
+		return terr_set(err, ENOMEM, "out of memory");
+	int rc = exec_sql(s, sql, err);
+	free(sql);
+	return rc;
+}
+
+/* Adds to table t every column of columns.h that it lacks: a file made by
+ * an older version (version 1 lacked sessions.alloc_json) gets the columns
+ * of this one, with their defaults. A new file has them all already. */
+static int add_missing_columns(struct store *s, const struct store_table *t, struct terr *err)
+{
+	char q[128];
+	snprintf(q, sizeof(q), "PRAGMA table_info(%s)", t->name);
+	sqlite3_stmt *info;
+	if (sqlite3_prepare_v2(s->db, q, -1, &info, NULL) != SQLITE_OK)
+		return db_error(s, err, "read the schema");
+	/* The columns of t that the file has, in a bitmap by index in t. */
+	bool have[64] = {false};
+	if (t->ncols > sizeof(have) / sizeof(have[0])) {
+		sqlite3_finalize(info);
+		return terr_set(err, EINVAL, "table %s has too many columns", t->name);
+	}
+	int rc;
+	while ((rc = sqlite3_step(info)) == SQLITE_ROW) {
+		const char *name = (const char *)sqlite3_column_text(info, 1);
+		for (size_t k = 0; name && k < t->ncols; k++)
+			if (!strcmp(name, t->cols[k].name))
+				have[k] = true;
+	}
+	sqlite3_finalize(info);
+	if (rc != SQLITE_DONE)
+		return db_error(s, err, "read the schema");
+	for (size_t k = 0; k < t->ncols; k++) {
+		if (have[k])
+			continue;
+		char *sql = NULL;
+		size_t len = 0;
+		FILE *f = open_memstream(&sql, &len);
+		if (f) {
+			fprintf(f, "ALTER TABLE %s ADD COLUMN ", t->name);
+			put_col_def(f, &t->cols[k]);
+			fputc(';', f);
+			if (fclose(f) != 0) {
+				free(sql);
+				sql = NULL;
+			}
+		}
+		int rc = exec_owned(s, sql, err);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* Creates the tables a file lacks, brings older ones up to columns.h and
+ * records SCHEMA_VERSION. */
+static int make_schema(struct store *s, struct terr *err)
+{
+	int rc = exec_sql(s, schema_settings_sql, err);
+	for (const struct store_table *const *t = store_tables; rc == 0 && *t; t++)
+		rc = exec_owned(s, create_table_sql(*t), err);
+	if (rc == 0)
+		rc = exec_sql(s, schema_index_sql, err);
+	for (const struct store_table *const *t = store_tables; rc == 0 && *t; t++)
+		rc = add_missing_columns(s, *t, err);
+	if (rc < 0)
+		return rc;
+	char sv[32];
+	snprintf(sv, sizeof(sv), "PRAGMA user_version=%d;", SCHEMA_VERSION);
+	return exec_sql(s, sv, err);
 }
 
 static int sqlite_open(struct store **out, const char *uri, struct terr *err)
@@ -153,33 +418,24 @@ static int sqlite_open(struct store **out, const char *uri, struct terr *err)
 	 * daemons must survive) at one fsync per checkpoint, not per write. */
 	/* A 64 MiB page cache and memory-mapped reads keep a large session
 	 * table out of pread(). */
-	if (exec_sql(s, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;"
-			"PRAGMA cache_size=-65536; PRAGMA mmap_size=268435456; PRAGMA temp_store=MEMORY;", err) < 0 ||
-	    exec_sql(s, schema_sql, err) < 0) {
+	rc = exec_sql(s, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;"
+		      "PRAGMA cache_size=-65536; PRAGMA mmap_size=268435456; PRAGMA temp_store=MEMORY;", err);
+	if (rc == 0)
+		rc = make_schema(s, err);
+	if (rc < 0) {
 		sqlite_close(s);
-		return -EIO;
-	}
-	/* Migrations: version 1 lacked sessions.alloc_json. A new file has
-	 * version 0 and every column already. */
-	sqlite3_stmt *uv;
-	int version = 0;
-	if (sqlite3_prepare_v2(s->db, "PRAGMA user_version", -1, &uv, NULL) == SQLITE_OK) {
-		if (sqlite3_step(uv) == SQLITE_ROW)
-			version = sqlite3_column_int(uv, 0);
-		sqlite3_finalize(uv);
-	}
-	if (version == 1 && exec_sql(s, "ALTER TABLE sessions ADD COLUMN alloc_json TEXT;", err) < 0) {
-		sqlite_close(s);
-		return -EIO;
-	}
-	char sv[32];
-	snprintf(sv, sizeof(sv), "PRAGMA user_version=%d;", SCHEMA_VERSION);
-	if (exec_sql(s, sv, err) < 0) {
-		sqlite_close(s);
-		return -EIO;
+		return rc;
 	}
 	for (int i = 0; i < ST__COUNT; i++) {
-		if (sqlite3_prepare_v3(s->db, stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &s->st[i], NULL) != SQLITE_OK) {
+		char *sql = expand_sql(stmt_def[i].table, stmt_def[i].sql);
+		if (!sql) {
+			terr_set(err, ENOMEM, "out of memory");
+			sqlite_close(s);
+			return -ENOMEM;
+		}
+		rc = sqlite3_prepare_v3(s->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &s->st[i], NULL);
+		free(sql);
+		if (rc != SQLITE_OK) {
 			db_error(s, err, "prepare");
 			sqlite_close(s);
 			return -EIO;
@@ -207,14 +463,7 @@ static void sqlite_rollback(struct store *s)
 static int sqlite_user_put(struct store *s, const struct user_rec *u, struct terr *err)
 {
 	sqlite3_stmt *st = stmt(s, ST_USER_PUT);
-	bind_text(st, 1, u->id);
-	bind_text(st, 2, u->email);
-	sqlite3_bind_int(st, 3, u->is_admin);
-	sqlite3_bind_int(st, 4, u->disabled);
-	bind_text(st, 5, u->access_key);
-	bind_text(st, 6, u->secret_key);
-	bind_text(st, 7, u->password_hash);
-	sqlite3_bind_int64(st, 8, u->created_ms);
+	bind_record(st, &store_users_table, NULL, u);
 	return step_done(s, st, err, "save user");
 }
 
@@ -224,15 +473,9 @@ static int sqlite_user_load_all(struct store *s, store_user_cb cb, void *ud, str
 	int rc;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		struct user_rec u = {0};
-		copy_col(st, 0, u.id, sizeof(u.id));
-		copy_col(st, 1, u.email, sizeof(u.email));
-		u.is_admin = sqlite3_column_int(st, 2);
-		u.disabled = sqlite3_column_int(st, 3);
-		copy_col(st, 4, u.access_key, sizeof(u.access_key));
-		copy_col(st, 5, u.secret_key, sizeof(u.secret_key));
-		copy_col(st, 6, u.password_hash, sizeof(u.password_hash));
-		u.created_ms = sqlite3_column_int64(st, 7);
-		int r = cb(ud, &u);
+		int r = read_record(st, &store_users_table, &u);
+		if (r == 0)
+			r = cb(ud, &u);
 		if (r < 0) {
 			sqlite3_reset(st);
 			return terr_set(err, -r, "loading users failed");
@@ -245,28 +488,7 @@ static int sqlite_user_load_all(struct store *s, store_user_cb cb, void *ud, str
 static int sqlite_session_put(struct store *s, const struct session_rec *r, struct terr *err)
 {
 	sqlite3_stmt *st = stmt(s, ST_SESSION_PUT);
-	bind_text(st, 1, r->id);
-	sqlite3_bind_int64(st, 2, r->seq);
-	bind_text(st, 3, r->name);
-	bind_text(st, 4, r->owner_id);
-	bind_text(st, 5, r->image);
-	bind_text(st, 6, session_status_name(r->status));
-	bind_text(st, 7, r->status_info);
-	bind_text(st, 8, r->agent_id);
-	bind_text(st, 9, r->container_id);
-	sqlite3_bind_int64(st, 10, r->req.cpu_m);
-	sqlite3_bind_int64(st, 11, r->req.mem);
-	sqlite3_bind_int64(st, 12, r->req.fgpu_m);
-	bind_text(st, 13, r->env_json);
-	bind_text(st, 14, r->startup_command);
-	if (r->has_exit_code)
-		sqlite3_bind_int(st, 15, r->exit_code);
-	else
-		sqlite3_bind_null(st, 15);
-	sqlite3_bind_int64(st, 16, r->created_ms);
-	sqlite3_bind_int64(st, 17, r->started_ms);
-	sqlite3_bind_int64(st, 18, r->terminated_ms);
-	bind_text(st, 19, r->alloc_json);
+	bind_record(st, &store_sessions_table, NULL, r);
 	return step_done(s, st, err, "save session");
 }
 
@@ -276,30 +498,9 @@ static int sqlite_session_load_all(struct store *s, store_session_cb cb, void *u
 	int rc;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		struct session_rec r = {0};
-		char status[32];
-		copy_col(st, 0, r.id, sizeof(r.id));
-		r.seq = sqlite3_column_int64(st, 1);
-		copy_col(st, 2, r.name, sizeof(r.name));
-		copy_col(st, 3, r.owner_id, sizeof(r.owner_id));
-		copy_col(st, 4, r.image, sizeof(r.image));
-		copy_col(st, 5, status, sizeof(status));
-		int sv = session_status_parse(status);
-		r.status = sv < 0 ? SS_ERROR : (enum session_status)sv;
-		copy_col(st, 6, r.status_info, sizeof(r.status_info));
-		copy_col(st, 7, r.agent_id, sizeof(r.agent_id));
-		copy_col(st, 8, r.container_id, sizeof(r.container_id));
-		r.req.cpu_m = sqlite3_column_int64(st, 9);
-		r.req.mem = sqlite3_column_int64(st, 10);
-		r.req.fgpu_m = sqlite3_column_int64(st, 11);
-		r.env_json = dup_col(st, 12);
-		r.startup_command = dup_col(st, 13);
-		r.has_exit_code = sqlite3_column_type(st, 14) != SQLITE_NULL;
-		r.exit_code = sqlite3_column_int(st, 14);
-		r.created_ms = sqlite3_column_int64(st, 15);
-		r.started_ms = sqlite3_column_int64(st, 16);
-		r.terminated_ms = sqlite3_column_int64(st, 17);
-		r.alloc_json = dup_col(st, 18);
-		int cr = cb(ud, &r);
+		int cr = read_record(st, &store_sessions_table, &r);
+		if (cr == 0)
+			cr = cb(ud, &r);
 		session_rec_clear(&r);
 		if (cr < 0) {
 			sqlite3_reset(st);
@@ -326,10 +527,7 @@ static int sqlite_history_add(struct store *s, const char *session_id,
 			      const struct history_rec *h, struct terr *err)
 {
 	sqlite3_stmt *st = stmt(s, ST_HISTORY_ADD);
-	bind_text(st, 1, session_id);
-	bind_text(st, 2, session_status_name(h->status));
-	bind_text(st, 3, h->info);
-	sqlite3_bind_int64(st, 4, h->at_ms);
+	bind_record(st, &store_history_table, session_id, h);
 	return step_done(s, st, err, "save session history");
 }
 
@@ -352,12 +550,12 @@ static int sqlite_history_get(struct store *s, const char *session_id,
 			arr = na;
 			cap *= 2;
 		}
-		char status[32];
-		copy_col(st, 0, status, sizeof(status));
-		int sv = session_status_parse(status);
-		arr[cnt].status = sv < 0 ? SS_ERROR : (enum session_status)sv;
-		copy_col(st, 1, arr[cnt].info, sizeof(arr[cnt].info));
-		arr[cnt].at_ms = sqlite3_column_int64(st, 2);
+		arr[cnt] = (struct history_rec){0};
+		if (read_record(st, &store_history_table, &arr[cnt]) < 0) {
+			free(arr);
+			arr = NULL;
+			break;
+		}
 		cnt++;
 	}
 	sqlite3_reset(st);
@@ -375,14 +573,7 @@ static int sqlite_history_get(struct store *s, const char *session_id,
 static int sqlite_agent_put(struct store *s, const struct agent_rec *a, struct terr *err)
 {
 	sqlite3_stmt *st = stmt(s, ST_AGENT_PUT);
-	bind_text(st, 1, a->id);
-	bind_text(st, 2, a->url);
-	sqlite3_bind_int64(st, 3, a->capacity.cpu_m);
-	sqlite3_bind_int64(st, 4, a->capacity.mem);
-	sqlite3_bind_int64(st, 5, a->capacity.fgpu_m);
-	bind_text(st, 6, a->version);
-	sqlite3_bind_int64(st, 7, a->registered_ms);
-	sqlite3_bind_int64(st, 8, a->last_seen_ms);
+	bind_record(st, &store_agents_table, NULL, a);
 	return step_done(s, st, err, "save agent");
 }
 
@@ -392,15 +583,9 @@ static int sqlite_agent_load_all(struct store *s, store_agent_cb cb, void *ud, s
 	int rc;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		struct agent_rec a = {0};
-		copy_col(st, 0, a.id, sizeof(a.id));
-		copy_col(st, 1, a.url, sizeof(a.url));
-		a.capacity.cpu_m = sqlite3_column_int64(st, 2);
-		a.capacity.mem = sqlite3_column_int64(st, 3);
-		a.capacity.fgpu_m = sqlite3_column_int64(st, 4);
-		copy_col(st, 5, a.version, sizeof(a.version));
-		a.registered_ms = sqlite3_column_int64(st, 6);
-		a.last_seen_ms = sqlite3_column_int64(st, 7);
-		int cr = cb(ud, &a);
+		int cr = read_record(st, &store_agents_table, &a);
+		if (cr == 0)
+			cr = cb(ud, &a);
 		if (cr < 0) {
 			sqlite3_reset(st);
 			return terr_set(err, -cr, "loading agents failed");

@@ -18,6 +18,8 @@
 
 struct store;
 
+/* The records. Their columns in a database are listed in store/columns.h:
+ * a new field is stored once it has its line there. */
 struct user_rec {
 	char id[STORE_ID_MAX];
 	char email[256];

@@ -7,6 +7,7 @@
 #include <arpa/inet.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -109,7 +110,12 @@ static void expire_logins(struct web *w, int64_t now)
 	w->n_logins = k;
 }
 
-/* Copies the caller's login (user gets a new reference); false if none. */
+/* Copies the caller's login; false if none (or out of memory). out->user
+ * is the caller's own copy (json_decref it), not a reference to the
+ * table's: a jansson value whose reference count two threads change is a
+ * data race (json_decref reads the count without an atomic), so the
+ * table's values are only touched under mu and each request thread gets
+ * a value of its own. */
 static bool find_login(struct web *w, const struct httpd_req *req, struct login *out)
 {
 	char tok[2 * TOKEN_BYTES + 1], h[SIGN_HEX_LEN + 1];
@@ -123,8 +129,9 @@ static bool find_login(struct web *w, const struct httpd_req *req, struct login 
 	for (size_t i = 0; i < w->n_logins && !found; i++) {
 		if (sign_equal(w->logins[i].token_hash, h)) {
 			*out = w->logins[i];
-			json_incref(out->user);
-			found = true;
+			out->user = json_deep_copy(w->logins[i].user);
+			found = out->user != NULL;
+			break;
 		}
 	}
 	pthread_mutex_unlock(&w->mu);
@@ -163,7 +170,7 @@ static void make_cookie(struct web *w, const char *value, int64_t max_age_s, cha
 static int manager_call(struct web *w, const char *method, const char *path, const char *ak,
 			const char *sk, const char *const *extra, const char *body, size_t body_len,
 			struct httpc_response *resp, int (*on_data)(const char *, size_t, void *), void *ud,
-			volatile int *cancel, long timeout_ms, struct terr *err)
+			const atomic_bool *cancel, long timeout_ms, struct terr *err)
 {
 	char url[4096 + 300];
 	if (snprintf(url, sizeof(url), "%s%s", w->manager, path) >= (int)sizeof(url))
@@ -264,10 +271,17 @@ static void web_login(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 	sign_sha256_hex(token, strlen(token), l.token_hash);
 	util_strlcpy(l.access_key, ak, sizeof(l.access_key));
 	util_strlcpy(l.secret_key, sk, sizeof(l.secret_key));
-	l.user = json_incref(user);
+	/* The table's own copy (find_login says why); reply keeps user. */
+	l.user = json_deep_copy(user);
 	l.expires_ms = util_now_ms() + w->ttl_ms;
 	json_t *reply = json_pack("{s:O,s:s}", "user", user, "csrf_token", l.csrf);
 	json_decref(out);
+	if (!l.user || !reply) {
+		json_decref(l.user);
+		json_decref(reply);
+		httpd_error(resp, 500, "internal", "out of memory");
+		return;
+	}
 	pthread_mutex_lock(&w->mu);
 	expire_logins(w, util_now_ms());
 	bool full = w->n_logins >= WEB_MAX_LOGINS;
@@ -333,7 +347,10 @@ struct stream {
 	struct login login;
 	char path[1024];
 	int fds[2];
-	volatile int cancel;
+	/* Set by stream_free (libmicrohttpd's thread) to end stream_main's
+	 * transfer. Relaxed loads and stores: it carries no data, and
+	 * stream_free joins the thread before it frees anything. */
+	atomic_bool cancel;
 	pthread_t thread;
 	/* Anything that is not an event stream (an error from the manager)
 	 * is collected and sent as one `event: relay_error`. */
@@ -357,7 +374,7 @@ static int stream_write(int fd, const char *data, size_t len)
 static int stream_on_data(const char *data, size_t len, void *ud)
 {
 	struct stream *s = ud;
-	if (s->cancel)
+	if (atomic_load_explicit(&s->cancel, memory_order_relaxed))
 		return 1;
 	if (s->mode == 0) {
 		size_t i = 0;
@@ -385,7 +402,8 @@ static void *stream_main(void *arg)
 	const char *extra[] = {"Accept: text/event-stream", NULL};
 	int rc = manager_call(s->w, "GET", s->path, s->login.access_key, s->login.secret_key, extra, NULL, 0,
 			      &resp, stream_on_data, s, &s->cancel, 0, &err);
-	if (!s->cancel && (rc < 0 || s->mode == 2 || resp.status != 200)) {
+	if (!atomic_load_explicit(&s->cancel, memory_order_relaxed) &&
+	    (rc < 0 || s->mode == 2 || resp.status != 200)) {
 		json_t *e;
 		if (rc < 0) {
 			e = json_pack("{s:i,s:{s:s,s:s}}", "status", 503, "error", "code", "unavailable", "message", err.msg);
@@ -423,7 +441,7 @@ static long stream_read(void *cls, char *buf, size_t max)
 static void stream_free(void *cls)
 {
 	struct stream *s = cls;
-	s->cancel = 1;
+	atomic_store_explicit(&s->cancel, true, memory_order_relaxed);
 	shutdown(s->fds[0], SHUT_RDWR);
 	pthread_join(s->thread, NULL);
 	close(s->fds[0]);
@@ -442,6 +460,7 @@ static void relay_stream(struct web *w, struct httpd_resp *resp, struct login *l
 		httpd_error(resp, 500, "internal", "cannot open an event stream");
 		return;
 	}
+	atomic_init(&s->cancel, false);
 	s->w = w;
 	s->login = *l;   /* takes the user reference */
 	util_strlcpy(s->path, path, sizeof(s->path));

@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -303,13 +304,13 @@ static int f_commit(struct runtime *rt, const char *id, const char *ref, struct 
 /* Holds the stream open, as Docker's does, until the agent stops; sends
  * the events the test queued (fake_event). */
 static int f_watch(struct runtime *rt, const char *key, const char *value, rt_event_cb cb, void *ud,
-		   volatile int *stop, struct terr *err)
+		   const atomic_bool *stop, struct terr *err)
 {
 	(void)rt;
 	(void)key;
 	(void)value;
 	(void)err;
-	while (!*stop) {
+	while (!atomic_load_explicit(stop, memory_order_relaxed)) {
 		struct rt_event evs[8];
 		pthread_mutex_lock(&fake.mu);
 		int n = fake.n_events;

@@ -7,6 +7,8 @@
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -214,7 +216,7 @@ TEST(streaming_and_abort)
 static void *set_later(void *p)
 {
 	usleep(200 * 1000);
-	*(volatile int *)p = 1;
+	atomic_store_explicit((atomic_bool *)p, true, memory_order_relaxed);
 	return NULL;
 }
 
@@ -222,7 +224,7 @@ TEST(cancel_and_timeout)
 {
 	char url[128];
 	snprintf(url, sizeof(url), "%s/slow", base);
-	volatile int cancel = 0;
+	atomic_bool cancel = false;
 	struct httpc_request req = {.method = "GET", .url = url, .cancel = &cancel};
 	struct httpc_response resp;
 	struct terr err = {0};

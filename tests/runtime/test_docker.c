@@ -10,6 +10,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <sys/socket.h>
@@ -38,7 +39,7 @@ static struct {
 	char sock[80];
 	int lfd;
 	pthread_t thr;
-	volatile int quit;
+	atomic_bool quit;           /* set by fake_stop, read by the threads */
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	int active;                 /* connection threads running */
@@ -849,7 +850,7 @@ struct ev_log {
 	struct rt_event ev[8];
 	int n;
 	int stop_after;          /* cb returns 1 at this count, 0 = never */
-	volatile int *stop;      /* set when all 3 arrived, if non-NULL */
+	atomic_bool *stop;       /* set when all 3 arrived, if non-NULL */
 };
 
 static int on_event(const struct rt_event *ev, void *ud)
@@ -858,7 +859,7 @@ static int on_event(const struct rt_event *ev, void *ud)
 	if (l->n < 8)
 		l->ev[l->n++] = *ev;
 	if (l->stop && l->n == 3)
-		*l->stop = 1;
+		atomic_store_explicit(l->stop, true, memory_order_relaxed);
 	return l->stop_after && l->n >= l->stop_after;
 }
 
@@ -891,7 +892,7 @@ TEST(watch_delivers_events_and_stops)
 
 	/* The callback stops it. */
 	struct ev_log l = { .stop_after = 3 };
-	volatile int stop = 0;
+	atomic_bool stop = false;
 	CHECK_INT(ops->watch(rt, "tessera.agent", "a1", on_event, &l, &stop, &err), 0);
 	check_events(&l);
 	struct fake_req q;
@@ -910,13 +911,13 @@ TEST(watch_delivers_events_and_stops)
 
 	/* *stop stops it, while the daemon keeps the stream open. */
 	struct ev_log l2 = { .stop = &stop };
-	stop = 0;
+	atomic_store(&stop, false);
 	CHECK_INT(ops->watch(rt, "tessera.agent", "a1", on_event, &l2, &stop, &err), 0);
 	check_events(&l2);
 
 	/* The daemon ending the stream is an error the caller must see. */
 	struct ev_log l3 = { 0 };
-	stop = 0;
+	atomic_store(&stop, false);
 	int r = ops->watch(rt, "tessera.agent", "close", on_event, &l3, &stop, &err);
 	CHECK_INT(r, -EIO);
 	CHECK_CONTAINS(err.msg, "closed the event stream");

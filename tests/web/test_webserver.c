@@ -4,6 +4,7 @@
  * logout. Responses are read from a raw socket so headers can be checked. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -233,6 +234,45 @@ TEST(relay_signs_for_the_logged_in_user)
 	reply_free(&r);
 }
 
+/* One login used by several connections at once, as a browser's tabs do:
+ * each request thread reads the login table and the user it holds (under
+ * ThreadSanitizer, suite tsan, this is where sharing them would show). */
+struct burst {
+	pthread_t th;
+	const char *cookie;
+	int ok, failed;
+};
+
+static void *burst_main(void *arg)
+{
+	struct burst *b = arg;
+	for (int i = 0; i < 10; i++) {
+		struct reply r = http(web_port_n, "GET", i % 2 ? "/auth/me" : "/api/v1/auth/whoami", b->cookie, NULL);
+		if (r.status == 200 && r.body && strstr(r.body, "admin@tessera.local"))
+			b->ok++;
+		else
+			b->failed++;
+		reply_free(&r);
+	}
+	return NULL;
+}
+
+TEST(one_login_serves_concurrent_requests)
+{
+	char cookie[256], csrf[80];
+	CHECK_INT(login("admin@tessera.local", admin_password, cookie, sizeof(cookie), csrf, sizeof(csrf)), 200);
+	struct burst b[4];
+	for (int i = 0; i < 4; i++) {
+		b[i] = (struct burst){.cookie = cookie};
+		CHECK_INT(pthread_create(&b[i].th, NULL, burst_main, &b[i]), 0);
+	}
+	for (int i = 0; i < 4; i++) {
+		pthread_join(b[i].th, NULL);
+		CHECK_INT(b[i].ok, 10);
+		CHECK_INT(b[i].failed, 0);
+	}
+}
+
 TEST(writes_need_the_csrf_token_and_same_origin)
 {
 	char cookie[256], csrf[80], extra[512];
@@ -437,6 +477,7 @@ int main(void)
 	RUN(wrong_or_malformed_logins_are_refused);
 	RUN(manager_login_route_needs_the_web_secret);
 	RUN(relay_signs_for_the_logged_in_user);
+	RUN(one_login_serves_concurrent_requests);
 	RUN(writes_need_the_csrf_token_and_same_origin);
 	RUN(users_admin_validates_and_is_admin_only);
 	RUN(failed_logins_are_rate_limited_per_email);

@@ -1,0 +1,106 @@
+/* The store's column lists (columns.h), one line per column. */
+#include <stdbool.h>
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "store/columns.h"
+
+#define FIELD_SIZE(rec, member) sizeof(((struct rec *)0)->member)
+/* COL(record, column, kind, constraint, member) */
+#define COL(rec, name, kind, constraint, member) \
+	{#name, kind, constraint, offsetof(struct rec, member), FIELD_SIZE(rec, member), 0}
+/* An integer that may be absent: its value and the bool that says so. */
+#define COL_OPT(rec, name, constraint, member, flag) \
+	{#name, STORE_COL_INT_OPT, constraint, offsetof(struct rec, member), \
+	 FIELD_SIZE(rec, member), offsetof(struct rec, flag)}
+#define TABLE(var, tname, parent_col, rec, cols) \
+	const struct store_table var = {tname, parent_col, cols, \
+					sizeof(cols) / sizeof(cols[0]), sizeof(struct rec)}
+
+static const struct store_column user_cols[] = {
+	COL(user_rec, id,            STORE_COL_TEXT,  "PRIMARY KEY",         id),
+	COL(user_rec, email,         STORE_COL_TEXT,  "NOT NULL UNIQUE",     email),
+	COL(user_rec, is_admin,      STORE_COL_BOOL,  "NOT NULL",            is_admin),
+	COL(user_rec, disabled,      STORE_COL_BOOL,  "NOT NULL DEFAULT 0",  disabled),
+	COL(user_rec, access_key,    STORE_COL_TEXT,  "NOT NULL UNIQUE",     access_key),
+	COL(user_rec, secret_key,    STORE_COL_TEXT,  "NOT NULL",            secret_key),
+	COL(user_rec, password_hash, STORE_COL_TEXT,  "NOT NULL DEFAULT ''", password_hash),
+	COL(user_rec, created_ms,    STORE_COL_INT64, "NOT NULL",            created_ms),
+};
+TABLE(store_users_table, "users", NULL, user_rec, user_cols);
+
+static const struct store_column session_cols[] = {
+	COL(session_rec, id,              STORE_COL_TEXT,     "PRIMARY KEY",     id),
+	COL(session_rec, seq,             STORE_COL_INT64,    "NOT NULL UNIQUE", seq),
+	COL(session_rec, name,            STORE_COL_TEXT,     "NOT NULL",        name),
+	COL(session_rec, owner_id,        STORE_COL_TEXT,     "NOT NULL",        owner_id),
+	COL(session_rec, image,           STORE_COL_TEXT,     "NOT NULL",        image),
+	COL(session_rec, status,          STORE_COL_STATUS,   "NOT NULL",        status),
+	COL(session_rec, status_info,     STORE_COL_TEXT,     "NOT NULL",        status_info),
+	COL(session_rec, agent_id,        STORE_COL_TEXT,     "NOT NULL",        agent_id),
+	COL(session_rec, container_id,    STORE_COL_TEXT,     "NOT NULL",        container_id),
+	COL(session_rec, cpu_m,           STORE_COL_INT64,    "NOT NULL",        req.cpu_m),
+	COL(session_rec, mem,             STORE_COL_INT64,    "NOT NULL",        req.mem),
+	COL(session_rec, fgpu_m,          STORE_COL_INT64,    "NOT NULL",        req.fgpu_m),
+	COL(session_rec, env_json,        STORE_COL_TEXT_PTR, "",                env_json),
+	COL(session_rec, startup_command, STORE_COL_TEXT_PTR, "",                startup_command),
+	COL_OPT(session_rec, exit_code,                       "",                exit_code, has_exit_code),
+	COL(session_rec, created_ms,      STORE_COL_INT64,    "NOT NULL",        created_ms),
+	COL(session_rec, started_ms,      STORE_COL_INT64,    "NOT NULL",        started_ms),
+	COL(session_rec, terminated_ms,   STORE_COL_INT64,    "NOT NULL",        terminated_ms),
+	/* Added in schema version 2. */
+	COL(session_rec, alloc_json,      STORE_COL_TEXT_PTR, "",                alloc_json),
+};
+TABLE(store_sessions_table, "sessions", NULL, session_rec, session_cols);
+
+static const struct store_column history_cols[] = {
+	COL(history_rec, status, STORE_COL_STATUS, "NOT NULL", status),
+	COL(history_rec, info,   STORE_COL_TEXT,   "NOT NULL", info),
+	COL(history_rec, at_ms,  STORE_COL_INT64,  "NOT NULL", at_ms),
+};
+TABLE(store_history_table, "session_history", "session_id", history_rec, history_cols);
+
+static const struct store_column agent_cols[] = {
+	COL(agent_rec, id,            STORE_COL_TEXT,  "PRIMARY KEY", id),
+	COL(agent_rec, url,           STORE_COL_TEXT,  "NOT NULL",    url),
+	COL(agent_rec, cpu_m,         STORE_COL_INT64, "NOT NULL",    capacity.cpu_m),
+	COL(agent_rec, mem,           STORE_COL_INT64, "NOT NULL",    capacity.mem),
+	COL(agent_rec, fgpu_m,        STORE_COL_INT64, "NOT NULL",    capacity.fgpu_m),
+	COL(agent_rec, version,       STORE_COL_TEXT,  "NOT NULL",    version),
+	COL(agent_rec, registered_ms, STORE_COL_INT64, "NOT NULL",    registered_ms),
+	COL(agent_rec, last_seen_ms,  STORE_COL_INT64, "NOT NULL",    last_seen_ms),
+};
+TABLE(store_agents_table, "agents", NULL, agent_rec, agent_cols);
+
+const struct store_table *const store_tables[] = {
+	&store_users_table, &store_sessions_table, &store_history_table, &store_agents_table, NULL,
+};
+
+int store_tables_check(struct terr *err)
+{
+	for (const struct store_table *const *t = store_tables; *t; t++) {
+		for (size_t i = 0; i < (*t)->ncols; i++) {
+			const struct store_column *c = &(*t)->cols[i];
+			size_t want = 0;
+			switch (c->kind) {
+			case STORE_COL_TEXT:
+				/* An array, not a pointer: the record's text
+				 * arrays are all longer than a pointer. */
+				want = c->size > sizeof(char *) ? c->size : 0;
+				break;
+			case STORE_COL_TEXT_PTR: want = sizeof(char *); break;
+			case STORE_COL_BOOL: want = sizeof(bool); break;
+			case STORE_COL_INT64: want = sizeof(int64_t); break;
+			case STORE_COL_STATUS: want = sizeof(enum session_status); break;
+			case STORE_COL_INT_OPT: want = sizeof(int); break;
+			}
+			bool flag_ok = c->kind != STORE_COL_INT_OPT ||
+				       c->flag_off + sizeof(bool) <= (*t)->rec_size;
+			if (want != c->size || c->off + c->size > (*t)->rec_size || !flag_ok)
+				return terr_set(err, EINVAL, "store table %s: column %s does not match its field",
+						(*t)->name, c->name);
+		}
+	}
+	return 0;
+}
