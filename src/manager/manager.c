@@ -18,7 +18,7 @@
 #include "common/util.h"
 #include "manager/internal.h"
 #include "manager/validate.h"
-#include "web/pwhash.h"
+#include "auth/pwhash.h"
 
 #define ADMIN_EMAIL "admin@tessera.local"
 #define SAFETY_PASS_MS 1000
