@@ -28,11 +28,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "fgpu/conf.h"
 #include "fgpu/hooks.h"
 #include "fgpu/pacing.h"
-#include "fgpu/region.h"
 #include "fgpu/shim.h"
+#include "gpuabi/conf.h"
+#include "gpuabi/region.h"
 
 /* ---- derived from the one list ----------------------------------------- */
 

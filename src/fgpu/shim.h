@@ -20,9 +20,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "fgpu/conf.h"
 #include "fgpu/hooks.h"
-#include "fgpu/region.h"
+#include "gpuabi/conf.h"
+#include "gpuabi/region.h"
 
 #define FGPU_EXPORT __attribute__((visibility("default")))
 /* The dlsym path can run before anything else in the process is set up:

@@ -20,9 +20,9 @@
 #include <time.h>
 
 #include "common/units.h"
-#include "fgpu/conf.h"
-#include "fgpu/cuda_abi.h"
-#include "fgpu/nvml_abi.h"
+#include "gpuabi/conf.h"
+#include "gpuabi/cuda_abi.h"
+#include "gpuabi/nvml_abi.h"
 
 #define GI_MAX 64
 

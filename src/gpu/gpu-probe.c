@@ -34,9 +34,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fgpu/cuda_abi.h"
-#include "fgpu/nvml_abi.h"
 #include "gpu/gpu_usage.h"
+#include "gpuabi/cuda_abi.h"
+#include "gpuabi/nvml_abi.h"
 
 #define MAX_PROCS 1024
 

@@ -8,10 +8,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "fgpu/conf.h"
 #include "fgpu/pacing.h"
-#include "fgpu/region.h"
 #include "fgpu/turn.h"
+#include "gpuabi/conf.h"
+#include "gpuabi/region.h"
 #include "testlib.h"
 
 static char dir[] = "/tmp/tessera-fgpu-core-XXXXXX";

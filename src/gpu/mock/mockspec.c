@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "common/units.h"
-#include "fgpu/procinfo.h"
+#include "gpuabi/procinfo.h"
 
 static uint64_t mock_fnv1a(uint64_t h, const void *data, size_t n)
 {
