@@ -209,7 +209,7 @@ void mock_usage_init(const struct mock_spec *spec)
 	mock_usage_spec = spec;
 	const char *path = getenv("TESSERA_MOCK_STATE");
 	char def[256];
-	/* (no stat family here: see fgpu/glibc_compat.h) */
+	/* (no stat family here: see gpuabi/glibc_compat.h) */
 	if (!path || !*path) {
 		int dir = open(MOCK_STATE_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (dir < 0)
