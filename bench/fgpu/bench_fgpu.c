@@ -18,7 +18,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "fgpu/cuda_abi.h"
+#include "gpuabi/cuda_abi.h"
 
 typedef CUresult (*alloc_fn)(CUdeviceptr *, size_t);
 typedef CUresult (*free_fn)(CUdeviceptr);

@@ -18,9 +18,9 @@
 #include "common/log.h"
 #include "common/units.h"
 #include "common/util.h"
-#include "fgpu/conf.h"
-#include "fgpu/fgpu_contract.h"
-#include "fgpu/procinfo.h"
+#include "gpuabi/conf.h"
+#include "gpuabi/fgpu_contract.h"
+#include "gpuabi/procinfo.h"
 #include "gpu/gpu.h"
 #include "gpu/gpu_usage.h"
 
@@ -472,7 +472,7 @@ static const struct gpu_device *node_device(const struct agent *a, const char *u
 
 /* GPU session: the per-session files (limits, preload, shared region,
  * mock spec) and every mount and device the fGPU contract names
- * (fgpu/fgpu_contract.h). gpus has passed check_spec: its devices are
+ * (gpuabi/fgpu_contract.h). gpus has passed check_spec: its devices are
  * the node's, each once. */
 static int plan_gpus(struct agent *a, struct plan *p, const char *sid, json_t *gpus, int64_t fgpu_m,
 		     struct terr *err)

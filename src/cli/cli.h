@@ -4,6 +4,9 @@
 #ifndef TESSERA_CLI_CLI_H
 #define TESSERA_CLI_CLI_H
 
+#include <stdbool.h>
+#include <stddef.h>
+
 /* Client verbs (cli/). */
 int cmd_login(int argc, char **argv);
 int cmd_session(int argc, char **argv);
@@ -15,5 +18,46 @@ int cmd_server(int argc, char **argv);
 int cmd_manager(int argc, char **argv);
 int cmd_agent(int argc, char **argv);
 int cmd_webserver(int argc, char **argv);
+
+/* ---- nouns and their verbs (cli.c) ---- */
+
+/* One verb of a noun: `tessera session create ...`. */
+struct cli_verb {
+	const char *name;
+	/* Gets argv from the verb on (argv[0] == "create"); returns the exit
+	 * code, as a cmd_* does. */
+	int (*run)(int argc, char **argv);
+	/* Its line in the noun's --help: synopsis ("create IMAGE [options]")
+	 * and what it does. NULL: the noun's usage text describes it. */
+	const char *synopsis;
+	const char *help;
+};
+
+/* A noun (`tessera session`): its verbs, and what its help and its usage
+ * errors say. All strings are static. */
+struct cli_noun {
+	const char *name;
+	const struct cli_verb *verbs;
+	size_t n_verbs;
+	/* --help (stdout, exit 0): usage, then a line per verb that has a
+	 * synopsis, then usage_end (NULL: nothing). */
+	const char *usage;
+	const char *usage_end;
+	/* The usage error when no verb is given; NULL: the --help text on
+	 * stderr, exit 2. */
+	const char *missing;
+	/* The usage error for a verb not in the table; NULL: "unknown command
+	 * 'VERB'". */
+	const char *unknown;
+	/* Whether `tessera NOUN help` is --help too. */
+	bool help_verb;
+};
+
+/* Runs the verb argv[1] of noun (argv[0] is the noun's name) with argv
+ * from the verb on, or prints the noun's help or a usage error (exit 2,
+ * "tessera: MESSAGE; run 'tessera NOUN --help'"). Returns the exit code. */
+int cli_dispatch(const struct cli_noun *noun, int argc, char **argv);
+
+#define CLI_NVERBS(verbs) (sizeof(verbs) / sizeof((verbs)[0]))
 
 #endif

@@ -68,16 +68,20 @@ out:
 	return rc;
 }
 
+static const struct cli_verb node_verbs[] = {
+	{"ls", node_ls, NULL, NULL},   /* NODE_USAGE describes it */
+};
+
+static const struct cli_noun node_noun = {
+	.name = "node",
+	.verbs = node_verbs,
+	.n_verbs = CLI_NVERBS(node_verbs),
+	.usage = NODE_USAGE,
+	.missing = "missing command (try 'tessera node ls')",
+	.help_verb = true,
+};
+
 int cmd_node(int argc, char **argv)
 {
-	if (argc < 2)
-		return cli_usage_fail("node", "missing command (try 'tessera node ls')");
-	const char *sub = argv[1];
-	if (!strcmp(sub, "--help") || !strcmp(sub, "-h") || !strcmp(sub, "help")) {
-		fputs(NODE_USAGE, stdout);
-		return CLI_EXIT_OK;
-	}
-	if (!strcmp(sub, "ls"))
-		return node_ls(argc - 1, argv + 1);
-	return cli_usage_fail("node", "unknown command '%s'", sub);
+	return cli_dispatch(&node_noun, argc, argv);
 }

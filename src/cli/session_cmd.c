@@ -13,19 +13,6 @@
 #include "cli/table.h"
 #include "common/units.h"
 
-#define SESSION_USAGE \
-	"usage: tessera session <command> [options]\n" \
-	"\n" \
-	"commands:\n" \
-	"  create IMAGE [options]   create one or more sessions\n" \
-	"  ls [--all] [--json]      list sessions (without --all: not yet ended)\n" \
-	"  info NAME [--json]       show one session with its status history\n" \
-	"  rm NAME...               remove sessions\n" \
-	"  logs NAME                print a session's container output\n" \
-	"  exec NAME -- CMD...      run a command in a running session\n" \
-	"\n" \
-	"NAME is a session name or id. Run 'tessera session <command> --help'.\n"
-
 #define CREATE_USAGE \
 	"usage: tessera session create IMAGE [options]\n" \
 	"\n" \
@@ -708,26 +695,27 @@ static int session_exec(int argc, char **argv)
 	return rc;
 }
 
-/* One list of sub-commands; usage text and dispatch come from it. */
-static const struct {
-	const char *name;
-	int (*run)(int argc, char **argv);
-} session_cmds[] = {
-	{"create", session_create}, {"ls", session_ls},     {"info", session_info},
-	{"rm", session_rm},         {"logs", session_logs}, {"exec", session_exec},
+/* One list of verbs; the usage text and the dispatch come from it. */
+static const struct cli_verb session_verbs[] = {
+	{"create", session_create, "create IMAGE [options]", "create one or more sessions"},
+	{"ls", session_ls, "ls [--all] [--json]", "list sessions (without --all: not yet ended)"},
+	{"info", session_info, "info NAME [--json]", "show one session with its status history"},
+	{"rm", session_rm, "rm NAME...", "remove sessions"},
+	{"logs", session_logs, "logs NAME", "print a session's container output"},
+	{"exec", session_exec, "exec NAME -- CMD...", "run a command in a running session"},
+};
+
+static const struct cli_noun session_noun = {
+	.name = "session",
+	.verbs = session_verbs,
+	.n_verbs = CLI_NVERBS(session_verbs),
+	.usage = "usage: tessera session <command> [options]\n\ncommands:\n",
+	.usage_end = "\nNAME is a session name or id. Run 'tessera session <command> --help'.\n",
+	.missing = "missing command",
+	.help_verb = true,
 };
 
 int cmd_session(int argc, char **argv)
 {
-	if (argc < 2)
-		return cli_usage_fail("session", "missing command");
-	const char *sub = argv[1];
-	if (!strcmp(sub, "--help") || !strcmp(sub, "-h") || !strcmp(sub, "help")) {
-		fputs(SESSION_USAGE, stdout);
-		return CLI_EXIT_OK;
-	}
-	for (size_t i = 0; i < sizeof(session_cmds) / sizeof(session_cmds[0]); i++)
-		if (!strcmp(sub, session_cmds[i].name))
-			return session_cmds[i].run(argc - 1, argv + 1);
-	return cli_usage_fail("session", "unknown command '%s'", sub);
+	return cli_dispatch(&session_noun, argc, argv);
 }

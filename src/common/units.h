@@ -1,7 +1,7 @@
 /* Parsing and printing of resource amounts. Amounts are fixed-point
- * integers everywhere (DESIGN.md): CPU and fGPU in milli-units (1000 = one
- * core / one fGPU), memory in bytes. Floats are never used, so three
- * sessions of 0.4 on 1.0 give exactly two. */
+ * integers everywhere (docs/architecture.md, "Conventions"): CPU and fGPU
+ * in milli-units (1000 = one core / one fGPU), memory in bytes. Floats are
+ * never used, so three sessions of 0.4 on 1.0 give exactly two. */
 #ifndef TESSERA_COMMON_UNITS_H
 #define TESSERA_COMMON_UNITS_H
 

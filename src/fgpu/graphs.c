@@ -407,32 +407,38 @@ static void fgpu_graph_record(struct fgpu_gexec *e, CUresult rc, CUgraphExec h)
 	pthread_mutex_unlock(&fgpu_graph_lock);
 }
 
-#define FGPU_INSTANTIATE(pexec, graph, call) do { \
-	CUDA_INIT(); \
+/* What an instantiation returns, an expression the hook returns (a macro
+ * so that call runs between the steps): out of memory, without calling
+ * the driver, when the graph's memory cannot fit. */
+#define FGPU_INSTANTIATE(pexec, graph, call) ({ \
 	bool fail_; \
 	struct fgpu_gexec *e_ = fgpu_graph_prepare((graph), &fail_); \
-	if (fail_) \
-		return CUDA_ERROR_OUT_OF_MEMORY; \
-	CUresult rc_ = (call); \
-	fgpu_graph_record(e_, rc_, rc_ == CUDA_SUCCESS && (pexec) ? *(pexec) : NULL); \
-	return rc_; \
-} while (0)
+	CUresult rc_ = CUDA_ERROR_OUT_OF_MEMORY; \
+	if (!fail_) { \
+		rc_ = (call); \
+		fgpu_graph_record(e_, rc_, rc_ == CUDA_SUCCESS && (pexec) ? *(pexec) : NULL); \
+	} \
+	rc_; \
+})
 
 CUresult cuGraphInstantiate(CUgraphExec *exec, CUgraph g, CUgraphNode *err_node, char *log,
 			    size_t log_size)
 {
-	FGPU_INSTANTIATE(exec, g, REAL(cuGraphInstantiate, exec, g, err_node, log, log_size));
+	CUDA_INIT();
+	return FGPU_INSTANTIATE(exec, g, REAL(cuGraphInstantiate, exec, g, err_node, log, log_size));
 }
 
 CUresult cuGraphInstantiate_v2(CUgraphExec *exec, CUgraph g, CUgraphNode *err_node, char *log,
 			       size_t log_size)
 {
-	FGPU_INSTANTIATE(exec, g, REAL(cuGraphInstantiate_v2, exec, g, err_node, log, log_size));
+	CUDA_INIT();
+	return FGPU_INSTANTIATE(exec, g, REAL(cuGraphInstantiate_v2, exec, g, err_node, log, log_size));
 }
 
 CUresult cuGraphInstantiateWithFlags(CUgraphExec *exec, CUgraph g, unsigned long long flags)
 {
-	FGPU_INSTANTIATE(exec, g, REAL(cuGraphInstantiateWithFlags, exec, g, flags));
+	CUDA_INIT();
+	return FGPU_INSTANTIATE(exec, g, REAL(cuGraphInstantiateWithFlags, exec, g, flags));
 }
 
 /* With CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD the graph's memory is mapped

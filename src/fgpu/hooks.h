@@ -12,8 +12,8 @@
 #ifndef TESSERA_FGPU_HOOKS_H
 #define TESSERA_FGPU_HOOKS_H
 
-#include "fgpu/cuda_abi.h"
-#include "fgpu/nvml_abi.h"
+#include "gpuabi/cuda_abi.h"
+#include "gpuabi/nvml_abi.h"
 
 #define FGPU_CUDA_HOOKS(X) \
 	X(CUresult, cuGetProcAddress, cuGetProcAddress, 11030, 0, \

@@ -219,10 +219,11 @@ static void fgpu_pace_after(struct fgpu_pacer *p, CUstream s, bool ptsz, CUresul
 	pthread_mutex_unlock(&p->mu);
 }
 
-/* A launch: paced when the share is less than the whole GPU, and the
- * stack it grows charged first (contexts.c). f is NULL for graphs. */
-#define FGPU_LAUNCH(f, ptsz, stream, call) do { \
-	CUDA_INIT(); \
+/* What a launch returns, an expression the hook returns (a macro so that
+ * call runs between the steps): paced when the share is less than the
+ * whole GPU, and the stack it grows charged first (contexts.c). f is NULL
+ * for graphs. */
+#define FGPU_LAUNCH(f, ptsz, stream, call) ({ \
 	int idx_; \
 	struct fgpu_pacer *p_ = fgpu_pacing ? fgpu_pace_before((stream), (ptsz), &idx_) : NULL; \
 	struct fgpu_stack_grant g_; \
@@ -232,33 +233,37 @@ static void fgpu_pace_after(struct fgpu_pacer *p, CUstream s, bool ptsz, CUresul
 		fgpu_stack_launched(&g_, rc_); \
 	} \
 	fgpu_pace_after(p_, (stream), (ptsz), rc_); \
-	return rc_; \
-} while (0)
+	rc_; \
+})
 
 CUresult cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
 			unsigned int bx, unsigned int by, unsigned int bz, unsigned int shmem,
 			CUstream s, void **params, void **extra)
 {
-	FGPU_LAUNCH(f, false, s, REAL(cuLaunchKernel, f, gx, gy, gz, bx, by, bz, shmem, s, params, extra));
+	CUDA_INIT();
+	return FGPU_LAUNCH(f, false, s, REAL(cuLaunchKernel, f, gx, gy, gz, bx, by, bz, shmem, s, params, extra));
 }
 
 CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
 			     unsigned int bx, unsigned int by, unsigned int bz,
 			     unsigned int shmem, CUstream s, void **params, void **extra)
 {
-	FGPU_LAUNCH(f, true, s,
-		   REAL(cuLaunchKernel_ptsz, f, gx, gy, gz, bx, by, bz, shmem, s, params, extra));
+	CUDA_INIT();
+	return FGPU_LAUNCH(f, true, s,
+			   REAL(cuLaunchKernel_ptsz, f, gx, gy, gz, bx, by, bz, shmem, s, params, extra));
 }
 
 CUresult cuLaunchKernelEx(const CUlaunchConfig *c, CUfunction f, void **params, void **extra)
 {
-	FGPU_LAUNCH(f, false, c ? c->hStream : NULL, REAL(cuLaunchKernelEx, c, f, params, extra));
+	CUDA_INIT();
+	return FGPU_LAUNCH(f, false, c ? c->hStream : NULL, REAL(cuLaunchKernelEx, c, f, params, extra));
 }
 
 CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *c, CUfunction f, void **params,
 			       void **extra)
 {
-	FGPU_LAUNCH(f, true, c ? c->hStream : NULL, REAL(cuLaunchKernelEx_ptsz, c, f, params, extra));
+	CUDA_INIT();
+	return FGPU_LAUNCH(f, true, c ? c->hStream : NULL, REAL(cuLaunchKernelEx_ptsz, c, f, params, extra));
 }
 
 /* Cooperative kernels are kernels; a graph launch is measured as a whole
@@ -268,8 +273,9 @@ CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gx, unsigned int g
 				   unsigned int gz, unsigned int bx, unsigned int by,
 				   unsigned int bz, unsigned int shmem, CUstream s, void **params)
 {
-	FGPU_LAUNCH(f, false, s,
-		   REAL(cuLaunchCooperativeKernel, f, gx, gy, gz, bx, by, bz, shmem, s, params));
+	CUDA_INIT();
+	return FGPU_LAUNCH(f, false, s,
+			   REAL(cuLaunchCooperativeKernel, f, gx, gy, gz, bx, by, bz, shmem, s, params));
 }
 
 CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gx, unsigned int gy,
@@ -277,17 +283,20 @@ CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gx, unsigned 
 					unsigned int bz, unsigned int shmem, CUstream s,
 					void **params)
 {
-	FGPU_LAUNCH(f, true, s, REAL(cuLaunchCooperativeKernel_ptsz, f, gx, gy, gz, bx, by, bz, shmem,
-				 s, params));
+	CUDA_INIT();
+	return FGPU_LAUNCH(f, true, s, REAL(cuLaunchCooperativeKernel_ptsz, f, gx, gy, gz, bx, by,
+						 bz, shmem, s, params));
 }
 
 CUresult cuGraphLaunch(CUgraphExec g, CUstream s)
 {
-	FGPU_LAUNCH(NULL, false, s, fgpu_graph_launch(g, s, false));
+	CUDA_INIT();
+	return FGPU_LAUNCH(NULL, false, s, fgpu_graph_launch(g, s, false));
 }
 
 CUresult cuGraphLaunch_ptsz(CUgraphExec g, CUstream s)
 {
-	FGPU_LAUNCH(NULL, true, s, fgpu_graph_launch(g, s, true));
+	CUDA_INIT();
+	return FGPU_LAUNCH(NULL, true, s, fgpu_graph_launch(g, s, true));
 }
 

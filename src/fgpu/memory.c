@@ -18,34 +18,40 @@
 CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytes)
 {
 	CUDA_INIT();
-	CUdevice ord = 0;
-	if (!dptr || bytes == 0 || bytes > (size_t)INT64_MAX)
+	if (!fgpu_accounting() || !dptr || bytes == 0 || bytes > (size_t)INT64_MAX)
 		return REAL(cuMemAlloc_v2, dptr, bytes);
-	CURRENT_DEVICE(ord);
-	FGPU_ALLOC(K_PTR, ord, (int64_t)bytes, *dptr, REAL(cuMemAlloc_v2, dptr, bytes),
-		   REAL(cuMemFree_v2, *dptr));
+	CUdevice ord;
+	CUresult rc = fgpu_current_device(&ord);
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	return FGPU_ALLOC(K_PTR, ord, (int64_t)bytes, *dptr, REAL(cuMemAlloc_v2, dptr, bytes),
+			  REAL(cuMemFree_v2, *dptr));
 }
 
 CUresult cuMemAlloc(CUdeviceptr_v1 *dptr, unsigned int bytes)
 {
 	CUDA_INIT();
-	CUdevice ord = 0;
-	if (!dptr || bytes == 0)
+	if (!fgpu_accounting() || !dptr || bytes == 0)
 		return REAL(cuMemAlloc, dptr, bytes);
-	CURRENT_DEVICE(ord);
-	FGPU_ALLOC(K_PTR_V1, ord, (int64_t)bytes, *dptr, REAL(cuMemAlloc, dptr, bytes),
-		   REAL(cuMemFree, *dptr));
+	CUdevice ord;
+	CUresult rc = fgpu_current_device(&ord);
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	return FGPU_ALLOC(K_PTR_V1, ord, (int64_t)bytes, *dptr, REAL(cuMemAlloc, dptr, bytes),
+			  REAL(cuMemFree, *dptr));
 }
 
 CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytes, unsigned int flags)
 {
 	CUDA_INIT();
-	CUdevice ord = 0;
-	if (!dptr || bytes == 0 || bytes > (size_t)INT64_MAX)
+	if (!fgpu_accounting() || !dptr || bytes == 0 || bytes > (size_t)INT64_MAX)
 		return REAL(cuMemAllocManaged, dptr, bytes, flags);
-	CURRENT_DEVICE(ord);
-	FGPU_ALLOC(K_PTR, ord, (int64_t)bytes, *dptr,
-		   REAL(cuMemAllocManaged, dptr, bytes, flags), REAL(cuMemFree_v2, *dptr));
+	CUdevice ord;
+	CUresult rc = fgpu_current_device(&ord);
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	return FGPU_ALLOC(K_PTR, ord, (int64_t)bytes, *dptr,
+			  REAL(cuMemAllocManaged, dptr, bytes, flags), REAL(cuMemFree_v2, *dptr));
 }
 
 /* Pitch is the driver's choice; reserve a 512-byte-aligned estimate first
@@ -134,13 +140,13 @@ CUresult cuMemFree_v2(CUdeviceptr p)
 	CUresult rc = fgpu_pool_free_sync(p, &mine);
 	if (mine)
 		return rc;
-	FGPU_FREE(K_PTR, p, REAL(cuMemFree_v2, p));
+	return FGPU_FREE(K_PTR, p, REAL(cuMemFree_v2, p));
 }
 
 CUresult cuMemFree(CUdeviceptr_v1 p)
 {
 	CUDA_INIT();
-	FGPU_FREE(K_PTR_V1, p, REAL(cuMemFree, p));
+	return FGPU_FREE(K_PTR_V1, p, REAL(cuMemFree, p));
 }
 
 /* ---- hooks: virtual memory management ---------------------------------------- */
@@ -154,11 +160,11 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle *h, size_t size,
 		     const CUmemAllocationProp *prop, unsigned long long flags)
 {
 	CUDA_INIT();
-	if (!h || !prop || size == 0 || size > (size_t)INT64_MAX ||
+	if (!fgpu_accounting() || !h || !prop || size == 0 || size > (size_t)INT64_MAX ||
 	    prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
 		return REAL(cuMemCreate, h, size, prop, flags);   /* host memory: not ours */
-	FGPU_ALLOC(K_HANDLE, prop->location.id, (int64_t)size, *h,
-		   REAL(cuMemCreate, h, size, prop, flags), REAL(cuMemRelease, *h));
+	return FGPU_ALLOC(K_HANDLE, prop->location.id, (int64_t)size, *h,
+			  REAL(cuMemCreate, h, size, prop, flags), REAL(cuMemRelease, *h));
 }
 
 /* Drops e when nothing holds its memory any more. Caller holds the table
@@ -327,65 +333,75 @@ static int64_t fgpu_array_bytes(size_t w, size_t h, size_t d, CUarray_format f,
 	return total;
 }
 
-/* One 2D or 3D array of descriptor d (depth: d->Depth, or 1 for 2D). */
-#define FGPU_ARRAY_CREATE(fn, pa, d, depth) do { \
-	CUDA_INIT(); \
-	CUdevice ord = 0; \
-	if (!(pa) || !(d)) \
-		return REAL(fn, pa, d); \
-	CURRENT_DEVICE(ord); \
-	int64_t b = fgpu_array_bytes((d)->Width, (d)->Height, (depth), (d)->Format, \
-				     (d)->NumChannels, 1); \
-	FGPU_ALLOC(K_ARRAY, ord, b, (uint64_t)(uintptr_t)*(pa), REAL(fn, pa, d), \
-		   REAL(cuArrayDestroy, *(pa))); \
-} while (0)
+/* What creating one 2D or 3D array of descriptor d returns (depth:
+ * d->Depth, or 1 for 2D), an expression like FGPU_ALLOC; a macro because
+ * the four descriptor types differ. */
+#define FGPU_ARRAY_CREATE(fn, pa, d, depth) ({ \
+	CUdevice ord_; \
+	CUresult arc_; \
+	if (!fgpu_accounting() || !(pa) || !(d)) { \
+		arc_ = REAL(fn, pa, d); \
+	} else if ((arc_ = fgpu_current_device(&ord_)) == CUDA_SUCCESS) { \
+		int64_t b_ = fgpu_array_bytes((d)->Width, (d)->Height, (depth), (d)->Format, \
+					      (d)->NumChannels, 1); \
+		arc_ = FGPU_ALLOC(K_ARRAY, ord_, b_, (uint64_t)(uintptr_t)*(pa), REAL(fn, pa, d), \
+				  REAL(cuArrayDestroy, *(pa))); \
+	} \
+	arc_; \
+})
 
 CUresult cuArrayCreate_v2(CUarray *pa, const CUDA_ARRAY_DESCRIPTOR *d)
 {
-	FGPU_ARRAY_CREATE(cuArrayCreate_v2, pa, d, 1);
+	CUDA_INIT();
+	return FGPU_ARRAY_CREATE(cuArrayCreate_v2, pa, d, 1);
 }
 
 CUresult cuArray3DCreate_v2(CUarray *pa, const CUDA_ARRAY3D_DESCRIPTOR *d)
 {
-	FGPU_ARRAY_CREATE(cuArray3DCreate_v2, pa, d, d->Depth);
+	CUDA_INIT();
+	return FGPU_ARRAY_CREATE(cuArray3DCreate_v2, pa, d, d->Depth);
 }
 
 /* The pre-3.2 ABI: the same arrays, described with 32-bit extents. */
 CUresult cuArrayCreate(CUarray *pa, const CUDA_ARRAY_DESCRIPTOR_v1 *d)
 {
-	FGPU_ARRAY_CREATE(cuArrayCreate, pa, d, 1);
+	CUDA_INIT();
+	return FGPU_ARRAY_CREATE(cuArrayCreate, pa, d, 1);
 }
 
 CUresult cuArray3DCreate(CUarray *pa, const CUDA_ARRAY3D_DESCRIPTOR_v1 *d)
 {
-	FGPU_ARRAY_CREATE(cuArray3DCreate, pa, d, d->Depth);
+	CUDA_INIT();
+	return FGPU_ARRAY_CREATE(cuArray3DCreate, pa, d, d->Depth);
 }
 
 CUresult cuArrayDestroy(CUarray a)
 {
 	CUDA_INIT();
-	FGPU_FREE(K_ARRAY, (uint64_t)(uintptr_t)a, REAL(cuArrayDestroy, a));
+	return FGPU_FREE(K_ARRAY, (uint64_t)(uintptr_t)a, REAL(cuArrayDestroy, a));
 }
 
 CUresult cuMipmappedArrayCreate(CUmipmappedArray *pm, const CUDA_ARRAY3D_DESCRIPTOR *d,
 				unsigned int levels)
 {
 	CUDA_INIT();
-	CUdevice ord = 0;
-	if (!pm || !d)
+	if (!fgpu_accounting() || !pm || !d)
 		return REAL(cuMipmappedArrayCreate, pm, d, levels);
-	CURRENT_DEVICE(ord);
+	CUdevice ord;
+	CUresult rc = fgpu_current_device(&ord);
+	if (rc != CUDA_SUCCESS)
+		return rc;
 	int64_t b = fgpu_array_bytes(d->Width, d->Height, d->Depth, d->Format, d->NumChannels,
 				     levels);
-	FGPU_ALLOC(K_MIPMAP, ord, b, (uint64_t)(uintptr_t)*pm,
-		   REAL(cuMipmappedArrayCreate, pm, d, levels),
-		   REAL(cuMipmappedArrayDestroy, *pm));
+	return FGPU_ALLOC(K_MIPMAP, ord, b, (uint64_t)(uintptr_t)*pm,
+			  REAL(cuMipmappedArrayCreate, pm, d, levels),
+			  REAL(cuMipmappedArrayDestroy, *pm));
 }
 
 CUresult cuMipmappedArrayDestroy(CUmipmappedArray m)
 {
 	CUDA_INIT();
-	FGPU_FREE(K_MIPMAP, (uint64_t)(uintptr_t)m, REAL(cuMipmappedArrayDestroy, m));
+	return FGPU_FREE(K_MIPMAP, (uint64_t)(uintptr_t)m, REAL(cuMipmappedArrayDestroy, m));
 }
 
 /* ---- hooks: what the process is told ----------------------------------------- */

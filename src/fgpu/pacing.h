@@ -12,7 +12,7 @@
 
 #include <stdint.h>
 
-#include "fgpu/region.h"
+#include "gpuabi/region.h"
 
 /* Largest credit a device may build up: bounds the burst after idling. */
 #define FGPU_PACE_BURST_NS (20LL * 1000 * 1000)

@@ -341,7 +341,7 @@ CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s)
 	CUresult rc;
 	if (FGPU_POOL_FREE(p, REAL(cuMemFreeAsync, p, s), &rc))
 		return rc;
-	FGPU_FREE(K_PTR, p, REAL(cuMemFreeAsync, p, s));
+	return FGPU_FREE(K_PTR, p, REAL(cuMemFreeAsync, p, s));
 }
 
 CUresult cuMemFreeAsync_ptsz(CUdeviceptr p, CUstream s)
@@ -350,7 +350,7 @@ CUresult cuMemFreeAsync_ptsz(CUdeviceptr p, CUstream s)
 	CUresult rc;
 	if (FGPU_POOL_FREE(p, REAL(cuMemFreeAsync_ptsz, p, s), &rc))
 		return rc;
-	FGPU_FREE(K_PTR, p, REAL(cuMemFreeAsync_ptsz, p, s));
+	return FGPU_FREE(K_PTR, p, REAL(cuMemFreeAsync_ptsz, p, s));
 }
 
 /* Records which device a pool allocates on. */
@@ -423,35 +423,39 @@ CUresult cuMemPoolDestroy(CUmemoryPool pool)
 }
 
 /* Synchronization is where pools give memory back (and where the graph
- * allocator's figure and the context's stack size are re-read). */
-#define FGPU_SETTLE_AFTER(call) do { \
-	CUDA_INIT(); \
+ * allocator's figure and the context's stack size are re-read): call's
+ * result, after that, as an expression the hook returns. */
+#define FGPU_SETTLE_AFTER(call) ({ \
 	CUresult rc_ = (call); \
 	if (rc_ == CUDA_SUCCESS) { \
 		fgpu_reserves_settle(); \
 		fgpu_stack_follow(); \
 		fgpu_pace_synced(); \
 	} \
-	return rc_; \
-} while (0)
+	rc_; \
+})
 
 CUresult cuStreamSynchronize(CUstream s)
 {
-	FGPU_SETTLE_AFTER(REAL(cuStreamSynchronize, s));
+	CUDA_INIT();
+	return FGPU_SETTLE_AFTER(REAL(cuStreamSynchronize, s));
 }
 
 CUresult cuStreamSynchronize_ptsz(CUstream s)
 {
-	FGPU_SETTLE_AFTER(REAL(cuStreamSynchronize_ptsz, s));
+	CUDA_INIT();
+	return FGPU_SETTLE_AFTER(REAL(cuStreamSynchronize_ptsz, s));
 }
 
 CUresult cuEventSynchronize(CUevent e)
 {
-	FGPU_SETTLE_AFTER(REAL(cuEventSynchronize, e));
+	CUDA_INIT();
+	return FGPU_SETTLE_AFTER(REAL(cuEventSynchronize, e));
 }
 
 CUresult cuCtxSynchronize(void)
 {
-	FGPU_SETTLE_AFTER(REAL(cuCtxSynchronize));
+	CUDA_INIT();
+	return FGPU_SETTLE_AFTER(REAL(cuCtxSynchronize));
 }
 

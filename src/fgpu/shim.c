@@ -28,11 +28,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "fgpu/conf.h"
 #include "fgpu/hooks.h"
 #include "fgpu/pacing.h"
-#include "fgpu/region.h"
 #include "fgpu/shim.h"
+#include "gpuabi/conf.h"
+#include "gpuabi/region.h"
+#include "gpuabi/uuid.h"
 
 /* ---- derived from the one list ----------------------------------------- */
 
@@ -271,21 +272,12 @@ __attribute__((destructor)) static void fgpu_fini(void)
 
 /* ---- devices --------------------------------------------------------------- */
 
-static void fgpu_uuid_string(const CUuuid *u, char *out, size_t n)
-{
-	const unsigned char *b = (const unsigned char *)u->bytes;
-	snprintf(out, n,
-		 "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-		 b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10],
-		 b[11], b[12], b[13], b[14], b[15]);
-}
-
 bool fgpu_device_uuid(CUdevice ord, char *out, size_t n)
 {
 	CUuuid u;
 	if (REAL(cuDeviceGetUuid, &u, ord) != CUDA_SUCCESS)
 		return false;
-	fgpu_uuid_string(&u, out, n);
+	gpuabi_uuid_format(u.bytes, out, n);
 	return true;
 }
 
@@ -303,10 +295,10 @@ int fgpu_cuda_index(CUdevice ord)
 	if (v != 0)
 		return v - 1;
 	CUuuid u;
-	char s[64];
+	char s[GPUABI_UUID_STR_SIZE];
 	int idx = -1;
 	if (REAL(cuDeviceGetUuid, &u, ord) == CUDA_SUCCESS) {
-		fgpu_uuid_string(&u, s, sizeof(s));
+		gpuabi_uuid_format(u.bytes, s, sizeof(s));
 		idx = fgpu_conf_index(&fgpu_conf, s, -1);
 	}
 	pthread_mutex_lock(&fgpu_lock);

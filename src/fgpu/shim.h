@@ -20,9 +20,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "fgpu/conf.h"
 #include "fgpu/hooks.h"
-#include "fgpu/region.h"
+#include "gpuabi/conf.h"
+#include "gpuabi/region.h"
 
 #define FGPU_EXPORT __attribute__((visibility("default")))
 /* The dlsym path can run before anything else in the process is set up:
@@ -123,9 +123,15 @@ struct fgpu_entry *fgpu_find_locked(int kind, uint64_t key);
 /* Unlinks and frees e. Caller holds fgpu_table_lock. */
 void fgpu_drop_locked(struct fgpu_entry *e);
 
-/* Frees via free_fn after untracking; re-tracks when the driver refuses,
- * so a failed free changes nothing. */
-#define FGPU_FREE(kind, key, call) do { \
+/* The two shapes of an accounted call, as expressions whose value (the
+ * CUresult) the hook returns itself: `return FGPU_FREE(...);`. They are
+ * macros because call (and undo_call) must run between the steps, and
+ * key_expr is read only once call has set it.
+ *
+ * FGPU_FREE: untracks (kind, key), frees through call, and gives the bytes
+ * back to the share; re-tracks when the driver refuses, so a failed free
+ * changes nothing. */
+#define FGPU_FREE(kind, key, call) ({ \
 	int idx_; int64_t bytes_; \
 	bool had_ = fgpu_accounting() && fgpu_untrack((kind), (key), &idx_, &bytes_); \
 	CUresult rc_ = (call); \
@@ -133,31 +139,28 @@ void fgpu_drop_locked(struct fgpu_entry *e);
 		if (rc_ == CUDA_SUCCESS) fgpu_unreserve(idx_, bytes_); \
 		else fgpu_track((kind), (key), idx_, bytes_); \
 	} \
-	return rc_; \
-} while (0)
+	rc_; \
+})
 
-/* Reserves, allocates through call (which must set *out_key on success),
- * tracks; undoes everything when any step fails. */
-#define FGPU_ALLOC(kind, ord, bytes, key_expr, call, undo_call) do { \
-	if (!fgpu_accounting()) return (call); \
+/* FGPU_ALLOC: reserves bytes on ord's share, allocates through call (which
+ * must set key_expr on success) and tracks it; undoes every step when one
+ * fails (undo_call frees what the driver made when it cannot be tracked).
+ * Only while fgpu_accounting(): the hook passes the call through itself
+ * otherwise. */
+#define FGPU_ALLOC(kind, ord, bytes, key_expr, call, undo_call) ({ \
 	int idx_; \
 	CUresult rc_ = fgpu_reserve((ord), (bytes), &idx_); \
-	if (rc_ != CUDA_SUCCESS) return rc_; \
-	rc_ = (call); \
-	if (rc_ != CUDA_SUCCESS) { fgpu_unreserve(idx_, (bytes)); return rc_; } \
-	if (fgpu_track((kind), (key_expr), idx_, (bytes)) < 0) { \
-		(void)(undo_call); fgpu_unreserve(idx_, (bytes)); \
-		return CUDA_ERROR_OUT_OF_MEMORY; \
+	if (rc_ == CUDA_SUCCESS) { \
+		rc_ = (call); \
+		if (rc_ == CUDA_SUCCESS && fgpu_track((kind), (key_expr), idx_, (bytes)) < 0) { \
+			(void)(undo_call); \
+			rc_ = CUDA_ERROR_OUT_OF_MEMORY; \
+		} \
+		if (rc_ != CUDA_SUCCESS) \
+			fgpu_unreserve(idx_, (bytes)); \
 	} \
-	return CUDA_SUCCESS; \
-} while (0)
-
-#define CURRENT_DEVICE(ord) do { \
-	if (fgpu_accounting()) { \
-		CUresult r_ = fgpu_current_device(&(ord)); \
-		if (r_ != CUDA_SUCCESS) return r_; \
-	} \
-} while (0)
+	rc_; \
+})
 
 /* ---- across the source files ---- */
 

@@ -34,7 +34,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "fgpu/fgpu_contract.h"   /* FGPU_TURN_WAIT_SUFFIX */
+#include "gpuabi/fgpu_contract.h"   /* FGPU_TURN_WAIT_SUFFIX */
 
 /* How long a holder keeps the turn while another process waits. */
 #define FGPU_TURN_QUANTUM_NS (10ULL * 1000 * 1000)

@@ -1,7 +1,7 @@
 /* Program entry for gpu-info on x86-64, in place of the C library's
  * Scrt1.o. That one calls __libc_start_main@GLIBC_2.34, which the loader
  * of an image with an older glibc refuses, so gpu-info could not run
- * there (src/fgpu/glibc_compat.h says why that matters). This entry calls
+ * there (src/gpuabi/glibc_compat.h says why that matters). This entry calls
  * the version every x86-64 glibc has; it passes no init or fini function
  * (gpu-info has no constructors or destructors of its own: the libraries
  * it loads run theirs as always).

@@ -20,9 +20,10 @@
 #include <time.h>
 
 #include "common/units.h"
-#include "fgpu/conf.h"
-#include "fgpu/cuda_abi.h"
-#include "fgpu/nvml_abi.h"
+#include "gpuabi/conf.h"
+#include "gpuabi/cuda_abi.h"
+#include "gpuabi/nvml_abi.h"
+#include "gpuabi/uuid.h"
 
 #define GI_MAX 64
 
@@ -99,15 +100,6 @@ static int gi_load_nvml(struct gi_nvml *n)
 		 GI_SYM(h, n->mem, "nvmlDeviceGetMemoryInfo") &&
 		 GI_SYM(h, n->driver, "nvmlSystemGetDriverVersion");
 	return ok ? 0 : -1;
-}
-
-static void gi_format_uuid(const CUuuid *u, char *out, size_t n)
-{
-	const unsigned char *b = (const unsigned char *)u->bytes;
-	snprintf(out, n,
-		 "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-		 b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10],
-		 b[11], b[12], b[13], b[14], b[15]);
 }
 
 static const char *gi_cuda_err(const struct gi_cuda *c, CUresult r, char *buf, size_t n)
@@ -250,7 +242,7 @@ int main(int argc, char **argv)
 				continue;
 			cu.name(devs[i].name, sizeof(devs[i].name), d);
 			if (cu.uuid(&u, d) == CUDA_SUCCESS)
-				gi_format_uuid(&u, devs[i].uuid, sizeof(devs[i].uuid));
+				gpuabi_uuid_format(u.bytes, devs[i].uuid, sizeof(devs[i].uuid));
 			cu.attr(&devs[i].sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, d);
 			if (cu.total(&total, d) == CUDA_SUCCESS)
 				devs[i].total = total;

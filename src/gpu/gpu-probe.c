@@ -34,9 +34,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fgpu/cuda_abi.h"
-#include "fgpu/nvml_abi.h"
 #include "gpu/gpu_usage.h"
+#include "gpuabi/cuda_abi.h"
+#include "gpuabi/nvml_abi.h"
+#include "gpuabi/uuid.h"
 
 #define MAX_PROCS 1024
 
@@ -209,7 +210,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "tessera-gpu-probe: the driver did not initialize\n");
 		return 1;
 	}
-	char uuids[64][48];
+	char uuids[64][GPUABI_UUID_STR_SIZE];
 	int ndev = 0;
 	for (int i = 0; i < n && ndev < 64; i++) {
 		CUdevice dev;
@@ -218,11 +219,7 @@ int main(int argc, char **argv)
 		if (cu_get(&dev, i) != CUDA_SUCCESS || cu_uuid(&u, dev) != CUDA_SUCCESS ||
 		    cu_retain(&ctx, dev) != CUDA_SUCCESS)
 			continue;
-		const unsigned char *b = (const unsigned char *)u.bytes;
-		snprintf(uuids[ndev++], sizeof(uuids[0]),
-			 "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-			 b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11],
-			 b[12], b[13], b[14], b[15]);
+		gpuabi_uuid_format(u.bytes, uuids[ndev++], sizeof(uuids[0]));
 	}
 	static nvmlProcessInfo_t procs[MAX_PROCS];
 	unsigned int me = (unsigned int)getpid();

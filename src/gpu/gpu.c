@@ -14,6 +14,7 @@
 
 #include "common/util.h"
 #include "gpu/mock/mockspec.h"
+#include "gpuabi/uuid.h"
 
 int gpu_inventory_mock(const char *spec, struct gpu_inventory *inv, struct terr *err)
 {
@@ -72,13 +73,6 @@ static void *open_lib(const char *lib_dir, const char *name)
 	return dlopen(name, RTLD_NOW | RTLD_LOCAL);
 }
 
-static void format_uuid(const unsigned char u[16], char *buf, size_t n)
-{
-	snprintf(buf, n, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-		 u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13],
-		 u[14], u[15]);
-}
-
 /* SM counts come from CUDA; matched to NVML devices by UUID. */
 static void fill_sms(const char *lib_dir, struct gpu_inventory *inv)
 {
@@ -104,7 +98,7 @@ static void fill_sms(const char *lib_dir, struct gpu_inventory *inv)
 		if (cu_get(&dev, i) != 0 || cu_attr(&sms, CU_ATTR_MULTIPROCESSOR_COUNT, dev) != 0 ||
 		    cu_uuid(raw, dev) != 0)
 			continue;
-		format_uuid(raw, uuid, sizeof(uuid));
+		gpuabi_uuid_format(raw, uuid, sizeof(uuid));
 		for (int k = 0; k < inv->n; k++)
 			if (!strcasecmp(inv->dev[k].uuid, uuid))
 				inv->dev[k].sms = sms;

@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "fgpu/procinfo.h"
+#include "gpuabi/procinfo.h"
 
 /* The innermost pid of pid (last field of NSpid); 0: unknown. */
 static pid_t innermost_pid(pid_t pid)

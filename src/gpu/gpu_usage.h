@@ -12,7 +12,7 @@
  * sessions, which reads the driver's list, maps each pid into the
  * session's namespace, and writes the difference into the process's slot
  * of the session's region, where it counts against the share like an
- * allocation (fgpu/region.h). That runs in the probe, not in the agent:
+ * allocation (gpuabi/region.h). That runs in the probe, not in the agent:
  * the region file lies in a directory the container can write, and a
  * container that truncates it or leaves its lock held must cost a killed
  * helper, not the agent.
@@ -28,9 +28,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "fgpu/fgpu_contract.h"
-#include "fgpu/region.h"
 #include "gpu/gpu.h"
+#include "gpuabi/fgpu_contract.h"
+#include "gpuabi/region.h"
 
 /* How often the agent takes the driver's figures. */
 #define GPU_USAGE_INTERVAL_MS 1000

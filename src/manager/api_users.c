@@ -16,7 +16,7 @@
 #include "common/sign.h"
 #include "common/util.h"
 #include "manager/internal.h"
-#include "web/ratelimit.h"
+#include "auth/ratelimit.h"
 
 #define LOGIN_MAX_FAILURES 5
 #define LOGIN_WINDOW_MS (15 * 60 * 1000)

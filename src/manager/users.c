@@ -11,7 +11,7 @@
 #include "common/sign.h"
 #include "common/util.h"
 #include "manager/state.h"
-#include "web/pwhash.h"
+#include "auth/pwhash.h"
 
 #define ADMIN_EMAIL "admin@tessera.local"
 

@@ -1,4 +1,4 @@
-/* Container runtimes as an ops table (DESIGN.md: backends are ops tables).
+/* Container runtimes as an ops table (docs/architecture.md, "Ops tables").
  * The agent only ever talks to a runtime through this interface; the one
  * implementation today is the Docker Engine API (runtime/docker.c). */
 #ifndef TESSERA_RUNTIME_RUNTIME_H

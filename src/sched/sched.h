@@ -1,6 +1,7 @@
 /* Placement planning: pure functions over snapshots, no locks, no I/O, so
  * policies are unit-testable and the manager stays in charge of state.
- * Agent selectors and queue policies are ops tables (DESIGN.md).
+ * Agent selectors and queue policies are ops tables (docs/architecture.md,
+ * "Ops tables").
  *
  * fGPU: every device of an agent offers `per_device_m` milli-fGPU (the
  * admin's fgpu_per_device x 1000). A request no larger than one device

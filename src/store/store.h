@@ -1,7 +1,7 @@
-/* Persistent state behind an ops table (DESIGN.md): SQLite for the single
- * machine (store/sqlite.c). The manager holds the live state in memory and
- * writes every change through this interface inside its own lock, so a
- * backend sees one caller at a time. */
+/* Persistent state behind an ops table (docs/architecture.md, "Ops
+ * tables"): SQLite for the single machine (store/sqlite.c). The manager
+ * holds the live state in memory and writes every change through this
+ * interface inside its own lock, so a backend sees one caller at a time. */
 #ifndef TESSERA_STORE_STORE_H
 #define TESSERA_STORE_STORE_H
 

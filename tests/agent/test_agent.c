@@ -15,8 +15,8 @@
  *   TESSERA_MOCK_GPUS          the devices NVML shows there */
 #include "agent/agent.h"
 #include "common/util.h"
-#include "fgpu/conf.h"
-#include "fgpu/fgpu_contract.h"
+#include "gpuabi/conf.h"
+#include "gpuabi/fgpu_contract.h"
 #include "testlib.h"
 
 #include <errno.h>

@@ -1,6 +1,6 @@
 /* The shim's parts as plain code (no preload): the limits parser, the
- * shared region with its robust lock, the pacing arithmetic, and GPU
- * turns (file locks between processes). */
+ * shared region with its robust lock, the UUID's text form, the pacing
+ * arithmetic, and GPU turns (file locks between processes). */
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -8,10 +8,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "fgpu/conf.h"
 #include "fgpu/pacing.h"
-#include "fgpu/region.h"
 #include "fgpu/turn.h"
+#include "gpuabi/conf.h"
+#include "gpuabi/region.h"
+#include "gpuabi/uuid.h"
 #include "testlib.h"
 
 static char dir[] = "/tmp/tessera-fgpu-core-XXXXXX";
@@ -530,6 +531,18 @@ TEST(turn_forgotten_in_a_fork_child_stays_the_parents)
 	fgpu_turn_forget(&b);
 }
 
+TEST(uuid_text_form_is_nvidias)
+{
+	const unsigned char b[16] = {0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77,
+				     0x88, 0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff};
+	char s[GPUABI_UUID_STR_SIZE], small[8];
+	gpuabi_uuid_format(b, s, sizeof(s));
+	CHECK_STR(s, "GPU-00112233-4455-6677-8899-aabbccddeeff");
+	CHECK_INT(strlen(s) + 1, GPUABI_UUID_STR_SIZE);
+	gpuabi_uuid_format(b, small, sizeof(small));
+	CHECK_STR(small, "GPU-001");
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir))
@@ -543,6 +556,7 @@ int main(void)
 	RUN(killed_lock_holder_hangs_nobody);
 	RUN(dead_process_slot_is_reclaimed);
 	RUN(untracked_memory_counts_in_the_share);
+	RUN(uuid_text_form_is_nvidias);
 	RUN(pacing_arithmetic);
 	RUN(pacing_converges_to_the_share);
 	snprintf(turn_dir, sizeof(turn_dir), "%s/turns", dir);

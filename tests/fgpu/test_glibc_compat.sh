@@ -6,7 +6,7 @@
 # in the container. This checks what the built files ask for: no glibc
 # version newer than 2.17 (CentOS 7's; Debian 11 and Ubuntu 20.04 have
 # 2.31), and libdl.so.2 / libpthread.so.0 listed where glibc before 2.34
-# keeps the functions they use (src/fgpu/glibc_compat.h).
+# keeps the functions they use (src/gpuabi/glibc_compat.h).
 #
 #   test_glibc_compat.sh FILE...
 set -uo pipefail

@@ -52,7 +52,7 @@
 
 #include "common/err.h"
 #include "common/units.h"
-#include "fgpu/cuda_abi.h"
+#include "gpuabi/cuda_abi.h"
 
 /* A kernel that keeps the SMs busy: each thread runs a chain of iters
  * fused multiply-adds and stores the result (so it is not optimized

@@ -12,7 +12,7 @@
  *   FGPU_LIB                   libtessera-fgpu.so */
 #include "gpu/gpu_usage.h"
 #include "common/err.h"
-#include "fgpu/cuda_abi.h"
+#include "gpuabi/cuda_abi.h"
 #include "gpu/gpu.h"
 #include "testlib.h"
 

@@ -16,8 +16,6 @@
 #include "common/util.h"
 #include "manager/manager.h"
 #include "testlib.h"
-#include "web/pwhash.h"
-#include "web/ratelimit.h"
 #include "web/webserver.h"
 
 #define SECRET "0123456789abcdef0123456789abcdef"
@@ -393,33 +391,6 @@ TEST(logout_ends_the_login)
 	reply_free(&r);
 }
 
-TEST(pwhash_and_ratelimit)
-{
-	char h[PWHASH_ENCODED_MAX], p[32];
-	struct terr err = {0};
-	CHECK_INT(pwhash_generate(p, sizeof(p), &err), 0);
-	CHECK_INT(strlen(p), 20);
-	CHECK_INT(pwhash_hash(p, h, sizeof(h), &err), 0);
-	CHECK(!strncmp(h, "$argon2id$", 10));
-	CHECK(pwhash_verify(h, p));
-	CHECK(!pwhash_verify(h, "something-else"));
-	CHECK(!pwhash_verify("plain-text", "plain-text"));
-	CHECK_INT(pwhash_hash("short", h, sizeof(h), &err), -EINVAL);
-	CHECK_INT(pwhash_check_policy("tab\there-x", &err), -EINVAL);
-	struct ratelimit *rl = ratelimit_new(2, 1000);
-	CHECK_INT(ratelimit_check(rl, "k", 0), 0);
-	ratelimit_fail(rl, "k", 0);
-	ratelimit_fail(rl, "k", 10);
-	CHECK_INT(ratelimit_check(rl, "k", 100), 900);
-	CHECK_INT(ratelimit_check(rl, "other", 100), 0);
-	CHECK_INT(ratelimit_check(rl, "k", 1000), 0);   /* window over */
-	ratelimit_fail(rl, "j", 0);
-	ratelimit_fail(rl, "j", 0);
-	ratelimit_reset(rl, "j");
-	CHECK_INT(ratelimit_check(rl, "j", 1), 0);
-	ratelimit_free(rl);
-}
-
 static int setup(void)
 {
 	struct terr err = {0};
@@ -482,7 +453,6 @@ int main(void)
 	RUN(users_admin_validates_and_is_admin_only);
 	RUN(failed_logins_are_rate_limited_per_email);
 	RUN(logout_ends_the_login);
-	RUN(pwhash_and_ratelimit);
 	web_stop(web);
 	manager_close(mgr);
 	char cmd[300];

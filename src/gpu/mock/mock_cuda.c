@@ -1,6 +1,6 @@
 /* Mock CUDA driver (libcuda.so.1): simulates the devices of the mock spec
  * (gpu/mock/mockspec.h) closely enough for Tessera's fGPU shim, gpu-info
- * and tests, through the real driver ABI (fgpu/cuda_abi.h).
+ * and tests, through the real driver ABI (gpuabi/cuda_abi.h).
  *
  * What is simulated:
  *   - devices, names, UUIDs, attributes, contexts (primary and created,

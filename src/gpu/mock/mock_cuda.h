@@ -23,8 +23,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "fgpu/cuda_abi.h"
 #include "gpu/mock/mockspec.h"
+#include "gpuabi/cuda_abi.h"
 
 #define MOCK_API __attribute__((visibility("default")))
 #define MOCK_MAGIC_CTX 0x43545831U

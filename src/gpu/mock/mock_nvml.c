@@ -1,5 +1,5 @@
 /* Mock NVML (libnvidia-ml.so.1) over the devices of the mock spec
- * (gpu/mock/mockspec.h), through the real NVML ABI (fgpu/nvml_abi.h).
+ * (gpu/mock/mockspec.h), through the real NVML ABI (gpuabi/nvml_abi.h).
  * Memory "used" is the device-wide usage recorded by the mock libcuda
  * (shared state file), so nvidia-smi-like tools see what CUDA allocated. */
 #include <pthread.h>
@@ -7,8 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "fgpu/nvml_abi.h"
 #include "gpu/mock/mockspec.h"
+#include "gpuabi/nvml_abi.h"
 
 #define MOCK_API __attribute__((visibility("default")))
 

@@ -9,7 +9,8 @@
 #include <unistd.h>
 
 #include "common/units.h"
-#include "fgpu/procinfo.h"
+#include "gpuabi/procinfo.h"
+#include "gpuabi/uuid.h"
 
 static uint64_t mock_fnv1a(uint64_t h, const void *data, size_t n)
 {
@@ -34,11 +35,7 @@ static void mock_make_uuid(struct mock_dev *d, uint64_t spec_hash, int index)
 	}
 	d->uuid[6] = (unsigned char)((d->uuid[6] & 0x0f) | 0x40);
 	d->uuid[8] = (unsigned char)((d->uuid[8] & 0x3f) | 0x80);
-	const unsigned char *u = d->uuid;
-	snprintf(d->uuid_str, sizeof(d->uuid_str),
-		 "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-		 u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9],
-		 u[10], u[11], u[12], u[13], u[14], u[15]);
+	gpuabi_uuid_format(d->uuid, d->uuid_str, sizeof(d->uuid_str));
 }
 
 int mock_spec_parse(const char *s, struct mock_spec *spec, struct terr *err)
@@ -209,7 +206,7 @@ void mock_usage_init(const struct mock_spec *spec)
 	mock_usage_spec = spec;
 	const char *path = getenv("TESSERA_MOCK_STATE");
 	char def[256];
-	/* (no stat family here: see fgpu/glibc_compat.h) */
+	/* (no stat family here: see gpuabi/glibc_compat.h) */
 	if (!path || !*path) {
 		int dir = open(MOCK_STATE_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (dir < 0)

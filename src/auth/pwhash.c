@@ -1,4 +1,4 @@
-#include "web/pwhash.h"
+#include "auth/pwhash.h"
 
 #include <argon2.h>
 #include <openssl/rand.h>

@@ -1,4 +1,4 @@
-#include "fgpu/region.h"
+#include "gpuabi/region.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -7,7 +7,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "fgpu/procinfo.h"
+#include "gpuabi/procinfo.h"
 
 /* This process's id, without a system call per allocation: getpid() is
  * not cached by the C library and shows up in every reserve/release.

@@ -1,5 +1,6 @@
 /* Forced into every file of what Tessera puts into session containers
- * (the fGPU shim, the mock driver and NVML; meson passes -include), so
+ * (the fGPU shim, the mock driver and NVML, gpu-info, and the 'container'
+ * flavour of the libc-only libraries they link; meson passes -include), so
  * that they load with the C library of any image, not only with one as
  * new as the build machine's.
  *
@@ -16,8 +17,8 @@
  * older glibc keeps them. The stat family is avoided instead (lseek gives
  * a file's size). tests/fgpu/test_glibc_compat.sh checks what the built
  * libraries ask for. */
-#ifndef TESSERA_FGPU_GLIBC_COMPAT_H
-#define TESSERA_FGPU_GLIBC_COMPAT_H
+#ifndef TESSERA_GPUABI_GLIBC_COMPAT_H
+#define TESSERA_GPUABI_GLIBC_COMPAT_H
 
 #if defined(__x86_64__)
 #define TESSERA_GLIBC_BASE "GLIBC_2.2.5"

@@ -1,13 +1,13 @@
 /* The fGPU limits (fgpu_contract.h for the file format and where they
  * come from). Parsed once per process by the shim and by gpu-info. */
-#ifndef TESSERA_FGPU_CONF_H
-#define TESSERA_FGPU_CONF_H
+#ifndef TESSERA_GPUABI_CONF_H
+#define TESSERA_GPUABI_CONF_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "common/err.h"
-#include "fgpu/fgpu_contract.h"
+#include "gpuabi/fgpu_contract.h"
 
 #define FGPU_UNLIMITED INT64_MAX
 

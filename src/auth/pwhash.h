@@ -2,8 +2,8 @@
  * libargon2-1), in the PHC string format ("$argon2id$v=19$m=...,t=...,p=...
  * $salt$hash"), so the parameters travel with each hash and can be raised
  * later without breaking old ones. */
-#ifndef TESSERA_WEB_PWHASH_H
-#define TESSERA_WEB_PWHASH_H
+#ifndef TESSERA_AUTH_PWHASH_H
+#define TESSERA_AUTH_PWHASH_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -3,8 +3,8 @@
  * attempts once a key reaches the limit, until the window has passed.
  * Thread-safe; fixed-size table (the oldest entries are reused), so a flood
  * of distinct keys cannot grow memory. */
-#ifndef TESSERA_WEB_RATELIMIT_H
-#define TESSERA_WEB_RATELIMIT_H
+#ifndef TESSERA_AUTH_RATELIMIT_H
+#define TESSERA_AUTH_RATELIMIT_H
 
 #include <stdbool.h>
 #include <stdint.h>

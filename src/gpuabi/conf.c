@@ -1,4 +1,4 @@
-#include "fgpu/conf.h"
+#include "gpuabi/conf.h"
 
 #include <fcntl.h>
 #include <stdio.h>

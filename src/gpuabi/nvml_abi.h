@@ -1,8 +1,8 @@
 /* The subset of the NVML ABI that Tessera's fGPU shim and mock NVML use,
  * declared from NVIDIA's public NVML API reference: return codes, handle
  * and struct layouts, versioned `_v2` entry points. */
-#ifndef TESSERA_FGPU_NVML_ABI_H
-#define TESSERA_FGPU_NVML_ABI_H
+#ifndef TESSERA_GPUABI_NVML_ABI_H
+#define TESSERA_GPUABI_NVML_ABI_H
 
 typedef int nvmlReturn_t;
 typedef struct nvmlDevice_st *nvmlDevice_t;

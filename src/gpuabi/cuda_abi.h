@@ -6,8 +6,8 @@
  *
  * Only what is declared here is hooked or mocked. Values are the driver's,
  * so a binary built against the real cuda.h talks to the mock unchanged. */
-#ifndef TESSERA_FGPU_CUDA_ABI_H
-#define TESSERA_FGPU_CUDA_ABI_H
+#ifndef TESSERA_GPUABI_CUDA_ABI_H
+#define TESSERA_GPUABI_CUDA_ABI_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -3,8 +3,8 @@
  * reused, so a slot also records the process start time from
  * /proc/<pid>/stat, and a slot whose pid now belongs to a younger process
  * is dead. Async-signal-safe enough for the shim: no allocation. */
-#ifndef TESSERA_FGPU_PROCINFO_H
-#define TESSERA_FGPU_PROCINFO_H
+#ifndef TESSERA_GPUABI_PROCINFO_H
+#define TESSERA_GPUABI_PROCINFO_H
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -31,8 +31,8 @@
  *
  * Ownership: struct fgpu_region_handle is caller-owned; the mapping lives
  * until process exit (the shim never unmaps: other threads may be inside). */
-#ifndef TESSERA_FGPU_REGION_H
-#define TESSERA_FGPU_REGION_H
+#ifndef TESSERA_GPUABI_REGION_H
+#define TESSERA_GPUABI_REGION_H
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -40,7 +40,7 @@
 #include <sys/types.h>
 
 #include "common/err.h"
-#include "fgpu/fgpu_contract.h"
+#include "gpuabi/fgpu_contract.h"
 
 #define FGPU_REGION_MAGIC 0x50474654U    /* "TFGP" little-endian */
 #define FGPU_REGION_VERSION 2

@@ -1,4 +1,4 @@
-#include "web/ratelimit.h"
+#include "auth/ratelimit.h"
 
 #include <pthread.h>
 #include <stdlib.h>

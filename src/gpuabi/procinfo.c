@@ -1,4 +1,4 @@
-#include "fgpu/procinfo.h"
+#include "gpuabi/procinfo.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -62,8 +62,8 @@
  * or clears its environment is still limited. Without the file (tests,
  * development) the variables configure the shim; with neither, the shim
  * passes everything through. */
-#ifndef TESSERA_FGPU_CONTRACT_H
-#define TESSERA_FGPU_CONTRACT_H
+#ifndef TESSERA_GPUABI_FGPU_CONTRACT_H
+#define TESSERA_GPUABI_FGPU_CONTRACT_H
 
 /* Paths inside the container. */
 #define FGPU_LIB_DIR          "/opt/tessera/lib"
