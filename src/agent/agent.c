@@ -1,4 +1,5 @@
 #include "agent/agent.h"
+#include "agent/agent_settings.h"
 
 #include <limits.h>
 #include <stdarg.h>
@@ -120,12 +121,10 @@ static int find_runner(const struct agent *a, char *out, size_t n, struct terr *
  * a warning, since sessions still work without it. */
 static int setup_context_overhead(struct agent *a, const struct agent_config *cfg, struct terr *err)
 {
-	const char *v = cfg->gpu_context_overhead;
-	if (v && *v && strcmp(v, "auto") != 0) {
-		int64_t bytes;
-		if (units_parse_size(v, &bytes, err) < 0 || bytes < 0)
-			return terr_set(err, EINVAL,
-					"gpu_context_overhead must be \"auto\" or a size such as 512MiB, not '%s'", v);
+	int64_t bytes;
+	if (agent_settings_parse_overhead(cfg->gpu_context_overhead, &bytes, "gpu_context_overhead", err) < 0)
+		return -EINVAL;
+	if (bytes >= 0) {
 		for (int i = 0; i < a->gpus.n; i++)
 			a->gpus.dev[i].context_overhead = bytes;
 		return 0;

@@ -4,6 +4,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/apiclient.h"
 #include "common/jsonutil.h"
 #include "common/sign.h"
 
@@ -140,13 +141,44 @@ static void rpc_images(void *ctx, struct httpd_req *req, struct httpd_resp *resp
 }
 
 static const struct httpd_route rpc_routes[] = {
-	{"GET", "/rpc/v1/images", rpc_images, 0},
-	{"POST", "/rpc/v1/sessions", rpc_start, 0},
-	{"DELETE", "/rpc/v1/sessions/{id}", rpc_destroy, 0},
-	{"POST", "/rpc/v1/containers/{cid}/exec", rpc_exec, 0},
-	{"GET", "/rpc/v1/containers/{cid}/logs", rpc_logs, 0},
-	{"GET", "/rpc/v1/images/{ref}", rpc_image, 0},
+#define RPC_ROUTE(name, handler, method, pattern) {method, pattern, rpc_##handler, 0},
+	AGENT_RPC_ROUTES(RPC_ROUTE)
+#undef RPC_ROUTE
 };
+
+static const struct {
+	const char *method, *pattern;
+} rpc_defs[AGENT_RPC_COUNT] = {
+#define RPC_DEF(name, handler, method, pattern) [AGENT_RPC_##name] = {method, pattern},
+	AGENT_RPC_ROUTES(RPC_DEF)
+#undef RPC_DEF
+};
+
+const char *agent_rpc_method(enum agent_rpc rpc)
+{
+	return rpc_defs[rpc].method;
+}
+
+int agent_rpc_path(enum agent_rpc rpc, const char *arg, const char *query, char *buf, size_t n,
+		   struct terr *err)
+{
+	const char *pattern = rpc_defs[rpc].pattern;
+	const char *open = strchr(pattern, '{'), *close = open ? strchr(open, '}') : NULL;
+	char *escaped = NULL;
+	int len;
+	if (open && close) {
+		if (!(escaped = api_escape(arg ? arg : "")))
+			return terr_set(err, ENOMEM, "out of memory");
+		len = snprintf(buf, n, "%.*s%s%s%s%s", (int)(open - pattern), pattern, escaped, close + 1,
+			       query ? "?" : "", query ? query : "");
+	} else {
+		len = snprintf(buf, n, "%s%s%s", pattern, query ? "?" : "", query ? query : "");
+	}
+	free(escaped);
+	if (len < 0 || (size_t)len >= n)
+		return terr_set(err, ENAMETOOLONG, "agent RPC path for '%.64s' is too long", arg ? arg : "");
+	return 0;
+}
 
 int agent_rpc_start(struct agent *a, const char *listen, const char *cluster_secret,
 		    struct httpd **out, struct terr *err)

@@ -13,13 +13,14 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/agent_settings.h"
 #include "agent/rpc.h"
+#include "agent/uplink.h"
 #include "cli/cli.h"
-#include "common/apiclient.h"
 #include "common/conf.h"
 #include "common/log.h"
+#include "common/pidlock.h"
 #include "common/sign.h"
-#include "common/units.h"
 #include "common/util.h"
 #include "manager/manager.h"
 #include "web/webserver.h"
@@ -47,24 +48,51 @@ static int wait_signal(const sigset_t *set, int timeout_ms)
 	return sigtimedwait(set, NULL, &ts);
 }
 
-static int parse_size_opt(const char *verb, const char *opt, const char *v, int64_t *out)
+/* Locks the data dir for this process (common/pidlock.h): two managers
+ * on one database would overwrite each other's state. The lock holds
+ * until the process exits; a crashed holder's lock goes with it. */
+static int lock_data_dir(const char *verb, const char *data_dir, const char *hint)
 {
 	struct terr err = {0};
-	if (units_parse_size(v, out, &err) < 0) {
-		fprintf(stderr, "tessera %s: %s: %s\n", verb, opt, err.msg);
+	char path[PATH_MAX + 32];
+	if (util_mkdir_p(data_dir, 0700, &err) < 0)
+		return fail(verb, &err), -1;
+	snprintf(path, sizeof(path), "%s/tessera.lock", data_dir);
+	long holder = 0;
+	int fd = pidlock_acquire(path, &holder, &err);
+	if (fd == -EBUSY) {
+		char who[48] = "another process";
+		if (holder)
+			snprintf(who, sizeof(who), "process %ld", holder);
+		fprintf(stderr, "tessera %s: data dir %s is in use by %s (another tessera server or manager); %s\n",
+			verb, data_dir, who, hint);
 		return -1;
 	}
-	return 0;
+	if (fd < 0)
+		return fail(verb, &err), -1;
+	return fd;  /* kept open (and locked) for the life of the process */
 }
 
-static int parse_milli_opt(const char *verb, const char *opt, const char *v, int64_t *out)
+/* "--cpu": how an error names a setting given as a flag. */
+static void flag_name(const struct agent_setting *d, char *buf, size_t n)
 {
-	struct terr err = {0};
-	if (units_parse_milli(v, out, &err) < 0 || *out <= 0) {
-		fprintf(stderr, "tessera %s: %s must be a positive number like 2 or 0.5\n", verb, opt);
-		return -1;
-	}
-	return 0;
+	snprintf(buf, n, "--%s", d->flag);
+}
+
+/* One option line of a usage text: the name and its value, then the help
+ * (on the next line when the name is long) and the note in parentheses. */
+static void usage_line(FILE *f, const char *name, const char *metavar, const char *help,
+		       const char *note)
+{
+	char left[64];
+	snprintf(left, sizeof(left), "%s%s%s", name, metavar ? " " : "", metavar ? metavar : "");
+	if (strlen(left) > 18)
+		fprintf(f, "  %s\n  %-18s  %s", left, "", help);
+	else
+		fprintf(f, "  %-18s  %s", left, help);
+	if (note)
+		fprintf(f, " (%s)", note);
+	fputc('\n', f);
 }
 
 /* ---------- tessera server ---------- */
@@ -99,73 +127,98 @@ out:
 }
 
 /* The webserver inside `tessera server`, on the API's address. The UI is
- * a convenience there: when it cannot start (port taken, UI not built) the
- * server runs on and says why. */
-static struct web *server_start_web(const char *host, long port, const char *manager, const char *secret,
-				    const char *admin_conf)
+ * a convenience there: when it is not built the server runs on and says
+ * why. A port in use stops the server (-1): serving beside whatever holds
+ * it would send users to the other one. */
+static int server_start_web(const char *host, long port, const char *manager, const char *secret,
+			    const char *admin_conf, struct web **out)
 {
 	char listen[96];
 	snprintf(listen, sizeof(listen), "%s:%ld", host, port);
 	struct web_config wc = {.listen = listen, .manager = manager, .web_secret = secret};
-	struct web *w = NULL;
 	struct terr err = {0};
-	if (web_start(&wc, &w, &err) < 0) {
+	*out = NULL;
+	if (web_start(&wc, out, &err) < 0) {
+		if (err.code == EADDRINUSE) {
+			fprintf(stderr, "tessera server: web UI: %s (choose another with --web-port; 0 picks a free one)\n",
+				err.msg);
+			return -1;
+		}
 		log_warn("server", "web UI not started: %s", err.msg);
-		return NULL;
+		return 0;
 	}
-	if (admin_conf_set_web_url(admin_conf, web_url(w), &err) < 0)
+	if (admin_conf_set_web_url(admin_conf, web_url(*out), &err) < 0)
 		log_warn("server", "cannot add web_url to %s: %s", admin_conf, err.msg);
-	log_info("server", "serving the web UI on %s", web_url(w));
-	return w;
+	log_info("server", "serving the web UI on %s", web_url(*out));
+	return 0;
 }
 
 static void server_usage(FILE *f)
 {
 	fprintf(f,
 		"usage: tessera server [--data-dir DIR] [--port PORT | --listen ADDR:PORT]\n"
-		"                      [--cpu N] [--mem SIZE] [--mem-reserve SIZE] [--selector NAME]\n"
-		"Runs the manager, one local agent (Docker) and the API in one process.\n"
-		"  --data-dir DIR      state (SQLite) and admin.conf (default ~/.local/share/tessera)\n"
-		"  --port PORT         API port on 127.0.0.1 (default 8090)\n"
-		"  --listen ADDR:PORT  API address, e.g. 0.0.0.0:8090\n"
-		"  --cpu N             CPU cores offered to sessions (default: all)\n"
-		"  --mem SIZE          memory offered (default: all minus --mem-reserve)\n"
-		"  --mem-reserve SIZE  memory kept for the host (default 512MiB)\n"
-		"  --selector NAME     concentrated (default) or dispersed\n"
-		"  --node-id ID        id of the local node (default \"local\")\n"
-		"  --mock-gpus SPEC    simulated GPUs COUNTxMEM[:SMS],... (e.g. 1x8GiB, 2x80GiB:132)\n"
-		"  --fgpu-per-device N fGPU one physical GPU counts as (cluster setting, default 1)\n"
-		"  --gpu-context-overhead auto|SIZE\n"
-		"                      device memory a CUDA context takes, counted in GPU shares\n"
-		"                      (default auto: measured at start)\n"
-		"  --web-port PORT     web UI port on the API's address (default 8080; 0 = any free port)\n"
-		"  --verbose           debug logging\n");
+		"                      [--cpu N] [--mem SIZE] [--mem-reserve SIZE] [--selector NAME] ...\n"
+		"Runs the manager, one local agent (Docker) and the API in one process.\n");
+	usage_line(f, "--data-dir", "DIR", "state (SQLite) and admin.conf (default ~/.local/share/tessera)", NULL);
+	usage_line(f, "--port", "PORT", "API port on 127.0.0.1 (default 8090)", NULL);
+	usage_line(f, "--listen", "ADDR:PORT", "API address, e.g. 0.0.0.0:8090", NULL);
+	usage_line(f, "--selector", "NAME", "concentrated (default) or dispersed", NULL);
+	usage_line(f, "--fgpu-per-device", "N", "fGPU one physical GPU counts as (cluster setting, default 1)", NULL);
+	usage_line(f, "--web-port", "PORT", "web UI port on the API's address (default 8080; 0 = any free port)", NULL);
+	usage_line(f, "--verbose", NULL, "debug logging", NULL);
+	fprintf(f, "The local agent (agent.conf's settings as flags, docs/admin.md):\n");
+	for (size_t i = 0; i < agent_settings_count; i++) {
+		const struct agent_setting *d = &agent_settings_table[i];
+		char name[64];
+		if (!(d->flags & AGENT_SETTING_FLAG))
+			continue;
+		flag_name(d, name, sizeof(name));
+		char note[96];
+		snprintf(note, sizeof(note), "default %s", d->def ? d->def : "");
+		usage_line(f, name, d->metavar, d->help, d->def ? note : NULL);
+	}
 }
 
 int cmd_server(int argc, char **argv)
 {
-	static const struct option opts[] = {
+	/* The server's own options, then one per agent setting that is a
+	 * flag (agent/agent_settings.h), whose val is 1000 + its index. */
+	enum { SETTING_OPT = 1000 };
+	static const struct option own_opts[] = {
 		{"data-dir", required_argument, NULL, 'd'}, {"port", required_argument, NULL, 'p'},
-		{"listen", required_argument, NULL, 'l'}, {"cpu", required_argument, NULL, 'c'},
-		{"mem", required_argument, NULL, 'm'}, {"mem-reserve", required_argument, NULL, 'r'},
+		{"listen", required_argument, NULL, 'l'},
 		{"selector", required_argument, NULL, 's'}, {"verbose", no_argument, NULL, 'v'},
-		{"node-id", required_argument, NULL, 'n'}, {"help", no_argument, NULL, 'h'},
+		{"help", no_argument, NULL, 'h'},
 		{"web-port", required_argument, NULL, 'W'},
-		{"mock-gpus", required_argument, NULL, 'g'}, {"fgpu-per-device", required_argument, NULL, 'f'},
-		{"gpu-context-overhead", required_argument, NULL, 'O'},
-		{0},
+		{"fgpu-per-device", required_argument, NULL, 'f'},
 	};
+	size_t n_own = sizeof(own_opts) / sizeof(own_opts[0]);
+	struct option *opts = calloc(n_own + agent_settings_count + 1, sizeof(*opts));
+	if (!opts) {
+		fprintf(stderr, "tessera server: out of memory\n");
+		return 1;
+	}
+	memcpy(opts, own_opts, sizeof(own_opts));
+	size_t n_opts = n_own;
+	for (size_t i = 0; i < agent_settings_count; i++)
+		if (agent_settings_table[i].flags & AGENT_SETTING_FLAG)
+			opts[n_opts++] = (struct option){agent_settings_table[i].flag, required_argument, NULL,
+							 SETTING_OPT + (int)i};
+
 	char data_dir[PATH_MAX] = "", listen_buf[128] = "";
 	const char *home = getenv("HOME");
 	if (home && *home)
 		snprintf(data_dir, sizeof(data_dir), "%s/.local/share/tessera", home);
 	else
 		snprintf(data_dir, sizeof(data_dir), "/var/lib/tessera");
-	struct agent_config acfg = {.id = "local", .mem_reserve = 512LL << 20};
+	struct agent_settings as;
+	agent_settings_init(&as);
+	struct agent_config acfg;
 	struct manager_config mcfg = {0};
 	snprintf(listen_buf, sizeof(listen_buf), "127.0.0.1:8090");
 	long web_port_opt = 8080;
-	int c;
+	int c, ret = 2;
+	struct terr err = {0};
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
@@ -175,35 +228,19 @@ int cmd_server(int argc, char **argv)
 			long p = strtol(optarg, &end, 10);
 			if (*end || p < 0 || p > 65535) {
 				fprintf(stderr, "tessera server: --port must be 0..65535\n");
-				return 2;
+				goto out_opts;
 			}
 			snprintf(listen_buf, sizeof(listen_buf), "127.0.0.1:%ld", p);
 			break;
 		}
 		case 'l': util_strlcpy(listen_buf, optarg, sizeof(listen_buf)); break;
-		case 'c': if (parse_milli_opt("server", "--cpu", optarg, &acfg.cpu_m) < 0) return 2; break;
-		case 'm': if (parse_size_opt("server", "--mem", optarg, &acfg.mem) < 0) return 2; break;
-		case 'r': if (parse_size_opt("server", "--mem-reserve", optarg, &acfg.mem_reserve) < 0) return 2; break;
 		case 's': mcfg.selector = optarg; break;
-		case 'n': acfg.id = optarg; break;
-		case 'g': acfg.mock_gpus = optarg; break;
-		case 'O': {
-			int64_t bytes;
-			if (strcmp(optarg, "auto") != 0 &&
-			    (units_parse_size(optarg, &bytes, NULL) < 0 || bytes < 0)) {
-				fprintf(stderr, "tessera server: --gpu-context-overhead must be auto or a size such as 512MiB, not '%s'\n",
-					optarg);
-				return 2;
-			}
-			acfg.gpu_context_overhead = optarg;
-			break;
-		}
 		case 'f': {
 			char *end;
 			long v = strtol(optarg, &end, 10);
 			if (*end || v < 1 || v > 100) {
 				fprintf(stderr, "tessera server: --fgpu-per-device must be an integer from 1 to 100\n");
-				return 2;
+				goto out_opts;
 			}
 			mcfg.fgpu_per_device = (int)v;
 			break;
@@ -213,29 +250,45 @@ int cmd_server(int argc, char **argv)
 			web_port_opt = strtol(optarg, &end, 10);
 			if (*end || web_port_opt < 0 || web_port_opt > 65535) {
 				fprintf(stderr, "tessera server: --web-port must be 0..65535\n");
-				return 2;
+				goto out_opts;
 			}
 			break;
 		}
 		case 'v': log_set_level(LOG_DEBUG); break;
-		case 'h': server_usage(stdout); return 0;
-		default: server_usage(stderr); return 2;
+		case 'h': server_usage(stdout); ret = 0; goto out_opts;
+		default:
+			if (c >= SETTING_OPT && (size_t)(c - SETTING_OPT) < agent_settings_count) {
+				const struct agent_setting *d = &agent_settings_table[c - SETTING_OPT];
+				char name[64];
+				flag_name(d, name, sizeof(name));
+				if (agent_setting_set(&as, d, optarg, name, &err) < 0) {
+					fprintf(stderr, "tessera server: %s\n", err.msg);
+					goto out_opts;
+				}
+				break;
+			}
+			server_usage(stderr);
+			goto out_opts;
 		}
 	}
+	free(opts);
+	opts = NULL;
 	if (optind < argc) {
 		fprintf(stderr, "tessera server: unexpected argument '%s'\n", argv[optind]);
 		return 2;
 	}
 	char host[64];
 	int port;
-	struct terr err = {0};
 	if (httpd_parse_listen(listen_buf, host, sizeof(host), &port, &err) < 0)
 		return fail("server", &err);
+	if (lock_data_dir("server", data_dir, "stop it, or give this one another --data-dir") < 0)
+		return 1;
 
 	sigset_t stop;
 	block_stop_signals(&stop);
 	mcfg.data_dir = data_dir;
 	mcfg.listen = listen_buf;
+	acfg = as.agent;
 	char agent_dir[PATH_MAX + 16];
 	snprintf(agent_dir, sizeof(agent_dir), "%s/agent", data_dir);
 	acfg.data_dir = agent_dir;
@@ -264,7 +317,12 @@ int cmd_server(int argc, char **argv)
 		return fail("server", &err);
 	}
 	log_info("server", "serving the API on %s", manager_endpoint(m));
-	struct web *web = server_start_web(host, web_port_opt, manager_endpoint(m), mcfg.cluster_secret, admin_conf);
+	struct web *web = NULL;
+	if (server_start_web(host, web_port_opt, manager_endpoint(m), mcfg.cluster_secret, admin_conf, &web) < 0) {
+		manager_close(m);
+		agent_close(a);
+		return 1;
+	}
 	/* A command that works as printed: `tessera` when PATH finds this
 	 * binary, else its absolute path (build/tessera is not on PATH). */
 	char self[PATH_MAX];
@@ -284,10 +342,14 @@ int cmd_server(int argc, char **argv)
 	manager_close(m);
 	agent_close(a);
 	return 0;
+out_opts:
+	free(opts);
+	return ret;
 }
 
 /* ---------- tessera manager ---------- */
 
+/* known: the keys allowed, or NULL when the caller checks them itself. */
 static int read_config(const char *verb, const char *path, const char *const *known,
 		       struct conf *c)
 {
@@ -296,7 +358,7 @@ static int read_config(const char *verb, const char *path, const char *const *kn
 		fprintf(stderr, "tessera %s: --config FILE is required (examples in configs/)\n", verb);
 		return -1;
 	}
-	if (conf_load(path, c, &err) < 0 || conf_check_keys(c, known, path, &err) < 0) {
+	if (conf_load(path, c, &err) < 0 || (known && conf_check_keys(c, known, path, &err) < 0)) {
 		conf_free(c);
 		fail(verb, &err);
 		return -1;
@@ -304,7 +366,8 @@ static int read_config(const char *verb, const char *path, const char *const *kn
 	return 0;
 }
 
-static const char *config_path(int argc, char **argv, const char *verb, int *rc)
+/* more_help (may be NULL) adds to the --help text. */
+static const char *config_path(int argc, char **argv, const char *verb, void (*more_help)(void), int *rc)
 {
 	static const struct option opts[] = {
 		{"config", required_argument, NULL, 'c'}, {"verbose", no_argument, NULL, 'v'},
@@ -320,6 +383,8 @@ static const char *config_path(int argc, char **argv, const char *verb, int *rc)
 		case 'v': log_set_level(LOG_DEBUG); break;
 		case 'h':
 			printf("usage: tessera %s --config FILE [--verbose]\n(see configs/%s.conf)\n", verb, verb);
+			if (more_help)
+				more_help();
 			*rc = 0;
 			return NULL;
 		default:
@@ -339,7 +404,7 @@ static int conf_int(const struct conf *c, const char *key, int def)
 int cmd_manager(int argc, char **argv)
 {
 	int rc;
-	const char *path = config_path(argc, argv, "manager", &rc);
+	const char *path = config_path(argc, argv, "manager", NULL, &rc);
 	if (!path && rc >= 0)
 		return rc;
 	static const char *const known[] = {"listen", "data_dir", "cluster_secret", "heartbeat_interval_ms",
@@ -365,6 +430,10 @@ int cmd_manager(int argc, char **argv)
 			"(e.g. from 'openssl rand -hex 32')\n", path);
 		return 1;
 	}
+	if (lock_data_dir("manager", mcfg.data_dir, "stop it, or set another data_dir") < 0) {
+		conf_free(&c);
+		return 1;
+	}
 	sigset_t stop;
 	block_stop_signals(&stop);
 	struct manager *m = NULL;
@@ -386,179 +455,70 @@ int cmd_manager(int argc, char **argv)
 
 /* ---------- tessera agent ---------- */
 
-/* Events from the watcher thread wait here until the main loop sends
- * them, so a manager that is briefly away loses none. */
-struct event_queue {
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	json_t *pending;  /* array */
-};
-
-static void queue_event(void *ud, const char *agent_id, json_t *event)
+/* The keys of agent.conf, from the settings table. */
+static void agent_keys_help(void)
 {
-	(void)agent_id;
-	struct event_queue *q = ud;
-	/* A copy, not a reference: the watcher thread drops its reference
-	 * after this call, and jansson's release-only decrement does not
-	 * order that thread's last use before the main loop's free of the
-	 * shared object (a data race under ThreadSanitizer). The copy is
-	 * handed over under the mutex. */
-	json_t *copy = json_deep_copy(event);
-	if (!copy)
-		return;
-	pthread_mutex_lock(&q->mu);
-	json_array_append_new(q->pending, copy);
-	pthread_cond_signal(&q->cv);
-	pthread_mutex_unlock(&q->mu);
-}
-
-static int agent_register(struct agent *a, const struct api_client *mc, const char *url,
-			  int *interval_ms, struct terr *err)
-{
-	json_t *desc = NULL, *reply = NULL;
-	int rc = agent_describe(a, &desc, err);
-	if (rc < 0)
-		return rc;
-	json_object_set_new(desc, "url", json_string(url));
-	rc = api_call(mc, "POST", "/v1/agents/register", desc, 15000, &reply, NULL, err);
-	json_decref(desc);
-	if (rc == 0) {
-		int iv = (int)json_integer_value(json_object_get(reply, "heartbeat_interval_ms"));
-		if (iv > 0)
-			*interval_ms = iv;
-		/* The manager's cluster id, for the containers' labels. */
-		agent_set_cluster_id(a, json_string_value(json_object_get(reply, "cluster_id")));
+	printf("Keys of FILE:\n");
+	for (size_t i = 0; i < agent_settings_count; i++) {
+		const struct agent_setting *d = &agent_settings_table[i];
+		char note[96];
+		snprintf(note, sizeof(note), "default %s", d->def ? d->def : "");
+		usage_line(stdout, d->key, NULL, d->help,
+			   d->flags & AGENT_SETTING_REQUIRED ? "required" : d->def ? note : NULL);
 	}
-	json_decref(reply);
-	return rc;
 }
 
 int cmd_agent(int argc, char **argv)
 {
 	int rc;
-	const char *path = config_path(argc, argv, "agent", &rc);
+	const char *path = config_path(argc, argv, "agent", agent_keys_help, &rc);
 	if (!path && rc >= 0)
 		return rc;
-	static const char *const known[] = {"id", "manager", "cluster_secret", "listen", "advertise_url",
-					    "docker_socket", "cpu", "mem", "mem_reserve", "runner_path",
-					    "data_dir", "mock_gpus", "gpu_context_overhead", "gpu_usage_interval_ms",
-					    NULL};
 	struct conf c = {0};
-	if (read_config("agent", path, known, &c) < 0)
+	if (read_config("agent", path, NULL, &c) < 0)
 		return 1;
-	const char *id = conf_get(&c, "id"), *manager = conf_get(&c, "manager");
-	const char *secret = conf_get(&c, "cluster_secret");
-	const char *listen = conf_get(&c, "listen") ? conf_get(&c, "listen") : "0.0.0.0:8091";
-	const char *advertise = conf_get(&c, "advertise_url");
-	struct agent_config acfg = {.id = id, .runtime_endpoint = conf_get(&c, "docker_socket"),
-				    .runner_path = conf_get(&c, "runner_path"), .mem_reserve = 512LL << 20,
-				    .data_dir = conf_get(&c, "data_dir") ? conf_get(&c, "data_dir") : "/var/lib/tessera-agent",
-				    .mock_gpus = conf_get(&c, "mock_gpus"),
-				    .gpu_context_overhead = conf_get(&c, "gpu_context_overhead")};
+	struct agent_settings as;
+	agent_settings_init(&as);
 	struct terr err = {0};
 	int ret = 1;
-	if (!id || !manager || !secret || !advertise) {
-		fprintf(stderr, "tessera agent: %s: id, manager, cluster_secret and advertise_url are required\n", path);
+	if (agent_settings_from_conf(&as, &c, path, &err) < 0) {
+		fail("agent", &err);
 		goto out_conf;
-	}
-	if ((conf_get(&c, "cpu") && parse_milli_opt("agent", "cpu", conf_get(&c, "cpu"), &acfg.cpu_m) < 0) ||
-	    (conf_get(&c, "mem") && parse_size_opt("agent", "mem", conf_get(&c, "mem"), &acfg.mem) < 0) ||
-	    (conf_get(&c, "mem_reserve") &&
-	     parse_size_opt("agent", "mem_reserve", conf_get(&c, "mem_reserve"), &acfg.mem_reserve) < 0))
-		goto out_conf;
-	const char *usage_iv = conf_get(&c, "gpu_usage_interval_ms");
-	if (usage_iv) {
-		char *end;
-		long v = strtol(usage_iv, &end, 10);
-		if (end == usage_iv || *end || v < 100 || v > 60000) {
-			fprintf(stderr, "tessera agent: %s: gpu_usage_interval_ms must be an integer from 100 to 60000, not '%s'\n",
-				path, usage_iv);
-			goto out_conf;
-		}
-		acfg.gpu_usage_interval_ms = (int)v;
 	}
 
 	sigset_t stop;
 	block_stop_signals(&stop);
 	struct agent *a = NULL;
 	struct httpd *http = NULL;
-	if (agent_open(&a, &acfg, &err) < 0 || agent_rpc_start(a, listen, secret, &http, &err) < 0) {
+	struct uplink *up = NULL;
+	if (agent_open(&a, &as.agent, &err) < 0 || agent_rpc_start(a, as.listen, as.cluster_secret, &http, &err) < 0) {
 		fail("agent", &err);
 		agent_close(a);
 		goto out_conf;
 	}
-	char credential[80];
-	snprintf(credential, sizeof(credential), "agent:%s", id);
-	struct api_client mc = {.endpoint = manager, .access_key = credential, .secret_key = secret};
-	struct event_queue q = {.pending = json_array()};
-	pthread_mutex_init(&q.mu, NULL);
-	pthread_cond_init(&q.cv, NULL);
-	if (agent_watch_start(a, queue_event, &q, &err) < 0) {
+	struct uplink_config ucfg = {
+		.manager = as.manager,
+		.cluster_secret = as.cluster_secret,
+		.agent_id = as.agent.id,
+		.advertise_url = as.advertise_url,
+		.agent = a,
+	};
+	if (uplink_start(&up, &ucfg, &err) < 0) {
 		fail("agent", &err);
 		httpd_stop(http);
 		agent_close(a);
 		goto out_conf;
 	}
-	log_info("agent", "agent %s serving RPC on %s, manager %s", id, listen, manager);
-
-	bool registered = false;
-	int interval_ms = 2000;
-	int64_t next_beat = 0;
-	for (bool first = true;; first = false) {
-		/* Register at once; afterwards wake often enough to send events
-		 * promptly, and retry a failed registration every second. */
-		if (!first && wait_signal(&stop, registered ? 200 : 1000) >= 0)
-			break;
-		int64_t now = util_mono_ms();
-		if (!registered) {
-			if (agent_register(a, &mc, advertise, &interval_ms, &err) == 0) {
-				registered = true;
-				next_beat = now + interval_ms;
-				log_info("agent", "registered with %s", manager);
-			} else {
-				log_warn("agent", "cannot register with the manager (retrying): %s", err.msg);
-			}
-			continue;
-		}
-		/* Send queued events first: they free resources for others. */
-		pthread_mutex_lock(&q.mu);
-		json_t *batch = q.pending;
-		q.pending = json_array();
-		pthread_mutex_unlock(&q.mu);
-		size_t i;
-		json_t *ev;
-		char epath[160];
-		snprintf(epath, sizeof(epath), "/v1/agents/%s/events", id);
-		json_array_foreach(batch, i, ev) {
-			if (api_call(&mc, "POST", epath, ev, 10000, NULL, NULL, &err) < 0) {
-				log_warn("agent", "cannot report an event (kept for retry): %s", err.msg);
-				pthread_mutex_lock(&q.mu);
-				for (size_t k = i; k < json_array_size(batch); k++)
-					json_array_append(q.pending, json_array_get(batch, k));
-				pthread_mutex_unlock(&q.mu);
-				break;
-			}
-		}
-		json_decref(batch);
-		if (now < next_beat)
-			continue;
-		next_beat = now + interval_ms;
-		char hpath[160];
-		snprintf(hpath, sizeof(hpath), "/v1/agents/%s/heartbeat", id);
-		json_t *body = json_object(), *reply = NULL;
-		long status = 0;
-		if (api_call(&mc, "POST", hpath, body, 10000, &reply, &status, &err) < 0) {
-			log_warn("agent", "heartbeat failed: %s", err.msg);
-			if (status == 404)
-				registered = false;  /* the manager wants a fresh registration */
-		}
-		json_decref(body);
-		json_decref(reply);
-	}
-	log_info("agent", "stopping (sessions keep running)");
+	log_info("agent", "agent %s serving RPC on %s, manager %s", as.agent.id, as.listen, as.manager);
+	int sig;
+	while ((sig = wait_signal(&stop, 1000)) < 0)
+		;
+	log_info("agent", "signal %d: stopping (sessions keep running)", sig);
+	/* The uplink's queue outlives the agent's watcher, which feeds it. */
+	uplink_stop(up);
 	httpd_stop(http);
 	agent_close(a);
-	json_decref(q.pending);
+	uplink_free(up);
 	ret = 0;
 out_conf:
 	conf_free(&c);
@@ -570,7 +530,7 @@ out_conf:
 int cmd_webserver(int argc, char **argv)
 {
 	int rc;
-	const char *path = config_path(argc, argv, "webserver", &rc);
+	const char *path = config_path(argc, argv, "webserver", NULL, &rc);
 	if (!path && rc >= 0)
 		return rc;
 	static const char *const known[] = {"listen", "manager", "web_secret", "cluster_secret", "ui_dir",

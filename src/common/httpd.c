@@ -10,6 +10,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "common/jsonutil.h"
 #include "common/util.h"
@@ -410,6 +411,32 @@ int httpd_parse_listen(const char *listen, char *host, size_t host_n, int *port,
 	return 0;
 }
 
+/* The listening socket, opened here rather than by libmicrohttpd so that a
+ * port in use is told apart from other failures. SO_REUSEADDR lets a
+ * restarted daemon bind while its old connections linger in TIME_WAIT; on
+ * Linux it never lets two sockets listen on one port. SO_REUSEPORT, which
+ * would, is left off: with it a second server on a taken port would start
+ * and the kernel would split the connections between the two. */
+static int listen_socket(const struct sockaddr_in *sa, const char *host, int port, struct terr *err)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return terr_set(err, errno, "cannot open a socket: %s", strerror(errno));
+	int one = 1;
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    bind(fd, (const struct sockaddr *)sa, sizeof(*sa)) < 0 || listen(fd, SOMAXCONN) < 0) {
+		int e = errno;
+		close(fd);
+		if (e == EADDRINUSE)
+			return terr_set(err, EADDRINUSE, "port %d on %s is in use by another process", port, host);
+		if (e == EADDRNOTAVAIL)
+			return terr_set(err, EADDRNOTAVAIL, "cannot listen on %s:%d: no such address on this host",
+					host, port);
+		return terr_set(err, e, "cannot listen on %s:%d: %s", host, port, strerror(e));
+	}
+	return fd;
+}
+
 int httpd_start(const struct httpd_config *cfg, struct httpd **out, struct terr *err)
 {
 	char host[64];
@@ -440,23 +467,30 @@ int httpd_start(const struct httpd_config *cfg, struct httpd **out, struct terr 
 		}
 		flags |= MHD_USE_TLS;
 	}
-	/* Without TLS the option list ends before the certificate options. */
+	int fd = listen_socket(&sa, host, port, err);
+	if (fd < 0) {
+		httpd_stop(h);
+		return fd;
+	}
+	struct sockaddr_in bound;
+	socklen_t blen = sizeof(bound);
+	h->port = getsockname(fd, (struct sockaddr *)&bound, &blen) == 0 ? ntohs(bound.sin_port) : port;
+	/* From here the daemon owns fd: it closes it when it stops, and when
+	 * it fails to start. Without TLS the option list ends before the
+	 * certificate options. */
 	h->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_request, h,
-		MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+		MHD_OPTION_LISTEN_SOCKET, fd,
 		MHD_OPTION_URI_LOG_CALLBACK, on_uri, h,
 		MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
 		MHD_OPTION_CONNECTION_TIMEOUT, cfg->timeout_s ? cfg->timeout_s : 600u,
-		MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1,
 		tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, h->tls_cert,
 		MHD_OPTION_HTTPS_MEM_KEY, h->tls_key,
 		MHD_OPTION_END);
 	if (!h->daemon) {
 		httpd_stop(h);
-		return terr_set(err, EADDRINUSE, "cannot listen on %s: address in use or not available%s",
-				cfg->listen, tls ? ", or a bad TLS certificate or key" : "");
+		return terr_set(err, EIO, "cannot serve on %s%s", cfg->listen,
+				tls ? ": a bad TLS certificate or key?" : "");
 	}
-	const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_BIND_PORT);
-	h->port = info ? info->port : port;
 	*out = h;
 	return 0;
 }

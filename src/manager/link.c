@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "agent/agent.h"
+#include "agent/rpc.h"
 #include "common/apiclient.h"
 
 /* ---- in-process agent ---- */
@@ -92,12 +93,17 @@ void *link_remote_new(const char *url, const char *cluster_secret)
 	return l;
 }
 
-static int remote_call(struct remote_link *l, const char *method, const char *path, json_t *body,
-		       long timeout_ms, json_t **out, struct terr *err)
+/* Calls one of the agent's RPC routes (agent/rpc.h): arg fills its {param}
+ * segment, query (already encoded) follows a "?". */
+static int remote_call(struct remote_link *l, enum agent_rpc rpc, const char *arg, const char *query,
+		       json_t *body, long timeout_ms, json_t **out, struct terr *err)
 {
+	char path[1024];
+	if (agent_rpc_path(rpc, arg, query, path, sizeof(path), err) < 0)
+		return terr_prefix(err, "agent at %s", l->url);
 	struct api_client c = {.endpoint = l->url, .access_key = "manager", .secret_key = l->secret};
 	json_t *resp = NULL;
-	int rc = api_call(&c, method, path, body, timeout_ms, &resp, NULL, err);
+	int rc = api_call(&c, agent_rpc_method(rpc), path, body, timeout_ms, &resp, NULL, err);
 	if (rc < 0)
 		return terr_prefix(err, "agent at %s", l->url);
 	if (out)
@@ -110,7 +116,7 @@ static int remote_call(struct remote_link *l, const char *method, const char *pa
 static int remote_start(void *ctx, json_t *spec, char cid[RT_ID_MAX], struct terr *err)
 {
 	json_t *resp = NULL;
-	int rc = remote_call(ctx, "POST", "/rpc/v1/sessions", spec, 120000, &resp, err);
+	int rc = remote_call(ctx, AGENT_RPC_START, NULL, NULL, spec, 120000, &resp, err);
 	if (rc < 0)
 		return rc;
 	const char *id = json_string_value(json_object_get(resp, "container_id"));
@@ -125,35 +131,32 @@ static int remote_start(void *ctx, json_t *spec, char cid[RT_ID_MAX], struct ter
 
 static int remote_destroy(void *ctx, const char *sid, const char *cid, struct terr *err)
 {
-	char *esid = api_escape(sid), *ecid = api_escape(cid ? cid : "");
-	char path[512];
-	snprintf(path, sizeof(path), "/rpc/v1/sessions/%s?container_id=%s", esid ? esid : "", ecid ? ecid : "");
-	free(esid);
+	char *ecid = api_escape(cid ? cid : "");
+	if (!ecid)
+		return terr_set(err, ENOMEM, "out of memory");
+	char query[512];
+	int len = snprintf(query, sizeof(query), "container_id=%s", ecid);
 	free(ecid);
-	return remote_call(ctx, "DELETE", path, NULL, 60000, NULL, err);
+	if (len < 0 || (size_t)len >= sizeof(query))
+		return terr_set(err, ENAMETOOLONG, "container id is too long");
+	return remote_call(ctx, AGENT_RPC_DESTROY, sid, query, NULL, 60000, NULL, err);
 }
 
 static int remote_exec(void *ctx, const char *cid, json_t *command, int timeout_s,
 		       json_t **result, struct terr *err)
 {
-	char *ecid = api_escape(cid);
-	char path[256];
-	snprintf(path, sizeof(path), "/rpc/v1/containers/%s/exec", ecid ? ecid : "");
-	free(ecid);
 	json_t *body = json_pack("{s:O,s:i}", "command", command, "timeout_s", timeout_s);
-	int rc = remote_call(ctx, "POST", path, body, (long)(timeout_s + 10) * 1000, result, err);
+	int rc = remote_call(ctx, AGENT_RPC_EXEC, cid, NULL, body, (long)(timeout_s + 10) * 1000, result, err);
 	json_decref(body);
 	return rc;
 }
 
 static int remote_logs(void *ctx, const char *cid, int tail, char **out, struct terr *err)
 {
-	char *ecid = api_escape(cid);
-	char path[256];
-	snprintf(path, sizeof(path), "/rpc/v1/containers/%s/logs?tail=%d", ecid ? ecid : "", tail);
-	free(ecid);
+	char query[32];
+	snprintf(query, sizeof(query), "tail=%d", tail);
 	json_t *resp = NULL;
-	int rc = remote_call(ctx, "GET", path, NULL, 60000, &resp, err);
+	int rc = remote_call(ctx, AGENT_RPC_LOGS, cid, query, NULL, 60000, &resp, err);
 	if (rc < 0)
 		return rc;
 	const char *logs = json_string_value(json_object_get(resp, "logs"));
@@ -164,12 +167,8 @@ static int remote_logs(void *ctx, const char *cid, int tail, char **out, struct 
 
 static int remote_image_exists(void *ctx, const char *ref, bool *exists, struct terr *err)
 {
-	char *eref = api_escape(ref);
-	char path[600];
-	snprintf(path, sizeof(path), "/rpc/v1/images/%s", eref ? eref : "");
-	free(eref);
 	json_t *resp = NULL;
-	int rc = remote_call(ctx, "GET", path, NULL, 15000, &resp, err);
+	int rc = remote_call(ctx, AGENT_RPC_IMAGE, ref, NULL, NULL, 15000, &resp, err);
 	if (rc < 0)
 		return rc;
 	*exists = json_is_true(json_object_get(resp, "exists"));
@@ -180,7 +179,7 @@ static int remote_image_exists(void *ctx, const char *ref, bool *exists, struct 
 static int remote_images(void *ctx, json_t **refs, struct terr *err)
 {
 	json_t *resp = NULL;
-	int rc = remote_call(ctx, "GET", "/rpc/v1/images", NULL, 15000, &resp, err);
+	int rc = remote_call(ctx, AGENT_RPC_IMAGES, NULL, NULL, NULL, 15000, &resp, err);
 	if (rc < 0)
 		return rc;
 	*refs = json_incref(json_object_get(resp, "images"));

@@ -3,7 +3,7 @@
  * authenticate hook, the raw target, query arguments, error mapping,
  * bodies that arrive in pieces, response headers and the server's default
  * headers, raw byte bodies, catch-all and any-method routes, cookies, the
- * peer address, streams that end or fail, and HTTPS. */
+ * peer address, streams that end or fail, HTTPS, and a port in use. */
 #include "common/httpd.h"
 #include "common/httpc.h"
 #include "common/util.h"
@@ -871,6 +871,69 @@ TEST(parse_listen)
 	CHECK(h == NULL);
 }
 
+/* A port that another server (or any other socket) listens on is
+ * refused with a message naming it, whether asked for on the same address
+ * or on all of them; nothing listens twice. Port 0 still picks a free
+ * port each time, and a stopped server's port can be taken again at once,
+ * even right after it answered a request (restarts). */
+TEST(port_in_use)
+{
+	struct httpd_config cfg = {.listen = "127.0.0.1:0", .routes = routes, .n_routes = 1,
+				   .max_body = 10};
+	struct httpd *a = NULL, *b = NULL, *c = NULL;
+	struct terr err = {0};
+	CHECK_INT(httpd_start(&cfg, &a, &err), 0);
+	if (!a)
+		return;
+	int p = httpd_port(a);
+	char addr[64], want[96];
+
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", p);
+	cfg.listen = addr;
+	CHECK_INT(httpd_start(&cfg, &b, &err), -EADDRINUSE);
+	CHECK(b == NULL);
+	snprintf(want, sizeof(want), "port %d on 127.0.0.1 is in use by another process", p);
+	CHECK_STR(err.msg, want);
+	snprintf(addr, sizeof(addr), "0.0.0.0:%d", p);
+	CHECK_INT(httpd_start(&cfg, &b, &err), -EADDRINUSE);
+	snprintf(want, sizeof(want), "port %d on 0.0.0.0 is in use by another process", p);
+	CHECK_STR(err.msg, want);
+	snprintf(addr, sizeof(addr), "localhost:%d", p);
+	CHECK_INT(httpd_start(&cfg, &b, &err), -EADDRINUSE);
+	CHECK(b == NULL);
+
+	/* Port 0: another free port, not a share of the first. */
+	cfg.listen = "127.0.0.1:0";
+	CHECK_INT(httpd_start(&cfg, &c, &err), 0);
+	CHECK(c && httpd_port(c) != p);
+	httpd_stop(c);
+
+	/* Any socket holding the port counts, not only ours. */
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t slen = sizeof(sa);
+	CHECK(fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 && listen(fd, 1) == 0 &&
+	      getsockname(fd, (struct sockaddr *)&sa, &slen) == 0);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", ntohs(sa.sin_port));
+	cfg.listen = addr;
+	CHECK_INT(httpd_start(&cfg, &c, &err), -EADDRINUSE);
+	close(fd);
+
+	/* A restart: a request answered, the server stopped, the same port
+	 * taken again by the next one. */
+	int saved = port;
+	port = p;
+	struct reply r = call("GET", "/v1/items/1", NULL, NULL, 0);
+	CHECK_INT(r.status, 200);
+	reply_free(&r);
+	port = saved;
+	httpd_stop(a);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", p);
+	CHECK_INT(httpd_start(&cfg, &b, &err), 0);
+	CHECK(b && httpd_port(b) == p);
+	httpd_stop(b);
+}
+
 int main(void)
 {
 	httpc_global_init();
@@ -907,6 +970,7 @@ int main(void)
 	RUN(streams_end_or_fail);
 	RUN(https);
 	RUN(parse_listen);
+	RUN(port_in_use);
 	httpd_stop(h);
 	return testlib_done();
 }

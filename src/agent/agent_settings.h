@@ -1,0 +1,115 @@
+/* The agent's settings, defined once. agent.conf (`tessera agent`) and the
+ * flags of `tessera server` (src/cli/daemons.c) are both read through this
+ * table, so a setting has one name, one default, one range and one
+ * validation wherever it is given. A flag is the key with '-' for '_'
+ * (`gpu_usage_interval_ms` -> `--gpu-usage-interval-ms`); `id` keeps the
+ * flag it always had, `--node-id`. Settings that only a separate agent
+ * daemon has (the manager to register with, its own RPC address, its data
+ * directory) are not flags of `tessera server`. */
+#ifndef TESSERA_AGENT_AGENT_SETTINGS_H
+#define TESSERA_AGENT_AGENT_SETTINGS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "agent/agent.h"
+#include "common/conf.h"
+#include "common/err.h"
+
+/* What `tessera agent` runs with: the node's settings for agent_open, and
+ * the uplink's and RPC server's. Text values are borrowed from where they
+ * were read (the conf, argv) or are the table's defaults. */
+struct agent_settings {
+	struct agent_config agent;
+	const char *manager;        /* the manager's API URL */
+	const char *cluster_secret;
+	const char *listen;         /* the RPC server's address */
+	const char *advertise_url;  /* how the manager reaches it */
+};
+
+enum agent_setting_type {
+	AGENT_SETTING_TEXT,      /* const char *, as written */
+	AGENT_SETTING_SIZE,      /* int64_t bytes (units_parse_size) */
+	AGENT_SETTING_CORES,     /* int64_t milli-cores, > 0 (units_parse_milli) */
+	AGENT_SETTING_INT,       /* int, min..max */
+	AGENT_SETTING_OVERHEAD,  /* const char *: "auto" or a size */
+};
+
+/* flags of a setting */
+#define AGENT_SETTING_FLAG 1      /* also a flag of `tessera server` */
+#define AGENT_SETTING_REQUIRED 2  /* agent.conf must set it */
+
+/* X(key, flag, type, field, default, min, max, flags, metavar, help):
+ * field is a member of struct agent_settings; default is the text a user
+ * would write (NULL: none, the help says what happens then); min and max
+ * bound AGENT_SETTING_INT. */
+#define AGENT_SETTINGS(X) \
+	X(id, "node-id", TEXT, agent.id, "local", 0, 0, AGENT_SETTING_FLAG | AGENT_SETTING_REQUIRED, "ID", \
+	  "node id, unique in the cluster (letters, digits, '.', '_', '-')") \
+	X(manager, NULL, TEXT, manager, NULL, 0, 0, AGENT_SETTING_REQUIRED, "URL", \
+	  "the manager's API URL, e.g. http://10.0.0.1:8090") \
+	X(cluster_secret, NULL, TEXT, cluster_secret, NULL, 0, 0, AGENT_SETTING_REQUIRED, "SECRET", \
+	  "the secret shared with the manager") \
+	X(listen, NULL, TEXT, listen, "0.0.0.0:8091", 0, 0, 0, "ADDR:PORT", \
+	  "where the agent's RPC server listens") \
+	X(advertise_url, NULL, TEXT, advertise_url, NULL, 0, 0, AGENT_SETTING_REQUIRED, "URL", \
+	  "the http:// URL the manager uses to reach the RPC server") \
+	X(docker_socket, "docker-socket", TEXT, agent.runtime_endpoint, NULL, 0, 0, AGENT_SETTING_FLAG, "URL", \
+	  "Docker Engine API endpoint (default unix:///var/run/docker.sock)") \
+	X(cpu, "cpu", CORES, agent.cpu_m, NULL, 0, 0, AGENT_SETTING_FLAG, "N", \
+	  "CPU cores offered to sessions, fractions allowed (default: all online CPUs)") \
+	X(mem, "mem", SIZE, agent.mem, NULL, 0, 0, AGENT_SETTING_FLAG, "SIZE", \
+	  "memory offered to sessions (default: all memory minus the reserve)") \
+	X(mem_reserve, "mem-reserve", SIZE, agent.mem_reserve, "512MiB", 0, 0, AGENT_SETTING_FLAG, "SIZE", \
+	  "memory kept for the host") \
+	X(runner_path, "runner-path", TEXT, agent.runner_path, NULL, 0, 0, AGENT_SETTING_FLAG, "PATH", \
+	  "the runner mounted into containers (default: found beside tessera)") \
+	X(data_dir, NULL, TEXT, agent.data_dir, "/var/lib/tessera-agent", 0, 0, 0, "DIR", \
+	  "per-session files of GPU sessions") \
+	X(mock_gpus, "mock-gpus", TEXT, agent.mock_gpus, NULL, 0, 0, AGENT_SETTING_FLAG, "SPEC", \
+	  "simulated GPUs COUNTxMEM[:SMS],... (e.g. 1x8GiB, 2x80GiB:132)") \
+	X(gpu_context_overhead, "gpu-context-overhead", OVERHEAD, agent.gpu_context_overhead, "auto", 0, 0, \
+	  AGENT_SETTING_FLAG, "auto|SIZE", \
+	  "device memory a CUDA context takes, counted in GPU shares: auto (measured), a size, 0") \
+	X(gpu_usage_interval_ms, "gpu-usage-interval-ms", INT, agent.gpu_usage_interval_ms, \
+	  AGENT_SETTINGS_STR(GPU_USAGE_INTERVAL_MS), 100, 60000, AGENT_SETTING_FLAG, "MS", \
+	  "how often GPU sessions are charged the driver's memory beyond the fGPU count")
+
+#define AGENT_SETTINGS_STR(x) AGENT_SETTINGS_STR_(x)
+#define AGENT_SETTINGS_STR_(x) #x
+
+struct agent_setting {
+	const char *key;
+	const char *flag;      /* `tessera server --FLAG`; NULL: agent.conf only */
+	enum agent_setting_type type;
+	size_t offset;         /* of the value in struct agent_settings */
+	const char *def;       /* NULL: no default */
+	long long min, max;    /* AGENT_SETTING_INT */
+	int flags;             /* AGENT_SETTING_* */
+	const char *metavar;   /* the value in help: N, SIZE, URL */
+	const char *help;
+};
+
+extern const struct agent_setting agent_settings_table[];
+extern const size_t agent_settings_count;
+
+/* Fills s with every setting's default. */
+void agent_settings_init(struct agent_settings *s);
+/* The setting with this agent.conf key, or NULL. */
+const struct agent_setting *agent_setting_find(const char *key);
+/* The one validation: parses value into s. name is how an error names
+ * the setting ("cpu" in agent.conf, "--cpu" on the command line). value is
+ * borrowed by text settings and must outlive s. */
+int agent_setting_set(struct agent_settings *s, const struct agent_setting *d, const char *value,
+		      const char *name, struct terr *err);
+/* agent.conf: every key of c set in s (borrowing c's values, so c must
+ * outlive s); an unknown key, a bad value or a missing required key is an
+ * error naming path and, where there is one, the line. */
+int agent_settings_from_conf(struct agent_settings *s, const struct conf *c, const char *path,
+			     struct terr *err);
+/* gpu_context_overhead's value: "auto" (or NULL or empty) gives *bytes = -1,
+ * else a size >= 0. Used by the table and by agent_open, so both accept
+ * the same values. name as for agent_setting_set. */
+int agent_settings_parse_overhead(const char *v, int64_t *bytes, const char *name, struct terr *err);
+
+#endif
