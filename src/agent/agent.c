@@ -49,6 +49,8 @@ struct agent {
 	char runner_path[PATH_MAX];
 	struct res capacity;
 	int64_t pids_limit;
+	int64_t log_max_size;       /* 0: no cap */
+	int log_max_files;
 	char data_dir[PATH_MAX];
 	struct gpu_inventory gpus;
 	char **driver_files;          /* real GPUs: host files to bind read-only */
@@ -235,6 +237,8 @@ int agent_open(struct agent **out, const struct agent_config *cfg, struct terr *
 		util_strlcpy(a->asset_dir, cfg->asset_dir, sizeof(a->asset_dir));
 	a->usage_interval_ms = cfg->gpu_usage_interval_ms > 0 ? cfg->gpu_usage_interval_ms : GPU_USAGE_INTERVAL_MS;
 	a->pids_limit = cfg->pids_limit > 0 ? cfg->pids_limit : 4096;
+	a->log_max_size = cfg->log_max_size > 0 ? cfg->log_max_size : 0;
+	a->log_max_files = cfg->log_max_files >= 2 ? cfg->log_max_files : 5;
 
 	int rc;
 	if (cfg->runner_path)
@@ -747,6 +751,8 @@ int agent_start_session(struct agent *a, json_t *spec, char cid[RT_ID_MAX], stru
 		.nano_cpus = cpu_m * 1000000,
 		.memory_bytes = mem,
 		.pids_limit = a->pids_limit,
+		.log_max_size = a->log_max_size,
+		.log_max_files = a->log_max_files,
 	};
 	rc = a->rt_ops->create(a->rt, &cs, cid, err);
 	if (rc == -EEXIST) {
@@ -810,11 +816,11 @@ int agent_destroy_session(struct agent *a, const char *session_id, const char *c
 	return rc;
 }
 
-int agent_exec(struct agent *a, const char *container_id, const char *const *argv,
-	       int timeout_s, struct rt_exec_result *out, struct terr *err)
+int agent_exec_stream(struct agent *a, const char *container_id, const char *const *argv,
+		      int timeout_s, struct pump **out, struct terr *err)
 {
 	if (timeout_s <= 0)
-		return a->rt_ops->exec(a->rt, container_id, argv, NULL, AGENT_EXEC_MAX_OUTPUT, out, err);
+		return a->rt_ops->exec_stream(a->rt, container_id, argv, NULL, out, err);
 	/* docker exec cannot stop what it started: the runner (in every
 	 * session, on PATH or not) runs the command and stops it in time. */
 	size_t n = 0;
@@ -830,32 +836,15 @@ int agent_exec(struct agent *a, const char *container_id, const char *const *arg
 	wrapped[2] = secs;
 	wrapped[3] = "--";
 	memcpy(wrapped + 4, argv, n * sizeof(char *));
-	int rc = a->rt_ops->exec(a->rt, container_id, wrapped, NULL, AGENT_EXEC_MAX_OUTPUT, out, err);
+	int rc = a->rt_ops->exec_stream(a->rt, container_id, wrapped, NULL, out, err);
 	free(wrapped);
-	/* A container started before the runner knew --timeout still has
-	 * the old binary mounted (a bind mount keeps the old file): it
-	 * answers with its usage. Run the command as before there. */
-	if (rc == 0 && out->exit_code == 2 && out->err && out->err_len < 1024 &&
-	    memmem(out->err, out->err_len, "usage: tessera-runner", 21) &&
-	    !memmem(out->err, out->err_len, "--timeout SECONDS", 17)) {
-		rt_exec_result_free(out);
-		memset(out, 0, sizeof(*out));
-		rc = a->rt_ops->exec(a->rt, container_id, argv, NULL, AGENT_EXEC_MAX_OUTPUT, out, err);
-	}
 	return rc;
 }
 
-json_t *agent_exec_result_json(const struct rt_exec_result *r)
+int agent_logs_stream(struct agent *a, const char *container_id, int tail, bool follow,
+		      struct pump **out, struct terr *err)
 {
-	return json_pack("{s:i,s:o,s:o}", "exit_code", r->exit_code,
-			 "stdout", jsonutil_string_lossy(r->out, r->out_len),
-			 "stderr", jsonutil_string_lossy(r->err, r->err_len));
-}
-
-int agent_logs(struct agent *a, const char *container_id, int tail, char **out, size_t *len,
-	       struct terr *err)
-{
-	return a->rt_ops->logs(a->rt, container_id, tail, out, len, err);
+	return a->rt_ops->logs_stream(a->rt, container_id, tail, follow, out, err);
 }
 
 int agent_image_exists(struct agent *a, const char *ref, bool *exists, struct terr *err)

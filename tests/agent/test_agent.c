@@ -272,24 +272,24 @@ static int f_list(struct runtime *rt, const char *key, const char *value, struct
 }
 
 static int f_exec(struct runtime *rt, const char *id, const char *const *argv, const char *const *env,
-		  size_t max_output, struct rt_exec_result *out, struct terr *err)
+		  struct pump **out, struct terr *err)
 {
 	(void)rt;
 	(void)id;
 	(void)argv;
 	(void)env;
-	(void)max_output;
 	(void)out;
 	return terr_set(err, ENOSYS, "exec is not part of these tests");
 }
 
-static int f_logs(struct runtime *rt, const char *id, int tail, char **out, size_t *len, struct terr *err)
+static int f_logs(struct runtime *rt, const char *id, int tail, bool follow, struct pump **out,
+		  struct terr *err)
 {
 	(void)rt;
 	(void)id;
 	(void)tail;
+	(void)follow;
 	(void)out;
-	(void)len;
 	return terr_set(err, ENOSYS, "logs are not part of these tests");
 }
 
@@ -328,7 +328,7 @@ static const struct runtime_ops fake_ops = {
 	.name = "test-runtime", .open = f_open, .close = f_close, .version = f_version,
 	.image_exists = f_image_exists, .image_env = f_image_env, .image_list = f_image_list,
 	.create = f_create, .start = f_start, .remove = f_remove, .inspect = f_inspect,
-	.list = f_list, .exec = f_exec, .logs = f_logs, .commit = f_commit, .watch = f_watch,
+	.list = f_list, .exec_stream = f_exec, .logs_stream = f_logs, .commit = f_commit, .watch = f_watch,
 };
 
 /* ---- helpers ------------------------------------------------------------ */

@@ -435,6 +435,52 @@ static struct runtime *open_rt(void)
 
 /* ---- tests ------------------------------------------------------------- */
 
+/* An exec run through its stream and collected, as callers that want the
+ * output whole do (rt_exec_collect). */
+static int exec_collected(struct runtime *rt, const char *id, const char *const *argv,
+			  const char *const *env, size_t max, struct rt_exec_result *res, struct terr *err)
+{
+	struct pump *p = NULL;
+	memset(res, 0, sizeof(*res));
+	int r = ops->exec_stream(rt, id, argv, env, &p, err);
+	if (r == 0) {
+		r = rt_exec_collect(p, max, res, err);
+		pump_close(p);
+	}
+	return r;
+}
+
+/* A log stream read to its end into *out (malloc'd, NUL-terminated). */
+static int logs_collected(struct runtime *rt, const char *id, int tail, char **out, size_t *len,
+			  struct terr *err)
+{
+	struct pump *p = NULL;
+	*out = NULL;
+	*len = 0;
+	int r = ops->logs_stream(rt, id, tail, false, &p, err);
+	if (r < 0)
+		return r;
+	size_t cap = 1024;
+	char *buf = malloc(cap);
+	for (long n; buf;) {
+		if (*len + 512 + 1 > cap && !(buf = realloc(buf, cap *= 2)))
+			break;
+		n = pump_read(p, buf + *len, 512, -1);
+		if (n <= 0) {
+			if (n < 0)
+				r = terr_set(err, pump_error(p)->code, "%s", pump_error(p)->msg);
+			break;
+		}
+		*len += (size_t)n;
+	}
+	pump_close(p);
+	if (!buf)
+		return terr_set(err, ENOMEM, "out of memory");
+	buf[*len] = '\0';
+	*out = buf;
+	return r;
+}
+
 TEST(negotiates_server_version)
 {
 	fake_clear();
@@ -656,7 +702,7 @@ TEST(errors_carry_dockers_message)
 
 	struct rt_exec_result res;
 	static const char *const argv[] = { "true", NULL };
-	CHECK(ops->exec(rt, "stopped", argv, NULL, 100, &res, &err) < 0);
+	CHECK(exec_collected(rt, "stopped", argv, NULL, 100, &res, &err) < 0);
 	CHECK_CONTAINS(err.msg, "is not running");
 	CHECK(res.out == NULL && res.err == NULL);
 	ops->close(rt);
@@ -779,7 +825,7 @@ TEST(exec_demultiplexes_with_exit_code)
 	static const char *const argv[] = { "sh", "-c", "echo line1; echo warn >&2; echo line2; exit 3", NULL };
 	static const char *const env[] = { "X=1", NULL };
 	struct rt_exec_result res;
-	int r = ops->exec(rt, "c0ffee", argv, env, 1 << 16, &res, &err);
+	int r = exec_collected(rt, "c0ffee", argv, env, 1 << 16, &res, &err);
 	CHECK_INT(r, 0);
 	if (r == 0) {
 		CHECK_INT(res.exit_code, 3);
@@ -808,7 +854,7 @@ TEST(exec_demultiplexes_with_exit_code)
 	json_decref(b);
 
 	/* Output past max_output is cut, per stream. */
-	r = ops->exec(rt, "c0ffee", argv, NULL, 4, &res, &err);
+	r = exec_collected(rt, "c0ffee", argv, NULL, 4, &res, &err);
 	CHECK_INT(r, 0);
 	if (r == 0) {
 		CHECK_STR(res.out, "line");
@@ -828,7 +874,7 @@ TEST(logs_interleaved_with_tail)
 	struct terr err;
 	char *out = NULL;
 	size_t len = 0;
-	CHECK_INT(ops->logs(rt, "c0ffee", 50, &out, &len, &err), 0);
+	CHECK_INT(logs_collected(rt, "c0ffee", 50, &out, &len, &err), 0);
 	CHECK_STR(out, "a\nb\nc\n");
 	CHECK_INT(len, 6);
 	free(out);
@@ -837,11 +883,11 @@ TEST(logs_interleaved_with_tail)
 	CHECK_CONTAINS(q.path, "stdout=1");
 	CHECK_CONTAINS(q.path, "stderr=1");
 	CHECK_CONTAINS(q.path, "tail=50");
-	CHECK_INT(ops->logs(rt, "c0ffee", 0, &out, &len, &err), 0);
+	CHECK_INT(logs_collected(rt, "c0ffee", 0, &out, &len, &err), 0);
 	free(out);
 	CHECK(fake_find("GET", "/logs", &q));
 	CHECK_CONTAINS(q.path, "tail=all");
-	CHECK_INT(ops->logs(rt, "gone", 0, &out, &len, &err), -ENOENT);
+	CHECK_INT(logs_collected(rt, "gone", 0, &out, &len, &err), -ENOENT);
 	CHECK_CONTAINS(err.msg, "No such container: gone");
 	ops->close(rt);
 }
