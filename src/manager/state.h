@@ -108,6 +108,14 @@ struct manager {
 	struct user_rec *users;
 	size_t n_users;
 
+	/* Execs running per user, for max_concurrent_execs: an entry while
+	 * its count is above 0 (sessions.c). */
+	struct mexec_count {
+		char user_id[STORE_ID_MAX];
+		int n;
+		struct mexec_count *next;
+	} *exec_counts;
+
 	struct job *jobs_head, *jobs_tail;
 	/* Links replaced by a re-registration: a dispatcher or handler may
 	 * still be using one outside the lock, so they are freed at close. */
@@ -216,5 +224,8 @@ int mgr_settings_set(struct manager *m, const char *key, json_t *value, struct t
 /* The policy of a user (by email): limits, 0 = none. */
 void mgr_user_policy(struct manager *m, const char *email, int64_t *max_sessions, struct res *max);
 void mgr_settings_free(struct manager *m);
+/* How many execs a user (by email) may run at once: max_concurrent_execs
+ * of their policy, MGR_DEFAULT_MAX_EXECS when it has none, 0 = no limit. */
+int64_t mgr_user_max_execs(struct manager *m, const char *email);
 
 #endif
