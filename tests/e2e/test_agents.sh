@@ -68,6 +68,14 @@ check "exec goes through the agent" [ "$out" == "via-agent" ]
 out=$("$TESSERA" session exec remote --timeout 1 -- sleep 60 2>&1)
 rc=$?
 check "the agent stops a command past its timeout ($rc: $out)" [ $rc -eq 124 ]
+sum_in=$("$TESSERA" session exec remote -- sh -c 'head -c 300000 /dev/urandom > /tmp/b; busybox sha256sum < /tmp/b' | cut -d' ' -f1)
+sum_out=$("$TESSERA" session exec remote -- cat /tmp/b | sha256sum | cut -d' ' -f1)
+check "binary exec output comes through the agent unchanged" [ -n "$sum_in" -a "$sum_in" == "$sum_out" ]
+out=$("$TESSERA" session exec remote -- sh -c 'echo from-remote > /proc/1/fd/1')
+logs=$("$TESSERA" session logs remote --tail 1)
+check "logs --tail come through the agent ($logs)" [ "$logs" == from-remote ]
+out=$("$TESSERA" session logs nope-remote 2>&1)
+check "logs of an unknown session are refused ($out)" contains "$out" "no session"
 
 # A forged agent (wrong secret) is refused.
 code=$(curl -s -o /dev/null -w '%{http_code}' -X POST -H 'Date: x' -H 'Authorization: TESSERA-HMAC-SHA256 Credential=agent:evil, Signature=00' "http://127.0.0.1:$mport/v1/agents/register")

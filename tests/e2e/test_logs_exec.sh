@@ -82,6 +82,27 @@ check "exec exits with the command's code ($rc)" [ $rc -eq 7 ]
 check "stdout and stderr stay apart, bytes intact" \
 	bash -c "[ \"\$(od -An -c '$E2E_DIR/o' | tr -d ' ')\" == 'a\\0b' ] && [ \"\$(od -An -c '$E2E_DIR/e' | tr -d ' ')\" == 'e\\0r' ]"
 
+# ---- through the webserver: the same bytes, framed ----
+web_url=$(sed -n 's/^web_url *= *//p' "$TESSERA_CONFIG")
+web_url=${web_url%/}
+password=$(sed -n 's/^password *= *//p' "$TESSERA_CONFIG")
+csrf=$(curl -s -c "$E2E_DIR/jar" -H 'Content-Type: application/json' \
+	-d "{\"email\":\"admin@tessera.local\",\"password\":\"$password\"}" "$web_url/auth/login" |
+	python3 -c 'import json,sys; print(json.load(sys.stdin)["csrf_token"])')
+# Decodes the exec output stream (docs/api.md): "SHA256-of-stdout exit-code".
+decode='import hashlib, struct, sys
+d = sys.stdin.buffer.read(); h = hashlib.sha256(); code = "none"
+while len(d) >= 8:
+    t, n = d[0], struct.unpack(">I", d[4:8])[0]; p = d[8:8 + n]; d = d[8 + n:]
+    if t == 1: h.update(p)
+    elif t == 3: code = struct.unpack(">i", p)[0]
+print(h.hexdigest(), code)'
+via_web=$(curl -s -b "$E2E_DIR/jar" -H 'Content-Type: application/json' -H "X-CSRF-Token: $csrf" -H "Origin: $web_url" \
+	-d '{"command":["sh","-c","cat /tmp/blob; exit 4"]}' "$web_url/api/v1/sessions/bin/exec" | python3 -c "$decode")
+check "exec through the webserver streams the same bytes and the exit code ($via_web)" [ "$via_web" == "$inside 4" ]
+web_logs=$(curl -s -b "$E2E_DIR/jar" "$web_url/api/v1/sessions/chatty/logs?tail=2")
+check "logs through the webserver ($(tail -n 1 <<<"$web_logs"))" [ "$(tail -n 1 <<<"$web_logs")" == chatty-done ]
+
 # ---- bounded memory: 20 execs of 20 MB each at once ----
 "$TESSERA" config set policy.default '{"max_concurrent_execs": 25}' >/dev/null
 pids=()
