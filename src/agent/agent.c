@@ -609,6 +609,7 @@ static void plan_path(struct agent *a, struct plan *p, const char *image)
 /* A session spec, read by check_spec; strings borrow from the JSON. */
 struct session_spec {
 	const char *id, *name, *image, *owner, *startup;   /* owner, startup: may be NULL */
+	bool batch;                                        /* ends with startup */
 	json_t *env, *gpus;                                /* borrowed; may be NULL */
 	int64_t cpu_m, mem, fgpu_m;
 };
@@ -632,6 +633,7 @@ static int check_spec(const struct agent *a, json_t *spec, struct session_spec *
 		.cpu_m = json_integer_value(json_object_get(res, "cpu_milli")),
 		.mem = json_integer_value(json_object_get(res, "mem")),
 		.fgpu_m = json_integer_value(json_object_get(res, "fgpu_milli")),
+		.batch = json_is_true(json_object_get(spec, "batch")),
 	};
 	if (!id || !name || !image || !json_is_object(res))
 		return terr_set(err, EINVAL, "session spec needs id, name, image and resources");
@@ -649,6 +651,8 @@ static int check_spec(const struct agent *a, json_t *spec, struct session_spec *
 		if (v && (!json_is_integer(v) || json_integer_value(v) < 0))
 			return terr_set(err, EINVAL, "resources.%s must be an integer of 0 or more", amounts[i]);
 	}
+	if (out->batch && (!out->startup || !*out->startup))
+		return terr_set(err, EINVAL, "a batch session needs a startup_command");
 	if (out->cpu_m > INT64_MAX / 1000000)
 		return terr_set(err, EINVAL, "resources.cpu_milli is too large");
 	if (env && !json_is_object(env))
@@ -723,6 +727,9 @@ int agent_start_session(struct agent *a, json_t *spec, char cid[RT_ID_MAX], stru
 
 	const char *entry_plain[] = {AGENT_RUNNER_TARGET, NULL};
 	const char *entry_cmd[] = {AGENT_RUNNER_TARGET, "--", "/bin/sh", "-c", startup, NULL};
+	/* A batch session's runner exits with its command's status, which
+	 * ends the container and so the session (agent.h). */
+	const char *entry_batch[] = {AGENT_RUNNER_TARGET, "--batch", "--", "/bin/sh", "-c", startup, NULL};
 	char cluster[64];
 	cluster_id_copy(a, cluster);
 	struct rt_label labels[] = {
@@ -735,7 +742,7 @@ int agent_start_session(struct agent *a, json_t *spec, char cid[RT_ID_MAX], stru
 	struct rt_container_spec cs = {
 		.name = cname,
 		.image = image,
-		.entrypoint = startup && *startup ? entry_cmd : entry_plain,
+		.entrypoint = sp.batch ? entry_batch : startup && *startup ? entry_cmd : entry_plain,
 		.cmd = NULL,
 		.env = (const char *const *)p.env,
 		.labels = labels,
