@@ -41,6 +41,13 @@ const char *mgr_cluster_secret(const struct manager *m);
  * names (EEXIST). *sessions: their JSON array. */
 int mgr_sessions_create(struct manager *m, const struct user_rec *owner,
 			const struct create_request *cr, json_t **sessions, struct terr *err);
+/* Finds the session named ref (or with id ref) among the sessions of the
+ * user with email owner_email, for requests with ?owner=: its id into id.
+ * EPERM when u is not an admin and owner_email is not u's own; ENOENT
+ * when there is no such user or session. Session references elsewhere
+ * are ids (anyone's, for an admin) or names among u's own sessions. */
+int mgr_session_lookup(struct manager *m, const struct user_rec *u, const char *ref, const char *owner_email,
+		       char id[STORE_ID_MAX], struct terr *err);
 /* The sessions u sees (admins: everyone's): active ones, or all when
  * `all`. A JSON array. */
 json_t *mgr_sessions_list(struct manager *m, const struct user_rec *u, bool all);
