@@ -89,6 +89,7 @@ struct agent {
 	 * hint to read now, no data). */
 	pthread_t oom_thread;
 	bool oom_running;
+	int oom_interval_ms;          /* < 0: no OOM thread */
 	atomic_bool oom_poke;
 	struct oom_seen *oom_seen;
 	size_t n_oom_seen;
@@ -99,7 +100,7 @@ struct oom_seen {
 	char id[RT_ID_MAX];
 	char path[512];               /* its count's file; "" until found */
 	int64_t kills;                /* the count last reported */
-	bool warned;                  /* a failure to read it was logged */
+	bool failed;                  /* cannot be read: not tried again (logged) */
 	bool seen;                    /* listed in the current round */
 };
 
@@ -255,6 +256,7 @@ int agent_open(struct agent **out, const struct agent_config *cfg, struct terr *
 		util_strlcpy(a->asset_dir, cfg->asset_dir, sizeof(a->asset_dir));
 	a->usage_interval_ms = cfg->gpu_usage_interval_ms > 0 ? cfg->gpu_usage_interval_ms : GPU_USAGE_INTERVAL_MS;
 	a->pids_limit = cfg->pids_limit > 0 ? cfg->pids_limit : 4096;
+	a->oom_interval_ms = cfg->oom_interval_ms ? cfg->oom_interval_ms : AGENT_OOM_INTERVAL_MS;
 
 	int rc;
 	if (cfg->runner_path)
@@ -1177,6 +1179,8 @@ static void oom_check(struct agent *a, const struct rt_container_info *c)
 	if (!e)
 		return;
 	e->seen = true;
+	if (e->failed)
+		return;
 	struct terr err = {0};
 	int64_t count = 0;
 	int pid = 0;
@@ -1187,10 +1191,9 @@ static void oom_check(struct agent *a, const struct rt_container_info *c)
 		pid = info.pid;
 	}
 	if (oomwatch_read(pid, e->path, sizeof(e->path), &count, &err) < 0) {
-		if (!e->warned)
-			log_warn("agent", "cannot count OOM kills of session %s: %s", c->session_id, err.msg);
-		e->warned = true;
-		e->path[0] = '\0';
+		/* Its cgroup does not change while it runs: once is enough. */
+		log_warn("agent", "cannot count OOM kills of session %s: %s", c->session_id, err.msg);
+		e->failed = true;
 		return;
 	}
 	if (count <= e->kills)
@@ -1237,7 +1240,7 @@ static void *oom_main(void *arg)
 		oom_round(a);
 		/* In steps, so that a Docker `oom` event or agent_close does
 		 * not wait out the period. */
-		for (int left = AGENT_OOM_INTERVAL_MS; left > 0 && !stopping(a) &&
+		for (int left = a->oom_interval_ms; left > 0 && !stopping(a) &&
 		     !atomic_load_explicit(&a->oom_poke, memory_order_relaxed); left -= 100)
 			usleep((left < 100 ? left : 100) * 1000);
 	}
@@ -1251,7 +1254,9 @@ int agent_watch_start(struct agent *a, agent_event_fn fn, void *ud, struct terr 
 	if (pthread_create(&a->watcher, NULL, watch_main, a) != 0)
 		return terr_set(err, EAGAIN, "cannot start the container watcher thread");
 	a->watching = true;
-	if (pthread_create(&a->oom_thread, NULL, oom_main, a) == 0)
+	if (a->oom_interval_ms < 0)
+		log_info("agent", "OOM kills are not counted (oom_interval_ms < 0)");
+	else if (pthread_create(&a->oom_thread, NULL, oom_main, a) == 0)
 		a->oom_running = true;
 	else
 		log_warn("agent", "cannot start the OOM thread: processes killed for exceeding a session's "

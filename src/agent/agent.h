@@ -33,6 +33,10 @@ struct agent_config {
 	/* How often the driver's per-process figures are charged to the
 	 * sessions (gpu/gpu_usage.h); 0: GPU_USAGE_INTERVAL_MS. */
 	int gpu_usage_interval_ms;
+	/* How often running sessions' OOM kills are counted (oomwatch.h);
+	 * 0: AGENT_OOM_INTERVAL_MS; < 0: not at all (a test of the usage
+	 * thread that counts the runtime's inspects). */
+	int oom_interval_ms;
 	/* Where the files mounted into sessions (runner, fGPU library, mock
 	 * driver, gpu-info, probe) are looked for: a build tree's root or a
 	 * prefix's bin directory. NULL: the directory of the running binary. */
