@@ -143,8 +143,11 @@ void mgr_delete_session(struct manager *m, struct msession *s, const char *by)
 		mgr_set_status(m, s, SS_TERMINATING, "terminating on request of %s", by);
 		mgr_enqueue_destroy(m, s);
 		break;
-	case SS_ERROR:
 	case SS_TERMINATED:
+		if (!mgr_session_is_batch(s))
+			break;   /* its container is gone already */
+		/* fall through */
+	case SS_ERROR:
 		/* An ended container (ERROR, or a batch session's that
 		 * finished) is kept for its logs; removing the session removes
 		 * it, and the session leaves the list as TERMINATED ones do. */
