@@ -95,8 +95,13 @@ int mgr_agent_register(struct manager *m, json_t *desc, const struct agent_link_
 int mgr_agent_register_remote(struct manager *m, json_t *desc, json_t **reply, struct terr *err);
 /* A heartbeat; ENOENT when the agent must register (again). */
 int mgr_agent_heartbeat(struct manager *m, const char *agent_id, json_t **reply, struct terr *err);
-/* A container-died event {"session_id","container_id","exit_code","reason"}
- * from agent_id (borrowed); sessions of other agents are left alone. */
+/* An event from agent_id (borrowed): a container died
+ * {"session_id","container_id","event":"died","exit_code","oom_killed",
+ * "reason"} (an interactive session becomes ERROR, a batch one
+ * TERMINATED or ERROR by its exit code), or the count of processes killed
+ * in it for passing its memory limit grew {"session_id","container_id",
+ * "event":"oom","oom_kills": total} (a history line; the status stays).
+ * Sessions of other agents are left alone. */
 void mgr_agent_event(struct manager *m, const char *agent_id, json_t *event);
 
 /* ---- settings (settings.c) ---- */
