@@ -11,39 +11,14 @@ e2e_setup
 start_server || { e2e_done; exit 1; }
 seeds=$(dirname "$0")/../fuzz/seeds/create_body
 
-out=$(python3 - "$TESSERA_CONFIG" "$seeds" <<'PY'
-import hashlib, hmac, http.client, json, os, sys, time
-from email.utils import formatdate
+out=$(PYTHONPATH=$(dirname "$0") python3 - "$TESSERA_CONFIG" "$seeds" <<'PY'
+import json, os, sys
+from signed import Api, load_conf
 
-conf = dict(l.split(" = ", 1) for l in open(sys.argv[1]).read().splitlines() if " = " in l)
+conf = load_conf(sys.argv[1])
 seeds = sys.argv[2]
-hostport = conf["endpoint"].split("://", 1)[1].rstrip("/")
-host, port = hostport.rsplit(":", 1)
-
-def sign(method, path, body, secret=None, key=None, shift=0, signed_body=None):
-    now = time.time() + shift
-    date = formatdate(now, usegmt=True)
-    day = time.strftime("%Y%m%d", time.gmtime(now))
-    bh = hashlib.sha256(body if signed_body is None else signed_body).hexdigest()
-    k = hmac.new((secret or conf["secret_key"]).encode(), day.encode(), hashlib.sha256).hexdigest()
-    msg = "\n".join([method, path, date, hostport, bh]).encode()
-    sig = hmac.new(bytes.fromhex(k), msg, hashlib.sha256).hexdigest()
-    return {"Host": hostport, "Date": date,
-            "Authorization": "TESSERA-HMAC-SHA256 Credential=%s, Signature=%s" % (key or conf["access_key"], sig)}
-
-def send(method, path, body=b"", headers=None):
-    c = http.client.HTTPConnection(host, int(port), timeout=60)
-    c.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
-    for k, v in (headers or {}).items():
-        c.putheader(k, v)
-    if body or method in ("POST", "PUT"):
-        c.putheader("Content-Type", "application/json")
-        c.putheader("Content-Length", str(len(body)))
-    c.endheaders(body)
-    r = c.getresponse()
-    data = r.read()
-    c.close()
-    return r.status, r.getheader("Content-Type", ""), data
+api = Api(conf["endpoint"], conf["access_key"], conf["secret_key"])
+sign, send = api.sign, api.send
 
 def expect_4xx(what, method, path, body=b"", **kw):
     try:
