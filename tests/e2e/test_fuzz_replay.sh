@@ -39,10 +39,13 @@ for path in ["/v1/sessions/..%2f..%2fetc%2fpasswd", "/v1/sessions/%2e%2e", "/v1/
              "/v1/sessions/%00", "/v1/sessions/a%2Fb", "/v1//sessions/x", "/v1/sessions/x/../../users",
              "/v1/sessions/" + "a" * 4000, "/v1/sessions/%", "/v1/sessions/%zz", "/v1/../v1/users",
              "/v1/config/..%2fadmin", "/v1/users/%2e%2e%2f", "/v1/sessions/x/exec/../logs",
-             "/v1/sessions/no-such/logs", "/v1/sessions/no-such/exec"]:
+             "/v1/sessions/no-such/logs", "/v1/sessions/no-such/exec", "/v1/sessions/%ff",
+             "/v1/sessions/%c3%28/logs", "/v1/sessions/x?owner=%ff", "/v1/sessions/x?owner=not-an-email"]:
     method = "POST" if path.endswith("/exec") else "GET"
     expect_4xx("path %s %s" % (method, path[:60]), method, path, b'{"command":["true"]}' if method == "POST" else b"")
 expect_4xx("DELETE of a path trick", "DELETE", "/v1/sessions/..%2f..")
+expect_4xx("a policy key that is no email", "PUT", "/v1/config/policy.%ff", b'{"value":{"max_sessions":1}}')
+expect_4xx("a PATCH of a user named in bad UTF-8", "PATCH", "/v1/users/%ff%fe", b'{"disabled":true}')
 
 # Bad signatures.
 expect_4xx("signed with another secret", "GET", "/v1/sessions", secret="not-the-secret")
