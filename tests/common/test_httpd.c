@@ -1109,7 +1109,7 @@ TEST(flood_of_unfinished_requests)
 		made += (fds[i] = half_request(p, src)) >= 0;
 	}
 	printf("# %d of %d unfinished requests connected from 127.0.0.2..50\n", made, FLOOD_N);
-	CHECK(made > 512);
+	CHECK(made > 256);   /* past the cap on all waiting connections */
 	CHECK(served(p));
 	CHECK_INT(still_open(fds, FLOOD_N), 0);
 
