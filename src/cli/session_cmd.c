@@ -23,6 +23,8 @@
 	"  --count K               create K sessions (1..100)\n" \
 	"  --env K=V               environment variable (repeatable)\n" \
 	"  --startup-command CMD   run with /bin/sh -c once the container starts\n" \
+	"  --root                  run as root, not as the image's work user (uid 1000);\n" \
+	"                          only where your policy allows it (allow_root)\n" \
 	"  --wait                  wait until every session is RUNNING\n" \
 	"  --timeout SECONDS       with --wait: give up after this long (default 300)\n" \
 	"  --json                  print JSON instead of a table\n"
@@ -164,6 +166,7 @@ static int session_create(int argc, char **argv)
 		{"count", required_argument, NULL, 'k'},
 		{"env", required_argument, NULL, 'e'},
 		{"startup-command", required_argument, NULL, 's'},
+		{"root", no_argument, NULL, 'r'},
 		{"wait", no_argument, NULL, 'w'},
 		{"timeout", required_argument, NULL, 't'},
 		{"json", no_argument, NULL, 'j'},
@@ -249,6 +252,9 @@ static int session_create(int argc, char **argv)
 		}
 		case 's':
 			json_object_set_new(body, "startup_command", json_string(optarg));
+			break;
+		case 'r':
+			json_object_set_new(body, "root", json_true());
 			break;
 		case 'w':
 			wait = 1;
@@ -423,6 +429,7 @@ static void session_print_info(json_t *s)
 		session_info_line("GPUs:", devs);
 	}
 	session_info_line("Startup command:", cli_json_str(s, "startup_command", NULL));
+	session_info_line("Runs as:", json_is_true(json_object_get(s, "root")) ? "root" : "work (uid 1000)");
 	json_t *code = json_object_get(s, "exit_code");
 	if (json_is_integer(code)) {
 		snprintf(buf, sizeof(buf), "%" JSON_INTEGER_FORMAT, json_integer_value(code));

@@ -138,7 +138,8 @@ int validate_create_request(json_t *body, struct create_request *out, struct ter
 {
 	if (!json_is_object(body))
 		return terr_set(err, EINVAL, "request body must be a JSON object");
-	static const char *const known[] = {"image", "name", "count", "resources", "env", "startup_command", NULL};
+	static const char *const known[] = {"image", "name", "count", "resources", "env", "startup_command", "root",
+					    NULL};
 	const char *key;
 	json_t *val;
 	json_object_foreach(body, key, val) {
@@ -146,7 +147,8 @@ int validate_create_request(json_t *body, struct create_request *out, struct ter
 		for (int i = 0; known[i]; i++)
 			ok |= !strcmp(key, known[i]);
 		if (!ok)
-			return terr_set(err, EINVAL, "unknown field '%s' (known: image, name, count, resources, env, startup_command)", key);
+			return terr_set(err, EINVAL, "unknown field '%s' (known: image, name, count, resources, env, "
+					"startup_command, root)", key);
 	}
 	memset(out, 0, sizeof(*out));
 	out->count = 1;
@@ -209,5 +211,9 @@ int validate_create_request(json_t *body, struct create_request *out, struct ter
 		return -EINVAL;
 	if (present && strlen(out->startup_command) > VALIDATE_MAX_COMMAND)
 		return terr_set(err, EINVAL, "startup_command is longer than %d bytes", VALIDATE_MAX_COMMAND);
+	json_t *root = json_object_get(body, "root");
+	if (root && !json_is_null(root) && !json_is_boolean(root))
+		return terr_set(err, EINVAL, "root must be true or false");
+	out->root = json_is_true(root);
 	return 0;
 }

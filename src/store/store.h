@@ -54,6 +54,9 @@ struct session_rec {
 	bool has_exit_code;
 	int exit_code;
 	int64_t created_ms, started_ms, terminated_ms;
+	/* Its processes run as root (asked at create, allowed by the owner's
+	 * policy); else as the image's work user. */
+	bool run_as_root;
 };
 
 struct history_rec {
