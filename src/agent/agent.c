@@ -759,7 +759,11 @@ static int network_ensure(struct agent *a, const char *name, const char *cluster
 		.name = name, .labels = labels,
 		.n_labels = sizeof(labels) / sizeof(labels[0]) - (cluster[0] ? 0 : 1),
 	};
+	/* One at a time: Docker's duplicate check is not atomic, and two
+	 * starts of one user would otherwise make two networks of one name. */
+	pthread_mutex_lock(&a->net_mu);
 	int rc = a->rt_ops->network_ensure(a->rt, &ns, err);
+	pthread_mutex_unlock(&a->net_mu);
 	return rc < 0 ? terr_prefix(err, "cannot make the network of the session's owner") : 0;
 }
 

@@ -1117,6 +1117,53 @@ static bool network_labels_match(json_t *j, const struct rt_network_spec *spec)
 	return true;
 }
 
+/* Two networks of one name (Docker's duplicate check is not atomic, and
+ * two agents on one Docker may have made one each): keeps the oldest and
+ * removes the others, which no container can have joined by that name. */
+static int network_dedup(struct runtime *rt, const char *name, struct terr *err)
+{
+	autojson json_t *filters = json_pack("{s:{s:b}}", "name", name, 1);
+	autofree char *fjson = filters ? json_dumps(filters, JSON_COMPACT) : NULL;
+	autofree char *ef = fjson ? url_escape(fjson, false) : NULL;
+	autofree char *path = NULL;
+	if (!ef || asprintf(&path, "/networks?filters=%s", ef) < 0) {
+		path = NULL;
+		return terr_set(err, ENOMEM, "list networks: out of memory");
+	}
+	autojson json_t *arr = NULL;
+	int r = dk_call_json(rt, "GET", path, NULL, "list networks", &arr, err);
+	if (r < 0)
+		return r;
+	const char *keep = NULL, *keep_created = NULL;
+	size_t i;
+	json_t *n;
+	json_array_foreach(arr, i, n) {
+		/* The name filter matches substrings: exact names only. The
+		 * Created stamps are RFC 3339 of one daemon: they sort as text. */
+		if (strcmp(jstr(n, "Name"), name) != 0)
+			continue;
+		if (!keep || strcmp(jstr(n, "Created"), keep_created) < 0) {
+			keep = jstr(n, "Id");
+			keep_created = jstr(n, "Created");
+		}
+	}
+	json_array_foreach(arr, i, n) {
+		if (strcmp(jstr(n, "Name"), name) != 0 || !keep || !strcmp(jstr(n, "Id"), keep))
+			continue;
+		autofree char *del = NULL;
+		struct httpc_response resp;
+		struct terr ignored = {0};
+		if (asprintf(&del, "/networks/%s", jstr(n, "Id")) < 0) {
+			del = NULL;
+			continue;
+		}
+		if (dk_do(rt, "DELETE", true, del, NULL, DOCKER_TIMEOUT_MS, NULL, NULL, NULL, &resp,
+			  "remove network", &ignored) == 0)
+			httpc_response_free(&resp);
+	}
+	return 0;
+}
+
 /* GET /networks/<name>: 0 and *found; a network of that name that is not
  * the spec's (other labels) is -EEXIST. */
 static int network_check(struct runtime *rt, const struct rt_network_spec *spec, bool *found,
@@ -1130,6 +1177,8 @@ static int network_check(struct runtime *rt, const struct rt_network_spec *spec,
 	}
 	autojson json_t *j = NULL;
 	int r = dk_call_json(rt, "GET", path, NULL, "inspect network", &j, err);
+	if (r < 0 && err && strstr(err->msg, "ambiguous") && network_dedup(rt, spec->name, err) == 0)
+		r = dk_call_json(rt, "GET", path, NULL, "inspect network", &j, err);
 	*found = r == 0;
 	if (r == -ENOENT)
 		return 0;

@@ -47,6 +47,7 @@ static struct {
 	int n_reqs;
 	char api[16];               /* what GET /version reports */
 	int exec_inspects;          /* GET /exec/<id>/json calls so far */
+	int dup_inspects;           /* GET /networks/net-dup calls so far */
 } fake = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
 
 static void msleep(int ms)
@@ -231,6 +232,22 @@ static void route(int fd, const char *method, const char *full, const char *body
 			       "\"tessera.user\":\"u1\"}}");
 	} else if (!strcmp(method, "GET") && !strcmp(path, "/networks/net-theirs")) {
 		reply(fd, 200, "{\"Name\":\"net-theirs\",\"Id\":\"n2\",\"Labels\":{\"tessera.cluster\":\"k2\"}}");
+	} else if (!strcmp(method, "GET") && !strcmp(path, "/networks/net-dup")) {
+		/* Two of that name until the newer one is removed. */
+		pthread_mutex_lock(&fake.mu);
+		int n = fake.dup_inspects++;
+		pthread_mutex_unlock(&fake.mu);
+		if (n == 0)
+			reply_message(fd, 400, "network net-dup is ambiguous (2 matches found based on name)");
+		else
+			reply(fd, 200, "{\"Name\":\"net-dup\",\"Id\":\"old1\",\"Labels\":{\"tessera.cluster\":\"k1\","
+				       "\"tessera.user\":\"u1\"}}");
+	} else if (!strcmp(method, "GET") && !strncmp(path, "/networks?", 10)) {
+		reply(fd, 200, "[{\"Name\":\"net-dup\",\"Id\":\"new2\",\"Created\":\"2026-01-02T00:00:00Z\"},"
+			       "{\"Name\":\"net-dup-x\",\"Id\":\"other\",\"Created\":\"2025-01-01T00:00:00Z\"},"
+			       "{\"Name\":\"net-dup\",\"Id\":\"old1\",\"Created\":\"2026-01-01T00:00:00Z\"}]");
+	} else if (!strcmp(method, "DELETE") && !strcmp(path, "/networks/new2")) {
+		reply(fd, 204, NULL);
 	} else if (!strcmp(method, "GET") && !strncmp(path, "/networks/", 10)) {
 		reply_message(fd, 404, "network not found");
 	} else if (!strcmp(method, "POST") && !strcmp(path, "/networks/create")) {
@@ -1026,6 +1043,15 @@ TEST(networks_made_once_and_removed)
 	ns.name = "net-theirs";
 	CHECK_INT(ops->network_ensure(rt, &ns, &err), -EEXIST);
 	CHECK_CONTAINS(err.msg, "net-theirs");
+
+	/* Two of one name (made at once): the newer goes, the older is used. */
+	fake_clear();
+	ns.name = "net-dup";
+	CHECK_INT(ops->network_ensure(rt, &ns, &err), 0);
+	CHECK(fake_find("DELETE", "/networks/new2", &q));
+	CHECK(!fake_find("DELETE", "/networks/old1", &q));
+	CHECK(!fake_find("DELETE", "/networks/other", &q));
+	CHECK(!fake_find("POST", "/networks/create", &q));
 
 	CHECK_INT(ops->network_remove(rt, "net-ours", &err), 0);
 	CHECK_INT(ops->network_remove(rt, "net-busy", &err), -EBUSY);
