@@ -787,11 +787,14 @@ static void network_release(struct agent *a, const char *name)
 		log_warn("agent", "cannot remove network %s: %s", name, err.msg);
 }
 
-/* A failure because the network named at create is gone: another agent
- * on this Docker removed it between our ensure and our start. */
-static bool network_vanished(int rc, const struct terr *err)
+/* A failure worth another ensure and try: the network named at create is
+ * gone (another agent on this Docker removed it between our ensure and our
+ * start), or has a twin (another agent made it at the same moment as we
+ * did: Docker's duplicate check is not atomic), which ensure removes. */
+static bool network_retry(int rc, const struct terr *err)
 {
-	return rc == -ENOENT && strstr(err->msg, "network") != NULL;
+	return rc < 0 && strstr(err->msg, "network") &&
+	       (rc == -ENOENT || strstr(err->msg, "ambiguous"));
 }
 
 int agent_start_session(struct agent *a, json_t *spec, char cid[RT_ID_MAX], struct terr *err)
@@ -869,8 +872,9 @@ int agent_start_session(struct agent *a, json_t *spec, char cid[RT_ID_MAX], stru
 	};
 	if (own_net)
 		net_use(a, net, +1);
-	/* Twice at most: once more when the network vanished meanwhile. */
-	for (int attempt = 0; attempt < 2; attempt++) {
+	/* Three tries at most: again when the network vanished or was
+	 * doubled meanwhile. */
+	for (int attempt = 0; attempt < 3; attempt++) {
 		if (own_net && (rc = network_ensure(a, net, cluster, sp.owner_id, err)) < 0)
 			break;
 		rc = a->rt_ops->create(a->rt, &cs, cid, err);
@@ -885,7 +889,7 @@ int agent_start_session(struct agent *a, json_t *spec, char cid[RT_ID_MAX], stru
 			struct terr ignored;
 			a->rt_ops->remove(a->rt, cid, &ignored);
 		}
-		if (!own_net || !network_vanished(rc, err))
+		if (!own_net || !network_retry(rc, err))
 			break;
 	}
 	if (own_net)

@@ -73,6 +73,10 @@ static struct {
 	char network_labels[8][256];   /* "k=v,k=v" as made */
 	int n_networks, network_creates, network_removes;
 	char exec_user[32], exec_workdir[64];
+	int network_ensures;
+	/* The next start fails once with this (a network race), then works. */
+	char start_fails_once[128];
+	int start_fail_code;
 } fake = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 static struct fake_container *fake_find(const char *id_or_name)
@@ -91,6 +95,8 @@ static void fake_reset(void)
 	fake.n_events = 0;
 	fake.n_networks = fake.network_creates = fake.network_removes = 0;
 	fake.exec_user[0] = fake.exec_workdir[0] = '\0';
+	fake.network_ensures = 0;
+	fake.start_fails_once[0] = '\0';
 	fake.init_pid = getpid();
 	pthread_mutex_unlock(&fake.mu);
 }
@@ -208,6 +214,10 @@ static int f_start(struct runtime *rt, const char *id, struct terr *err)
 		rc = terr_set(err, ENOENT, "No such container: %s", id);
 	else if (!strcmp(c->image, "broken:latest"))
 		rc = terr_set(err, EIO, "OCI runtime create failed: exec: no such file");
+	else if (fake.start_fails_once[0]) {
+		rc = terr_set(err, fake.start_fail_code, "%s", fake.start_fails_once);
+		fake.start_fails_once[0] = '\0';
+	}
 	else {
 		c->running = true;
 		c->pid = fake.init_pid;
@@ -316,6 +326,7 @@ static int f_network_ensure(struct runtime *rt, const struct rt_network_spec *ns
 	(void)rt;
 	(void)err;
 	pthread_mutex_lock(&fake.mu);
+	fake.network_ensures++;
 	if (fake_network(ns->name) < 0 && fake.n_networks < 8) {
 		int i = fake.n_networks++;
 		fake.network_creates++;
@@ -1143,6 +1154,45 @@ TEST(sessions_get_their_owners_network)
 	agent_close(a);
 }
 
+/* A start that meets its network doubled or gone (another agent on the
+ * same Docker) ensures it again and tries once more; other failures are
+ * not retried. */
+TEST(a_start_retries_when_its_network_changed_under_it)
+{
+	fake_reset();
+	struct agent *a = open_mock_agent();
+	if (!a)
+		return;
+	char cid[RT_ID_MAX];
+	struct terr err = {0};
+	json_t *spec = spec_for("s1", NULL, 0, 0);
+	json_object_set_new(spec, "owner_id", json_string("aaaabbbbccccdddd"));
+	snprintf(fake.start_fails_once, sizeof(fake.start_fails_once),
+		 "start container: network tessera-u-x is ambiguous (2 matches found on name)");
+	fake.start_fail_code = EINVAL;
+	CHECK_INT(agent_start_session(a, spec, cid, &err), 0);
+	CHECK_INT(fake.network_ensures, 2);
+	CHECK_INT(fake.creates, 2);
+	CHECK(fake_find(cid) && fake_find(cid)->running);
+	CHECK_INT(fake.n, 1);   /* the failed one was removed */
+
+	snprintf(fake.start_fails_once, sizeof(fake.start_fails_once), "start container: network tessera-u-x not found");
+	fake.start_fail_code = ENOENT;
+	json_object_set_new(spec, "id", json_string("s2"));
+	json_object_set_new(spec, "name", json_string("nb2"));
+	CHECK_INT(agent_start_session(a, spec, cid, &err), 0);
+	CHECK_INT(fake.network_ensures, 4);
+
+	snprintf(fake.start_fails_once, sizeof(fake.start_fails_once), "OCI runtime create failed");
+	fake.start_fail_code = EIO;
+	json_object_set_new(spec, "id", json_string("s3"));
+	json_object_set_new(spec, "name", json_string("nb3"));
+	CHECK_INT(agent_start_session(a, spec, cid, &err), -EIO);
+	CHECK_INT(fake.network_ensures, 5);
+	json_decref(spec);
+	agent_close(a);
+}
+
 /* A spec without an owner id (an older manager's) keeps the default
  * network. */
 TEST(a_spec_without_owner_id_keeps_the_default_network)
@@ -1240,6 +1290,7 @@ int main(void)
 	RUN(containers_of_another_installation_are_left_alone);
 	RUN(sessions_get_their_owners_network);
 	RUN(a_spec_without_owner_id_keeps_the_default_network);
+	RUN(a_start_retries_when_its_network_changed_under_it);
 	RUN(sessions_and_execs_run_as_the_work_user_unless_root);
 	util_remove_tree(data_dir);
 	return testlib_done();
