@@ -25,6 +25,8 @@
 	"  --startup-command CMD   run with /bin/sh -c once the container starts\n" \
 	"  --batch                 a batch session: it ends when the startup command does,\n" \
 	"                          TERMINATED with exit code 0, else ERROR with the code\n" \
+	"  --root                  run as root, not as the image's work user (uid 1000);\n" \
+	"                          only where your policy allows it (allow_root)\n" \
 	"  --wait                  wait until every session is RUNNING; a batch session:\n" \
 	"                          until it has ended, exiting with its command's code\n" \
 	"  --timeout SECONDS       with --wait: give up after this long (default 300)\n" \
@@ -225,6 +227,7 @@ static int session_create(int argc, char **argv)
 		{"env", required_argument, NULL, 'e'},
 		{"startup-command", required_argument, NULL, 's'},
 		{"batch", no_argument, NULL, 'b'},
+		{"root", no_argument, NULL, 'r'},
 		{"wait", no_argument, NULL, 'w'},
 		{"timeout", required_argument, NULL, 't'},
 		{"json", no_argument, NULL, 'j'},
@@ -313,6 +316,9 @@ static int session_create(int argc, char **argv)
 			break;
 		case 'b':
 			json_object_set_new(body, "type", json_string("batch"));
+			break;
+		case 'r':
+			json_object_set_new(body, "root", json_true());
 			break;
 		case 'w':
 			wait = 1;
@@ -501,6 +507,7 @@ static void session_print_info(json_t *s)
 		session_info_line("GPUs:", devs);
 	}
 	session_info_line("Startup command:", cli_json_str(s, "startup_command", NULL));
+	session_info_line("Runs as:", json_is_true(json_object_get(s, "root")) ? "root" : "work (uid 1000)");
 	json_t *code = json_object_get(s, "exit_code");
 	if (json_is_integer(code)) {
 		snprintf(buf, sizeof(buf), "%" JSON_INTEGER_FORMAT, json_integer_value(code));

@@ -39,8 +39,11 @@ static json_t *session_spec(struct manager *m, struct msession *s)
 {
 	const struct user_rec *owner = mgr_find_user(m, s->rec.owner_id);
 	json_t *env = s->rec.env_json ? json_loads(s->rec.env_json, 0, NULL) : NULL;
-	json_t *spec = json_pack("{s:s,s:s,s:s,s:s,s:{s:I,s:I,s:I},s:o,s:s?}",
+	/* owner_id names the user's network on the node; root says who the
+	 * session's processes are (the policy was checked at create). */
+	json_t *spec = json_pack("{s:s,s:s,s:s,s:s,s:b,s:s,s:{s:I,s:I,s:I},s:o,s:s?}",
 		"id", s->rec.id, "name", s->rec.name, "owner", owner ? owner->email : "",
+		"owner_id", s->rec.owner_id, "root", s->rec.run_as_root,
 		"image", s->rec.image,
 		"resources", "cpu_milli", (json_int_t)s->rec.req.cpu_m, "mem", (json_int_t)s->rec.req.mem,
 		"fgpu_milli", (json_int_t)s->rec.req.fgpu_m,

@@ -190,7 +190,7 @@ static json_t *session_json_base(struct manager *m, const struct msession *s)
 {
 	const struct user_rec *owner = mgr_find_user(m, s->rec.owner_id);
 	json_t *env = s->rec.env_json ? json_loads(s->rec.env_json, 0, NULL) : NULL;
-	return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}",
+	return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:b}",
 		"id", s->rec.id, "name", s->rec.name, "owner", owner ? owner->email : "",
 		"image", s->rec.image, "status", session_status_name(s->rec.status),
 		"status_info", s->rec.status_info,
@@ -202,7 +202,8 @@ static json_t *session_json_base(struct manager *m, const struct msession *s)
 		"exit_code", s->rec.has_exit_code ? json_integer(s->rec.exit_code) : json_null(),
 		"created_at", mgr_time_json(s->rec.created_ms),
 		"started_at", mgr_time_json(s->rec.started_ms),
-		"terminated_at", mgr_time_json(s->rec.terminated_ms));
+		"terminated_at", mgr_time_json(s->rec.terminated_ms),
+		"root", s->rec.run_as_root);
 }
 
 /* type, oom_kills and removed, on top of session_json_base. */
@@ -382,6 +383,7 @@ static struct msession **new_records(const struct user_rec *owner, const struct 
 		s->rec.env_json = env_text ? strdup(env_text) : NULL;
 		s->rec.startup_command = cr->startup_command ? strdup(cr->startup_command) : NULL;
 		util_strlcpy(s->rec.type, cr->batch ? STORE_TYPE_BATCH : STORE_TYPE_INTERACTIVE, sizeof(s->rec.type));
+		s->rec.run_as_root = cr->root;
 	}
 	free(env_text);
 	if (made < (size_t)cr->count) {
@@ -403,6 +405,13 @@ int mgr_sessions_create(struct manager *m, const struct user_rec *owner, const s
 	if (!news)
 		return -ENOMEM;
 	pthread_mutex_lock(&m->mu);
+	if (cr->root && !mgr_user_allow_root(m, owner->email)) {
+		pthread_mutex_unlock(&m->mu);
+		free_news(news, n);
+		return terr_set(err, EPERM, "your policy does not allow sessions that run as root; sessions run as "
+				"the image's work user (uid 1000). An admin can allow it: tessera config set "
+				"policy.%s '{\"allow_root\": true}'", owner->email);
+	}
 	for (size_t i = 0; i < n; i++) {
 		if (name_in_use(m, owner->id, news[i]->rec.name)) {
 			pthread_mutex_unlock(&m->mu);

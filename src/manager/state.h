@@ -232,6 +232,9 @@ json_t *mgr_settings_json(struct manager *m);
 int mgr_settings_set(struct manager *m, const char *key, json_t *value, struct terr *err);
 /* The policy of a user (by email): limits, 0 = none. */
 void mgr_user_policy(struct manager *m, const char *email, int64_t *max_sessions, struct res *max);
+/* Whether the user's policy (policy.<email>, else policy.default) lets
+ * their sessions run as root: "allow_root", false when unset. */
+bool mgr_user_allow_root(struct manager *m, const char *email);
 void mgr_settings_free(struct manager *m);
 
 #endif

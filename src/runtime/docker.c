@@ -556,6 +556,10 @@ static json_t *create_body(const struct rt_container_spec *spec)
 	 * needs it after it stopped); restarts are the scheduler's call. */
 	json_object_set_new(hc, "AutoRemove", json_false());
 	json_object_set_new(hc, "RestartPolicy", json_pack("{s:s}", "Name", "no"));
+	/* At create, a container joins exactly one network: the one named
+	 * here, so it is never on the default bridge beside other users'. */
+	if (spec->network)
+		json_object_set_new(hc, "NetworkMode", json_string(spec->network));
 	json_object_set(b, "HostConfig", hc);
 
 	json_decref(hc);
@@ -647,6 +651,7 @@ static void labels_to_info(json_t *labels, struct rt_container_info *out)
 	copy_str(out->session_id, sizeof(out->session_id), jstr(labels, "tessera.session"));
 	copy_str(out->agent_id, sizeof(out->agent_id), jstr(labels, "tessera.agent"));
 	copy_str(out->cluster_id, sizeof(out->cluster_id), jstr(labels, "tessera.cluster"));
+	copy_str(out->run_as, sizeof(out->run_as), jstr(labels, "tessera.run_as"));
 }
 
 static int docker_inspect(struct runtime *rt, const char *id,
@@ -678,6 +683,7 @@ static int docker_inspect(struct runtime *rt, const char *id,
 	out->pid = out->running ? (int)json_integer_value(json_object_get(st, "Pid")) : 0;
 	copy_str(out->error, sizeof(out->error), jstr(st, "Error"));
 	labels_to_info(json_object_get(cfg, "Labels"), out);
+	copy_str(out->network, sizeof(out->network), jstr(json_object_get(j, "HostConfig"), "NetworkMode"));
 	return 0;
 }
 
@@ -728,6 +734,7 @@ static int docker_list(struct runtime *rt, const char *label_key,
 		if (sscanf(jstr(c, "Status"), "Exited (%d)", &code) == 1)
 			o->exit_code = code;
 		labels_to_info(json_object_get(c, "Labels"), o);
+		copy_str(o->network, sizeof(o->network), jstr(json_object_get(c, "HostConfig"), "NetworkMode"));
 	}
 	*out = v;
 	*n = count;
@@ -786,6 +793,7 @@ void rt_exec_result_free(struct rt_exec_result *r)
 
 static int exec_create(struct runtime *rt, const char *id,
 		       const char *const *argv, const char *const *env,
+		       const char *user, const char *workdir,
 		       char eid[RT_ID_MAX], struct terr *err)
 {
 	autofree char *ecid = url_escape(id, false);
@@ -802,6 +810,10 @@ static int exec_create(struct runtime *rt, const char *id,
 	json_object_set_new(body, "Cmd", str_array(argv));
 	if (env)
 		json_object_set_new(body, "Env", str_array(env));
+	if (user)
+		json_object_set_new(body, "User", json_string(user));
+	if (workdir)
+		json_object_set_new(body, "WorkingDir", json_string(workdir));
 	autojson json_t *j = NULL;
 	int r = dk_call_json(rt, "POST", path, body, "exec in container", &j, err);
 	if (r < 0)
@@ -845,7 +857,7 @@ static int exec_exit_code(struct runtime *rt, const char *eid, int *code,
 
 static int docker_exec(struct runtime *rt, const char *id,
 		       const char *const *argv, const char *const *env,
-		       size_t max_output, struct rt_exec_result *out,
+		       const char *user, const char *workdir, size_t max_output, struct rt_exec_result *out,
 		       struct terr *err)
 {
 	memset(out, 0, sizeof(*out));
@@ -853,7 +865,7 @@ static int docker_exec(struct runtime *rt, const char *id,
 	if (!argv || !argv[0])
 		return terr_set(err, EINVAL, "exec in container: empty command");
 	char eid[RT_ID_MAX];
-	int r = exec_create(rt, id, argv, env, eid, err);
+	int r = exec_create(rt, id, argv, env, user, workdir, eid, err);
 	if (r < 0)
 		return r;
 
@@ -1091,6 +1103,161 @@ static int docker_watch(struct runtime *rt, const char *label_key,
 	return r;
 }
 
+/* ---- networks ------------------------------------------------------------ */
+
+/* Whether network j carries every label of spec with the same value. */
+static bool network_labels_match(json_t *j, const struct rt_network_spec *spec)
+{
+	json_t *labels = json_object_get(j, "Labels");
+	for (size_t i = 0; i < spec->n_labels; i++) {
+		const char *want = spec->labels[i].value ? spec->labels[i].value : "";
+		if (strcmp(jstr(labels, spec->labels[i].key), want) != 0)
+			return false;
+	}
+	return true;
+}
+
+/* Two networks of one name (Docker's duplicate check is not atomic, and
+ * two agents on one Docker may have made one each): keeps the oldest and
+ * removes the others, which no container can have joined by that name. */
+static int network_dedup(struct runtime *rt, const char *name, struct terr *err)
+{
+	autojson json_t *filters = json_pack("{s:{s:b}}", "name", name, 1);
+	autofree char *fjson = filters ? json_dumps(filters, JSON_COMPACT) : NULL;
+	autofree char *ef = fjson ? url_escape(fjson, false) : NULL;
+	autofree char *path = NULL;
+	if (!ef || asprintf(&path, "/networks?filters=%s", ef) < 0) {
+		path = NULL;
+		return terr_set(err, ENOMEM, "list networks: out of memory");
+	}
+	autojson json_t *arr = NULL;
+	int r = dk_call_json(rt, "GET", path, NULL, "list networks", &arr, err);
+	if (r < 0)
+		return r;
+	const char *keep = NULL, *keep_created = NULL;
+	size_t i;
+	json_t *n;
+	json_array_foreach(arr, i, n) {
+		/* The name filter matches substrings: exact names only. The
+		 * Created stamps are RFC 3339 of one daemon: they sort as text. */
+		if (strcmp(jstr(n, "Name"), name) != 0)
+			continue;
+		if (!keep || strcmp(jstr(n, "Created"), keep_created) < 0) {
+			keep = jstr(n, "Id");
+			keep_created = jstr(n, "Created");
+		}
+	}
+	json_array_foreach(arr, i, n) {
+		if (strcmp(jstr(n, "Name"), name) != 0 || !keep || !strcmp(jstr(n, "Id"), keep))
+			continue;
+		autofree char *del = NULL;
+		struct httpc_response resp;
+		struct terr ignored = {0};
+		if (asprintf(&del, "/networks/%s", jstr(n, "Id")) < 0) {
+			del = NULL;
+			continue;
+		}
+		if (dk_do(rt, "DELETE", true, del, NULL, DOCKER_TIMEOUT_MS, NULL, NULL, NULL, &resp,
+			  "remove network", &ignored) == 0)
+			httpc_response_free(&resp);
+	}
+	return 0;
+}
+
+/* GET /networks/<name>: 0 and *found; a network of that name that is not
+ * the spec's (other labels) is -EEXIST. */
+static int network_check(struct runtime *rt, const struct rt_network_spec *spec, bool *found,
+			 struct terr *err)
+{
+	autofree char *ename = url_escape(spec->name, false);
+	autofree char *path = NULL;
+	if (!ename || asprintf(&path, "/networks/%s", ename) < 0) {
+		path = NULL;
+		return terr_set(err, ENOMEM, "inspect network: out of memory");
+	}
+	autojson json_t *j = NULL;
+	int r = dk_call_json(rt, "GET", path, NULL, "inspect network", &j, err);
+	if (r < 0 && err && strstr(err->msg, "ambiguous") && network_dedup(rt, spec->name, err) == 0)
+		r = dk_call_json(rt, "GET", path, NULL, "inspect network", &j, err);
+	*found = r == 0;
+	if (r == -ENOENT)
+		return 0;
+	if (r < 0)
+		return r;
+	/* Docker also matches an id prefix: the name must be the network's. */
+	if (strcmp(jstr(j, "Name"), spec->name) != 0) {
+		*found = false;
+		return 0;
+	}
+	if (!network_labels_match(j, spec))
+		return terr_set(err, EEXIST, "network %s exists but is not this installation's "
+				"(its labels differ); remove or rename it", spec->name);
+	return 0;
+}
+
+static int docker_network_ensure(struct runtime *rt, const struct rt_network_spec *spec,
+				 struct terr *err)
+{
+	bool found = false;
+	int r = network_check(rt, spec, &found, err);
+	if (r < 0 || found)
+		return r;
+	autojson json_t *labels = json_object();
+	/* Containers on one user's network reach each other (inter-container
+	 * communication on); Docker's isolation chains keep every bridge
+	 * network from every other. Not internal: sessions reach the outside
+	 * through the host's NAT. CheckDuplicate: without it Docker 20.10
+	 * makes a second network of the same name. */
+	autojson json_t *body = json_pack("{s:s, s:s, s:b, s:b, s:{s:s}}", "Name", spec->name,
+					  "Driver", "bridge", "CheckDuplicate", 1, "Internal", 0,
+					  "Options", "com.docker.network.bridge.enable_icc", "true");
+	if (!labels || !body)
+		return terr_set(err, ENOMEM, "create network: out of memory");
+	for (size_t i = 0; i < spec->n_labels; i++)
+		json_object_set_new(labels, spec->labels[i].key,
+				    json_string(spec->labels[i].value ? spec->labels[i].value : ""));
+	json_object_set(body, "Labels", labels);
+	autojson json_t *j = NULL;
+	r = dk_call_json(rt, "POST", "/networks/create", body, "create network", &j, err);
+	if (r == -EEXIST) {
+		/* Made meanwhile by another start (or another agent on this
+		 * Docker): fine if it is ours. */
+		r = network_check(rt, spec, &found, err);
+		if (r == 0 && !found)
+			r = terr_set(err, EEXIST, "create network %s: Docker says it exists but cannot show it",
+				     spec->name);
+	}
+	return r;
+}
+
+static int docker_network_remove(struct runtime *rt, const char *name, struct terr *err)
+{
+	autofree char *ename = url_escape(name, false);
+	autofree char *path = NULL;
+	if (!ename || asprintf(&path, "/networks/%s", ename) < 0) {
+		path = NULL;
+		return terr_set(err, ENOMEM, "remove network: out of memory");
+	}
+	struct httpc_response resp;
+	int r = dk_do(rt, "DELETE", true, path, NULL, DOCKER_TIMEOUT_MS, NULL, NULL, NULL,
+		      &resp, "remove network", err);
+	if (r < 0)
+		return r;
+	if (resp.status == 204 || resp.status == 200)
+		r = 0;
+	else {
+		r = dk_fail(&resp, "remove network", err);
+		/* "has active endpoints": running containers still use it. */
+		if (resp.status == 403 || resp.status == 409) {
+			if (err)
+				err->code = EBUSY;
+			r = -EBUSY;
+		}
+	}
+	httpc_response_free(&resp);
+	return r;
+}
+
 const struct runtime_ops runtime_docker_ops = {
 	.name = "docker",
 	.open = docker_open,
@@ -1108,4 +1275,6 @@ const struct runtime_ops runtime_docker_ops = {
 	.logs = docker_logs,
 	.commit = docker_commit,
 	.watch = docker_watch,
+	.network_ensure = docker_network_ensure,
+	.network_remove = docker_network_remove,
 };

@@ -41,6 +41,9 @@ struct rt_container_spec {
 	int64_t nano_cpus;                /* 0 = unlimited */
 	int64_t memory_bytes;             /* 0 = unlimited; swap is set equal (no swap) */
 	int64_t pids_limit;               /* 0 = unlimited */
+	/* The network the container is attached to, and only that one
+	 * (HostConfig.NetworkMode); NULL: the runtime's default bridge. */
+	const char *network;
 	/* Security defaults are applied by the runtime, not chosen here:
 	 * no-new-privileges and a dropped capability set (docs/admin.md). */
 };
@@ -58,6 +61,16 @@ struct rt_container_info {
 	char session_id[64];   /* value of label tessera.session, may be empty */
 	char agent_id[64];     /* value of label tessera.agent, may be empty */
 	char cluster_id[64];   /* value of label tessera.cluster, may be empty */
+	char run_as[32];       /* value of label tessera.run_as, may be empty */
+	char network[128];     /* the network it was created on (NetworkMode) */
+};
+
+/* A network of the runtime's own (a Docker bridge) that sessions are put
+ * on. */
+struct rt_network_spec {
+	const char *name;                 /* unique on the host */
+	const struct rt_label *labels;
+	size_t n_labels;
 };
 
 struct rt_exec_result {
@@ -110,10 +123,11 @@ struct runtime_ops {
 		    const char *label_value, struct rt_container_info **out,
 		    size_t *n, struct terr *err);
 	/* Runs argv in the container, stdout and stderr kept apart; output
-	 * beyond max_output bytes per stream is cut. */
+	 * beyond max_output bytes per stream is cut. user ("UID:GID") and
+	 * workdir: NULL for the container's own. */
 	int (*exec)(struct runtime *rt, const char *id, const char *const *argv,
-		    const char *const *env, size_t max_output,
-		    struct rt_exec_result *out, struct terr *err);
+		    const char *const *env, const char *user, const char *workdir,
+		    size_t max_output, struct rt_exec_result *out, struct terr *err);
 	/* Container logs (stdout and stderr interleaved as written), at most
 	 * the last `tail` lines (0 = all). *out NUL-terminated, caller frees. */
 	int (*logs)(struct runtime *rt, const char *id, int tail, char **out,
@@ -127,6 +141,16 @@ struct runtime_ops {
 	int (*watch)(struct runtime *rt, const char *label_key,
 		     const char *label_value, rt_event_cb cb, void *ud,
 		     const atomic_bool *stop, struct terr *err);
+	/* Networks, optional (NULL: the runtime has none of its own, and
+	 * containers stay on its default network). network_ensure makes the
+	 * network unless one of that name exists; an existing one must carry
+	 * every label of the spec with the same value (else -EEXIST: a name
+	 * taken by something else is not silently shared). */
+	int (*network_ensure)(struct runtime *rt, const struct rt_network_spec *spec,
+			      struct terr *err);
+	/* Removes the network; -ENOENT when it does not exist, -EBUSY while
+	 * running containers are attached to it. */
+	int (*network_remove)(struct runtime *rt, const char *name, struct terr *err);
 };
 
 extern const struct runtime_ops runtime_docker_ops;

@@ -47,6 +47,7 @@ static struct {
 	int n_reqs;
 	char api[16];               /* what GET /version reports */
 	int exec_inspects;          /* GET /exec/<id>/json calls so far */
+	int dup_inspects;           /* GET /networks/net-dup calls so far */
 } fake = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
 
 static void msleep(int ms)
@@ -175,8 +176,9 @@ static void route(int fd, const char *method, const char *full, const char *body
 		      "{\"Id\":\"c0ffee\",\"Name\":\"/sess-1\",\"Image\":\"sha256:abc\","
 		      "\"State\":{\"Status\":\"exited\",\"Running\":false,\"OOMKilled\":true,"
 		      "\"ExitCode\":137,\"Pid\":0,\"Error\":\"\"},"
+		      "\"HostConfig\":{\"NetworkMode\":\"tessera-u-1\"},"
 		      "\"Config\":{\"Image\":\"busybox:latest\",\"Labels\":"
-		      "{\"tessera.session\":\"s1\",\"tessera.agent\":\"a1\"}}}");
+		      "{\"tessera.session\":\"s1\",\"tessera.agent\":\"a1\",\"tessera.run_as\":\"1000:1000\"}}}");
 	} else if (!strcmp(method, "GET") && !strncmp(path, "/containers/json?", 17)) {
 		reply(fd, 200,
 		      "[{\"Id\":\"aaa\",\"Names\":[\"/sess-a\"],\"Image\":\"busybox:latest\","
@@ -225,6 +227,37 @@ static void route(int fd, const char *method, const char *full, const char *body
 		pthread_mutex_unlock(&fake.mu);
 		reply(fd, 200, n % 2 == 0 ? "{\"ID\":\"exec1\",\"Running\":true,\"ExitCode\":null}"
 					  : "{\"ID\":\"exec1\",\"Running\":false,\"ExitCode\":3}");
+	} else if (!strcmp(method, "GET") && !strcmp(path, "/networks/net-ours")) {
+		reply(fd, 200, "{\"Name\":\"net-ours\",\"Id\":\"n1\",\"Labels\":{\"tessera.cluster\":\"k1\","
+			       "\"tessera.user\":\"u1\"}}");
+	} else if (!strcmp(method, "GET") && !strcmp(path, "/networks/net-theirs")) {
+		reply(fd, 200, "{\"Name\":\"net-theirs\",\"Id\":\"n2\",\"Labels\":{\"tessera.cluster\":\"k2\"}}");
+	} else if (!strcmp(method, "GET") && !strcmp(path, "/networks/net-dup")) {
+		/* Two of that name until the newer one is removed. */
+		pthread_mutex_lock(&fake.mu);
+		int n = fake.dup_inspects++;
+		pthread_mutex_unlock(&fake.mu);
+		if (n == 0)
+			reply_message(fd, 400, "network net-dup is ambiguous (2 matches found based on name)");
+		else
+			reply(fd, 200, "{\"Name\":\"net-dup\",\"Id\":\"old1\",\"Labels\":{\"tessera.cluster\":\"k1\","
+				       "\"tessera.user\":\"u1\"}}");
+	} else if (!strcmp(method, "GET") && !strncmp(path, "/networks?", 10)) {
+		reply(fd, 200, "[{\"Name\":\"net-dup\",\"Id\":\"new2\",\"Created\":\"2026-01-02T00:00:00Z\"},"
+			       "{\"Name\":\"net-dup-x\",\"Id\":\"other\",\"Created\":\"2025-01-01T00:00:00Z\"},"
+			       "{\"Name\":\"net-dup\",\"Id\":\"old1\",\"Created\":\"2026-01-01T00:00:00Z\"}]");
+	} else if (!strcmp(method, "DELETE") && !strcmp(path, "/networks/new2")) {
+		reply(fd, 204, NULL);
+	} else if (!strcmp(method, "GET") && !strncmp(path, "/networks/", 10)) {
+		reply_message(fd, 404, "network not found");
+	} else if (!strcmp(method, "POST") && !strcmp(path, "/networks/create")) {
+		reply(fd, 201, "{\"Id\":\"n3\",\"Warning\":\"\"}");
+	} else if (!strcmp(method, "DELETE") && !strcmp(path, "/networks/net-ours")) {
+		reply(fd, 204, NULL);
+	} else if (!strcmp(method, "DELETE") && !strcmp(path, "/networks/net-busy")) {
+		reply_message(fd, 403, "error while removing network: network net-busy id n4 has active endpoints");
+	} else if (!strcmp(method, "DELETE") && !strncmp(path, "/networks/", 10)) {
+		reply_message(fd, 404, "network not found");
 	} else if (!strcmp(method, "GET") && !strncmp(path, "/events?", 8)) {
 		const char *h = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
 				"Transfer-Encoding: chunked\r\n\r\n";
@@ -529,6 +562,7 @@ static struct rt_container_spec test_spec(void)
 		.mounts = test_mounts, .n_mounts = 2, .devices = test_devs,
 		.hostname = "s1", .nano_cpus = 1500000000LL,
 		.memory_bytes = 512LL << 20, .pids_limit = 1024,
+		.network = "tessera-u-1",
 	};
 }
 
@@ -603,6 +637,7 @@ TEST(create_sends_the_full_spec)
 	CHECK(json_is_false(json_object_get(hc, "Init")));
 	CHECK(json_is_false(json_object_get(hc, "AutoRemove")));
 	CHECK_STR(json_string_value(json_object_get(json_object_get(hc, "RestartPolicy"), "Name")), "no");
+	CHECK_STR(json_string_value(json_object_get(hc, "NetworkMode")), "tessera-u-1");
 	json_decref(b);
 
 	/* A given Cmd is passed as is; limits of 0 are left out. */
@@ -656,7 +691,7 @@ TEST(errors_carry_dockers_message)
 
 	struct rt_exec_result res;
 	static const char *const argv[] = { "true", NULL };
-	CHECK(ops->exec(rt, "stopped", argv, NULL, 100, &res, &err) < 0);
+	CHECK(ops->exec(rt, "stopped", argv, NULL, NULL, NULL, 100, &res, &err) < 0);
 	CHECK_CONTAINS(err.msg, "is not running");
 	CHECK(res.out == NULL && res.err == NULL);
 	ops->close(rt);
@@ -688,6 +723,8 @@ TEST(start_remove_inspect)
 	CHECK_INT(info.pid, 0);
 	CHECK_STR(info.session_id, "s1");
 	CHECK_STR(info.agent_id, "a1");
+	CHECK_STR(info.run_as, "1000:1000");
+	CHECK_STR(info.network, "tessera-u-1");
 	ops->close(rt);
 }
 
@@ -779,7 +816,7 @@ TEST(exec_demultiplexes_with_exit_code)
 	static const char *const argv[] = { "sh", "-c", "echo line1; echo warn >&2; echo line2; exit 3", NULL };
 	static const char *const env[] = { "X=1", NULL };
 	struct rt_exec_result res;
-	int r = ops->exec(rt, "c0ffee", argv, env, 1 << 16, &res, &err);
+	int r = ops->exec(rt, "c0ffee", argv, env, "1000:1000", "/home/work", 1 << 16, &res, &err);
 	CHECK_INT(r, 0);
 	if (r == 0) {
 		CHECK_INT(res.exit_code, 3);
@@ -799,6 +836,9 @@ TEST(exec_demultiplexes_with_exit_code)
 	CHECK(json_is_true(json_object_get(b, "AttachStderr")));
 	CHECK_STR(json_string_value(json_array_get(json_object_get(b, "Cmd"), 0)), "sh");
 	CHECK_STR(json_string_value(json_array_get(json_object_get(b, "Env"), 0)), "X=1");
+	/* The session's user and home, as its PID 1 runs them. */
+	CHECK_STR(json_string_value(json_object_get(b, "User")), "1000:1000");
+	CHECK_STR(json_string_value(json_object_get(b, "WorkingDir")), "/home/work");
 	json_decref(b);
 	CHECK(fake_find("POST", "/exec/exec1/start", &q));
 	b = json_loads(q.body ? q.body : "", 0, NULL);
@@ -807,8 +847,15 @@ TEST(exec_demultiplexes_with_exit_code)
 	CHECK(json_is_false(json_object_get(b, "Tty")));
 	json_decref(b);
 
-	/* Output past max_output is cut, per stream. */
-	r = ops->exec(rt, "c0ffee", argv, NULL, 4, &res, &err);
+	/* Output past max_output is cut, per stream. No user: the
+	 * container's own, so neither field is sent. */
+	r = ops->exec(rt, "c0ffee", argv, NULL, NULL, NULL, 4, &res, &err);
+	CHECK(fake_find("POST", "/containers/c0ffee/exec", &q));
+	b = json_loads(q.body ? q.body : "", 0, NULL);
+	free(q.body);
+	CHECK(json_object_get(b, "User") == NULL);
+	CHECK(json_object_get(b, "WorkingDir") == NULL);
+	json_decref(b);
 	CHECK_INT(r, 0);
 	if (r == 0) {
 		CHECK_STR(res.out, "line");
@@ -961,6 +1008,58 @@ TEST(ops_from_several_threads)
 	ops->close(rt);
 }
 
+TEST(networks_made_once_and_removed)
+{
+	struct runtime *rt = open_rt();
+	if (!rt)
+		return;
+	struct terr err;
+	struct fake_req q;
+	const struct rt_label labels[] = { { "tessera.cluster", "k1" }, { "tessera.user", "u1" } };
+	struct rt_network_spec ns = { .name = "net-ours", .labels = labels, .n_labels = 2 };
+
+	/* Present with our labels: nothing is created. */
+	fake_clear();
+	terr_clear(&err);
+	CHECK_INT(ops->network_ensure(rt, &ns, &err), 0);
+	CHECK(!fake_find("POST", "/networks/create", &q));
+
+	/* Absent: created as a bridge with ICC on, labelled, not internal. */
+	ns.name = "net-new";
+	CHECK_INT(ops->network_ensure(rt, &ns, &err), 0);
+	CHECK(fake_find("POST", "/networks/create", &q));
+	json_t *b = json_loads(q.body ? q.body : "", 0, NULL);
+	free(q.body);
+	CHECK_STR(json_string_value(json_object_get(b, "Name")), "net-new");
+	CHECK_STR(json_string_value(json_object_get(b, "Driver")), "bridge");
+	CHECK(json_is_true(json_object_get(b, "CheckDuplicate")));
+	CHECK(json_is_false(json_object_get(b, "Internal")));
+	CHECK_STR(json_string_value(json_object_get(json_object_get(b, "Options"),
+						    "com.docker.network.bridge.enable_icc")), "true");
+	CHECK_STR(json_string_value(json_object_get(json_object_get(b, "Labels"), "tessera.user")), "u1");
+	json_decref(b);
+
+	/* A network of that name with other labels is not taken over. */
+	ns.name = "net-theirs";
+	CHECK_INT(ops->network_ensure(rt, &ns, &err), -EEXIST);
+	CHECK_CONTAINS(err.msg, "net-theirs");
+
+	/* Two of one name (made at once): the newer goes, the older is used. */
+	fake_clear();
+	ns.name = "net-dup";
+	CHECK_INT(ops->network_ensure(rt, &ns, &err), 0);
+	CHECK(fake_find("DELETE", "/networks/new2", &q));
+	CHECK(!fake_find("DELETE", "/networks/old1", &q));
+	CHECK(!fake_find("DELETE", "/networks/other", &q));
+	CHECK(!fake_find("POST", "/networks/create", &q));
+
+	CHECK_INT(ops->network_remove(rt, "net-ours", &err), 0);
+	CHECK_INT(ops->network_remove(rt, "net-busy", &err), -EBUSY);
+	CHECK_CONTAINS(err.msg, "active endpoints");
+	CHECK_INT(ops->network_remove(rt, "net-gone", &err), -ENOENT);
+	ops->close(rt);
+}
+
 int main(void)
 {
 	httpc_global_init();
@@ -979,6 +1078,7 @@ int main(void)
 	RUN(list_filters_by_label);
 	RUN(images_and_commit);
 	RUN(exec_demultiplexes_with_exit_code);
+	RUN(networks_made_once_and_removed);
 	RUN(logs_interleaved_with_tail);
 	RUN(watch_delivers_events_and_stops);
 	RUN(ops_from_several_threads);
