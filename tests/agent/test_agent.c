@@ -293,11 +293,15 @@ static int f_logs(struct runtime *rt, const char *id, int tail, char **out, size
 	return terr_set(err, ENOSYS, "logs are not part of these tests");
 }
 
-static int f_commit(struct runtime *rt, const char *id, const char *ref, struct terr *err)
+static int f_commit(struct runtime *rt, const char *id, const char *ref, const struct rt_label *labels,
+		    size_t n_labels, const char *const *env, struct terr *err)
 {
 	(void)rt;
 	(void)id;
 	(void)ref;
+	(void)labels;
+	(void)n_labels;
+	(void)env;
 	return terr_set(err, ENOSYS, "commit is not part of these tests");
 }
 

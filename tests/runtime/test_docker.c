@@ -746,7 +746,7 @@ TEST(images_and_commit)
 
 	struct fake_req q;
 	char v[256];
-	CHECK_INT(ops->commit(rt, "c0ffee", "me/private:v1", &err), 0);
+	CHECK_INT(ops->commit(rt, "c0ffee", "me/private:v1", NULL, 0, NULL, &err), 0);
 	CHECK(fake_find("POST", "/commit", &q));
 	CHECK(query_param(q.path, "container", v, sizeof(v)));
 	CHECK_STR(v, "c0ffee");
@@ -756,15 +756,15 @@ TEST(images_and_commit)
 	CHECK_STR(v, "v1");
 
 	/* A registry port is not a tag. */
-	CHECK_INT(ops->commit(rt, "c0ffee", "reg:5000/team/img", &err), 0);
+	CHECK_INT(ops->commit(rt, "c0ffee", "reg:5000/team/img", NULL, 0, NULL, &err), 0);
 	CHECK(fake_find("POST", "/commit", &q));
 	CHECK(query_param(q.path, "repo", v, sizeof(v)));
 	CHECK_STR(v, "reg:5000/team/img");
 	CHECK(query_param(q.path, "tag", v, sizeof(v)));
 	CHECK_STR(v, "latest");
 
-	CHECK_INT(ops->commit(rt, "c0ffee", "img@sha256:abc", &err), -EINVAL);
-	CHECK_INT(ops->commit(rt, "c0ffee", "img:", &err), -EINVAL);
+	CHECK_INT(ops->commit(rt, "c0ffee", "img@sha256:abc", NULL, 0, NULL, &err), -EINVAL);
+	CHECK_INT(ops->commit(rt, "c0ffee", "img:", NULL, 0, NULL, &err), -EINVAL);
 	ops->close(rt);
 }
 
