@@ -1154,7 +1154,7 @@ int agent_commit(struct agent *a, json_t *req, json_t **result, struct terr *err
 	if (!cid || !*cid || !ref || !*ref || strlen(ref) > 255 || (labels && !json_is_object(labels)))
 		return terr_set(err, EINVAL, "a commit needs container_id, ref (at most 255 characters) and labels as an object");
 	size_t nl = json_object_size(labels), k = 0;
-	struct rt_label *lv = calloc(nl + 1, sizeof(*lv));
+	struct rt_label *lv = calloc(nl + 5, sizeof(*lv));
 	if (!lv)
 		return terr_set(err, ENOMEM, "out of memory");
 	const char *key;
@@ -1163,6 +1163,13 @@ int agent_commit(struct agent *a, json_t *req, json_t **result, struct terr *err
 		if (json_is_string(val))
 			lv[k++] = (struct rt_label){key, json_string_value(val)};
 	}
+	/* Docker keeps the container's own labels on the image; those that
+	 * name this session's container are emptied (Docker cannot drop
+	 * them): the image's source is in tessera.source.*. */
+	static const char *const own[] = {AGENT_LABEL_SESSION, AGENT_LABEL_AGENT, AGENT_LABEL_NAME, AGENT_LABEL_CLUSTER};
+	for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++)
+		if (!json_object_get(labels, own[i]))
+			lv[k++] = (struct rt_label){own[i], ""};
 	/* The session's variables (its id, its devices, fGPU limits) are
 	 * not the image's: the source image's are put back. */
 	char **env = NULL;
@@ -1171,6 +1178,27 @@ int agent_commit(struct agent *a, json_t *req, json_t **result, struct terr *err
 	if (!source || a->rt_ops->image_env(a->rt, source, &env, &n_env, &ignored) < 0) {
 		env = NULL;
 		n_env = 0;
+	}
+	/* "private" joins the source image's features (Backend.AI's label:
+	 * words separated by spaces or commas), whose other words stay. */
+	char features[1024] = "";
+	for (size_t i = 0; i < k; i++) {
+		if (strcmp(lv[i].key, "ai.backend.features"))
+			continue;
+		char **sl = NULL;
+		size_t n_sl = 0;
+		if (source && a->rt_ops->image_labels &&
+		    a->rt_ops->image_labels(a->rt, source, &sl, &n_sl, &ignored) == 0) {
+			for (size_t j = 0; j < n_sl; j++)
+				if (!strncmp(sl[j], "ai.backend.features=", 20) && sl[j][20] &&
+				    !strstr(sl[j] + 20, lv[i].value))
+					snprintf(features, sizeof(features), "%s %s", sl[j] + 20, lv[i].value);
+			for (size_t j = 0; j < n_sl; j++)
+				free(sl[j]);
+			free(sl);
+		}
+		if (features[0])
+			lv[i].value = features;
 	}
 	int rc = a->rt_ops->commit(a->rt, cid, ref, lv, k, env && n_env ? (const char *const *)env : NULL, err);
 	for (size_t i = 0; i < n_env; i++)

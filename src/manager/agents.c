@@ -329,6 +329,11 @@ void mgr_agent_event(struct manager *m, const char *agent_id, json_t *event)
 	const char *reason = json_string_value(json_object_get(event, "reason"));
 	if (!sid)
 		return;
+	const char *kind = json_string_value(json_object_get(event, "event"));
+	if (kind && !strcmp(kind, AGENT_EVENT_PROGRESS)) {
+		mgr_pull_progress_event(m, agent_id, event);
+		return;
+	}
 	pthread_mutex_lock(&m->mu);
 	struct msession *s = mgr_find_session(m, sid);
 	if (s && !strcmp(s->rec.agent_id, agent_id) &&

@@ -396,8 +396,10 @@ static int docker_image_exists(struct runtime *rt, const char *ref,
 	return r;
 }
 
-static int docker_image_env(struct runtime *rt, const char *ref, char ***env,
-			    size_t *n, struct terr *err)
+/* Config.Env ("K=V" already) or Config.Labels (an object, written
+ * "K=V") of an image. */
+static int image_config_strings(struct runtime *rt, const char *ref, bool labels, char ***out_v,
+				size_t *n, struct terr *err)
 {
 	autofree char *eref = url_escape(ref, true);
 	autofree char *path = NULL;
@@ -407,22 +409,44 @@ static int docker_image_env(struct runtime *rt, const char *ref, char ***env,
 	int r = dk_call_json(rt, "GET", path, NULL, "inspect image", &root, err);
 	if (r < 0)
 		return r;
-	json_t *arr = json_object_get(json_object_get(root, "Config"), "Env");
-	size_t cnt = json_array_size(arr), k = 0;
+	json_t *cfg = json_object_get(root, "Config");
+	json_t *arr = json_object_get(cfg, "Env"), *obj = json_object_get(cfg, "Labels");
+	size_t cnt = labels ? json_object_size(obj) : json_array_size(arr), k = 0;
 	char **out = calloc(cnt + 1, sizeof(char *));
 	if (!out) {
 		json_decref(root);
 		return terr_set(err, ENOMEM, "inspect image: out of memory");
 	}
-	for (size_t i = 0; i < cnt; i++) {
-		const char *v = json_string_value(json_array_get(arr, i));
-		if (v && (out[k] = strdup(v)))
-			k++;
+	if (labels) {
+		const char *key;
+		json_t *v;
+		json_object_foreach(obj, key, v) {
+			if (json_is_string(v) && k < cnt && asprintf(&out[k], "%s=%s", key, json_string_value(v)) >= 0)
+				k++;
+		}
+	} else {
+		for (size_t i = 0; i < cnt; i++) {
+			const char *v = json_string_value(json_array_get(arr, i));
+			if (v && (out[k] = strdup(v)))
+				k++;
+		}
 	}
 	json_decref(root);
-	*env = out;
+	*out_v = out;
 	*n = k;
 	return 0;
+}
+
+static int docker_image_env(struct runtime *rt, const char *ref, char ***env,
+			    size_t *n, struct terr *err)
+{
+	return image_config_strings(rt, ref, false, env, n, err);
+}
+
+static int docker_image_labels(struct runtime *rt, const char *ref, char ***labels,
+			       size_t *n, struct terr *err)
+{
+	return image_config_strings(rt, ref, true, labels, n, err);
 }
 
 static void free_refs(char **refs, size_t n)
@@ -1296,6 +1320,7 @@ const struct runtime_ops runtime_docker_ops = {
 	.version = docker_version,
 	.image_exists = docker_image_exists,
 	.image_env = docker_image_env,
+	.image_labels = docker_image_labels,
 	.image_list = docker_image_list,
 	.create = docker_create,
 	.start = docker_start,

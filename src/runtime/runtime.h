@@ -98,6 +98,10 @@ struct runtime_ops {
 	 * and the array); -ENOENT when the image does not exist. */
 	int (*image_env)(struct runtime *rt, const char *ref, char ***env, size_t *n,
 			 struct terr *err);
+	/* The image's labels as "key=value" strings, the same way (may be
+	 * NULL in a runtime without labels). */
+	int (*image_labels)(struct runtime *rt, const char *ref, char ***labels, size_t *n,
+			    struct terr *err);
 	/* Lists image references "repo:tag" (caller frees each and the array). */
 	int (*image_list)(struct runtime *rt, char ***refs, size_t *n,
 			  struct terr *err);
