@@ -123,8 +123,9 @@ void docker_progress_sum(const struct docker_progress *p, int64_t *current, int6
 		/* Sizes come from outside: saturate instead of overflowing. */
 		if (l->total > INT64_MAX - t || l->current > INT64_MAX - c)
 			break;
+		/* Bytes of a layer count once its size is known, never past it. */
 		t += l->total;
-		c += l->done ? l->total : l->current;
+		c += l->done || l->current > l->total ? l->total : l->current;
 	}
 	*current = c;
 	*total = t;
