@@ -32,6 +32,8 @@ static void pull_words(json_t *n, char *buf, size_t size)
 	const char *st = cli_json_str(n, "status", "?");
 	if (!strcmp(st, "failed"))
 		snprintf(buf, size, "failed: %s", cli_json_str(n, "error", "?"));
+	else if (total > 0 && total < 1000000)
+		snprintf(buf, size, "%s %lld of %lld kB", st, (cur + 500) / 1000, (total + 500) / 1000);
 	else if (total > 0)
 		snprintf(buf, size, "%s %lld of %lld MB", st, (cur + 500000) / 1000000, (total + 500000) / 1000000);
 	else

@@ -542,9 +542,11 @@ bool mgr_registry_has(struct manager *m, const char *ref)
 /* "412 of 980 MB" (decimal megabytes, as Docker shows them). */
 static void progress_words(int64_t current, int64_t total, char *buf, size_t n)
 {
+	/* Small layers (a commit's own) read better in kB. */
+	int64_t unit = total >= 1000000 ? 1000000 : 1000;
 	if (total > 0)
-		snprintf(buf, n, "%lld of %lld MB", (long long)((current + 500000) / 1000000),
-			 (long long)((total + 500000) / 1000000));
+		snprintf(buf, n, "%lld of %lld %s", (long long)((current + unit / 2) / unit),
+			 (long long)((total + unit / 2) / unit), unit == 1000 ? "kB" : "MB");
 	else
 		snprintf(buf, n, "starting");
 }
