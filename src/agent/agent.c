@@ -1208,7 +1208,9 @@ int agent_commit(struct agent *a, json_t *req, json_t **result, struct terr *err
 	if (rc < 0)
 		return rc;
 	json_t *out = json_pack("{s:s,s:b}", "ref", ref, "pushed", 0);
-	if (registry && *registry) {
+	if (registry && *registry && (!a->rt_ops->tag || !a->rt_ops->push || !a->rt_ops->image_remove)) {
+		json_object_set_new(out, "push_error", json_string("this node's container runtime cannot push images"));
+	} else if (registry && *registry) {
 		char rref[600];
 		struct terr perr = {0};
 		if (registry_ref(registry, ref, rref, sizeof(rref), &perr) == 0 &&
@@ -1267,6 +1269,8 @@ int agent_pull(struct agent *a, const char *ref, const char *registry, const cha
 		return terr_set(err, EINVAL, "image must be 1 to 255 characters");
 	if (!registry || !*registry)
 		return terr_set(err, ENOENT, "image %s is not on node %s and the cluster has no registry", ref, a->id);
+	if (!a->rt_ops->pull || !a->rt_ops->tag || !a->rt_ops->image_remove)
+		return terr_set(err, ENOSYS, "the container runtime of node %s cannot pull images", a->id);
 	char rref[600];
 	int rc = registry_ref(registry, ref, rref, sizeof(rref), err);
 	if (rc < 0)

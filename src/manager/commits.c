@@ -197,16 +197,17 @@ void mgr_commits_free(struct manager *m)
 static json_t *commit_json(struct manager *m, const struct mcommit *c)
 {
 	const struct user_rec *owner = mgr_find_user(m, c->owner_id);
+	/* ref is always "name:tag" (mgr_session_commit makes it so). */
 	char name[256];
 	util_strlcpy(name, c->ref, sizeof(name));
 	char *colon = strrchr(name, ':');
 	const char *tag = "latest";
 	if (colon && !strchr(colon, '/')) {
 		*colon = '\0';
-		tag = colon + 1;
+		tag = c->ref + (colon + 1 - name);
 	}
 	json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:s,s:o,s:s,s:s,s:[],s:b,s:s,s:s,s:s,s:o,s:o}",
-		"id", c->id, "ref", c->ref, "name", name, "tag", c->ref + (tag - name),
+		"id", c->id, "ref", c->ref, "name", name, "tag", tag,
 		"family", name, "owner", owner ? json_string(owner->email) : json_null(),
 		"visibility", "private", "status", commit_status_names[c->status], "nodes",
 		"in_registry", c->pushed, "source_session", c->session_name, "source_image", c->source_image,
