@@ -1179,6 +1179,18 @@ int agent_commit(struct agent *a, json_t *req, json_t **result, struct terr *err
 		env = NULL;
 		n_env = 0;
 	}
+	/* image_env counts its strings; commit takes them NULL-terminated. */
+	char **envz = env ? realloc(env, (n_env + 1) * sizeof(*env)) : NULL;
+	if (envz) {
+		env = envz;
+		env[n_env] = NULL;
+	} else if (env) {
+		for (size_t i = 0; i < n_env; i++)
+			free(env[i]);
+		free(env);
+		env = NULL;
+		n_env = 0;
+	}
 	/* "private" joins the source image's features (Backend.AI's label:
 	 * words separated by spaces or commas), whose other words stay. */
 	char features[1024] = "";

@@ -495,10 +495,12 @@ int mgr_commit_get(struct manager *m, const struct user_rec *u, const char *id, 
 		struct timespec dl;
 		clock_gettime(CLOCK_MONOTONIC, &dl);
 		dl.tv_sec += wait_s;
-		/* c stays valid: records are removed only when failed (pruned). */
-		while (c->status == COMMIT_COMMITTING && !m->stopping &&
+		/* Found again after each wait: a record may go meanwhile
+		 * (prune_failed, mgr_commit_forget). */
+		while (c && c->status == COMMIT_COMMITTING && !m->stopping &&
 		       pthread_cond_timedwait(&m->changed, &m->mu, &dl) == 0)
-			;
+			c = find_commit(m, id);
+		c = c ? find_commit(m, id) : NULL;
 	}
 	json_t *o = c ? commit_json(m, c) : NULL;
 	pthread_mutex_unlock(&m->mu);

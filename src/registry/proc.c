@@ -203,12 +203,14 @@ int registry_proc_start(const char *dir, const char *binary, struct registry_pro
 		struct timespec ts = {0, 100 * 1000000L};
 		nanosleep(&ts, NULL);
 	}
+	/* From here on the supervisor owns p->pid (under mu). */
+	pid_t first = p->pid;
 	if (pthread_create(&p->thread, NULL, supervise, p) != 0) {
 		rc = terr_set(err, EAGAIN, "cannot start the registry's supervisor thread");
 		goto fail;
 	}
 	p->thread_started = true;
-	log_info("registry", "docker-registry serving on %s (pid %d; data and log under %s)", p->host, (int)p->pid, dir);
+	log_info("registry", "docker-registry serving on %s (pid %d; data and log under %s)", p->host, (int)first, dir);
 	*out = p;
 	return 0;
 fail:
