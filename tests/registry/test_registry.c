@@ -130,7 +130,8 @@ TEST(supervises_the_child)
 		util_remove_tree(dir);
 		return;
 	}
-	const char *host = registry_proc_host(p);
+	char host[64];   /* registry_proc_host's goes with p */
+	snprintf(host, sizeof(host), "%s", registry_proc_host(p));
 	CHECK(!strncmp(host, "127.0.0.1:", 10));
 	CHECK(answers(host));
 	int first = last_pid(sub);

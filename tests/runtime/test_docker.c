@@ -805,6 +805,7 @@ TEST(images_and_commit)
 		  "private");
 	CHECK_STR(json_string_value(json_array_get(json_object_get(body, "Env"), 0)), "PATH=/bin");
 	json_decref(body);
+	free(q.body);
 
 	CHECK_INT(ops->commit(rt, "c0ffee", "img@sha256:abc", NULL, 0, NULL, &err), -EINVAL);
 	CHECK_INT(ops->commit(rt, "c0ffee", "img:", NULL, 0, NULL, &err), -EINVAL);

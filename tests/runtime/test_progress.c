@@ -26,6 +26,11 @@ static const char pull_rest[] =
 	"{\"status\":\"Digest: sha256:0123\"}\r\n"
 	"{\"status\":\"Status: Downloaded newer image for reg:5000/tessera/python:3.11\"}";
 
+static int feed_str(struct docker_progress *p, const char *s)
+{
+	return docker_progress_feed(p, s, strlen(s));
+}
+
 TEST(pull_sums_layers)
 {
 	struct docker_progress p;
@@ -62,7 +67,7 @@ TEST(push_and_existing_layers)
 	docker_progress_sum(&p, &cur, &total);
 	CHECK_INT(cur, 512);
 	CHECK_INT(total, 2048);
-	CHECK_INT(docker_progress_feed(&p, "{\"status\":\"Pushed\",\"progressDetail\":{},\"id\":\"l1\"}\n", 52), 0);
+	CHECK_INT(feed_str(&p, "{\"status\":\"Pushed\",\"progressDetail\":{},\"id\":\"l1\"}\n"), 0);
 	docker_progress_sum(&p, &cur, &total);
 	CHECK_INT(cur, 2048);
 	docker_progress_free(&p);
@@ -82,7 +87,7 @@ TEST(error_in_the_stream)
 	docker_progress_free(&p);
 	/* "error" alone */
 	docker_progress_init(&p);
-	CHECK_INT(docker_progress_feed(&p, "{\"error\":\"toomanyrequests\"}\n", 28), 0);
+	CHECK_INT(feed_str(&p, "{\"error\":\"toomanyrequests\"}\n"), 0);
 	CHECK_STR(p.error, "toomanyrequests");
 	docker_progress_free(&p);
 }
@@ -111,7 +116,7 @@ TEST(what_is_not_docker)
 	memset(line, 'x', big);
 	CHECK_INT(docker_progress_feed(&p, line, big), 0);
 	free(line);
-	CHECK_INT(docker_progress_feed(&p, "\n{\"error\":\"after\"}\n", 19), 0);
+	CHECK_INT(feed_str(&p, "\n{\"error\":\"after\"}\n"), 0);
 	CHECK_STR(p.error, "after");
 	docker_progress_free(&p);
 }
