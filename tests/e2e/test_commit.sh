@@ -134,9 +134,23 @@ check "... and the image is back" has_image "$DEF_REF"
 out=$(T image pull tessera-private/admin/nosuch:v1 2>&1)
 check "image pull of a missing image fails ($out)" contains "$out" "not in the cluster registry"
 
-# ---- a pull the registry cannot serve ----
 T session rm pulled >/dev/null   # its CPU, on a small machine
 wait_status pulled TERMINATED
+
+# ---- an admin converts a user's session (the seeds' way) ----
+BOB_REF=tessera-private/bob/bobs:a1
+IMAGES+=("$BOB_REF")
+TESSERA_CONFIG=$BOB_CONF T session create "$IMG" --name bobs --cpu 0.5 --wait >/dev/null
+out=$(T session commit bobs --owner bob@example.com --tag a1 --wait 2>&1)
+check "an admin commits bob's session ($out)" contains "$out" "$BOB_REF is ready"
+check "the image is bob's" contains "$(docker image inspect "$BOB_REF" --format '{{json .Config.Labels}}')" \
+	"\"tessera.owner\":\"$(api "$(pyget user.access_key <<<"$reply")" "$(pyget secret_key <<<"$reply")" GET /v1/auth/whoami | pyget user.id)\""
+TESSERA_CONFIG=$BOB_CONF T session rm bobs >/dev/null
+TESSERA_CONFIG=$BOB_CONF T session create "$BOB_REF" --name bobs2 --cpu 0.5 --wait >/dev/null
+check "bob launches it" env TESSERA_CONFIG="$BOB_CONF" "$TESSERA" session exec bobs2 -- true
+TESSERA_CONFIG=$BOB_CONF T session rm bobs2 >/dev/null
+
+# ---- a pull the registry cannot serve ----
 out=$(T session commit src --tag gone --wait 2>&1)
 GONE=tessera-private/admin/src:gone
 IMAGES+=("$GONE")

@@ -309,8 +309,14 @@ TEST(who_may_commit)
 	WAIT_STATUS(&bob, "bobs", "RUNNING");
 	/* Another user: the session does not exist for them. */
 	CHECK_INT(mgr_session_commit(mgr, &alice, "bobs", NULL, NULL, &c, &err), -ENOENT);
-	/* An admin may: the image is the owner's. */
-	c = commit_wait(&admin, "bobs", NULL, "v1", &err);
+	/* An admin may (by id: a name is among the caller's own sessions);
+	 * the image is the owner's. */
+	CHECK_INT(mgr_session_commit(mgr, &admin, "bobs", NULL, NULL, &c, &err), -ENOENT);
+	json_t *bs = get(&bob, "bobs");
+	char bobs_id[64];
+	util_strlcpy(bobs_id, str(bs, "id") ?: "", sizeof(bobs_id));
+	json_decref(bs);
+	c = commit_wait(&admin, bobs_id, NULL, "v1", &err);
 	CHECK_STR(str(c, "status"), "ready");
 	CHECK_STR(str(c, "ref"), "tessera-private/bob/bobs:v1");
 	CHECK_STR(str(c, "owner"), "bob@example.com");
