@@ -1424,3 +1424,169 @@ int agent_watch_start(struct agent *a, agent_event_fn fn, void *ud, struct terr 
 	}
 	return 0;
 }
+
+/* ---- images: commit, push, pull ---- */
+
+/* "host:port/ref" into buf; -ENAMETOOLONG. */
+static int registry_ref(const char *registry, const char *ref, char *buf, size_t n, struct terr *err)
+{
+	int len = snprintf(buf, n, "%s/%s", registry, ref);
+	if (len < 0 || (size_t)len >= n)
+		return terr_set(err, ENAMETOOLONG, "image name %s/%s is too long", registry, ref);
+	return 0;
+}
+
+int agent_commit(struct agent *a, json_t *req, json_t **result, struct terr *err)
+{
+	const char *cid = json_string_value(json_object_get(req, "container_id"));
+	const char *ref = json_string_value(json_object_get(req, "ref"));
+	const char *source = json_string_value(json_object_get(req, "source_image"));
+	const char *registry = json_string_value(json_object_get(req, "registry"));
+	json_t *labels = json_object_get(req, "labels");
+	if (!cid || !*cid || !ref || !*ref || strlen(ref) > 255 || (labels && !json_is_object(labels)))
+		return terr_set(err, EINVAL, "a commit needs container_id, ref (at most 255 characters) and labels as an object");
+	size_t nl = json_object_size(labels), k = 0;
+	struct rt_label *lv = calloc(nl + 5, sizeof(*lv));
+	if (!lv)
+		return terr_set(err, ENOMEM, "out of memory");
+	const char *key;
+	json_t *val;
+	json_object_foreach(labels, key, val) {
+		if (json_is_string(val))
+			lv[k++] = (struct rt_label){key, json_string_value(val)};
+	}
+	/* Docker keeps the container's own labels on the image; those that
+	 * name this session's container are emptied (Docker cannot drop
+	 * them): the image's source is in tessera.source.*. */
+	static const char *const own[] = {AGENT_LABEL_SESSION, AGENT_LABEL_AGENT, AGENT_LABEL_NAME, AGENT_LABEL_CLUSTER};
+	for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++)
+		if (!json_object_get(labels, own[i]))
+			lv[k++] = (struct rt_label){own[i], ""};
+	/* The session's variables (its id, its devices, fGPU limits) are
+	 * not the image's: the source image's are put back. */
+	char **env = NULL;
+	size_t n_env = 0;
+	struct terr ignored = {0};
+	if (!source || a->rt_ops->image_env(a->rt, source, &env, &n_env, &ignored) < 0) {
+		env = NULL;
+		n_env = 0;
+	}
+	/* image_env counts its strings; commit takes them NULL-terminated. */
+	char **envz = env ? realloc(env, (n_env + 1) * sizeof(*env)) : NULL;
+	if (envz) {
+		env = envz;
+		env[n_env] = NULL;
+	} else if (env) {
+		for (size_t i = 0; i < n_env; i++)
+			free(env[i]);
+		free(env);
+		env = NULL;
+		n_env = 0;
+	}
+	/* "private" joins the source image's features (Backend.AI's label:
+	 * words separated by spaces or commas), whose other words stay. */
+	char features[1024] = "";
+	for (size_t i = 0; i < k; i++) {
+		if (strcmp(lv[i].key, "ai.backend.features"))
+			continue;
+		char **sl = NULL;
+		size_t n_sl = 0;
+		if (source && a->rt_ops->image_labels &&
+		    a->rt_ops->image_labels(a->rt, source, &sl, &n_sl, &ignored) == 0) {
+			for (size_t j = 0; j < n_sl; j++)
+				if (!strncmp(sl[j], "ai.backend.features=", 20) && sl[j][20] &&
+				    !strstr(sl[j] + 20, lv[i].value))
+					snprintf(features, sizeof(features), "%s %s", sl[j] + 20, lv[i].value);
+			for (size_t j = 0; j < n_sl; j++)
+				free(sl[j]);
+			free(sl);
+		}
+		if (features[0])
+			lv[i].value = features;
+	}
+	int rc = a->rt_ops->commit(a->rt, cid, ref, lv, k, env && n_env ? (const char *const *)env : NULL, err);
+	for (size_t i = 0; i < n_env; i++)
+		free(env[i]);
+	free(env);
+	free(lv);
+	if (rc < 0)
+		return rc;
+	json_t *out = json_pack("{s:s,s:b}", "ref", ref, "pushed", 0);
+	if (registry && *registry && (!a->rt_ops->tag || !a->rt_ops->push || !a->rt_ops->image_remove)) {
+		json_object_set_new(out, "push_error", json_string("this node's container runtime cannot push images"));
+	} else if (registry && *registry) {
+		char rref[600];
+		struct terr perr = {0};
+		if (registry_ref(registry, ref, rref, sizeof(rref), &perr) == 0 &&
+		    a->rt_ops->tag(a->rt, ref, rref, &perr) == 0) {
+			int prc = a->rt_ops->push(a->rt, rref, NULL, NULL, &perr);
+			a->rt_ops->image_remove(a->rt, rref, &ignored);
+			if (prc == 0)
+				json_object_set_new(out, "pushed", json_true());
+		}
+		if (perr.code)
+			json_object_set_new(out, "push_error", json_string(perr.msg));
+	}
+	*result = out;
+	return 0;
+}
+
+struct pull_ctx {
+	struct agent *a;
+	const char *key, *ref;
+	agent_progress_fn fn;
+	void *ud;
+	int64_t last_ms;
+	int64_t cur, total;
+};
+
+static void pull_report(struct pull_ctx *p)
+{
+	if (p->fn) {
+		p->fn(p->ud, p->key, p->ref, p->cur, p->total);
+	} else if (p->key && *p->key && p->a->on_event) {
+		json_t *ev = json_pack("{s:s,s:s,s:s,s:I,s:I}", "event", AGENT_EVENT_PROGRESS,
+				       "session_id", p->key, "ref", p->ref, "current", (json_int_t)p->cur,
+				       "total", (json_int_t)p->total);
+		p->a->on_event(p->a->event_ud, p->a->id, ev);
+		json_decref(ev);
+	}
+}
+
+static void pull_progress(void *ud, int64_t current, int64_t total)
+{
+	struct pull_ctx *p = ud;
+	p->cur = current;
+	p->total = total;
+	/* At most about once a second: a pull reports every few kilobytes. */
+	int64_t now = util_mono_ms();
+	if (now - p->last_ms < 1000)
+		return;
+	p->last_ms = now;
+	pull_report(p);
+}
+
+int agent_pull(struct agent *a, const char *ref, const char *registry, const char *key,
+	       agent_progress_fn fn, void *ud, struct terr *err)
+{
+	if (!ref || !*ref || strlen(ref) > 255)
+		return terr_set(err, EINVAL, "image must be 1 to 255 characters");
+	if (!registry || !*registry)
+		return terr_set(err, ENOENT, "image %s is not on node %s and the cluster has no registry", ref, a->id);
+	if (!a->rt_ops->pull || !a->rt_ops->tag || !a->rt_ops->image_remove)
+		return terr_set(err, ENOSYS, "the container runtime of node %s cannot pull images", a->id);
+	char rref[600];
+	int rc = registry_ref(registry, ref, rref, sizeof(rref), err);
+	if (rc < 0)
+		return rc;
+	struct pull_ctx p = {.a = a, .key = key, .ref = ref, .fn = fn, .ud = ud, .last_ms = util_mono_ms()};
+	pull_report(&p);   /* "pulling" is seen at once, before any byte */
+	rc = a->rt_ops->pull(a->rt, rref, pull_progress, &p, err);
+	if (rc < 0)
+		return rc;
+	pull_report(&p);
+	rc = a->rt_ops->tag(a->rt, rref, ref, err);
+	struct terr ignored;
+	a->rt_ops->image_remove(a->rt, rref, &ignored);
+	return rc;
+}

@@ -103,6 +103,29 @@ int agent_image_exists(struct agent *a, const char *ref, bool *exists, struct te
 /* *refs (new ref): array of the node's image references "repo:tag". */
 int agent_images(struct agent *a, json_t **refs, struct terr *err);
 
+/* Commits a session's container into a new image (session commit).
+ * req (borrowed): {"container_id","ref","labels":{...},"source_image",
+ * "registry"}: the container's filesystem becomes image ref, with labels
+ * added to those it carries; its variables are source_image's (when that
+ * is still on the node), not the session's. With "registry" ("host:port",
+ * may be absent), the image is then pushed there as registry/ref (that
+ * second reference is removed afterwards). *result (new ref): {"ref",
+ * "pushed","push_error" (when the push failed: the commit still stands)}. */
+int agent_commit(struct agent *a, json_t *req, json_t **result, struct terr *err);
+
+/* Progress of agent_pull: bytes transferred and known total (0 while
+ * unknown) of ref, with the caller's key (borrowed). */
+typedef void (*agent_progress_fn)(void *ud, const char *key, const char *ref, int64_t current,
+				  int64_t total);
+/* Pulls registry/ref from registry ("host:port") and tags it ref, so
+ * sessions name it as everywhere else. Progress is reported at most about
+ * once a second and once at the end: to fn, or, when fn is NULL and key is
+ * not empty, through the event callback (agent_watch_start) as
+ * {"event":"progress","session_id":key,"ref","current","total"}. An image
+ * the registry lacks is -ENOENT; the registry's message is in err. */
+int agent_pull(struct agent *a, const char *ref, const char *registry, const char *key,
+	       agent_progress_fn fn, void *ud, struct terr *err);
+
 /* The identity of the installation the agent serves (the manager's
  * cluster id; copied). Its containers are labelled with it, and it lists,
  * reports and charges only the containers that carry it, so that servers
@@ -140,5 +163,7 @@ int agent_watch_start(struct agent *a, agent_event_fn fn, void *ud, struct terr 
 /* A user's network on a node: this prefix, up to 16 characters of the
  * user's id, '-', up to 8 of the cluster id. */
 #define AGENT_NETWORK_PREFIX "tessera-u-"
+/* A pull's progress event (agent_pull), beside the died events. */
+#define AGENT_EVENT_PROGRESS "progress"
 
 #endif

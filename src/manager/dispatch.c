@@ -88,14 +88,18 @@ static void run_start(struct manager *m, const char *sid)
 	json_t *spec = session_spec(m, s);
 	const struct agent_link_ops *link = a->link;
 	void *ctx = a->link_ctx;
-	char agent_name[STORE_NAME_MAX];
+	char agent_name[STORE_NAME_MAX], image[sizeof(s->rec.image)];
 	util_strlcpy(agent_name, a->rec.id, sizeof(agent_name));
+	util_strlcpy(image, s->rec.image, sizeof(image));
 	s->start_inflight = true;
 	pthread_mutex_unlock(&m->mu);
 
 	char cid[RT_ID_MAX] = "";
 	struct terr err = {0};
-	int rc = link->start(ctx, spec, cid, &err);
+	/* An image the node lacks comes from the cluster registry first. */
+	int rc = mgr_pull_for_start(m, sid, link, ctx, agent_name, image, &err);
+	if (rc == 0)
+		rc = link->start(ctx, spec, cid, &err);
 	json_decref(spec);
 
 	pthread_mutex_lock(&m->mu);
@@ -191,10 +195,12 @@ static void *worker_main(void *arg)
 		if (!m->jobs_head)
 			m->jobs_tail = NULL;
 		pthread_mutex_unlock(&m->mu);
-		if (j->type == JOB_START)
-			run_start(m, j->session_id);
-		else
-			run_destroy(m, j->session_id);
+		switch (j->type) {
+		case JOB_START: run_start(m, j->session_id); break;
+		case JOB_DESTROY: run_destroy(m, j->session_id); break;
+		case JOB_COMMIT: mgr_run_commit(m, j->session_id); break;
+		case JOB_PULL: mgr_run_pull(m, j->session_id); break;
+		}
 		free(j);
 		pthread_mutex_lock(&m->mu);
 	}

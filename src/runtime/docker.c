@@ -20,6 +20,7 @@
 
 #include "common/httpc.h"
 #include "runtime/docker_demux.h"
+#include "runtime/docker_progress.h"
 
 #define DOCKER_DEFAULT_SOCKET "/var/run/docker.sock"
 /* Newest API version this file was written against, and the oldest that has
@@ -107,11 +108,11 @@ static long api_parse(const char *v)
  * (may be NULL) is sent as JSON. Returns 0 with resp filled (any HTTP
  * status), or a negative errno for a transport failure, with err saying
  * what was being done and where Docker was looked for. */
-static int dk_do(const struct runtime *rt, const char *method, bool versioned,
-		 const char *path, const json_t *body, long timeout_ms,
-		 int (*on_data)(const char *, size_t, void *), void *ud,
-		 const atomic_bool *cancel, struct httpc_response *resp,
-		 const char *what, struct terr *err)
+static int dk_do_h(const struct runtime *rt, const char *method, bool versioned,
+		   const char *path, const json_t *body, long timeout_ms,
+		   int (*on_data)(const char *, size_t, void *), void *ud,
+		   const atomic_bool *cancel, const char *extra_header,
+		   struct httpc_response *resp, const char *what, struct terr *err)
 {
 	autofree char *url = NULL;
 	autofree char *payload = NULL;
@@ -121,8 +122,8 @@ static int dk_do(const struct runtime *rt, const char *method, bool versioned,
 		url = NULL;
 		return terr_set(err, ENOMEM, "%s: out of memory", what);
 	}
-	static const char *const json_headers[] = {
-		"Content-Type: application/json", NULL,
+	const char *json_headers[] = {
+		"Content-Type: application/json", extra_header, NULL,
 	};
 	struct httpc_request req = {
 		.method = method,
@@ -152,6 +153,16 @@ static int dk_do(const struct runtime *rt, const char *method, bool versioned,
 		return terr_prefix(err, "%s: Docker at %s", what, rt->where);
 	}
 	return 0;
+}
+
+static int dk_do(const struct runtime *rt, const char *method, bool versioned,
+		 const char *path, const json_t *body, long timeout_ms,
+		 int (*on_data)(const char *, size_t, void *), void *ud,
+		 const atomic_bool *cancel, struct httpc_response *resp,
+		 const char *what, struct terr *err)
+{
+	return dk_do_h(rt, method, versioned, path, body, timeout_ms, on_data, ud, cancel, NULL,
+		       resp, what, err);
 }
 
 /* Turns a non-success answer into the error contract: Docker explains
@@ -385,8 +396,10 @@ static int docker_image_exists(struct runtime *rt, const char *ref,
 	return r;
 }
 
-static int docker_image_env(struct runtime *rt, const char *ref, char ***env,
-			    size_t *n, struct terr *err)
+/* Config.Env ("K=V" already) or Config.Labels (an object, written
+ * "K=V") of an image. */
+static int image_config_strings(struct runtime *rt, const char *ref, bool labels, char ***out_v,
+				size_t *n, struct terr *err)
 {
 	autofree char *eref = url_escape(ref, true);
 	autofree char *path = NULL;
@@ -396,22 +409,44 @@ static int docker_image_env(struct runtime *rt, const char *ref, char ***env,
 	int r = dk_call_json(rt, "GET", path, NULL, "inspect image", &root, err);
 	if (r < 0)
 		return r;
-	json_t *arr = json_object_get(json_object_get(root, "Config"), "Env");
-	size_t cnt = json_array_size(arr), k = 0;
+	json_t *cfg = json_object_get(root, "Config");
+	json_t *arr = json_object_get(cfg, "Env"), *obj = json_object_get(cfg, "Labels");
+	size_t cnt = labels ? json_object_size(obj) : json_array_size(arr), k = 0;
 	char **out = calloc(cnt + 1, sizeof(char *));
 	if (!out) {
 		json_decref(root);
 		return terr_set(err, ENOMEM, "inspect image: out of memory");
 	}
-	for (size_t i = 0; i < cnt; i++) {
-		const char *v = json_string_value(json_array_get(arr, i));
-		if (v && (out[k] = strdup(v)))
-			k++;
+	if (labels) {
+		const char *key;
+		json_t *v;
+		json_object_foreach(obj, key, v) {
+			if (json_is_string(v) && k < cnt && asprintf(&out[k], "%s=%s", key, json_string_value(v)) >= 0)
+				k++;
+		}
+	} else {
+		for (size_t i = 0; i < cnt; i++) {
+			const char *v = json_string_value(json_array_get(arr, i));
+			if (v && (out[k] = strdup(v)))
+				k++;
+		}
 	}
 	json_decref(root);
-	*env = out;
+	*out_v = out;
 	*n = k;
 	return 0;
+}
+
+static int docker_image_env(struct runtime *rt, const char *ref, char ***env,
+			    size_t *n, struct terr *err)
+{
+	return image_config_strings(rt, ref, false, env, n, err);
+}
+
+static int docker_image_labels(struct runtime *rt, const char *ref, char ***labels,
+			       size_t *n, struct terr *err)
+{
+	return image_config_strings(rt, ref, true, labels, n, err);
 }
 
 static void free_refs(char **refs, size_t n)
@@ -933,43 +968,230 @@ static int docker_logs(struct runtime *rt, const char *id, int tail,
 	return r;
 }
 
-/* ---- commit ------------------------------------------------------------ */
+/* ---- commit, tag, push, pull ------------------------------------------- */
 
-static int docker_commit(struct runtime *rt, const char *id, const char *ref,
-			 struct terr *err)
+/* Splits "reg:5000/repo:tag" into repo and tag: the tag follows the last
+ * ':' after the last '/' (a ':' before it is a registry port); "latest"
+ * when there is none. Digests are refused. *repo and *tag malloc'd. */
+static int split_ref(const char *ref, char **repo, char **tag, const char *what, struct terr *err)
 {
-	/* "reg:5000/repo:tag": the tag follows the last ':' after the last
-	 * '/' (a ':' before it is a registry port). */
+	*repo = *tag = NULL;
 	if (!ref || !*ref || strchr(ref, '@'))
-		return terr_set(err, EINVAL,
-				"commit container: \"%s\" is not an image name of the form repo[:tag]",
-				ref ? ref : "");
+		return terr_set(err, EINVAL, "%s: \"%s\" is not an image name of the form repo[:tag]",
+				what, ref ? ref : "");
 	const char *slash = strrchr(ref, '/');
 	const char *colon = strrchr(ref, ':');
 	if (colon && slash && colon < slash)
 		colon = NULL;
-	autofree char *repo = colon ? strndup(ref, (size_t)(colon - ref)) : strdup(ref);
-	const char *tag = colon ? colon + 1 : "latest";
-	if (repo && (!*repo || !*tag))
-		return terr_set(err, EINVAL, "commit container: \"%s\" has an empty repository or tag", ref);
+	*repo = colon ? strndup(ref, (size_t)(colon - ref)) : strdup(ref);
+	*tag = strdup(colon ? colon + 1 : "latest");
+	if (!*repo || !*tag) {
+		free(*repo);
+		free(*tag);
+		*repo = *tag = NULL;
+		return terr_set(err, ENOMEM, "%s: out of memory", what);
+	}
+	if (!**repo || !**tag) {
+		free(*repo);
+		free(*tag);
+		*repo = *tag = NULL;
+		return terr_set(err, EINVAL, "%s: \"%s\" has an empty repository or tag", what, ref);
+	}
+	return 0;
+}
+
+/* The body of POST /commit: a container config whose fields Docker merges
+ * over the container's own (labels and variables of other names are kept). */
+static json_t *commit_config(const struct rt_label *labels, size_t n_labels, const char *const *env)
+{
+	json_t *cfg = json_object(), *l = json_object();
+	for (size_t i = 0; i < n_labels; i++)
+		json_object_set_new(l, labels[i].key, json_string(labels[i].value ? labels[i].value : ""));
+	json_object_set_new(cfg, "Labels", l);
+	if (env)
+		json_object_set_new(cfg, "Env", str_array(env));
+	return cfg;
+}
+
+static int docker_commit(struct runtime *rt, const char *id, const char *ref,
+			 const struct rt_label *labels, size_t n_labels,
+			 const char *const *env, struct terr *err)
+{
+	autofree char *repo = NULL;
+	autofree char *tag = NULL;
+	int r = split_ref(ref, &repo, &tag, "commit container", err);
+	if (r < 0)
+		return r;
 	autofree char *ecid = url_escape(id, false);
-	autofree char *erepo = repo ? url_escape(repo, false) : NULL;
+	autofree char *erepo = url_escape(repo, false);
 	autofree char *etag = url_escape(tag, false);
 	autofree char *path = NULL;
 	if (!ecid || !erepo || !etag ||
-	    asprintf(&path, "/commit?container=%s&repo=%s&tag=%s", ecid, erepo, etag) < 0) {
+	    asprintf(&path, "/commit?container=%s&repo=%s&tag=%s&pause=true", ecid, erepo, etag) < 0) {
 		path = NULL;
 		return terr_set(err, ENOMEM, "commit container: out of memory");
 	}
+	autojson json_t *cfg = (labels && n_labels) || env ? commit_config(labels, n_labels, env) : NULL;
 	struct httpc_response resp;
-	int r = dk_do(rt, "POST", true, path, NULL, 0, NULL, NULL, NULL, &resp,
-		      "commit container", err);
+	r = dk_do(rt, "POST", true, path, cfg, 0, NULL, NULL, NULL, &resp,
+		  "commit container", err);
 	if (r < 0)
 		return r;
 	if (resp.status != 201 && resp.status != 200)
 		r = dk_fail(&resp, "commit container", err);
 	httpc_response_free(&resp);
 	return r;
+}
+
+static int docker_tag(struct runtime *rt, const char *src, const char *dst, struct terr *err)
+{
+	autofree char *repo = NULL;
+	autofree char *tag = NULL;
+	int r = split_ref(dst, &repo, &tag, "tag image", err);
+	if (r < 0)
+		return r;
+	autofree char *esrc = url_escape(src, true);
+	autofree char *erepo = url_escape(repo, false);
+	autofree char *etag = url_escape(tag, false);
+	autofree char *path = NULL;
+	if (!esrc || !erepo || !etag ||
+	    asprintf(&path, "/images/%s/tag?repo=%s&tag=%s", esrc, erepo, etag) < 0) {
+		path = NULL;
+		return terr_set(err, ENOMEM, "tag image: out of memory");
+	}
+	struct httpc_response resp;
+	r = dk_do(rt, "POST", true, path, NULL, DOCKER_TIMEOUT_MS, NULL, NULL, NULL, &resp,
+		  "tag image", err);
+	if (r < 0)
+		return r;
+	if (resp.status != 201 && resp.status != 200)
+		r = dk_fail(&resp, "tag image", err);
+	httpc_response_free(&resp);
+	return r;
+}
+
+static int docker_image_remove(struct runtime *rt, const char *ref, struct terr *err)
+{
+	autofree char *eref = url_escape(ref, true);
+	autofree char *path = NULL;
+	if (!eref || asprintf(&path, "/images/%s?noprune=false", eref) < 0) {
+		path = NULL;
+		return terr_set(err, ENOMEM, "remove image: out of memory");
+	}
+	struct httpc_response resp;
+	int r = dk_do(rt, "DELETE", true, path, NULL, DOCKER_TIMEOUT_MS, NULL, NULL, NULL, &resp,
+		      "remove image", err);
+	if (r < 0)
+		return r;
+	if (resp.status != 200)
+		r = dk_fail(&resp, "remove image", err);
+	httpc_response_free(&resp);
+	return r;
+}
+
+struct transfer_ctx {
+	struct docker_progress prog;
+	rt_progress_cb cb;
+	void *ud;
+	int64_t last_cur, last_total;
+	char errbody[DOCKER_ERRBODY_CAP];
+	size_t errlen;
+};
+
+static int transfer_on_data(const char *data, size_t len, void *ud)
+{
+	struct transfer_ctx *t = ud;
+	size_t k = sizeof(t->errbody) - 1 - t->errlen;
+	if (k > len)
+		k = len;
+	memcpy(t->errbody + t->errlen, data, k);
+	t->errlen += k;
+	if (docker_progress_feed(&t->prog, data, len) < 0)
+		return 1;
+	int64_t cur, total;
+	docker_progress_sum(&t->prog, &cur, &total);
+	if (t->cb && (cur != t->last_cur || total != t->last_total)) {
+		t->last_cur = cur;
+		t->last_total = total;
+		t->cb(t->ud, cur, total);
+	}
+	return 0;
+}
+
+/* A pull or push: the request, then its streamed lines. what: for
+ * messages ("pull image reg/x:1"). */
+static int transfer(struct runtime *rt, const char *path, const char *what,
+		    rt_progress_cb cb, void *ud, struct terr *err)
+{
+	struct transfer_ctx *t = calloc(1, sizeof(*t));
+	if (!t)
+		return terr_set(err, ENOMEM, "%s: out of memory", what);
+	docker_progress_init(&t->prog);
+	t->cb = cb;
+	t->ud = ud;
+	/* No credentials: the cluster registry is open to the cluster's
+	 * hosts; Docker still wants the header on a push ("{}"). */
+	struct httpc_response resp;
+	int r = dk_do_h(rt, "POST", true, path, NULL, 0, transfer_on_data, t, NULL,
+			"X-Registry-Auth: e30=", &resp, what, err);
+	if (r == 0) {
+		docker_progress_finish(&t->prog);
+		if (resp.status != 200)
+			r = dk_fail_body(resp.status, t->errbody, t->errlen, what, err);
+		else if (t->prog.error[0])
+			r = terr_set(err, strstr(t->prog.error, "not found") || strstr(t->prog.error, "unknown")
+					    ? ENOENT : EIO, "%s: %s", what, t->prog.error);
+		httpc_response_free(&resp);
+	}
+	docker_progress_free(&t->prog);
+	free(t);
+	return r;
+}
+
+static int docker_push(struct runtime *rt, const char *ref, rt_progress_cb cb, void *ud,
+		       struct terr *err)
+{
+	autofree char *repo = NULL;
+	autofree char *tag = NULL;
+	autofree char *what = NULL;
+	if (asprintf(&what, "push image %s", ref ? ref : "") < 0) {
+		what = NULL;
+		return terr_set(err, ENOMEM, "push image: out of memory");
+	}
+	int r = split_ref(ref, &repo, &tag, what, err);
+	if (r < 0)
+		return r;
+	autofree char *erepo = url_escape(repo, true);
+	autofree char *etag = url_escape(tag, false);
+	autofree char *path = NULL;
+	if (!erepo || !etag || asprintf(&path, "/images/%s/push?tag=%s", erepo, etag) < 0) {
+		path = NULL;
+		return terr_set(err, ENOMEM, "%s: out of memory", what);
+	}
+	return transfer(rt, path, what, cb, ud, err);
+}
+
+static int docker_pull(struct runtime *rt, const char *ref, rt_progress_cb cb, void *ud,
+		       struct terr *err)
+{
+	autofree char *repo = NULL;
+	autofree char *tag = NULL;
+	autofree char *what = NULL;
+	if (asprintf(&what, "pull image %s", ref ? ref : "") < 0) {
+		what = NULL;
+		return terr_set(err, ENOMEM, "pull image: out of memory");
+	}
+	int r = split_ref(ref, &repo, &tag, what, err);
+	if (r < 0)
+		return r;
+	autofree char *erepo = url_escape(repo, false);
+	autofree char *etag = url_escape(tag, false);
+	autofree char *path = NULL;
+	if (!erepo || !etag || asprintf(&path, "/images/create?fromImage=%s&tag=%s", erepo, etag) < 0) {
+		path = NULL;
+		return terr_set(err, ENOMEM, "%s: out of memory", what);
+	}
+	return transfer(rt, path, what, cb, ud, err);
 }
 
 /* ---- events ------------------------------------------------------------ */
@@ -1265,6 +1487,7 @@ const struct runtime_ops runtime_docker_ops = {
 	.version = docker_version,
 	.image_exists = docker_image_exists,
 	.image_env = docker_image_env,
+	.image_labels = docker_image_labels,
 	.image_list = docker_image_list,
 	.create = docker_create,
 	.start = docker_start,
@@ -1274,6 +1497,10 @@ const struct runtime_ops runtime_docker_ops = {
 	.exec = docker_exec,
 	.logs = docker_logs,
 	.commit = docker_commit,
+	.tag = docker_tag,
+	.image_remove = docker_image_remove,
+	.push = docker_push,
+	.pull = docker_pull,
 	.watch = docker_watch,
 	.network_ensure = docker_network_ensure,
 	.network_remove = docker_network_remove,

@@ -91,6 +91,11 @@ struct rt_event {
 
 typedef int (*rt_event_cb)(const struct rt_event *ev, void *ud);
 
+/* Progress of an image pull or push: bytes transferred and their known
+ * total, summed over the image's layers (total 0 while unknown). Called
+ * from the calling thread, as often as the runtime reports. */
+typedef void (*rt_progress_cb)(void *ud, int64_t current, int64_t total);
+
 struct runtime_ops {
 	const char *name;
 	/* endpoint: e.g. "unix:///var/run/docker.sock" or NULL for the default. */
@@ -106,6 +111,10 @@ struct runtime_ops {
 	 * and the array); -ENOENT when the image does not exist. */
 	int (*image_env)(struct runtime *rt, const char *ref, char ***env, size_t *n,
 			 struct terr *err);
+	/* The image's labels as "key=value" strings, the same way (may be
+	 * NULL in a runtime without labels). */
+	int (*image_labels)(struct runtime *rt, const char *ref, char ***labels, size_t *n,
+			    struct terr *err);
 	/* Lists image references "repo:tag" (caller frees each and the array). */
 	int (*image_list)(struct runtime *rt, char ***refs, size_t *n,
 			  struct terr *err);
@@ -132,9 +141,26 @@ struct runtime_ops {
 	 * the last `tail` lines (0 = all). *out NUL-terminated, caller frees. */
 	int (*logs)(struct runtime *rt, const char *id, int tail, char **out,
 		    size_t *len, struct terr *err);
-	/* Commits the container to a new image reference "repo:tag". */
+	/* Commits the container's filesystem (not its mounts) to a new image
+	 * reference "repo:tag". labels are added to those the container
+	 * carries (its image's and its own); env (may be NULL: the
+	 * container's) replaces the variables of the same names. */
 	int (*commit)(struct runtime *rt, const char *id, const char *ref,
-		      struct terr *err);
+		      const struct rt_label *labels, size_t n_labels,
+		      const char *const *env, struct terr *err);
+	/* Gives image src (a reference or id) the further reference dst. */
+	int (*tag)(struct runtime *rt, const char *src, const char *dst, struct terr *err);
+	/* Removes one reference of an image (the image itself goes with its
+	 * last); -ENOENT when there is none. */
+	int (*image_remove)(struct runtime *rt, const char *ref, struct terr *err);
+	/* Pushes "registry/repo:tag" to its registry, or pulls it from there;
+	 * cb (may be NULL) follows the transfer. A failure reported in the
+	 * stream (the registry's message) is an error like a refused call:
+	 * -ENOENT when the registry does not have the image. */
+	int (*push)(struct runtime *rt, const char *ref, rt_progress_cb cb, void *ud,
+		    struct terr *err);
+	int (*pull)(struct runtime *rt, const char *ref, rt_progress_cb cb, void *ud,
+		    struct terr *err);
 	/* Streams container events for containers with label key=value,
 	 * calling cb for each; blocks until another thread sets *stop (read
 	 * at least once a second), cb returns non-zero, or the stream fails. */

@@ -373,12 +373,107 @@ static int f_logs(struct runtime *rt, const char *id, int tail, char **out, size
 	return terr_set(err, ENOSYS, "logs are not part of these tests");
 }
 
-static int f_commit(struct runtime *rt, const char *id, const char *ref, struct terr *err)
+/* The image calls, recorded in order as lines ("commit c1 ref", "tag a b",
+ * "push r", "pull r", "rmi r", "label k=v", "env K=V"). */
+static struct {
+	pthread_mutex_t mu;
+	char lines[64][600];
+	int n;
+	const char *push_fails;    /* the push's error, NULL: it works */
+} img = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static void img_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void img_log(const char *fmt, ...)
+{
+	pthread_mutex_lock(&img.mu);
+	if (img.n < 64) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(img.lines[img.n++], sizeof(img.lines[0]), fmt, ap);
+		va_end(ap);
+	}
+	pthread_mutex_unlock(&img.mu);
+}
+
+static bool img_has(const char *line)
+{
+	bool has = false;
+	pthread_mutex_lock(&img.mu);
+	for (int i = 0; i < img.n; i++)
+		has = has || !strcmp(img.lines[i], line);
+	pthread_mutex_unlock(&img.mu);
+	return has;
+}
+
+static int img_index(const char *line)
+{
+	for (int i = 0; i < img.n; i++)
+		if (!strcmp(img.lines[i], line))
+			return i;
+	return -1;
+}
+
+static int f_commit(struct runtime *rt, const char *id, const char *ref, const struct rt_label *labels,
+		    size_t n_labels, const char *const *env, struct terr *err)
 {
 	(void)rt;
-	(void)id;
+	(void)err;
+	img_log("commit %s %s", id, ref);
+	for (size_t i = 0; i < n_labels; i++)
+		img_log("label %s=%s", labels[i].key, labels[i].value);
+	for (; env && *env; env++)
+		img_log("env %s", *env);
+	return 0;
+}
+
+/* The source image is a Backend.AI one, with features of its own. */
+static int f_image_labels(struct runtime *rt, const char *ref, char ***labels, size_t *n, struct terr *err)
+{
+	(void)rt;
 	(void)ref;
-	return terr_set(err, ENOSYS, "commit is not part of these tests");
+	(void)err;
+	*labels = calloc(2, sizeof(char *));
+	(*labels)[0] = strdup("ai.backend.features=batch uid-match");
+	(*labels)[1] = strdup("ai.backend.kernelspec=1");
+	*n = 2;
+	return 0;
+}
+
+static int f_tag(struct runtime *rt, const char *src, const char *dst, struct terr *err)
+{
+	(void)rt;
+	(void)err;
+	img_log("tag %s %s", src, dst);
+	return 0;
+}
+
+static int f_image_remove(struct runtime *rt, const char *ref, struct terr *err)
+{
+	(void)rt;
+	(void)err;
+	img_log("rmi %s", ref);
+	return 0;
+}
+
+static int f_push(struct runtime *rt, const char *ref, rt_progress_cb cb, void *ud, struct terr *err)
+{
+	(void)rt;
+	img_log("push %s", ref);
+	if (cb)
+		cb(ud, 10, 20);
+	return img.push_fails ? terr_set(err, EIO, "%s", img.push_fails) : 0;
+}
+
+/* "missing:1" is not in the registry. */
+static int f_pull(struct runtime *rt, const char *ref, rt_progress_cb cb, void *ud, struct terr *err)
+{
+	(void)rt;
+	img_log("pull %s", ref);
+	if (strstr(ref, "missing:1"))
+		return terr_set(err, ENOENT, "pull image %s: manifest unknown", ref);
+	cb(ud, 412000000, 980000000);
+	cb(ud, 980000000, 980000000);
+	return 0;
 }
 
 /* Holds the stream open, as Docker's does, until the agent stops; sends
@@ -409,6 +504,8 @@ static const struct runtime_ops fake_ops = {
 	.image_exists = f_image_exists, .image_env = f_image_env, .image_list = f_image_list,
 	.create = f_create, .start = f_start, .remove = f_remove, .inspect = f_inspect,
 	.list = f_list, .exec = f_exec, .logs = f_logs, .commit = f_commit, .watch = f_watch,
+	.image_labels = f_image_labels, .tag = f_tag, .image_remove = f_image_remove, .push = f_push,
+	.pull = f_pull,
 	.network_ensure = f_network_ensure, .network_remove = f_network_remove,
 };
 
@@ -1275,6 +1372,101 @@ TEST(sessions_and_execs_run_as_the_work_user_unless_root)
 	agent_close(a);
 }
 
+TEST(a_commit_labels_the_image_and_pushes_it)
+{
+	fake_reset();
+	img.n = 0;
+	struct agent *a = open_mock_agent();
+	if (!a)
+		return;
+	json_t *req = json_pack("{s:s,s:s,s:{s:s,s:s},s:s,s:s}", "container_id", "c1", "ref", "tp/alice/s:v1",
+				"labels", "tessera.owner", "u1", "ai.backend.features", "private",
+				"source_image", "lablup/python:3.9", "registry", "127.0.0.1:5000");
+	json_t *out = NULL;
+	struct terr err = {0};
+	CHECK_INT(agent_commit(a, req, &out, &err), 0);
+	CHECK(json_is_true(json_object_get(out, "pushed")));
+	CHECK(!json_object_get(out, "push_error"));
+	CHECK(img_has("commit c1 tp/alice/s:v1"));
+	CHECK(img_has("label tessera.owner=u1"));
+	/* private joins the source image's features */
+	CHECK(img_has("label ai.backend.features=batch uid-match private"));
+	/* the container's own labels are emptied on the image */
+	CHECK(img_has("label tessera.session="));
+	CHECK(img_has("label tessera.agent="));
+	/* the source image's variables, not the session's */
+	CHECK(img_has("env PATH=/image/bin:/bin"));
+	CHECK(img_has("env LANG=C.UTF-8"));
+	/* tagged for the registry, pushed, that name removed again */
+	int t = img_index("tag tp/alice/s:v1 127.0.0.1:5000/tp/alice/s:v1");
+	int p = img_index("push 127.0.0.1:5000/tp/alice/s:v1");
+	int r = img_index("rmi 127.0.0.1:5000/tp/alice/s:v1");
+	CHECK(t >= 0 && p > t && r > p);
+	json_decref(out);
+
+	/* A failed push leaves the commit standing, with the reason. */
+	img.push_fails = "connection refused";
+	out = NULL;
+	CHECK_INT(agent_commit(a, req, &out, &err), 0);
+	CHECK(json_is_false(json_object_get(out, "pushed")));
+	CHECK_CONTAINS(json_string_value(json_object_get(out, "push_error")), "connection refused");
+	img.push_fails = NULL;
+	json_decref(out);
+	/* Without a registry: no push at all. */
+	json_object_del(req, "registry");
+	img.n = 0;
+	out = NULL;
+	CHECK_INT(agent_commit(a, req, &out, &err), 0);
+	CHECK(!img_has("push 127.0.0.1:5000/tp/alice/s:v1"));
+	json_decref(out);
+	/* A request without a container or with labels of the wrong type. */
+	json_object_set_new(req, "labels", json_string("x"));
+	CHECK_INT(agent_commit(a, req, &out, &err), -EINVAL);
+	json_decref(req);
+	agent_close(a);
+}
+
+static struct {
+	int calls;
+	char key[64];
+	int64_t last_cur, last_total;
+} progress;
+
+static void on_progress(void *ud, const char *key, const char *ref, int64_t cur, int64_t total)
+{
+	(void)ud;
+	(void)ref;
+	progress.calls++;
+	snprintf(progress.key, sizeof(progress.key), "%s", key);
+	progress.last_cur = cur;
+	progress.last_total = total;
+}
+
+TEST(a_pull_reports_progress_and_takes_the_plain_name)
+{
+	fake_reset();
+	img.n = 0;
+	struct agent *a = open_mock_agent();
+	if (!a)
+		return;
+	struct terr err = {0};
+	memset(&progress, 0, sizeof(progress));
+	CHECK_INT(agent_pull(a, "tp/x:1", "127.0.0.1:5000", "sess-1", on_progress, NULL, &err), 0);
+	CHECK(img_has("pull 127.0.0.1:5000/tp/x:1"));
+	CHECK(img_has("tag 127.0.0.1:5000/tp/x:1 tp/x:1"));
+	CHECK(img_has("rmi 127.0.0.1:5000/tp/x:1"));
+	/* once at the start, at most once a second between, once at the end */
+	CHECK(progress.calls >= 2);
+	CHECK_STR(progress.key, "sess-1");
+	CHECK_INT(progress.last_cur, 980000000);
+	CHECK_INT(progress.last_total, 980000000);
+	CHECK_INT(agent_pull(a, "tp/missing:1", "127.0.0.1:5000", "sess-1", on_progress, NULL, &err), -ENOENT);
+	CHECK_CONTAINS(err.msg, "manifest unknown");
+	CHECK_INT(agent_pull(a, "tp/x:1", "", "sess-1", on_progress, NULL, &err), -ENOENT);
+	CHECK_CONTAINS(err.msg, "no registry");
+	agent_close(a);
+}
+
 int main(void)
 {
 	snprintf(data_dir, sizeof(data_dir), "/tmp/tessera-agent-test.XXXXXX");
@@ -1295,6 +1487,8 @@ int main(void)
 	RUN(a_spec_without_owner_id_keeps_the_default_network);
 	RUN(a_start_retries_when_its_network_changed_under_it);
 	RUN(sessions_and_execs_run_as_the_work_user_unless_root);
+	RUN(a_commit_labels_the_image_and_pushes_it);
+	RUN(a_pull_reports_progress_and_takes_the_plain_name);
 	util_remove_tree(data_dir);
 	return testlib_done();
 }

@@ -123,7 +123,7 @@ static void f_release(void *ctx)
 }
 
 static const struct agent_link_ops fake_link = {
-	"fake", f_start, f_destroy, f_exec, f_logs, f_image_exists, f_images, f_release,
+	"fake", f_start, f_destroy, f_exec, f_logs, f_image_exists, f_images, NULL, NULL, f_release,
 };
 
 static int fake_count(const int *counter)

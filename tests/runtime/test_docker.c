@@ -198,6 +198,37 @@ static void route(int fd, const char *method, const char *full, const char *body
 		      "{\"Id\":\"4\",\"RepoTags\":[\"me/private:v1\"]}]");
 	} else if (!strcmp(method, "GET") && !strncmp(path, "/images/", 8)) {
 		reply_message(fd, 404, "No such image");
+	} else if (!strcmp(method, "POST") && !strncmp(path, "/images/create?", 15)) {
+		const char *h = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+				"Transfer-Encoding: chunked\r\n\r\n";
+		if (strstr(path, "fromImage=reg%3A5000%2Fgone")) {
+			reply_message(fd, 404, "manifest for reg:5000/gone:1 not found: manifest unknown: manifest unknown");
+		} else if (strstr(path, "fromImage=reg%3A5000%2Fbroken")) {
+			/* Older daemons: 200, then the failure as a line. */
+			write_all(fd, h, strlen(h));
+			chunk(fd, "{\"status\":\"Pulling from broken\",\"id\":\"1\"}\r\n");
+			chunk(fd, "{\"errorDetail\":{\"message\":\"unauthorized: authentication required\"},"
+				  "\"error\":\"unauthorized: authentication required\"}\r\n");
+			chunk(fd, "");
+		} else {
+			write_all(fd, h, strlen(h));
+			chunk(fd, "{\"status\":\"Pulling fs layer\",\"progressDetail\":{},\"id\":\"a\"}\r\n{\"stat");
+			chunk(fd, "us\":\"Downloading\",\"progressDetail\":{\"current\":412,\"total\":980},\"id\":\"a\"}\r\n");
+			chunk(fd, "{\"status\":\"Pull complete\",\"progressDetail\":{},\"id\":\"a\"}\r\n");
+			chunk(fd, "{\"status\":\"Status: Downloaded newer image for reg:5000/x:1\"}\r\n");
+			chunk(fd, "");
+		}
+	} else if (!strcmp(method, "POST") && !strncmp(path, "/images/reg:5000/x/push?", 24)) {
+		const char *h = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+				"Transfer-Encoding: chunked\r\n\r\n";
+		write_all(fd, h, strlen(h));
+		chunk(fd, "{\"status\":\"Pushing\",\"progressDetail\":{\"current\":5,\"total\":10},\"id\":\"l\"}\n");
+		chunk(fd, "{\"status\":\"Pushed\",\"progressDetail\":{},\"id\":\"l\"}\n");
+		chunk(fd, "");
+	} else if (!strcmp(method, "POST") && !strncmp(path, "/images/", 8) && strstr(path, "/tag?")) {
+		reply(fd, 201, NULL);
+	} else if (!strcmp(method, "DELETE") && !strncmp(path, "/images/", 8)) {
+		reply(fd, 200, "[{\"Untagged\":\"reg:5000/x:1\"}]");
 	} else if (!strcmp(method, "POST") && !strncmp(path, "/commit?", 8)) {
 		reply(fd, 201, "{\"Id\":\"sha256:def\"}");
 	} else if (!strcmp(method, "GET") && !strncmp(path, "/containers/c0ffee/logs?", 24)) {
@@ -783,7 +814,7 @@ TEST(images_and_commit)
 
 	struct fake_req q;
 	char v[256];
-	CHECK_INT(ops->commit(rt, "c0ffee", "me/private:v1", &err), 0);
+	CHECK_INT(ops->commit(rt, "c0ffee", "me/private:v1", NULL, 0, NULL, &err), 0);
 	CHECK(fake_find("POST", "/commit", &q));
 	CHECK(query_param(q.path, "container", v, sizeof(v)));
 	CHECK_STR(v, "c0ffee");
@@ -793,15 +824,88 @@ TEST(images_and_commit)
 	CHECK_STR(v, "v1");
 
 	/* A registry port is not a tag. */
-	CHECK_INT(ops->commit(rt, "c0ffee", "reg:5000/team/img", &err), 0);
+	CHECK_INT(ops->commit(rt, "c0ffee", "reg:5000/team/img", NULL, 0, NULL, &err), 0);
 	CHECK(fake_find("POST", "/commit", &q));
 	CHECK(query_param(q.path, "repo", v, sizeof(v)));
 	CHECK_STR(v, "reg:5000/team/img");
 	CHECK(query_param(q.path, "tag", v, sizeof(v)));
 	CHECK_STR(v, "latest");
 
-	CHECK_INT(ops->commit(rt, "c0ffee", "img@sha256:abc", &err), -EINVAL);
-	CHECK_INT(ops->commit(rt, "c0ffee", "img:", &err), -EINVAL);
+	/* Labels and variables go in the body, a config Docker merges. */
+	const struct rt_label labels[] = {{"tessera.owner", "u1"}, {"ai.backend.features", "private"}};
+	const char *const env[] = {"PATH=/bin", NULL};
+	CHECK_INT(ops->commit(rt, "c0ffee", "me/private:v2", labels, 2, env, &err), 0);
+	CHECK(fake_find("POST", "/commit", &q));
+	json_t *body = json_loads(q.body ? q.body : "", 0, NULL);
+	CHECK_STR(json_string_value(json_object_get(json_object_get(body, "Labels"), "tessera.owner")), "u1");
+	CHECK_STR(json_string_value(json_object_get(json_object_get(body, "Labels"), "ai.backend.features")),
+		  "private");
+	CHECK_STR(json_string_value(json_array_get(json_object_get(body, "Env"), 0)), "PATH=/bin");
+	json_decref(body);
+	free(q.body);
+
+	CHECK_INT(ops->commit(rt, "c0ffee", "img@sha256:abc", NULL, 0, NULL, &err), -EINVAL);
+	CHECK_INT(ops->commit(rt, "c0ffee", "img:", NULL, 0, NULL, &err), -EINVAL);
+	ops->close(rt);
+}
+
+static struct {
+	int calls;
+	int64_t cur, total;
+} seen;
+
+static void on_progress(void *ud, int64_t cur, int64_t total)
+{
+	(void)ud;
+	seen.calls++;
+	seen.cur = cur;
+	seen.total = total;
+}
+
+TEST(tag_push_pull_and_remove)
+{
+	struct runtime *rt = open_rt();
+	if (!rt)
+		return;
+	fake_clear();
+	struct terr err;
+	struct fake_req q;
+	char v[256];
+	CHECK_INT(ops->tag(rt, "tp/x:1", "reg:5000/x:1", &err), 0);
+	CHECK(fake_find("POST", "/images/tp/x:1/tag?", &q));
+	CHECK(query_param(q.path, "repo", v, sizeof(v)));
+	CHECK_STR(v, "reg:5000/x");
+	CHECK(query_param(q.path, "tag", v, sizeof(v)));
+	CHECK_STR(v, "1");
+
+	memset(&seen, 0, sizeof(seen));
+	CHECK_INT(ops->push(rt, "reg:5000/x:1", on_progress, NULL, &err), 0);
+	CHECK(fake_find("POST", "/images/reg:5000/x/push?tag=1", &q));
+	CHECK(seen.calls >= 2);
+	CHECK_INT(seen.cur, 10);
+	CHECK_INT(seen.total, 10);
+
+	memset(&seen, 0, sizeof(seen));
+	CHECK_INT(ops->pull(rt, "reg:5000/x:1", on_progress, NULL, &err), 0);
+	CHECK(fake_find("POST", "/images/create?", &q));
+	CHECK(query_param(q.path, "fromImage", v, sizeof(v)));
+	CHECK_STR(v, "reg:5000/x");
+	CHECK(query_param(q.path, "tag", v, sizeof(v)));
+	CHECK_STR(v, "1");
+	CHECK(seen.calls >= 2);
+	CHECK_INT(seen.cur, 980);
+	CHECK_INT(seen.total, 980);
+
+	/* A registry without the image: the daemon's 404 and message. */
+	CHECK_INT(ops->pull(rt, "reg:5000/gone:1", NULL, NULL, &err), -ENOENT);
+	CHECK_CONTAINS(err.msg, "pull image reg:5000/gone:1: manifest for reg:5000/gone:1 not found");
+	/* A failure reported inside a 200 stream. */
+	CHECK_INT(ops->pull(rt, "reg:5000/broken:1", NULL, NULL, &err), -EIO);
+	CHECK_CONTAINS(err.msg, "pull image reg:5000/broken:1: unauthorized: authentication required");
+	CHECK_INT(ops->pull(rt, "x@sha256:00", NULL, NULL, &err), -EINVAL);
+
+	CHECK_INT(ops->image_remove(rt, "reg:5000/x:1", &err), 0);
+	CHECK(fake_find("DELETE", "/images/reg:5000/x:1", &q));
 	ops->close(rt);
 }
 
@@ -1077,6 +1181,7 @@ int main(void)
 	RUN(start_remove_inspect);
 	RUN(list_filters_by_label);
 	RUN(images_and_commit);
+	RUN(tag_push_pull_and_remove);
 	RUN(exec_demultiplexes_with_exit_code);
 	RUN(networks_made_once_and_removed);
 	RUN(logs_interleaved_with_tail);
