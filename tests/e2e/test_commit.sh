@@ -57,7 +57,10 @@ check "tessera server runs a registry on a loopback port ($REGISTRY)" contains "
 check "the registry answers" curl -fsS "http://$REGISTRY/v2/" -o /dev/null
 
 # ---- commit ----
-T session create "$IMG" --name src --wait \
+# Writing under /usr/local takes root: sessions run as the work user
+# unless the owner's policy allows root (docs/admin.md, "Session isolation").
+T config set policy.admin@tessera.local '{"allow_root": true}' >/dev/null
+T session create "$IMG" --name src --wait --root \
 	--startup-command 'mkdir -p /usr/local/share/t && echo committed-file > /usr/local/share/t/f && exec sleep 1000' \
 	>/dev/null
 check "source session RUNNING" wait_status src RUNNING

@@ -57,7 +57,10 @@ cleanup() { docker rmi -f "$REF" >/dev/null 2>&1; return 0; }
 for _ in $(seq 1 100); do curl -fsS "http://127.0.0.1:$rport/v2/" -o /dev/null 2>&1 && break; sleep 0.1; done
 for _ in $(seq 1 100); do T node ls 2>/dev/null | grep -q ALIVE && break; sleep 0.1; done
 
-T session create "$TEST_IMAGE" --name csrc --cpu 1 --mem 32m --wait \
+# Writing under /usr/local takes root: sessions run as the work user
+# unless the owner's policy allows root (docs/admin.md, "Session isolation").
+T config set policy.admin@tessera.local '{"allow_root": true}' >/dev/null
+T session create "$TEST_IMAGE" --name csrc --cpu 1 --mem 32m --wait --root \
 	--startup-command 'mkdir -p /usr/local/c && echo cluster-file > /usr/local/c/f && exec sleep 1000' >/dev/null
 check "a session runs on the remote agent" wait_status csrc RUNNING
 for _ in $(seq 1 100); do T session exec csrc -- cat /usr/local/c/f >/dev/null 2>&1 && break; sleep 0.1; done
