@@ -6,7 +6,8 @@
 # reference aside), so B cannot even learn that A's objects exist. B's list
 # and event stream do not show A's session, and afterwards A's session is
 # untouched; B's view of the settings has no policy of A's. A route that
-# names a user's object is added to ROUTES or USER_ROUTES below.
+# names a user's object is added to ROUTES or USER_ROUTES below (or to
+# the commit and image checks).
 . "$(dirname "$0")/lib.sh"
 e2e_setup
 start_server || { e2e_done; exit 1; }
@@ -50,6 +51,7 @@ ROUTES = [
     ("GET", "/v1/sessions/{ref}/logs", None),
     ("GET", "/v1/sessions/{ref}/logs?tail=5", None),
     ("POST", "/v1/sessions/{ref}/exec", {"command": ["echo", "hello"]}),
+    ("POST", "/v1/sessions/{ref}/commit", {"tag": "by-b"}),
     ("DELETE", "/v1/sessions/{ref}", None),
 ]
 # Every route that names a user (or a user's setting), with {user}.
@@ -68,14 +70,19 @@ def fill(tmpl, subst):
         tmpl = tmpl.replace(k, v)
     return tmpl
 
+def answer_filled(api, method, tmpl, body, subst):
+    if body is not None:
+        body = json.loads(fill(json.dumps(body), subst))
+    return answer(api, method, fill(tmpl, subst), body)
+
 def same_as_missing(routes, cases, missing):
     """cases: (what, {placeholder: value}); missing: the same placeholders
     naming nothing. B's answer on A's objects, with A's values put back to
     the missing ones, must be the answer on the missing ones."""
     for method, tmpl, body in routes:
-        want = answer(b, method, fill(tmpl, missing), body)
+        want = answer_filled(b, method, tmpl, body, missing)
         for what, subst in cases:
-            got = answer(b, method, fill(tmpl, subst), body)
+            got = answer_filled(b, method, tmpl, body, subst)
             msg = got[2]
             for k, v in subst.items():
                 msg = msg.replace(v, missing[k])
@@ -96,6 +103,27 @@ same_as_missing(OWNER_ROUTES, [("session name with owner=B", {"{ref}": sess["nam
                 {"{ref}": "no-such-session", "{owner}": ub["email"]})
 same_as_missing(USER_ROUTES, [("user id", {"{user}": ua["id"]}), ("email", {"{user}": ua["email"]})],
                 {"{user}": "nobody@cross.test"})
+# A's private image (a commit of A's session): B cannot see its commit,
+# find it in the image list, or pull it; each answered as a missing one.
+st, r = a.call("POST", "/v1/sessions/%s/commit" % sess["id"], {"tag": "cross"})
+say(st == 202, "A commits the session (%d)" % st)
+commit = (r or {}).get("commit", {})
+if commit:
+    st, r = a.call("GET", "/v1/commits/%s?wait=1&timeout_s=120" % commit["id"], timeout=180)
+    commit = (r or {}).get("commit", commit)
+    say(commit.get("status") == "ready", "A's commit is ready (%s %s)" % (commit.get("status"), commit.get("error", "")))
+    same_as_missing([("GET", "/v1/commits/{commit}", None),
+                     ("GET", "/v1/commits/{commit}?wait=1&timeout_s=1", None),
+                     ("POST", "/v1/images/pull", {"image": "{image}"}),
+                     ("POST", "/v1/sessions", {"image": "{image}", "resources": {"cpu": 0.1, "mem": "16m"}})],
+                    [("commit and private image", {"{commit}": commit["id"], "{image}": commit["ref"]})],
+                    {"{commit}": "0" * 32, "{image}": "tessera-private/nobody/none:v1"})
+    st, r = b.call("GET", "/v1/images")
+    say(st == 200 and commit["ref"] not in json.dumps(r) and commit["id"] not in json.dumps(r),
+        "B's image list does not show A's private image")
+    st, r = a.call("GET", "/v1/images")
+    say(st == 200 and commit["name"] in json.dumps(r), "A's image list shows it")
+    print("# private image %s" % commit["ref"])
 st, _, _ = answer(b, "GET", "/v1/users", None)
 say(st == 403, "B may not list users (%d)" % st)
 
@@ -146,4 +174,6 @@ while IFS= read -r line; do
 	esac
 done <<<"$out"
 check "the matrix ran to its end" contains "$out" "# matrix done"
+private=$(sed -n 's/^# private image //p' <<<"$out")
+[[ -n "$private" ]] && docker rmi -f "$private" >/dev/null 2>&1
 e2e_done
