@@ -43,6 +43,13 @@ struct agent {
 	 * usage threads read it: under cluster_mu. */
 	pthread_mutex_t cluster_mu;
 	char cluster_id[64];
+	/* Containers this agent replaced itself (a start interrupted by the
+	 * manager's death, made again): their deaths are no news for the
+	 * session, whose new container runs. The last few, under
+	 * replaced_mu (the start and the watcher thread). */
+	pthread_mutex_t replaced_mu;
+	char replaced[8][RT_ID_MAX];
+	unsigned n_replaced;
 	const struct runtime_ops *rt_ops;
 	struct runtime *rt;
 	char runtime_desc[128];
@@ -256,6 +263,7 @@ int agent_open(struct agent **out, const struct agent_config *cfg, struct terr *
 		return terr_set(err, ENOMEM, "out of memory");
 	util_strlcpy(a->id, cfg->id ? cfg->id : "local", sizeof(a->id));
 	pthread_mutex_init(&a->cluster_mu, NULL);
+	pthread_mutex_init(&a->replaced_mu, NULL);
 	pthread_mutex_init(&a->net_mu, NULL);
 	a->rt_ops = cfg->runtime ? cfg->runtime : &runtime_docker_ops;
 	if (cfg->asset_dir)
@@ -305,6 +313,7 @@ fail:
 		free(a->driver_files[i]);
 	free(a->driver_files);
 	pthread_mutex_destroy(&a->cluster_mu);
+	pthread_mutex_destroy(&a->replaced_mu);
 	pthread_mutex_destroy(&a->net_mu);
 	free(a);
 	return rc;
@@ -329,6 +338,7 @@ void agent_close(struct agent *a)
 	free(a->driver_files);
 	free(a->net_uses);
 	pthread_mutex_destroy(&a->cluster_mu);
+	pthread_mutex_destroy(&a->replaced_mu);
 	pthread_mutex_destroy(&a->net_mu);
 	free(a);
 }
@@ -915,6 +925,12 @@ int agent_start_session(struct agent *a, json_t *spec, char cid[RT_ID_MAX], stru
 			/* A container of this session survived an earlier attempt (the
 			 * manager died mid-start): replace it rather than fail. */
 			struct terr ignored;
+			struct rt_container_info old = {0};
+			if (a->rt_ops->inspect(a->rt, cname, &old, &ignored) == 0) {
+				pthread_mutex_lock(&a->replaced_mu);
+				util_strlcpy(a->replaced[a->n_replaced++ % 8], old.id, RT_ID_MAX);
+				pthread_mutex_unlock(&a->replaced_mu);
+			}
 			a->rt_ops->remove(a->rt, cname, &ignored);
 			rc = a->rt_ops->create(a->rt, &cs, cid, err);
 		}
@@ -1087,6 +1103,13 @@ static int on_runtime_event(const struct rt_event *ev, void *ud)
 		return 0;
 	}
 	if (strcmp(ev->action, "die") != 0 || !ev->session_id[0] || !agent_owns(a, ev->cluster_id))
+		return 0;
+	bool replaced = false;
+	pthread_mutex_lock(&a->replaced_mu);
+	for (unsigned i = 0; i < 8 && !replaced; i++)
+		replaced = a->replaced[i][0] && !strcmp(a->replaced[i], ev->container_id);
+	pthread_mutex_unlock(&a->replaced_mu);
+	if (replaced)
 		return 0;
 	struct rt_container_info info = {0};
 	struct terr err = {0};

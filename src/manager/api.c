@@ -269,8 +269,24 @@ static void api_node_list(void *ctx, struct httpd_req *req, struct httpd_resp *r
 
 static void api_config_get(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 {
-	(void)req;
-	httpd_json(resp, 200, mgr_config_get(ctx));
+	json_t *o = mgr_config_get(ctx);
+	/* Policies are keyed by email: a user who is not an admin sees the
+	 * default and their own, not who else has an account. */
+	json_t *pol = json_object_get(o, "policies");
+	if (o && pol && !caller(req)->is_admin) {
+		json_t *mine = json_object();
+		json_t *d = json_object_get(pol, "default"), *own = json_object_get(pol, caller(req)->email);
+		if (mine && d)
+			json_object_set(mine, "default", d);
+		if (mine && own)
+			json_object_set(mine, caller(req)->email, own);
+		if (!mine || json_object_set_new(o, "policies", mine) < 0) {
+			json_decref(o);
+			httpd_error(resp, 500, "internal", "out of memory");
+			return;
+		}
+	}
+	httpd_json(resp, 200, o);
 }
 
 static void api_config_set(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
@@ -299,6 +315,7 @@ static void api_config_set(void *ctx, struct httpd_req *req, struct httpd_resp *
 static void api_image_list(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 {
 	json_t *images = mgr_images_list(ctx);
+	mgr_images_hide_private(ctx, caller(req), images);
 	/* Private images being committed, or whose commit failed. */
 	json_t *commits = mgr_commits_json(ctx, caller(req));
 	json_array_extend(images, commits);

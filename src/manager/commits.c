@@ -241,6 +241,17 @@ json_t *mgr_commit_last_json(struct manager *m, const char *session_id)
 	return json_null();
 }
 
+void mgr_images_hide_private(struct manager *m, const struct user_rec *caller, json_t *images)
+{
+	pthread_mutex_lock(&m->mu);
+	for (size_t i = json_array_size(images); i-- > 0;) {
+		const char *ref = json_string_value(json_object_get(json_array_get(images, i), "ref"));
+		if (ref && mgr_commit_hidden(m, caller, ref))
+			json_array_remove(images, i);
+	}
+	pthread_mutex_unlock(&m->mu);
+}
+
 json_t *mgr_commits_json(struct manager *m, const struct user_rec *caller)
 {
 	json_t *arr = json_array();

@@ -98,6 +98,10 @@ int mgr_commit_get(struct manager *m, const struct user_rec *u, const char *id, 
 /* The commits u may see that are not ready images yet (committing) or
  * failed, as entries of GET /v1/images (docs/api.md). A JSON array. */
 json_t *mgr_commits_json(struct manager *m, const struct user_rec *caller);
+/* Removes from images (entries {"ref", ...} of GET /v1/images, borrowed)
+ * the private images of others than caller, unless caller is an admin:
+ * they are as absent as images nobody made. */
+void mgr_images_hide_private(struct manager *m, const struct user_rec *caller, json_t *images);
 /* Forgets the commit of ref (its image was removed), so that it counts
  * no more against max_private_images. 0, or -ENOENT when none. */
 int mgr_commit_forget(struct manager *m, const char *ref);

@@ -75,7 +75,7 @@ e2e_teardown() {
 	fi
 }
 
-# Starts `tessera server` on a free port; waits for admin.conf.
+# Starts `tessera server` on a free port; waits for admin.conf (with web_url).
 # Sets SERVER_PID and exports TESSERA_CONFIG. With E2E_SERVER=NAME set, a
 # second server of that name: its own data dir (data-NAME) and log
 # (server-NAME.log), the same node id.
@@ -87,8 +87,11 @@ start_server() {  # start_server [extra args]
 		>>"$E2E_DIR/server${E2E_SERVER:+-$E2E_SERVER}.log" 2>&1 &
 	SERVER_PID=$!
 	E2E_PIDS+=("$SERVER_PID")
-	for _ in $(seq 1 200); do
-		[[ -s $data/admin.conf ]] && break
+	# Ready once admin.conf names the web UI too: the server writes the
+	# file first with the API's credentials and adds web_url when the web
+	# UI serves, so a test reading it earlier could miss web_url.
+	for _ in $(seq 1 600); do
+		grep -q '^web_url' "$data/admin.conf" 2>/dev/null && break
 		kill -0 "$SERVER_PID" 2>/dev/null || {
 			fail "server exited at start"
 			tail -20 "$E2E_DIR/server${E2E_SERVER:+-$E2E_SERVER}.log"
@@ -97,7 +100,7 @@ start_server() {  # start_server [extra args]
 		sleep 0.05
 	done
 	export TESSERA_CONFIG=$data/admin.conf
-	[[ -s $data/admin.conf ]]
+	grep -q '^web_url' "$data/admin.conf" 2>/dev/null
 }
 
 stop_server() {  # stop_server [signal]
