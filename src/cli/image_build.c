@@ -153,6 +153,8 @@ static int build_one(const char *path, const struct img_build_opts *base, bool c
 	}
 	if (br == 0 && res.frameworks[0])
 		printf("%s: %s\n", ref, res.frameworks);
+	/* Results and progress interleave in order in a log. */
+	fflush(stdout);
 	recipe_free(&r);
 	return rc;
 }

@@ -793,8 +793,9 @@ static int add_size(const char *path, const struct stat *st, int flag, struct FT
 {
 	(void)path;
 	(void)ftw;
+	/* A file with n hard links is archived once: a share per name. */
 	if (flag == FTW_F)
-		tree_bytes += st->st_size;
+		tree_bytes += st->st_nlink > 1 ? st->st_size / (off_t)st->st_nlink : st->st_size;
 	return 0;
 }
 
@@ -1123,7 +1124,9 @@ static int inspect(const char *ref, bool *found, json_t **out, struct terr *err)
 				cap.text[0] ? cap.text : "docker image inspect failed");
 	}
 	json_error_t je;
-	*out = json_loads(cap.text, 0, &je);
+	/* A warning of the CLI may come before the answer on stderr. */
+	const char *brace = strchr(cap.text, '{');
+	*out = json_loads(brace ? brace : cap.text, 0, &je);
 	if (!*out)
 		return terr_set(err, EIO, "unexpected answer of docker image inspect: %.100s", cap.text);
 	*found = true;
@@ -1164,7 +1167,13 @@ static int lock_file(const char *path, struct terr *err)
 static int prepare(struct builder *b)
 {
 	const struct img_build_opts *o = b->o;
-	const char *cache = o->cache_dir ? o->cache_dir : IMG_DEFAULT_CACHE_DIR;
+	/* debootstrap wants its cache as an absolute path. */
+	const char *cache_arg = o->cache_dir ? o->cache_dir : IMG_DEFAULT_CACHE_DIR;
+	char cache[PATH_MAX];
+	if (util_mkdir_p(cache_arg, 0755, b->err) < 0)
+		return -EIO;
+	if (!realpath(cache_arg, cache))
+		return terr_set(b->err, errno, "%s: %s", cache_arg, strerror(errno));
 	char slug[300];
 	snprintf(slug, sizeof(slug), "%s", b->res->ref);
 	for (char *c = slug; *c; c++)
