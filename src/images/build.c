@@ -1293,6 +1293,19 @@ int img_build(const struct recipe *r, const struct img_build_opts *opts,
 	 * apt too): other builds of the suite may go on. */
 	if (suite_lock >= 0)
 		close(suite_lock);
+	/* The image this build replaces, when an earlier build made it. */
+	char old_id[80] = "";
+	if (rc >= 0) {
+		bool found;
+		json_t *info = NULL;
+		struct terr ignored = {0};
+		if (inspect(res->ref, &found, &info, &ignored) == 0 && info) {
+			const char *id = json_string_value(json_object_get(info, "id"));
+			if (id && json_object_get(json_object_get(info, "labels"), "tessera.recipe.hash"))
+				copy_n(old_id, sizeof(old_id), id, strlen(id));
+			json_decref(info);
+		}
+	}
 	if (rc >= 0)
 		rc = stage_import(&b);
 	if (b.stage_start)
@@ -1305,6 +1318,13 @@ int img_build(const struct recipe *r, const struct img_build_opts *opts,
 			copy_n(res->id, sizeof(res->id), id ? id : "", id ? strlen(id) : 0);
 			res->size = (int64_t)json_integer_value(json_object_get(info, "size"));
 			json_decref(info);
+		}
+		/* The old one lost its name to the new one: gone too, unless
+		 * containers use it or it has other names (then Docker refuses,
+		 * and it stays). */
+		if (old_id[0] && strcmp(old_id, res->id)) {
+			const char *argv[] = {"docker", "image", "rm", old_id, NULL};
+			run(&b, &(struct cmd){.argv = argv, .quiet_fail = true});
 		}
 		rc = 0;
 	}
