@@ -581,8 +581,8 @@ static int setup_root(struct builder *b)
 static void on_simulate(struct builder *b, const char *line, void *ud)
 {
 	(void)b;
-	if (!strncmp(line, "Inst ", 5))
-		(*(long *)ud)++;
+	char ignored[8];
+	img_apt_progress(ud, line, ignored, sizeof(ignored));
 }
 
 /* "512 kB", "1,024 kB", "6.1 MB" (apt's SI units) into kB. */
@@ -599,7 +599,10 @@ static long parse_kb(const char *s)
 	}
 	num[n] = '\0';
 	v = strtod(num, NULL);
-	sscanf(s, " %3s", unit);
+	while (*s == ' ')
+		s++;
+	for (size_t u = 0; u < sizeof(unit) - 1 && isalpha((unsigned char)s[u]); u++)
+		unit[u] = s[u];
 	if (!strcmp(unit, "B"))
 		return (long)(v / 1000);
 	if (!strcmp(unit, "MB"))
@@ -609,32 +612,47 @@ static long parse_kb(const char *s)
 	return (long)v;
 }
 
+bool img_apt_progress(struct img_progress *p, const char *line, char *what, size_t what_n)
+{
+	const char *s;
+	if (!strncmp(line, "Inst ", 5)) {
+		p->total++;
+		return false;
+	}
+	if (!strncmp(line, "Need to get ", 12)) {
+		p->to_fetch = parse_kb(line + 12);
+		return false;
+	}
+	if (!strncmp(line, "Get:", 4) && (s = strrchr(line, '['))) {
+		/* Get:12 URI SUITE/main amd64 PACKAGE amd64 VERSION [SIZE] */
+		p->fetched += parse_kb(s + 1);
+		if (p->fetched > p->to_fetch)
+			p->fetched = p->to_fetch;
+		char pkg[128];
+		if (sscanf(line, "%*s %*s %*s %*s %127s", pkg) == 1)
+			copy_n(what, what_n, pkg, strlen(pkg));
+		return true;
+	}
+	if (!strncmp(line, "Unpacking ", 10)) {
+		p->fetched = p->to_fetch;
+		copy_n(what, what_n, line + 10, strcspn(line + 10, " :"));
+		return true;
+	}
+	if (!strncmp(line, "Setting up ", 11)) {
+		p->fetched = p->to_fetch;
+		if (p->done < p->total)
+			p->done++;
+		copy_n(what, what_n, line + 11, strcspn(line + 11, " :"));
+		return true;
+	}
+	return false;
+}
+
 static void on_install(struct builder *b, const char *line, void *ud)
 {
 	(void)ud;
-	const char *p;
-	if (!strncmp(line, "Need to get ", 12)) {
-		b->prog.to_fetch = parse_kb(line + 12);
-	} else if (!strncmp(line, "Get:", 4) && (p = strrchr(line, '['))) {
-		/* Get:12 URI SUITE/main amd64 PACKAGE amd64 VERSION [SIZE] */
-		b->prog.fetched += parse_kb(p + 1);
-		if (b->prog.fetched > b->prog.to_fetch)
-			b->prog.fetched = b->prog.to_fetch;
-		char pkg[128];
-		if (sscanf(line, "%*s %*s %*s %*s %127s", pkg) == 1)
-			set_what(b, pkg, strlen(pkg));
+	if (img_apt_progress(&b->prog, line, b->what, sizeof(b->what)))
 		report(b);
-	} else if (!strncmp(line, "Unpacking ", 10)) {
-		b->prog.fetched = b->prog.to_fetch;
-		set_what(b, line + 10, strcspn(line + 10, " :"));
-		report(b);
-	} else if (!strncmp(line, "Setting up ", 11)) {
-		b->prog.fetched = b->prog.to_fetch;
-		if (b->prog.done < b->prog.total)
-			b->prog.done++;
-		set_what(b, line + 11, strcspn(line + 11, " :"));
-		report(b);
-	}
 }
 
 static int stage_packages(struct builder *b)
@@ -661,11 +679,11 @@ static int stage_packages(struct builder *b)
 		argv[a++] = b->r->packages[i];
 	argv[a] = NULL;
 	/* What apt plans is the total the progress counts against. */
-	long planned = 0;
-	r = run(b, &(struct cmd){.argv = argv, .in_root = true, .on_line = on_simulate, .ud = &planned});
+	struct img_progress plan = {0};
+	r = run(b, &(struct cmd){.argv = argv, .in_root = true, .on_line = on_simulate, .ud = &plan});
 	if (r == 0) {
-		b->prog.total = planned;
-		snprintf(b->what, sizeof(b->what), "%ld to install", planned);
+		b->prog.total = plan.total;
+		snprintf(b->what, sizeof(b->what), "%ld to install", plan.total);
 		report(b);
 		memmove(argv + sim, argv + sim + 1, (n + 1) * sizeof(*argv));
 		r = run(b, &(struct cmd){.argv = argv, .in_root = true, .on_line = on_install});

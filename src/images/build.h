@@ -86,6 +86,12 @@ int img_existing_hash(const char *ref, bool *found, char *hash, size_t n,
 int img_build(const struct recipe *r, const struct img_build_opts *opts,
 	      struct img_build_result *res, struct terr *err);
 
+/* Reads one line of apt-get's output into p: "Inst" lines of a simulated
+ * install count the total, "Need to get" and "Get:" the download (kB),
+ * "Setting up" the packages done; what gets the package a line names.
+ * Returns whether p or what changed in a way worth showing. */
+bool img_apt_progress(struct img_progress *p, const char *line, char *what, size_t what_n);
+
 /* Every label the image of r gets (the contract of docs/images.md,
  * "Labels"): Backend.AI's, Tessera's and the recipe's own; frameworks is
  * the tessera.frameworks value (NULL or "": left out). *out is a malloc'd

@@ -400,6 +400,54 @@ TEST(mirrors_from_apt_sources)
 	CHECK_STR(m, "");
 }
 
+/* The progress of the packages stage, from apt-get's own lines. */
+TEST(apt_progress)
+{
+	struct img_progress plan = {0};
+	char what[64] = "";
+	static const char *const simulated[] = {
+		"NOTE: This is only a simulation!",
+		"Inst libssl3 (3.0.20-1~deb12u2 Debian:12.12/stable [amd64])",
+		"Inst python3.11-minimal (3.11.2-6+deb12u8 Debian-Security:12/stable-security [amd64])",
+		"Inst python3 (3.11.2-1+b1 Debian:12.12/stable [amd64])",
+		"Conf libssl3 (3.0.20-1~deb12u2 Debian:12.12/stable [amd64])",
+	};
+	for (size_t i = 0; i < sizeof(simulated) / sizeof(simulated[0]); i++)
+		img_apt_progress(&plan, simulated[i], what, sizeof(what));
+	CHECK_INT(plan.total, 3);
+
+	struct img_progress p = {.stage = IMG_STAGE_PACKAGES, .total = plan.total};
+	CHECK(!img_apt_progress(&p, "0 upgraded, 3 newly installed, 0 to remove and 0 not upgraded.", what, sizeof(what)));
+	CHECK(!img_apt_progress(&p, "Need to get 6,107 kB/8.2 MB of archives.", what, sizeof(what)));
+	CHECK_INT(p.to_fetch, 6107);
+	CHECK(img_apt_progress(&p, "Get:1 http://deb.debian.org/debian bookworm/main amd64 libssl3 amd64 3.0.20-1~deb12u2 [2,029 kB]",
+			       what, sizeof(what)));
+	CHECK_INT(p.fetched, 2029);
+	CHECK_STR(what, "libssl3");
+	CHECK(img_apt_progress(&p, "Get:2 http://deb.debian.org/debian bookworm/main amd64 python3 amd64 3.11.2-1+b1 [26.3 MB]",
+			       what, sizeof(what)));
+	CHECK_INT(p.fetched, 6107);   /* never past what apt said it needs */
+	CHECK(img_apt_progress(&p, "Unpacking python3.11-minimal (3.11.2-6+deb12u8) ...", what, sizeof(what)));
+	CHECK_STR(what, "python3.11-minimal");
+	CHECK_INT(p.done, 0);
+	CHECK(img_apt_progress(&p, "Setting up libssl3:amd64 (3.0.20-1~deb12u2) ...", what, sizeof(what)));
+	CHECK_STR(what, "libssl3");
+	CHECK(img_apt_progress(&p, "Setting up python3.11-minimal (3.11.2-6+deb12u8) ...", what, sizeof(what)));
+	CHECK(img_apt_progress(&p, "Setting up python3 (3.11.2-1+b1) ...", what, sizeof(what)));
+	CHECK_INT(p.done, 3);
+	/* A package set up beyond the plan (a trigger's) does not overrun it. */
+	CHECK(img_apt_progress(&p, "Setting up extra (1) ...", what, sizeof(what)));
+	CHECK_INT(p.done, 3);
+	CHECK(!img_apt_progress(&p, "Processing triggers for libc-bin (2.36-9+deb12u10) ...", what, sizeof(what)));
+	CHECK(!img_apt_progress(&p, "Get:3 without a size", what, sizeof(what)));
+
+	struct img_progress q = {0};
+	img_apt_progress(&q, "Need to get 0 B/512 MB of archives.", what, sizeof(what));
+	CHECK_INT(q.to_fetch, 0);
+	img_apt_progress(&q, "Need to get 1.5 GB of archives.", what, sizeof(what));
+	CHECK_INT(q.to_fetch, 1500000);
+}
+
 TEST(stage_names)
 {
 	CHECK_STR(img_stage_name(IMG_STAGE_BOOTSTRAP), "bootstrap");
@@ -419,6 +467,7 @@ int main(void)
 	RUN(shipped_recipes);
 	RUN(labels_of_the_recipe);
 	RUN(mirrors_from_apt_sources);
+	RUN(apt_progress);
 	RUN(stage_names);
 	return testlib_done();
 }
