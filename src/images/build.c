@@ -1245,6 +1245,32 @@ static int private_mounts(struct terr *err)
 	return 0;
 }
 
+/* 1 with res filled when the image of r is there with r's hash, 0 when
+ * it is not, negative when Docker cannot be asked. */
+static int check_up_to_date(const struct recipe *r, struct img_build_result *res, struct terr *err)
+{
+	bool found;
+	json_t *info = NULL;
+	if (inspect(res->ref, &found, &info, err) < 0)
+		return -EIO;
+	if (!found)
+		return 0;
+	json_t *labels = json_object_get(info, "labels");
+	const char *hash = json_string_value(json_object_get(labels, "tessera.recipe.hash"));
+	int r_up = hash && !strcmp(hash, r->hash);
+	if (r_up) {
+		res->up_to_date = true;
+		const char *id = json_string_value(json_object_get(info, "id"));
+		copy_n(res->id, sizeof(res->id), id ? id : "", id ? strlen(id) : 0);
+		res->size = (int64_t)json_integer_value(json_object_get(info, "size"));
+		const char *fw = json_string_value(json_object_get(labels, "tessera.frameworks"));
+		if (fw)
+			copy_n(res->frameworks, sizeof(res->frameworks), fw, strlen(fw));
+	}
+	json_decref(info);
+	return r_up;
+}
+
 int img_build(const struct recipe *r, const struct img_build_opts *opts,
 	      struct img_build_result *res, struct terr *err)
 {
@@ -1252,25 +1278,9 @@ int img_build(const struct recipe *r, const struct img_build_opts *opts,
 	if (recipe_ref(r, res->ref, sizeof(res->ref)) < 0)
 		return terr_set(err, ENAMETOOLONG, "image name too long");
 	if (!opts->force) {
-		bool found;
-		char hash[RECIPE_HASH_HEX + 1];
-		if (img_existing_hash(res->ref, &found, hash, sizeof(hash), err) < 0)
-			return -EIO;
-		if (found && !strcmp(hash, r->hash)) {
-			res->up_to_date = true;
-			json_t *info = NULL;
-			if (inspect(res->ref, &found, &info, err) == 0 && info) {
-				const char *id = json_string_value(json_object_get(info, "id"));
-				copy_n(res->id, sizeof(res->id), id ? id : "", id ? strlen(id) : 0);
-				res->size = (int64_t)json_integer_value(json_object_get(info, "size"));
-				const char *fw = json_string_value(json_object_get(json_object_get(info, "labels"),
-										   "tessera.frameworks"));
-				if (fw)
-					copy_n(res->frameworks, sizeof(res->frameworks), fw, strlen(fw));
-				json_decref(info);
-			}
-			return 0;
-		}
+		int u = check_up_to_date(r, res, err);
+		if (u != 0)
+			return u < 0 ? u : 0;
 	}
 	if (geteuid() != 0)
 		return terr_set(err, EPERM, "building images needs root (debootstrap and chroot)");
@@ -1288,6 +1298,14 @@ int img_build(const struct recipe *r, const struct img_build_opts *opts,
 		snprintf(lock, sizeof(lock), "%s.lock", b.build_dir);
 		/* One build of an image at a time; a second waits. */
 		rc = ref_lock = lock_file(lock, err);
+	}
+	/* A build of the same recipe that held the lock may have made it. */
+	if (rc >= 0 && !opts->force) {
+		int u = check_up_to_date(r, res, err);
+		if (u != 0) {
+			rc = u < 0 ? u : 0;
+			goto out;
+		}
 	}
 	if (rc >= 0) {
 		/* What a build that was killed left (its mounts died with it). */
@@ -1346,6 +1364,7 @@ int img_build(const struct recipe *r, const struct img_build_opts *opts,
 		}
 		rc = 0;
 	}
+out:
 	if (b.root[0]) {
 		unmount_under(b.root);
 		/* On failure the root stays for a look until the next build. */
