@@ -1210,7 +1210,8 @@ static int prepare(struct builder *b)
 		return terr_set(b->err, ENAMETOOLONG, "cache directory path too long: %.100s", cache);
 	if (util_mkdir_p(dir, 0755, b->err) < 0)
 		return -EIO;
-	snprintf(dir, sizeof(dir), "%s/logs", cache);
+	if (snprintf(dir, sizeof(dir), "%s/logs", b->cache) >= (int)sizeof(dir))
+		return terr_set(b->err, ENAMETOOLONG, "cache directory path too long: %.100s", cache);
 	if (util_mkdir_p(dir, 0755, b->err) < 0)
 		return -EIO;
 	if (util_mkdir_p(b->build_dir, 0755, b->err) < 0)
