@@ -330,8 +330,14 @@ static void child_exec(struct builder *b, const struct cmd *c, int out_fd, int i
 	dup2(out_fd, 2);
 	if (c->in_root && (chdir(b->root) < 0 || chroot(".") < 0 || chdir("/") < 0))
 		_exit(126);
+	/* In the root, the build's environment only; on the host, the
+	 * caller's (DOCKER_HOST and the like reach docker), in the C locale
+	 * for output this file reads. */
 	extern char **environ;
-	environ = (char **)(c->env ? c->env : base_env);
+	if (c->in_root || c->env)
+		environ = (char **)(c->env ? c->env : base_env);
+	else
+		setenv("LC_ALL", "C", 1);
 	execvp(c->argv[0], (char *const *)c->argv);
 	_exit(127);
 }
@@ -1027,8 +1033,7 @@ static int stage_import(struct builder *b)
 		if (nul >= 0)
 			dup2(nul, 0);
 		dup2(from_tar[1], 1);
-		extern char **environ;
-		environ = (char **)base_env;
+		setenv("LC_ALL", "C", 1);
 		execvp(tar_argv[0], (char *const *)tar_argv);
 		_exit(127);
 	}
@@ -1042,6 +1047,8 @@ static int stage_import(struct builder *b)
 	if (tar_pid < 0 || docker_pid < 0)
 		rc = terr_set(b->err, errno, "fork: %s", strerror(errno));
 	char *buf = malloc(1 << 20);
+	if (!buf && rc == 0)
+		rc = terr_set(b->err, ENOMEM, "out of memory");
 	int64_t sent = 0;
 	bool write_failed = false;
 	while (rc == 0 && buf) {
