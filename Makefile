@@ -8,7 +8,7 @@ PORT       ?= 8090
 PREFIX     ?= /usr/local
 MESON_OPTS ?= --buildtype=debugoptimized
 
-.PHONY: all setup build run install test test-unit test-e2e asan fuzz bench clean
+.PHONY: all setup build run install test test-unit test-e2e asan fuzz bench images images-test clean
 
 all: build
 
@@ -68,6 +68,18 @@ fuzz: setup $(FUZZ_BUILD)/build.ninja
 
 bench: build
 	bench/run-all $(BUILD)
+
+# Every recipe under images/ built into this machine's Docker (root; images
+# whose recipe hash is unchanged are skipped; docs/images.md). The ML
+# images are GBs: `make test` builds only tessera/python:3.11.
+RECIPES ?= $(sort $(wildcard images/*/*.recipe))
+images: build
+	$(BUILD)/tessera image build $(RECIPES)
+
+# Sessions of the ML images: a tensor computation, torch's version and the
+# python3-torch package's (tests/images/test_ml_images.sh).
+images-test: images
+	TESSERA_BIN=$(BUILD)/tessera TESSERA_ML_IMAGES_REQUIRED=1 tests/images/test_ml_images.sh
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(FUZZ_BUILD)

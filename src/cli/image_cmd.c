@@ -1,8 +1,12 @@
-/* `tessera image ...`: the noun's verbs, one table. */
+/* `tessera image ...`: the noun's verbs, one table. Each verb lives in
+ * its own file (image_build.c: building images from recipes; image_pull.c:
+ * pulling from the cluster registry). */
 #include "cli/cli.h"
 #include "cli/image_cmd.h"
 
 static const struct cli_verb image_verbs[] = {
+	{"build", cmd_image_build, "build RECIPE...",
+	 "build images from recipes on this machine (root; docs/images.md)"},
 	{"pull", cli_image_pull, "pull IMAGE [--node NODE]", "pull an image from the cluster registry onto the nodes"},
 };
 
