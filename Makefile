@@ -2,12 +2,13 @@
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
 TSAN_BUILD ?= build-tsan
+FUZZ_BUILD ?= build-fuzz
 DATA_DIR   ?= $(HOME)/.local/share/tessera
 PORT       ?= 8090
 PREFIX     ?= /usr/local
 MESON_OPTS ?= --buildtype=debugoptimized
 
-.PHONY: all setup build run install test test-unit test-e2e asan bench clean
+.PHONY: all setup build run install test test-unit test-e2e asan fuzz bench images images-test clean
 
 all: build
 
@@ -23,6 +24,11 @@ $(ASAN_BUILD)/build.ninja:
 $(TSAN_BUILD)/build.ninja:
 	meson setup $(TSAN_BUILD) --buildtype=debug -Db_sanitize=thread -Db_lundef=false
 
+# libFuzzer comes with clang: the fuzz targets (tests/common/meson.build,
+# fuzz_targets) are built with clang, ASan and UBSan in their own build.
+$(FUZZ_BUILD)/build.ninja:
+	CC=clang meson setup $(FUZZ_BUILD) --buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false
+
 build: setup $(BUILD)/build.ninja
 	ninja -C $(BUILD)
 
@@ -35,13 +41,16 @@ install: build
 	scripts/install $(BUILD) $(DESTDIR)$(PREFIX)
 
 # Every test: unit + end-to-end on the normal build, unit tests again under
-# ASan+UBSan, and under ThreadSanitizer the fGPU tests and suite tsan (the
+# ASan+UBSan, under ThreadSanitizer the fGPU tests and suite tsan (the
 # threaded components' unit tests, tests/meson.build): the TSan build makes
-# only what those two suites run.
-test: build $(ASAN_BUILD)/build.ninja $(TSAN_BUILD)/build.ninja
+# only what those two suites run; and every fuzz target for a fixed number
+# of executions (suite fuzz of the clang build, which makes only the fuzz
+# targets).
+test: build $(ASAN_BUILD)/build.ninja $(TSAN_BUILD)/build.ninja $(FUZZ_BUILD)/build.ninja
 	ninja -C $(ASAN_BUILD)
 	ninja -C $(TSAN_BUILD) fgpu-tests tsan-tests
-	scripts/run-tests $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD):fgpu $(TSAN_BUILD):tsan
+	ninja -C $(FUZZ_BUILD) fuzz-targets
+	scripts/run-tests $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD):fgpu $(TSAN_BUILD):tsan $(FUZZ_BUILD):fuzz
 
 test-unit: build
 	scripts/run-tests --suite unit $(BUILD)
@@ -53,8 +62,24 @@ asan: setup $(ASAN_BUILD)/build.ninja
 	ninja -C $(ASAN_BUILD)
 	scripts/run-tests --suite unit $(ASAN_BUILD)
 
+fuzz: setup $(FUZZ_BUILD)/build.ninja
+	ninja -C $(FUZZ_BUILD) fuzz-targets
+	scripts/run-tests $(FUZZ_BUILD):fuzz
+
 bench: build
 	bench/run-all $(BUILD)
 
+# Every recipe under images/ built into this machine's Docker (root; images
+# whose recipe hash is unchanged are skipped; docs/images.md). The ML
+# images are GBs: `make test` builds only tessera/python:3.11.
+RECIPES ?= $(sort $(wildcard images/*/*.recipe))
+images: build
+	$(BUILD)/tessera image build $(RECIPES)
+
+# Sessions of the ML images: a tensor computation, torch's version and the
+# python3-torch package's (tests/images/test_ml_images.sh).
+images-test: images
+	TESSERA_BIN=$(BUILD)/tessera TESSERA_ML_IMAGES_REQUIRED=1 tests/images/test_ml_images.sh
+
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(FUZZ_BUILD)

@@ -63,7 +63,7 @@ static void mock_release(void *ctx)
 	(void)ctx;
 }
 static const struct agent_link_ops mock_link = {
-	"mock", mock_start, mock_destroy, mock_exec, mock_logs, mock_image_exists, mock_images, mock_release,
+	"mock", mock_start, mock_destroy, mock_exec, mock_logs, mock_image_exists, mock_images, NULL, NULL, mock_release,
 };
 
 static double now_s(void)

@@ -3,24 +3,54 @@
 #include <arpa/inet.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/jsonutil.h"
 #include "common/util.h"
+
+/* A connection as the flood limits see it (see "Connection limits"
+ * below). Owned by httpd: made when MHD accepts the connection, freed when
+ * MHD closes it; fields below `h` are guarded by h->lock. */
+struct conn_track {
+	struct httpd *h;
+	struct conn_track *prev, *next;   /* in h's waiting list while waiting */
+	int fd;
+	int family;                       /* AF_INET or AF_INET6; 0: unknown */
+	unsigned char addr[16];           /* the client's address */
+	int64_t since_ms;                 /* start of the current wait */
+	bool waiting;                     /* no complete request yet */
+	bool cut;                         /* shut down by the limits */
+};
 
 struct httpd {
 	struct MHD_Daemon *daemon;
 	struct httpd_config cfg;
 	int port;
 	char *tls_cert, *tls_key;   /* copies of the PEM text, for MHD */
+	/* The connection limits' state; the list is oldest wait first. */
+	pthread_mutex_t lock;
+	pthread_cond_t wake;
+	struct conn_track *wait_head, *wait_tail;
+	unsigned n_waiting;
+	unsigned max_waiting;       /* over all addresses */
+	int64_t header_timeout_ms;
+	bool stopping;
+	bool reaper_running;
+	pthread_t reaper;
 };
+
+static void conn_active(struct MHD_Connection *conn);
+static void conn_waiting(struct MHD_Connection *conn, bool again);
 
 /* One response header, in the order added. */
 struct httpd_resp_headers {
@@ -54,8 +84,10 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 			 enum MHD_RequestTerminationCode toe)
 {
 	(void)cls;
-	(void)conn;
 	(void)toe;
+	/* The response is done: a kept-alive connection waits for its next
+	 * request under the same limits as a new one. */
+	conn_waiting(conn, true);
 	struct conn_state *st = *con_cls;
 	if (!st)
 		return;
@@ -313,9 +345,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 
 	if (!st->headers_seen) {
 		st->headers_seen = 1;
+		conn_waiting(conn, false);   /* the headers are in: the body's turn */
 		return MHD_YES;
 	}
 	if (*upload_size) {
+		conn_waiting(conn, false);
 		/* Collect the body; past the limit keep draining but remember. */
 		if (!st->too_large) {
 			if (st->len + *upload_size > h->cfg.max_body) {
@@ -339,6 +373,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 		*upload_size = 0;
 		return MHD_YES;
 	}
+	conn_active(conn);
 
 	struct httpd_resp resp = {0};
 	if (st->too_large) {
@@ -456,6 +491,217 @@ static int listen_socket(const struct sockaddr_in *sa, const char *host, int por
 	return fd;
 }
 
+/* ---------- Connection limits ----------
+ * A connection that has not yet delivered a complete request (a new one,
+ * or a kept-alive one between requests) is "waiting". Waiting connections
+ * cost a thread each and prove nothing about their client, so they are
+ * what a flood is made of (connections that never finish their headers):
+ *  - each must complete its request head within header_timeout_s of being
+ *    accepted (or of its previous response), and each body chunk must
+ *    follow the last within that time; the reaper thread cuts the rest;
+ *  - at most HTTPD_WAITING_PER_ADDR per client address and max_conns / 2
+ *    in all: a connection over either cap cuts the oldest waiting one (of
+ *    that address, or of all), so a flood pushes out its own connections
+ *    instead of refusing newcomers, and a client that sends its request
+ *    at once (the CLI, the webserver's relays, a browser) is served even
+ *    from the flooding address;
+ *  - once a request is complete the connection is "active" and only MHD's
+ *    idle timeout (timeout_s) applies, so long polls and streams
+ *    (GET /v1/events, logs --follow) keep working.
+ * "Cutting" is shutdown(2) of the socket: MHD's connection thread sees the
+ * end of the stream and closes it itself. MHD reports a connection closed
+ * (conn_notify) before it closes the descriptor, and both run under
+ * h->lock with the cutting, so a descriptor is never cut after reuse.
+ * Active connections are bounded by max_conns and, when set, by
+ * per_addr_limit (MHD's own per-address cap, which refuses). */
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void wait_unlink(struct httpd *h, struct conn_track *t)
+{
+	if (!t->waiting)
+		return;
+	if (t->prev)
+		t->prev->next = t->next;
+	else
+		h->wait_head = t->next;
+	if (t->next)
+		t->next->prev = t->prev;
+	else
+		h->wait_tail = t->prev;
+	t->prev = t->next = NULL;
+	t->waiting = false;
+	h->n_waiting--;
+}
+
+static void wait_append(struct httpd *h, struct conn_track *t)
+{
+	t->since_ms = now_ms();
+	t->prev = h->wait_tail;
+	t->next = NULL;
+	if (h->wait_tail)
+		h->wait_tail->next = t;
+	else
+		h->wait_head = t;
+	h->wait_tail = t;
+	t->waiting = true;
+	h->n_waiting++;
+}
+
+/* Under h->lock. */
+static void conn_cut(struct httpd *h, struct conn_track *t)
+{
+	wait_unlink(h, t);
+	t->cut = true;
+	shutdown(t->fd, SHUT_RDWR);
+}
+
+static bool same_addr(const struct conn_track *a, const struct conn_track *b)
+{
+	return a->family && a->family == b->family &&
+	       !memcmp(a->addr, b->addr, a->family == AF_INET ? 4 : 16);
+}
+
+static struct conn_track *conn_track_of(struct MHD_Connection *conn)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	return ci ? ci->socket_context : NULL;
+}
+
+/* The connection's request is complete: no more header deadline. */
+static void conn_active(struct MHD_Connection *conn)
+{
+	struct conn_track *t = conn_track_of(conn);
+	if (!t)
+		return;
+	pthread_mutex_lock(&t->h->lock);
+	wait_unlink(t->h, t);
+	pthread_mutex_unlock(&t->h->lock);
+}
+
+/* again: a response is done and the connection waits for the next request
+ * (its deadline starts now). Otherwise: a waiting connection made
+ * progress (headers complete, a body chunk), which restarts its clock. */
+static void conn_waiting(struct MHD_Connection *conn, bool again)
+{
+	struct conn_track *t = conn_track_of(conn);
+	if (!t)
+		return;
+	struct httpd *h = t->h;
+	pthread_mutex_lock(&h->lock);
+	if (!t->cut && (again || t->waiting)) {
+		wait_unlink(h, t);
+		wait_append(h, t);
+	}
+	pthread_mutex_unlock(&h->lock);
+}
+
+static void conn_notify(void *cls, struct MHD_Connection *conn, void **socket_context,
+			enum MHD_ConnectionNotificationCode code)
+{
+	struct httpd *h = cls;
+	if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+		struct conn_track *t = *socket_context;
+		if (!t)
+			return;
+		pthread_mutex_lock(&h->lock);
+		wait_unlink(h, t);
+		pthread_mutex_unlock(&h->lock);
+		free(t);
+		*socket_context = NULL;
+		return;
+	}
+	struct conn_track *t = calloc(1, sizeof(*t));
+	if (!t)
+		return;   /* untracked: only MHD's own limits apply to it */
+	t->h = h;
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	t->fd = ci ? ci->connect_fd : -1;
+	ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+	if (sa && sa->sa_family == AF_INET) {
+		t->family = AF_INET;
+		memcpy(t->addr, &((const struct sockaddr_in *)sa)->sin_addr, 4);
+	} else if (sa && sa->sa_family == AF_INET6) {
+		t->family = AF_INET6;
+		memcpy(t->addr, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
+	}
+	if (t->fd < 0) {
+		free(t);
+		return;
+	}
+	pthread_mutex_lock(&h->lock);
+	wait_append(h, t);
+	unsigned same = 0;
+	for (struct conn_track *o = h->wait_tail; o; o = o->prev)
+		if (same_addr(o, t))
+			same++;
+	/* Oldest first: the newcomer is last, so it is never its own victim. */
+	for (struct conn_track *o = h->wait_head, *next; o && same > HTTPD_WAITING_PER_ADDR; o = next) {
+		next = o->next;
+		if (o != t && same_addr(o, t)) {
+			conn_cut(h, o);
+			same--;
+		}
+	}
+	while (h->n_waiting > h->max_waiting && h->wait_head != t)
+		conn_cut(h, h->wait_head);
+	pthread_mutex_unlock(&h->lock);
+	*socket_context = t;
+}
+
+/* Cuts waiting connections past their deadline, once a second. */
+static void *reaper_main(void *arg)
+{
+	struct httpd *h = arg;
+	pthread_mutex_lock(&h->lock);
+	while (!h->stopping) {
+		int64_t now = now_ms();
+		while (h->wait_head && now - h->wait_head->since_ms >= h->header_timeout_ms)
+			conn_cut(h, h->wait_head);
+		struct timespec until;
+		clock_gettime(CLOCK_MONOTONIC, &until);
+		until.tv_sec += 1;
+		pthread_cond_timedwait(&h->wake, &h->lock, &until);
+	}
+	pthread_mutex_unlock(&h->lock);
+	return NULL;
+}
+
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+/* Each connection holds a descriptor and a thread: the default cap on
+ * connections is a quarter of the descriptors the process may open (the
+ * rest are for the store, Docker, other servers in the process), at most
+ * HTTPD_MAX_CONNS. Once per process the soft limit on descriptors is
+ * raised to the hard one, as an unprivileged process may; select(2),
+ * which cannot take descriptors past FD_SETSIZE, is not used (MHD_USE_POLL). */
+static unsigned conn_limit(unsigned asked)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	pthread_once(&once, raise_nofile);
+	struct rlimit rl;
+	rlim_t nofile = getrlimit(RLIMIT_NOFILE, &rl) == 0 ? rl.rlim_cur : 1024;
+	rlim_t fit = nofile == RLIM_INFINITY ? HTTPD_MAX_CONNS : nofile / 4;
+	rlim_t n = asked ? asked : HTTPD_MAX_CONNS;
+	if (n > fit)
+		n = fit;
+	return n < 16 ? 16 : (unsigned)n;
+}
+
 int httpd_start(const struct httpd_config *cfg, struct httpd **out, struct terr *err)
 {
 	char host[64];
@@ -476,6 +722,19 @@ int httpd_start(const struct httpd_config *cfg, struct httpd **out, struct terr 
 	if (!h)
 		return terr_set(err, ENOMEM, "out of memory");
 	h->cfg = *cfg;
+	pthread_mutex_init(&h->lock, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&h->wake, &ca);
+	pthread_condattr_destroy(&ca);
+	unsigned max_conns = conn_limit(cfg->max_conns);
+	h->max_waiting = max_conns / 2;
+	h->header_timeout_ms = (int64_t)(cfg->header_timeout_s ? cfg->header_timeout_s : HTTPD_HEADER_TIMEOUT_S) * 1000;
+	/* A thread per connection, so that a handler may block (a long poll,
+	 * an exec) without holding up others; which is also why MHD's
+	 * epoll and thread-pool modes, which share a thread among
+	 * connections, are not used. */
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL;
 	if (tls) {
 		h->tls_cert = strdup(cfg->tls_cert_pem);
@@ -502,6 +761,9 @@ int httpd_start(const struct httpd_config *cfg, struct httpd **out, struct terr 
 		MHD_OPTION_URI_LOG_CALLBACK, on_uri, h,
 		MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
 		MHD_OPTION_CONNECTION_TIMEOUT, cfg->timeout_s ? cfg->timeout_s : 600u,
+		MHD_OPTION_NOTIFY_CONNECTION, conn_notify, h,
+		MHD_OPTION_CONNECTION_LIMIT, max_conns,
+		MHD_OPTION_PER_IP_CONNECTION_LIMIT, cfg->per_addr_limit,
 		tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, h->tls_cert,
 		MHD_OPTION_HTTPS_MEM_KEY, h->tls_key,
 		MHD_OPTION_END);
@@ -510,6 +772,11 @@ int httpd_start(const struct httpd_config *cfg, struct httpd **out, struct terr 
 		return terr_set(err, EIO, "cannot serve on %s%s", cfg->listen,
 				tls ? ": a bad TLS certificate or key?" : "");
 	}
+	if (pthread_create(&h->reaper, NULL, reaper_main, h) != 0) {
+		httpd_stop(h);
+		return terr_set(err, EAGAIN, "cannot start a thread");
+	}
+	h->reaper_running = true;
 	*out = h;
 	return 0;
 }
@@ -523,8 +790,17 @@ void httpd_stop(struct httpd *h)
 {
 	if (!h)
 		return;
+	if (h->reaper_running) {
+		pthread_mutex_lock(&h->lock);
+		h->stopping = true;
+		pthread_cond_signal(&h->wake);
+		pthread_mutex_unlock(&h->lock);
+		pthread_join(h->reaper, NULL);
+	}
 	if (h->daemon)
 		MHD_stop_daemon(h->daemon);
+	pthread_cond_destroy(&h->wake);
+	pthread_mutex_destroy(&h->lock);
 	free(h->tls_cert);
 	free(h->tls_key);
 	free(h);

@@ -16,6 +16,9 @@
 #include "common/err.h"
 
 #define HTTPD_MAX_PARAMS 4
+#define HTTPD_HEADER_TIMEOUT_S 10
+#define HTTPD_WAITING_PER_ADDR 32
+#define HTTPD_MAX_CONNS 4096
 
 struct MHD_Connection;
 struct httpd;
@@ -85,7 +88,20 @@ struct httpd_config {
 	 * response sets the same name itself. */
 	const struct httpd_header *headers;
 	size_t n_headers;
-	unsigned timeout_s;     /* idle connection timeout; 0 = 600 */
+	unsigned timeout_s;     /* idle timeout of a connection whose request
+				 * is complete (a long poll, a stream); 0 = 600 */
+	/* Flood limits (httpd.c, "Connection limits"): a connection must
+	 * deliver a complete request within header_timeout_s (0 =
+	 * HTTPD_HEADER_TIMEOUT_S) of being accepted or of its previous
+	 * response; at most HTTPD_WAITING_PER_ADDR such waiting connections
+	 * per client address and max_conns / 2 in all (the oldest is cut for
+	 * a newcomer). max_conns caps all connections (0 = HTTPD_MAX_CONNS;
+	 * never more than a quarter of RLIMIT_NOFILE); per_addr_limit, when
+	 * not 0, caps all connections of one client address (refused past
+	 * it). */
+	unsigned header_timeout_s;
+	unsigned max_conns;
+	unsigned per_addr_limit;
 	/* PEM text of the certificate chain and its key: both, to serve HTTPS
 	 * instead of HTTP, or neither. */
 	const char *tls_cert_pem;

@@ -274,7 +274,7 @@ int manager_open(struct manager **out, const struct manager_config *cfg, struct 
 		goto fail;
 	if ((rc = load_cluster_id(m, err)) < 0)
 		goto fail;
-	if ((rc = mgr_settings_load(m, err)) < 0)
+	if ((rc = mgr_settings_load(m, err)) < 0 || (rc = mgr_commits_load(m, err)) < 0)
 		goto fail;
 	if (cfg->selector) {
 		json_t *v = json_string(cfg->selector);
@@ -408,6 +408,7 @@ void manager_close(struct manager *m)
 		m->exec_counts = c->next;
 		free(c);
 	}
+	mgr_commits_free(m);
 	if (m->store)
 		m->so->close(m->store);
 	pthread_mutex_destroy(&m->mu);

@@ -190,7 +190,7 @@ static json_t *session_json_base(struct manager *m, const struct msession *s)
 {
 	const struct user_rec *owner = mgr_find_user(m, s->rec.owner_id);
 	json_t *env = s->rec.env_json ? json_loads(s->rec.env_json, 0, NULL) : NULL;
-	return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}",
+	return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:b}",
 		"id", s->rec.id, "name", s->rec.name, "owner", owner ? owner->email : "",
 		"image", s->rec.image, "status", session_status_name(s->rec.status),
 		"status_info", s->rec.status_info,
@@ -202,7 +202,8 @@ static json_t *session_json_base(struct manager *m, const struct msession *s)
 		"exit_code", s->rec.has_exit_code ? json_integer(s->rec.exit_code) : json_null(),
 		"created_at", mgr_time_json(s->rec.created_ms),
 		"started_at", mgr_time_json(s->rec.started_ms),
-		"terminated_at", mgr_time_json(s->rec.terminated_ms));
+		"terminated_at", mgr_time_json(s->rec.terminated_ms),
+		"root", s->rec.run_as_root);
 }
 
 /* type, oom_kills and removed, on top of session_json_base. */
@@ -241,6 +242,7 @@ static json_t *session_json_with_history(struct manager *m, const struct msessio
 		free(h);
 	}
 	json_object_set_new(o, "status_history", arr);
+	json_object_set_new(o, "last_commit", mgr_commit_last_json(m, s->rec.id));
 	return o;
 }
 
@@ -274,7 +276,16 @@ static bool name_in_use(struct manager *m, const char *owner, const char *name)
 /* Checks that the request is a multiple of the quantum, that some node
  * could ever hold it and that some alive node has the image. The image is
  * asked of the nodes without the lock: an agent may take a while. */
-static int check_placeable(struct manager *m, const struct create_request *cr, struct terr *err)
+/* One wording for an image that is nowhere and for a private image of
+ * someone else: the API never tells the two apart. */
+static int no_such_image(const char *image, struct terr *err)
+{
+	return terr_set(err, EINVAL, "image %s is not present on any node; pull or build it there first (docker pull %s)",
+			image, image);
+}
+
+static int check_placeable(struct manager *m, const struct user_rec *owner, const struct create_request *cr,
+			   struct terr *err)
 {
 	struct probe { const struct agent_link_ops *link; void *ctx; char id[STORE_NAME_MAX]; } *probes = NULL;
 	size_t n = 0;
@@ -286,6 +297,10 @@ static int check_placeable(struct manager *m, const struct create_request *cr, s
 		units_format_milli(quantum, q, sizeof(q));
 		pthread_mutex_unlock(&m->mu);
 		return terr_set(err, EINVAL, "resources.fgpu must be a multiple of the fGPU quantum %s", q);
+	}
+	if (mgr_commit_hidden(m, owner, cr->image)) {
+		pthread_mutex_unlock(&m->mu);
+		return no_such_image(cr->image, err);
 	}
 	probes = calloc(m->n_agents ? m->n_agents : 1, sizeof(*probes));
 	for (size_t i = 0; probes && i < m->n_agents; i++) {
@@ -323,11 +338,12 @@ static int check_placeable(struct manager *m, const struct create_request *cr, s
 			if (probes[i].link->image_exists(probes[i].ctx, cr->image, &exists, &last) == 0 && exists)
 				found = true;
 		}
+		/* On no node but in the cluster registry: the start pulls it. */
+		if (!found && mgr_registry_has(m, cr->image))
+			found = true;
 		if (!found)
 			rc = last.code ? terr_set(err, EAGAIN, "cannot check image %s: %s", cr->image, last.msg)
-				       : terr_set(err, EINVAL,
-						  "image %s is not present on any node; pull or build it there first (docker pull %s)",
-						  cr->image, cr->image);
+				       : no_such_image(cr->image, err);
 	}
 	free(probes);
 	return rc;
@@ -382,6 +398,7 @@ static struct msession **new_records(const struct user_rec *owner, const struct 
 		s->rec.env_json = env_text ? strdup(env_text) : NULL;
 		s->rec.startup_command = cr->startup_command ? strdup(cr->startup_command) : NULL;
 		util_strlcpy(s->rec.type, cr->batch ? STORE_TYPE_BATCH : STORE_TYPE_INTERACTIVE, sizeof(s->rec.type));
+		s->rec.run_as_root = cr->root;
 	}
 	free(env_text);
 	if (made < (size_t)cr->count) {
@@ -395,7 +412,7 @@ static struct msession **new_records(const struct user_rec *owner, const struct 
 int mgr_sessions_create(struct manager *m, const struct user_rec *owner, const struct create_request *cr,
 			json_t **sessions, struct terr *err)
 {
-	int rc = check_placeable(m, cr, err);
+	int rc = check_placeable(m, owner, cr, err);
 	if (rc < 0)
 		return rc;
 	size_t n = (size_t)cr->count;
@@ -403,6 +420,13 @@ int mgr_sessions_create(struct manager *m, const struct user_rec *owner, const s
 	if (!news)
 		return -ENOMEM;
 	pthread_mutex_lock(&m->mu);
+	if (cr->root && !mgr_user_allow_root(m, owner->email)) {
+		pthread_mutex_unlock(&m->mu);
+		free_news(news, n);
+		return terr_set(err, EPERM, "your policy does not allow sessions that run as root; sessions run as "
+				"the image's work user (uid 1000). An admin can allow it: tessera config set "
+				"policy.%s '{\"allow_root\": true}'", owner->email);
+	}
 	for (size_t i = 0; i < n; i++) {
 		if (name_in_use(m, owner->id, news[i]->rec.name)) {
 			pthread_mutex_unlock(&m->mu);

@@ -7,7 +7,8 @@
  *   fifo_skip_after   passes a blocked head waits before later ones may
  *                     pass it (0 = never)
  *   policy.default    {"max_sessions","max_cpu","max_mem","max_fgpu",
- *                     "max_concurrent_execs"}
+ *                     "max_concurrent_execs" (default 4), "allow_root",
+ *                     "max_private_images" (default 10, 0 = none)}
  *   policy.<email>    the same, for one user (overrides the default)
  * mgr_config_get and mgr_config_set (core.h) take the lock; the rest is
  * called with it held. */
@@ -39,16 +40,19 @@ static int parse_policy(json_t *v, const char *key, struct terr *err)
 	json_object_foreach(v, k, x) {
 		int64_t dummy = 0;   /* null leaves it untouched: no limit */
 		int rc;
-		if (!strcmp(k, "max_sessions") || !strcmp(k, "max_concurrent_execs"))
+		if (!strcmp(k, "max_sessions") || !strcmp(k, "max_concurrent_execs") ||
+		    !strcmp(k, "max_private_images"))
 			rc = jsonutil_get_int(v, k, k, &dummy, NULL, err) < 0 || dummy < 0
 				? terr_set(err, EINVAL, "%s.%s must be a non-negative integer", key, k) : 0;
 		else if (!strcmp(k, "max_cpu") || !strcmp(k, "max_fgpu"))
 			rc = jsonutil_get_milli(v, k, k, &dummy, NULL, err);
 		else if (!strcmp(k, "max_mem"))
 			rc = jsonutil_get_size(v, k, k, &dummy, NULL, err);
+		else if (!strcmp(k, "allow_root"))
+			rc = json_is_boolean(x) ? 0 : terr_set(err, EINVAL, "%s.allow_root must be true or false", key);
 		else
 			rc = terr_set(err, EINVAL, "%s: unknown limit '%s' (known: max_sessions, max_cpu, max_mem, max_fgpu, "
-				      "max_concurrent_execs)",
+				      "max_concurrent_execs, allow_root, max_private_images)",
 				      key, k);
 		if (rc < 0)
 			return rc;
@@ -210,6 +214,26 @@ int64_t mgr_user_max_execs(struct manager *m, const char *email)
 	    present)
 		return n;
 	return MGR_DEFAULT_MAX_EXECS;
+}
+
+bool mgr_user_allow_root(struct manager *m, const char *email)
+{
+	json_t *p = json_object_get(m->settings.policies, email);
+	if (!p)
+		p = json_object_get(m->settings.policies, "default");
+	return json_is_true(json_object_get(p, "allow_root"));
+}
+
+int64_t mgr_user_max_private_images(struct manager *m, const char *email)
+{
+	int64_t v = MGR_DEFAULT_MAX_PRIVATE_IMAGES;
+	json_t *p = json_object_get(m->settings.policies, email);
+	/* The user's own policy wins only where it sets the key. */
+	if (!p || !json_object_get(p, "max_private_images"))
+		p = json_object_get(m->settings.policies, "default");
+	if (p && json_object_get(p, "max_private_images"))
+		jsonutil_get_int(p, "max_private_images", "max_private_images", &v, NULL, NULL);
+	return v;
 }
 
 void mgr_settings_free(struct manager *m)

@@ -47,6 +47,9 @@ struct rt_container_spec {
 	 * rotate (the oldest is dropped); 0 = Docker's default, unbounded. */
 	int64_t log_max_size;
 	int log_max_files;                /* >= 2 when log_max_size is set */
+	/* The network the container is attached to, and only that one
+	 * (HostConfig.NetworkMode); NULL: the runtime's default bridge. */
+	const char *network;
 	/* Security defaults are applied by the runtime, not chosen here:
 	 * no-new-privileges and a dropped capability set (docs/admin.md). */
 };
@@ -64,6 +67,16 @@ struct rt_container_info {
 	char session_id[64];   /* value of label tessera.session, may be empty */
 	char agent_id[64];     /* value of label tessera.agent, may be empty */
 	char cluster_id[64];   /* value of label tessera.cluster, may be empty */
+	char run_as[32];       /* value of label tessera.run_as, may be empty */
+	char network[128];     /* the network it was created on (NetworkMode) */
+};
+
+/* A network of the runtime's own (a Docker bridge) that sessions are put
+ * on. */
+struct rt_network_spec {
+	const char *name;                 /* unique on the host */
+	const struct rt_label *labels;
+	size_t n_labels;
 };
 
 struct rt_exec_result {
@@ -84,6 +97,11 @@ struct rt_event {
 
 typedef int (*rt_event_cb)(const struct rt_event *ev, void *ud);
 
+/* Progress of an image pull or push: bytes transferred and their known
+ * total, summed over the image's layers (total 0 while unknown). Called
+ * from the calling thread, as often as the runtime reports. */
+typedef void (*rt_progress_cb)(void *ud, int64_t current, int64_t total);
+
 struct runtime_ops {
 	const char *name;
 	/* endpoint: e.g. "unix:///var/run/docker.sock" or NULL for the default. */
@@ -99,6 +117,10 @@ struct runtime_ops {
 	 * and the array); -ENOENT when the image does not exist. */
 	int (*image_env)(struct runtime *rt, const char *ref, char ***env, size_t *n,
 			 struct terr *err);
+	/* The image's labels as "key=value" strings, the same way (may be
+	 * NULL in a runtime without labels). */
+	int (*image_labels)(struct runtime *rt, const char *ref, char ***labels, size_t *n,
+			    struct terr *err);
 	/* Lists image references "repo:tag" (caller frees each and the array). */
 	int (*image_list)(struct runtime *rt, char ***refs, size_t *n,
 			  struct terr *err);
@@ -118,10 +140,12 @@ struct runtime_ops {
 	/* Starts argv in the container; *out streams its output in the
 	 * frames of common/frames.h: stdout and stderr apart, byte for byte,
 	 * then the exit code (or an error frame when it cannot be known).
+	 * user ("UID:GID") and workdir: NULL for the container's own.
 	 * What fails before the command runs (no such container: -ENOENT,
 	 * not running) is returned here. The caller pump_closes *out. */
 	int (*exec_stream)(struct runtime *rt, const char *id, const char *const *argv,
-			   const char *const *env, struct pump **out, struct terr *err);
+			   const char *const *env, const char *user, const char *workdir,
+			   struct pump **out, struct terr *err);
 	/* The container's log as a stream of bytes, stdout and stderr
 	 * interleaved as written: the last `tail` lines (0 = all), and with
 	 * follow what it writes afterwards, until it ends. With tail 0, when
@@ -130,15 +154,42 @@ struct runtime_ops {
 	 * The caller pump_closes *out. */
 	int (*logs_stream)(struct runtime *rt, const char *id, int tail, bool follow,
 			   struct pump **out, struct terr *err);
-	/* Commits the container to a new image reference "repo:tag". */
+	/* Commits the container's filesystem (not its mounts) to a new image
+	 * reference "repo:tag". labels are added to those the container
+	 * carries (its image's and its own); env (may be NULL: the
+	 * container's) replaces the variables of the same names. */
 	int (*commit)(struct runtime *rt, const char *id, const char *ref,
-		      struct terr *err);
+		      const struct rt_label *labels, size_t n_labels,
+		      const char *const *env, struct terr *err);
+	/* Gives image src (a reference or id) the further reference dst. */
+	int (*tag)(struct runtime *rt, const char *src, const char *dst, struct terr *err);
+	/* Removes one reference of an image (the image itself goes with its
+	 * last); -ENOENT when there is none. */
+	int (*image_remove)(struct runtime *rt, const char *ref, struct terr *err);
+	/* Pushes "registry/repo:tag" to its registry, or pulls it from there;
+	 * cb (may be NULL) follows the transfer. A failure reported in the
+	 * stream (the registry's message) is an error like a refused call:
+	 * -ENOENT when the registry does not have the image. */
+	int (*push)(struct runtime *rt, const char *ref, rt_progress_cb cb, void *ud,
+		    struct terr *err);
+	int (*pull)(struct runtime *rt, const char *ref, rt_progress_cb cb, void *ud,
+		    struct terr *err);
 	/* Streams container events for containers with label key=value,
 	 * calling cb for each; blocks until another thread sets *stop (read
 	 * at least once a second), cb returns non-zero, or the stream fails. */
 	int (*watch)(struct runtime *rt, const char *label_key,
 		     const char *label_value, rt_event_cb cb, void *ud,
 		     const atomic_bool *stop, struct terr *err);
+	/* Networks, optional (NULL: the runtime has none of its own, and
+	 * containers stay on its default network). network_ensure makes the
+	 * network unless one of that name exists; an existing one must carry
+	 * every label of the spec with the same value (else -EEXIST: a name
+	 * taken by something else is not silently shared). */
+	int (*network_ensure)(struct runtime *rt, const struct rt_network_spec *spec,
+			      struct terr *err);
+	/* Removes the network; -ENOENT when it does not exist, -EBUSY while
+	 * running containers are attached to it. */
+	int (*network_remove)(struct runtime *rt, const char *name, struct terr *err);
 };
 
 extern const struct runtime_ops runtime_docker_ops;

@@ -27,6 +27,7 @@
 #include "common/util.h"
 
 #define WEB_MAX_BODY (1u << 20)
+#define WEB_CONNS_PER_ADDR 256
 #define WEB_MAX_LOGINS 10000
 #define COOKIE_NAME "tessera_session"
 #define TOKEN_BYTES 32
@@ -817,6 +818,10 @@ int web_start(const struct web_config *cfg, struct web **out, struct terr *err)
 		.headers = security_headers,
 		.n_headers = sizeof(security_headers) / sizeof(security_headers[0]),
 		.timeout_s = 120,
+		/* Browsers keep a few connections per site; many users behind
+		 * one NAT address share this cap. Unfinished requests have their
+		 * own, smaller cap per address (common/httpd.h). */
+		.per_addr_limit = WEB_CONNS_PER_ADDR,
 	};
 	char *cert = NULL, *key = NULL;
 	if (cfg->tls_cert) {

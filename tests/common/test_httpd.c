@@ -3,16 +3,19 @@
  * authenticate hook, the raw target, query arguments, error mapping,
  * bodies that arrive in pieces, response headers and the server's default
  * headers, raw byte bodies, catch-all and any-method routes, cookies, the
- * peer address, streams that end or fail, HTTPS, and a port in use. */
+ * peer address, streams that end or fail, HTTPS, a port in use, and a
+ * flood of connections that never finish their requests. */
 #include "common/httpd.h"
 #include "common/httpc.h"
 #include "common/util.h"
 #include "testlib.h"
 
 #include <curl/curl.h>
+#include <errno.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -965,6 +968,172 @@ TEST(port_in_use)
 	httpd_stop(b);
 }
 
+/* ---------- floods ---------- */
+
+/* Under ThreadSanitizer every connection thread costs much more: a
+ * smaller flood still fills every cap (32 per address, 256 in all). */
+#ifdef __SANITIZE_THREAD__
+#define FLOOD_N 400
+#else
+#define FLOOD_N 2000
+#endif
+
+static void h_slow(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
+{
+	(void)ctx;
+	(void)req;
+	sleep(3);   /* longer than the flood server's 1 s header timeout */
+	httpd_json(resp, 200, json_pack("{s:b}", "slow", 1));
+}
+
+static const struct httpd_route flood_routes[] = {
+	{"GET", "/v1/items/{id}", h_item, 0},
+	{"GET", "/slow", h_slow, 0},
+};
+
+/* A connection from src (127.0.0.x) that sends half a request head and
+ * then nothing; -1 when the socket could not be made or connected. */
+static int half_request(int p, const char *src)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	struct sockaddr_in me = {.sin_family = AF_INET}, to = {.sin_family = AF_INET,
+							       .sin_port = htons((uint16_t)p)};
+	inet_pton(AF_INET, src, &me.sin_addr);
+	inet_pton(AF_INET, "127.0.0.1", &to.sin_addr);
+	struct timeval tv = {.tv_sec = 10};
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	static const char head[] = "GET /v1/items/1 HTTP/1.1\r\nHost: x\r\nX-Slow: ";
+	if (bind(fd, (struct sockaddr *)&me, sizeof(me)) < 0 ||
+	    connect(fd, (struct sockaddr *)&to, sizeof(to)) < 0 ||
+	    send(fd, head, sizeof(head) - 1, MSG_NOSIGNAL) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* GET target on port p; the status, or -1 when no answer came. */
+static long try_get(int p, const char *target)
+{
+	char url[256];
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", p, target);
+	struct httpc_request req = {.method = "GET", .url = url, .timeout_ms = 10000};
+	struct httpc_response resp = {0};
+	struct terr err = {0};
+	long status = httpc_do(&req, &resp, &err) < 0 ? -1 : resp.status;
+	httpc_response_free(&resp);
+	return status;
+}
+
+/* A normal request succeeds within a generous deadline (no timing is
+ * asserted: a loaded machine may take its time). */
+static bool served(int p)
+{
+	for (int i = 0; i < 60; i++) {
+		if (try_get(p, "/v1/items/7") == 200)
+			return true;
+		sleep(1);
+	}
+	return false;
+}
+
+/* 1 when the server has closed fd (end of stream or reset), 0 if not yet. */
+static int closed_by_server(int fd)
+{
+	char buf[4096];
+	for (;;) {
+		ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK))
+			return 1;
+		if (n < 0)
+			return 0;
+	}
+}
+
+/* Waits (generously) until the server closed every fd in fds. */
+static int still_open(int *fds, int n)
+{
+	int open_n = n;
+	for (int round = 0; round < 120 && open_n; round++) {
+		open_n = 0;
+		for (int i = 0; i < n; i++) {
+			if (fds[i] < 0)
+				continue;
+			if (closed_by_server(fds[i])) {
+				close(fds[i]);
+				fds[i] = -1;
+			} else {
+				open_n++;
+			}
+		}
+		if (open_n)
+			sleep(1);
+	}
+	return open_n;
+}
+
+/* Connections that never finish their request head (no login needed)
+ * neither lock others out nor stay: FLOOD_N from one address (the cap per
+ * address cuts all but the newest 32 of them), then FLOOD_N spread over
+ * 127.0.0.2..127.0.0.50 (the cap on all waiting connections, half of
+ * max_conns, cuts the oldest); after each a normal request is served, and
+ * the header timeout closes whatever is left. A request that is complete
+ * is not cut by the header timeout however long its handler takes, and a
+ * kept-alive connection idle after its response is closed like a new one. */
+TEST(flood_of_unfinished_requests)
+{
+	struct httpd_config cfg = {.listen = "127.0.0.1:0", .routes = flood_routes, .n_routes = 2,
+				   .max_body = 10, .header_timeout_s = 1, .max_conns = 512};
+	struct httpd *h = NULL;
+	struct terr err = {0};
+	CHECK_INT(httpd_start(&cfg, &h, &err), 0);
+	if (!h)
+		return;
+	int p = httpd_port(h);
+	int *fds = calloc(FLOOD_N, sizeof(int));
+
+	int made = 0;
+	for (int i = 0; i < FLOOD_N; i++)
+		made += (fds[i] = half_request(p, "127.0.0.1")) >= 0;
+	printf("# %d of %d unfinished requests connected from 127.0.0.1\n", made, FLOOD_N);
+	CHECK(made > 64);
+	CHECK(served(p));
+	CHECK_INT(still_open(fds, FLOOD_N), 0);
+
+	made = 0;
+	for (int i = 0; i < FLOOD_N; i++) {
+		char src[32];
+		snprintf(src, sizeof(src), "127.0.0.%d", 2 + i % 49);
+		made += (fds[i] = half_request(p, src)) >= 0;
+	}
+	printf("# %d of %d unfinished requests connected from 127.0.0.2..50\n", made, FLOOD_N);
+	CHECK(made > 256);   /* past the cap on all waiting connections */
+	CHECK(served(p));
+	CHECK_INT(still_open(fds, FLOOD_N), 0);
+
+	/* A complete request outlives the header timeout. */
+	CHECK_INT(try_get(p, "/slow"), 200);
+
+	/* Kept alive after a response, then idle: closed like a new one. */
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons((uint16_t)p)};
+	inet_pton(AF_INET, "127.0.0.1", &to.sin_addr);
+	static const char req[] = "GET /v1/items/3 HTTP/1.1\r\nHost: x\r\n\r\n";
+	CHECK(connect(fd, (struct sockaddr *)&to, sizeof(to)) == 0 &&
+	      send(fd, req, sizeof(req) - 1, MSG_NOSIGNAL) == (ssize_t)sizeof(req) - 1);
+	char got[64] = "";
+	struct timeval tv = {.tv_sec = 30};
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	CHECK(recv(fd, got, sizeof(got) - 1, 0) > 0);
+	CHECK_CONTAINS(got, "HTTP/1.1 200");
+	CHECK_INT(still_open(&fd, 1), 0);
+
+	free(fds);
+	httpd_stop(h);
+}
+
 int main(void)
 {
 	httpc_global_init();
@@ -1003,6 +1172,7 @@ int main(void)
 	RUN(https);
 	RUN(parse_listen);
 	RUN(port_in_use);
+	RUN(flood_of_unfinished_requests);
 	httpd_stop(h);
 	return testlib_done();
 }

@@ -12,10 +12,18 @@ prefix=$E2E_DIR/prefix
 "$(dirname "$0")/../../scripts/install" "$build" "$prefix" >"$E2E_DIR/install.log" 2>&1
 check "scripts/install succeeds" [ $? -eq 0 ]
 TESSERA=$prefix/bin/tessera
-banner_try() { grep '^  Try:' "$E2E_DIR/server.log" | tail -1 | sed 's/^  Try: *//'; }
+# banner_try N: the Try line of the Nth server's banner, which may reach
+# the log a moment after admin.conf (what start_server waits for).
+banner_try() {
+	for _ in $(seq 1 100); do
+		(($(grep -c '^  Try:' "$E2E_DIR/server.log") >= $1)) && break
+		sleep 0.1
+	done
+	grep '^  Try:' "$E2E_DIR/server.log" | sed -n "$1s/^  Try: *//p"
+}
 
 start_server --mock-gpus 1x8GiB --fgpu-per-device 2 || { e2e_done; exit 1; }
-try=$(banner_try)
+try=$(banner_try 1)
 check "the banner names the installed binary by its path ($try)" \
 	[ "$try" == "TESSERA_CONFIG=$TESSERA_CONFIG $TESSERA session ls" ]
 check "the command works as printed" bash -c "$try >/dev/null"
@@ -40,7 +48,7 @@ stop_server TERM
 
 # With the prefix on PATH, the banner says just `tessera`.
 PATH=$prefix/bin:$PATH start_server || { e2e_done; exit 1; }
-try=$(banner_try)
+try=$(banner_try 2)
 check "the banner names it tessera when PATH finds it ($try)" \
 	[ "$try" == "TESSERA_CONFIG=$TESSERA_CONFIG tessera session ls" ]
 check "that command works as printed" env PATH="$prefix/bin:$PATH" bash -c "$try >/dev/null"

@@ -1,0 +1,108 @@
+/* Building an image from a recipe (docs/images.md, "How building works"):
+ * debootstrap of the recipe's Debian suite, apt-get install of its
+ * packages in a chroot, the user `work`, the recipe's run steps, cleaning,
+ * then `tar | docker import` with the labels. Needs root and the docker
+ * CLI; the caller is the `tessera image build` verb. */
+#ifndef TESSERA_IMAGES_BUILD_H
+#define TESSERA_IMAGES_BUILD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/err.h"
+#include "images/recipe.h"
+
+/* The stages, in order: one list for the enum, the names the progress
+ * shows, and docs/images.md. */
+#define IMG_STAGES(X) \
+	X(BOOTSTRAP, "bootstrap") \
+	X(PACKAGES, "packages") \
+	X(USER, "user") \
+	X(RUN, "run") \
+	X(CLEAN, "clean") \
+	X(IMPORT, "import")
+
+#define IMG_STAGE_ENUM(id, name) IMG_STAGE_##id,
+enum img_stage { IMG_STAGES(IMG_STAGE_ENUM) IMG_STAGE_COUNT };
+#undef IMG_STAGE_ENUM
+
+const char *img_stage_name(enum img_stage s);
+
+struct img_progress {
+	enum img_stage stage;
+	/* Counts of the stage, 0 of 0 when it has none: packages set up of
+	 * those apt plans to install (packages), run steps (run), MB sent to
+	 * Docker (import). */
+	long done, total;
+	/* While packages download: downloaded of total; else 0 of 0. */
+	long fetched, to_fetch;
+	/* The latest thing happening ("Configuring libc6", a package name);
+	 * borrowed for the call. May be empty. */
+	const char *what;
+};
+
+typedef void (*img_progress_fn)(const struct img_progress *p, void *ud);
+
+#define IMG_DEFAULT_CACHE_DIR "/var/cache/tessera/images"
+#define IMG_DEFAULT_MIRROR "http://deb.debian.org/debian"
+
+struct img_build_opts {
+	/* The Debian archive and its security archive; NULL: those apt uses
+	 * on this machine (/etc/apt/sources.list*), else deb.debian.org.
+	 * security_mirror "" leaves the security suite out. */
+	const char *mirror;
+	const char *security_mirror;
+	/* Downloaded packages and the build's root filesystem live here;
+	 * NULL: IMG_DEFAULT_CACHE_DIR. */
+	const char *cache_dir;
+	/* Rebuild even when an image with the recipe's hash exists. */
+	bool force;
+	/* Called from the building thread; may be NULL. */
+	img_progress_fn progress;
+	void *ud;
+};
+
+struct img_build_result {
+	bool up_to_date;          /* nothing was built: the image has the hash */
+	char ref[256];            /* "tessera/python:3.11" */
+	char id[80];              /* Docker's image id, "sha256:..." */
+	int64_t size;             /* bytes, as Docker reports it */
+	char frameworks[512];     /* the tessera.frameworks label written */
+	char log_path[512];       /* the full output of the build's commands */
+	int64_t stage_ms[IMG_STAGE_COUNT];   /* time each stage took */
+};
+
+/* The hash label of the image ref in the local Docker: 0 with *found
+ * false when there is no such image, 0 with hash filled (empty when the
+ * image has no such label), negative when Docker cannot be asked. */
+int img_existing_hash(const char *ref, bool *found, char *hash, size_t n,
+		      struct terr *err);
+
+/* Builds r into the local Docker (or finds it up to date). Needs root:
+ * it moves the calling process into a mount namespace of its own (so
+ * that the mounts of the build vanish with it, however it ends) and runs
+ * debootstrap, chroot and docker. Single-threaded callers only. */
+int img_build(const struct recipe *r, const struct img_build_opts *opts,
+	      struct img_build_result *res, struct terr *err);
+
+/* Reads one line of apt-get's output into p: "Inst" lines of a simulated
+ * install count the total, "Need to get" and "Get:" the download (kB),
+ * "Setting up" the packages done; what gets the package a line names.
+ * Returns whether p or what changed in a way worth showing. */
+bool img_apt_progress(struct img_progress *p, const char *line, char *what, size_t what_n);
+
+/* Every label the image of r gets (the contract of docs/images.md,
+ * "Labels"): Backend.AI's, Tessera's and the recipe's own; frameworks is
+ * the tessera.frameworks value (NULL or "": left out). *out is a malloc'd
+ * array of n pairs with malloc'd strings; the caller frees all. */
+int img_recipe_labels(const struct recipe *r, const char *frameworks,
+		      struct recipe_pair **out, size_t *n, struct terr *err);
+
+/* The Debian archive and security archive apt uses, read from the text of
+ * a sources file: deb822 (.sources) when deb822, else one-line (.list).
+ * Fills mirror / security (empty when the text names none). */
+void img_mirrors_from_sources(const char *text, bool deb822, char *mirror, size_t mirror_n,
+			      char *security, size_t security_n);
+
+#endif

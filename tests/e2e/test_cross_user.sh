@@ -1,0 +1,179 @@
+#!/usr/bin/env bash
+# The cross-user matrix: user B tries every route that names one of user
+# A's objects (session by id and by name: get, wait, delete, logs, exec;
+# A's account: the admin-only user and config routes) and must get exactly
+# the answer a missing object gets (same status, code and message, the
+# reference aside), so B cannot even learn that A's objects exist. B's list
+# and event stream do not show A's session, and afterwards A's session is
+# untouched; B's view of the settings has no policy of A's. A route that
+# names a user's object is added to ROUTES or USER_ROUTES below (or to
+# the commit and image checks).
+. "$(dirname "$0")/lib.sh"
+e2e_setup
+start_server || { e2e_done; exit 1; }
+
+out=$(PYTHONPATH=$(dirname "$0") python3 - "$TESSERA_CONFIG" "$TEST_IMAGE" <<'PY'
+import json, sys, time
+from signed import Api, load_conf
+
+conf = load_conf(sys.argv[1])
+image = sys.argv[2]
+admin = Api(conf["endpoint"], conf["access_key"], conf["secret_key"])
+
+def say(good, what):
+    print("%s %s" % ("ok  " if good else "FAIL", what))
+
+def make_user(email):
+    st, r = admin.call("POST", "/v1/users", {"email": email, "password": "pw-" + email})
+    say(st == 201, "admin creates %s (%d)" % (email, st))
+    return r["user"], Api(conf["endpoint"], r["user"]["access_key"], r["secret_key"])
+
+ua, a = make_user("alice@cross.test")
+ub, b = make_user("bob@cross.test")
+
+st, r = a.call("POST", "/v1/sessions", {"image": image, "name": "alice-box",
+                                        "resources": {"cpu": 0.1, "mem": "16m"}})
+say(st == 201, "A creates a session (%d)" % st)
+sess = r["sessions"][0]
+status = ""
+for _ in range(300):
+    st, r = a.call("GET", "/v1/sessions/" + sess["id"])
+    status = (r or {}).get("status", "")
+    if status == "RUNNING":
+        break
+    time.sleep(0.1)
+say(status == "RUNNING", "A's session runs (%s)" % status)
+
+# Every route that names a session, with {ref} for the reference.
+ROUTES = [
+    ("GET", "/v1/sessions/{ref}", None),
+    ("GET", "/v1/sessions/{ref}?wait=1&timeout_s=1", None),
+    ("GET", "/v1/sessions/{ref}/logs", None),
+    ("GET", "/v1/sessions/{ref}/logs?tail=5", None),
+    ("POST", "/v1/sessions/{ref}/exec", {"command": ["echo", "hello"]}),
+    ("POST", "/v1/sessions/{ref}/commit", {"tag": "by-b"}),
+    ("DELETE", "/v1/sessions/{ref}", None),
+]
+# Every route that names a user (or a user's setting), with {user}.
+USER_ROUTES = [
+    ("PATCH", "/v1/users/{user}", {"disabled": True}),
+    ("PATCH", "/v1/users/{user}", {"password": "taken-over-1"}),
+    ("PUT", "/v1/config/policy.{user}", {"value": {"max_sessions": 0}}),
+]
+
+def answer(api, method, path, body):
+    st, r = api.call(method, path, body)
+    return st, (r or {}).get("error", {}).get("code"), (r or {}).get("error", {}).get("message", "")
+
+def fill(tmpl, subst):
+    for k, v in subst.items():
+        tmpl = tmpl.replace(k, v)
+    return tmpl
+
+def answer_filled(api, method, tmpl, body, subst):
+    if body is not None:
+        body = json.loads(fill(json.dumps(body), subst))
+    return answer(api, method, fill(tmpl, subst), body)
+
+def same_as_missing(routes, cases, missing):
+    """cases: (what, {placeholder: value}); missing: the same placeholders
+    naming nothing. B's answer on A's objects, with A's values put back to
+    the missing ones, must be the answer on the missing ones."""
+    for method, tmpl, body in routes:
+        want = answer_filled(b, method, tmpl, body, missing)
+        for what, subst in cases:
+            got = answer_filled(b, method, tmpl, body, subst)
+            msg = got[2]
+            for k, v in subst.items():
+                msg = msg.replace(v, missing[k])
+            norm = (got[0], got[1], msg)
+            say(norm == want and 400 <= got[0] < 500,
+                "B: %s %s on A's %s is answered as a missing one: %d %s" %
+                (method, tmpl, what, got[0], got[2][:80]))
+            if norm != want:
+                print("#   missing: %r\n#   A's:     %r" % (want, got))
+
+same_as_missing(ROUTES, [("session id", {"{ref}": sess["id"]}), ("session name", {"{ref}": sess["name"]})],
+                {"{ref}": "no-such-session"})
+# With ?owner=: A's name under A's email, and under B's own email.
+OWNER_ROUTES = [(m, t + ("&" if "?" in t else "?") + "owner={owner}", body) for m, t, body in ROUTES]
+same_as_missing(OWNER_ROUTES, [("session name with owner=A", {"{ref}": sess["name"], "{owner}": ua["email"]})],
+                {"{ref}": "no-such-session", "{owner}": "nobody@cross.test"})
+same_as_missing(OWNER_ROUTES, [("session name with owner=B", {"{ref}": sess["name"], "{owner}": ub["email"]})],
+                {"{ref}": "no-such-session", "{owner}": ub["email"]})
+same_as_missing(USER_ROUTES, [("user id", {"{user}": ua["id"]}), ("email", {"{user}": ua["email"]})],
+                {"{user}": "nobody@cross.test"})
+# A's private image (a commit of A's session): B cannot see its commit,
+# find it in the image list, or pull it; each answered as a missing one.
+st, r = a.call("POST", "/v1/sessions/%s/commit" % sess["id"], {"tag": "cross"})
+say(st == 202, "A commits the session (%d)" % st)
+commit = (r or {}).get("commit", {})
+if commit:
+    st, r = a.call("GET", "/v1/commits/%s?wait=1&timeout_s=120" % commit["id"], timeout=180)
+    commit = (r or {}).get("commit", commit)
+    say(commit.get("status") == "ready", "A's commit is ready (%s %s)" % (commit.get("status"), commit.get("error", "")))
+    same_as_missing([("GET", "/v1/commits/{commit}", None),
+                     ("GET", "/v1/commits/{commit}?wait=1&timeout_s=1", None),
+                     ("POST", "/v1/images/pull", {"image": "{image}"}),
+                     ("POST", "/v1/sessions", {"image": "{image}", "resources": {"cpu": 0.1, "mem": "16m"}})],
+                    [("commit and private image", {"{commit}": commit["id"], "{image}": commit["ref"]})],
+                    {"{commit}": "0" * 32, "{image}": "tessera-private/nobody/none:v1"})
+    st, r = b.call("GET", "/v1/images")
+    say(st == 200 and commit["ref"] not in json.dumps(r) and commit["id"] not in json.dumps(r),
+        "B's image list does not show A's private image")
+    st, r = a.call("GET", "/v1/images")
+    say(st == 200 and commit["name"] in json.dumps(r), "A's image list shows it")
+    print("# private image %s" % commit["ref"])
+st, _, _ = answer(b, "GET", "/v1/users", None)
+say(st == 403, "B may not list users (%d)" % st)
+
+for q in ("", "?all=1"):
+    st, r = b.call("GET", "/v1/sessions" + q)
+    ids = [s["id"] for s in (r or {}).get("sessions", [])]
+    say(st == 200 and sess["id"] not in ids, "B's list%s does not show A's session" % q)
+
+# B's event stream: its first state has no trace of A's session.
+c_st, _, _ = None, None, None
+import http.client
+path = "/v1/events"
+c = http.client.HTTPConnection(b.host, int(b.port), timeout=30)
+c.putrequest("GET", path, skip_host=True, skip_accept_encoding=True)
+for k, v in b.sign("GET", path).items():
+    c.putheader(k, v)
+c.endheaders()
+resp = c.getresponse()
+data = ""
+while resp.status == 200:
+    line = resp.fp.readline().decode()
+    if not line:
+        break
+    if line.startswith("data:"):
+        data = line
+        break
+c.close()
+say(data and sess["id"] not in data and "alice-box" not in data,
+    "B's event stream does not show A's session")
+
+st, r = a.call("GET", "/v1/sessions/" + sess["id"])
+say(st == 200 and r["status"] == "RUNNING", "A's session is untouched (%s)" % (r or {}).get("status"))
+st, r = a.call("POST", "/v1/sessions/%s/exec" % sess["id"], {"command": ["echo", "still-mine"]})
+say(st == 200 and "still-mine" in json.dumps(r), "A still execs in it (%d)" % st)
+st, r = admin.call("GET", "/v1/users")
+ua_now = [u for u in r["users"] if u["id"] == ua["id"]]
+say(ua_now and not ua_now[0]["disabled"], "A's account is untouched")
+st, r = a.call("DELETE", "/v1/sessions/" + sess["id"])
+say(st == 200, "A removes the session (%d)" % st)
+print("# matrix done")
+PY
+)
+while IFS= read -r line; do
+	case $line in
+	"ok   "*) ok "${line#ok   }" ;;
+	"FAIL "*) fail "${line#FAIL }" ;;
+	*) echo "$line" ;;
+	esac
+done <<<"$out"
+check "the matrix ran to its end" contains "$out" "# matrix done"
+private=$(sed -n 's/^# private image //p' <<<"$out")
+[[ -n "$private" ]] && docker rmi -f "$private" >/dev/null 2>&1
+e2e_done

@@ -1,0 +1,473 @@
+/* Recipes (images/recipe.h): the format, its errors with their lines, the
+ * defaults, the hash; the labels and mirrors of images/build.h. The
+ * recipes of images/ are read too, so a broken one fails here first. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "images/build.h"
+#include "images/recipe.h"
+#include "testlib.h"
+
+#ifndef SOURCE_ROOT
+#error SOURCE_ROOT must name the source tree
+#endif
+
+static const char minimal[] =
+	"name = tessera/python\n"
+	"tag = 3.11\n"
+	"suite = bookworm\n"
+	"packages = python3\n";
+
+/* Parses text; returns the error message ("" when it parsed). */
+static const char *parse_err(const char *text)
+{
+	static struct terr err;
+	struct recipe r;
+	memset(&err, 0, sizeof(err));
+	if (recipe_parse(text, strlen(text), "t.recipe", &r, &err) == 0) {
+		recipe_free(&r);
+		return "";
+	}
+	return err.msg;
+}
+
+static void hash_of(const char *text, char out[RECIPE_HASH_HEX + 1])
+{
+	struct recipe r;
+	struct terr err = {0};
+	out[0] = '\0';
+	if (recipe_parse(text, strlen(text), "t.recipe", &r, &err) < 0) {
+		FAILF("parse failed: %s", err.msg);
+		return;
+	}
+	strcpy(out, r.hash);
+	recipe_free(&r);
+}
+
+TEST(minimal_recipe_and_defaults)
+{
+	struct recipe r;
+	struct terr err = {0};
+	CHECK_INT(recipe_parse(minimal, strlen(minimal), "t.recipe", &r, &err), 0);
+	CHECK_STR(r.name, "tessera/python");
+	CHECK_STR(r.tag, "3.11");
+	CHECK_STR(r.suite, "bookworm");
+	CHECK_STR(r.family, "python");     /* the name's last part */
+	CHECK_STR(r.title, "python");
+	CHECK_STR(r.distro, "debian12");   /* from the suite */
+	CHECK_STR(r.cmd, "/bin/bash");
+	CHECK_INT(r.n_packages, 1);
+	CHECK_STR(r.packages[0], "python3");
+	CHECK(r.runtime_type == NULL);
+	CHECK(r.service_ports == NULL);
+	CHECK_INT(strlen(r.hash), RECIPE_HASH_HEX);
+	char ref[64];
+	CHECK_INT(recipe_ref(&r, ref, sizeof(ref)), 0);
+	CHECK_STR(ref, "tessera/python:3.11");
+	CHECK_INT(recipe_ref(&r, ref, 8), -ENAMETOOLONG);
+	recipe_free(&r);
+}
+
+TEST(every_key_and_continuations)
+{
+	static const char text[] =
+		"# a comment\n"
+		"name     = tessera/python-ml\n"
+		"tag      = 3.13-torch2.6\n"
+		"title    = Python ML\n"
+		"family   = python-ml\n"
+		"suite    = trixie\n"
+		"\n"
+		"packages =\n"
+		"    python3 python3-torch\n"
+		"    # a comment inside the list\n"
+		"\tpython3-notebook  jupyter-notebook=6.4.13-5\n"
+		"frameworks = python=python3\n"
+		"    torch=python3-torch\n"
+		"runtime-type = python\n"
+		"runtime-path = /usr/bin/python3\n"
+		"min.cpu = 1\n"
+		"min.mem = 1g\n"
+		"min.cuda.shares = 0.5\n"
+		"service-ports = jupyter:http:8081,mlflow-ui:preopen:5000,vsc:http:[8180,8181]\n"
+		"cmd = /bin/sh -l\n"
+		"env.LANG = C.UTF-8\n"
+		"env.PYTHONUNBUFFERED = 1\n"
+		"label.ai.backend.features = uid-match\n"
+		"run = ln -s /usr/bin/python3 /usr/local/bin/python\n"
+		"run = echo one\n"
+		"    echo two\n";
+	struct recipe r;
+	struct terr err = {0};
+	CHECK_INT(recipe_parse(text, strlen(text), "t.recipe", &r, &err), 0);
+	if (err.msg[0])
+		FAILF("%s", err.msg);
+	CHECK_STR(r.title, "Python ML");
+	CHECK_STR(r.distro, "debian13");
+	CHECK_INT(r.n_packages, 4);
+	CHECK_STR(r.packages[2], "python3-notebook");
+	CHECK_STR(r.packages[3], "jupyter-notebook=6.4.13-5");
+	CHECK_INT(r.n_frameworks, 2);
+	CHECK_STR(r.frameworks[1].key, "torch");
+	CHECK_STR(r.frameworks[1].value, "python3-torch");
+	CHECK_INT(r.frameworks[1].line, 13);
+	CHECK_STR(r.min_cuda_shares, "0.5");
+	CHECK_STR(r.cmd, "/bin/sh -l");
+	CHECK_INT(r.n_env, 2);
+	CHECK_STR(r.env[1].key, "PYTHONUNBUFFERED");
+	CHECK_INT(r.n_labels, 1);
+	CHECK_STR(r.labels[0].key, "ai.backend.features");
+	CHECK_STR(r.labels[0].value, "uid-match");
+	CHECK_INT(r.n_run, 2);
+	CHECK_STR(r.run[1].value, "echo one\necho two");
+	CHECK_INT(r.run[1].line, 25);
+	recipe_free(&r);
+}
+
+/* Each bad recipe fails naming the file and the line that is wrong. */
+TEST(errors_name_the_line)
+{
+	static const struct {
+		const char *text;
+		const char *msg;
+	} cases[] = {
+		{"name = a\ntag = 1\npakages = x\n", "t.recipe:3: unknown key 'pakages'"},
+		{"name = a\nname = b\n", "t.recipe:2: name is set twice (first on line 1)"},
+		{"name = Tessera/Python\n", "t.recipe:1: name 'Tessera/Python' is not a Docker repository name"},
+		{"name = a//b\n", "t.recipe:1: name 'a//b'"},
+		{"name = a/\n", "t.recipe:1: name 'a/'"},
+		{"tag = -x\n", "t.recipe:1: tag '-x' is not a Docker tag"},
+		{"tag = a:b\n", "t.recipe:1: tag 'a:b'"},
+		{"\n\nsuite = buster\n", "t.recipe:3: unknown Debian suite 'buster' (known: bullseye, bookworm, trixie"},
+		{"packages = python3\n    Python3\n", "t.recipe:2: 'Python3' is not a Debian package name"},
+		{"packages =\n  a1\n# c\n\n  b1 a1\n", "t.recipe:5: package 'a1' is listed twice"},
+		{"packages = a1 a1\n", "t.recipe:1: package 'a1' is listed twice"},
+		{"packages = ab=\n", "t.recipe:1: 'ab=': a pinned version is PACKAGE=VERSION"},
+		{"packages = ab=x1\n", "t.recipe:1: 'ab=x1': a pinned version"},
+		{"  python3\n", "t.recipe:1: an indented line continues the value above it, but no key comes before it"},
+		{"name\n", "t.recipe:1: expected 'key = value'"},
+		{"= x\n", "t.recipe:1: expected 'key = value'"},
+		{"name =\n", "t.recipe:1: name has no value"},
+		{"name = a\n    b\n", "t.recipe:1: name takes one line"},
+		{"# c\nmin.cpu = 0\n", "t.recipe:2: min.cpu '0' is not a positive number of cores"},
+		{"min.mem = lots\n", "t.recipe:1: min.mem 'lots' is not a size"},
+		{"min.cuda.shares = -1\n", "t.recipe:1: min.cuda.shares '-1'"},
+		{"service-ports = jupyter:http\n", "t.recipe:1: service-ports entry 'jupyter:http': expected name:protocol:port"},
+		{"service-ports = j:udp:1\n", "the protocol is one of http, tcp, preopen, pty"},
+		{"service-ports = j:http:70000\n", "a port is a number from 1 to 65535"},
+		{"service-ports = j:http:[]\n", "an empty port list"},
+		{"service-ports = j:http:[1,x]\n", "a port is a number"},
+		{"service-ports = a:http:1,\n", "service-ports entry ''"},
+		{"runtime-path = python3\n", "t.recipe:1: runtime-path must be an absolute path"},
+		{"frameworks = torch\n", "t.recipe:1: frameworks entry 'torch': expected NAME=PACKAGE"},
+		{"frameworks = a=b1\n  a=c1\n", "t.recipe:2: framework 'a' is listed twice"},
+		{"label.tessera.owner = x\n", "t.recipe:1: labels tessera.* are written by the builder"},
+		{"label.ai.backend.service-ports = x\n", "set ai.backend.service-ports with 'service-ports'"},
+		{"label.ai.backend.kernelspec = 2\n", "ai.backend.kernelspec is written by the builder"},
+		{"label.a = 1\nlabel.a = 2\n", "t.recipe:2: label a is set twice (first on line 1)"},
+		{"label.A = 1\n", "t.recipe:1: label key 'A'"},
+		{"env.1X = 1\n", "t.recipe:1: environment variable name '1X'"},
+		{"env.X = 1\nenv.X = 2\n", "t.recipe:2: env.X is set twice"},
+		{"title = a\x01\n", "t.recipe:1: unexpected control character 0x01"},
+		{"name = tessera/python\ntag = 1\nsuite = bookworm\n", "t.recipe: no 'packages'"},
+		{"tag = 1\nsuite = bookworm\npackages = a1\n", "t.recipe: no 'name'"},
+		{"", "t.recipe: no 'name'"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		CHECK_CONTAINS(parse_err(cases[i].text), cases[i].msg);
+	/* A NUL byte, which strlen-based helpers above cannot carry. */
+	struct recipe r;
+	struct terr err = {0};
+	CHECK(recipe_parse("name = a\n\0x\n", 12, "t.recipe", &r, &err) < 0);
+	CHECK_CONTAINS(err.msg, "t.recipe:2: unexpected NUL byte");
+}
+
+TEST(hash_follows_content_not_layout)
+{
+	char a[RECIPE_HASH_HEX + 1], b[RECIPE_HASH_HEX + 1];
+	hash_of(minimal, a);
+	/* Comments, blank lines, spacing and continuation lines are layout. */
+	hash_of("# python\n\nname=tessera/python\ntag =   3.11\nsuite\t= bookworm\npackages =\n  python3\n", b);
+	CHECK_STR(a, b);
+	/* The order of env and labels does not change the image... */
+	char c[RECIPE_HASH_HEX + 1], d[RECIPE_HASH_HEX + 1];
+	char t1[512], t2[512];
+	snprintf(t1, sizeof(t1), "%senv.A = 1\nenv.B = 2\nlabel.x = 1\nlabel.y = 2\n", minimal);
+	snprintf(t2, sizeof(t2), "%slabel.y = 2\nenv.B = 2\nlabel.x = 1\nenv.A = 1\n", minimal);
+	hash_of(t1, c);
+	hash_of(t2, d);
+	CHECK_STR(c, d);
+	/* ...but any value does. */
+	static const char *const changed[] = {
+		"name = tessera/python\ntag = 3.11\nsuite = bookworm\npackages = python3 less\n",
+		"name = tessera/python\ntag = 3.12\nsuite = bookworm\npackages = python3\n",
+		"name = tessera/python\ntag = 3.11\nsuite = trixie\npackages = python3\n",
+		"name = tessera/python\ntag = 3.11\nsuite = bookworm\npackages = python3\nrun = true\n",
+		"name = tessera/python\ntag = 3.11\nsuite = bookworm\npackages = python3\nenv.A = 1\n",
+		"name = tessera/python\ntag = 3.11\nsuite = bookworm\npackages = python3\nmin.mem = 1g\n",
+		"name = tessera/python\ntag = 3.11\nsuite = bookworm\npackages = python3\ntitle = Py\n",
+	};
+	for (size_t i = 0; i < sizeof(changed) / sizeof(changed[0]); i++) {
+		hash_of(changed[i], b);
+		if (!strcmp(a, b))
+			FAILF("hash unchanged by: %s", changed[i]);
+	}
+	/* Two run steps are not one step of two lines. */
+	char e[RECIPE_HASH_HEX + 1], f[RECIPE_HASH_HEX + 1];
+	snprintf(t1, sizeof(t1), "%srun = a\nrun = b\n", minimal);
+	snprintf(t2, sizeof(t2), "%srun = a\n  b\n", minimal);
+	hash_of(t1, e);
+	hash_of(t2, f);
+	CHECK(strcmp(e, f) != 0);
+	/* Lower-case hex. */
+	for (const char *h = a; *h; h++)
+		CHECK(strchr("0123456789abcdef", *h) != NULL);
+}
+
+TEST(canonical_form)
+{
+	struct recipe r;
+	struct terr err = {0};
+	static const char text[] = "name = a/b\ntag = 1\nsuite = sid\npackages = p1 p2\nrun = x\n  y\\z\n";
+	CHECK_INT(recipe_parse(text, strlen(text), "t", &r, &err), 0);
+	char *c = recipe_canonical(&r);
+	CHECK_CONTAINS(c, "tessera-recipe=1\nname=a/b\ntag=1\n");
+	CHECK_CONTAINS(c, "distro=debiansid\n");
+	CHECK_CONTAINS(c, "package=p1\npackage=p2\n");
+	CHECK_CONTAINS(c, "run=x\\ny\\\\z\n");
+	free(c);
+	recipe_free(&r);
+}
+
+TEST(upstream_versions)
+{
+	static const char *const cases[][2] = {
+		{"3.11.2-1+b1", "3.11.2"},
+		{"1.13.1+dfsg-4", "1.13.1"},
+		{"2.6.0+dfsg-7", "2.6.0"},
+		{"1:1.24.2-1+deb12u1", "1.24.2"},
+		{"6.4.12-2.2", "6.4.12"},
+		{"1:2.2.4+ds-1", "2.2.4"},
+		{"3.10.1+dfsg1-4", "3.10.1"},
+		{"1.0~rc1-2", "1.0"},
+		{"2.0", "2.0"},
+		{"", ""},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char buf[32];
+		recipe_upstream_version(cases[i][0], buf, sizeof(buf));
+		CHECK_STR(buf, cases[i][1]);
+	}
+	char small[4];
+	recipe_upstream_version("12345-1", small, sizeof(small));
+	CHECK_STR(small, "123");
+	CHECK_STR(recipe_suite_version("bookworm"), "12");
+	CHECK_STR(recipe_suite_version("trixie"), "13");
+	CHECK(recipe_suite_version("buster") == NULL);
+}
+
+static const char *label(const struct recipe_pair *l, size_t n, const char *key)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(l[i].key, key))
+			return l[i].value;
+	return NULL;
+}
+
+/* The recipes of images/ parse, and carry the labels of the contract. */
+TEST(shipped_recipes)
+{
+	static const struct {
+		const char *path, *ref, *distro, *ports, *family;
+	} cases[] = {
+		{"images/python/3.11.recipe", "tessera/python:3.11", "debian12", "jupyter:http:8081", "python"},
+		{"images/python-ml/3.11-torch1.13.recipe", "tessera/python-ml:3.11-torch1.13", "debian12",
+		 "jupyter:http:8081,mlflow-ui:preopen:5000", "python-ml"},
+		{"images/python-ml/3.13-torch2.6.recipe", "tessera/python-ml:3.13-torch2.6", "debian13",
+		 "jupyter:http:8081,mlflow-ui:preopen:5000", "python-ml"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char path[512], ref[256];
+		snprintf(path, sizeof(path), "%s/%s", SOURCE_ROOT, cases[i].path);
+		struct recipe r;
+		struct terr err = {0};
+		if (recipe_load(path, &r, &err) < 0) {
+			FAILF("%s", err.msg);
+			continue;
+		}
+		recipe_ref(&r, ref, sizeof(ref));
+		CHECK_STR(ref, cases[i].ref);
+		struct recipe_pair *l = NULL;
+		size_t n = 0;
+		CHECK_INT(img_recipe_labels(&r, "python=3.11.2,torch=1.13.1", &l, &n, &err), 0);
+		CHECK_STR(label(l, n, "ai.backend.kernelspec"), "1");
+		CHECK_STR(label(l, n, "ai.backend.base-distro"), cases[i].distro);
+		CHECK_STR(label(l, n, "ai.backend.runtime-type"), "python");
+		CHECK_STR(label(l, n, "ai.backend.runtime-path"), "/usr/bin/python3");
+		CHECK_STR(label(l, n, "ai.backend.resource.min.cpu"), "1");
+		CHECK(label(l, n, "ai.backend.resource.min.mem") != NULL);
+		CHECK_STR(label(l, n, "ai.backend.resource.min.cuda.shares"), "0");
+		CHECK_STR(label(l, n, "ai.backend.service-ports"), cases[i].ports);
+		CHECK_STR(label(l, n, "tessera.family"), cases[i].family);
+		CHECK_STR(label(l, n, "tessera.frameworks"), "python=3.11.2,torch=1.13.1");
+		CHECK_STR(label(l, n, "tessera.recipe.hash"), r.hash);
+		CHECK(label(l, n, "tessera.title") != NULL);
+		for (size_t j = 0; j < n; j++) {
+			free(l[j].key);
+			free(l[j].value);
+		}
+		free(l);
+		/* No frameworks yet: no such label. */
+		CHECK_INT(img_recipe_labels(&r, "", &l, &n, &err), 0);
+		CHECK(label(l, n, "tessera.frameworks") == NULL);
+		for (size_t j = 0; j < n; j++) {
+			free(l[j].key);
+			free(l[j].value);
+		}
+		free(l);
+		recipe_free(&r);
+	}
+	struct recipe r;
+	struct terr err = {0};
+	CHECK(recipe_load("/nonexistent/x.recipe", &r, &err) < 0);
+	CHECK_CONTAINS(err.msg, "cannot read /nonexistent/x.recipe");
+}
+
+TEST(labels_of_the_recipe)
+{
+	static const char text[] = "name = a/b\ntag = 1\nsuite = bookworm\npackages = p1\n"
+				   "label.ai.backend.features = private uid-match\n";
+	struct recipe r;
+	struct terr err = {0};
+	CHECK_INT(recipe_parse(text, strlen(text), "t", &r, &err), 0);
+	struct recipe_pair *l = NULL;
+	size_t n = 0;
+	CHECK_INT(img_recipe_labels(&r, NULL, &l, &n, &err), 0);
+	CHECK_STR(label(l, n, "ai.backend.features"), "private uid-match");
+	CHECK_STR(label(l, n, "tessera.family"), "b");
+	/* Keys the recipe leaves out are not labels at all. */
+	CHECK(label(l, n, "ai.backend.service-ports") == NULL);
+	CHECK(label(l, n, "ai.backend.resource.min.mem") == NULL);
+	for (size_t j = 0; j < n; j++) {
+		free(l[j].key);
+		free(l[j].value);
+	}
+	free(l);
+	recipe_free(&r);
+}
+
+TEST(mirrors_from_apt_sources)
+{
+	char m[256], s[256];
+	static const char deb822[] =
+		"Types: deb\n"
+		"# http://snapshot.debian.org/archive/debian/20250520T000000Z\n"
+		"URIs: http://deb.debian.org/debian/\n"
+		"Suites: bookworm bookworm-updates\n"
+		"Components: main\n"
+		"Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg\n"
+		"\n"
+		"Types: deb\n"
+		"URIs: http://deb.debian.org/debian-security\n"
+		"Suites: bookworm-security\n"
+		"Components: main\n";
+	img_mirrors_from_sources(deb822, true, m, sizeof(m), s, sizeof(s));
+	CHECK_STR(m, "http://deb.debian.org/debian");
+	CHECK_STR(s, "http://deb.debian.org/debian-security");
+
+	static const char disabled[] =
+		"Types: deb-src\nURIs: http://src.example/debian\nSuites: bookworm\n\n"
+		"Enabled: no\nTypes: deb\nURIs: http://off.example/debian\nSuites: bookworm\n\n"
+		"Types: deb\nURIs: http://nodistro.example/node\nSuites: nodistro\n\n"
+		"Types: deb\nURIs: http://mirror.example/debian\nSuites: trixie";
+	img_mirrors_from_sources(disabled, true, m, sizeof(m), s, sizeof(s));
+	CHECK_STR(m, "http://mirror.example/debian");
+	CHECK_STR(s, "");
+
+	static const char oneline[] =
+		"# deb http://commented.example/debian bookworm main\n"
+		"deb-src http://src.example/debian bookworm main\n"
+		"deb https://packages.cloud.google.com/apt cloud-sdk-bookworm main\n"
+		"deb [arch=amd64 signed-by=/k.gpg] http://ftp.example.org/debian bookworm main contrib\n"
+		"deb http://security.example.org/debian-security bookworm-security main\n";
+	img_mirrors_from_sources(oneline, false, m, sizeof(m), s, sizeof(s));
+	CHECK_STR(m, "http://ftp.example.org/debian");
+	CHECK_STR(s, "http://security.example.org/debian-security");
+
+	img_mirrors_from_sources("", false, m, sizeof(m), s, sizeof(s));
+	CHECK_STR(m, "");
+	img_mirrors_from_sources("deb\ndeb [x\nTypes: deb\nURIs:\n", false, m, sizeof(m), s, sizeof(s));
+	CHECK_STR(m, "");
+}
+
+/* The progress of the packages stage, from apt-get's own lines. */
+TEST(apt_progress)
+{
+	struct img_progress plan = {0};
+	char what[64] = "";
+	static const char *const simulated[] = {
+		"NOTE: This is only a simulation!",
+		"Inst libssl3 (3.0.20-1~deb12u2 Debian:12.12/stable [amd64])",
+		"Inst python3.11-minimal (3.11.2-6+deb12u8 Debian-Security:12/stable-security [amd64])",
+		"Inst python3 (3.11.2-1+b1 Debian:12.12/stable [amd64])",
+		"Conf libssl3 (3.0.20-1~deb12u2 Debian:12.12/stable [amd64])",
+	};
+	for (size_t i = 0; i < sizeof(simulated) / sizeof(simulated[0]); i++)
+		img_apt_progress(&plan, simulated[i], what, sizeof(what));
+	CHECK_INT(plan.total, 3);
+
+	struct img_progress p = {.stage = IMG_STAGE_PACKAGES, .total = plan.total};
+	CHECK(!img_apt_progress(&p, "0 upgraded, 3 newly installed, 0 to remove and 0 not upgraded.", what, sizeof(what)));
+	CHECK(!img_apt_progress(&p, "Need to get 6,107 kB/8.2 MB of archives.", what, sizeof(what)));
+	CHECK_INT(p.to_fetch, 6107);
+	CHECK(img_apt_progress(&p, "Get:1 http://deb.debian.org/debian bookworm/main amd64 libssl3 amd64 3.0.20-1~deb12u2 [2,029 kB]",
+			       what, sizeof(what)));
+	CHECK_INT(p.fetched, 2029);
+	CHECK_STR(what, "libssl3");
+	CHECK(img_apt_progress(&p, "Get:2 http://deb.debian.org/debian bookworm/main amd64 python3 amd64 3.11.2-1+b1 [26.3 MB]",
+			       what, sizeof(what)));
+	CHECK_INT(p.fetched, 6107);   /* never past what apt said it needs */
+	CHECK(img_apt_progress(&p, "Unpacking python3.11-minimal (3.11.2-6+deb12u8) ...", what, sizeof(what)));
+	CHECK_STR(what, "python3.11-minimal");
+	CHECK_INT(p.done, 0);
+	CHECK(img_apt_progress(&p, "Setting up libssl3:amd64 (3.0.20-1~deb12u2) ...", what, sizeof(what)));
+	CHECK_STR(what, "libssl3");
+	CHECK(img_apt_progress(&p, "Setting up python3.11-minimal (3.11.2-6+deb12u8) ...", what, sizeof(what)));
+	CHECK(img_apt_progress(&p, "Setting up python3 (3.11.2-1+b1) ...", what, sizeof(what)));
+	CHECK_INT(p.done, 3);
+	/* A package set up beyond the plan (a trigger's) does not overrun it. */
+	CHECK(img_apt_progress(&p, "Setting up extra (1) ...", what, sizeof(what)));
+	CHECK_INT(p.done, 3);
+	CHECK(!img_apt_progress(&p, "Processing triggers for libc-bin (2.36-9+deb12u10) ...", what, sizeof(what)));
+	CHECK(!img_apt_progress(&p, "Get:3 without a size", what, sizeof(what)));
+
+	struct img_progress q = {0};
+	img_apt_progress(&q, "Need to get 0 B/512 MB of archives.", what, sizeof(what));
+	CHECK_INT(q.to_fetch, 0);
+	img_apt_progress(&q, "Need to get 1.5 GB of archives.", what, sizeof(what));
+	CHECK_INT(q.to_fetch, 1500000);
+}
+
+TEST(stage_names)
+{
+	CHECK_STR(img_stage_name(IMG_STAGE_BOOTSTRAP), "bootstrap");
+	CHECK_STR(img_stage_name(IMG_STAGE_PACKAGES), "packages");
+	CHECK_STR(img_stage_name(IMG_STAGE_IMPORT), "import");
+	CHECK_STR(img_stage_name(IMG_STAGE_COUNT), "?");
+}
+
+int main(void)
+{
+	RUN(minimal_recipe_and_defaults);
+	RUN(every_key_and_continuations);
+	RUN(errors_name_the_line);
+	RUN(hash_follows_content_not_layout);
+	RUN(canonical_form);
+	RUN(upstream_versions);
+	RUN(shipped_recipes);
+	RUN(labels_of_the_recipe);
+	RUN(mirrors_from_apt_sources);
+	RUN(apt_progress);
+	RUN(stage_names);
+	return testlib_done();
+}
