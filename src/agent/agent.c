@@ -67,6 +67,8 @@ struct agent {
 
 	pthread_t watcher;
 	bool watching;
+	pthread_t image_watcher;      /* reports changes of the node's images */
+	bool watching_images;
 	pthread_t usage_thread;       /* charges what the driver holds (gpu_usage.h) */
 	bool usage_running;
 	int usage_interval_ms;
@@ -288,6 +290,8 @@ void agent_close(struct agent *a)
 	atomic_store_explicit(&a->stop, true, memory_order_relaxed);
 	if (a->watching)
 		pthread_join(a->watcher, NULL);
+	if (a->watching_images)
+		pthread_join(a->image_watcher, NULL);
 	if (a->usage_running)
 		pthread_join(a->usage_thread, NULL);
 	free(a->usage_inits);
@@ -372,6 +376,15 @@ int agent_describe(struct agent *a, json_t **out, struct terr *err)
 	int rc = agent_list_containers(a, &containers, err);
 	if (rc < 0)
 		return rc;
+	/* The node's images for the manager's catalog; a runtime that cannot
+	 * list them leaves the list empty rather than the node unregistered
+	 * (the manager asks again on `image rescan`). */
+	json_t *images = NULL;
+	struct terr ierr = {0};
+	if (a->rt_ops->image_list(a->rt, &images, &ierr) < 0) {
+		log_warn("agent", "listing images: %s", ierr.msg);
+		images = json_array();
+	}
 	json_t *gpus = json_array();
 	for (int i = 0; i < a->gpus.n; i++) {
 		const struct gpu_device *d = &a->gpus.dev[i];
@@ -379,10 +392,10 @@ int agent_describe(struct agent *a, json_t **out, struct terr *err)
 						      "name", d->name, "memory", (json_int_t)d->memory, "sms", d->sms,
 						      "context_overhead", (json_int_t)d->context_overhead));
 	}
-	*out = json_pack("{s:s,s:s,s:o,s:s,s:o,s:o,s:b,s:s}", "id", a->id, "version", TESSERA_VERSION,
+	*out = json_pack("{s:s,s:s,s:o,s:s,s:o,s:o,s:b,s:s,s:o}", "id", a->id, "version", TESSERA_VERSION,
 			 "capacity", res_to_wire(&a->capacity), "runtime", a->runtime_desc,
 			 "containers", containers, "gpus", gpus, "mock_gpus", a->gpus.mock,
-			 "gpu_driver", a->gpus.driver_version);
+			 "gpu_driver", a->gpus.driver_version, "images", images);
 	return 0;
 }
 
@@ -863,21 +876,14 @@ int agent_image_exists(struct agent *a, const char *ref, bool *exists, struct te
 	return a->rt_ops->image_exists(a->rt, ref, exists, err);
 }
 
-int agent_images(struct agent *a, json_t **refs, struct terr *err)
+int agent_images(struct agent *a, json_t **images, struct terr *err)
 {
-	char **list = NULL;
-	size_t n = 0;
-	int rc = a->rt_ops->image_list(a->rt, &list, &n, err);
-	if (rc < 0)
-		return rc;
-	json_t *arr = json_array();
-	for (size_t i = 0; i < n; i++) {
-		json_array_append_new(arr, json_string(list[i]));
-		free(list[i]);
-	}
-	free(list);
-	*refs = arr;
-	return 0;
+	return a->rt_ops->image_list(a->rt, images, err);
+}
+
+int agent_image_remove(struct agent *a, const char *ref, struct terr *err)
+{
+	return a->rt_ops->image_remove(a->rt, ref, err);
 }
 
 /* Words for why a container ended, for status_info. */
@@ -1116,6 +1122,49 @@ static void *usage_main(void *arg)
 	return NULL;
 }
 
+/* Sends the node's images as an event: {"event":"images","images":[...]}. */
+static void report_images(struct agent *a)
+{
+	json_t *images = NULL;
+	struct terr err = {0};
+	if (a->rt_ops->image_list(a->rt, &images, &err) < 0) {
+		log_warn("agent", "listing images after a change: %s", err.msg);
+		return;
+	}
+	json_t *event = json_pack("{s:s,s:o}", "event", AGENT_EVENT_IMAGES, "images", images);
+	if (event && a->on_event)
+		a->on_event(a->event_ud, a->id, event);
+	json_decref(event);
+}
+
+static int on_image_event(const struct rt_event *ev, void *ud)
+{
+	if (ev->image)
+		report_images(ud);
+	return 0;
+}
+
+static void *image_watch_main(void *arg)
+{
+	struct agent *a = arg;
+	bool first = true;
+	while (!stopping(a)) {
+		/* Changes while the stream was down are sent as one list. */
+		if (!first)
+			report_images(a);
+		first = false;
+		struct terr err = {0};
+		int rc = a->rt_ops->watch_images ? a->rt_ops->watch_images(a->rt, on_image_event, a, &a->stop, &err) : 0;
+		if (stopping(a) || !a->rt_ops->watch_images)
+			break;
+		if (rc < 0)
+			log_warn("agent", "image event stream from the runtime failed, retrying: %s", err.msg);
+		for (int i = 0; i < 10 && !stopping(a); i++)
+			usleep(100 * 1000);
+	}
+	return NULL;
+}
+
 int agent_watch_start(struct agent *a, agent_event_fn fn, void *ud, struct terr *err)
 {
 	a->on_event = fn;
@@ -1123,6 +1172,11 @@ int agent_watch_start(struct agent *a, agent_event_fn fn, void *ud, struct terr 
 	if (pthread_create(&a->watcher, NULL, watch_main, a) != 0)
 		return terr_set(err, EAGAIN, "cannot start the container watcher thread");
 	a->watching = true;
+	if (pthread_create(&a->image_watcher, NULL, image_watch_main, a) == 0)
+		a->watching_images = true;
+	else
+		log_warn("agent", "cannot start the image watcher thread: image changes reach the "
+			 "manager only at registration and on 'tessera image rescan'");
 	if (a->gpus.n > 0 && a->probe_path[0]) {
 		if (pthread_create(&a->usage_thread, NULL, usage_main, a) == 0)
 			a->usage_running = true;

@@ -58,7 +58,8 @@ struct res agent_capacity(const struct agent *a);
 
 /* {"id","version","capacity":{"cpu_milli","mem","fgpu_milli"},
  *  "runtime":"docker 20.10.24 (API 1.41)","containers":[...],
- *  "gpus":[{"index","uuid","name","memory","sms"}],"mock_gpus":bool} (new ref). */
+ *  "gpus":[{"index","uuid","name","memory","sms"}],"mock_gpus":bool,
+ *  "images":[...] as agent_images lists them} (new ref). */
 int agent_describe(struct agent *a, json_t **out, struct terr *err);
 /* [{"session_id","container_id","running","exit_code","oom_killed","state",
  *   "cluster_id"}]: the agent's own containers (agent_set_cluster_id);
@@ -87,8 +88,12 @@ json_t *agent_exec_result_json(const struct rt_exec_result *r);
 int agent_logs(struct agent *a, const char *container_id, int tail, char **out,
 	       size_t *len, struct terr *err);
 int agent_image_exists(struct agent *a, const char *ref, bool *exists, struct terr *err);
-/* *refs (new ref): array of the node's image references "repo:tag". */
-int agent_images(struct agent *a, json_t **refs, struct terr *err);
+/* *images (new ref): the node's images as the runtime lists them,
+ * [{"id","tags":["repo:tag",...],"size","labels":{...}}]. */
+int agent_images(struct agent *a, json_t **images, struct terr *err);
+/* Removes one reference of an image from the node (image rm); -ENOENT
+ * when the node has none by that name. */
+int agent_image_remove(struct agent *a, const char *ref, struct terr *err);
 
 /* The identity of the installation the agent serves (the manager's
  * cluster id; copied). Its containers are labelled with it, and it lists,
@@ -100,7 +105,9 @@ int agent_images(struct agent *a, json_t **refs, struct terr *err);
  * known yet, every container with the agent's label counts. Any thread. */
 void agent_set_cluster_id(struct agent *a, const char *cluster_id);
 
-/* Starts the watcher thread reporting containers that end by themselves. */
+/* Starts the watcher threads: one reports containers that end by
+ * themselves, the other every change of the node's images as
+ * {"event":"images","images":[...]} (agent_images' list). */
 int agent_watch_start(struct agent *a, agent_event_fn fn, void *ud, struct terr *err);
 
 #define AGENT_EXEC_MAX_OUTPUT (8u << 20)
@@ -110,5 +117,7 @@ int agent_watch_start(struct agent *a, agent_event_fn fn, void *ud, struct terr 
 #define AGENT_LABEL_NAME "tessera.name"
 #define AGENT_LABEL_OWNER "tessera.owner"
 #define AGENT_LABEL_CLUSTER "tessera.cluster"
+/* The event that carries the node's images after they changed. */
+#define AGENT_EVENT_IMAGES "images"
 
 #endif

@@ -20,7 +20,8 @@
 	X(DESTROY, destroy, "DELETE", "/rpc/v1/sessions/{id}") \
 	X(EXEC, exec, "POST", "/rpc/v1/containers/{cid}/exec") \
 	X(LOGS, logs, "GET", "/rpc/v1/containers/{cid}/logs") \
-	X(IMAGE, image, "GET", "/rpc/v1/images/{ref}")
+	X(IMAGE, image, "GET", "/rpc/v1/images/{ref}") \
+	X(IMAGE_REMOVE, image_remove, "DELETE", "/rpc/v1/images/{ref}")
 
 enum agent_rpc {
 #define AGENT_RPC_ENUM(name, handler, method, pattern) AGENT_RPC_##name,

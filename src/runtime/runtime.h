@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "common/err.h"
 
 #define RT_ID_MAX 80
@@ -69,6 +71,7 @@ struct rt_exec_result {
 };
 
 struct rt_event {
+	bool image;            /* an image event: action is Docker's, the rest empty */
 	char container_id[RT_ID_MAX];
 	char action[32];       /* "die", "oom", "start", "destroy" */
 	char session_id[64];   /* label tessera.session */
@@ -93,9 +96,11 @@ struct runtime_ops {
 	 * and the array); -ENOENT when the image does not exist. */
 	int (*image_env)(struct runtime *rt, const char *ref, char ***env, size_t *n,
 			 struct terr *err);
-	/* Lists image references "repo:tag" (caller frees each and the array). */
-	int (*image_list)(struct runtime *rt, char ***refs, size_t *n,
-			  struct terr *err);
+	/* Lists the images that have a reference: *images (new ref) is
+	 * [{"id","tags":["repo:tag",...],"digests":["repo@sha256:...",...],
+	 * "size","labels":{...}}], dangling
+	 * references ("<none>:<none>") left out, and images left with none. */
+	int (*image_list)(struct runtime *rt, json_t **images, struct terr *err);
 	int (*create)(struct runtime *rt, const struct rt_container_spec *spec,
 		      char id[RT_ID_MAX], struct terr *err);
 	int (*start)(struct runtime *rt, const char *id, struct terr *err);
@@ -121,12 +126,19 @@ struct runtime_ops {
 	/* Commits the container to a new image reference "repo:tag". */
 	int (*commit)(struct runtime *rt, const char *id, const char *ref,
 		      struct terr *err);
+	/* Removes one reference of an image (the image itself goes with its
+	 * last); -ENOENT when there is none. */
+	int (*image_remove)(struct runtime *rt, const char *ref, struct terr *err);
 	/* Streams container events for containers with label key=value,
 	 * calling cb for each; blocks until another thread sets *stop (read
 	 * at least once a second), cb returns non-zero, or the stream fails. */
 	int (*watch)(struct runtime *rt, const char *label_key,
 		     const char *label_value, rt_event_cb cb, void *ud,
 		     const atomic_bool *stop, struct terr *err);
+	/* The same for every image's events (rt_event.image set, action
+	 * Docker's: pull, tag, untag, delete, import, load). */
+	int (*watch_images)(struct runtime *rt, rt_event_cb cb, void *ud,
+			    const atomic_bool *stop, struct terr *err);
 };
 
 extern const struct runtime_ops runtime_docker_ops;

@@ -130,13 +130,18 @@ static int f_image_env(struct runtime *rt, const char *ref, char ***env, size_t 
 	return 0;
 }
 
-static int f_image_list(struct runtime *rt, char ***refs, size_t *n, struct terr *err)
+static int f_image_list(struct runtime *rt, json_t **images, struct terr *err)
 {
 	(void)rt;
 	(void)err;
-	*refs = NULL;
-	*n = 0;
+	*images = json_array();
 	return 0;
+}
+
+static int f_image_remove(struct runtime *rt, const char *ref, struct terr *err)
+{
+	(void)rt;
+	return terr_set(err, ENOENT, "no image %s", ref);
 }
 
 static int f_create(struct runtime *rt, const struct rt_container_spec *s, char id[RT_ID_MAX], struct terr *err)
@@ -326,7 +331,7 @@ static int f_watch(struct runtime *rt, const char *key, const char *value, rt_ev
 
 static const struct runtime_ops fake_ops = {
 	.name = "test-runtime", .open = f_open, .close = f_close, .version = f_version,
-	.image_exists = f_image_exists, .image_env = f_image_env, .image_list = f_image_list,
+	.image_exists = f_image_exists, .image_env = f_image_env, .image_list = f_image_list, .image_remove = f_image_remove,
 	.create = f_create, .start = f_start, .remove = f_remove, .inspect = f_inspect,
 	.list = f_list, .exec = f_exec, .logs = f_logs, .commit = f_commit, .watch = f_watch,
 };
