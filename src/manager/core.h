@@ -69,14 +69,43 @@ int mgr_session_exec(struct manager *m, const struct user_rec *u, const char *re
 
 /* Every node with capacity, use, devices and liveness. A JSON array. */
 json_t *mgr_nodes_list(struct manager *m);
-/* [{"ref", "nodes": [...]}]: the images of every alive node, asked
- * without the lock; a node that does not answer is left out (logged). */
-json_t *mgr_images_list(struct manager *m);
+
+/* ---- images (images.c) ---- */
+
+/* The catalog of the alive nodes' images that u may launch, one entry
+ * per reference (docs/api.md, GET /v1/images): images of other users
+ * (tessera.owner) left out, those ai.backend.features calls private too
+ * unless u is an admin asking for all. A JSON array. */
+json_t *mgr_images_list(struct manager *m, const struct user_rec *u, bool all);
+/* Asks every alive node for its images again; *reply {"nodes",
+ * "nodes_alive","images"}. EAGAIN when none answered. */
+int mgr_images_rescan(struct manager *m, json_t **reply, struct terr *err);
+/* {"alias": "image", ...} (new reference). */
+json_t *mgr_image_aliases(struct manager *m);
+/* Sets (replaces) or removes an alias, kept in the store. EINVAL for a
+ * name that is not a reference; ENOENT when dealiasing an unknown one. */
+int mgr_image_alias(struct manager *m, const char *alias, const char *image, struct terr *err);
+int mgr_image_dealias(struct manager *m, const char *alias, struct terr *err);
+/* Removes the image ref from every node that holds it, on request of u:
+ * an admin, or the owner of a private image (EPERM otherwise). ENOENT
+ * when u sees no such image; EBUSY while a session that has not ended
+ * uses it. *reply {"ref","nodes"}. */
+int mgr_image_remove(struct manager *m, const struct user_rec *u, const char *ref, json_t **reply,
+		     struct terr *err);
+/* The create check of an image (without the lock held): resolves an
+ * alias into resolved (n bytes; else the typed name), finds the image
+ * among what u may launch (asking the nodes again when it is not listed):
+ * EINVAL "not present on any node" when not, for an image u may not see
+ * exactly as for one that does not exist; EINVAL naming both when req is
+ * below the image's minimum; EAGAIN when no node could be asked. */
+int mgr_image_check(struct manager *m, const struct user_rec *u, const char *typed, const struct res *req,
+		    char *resolved, size_t n, struct terr *err);
 
 /* ---- agents (agents.c) ---- */
 
 /* Registers an agent (or re-registers it) from its description
- * {"id","url","version","capacity","gpus","containers","mock_gpus"} and
+ * {"id","url","version","capacity","gpus","containers","mock_gpus",
+ * "images"} and
  * reconciles its containers with the sessions. On success the manager
  * owns link_ctx (released at close); on failure the caller keeps it.
  * local: an in-process agent, never LOST. *reply (may be NULL):
@@ -89,7 +118,9 @@ int mgr_agent_register_remote(struct manager *m, json_t *desc, json_t **reply, s
 /* A heartbeat; ENOENT when the agent must register (again). */
 int mgr_agent_heartbeat(struct manager *m, const char *agent_id, json_t **reply, struct terr *err);
 /* A container-died event {"session_id","container_id","exit_code","reason"}
- * from agent_id (borrowed); sessions of other agents are left alone. */
+ * from agent_id (borrowed); sessions of other agents are left alone. Or
+ * the agent's images after a change {"event":"images","images":[...]},
+ * which replace its list in the catalog. */
 void mgr_agent_event(struct manager *m, const char *agent_id, json_t *event);
 
 /* ---- settings (settings.c) ---- */

@@ -54,6 +54,11 @@ static int local_images(void *ctx, json_t **refs, struct terr *err)
 	return agent_images(ctx, refs, err);
 }
 
+static int local_image_remove(void *ctx, const char *ref, struct terr *err)
+{
+	return agent_image_remove(ctx, ref, err);
+}
+
 static void local_release(void *ctx)
 {
 	(void)ctx;  /* the agent belongs to whoever attached it */
@@ -67,6 +72,7 @@ const struct agent_link_ops link_local_ops = {
 	.logs = local_logs,
 	.image_exists = local_image_exists,
 	.images = local_images,
+	.image_remove = local_image_remove,
 	.release = local_release,
 };
 
@@ -189,6 +195,14 @@ static int remote_images(void *ctx, json_t **refs, struct terr *err)
 	return 0;
 }
 
+static int remote_image_remove(void *ctx, const char *ref, struct terr *err)
+{
+	json_t *resp = NULL;
+	int rc = remote_call(ctx, AGENT_RPC_IMAGE_REMOVE, ref, NULL, NULL, 60000, &resp, err);
+	json_decref(resp);
+	return rc;
+}
+
 static void remote_release(void *ctx)
 {
 	struct remote_link *l = ctx;
@@ -207,5 +221,6 @@ const struct agent_link_ops link_remote_ops = {
 	.logs = remote_logs,
 	.image_exists = remote_image_exists,
 	.images = remote_images,
+	.image_remove = remote_image_remove,
 	.release = remote_release,
 };

@@ -58,6 +58,9 @@ struct magent {
 	bool mock_gpus;
 	const struct agent_link_ops *link;
 	void *link_ctx;
+	/* Its images as it last reported them (images.c): [{"id","tags",
+	 * "size","labels"}]; NULL while unknown. */
+	json_t *images;
 };
 
 /* Cluster settings (kept in the store's settings table). */
@@ -107,6 +110,7 @@ struct manager {
 	size_t n_agents, cap_agents;
 	struct user_rec *users;
 	size_t n_users;
+	json_t *image_aliases;      /* {"alias": "image ref"}, stored (images.c) */
 
 	struct job *jobs_head, *jobs_tail;
 	/* Links replaced by a re-registration: a dispatcher or handler may
@@ -196,6 +200,15 @@ void mgr_apply_fgpu_setting(struct manager *m);
 void mgr_mark_lost_agents(struct manager *m);
 /* The API's view of every node (new reference). */
 json_t *mgr_nodes_json(struct manager *m);
+
+/* ---- images.c ---- */
+/* Loads the aliases at open. */
+int mgr_images_load(struct manager *m, struct terr *err);
+/* Frees the agents' lists and the aliases at close. */
+void mgr_images_free(struct manager *m);
+/* Replaces an agent's list with a copy of list (borrowed; not an array:
+ * unknown). */
+void mgr_agent_set_images(struct magent *a, json_t *list);
 
 /* ---- users.c ---- */
 const struct user_rec *mgr_find_user(struct manager *m, const char *id);
