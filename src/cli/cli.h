@@ -12,6 +12,7 @@ int cmd_login(int argc, char **argv);
 int cmd_session(int argc, char **argv);
 int cmd_node(int argc, char **argv);
 int cmd_config(int argc, char **argv);
+int cmd_image(int argc, char **argv);
 
 /* Daemons (cli/daemons.c): parse options, then run manager/agent code. */
 int cmd_server(int argc, char **argv);

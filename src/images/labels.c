@@ -413,6 +413,19 @@ int img_ref_parse(const char *ref, struct img_ref *out, struct terr *err)
 	size_t plen = name_len - path_start;
 	bool hub = !out->registry[0] || !strcmp(out->registry, "docker.io") ||
 		   !strcmp(out->registry, "index.docker.io") || !strcmp(out->registry, "registry-1.docker.io");
+	/* Docker Hub's name is dropped unless the path's first component
+	 * would then read as a registry ("docker.io/a.b/c"). */
+	size_t first = plen;
+	for (size_t i = 0; i < plen; i++)
+		if (path[i] == '/') {
+			first = i;
+			break;
+		}
+	if (hub && first < plen &&
+	    (memchr(path, '.', first) || memchr(path, ':', first) || (first == 9 && !strncmp(path, "localhost", 9)))) {
+		scopy(out->registry, sizeof(out->registry), "docker.io");
+		hub = false;
+	}
 	if (hub) {
 		out->registry[0] = '\0';
 		if (plen > 8 && !strncmp(path, "library/", 8) && !memchr(path + 8, '/', plen - 8)) {

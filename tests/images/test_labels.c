@@ -191,6 +191,8 @@ TEST(references)
 	REF_IS("cr.backend.ai/stable/python:3.9-ubuntu20.04", "cr.backend.ai", "stable/python", "3.9-ubuntu20.04",
 	       "cr.backend.ai/stable/python:3.9-ubuntu20.04");
 	REF_IS("localhost/img", "localhost", "img", "", "localhost/img:latest");
+	/* Docker Hub's name stays where the path would read as a registry */
+	REF_IS("docker.io/a.b/c", "docker.io", "a.b/c", "", "docker.io/a.b/c:latest");
 	REF_IS("nvcr.io/nvidia/pytorch:24.01-py3", "nvcr.io", "nvidia/pytorch", "24.01-py3",
 	       "nvcr.io/nvidia/pytorch:24.01-py3");
 	const char *d = "busybox@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
