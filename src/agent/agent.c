@@ -370,6 +370,23 @@ int agent_list_containers(struct agent *a, json_t **out, struct terr *err)
 	return 0;
 }
 
+/* The manager takes bodies of up to 1 MiB; a list of images larger than
+ * a quarter of that (hundreds of images with many labels) is not sent
+ * inline but fetched by the manager over the RPC route. Takes images
+ * (may be NULL); returns it, or JSON null in its place. */
+static json_t *images_inline(json_t *images)
+{
+	char *text = images ? json_dumps(images, JSON_COMPACT) : NULL;
+	size_t len = text ? strlen(text) : 0;
+	free(text);
+	if (images && len <= AGENT_IMAGES_INLINE_MAX)
+		return images;
+	if (images)
+		log_info("agent", "the image list (%zu bytes) is left for the manager to fetch", len);
+	json_decref(images);
+	return json_null();
+}
+
 int agent_describe(struct agent *a, json_t **out, struct terr *err)
 {
 	json_t *containers;
@@ -377,14 +394,13 @@ int agent_describe(struct agent *a, json_t **out, struct terr *err)
 	if (rc < 0)
 		return rc;
 	/* The node's images for the manager's catalog; a runtime that cannot
-	 * list them leaves the list empty rather than the node unregistered
-	 * (the manager asks again on `image rescan`). */
+	 * list them, or a list too large to send, leaves them out: the
+	 * manager then asks for them itself. */
 	json_t *images = NULL;
 	struct terr ierr = {0};
-	if (a->rt_ops->image_list(a->rt, &images, &ierr) < 0) {
+	if (a->rt_ops->image_list(a->rt, &images, &ierr) < 0)
 		log_warn("agent", "listing images: %s", ierr.msg);
-		images = json_array();
-	}
+	images = images_inline(images);
 	json_t *gpus = json_array();
 	for (int i = 0; i < a->gpus.n; i++) {
 		const struct gpu_device *d = &a->gpus.dev[i];
@@ -1127,11 +1143,9 @@ static void report_images(struct agent *a)
 {
 	json_t *images = NULL;
 	struct terr err = {0};
-	if (a->rt_ops->image_list(a->rt, &images, &err) < 0) {
+	if (a->rt_ops->image_list(a->rt, &images, &err) < 0)
 		log_warn("agent", "listing images after a change: %s", err.msg);
-		return;
-	}
-	json_t *event = json_pack("{s:s,s:o}", "event", AGENT_EVENT_IMAGES, "images", images);
+	json_t *event = json_pack("{s:s,s:o}", "event", AGENT_EVENT_IMAGES, "images", images_inline(images));
 	if (event && a->on_event)
 		a->on_event(a->event_ud, a->id, event);
 	json_decref(event);

@@ -117,7 +117,11 @@ int agent_watch_start(struct agent *a, agent_event_fn fn, void *ud, struct terr 
 #define AGENT_LABEL_NAME "tessera.name"
 #define AGENT_LABEL_OWNER "tessera.owner"
 #define AGENT_LABEL_CLUSTER "tessera.cluster"
-/* The event that carries the node's images after they changed. */
+/* The event that carries the node's images after they changed; "images"
+ * is null when the list could not be made or is larger than
+ * AGENT_IMAGES_INLINE_MAX bytes, and so at registration: the manager
+ * then fetches it (GET /rpc/v1/images). */
 #define AGENT_EVENT_IMAGES "images"
+#define AGENT_IMAGES_INLINE_MAX (256u << 10)
 
 #endif

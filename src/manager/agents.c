@@ -332,7 +332,9 @@ void mgr_agent_event(struct manager *m, const char *agent_id, json_t *event)
 	if (kind && !strcmp(kind, AGENT_EVENT_IMAGES)) {
 		pthread_mutex_lock(&m->mu);
 		struct magent *a = mgr_find_agent(m, agent_id);
-		if (a && json_is_array(json_object_get(event, "images")))
+		/* Without a list (too large to send): unknown, fetched when the
+		 * catalog is next read. */
+		if (a)
 			mgr_agent_set_images(a, json_object_get(event, "images"));
 		pthread_mutex_unlock(&m->mu);
 		return;

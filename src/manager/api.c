@@ -439,8 +439,9 @@ static void api_agent_event(void *ctx, struct httpd_req *req, struct httpd_resp 
 		return;
 	const char *kind = json_string_value(json_object_get(body, "event"));
 	bool images = kind && !strcmp(kind, AGENT_EVENT_IMAGES);
-	if (images ? !json_is_array(json_object_get(body, "images")) : !json_is_string(json_object_get(body, "session_id"))) {
-		httpd_error(resp, 400, "invalid_argument", images ? "an images event needs an images array"
+	json_t *list = json_object_get(body, "images");
+	if (images ? list && !json_is_array(list) && !json_is_null(list) : !json_is_string(json_object_get(body, "session_id"))) {
+		httpd_error(resp, 400, "invalid_argument", images ? "an images event's images must be an array or null"
 								   : "event needs a session_id");
 	} else {
 		mgr_agent_event(ctx, ai->agent_id, body);

@@ -120,7 +120,8 @@ int mgr_agent_heartbeat(struct manager *m, const char *agent_id, json_t **reply,
 /* A container-died event {"session_id","container_id","exit_code","reason"}
  * from agent_id (borrowed); sessions of other agents are left alone. Or
  * the agent's images after a change {"event":"images","images":[...]},
- * which replace its list in the catalog. */
+ * which replace its list in the catalog ("images" null: unknown, asked of
+ * the agent when the catalog is next read). */
 void mgr_agent_event(struct manager *m, const char *agent_id, json_t *event);
 
 /* ---- settings (settings.c) ---- */

@@ -341,6 +341,16 @@ TEST(images_changed_event)
 	json_t *e = listed(&alice, false, "fresh:1");
 	CHECK(e != NULL);
 	json_decref(e);
+	/* a list too large to send: the manager asks the node itself */
+	pthread_mutex_lock(&fake.mu);
+	json_array_append_new(fake.images, image("big:1", NULL));
+	pthread_mutex_unlock(&fake.mu);
+	ev = json_pack("{s:s,s:n}", "event", "images", "images");
+	mgr_agent_event(mgr, "node-1", ev);
+	json_decref(ev);
+	e = listed(&alice, false, "big:1");
+	CHECK(e != NULL);
+	json_decref(e);
 	/* and rescan finds what the node has without an event */
 	pthread_mutex_lock(&fake.mu);
 	json_array_append_new(fake.images, image("later:1", NULL));
