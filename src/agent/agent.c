@@ -1,5 +1,6 @@
 #include "agent/agent.h"
 #include "agent/agent_settings.h"
+#include "agent/oomwatch.h"
 
 #include <limits.h>
 #include <stdarg.h>
@@ -83,6 +84,26 @@ struct agent {
 	atomic_bool stop;
 	agent_event_fn on_event;
 	void *event_ud;
+
+	/* The OOM thread (oom_main): each running session's memory cgroup
+	 * kill count, as last reported. Only that thread touches the table;
+	 * the watcher pokes it when Docker reports an `oom` (relaxed: a
+	 * hint to read now, no data). */
+	pthread_t oom_thread;
+	bool oom_running;
+	int oom_interval_ms;          /* < 0: no OOM thread */
+	atomic_bool oom_poke;
+	struct oom_seen *oom_seen;
+	size_t n_oom_seen;
+};
+
+/* One running container the OOM thread follows. */
+struct oom_seen {
+	char id[RT_ID_MAX];
+	char path[512];               /* its count's file; "" until found */
+	int64_t kills;                /* the count last reported */
+	bool failed;                  /* cannot be read: not tried again (logged) */
+	bool seen;                    /* listed in the current round */
 };
 
 /* Files the agent mounts into containers are built beside the tessera
@@ -237,6 +258,7 @@ int agent_open(struct agent **out, const struct agent_config *cfg, struct terr *
 		util_strlcpy(a->asset_dir, cfg->asset_dir, sizeof(a->asset_dir));
 	a->usage_interval_ms = cfg->gpu_usage_interval_ms > 0 ? cfg->gpu_usage_interval_ms : GPU_USAGE_INTERVAL_MS;
 	a->pids_limit = cfg->pids_limit > 0 ? cfg->pids_limit : 4096;
+	a->oom_interval_ms = cfg->oom_interval_ms ? cfg->oom_interval_ms : AGENT_OOM_INTERVAL_MS;
 
 	int rc;
 	if (cfg->runner_path)
@@ -294,6 +316,9 @@ void agent_close(struct agent *a)
 		pthread_join(a->image_watcher, NULL);
 	if (a->usage_running)
 		pthread_join(a->usage_thread, NULL);
+	if (a->oom_running)
+		pthread_join(a->oom_thread, NULL);
+	free(a->oom_seen);
 	free(a->usage_inits);
 	a->rt_ops->close(a->rt);
 	for (size_t i = 0; i < a->n_driver_files; i++)
@@ -638,6 +663,7 @@ static void plan_path(struct agent *a, struct plan *p, const char *image)
 /* A session spec, read by check_spec; strings borrow from the JSON. */
 struct session_spec {
 	const char *id, *name, *image, *owner, *startup;   /* owner, startup: may be NULL */
+	bool batch;                                        /* ends with startup */
 	json_t *env, *gpus;                                /* borrowed; may be NULL */
 	int64_t cpu_m, mem, fgpu_m;
 };
@@ -661,6 +687,7 @@ static int check_spec(const struct agent *a, json_t *spec, struct session_spec *
 		.cpu_m = json_integer_value(json_object_get(res, "cpu_milli")),
 		.mem = json_integer_value(json_object_get(res, "mem")),
 		.fgpu_m = json_integer_value(json_object_get(res, "fgpu_milli")),
+		.batch = json_is_true(json_object_get(spec, "batch")),
 	};
 	if (!id || !name || !image || !json_is_object(res))
 		return terr_set(err, EINVAL, "session spec needs id, name, image and resources");
@@ -678,6 +705,8 @@ static int check_spec(const struct agent *a, json_t *spec, struct session_spec *
 		if (v && (!json_is_integer(v) || json_integer_value(v) < 0))
 			return terr_set(err, EINVAL, "resources.%s must be an integer of 0 or more", amounts[i]);
 	}
+	if (out->batch && (!out->startup || !*out->startup))
+		return terr_set(err, EINVAL, "a batch session needs a startup_command");
 	if (out->cpu_m > INT64_MAX / 1000000)
 		return terr_set(err, EINVAL, "resources.cpu_milli is too large");
 	if (env && !json_is_object(env))
@@ -752,6 +781,9 @@ int agent_start_session(struct agent *a, json_t *spec, char cid[RT_ID_MAX], stru
 
 	const char *entry_plain[] = {AGENT_RUNNER_TARGET, NULL};
 	const char *entry_cmd[] = {AGENT_RUNNER_TARGET, "--", "/bin/sh", "-c", startup, NULL};
+	/* A batch session's runner exits with its command's status, which
+	 * ends the container and so the session (agent.h). */
+	const char *entry_batch[] = {AGENT_RUNNER_TARGET, "--batch", "--", "/bin/sh", "-c", startup, NULL};
 	char cluster[64];
 	cluster_id_copy(a, cluster);
 	struct rt_label labels[] = {
@@ -764,7 +796,7 @@ int agent_start_session(struct agent *a, json_t *spec, char cid[RT_ID_MAX], stru
 	struct rt_container_spec cs = {
 		.name = cname,
 		.image = image,
-		.entrypoint = startup && *startup ? entry_cmd : entry_plain,
+		.entrypoint = sp.batch ? entry_batch : startup && *startup ? entry_cmd : entry_plain,
 		.cmd = NULL,
 		.env = (const char *const *)p.env,
 		.labels = labels,
@@ -917,6 +949,11 @@ static void death_reason(const struct rt_container_info *info, char *buf, size_t
 static int on_runtime_event(const struct rt_event *ev, void *ud)
 {
 	struct agent *a = ud;
+	if (!strcmp(ev->action, "oom")) {
+		/* Counted by the OOM thread, which reads the cgroup now. */
+		atomic_store_explicit(&a->oom_poke, true, memory_order_relaxed);
+		return 0;
+	}
 	if (strcmp(ev->action, "die") != 0 || !ev->session_id[0] || !agent_owns(a, ev->cluster_id))
 		return 0;
 	struct rt_container_info info = {0};
@@ -1179,6 +1216,100 @@ static void *image_watch_main(void *arg)
 	return NULL;
 }
 
+/* ---- processes killed for passing the memory limit (oomwatch.h) ---- */
+
+static struct oom_seen *oom_entry(struct agent *a, const char *cid)
+{
+	for (size_t i = 0; i < a->n_oom_seen; i++)
+		if (!strcmp(a->oom_seen[i].id, cid))
+			return &a->oom_seen[i];
+	struct oom_seen *grown = realloc(a->oom_seen, (a->n_oom_seen + 1) * sizeof(*grown));
+	if (!grown)
+		return NULL;
+	a->oom_seen = grown;
+	struct oom_seen *e = &grown[a->n_oom_seen++];
+	memset(e, 0, sizeof(*e));
+	util_strlcpy(e->id, cid, sizeof(e->id));
+	return e;
+}
+
+/* Reads one running container's count; reports it when it grew. The
+ * first sight reports a count above 0 too: the manager keeps the count
+ * it last heard and ignores what it knew already (an agent restart). */
+static void oom_check(struct agent *a, const struct rt_container_info *c)
+{
+	struct oom_seen *e = oom_entry(a, c->id);
+	if (!e)
+		return;
+	e->seen = true;
+	if (e->failed)
+		return;
+	struct terr err = {0};
+	int64_t count = 0;
+	int pid = 0;
+	if (!e->path[0]) {
+		struct rt_container_info info;
+		if (a->rt_ops->inspect(a->rt, c->id, &info, &err) < 0 || info.pid <= 0)
+			return;
+		pid = info.pid;
+	}
+	if (oomwatch_read(pid, e->path, sizeof(e->path), &count, &err) < 0) {
+		/* Its cgroup does not change while it runs: once is enough. */
+		log_warn("agent", "cannot count OOM kills of session %s: %s", c->session_id, err.msg);
+		e->failed = true;
+		return;
+	}
+	if (count <= e->kills)
+		return;
+	e->kills = count;
+	log_info("agent", "session %s: %lld process(es) killed for exceeding its memory limit so far",
+		 c->session_id, (long long)count);
+	json_t *event = json_pack("{s:s,s:s,s:s,s:I}", "session_id", c->session_id, "container_id", c->id,
+				  "event", "oom", "oom_kills", (json_int_t)count);
+	if (event && a->on_event)
+		a->on_event(a->event_ud, a->id, event);
+	json_decref(event);
+}
+
+static void oom_round(struct agent *a)
+{
+	struct rt_container_info *list = NULL;
+	size_t n = 0;
+	struct terr err = {0};
+	if (a->rt_ops->list(a->rt, AGENT_LABEL_AGENT, a->id, &list, &n, &err) < 0) {
+		log_debug("agent", "OOM round skipped: %s", err.msg);
+		return;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (list[i].running && list[i].session_id[0] && agent_owns(a, list[i].cluster_id))
+			oom_check(a, &list[i]);
+	free(list);
+	/* Forget the containers no longer running. */
+	size_t kept = 0;
+	for (size_t i = 0; i < a->n_oom_seen; i++) {
+		if (!a->oom_seen[i].seen)
+			continue;
+		a->oom_seen[kept] = a->oom_seen[i];
+		a->oom_seen[kept++].seen = false;
+	}
+	a->n_oom_seen = kept;
+}
+
+static void *oom_main(void *arg)
+{
+	struct agent *a = arg;
+	while (!stopping(a)) {
+		atomic_store_explicit(&a->oom_poke, false, memory_order_relaxed);
+		oom_round(a);
+		/* In steps, so that a Docker `oom` event or agent_close does
+		 * not wait out the period. */
+		for (int left = a->oom_interval_ms; left > 0 && !stopping(a) &&
+		     !atomic_load_explicit(&a->oom_poke, memory_order_relaxed); left -= 100)
+			usleep((left < 100 ? left : 100) * 1000);
+	}
+	return NULL;
+}
+
 int agent_watch_start(struct agent *a, agent_event_fn fn, void *ud, struct terr *err)
 {
 	a->on_event = fn;
@@ -1191,6 +1322,13 @@ int agent_watch_start(struct agent *a, agent_event_fn fn, void *ud, struct terr 
 	else
 		log_warn("agent", "cannot start the image watcher thread: image changes reach the "
 			 "manager only at registration and on 'tessera image rescan'");
+	if (a->oom_interval_ms < 0)
+		log_info("agent", "OOM kills are not counted (oom_interval_ms < 0)");
+	else if (pthread_create(&a->oom_thread, NULL, oom_main, a) == 0)
+		a->oom_running = true;
+	else
+		log_warn("agent", "cannot start the OOM thread: processes killed for exceeding a session's "
+			 "memory limit will not be reported");
 	if (a->gpus.n > 0 && a->probe_path[0]) {
 		if (pthread_create(&a->usage_thread, NULL, usage_main, a) == 0)
 			a->usage_running = true;

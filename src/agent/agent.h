@@ -33,6 +33,10 @@ struct agent_config {
 	/* How often the driver's per-process figures are charged to the
 	 * sessions (gpu/gpu_usage.h); 0: GPU_USAGE_INTERVAL_MS. */
 	int gpu_usage_interval_ms;
+	/* How often running sessions' OOM kills are counted (oomwatch.h);
+	 * 0: AGENT_OOM_INTERVAL_MS; < 0: not at all (a test of the usage
+	 * thread that counts the runtime's inspects). */
+	int oom_interval_ms;
 	/* Where the files mounted into sessions (runner, fGPU library, mock
 	 * driver, gpu-info, probe) are looked for: a build tree's root or a
 	 * prefix's bin directory. NULL: the directory of the running binary. */
@@ -44,7 +48,11 @@ struct agent_config {
 
 /* Called from the watcher thread when a session's container ends by
  * itself. event (borrowed): {"session_id","event":"died","exit_code",
- * "oom_killed","reason"}. A callee that keeps it past the call for another
+ * "oom_killed","reason"}; from the OOM thread when the count of processes
+ * the kernel killed in a running session's container for passing its
+ * memory limit grew: {"session_id","container_id","event":"oom",
+ * "oom_kills": total so far} (oomwatch.h). Two threads: a callee must be
+ * thread-safe. A callee that keeps it past the call for another
  * thread keeps a json_deep_copy, not a reference: jansson's reference
  * counts do not order the watcher's last use before another thread's free. */
 typedef void (*agent_event_fn)(void *ud, const char *agent_id, json_t *event);
@@ -107,10 +115,13 @@ void agent_set_cluster_id(struct agent *a, const char *cluster_id);
 
 /* Starts the watcher threads: one reports containers that end by
  * themselves, the other every change of the node's images as
- * {"event":"images","images":[...]} (agent_images' list). */
+ * {"event":"images","images":[...]} (agent_images' list); and the OOM
+ * thread reporting OOM kills (every AGENT_OOM_INTERVAL_MS, and at once on
+ * Docker's `oom` event). */
 int agent_watch_start(struct agent *a, agent_event_fn fn, void *ud, struct terr *err);
 
 #define AGENT_EXEC_MAX_OUTPUT (8u << 20)
+#define AGENT_OOM_INTERVAL_MS 1000
 #define AGENT_RUNNER_TARGET "/opt/tessera/bin/tessera-runner"
 #define AGENT_LABEL_SESSION "tessera.session"
 #define AGENT_LABEL_AGENT "tessera.agent"

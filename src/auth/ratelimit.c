@@ -1,11 +1,13 @@
 #include "auth/ratelimit.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define RL_SLOTS 1024
-#define RL_KEY_MAX 128
+/* Room for a pair: two parts and the separator. */
+#define RL_KEY_MAX (2 * RATELIMIT_PART_MAX + 2)
 
 struct rl_slot {
 	char key[RL_KEY_MAX];
@@ -92,4 +94,32 @@ void ratelimit_reset(struct ratelimit *rl, const char *key)
 		if (rl->slots[i].key[0] && !strncmp(rl->slots[i].key, key, RL_KEY_MAX - 1))
 			rl->slots[i].key[0] = '\0';
 	pthread_mutex_unlock(&rl->mu);
+}
+
+/* "A\x1fB", each part cut at RATELIMIT_PART_MAX bytes: the unit
+ * separator is no byte of an email or an address. */
+static void pair_key(char key[RL_KEY_MAX], const char *a, const char *b)
+{
+	snprintf(key, RL_KEY_MAX, "%.*s\x1f%.*s", RATELIMIT_PART_MAX, a ? a : "", RATELIMIT_PART_MAX, b ? b : "");
+}
+
+int64_t ratelimit_check_pair(struct ratelimit *rl, const char *a, const char *b, int64_t now_ms)
+{
+	char key[RL_KEY_MAX];
+	pair_key(key, a, b);
+	return ratelimit_check(rl, key, now_ms);
+}
+
+void ratelimit_fail_pair(struct ratelimit *rl, const char *a, const char *b, int64_t now_ms)
+{
+	char key[RL_KEY_MAX];
+	pair_key(key, a, b);
+	ratelimit_fail(rl, key, now_ms);
+}
+
+void ratelimit_reset_pair(struct ratelimit *rl, const char *a, const char *b)
+{
+	char key[RL_KEY_MAX];
+	pair_key(key, a, b);
+	ratelimit_reset(rl, key);
 }

@@ -1,5 +1,5 @@
 /* Failed-attempt limiter for password logins: counts failures per key
- * (an email, a client address) in a sliding window and refuses further
+ * (a client address, or an account and an address together) in a window and refuses further
  * attempts once a key reaches the limit, until the window has passed.
  * Thread-safe; fixed-size table (the oldest entries are reused), so a flood
  * of distinct keys cannot grow memory. */
@@ -21,5 +21,16 @@ int64_t ratelimit_check(struct ratelimit *rl, const char *key, int64_t now_ms);
 void ratelimit_fail(struct ratelimit *rl, const char *key, int64_t now_ms);
 /* A success forgets the key's failures. */
 void ratelimit_reset(struct ratelimit *rl, const char *key);
+
+/* The same for a key of two parts, such as an account and a client
+ * address: each pair is counted on its own, so failures for one account
+ * from one address lock that pair only, and the account's owner from
+ * another address still gets in. Each part is used up to
+ * RATELIMIT_PART_MAX bytes; two pairs never share a count unless both
+ * their parts agree that far. */
+#define RATELIMIT_PART_MAX 255
+int64_t ratelimit_check_pair(struct ratelimit *rl, const char *a, const char *b, int64_t now_ms);
+void ratelimit_fail_pair(struct ratelimit *rl, const char *a, const char *b, int64_t now_ms);
+void ratelimit_reset_pair(struct ratelimit *rl, const char *a, const char *b);
 
 #endif

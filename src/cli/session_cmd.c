@@ -23,7 +23,10 @@
 	"  --count K               create K sessions (1..100)\n" \
 	"  --env K=V               environment variable (repeatable)\n" \
 	"  --startup-command CMD   run with /bin/sh -c once the container starts\n" \
-	"  --wait                  wait until every session is RUNNING\n" \
+	"  --batch                 a batch session: it ends when the startup command does,\n" \
+	"                          TERMINATED with exit code 0, else ERROR with the code\n" \
+	"  --wait                  wait until every session is RUNNING; a batch session:\n" \
+	"                          until it has ended, exiting with its command's code\n" \
 	"  --timeout SECONDS       with --wait: give up after this long (default 300)\n" \
 	"  --json                  print JSON instead of a table\n"
 
@@ -33,15 +36,18 @@
 	"  --all    include TERMINATED and CANCELLED sessions\n" \
 	"  --json   print a JSON array\n"
 
-#define INFO_USAGE "usage: tessera session info NAME [--json]\n"
-#define RM_USAGE "usage: tessera session rm NAME...\n"
-#define LOGS_USAGE "usage: tessera session logs NAME [--tail N]\n"
+#define OWNER_USAGE \
+	"  --owner EMAIL   NAME is a session of this user (admins): a name is\n" \
+	"                  otherwise one of your own sessions; an id is anyone's\n"
+#define INFO_USAGE "usage: tessera session info NAME [--owner EMAIL] [--json]\n\n" OWNER_USAGE
+#define RM_USAGE "usage: tessera session rm NAME... [--owner EMAIL]\n\n" OWNER_USAGE
+#define LOGS_USAGE "usage: tessera session logs NAME [--tail N] [--owner EMAIL]\n\n" OWNER_USAGE
 #define EXEC_USAGE \
-	"usage: tessera session exec NAME [--timeout SECONDS] -- CMD [ARG...]\n" \
+	"usage: tessera session exec NAME [--timeout SECONDS] [--owner EMAIL] -- CMD [ARG...]\n" \
 	"\n" \
 	"Runs CMD in the session's container, prints its output and exits with\n" \
 	"its exit code. --timeout stops it after that many seconds (default 600;\n" \
-	"exit code 124).\n"
+	"exit code 124).\n" OWNER_USAGE
 
 /* getopt_long over argv of a sub-command (argv[0] is its name). */
 static void session_reset_getopt(void)
@@ -58,15 +64,36 @@ static int session_bad_option(const char *sub, char **argv)
 	return cli_usage_fail(sub, "option '%s' is unknown or needs a value", arg);
 }
 
-/* GET/DELETE path for one session: "/v1/sessions/<escaped ref><suffix>". */
+/* The --owner of the verbs that name one session (NULL: none given). */
+static const char *session_owner;
+
+/* GET/DELETE path for one session: "/v1/sessions/<escaped ref><suffix>",
+ * with ?owner= (or &owner=) when --owner was given. */
 static char *session_path(const char *ref, const char *suffix)
 {
 	char *esc = api_escape(ref), *path = NULL;
 	if (!esc)
 		return NULL;
-	if (asprintf(&path, "/v1/sessions/%s%s", esc, suffix ? suffix : "") < 0)
+	/* "." and ".." are left alone by the escape, and an HTTP client
+	 * resolves them as dot segments ("/v1/sessions/.." is "/v1/"):
+	 * escaped, they reach the server as the name they are. */
+	if (!strcmp(esc, ".") || !strcmp(esc, "..")) {
+		free(esc);
+		esc = strdup(ref[1] ? "%2E%2E" : "%2E");
+		if (!esc)
+			return NULL;
+	}
+	char *owner = session_owner ? api_escape(session_owner) : NULL;
+	if (session_owner && !owner) {
+		free(esc);
+		return NULL;
+	}
+	suffix = suffix ? suffix : "";
+	if (asprintf(&path, "/v1/sessions/%s%s%s%s", esc, suffix, owner ? (strchr(suffix, '?') ? "&owner=" : "?owner=") : "",
+		     owner ? owner : "") < 0)
 		path = NULL;
 	free(esc);
+	free(owner);
 	return path;
 }
 
@@ -104,18 +131,27 @@ static int session_is_waiting(const char *status)
 	       !strcmp(status, "PREPARING");
 }
 
-/* Waits until the session is RUNNING. Replaces *sess (owned) with the
- * latest copy. Returns 0 when RUNNING, 1 when it ended or the deadline
- * passed (after printing why), -errno on API failure (err set). */
+static int session_is_batch(json_t *sess)
+{
+	return !strcmp(cli_json_str(sess, "type", ""), "batch");
+}
+
+/* Waits until the session is RUNNING, or for a batch session until it
+ * has ended. Replaces *sess (owned) with the latest copy. Returns 0 when
+ * RUNNING or, for a batch session, ended (the caller says how), 1 when
+ * it ended otherwise or the deadline passed (after printing why), -errno
+ * on API failure (err set). */
 static int session_wait_one(const struct api_client *c, json_t **sess, time_t deadline,
 			    long total_s, struct terr *err)
 {
+	int batch = session_is_batch(*sess);
 	for (;;) {
 		const char *status = cli_json_str(*sess, "status", "?");
 		const char *name = cli_json_str(*sess, "name", "?");
-		if (!strcmp(status, "RUNNING"))
+		int ended = !strcmp(status, "TERMINATED") || !strcmp(status, "ERROR") || !strcmp(status, "CANCELLED");
+		if (batch ? ended : !strcmp(status, "RUNNING"))
 			return 0;
-		if (!session_is_waiting(status)) {
+		if (!batch && !session_is_waiting(status)) {
 			cli_fail("session %s is %s: %s", name, status,
 				 cli_json_str(*sess, "status_info", "no details"));
 			return 1;
@@ -148,10 +184,34 @@ static int session_wait_one(const struct api_client *c, json_t **sess, time_t de
 		json_decref(*sess);
 		*sess = next;
 		/* A server that answers at once without waiting must not turn
-		 * this into a busy loop. */
-		if (time(NULL) == asked && session_is_waiting(cli_json_str(next, "status", "")))
+		 * this into a busy loop (nor one that has not learnt to wait
+		 * for a batch session's end). */
+		if (time(NULL) == asked && (batch || session_is_waiting(cli_json_str(next, "status", ""))))
 			sleep(1);
 	}
+}
+
+/* A batch session waited for has ended: one line saying how (on stderr
+ * with --json, so that stdout stays JSON); returns its command's exit
+ * code (1 when it ended without one, e.g. it could not start). */
+static int session_batch_ended(json_t *s, int as_json)
+{
+	const char *status = cli_json_str(s, "status", "?");
+	json_t *code = json_object_get(s, "exit_code");
+	FILE *out = as_json ? stderr : stdout;
+	if (!strcmp(status, "TERMINATED"))
+		fprintf(out, "session %s ended TERMINATED: %s\n", cli_json_str(s, "name", "?"),
+			cli_json_str(s, "status_info", "exit code 0"));
+	else
+		fprintf(out, "session %s ended %s: %s\n", cli_json_str(s, "name", "?"), status,
+			cli_json_str(s, "status_info", "no details"));
+	fflush(out);
+	if (!json_is_integer(code))
+		return !strcmp(status, "TERMINATED") ? CLI_EXIT_OK : CLI_EXIT_FAIL;
+	json_int_t v = json_integer_value(code);
+	if (v == 0 && strcmp(status, "TERMINATED"))
+		return CLI_EXIT_FAIL;
+	return v < 0 || v > 255 ? CLI_EXIT_FAIL : (int)v;
 }
 
 static int session_create(int argc, char **argv)
@@ -164,6 +224,7 @@ static int session_create(int argc, char **argv)
 		{"count", required_argument, NULL, 'k'},
 		{"env", required_argument, NULL, 'e'},
 		{"startup-command", required_argument, NULL, 's'},
+		{"batch", no_argument, NULL, 'b'},
 		{"wait", no_argument, NULL, 'w'},
 		{"timeout", required_argument, NULL, 't'},
 		{"json", no_argument, NULL, 'j'},
@@ -250,6 +311,9 @@ static int session_create(int argc, char **argv)
 		case 's':
 			json_object_set_new(body, "startup_command", json_string(optarg));
 			break;
+		case 'b':
+			json_object_set_new(body, "type", json_string("batch"));
+			break;
 		case 'w':
 			wait = 1;
 			break;
@@ -301,6 +365,7 @@ static int session_create(int argc, char **argv)
 		goto out;
 	}
 	rc = CLI_EXIT_OK;
+	int batch_ended = 0;
 	if (wait) {
 		time_t deadline = time(NULL) + timeout_s;
 		size_t i;
@@ -309,6 +374,14 @@ static int session_create(int argc, char **argv)
 			json_t *cur = json_incref(s);
 			int r = session_wait_one(&c, &cur, deadline, timeout_s, &err);
 			json_array_set(sessions, i, cur);
+			if (r == 0 && session_is_batch(cur)) {
+				/* The command's own code, as `session exec` gives it;
+				 * the first that failed wins. */
+				int code = session_batch_ended(cur, as_json);
+				if (rc == CLI_EXIT_OK)
+					rc = code;
+				batch_ended = 1;
+			}
 			json_decref(cur);
 			if (r < 0) {
 				rc = cli_fail("%s", err.msg);
@@ -318,7 +391,8 @@ static int session_create(int argc, char **argv)
 				rc = CLI_EXIT_FAIL;
 		}
 	}
-	session_print_list(sessions, as_json);
+	if (!batch_ended || as_json)
+		session_print_list(sessions, as_json);
 out:
 	json_decref(reply);
 	json_decref(body);
@@ -337,6 +411,7 @@ static int session_simple_opts(const char *sub, const char *usage, int allow_all
 	static const struct option opts[] = {
 		{"json", no_argument, NULL, 'j'},
 		{"all", no_argument, NULL, 'a'},
+		{"owner", required_argument, NULL, 'o'},
 		{"help", no_argument, NULL, 'h'},
 		{0},
 	};
@@ -347,6 +422,8 @@ static int session_simple_opts(const char *sub, const char *usage, int allow_all
 			return CLI_EXIT_OK;
 		} else if (o == 'j') {
 			*as_json = 1;
+		} else if (o == 'o' && !allow_all) {
+			session_owner = optarg;
 		} else if (o == 'a' && allow_all) {
 			*all = 1;
 		} else {
@@ -398,6 +475,7 @@ static void session_print_info(json_t *s)
 	session_info_line("Owner:", cli_json_str(s, "owner", NULL));
 	session_info_line("Image:", cli_json_str(s, "image", NULL));
 	session_info_line("Status:", cli_json_str(s, "status", NULL));
+	session_info_line("Type:", cli_json_str(s, "type", "interactive"));
 	session_info_line("Status info:", cli_json_str(s, "status_info", NULL));
 	session_info_line("Node:", cli_json_str(s, "agent", NULL));
 	session_info_line("Container:", cli_json_str(s, "container_id", NULL));
@@ -429,6 +507,16 @@ static void session_print_info(json_t *s)
 		session_info_line("Exit code:", buf);
 	} else {
 		session_info_line("Exit code:", NULL);
+	}
+	int64_t kills = cli_json_int(json_object_get(s, "oom_kills"));
+	if (kills > 0) {
+		/* Processes the kernel killed for passing the session's memory
+		 * limit; the status history says when. */
+		units_format_size(cli_json_int(json_object_get(res, "mem")), buf, sizeof(buf));
+		char line[160];
+		snprintf(line, sizeof(line), "%" PRId64 " process%s killed for exceeding the %s memory limit", kills,
+			 kills == 1 ? "" : "es", buf);
+		session_info_line("OOM kills:", line);
 	}
 	session_info_line("Created:", cli_json_str(s, "created_at", NULL));
 	session_info_line("Started:", cli_json_str(s, "started_at", NULL));
@@ -545,6 +633,7 @@ static int session_logs(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{"tail", required_argument, NULL, 't'},
+		{"owner", required_argument, NULL, 'o'},
 		{"help", no_argument, NULL, 'h'},
 		{0},
 	};
@@ -554,6 +643,8 @@ static int session_logs(int argc, char **argv)
 		if (o == 'h') {
 			fputs(LOGS_USAGE, stdout);
 			return CLI_EXIT_OK;
+		} else if (o == 'o') {
+			session_owner = optarg;
 		} else if (o == 't') {
 			char *end;
 			tail = strtol(optarg, &end, 10);
@@ -607,6 +698,7 @@ static int session_exec_opts(int argc, char **argv, long *timeout_s)
 {
 	static const struct option opts[] = {
 		{"timeout", required_argument, NULL, 't'},
+		{"owner", required_argument, NULL, 'o'},
 		{"help", no_argument, NULL, 'h'},
 		{0},
 	};
@@ -615,6 +707,8 @@ static int session_exec_opts(int argc, char **argv, long *timeout_s)
 		if (o == 'h') {
 			fputs(EXEC_USAGE, stdout);
 			return CLI_EXIT_OK;
+		} else if (o == 'o') {
+			session_owner = optarg;
 		} else if (o == 't') {
 			char *end;
 			*timeout_s = strtol(optarg, &end, 10);
@@ -699,8 +793,8 @@ static int session_exec(int argc, char **argv)
 static const struct cli_verb session_verbs[] = {
 	{"create", session_create, "create IMAGE [options]", "create one or more sessions"},
 	{"ls", session_ls, "ls [--all] [--json]", "list sessions (without --all: not yet ended)"},
-	{"info", session_info, "info NAME [--json]", "show one session with its status history"},
-	{"rm", session_rm, "rm NAME...", "remove sessions"},
+	{"info", session_info, "info NAME [--owner EMAIL] [--json]", "show one session with its status history"},
+	{"rm", session_rm, "rm NAME... [--owner EMAIL]", "remove sessions"},
 	{"logs", session_logs, "logs NAME", "print a session's container output"},
 	{"exec", session_exec, "exec NAME -- CMD...", "run a command in a running session"},
 };

@@ -2,6 +2,7 @@
 #include "cli/views.h"
 
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -10,11 +11,42 @@
 
 #define CLI_INFO_MAX 60
 
+/* Whether the list holds sessions of more than one owner, and any batch
+ * session: the columns OWNER and TYPE are shown only then, so that a
+ * user's own list of interactive sessions stays as narrow as it was. */
+static void session_columns(json_t *sessions, bool *owners, bool *types)
+{
+	const char *first = NULL;
+	size_t i;
+	json_t *s;
+	*owners = *types = false;
+	json_array_foreach(sessions, i, s) {
+		const char *o = cli_json_str(s, "owner", "");
+		if (!first)
+			first = o;
+		else if (strcmp(first, o))
+			*owners = true;
+		if (!strcmp(cli_json_str(s, "type", ""), "batch"))
+			*types = true;
+	}
+}
+
 struct cli_table *cli_session_table(json_t *sessions, time_t now)
 {
-	static const char *const hdr[] = {"name", "status", "image", "cpu", "mem",
-					  "fgpu", "node", "age", "info"};
-	struct cli_table *t = cli_table_new(9, hdr);
+	bool owners, types;
+	session_columns(sessions, &owners, &types);
+	const char *hdr[11];
+	size_t nc = 0;
+	hdr[nc++] = "name";
+	if (owners)
+		hdr[nc++] = "owner";
+	hdr[nc++] = "status";
+	if (types)
+		hdr[nc++] = "type";
+	static const char *const rest[] = {"image", "cpu", "mem", "fgpu", "node", "age", "info"};
+	for (size_t k = 0; k < sizeof(rest) / sizeof(rest[0]); k++)
+		hdr[nc++] = rest[k];
+	struct cli_table *t = cli_table_new(nc, hdr);
 	if (!t)
 		return NULL;
 	size_t i;
@@ -29,9 +61,21 @@ struct cli_table *cli_session_table(json_t *sessions, time_t now)
 		if (cli_parse_time(cli_json_str(s, "created_at", NULL), &created) == 0)
 			cli_format_age((int64_t)(now - created), age, sizeof(age));
 		cli_shorten(cli_json_str(s, "status_info", ""), CLI_INFO_MAX, info, sizeof(info));
-		const char *row[] = {cli_json_str(s, "name", NULL), cli_json_str(s, "status", NULL),
-				     cli_json_str(s, "image", NULL), cpu, mem, fgpu,
-				     cli_json_str(s, "agent", NULL), age, info[0] ? info : NULL};
+		const char *row[11];
+		size_t c = 0;
+		row[c++] = cli_json_str(s, "name", NULL);
+		if (owners)
+			row[c++] = cli_json_str(s, "owner", NULL);
+		row[c++] = cli_json_str(s, "status", NULL);
+		if (types)
+			row[c++] = cli_json_str(s, "type", "interactive");
+		row[c++] = cli_json_str(s, "image", NULL);
+		row[c++] = cpu;
+		row[c++] = mem;
+		row[c++] = fgpu;
+		row[c++] = cli_json_str(s, "agent", NULL);
+		row[c++] = age;
+		row[c++] = info[0] ? info : NULL;
 		if (cli_table_add(t, row) < 0) {
 			cli_table_free(t);
 			return NULL;

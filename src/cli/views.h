@@ -8,7 +8,9 @@
 #include "cli/table.h"
 
 /* NAME, STATUS, IMAGE, CPU, MEM, FGPU, NODE, AGE, INFO for an array of
- * session objects; ages relative to now. New table (caller frees with
+ * session objects, with OWNER after NAME when they are of more than one
+ * owner (an admin's list) and TYPE after STATUS when any is a batch
+ * session; ages relative to now. New table (caller frees with
  * cli_table_free) or NULL on allocation failure. */
 struct cli_table *cli_session_table(json_t *sessions, time_t now);
 

@@ -145,6 +145,18 @@ fail:
 	return 0;
 }
 
+/* Whether every decoded {param} is valid UTF-8 (jansson's check). */
+static bool params_utf8(char *const *params)
+{
+	for (int i = 0; i < HTTPD_MAX_PARAMS && params[i]; i++) {
+		json_t *s = json_string(params[i]);
+		json_decref(s);
+		if (!s)
+			return false;
+	}
+	return true;
+}
+
 struct stream_ctx {
 	httpd_stream_fn fn;
 	void *cls;
@@ -359,6 +371,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 	}
 	char *decoded_path = decode_segment(rawpath, strlen(rawpath));
 	free(rawpath);
+	if (found && !params_utf8(st->params)) {
+		/* Names and ids are text: a segment that is not UTF-8 names
+		 * nothing, and could not be said back in a JSON message. */
+		httpd_error(&resp, 400, "invalid_argument", "a path segment is not valid UTF-8");
+		free(decoded_path);
+		goto send;
+	}
 	if (!found) {
 		if (path_matched)
 			httpd_error(&resp, 405, "method_not_allowed", "%s is not allowed on %s", method,
@@ -603,7 +622,10 @@ void httpd_error(struct httpd_resp *resp, int status, const char *code, const ch
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	httpd_json(resp, status, json_pack("{s:{s:s,s:s}}", "error", "code", code, "message", msg));
+	/* A message may quote what the client sent (a path, a name): bytes
+	 * that are not UTF-8 become U+FFFD, or the body would be empty. */
+	httpd_json(resp, status, json_pack("{s:{s:s,s:o}}", "error", "code", code, "message",
+					   jsonutil_string_lossy(msg, strlen(msg))));
 }
 
 void httpd_error_terr(struct httpd_resp *resp, const struct terr *err)

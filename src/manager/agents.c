@@ -8,6 +8,7 @@
 
 #include "common/jsonutil.h"
 #include "common/log.h"
+#include "common/units.h"
 #include "common/util.h"
 #include "manager/state.h"
 
@@ -135,11 +136,12 @@ static void reconcile(struct manager *m, struct magent *a, json_t *containers)
 				util_strlcpy(s->rec.container_id, cid, sizeof(s->rec.container_id));
 				mgr_persist(m, s);
 			} else if (c) {
-				s->rec.has_exit_code = true;
-				s->rec.exit_code = (int)json_integer_value(json_object_get(c, "exit_code"));
-				mgr_set_status(m, s, SS_ERROR, "container %s while node %s was away (exit code %d)",
-					       json_is_true(json_object_get(c, "oom_killed")) ? "was OOM-killed" : "ended",
-					       a->rec.id, s->rec.exit_code);
+				int code = (int)json_integer_value(json_object_get(c, "exit_code"));
+				bool oom = json_is_true(json_object_get(c, "oom_killed"));
+				char why[200];
+				snprintf(why, sizeof(why), "container %s while node %s was away (exit code %d)",
+					 oom ? "was OOM-killed" : "ended", a->rec.id, code);
+				mgr_session_ended(m, s, code, oom, why);
 			} else {
 				s->rec.container_id[0] = '\0';
 				mgr_set_status(m, s, SS_ERROR, "container vanished while node %s was away", a->rec.id);
@@ -164,7 +166,11 @@ static void reconcile(struct manager *m, struct magent *a, json_t *containers)
 		if (!sid)
 			continue;
 		struct msession *s = mgr_find_session(m, sid);
-		if (s && (!session_status_final(s->rec.status) || s->rec.status == SS_ERROR))
+		/* Ended containers are kept for their logs until the session is
+		 * removed: ERROR ones, and those of finished batch sessions. */
+		if (s && (!session_status_final(s->rec.status) ||
+			  ((s->rec.status == SS_ERROR || (s->rec.status == SS_TERMINATED && mgr_session_is_batch(s))) &&
+			   !s->rec.removed)))
 			continue;
 		if (!s) {
 			log_warn("manager", "container of unknown session %s on %s: left alone", sid, a->rec.id);
@@ -326,6 +332,61 @@ int mgr_agent_heartbeat(struct manager *m, const char *agent_id, json_t **reply,
 	return 0;
 }
 
+/* "the 32 MiB memory limit" */
+static void mem_limit_words(const struct msession *s, char *buf, size_t n)
+{
+	char size[32];
+	units_format_size(s->rec.req.mem, size, sizeof(size));
+	snprintf(buf, n, "the %s memory limit", size);
+}
+
+void mgr_session_ended(struct manager *m, struct msession *s, int exit_code, bool oom_killed,
+		       const char *reason)
+{
+	s->rec.has_exit_code = true;
+	s->rec.exit_code = exit_code;
+	if (!mgr_session_is_batch(s)) {
+		mgr_set_status(m, s, SS_ERROR, "%s", reason ? reason : "container ended by itself");
+		return;
+	}
+	/* A batch session is its command: the runner exits with the
+	 * command's status (128+N when a signal N ended it). */
+	if (exit_code == 0) {
+		mgr_set_status(m, s, SS_TERMINATED, "batch command finished (exit code 0)");
+		return;
+	}
+	char limit[64];
+	mem_limit_words(s, limit, sizeof(limit));
+	bool oom = oom_killed || s->rec.oom_kills > 0;
+	if (oom && exit_code == 128 + 9)
+		mgr_set_status(m, s, SS_ERROR, "batch command was OOM-killed (a process exceeded %s), exit code %d",
+			       limit, exit_code);
+	else if (oom)
+		mgr_set_status(m, s, SS_ERROR, "batch command failed with exit code %d (a process was OOM-killed "
+			       "for exceeding %s)", exit_code, limit);
+	else
+		mgr_set_status(m, s, SS_ERROR, "batch command failed with exit code %d", exit_code);
+}
+
+/* An agent counted OOM kills in a session's container: `total` is its
+ * cgroup's count so far, so a repeated or late report adds nothing. The
+ * session keeps its status: its main process may well live on. */
+static void session_oom(struct manager *m, struct msession *s, int64_t total)
+{
+	if (total <= s->rec.oom_kills)
+		return;
+	int64_t added = total - s->rec.oom_kills;
+	s->rec.oom_kills = total;
+	char limit[64], all[48] = "";
+	mem_limit_words(s, limit, sizeof(limit));
+	if (total > added)
+		snprintf(all, sizeof(all), " (%lld in all)", (long long)total);
+	if (added == 1)
+		mgr_session_note(m, s, "a process was killed for exceeding %s%s", limit, all);
+	else
+		mgr_session_note(m, s, "%lld processes were killed for exceeding %s%s", (long long)added, limit, all);
+}
+
 void mgr_agent_event(struct manager *m, const char *agent_id, json_t *event)
 {
 	const char *kind = json_string_value(json_object_get(event, "event"));
@@ -342,16 +403,30 @@ void mgr_agent_event(struct manager *m, const char *agent_id, json_t *event)
 	const char *sid = json_string_value(json_object_get(event, "session_id"));
 	const char *cid = json_string_value(json_object_get(event, "container_id"));
 	const char *reason = json_string_value(json_object_get(event, "reason"));
+	const char *what = json_string_value(json_object_get(event, "event"));
 	if (!sid)
 		return;
 	pthread_mutex_lock(&m->mu);
 	struct msession *s = mgr_find_session(m, sid);
-	if (s && !strcmp(s->rec.agent_id, agent_id) &&
-	    (s->rec.status == SS_RUNNING || s->rec.status == SS_PREPARING) &&
-	    (!cid || !s->rec.container_id[0] || !strcmp(cid, s->rec.container_id))) {
-		s->rec.has_exit_code = true;
-		s->rec.exit_code = (int)json_integer_value(json_object_get(event, "exit_code"));
-		mgr_set_status(m, s, SS_ERROR, "%s", reason ? reason : "container ended by itself");
+	bool ours = s && !strcmp(s->rec.agent_id, agent_id) &&
+		    (!cid || !s->rec.container_id[0] || !strcmp(cid, s->rec.container_id));
+	if (ours && what && !strcmp(what, "oom")) {
+		/* Counted while the container lives, ended or not: a batch
+		 * command's last kill may arrive just after its death. */
+		json_t *n = json_object_get(event, "oom_kills");
+		if (!json_is_integer(n)) {
+		} else if (session_status_final(s->rec.status)) {
+			/* Its end already says why (status_info is kept). */
+			if (json_integer_value(n) > s->rec.oom_kills) {
+				s->rec.oom_kills = json_integer_value(n);
+				mgr_persist(m, s);
+			}
+		} else if (s->rec.status != SS_PENDING && s->rec.status != SS_CANCELLED) {
+			session_oom(m, s, json_integer_value(n));
+		}
+	} else if (ours && (s->rec.status == SS_RUNNING || s->rec.status == SS_PREPARING)) {
+		mgr_session_ended(m, s, (int)json_integer_value(json_object_get(event, "exit_code")),
+				  json_is_true(json_object_get(event, "oom_killed")), reason);
 	}
 	pthread_mutex_unlock(&m->mu);
 }

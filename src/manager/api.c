@@ -137,6 +137,27 @@ static void answer(struct httpd_resp *resp, int rc, int status, json_t *o, const
 		httpd_json(resp, status, o);
 }
 
+/* The session a /v1/sessions/{ref}... request names: the path's ref, an
+ * id or one of the caller's own names; with ?owner=EMAIL, a name among
+ * that user's sessions (admins), as its id in buf. NULL after an error
+ * answer. */
+static const char *session_ref(void *ctx, struct httpd_req *req, struct httpd_resp *resp, char buf[STORE_ID_MAX])
+{
+	const char *owner = httpd_query(req, "owner");
+	if (!owner)
+		return req->params[0];
+	char email[256];
+	struct terr err = {0};
+	if (validate_email(owner, email, sizeof(email), &err) < 0 ||
+	    mgr_session_lookup(ctx, caller(req), req->params[0], email, buf, &err) < 0) {
+		if (err.code == EINVAL)
+			terr_prefix(&err, "owner");
+		httpd_error_terr(resp, &err);
+		return NULL;
+	}
+	return buf;
+}
+
 static void api_session_get(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 {
 	const char *wait = httpd_query(req, "wait");
@@ -150,18 +171,26 @@ static void api_session_get(void *ctx, struct httpd_req *req, struct httpd_resp 
 			return;
 		}
 	}
+	char idbuf[STORE_ID_MAX];
+	const char *ref = session_ref(ctx, req, resp, idbuf);
+	if (!ref)
+		return;
 	json_t *o = NULL;
 	struct terr err = {0};
-	int rc = mgr_session_get(ctx, caller(req), req->params[0], wait && strcmp(wait, "0") ? (int)timeout_s : -1,
+	int rc = mgr_session_get(ctx, caller(req), ref, wait && strcmp(wait, "0") ? (int)timeout_s : -1,
 				 &o, &err);
 	answer(resp, rc, 200, o, &err);
 }
 
 static void api_session_delete(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 {
+	char idbuf[STORE_ID_MAX];
+	const char *ref = session_ref(ctx, req, resp, idbuf);
+	if (!ref)
+		return;
 	json_t *o = NULL;
 	struct terr err = {0};
-	int rc = mgr_session_delete(ctx, caller(req), req->params[0], &o, &err);
+	int rc = mgr_session_delete(ctx, caller(req), ref, &o, &err);
 	answer(resp, rc, 200, o, &err);
 }
 
@@ -177,9 +206,13 @@ static void api_session_logs(void *ctx, struct httpd_req *req, struct httpd_resp
 			return;
 		}
 	}
+	char idbuf[STORE_ID_MAX];
+	const char *ref = session_ref(ctx, req, resp, idbuf);
+	if (!ref)
+		return;
 	char *logs = NULL;
 	struct terr err = {0};
-	if (mgr_session_logs(ctx, caller(req), req->params[0], (int)tail, &logs, &err) < 0) {
+	if (mgr_session_logs(ctx, caller(req), ref, (int)tail, &logs, &err) < 0) {
 		httpd_error_terr(resp, &err);
 		return;
 	}
@@ -213,8 +246,12 @@ static void api_session_exec(void *ctx, struct httpd_req *req, struct httpd_resp
 		httpd_error(resp, 400, "invalid_argument", "timeout_s must be an integer from 1 to 3600");
 		goto out;
 	}
+	char idbuf[STORE_ID_MAX];
+	const char *ref = session_ref(ctx, req, resp, idbuf);
+	if (!ref)
+		goto out;
 	json_t *result = NULL;
-	int rc = mgr_session_exec(ctx, caller(req), req->params[0], cmd, (int)timeout_s, &result, &err);
+	int rc = mgr_session_exec(ctx, caller(req), ref, cmd, (int)timeout_s, &result, &err);
 	answer(resp, rc, 200, result, &err);
 out:
 	json_decref(body);

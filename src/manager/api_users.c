@@ -2,8 +2,10 @@
  *  - POST /v1/auth/login: email + password -> the user's keypair. Only the
  *    webserver may call it: it proves itself with the cluster secret in
  *    X-Tessera-Web-Secret, so the route is no password oracle for anyone
- *    else. Failures are rate-limited per email and per client address (the
- *    webserver passes the browser's address in X-Tessera-Client-Addr).
+ *    else. Failures are rate-limited per account and client address
+ *    together, and per client address (the webserver passes the
+ *    browser's address in X-Tessera-Client-Addr): someone who knows an
+ *    email locks out their own address, not the account's owner.
  *  - GET/POST /v1/users, PATCH /v1/users/{id}: admin only.
  * Translation only, as in api.c: the users themselves are the core's
  * (users.c). */
@@ -22,11 +24,15 @@
 #define LOGIN_WINDOW_MS (15 * 60 * 1000)
 
 static pthread_once_t limits_once = PTHREAD_ONCE_INIT;
-static struct ratelimit *fail_by_email, *fail_by_addr;
+static struct ratelimit *fail_by_pair, *fail_by_addr;
 
 static void limits_init(void)
 {
-	fail_by_email = ratelimit_new(LOGIN_MAX_FAILURES, LOGIN_WINDOW_MS);
+	/* Per email and address: a limit per email alone let anyone who
+	 * knew an email lock its owner out. Guessing one account from many
+	 * addresses is bounded by the per-address limit below and by the
+	 * cost of each argon2id check. */
+	fail_by_pair = ratelimit_new(LOGIN_MAX_FAILURES, LOGIN_WINDOW_MS);
 	/* An address may try a few emails (a shared lab NAT), not hundreds. */
 	fail_by_addr = ratelimit_new(4 * LOGIN_MAX_FAILURES, LOGIN_WINDOW_MS);
 }
@@ -50,7 +56,7 @@ void api_auth_login(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 			    "API clients use their access key and secret key");
 		return;
 	}
-	if (!fail_by_email || !fail_by_addr) {
+	if (!fail_by_pair || !fail_by_addr) {
 		httpd_error(resp, 500, "internal", "out of memory");
 		return;
 	}
@@ -72,7 +78,7 @@ void api_auth_login(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 		goto out;
 	}
 	int64_t now = util_mono_ms();
-	int64_t wait = ratelimit_check(fail_by_email, email, now);
+	int64_t wait = ratelimit_check_pair(fail_by_pair, email, addr_key, now);
 	int64_t wait_addr = ratelimit_check(fail_by_addr, addr_key, now);
 	if (wait_addr > wait)
 		wait = wait_addr;
@@ -85,14 +91,14 @@ void api_auth_login(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 	if (mgr_user_login(m, email, password, &u, &err) < 0) {
 		/* A right password for a disabled account is no failed guess. */
 		if (err.code == EACCES) {
-			ratelimit_fail(fail_by_email, email, now);
+			ratelimit_fail_pair(fail_by_pair, email, addr_key, now);
 			ratelimit_fail(fail_by_addr, addr_key, now);
 			log_info("manager", "failed login for %s from %s", email, addr && *addr ? addr : "unknown");
 		}
 		httpd_error_terr(resp, &err);
 		goto out;
 	}
-	ratelimit_reset(fail_by_email, email);
+	ratelimit_reset_pair(fail_by_pair, email, addr_key);
 	httpd_json(resp, 200, json_pack("{s:o,s:s,s:s}", "user", mgr_user_json(&u), "access_key", u.access_key,
 					"secret_key", u.secret_key));
 out:

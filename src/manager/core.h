@@ -41,6 +41,13 @@ const char *mgr_cluster_secret(const struct manager *m);
  * names (EEXIST). *sessions: their JSON array. */
 int mgr_sessions_create(struct manager *m, const struct user_rec *owner,
 			const struct create_request *cr, json_t **sessions, struct terr *err);
+/* Finds the session named ref (or with id ref) among the sessions of the
+ * user with email owner_email, for requests with ?owner=: its id into id.
+ * EPERM when u is not an admin and owner_email is not u's own; ENOENT
+ * when there is no such user or session. Session references elsewhere
+ * are ids (anyone's, for an admin) or names among u's own sessions. */
+int mgr_session_lookup(struct manager *m, const struct user_rec *u, const char *ref, const char *owner_email,
+		       char id[STORE_ID_MAX], struct terr *err);
 /* The sessions u sees (admins: everyone's): active ones, or all when
  * `all`. A JSON array. */
 json_t *mgr_sessions_list(struct manager *m, const struct user_rec *u, bool all);
@@ -117,11 +124,16 @@ int mgr_agent_register(struct manager *m, json_t *desc, const struct agent_link_
 int mgr_agent_register_remote(struct manager *m, json_t *desc, json_t **reply, struct terr *err);
 /* A heartbeat; ENOENT when the agent must register (again). */
 int mgr_agent_heartbeat(struct manager *m, const char *agent_id, json_t **reply, struct terr *err);
-/* A container-died event {"session_id","container_id","exit_code","reason"}
- * from agent_id (borrowed); sessions of other agents are left alone. Or
- * the agent's images after a change {"event":"images","images":[...]},
- * which replace its list in the catalog ("images" null: unknown, asked of
- * the agent when the catalog is next read). */
+/* An event from agent_id (borrowed): a container died
+ * {"session_id","container_id","event":"died","exit_code","oom_killed",
+ * "reason"} (an interactive session becomes ERROR, a batch one
+ * TERMINATED or ERROR by its exit code), or the count of processes killed
+ * in it for passing its memory limit grew {"session_id","container_id",
+ * "event":"oom","oom_kills": total} (a history line; the status stays).
+ * Sessions of other agents are left alone. Or the agent's images after a
+ * change {"event":"images","images":[...]}, which replace its list in the
+ * catalog ("images" null: unknown, asked of the agent when the catalog is
+ * next read). */
 void mgr_agent_event(struct manager *m, const char *agent_id, json_t *event);
 
 /* ---- settings (settings.c) ---- */

@@ -60,6 +60,10 @@ static json_t *session_spec(struct manager *m, struct msession *s)
 			"memory_limit", (json_int_t)mem, "sm_limit_percent", (json_int_t)(sm < 1 ? 1 : sm > 100 ? 100 : sm)));
 	}
 	json_object_set_new(spec, "gpus", gpus);
+	/* A batch container ends with its command (agent.h). Left out for an
+	 * interactive one, so that an older agent reads the spec as before. */
+	if (mgr_session_is_batch(s))
+		json_object_set_new(spec, "batch", json_true());
 	return spec;
 }
 

@@ -3,6 +3,7 @@
  * session's container (logs, exec). Status changes themselves go through
  * mgr_set_status (manager.c); the scheduler (scheduler.c) and the dispatch
  * workers (dispatch.c) move sessions on from PENDING. */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,16 +23,18 @@ struct msession *mgr_find_session(struct manager *m, const char *id)
 	return strmap_get(&m->session_by_id, id);
 }
 
-struct msession *mgr_resolve_session(struct manager *m, const char *ref, const struct user_rec *user)
+/* By id, or by name among owner_id's sessions: the newest active one of
+ * that name, else the newest ended one. */
+static struct msession *resolve_among(struct manager *m, const char *ref, const char *owner_id,
+				      bool any_owner_by_id)
 {
 	struct msession *active = NULL, *any = NULL;
 	for (size_t i = 0; i < m->n_sessions; i++) {
 		struct msession *s = m->sessions[i];
-		if (!user->is_admin && strcmp(s->rec.owner_id, user->id))
-			continue;
-		if (!strcmp(s->rec.id, ref))
+		bool own = !strcmp(s->rec.owner_id, owner_id);
+		if (!strcmp(s->rec.id, ref) && (own || any_owner_by_id))
 			return s;
-		if (strcmp(s->rec.name, ref))
+		if (!own || strcmp(s->rec.name, ref))
 			continue;
 		/* Newest wins: later sessions come later in seq order. */
 		any = s;
@@ -39,6 +42,36 @@ struct msession *mgr_resolve_session(struct manager *m, const char *ref, const s
 			active = s;
 	}
 	return active ? active : any;
+}
+
+struct msession *mgr_resolve_session(struct manager *m, const char *ref, const struct user_rec *user)
+{
+	/* A name is the caller's own, admins included: an admin whose
+	 * session shares its name with another user's must not reach the
+	 * other one by it. An admin reaches anyone's by id, or by name with
+	 * the owner given (mgr_session_lookup). */
+	return resolve_among(m, ref, user->id, user->is_admin);
+}
+
+int mgr_session_lookup(struct manager *m, const struct user_rec *u, const char *ref, const char *owner_email,
+		       char id[STORE_ID_MAX], struct terr *err)
+{
+	if (!u->is_admin && strcmp(owner_email, u->email))
+		return terr_set(err, EPERM, "only an admin may act on another user's sessions");
+	pthread_mutex_lock(&m->mu);
+	const struct user_rec *owner = NULL;
+	for (size_t i = 0; i < m->n_users && !owner; i++)
+		if (!strcmp(m->users[i].email, owner_email))
+			owner = &m->users[i];
+	struct msession *s = owner ? resolve_among(m, ref, owner->id, false) : NULL;
+	if (s)
+		util_strlcpy(id, s->rec.id, STORE_ID_MAX);
+	pthread_mutex_unlock(&m->mu);
+	if (!owner)
+		return terr_set(err, ENOENT, "no user with email %s", owner_email);
+	if (!s)
+		return terr_set(err, ENOENT, "%s has no session named or with id '%s'", owner_email, ref);
+	return 0;
 }
 
 int mgr_session_append(struct manager *m, struct msession *s)
@@ -110,15 +143,45 @@ void mgr_delete_session(struct manager *m, struct msession *s, const char *by)
 		mgr_set_status(m, s, SS_TERMINATING, "terminating on request of %s", by);
 		mgr_enqueue_destroy(m, s);
 		break;
+	case SS_TERMINATED:
+		if (!mgr_session_is_batch(s))
+			break;   /* its container is gone already */
+		/* fall through */
 	case SS_ERROR:
-		/* An ended container is kept for its logs; removing the session
-		 * removes it. */
+		/* An ended container (ERROR, or a batch session's that
+		 * finished) is kept for its logs; removing the session removes
+		 * it, and the session leaves the list as TERMINATED ones do. */
 		if (s->rec.container_id[0])
 			mgr_enqueue_destroy(m, s);
+		if (!s->rec.removed) {
+			s->rec.removed = true;
+			mgr_persist(m, s);
+			m->version++;
+			pthread_cond_broadcast(&m->changed);
+			log_info("manager", "session %s (%.8s) removed by %s", s->rec.name, s->rec.id, by);
+		}
 		break;
 	default:
 		break;
 	}
+}
+
+void mgr_session_note(struct manager *m, struct msession *s, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(s->rec.status_info, sizeof(s->rec.status_info), fmt, ap);
+	va_end(ap);
+	m->version++;
+	mgr_persist(m, s);
+	struct history_rec h = {.status = s->rec.status, .at_ms = util_now_ms()};
+	util_strlcpy(h.info, s->rec.status_info, sizeof(h.info));
+	struct terr err = {0};
+	if (m->so->history_add(m->store, s->rec.id, &h, &err) < 0)
+		log_error("manager", "cannot save history of %s: %s", s->rec.name, err.msg);
+	log_info("manager", "session %s (%.8s): %s: %s", s->rec.name, s->rec.id,
+		 session_status_name(s->rec.status), s->rec.status_info);
+	pthread_cond_broadcast(&m->changed);
 }
 
 /* ---------- rendering ---------- */
@@ -142,10 +205,20 @@ static json_t *session_json_base(struct manager *m, const struct msession *s)
 		"terminated_at", mgr_time_json(s->rec.terminated_ms));
 }
 
+/* type, oom_kills and removed, on top of session_json_base. */
+static void session_json_more(const struct msession *s, json_t *o)
+{
+	json_object_set_new(o, "type", json_string(mgr_session_is_batch(s) ? STORE_TYPE_BATCH
+									   : STORE_TYPE_INTERACTIVE));
+	json_object_set_new(o, "oom_kills", json_integer(s->rec.oom_kills));
+	json_object_set_new(o, "removed", json_boolean(s->rec.removed));
+}
+
 /* Adds the device shares: "gpus": [{"index","uuid","fgpu"}]. */
 json_t *mgr_session_json(struct manager *m, const struct msession *s)
 {
 	json_t *o = session_json_base(m, s);
+	session_json_more(s, o);
 	json_t *gpus = json_array();
 	for (int i = 0; i < s->n_shares; i++)
 		json_array_append_new(gpus, json_pack("{s:i,s:s,s:o}", "index", s->shares[i].index,
@@ -178,7 +251,7 @@ json_t *mgr_sessions_visible_json(struct manager *m, const struct user_rec *u, b
 		const struct msession *s = m->sessions[i];
 		if (!u->is_admin && strcmp(s->rec.owner_id, u->id))
 			continue;
-		if (!all && !session_status_listed(s->rec.status))
+		if (!all && (!session_status_listed(s->rec.status) || s->rec.removed))
 			continue;
 		json_array_append_new(arr, mgr_session_json(m, s));
 	}
@@ -286,6 +359,7 @@ static struct msession **new_records(const struct user_rec *owner, const struct 
 		s->rec.req = cr->req;
 		s->rec.env_json = env_text ? strdup(env_text) : NULL;
 		s->rec.startup_command = cr->startup_command ? strdup(cr->startup_command) : NULL;
+		util_strlcpy(s->rec.type, cr->batch ? STORE_TYPE_BATCH : STORE_TYPE_INTERACTIVE, sizeof(s->rec.type));
 	}
 	free(env_text);
 	if (made < (size_t)cr->count) {
@@ -347,8 +421,13 @@ static int no_session(const char *ref, struct terr *err)
 	return terr_set(err, ENOENT, "no session named or with id '%s'", ref);
 }
 
-static bool settled(enum session_status st)
+/* What a long poll waits for: an interactive session to be running (or
+ * to have failed), a batch session to have ended. */
+static bool settled(const struct msession *s)
 {
+	enum session_status st = s->rec.status;
+	if (mgr_session_is_batch(s))
+		return session_status_final(st);
 	return st != SS_PENDING && st != SS_SCHEDULED && st != SS_PREPARING;
 }
 
@@ -362,7 +441,7 @@ int mgr_session_get(struct manager *m, const struct user_rec *u, const char *ref
 		struct timespec dl;
 		clock_gettime(CLOCK_MONOTONIC, &dl);
 		dl.tv_sec += wait_s;
-		while (!settled(s->rec.status) && !m->stopping &&
+		while (!settled(s) && !m->stopping &&
 		       pthread_cond_timedwait(&m->changed, &m->mu, &dl) == 0)
 			;
 	}

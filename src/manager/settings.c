@@ -90,13 +90,20 @@ static int apply(struct manager *m, const char *key, json_t *value, struct terr 
 		if (!json_is_integer(value) || (n = json_integer_value(value)) < 0 || n > 1000000)
 			return terr_set(err, EINVAL, "fifo_skip_after must be an integer from 0 (never) to 1000000");
 		st->fifo_skip_after = (int)n;
-	} else if (!strncmp(key, "policy.", 7) && key[7]) {
+	} else if (!strncmp(key, "policy.", 7)) {
+		/* The key names whom the policy limits; a key no user can have
+		 * (policy.%ff, policy.nobody) would be a policy that never
+		 * applies, so it is refused rather than stored. */
+		char who[256];
+		if (validate_policy_key(key + 7, who, sizeof(who), err) < 0)
+			return -EINVAL;
 		if (json_is_null(value)) {
-			json_object_del(st->policies, key + 7);
+			json_object_del(st->policies, who);
 		} else {
 			if (parse_policy(value, key, err) < 0)
 				return -EINVAL;
-			json_object_set(st->policies, key + 7, value);
+			if (json_object_set(st->policies, who, value) < 0)
+				return terr_set(err, ENOMEM, "out of memory");
 		}
 	} else {
 		return terr_set(err, ENOENT,

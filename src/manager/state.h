@@ -10,6 +10,7 @@
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <string.h>
 
 #include "common/httpd.h"
 #include "common/strmap.h"
@@ -137,9 +138,25 @@ struct manager {
 
 /* ---- sessions.c ---- */
 struct msession *mgr_find_session(struct manager *m, const char *id);
-/* By id or name among the user's sessions (admins: everyone's). */
+/* By id (admins: anyone's session) or by name among the user's own
+ * sessions (admins too: a name never reaches another user's session). */
 struct msession *mgr_resolve_session(struct manager *m, const char *ref,
 				     const struct user_rec *user);
+static inline bool mgr_session_is_batch(const struct msession *s)
+{
+	return !strcmp(s->rec.type, STORE_TYPE_BATCH);
+}
+/* Appends a history record and a status_info line without a change of
+ * status (a process OOM-killed in a RUNNING session); persists, logs,
+ * wakes long polls and event streams. */
+void mgr_session_note(struct manager *m, struct msession *s, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* A session's container ended by itself (exit code, the runtime's OOM
+ * flag, its words for why): an interactive session becomes ERROR; a
+ * batch one TERMINATED when its command exited 0, else ERROR with the
+ * code and the reason (agents.c). */
+void mgr_session_ended(struct manager *m, struct msession *s, int exit_code, bool oom_killed,
+		       const char *reason);
 /* Appends a loaded or new session to the list and the id index; on
  * success the manager owns s. */
 int mgr_session_append(struct manager *m, struct msession *s);

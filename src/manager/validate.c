@@ -48,6 +48,11 @@ int validate_email(const char *email, char *out, size_t n, struct terr *err)
 	const char *at = email ? strchr(email, '@') : NULL;
 	if (len < 3 || len > 254 || len >= n || !at || at == email || !at[1] || strchr(at + 1, '@'))
 		return terr_set(err, EINVAL, "email must look like name@example.org (at most 254 characters)");
+	/* jansson's own check: an email becomes a JSON key and string. */
+	json_t *as_json = json_stringn(email, len);
+	json_decref(as_json);
+	if (!as_json)
+		return terr_set(err, EINVAL, "email must be valid UTF-8");
 	for (size_t i = 0; i < len; i++) {
 		unsigned char c = (unsigned char)email[i];
 		if (c <= 0x20 || c == 0x7f || c == '"' || c == '<' || c == '>' || c == '\\' || c == ',')
@@ -62,7 +67,8 @@ int validate_create_request(json_t *body, struct create_request *out, struct ter
 {
 	if (!json_is_object(body))
 		return terr_set(err, EINVAL, "request body must be a JSON object");
-	static const char *const known[] = {"image", "name", "count", "resources", "env", "startup_command", NULL};
+	static const char *const known[] = {"image", "name", "count", "resources", "env", "startup_command", "type",
+					    NULL};
 	const char *key;
 	json_t *val;
 	json_object_foreach(body, key, val) {
@@ -70,7 +76,9 @@ int validate_create_request(json_t *body, struct create_request *out, struct ter
 		for (int i = 0; known[i]; i++)
 			ok |= !strcmp(key, known[i]);
 		if (!ok)
-			return terr_set(err, EINVAL, "unknown field '%s' (known: image, name, count, resources, env, startup_command)", key);
+			return terr_set(err, EINVAL,
+					"unknown field '%s' (known: image, name, count, resources, env, startup_command, type)",
+					key);
 	}
 	memset(out, 0, sizeof(*out));
 	out->count = 1;
@@ -133,5 +141,27 @@ int validate_create_request(json_t *body, struct create_request *out, struct ter
 		return -EINVAL;
 	if (present && strlen(out->startup_command) > VALIDATE_MAX_COMMAND)
 		return terr_set(err, EINVAL, "startup_command is longer than %d bytes", VALIDATE_MAX_COMMAND);
+	const char *type = NULL;
+	if (jsonutil_get_string(body, "type", "type", &type, &present, err) < 0)
+		return -EINVAL;
+	if (present && strcmp(type, STORE_TYPE_INTERACTIVE) && strcmp(type, STORE_TYPE_BATCH))
+		return terr_set(err, EINVAL, "type must be \"interactive\" or \"batch\"");
+	out->batch = present && !strcmp(type, STORE_TYPE_BATCH);
+	/* A batch session is its command: it ends when the command does. */
+	if (out->batch && (!out->startup_command || !*out->startup_command))
+		return terr_set(err, EINVAL, "a batch session needs a startup_command (the command it runs to its end)");
+	return 0;
+}
+
+int validate_policy_key(const char *key, char *out, size_t n, struct terr *err)
+{
+	if (!strcmp(key, "default")) {
+		if (n <= strlen(key))
+			return terr_set(err, ENAMETOOLONG, "policy key too long");
+		strcpy(out, key);
+		return 0;
+	}
+	if (validate_email(key, out, n, err) < 0)
+		return terr_prefix(err, "policy.<email>: '%.80s' is neither 'default' nor a valid email", key);
 	return 0;
 }

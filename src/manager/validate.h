@@ -4,10 +4,12 @@
 #define TESSERA_MANAGER_VALIDATE_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "common/err.h"
 #include "common/model.h"
+#include "store/store.h"
 
 #define VALIDATE_MAX_COUNT 100
 #define VALIDATE_MAX_CPU_M (1024 * 1000)
@@ -30,6 +32,10 @@ int validate_env(json_t *env, struct terr *err);
  * sides, no spaces, quotes, commas or control characters. Writes it
  * lower-cased to out (n bytes); NULL is refused like a bad address. */
 int validate_email(const char *email, char *out, size_t n, struct terr *err);
+/* The <who> of a policy.<who> setting: "default", or the email of the
+ * user it limits (validate_email, so it is valid UTF-8 and lower-cased as
+ * users' emails are). Writes the key to use to out (n bytes). */
+int validate_policy_key(const char *key, char *out, size_t n, struct terr *err);
 
 /* A validated create request. */
 struct create_request {
@@ -39,6 +45,7 @@ struct create_request {
 	struct res req;
 	json_t *env;             /* borrowed, may be NULL */
 	const char *startup_command;
+	bool batch;              /* "type": "batch": ends with its command */
 };
 
 /* Parses and validates a POST /v1/sessions body; strings borrow from body. */

@@ -1,9 +1,15 @@
 /* tessera-runner: PID 1 of every session container.
  *
  *   tessera-runner [-- CMD ARGS...]
+ *   tessera-runner --batch -- CMD ARGS...
  *   tessera-runner --timeout SECONDS -- CMD ARGS...
  *
- * The second form is how the agent runs `session exec` commands: CMD runs
+ * --batch is a batch session's PID 1: as the first form, but once CMD
+ * ends the runner exits with its status (128+N when signal N ended it), so
+ * the container, and with it the session, ends with the command; what CMD
+ * left running dies with the container's PID namespace.
+ *
+ * The third form is how the agent runs `session exec` commands: CMD runs
  * in its own process group and the runner exits with its status; past
  * SECONDS the group gets SIGTERM, then SIGKILL after 2 s, and the runner
  * exits with 124 (as coreutils' timeout does) after saying so on stderr.
@@ -56,6 +62,8 @@ static const int runner_forwarded[] = {
 
 struct runner {
 	pid_t cmd_pid;           /* startup command, 0 when none or ended */
+	bool batch;              /* exit with the command (--batch) */
+	int cmd_status;          /* exit status for --batch, once it ended */
 	pid_t cmd_pgid;          /* its process group, kept after it ends */
 	bool stopping;           /* SIGTERM/SIGINT received */
 	bool killed;             /* grace ran out, SIGKILL sent */
@@ -189,12 +197,15 @@ static bool runner_reap(struct runner *r)
 		if (pid != r->cmd_pid)
 			continue;
 		r->cmd_pid = 0;
-		if (WIFEXITED(status))
+		if (WIFEXITED(status)) {
+			r->cmd_status = WEXITSTATUS(status);
 			runner_log("tessera-runner: startup command exited with status %d",
 				   WEXITSTATUS(status));
-		else if (WIFSIGNALED(status))
+		} else if (WIFSIGNALED(status)) {
+			r->cmd_status = 128 + WTERMSIG(status);
 			runner_log("tessera-runner: startup command killed by signal %d",
 				   WTERMSIG(status));
+		}
 	}
 }
 
@@ -223,9 +234,11 @@ static pid_t runner_spawn(char **argv, const sigset_t *orig_mask)
 static void runner_usage(void)
 {
 	runner_log("usage: tessera-runner [-- CMD ARGS...]\n"
+		   "       tessera-runner --batch -- CMD ARGS...\n"
 		   "       tessera-runner --timeout SECONDS -- CMD ARGS...\n"
 		   "PID 1 of a Tessera session: runs CMD, reaps zombies, forwards signals,\n"
 		   "and stays up until SIGTERM (grace TESSERA_RUNNER_GRACE_S, default 10 s).\n"
+		   "With --batch: exits with CMD's status once it ends.\n"
 		   "With --timeout: runs CMD, exits with its status, stops it past SECONDS (124).");
 }
 
@@ -299,6 +312,16 @@ int main(int argc, char **argv)
 		}
 		return runner_run_with_timeout(argv + 4, (int64_t)(secs * 1000));
 	}
+	bool batch = false;
+	if (argc > 1 && strcmp(argv[1], "--batch") == 0) {
+		if (argc < 4 || strcmp(argv[2], "--") != 0) {
+			runner_usage();
+			return 2;
+		}
+		batch = true;
+		argv++;
+		argc--;
+	}
 	if (argc > 1) {
 		if (strcmp(argv[1], "--") == 0) {
 			if (argc > 2)
@@ -314,7 +337,7 @@ int main(int argc, char **argv)
 		}
 	}
 
-	struct runner r = { .grace_ms = runner_grace_ms() };
+	struct runner r = { .grace_ms = runner_grace_ms(), .batch = batch };
 
 	sigset_t mask, orig;
 	sigemptyset(&mask);
@@ -339,10 +362,14 @@ int main(int argc, char **argv)
 		pid_t pid = runner_spawn(cmd, &orig);
 		if (pid > 0)
 			r.cmd_pid = r.cmd_pgid = pid;
+		else if (batch)
+			return 127;
 	}
 
 	for (;;) {
 		bool none_left = runner_reap(&r);
+		if (r.batch && r.cmd_pid == 0)
+			return r.cmd_status;
 		if (r.stopping && none_left)
 			return 0;
 

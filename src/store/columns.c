@@ -51,6 +51,9 @@ static const struct store_column session_cols[] = {
 	COL(session_rec, terminated_ms,   STORE_COL_INT64,    "NOT NULL",        terminated_ms),
 	/* Added in schema version 2. */
 	COL(session_rec, alloc_json,      STORE_COL_TEXT_PTR, "",                alloc_json),
+	COL(session_rec, type,            STORE_COL_TEXT,     "NOT NULL DEFAULT 'interactive'", type),
+	COL(session_rec, oom_kills,       STORE_COL_INT64,    "NOT NULL DEFAULT 0", oom_kills),
+	COL(session_rec, removed,         STORE_COL_BOOL,     "NOT NULL DEFAULT 0", removed),
 };
 TABLE(store_sessions_table, "sessions", NULL, session_rec, session_cols);
 

@@ -54,7 +54,19 @@ struct session_rec {
 	bool has_exit_code;
 	int exit_code;
 	int64_t created_ms, started_ms, terminated_ms;
+	/* "interactive" (runs until removed) or "batch" (ends with its
+	 * startup command); STORE_TYPE_* below. */
+	char type[16];
+	/* Processes of the session the kernel killed for passing its memory
+	 * limit, as last counted by its agent (the cgroup's oom_kill). */
+	int64_t oom_kills;
+	/* An ended session was removed (`session rm`): hidden from the list
+	 * without --all, as TERMINATED ones are. */
+	bool removed;
 };
+
+#define STORE_TYPE_INTERACTIVE "interactive"
+#define STORE_TYPE_BATCH "batch"
 
 struct history_rec {
 	enum session_status status;

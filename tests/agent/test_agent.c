@@ -838,6 +838,9 @@ TEST(the_usage_thread_inspects_a_container_once_per_start_of_its_init)
 		.id = "node-r", .cpu_m = 4000, .mem = 8 * GiB, .data_dir = data_dir,
 		.nvml_lib_dir = lib, .gpu_context_overhead = "0", .gpu_usage_interval_ms = 100,
 		.asset_dir = getenv("TESSERA_TEST_BUILD_ROOT"), .runtime = &fake_ops,
+		/* The OOM thread inspects each container once too: this
+		 * counts the usage thread's inspects alone. */
+		.oom_interval_ms = -1,
 	};
 	struct agent *a = NULL;
 	struct terr err = {0};

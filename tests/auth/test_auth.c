@@ -39,9 +39,41 @@ TEST(ratelimit_counts_failures_in_a_window)
 	ratelimit_free(rl);
 }
 
+/* An account and an address together: an attacker's failures lock
+ * their own address for that account, never the account itself. */
+TEST(ratelimit_by_pair)
+{
+	struct ratelimit *rl = ratelimit_new(2, 1000);
+	ratelimit_fail_pair(rl, "alice@x.org", "10.0.0.66", 0);
+	ratelimit_fail_pair(rl, "alice@x.org", "10.0.0.66", 10);
+	CHECK_INT(ratelimit_check_pair(rl, "alice@x.org", "10.0.0.66", 100), 900);
+	/* the owner from their usual address, the attacker for another account */
+	CHECK_INT(ratelimit_check_pair(rl, "alice@x.org", "192.168.1.5", 100), 0);
+	CHECK_INT(ratelimit_check_pair(rl, "bob@x.org", "10.0.0.66", 100), 0);
+	/* the parts stay apart: "a" + "bc" is not "ab" + "c" */
+	ratelimit_fail_pair(rl, "a", "bc", 0);
+	ratelimit_fail_pair(rl, "a", "bc", 0);
+	CHECK_INT(ratelimit_check_pair(rl, "ab", "c", 1), 0);
+	CHECK(ratelimit_check_pair(rl, "a", "bc", 1) > 0);
+	/* long parts are told apart by their ends too (up to the part limit) */
+	char l1[300], l2[300];
+	memset(l1, 'x', sizeof(l1));
+	memcpy(l1 + 240, "@one.org", 9);
+	memcpy(l2, l1, sizeof(l2));
+	memcpy(l2 + 240, "@two.org", 9);
+	ratelimit_fail_pair(rl, l1, "10.0.0.66", 0);
+	ratelimit_fail_pair(rl, l1, "10.0.0.66", 0);
+	CHECK(ratelimit_check_pair(rl, l1, "10.0.0.66", 1) > 0);
+	CHECK_INT(ratelimit_check_pair(rl, l2, "10.0.0.66", 1), 0);
+	ratelimit_reset_pair(rl, "alice@x.org", "10.0.0.66");
+	CHECK_INT(ratelimit_check_pair(rl, "alice@x.org", "10.0.0.66", 101), 0);
+	ratelimit_free(rl);
+}
+
 int main(void)
 {
 	RUN(pwhash_hashes_verifies_and_checks_the_policy);
 	RUN(ratelimit_counts_failures_in_a_window);
+	RUN(ratelimit_by_pair);
 	return testlib_done();
 }

@@ -113,6 +113,31 @@ TEST(session_view)
 	json_decref(list);
 }
 
+/* An admin's list of two owners' sessions, one of them batch. */
+TEST(session_view_with_owners_and_types)
+{
+	json_t *list = json_loads(
+		"[{\"id\":\"1\",\"name\":\"web\",\"owner\":\"admin@x.org\",\"status\":\"RUNNING\","
+		"\"type\":\"interactive\",\"image\":\"img:1\",\"status_info\":\"running\",\"agent\":\"local\","
+		"\"resources\":{\"cpu\":1,\"mem\":268435456,\"fgpu\":0},\"created_at\":\"2026-11-22T08:40:00Z\"},"
+		"{\"id\":\"2\",\"name\":\"job\",\"owner\":\"bob@x.org\",\"status\":\"ERROR\","
+		"\"type\":\"batch\",\"image\":\"img:1\",\"status_info\":\"batch command failed with exit code 3\","
+		"\"agent\":\"local\",\"resources\":{\"cpu\":1,\"mem\":268435456,\"fgpu\":0},"
+		"\"created_at\":\"2026-11-22T08:40:00Z\"}]", 0, NULL);
+	CHECK(list != NULL);
+	time_t now = 1795336800 + 5;
+	struct cli_table *t = cli_session_table(list, now);
+	char *out = render(t);
+	CHECK_STR(out,
+		  "NAME  OWNER        STATUS   TYPE         IMAGE  CPU  MEM      FGPU  NODE   AGE  INFO\n"
+		  "web   admin@x.org  RUNNING  interactive  img:1  1    256 MiB  -     local  5s   running\n"
+		  "job   bob@x.org    ERROR    batch        img:1  1    256 MiB  -     local  5s   "
+		  "batch command failed with exit code 3\n");
+	free(out);
+	cli_table_free(t);
+	json_decref(list);
+}
+
 TEST(node_view)
 {
 	json_t *list = json_loads(
@@ -139,6 +164,7 @@ int main(void)
 	RUN(ages);
 	RUN(fgpu_and_shorten);
 	RUN(session_view);
+	RUN(session_view_with_owners_and_types);
 	RUN(node_view);
 	return testlib_done();
 }

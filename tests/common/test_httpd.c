@@ -335,6 +335,37 @@ TEST(not_found_and_method)
 	CHECK_INT(handler_runs, before);
 }
 
+/* Bytes that are not UTF-8 in a path: a JSON error every time (once an
+ * empty 404 or 405, as the message quoting them could not be JSON). */
+TEST(invalid_utf8_in_the_path)
+{
+	int before = handler_runs;
+	struct reply r = call("GET", "/v1/items/%ff", NULL, NULL, 0);
+	CHECK_INT(r.status, 400);
+	CHECK_ERROR_BODY(r, "invalid_argument", "not valid UTF-8");
+	reply_free(&r);
+	r = call("GET", "/v1/items/ok/sub/%c3%28", NULL, NULL, 0);
+	CHECK_INT(r.status, 400);
+	CHECK_ERROR_BODY(r, "invalid_argument", "not valid UTF-8");
+	reply_free(&r);
+	r = call("GET", "/v1/files/a/%fe%ff", NULL, NULL, 0);
+	CHECK_INT(r.status, 400);
+	CHECK_ERROR_BODY(r, "invalid_argument", "not valid UTF-8");
+	reply_free(&r);
+	CHECK_INT(handler_runs, before);
+	/* No route, or not this method: the path is quoted, U+FFFD for the
+	 * bytes that are not UTF-8. */
+	r = call("GET", "/v1/nope%ff", NULL, NULL, 0);
+	CHECK_INT(r.status, 404);
+	CHECK_ERROR_BODY(r, "not_found", "/v1/nope\xef\xbf\xbd");
+	reply_free(&r);
+	r = call("POST", "/v1/items/%ff", NULL, "{}", 2);
+	CHECK_INT(r.status, 405);
+	CHECK_ERROR_BODY(r, "method_not_allowed", "\xef\xbf\xbd");
+	reply_free(&r);
+	CHECK_INT(handler_runs, before);
+}
+
 TEST(body_limit)
 {
 	int before = handler_runs;
@@ -957,6 +988,7 @@ int main(void)
 	CHECK(port > 0);
 	RUN(routing_and_params);
 	RUN(not_found_and_method);
+	RUN(invalid_utf8_in_the_path);
 	RUN(body_limit);
 	RUN(authenticate_hook);
 	RUN(raw_target_and_query);

@@ -615,6 +615,257 @@ TEST(restart_keeps_sessions)
 	CHECK_USED(2100, 2000, 3);
 }
 
+/* ---------- names, owners, batch sessions, OOM kills ---------- */
+
+static struct user_rec root_user;
+
+static json_t *get_as(const struct user_rec *u, const char *ref)
+{
+	json_t *o = NULL;
+	struct terr err = {0};
+	if (mgr_session_get(mgr, u, ref, -1, &o, &err) < 0)
+		return NULL;
+	return o;
+}
+
+/* A session of u named name, CPU only (room beside the GPU ones), RUNNING
+ * on the fake; its id into id. */
+static bool running_session(const struct user_rec *u, const char *name, const char *batch_cmd,
+			    char id[STORE_ID_MAX], int line)
+{
+	struct create_request cr = request("busybox:latest", name, 1, 100, 0);
+	cr.startup_command = batch_cmd;
+	cr.batch = batch_cmd != NULL;
+	struct terr err;
+	json_t *arr = create(u, cr, &err);
+	if (!arr) {
+		FAILF("line %d: create %s: %s", line, name, err.msg);
+		return false;
+	}
+	util_strlcpy(id, str(json_array_get(arr, 0), "id") ?: "", STORE_ID_MAX);
+	json_decref(arr);
+	for (int waited = 0; waited < WAIT_MS; waited += 5) {
+		json_t *o = get_as(u, id);
+		bool ok = o && !strcmp(str(o, "status"), "RUNNING");
+		json_decref(o);
+		if (ok)
+			return true;
+		usleep(5000);
+	}
+	FAILF("line %d: %s never RUNNING", line, name);
+	return false;
+}
+#define RUNNING_SESSION(u, name, batch, id) running_session((u), (name), (batch), (id), __LINE__)
+
+/* What the agent reports for a session's container. */
+static void agent_event(const char *id, json_t *event)
+{
+	char cid[RT_ID_MAX];
+	snprintf(cid, sizeof(cid), "fake-%.20s", id);
+	json_object_set_new(event, "session_id", json_string(id));
+	json_object_set_new(event, "container_id", json_string(cid));
+	mgr_agent_event(mgr, "fake-1", event);
+	json_decref(event);
+}
+
+static int history_len(json_t *o)
+{
+	return (int)json_array_size(json_object_get(o, "status_history"));
+}
+
+TEST(names_resolve_among_the_callers_own)
+{
+	json_t *reply = NULL;
+	struct terr err = {0};
+	CHECK_INT(mgr_user_create(mgr, "root@example.org", "a password", true, "test", &reply, &err), 0);
+	const char *ak = json_string_value(json_object_get(json_object_get(reply, "user"), "access_key"));
+	CHECK_INT(mgr_user_by_access_key(mgr, ak ? ak : "", &root_user), 0);
+	json_decref(reply);
+	CHECK(root_user.is_admin);
+
+	char mine[STORE_ID_MAX], hers[STORE_ID_MAX], only_hers[STORE_ID_MAX];
+	/* The other user's is the newer one: newest-wins alone would pick it. */
+	if (!RUNNING_SESSION(&root_user, "shared", NULL, mine) || !RUNNING_SESSION(&alice, "shared", NULL, hers) ||
+	    !RUNNING_SESSION(&alice, "hers-only", NULL, only_hers))
+		return;
+	/* The admin's name is the admin's own session, whatever the order
+	 * of creation; another user's by that name is not reached by it. */
+	json_t *o = get_as(&root_user, "shared");
+	CHECK_STR(str(o, "id"), mine);
+	json_decref(o);
+	CHECK(get_as(&root_user, "hers-only") == NULL);
+	json_t *d = NULL;
+	CHECK_INT(mgr_session_delete(mgr, &root_user, "shared", &d, &err), 0);
+	CHECK_STR(str(d, "id"), mine);
+	json_decref(d);
+	o = get_as(&alice, hers);
+	CHECK_STR(str(o, "status"), "RUNNING");
+	json_decref(o);
+	/* By id an admin reaches anyone's session. */
+	o = get_as(&root_user, only_hers);
+	CHECK_STR(str(o, "name"), "hers-only");
+	json_decref(o);
+	/* By name with the owner given (?owner=EMAIL). */
+	char id[STORE_ID_MAX] = "";
+	CHECK_INT(mgr_session_lookup(mgr, &root_user, "shared", "alice@example.org", id, &err), 0);
+	CHECK_STR(id, hers);
+	CHECK_INT(mgr_session_lookup(mgr, &root_user, "hers-only", "alice@example.org", id, &err), 0);
+	CHECK_STR(id, only_hers);
+	CHECK_INT(mgr_session_lookup(mgr, &root_user, "shared", "nobody@example.org", id, &err), -ENOENT);
+	CHECK_CONTAINS(err.msg, "no user with email nobody@example.org");
+	CHECK_INT(mgr_session_lookup(mgr, &root_user, "nope", "alice@example.org", id, &err), -ENOENT);
+	CHECK_CONTAINS(err.msg, "alice@example.org has no session named or with id 'nope'");
+	/* Not an admin: only their own email is allowed as the owner. */
+	CHECK_INT(mgr_session_lookup(mgr, &bob, "shared", "alice@example.org", id, &err), -EPERM);
+	CHECK_INT(mgr_session_lookup(mgr, &alice, "shared", "alice@example.org", id, &err), 0);
+	CHECK_STR(id, hers);
+	/* A user's session ids are not another user's by name either. */
+	CHECK(get_as(&bob, hers) == NULL);
+	CHECK_INT(mgr_session_delete(mgr, &alice, "shared", &d, &err), 0);
+	json_decref(d);
+	CHECK_INT(mgr_session_delete(mgr, &alice, "hers-only", &d, &err), 0);
+	json_decref(d);
+}
+
+TEST(batch_sessions_end_with_their_command)
+{
+	char ok_id[STORE_ID_MAX], bad_id[STORE_ID_MAX], oom_id[STORE_ID_MAX];
+	if (!RUNNING_SESSION(&alice, "job-ok", "true", ok_id))
+		return;
+	pthread_mutex_lock(&fake.mu);
+	CHECK(json_is_true(json_object_get(fake.last_spec, "batch")));
+	CHECK_STR(json_string_value(json_object_get(fake.last_spec, "startup_command")), "true");
+	pthread_mutex_unlock(&fake.mu);
+	json_t *o = get(&alice, "job-ok");
+	CHECK_STR(str(o, "type"), "batch");
+	json_decref(o);
+	int destroys = fake_count(&fake.destroys);
+	agent_event(ok_id, json_pack("{s:s,s:i,s:b,s:s}", "event", "died", "exit_code", 0, "oom_killed", 0,
+				     "reason", "container ended by itself with exit code 0"));
+	o = get(&alice, "job-ok");
+	CHECK_STR(str(o, "status"), "TERMINATED");
+	CHECK_INT(json_integer_value(json_object_get(o, "exit_code")), 0);
+	CHECK_CONTAINS(str(o, "status_info"), "batch command finished (exit code 0)");
+	json_decref(o);
+	/* Its container is kept for its logs until the session is removed. */
+	CHECK_INT(fake_count(&fake.destroys), destroys);
+	char *logs = NULL;
+	struct terr err = {0};
+	CHECK_INT(mgr_session_logs(mgr, &alice, "job-ok", 0, &logs, &err), 0);
+	free(logs);
+	json_t *d = NULL;
+	CHECK_INT(mgr_session_delete(mgr, &alice, "job-ok", &d, &err), 0);
+	CHECK_STR(str(d, "status"), "TERMINATED");
+	CHECK(json_is_true(json_object_get(d, "removed")));
+	json_decref(d);
+	for (int waited = 0; waited < WAIT_MS && fake_count(&fake.destroys) == destroys; waited += 5)
+		usleep(5000);
+	CHECK(fake_did(fake.destroyed, &fake.destroys, ok_id));
+
+	/* A non-zero code: ERROR with it. */
+	if (!RUNNING_SESSION(&alice, "job-bad", "exit 3", bad_id))
+		return;
+	agent_event(bad_id, json_pack("{s:s,s:i,s:b}", "event", "died", "exit_code", 3, "oom_killed", 0));
+	o = get(&alice, "job-bad");
+	CHECK_STR(str(o, "status"), "ERROR");
+	CHECK_INT(json_integer_value(json_object_get(o, "exit_code")), 3);
+	CHECK_CONTAINS(str(o, "status_info"), "batch command failed with exit code 3");
+	json_decref(o);
+
+	/* OOM-killed: ERROR saying so, whichever report comes first. */
+	if (!RUNNING_SESSION(&alice, "job-oom", "hog", oom_id))
+		return;
+	agent_event(oom_id, json_pack("{s:s,s:i,s:b}", "event", "died", "exit_code", 137, "oom_killed", 1));
+	agent_event(oom_id, json_pack("{s:s,s:i}", "event", "oom", "oom_kills", 1));
+	o = get(&alice, "job-oom");
+	CHECK_STR(str(o, "status"), "ERROR");
+	CHECK_INT(json_integer_value(json_object_get(o, "exit_code")), 137);
+	CHECK_CONTAINS(str(o, "status_info"), "batch command was OOM-killed (a process exceeded the 256 MiB "
+					      "memory limit), exit code 137");
+	CHECK_INT(json_integer_value(json_object_get(o, "oom_kills")), 1);
+	json_decref(o);
+
+	/* An interactive session's end is an ERROR, whatever its code. */
+	char inter[STORE_ID_MAX];
+	if (!RUNNING_SESSION(&alice, "inter", NULL, inter))
+		return;
+	agent_event(inter, json_pack("{s:s,s:i,s:b,s:s}", "event", "died", "exit_code", 0, "oom_killed", 0,
+				     "reason", "container ended by itself with exit code 0"));
+	o = get(&alice, "inter");
+	CHECK_STR(str(o, "status"), "ERROR");
+	CHECK_STR(str(o, "type"), "interactive");
+	json_decref(o);
+}
+
+TEST(oom_kills_are_reported_and_the_session_stays)
+{
+	char id[STORE_ID_MAX];
+	if (!RUNNING_SESSION(&alice, "hog", NULL, id))
+		return;
+	json_t *o = get(&alice, "hog");
+	int hist = history_len(o);
+	json_decref(o);
+	agent_event(id, json_pack("{s:s,s:i}", "event", "oom", "oom_kills", 1));
+	o = get(&alice, "hog");
+	CHECK_STR(str(o, "status"), "RUNNING");
+	CHECK_STR(str(o, "status_info"), "a process was killed for exceeding the 256 MiB memory limit");
+	CHECK_INT(json_integer_value(json_object_get(o, "oom_kills")), 1);
+	CHECK_INT(history_len(o), hist + 1);
+	json_t *last = json_array_get(json_object_get(o, "status_history"), (size_t)hist);
+	CHECK_STR(str(last, "status"), "RUNNING");
+	CHECK_STR(str(last, "info"), "a process was killed for exceeding the 256 MiB memory limit");
+	json_decref(o);
+	/* The count is the cgroup's total: a repeated report adds nothing. */
+	agent_event(id, json_pack("{s:s,s:i}", "event", "oom", "oom_kills", 1));
+	o = get(&alice, "hog");
+	CHECK_INT(history_len(o), hist + 1);
+	json_decref(o);
+	agent_event(id, json_pack("{s:s,s:i}", "event", "oom", "oom_kills", 3));
+	o = get(&alice, "hog");
+	CHECK_STR(str(o, "status"), "RUNNING");
+	CHECK_STR(str(o, "status_info"), "2 processes were killed for exceeding the 256 MiB memory limit (3 in all)");
+	CHECK_INT(history_len(o), hist + 2);
+	json_decref(o);
+	/* Another agent cannot speak for it. */
+	json_t *ev = json_pack("{s:s,s:s,s:i}", "session_id", id, "event", "oom", "oom_kills", 9);
+	mgr_agent_event(mgr, "elsewhere", ev);
+	json_decref(ev);
+	o = get(&alice, "hog");
+	CHECK_INT(json_integer_value(json_object_get(o, "oom_kills")), 3);
+	json_decref(o);
+}
+
+TEST(removed_error_sessions_leave_the_list)
+{
+	struct terr err;
+	json_t *arr = create(&alice, request("broken:1", "broken-2", 1, 100, 0), &err);
+	CHECK(arr != NULL);
+	json_decref(arr);
+	WAIT_STATUS("broken-2", "ERROR");
+	bool listed = false;
+	json_t *list = mgr_sessions_list(mgr, &alice, false);
+	for (size_t i = 0; i < json_array_size(list); i++)
+		listed = listed || !strcmp(str(json_array_get(list, i), "name"), "broken-2");
+	json_decref(list);
+	CHECK(listed);
+	json_t *d = NULL;
+	CHECK_INT(mgr_session_delete(mgr, &alice, "broken-2", &d, &err), 0);
+	CHECK_STR(str(d, "status"), "ERROR");
+	json_decref(d);
+	listed = false;
+	list = mgr_sessions_list(mgr, &alice, false);
+	for (size_t i = 0; i < json_array_size(list); i++)
+		listed = listed || !strcmp(str(json_array_get(list, i), "name"), "broken-2");
+	json_decref(list);
+	CHECK(!listed);
+	listed = false;
+	list = mgr_sessions_list(mgr, &alice, true);
+	for (size_t i = 0; i < json_array_size(list); i++)
+		listed = listed || !strcmp(str(json_array_get(list, i), "name"), "broken-2");
+	json_decref(list);
+	CHECK(listed);
+}
+
 static void remove_tree(const char *dir)
 {
 	char cmd[256];
@@ -645,6 +896,10 @@ int main(void)
 	RUN(failed_start);
 	RUN(change_stream);
 	RUN(restart_keeps_sessions);
+	RUN(names_resolve_among_the_callers_own);
+	RUN(batch_sessions_end_with_their_command);
+	RUN(oom_kills_are_reported_and_the_session_stays);
+	RUN(removed_error_sessions_leave_the_list);
 	manager_close(mgr);
 	json_decref(fake.last_spec);
 	json_decref(fake.containers);

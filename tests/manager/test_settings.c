@@ -257,6 +257,23 @@ TEST(policies)
 	CHECK_INT(json_object_size(pol), 1);
 	json_decref(s);
 
+	/* The key names a user by email, or is "default": one that names no
+	 * possible user is refused, not stored as a policy that never
+	 * applies (policy.%ff once answered 200 and dropped it). */
+	REFUSED(mgr, "policy.\xff", "{\"max_sessions\": 1}", "neither 'default' nor a valid email");
+	REFUSED(mgr, "policy.a@\xff\xfe", "{\"max_sessions\": 1}", "valid UTF-8");
+	REFUSED(mgr, "policy.nobody", "{\"max_sessions\": 1}", "neither 'default' nor a valid email");
+	REFUSED(mgr, "policy.a@b@c", "{\"max_sessions\": 1}", "policy.<email>");
+	REFUSED(mgr, "policy.a b@c", "null", "policy.<email>");
+	/* Emails are kept lower-cased, as users' are, so the policy applies. */
+	ACCEPTED(mgr, "policy.Mixed@Case.Org", "{\"max_sessions\": 3}");
+	s = settings(mgr);
+	pol = json_object_get(s, "policies");
+	CHECK_INT(get_int(json_object_get(pol, "mixed@case.org"), "max_sessions"), 3);
+	CHECK(json_object_get(pol, "Mixed@Case.Org") == NULL);
+	json_decref(s);
+	ACCEPTED(mgr, "policy.MIXED@case.org", "null");
+
 	/* a user of their own for the reopen test */
 	ACCEPTED(mgr, "policy.own@y", "{\"max_fgpu\": 0.5}");
 }

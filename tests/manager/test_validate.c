@@ -393,6 +393,39 @@ TEST(create_fields)
 	snprintf(text + n + VALIDATE_MAX_COMMAND + 1, 8, "\"}");
 	CREATE_BAD(text, "startup_command");
 	free(text);
+
+	/* type: interactive (the default) or batch, which needs a command */
+	b = create_ok("{\"image\":\"busybox\",\"type\":\"batch\",\"startup_command\":\"exit 3\"}", &r, __LINE__);
+	CHECK(r.batch);
+	json_decref(b);
+	b = create_ok("{\"image\":\"busybox\",\"type\":\"interactive\"}", &r, __LINE__);
+	CHECK(!r.batch);
+	json_decref(b);
+	b = create_ok("{\"image\":\"busybox\"}", &r, __LINE__);
+	CHECK(!r.batch);
+	json_decref(b);
+	CREATE_BAD("{\"image\":\"busybox\",\"type\":\"batch\"}", "a batch session needs a startup_command");
+	CREATE_BAD("{\"image\":\"busybox\",\"type\":\"batch\",\"startup_command\":\"\"}", "startup_command");
+	CREATE_BAD("{\"image\":\"busybox\",\"type\":\"BATCH\",\"startup_command\":\"x\"}", "type must be");
+	CREATE_BAD("{\"image\":\"busybox\",\"type\":1}", "type");
+}
+
+TEST(policy_keys)
+{
+	char out[256];
+	struct terr err = {0};
+	CHECK_INT(validate_policy_key("default", out, sizeof(out), &err), 0);
+	CHECK_STR(out, "default");
+	CHECK_INT(validate_policy_key("Bob@Example.org", out, sizeof(out), &err), 0);
+	CHECK_STR(out, "bob@example.org");
+	const char *bad[] = {"", "\xff", "Default", "nobody", "a@b@c", "x\xff@y.org", "a b@c"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		memset(&err, 0, sizeof(err));
+		int rc = validate_policy_key(bad[i], out, sizeof(out), &err);
+		testlib_checks++;
+		if (rc != -EINVAL || !strstr(err.msg, "neither 'default' nor a valid email"))
+			FAILF("policy key '%s' gave %d '%s', expected a refusal", bad[i], rc, err.msg);
+	}
 }
 
 TEST(emails)
@@ -404,7 +437,8 @@ TEST(emails)
 	CHECK_INT(validate_email("a@b", out, sizeof(out), &err), 0);
 	CHECK_STR(out, "a@b");
 	const char *bad[] = {"", "ab", "alice", "@example.org", "alice@", "a@b@c", "al ice@x.org",
-			     "\"a\"@x.org", "a,b@x.org", "a<b@x.org", "a\\b@x.org", "a\tb@x.org", "a\x7f@x.org"};
+			     "\"a\"@x.org", "a,b@x.org", "a<b@x.org", "a\\b@x.org", "a\tb@x.org", "a\x7f@x.org",
+			     "a@\xff.org", "\xc3@x.org"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		memset(&err, 0, sizeof(err));
 		int rc = validate_email(bad[i], out, sizeof(out), &err);
@@ -434,5 +468,6 @@ int main(void)
 	RUN(create_count_and_name);
 	RUN(create_fields);
 	RUN(emails);
+	RUN(policy_keys);
 	return testlib_done();
 }

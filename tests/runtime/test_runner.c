@@ -376,6 +376,39 @@ TEST(timeout_mode_stops_a_command_that_runs_too_long)
 	CHECK(child > 0 && kill(child, 0) == -1 && errno == ESRCH);
 }
 
+/* `--batch`: a batch session's PID 1 ends with its command. */
+TEST(batch_mode_exits_with_the_command)
+{
+	const char *args[] = { "--batch", "--", "sh", "-c", "echo from-batch >&2; exit 3", NULL };
+	pid_t r = spawn(NULL, "b1.log", args);
+	int st = -1;
+	CHECK(wait_exit(r, 15000, &st));
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 3);
+	CHECK(wait_contains("b1.log", "from-batch", 1000));
+
+	const char *args2[] = { "--batch", "--", "sh", "-c", "true", NULL };
+	r = spawn(NULL, "b2.log", args2);
+	CHECK(wait_exit(r, 15000, &st));
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+
+	/* Killed by a signal: 128 + its number, as a shell reports it. */
+	const char *args3[] = { "--batch", "--", "sh", "-c", "kill -9 $$", NULL };
+	r = spawn(NULL, "b3.log", args3);
+	CHECK(wait_exit(r, 15000, &st));
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 137);
+
+	/* --batch without a command is a usage error. */
+	r = fork();
+	if (r == 0) {
+		if (!freopen("/dev/null", "w", stderr))
+			_exit(120);
+		execl(runner_path, runner_path, "--batch", (char *)NULL);
+		_exit(121);
+	}
+	CHECK(wait_exit(r, 15000, &st));
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 2);
+}
+
 int main(int argc, char **argv)
 {
 	runner_path = argc > 1 ? argv[1] : getenv("TESSERA_RUNNER");
@@ -396,6 +429,7 @@ int main(int argc, char **argv)
 	RUN(kills_after_grace_period);
 	RUN(timeout_mode_passes_the_exit_status);
 	RUN(timeout_mode_stops_a_command_that_runs_too_long);
+	RUN(batch_mode_exits_with_the_command);
 	char cmd[128];
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	if (system(cmd) != 0)

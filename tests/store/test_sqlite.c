@@ -179,6 +179,9 @@ TEST(sessions_round_trip)
 	a.req.fgpu_m = 400;
 	a.started_ms = 2000;
 	a.terminated_ms = 3000;
+	snprintf(a.type, sizeof(a.type), STORE_TYPE_BATCH);
+	a.oom_kills = 2;
+	a.removed = true;
 	struct session_rec b = make_session("s-b", 2, "beta");  /* NULL env, NULL command, no exit code */
 	struct session_rec z = make_session("s-z", 3, "zero-exit");
 	z.has_exit_code = true;
@@ -216,9 +219,14 @@ TEST(sessions_round_trip)
 		CHECK_INT(r->created_ms, 1001);
 		CHECK_INT(r->started_ms, 2000);
 		CHECK_INT(r->terminated_ms, 3000);
+		CHECK_STR(r->type, STORE_TYPE_BATCH);
+		CHECK_INT(r->oom_kills, 2);
+		CHECK(r->removed);
 
 		r = &c.r[1];
 		CHECK(r->env_json == NULL);
+		CHECK_INT(r->oom_kills, 0);
+		CHECK(!r->removed);
 		CHECK(r->startup_command == NULL);
 		CHECK(!r->has_exit_code);
 		CHECK_INT(r->status, SS_PENDING);
@@ -674,6 +682,10 @@ static void check_old_db(const char *path)
 		CHECK_INT(r->started_ms, 200);
 		CHECK_INT(r->terminated_ms, 0);
 		CHECK(r->alloc_json == NULL);
+		/* Columns added since: their defaults. */
+		CHECK_STR(r->type, STORE_TYPE_INTERACTIVE);
+		CHECK_INT(r->oom_kills, 0);
+		CHECK(!r->removed);
 		r = &c.r[1];
 		CHECK_STR(r->id, "s-done");
 		CHECK_INT(r->status, SS_TERMINATED);
@@ -773,6 +785,13 @@ TEST(new_schema_matches_the_old_one)
 	struct store *s = NULL;
 	struct terr err = {0};
 	CHECK_INT(ops->open(&s, newp, &err), 0);
+	if (!s)
+		return;
+	ops->close(s);
+	/* The old file gets the columns added since (type, oom_kills,
+	 * removed) at its open: then both layouts agree column for column. */
+	s = NULL;
+	CHECK_INT(ops->open(&s, oldp, &err), 0);
 	if (!s)
 		return;
 	ops->close(s);

@@ -370,6 +370,45 @@ TEST(failed_logins_are_rate_limited_per_email)
 	reply_free(&r);
 }
 
+/* The lock is per account and address: failures from an attacker's
+ * address lock that address out of the account, and the owner still
+ * gets in from theirs (the webserver names the browser's address in
+ * X-Tessera-Client-Addr; here the manager's route is called as it does). */
+TEST(a_login_lock_holds_one_address_not_the_account)
+{
+	char cookie[256], csrf[80], extra[512];
+	CHECK_INT(login("admin@tessera.local", admin_password, cookie, sizeof(cookie), csrf, sizeof(csrf)), 200);
+	snprintf(extra, sizeof(extra), "%sContent-Type: application/json\r\nX-CSRF-Token: %s\r\n", cookie, csrf);
+	struct reply r = http(web_port_n, "POST", "/api/v1/users", extra,
+			      "{\"email\":\"fay@example.org\",\"password\":\"fay-pass-1\"}");
+	CHECK_INT(r.status, 201);
+	reply_free(&r);
+	char attacker[256], owner[256];
+	snprintf(attacker, sizeof(attacker), "Content-Type: application/json\r\nX-Tessera-Web-Secret: %s\r\n"
+		 "X-Tessera-Client-Addr: 203.0.113.66\r\n", SECRET);
+	snprintf(owner, sizeof(owner), "Content-Type: application/json\r\nX-Tessera-Web-Secret: %s\r\n"
+		 "X-Tessera-Client-Addr: 198.51.100.7\r\n", SECRET);
+	const char *wrong = "{\"email\":\"fay@example.org\",\"password\":\"guess\"}";
+	const char *right = "{\"email\":\"fay@example.org\",\"password\":\"fay-pass-1\"}";
+	for (int i = 0; i < 5; i++) {
+		r = http(mgr_port_n, "POST", "/v1/auth/login", attacker, wrong);
+		CHECK_INT(r.status, 401);
+		reply_free(&r);
+	}
+	r = http(mgr_port_n, "POST", "/v1/auth/login", attacker, right);
+	CHECK_INT(r.status, 429);
+	reply_free(&r);
+	/* The owner, from their own address. */
+	r = http(mgr_port_n, "POST", "/v1/auth/login", owner, right);
+	CHECK_INT(r.status, 200);
+	CHECK_CONTAINS(r.body, "\"secret_key\"");
+	reply_free(&r);
+	/* The attacker's address is still locked for that account. */
+	r = http(mgr_port_n, "POST", "/v1/auth/login", attacker, right);
+	CHECK_INT(r.status, 429);
+	reply_free(&r);
+}
+
 TEST(logout_ends_the_login)
 {
 	char cookie[256], csrf[80], extra[512], v[512];
@@ -452,6 +491,7 @@ int main(void)
 	RUN(writes_need_the_csrf_token_and_same_origin);
 	RUN(users_admin_validates_and_is_admin_only);
 	RUN(failed_logins_are_rate_limited_per_email);
+	RUN(a_login_lock_holds_one_address_not_the_account);
 	RUN(logout_ends_the_login);
 	web_stop(web);
 	manager_close(mgr);

@@ -5,6 +5,20 @@ import { LaunchDialog } from './launch';
 
 const ENDED = new Set(['TERMINATED', 'CANCELLED']);
 
+// Fields of a session this page reads beyond api.ts's Session: its type
+// ("batch" ends with its command), how many of its processes the kernel
+// killed for passing its memory limit, and whether it was removed.
+type SessionRow = Session & { type?: string; oom_kills?: number; removed?: boolean };
+
+// The status line under a status: why it waits or failed, or, while it
+// runs, that a process of it was killed for exceeding its memory limit.
+function statusInfo(s: SessionRow): string | null {
+  if (!s.status_info) return null;
+  if (s.status === 'PENDING' || s.status === 'ERROR') return s.status_info;
+  if ((s.oom_kills ?? 0) > 0 && s.status === 'RUNNING') return s.status_info;
+  return null;
+}
+
 // Live state: the manager's event stream (relayed by the webserver); when
 // it is not available, polling every 2 s.
 export function useClusterState() {
@@ -74,7 +88,7 @@ export function SessionsPage({ user }: { user: User }) {
     }
   };
 
-  const shown = sessions.filter((s) => !ENDED.has(s.status));
+  const shown = (sessions as SessionRow[]).filter((s) => !ENDED.has(s.status) && !s.removed);
   return (
     <section aria-labelledby="sessions-title">
       <div class="toolbar">
@@ -99,12 +113,17 @@ export function SessionsPage({ user }: { user: User }) {
           <tbody>
             {shown.map((s) => (
               <tr key={s.id} data-session={s.name}>
-                <td>{s.name}</td>
+                <td>
+                  {s.name}
+                  {s.type === 'batch' && <span class="info badge" title="ends when its command ends"> batch</span>}
+                </td>
                 <td>{s.image}</td>
                 <td>
                   <span class={`status st-${s.status.toLowerCase()}`}>{s.status}</span>
-                  {(s.status === 'PENDING' || s.status === 'ERROR') && s.status_info && (
-                    <div class="info">{s.status_info}</div>
+                  {statusInfo(s) && (
+                    <div class={(s.oom_kills ?? 0) > 0 && s.status === 'RUNNING' ? 'info oom' : 'info'}>
+                      {statusInfo(s)}
+                    </div>
                   )}
                 </td>
                 <td>{fmtConfig(s.resources)}</td>
