@@ -69,7 +69,7 @@ static int mock_image_remove(void *ctx, const char *ref, struct terr *err)
 }
 static const struct agent_link_ops mock_link = {
 	"mock", mock_start, mock_destroy, mock_exec, mock_logs, mock_image_exists, mock_images, mock_image_remove,
-	mock_release,
+	NULL, NULL, mock_release,
 };
 
 static double now_s(void)

@@ -20,8 +20,8 @@ struct command {
 	X("login",   cmd_login,   "store an endpoint and keypair in ~/.config/tessera/client.conf") \
 	X("session", cmd_session, "create, list, inspect, remove sessions; logs; exec") \
 	X("node",    cmd_node,    "list nodes (agents) with capacity and usage") \
-	X("config",  cmd_config,  "read or change cluster settings (fGPU per device, queue policy, ...)") \
-	X("image",   cmd_image,   "list images, aliases, remove; rescan the nodes' images")
+	X("image",   cmd_image,   "list, pull, alias and remove images; rescan the nodes' images") \
+	X("config",  cmd_config,  "read or change cluster settings (fGPU per device, queue policy, ...)")
 
 #define AS_ENTRY(name, fn, summary) {name, fn, summary},
 static const struct command commands[] = {TESSERA_COMMANDS(AS_ENTRY)};

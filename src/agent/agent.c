@@ -84,6 +84,11 @@ struct agent {
 	atomic_bool stop;
 	agent_event_fn on_event;
 	void *event_ud;
+	/* Users' networks with a start under way on this agent, and how many:
+	 * a destroy leaves those networks alone (net_mu). */
+	pthread_mutex_t net_mu;
+	struct net_use { char name[96]; int starts; } *net_uses;
+	size_t n_net_uses;
 
 	/* The OOM thread (oom_main): each running session's memory cgroup
 	 * kill count, as last reported. Only that thread touches the table;
@@ -253,6 +258,7 @@ int agent_open(struct agent **out, const struct agent_config *cfg, struct terr *
 		return terr_set(err, ENOMEM, "out of memory");
 	util_strlcpy(a->id, cfg->id ? cfg->id : "local", sizeof(a->id));
 	pthread_mutex_init(&a->cluster_mu, NULL);
+	pthread_mutex_init(&a->net_mu, NULL);
 	a->rt_ops = cfg->runtime ? cfg->runtime : &runtime_docker_ops;
 	if (cfg->asset_dir)
 		util_strlcpy(a->asset_dir, cfg->asset_dir, sizeof(a->asset_dir));
@@ -301,6 +307,7 @@ fail:
 		free(a->driver_files[i]);
 	free(a->driver_files);
 	pthread_mutex_destroy(&a->cluster_mu);
+	pthread_mutex_destroy(&a->net_mu);
 	free(a);
 	return rc;
 }
@@ -324,7 +331,9 @@ void agent_close(struct agent *a)
 	for (size_t i = 0; i < a->n_driver_files; i++)
 		free(a->driver_files[i]);
 	free(a->driver_files);
+	free(a->net_uses);
 	pthread_mutex_destroy(&a->cluster_mu);
+	pthread_mutex_destroy(&a->net_mu);
 	free(a);
 }
 
@@ -663,6 +672,8 @@ static void plan_path(struct agent *a, struct plan *p, const char *image)
 /* A session spec, read by check_spec; strings borrow from the JSON. */
 struct session_spec {
 	const char *id, *name, *image, *owner, *startup;   /* owner, startup: may be NULL */
+	const char *owner_id;                              /* may be NULL: no network of its own */
+	bool root;                                         /* run as root (the owner's policy allows it) */
 	bool batch;                                        /* ends with startup */
 	json_t *env, *gpus;                                /* borrowed; may be NULL */
 	int64_t cpu_m, mem, fgpu_m;
@@ -681,8 +692,11 @@ static int check_spec(const struct agent *a, json_t *spec, struct session_spec *
 	json_t *gpus = json_object_get(spec, "gpus");
 	json_t *startup = json_object_get(spec, "startup_command");
 	json_t *owner = json_object_get(spec, "owner");
+	json_t *owner_id = json_object_get(spec, "owner_id");
+	json_t *root = json_object_get(spec, "root");
 	*out = (struct session_spec){
 		.id = id, .name = name, .image = image, .owner = json_string_value(owner),
+		.owner_id = json_string_value(owner_id), .root = json_is_true(root),
 		.startup = json_string_value(startup), .env = env, .gpus = gpus,
 		.cpu_m = json_integer_value(json_object_get(res, "cpu_milli")),
 		.mem = json_integer_value(json_object_get(res, "mem")),
@@ -699,6 +713,12 @@ static int check_spec(const struct agent *a, json_t *spec, struct session_spec *
 	if ((owner && !json_is_string(owner) && !json_is_null(owner)) ||
 	    (startup && !json_is_string(startup) && !json_is_null(startup)))
 		return terr_set(err, EINVAL, "owner and startup_command must be strings");
+	/* The owner's id names their network. */
+	if (owner_id && !json_is_null(owner_id) &&
+	    (!out->owner_id || model_validate_name(out->owner_id, "owner_id", err) < 0))
+		return terr_set(err, EINVAL, "owner_id must be a user id (letters, digits, '.', '_', '-')");
+	if (root && !json_is_boolean(root))
+		return terr_set(err, EINVAL, "root must be true or false");
 	static const char *const amounts[] = {"cpu_milli", "mem", "fgpu_milli"};
 	for (size_t i = 0; i < sizeof(amounts) / sizeof(amounts[0]); i++) {
 		json_t *v = json_object_get(res, amounts[i]);
@@ -748,6 +768,93 @@ static int check_spec(const struct agent *a, json_t *spec, struct session_spec *
 	return 0;
 }
 
+
+/* ---- users' networks ------------------------------------------------- */
+
+/* The network of a user's sessions on this node's Docker:
+ * AGENT_NETWORK_PREFIX, the user's id (16 characters: unique enough among
+ * one cluster's users), '-', the cluster's (8), so that installations
+ * sharing a Docker keep apart. */
+static void network_name(const char *cluster, const char *owner_id, char *buf, size_t n)
+{
+	snprintf(buf, n, AGENT_NETWORK_PREFIX "%.16s%s%.8s", owner_id, cluster[0] ? "-" : "", cluster);
+}
+
+/* Counts a start on network name (delta +1) or its end (-1). */
+static void net_use(struct agent *a, const char *name, int delta)
+{
+	pthread_mutex_lock(&a->net_mu);
+	struct net_use *u = NULL;
+	for (size_t i = 0; i < a->n_net_uses && !u; i++)
+		if (!strcmp(a->net_uses[i].name, name))
+			u = &a->net_uses[i];
+	if (!u && delta > 0) {
+		struct net_use *grown = realloc(a->net_uses, (a->n_net_uses + 1) * sizeof(*grown));
+		if (grown) {
+			a->net_uses = grown;
+			u = &grown[a->n_net_uses++];
+			util_strlcpy(u->name, name, sizeof(u->name));
+			u->starts = 0;
+		}
+	}
+	if (u) {
+		u->starts += delta;
+		if (u->starts <= 0)
+			*u = a->net_uses[--a->n_net_uses];
+	}
+	pthread_mutex_unlock(&a->net_mu);
+}
+
+/* Makes the user's network unless it exists. */
+static int network_ensure(struct agent *a, const char *name, const char *cluster, const char *owner_id,
+			  struct terr *err)
+{
+	struct rt_label labels[] = {
+		{AGENT_LABEL_OWNER_ID, owner_id},
+		{AGENT_LABEL_CLUSTER, cluster},   /* last: left out while unknown */
+	};
+	struct rt_network_spec ns = {
+		.name = name, .labels = labels,
+		.n_labels = sizeof(labels) / sizeof(labels[0]) - (cluster[0] ? 0 : 1),
+	};
+	/* One at a time: Docker's duplicate check is not atomic, and two
+	 * starts of one user would otherwise make two networks of one name. */
+	pthread_mutex_lock(&a->net_mu);
+	int rc = a->rt_ops->network_ensure(a->rt, &ns, err);
+	pthread_mutex_unlock(&a->net_mu);
+	return rc < 0 ? terr_prefix(err, "cannot make the network of the session's owner") : 0;
+}
+
+/* After a container of it is gone: removes a user's network that no
+ * running container uses (the runtime refuses while one does) and no start
+ * of this agent is about to use. Failures are logged only: a network left
+ * behind is removed at the next session end of that user, and costs
+ * nothing meanwhile. */
+static void network_release(struct agent *a, const char *name)
+{
+	if (!a->rt_ops->network_remove || strncmp(name, AGENT_NETWORK_PREFIX, strlen(AGENT_NETWORK_PREFIX)))
+		return;
+	pthread_mutex_lock(&a->net_mu);
+	bool in_use = false;
+	for (size_t i = 0; i < a->n_net_uses; i++)
+		in_use |= !strcmp(a->net_uses[i].name, name);
+	struct terr err = {0};
+	int rc = in_use ? 0 : a->rt_ops->network_remove(a->rt, name, &err);
+	pthread_mutex_unlock(&a->net_mu);
+	if (rc < 0 && rc != -ENOENT && rc != -EBUSY)
+		log_warn("agent", "cannot remove network %s: %s", name, err.msg);
+}
+
+/* A failure worth another ensure and try: the network named at create is
+ * gone (another agent on this Docker removed it between our ensure and our
+ * start), or has a twin (another agent made it at the same moment as we
+ * did: Docker's duplicate check is not atomic), which ensure removes. */
+static bool network_retry(int rc, const struct terr *err)
+{
+	return rc < 0 && strstr(err->msg, "network") &&
+	       (rc == -ENOENT || strstr(err->msg, "ambiguous"));
+}
+
 int agent_start_session(struct agent *a, json_t *spec, char cid[RT_ID_MAX], struct terr *err)
 {
 	struct session_spec sp;
@@ -770,6 +877,10 @@ int agent_start_session(struct agent *a, json_t *spec, char cid[RT_ID_MAX], stru
 	}
 	plan_env(&p, "TESSERA_SESSION_ID=%s", id);
 	plan_env(&p, "TESSERA_SESSION_NAME=%s", name);
+	/* docker exec takes the container's environment: HOME holds there
+	 * too, not only under the runner. The user's own HOME wins. */
+	if (!sp.root && !json_object_get(env, "HOME"))
+		plan_env(&p, "HOME=%s", AGENT_WORK_HOME);
 	plan_path(a, &p, image);
 	plan_mount(&p, a->runner_path, AGENT_RUNNER_TARGET, true);
 	if (a->gpu_info_path[0])
@@ -779,20 +890,31 @@ int agent_start_session(struct agent *a, json_t *spec, char cid[RT_ID_MAX], stru
 	p.env[p.n_env] = NULL;
 	p.devices[p.n_devices] = NULL;
 
-	const char *entry_plain[] = {AGENT_RUNNER_TARGET, NULL};
-	const char *entry_cmd[] = {AGENT_RUNNER_TARGET, "--", "/bin/sh", "-c", startup, NULL};
+	/* The runner starts as root (to give images without a work user
+	 * one), then drops to it for good, before anything of the session
+	 * runs (src/runner/runner.c). */
+	const char *run_as = sp.root ? "0:0" : AGENT_WORK_UID_GID;
+	const char *entry_plain[] = {AGENT_RUNNER_TARGET, "--user", run_as, NULL};
+	const char *entry_cmd[] = {AGENT_RUNNER_TARGET, "--user", run_as, "--", "/bin/sh", "-c", startup, NULL};
 	/* A batch session's runner exits with its command's status, which
 	 * ends the container and so the session (agent.h). */
-	const char *entry_batch[] = {AGENT_RUNNER_TARGET, "--batch", "--", "/bin/sh", "-c", startup, NULL};
+	const char *entry_batch[] = {AGENT_RUNNER_TARGET, "--user", run_as, "--batch", "--", "/bin/sh", "-c", startup,
+				     NULL};
 	char cluster[64];
 	cluster_id_copy(a, cluster);
 	struct rt_label labels[] = {
 		{AGENT_LABEL_SESSION, id}, {AGENT_LABEL_AGENT, a->id},
 		{AGENT_LABEL_NAME, name}, {AGENT_LABEL_OWNER, owner ? owner : ""},
+		{AGENT_LABEL_RUN_AS, run_as},
 		{AGENT_LABEL_CLUSTER, cluster},   /* last: left out while unknown */
 	};
-	char cname[160];
+	char cname[160], net[96] = "";
 	container_name(name, id, cname, sizeof(cname));
+	/* Each user's sessions on a network of their own: Docker keeps
+	 * bridge networks apart, so no session reaches another user's. */
+	bool own_net = sp.owner_id && a->rt_ops->network_ensure;
+	if (own_net)
+		network_name(cluster, sp.owner_id, net, sizeof(net));
 	struct rt_container_spec cs = {
 		.name = cname,
 		.image = image,
@@ -808,22 +930,32 @@ int agent_start_session(struct agent *a, json_t *spec, char cid[RT_ID_MAX], stru
 		.nano_cpus = cpu_m * 1000000,
 		.memory_bytes = mem,
 		.pids_limit = a->pids_limit,
+		.network = own_net ? net : NULL,
 	};
-	rc = a->rt_ops->create(a->rt, &cs, cid, err);
-	if (rc == -EEXIST) {
-		/* A container of this session survived an earlier attempt (the
-		 * manager died mid-start): replace it rather than fail. */
-		struct terr ignored;
-		a->rt_ops->remove(a->rt, cname, &ignored);
+	if (own_net)
+		net_use(a, net, +1);
+	/* Three tries at most: again when the network vanished or was
+	 * doubled meanwhile. */
+	for (int attempt = 0; attempt < 3; attempt++) {
+		if (own_net && (rc = network_ensure(a, net, cluster, sp.owner_id, err)) < 0)
+			break;
 		rc = a->rt_ops->create(a->rt, &cs, cid, err);
+		if (rc == -EEXIST) {
+			/* A container of this session survived an earlier attempt (the
+			 * manager died mid-start): replace it rather than fail. */
+			struct terr ignored;
+			a->rt_ops->remove(a->rt, cname, &ignored);
+			rc = a->rt_ops->create(a->rt, &cs, cid, err);
+		}
+		if (rc == 0 && (rc = a->rt_ops->start(a->rt, cid, err)) < 0) {
+			struct terr ignored;
+			a->rt_ops->remove(a->rt, cid, &ignored);
+		}
+		if (!own_net || !network_retry(rc, err))
+			break;
 	}
-	if (rc < 0)
-		goto out;
-	rc = a->rt_ops->start(a->rt, cid, err);
-	if (rc < 0) {
-		struct terr ignored;
-		a->rt_ops->remove(a->rt, cid, &ignored);
-	}
+	if (own_net)
+		net_use(a, net, -1);
 out:
 	plan_free(&p);
 	return rc;
@@ -843,12 +975,19 @@ static void remove_session_dir(struct agent *a, const char *sid)
 int agent_destroy_session(struct agent *a, const char *session_id, const char *container_id,
 			  struct terr *err)
 {
+	struct rt_container_info info;
+	struct terr ignored = {0};
 	if (container_id && *container_id) {
+		/* Which network it was on, for after its removal. */
+		bool known = a->rt_ops->inspect(a->rt, container_id, &info, &ignored) == 0;
 		int rc = a->rt_ops->remove(a->rt, container_id, err);
 		if (rc == -ENOENT)
 			rc = 0;
-		if (rc == 0)
+		if (rc == 0) {
 			remove_session_dir(a, session_id);
+			if (known)
+				network_release(a, info.network);
+		}
 		return rc;
 	}
 	/* No container id recorded (the start never reported back): find it by
@@ -864,6 +1003,8 @@ int agent_destroy_session(struct agent *a, const char *session_id, const char *c
 		rc = a->rt_ops->remove(a->rt, list[i].id, err);
 		if (rc == -ENOENT)
 			rc = 0;
+		if (rc == 0)
+			network_release(a, list[i].network);
 	}
 	free(list);
 	if (rc == 0)
@@ -874,8 +1015,21 @@ int agent_destroy_session(struct agent *a, const char *session_id, const char *c
 int agent_exec(struct agent *a, const char *container_id, const char *const *argv,
 	       int timeout_s, struct rt_exec_result *out, struct terr *err)
 {
+	/* As the session's own user, from its container's label (set at
+	 * create, out of the session's reach); a container without it, made
+	 * before sessions had a user, runs everything as root. */
+	struct rt_container_info info;
+	int rc = a->rt_ops->inspect(a->rt, container_id, &info, err);
+	if (rc < 0)
+		return rc;
+	const char *user = NULL, *workdir = NULL;
+	if (info.run_as[0] && strcmp(info.run_as, "0:0") != 0) {
+		user = info.run_as;
+		workdir = AGENT_WORK_HOME;
+	}
 	if (timeout_s <= 0)
-		return a->rt_ops->exec(a->rt, container_id, argv, NULL, AGENT_EXEC_MAX_OUTPUT, out, err);
+		return a->rt_ops->exec(a->rt, container_id, argv, NULL, user, workdir, AGENT_EXEC_MAX_OUTPUT,
+				       out, err);
 	/* docker exec cannot stop what it started: the runner (in every
 	 * session, on PATH or not) runs the command and stops it in time. */
 	size_t n = 0;
@@ -891,7 +1045,7 @@ int agent_exec(struct agent *a, const char *container_id, const char *const *arg
 	wrapped[2] = secs;
 	wrapped[3] = "--";
 	memcpy(wrapped + 4, argv, n * sizeof(char *));
-	int rc = a->rt_ops->exec(a->rt, container_id, wrapped, NULL, AGENT_EXEC_MAX_OUTPUT, out, err);
+	rc = a->rt_ops->exec(a->rt, container_id, wrapped, NULL, user, workdir, AGENT_EXEC_MAX_OUTPUT, out, err);
 	free(wrapped);
 	/* A container started before the runner knew --timeout still has
 	 * the old binary mounted (a bind mount keeps the old file): it
@@ -901,7 +1055,7 @@ int agent_exec(struct agent *a, const char *container_id, const char *const *arg
 	    !memmem(out->err, out->err_len, "--timeout SECONDS", 17)) {
 		rt_exec_result_free(out);
 		memset(out, 0, sizeof(*out));
-		rc = a->rt_ops->exec(a->rt, container_id, argv, NULL, AGENT_EXEC_MAX_OUTPUT, out, err);
+		rc = a->rt_ops->exec(a->rt, container_id, argv, NULL, user, workdir, AGENT_EXEC_MAX_OUTPUT, out, err);
 	}
 	return rc;
 }
@@ -931,6 +1085,8 @@ int agent_images(struct agent *a, json_t **images, struct terr *err)
 
 int agent_image_remove(struct agent *a, const char *ref, struct terr *err)
 {
+	if (!a->rt_ops->image_remove)
+		return terr_set(err, ENOSYS, "the container runtime of node %s cannot remove images", a->id);
 	return a->rt_ops->image_remove(a->rt, ref, err);
 }
 
@@ -1337,4 +1493,170 @@ int agent_watch_start(struct agent *a, agent_event_fn fn, void *ud, struct terr 
 				 "beyond the fGPU library's accounting will not be charged");
 	}
 	return 0;
+}
+
+/* ---- images: commit, push, pull ---- */
+
+/* "host:port/ref" into buf; -ENAMETOOLONG. */
+static int registry_ref(const char *registry, const char *ref, char *buf, size_t n, struct terr *err)
+{
+	int len = snprintf(buf, n, "%s/%s", registry, ref);
+	if (len < 0 || (size_t)len >= n)
+		return terr_set(err, ENAMETOOLONG, "image name %s/%s is too long", registry, ref);
+	return 0;
+}
+
+int agent_commit(struct agent *a, json_t *req, json_t **result, struct terr *err)
+{
+	const char *cid = json_string_value(json_object_get(req, "container_id"));
+	const char *ref = json_string_value(json_object_get(req, "ref"));
+	const char *source = json_string_value(json_object_get(req, "source_image"));
+	const char *registry = json_string_value(json_object_get(req, "registry"));
+	json_t *labels = json_object_get(req, "labels");
+	if (!cid || !*cid || !ref || !*ref || strlen(ref) > 255 || (labels && !json_is_object(labels)))
+		return terr_set(err, EINVAL, "a commit needs container_id, ref (at most 255 characters) and labels as an object");
+	size_t nl = json_object_size(labels), k = 0;
+	struct rt_label *lv = calloc(nl + 5, sizeof(*lv));
+	if (!lv)
+		return terr_set(err, ENOMEM, "out of memory");
+	const char *key;
+	json_t *val;
+	json_object_foreach(labels, key, val) {
+		if (json_is_string(val))
+			lv[k++] = (struct rt_label){key, json_string_value(val)};
+	}
+	/* Docker keeps the container's own labels on the image; those that
+	 * name this session's container are emptied (Docker cannot drop
+	 * them): the image's source is in tessera.source.*. */
+	static const char *const own[] = {AGENT_LABEL_SESSION, AGENT_LABEL_AGENT, AGENT_LABEL_NAME, AGENT_LABEL_CLUSTER};
+	for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++)
+		if (!json_object_get(labels, own[i]))
+			lv[k++] = (struct rt_label){own[i], ""};
+	/* The session's variables (its id, its devices, fGPU limits) are
+	 * not the image's: the source image's are put back. */
+	char **env = NULL;
+	size_t n_env = 0;
+	struct terr ignored = {0};
+	if (!source || a->rt_ops->image_env(a->rt, source, &env, &n_env, &ignored) < 0) {
+		env = NULL;
+		n_env = 0;
+	}
+	/* image_env counts its strings; commit takes them NULL-terminated. */
+	char **envz = env ? realloc(env, (n_env + 1) * sizeof(*env)) : NULL;
+	if (envz) {
+		env = envz;
+		env[n_env] = NULL;
+	} else if (env) {
+		for (size_t i = 0; i < n_env; i++)
+			free(env[i]);
+		free(env);
+		env = NULL;
+		n_env = 0;
+	}
+	/* "private" joins the source image's features (Backend.AI's label:
+	 * words separated by spaces or commas), whose other words stay. */
+	char features[1024] = "";
+	for (size_t i = 0; i < k; i++) {
+		if (strcmp(lv[i].key, "ai.backend.features"))
+			continue;
+		char **sl = NULL;
+		size_t n_sl = 0;
+		if (source && a->rt_ops->image_labels &&
+		    a->rt_ops->image_labels(a->rt, source, &sl, &n_sl, &ignored) == 0) {
+			for (size_t j = 0; j < n_sl; j++)
+				if (!strncmp(sl[j], "ai.backend.features=", 20) && sl[j][20] &&
+				    !strstr(sl[j] + 20, lv[i].value))
+					snprintf(features, sizeof(features), "%s %s", sl[j] + 20, lv[i].value);
+			for (size_t j = 0; j < n_sl; j++)
+				free(sl[j]);
+			free(sl);
+		}
+		if (features[0])
+			lv[i].value = features;
+	}
+	int rc = a->rt_ops->commit(a->rt, cid, ref, lv, k, env && n_env ? (const char *const *)env : NULL, err);
+	for (size_t i = 0; i < n_env; i++)
+		free(env[i]);
+	free(env);
+	free(lv);
+	if (rc < 0)
+		return rc;
+	json_t *out = json_pack("{s:s,s:b}", "ref", ref, "pushed", 0);
+	if (registry && *registry && (!a->rt_ops->tag || !a->rt_ops->push || !a->rt_ops->image_remove)) {
+		json_object_set_new(out, "push_error", json_string("this node's container runtime cannot push images"));
+	} else if (registry && *registry) {
+		char rref[600];
+		struct terr perr = {0};
+		if (registry_ref(registry, ref, rref, sizeof(rref), &perr) == 0 &&
+		    a->rt_ops->tag(a->rt, ref, rref, &perr) == 0) {
+			int prc = a->rt_ops->push(a->rt, rref, NULL, NULL, &perr);
+			a->rt_ops->image_remove(a->rt, rref, &ignored);
+			if (prc == 0)
+				json_object_set_new(out, "pushed", json_true());
+		}
+		if (perr.code)
+			json_object_set_new(out, "push_error", json_string(perr.msg));
+	}
+	*result = out;
+	return 0;
+}
+
+struct pull_ctx {
+	struct agent *a;
+	const char *key, *ref;
+	agent_progress_fn fn;
+	void *ud;
+	int64_t last_ms;
+	int64_t cur, total;
+};
+
+static void pull_report(struct pull_ctx *p)
+{
+	if (p->fn) {
+		p->fn(p->ud, p->key, p->ref, p->cur, p->total);
+	} else if (p->key && *p->key && p->a->on_event) {
+		json_t *ev = json_pack("{s:s,s:s,s:s,s:I,s:I}", "event", AGENT_EVENT_PROGRESS,
+				       "session_id", p->key, "ref", p->ref, "current", (json_int_t)p->cur,
+				       "total", (json_int_t)p->total);
+		p->a->on_event(p->a->event_ud, p->a->id, ev);
+		json_decref(ev);
+	}
+}
+
+static void pull_progress(void *ud, int64_t current, int64_t total)
+{
+	struct pull_ctx *p = ud;
+	p->cur = current;
+	p->total = total;
+	/* At most about once a second: a pull reports every few kilobytes. */
+	int64_t now = util_mono_ms();
+	if (now - p->last_ms < 1000)
+		return;
+	p->last_ms = now;
+	pull_report(p);
+}
+
+int agent_pull(struct agent *a, const char *ref, const char *registry, const char *key,
+	       agent_progress_fn fn, void *ud, struct terr *err)
+{
+	if (!ref || !*ref || strlen(ref) > 255)
+		return terr_set(err, EINVAL, "image must be 1 to 255 characters");
+	if (!registry || !*registry)
+		return terr_set(err, ENOENT, "image %s is not on node %s and the cluster has no registry", ref, a->id);
+	if (!a->rt_ops->pull || !a->rt_ops->tag || !a->rt_ops->image_remove)
+		return terr_set(err, ENOSYS, "the container runtime of node %s cannot pull images", a->id);
+	char rref[600];
+	int rc = registry_ref(registry, ref, rref, sizeof(rref), err);
+	if (rc < 0)
+		return rc;
+	struct pull_ctx p = {.a = a, .key = key, .ref = ref, .fn = fn, .ud = ud, .last_ms = util_mono_ms()};
+	pull_report(&p);   /* "pulling" is seen at once, before any byte */
+	rc = a->rt_ops->pull(a->rt, rref, pull_progress, &p, err);
+	if (rc < 0)
+		return rc;
+	pull_report(&p);
+	rc = a->rt_ops->tag(a->rt, rref, ref, err);
+	struct terr ignored;
+	a->rt_ops->image_remove(a->rt, rref, &ignored);
+	return rc;
 }

@@ -74,18 +74,23 @@ int agent_describe(struct agent *a, json_t **out, struct terr *err);
  * cluster_id is "" for those made before containers carried it. */
 int agent_list_containers(struct agent *a, json_t **out, struct terr *err);
 
-/* spec (borrowed): {"id","name","owner","image","resources":{"cpu_milli",
- * "mem","fgpu_milli"},"env":{...},"startup_command","gpus":[{"index","uuid",
- * "fgpu_milli","memory_limit","sm_limit_percent"}]}. Creates and starts the
- * container, with only its devices and the fGPU limits of its shares;
- * cid gets its id. */
+/* spec (borrowed): {"id","name","owner","owner_id","root","image",
+ * "resources":{"cpu_milli","mem","fgpu_milli"},"env":{...},"startup_command",
+ * "gpus":[{"index","uuid","fgpu_milli","memory_limit","sm_limit_percent"}]}.
+ * Creates and starts the container, with only its devices and the fGPU
+ * limits of its shares, on its owner's network (made when missing; the
+ * default network when the spec has no owner_id, as from an older
+ * manager), running as AGENT_WORK_USER unless "root" is true; cid gets
+ * its id. */
 int agent_start_session(struct agent *a, json_t *spec, char cid[RT_ID_MAX],
 			struct terr *err);
-/* Removes the session's container (found by id, else by label). Absent
- * is success. */
+/* Removes the session's container (found by id, else by label), and its
+ * owner's network when no other running container is on it and no start
+ * for it is under way. Absent is success. */
 int agent_destroy_session(struct agent *a, const char *session_id,
 			  const char *container_id, struct terr *err);
-/* Runs argv in the container and waits for it. timeout_s > 0: the command
+/* Runs argv in the container, as the user its session runs as (label
+ * AGENT_LABEL_RUN_AS), and waits for it. timeout_s > 0: the command
  * is stopped past that many seconds (SIGTERM, then SIGKILL; exit code 124
  * and a line on stderr), through the runner mounted in every session. */
 int agent_exec(struct agent *a, const char *container_id, const char *const *argv,
@@ -102,6 +107,29 @@ int agent_images(struct agent *a, json_t **images, struct terr *err);
 /* Removes one reference of an image from the node (image rm); -ENOENT
  * when the node has none by that name. */
 int agent_image_remove(struct agent *a, const char *ref, struct terr *err);
+
+/* Commits a session's container into a new image (session commit).
+ * req (borrowed): {"container_id","ref","labels":{...},"source_image",
+ * "registry"}: the container's filesystem becomes image ref, with labels
+ * added to those it carries; its variables are source_image's (when that
+ * is still on the node), not the session's. With "registry" ("host:port",
+ * may be absent), the image is then pushed there as registry/ref (that
+ * second reference is removed afterwards). *result (new ref): {"ref",
+ * "pushed","push_error" (when the push failed: the commit still stands)}. */
+int agent_commit(struct agent *a, json_t *req, json_t **result, struct terr *err);
+
+/* Progress of agent_pull: bytes transferred and known total (0 while
+ * unknown) of ref, with the caller's key (borrowed). */
+typedef void (*agent_progress_fn)(void *ud, const char *key, const char *ref, int64_t current,
+				  int64_t total);
+/* Pulls registry/ref from registry ("host:port") and tags it ref, so
+ * sessions name it as everywhere else. Progress is reported at most about
+ * once a second and once at the end: to fn, or, when fn is NULL and key is
+ * not empty, through the event callback (agent_watch_start) as
+ * {"event":"progress","session_id":key,"ref","current","total"}. An image
+ * the registry lacks is -ENOENT; the registry's message is in err. */
+int agent_pull(struct agent *a, const char *ref, const char *registry, const char *key,
+	       agent_progress_fn fn, void *ud, struct terr *err);
 
 /* The identity of the installation the agent serves (the manager's
  * cluster id; copied). Its containers are labelled with it, and it lists,
@@ -134,5 +162,21 @@ int agent_watch_start(struct agent *a, agent_event_fn fn, void *ud, struct terr 
  * then fetches it (GET /rpc/v1/images). */
 #define AGENT_EVENT_IMAGES "images"
 #define AGENT_IMAGES_INLINE_MAX (256u << 10)
+/* "UID:GID" the session's processes run as; absent on containers made
+ * before sessions ran as a user of their own (those run as root). */
+#define AGENT_LABEL_RUN_AS "tessera.run_as"
+/* On a user's network: whose it is (the user's id). */
+#define AGENT_LABEL_OWNER_ID "tessera.owner_id"
+
+/* Who a session's processes are unless its owner may and asks to be root:
+ * the images' `work` user, made at start by the runner when an image has
+ * none (src/runner/runner.c). */
+#define AGENT_WORK_UID_GID "1000:1000"
+#define AGENT_WORK_HOME "/home/work"
+/* A user's network on a node: this prefix, up to 16 characters of the
+ * user's id, '-', up to 8 of the cluster id. */
+#define AGENT_NETWORK_PREFIX "tessera-u-"
+/* A pull's progress event (agent_pull), beside the died events. */
+#define AGENT_EVENT_PROGRESS "progress"
 
 #endif

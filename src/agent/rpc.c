@@ -150,6 +150,40 @@ static void rpc_image_remove(void *ctx, struct httpd_req *req, struct httpd_resp
 		httpd_json(resp, 200, json_object());
 }
 
+static void rpc_commit(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
+{
+	struct rpc_ctx *rc = ctx;
+	json_t *body = parse(req, resp);
+	if (!body)
+		return;
+	json_object_set_new(body, "container_id", json_string(req->params[0]));
+	json_t *out = NULL;
+	struct terr err = {0};
+	if (agent_commit(rc->agent, body, &out, &err) < 0)
+		httpd_error_terr(resp, &err);
+	else
+		httpd_json(resp, 201, out);
+	json_decref(body);
+}
+
+/* The pull's progress goes through the agent's event path (the uplink),
+ * keyed by the caller's "key": this call answers once it is done. */
+static void rpc_pull(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
+{
+	struct rpc_ctx *rc = ctx;
+	json_t *body = parse(req, resp);
+	if (!body)
+		return;
+	struct terr err = {0};
+	if (agent_pull(rc->agent, json_string_value(json_object_get(body, "ref")),
+		       json_string_value(json_object_get(body, "registry")),
+		       json_string_value(json_object_get(body, "key")), NULL, NULL, &err) < 0)
+		httpd_error_terr(resp, &err);
+	else
+		httpd_json(resp, 200, json_object());
+	json_decref(body);
+}
+
 static const struct httpd_route rpc_routes[] = {
 #define RPC_ROUTE(name, handler, method, pattern) {method, pattern, rpc_##handler, 0},
 	AGENT_RPC_ROUTES(RPC_ROUTE)

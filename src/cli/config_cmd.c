@@ -20,6 +20,7 @@
 	"  selector          concentrated | dispersed\n" \
 	"  fifo_skip_after   passes a blocked queue head waits before others may pass (0 = never)\n" \
 	"  policy.default    per-user limits, e.g. '{\"max_sessions\": 2, \"max_fgpu\": 1}'\n" \
+	"                    (also max_private_images, default 10)\n" \
 	"  policy.EMAIL      limits for one user (null removes them)\n"
 #define CONFIG_EXPECTED "expected 'get [KEY]' or 'set KEY VALUE'"
 

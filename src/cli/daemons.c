@@ -23,6 +23,7 @@
 #include "common/sign.h"
 #include "common/util.h"
 #include "manager/manager.h"
+#include "registry/registry.h"
 #include "web/webserver.h"
 
 static int fail(const char *verb, const struct terr *err)
@@ -165,6 +166,9 @@ static void server_usage(FILE *f)
 	usage_line(f, "--selector", "NAME", "concentrated (default) or dispersed", NULL);
 	usage_line(f, "--fgpu-per-device", "N", "fGPU one physical GPU counts as (cluster setting, default 1)", NULL);
 	usage_line(f, "--web-port", "PORT", "web UI port on the API's address (default 8080; 0 = any free port)", NULL);
+	usage_line(f, "--registry", "none|auto|URL",
+		   "the cluster registry: auto runs docker-registry on a loopback port, data under DATA_DIR/registry "
+		   "(default auto)", NULL);
 	usage_line(f, "--verbose", NULL, "debug logging", NULL);
 	fprintf(f, "The local agent (agent.conf's settings as flags, docs/admin.md):\n");
 	for (size_t i = 0; i < agent_settings_count; i++) {
@@ -191,6 +195,7 @@ int cmd_server(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{"web-port", required_argument, NULL, 'W'},
 		{"fgpu-per-device", required_argument, NULL, 'f'},
+		{"registry", required_argument, NULL, 'R'},
 	};
 	size_t n_own = sizeof(own_opts) / sizeof(own_opts[0]);
 	struct option *opts = calloc(n_own + agent_settings_count + 1, sizeof(*opts));
@@ -217,6 +222,7 @@ int cmd_server(int argc, char **argv)
 	struct manager_config mcfg = {0};
 	snprintf(listen_buf, sizeof(listen_buf), "127.0.0.1:8090");
 	long web_port_opt = 8080;
+	const char *registry_opt = "auto";
 	int c, ret = 2;
 	struct terr err = {0};
 	optind = 1;
@@ -254,6 +260,7 @@ int cmd_server(int argc, char **argv)
 			}
 			break;
 		}
+		case 'R': registry_opt = optarg; break;
 		case 'v': log_set_level(LOG_DEBUG); break;
 		case 'h': server_usage(stdout); ret = 0; goto out_opts;
 		default:
@@ -281,6 +288,14 @@ int cmd_server(int argc, char **argv)
 	int port;
 	if (httpd_parse_listen(listen_buf, host, sizeof(host), &port, &err) < 0)
 		return fail("server", &err);
+	if (strcmp(registry_opt, "none") && strcmp(registry_opt, "auto")) {
+		char rhost[256], rbase[300];
+		if (registry_parse_url(registry_opt, rhost, sizeof(rhost), rbase, sizeof(rbase), &err) < 0) {
+			fprintf(stderr, "tessera server: --registry must be none, auto or a URL: %s\n", err.msg);
+			return 2;
+		}
+		mcfg.registry_url = registry_opt;
+	}
 	if (lock_data_dir("server", data_dir, "stop it, or give this one another --data-dir") < 0)
 		return 1;
 
@@ -301,19 +316,34 @@ int cmd_server(int argc, char **argv)
 			return fail("server", &err);
 		mcfg.cluster_secret = web_secret;
 	}
+	/* The registry child, supervised; without the package, "auto" runs
+	 * without a registry (sessions start from local images only). */
+	struct registry_proc *registry = NULL;
+	if (!strcmp(registry_opt, "auto")) {
+		char rdir[PATH_MAX + 16];
+		snprintf(rdir, sizeof(rdir), "%s/registry", data_dir);
+		if (registry_proc_start(rdir, NULL, &registry, &err) < 0)
+			log_warn("server", "no cluster registry: %s", err.msg);
+		else
+			mcfg.registry_url = registry_proc_host(registry);
+	}
 	struct manager *m = NULL;
 	struct agent *a = NULL;
-	if (manager_open(&m, &mcfg, &err) < 0)
+	if (manager_open(&m, &mcfg, &err) < 0) {
+		registry_proc_stop(registry);
 		return fail("server", &err);
+	}
 	if (agent_open(&a, &acfg, &err) < 0 || manager_attach_local_agent(m, a, &err) < 0) {
 		manager_close(m);
 		agent_close(a);
+		registry_proc_stop(registry);
 		return fail("server", &err);
 	}
 	char admin_conf[PATH_MAX + 32];
 	if (manager_serve(m, admin_conf, sizeof(admin_conf), &err) < 0) {
 		manager_close(m);
 		agent_close(a);
+		registry_proc_stop(registry);
 		return fail("server", &err);
 	}
 	log_info("server", "serving the API on %s", manager_endpoint(m));
@@ -321,6 +351,7 @@ int cmd_server(int argc, char **argv)
 	if (server_start_web(host, web_port_opt, manager_endpoint(m), mcfg.cluster_secret, admin_conf, &web) < 0) {
 		manager_close(m);
 		agent_close(a);
+		registry_proc_stop(registry);
 		return 1;
 	}
 	/* A command that works as printed: `tessera` when PATH finds this
@@ -341,6 +372,7 @@ int cmd_server(int argc, char **argv)
 	web_stop(web);
 	manager_close(m);
 	agent_close(a);
+	registry_proc_stop(registry);
 	return 0;
 out_opts:
 	free(opts);
@@ -409,7 +441,7 @@ int cmd_manager(int argc, char **argv)
 		return rc;
 	static const char *const known[] = {"listen", "data_dir", "cluster_secret", "heartbeat_interval_ms",
 					    "lost_after_heartbeats", "selector", "dispatch_workers",
-					    "fgpu_per_device", NULL};
+					    "fgpu_per_device", "registry_url", NULL};
 	struct conf c = {0};
 	if (read_config("manager", path, known, &c) < 0)
 		return 1;
@@ -422,6 +454,7 @@ int cmd_manager(int argc, char **argv)
 		.selector = conf_get(&c, "selector"),
 		.dispatch_workers = conf_int(&c, "dispatch_workers", 4),
 		.fgpu_per_device = conf_int(&c, "fgpu_per_device", 0),
+		.registry_url = conf_get(&c, "registry_url"),
 	};
 	struct terr err = {0};
 	if (!mcfg.cluster_secret || strlen(mcfg.cluster_secret) < 16) {

@@ -1,6 +1,6 @@
 /* `tessera image`: the noun's verb table and the catalog's verbs (ls,
  * alias, dealias, rm, rescan). Other files add verbs by a line in
- * image_verbs (their functions are declared in cli.h, "image verbs"). */
+ * image_verbs (their functions are declared in image_cmd.h). */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +8,7 @@
 
 #include "cli/cli.h"
 #include "cli/client.h"
+#include "cli/image_cmd.h"
 #include "cli/table.h"
 #include "common/units.h"
 
@@ -296,6 +297,7 @@ static const struct cli_verb image_verbs[] = {
 	{"dealias", image_dealias, "dealias ALIAS", "admins: remove an alias"},
 	{"rm", image_rm, "rm IMAGE", "remove an image from every node (admins; owners of private images)"},
 	{"rescan", image_rescan, "rescan [--json]", "admins: ask every node for its images again"},
+	{"pull", cli_image_pull, "pull IMAGE [--node NODE]", "pull an image from the cluster registry onto the nodes"},
 };
 
 static const struct cli_noun image_noun = {

@@ -1,4 +1,4 @@
-/* `tessera session ...`: create, ls, info, rm, logs, exec. */
+/* `tessera session ...`: create, ls, info, rm, logs, exec, commit. */
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -25,6 +25,8 @@
 	"  --startup-command CMD   run with /bin/sh -c once the container starts\n" \
 	"  --batch                 a batch session: it ends when the startup command does,\n" \
 	"                          TERMINATED with exit code 0, else ERROR with the code\n" \
+	"  --root                  run as root, not as the image's work user (uid 1000);\n" \
+	"                          only where your policy allows it (allow_root)\n" \
 	"  --wait                  wait until every session is RUNNING; a batch session:\n" \
 	"                          until it has ended, exiting with its command's code\n" \
 	"  --timeout SECONDS       with --wait: give up after this long (default 300)\n" \
@@ -48,6 +50,20 @@
 	"Runs CMD in the session's container, prints its output and exits with\n" \
 	"its exit code. --timeout stops it after that many seconds (default 600;\n" \
 	"exit code 124).\n" OWNER_USAGE
+
+#define COMMIT_USAGE \
+	"usage: tessera session commit NAME [--owner EMAIL] [--name IMAGE_NAME] [--tag TAG] [--wait] [--json]\n" \
+	"\n" \
+	"Commits the running session's container (not its mounted folders) into a\n" \
+	"private image of the session's owner, listed and launchable by the owner\n" \
+	"and admins only (docs/images.md, \"Private images\").\n" \
+	"\n" \
+	"  --name IMAGE_NAME   repository (default tessera-private/<owner>/<session>)\n" \
+	"  --tag TAG           tag (default the UTC time, YYYYMMDD-HHMMSS)\n" \
+	"  --wait              wait until the image is ready (or the commit failed)\n" \
+	"  --timeout SECONDS   with --wait: give up after this long (default 1800)\n" \
+	"  --json              print the commit as JSON\n" \
+	OWNER_USAGE
 
 /* getopt_long over argv of a sub-command (argv[0] is its name). */
 static void session_reset_getopt(void)
@@ -225,6 +241,7 @@ static int session_create(int argc, char **argv)
 		{"env", required_argument, NULL, 'e'},
 		{"startup-command", required_argument, NULL, 's'},
 		{"batch", no_argument, NULL, 'b'},
+		{"root", no_argument, NULL, 'r'},
 		{"wait", no_argument, NULL, 'w'},
 		{"timeout", required_argument, NULL, 't'},
 		{"json", no_argument, NULL, 'j'},
@@ -313,6 +330,9 @@ static int session_create(int argc, char **argv)
 			break;
 		case 'b':
 			json_object_set_new(body, "type", json_string("batch"));
+			break;
+		case 'r':
+			json_object_set_new(body, "root", json_true());
 			break;
 		case 'w':
 			wait = 1;
@@ -501,6 +521,7 @@ static void session_print_info(json_t *s)
 		session_info_line("GPUs:", devs);
 	}
 	session_info_line("Startup command:", cli_json_str(s, "startup_command", NULL));
+	session_info_line("Runs as:", json_is_true(json_object_get(s, "root")) ? "root" : "work (uid 1000)");
 	json_t *code = json_object_get(s, "exit_code");
 	if (json_is_integer(code)) {
 		snprintf(buf, sizeof(buf), "%" JSON_INTEGER_FORMAT, json_integer_value(code));
@@ -528,6 +549,14 @@ static void session_print_info(json_t *s)
 		json_t *v;
 		json_object_foreach(env, k, v)
 			printf("  %s=%s\n", k, json_string_value(v) ? json_string_value(v) : "");
+	}
+	json_t *lc = json_object_get(s, "last_commit");
+	if (json_is_object(lc)) {
+		char line[1024];
+		const char *st = cli_json_str(lc, "status", "?");
+		snprintf(line, sizeof(line), "%s %s%s%s", cli_json_str(lc, "ref", "?"), st,
+			 !strcmp(st, "failed") ? ": " : "", !strcmp(st, "failed") ? cli_json_str(lc, "error", "") : "");
+		session_info_line("Last commit:", line);
 	}
 	json_t *hist = json_object_get(s, "status_history");
 	if (json_array_size(hist)) {
@@ -789,6 +818,125 @@ static int session_exec(int argc, char **argv)
 	return rc;
 }
 
+/* ---- commit ---------------------------------------------------------- */
+
+static void session_print_commit(json_t *commit)
+{
+	const char *st = cli_json_str(commit, "status", "?");
+	if (!strcmp(st, "committing")) {
+		printf("committing %s into %s\n", cli_json_str(commit, "source_session", "?"), cli_json_str(commit, "ref", "?"));
+	} else if (!strcmp(st, "ready")) {
+		printf("%s is ready%s\n", cli_json_str(commit, "ref", "?"),
+		       json_is_true(json_object_get(commit, "in_registry")) ? " (pushed to the cluster registry)" : "");
+		const char *pe = cli_json_str(commit, "push_error", NULL);
+		if (pe)
+			fprintf(stderr, "tessera: warning: the image stays on its node: %s\n", pe);
+	}
+}
+
+static int session_commit(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"name", required_argument, NULL, 'n'},
+		{"tag", required_argument, NULL, 'T'},
+		{"owner", required_argument, NULL, 'o'},
+		{"wait", no_argument, NULL, 'w'},
+		{"timeout", required_argument, NULL, 't'},
+		{"json", no_argument, NULL, 'j'},
+		{"help", no_argument, NULL, 'h'},
+		{0, 0, 0, 0},
+	};
+	const char *name = NULL, *tag = NULL;
+	int wait = 0, as_json = 0, c;
+	long timeout_s = 1800;
+	session_owner = NULL;
+	session_reset_getopt();
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'n': name = optarg; break;
+		case 'T': tag = optarg; break;
+		case 'o': session_owner = optarg; break;
+		case 'w': wait = 1; break;
+		case 'j': as_json = 1; break;
+		case 't': {
+			char *end;
+			timeout_s = strtol(optarg, &end, 10);
+			if (*end || timeout_s < 1 || timeout_s > 86400)
+				return cli_usage_fail("session commit", "--timeout must be 1 to 86400 seconds");
+			break;
+		}
+		case 'h': fputs(COMMIT_USAGE, stdout); return CLI_EXIT_OK;
+		default: return session_bad_option("session commit", argv);
+		}
+	}
+	if (optind >= argc)
+		return cli_usage_fail("session commit", "which session? usage: tessera session commit NAME");
+	if (optind + 1 < argc)
+		return cli_usage_fail("session commit", "unexpected argument '%s'", argv[optind + 1]);
+	struct cli_config cfg = {0};
+	struct api_client api;
+	struct terr err = {0};
+	json_t *resp = NULL;
+	json_t *body = json_object();
+	if (name)
+		json_object_set_new(body, "name", json_string(name));
+	if (tag)
+		json_object_set_new(body, "tag", json_string(tag));
+	char *path = session_path(argv[optind], "/commit");
+	int rc = CLI_EXIT_OK;
+	if (!path || !body) {
+		rc = cli_fail("out of memory");
+		goto out;
+	}
+	if (cli_connect(&cfg, &api, &err) < 0 || api_call(&api, "POST", path, body, 0, &resp, NULL, &err) < 0) {
+		rc = cli_fail("%s", err.msg);
+		goto out;
+	}
+	json_t *commit = json_incref(json_object_get(resp, "commit"));
+	if (!as_json || !wait)
+		session_print_commit(commit);
+	/* The commit runs in the manager; waiting is a long poll on it. */
+	time_t deadline = time(NULL) + timeout_s;
+	while (wait && !strcmp(cli_json_str(commit, "status", ""), "committing")) {
+		long left = (long)(deadline - time(NULL));
+		if (left <= 0) {
+			rc = cli_fail("still committing after %ld s; see 'tessera image ls'", timeout_s);
+			break;
+		}
+		char *esc = api_escape(cli_json_str(commit, "id", ""));
+		char *cpath = NULL;
+		if (!esc || asprintf(&cpath, "/v1/commits/%s?wait=1&timeout_s=%ld", esc, left > 60 ? 60 : left) < 0)
+			cpath = NULL;
+		free(esc);
+		json_t *r = NULL;
+		if (!cpath || api_call(&api, "GET", cpath, NULL, 90000, &r, NULL, &err) < 0) {
+			free(cpath);
+			rc = cli_fail("%s", cpath ? err.msg : "out of memory");
+			break;
+		}
+		free(cpath);
+		json_decref(commit);
+		commit = json_incref(json_object_get(r, "commit"));
+		json_decref(r);
+	}
+	if (rc == CLI_EXIT_OK) {
+		if (as_json)
+			cli_print_json(commit);
+		else if (wait)
+			session_print_commit(commit);
+		if (!strcmp(cli_json_str(commit, "status", ""), "failed"))
+			rc = cli_fail("the commit into %s failed: %s", cli_json_str(commit, "ref", "?"),
+				      cli_json_str(commit, "error", "?"));
+	}
+	json_decref(commit);
+out:
+	json_decref(resp);
+	json_decref(body);
+	free(path);
+	cli_config_free(&cfg);
+	return rc;
+}
+
 /* One list of verbs; the usage text and the dispatch come from it. */
 static const struct cli_verb session_verbs[] = {
 	{"create", session_create, "create IMAGE [options]", "create one or more sessions"},
@@ -797,6 +945,8 @@ static const struct cli_verb session_verbs[] = {
 	{"rm", session_rm, "rm NAME... [--owner EMAIL]", "remove sessions"},
 	{"logs", session_logs, "logs NAME", "print a session's container output"},
 	{"exec", session_exec, "exec NAME -- CMD...", "run a command in a running session"},
+	{"commit", session_commit, "commit NAME [--name IMAGE] [--tag TAG] [--wait]",
+	 "convert a running session into a private image"},
 };
 
 static const struct cli_noun session_noun = {

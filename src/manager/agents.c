@@ -406,6 +406,10 @@ void mgr_agent_event(struct manager *m, const char *agent_id, json_t *event)
 	const char *what = json_string_value(json_object_get(event, "event"));
 	if (!sid)
 		return;
+	if (what && !strcmp(what, AGENT_EVENT_PROGRESS)) {
+		mgr_pull_progress_event(m, agent_id, event);
+		return;
+	}
 	pthread_mutex_lock(&m->mu);
 	struct msession *s = mgr_find_session(m, sid);
 	bool ours = s && !strcmp(s->rec.agent_id, agent_id) &&

@@ -300,7 +300,13 @@ static void api_image_list(void *ctx, struct httpd_req *req, struct httpd_resp *
 {
 	const char *all = httpd_query(req, "all");
 	bool show_all = all && (!strcmp(all, "1") || !strcmp(all, "true"));
-	httpd_json(resp, 200, json_pack("{s:o}", "images", mgr_images_list(ctx, caller(req), show_all)));
+	json_t *images = mgr_images_list(ctx, caller(req), show_all);
+	mgr_commits_annotate(ctx, images);
+	/* Private images being committed, or whose commit failed. */
+	json_t *commits = mgr_commits_json(ctx, caller(req));
+	json_array_extend(images, commits);
+	json_decref(commits);
+	httpd_json(resp, 200, json_pack("{s:o}", "images", images));
 }
 
 static bool admin_only(struct httpd_req *req, struct httpd_resp *resp, const char *what)
@@ -362,6 +368,85 @@ static void api_image_alias_delete(void *ctx, struct httpd_req *req, struct http
 	struct terr err = {0};
 	int rc = mgr_image_dealias(ctx, req->params[0], &err);
 	answer(resp, rc, 200, rc < 0 ? NULL : json_pack("{s:s}", "alias", req->params[0]), &err);
+}
+
+/* ---------- routes: private images and pulls ---------- */
+
+/* An optional string member; false (answered) when present but not a
+ * string. */
+static bool opt_string(json_t *body, const char *key, const char **out, struct httpd_resp *resp)
+{
+	json_t *v = json_object_get(body, key);
+	*out = NULL;
+	if (!v || json_is_null(v))
+		return true;
+	if (!json_is_string(v)) {
+		httpd_error(resp, 400, "invalid_argument", "%s must be a string", key);
+		return false;
+	}
+	*out = json_string_value(v);
+	return true;
+}
+
+static void api_session_commit(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
+{
+	json_t *body = req->body_len ? api_parse_body(req, resp) : json_object();
+	if (!body)
+		return;
+	const char *name, *tag, *ref;
+	char idbuf[STORE_ID_MAX];
+	if (opt_string(body, "name", &name, resp) && opt_string(body, "tag", &tag, resp) &&
+	    (ref = session_ref(ctx, req, resp, idbuf))) {
+		json_t *o = NULL;
+		struct terr err = {0};
+		int rc = mgr_session_commit(ctx, caller(req), ref, name, tag, &o, &err);
+		answer(resp, rc, 202, rc < 0 ? NULL : json_pack("{s:o}", "commit", o), &err);
+	}
+	json_decref(body);
+}
+
+static void api_commit_get(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
+{
+	const char *wait = httpd_query(req, "wait");
+	const char *tmo = httpd_query(req, "timeout_s");
+	long timeout_s = 30;
+	if (tmo) {
+		char *end;
+		timeout_s = strtol(tmo, &end, 10);
+		if (*end || timeout_s < 0 || timeout_s > 300) {
+			httpd_error(resp, 400, "invalid_argument", "timeout_s must be 0 to 300");
+			return;
+		}
+	}
+	json_t *o = NULL;
+	struct terr err = {0};
+	int rc = mgr_commit_get(ctx, caller(req), req->params[0], wait && strcmp(wait, "0") ? (int)timeout_s : -1,
+				&o, &err);
+	answer(resp, rc, 200, rc < 0 ? NULL : json_pack("{s:o}", "commit", o), &err);
+}
+
+static void api_image_pull(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
+{
+	json_t *body = api_parse_body(req, resp);
+	if (!body)
+		return;
+	const char *image, *node;
+	if (opt_string(body, "image", &image, resp) && opt_string(body, "node", &node, resp)) {
+		json_t *o = NULL;
+		struct terr err = {0};
+		int rc = image ? mgr_image_pull(ctx, caller(req), image, node, &o, &err)
+			       : terr_set(&err, EINVAL, "image is required");
+		answer(resp, rc, 202, rc < 0 ? NULL : json_pack("{s:o}", "pull", o), &err);
+	}
+	json_decref(body);
+}
+
+static void api_image_pull_get(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
+{
+	json_t *o = NULL;
+	struct terr err = {0};
+	int rc = mgr_image_pull_get(ctx, caller(req), req->params[0], &o, &err);
+	answer(resp, rc, 200, rc < 0 ? NULL : json_pack("{s:o}", "pull", o), &err);
 }
 
 /* ---------- routes: live events ---------- */
@@ -497,12 +582,16 @@ const struct httpd_route manager_routes[] = {
 	{"GET", "/v1/sessions/{ref}/logs", api_session_logs, AUTH_USER},
 	{"POST", "/v1/sessions/{ref}/exec", api_session_exec, AUTH_USER},
 	{"GET", "/v1/nodes", api_node_list, AUTH_USER},
+	{"POST", "/v1/sessions/{ref}/commit", api_session_commit, AUTH_USER},
+	{"GET", "/v1/commits/{id}", api_commit_get, AUTH_USER},
 	{"GET", "/v1/images", api_image_list, AUTH_USER},
 	{"POST", "/v1/images/rescan", api_image_rescan, AUTH_USER},
 	{"GET", "/v1/images/aliases", api_image_aliases, AUTH_USER},
 	{"PUT", "/v1/images/aliases/{alias}", api_image_alias_set, AUTH_USER},
 	{"DELETE", "/v1/images/aliases/{alias}", api_image_alias_delete, AUTH_USER},
 	{"DELETE", "/v1/images/{ref}", api_image_remove, AUTH_USER},
+	{"POST", "/v1/images/pull", api_image_pull, AUTH_USER},
+	{"GET", "/v1/images/pulls/{id}", api_image_pull_get, AUTH_USER},
 	{"GET", "/v1/config", api_config_get, AUTH_USER},
 	{"PUT", "/v1/config/{key}", api_config_set, AUTH_USER},
 	{"GET", "/v1/events", api_events, AUTH_USER},

@@ -108,6 +108,42 @@ int mgr_image_remove(struct manager *m, const struct user_rec *u, const char *re
 int mgr_image_check(struct manager *m, const struct user_rec *u, const char *typed, const struct res *req,
 		    char *resolved, size_t n, struct terr *err);
 
+/* ---- private images and the cluster registry (commits.c) ---- */
+
+/* Commits the RUNNING session ref (u: its owner or an admin) into a
+ * private image of the session's owner, as a background job: name
+ * (NULL: tessera-private/<owner's local part>/<session name>) and tag
+ * (NULL: the UTC time, YYYYMMDD-HHMMSS). *commit: the commit's JSON,
+ * status "committing". ENOENT no such session; EBUSY not RUNNING; EAGAIN
+ * node LOST; EINVAL bad name or tag; EEXIST the image exists; EPERM the
+ * owner has max_private_images already. */
+int mgr_session_commit(struct manager *m, const struct user_rec *u, const char *ref, const char *name,
+		       const char *tag, json_t **commit, struct terr *err);
+/* One commit by id (u: its owner or an admin); with wait_s >= 0, first
+ * waits up to wait_s seconds until it is no longer committing. ENOENT. */
+int mgr_commit_get(struct manager *m, const struct user_rec *u, const char *id, int wait_s, json_t **commit,
+		   struct terr *err);
+/* The commits u may see that are not ready images yet (committing) or
+ * failed, as entries of GET /v1/images (docs/api.md). A JSON array. */
+json_t *mgr_commits_json(struct manager *m, const struct user_rec *caller);
+/* Fills the entries of images (the catalog's, mgr_images_list) that are
+ * ready commits with what the commit knows: in_registry, push_error,
+ * source_session, source_image, committed_by. */
+void mgr_commits_annotate(struct manager *m, json_t *images);
+/* Forgets the commit of ref (its image was removed), so that it counts
+ * no more against max_private_images. 0, or -ENOENT when none. */
+int mgr_commit_forget(struct manager *m, const char *ref);
+/* Pulls image from the cluster registry onto node (NULL: every alive
+ * node) as a background job; *pull {"id","image","nodes":[...],"done"}.
+ * ENOENT no such node or a private image u may not see; EAGAIN no node
+ * alive; EINVAL no registry. */
+int mgr_image_pull(struct manager *m, const struct user_rec *u, const char *image, const char *node,
+		   json_t **pull, struct terr *err);
+/* A pull's progress, as mgr_image_pull answers (u: who started it or an
+ * admin). ENOENT. */
+int mgr_image_pull_get(struct manager *m, const struct user_rec *u, const char *id, json_t **pull,
+		       struct terr *err);
+
 /* ---- agents (agents.c) ---- */
 
 /* Registers an agent (or re-registers it) from its description

@@ -39,8 +39,11 @@ static json_t *session_spec(struct manager *m, struct msession *s)
 {
 	const struct user_rec *owner = mgr_find_user(m, s->rec.owner_id);
 	json_t *env = s->rec.env_json ? json_loads(s->rec.env_json, 0, NULL) : NULL;
-	json_t *spec = json_pack("{s:s,s:s,s:s,s:s,s:{s:I,s:I,s:I},s:o,s:s?}",
+	/* owner_id names the user's network on the node; root says who the
+	 * session's processes are (the policy was checked at create). */
+	json_t *spec = json_pack("{s:s,s:s,s:s,s:s,s:b,s:s,s:{s:I,s:I,s:I},s:o,s:s?}",
 		"id", s->rec.id, "name", s->rec.name, "owner", owner ? owner->email : "",
+		"owner_id", s->rec.owner_id, "root", s->rec.run_as_root,
 		"image", s->rec.image,
 		"resources", "cpu_milli", (json_int_t)s->rec.req.cpu_m, "mem", (json_int_t)s->rec.req.mem,
 		"fgpu_milli", (json_int_t)s->rec.req.fgpu_m,
@@ -85,14 +88,18 @@ static void run_start(struct manager *m, const char *sid)
 	json_t *spec = session_spec(m, s);
 	const struct agent_link_ops *link = a->link;
 	void *ctx = a->link_ctx;
-	char agent_name[STORE_NAME_MAX];
+	char agent_name[STORE_NAME_MAX], image[sizeof(s->rec.image)];
 	util_strlcpy(agent_name, a->rec.id, sizeof(agent_name));
+	util_strlcpy(image, s->rec.image, sizeof(image));
 	s->start_inflight = true;
 	pthread_mutex_unlock(&m->mu);
 
 	char cid[RT_ID_MAX] = "";
 	struct terr err = {0};
-	int rc = link->start(ctx, spec, cid, &err);
+	/* An image the node lacks comes from the cluster registry first. */
+	int rc = mgr_pull_for_start(m, sid, link, ctx, agent_name, image, &err);
+	if (rc == 0)
+		rc = link->start(ctx, spec, cid, &err);
 	json_decref(spec);
 
 	pthread_mutex_lock(&m->mu);
@@ -188,10 +195,12 @@ static void *worker_main(void *arg)
 		if (!m->jobs_head)
 			m->jobs_tail = NULL;
 		pthread_mutex_unlock(&m->mu);
-		if (j->type == JOB_START)
-			run_start(m, j->session_id);
-		else
-			run_destroy(m, j->session_id);
+		switch (j->type) {
+		case JOB_START: run_start(m, j->session_id); break;
+		case JOB_DESTROY: run_destroy(m, j->session_id); break;
+		case JOB_COMMIT: mgr_run_commit(m, j->session_id); break;
+		case JOB_PULL: mgr_run_pull(m, j->session_id); break;
+		}
 		free(j);
 		pthread_mutex_lock(&m->mu);
 	}

@@ -224,16 +224,34 @@ static int catalog_build(struct manager *m, struct catalog *c)
 	return 0;
 }
 
-/* Whether u may launch (and see) e: private images are their owner's and
- * the admins'. */
-static bool visible_to(const struct centry *e, const struct user_rec *u)
+/* The owner's user id of the image ref with these labels (under the
+ * lock), or NULL for a public image: the label tessera.owner, or a
+ * commit's record when the labels do not say (an image whose labels were
+ * lost on the way). One rule for the list, the create check and
+ * removal. */
+static const char *owner_of(struct manager *m, const char *ref, const struct img_meta *meta)
 {
-	return !e->meta.owner[0] || u->is_admin || !strcmp(e->meta.owner, u->id);
+	return meta->owner[0] ? meta->owner : mgr_commit_owner(m, ref);
 }
 
-static const char *visibility(const struct centry *e)
+/* Whether u may launch (and see) it: private images are their owner's
+ * and the admins'. */
+static bool visible_to(struct manager *m, const char *ref, const struct img_meta *meta, const struct user_rec *u)
 {
-	return e->meta.owner[0] ? "private" : e->meta.hidden ? "hidden" : "public";
+	const char *owner = owner_of(m, ref, meta);
+	return !owner || u->is_admin || !strcmp(owner, u->id);
+}
+
+/* Whether e is a private image of u's own. */
+static bool owned_by(struct manager *m, const struct centry *e, const struct user_rec *u)
+{
+	const char *owner = owner_of(m, e->ref, &e->meta);
+	return owner && !strcmp(owner, u->id);
+}
+
+static const char *visibility(struct manager *m, const struct centry *e)
+{
+	return owner_of(m, e->ref, &e->meta) ? "private" : e->meta.hidden ? "hidden" : "public";
 }
 
 static json_t *entry_json(struct manager *m, const struct centry *e)
@@ -267,16 +285,17 @@ static json_t *entry_json(struct manager *m, const struct centry *e)
 			json_array_append_new(aliases, json_string(alias));
 	}
 	json_t *owner = json_null();
-	if (e->meta.owner[0]) {
-		const struct user_rec *u = mgr_find_user(m, e->meta.owner);
-		owner = json_string(u ? u->email : e->meta.owner);
+	const char *owner_id = owner_of(m, e->ref, &e->meta);
+	if (owner_id) {
+		const struct user_rec *u = mgr_find_user(m, owner_id);
+		owner = json_string(u ? u->email : owner_id);
 	}
 	struct res min = {e->meta.min_cpu_m, e->meta.min_mem, e->meta.min_fgpu_m};
 	json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:s,s:o,s:s,s:I,s:o,s:o,s:O,s:o,s:o,s:s,s:s,s:b,s:s}",
 			      "ref", e->ref, "name", name, "tag", e->parsed.tag[0] ? e->parsed.tag : "",
 			      "family", family, "title", title, "frameworks", fw, "base_distro", e->meta.base_distro,
 			      "size", (json_int_t)e->size, "min", mgr_res_json(&min), "service_ports", ports,
-			      "nodes", e->nodes, "aliases", aliases, "owner", owner, "visibility", visibility(e),
+			      "nodes", e->nodes, "aliases", aliases, "owner", owner, "visibility", visibility(m, e),
 			      "status", "ready", "in_registry", false, "id", e->id);
 	if (e->meta.warning[0])
 		json_object_set_new(o, "warning", json_string(e->meta.warning));
@@ -299,7 +318,7 @@ json_t *mgr_images_list(struct manager *m, const struct user_rec *u, bool all)
 	if (catalog_build(m, &c) == 0) {
 		for (size_t i = 0; i < c.n; i++) {
 			const struct centry *e = &c.e[i];
-			if (!visible_to(e, u) || (e->meta.hidden && !(all && u->is_admin)))
+			if (!visible_to(m, e->ref, &e->meta, u) || (e->meta.hidden && !(all && u->is_admin)))
 				continue;
 			json_array_append_new(arr, entry_json(m, e));
 		}
@@ -401,7 +420,7 @@ static int lookup(struct manager *m, const struct user_rec *u, const char *canon
 	int found = 0;
 	if (catalog_build(m, &c) == 0) {
 		struct centry *e = catalog_find(&c, canon);
-		if (e && visible_to(e, u)) {
+		if (e && visible_to(m, e->ref, &e->meta, u)) {
 			*meta = e->meta;
 			found = 1;
 		}
@@ -427,10 +446,10 @@ static int lookup(struct manager *m, const struct user_rec *u, const char *canon
 				const char *at = strchr(canon, '@'), *dat = strchr(dc, '@');
 				if (strcmp(at, dat))
 					continue;
-				struct centry e = {0};
-				meta_from_json(json_object_get(img, "labels"), &e.meta);
-				if (visible_to(&e, u)) {
-					*meta = e.meta;
+				struct img_meta dm;
+				meta_from_json(json_object_get(img, "labels"), &dm);
+				if (visible_to(m, canon, &dm, u)) {
+					*meta = dm;
 					return 1;
 				}
 			}
@@ -476,7 +495,15 @@ int mgr_image_check(struct manager *m, const struct user_rec *u, const char *typ
 		int answered = refresh_agents(m, false, &failed);
 		pthread_mutex_lock(&m->mu);
 		found = lookup(m, u, canon, &meta);
+		bool hidden = !found && mgr_commit_hidden(m, u, canon);
 		pthread_mutex_unlock(&m->mu);
+		/* On no node but in the cluster registry: the start pulls it
+		 * (commits.c); its labels, and so its minimum, are not known
+		 * before. A private one of someone else stays missing. */
+		if (!found && !hidden && mgr_registry_has(m, resolved)) {
+			memset(&meta, 0, sizeof(meta));
+			found = 1;
+		}
 		if (!found && !answered && failed.code)
 			return terr_set(err, EAGAIN, "cannot check image %s: %s", resolved, failed.msg);
 	}
@@ -507,9 +534,9 @@ int mgr_image_remove(struct manager *m, const struct user_rec *u, const char *re
 	pthread_mutex_lock(&m->mu);
 	struct catalog c;
 	struct centry *e = catalog_build(m, &c) == 0 ? catalog_find(&c, canon) : NULL;
-	if (!e || !visible_to(e, u)) {
+	if (!e || !visible_to(m, e->ref, &e->meta, u)) {
 		rc = terr_set(err, ENOENT, "no image %s on any node", ref);
-	} else if (!u->is_admin && strcmp(e->meta.owner, u->id)) {
+	} else if (!u->is_admin && !owned_by(m, e, u)) {
 		rc = terr_set(err, EPERM, "only an admin may remove %s (your own private images you may remove)", ref);
 	} else {
 		for (size_t i = 0; i < m->n_sessions && rc == 0; i++) {
@@ -547,7 +574,11 @@ int mgr_image_remove(struct manager *m, const struct user_rec *u, const char *re
 		struct terr e2 = {0};
 		/* The node's own name for it may differ from the canonical one
 		 * (docker.io/library/...): Docker resolves either. */
-		if (holds[i].link->image_remove(holds[i].ctx, canon, &e2) < 0 && e2.code != ENOENT) {
+		if (!holds[i].link->image_remove)
+			terr_set(&e2, ENOSYS, "this node's link cannot remove images");
+		else if (holds[i].link->image_remove(holds[i].ctx, canon, &e2) == 0 || e2.code == ENOENT)
+			e2.code = 0;
+		if (e2.code) {
 			failed = e2;
 			util_strlcpy(failed_on, holds[i].id, sizeof(failed_on));
 			continue;
@@ -562,6 +593,10 @@ int mgr_image_remove(struct manager *m, const struct user_rec *u, const char *re
 		return terr_set(err, failed.code == ENOENT ? EIO : failed.code, "removing %s from node %s: %s", canon,
 				failed_on, failed.msg);
 	}
+	/* A private image gone from the nodes no longer counts against its
+	 * owner's max_private_images (-ENOENT: it was not a commit's). */
+	if (mgr_commit_forget(m, canon) == 0)
+		log_info("manager", "private image %s forgotten", canon);
 	*reply = json_pack("{s:s,s:o}", "ref", canon, "nodes", removed);
 	return 0;
 }

@@ -59,6 +59,17 @@ static int local_image_remove(void *ctx, const char *ref, struct terr *err)
 	return agent_image_remove(ctx, ref, err);
 }
 
+static int local_commit(void *ctx, json_t *req, json_t **result, struct terr *err)
+{
+	return agent_commit(ctx, req, result, err);
+}
+
+static int local_pull(void *ctx, const char *ref, const char *registry, const char *key,
+		      agent_progress_fn fn, void *ud, struct terr *err)
+{
+	return agent_pull(ctx, ref, registry, key, fn, ud, err);
+}
+
 static void local_release(void *ctx)
 {
 	(void)ctx;  /* the agent belongs to whoever attached it */
@@ -73,6 +84,8 @@ const struct agent_link_ops link_local_ops = {
 	.image_exists = local_image_exists,
 	.images = local_images,
 	.image_remove = local_image_remove,
+	.commit = local_commit,
+	.pull = local_pull,
 	.release = local_release,
 };
 
@@ -203,6 +216,28 @@ static int remote_image_remove(void *ctx, const char *ref, struct terr *err)
 	return rc;
 }
 
+/* A commit writes the whole filesystem and a push sends it: minutes for
+ * a large image. */
+#define LINK_IMAGE_TIMEOUT_MS (30L * 60 * 1000)
+
+static int remote_commit(void *ctx, json_t *req, json_t **result, struct terr *err)
+{
+	const char *cid = json_string_value(json_object_get(req, "container_id"));
+	return remote_call(ctx, AGENT_RPC_COMMIT, cid ? cid : "", NULL, req, LINK_IMAGE_TIMEOUT_MS, result, err);
+}
+
+static int remote_pull(void *ctx, const char *ref, const char *registry, const char *key,
+		       agent_progress_fn fn, void *ud, struct terr *err)
+{
+	(void)fn;
+	(void)ud;
+	json_t *body = json_pack("{s:s,s:s,s:s}", "ref", ref, "registry", registry ? registry : "",
+				 "key", key ? key : "");
+	int rc = remote_call(ctx, AGENT_RPC_PULL, NULL, NULL, body, LINK_IMAGE_TIMEOUT_MS, NULL, err);
+	json_decref(body);
+	return rc;
+}
+
 static void remote_release(void *ctx)
 {
 	struct remote_link *l = ctx;
@@ -222,5 +257,7 @@ const struct agent_link_ops link_remote_ops = {
 	.image_exists = remote_image_exists,
 	.images = remote_images,
 	.image_remove = remote_image_remove,
+	.commit = remote_commit,
+	.pull = remote_pull,
 	.release = remote_release,
 };

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 
 #include "common/err.h"
+#include "agent/agent.h"
 #include "runtime/runtime.h"
 
 struct agent_link_ops {
@@ -26,6 +27,14 @@ struct agent_link_ops {
 	/* Removes one reference of an image from the node; -ENOENT when it
 	 * has none. */
 	int (*image_remove)(void *ctx, const char *ref, struct terr *err);
+	/* Commits a container into an image: req (borrowed) as agent_commit
+	 * takes it, *result (new ref) as it answers. */
+	int (*commit)(void *ctx, json_t *req, json_t **result, struct terr *err);
+	/* Pulls ref from registry ("host:port") onto the node (agent_pull).
+	 * Progress reaches fn (in-process) or comes back through the agent's
+	 * events keyed by key (remote; fn is then not called). */
+	int (*pull)(void *ctx, const char *ref, const char *registry, const char *key,
+		    agent_progress_fn fn, void *ud, struct terr *err);
 	void (*release)(void *ctx);
 };
 

@@ -274,7 +274,7 @@ int manager_open(struct manager **out, const struct manager_config *cfg, struct 
 		goto fail;
 	if ((rc = load_cluster_id(m, err)) < 0)
 		goto fail;
-	if ((rc = mgr_settings_load(m, err)) < 0)
+	if ((rc = mgr_settings_load(m, err)) < 0 || (rc = mgr_commits_load(m, err)) < 0)
 		goto fail;
 	if ((rc = mgr_images_load(m, err)) < 0)
 		goto fail;
@@ -405,6 +405,7 @@ void manager_close(struct manager *m)
 	free(m->agents);
 	free(m->users);
 	mgr_settings_free(m);
+	mgr_commits_free(m);
 	if (m->store)
 		m->so->close(m->store);
 	pthread_mutex_destroy(&m->mu);

@@ -19,6 +19,9 @@ struct manager_config {
 	const char *selector;          /* "concentrated" (default) or "dispersed" */
 	int dispatch_workers;          /* default 4 */
 	int fgpu_per_device;           /* >0: set the cluster setting at start */
+	/* The cluster registry agents push committed images to and pull
+	 * from: "http://host:port" or "host:port"; NULL or "": none. */
+	const char *registry_url;
 };
 
 /* Opens the store in data_dir (creating the admin user on first start),

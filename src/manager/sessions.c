@@ -190,7 +190,7 @@ static json_t *session_json_base(struct manager *m, const struct msession *s)
 {
 	const struct user_rec *owner = mgr_find_user(m, s->rec.owner_id);
 	json_t *env = s->rec.env_json ? json_loads(s->rec.env_json, 0, NULL) : NULL;
-	return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}",
+	return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:b}",
 		"id", s->rec.id, "name", s->rec.name, "owner", owner ? owner->email : "",
 		"image", s->rec.image, "status", session_status_name(s->rec.status),
 		"status_info", s->rec.status_info,
@@ -202,7 +202,8 @@ static json_t *session_json_base(struct manager *m, const struct msession *s)
 		"exit_code", s->rec.has_exit_code ? json_integer(s->rec.exit_code) : json_null(),
 		"created_at", mgr_time_json(s->rec.created_ms),
 		"started_at", mgr_time_json(s->rec.started_ms),
-		"terminated_at", mgr_time_json(s->rec.terminated_ms));
+		"terminated_at", mgr_time_json(s->rec.terminated_ms),
+		"root", s->rec.run_as_root);
 }
 
 /* type, oom_kills and removed, on top of session_json_base. */
@@ -241,6 +242,7 @@ static json_t *session_json_with_history(struct manager *m, const struct msessio
 		free(h);
 	}
 	json_object_set_new(o, "status_history", arr);
+	json_object_set_new(o, "last_commit", mgr_commit_last_json(m, s->rec.id));
 	return o;
 }
 
@@ -272,10 +274,12 @@ static bool name_in_use(struct manager *m, const char *owner, const char *name)
 }
 
 /* Checks that the request is a multiple of the quantum, that some node
- * could ever hold it and that some alive node has the image, which owner
- * may launch, with a minimum the request meets (images.c, from the
- * catalog, without the lock). image gets the image to record: an alias
- * resolved, else the name as typed. */
+ * could ever hold it and that some alive node (or the cluster registry)
+ * has the image, which owner may launch, with a minimum the request meets
+ * (images.c, from the catalog, without the lock; a private image of
+ * someone else is answered as a missing one there, the one place that
+ * decides). image gets the image to record: an alias resolved, else the
+ * name as typed. */
 static int check_placeable(struct manager *m, const struct user_rec *owner, const struct create_request *cr,
 			   char *image, size_t image_n, struct terr *err)
 {
@@ -360,6 +364,7 @@ static struct msession **new_records(const struct user_rec *owner, const struct 
 		s->rec.env_json = env_text ? strdup(env_text) : NULL;
 		s->rec.startup_command = cr->startup_command ? strdup(cr->startup_command) : NULL;
 		util_strlcpy(s->rec.type, cr->batch ? STORE_TYPE_BATCH : STORE_TYPE_INTERACTIVE, sizeof(s->rec.type));
+		s->rec.run_as_root = cr->root;
 	}
 	free(env_text);
 	if (made < (size_t)cr->count) {
@@ -382,6 +387,13 @@ int mgr_sessions_create(struct manager *m, const struct user_rec *owner, const s
 	if (!news)
 		return -ENOMEM;
 	pthread_mutex_lock(&m->mu);
+	if (cr->root && !mgr_user_allow_root(m, owner->email)) {
+		pthread_mutex_unlock(&m->mu);
+		free_news(news, n);
+		return terr_set(err, EPERM, "your policy does not allow sessions that run as root; sessions run as "
+				"the image's work user (uid 1000). An admin can allow it: tessera config set "
+				"policy.%s '{\"allow_root\": true}'", owner->email);
+	}
 	for (size_t i = 0; i < n; i++) {
 		if (name_in_use(m, owner->id, news[i]->rec.name)) {
 			pthread_mutex_unlock(&m->mu);

@@ -74,12 +74,44 @@ struct msettings {
 	json_t *policies;              /* {"default": {...}, "user@x": {...}} */
 };
 
-enum job_type { JOB_START, JOB_DESTROY };
+enum job_type { JOB_START, JOB_DESTROY, JOB_COMMIT, JOB_PULL };
 
 struct job {
 	enum job_type type;
+	/* The session's id; a JOB_COMMIT's commit id, a JOB_PULL's pull id. */
 	char session_id[STORE_ID_MAX];
 	struct job *next;
+};
+
+/* A session committed into a private image (commits.c). */
+enum commit_status { COMMIT_COMMITTING, COMMIT_READY, COMMIT_FAILED };
+
+struct mcommit {
+	char id[STORE_ID_MAX];
+	char ref[256];                     /* "name:tag" as sessions name it */
+	char owner_id[STORE_ID_MAX];       /* the session's owner: the image's */
+	char session_id[STORE_ID_MAX];
+	char session_name[STORE_NAME_MAX];
+	char source_image[256];
+	char agent_id[STORE_NAME_MAX];
+	char by[256];                      /* email of who asked */
+	enum commit_status status;
+	char error[512];                   /* why it failed */
+	bool pushed;                       /* to the cluster registry */
+	char push_error[512];
+	int64_t created_ms, finished_ms;
+};
+
+/* An image pull onto nodes (`tessera image pull`, commits.c), kept in
+ * memory only: its progress is for the one who waits for it. */
+struct mpull {
+	char id[STORE_ID_MAX];
+	char ref[256];
+	char owner_id[STORE_ID_MAX];
+	char node[STORE_NAME_MAX];         /* "": every alive node */
+	bool done;
+	json_t *nodes;                     /* [{"node","status","current","total","error"}] */
+	int64_t created_ms;
 };
 
 struct manager {
@@ -114,6 +146,16 @@ struct manager {
 	json_t *image_aliases;      /* {"alias": "image ref"}, stored (images.c) */
 
 	struct job *jobs_head, *jobs_tail;
+	/* Private images made by session commit, kept in the store's
+	 * settings table under "commits" (commits.c). */
+	struct mcommit **commits;
+	size_t n_commits, cap_commits;
+	struct mpull **pulls;
+	size_t n_pulls;
+	/* The cluster registry (cfg.registry_url): "host:port" as image
+	 * names carry it, and its API's URL; both "" without one. */
+	char registry_host[256];
+	char registry_base[300];
 	/* Links replaced by a re-registration: a dispatcher or handler may
 	 * still be using one outside the lock, so they are freed at close. */
 	struct retired_link {
@@ -201,6 +243,34 @@ int mgr_dispatch_start(struct manager *m, struct terr *err);
  * the jobs left in the queue (WITHOUT mu, at close). */
 void mgr_dispatch_join(struct manager *m);
 
+/* ---- commits.c ---- */
+/* Loads the commits (those interrupted by a stop become failed) and
+ * parses cfg.registry_url; at open, before the threads. */
+int mgr_commits_load(struct manager *m, struct terr *err);
+void mgr_commits_free(struct manager *m);
+/* The dispatch workers' jobs (called WITHOUT mu). */
+void mgr_run_commit(struct manager *m, const char *commit_id);
+void mgr_run_pull(struct manager *m, const char *pull_id);
+/* Whether ref is a private image u may not see: then it does not exist
+ * for u ("no such image"). */
+bool mgr_commit_hidden(struct manager *m, const struct user_rec *u, const char *ref);
+/* The owner's user id of the private image ref that a commit made (one
+ * not failed), or NULL; valid while mu is held. */
+const char *mgr_commit_owner(struct manager *m, const char *ref);
+/* The session's last commit's JSON, or null (new reference). */
+json_t *mgr_commit_last_json(struct manager *m, const char *session_id);
+/* Before a start: pulls the session's image onto its node when the node
+ * lacks it and the registry has it, with the progress in status_info.
+ * Called WITHOUT mu, with the session PREPARING and start_inflight set;
+ * 0 when the image is there (now), else the error to fail the start with. */
+int mgr_pull_for_start(struct manager *m, const char *session_id, const struct agent_link_ops *link,
+		       void *ctx, const char *agent_id, const char *image, struct terr *err);
+/* Whether the cluster registry holds ref (WITHOUT mu: registry_base is
+ * fixed at open); false without a registry or when it does not answer. */
+bool mgr_registry_has(struct manager *m, const char *ref);
+/* A progress event of a remote agent's pull (agents.c: mgr_agent_event). */
+void mgr_pull_progress_event(struct manager *m, const char *agent_id, json_t *event);
+
 /* ---- scheduler.c ---- */
 /* Starts the scheduler thread (WITHOUT mu, at open); it ends once
  * m->stopping is set and it is woken; manager_close joins it. */
@@ -245,6 +315,13 @@ json_t *mgr_settings_json(struct manager *m);
 int mgr_settings_set(struct manager *m, const char *key, json_t *value, struct terr *err);
 /* The policy of a user (by email): limits, 0 = none. */
 void mgr_user_policy(struct manager *m, const char *email, int64_t *max_sessions, struct res *max);
+/* Whether the user's policy (policy.<email>, else policy.default) lets
+ * their sessions run as root: "allow_root", false when unset. */
+bool mgr_user_allow_root(struct manager *m, const char *email);
+/* The user's max_private_images (default MGR_DEFAULT_MAX_PRIVATE_IMAGES;
+ * 0: no limit). */
+#define MGR_DEFAULT_MAX_PRIVATE_IMAGES 10
+int64_t mgr_user_max_private_images(struct manager *m, const char *email);
 void mgr_settings_free(struct manager *m);
 
 #endif

@@ -68,7 +68,7 @@ int validate_create_request(json_t *body, struct create_request *out, struct ter
 	if (!json_is_object(body))
 		return terr_set(err, EINVAL, "request body must be a JSON object");
 	static const char *const known[] = {"image", "name", "count", "resources", "env", "startup_command", "type",
-					    NULL};
+					    "root", NULL};
 	const char *key;
 	json_t *val;
 	json_object_foreach(body, key, val) {
@@ -76,9 +76,8 @@ int validate_create_request(json_t *body, struct create_request *out, struct ter
 		for (int i = 0; known[i]; i++)
 			ok |= !strcmp(key, known[i]);
 		if (!ok)
-			return terr_set(err, EINVAL,
-					"unknown field '%s' (known: image, name, count, resources, env, startup_command, type)",
-					key);
+			return terr_set(err, EINVAL, "unknown field '%s' (known: image, name, count, resources, env, "
+					"startup_command, type, root)", key);
 	}
 	memset(out, 0, sizeof(*out));
 	out->count = 1;
@@ -150,6 +149,10 @@ int validate_create_request(json_t *body, struct create_request *out, struct ter
 	/* A batch session is its command: it ends when the command does. */
 	if (out->batch && (!out->startup_command || !*out->startup_command))
 		return terr_set(err, EINVAL, "a batch session needs a startup_command (the command it runs to its end)");
+	json_t *root = json_object_get(body, "root");
+	if (root && !json_is_null(root) && !json_is_boolean(root))
+		return terr_set(err, EINVAL, "root must be true or false");
+	out->root = json_is_true(root);
 	return 0;
 }
 

@@ -46,6 +46,7 @@ struct create_request {
 	json_t *env;             /* borrowed, may be NULL */
 	const char *startup_command;
 	bool batch;              /* "type": "batch": ends with its command */
+	bool root;               /* run as root: the owner's policy must allow it */
 };
 
 /* Parses and validates a POST /v1/sessions body; strings borrow from body. */

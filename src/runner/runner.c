@@ -1,8 +1,14 @@
 /* tessera-runner: PID 1 of every session container.
  *
- *   tessera-runner [-- CMD ARGS...]
- *   tessera-runner --batch -- CMD ARGS...
+ *   tessera-runner [--user UID:GID] [-- CMD ARGS...]
+ *   tessera-runner [--user UID:GID] --batch -- CMD ARGS...
  *   tessera-runner --timeout SECONDS -- CMD ARGS...
+ *
+ * With --user (UID not 0) it first gives the image a `work` user of that
+ * UID and GID when it has none (a line in /etc/passwd and /etc/group, and
+ * /home/work owned by it), then drops to it for good (setgroups, setgid,
+ * setuid) before anything else runs: the session's processes are never
+ * root, and neither is the runner from then on. It works in /home/work.
  *
  * --batch is a batch session's PID 1: as the first form, but once CMD
  * ends the runner exits with its status (128+N when signal N ended it), so
@@ -38,6 +44,8 @@
  * waitpid(-1, WNOHANG), so it never spins. */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -48,6 +56,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -231,13 +240,163 @@ static pid_t runner_spawn(char **argv, const sigset_t *orig_mask)
 	return pid;
 }
 
+/* ---- the session's user --------------------------------------------------- */
+
+#define RUNNER_WORK_NAME "work"
+#define RUNNER_WORK_HOME "/home/work"
+#define RUNNER_ACCOUNTS_MAX (4 << 20)
+
+/* Whether the account file (passwd or group: "name:x:id:...") has a line
+ * whose name is `name` (*has_name) or whose id is `id` (*has_id), and
+ * whether it ends in a newline. false when it cannot be read (absent:
+ * *absent). */
+static bool runner_accounts_scan(const char *path, const char *name, unsigned id, bool *has_name,
+				 bool *has_id, bool *ends_nl, bool *absent)
+{
+	*has_name = *has_id = *absent = false;
+	*ends_nl = true;
+	FILE *f = fopen(path, "re");
+	if (!f) {
+		*absent = errno == ENOENT;
+		return false;
+	}
+	char line[4096];
+	size_t total = 0;
+	while (fgets(line, sizeof(line), f) && total < RUNNER_ACCOUNTS_MAX) {
+		size_t n = strlen(line);
+		total += n;
+		*ends_nl = n > 0 && line[n - 1] == '\n';
+		char *c1 = strchr(line, ':');
+		char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+		if (!c1)
+			continue;
+		if ((size_t)(c1 - line) == strlen(name) && !strncmp(line, name, strlen(name)))
+			*has_name = true;
+		char *end;
+		if (c2 && c2[1] >= '0' && c2[1] <= '9' && strtoul(c2 + 1, &end, 10) == id && *end == ':')
+			*has_id = true;
+	}
+	fclose(f);
+	return true;
+}
+
+/* Appends `entry` (one line) to the account file unless it names the id
+ * or the name already; creates the file, after `first` (a root line),
+ * when the image has none. Failures are said and survived: the session
+ * still runs as the id, only without a name. */
+static void runner_accounts_add(const char *path, const char *what, unsigned id, const char *first,
+				const char *entry)
+{
+	bool has_name, has_id, ends_nl, absent;
+	if (!runner_accounts_scan(path, RUNNER_WORK_NAME, id, &has_name, &has_id, &ends_nl, &absent) &&
+	    !absent) {
+		runner_log("tessera-runner: cannot read %s: %s", path, strerror(errno));
+		return;
+	}
+	if (has_id)
+		return;
+	if (has_name) {
+		runner_log("tessera-runner: %s has a %s \"" RUNNER_WORK_NAME "\" with another id; "
+			   "running as %u without a name", path, what, id);
+		return;
+	}
+	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+	char buf[512];
+	int n = snprintf(buf, sizeof(buf), "%s%s%s", absent ? first : "", ends_nl ? "" : "\n", entry);
+	if (fd < 0 || write(fd, buf, (size_t)n) != n)
+		runner_log("tessera-runner: cannot add the %s " RUNNER_WORK_NAME " to %s: %s", what, path,
+			   strerror(errno));
+	if (fd >= 0)
+		close(fd);
+}
+
+/* Gives the image a work user of uid:gid unless it has one, and its home;
+ * then drops to it for good. `root` is "" in a container (the image's
+ * root), a directory in tests. Returns false when the drop fails: then
+ * nothing of the session may run. */
+static bool runner_become_user(const char *root, unsigned uid, unsigned gid)
+{
+	if (getuid() != 0) {
+		if (getuid() == uid && getgid() == gid)
+			return true;
+		runner_log("tessera-runner: asked to run as %u:%u but started as %u, not root", uid, gid,
+			   (unsigned)getuid());
+		return false;
+	}
+	char path[4096], entry[256];
+	snprintf(path, sizeof(path), "%s/etc", root);
+	if (mkdir(path, 0755) < 0 && errno != EEXIST)
+		runner_log("tessera-runner: cannot make %s: %s", path, strerror(errno));
+	snprintf(path, sizeof(path), "%s/etc/passwd", root);
+	snprintf(entry, sizeof(entry), RUNNER_WORK_NAME ":x:%u:%u::" RUNNER_WORK_HOME ":/bin/sh\n", uid, gid);
+	runner_accounts_add(path, "user", uid, "root:x:0:0:root:/root:/bin/sh\n", entry);
+	snprintf(path, sizeof(path), "%s/etc/group", root);
+	snprintf(entry, sizeof(entry), RUNNER_WORK_NAME ":x:%u:\n", gid);
+	runner_accounts_add(path, "group", gid, "root:x:0:\n", entry);
+
+	/* The home: made and given to the user when the image has none; an
+	 * image's own (the images' recipes make it) is left as it is. */
+	char home[4096];
+	snprintf(path, sizeof(path), "%s/home", root);
+	snprintf(home, sizeof(home), "%s" RUNNER_WORK_HOME, root);
+	if (mkdir(path, 0755) < 0 && errno != EEXIST)
+		runner_log("tessera-runner: cannot make %s: %s", path, strerror(errno));
+	if (mkdir(home, 0755) == 0) {
+		if (chown(home, uid, gid) < 0)
+			runner_log("tessera-runner: cannot give %s to %u:%u: %s", home, uid, gid, strerror(errno));
+	} else if (errno != EEXIST) {
+		runner_log("tessera-runner: cannot make %s: %s", home, strerror(errno));
+	}
+
+	gid_t g = gid;
+	if (setgroups(1, &g) < 0 || setgid(gid) < 0 || setuid(uid) < 0) {
+		runner_log("tessera-runner: cannot become %u:%u: %s", uid, gid, strerror(errno));
+		return false;
+	}
+	/* For good: no way back to root (setuid from root drops every id). */
+	if (getuid() != uid || geteuid() != uid || getgid() != gid || getegid() != gid || setuid(0) == 0) {
+		runner_log("tessera-runner: still privileged after dropping to %u:%u", uid, gid);
+		return false;
+	}
+	if (chdir(home) < 0) {
+		runner_log("tessera-runner: cannot work in %s: %s", home, strerror(errno));
+		if (chdir("/") < 0)
+			return false;
+	}
+	/* HOME=/root is what Docker gives the root user it started us as;
+	 * one the session set itself is kept. */
+	const char *h = getenv("HOME");
+	if (!h || !*h || !strcmp(h, "/root"))
+		setenv("HOME", home, 1);
+	return true;
+}
+
+/* "UID:GID" as two numbers below 2^31. */
+static bool runner_parse_ids(const char *s, unsigned *uid, unsigned *gid)
+{
+	char *end;
+	if (!s || *s < '0' || *s > '9')
+		return false;
+	unsigned long u = strtoul(s, &end, 10);
+	if (*end != ':' || end[1] < '0' || end[1] > '9')
+		return false;
+	unsigned long g = strtoul(end + 1, &end, 10);
+	if (*end || u > 0x7fffffffUL || g > 0x7fffffffUL)
+		return false;
+	*uid = (unsigned)u;
+	*gid = (unsigned)g;
+	return true;
+}
+
 static void runner_usage(void)
 {
-	runner_log("usage: tessera-runner [-- CMD ARGS...]\n"
-		   "       tessera-runner --batch -- CMD ARGS...\n"
+	runner_log("usage: tessera-runner [--user UID:GID] [-- CMD ARGS...]\n"
+		   "       tessera-runner [--user UID:GID] --batch -- CMD ARGS...\n"
 		   "       tessera-runner --timeout SECONDS -- CMD ARGS...\n"
 		   "PID 1 of a Tessera session: runs CMD, reaps zombies, forwards signals,\n"
 		   "and stays up until SIGTERM (grace TESSERA_RUNNER_GRACE_S, default 10 s).\n"
+		   "With --user: gives the image a work user of UID:GID if it has none and\n"
+		   "drops to it before anything runs (UID 0: stays root).\n"
 		   "With --batch: exits with CMD's status once it ends.\n"
 		   "With --timeout: runs CMD, exits with its status, stops it past SECONDS (124).");
 }
@@ -311,6 +470,25 @@ int main(int argc, char **argv)
 			return 2;
 		}
 		return runner_run_with_timeout(argv + 4, (int64_t)(secs * 1000));
+	}
+	/* --fs-root DIR: for tests, the directory the work user is made in
+	 * instead of the container's root. */
+	const char *fs_root = "";
+	if (argc > 2 && strcmp(argv[1], "--fs-root") == 0) {
+		fs_root = argv[2];
+		argc -= 2;
+		argv += 2;
+	}
+	if (argc > 1 && strcmp(argv[1], "--user") == 0) {
+		unsigned uid, gid;
+		if (argc < 3 || !runner_parse_ids(argv[2], &uid, &gid)) {
+			runner_usage();
+			return 2;
+		}
+		if (uid != 0 && !runner_become_user(fs_root, uid, gid))
+			return 1;
+		argc -= 2;
+		argv += 2;
 	}
 	bool batch = false;
 	if (argc > 1 && strcmp(argv[1], "--batch") == 0) {

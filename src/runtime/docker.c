@@ -20,6 +20,7 @@
 
 #include "common/httpc.h"
 #include "runtime/docker_demux.h"
+#include "runtime/docker_progress.h"
 
 #define DOCKER_DEFAULT_SOCKET "/var/run/docker.sock"
 /* Newest API version this file was written against, and the oldest that has
@@ -107,11 +108,11 @@ static long api_parse(const char *v)
  * (may be NULL) is sent as JSON. Returns 0 with resp filled (any HTTP
  * status), or a negative errno for a transport failure, with err saying
  * what was being done and where Docker was looked for. */
-static int dk_do(const struct runtime *rt, const char *method, bool versioned,
-		 const char *path, const json_t *body, long timeout_ms,
-		 int (*on_data)(const char *, size_t, void *), void *ud,
-		 const atomic_bool *cancel, struct httpc_response *resp,
-		 const char *what, struct terr *err)
+static int dk_do_h(const struct runtime *rt, const char *method, bool versioned,
+		   const char *path, const json_t *body, long timeout_ms,
+		   int (*on_data)(const char *, size_t, void *), void *ud,
+		   const atomic_bool *cancel, const char *extra_header,
+		   struct httpc_response *resp, const char *what, struct terr *err)
 {
 	autofree char *url = NULL;
 	autofree char *payload = NULL;
@@ -121,8 +122,8 @@ static int dk_do(const struct runtime *rt, const char *method, bool versioned,
 		url = NULL;
 		return terr_set(err, ENOMEM, "%s: out of memory", what);
 	}
-	static const char *const json_headers[] = {
-		"Content-Type: application/json", NULL,
+	const char *json_headers[] = {
+		"Content-Type: application/json", extra_header, NULL,
 	};
 	struct httpc_request req = {
 		.method = method,
@@ -152,6 +153,16 @@ static int dk_do(const struct runtime *rt, const char *method, bool versioned,
 		return terr_prefix(err, "%s: Docker at %s", what, rt->where);
 	}
 	return 0;
+}
+
+static int dk_do(const struct runtime *rt, const char *method, bool versioned,
+		 const char *path, const json_t *body, long timeout_ms,
+		 int (*on_data)(const char *, size_t, void *), void *ud,
+		 const atomic_bool *cancel, struct httpc_response *resp,
+		 const char *what, struct terr *err)
+{
+	return dk_do_h(rt, method, versioned, path, body, timeout_ms, on_data, ud, cancel, NULL,
+		       resp, what, err);
 }
 
 /* Turns a non-success answer into the error contract: Docker explains
@@ -385,8 +396,10 @@ static int docker_image_exists(struct runtime *rt, const char *ref,
 	return r;
 }
 
-static int docker_image_env(struct runtime *rt, const char *ref, char ***env,
-			    size_t *n, struct terr *err)
+/* Config.Env ("K=V" already) or Config.Labels (an object, written
+ * "K=V") of an image. */
+static int image_config_strings(struct runtime *rt, const char *ref, bool labels, char ***out_v,
+				size_t *n, struct terr *err)
 {
 	autofree char *eref = url_escape(ref, true);
 	autofree char *path = NULL;
@@ -396,22 +409,44 @@ static int docker_image_env(struct runtime *rt, const char *ref, char ***env,
 	int r = dk_call_json(rt, "GET", path, NULL, "inspect image", &root, err);
 	if (r < 0)
 		return r;
-	json_t *arr = json_object_get(json_object_get(root, "Config"), "Env");
-	size_t cnt = json_array_size(arr), k = 0;
+	json_t *cfg = json_object_get(root, "Config");
+	json_t *arr = json_object_get(cfg, "Env"), *obj = json_object_get(cfg, "Labels");
+	size_t cnt = labels ? json_object_size(obj) : json_array_size(arr), k = 0;
 	char **out = calloc(cnt + 1, sizeof(char *));
 	if (!out) {
 		json_decref(root);
 		return terr_set(err, ENOMEM, "inspect image: out of memory");
 	}
-	for (size_t i = 0; i < cnt; i++) {
-		const char *v = json_string_value(json_array_get(arr, i));
-		if (v && (out[k] = strdup(v)))
-			k++;
+	if (labels) {
+		const char *key;
+		json_t *v;
+		json_object_foreach(obj, key, v) {
+			if (json_is_string(v) && k < cnt && asprintf(&out[k], "%s=%s", key, json_string_value(v)) >= 0)
+				k++;
+		}
+	} else {
+		for (size_t i = 0; i < cnt; i++) {
+			const char *v = json_string_value(json_array_get(arr, i));
+			if (v && (out[k] = strdup(v)))
+				k++;
+		}
 	}
 	json_decref(root);
-	*env = out;
+	*out_v = out;
 	*n = k;
 	return 0;
+}
+
+static int docker_image_env(struct runtime *rt, const char *ref, char ***env,
+			    size_t *n, struct terr *err)
+{
+	return image_config_strings(rt, ref, false, env, n, err);
+}
+
+static int docker_image_labels(struct runtime *rt, const char *ref, char ***labels,
+			       size_t *n, struct terr *err)
+{
+	return image_config_strings(rt, ref, true, labels, n, err);
 }
 
 static int docker_image_list(struct runtime *rt, json_t **images, struct terr *err)
@@ -457,24 +492,6 @@ static int docker_image_list(struct runtime *rt, json_t **images, struct terr *e
 	}
 	*images = out;
 	return 0;
-}
-
-static int docker_image_remove(struct runtime *rt, const char *ref, struct terr *err)
-{
-	autofree char *eref = url_escape(ref, true);
-	autofree char *path = NULL;
-	if (!eref || asprintf(&path, "/images/%s", eref) < 0) {
-		path = NULL;
-		return terr_set(err, ENOMEM, "remove image: out of memory");
-	}
-	struct httpc_response resp;
-	int r = dk_do(rt, "DELETE", true, path, NULL, DOCKER_TIMEOUT_MS, NULL, NULL, NULL, &resp,
-		      "remove image", err);
-	if (r < 0)
-		return r;
-	r = resp.status == 200 ? 0 : dk_fail(&resp, "remove image", err);
-	httpc_response_free(&resp);
-	return r;
 }
 
 /* ---- create ------------------------------------------------------------ */
@@ -575,6 +592,10 @@ static json_t *create_body(const struct rt_container_spec *spec)
 	 * needs it after it stopped); restarts are the scheduler's call. */
 	json_object_set_new(hc, "AutoRemove", json_false());
 	json_object_set_new(hc, "RestartPolicy", json_pack("{s:s}", "Name", "no"));
+	/* At create, a container joins exactly one network: the one named
+	 * here, so it is never on the default bridge beside other users'. */
+	if (spec->network)
+		json_object_set_new(hc, "NetworkMode", json_string(spec->network));
 	json_object_set(b, "HostConfig", hc);
 
 	json_decref(hc);
@@ -666,6 +687,7 @@ static void labels_to_info(json_t *labels, struct rt_container_info *out)
 	copy_str(out->session_id, sizeof(out->session_id), jstr(labels, "tessera.session"));
 	copy_str(out->agent_id, sizeof(out->agent_id), jstr(labels, "tessera.agent"));
 	copy_str(out->cluster_id, sizeof(out->cluster_id), jstr(labels, "tessera.cluster"));
+	copy_str(out->run_as, sizeof(out->run_as), jstr(labels, "tessera.run_as"));
 }
 
 static int docker_inspect(struct runtime *rt, const char *id,
@@ -697,6 +719,7 @@ static int docker_inspect(struct runtime *rt, const char *id,
 	out->pid = out->running ? (int)json_integer_value(json_object_get(st, "Pid")) : 0;
 	copy_str(out->error, sizeof(out->error), jstr(st, "Error"));
 	labels_to_info(json_object_get(cfg, "Labels"), out);
+	copy_str(out->network, sizeof(out->network), jstr(json_object_get(j, "HostConfig"), "NetworkMode"));
 	return 0;
 }
 
@@ -747,6 +770,7 @@ static int docker_list(struct runtime *rt, const char *label_key,
 		if (sscanf(jstr(c, "Status"), "Exited (%d)", &code) == 1)
 			o->exit_code = code;
 		labels_to_info(json_object_get(c, "Labels"), o);
+		copy_str(o->network, sizeof(o->network), jstr(json_object_get(c, "HostConfig"), "NetworkMode"));
 	}
 	*out = v;
 	*n = count;
@@ -805,6 +829,7 @@ void rt_exec_result_free(struct rt_exec_result *r)
 
 static int exec_create(struct runtime *rt, const char *id,
 		       const char *const *argv, const char *const *env,
+		       const char *user, const char *workdir,
 		       char eid[RT_ID_MAX], struct terr *err)
 {
 	autofree char *ecid = url_escape(id, false);
@@ -821,6 +846,10 @@ static int exec_create(struct runtime *rt, const char *id,
 	json_object_set_new(body, "Cmd", str_array(argv));
 	if (env)
 		json_object_set_new(body, "Env", str_array(env));
+	if (user)
+		json_object_set_new(body, "User", json_string(user));
+	if (workdir)
+		json_object_set_new(body, "WorkingDir", json_string(workdir));
 	autojson json_t *j = NULL;
 	int r = dk_call_json(rt, "POST", path, body, "exec in container", &j, err);
 	if (r < 0)
@@ -864,7 +893,7 @@ static int exec_exit_code(struct runtime *rt, const char *eid, int *code,
 
 static int docker_exec(struct runtime *rt, const char *id,
 		       const char *const *argv, const char *const *env,
-		       size_t max_output, struct rt_exec_result *out,
+		       const char *user, const char *workdir, size_t max_output, struct rt_exec_result *out,
 		       struct terr *err)
 {
 	memset(out, 0, sizeof(*out));
@@ -872,7 +901,7 @@ static int docker_exec(struct runtime *rt, const char *id,
 	if (!argv || !argv[0])
 		return terr_set(err, EINVAL, "exec in container: empty command");
 	char eid[RT_ID_MAX];
-	int r = exec_create(rt, id, argv, env, eid, err);
+	int r = exec_create(rt, id, argv, env, user, workdir, eid, err);
 	if (r < 0)
 		return r;
 
@@ -940,43 +969,230 @@ static int docker_logs(struct runtime *rt, const char *id, int tail,
 	return r;
 }
 
-/* ---- commit ------------------------------------------------------------ */
+/* ---- commit, tag, push, pull ------------------------------------------- */
 
-static int docker_commit(struct runtime *rt, const char *id, const char *ref,
-			 struct terr *err)
+/* Splits "reg:5000/repo:tag" into repo and tag: the tag follows the last
+ * ':' after the last '/' (a ':' before it is a registry port); "latest"
+ * when there is none. Digests are refused. *repo and *tag malloc'd. */
+static int split_ref(const char *ref, char **repo, char **tag, const char *what, struct terr *err)
 {
-	/* "reg:5000/repo:tag": the tag follows the last ':' after the last
-	 * '/' (a ':' before it is a registry port). */
+	*repo = *tag = NULL;
 	if (!ref || !*ref || strchr(ref, '@'))
-		return terr_set(err, EINVAL,
-				"commit container: \"%s\" is not an image name of the form repo[:tag]",
-				ref ? ref : "");
+		return terr_set(err, EINVAL, "%s: \"%s\" is not an image name of the form repo[:tag]",
+				what, ref ? ref : "");
 	const char *slash = strrchr(ref, '/');
 	const char *colon = strrchr(ref, ':');
 	if (colon && slash && colon < slash)
 		colon = NULL;
-	autofree char *repo = colon ? strndup(ref, (size_t)(colon - ref)) : strdup(ref);
-	const char *tag = colon ? colon + 1 : "latest";
-	if (repo && (!*repo || !*tag))
-		return terr_set(err, EINVAL, "commit container: \"%s\" has an empty repository or tag", ref);
+	*repo = colon ? strndup(ref, (size_t)(colon - ref)) : strdup(ref);
+	*tag = strdup(colon ? colon + 1 : "latest");
+	if (!*repo || !*tag) {
+		free(*repo);
+		free(*tag);
+		*repo = *tag = NULL;
+		return terr_set(err, ENOMEM, "%s: out of memory", what);
+	}
+	if (!**repo || !**tag) {
+		free(*repo);
+		free(*tag);
+		*repo = *tag = NULL;
+		return terr_set(err, EINVAL, "%s: \"%s\" has an empty repository or tag", what, ref);
+	}
+	return 0;
+}
+
+/* The body of POST /commit: a container config whose fields Docker merges
+ * over the container's own (labels and variables of other names are kept). */
+static json_t *commit_config(const struct rt_label *labels, size_t n_labels, const char *const *env)
+{
+	json_t *cfg = json_object(), *l = json_object();
+	for (size_t i = 0; i < n_labels; i++)
+		json_object_set_new(l, labels[i].key, json_string(labels[i].value ? labels[i].value : ""));
+	json_object_set_new(cfg, "Labels", l);
+	if (env)
+		json_object_set_new(cfg, "Env", str_array(env));
+	return cfg;
+}
+
+static int docker_commit(struct runtime *rt, const char *id, const char *ref,
+			 const struct rt_label *labels, size_t n_labels,
+			 const char *const *env, struct terr *err)
+{
+	autofree char *repo = NULL;
+	autofree char *tag = NULL;
+	int r = split_ref(ref, &repo, &tag, "commit container", err);
+	if (r < 0)
+		return r;
 	autofree char *ecid = url_escape(id, false);
-	autofree char *erepo = repo ? url_escape(repo, false) : NULL;
+	autofree char *erepo = url_escape(repo, false);
 	autofree char *etag = url_escape(tag, false);
 	autofree char *path = NULL;
 	if (!ecid || !erepo || !etag ||
-	    asprintf(&path, "/commit?container=%s&repo=%s&tag=%s", ecid, erepo, etag) < 0) {
+	    asprintf(&path, "/commit?container=%s&repo=%s&tag=%s&pause=true", ecid, erepo, etag) < 0) {
 		path = NULL;
 		return terr_set(err, ENOMEM, "commit container: out of memory");
 	}
+	autojson json_t *cfg = (labels && n_labels) || env ? commit_config(labels, n_labels, env) : NULL;
 	struct httpc_response resp;
-	int r = dk_do(rt, "POST", true, path, NULL, 0, NULL, NULL, NULL, &resp,
-		      "commit container", err);
+	r = dk_do(rt, "POST", true, path, cfg, 0, NULL, NULL, NULL, &resp,
+		  "commit container", err);
 	if (r < 0)
 		return r;
 	if (resp.status != 201 && resp.status != 200)
 		r = dk_fail(&resp, "commit container", err);
 	httpc_response_free(&resp);
 	return r;
+}
+
+static int docker_tag(struct runtime *rt, const char *src, const char *dst, struct terr *err)
+{
+	autofree char *repo = NULL;
+	autofree char *tag = NULL;
+	int r = split_ref(dst, &repo, &tag, "tag image", err);
+	if (r < 0)
+		return r;
+	autofree char *esrc = url_escape(src, true);
+	autofree char *erepo = url_escape(repo, false);
+	autofree char *etag = url_escape(tag, false);
+	autofree char *path = NULL;
+	if (!esrc || !erepo || !etag ||
+	    asprintf(&path, "/images/%s/tag?repo=%s&tag=%s", esrc, erepo, etag) < 0) {
+		path = NULL;
+		return terr_set(err, ENOMEM, "tag image: out of memory");
+	}
+	struct httpc_response resp;
+	r = dk_do(rt, "POST", true, path, NULL, DOCKER_TIMEOUT_MS, NULL, NULL, NULL, &resp,
+		  "tag image", err);
+	if (r < 0)
+		return r;
+	if (resp.status != 201 && resp.status != 200)
+		r = dk_fail(&resp, "tag image", err);
+	httpc_response_free(&resp);
+	return r;
+}
+
+static int docker_image_remove(struct runtime *rt, const char *ref, struct terr *err)
+{
+	autofree char *eref = url_escape(ref, true);
+	autofree char *path = NULL;
+	if (!eref || asprintf(&path, "/images/%s?noprune=false", eref) < 0) {
+		path = NULL;
+		return terr_set(err, ENOMEM, "remove image: out of memory");
+	}
+	struct httpc_response resp;
+	int r = dk_do(rt, "DELETE", true, path, NULL, DOCKER_TIMEOUT_MS, NULL, NULL, NULL, &resp,
+		      "remove image", err);
+	if (r < 0)
+		return r;
+	if (resp.status != 200)
+		r = dk_fail(&resp, "remove image", err);
+	httpc_response_free(&resp);
+	return r;
+}
+
+struct transfer_ctx {
+	struct docker_progress prog;
+	rt_progress_cb cb;
+	void *ud;
+	int64_t last_cur, last_total;
+	char errbody[DOCKER_ERRBODY_CAP];
+	size_t errlen;
+};
+
+static int transfer_on_data(const char *data, size_t len, void *ud)
+{
+	struct transfer_ctx *t = ud;
+	size_t k = sizeof(t->errbody) - 1 - t->errlen;
+	if (k > len)
+		k = len;
+	memcpy(t->errbody + t->errlen, data, k);
+	t->errlen += k;
+	if (docker_progress_feed(&t->prog, data, len) < 0)
+		return 1;
+	int64_t cur, total;
+	docker_progress_sum(&t->prog, &cur, &total);
+	if (t->cb && (cur != t->last_cur || total != t->last_total)) {
+		t->last_cur = cur;
+		t->last_total = total;
+		t->cb(t->ud, cur, total);
+	}
+	return 0;
+}
+
+/* A pull or push: the request, then its streamed lines. what: for
+ * messages ("pull image reg/x:1"). */
+static int transfer(struct runtime *rt, const char *path, const char *what,
+		    rt_progress_cb cb, void *ud, struct terr *err)
+{
+	struct transfer_ctx *t = calloc(1, sizeof(*t));
+	if (!t)
+		return terr_set(err, ENOMEM, "%s: out of memory", what);
+	docker_progress_init(&t->prog);
+	t->cb = cb;
+	t->ud = ud;
+	/* No credentials: the cluster registry is open to the cluster's
+	 * hosts; Docker still wants the header on a push ("{}"). */
+	struct httpc_response resp;
+	int r = dk_do_h(rt, "POST", true, path, NULL, 0, transfer_on_data, t, NULL,
+			"X-Registry-Auth: e30=", &resp, what, err);
+	if (r == 0) {
+		docker_progress_finish(&t->prog);
+		if (resp.status != 200)
+			r = dk_fail_body(resp.status, t->errbody, t->errlen, what, err);
+		else if (t->prog.error[0])
+			r = terr_set(err, strstr(t->prog.error, "not found") || strstr(t->prog.error, "unknown")
+					    ? ENOENT : EIO, "%s: %s", what, t->prog.error);
+		httpc_response_free(&resp);
+	}
+	docker_progress_free(&t->prog);
+	free(t);
+	return r;
+}
+
+static int docker_push(struct runtime *rt, const char *ref, rt_progress_cb cb, void *ud,
+		       struct terr *err)
+{
+	autofree char *repo = NULL;
+	autofree char *tag = NULL;
+	autofree char *what = NULL;
+	if (asprintf(&what, "push image %s", ref ? ref : "") < 0) {
+		what = NULL;
+		return terr_set(err, ENOMEM, "push image: out of memory");
+	}
+	int r = split_ref(ref, &repo, &tag, what, err);
+	if (r < 0)
+		return r;
+	autofree char *erepo = url_escape(repo, true);
+	autofree char *etag = url_escape(tag, false);
+	autofree char *path = NULL;
+	if (!erepo || !etag || asprintf(&path, "/images/%s/push?tag=%s", erepo, etag) < 0) {
+		path = NULL;
+		return terr_set(err, ENOMEM, "%s: out of memory", what);
+	}
+	return transfer(rt, path, what, cb, ud, err);
+}
+
+static int docker_pull(struct runtime *rt, const char *ref, rt_progress_cb cb, void *ud,
+		       struct terr *err)
+{
+	autofree char *repo = NULL;
+	autofree char *tag = NULL;
+	autofree char *what = NULL;
+	if (asprintf(&what, "pull image %s", ref ? ref : "") < 0) {
+		what = NULL;
+		return terr_set(err, ENOMEM, "pull image: out of memory");
+	}
+	int r = split_ref(ref, &repo, &tag, what, err);
+	if (r < 0)
+		return r;
+	autofree char *erepo = url_escape(repo, false);
+	autofree char *etag = url_escape(tag, false);
+	autofree char *path = NULL;
+	if (!erepo || !etag || asprintf(&path, "/images/create?fromImage=%s&tag=%s", erepo, etag) < 0) {
+		path = NULL;
+		return terr_set(err, ENOMEM, "%s: out of memory", what);
+	}
+	return transfer(rt, path, what, cb, ud, err);
 }
 
 /* ---- events ------------------------------------------------------------ */
@@ -1136,6 +1352,161 @@ static int docker_watch_images(struct runtime *rt, rt_event_cb cb, void *ud, con
 	return watch_stream(rt, filters, cb, ud, stop, "watch image events", err);
 }
 
+/* ---- networks ------------------------------------------------------------ */
+
+/* Whether network j carries every label of spec with the same value. */
+static bool network_labels_match(json_t *j, const struct rt_network_spec *spec)
+{
+	json_t *labels = json_object_get(j, "Labels");
+	for (size_t i = 0; i < spec->n_labels; i++) {
+		const char *want = spec->labels[i].value ? spec->labels[i].value : "";
+		if (strcmp(jstr(labels, spec->labels[i].key), want) != 0)
+			return false;
+	}
+	return true;
+}
+
+/* Two networks of one name (Docker's duplicate check is not atomic, and
+ * two agents on one Docker may have made one each): keeps the oldest and
+ * removes the others, which no container can have joined by that name. */
+static int network_dedup(struct runtime *rt, const char *name, struct terr *err)
+{
+	autojson json_t *filters = json_pack("{s:{s:b}}", "name", name, 1);
+	autofree char *fjson = filters ? json_dumps(filters, JSON_COMPACT) : NULL;
+	autofree char *ef = fjson ? url_escape(fjson, false) : NULL;
+	autofree char *path = NULL;
+	if (!ef || asprintf(&path, "/networks?filters=%s", ef) < 0) {
+		path = NULL;
+		return terr_set(err, ENOMEM, "list networks: out of memory");
+	}
+	autojson json_t *arr = NULL;
+	int r = dk_call_json(rt, "GET", path, NULL, "list networks", &arr, err);
+	if (r < 0)
+		return r;
+	const char *keep = NULL, *keep_created = NULL;
+	size_t i;
+	json_t *n;
+	json_array_foreach(arr, i, n) {
+		/* The name filter matches substrings: exact names only. The
+		 * Created stamps are RFC 3339 of one daemon: they sort as text. */
+		if (strcmp(jstr(n, "Name"), name) != 0)
+			continue;
+		if (!keep || strcmp(jstr(n, "Created"), keep_created) < 0) {
+			keep = jstr(n, "Id");
+			keep_created = jstr(n, "Created");
+		}
+	}
+	json_array_foreach(arr, i, n) {
+		if (strcmp(jstr(n, "Name"), name) != 0 || !keep || !strcmp(jstr(n, "Id"), keep))
+			continue;
+		autofree char *del = NULL;
+		struct httpc_response resp;
+		struct terr ignored = {0};
+		if (asprintf(&del, "/networks/%s", jstr(n, "Id")) < 0) {
+			del = NULL;
+			continue;
+		}
+		if (dk_do(rt, "DELETE", true, del, NULL, DOCKER_TIMEOUT_MS, NULL, NULL, NULL, &resp,
+			  "remove network", &ignored) == 0)
+			httpc_response_free(&resp);
+	}
+	return 0;
+}
+
+/* GET /networks/<name>: 0 and *found; a network of that name that is not
+ * the spec's (other labels) is -EEXIST. */
+static int network_check(struct runtime *rt, const struct rt_network_spec *spec, bool *found,
+			 struct terr *err)
+{
+	autofree char *ename = url_escape(spec->name, false);
+	autofree char *path = NULL;
+	if (!ename || asprintf(&path, "/networks/%s", ename) < 0) {
+		path = NULL;
+		return terr_set(err, ENOMEM, "inspect network: out of memory");
+	}
+	autojson json_t *j = NULL;
+	int r = dk_call_json(rt, "GET", path, NULL, "inspect network", &j, err);
+	if (r < 0 && err && strstr(err->msg, "ambiguous") && network_dedup(rt, spec->name, err) == 0)
+		r = dk_call_json(rt, "GET", path, NULL, "inspect network", &j, err);
+	*found = r == 0;
+	if (r == -ENOENT)
+		return 0;
+	if (r < 0)
+		return r;
+	/* Docker also matches an id prefix: the name must be the network's. */
+	if (strcmp(jstr(j, "Name"), spec->name) != 0) {
+		*found = false;
+		return 0;
+	}
+	if (!network_labels_match(j, spec))
+		return terr_set(err, EEXIST, "network %s exists but is not this installation's "
+				"(its labels differ); remove or rename it", spec->name);
+	return 0;
+}
+
+static int docker_network_ensure(struct runtime *rt, const struct rt_network_spec *spec,
+				 struct terr *err)
+{
+	bool found = false;
+	int r = network_check(rt, spec, &found, err);
+	if (r < 0 || found)
+		return r;
+	autojson json_t *labels = json_object();
+	/* Containers on one user's network reach each other (inter-container
+	 * communication on); Docker's isolation chains keep every bridge
+	 * network from every other. Not internal: sessions reach the outside
+	 * through the host's NAT. CheckDuplicate: without it Docker 20.10
+	 * makes a second network of the same name. */
+	autojson json_t *body = json_pack("{s:s, s:s, s:b, s:b, s:{s:s}}", "Name", spec->name,
+					  "Driver", "bridge", "CheckDuplicate", 1, "Internal", 0,
+					  "Options", "com.docker.network.bridge.enable_icc", "true");
+	if (!labels || !body)
+		return terr_set(err, ENOMEM, "create network: out of memory");
+	for (size_t i = 0; i < spec->n_labels; i++)
+		json_object_set_new(labels, spec->labels[i].key,
+				    json_string(spec->labels[i].value ? spec->labels[i].value : ""));
+	json_object_set(body, "Labels", labels);
+	autojson json_t *j = NULL;
+	r = dk_call_json(rt, "POST", "/networks/create", body, "create network", &j, err);
+	if (r == -EEXIST) {
+		/* Made meanwhile by another start (or another agent on this
+		 * Docker): fine if it is ours. */
+		r = network_check(rt, spec, &found, err);
+		if (r == 0 && !found)
+			r = terr_set(err, EEXIST, "create network %s: Docker says it exists but cannot show it",
+				     spec->name);
+	}
+	return r;
+}
+
+static int docker_network_remove(struct runtime *rt, const char *name, struct terr *err)
+{
+	autofree char *ename = url_escape(name, false);
+	autofree char *path = NULL;
+	if (!ename || asprintf(&path, "/networks/%s", ename) < 0) {
+		path = NULL;
+		return terr_set(err, ENOMEM, "remove network: out of memory");
+	}
+	struct httpc_response resp;
+	int r = dk_do(rt, "DELETE", true, path, NULL, DOCKER_TIMEOUT_MS, NULL, NULL, NULL,
+		      &resp, "remove network", err);
+	if (r < 0)
+		return r;
+	if (resp.status == 204 || resp.status == 200)
+		r = 0;
+	else {
+		r = dk_fail(&resp, "remove network", err);
+		/* "has active endpoints": running containers still use it. */
+		if (resp.status == 403 || resp.status == 409) {
+			if (err)
+				err->code = EBUSY;
+			r = -EBUSY;
+		}
+	}
+	httpc_response_free(&resp);
+	return r;
+}
+
 const struct runtime_ops runtime_docker_ops = {
 	.name = "docker",
 	.open = docker_open,
@@ -1143,8 +1514,8 @@ const struct runtime_ops runtime_docker_ops = {
 	.version = docker_version,
 	.image_exists = docker_image_exists,
 	.image_env = docker_image_env,
+	.image_labels = docker_image_labels,
 	.image_list = docker_image_list,
-	.image_remove = docker_image_remove,
 	.create = docker_create,
 	.start = docker_start,
 	.remove = docker_remove,
@@ -1153,6 +1524,12 @@ const struct runtime_ops runtime_docker_ops = {
 	.exec = docker_exec,
 	.logs = docker_logs,
 	.commit = docker_commit,
+	.tag = docker_tag,
+	.image_remove = docker_image_remove,
+	.push = docker_push,
+	.pull = docker_pull,
 	.watch = docker_watch,
 	.watch_images = docker_watch_images,
+	.network_ensure = docker_network_ensure,
+	.network_remove = docker_network_remove,
 };

@@ -43,6 +43,9 @@ struct rt_container_spec {
 	int64_t nano_cpus;                /* 0 = unlimited */
 	int64_t memory_bytes;             /* 0 = unlimited; swap is set equal (no swap) */
 	int64_t pids_limit;               /* 0 = unlimited */
+	/* The network the container is attached to, and only that one
+	 * (HostConfig.NetworkMode); NULL: the runtime's default bridge. */
+	const char *network;
 	/* Security defaults are applied by the runtime, not chosen here:
 	 * no-new-privileges and a dropped capability set (docs/admin.md). */
 };
@@ -60,6 +63,16 @@ struct rt_container_info {
 	char session_id[64];   /* value of label tessera.session, may be empty */
 	char agent_id[64];     /* value of label tessera.agent, may be empty */
 	char cluster_id[64];   /* value of label tessera.cluster, may be empty */
+	char run_as[32];       /* value of label tessera.run_as, may be empty */
+	char network[128];     /* the network it was created on (NetworkMode) */
+};
+
+/* A network of the runtime's own (a Docker bridge) that sessions are put
+ * on. */
+struct rt_network_spec {
+	const char *name;                 /* unique on the host */
+	const struct rt_label *labels;
+	size_t n_labels;
 };
 
 struct rt_exec_result {
@@ -81,6 +94,11 @@ struct rt_event {
 
 typedef int (*rt_event_cb)(const struct rt_event *ev, void *ud);
 
+/* Progress of an image pull or push: bytes transferred and their known
+ * total, summed over the image's layers (total 0 while unknown). Called
+ * from the calling thread, as often as the runtime reports. */
+typedef void (*rt_progress_cb)(void *ud, int64_t current, int64_t total);
+
 struct runtime_ops {
 	const char *name;
 	/* endpoint: e.g. "unix:///var/run/docker.sock" or NULL for the default. */
@@ -96,6 +114,10 @@ struct runtime_ops {
 	 * and the array); -ENOENT when the image does not exist. */
 	int (*image_env)(struct runtime *rt, const char *ref, char ***env, size_t *n,
 			 struct terr *err);
+	/* The image's labels as "key=value" strings, the same way (may be
+	 * NULL in a runtime without labels). */
+	int (*image_labels)(struct runtime *rt, const char *ref, char ***labels, size_t *n,
+			    struct terr *err);
 	/* Lists the images that have a reference: *images (new ref) is
 	 * [{"id","tags":["repo:tag",...],"digests":["repo@sha256:...",...],
 	 * "size","labels":{...}}], dangling
@@ -115,20 +137,35 @@ struct runtime_ops {
 		    const char *label_value, struct rt_container_info **out,
 		    size_t *n, struct terr *err);
 	/* Runs argv in the container, stdout and stderr kept apart; output
-	 * beyond max_output bytes per stream is cut. */
+	 * beyond max_output bytes per stream is cut. user ("UID:GID") and
+	 * workdir: NULL for the container's own. */
 	int (*exec)(struct runtime *rt, const char *id, const char *const *argv,
-		    const char *const *env, size_t max_output,
-		    struct rt_exec_result *out, struct terr *err);
+		    const char *const *env, const char *user, const char *workdir,
+		    size_t max_output, struct rt_exec_result *out, struct terr *err);
 	/* Container logs (stdout and stderr interleaved as written), at most
 	 * the last `tail` lines (0 = all). *out NUL-terminated, caller frees. */
 	int (*logs)(struct runtime *rt, const char *id, int tail, char **out,
 		    size_t *len, struct terr *err);
-	/* Commits the container to a new image reference "repo:tag". */
+	/* Commits the container's filesystem (not its mounts) to a new image
+	 * reference "repo:tag". labels are added to those the container
+	 * carries (its image's and its own); env (may be NULL: the
+	 * container's) replaces the variables of the same names. */
 	int (*commit)(struct runtime *rt, const char *id, const char *ref,
-		      struct terr *err);
+		      const struct rt_label *labels, size_t n_labels,
+		      const char *const *env, struct terr *err);
+	/* Gives image src (a reference or id) the further reference dst. */
+	int (*tag)(struct runtime *rt, const char *src, const char *dst, struct terr *err);
 	/* Removes one reference of an image (the image itself goes with its
 	 * last); -ENOENT when there is none. */
 	int (*image_remove)(struct runtime *rt, const char *ref, struct terr *err);
+	/* Pushes "registry/repo:tag" to its registry, or pulls it from there;
+	 * cb (may be NULL) follows the transfer. A failure reported in the
+	 * stream (the registry's message) is an error like a refused call:
+	 * -ENOENT when the registry does not have the image. */
+	int (*push)(struct runtime *rt, const char *ref, rt_progress_cb cb, void *ud,
+		    struct terr *err);
+	int (*pull)(struct runtime *rt, const char *ref, rt_progress_cb cb, void *ud,
+		    struct terr *err);
 	/* Streams container events for containers with label key=value,
 	 * calling cb for each; blocks until another thread sets *stop (read
 	 * at least once a second), cb returns non-zero, or the stream fails. */
@@ -139,6 +176,16 @@ struct runtime_ops {
 	 * Docker's: pull, tag, untag, delete, import, load). */
 	int (*watch_images)(struct runtime *rt, rt_event_cb cb, void *ud,
 			    const atomic_bool *stop, struct terr *err);
+	/* Networks, optional (NULL: the runtime has none of its own, and
+	 * containers stay on its default network). network_ensure makes the
+	 * network unless one of that name exists; an existing one must carry
+	 * every label of the spec with the same value (else -EEXIST: a name
+	 * taken by something else is not silently shared). */
+	int (*network_ensure)(struct runtime *rt, const struct rt_network_spec *spec,
+			      struct terr *err);
+	/* Removes the network; -ENOENT when it does not exist, -EBUSY while
+	 * running containers are attached to it. */
+	int (*network_remove)(struct runtime *rt, const char *name, struct terr *err);
 };
 
 extern const struct runtime_ops runtime_docker_ops;

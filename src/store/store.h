@@ -63,6 +63,9 @@ struct session_rec {
 	/* An ended session was removed (`session rm`): hidden from the list
 	 * without --all, as TERMINATED ones are. */
 	bool removed;
+	/* Its processes run as root (asked at create, allowed by the owner's
+	 * policy); else as the image's work user. */
+	bool run_as_root;
 };
 
 #define STORE_TYPE_INTERACTIVE "interactive"

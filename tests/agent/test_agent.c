@@ -43,6 +43,8 @@ struct fake_container {
 	char session_id[64];
 	char agent_id[64];
 	char cluster_id[64];
+	char run_as[32];
+	char network[128];
 	bool running;
 	int pid;
 	/* What the agent asked for, copied. */
@@ -66,6 +68,15 @@ static struct {
 	int init_pid;          /* the pid a started container's init gets */
 	struct rt_event events[8];   /* queued for the watcher (fake_event) */
 	int n_events;
+	/* Networks: those that exist, and what the last exec was run as. */
+	char networks[8][128];
+	char network_labels[8][256];   /* "k=v,k=v" as made */
+	int n_networks, network_creates, network_removes;
+	char exec_user[32], exec_workdir[64];
+	int network_ensures;
+	/* The next start fails once with this (a network race), then works. */
+	char start_fails_once[128];
+	int start_fail_code;
 } fake = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 static struct fake_container *fake_find(const char *id_or_name)
@@ -82,6 +93,10 @@ static void fake_reset(void)
 	fake.n = 0;
 	fake.creates = fake.starts = fake.removes = fake.inspects = fake.lists = 0;
 	fake.n_events = 0;
+	fake.n_networks = fake.network_creates = fake.network_removes = 0;
+	fake.exec_user[0] = fake.exec_workdir[0] = '\0';
+	fake.network_ensures = 0;
+	fake.start_fails_once[0] = '\0';
 	fake.init_pid = getpid();
 	pthread_mutex_unlock(&fake.mu);
 }
@@ -138,12 +153,6 @@ static int f_image_list(struct runtime *rt, json_t **images, struct terr *err)
 	return 0;
 }
 
-static int f_image_remove(struct runtime *rt, const char *ref, struct terr *err)
-{
-	(void)rt;
-	return terr_set(err, ENOENT, "no image %s", ref);
-}
-
 static int f_create(struct runtime *rt, const struct rt_container_spec *s, char id[RT_ID_MAX], struct terr *err)
 {
 	(void)rt;
@@ -169,7 +178,10 @@ static int f_create(struct runtime *rt, const struct rt_container_spec *s, char 
 				snprintf(c->agent_id, sizeof(c->agent_id), "%s", s->labels[i].value);
 			if (!strcmp(s->labels[i].key, AGENT_LABEL_CLUSTER))
 				snprintf(c->cluster_id, sizeof(c->cluster_id), "%s", s->labels[i].value);
+			if (!strcmp(s->labels[i].key, AGENT_LABEL_RUN_AS))
+				snprintf(c->run_as, sizeof(c->run_as), "%s", s->labels[i].value);
 		}
+		snprintf(c->network, sizeof(c->network), "%s", s->network ? s->network : "");
 		for (int i = 0; s->env && s->env[i] && c->n_env < 64; i++)
 			snprintf(c->env[c->n_env++], sizeof(c->env[0]), "%s", s->env[i]);
 		for (size_t i = 0; i < s->n_mounts && c->n_mounts < 32; i++, c->n_mounts++) {
@@ -201,6 +213,10 @@ static int f_start(struct runtime *rt, const char *id, struct terr *err)
 		rc = terr_set(err, ENOENT, "No such container: %s", id);
 	else if (!strcmp(c->image, "broken:latest"))
 		rc = terr_set(err, EIO, "OCI runtime create failed: exec: no such file");
+	else if (fake.start_fails_once[0]) {
+		rc = terr_set(err, fake.start_fail_code, "%s", fake.start_fails_once);
+		fake.start_fails_once[0] = '\0';
+	}
 	else {
 		c->running = true;
 		c->pid = fake.init_pid;
@@ -236,6 +252,8 @@ static void fake_info(const struct fake_container *c, struct rt_container_info *
 	snprintf(out->session_id, sizeof(out->session_id), "%s", c->session_id);
 	snprintf(out->agent_id, sizeof(out->agent_id), "%s", c->agent_id);
 	snprintf(out->cluster_id, sizeof(out->cluster_id), "%s", c->cluster_id);
+	snprintf(out->run_as, sizeof(out->run_as), "%s", c->run_as);
+	snprintf(out->network, sizeof(out->network), "%s", c->network);
 }
 
 static int f_inspect(struct runtime *rt, const char *id, struct rt_container_info *out, struct terr *err)
@@ -277,15 +295,71 @@ static int f_list(struct runtime *rt, const char *key, const char *value, struct
 }
 
 static int f_exec(struct runtime *rt, const char *id, const char *const *argv, const char *const *env,
-		  size_t max_output, struct rt_exec_result *out, struct terr *err)
+		  const char *user, const char *workdir, size_t max_output, struct rt_exec_result *out,
+		  struct terr *err)
 {
 	(void)rt;
 	(void)id;
 	(void)argv;
 	(void)env;
 	(void)max_output;
-	(void)out;
-	return terr_set(err, ENOSYS, "exec is not part of these tests");
+	(void)err;
+	pthread_mutex_lock(&fake.mu);
+	snprintf(fake.exec_user, sizeof(fake.exec_user), "%s", user ? user : "(none)");
+	snprintf(fake.exec_workdir, sizeof(fake.exec_workdir), "%s", workdir ? workdir : "(none)");
+	pthread_mutex_unlock(&fake.mu);
+	memset(out, 0, sizeof(*out));
+	return 0;
+}
+
+static int fake_network(const char *name)
+{
+	for (int i = 0; i < fake.n_networks; i++)
+		if (!strcmp(fake.networks[i], name))
+			return i;
+	return -1;
+}
+
+static int f_network_ensure(struct runtime *rt, const struct rt_network_spec *ns, struct terr *err)
+{
+	(void)rt;
+	(void)err;
+	pthread_mutex_lock(&fake.mu);
+	fake.network_ensures++;
+	if (fake_network(ns->name) < 0 && fake.n_networks < 8) {
+		int i = fake.n_networks++;
+		fake.network_creates++;
+		snprintf(fake.networks[i], sizeof(fake.networks[i]), "%s", ns->name);
+		fake.network_labels[i][0] = '\0';
+		for (size_t k = 0; k < ns->n_labels; k++) {
+			size_t used = strlen(fake.network_labels[i]);
+			snprintf(fake.network_labels[i] + used, sizeof(fake.network_labels[i]) - used, "%s%s=%s",
+				 k ? "," : "", ns->labels[k].key, ns->labels[k].value);
+		}
+	}
+	pthread_mutex_unlock(&fake.mu);
+	return 0;
+}
+
+/* As Docker: refused while a running container is on it. */
+static int f_network_remove(struct runtime *rt, const char *name, struct terr *err)
+{
+	(void)rt;
+	pthread_mutex_lock(&fake.mu);
+	int i = fake_network(name), rc = 0;
+	for (int k = 0; k < fake.n && i >= 0 && rc == 0; k++)
+		if (fake.c[k].running && !strcmp(fake.c[k].network, name))
+			rc = terr_set(err, EBUSY, "network %s has active endpoints", name);
+	if (i < 0)
+		rc = terr_set(err, ENOENT, "network %s not found", name);
+	else if (rc == 0) {
+		fake.network_removes++;
+		memcpy(fake.networks[i], fake.networks[fake.n_networks - 1], sizeof(fake.networks[i]));
+		memcpy(fake.network_labels[i], fake.network_labels[fake.n_networks - 1], sizeof(fake.network_labels[i]));
+		fake.n_networks--;
+	}
+	pthread_mutex_unlock(&fake.mu);
+	return rc;
 }
 
 static int f_logs(struct runtime *rt, const char *id, int tail, char **out, size_t *len, struct terr *err)
@@ -298,12 +372,107 @@ static int f_logs(struct runtime *rt, const char *id, int tail, char **out, size
 	return terr_set(err, ENOSYS, "logs are not part of these tests");
 }
 
-static int f_commit(struct runtime *rt, const char *id, const char *ref, struct terr *err)
+/* The image calls, recorded in order as lines ("commit c1 ref", "tag a b",
+ * "push r", "pull r", "rmi r", "label k=v", "env K=V"). */
+static struct {
+	pthread_mutex_t mu;
+	char lines[64][600];
+	int n;
+	const char *push_fails;    /* the push's error, NULL: it works */
+} img = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static void img_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void img_log(const char *fmt, ...)
+{
+	pthread_mutex_lock(&img.mu);
+	if (img.n < 64) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(img.lines[img.n++], sizeof(img.lines[0]), fmt, ap);
+		va_end(ap);
+	}
+	pthread_mutex_unlock(&img.mu);
+}
+
+static bool img_has(const char *line)
+{
+	bool has = false;
+	pthread_mutex_lock(&img.mu);
+	for (int i = 0; i < img.n; i++)
+		has = has || !strcmp(img.lines[i], line);
+	pthread_mutex_unlock(&img.mu);
+	return has;
+}
+
+static int img_index(const char *line)
+{
+	for (int i = 0; i < img.n; i++)
+		if (!strcmp(img.lines[i], line))
+			return i;
+	return -1;
+}
+
+static int f_commit(struct runtime *rt, const char *id, const char *ref, const struct rt_label *labels,
+		    size_t n_labels, const char *const *env, struct terr *err)
 {
 	(void)rt;
-	(void)id;
+	(void)err;
+	img_log("commit %s %s", id, ref);
+	for (size_t i = 0; i < n_labels; i++)
+		img_log("label %s=%s", labels[i].key, labels[i].value);
+	for (; env && *env; env++)
+		img_log("env %s", *env);
+	return 0;
+}
+
+/* The source image is a Backend.AI one, with features of its own. */
+static int f_image_labels(struct runtime *rt, const char *ref, char ***labels, size_t *n, struct terr *err)
+{
+	(void)rt;
 	(void)ref;
-	return terr_set(err, ENOSYS, "commit is not part of these tests");
+	(void)err;
+	*labels = calloc(2, sizeof(char *));
+	(*labels)[0] = strdup("ai.backend.features=batch uid-match");
+	(*labels)[1] = strdup("ai.backend.kernelspec=1");
+	*n = 2;
+	return 0;
+}
+
+static int f_tag(struct runtime *rt, const char *src, const char *dst, struct terr *err)
+{
+	(void)rt;
+	(void)err;
+	img_log("tag %s %s", src, dst);
+	return 0;
+}
+
+static int f_image_remove(struct runtime *rt, const char *ref, struct terr *err)
+{
+	(void)rt;
+	(void)err;
+	img_log("rmi %s", ref);
+	return 0;
+}
+
+static int f_push(struct runtime *rt, const char *ref, rt_progress_cb cb, void *ud, struct terr *err)
+{
+	(void)rt;
+	img_log("push %s", ref);
+	if (cb)
+		cb(ud, 10, 20);
+	return img.push_fails ? terr_set(err, EIO, "%s", img.push_fails) : 0;
+}
+
+/* "missing:1" is not in the registry. */
+static int f_pull(struct runtime *rt, const char *ref, rt_progress_cb cb, void *ud, struct terr *err)
+{
+	(void)rt;
+	img_log("pull %s", ref);
+	if (strstr(ref, "missing:1"))
+		return terr_set(err, ENOENT, "pull image %s: manifest unknown", ref);
+	cb(ud, 412000000, 980000000);
+	cb(ud, 980000000, 980000000);
+	return 0;
 }
 
 /* Holds the stream open, as Docker's does, until the agent stops; sends
@@ -331,9 +500,12 @@ static int f_watch(struct runtime *rt, const char *key, const char *value, rt_ev
 
 static const struct runtime_ops fake_ops = {
 	.name = "test-runtime", .open = f_open, .close = f_close, .version = f_version,
-	.image_exists = f_image_exists, .image_env = f_image_env, .image_list = f_image_list, .image_remove = f_image_remove,
+	.image_exists = f_image_exists, .image_env = f_image_env, .image_list = f_image_list,
 	.create = f_create, .start = f_start, .remove = f_remove, .inspect = f_inspect,
 	.list = f_list, .exec = f_exec, .logs = f_logs, .commit = f_commit, .watch = f_watch,
+	.image_labels = f_image_labels, .tag = f_tag, .image_remove = f_image_remove, .push = f_push,
+	.pull = f_pull,
+	.network_ensure = f_network_ensure, .network_remove = f_network_remove,
 };
 
 /* ---- helpers ------------------------------------------------------------ */
@@ -506,8 +678,11 @@ TEST(a_gpu_session_gets_its_share_and_the_fgpu_files)
 	CHECK_INT(c->nano_cpus, 1500000000LL);
 	CHECK_INT(c->memory, 64 * MiB);
 	CHECK_INT(c->pids_limit, 4096);
+	/* The runner, told to drop to the work user (no startup command). */
 	CHECK_STR(c->entry[0], AGENT_RUNNER_TARGET);
-	CHECK_INT(c->n_entry, 1);
+	CHECK_INT(c->n_entry, 3);
+	CHECK_STR(c->entry[1], "--user");
+	CHECK_STR(c->entry[2], AGENT_WORK_UID_GID);
 
 	/* The user's variables, the session's, the image's PATH with the
 	 * platform's tools after it, and the share. */
@@ -634,10 +809,12 @@ TEST(a_cpu_session_has_no_gpu_parts)
 		CHECK(mount_at(c, FGPU_CONF_PATH) < 0);
 		CHECK(env_of(c, FGPU_ENV_MEMORY_LIMIT) == NULL);
 		CHECK(env_of(c, "CUDA_VISIBLE_DEVICES") == NULL);
-		/* The startup command runs under the runner. */
-		CHECK_INT(c->n_entry, 5);
-		CHECK_STR(c->entry[1], "--");
-		CHECK_STR(c->entry[4], "echo hi");
+		/* The startup command runs under the runner, as the work user. */
+		CHECK_INT(c->n_entry, 7);
+		CHECK_STR(c->entry[1], "--user");
+		CHECK_STR(c->entry[2], AGENT_WORK_UID_GID);
+		CHECK_STR(c->entry[3], "--");
+		CHECK_STR(c->entry[6], "echo hi");
 	}
 	CHECK(!exists("%s/sessions/%s", "s3"));
 	agent_close(a);
@@ -667,6 +844,9 @@ TEST(bad_specs_are_refused_before_anything_is_made)
 		{"env value a number", "{\"env\":{\"A\":1}}", "env variable 'A' needs"},
 		{"env name with =", "{\"env\":{\"A=B\":\"1\"}}", "env variable 'A=B' needs"},
 		{"startup_command a number", "{\"startup_command\":5}", "must be strings"},
+		{"an owner id that is a path", "{\"owner_id\":\"../x\"}", "owner_id must be a user id"},
+		{"an owner id that is a number", "{\"owner_id\":5}", "owner_id must be a user id"},
+		{"root as a string", "{\"root\":\"yes\"}", "root must be true or false"},
 		{"gpus not an array", "{\"gpus\":{}}", "gpus must be an array"},
 		{"an unknown device", "{\"gpus\":[{\"uuid\":\"GPU-nope\",\"memory_limit\":1}]}",
 		 "device GPU-nope is not on node node-a"},
@@ -890,8 +1070,10 @@ TEST(the_usage_thread_inspects_a_container_once_per_start_of_its_init)
 	CHECK(wait_rounds(4));
 	CHECK_INT(inspects(), 2);
 
-	/* Gone from the list, it is forgotten; a new start is asked again. */
+	/* Gone from the list, it is forgotten; a new start is asked again.
+	 * (The destroy itself inspects the container once, for its network.) */
 	CHECK_INT(agent_destroy_session(a, "r1", cid, &err), 0);
+	CHECK_INT(inspects(), 3);
 	CHECK(wait_rounds(2));
 	spec = spec_for("r1", uuid, GiB, 50);
 	CHECK_INT(agent_start_session(a, spec, cid, &err), 0);
@@ -900,7 +1082,7 @@ TEST(the_usage_thread_inspects_a_container_once_per_start_of_its_init)
 	if (f)
 		fclose(f);
 	CHECK(wait_rounds(3));
-	CHECK_INT(inspects(), 3);
+	CHECK_INT(inspects(), 4);
 
 	agent_close(a);
 	kill(second, SIGKILL);
@@ -1014,6 +1196,276 @@ TEST(containers_of_another_installation_are_left_alone)
 	CHECK_STR(died.sessions[1], "o2");
 }
 
+
+/* Each user's sessions on a network of their own, made once, labelled
+ * with the cluster and the user, and removed with their last container. */
+TEST(sessions_get_their_owners_network)
+{
+	fake_reset();
+	struct agent *a = open_mock_agent();
+	if (!a)
+		return;
+	agent_set_cluster_id(a, "0123456789abcdef0123456789abcdef");
+	char c1[RT_ID_MAX], c2[RT_ID_MAX], c3[RT_ID_MAX];
+	struct terr err = {0};
+	json_t *spec = spec_for("s1", NULL, 0, 0);
+	json_object_set_new(spec, "owner_id", json_string("aaaabbbbccccddddeeeeffff00001111"));
+	CHECK_INT(agent_start_session(a, spec, c1, &err), 0);
+	json_object_set_new(spec, "id", json_string("s2"));
+	json_object_set_new(spec, "name", json_string("nb2"));
+	CHECK_INT(agent_start_session(a, spec, c2, &err), 0);
+	json_object_set_new(spec, "id", json_string("s3"));
+	json_object_set_new(spec, "name", json_string("nb3"));
+	json_object_set_new(spec, "owner_id", json_string("99998888777766665555444433332222"));
+	CHECK_INT(agent_start_session(a, spec, c3, &err), 0);
+	json_decref(spec);
+
+	const char *net_a = AGENT_NETWORK_PREFIX "aaaabbbbccccdddd-01234567";
+	const char *net_b = AGENT_NETWORK_PREFIX "9999888877776666-01234567";
+	pthread_mutex_lock(&fake.mu);
+	CHECK_INT(fake.n_networks, 2);
+	CHECK_INT(fake.network_creates, 2);
+	CHECK(fake_network(net_a) >= 0);
+	CHECK(fake_network(net_b) >= 0);
+	if (fake_network(net_a) >= 0)
+		CHECK_STR(fake.network_labels[fake_network(net_a)],
+			  AGENT_LABEL_OWNER_ID "=aaaabbbbccccddddeeeeffff00001111,"
+			  AGENT_LABEL_CLUSTER "=0123456789abcdef0123456789abcdef");
+	struct fake_container *f1 = fake_find(c1), *f2 = fake_find(c2), *f3 = fake_find(c3);
+	CHECK(f1 && f2 && f3);
+	if (f1 && f2 && f3) {
+		CHECK_STR(f1->network, net_a);
+		CHECK_STR(f2->network, net_a);
+		CHECK_STR(f3->network, net_b);
+	}
+	pthread_mutex_unlock(&fake.mu);
+
+	/* The network stays while another session of its user runs. */
+	CHECK_INT(agent_destroy_session(a, "s1", c1, &err), 0);
+	CHECK(fake_network(net_a) >= 0);
+	CHECK_INT(agent_destroy_session(a, "s2", c2, &err), 0);
+	CHECK(fake_network(net_a) < 0);
+	CHECK(fake_network(net_b) >= 0);
+	/* Found by its label (no container id recorded): the same. */
+	CHECK_INT(agent_destroy_session(a, "s3", NULL, &err), 0);
+	CHECK(fake_network(net_b) < 0);
+	CHECK_INT(fake.network_removes, 2);
+	agent_close(a);
+}
+
+/* A start that meets its network doubled or gone (another agent on the
+ * same Docker) ensures it again and tries once more; other failures are
+ * not retried. */
+TEST(a_start_retries_when_its_network_changed_under_it)
+{
+	fake_reset();
+	struct agent *a = open_mock_agent();
+	if (!a)
+		return;
+	char cid[RT_ID_MAX];
+	struct terr err = {0};
+	json_t *spec = spec_for("s1", NULL, 0, 0);
+	json_object_set_new(spec, "owner_id", json_string("aaaabbbbccccdddd"));
+	snprintf(fake.start_fails_once, sizeof(fake.start_fails_once),
+		 "start container: network tessera-u-x is ambiguous (2 matches found on name)");
+	fake.start_fail_code = EINVAL;
+	CHECK_INT(agent_start_session(a, spec, cid, &err), 0);
+	CHECK_INT(fake.network_ensures, 2);
+	CHECK_INT(fake.creates, 2);
+	CHECK(fake_find(cid) && fake_find(cid)->running);
+	CHECK_INT(fake.n, 1);   /* the failed one was removed */
+
+	snprintf(fake.start_fails_once, sizeof(fake.start_fails_once), "start container: network tessera-u-x not found");
+	fake.start_fail_code = ENOENT;
+	json_object_set_new(spec, "id", json_string("s2"));
+	json_object_set_new(spec, "name", json_string("nb2"));
+	CHECK_INT(agent_start_session(a, spec, cid, &err), 0);
+	CHECK_INT(fake.network_ensures, 4);
+
+	snprintf(fake.start_fails_once, sizeof(fake.start_fails_once), "OCI runtime create failed");
+	fake.start_fail_code = EIO;
+	json_object_set_new(spec, "id", json_string("s3"));
+	json_object_set_new(spec, "name", json_string("nb3"));
+	CHECK_INT(agent_start_session(a, spec, cid, &err), -EIO);
+	CHECK_INT(fake.network_ensures, 5);
+	json_decref(spec);
+	agent_close(a);
+}
+
+/* A spec without an owner id (an older manager's) keeps the default
+ * network. */
+TEST(a_spec_without_owner_id_keeps_the_default_network)
+{
+	fake_reset();
+	struct agent *a = open_mock_agent();
+	if (!a)
+		return;
+	char cid[RT_ID_MAX];
+	struct terr err = {0};
+	json_t *spec = spec_for("s1", NULL, 0, 0);
+	CHECK_INT(agent_start_session(a, spec, cid, &err), 0);
+	json_decref(spec);
+	struct fake_container *c = fake_find(cid);
+	CHECK(c && !c->network[0]);
+	CHECK_INT(fake.n_networks, 0);
+	agent_close(a);
+}
+
+/* The work user by default, with its home; root when the spec says so;
+ * exec runs as what the container's label says. */
+TEST(sessions_and_execs_run_as_the_work_user_unless_root)
+{
+	fake_reset();
+	struct agent *a = open_mock_agent();
+	if (!a)
+		return;
+	char c1[RT_ID_MAX], c2[RT_ID_MAX];
+	struct terr err = {0};
+	json_t *spec = spec_for("s1", NULL, 0, 0);
+	json_object_set_new(spec, "startup_command", json_string("sleep 1"));
+	CHECK_INT(agent_start_session(a, spec, c1, &err), 0);
+	json_object_set_new(spec, "id", json_string("s2"));
+	json_object_set_new(spec, "name", json_string("nb2"));
+	json_object_set_new(spec, "root", json_true());
+	CHECK_INT(agent_start_session(a, spec, c2, &err), 0);
+	json_decref(spec);
+	struct fake_container *w = fake_find(c1), *r = fake_find(c2);
+	CHECK(w && r);
+	if (!w || !r) {
+		agent_close(a);
+		return;
+	}
+	CHECK_INT(w->n_entry, 7);
+	CHECK_STR(w->entry[1], "--user");
+	CHECK_STR(w->entry[2], AGENT_WORK_UID_GID);
+	CHECK_STR(w->entry[3], "--");
+	CHECK_STR(w->entry[6], "sleep 1");
+	CHECK_STR(w->run_as, AGENT_WORK_UID_GID);
+	CHECK_STR(env_of(w, "HOME"), AGENT_WORK_HOME);
+	CHECK_STR(r->entry[2], "0:0");
+	CHECK_STR(r->run_as, "0:0");
+	CHECK(env_of(r, "HOME") == NULL);
+
+	const char *argv[] = {"id", "-u", NULL};
+	struct rt_exec_result res;
+	CHECK_INT(agent_exec(a, c1, argv, 0, &res, &err), 0);
+	CHECK_STR(fake.exec_user, AGENT_WORK_UID_GID);
+	CHECK_STR(fake.exec_workdir, AGENT_WORK_HOME);
+	CHECK_INT(agent_exec(a, c1, argv, 30, &res, &err), 0);   /* through the runner */
+	CHECK_STR(fake.exec_user, AGENT_WORK_UID_GID);
+	CHECK_INT(agent_exec(a, c2, argv, 0, &res, &err), 0);
+	CHECK_STR(fake.exec_user, "(none)");
+	CHECK_STR(fake.exec_workdir, "(none)");
+	/* A container from before sessions had a user: as before, root. */
+	fake_add("old1", "s9", "node-a", "");
+	CHECK_INT(agent_exec(a, "old1", argv, 0, &res, &err), 0);
+	CHECK_STR(fake.exec_user, "(none)");
+
+	/* The user's own HOME is kept. */
+	spec = spec_for("s3", NULL, 0, 0);
+	json_object_set_new(spec, "name", json_string("nb3"));
+	json_object_set_new(json_object_get(spec, "env"), "HOME", json_string("/data"));
+	CHECK_INT(agent_start_session(a, spec, c1, &err), 0);
+	json_decref(spec);
+	CHECK(fake_find(c1) && !strcmp(env_of(fake_find(c1), "HOME") ?: "", "/data"));
+	agent_close(a);
+}
+
+TEST(a_commit_labels_the_image_and_pushes_it)
+{
+	fake_reset();
+	img.n = 0;
+	struct agent *a = open_mock_agent();
+	if (!a)
+		return;
+	json_t *req = json_pack("{s:s,s:s,s:{s:s,s:s},s:s,s:s}", "container_id", "c1", "ref", "tp/alice/s:v1",
+				"labels", "tessera.owner", "u1", "ai.backend.features", "private",
+				"source_image", "lablup/python:3.9", "registry", "127.0.0.1:5000");
+	json_t *out = NULL;
+	struct terr err = {0};
+	CHECK_INT(agent_commit(a, req, &out, &err), 0);
+	CHECK(json_is_true(json_object_get(out, "pushed")));
+	CHECK(!json_object_get(out, "push_error"));
+	CHECK(img_has("commit c1 tp/alice/s:v1"));
+	CHECK(img_has("label tessera.owner=u1"));
+	/* private joins the source image's features */
+	CHECK(img_has("label ai.backend.features=batch uid-match private"));
+	/* the container's own labels are emptied on the image */
+	CHECK(img_has("label tessera.session="));
+	CHECK(img_has("label tessera.agent="));
+	/* the source image's variables, not the session's */
+	CHECK(img_has("env PATH=/image/bin:/bin"));
+	CHECK(img_has("env LANG=C.UTF-8"));
+	/* tagged for the registry, pushed, that name removed again */
+	int t = img_index("tag tp/alice/s:v1 127.0.0.1:5000/tp/alice/s:v1");
+	int p = img_index("push 127.0.0.1:5000/tp/alice/s:v1");
+	int r = img_index("rmi 127.0.0.1:5000/tp/alice/s:v1");
+	CHECK(t >= 0 && p > t && r > p);
+	json_decref(out);
+
+	/* A failed push leaves the commit standing, with the reason. */
+	img.push_fails = "connection refused";
+	out = NULL;
+	CHECK_INT(agent_commit(a, req, &out, &err), 0);
+	CHECK(json_is_false(json_object_get(out, "pushed")));
+	CHECK_CONTAINS(json_string_value(json_object_get(out, "push_error")), "connection refused");
+	img.push_fails = NULL;
+	json_decref(out);
+	/* Without a registry: no push at all. */
+	json_object_del(req, "registry");
+	img.n = 0;
+	out = NULL;
+	CHECK_INT(agent_commit(a, req, &out, &err), 0);
+	CHECK(!img_has("push 127.0.0.1:5000/tp/alice/s:v1"));
+	json_decref(out);
+	/* A request without a container or with labels of the wrong type. */
+	json_object_set_new(req, "labels", json_string("x"));
+	CHECK_INT(agent_commit(a, req, &out, &err), -EINVAL);
+	json_decref(req);
+	agent_close(a);
+}
+
+static struct {
+	int calls;
+	char key[64];
+	int64_t last_cur, last_total;
+} progress;
+
+static void on_progress(void *ud, const char *key, const char *ref, int64_t cur, int64_t total)
+{
+	(void)ud;
+	(void)ref;
+	progress.calls++;
+	snprintf(progress.key, sizeof(progress.key), "%s", key);
+	progress.last_cur = cur;
+	progress.last_total = total;
+}
+
+TEST(a_pull_reports_progress_and_takes_the_plain_name)
+{
+	fake_reset();
+	img.n = 0;
+	struct agent *a = open_mock_agent();
+	if (!a)
+		return;
+	struct terr err = {0};
+	memset(&progress, 0, sizeof(progress));
+	CHECK_INT(agent_pull(a, "tp/x:1", "127.0.0.1:5000", "sess-1", on_progress, NULL, &err), 0);
+	CHECK(img_has("pull 127.0.0.1:5000/tp/x:1"));
+	CHECK(img_has("tag 127.0.0.1:5000/tp/x:1 tp/x:1"));
+	CHECK(img_has("rmi 127.0.0.1:5000/tp/x:1"));
+	/* once at the start, at most once a second between, once at the end */
+	CHECK(progress.calls >= 2);
+	CHECK_STR(progress.key, "sess-1");
+	CHECK_INT(progress.last_cur, 980000000);
+	CHECK_INT(progress.last_total, 980000000);
+	CHECK_INT(agent_pull(a, "tp/missing:1", "127.0.0.1:5000", "sess-1", on_progress, NULL, &err), -ENOENT);
+	CHECK_CONTAINS(err.msg, "manifest unknown");
+	CHECK_INT(agent_pull(a, "tp/x:1", "", "sess-1", on_progress, NULL, &err), -ENOENT);
+	CHECK_CONTAINS(err.msg, "no registry");
+	agent_close(a);
+}
+
 int main(void)
 {
 	snprintf(data_dir, sizeof(data_dir), "/tmp/tessera-agent-test.XXXXXX");
@@ -1030,6 +1482,12 @@ int main(void)
 	RUN(a_container_that_cannot_start_is_removed);
 	RUN(the_usage_thread_inspects_a_container_once_per_start_of_its_init);
 	RUN(containers_of_another_installation_are_left_alone);
+	RUN(sessions_get_their_owners_network);
+	RUN(a_spec_without_owner_id_keeps_the_default_network);
+	RUN(a_start_retries_when_its_network_changed_under_it);
+	RUN(sessions_and_execs_run_as_the_work_user_unless_root);
+	RUN(a_commit_labels_the_image_and_pushes_it);
+	RUN(a_pull_reports_progress_and_takes_the_plain_name);
 	util_remove_tree(data_dir);
 	return testlib_done();
 }

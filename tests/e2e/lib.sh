@@ -4,7 +4,7 @@ set -uo pipefail
 
 TESSERA=${TESSERA_BIN:?TESSERA_BIN must point at the built tessera binary}
 # Bump the tag when the image contents change, so a stale one is never reused.
-TEST_IMAGE=tessera-test:e2e-1
+TEST_IMAGE=tessera-test:e2e-2
 E2E_FAILS=0
 E2E_CHECKS=0
 E2E_PIDS=()
@@ -22,8 +22,12 @@ e2e_build_image() {
 	if docker image inspect "$TEST_IMAGE" >/dev/null 2>&1; then return 0; fi
 	local root; root=$(mktemp -d)
 	mkdir -p "$root/bin" "$root/tmp" "$root/etc"
+	# /tmp as in any distribution: sessions run as the work user.
+	chmod 1777 "$root/tmp"
 	cp /bin/busybox "$root/bin/busybox"
-	for c in sh ls cat echo sleep true false head tail wc grep env id ps kill mkdir rm dd; do
+	# nc, httpd, wget, ip: what the network isolation test serves and fetches with.
+	for c in sh ls cat echo sleep true false head tail wc grep env id ps kill mkdir rm dd touch stat \
+		nc httpd wget ip; do
 		ln -s busybox "$root/bin/$c"
 	done
 	echo 'root:x:0:0:root:/root:/bin/sh' > "$root/etc/passwd"
@@ -31,12 +35,19 @@ e2e_build_image() {
 	rm -rf "$root"
 }
 
-# Removes every container a test run left (by our agent label).
+# Removes every container a test run left (by our agent label), and the
+# users' networks they were on (the agent removes a network with its
+# user's last session; a killed server leaves them).
 e2e_cleanup_containers() {
-	local ids
+	local ids nets
 	# Sessions are labelled by agent id; each test uses its own agent id.
 	ids=$(docker ps -aq --filter "label=tessera.agent=$E2E_AGENT_ID" 2>/dev/null)
-	[[ -n "$ids" ]] && docker rm -f $ids >/dev/null 2>&1
+	[[ -z "$ids" ]] && return 0
+	nets=$(docker inspect -f '{{.HostConfig.NetworkMode}}' $ids 2>/dev/null | grep '^tessera-u-' | sort -u)
+	docker rm -f $ids >/dev/null 2>&1
+	# In use by another test's containers (two servers of one test share
+	# none): docker refuses, and that is fine.
+	[[ -n "$nets" ]] && docker network rm $nets >/dev/null 2>&1
 	return 0
 }
 
@@ -137,7 +148,7 @@ not() { ! "$@"; }
 # gpu-share-bench (TESSERA_GPU_SHARE_BENCH), a CUDA program as user code
 # is. The tag follows the bench's build, so a rebuilt bench makes a new
 # image and the old ones are removed.
-GPU_TEST_IMAGE=tessera-test-glibc:e2e-2
+GPU_TEST_IMAGE=tessera-test-glibc:e2e-3
 if [[ -n "${TESSERA_GPU_SHARE_BENCH:-}" && -f "$TESSERA_GPU_SHARE_BENCH" ]]; then
 	GPU_TEST_IMAGE+="-$(sha256sum "$TESSERA_GPU_SHARE_BENCH" | head -c 12)"
 fi
@@ -149,6 +160,7 @@ e2e_build_glibc_image() {
 	done
 	local root; root=$(mktemp -d)
 	mkdir -p "$root/bin" "$root/tmp" "$root/etc" "$root/lib64" "$root/lib/x86_64-linux-gnu"
+	chmod 1777 "$root/tmp"
 	cp /bin/busybox "$root/bin/busybox"
 	for c in sh ls cat echo sleep true false head tail wc grep env id ps kill mkdir rm dd; do
 		ln -s busybox "$root/bin/$c"

@@ -91,7 +91,8 @@ static void f_release(void *ctx)
 	(void)ctx;
 }
 static const struct agent_link_ops fake_link = {
-	"fake", f_start, f_destroy, f_exec, f_logs, f_image_exists, f_images, f_image_remove, f_release,
+	"fake", f_start, f_destroy, f_exec, f_logs, f_image_exists, f_images, f_image_remove, NULL, NULL,
+	f_release,
 };
 
 static json_t *image(const char *tag, json_t *labels)

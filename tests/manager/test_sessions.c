@@ -134,7 +134,8 @@ static int f_image_remove(void *ctx, const char *ref, struct terr *err)
 }
 
 static const struct agent_link_ops fake_link = {
-	"fake", f_start, f_destroy, f_exec, f_logs, f_image_exists, f_images, f_image_remove, f_release,
+	"fake", f_start, f_destroy, f_exec, f_logs, f_image_exists, f_images, f_image_remove, NULL, NULL,
+	f_release,
 };
 
 static int fake_count(const int *counter)
@@ -615,6 +616,42 @@ TEST(restart_keeps_sessions)
 	CHECK_USED(2100, 2000, 3);
 }
 
+/* Root sessions only where the owner's policy allows them; the start
+ * spec says who the processes are and whose network they join. */
+TEST(root_needs_the_policy)
+{
+	struct create_request cr = request("busybox:latest", "r1", 1, 100, 0);
+	cr.root = true;
+	REFUSED(cr, EPERM, "your policy does not allow sessions that run as root");
+	struct terr err = {0};
+	json_t *v = json_pack("{s:b}", "allow_root", 1);
+	CHECK_INT(mgr_config_set(mgr, "policy.alice@example.org", v, NULL, &err), 0);
+	json_decref(v);
+	json_t *arr = create(&alice, cr, &err);
+	CHECK(arr != NULL);
+	CHECK(json_is_true(json_object_get(json_array_get(arr, 0), "root")));
+	json_decref(arr);
+	WAIT_STATUS("r1", "RUNNING");
+	pthread_mutex_lock(&fake.mu);
+	CHECK(json_is_true(json_object_get(fake.last_spec, "root")));
+	CHECK_STR(str(fake.last_spec, "owner_id"), alice.id);
+	pthread_mutex_unlock(&fake.mu);
+
+	/* bob's policy (the default) does not allow it */
+	arr = create(&bob, cr, &err);
+	CHECK(arr == NULL && err.code == EPERM);
+	json_decref(arr);
+	/* and without root, a session says so */
+	cr = request("busybox:latest", "w1", 1, 100, 0);
+	arr = create(&alice, cr, &err);
+	CHECK(arr && json_is_false(json_object_get(json_array_get(arr, 0), "root")));
+	json_decref(arr);
+	WAIT_STATUS("w1", "RUNNING");
+	pthread_mutex_lock(&fake.mu);
+	CHECK(json_is_false(json_object_get(fake.last_spec, "root")));
+	pthread_mutex_unlock(&fake.mu);
+}
+
 /* ---------- names, owners, batch sessions, OOM kills ---------- */
 
 static struct user_rec root_user;
@@ -900,6 +937,7 @@ int main(void)
 	RUN(batch_sessions_end_with_their_command);
 	RUN(oom_kills_are_reported_and_the_session_stays);
 	RUN(removed_error_sessions_leave_the_list);
+	RUN(root_needs_the_policy);
 	manager_close(mgr);
 	json_decref(fake.last_spec);
 	json_decref(fake.containers);

@@ -229,6 +229,8 @@ TEST(policies)
 	REFUSED(mgr, "policy.default", "{\"max_mem\": \"lots\"}", "max_mem");
 	REFUSED(mgr, "policy.a@b", "{\"max_mem\": -5}", "max_mem");
 	REFUSED(mgr, "policy.a@b", "{\"nope\": 1}", "policy.a@b");
+	REFUSED(mgr, "policy.a@b", "{\"allow_root\": 1}", "allow_root must be true or false");
+	REFUSED(mgr, "policy.a@b", "{\"allow_root\": \"yes\"}", "allow_root must be true or false");
 
 	ACCEPTED(mgr, "policy.default", "{\"max_sessions\": 2, \"max_cpu\": 4, \"max_mem\": \"8g\", \"max_fgpu\": 1.5}");
 	ACCEPTED(mgr, "policy.x@y", "{\"max_sessions\": 1}");
@@ -295,6 +297,17 @@ TEST(user_policy_fallback)
 	CHECK_INT(max.cpu_m, 0);
 	CHECK_INT(max.mem, 0);
 	CHECK_INT(max.fgpu_m, 500);
+	/* root: false unless a policy says so, the user's own first */
+	CHECK(!mgr_user_allow_root(mgr, "alice@example.com"));
+	CHECK(!mgr_user_allow_root(mgr, "own@y"));
+	pthread_mutex_unlock(&mgr->mu);
+	struct terr err = {0};
+	json_t *v = json_pack("{s:b}", "allow_root", 1);
+	CHECK_INT(mgr_config_set(mgr, "policy.root@y", v, NULL, &err), 0);
+	json_decref(v);
+	pthread_mutex_lock(&mgr->mu);
+	CHECK(mgr_user_allow_root(mgr, "root@y"));
+	CHECK(!mgr_user_allow_root(mgr, "alice@example.com"));
 	pthread_mutex_unlock(&mgr->mu);
 }
 

@@ -243,6 +243,7 @@ TEST(create_defaults)
 	CHECK_INT(r.req.fgpu_m, 0);
 	CHECK(r.env == NULL);
 	CHECK(r.startup_command == NULL);
+	CHECK(!r.root);
 	json_decref(b);
 
 	/* nulls count as absent */
@@ -256,7 +257,7 @@ TEST(create_defaults)
 
 	b = create_ok("{\"image\":\"python:3.11\",\"name\":\"job\",\"count\":3,"
 		      "\"resources\":{\"cpu\":2,\"mem\":\"1g\",\"fgpu\":0.5},"
-		      "\"env\":{\"K\":\"V\"},\"startup_command\":\"python3 -V\"}", &r, __LINE__);
+		      "\"env\":{\"K\":\"V\"},\"startup_command\":\"python3 -V\",\"root\":true}", &r, __LINE__);
 	CHECK_STR(r.image, "python:3.11");
 	CHECK_STR(r.name, "job");
 	CHECK_INT(r.count, 3);
@@ -266,6 +267,7 @@ TEST(create_defaults)
 	CHECK(r.env != NULL);
 	CHECK_STR(r.env ? json_string_value(json_object_get(r.env, "K")) : NULL, "V");
 	CHECK_STR(r.startup_command, "python3 -V");
+	CHECK(r.root);
 	json_decref(b);
 }
 
@@ -380,6 +382,8 @@ TEST(create_fields)
 	CREATE_BAD("{\"image\":\"busybox\",\"env\":{\"TESSERA_ID\":\"x\"}}", "TESSERA_");
 	CREATE_BAD("{\"image\":\"busybox\",\"env\":[\"A=1\"]}", "env");
 	CREATE_BAD("{\"image\":\"busybox\",\"startup_command\":5}", "startup_command");
+	CREATE_BAD("{\"image\":\"busybox\",\"root\":\"yes\"}", "root must be true or false");
+	CREATE_BAD("{\"image\":\"busybox\",\"root\":1}", "root must be true or false");
 
 	char *text = malloc(VALIDATE_MAX_COMMAND + 128);
 	int n = snprintf(text, 64, "{\"image\":\"busybox\",\"startup_command\":\"");

@@ -47,6 +47,7 @@ static struct {
 	int n_reqs;
 	char api[16];               /* what GET /version reports */
 	int exec_inspects;          /* GET /exec/<id>/json calls so far */
+	int dup_inspects;           /* GET /networks/net-dup calls so far */
 } fake = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
 
 static void msleep(int ms)
@@ -175,8 +176,9 @@ static void route(int fd, const char *method, const char *full, const char *body
 		      "{\"Id\":\"c0ffee\",\"Name\":\"/sess-1\",\"Image\":\"sha256:abc\","
 		      "\"State\":{\"Status\":\"exited\",\"Running\":false,\"OOMKilled\":true,"
 		      "\"ExitCode\":137,\"Pid\":0,\"Error\":\"\"},"
+		      "\"HostConfig\":{\"NetworkMode\":\"tessera-u-1\"},"
 		      "\"Config\":{\"Image\":\"busybox:latest\",\"Labels\":"
-		      "{\"tessera.session\":\"s1\",\"tessera.agent\":\"a1\"}}}");
+		      "{\"tessera.session\":\"s1\",\"tessera.agent\":\"a1\",\"tessera.run_as\":\"1000:1000\"}}}");
 	} else if (!strcmp(method, "GET") && !strncmp(path, "/containers/json?", 17)) {
 		reply(fd, 200,
 		      "[{\"Id\":\"aaa\",\"Names\":[\"/sess-a\"],\"Image\":\"busybox:latest\","
@@ -197,6 +199,37 @@ static void route(int fd, const char *method, const char *full, const char *body
 		      "\"Labels\":{\"tessera.owner\":\"u1\",\"n\":1}}]");
 	} else if (!strcmp(method, "GET") && !strncmp(path, "/images/", 8)) {
 		reply_message(fd, 404, "No such image");
+	} else if (!strcmp(method, "POST") && !strncmp(path, "/images/create?", 15)) {
+		const char *h = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+				"Transfer-Encoding: chunked\r\n\r\n";
+		if (strstr(path, "fromImage=reg%3A5000%2Fgone")) {
+			reply_message(fd, 404, "manifest for reg:5000/gone:1 not found: manifest unknown: manifest unknown");
+		} else if (strstr(path, "fromImage=reg%3A5000%2Fbroken")) {
+			/* Older daemons: 200, then the failure as a line. */
+			write_all(fd, h, strlen(h));
+			chunk(fd, "{\"status\":\"Pulling from broken\",\"id\":\"1\"}\r\n");
+			chunk(fd, "{\"errorDetail\":{\"message\":\"unauthorized: authentication required\"},"
+				  "\"error\":\"unauthorized: authentication required\"}\r\n");
+			chunk(fd, "");
+		} else {
+			write_all(fd, h, strlen(h));
+			chunk(fd, "{\"status\":\"Pulling fs layer\",\"progressDetail\":{},\"id\":\"a\"}\r\n{\"stat");
+			chunk(fd, "us\":\"Downloading\",\"progressDetail\":{\"current\":412,\"total\":980},\"id\":\"a\"}\r\n");
+			chunk(fd, "{\"status\":\"Pull complete\",\"progressDetail\":{},\"id\":\"a\"}\r\n");
+			chunk(fd, "{\"status\":\"Status: Downloaded newer image for reg:5000/x:1\"}\r\n");
+			chunk(fd, "");
+		}
+	} else if (!strcmp(method, "POST") && !strncmp(path, "/images/reg:5000/x/push?", 24)) {
+		const char *h = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+				"Transfer-Encoding: chunked\r\n\r\n";
+		write_all(fd, h, strlen(h));
+		chunk(fd, "{\"status\":\"Pushing\",\"progressDetail\":{\"current\":5,\"total\":10},\"id\":\"l\"}\n");
+		chunk(fd, "{\"status\":\"Pushed\",\"progressDetail\":{},\"id\":\"l\"}\n");
+		chunk(fd, "");
+	} else if (!strcmp(method, "POST") && !strncmp(path, "/images/", 8) && strstr(path, "/tag?")) {
+		reply(fd, 201, NULL);
+	} else if (!strcmp(method, "DELETE") && !strncmp(path, "/images/", 8)) {
+		reply(fd, 200, "[{\"Untagged\":\"reg:5000/x:1\"}]");
 	} else if (!strcmp(method, "POST") && !strncmp(path, "/commit?", 8)) {
 		reply(fd, 201, "{\"Id\":\"sha256:def\"}");
 	} else if (!strcmp(method, "GET") && !strncmp(path, "/containers/c0ffee/logs?", 24)) {
@@ -226,6 +259,37 @@ static void route(int fd, const char *method, const char *full, const char *body
 		pthread_mutex_unlock(&fake.mu);
 		reply(fd, 200, n % 2 == 0 ? "{\"ID\":\"exec1\",\"Running\":true,\"ExitCode\":null}"
 					  : "{\"ID\":\"exec1\",\"Running\":false,\"ExitCode\":3}");
+	} else if (!strcmp(method, "GET") && !strcmp(path, "/networks/net-ours")) {
+		reply(fd, 200, "{\"Name\":\"net-ours\",\"Id\":\"n1\",\"Labels\":{\"tessera.cluster\":\"k1\","
+			       "\"tessera.user\":\"u1\"}}");
+	} else if (!strcmp(method, "GET") && !strcmp(path, "/networks/net-theirs")) {
+		reply(fd, 200, "{\"Name\":\"net-theirs\",\"Id\":\"n2\",\"Labels\":{\"tessera.cluster\":\"k2\"}}");
+	} else if (!strcmp(method, "GET") && !strcmp(path, "/networks/net-dup")) {
+		/* Two of that name until the newer one is removed. */
+		pthread_mutex_lock(&fake.mu);
+		int n = fake.dup_inspects++;
+		pthread_mutex_unlock(&fake.mu);
+		if (n == 0)
+			reply_message(fd, 400, "network net-dup is ambiguous (2 matches found based on name)");
+		else
+			reply(fd, 200, "{\"Name\":\"net-dup\",\"Id\":\"old1\",\"Labels\":{\"tessera.cluster\":\"k1\","
+				       "\"tessera.user\":\"u1\"}}");
+	} else if (!strcmp(method, "GET") && !strncmp(path, "/networks?", 10)) {
+		reply(fd, 200, "[{\"Name\":\"net-dup\",\"Id\":\"new2\",\"Created\":\"2026-01-02T00:00:00Z\"},"
+			       "{\"Name\":\"net-dup-x\",\"Id\":\"other\",\"Created\":\"2025-01-01T00:00:00Z\"},"
+			       "{\"Name\":\"net-dup\",\"Id\":\"old1\",\"Created\":\"2026-01-01T00:00:00Z\"}]");
+	} else if (!strcmp(method, "DELETE") && !strcmp(path, "/networks/new2")) {
+		reply(fd, 204, NULL);
+	} else if (!strcmp(method, "GET") && !strncmp(path, "/networks/", 10)) {
+		reply_message(fd, 404, "network not found");
+	} else if (!strcmp(method, "POST") && !strcmp(path, "/networks/create")) {
+		reply(fd, 201, "{\"Id\":\"n3\",\"Warning\":\"\"}");
+	} else if (!strcmp(method, "DELETE") && !strcmp(path, "/networks/net-ours")) {
+		reply(fd, 204, NULL);
+	} else if (!strcmp(method, "DELETE") && !strcmp(path, "/networks/net-busy")) {
+		reply_message(fd, 403, "error while removing network: network net-busy id n4 has active endpoints");
+	} else if (!strcmp(method, "DELETE") && !strncmp(path, "/networks/", 10)) {
+		reply_message(fd, 404, "network not found");
 	} else if (!strcmp(method, "GET") && !strncmp(path, "/events?", 8)) {
 		const char *h = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
 				"Transfer-Encoding: chunked\r\n\r\n";
@@ -530,6 +594,7 @@ static struct rt_container_spec test_spec(void)
 		.mounts = test_mounts, .n_mounts = 2, .devices = test_devs,
 		.hostname = "s1", .nano_cpus = 1500000000LL,
 		.memory_bytes = 512LL << 20, .pids_limit = 1024,
+		.network = "tessera-u-1",
 	};
 }
 
@@ -604,6 +669,7 @@ TEST(create_sends_the_full_spec)
 	CHECK(json_is_false(json_object_get(hc, "Init")));
 	CHECK(json_is_false(json_object_get(hc, "AutoRemove")));
 	CHECK_STR(json_string_value(json_object_get(json_object_get(hc, "RestartPolicy"), "Name")), "no");
+	CHECK_STR(json_string_value(json_object_get(hc, "NetworkMode")), "tessera-u-1");
 	json_decref(b);
 
 	/* A given Cmd is passed as is; limits of 0 are left out. */
@@ -657,7 +723,7 @@ TEST(errors_carry_dockers_message)
 
 	struct rt_exec_result res;
 	static const char *const argv[] = { "true", NULL };
-	CHECK(ops->exec(rt, "stopped", argv, NULL, 100, &res, &err) < 0);
+	CHECK(ops->exec(rt, "stopped", argv, NULL, NULL, NULL, 100, &res, &err) < 0);
 	CHECK_CONTAINS(err.msg, "is not running");
 	CHECK(res.out == NULL && res.err == NULL);
 	ops->close(rt);
@@ -689,6 +755,8 @@ TEST(start_remove_inspect)
 	CHECK_INT(info.pid, 0);
 	CHECK_STR(info.session_id, "s1");
 	CHECK_STR(info.agent_id, "a1");
+	CHECK_STR(info.run_as, "1000:1000");
+	CHECK_STR(info.network, "tessera-u-1");
 	ops->close(rt);
 }
 
@@ -753,7 +821,7 @@ TEST(images_and_commit)
 
 	struct fake_req q;
 	char v[256];
-	CHECK_INT(ops->commit(rt, "c0ffee", "me/private:v1", &err), 0);
+	CHECK_INT(ops->commit(rt, "c0ffee", "me/private:v1", NULL, 0, NULL, &err), 0);
 	CHECK(fake_find("POST", "/commit", &q));
 	CHECK(query_param(q.path, "container", v, sizeof(v)));
 	CHECK_STR(v, "c0ffee");
@@ -763,15 +831,88 @@ TEST(images_and_commit)
 	CHECK_STR(v, "v1");
 
 	/* A registry port is not a tag. */
-	CHECK_INT(ops->commit(rt, "c0ffee", "reg:5000/team/img", &err), 0);
+	CHECK_INT(ops->commit(rt, "c0ffee", "reg:5000/team/img", NULL, 0, NULL, &err), 0);
 	CHECK(fake_find("POST", "/commit", &q));
 	CHECK(query_param(q.path, "repo", v, sizeof(v)));
 	CHECK_STR(v, "reg:5000/team/img");
 	CHECK(query_param(q.path, "tag", v, sizeof(v)));
 	CHECK_STR(v, "latest");
 
-	CHECK_INT(ops->commit(rt, "c0ffee", "img@sha256:abc", &err), -EINVAL);
-	CHECK_INT(ops->commit(rt, "c0ffee", "img:", &err), -EINVAL);
+	/* Labels and variables go in the body, a config Docker merges. */
+	const struct rt_label labels[] = {{"tessera.owner", "u1"}, {"ai.backend.features", "private"}};
+	const char *const env[] = {"PATH=/bin", NULL};
+	CHECK_INT(ops->commit(rt, "c0ffee", "me/private:v2", labels, 2, env, &err), 0);
+	CHECK(fake_find("POST", "/commit", &q));
+	json_t *body = json_loads(q.body ? q.body : "", 0, NULL);
+	CHECK_STR(json_string_value(json_object_get(json_object_get(body, "Labels"), "tessera.owner")), "u1");
+	CHECK_STR(json_string_value(json_object_get(json_object_get(body, "Labels"), "ai.backend.features")),
+		  "private");
+	CHECK_STR(json_string_value(json_array_get(json_object_get(body, "Env"), 0)), "PATH=/bin");
+	json_decref(body);
+	free(q.body);
+
+	CHECK_INT(ops->commit(rt, "c0ffee", "img@sha256:abc", NULL, 0, NULL, &err), -EINVAL);
+	CHECK_INT(ops->commit(rt, "c0ffee", "img:", NULL, 0, NULL, &err), -EINVAL);
+	ops->close(rt);
+}
+
+static struct {
+	int calls;
+	int64_t cur, total;
+} seen;
+
+static void on_progress(void *ud, int64_t cur, int64_t total)
+{
+	(void)ud;
+	seen.calls++;
+	seen.cur = cur;
+	seen.total = total;
+}
+
+TEST(tag_push_pull_and_remove)
+{
+	struct runtime *rt = open_rt();
+	if (!rt)
+		return;
+	fake_clear();
+	struct terr err;
+	struct fake_req q;
+	char v[256];
+	CHECK_INT(ops->tag(rt, "tp/x:1", "reg:5000/x:1", &err), 0);
+	CHECK(fake_find("POST", "/images/tp/x:1/tag?", &q));
+	CHECK(query_param(q.path, "repo", v, sizeof(v)));
+	CHECK_STR(v, "reg:5000/x");
+	CHECK(query_param(q.path, "tag", v, sizeof(v)));
+	CHECK_STR(v, "1");
+
+	memset(&seen, 0, sizeof(seen));
+	CHECK_INT(ops->push(rt, "reg:5000/x:1", on_progress, NULL, &err), 0);
+	CHECK(fake_find("POST", "/images/reg:5000/x/push?tag=1", &q));
+	CHECK(seen.calls >= 2);
+	CHECK_INT(seen.cur, 10);
+	CHECK_INT(seen.total, 10);
+
+	memset(&seen, 0, sizeof(seen));
+	CHECK_INT(ops->pull(rt, "reg:5000/x:1", on_progress, NULL, &err), 0);
+	CHECK(fake_find("POST", "/images/create?", &q));
+	CHECK(query_param(q.path, "fromImage", v, sizeof(v)));
+	CHECK_STR(v, "reg:5000/x");
+	CHECK(query_param(q.path, "tag", v, sizeof(v)));
+	CHECK_STR(v, "1");
+	CHECK(seen.calls >= 2);
+	CHECK_INT(seen.cur, 980);
+	CHECK_INT(seen.total, 980);
+
+	/* A registry without the image: the daemon's 404 and message. */
+	CHECK_INT(ops->pull(rt, "reg:5000/gone:1", NULL, NULL, &err), -ENOENT);
+	CHECK_CONTAINS(err.msg, "pull image reg:5000/gone:1: manifest for reg:5000/gone:1 not found");
+	/* A failure reported inside a 200 stream. */
+	CHECK_INT(ops->pull(rt, "reg:5000/broken:1", NULL, NULL, &err), -EIO);
+	CHECK_CONTAINS(err.msg, "pull image reg:5000/broken:1: unauthorized: authentication required");
+	CHECK_INT(ops->pull(rt, "x@sha256:00", NULL, NULL, &err), -EINVAL);
+
+	CHECK_INT(ops->image_remove(rt, "reg:5000/x:1", &err), 0);
+	CHECK(fake_find("DELETE", "/images/reg:5000/x:1", &q));
 	ops->close(rt);
 }
 
@@ -786,7 +927,7 @@ TEST(exec_demultiplexes_with_exit_code)
 	static const char *const argv[] = { "sh", "-c", "echo line1; echo warn >&2; echo line2; exit 3", NULL };
 	static const char *const env[] = { "X=1", NULL };
 	struct rt_exec_result res;
-	int r = ops->exec(rt, "c0ffee", argv, env, 1 << 16, &res, &err);
+	int r = ops->exec(rt, "c0ffee", argv, env, "1000:1000", "/home/work", 1 << 16, &res, &err);
 	CHECK_INT(r, 0);
 	if (r == 0) {
 		CHECK_INT(res.exit_code, 3);
@@ -806,6 +947,9 @@ TEST(exec_demultiplexes_with_exit_code)
 	CHECK(json_is_true(json_object_get(b, "AttachStderr")));
 	CHECK_STR(json_string_value(json_array_get(json_object_get(b, "Cmd"), 0)), "sh");
 	CHECK_STR(json_string_value(json_array_get(json_object_get(b, "Env"), 0)), "X=1");
+	/* The session's user and home, as its PID 1 runs them. */
+	CHECK_STR(json_string_value(json_object_get(b, "User")), "1000:1000");
+	CHECK_STR(json_string_value(json_object_get(b, "WorkingDir")), "/home/work");
 	json_decref(b);
 	CHECK(fake_find("POST", "/exec/exec1/start", &q));
 	b = json_loads(q.body ? q.body : "", 0, NULL);
@@ -814,8 +958,15 @@ TEST(exec_demultiplexes_with_exit_code)
 	CHECK(json_is_false(json_object_get(b, "Tty")));
 	json_decref(b);
 
-	/* Output past max_output is cut, per stream. */
-	r = ops->exec(rt, "c0ffee", argv, NULL, 4, &res, &err);
+	/* Output past max_output is cut, per stream. No user: the
+	 * container's own, so neither field is sent. */
+	r = ops->exec(rt, "c0ffee", argv, NULL, NULL, NULL, 4, &res, &err);
+	CHECK(fake_find("POST", "/containers/c0ffee/exec", &q));
+	b = json_loads(q.body ? q.body : "", 0, NULL);
+	free(q.body);
+	CHECK(json_object_get(b, "User") == NULL);
+	CHECK(json_object_get(b, "WorkingDir") == NULL);
+	json_decref(b);
 	CHECK_INT(r, 0);
 	if (r == 0) {
 		CHECK_STR(res.out, "line");
@@ -968,6 +1119,58 @@ TEST(ops_from_several_threads)
 	ops->close(rt);
 }
 
+TEST(networks_made_once_and_removed)
+{
+	struct runtime *rt = open_rt();
+	if (!rt)
+		return;
+	struct terr err;
+	struct fake_req q;
+	const struct rt_label labels[] = { { "tessera.cluster", "k1" }, { "tessera.user", "u1" } };
+	struct rt_network_spec ns = { .name = "net-ours", .labels = labels, .n_labels = 2 };
+
+	/* Present with our labels: nothing is created. */
+	fake_clear();
+	terr_clear(&err);
+	CHECK_INT(ops->network_ensure(rt, &ns, &err), 0);
+	CHECK(!fake_find("POST", "/networks/create", &q));
+
+	/* Absent: created as a bridge with ICC on, labelled, not internal. */
+	ns.name = "net-new";
+	CHECK_INT(ops->network_ensure(rt, &ns, &err), 0);
+	CHECK(fake_find("POST", "/networks/create", &q));
+	json_t *b = json_loads(q.body ? q.body : "", 0, NULL);
+	free(q.body);
+	CHECK_STR(json_string_value(json_object_get(b, "Name")), "net-new");
+	CHECK_STR(json_string_value(json_object_get(b, "Driver")), "bridge");
+	CHECK(json_is_true(json_object_get(b, "CheckDuplicate")));
+	CHECK(json_is_false(json_object_get(b, "Internal")));
+	CHECK_STR(json_string_value(json_object_get(json_object_get(b, "Options"),
+						    "com.docker.network.bridge.enable_icc")), "true");
+	CHECK_STR(json_string_value(json_object_get(json_object_get(b, "Labels"), "tessera.user")), "u1");
+	json_decref(b);
+
+	/* A network of that name with other labels is not taken over. */
+	ns.name = "net-theirs";
+	CHECK_INT(ops->network_ensure(rt, &ns, &err), -EEXIST);
+	CHECK_CONTAINS(err.msg, "net-theirs");
+
+	/* Two of one name (made at once): the newer goes, the older is used. */
+	fake_clear();
+	ns.name = "net-dup";
+	CHECK_INT(ops->network_ensure(rt, &ns, &err), 0);
+	CHECK(fake_find("DELETE", "/networks/new2", &q));
+	CHECK(!fake_find("DELETE", "/networks/old1", &q));
+	CHECK(!fake_find("DELETE", "/networks/other", &q));
+	CHECK(!fake_find("POST", "/networks/create", &q));
+
+	CHECK_INT(ops->network_remove(rt, "net-ours", &err), 0);
+	CHECK_INT(ops->network_remove(rt, "net-busy", &err), -EBUSY);
+	CHECK_CONTAINS(err.msg, "active endpoints");
+	CHECK_INT(ops->network_remove(rt, "net-gone", &err), -ENOENT);
+	ops->close(rt);
+}
+
 int main(void)
 {
 	httpc_global_init();
@@ -985,7 +1188,9 @@ int main(void)
 	RUN(start_remove_inspect);
 	RUN(list_filters_by_label);
 	RUN(images_and_commit);
+	RUN(tag_push_pull_and_remove);
 	RUN(exec_demultiplexes_with_exit_code);
+	RUN(networks_made_once_and_removed);
 	RUN(logs_interleaved_with_tail);
 	RUN(watch_delivers_events_and_stops);
 	RUN(ops_from_several_threads);

@@ -5,6 +5,7 @@
  * so orphans come to it exactly as they would to PID 1. Waits here are
  * bounded polls for a state to be reached (never assertions on how fast). */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -376,6 +377,118 @@ TEST(timeout_mode_stops_a_command_that_runs_too_long)
 	CHECK(child > 0 && kill(child, 0) == -1 && errno == ESRCH);
 }
 
+/* Writes text to <dir>/<name>, making its directories. */
+static void put(const char *name, const char *text)
+{
+	char p[256], cmd[400];
+	path_in(p, sizeof(p), name);
+	snprintf(cmd, sizeof(cmd), "mkdir -p \"$(dirname '%s')\"", p);
+	if (system(cmd) != 0)
+		FAILF("cannot make the directory of %s", p);
+	FILE *f = fopen(p, "w");
+	if (!f) {
+		FAILF("cannot write %s", p);
+		return;
+	}
+	fputs(text, f);
+	fclose(f);
+}
+
+/* --user in an image without a work user: one is added (passwd, group,
+ * home owned by it), and the command runs as it, in its home; an image
+ * that has one is left as it is. Needs root, as the runner has in a
+ * container. */
+TEST(user_mode_makes_the_work_user_and_drops_to_it)
+{
+	if (getuid() != 0) {
+		printf("# skipped: needs root\n");
+		return;
+	}
+	chmod(dir, 0755);   /* the dropped command must reach its home */
+	setenv("HOME", "/root", 1);   /* as Docker sets it for the root user */
+	const char *cmd = "id -u > out; id -g >> out; pwd >> out; echo \"$HOME\" >> out; "
+			  "cat /proc/self/status | grep -E '^(Uid|CapEff)' >> out";
+	char root[128], home[160], want[512];
+	path_in(root, sizeof(root), "img1");
+	snprintf(home, sizeof(home), "%s/home/work", root);
+	put("img1/etc/passwd", "root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534::/:/bin/false");
+	put("img1/etc/group", "root:x:0:\n");
+	const char *args[] = { "--fs-root", root, "--user", "1000:1000", "--", "sh", "-c", cmd, NULL };
+	pid_t r = spawn(NULL, "user1.log", args);
+	CHECK(wait_contains("img1/home/work/out", "CapEff", 5000));
+	char buf[4096];
+	slurp("img1/home/work/out", buf, sizeof(buf));
+	snprintf(want, sizeof(want), "1000\n1000\n%s\n%s\nUid:\t1000\t1000\t1000\t1000\nCapEff:\t0000000000000000\n",
+		 home, home);
+	CHECK_STR(buf, want);
+	slurp("img1/etc/passwd", buf, sizeof(buf));
+	CHECK_STR(buf, "root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534::/:/bin/false\n"
+		       "work:x:1000:1000::/home/work:/bin/sh\n");
+	slurp("img1/etc/group", buf, sizeof(buf));
+	CHECK_STR(buf, "root:x:0:\nwork:x:1000:\n");
+	struct stat st;
+	CHECK(stat(home, &st) == 0 && st.st_uid == 1000 && st.st_gid == 1000);
+	/* The runner itself is no longer root either. */
+	char status[64], line[256];
+	snprintf(status, sizeof(status), "/proc/%d/status", (int)r);
+	FILE *f = fopen(status, "r");
+	bool dropped = false;
+	while (f && fgets(line, sizeof(line), f))
+		dropped |= !strcmp(line, "Uid:\t1000\t1000\t1000\t1000\n");
+	if (f)
+		fclose(f);
+	CHECK(dropped);
+	finish(r);
+
+	/* An image with its own work user (another name for 1000 too) and
+	 * home: files untouched. */
+	const char *passwd = "root:x:0:0:root:/root:/bin/sh\nwork:x:1000:1000:Work:/home/work:/bin/bash\n";
+	put("img2/etc/passwd", passwd);
+	put("img2/etc/group", "root:x:0:\nusers:x:1000:\n");
+	put("img2/home/work/.profile", "");
+	path_in(root, sizeof(root), "img2");
+	snprintf(home, sizeof(home), "%s/home/work", root);
+	if (chown(home, 1000, 1000) < 0)
+		FAILF("chown %s", home);
+	const char *args2[] = { "--fs-root", root, "--user", "1000:1000", "--", "sh", "-c", "id -u > out", NULL };
+	r = spawn(NULL, "user2.log", args2);
+	CHECK(wait_contains("img2/home/work/out", "1000", 5000));
+	slurp("img2/etc/passwd", buf, sizeof(buf));
+	CHECK_STR(buf, passwd);
+	slurp("img2/etc/group", buf, sizeof(buf));
+	CHECK_STR(buf, "root:x:0:\nusers:x:1000:\n");
+	finish(r);
+
+	/* An image without account files gets them; uid 0 stays root. */
+	put("img3/tmp/.keep", "");
+	path_in(root, sizeof(root), "img3");
+	const char *args3[] = { "--fs-root", root, "--user", "0:0", "--", "sh", "-c", "id -u > /proc/self/fd/2", NULL };
+	r = spawn(NULL, "user3.log", args3);
+	CHECK(wait_contains("user3.log", "0\n", 5000));
+	finish(r);
+	const char *args4[] = { "--fs-root", root, "--user", "1000:1000", NULL };
+	r = spawn(NULL, "user4.log", args4);
+	CHECK(wait_contains("img3/etc/passwd", "work:x:1000:1000::/home/work:/bin/sh\n", 5000));
+	slurp("img3/etc/passwd", buf, sizeof(buf));
+	CHECK_STR(buf, "root:x:0:0:root:/root:/bin/sh\nwork:x:1000:1000::/home/work:/bin/sh\n");
+	finish(r);
+
+	/* A malformed id is refused before anything runs. */
+	const char *args5[] = { "--user", "work", "--", "true", NULL };
+	pid_t p = fork();
+	if (p == 0) {
+		const char *argv[8] = { runner_path };
+		for (int i = 0; args5[i]; i++)
+			argv[i + 1] = args5[i];
+		int devnull = open("/dev/null", O_WRONLY);
+		dup2(devnull, 2);
+		execv(runner_path, (char *const *)argv);
+		_exit(121);
+	}
+	int status_code = 0;
+	CHECK(wait_exit(p, 5000, &status_code) && WIFEXITED(status_code) && WEXITSTATUS(status_code) == 2);
+}
+
 /* `--batch`: a batch session's PID 1 ends with its command. */
 TEST(batch_mode_exits_with_the_command)
 {
@@ -429,6 +542,7 @@ int main(int argc, char **argv)
 	RUN(kills_after_grace_period);
 	RUN(timeout_mode_passes_the_exit_status);
 	RUN(timeout_mode_stops_a_command_that_runs_too_long);
+	RUN(user_mode_makes_the_work_user_and_drops_to_it);
 	RUN(batch_mode_exits_with_the_command);
 	char cmd[128];
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);

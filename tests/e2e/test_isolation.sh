@@ -1,0 +1,172 @@
+#!/usr/bin/env bash
+# Tenants kept apart (docs/admin.md, "Session isolation"): each user's
+# sessions on a Docker network of their own, so that no session reaches
+# another user's, in either direction, while both still reach the host;
+# session processes and `session exec` run as the work user (uid 1000),
+# made at start in an image without one; root only where the owner's
+# policy allows it.
+. "$(dirname "$0")/lib.sh"
+e2e_setup
+start_server || { e2e_done; exit 1; }
+ADMIN_CONF=$TESSERA_CONFIG
+
+conf() { sed -n "s/^$1 *= *//p" "$ADMIN_CONF"; }
+ENDPOINT=$(conf endpoint)
+HOSTPORT=${ENDPOINT#*://}
+HOSTPORT=${HOSTPORT%%/*}
+
+hmac_hex() {  # hmac_hex KEYOPT DATA
+	printf '%s' "$2" | openssl dgst -sha256 -mac HMAC -macopt "$1" -r | cut -d' ' -f1
+}
+
+# admin_post PATH BODY: a request signed with the admin's keypair, as
+# docs/api.md ("Authentication") says; prints the reply body.
+admin_post() {
+	local path=$1 body=$2 date day key sig
+	date=$(LC_ALL=C date -u '+%a, %d %b %Y %H:%M:%S GMT')
+	day=$(date -u '+%Y%m%d')
+	key=$(hmac_hex "key:$(conf secret_key)" "$day")
+	sig=$(hmac_hex "hexkey:$key" "$(printf '%s\n%s\n%s\n%s\n%s' POST "$path" "$date" "$HOSTPORT" \
+		"$(printf '%s' "$body" | openssl dgst -sha256 -r | cut -d' ' -f1)")")
+	curl -s -X POST -H "Host: $HOSTPORT" -H "Date: $date" -H 'Content-Type: application/json' \
+		-H "Authorization: TESSERA-HMAC-SHA256 Credential=$(conf access_key), Signature=$sig" \
+		--data-binary "$body" "$ENDPOINT$path"
+}
+
+# A second user, bob, with a client config of his own.
+reply=$(admin_post /v1/users '{"email":"bob@example.org"}')
+BOB_CONF=$E2E_DIR/bob.conf
+python3 -c '
+import json, sys
+r = json.loads(sys.argv[1])
+print("endpoint = " + sys.argv[2])
+print("access_key = " + r["user"]["access_key"])
+print("secret_key = " + r["secret_key"])' "$reply" "$ENDPOINT" > "$BOB_CONF" 2>/dev/null
+BOB_ID=$(python3 -c 'import json, sys; print(json.loads(sys.argv[1])["user"]["id"])' "$reply" 2>/dev/null)
+check "a second user is made" [ -n "$BOB_ID" ]
+as_bob() { TESSERA_CONFIG=$BOB_CONF "$@"; }
+
+# Each session serves a file of its own on port 8080 from its home.
+serve() {  # serve NAME TEXT [CONFIG]
+	TESSERA_CONFIG=${3:-$ADMIN_CONF} "$TESSERA" session create "$TEST_IMAGE" --name "$1" --cpu 0.1 --mem 32m \
+		--startup-command "id -u > startup.uid; mkdir -p www; echo $2 > www/f; httpd -f -p 8080 -h www" \
+		--wait --timeout 120 >/dev/null 2>&1
+}
+serve a1 from-a1
+serve a2 from-a2
+serve b1 from-b1 "$BOB_CONF"
+all_running() {
+	[ "$(jget a1 status)" == RUNNING ] && [ "$(jget a2 status)" == RUNNING ] &&
+		[ "$(TESSERA_CONFIG=$BOB_CONF jget b1 status)" == RUNNING ]
+}
+check "the sessions run" all_running
+
+ip_of() {  # ip_of NAME [CONFIG]: the session's address on its network
+	local cid; cid=$(TESSERA_CONFIG=${2:-$ADMIN_CONF} jget "$1" container_id)
+	docker inspect -f '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}' "$cid"
+}
+net_of() {
+	local cid; cid=$(TESSERA_CONFIG=${2:-$ADMIN_CONF} jget "$1" container_id)
+	docker inspect -f '{{.HostConfig.NetworkMode}}' "$cid"
+}
+A1=$(ip_of a1)
+B1=$(ip_of b1 "$BOB_CONF")
+e2e_log "a1 at $A1 on $(net_of a1), b1 at $B1 on $(net_of b1 "$BOB_CONF")"
+own_networks() {
+	local a1 a2 b1
+	a1=$(net_of a1) a2=$(net_of a2) b1=$(net_of b1 "$BOB_CONF")
+	[[ $a1 == tessera-u-* && $a1 == "$a2" && $b1 == tessera-u-* && $a1 != "$b1" ]]
+}
+check "each user has a network of their own" own_networks
+
+# fetch [CONFIG] FROM ADDR PORT: the reply of an HTTP GET of /f made in
+# session FROM; empty when it could not connect (nc gives up after 3 s).
+fetch() {
+	local cfg=$ADMIN_CONF
+	if [[ $1 == *.conf ]]; then cfg=$1; shift; fi
+	TESSERA_CONFIG=$cfg "$TESSERA" session exec "$1" --timeout 20 -- \
+		sh -c "printf 'GET /f HTTP/1.0\r\n\r\n' | nc -w 3 $2 $3" 2>/dev/null
+}
+# Each refusal beside a fetch that works, so that "cannot reach" is not
+# a listener that never listened.
+a_apart_from_b() {
+	contains "$(fetch a2 "$A1" 8080)" from-a1 && not contains "$(fetch "$BOB_CONF" b1 "$A1" 8080)" from-a1
+}
+b_apart_from_a() {
+	contains "$(fetch "$BOB_CONF" b1 "$B1" 8080)" from-b1 && not contains "$(fetch a1 "$B1" 8080)" from-b1
+}
+check "bob's session cannot reach alice's (b1 -> a1), alice's own can (a2 -> a1)" a_apart_from_b
+check "alice's session cannot reach bob's (a1 -> b1), bob's own can (b1 -> b1)" b_apart_from_a
+
+# The host, at its address on each user's bridge.
+mkdir -p "$E2E_DIR/www" && echo from-host > "$E2E_DIR/www/f"
+python3 - "$E2E_DIR/www" "$E2E_DIR/host.port" >/dev/null 2>&1 <<'EOF' &
+import functools, http.server, sys
+handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=sys.argv[1])
+srv = http.server.ThreadingHTTPServer(("0.0.0.0", 0), handler)
+open(sys.argv[2], "w").write(str(srv.server_address[1]))
+srv.serve_forever()
+EOF
+E2E_PIDS+=($!)
+for _ in $(seq 1 100); do [[ -s $E2E_DIR/host.port ]] && break; sleep 0.1; done
+HOST_PORT=$(cat "$E2E_DIR/host.port" 2>/dev/null)
+gw_of() { docker network inspect -f '{{range .IPAM.Config}}{{.Gateway}}{{end}}' "$1"; }
+check "alice's session reaches the host" contains "$(fetch a1 "$(gw_of "$(net_of a1)")" "$HOST_PORT")" from-host
+check "bob's session reaches the host" \
+	contains "$(fetch "$BOB_CONF" b1 "$(gw_of "$(net_of b1 "$BOB_CONF")")" "$HOST_PORT")" from-host
+
+# Who the processes are: the work user, in an image without one too.
+check "the startup command runs as uid 1000" [ "$("$TESSERA" session exec a1 -- cat startup.uid)" == 1000 ]
+check "session exec runs as uid 1000" [ "$("$TESSERA" session exec a1 -- id -u)" == 1000 ]
+check "exec runs in /home/work with HOME set" \
+	[ "$("$TESSERA" session exec a1 -- sh -c 'pwd; echo $HOME')" == $'/home/work\n/home/work' ]
+check "exec with a timeout runs as uid 1000 too" [ "$("$TESSERA" session exec a1 --timeout 30 -- id -u)" == 1000 ]
+check "the image got a work user" contains "$("$TESSERA" session exec a1 -- cat /etc/passwd)" \
+	"work:x:1000:1000::/home/work:/bin/sh"
+check "the work user cannot write the image's system files" \
+	[ "$("$TESSERA" session exec a1 -- sh -c 'echo x >> /etc/passwd && echo wrote || echo refused' 2>/dev/null)" == refused ]
+
+# An image that has a work user of its own keeps it and its home.
+WORK_IMAGE=tessera-test-work:e2e-1
+if ! docker image inspect "$WORK_IMAGE" >/dev/null 2>&1; then
+	root=$(mktemp -d)
+	cid=$(docker create "$TEST_IMAGE" true)
+	docker export "$cid" | tar -C "$root" -x
+	docker rm "$cid" >/dev/null
+	printf 'root:x:0:0:root:/root:/bin/sh\nwork:x:1000:1000:Work:/home/work:/bin/sh\n' > "$root/etc/passwd"
+	printf 'root:x:0:\nwork:x:1000:\n' > "$root/etc/group"
+	mkdir -p "$root/home/work" && echo image-home > "$root/home/work/marker" && chown -R 1000:1000 "$root/home/work"
+	tar -C "$root" -c . | docker import -c 'ENV PATH=/bin' - "$WORK_IMAGE" >/dev/null
+	rm -rf "$root"
+fi
+"$TESSERA" session create "$WORK_IMAGE" --name w1 --cpu 0.1 --mem 32m --wait --timeout 120 >/dev/null 2>&1
+check "in an image with a work user, exec runs as 1000 in its home, its accounts as they were" \
+	[ "$("$TESSERA" session exec w1 -- sh -c 'id -u; cat marker; grep -c work /etc/passwd')" == $'1000\nimage-home\n1' ]
+
+# Root only by policy.
+out=$("$TESSERA" session create "$TEST_IMAGE" --name r1 --root 2>&1)
+refused_root() {
+	contains "$out" "does not allow sessions that run as root" && not "$TESSERA" session info r1 >/dev/null 2>&1
+}
+check "--root is refused by default, and no session is made" refused_root
+"$TESSERA" config set policy.admin@tessera.local '{"allow_root": true}' >/dev/null
+"$TESSERA" session create "$TEST_IMAGE" --name r1 --root --cpu 0.1 --mem 32m --wait --timeout 120 >/dev/null 2>&1
+check "--root is allowed by the policy" [ "$("$TESSERA" session exec r1 -- id -u)" == 0 ]
+check "session info says who it runs as" contains "$("$TESSERA" session info r1)" "root"
+out=$(as_bob "$TESSERA" session create "$TEST_IMAGE" --name r2 --root 2>&1)
+check "another user's policy still refuses it" contains "$out" "does not allow sessions that run as root"
+
+# A user's network goes with their last session on the node.
+bob_net() { docker network ls -q --filter "label=tessera.owner_id=$BOB_ID"; }
+had_net=$(bob_net)
+as_bob "$TESSERA" session rm b1 >/dev/null
+for _ in $(seq 1 300); do
+	[[ $(TESSERA_CONFIG=$BOB_CONF jget b1 status) == TERMINATED ]] && break
+	sleep 0.1
+done
+check "bob's network is removed with his last session" [ -n "$had_net" -a -z "$(bob_net)" ]
+"$TESSERA" session rm a1 >/dev/null
+wait_status a1 TERMINATED
+check "alice's network stays while a2 runs" [ "$(docker network inspect -f '{{.Name}}' "$(net_of a2)")" == "$(net_of a2)" ]
+
+e2e_done
