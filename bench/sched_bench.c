@@ -62,8 +62,14 @@ static void mock_release(void *ctx)
 {
 	(void)ctx;
 }
+static int mock_image_remove(void *ctx, const char *ref, struct terr *err)
+{
+	(void)ctx; (void)ref;
+	return terr_set(err, ENOSYS, "mock agent");
+}
 static const struct agent_link_ops mock_link = {
-	"mock", mock_start, mock_destroy, mock_exec, mock_logs, mock_image_exists, mock_images, NULL, NULL, mock_release,
+	"mock", mock_start, mock_destroy, mock_exec, mock_logs, mock_image_exists, mock_images, mock_image_remove,
+	NULL, NULL, mock_release,
 };
 
 static double now_s(void)

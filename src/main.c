@@ -20,7 +20,7 @@ struct command {
 	X("login",   cmd_login,   "store an endpoint and keypair in ~/.config/tessera/client.conf") \
 	X("session", cmd_session, "create, list, inspect, remove sessions; logs; exec") \
 	X("node",    cmd_node,    "list nodes (agents) with capacity and usage") \
-	X("image",   cmd_image,   "build images from recipes; pull them from the cluster registry onto nodes") \
+	X("image",   cmd_image,   "list, build, pull, alias and remove images; rescan the nodes' images") \
 	X("config",  cmd_config,  "read or change cluster settings (fGPU per device, queue policy, ...)")
 
 #define AS_ENTRY(name, fn, summary) {name, fn, summary},

@@ -78,6 +78,8 @@ struct agent {
 
 	pthread_t watcher;
 	bool watching;
+	pthread_t image_watcher;      /* reports changes of the node's images */
+	bool watching_images;
 	pthread_t usage_thread;       /* charges what the driver holds (gpu_usage.h) */
 	bool usage_running;
 	int usage_interval_ms;
@@ -331,6 +333,8 @@ void agent_close(struct agent *a)
 	atomic_store_explicit(&a->stop, true, memory_order_relaxed);
 	if (a->watching)
 		pthread_join(a->watcher, NULL);
+	if (a->watching_images)
+		pthread_join(a->image_watcher, NULL);
 	if (a->usage_running)
 		pthread_join(a->usage_thread, NULL);
 	if (a->oom_running)
@@ -415,12 +419,37 @@ int agent_list_containers(struct agent *a, json_t **out, struct terr *err)
 	return 0;
 }
 
+/* The manager takes bodies of up to 1 MiB; a list of images larger than
+ * a quarter of that (hundreds of images with many labels) is not sent
+ * inline but fetched by the manager over the RPC route. Takes images
+ * (may be NULL); returns it, or JSON null in its place. */
+static json_t *images_inline(json_t *images)
+{
+	char *text = images ? json_dumps(images, JSON_COMPACT) : NULL;
+	size_t len = text ? strlen(text) : 0;
+	free(text);
+	if (images && len <= AGENT_IMAGES_INLINE_MAX)
+		return images;
+	if (images)
+		log_info("agent", "the image list (%zu bytes) is left for the manager to fetch", len);
+	json_decref(images);
+	return json_null();
+}
+
 int agent_describe(struct agent *a, json_t **out, struct terr *err)
 {
 	json_t *containers;
 	int rc = agent_list_containers(a, &containers, err);
 	if (rc < 0)
 		return rc;
+	/* The node's images for the manager's catalog; a runtime that cannot
+	 * list them, or a list too large to send, leaves them out: the
+	 * manager then asks for them itself. */
+	json_t *images = NULL;
+	struct terr ierr = {0};
+	if (a->rt_ops->image_list(a->rt, &images, &ierr) < 0)
+		log_warn("agent", "listing images: %s", ierr.msg);
+	images = images_inline(images);
 	json_t *gpus = json_array();
 	for (int i = 0; i < a->gpus.n; i++) {
 		const struct gpu_device *d = &a->gpus.dev[i];
@@ -428,10 +457,10 @@ int agent_describe(struct agent *a, json_t **out, struct terr *err)
 						      "name", d->name, "memory", (json_int_t)d->memory, "sms", d->sms,
 						      "context_overhead", (json_int_t)d->context_overhead));
 	}
-	*out = json_pack("{s:s,s:s,s:o,s:s,s:o,s:o,s:b,s:s}", "id", a->id, "version", TESSERA_VERSION,
+	*out = json_pack("{s:s,s:s,s:o,s:s,s:o,s:o,s:b,s:s,s:o}", "id", a->id, "version", TESSERA_VERSION,
 			 "capacity", res_to_wire(&a->capacity), "runtime", a->runtime_desc,
 			 "containers", containers, "gpus", gpus, "mock_gpus", a->gpus.mock,
-			 "gpu_driver", a->gpus.driver_version);
+			 "gpu_driver", a->gpus.driver_version, "images", images);
 	return 0;
 }
 
@@ -1214,21 +1243,16 @@ int agent_image_exists(struct agent *a, const char *ref, bool *exists, struct te
 	return a->rt_ops->image_exists(a->rt, ref, exists, err);
 }
 
-int agent_images(struct agent *a, json_t **refs, struct terr *err)
+int agent_images(struct agent *a, json_t **images, struct terr *err)
 {
-	char **list = NULL;
-	size_t n = 0;
-	int rc = a->rt_ops->image_list(a->rt, &list, &n, err);
-	if (rc < 0)
-		return rc;
-	json_t *arr = json_array();
-	for (size_t i = 0; i < n; i++) {
-		json_array_append_new(arr, json_string(list[i]));
-		free(list[i]);
-	}
-	free(list);
-	*refs = arr;
-	return 0;
+	return a->rt_ops->image_list(a->rt, images, err);
+}
+
+int agent_image_remove(struct agent *a, const char *ref, struct terr *err)
+{
+	if (!a->rt_ops->image_remove)
+		return terr_set(err, ENOSYS, "the container runtime of node %s cannot remove images", a->id);
+	return a->rt_ops->image_remove(a->rt, ref, err);
 }
 
 /* Words for why a container ended, for status_info. */
@@ -1479,6 +1503,47 @@ static void *usage_main(void *arg)
 	return NULL;
 }
 
+/* Sends the node's images as an event: {"event":"images","images":[...]}. */
+static void report_images(struct agent *a)
+{
+	json_t *images = NULL;
+	struct terr err = {0};
+	if (a->rt_ops->image_list(a->rt, &images, &err) < 0)
+		log_warn("agent", "listing images after a change: %s", err.msg);
+	json_t *event = json_pack("{s:s,s:o}", "event", AGENT_EVENT_IMAGES, "images", images_inline(images));
+	if (event && a->on_event)
+		a->on_event(a->event_ud, a->id, event);
+	json_decref(event);
+}
+
+static int on_image_event(const struct rt_event *ev, void *ud)
+{
+	if (ev->image)
+		report_images(ud);
+	return 0;
+}
+
+static void *image_watch_main(void *arg)
+{
+	struct agent *a = arg;
+	bool first = true;
+	while (!stopping(a)) {
+		/* Changes while the stream was down are sent as one list. */
+		if (!first)
+			report_images(a);
+		first = false;
+		struct terr err = {0};
+		int rc = a->rt_ops->watch_images ? a->rt_ops->watch_images(a->rt, on_image_event, a, &a->stop, &err) : 0;
+		if (stopping(a) || !a->rt_ops->watch_images)
+			break;
+		if (rc < 0)
+			log_warn("agent", "image event stream from the runtime failed, retrying: %s", err.msg);
+		for (int i = 0; i < 10 && !stopping(a); i++)
+			usleep(100 * 1000);
+	}
+	return NULL;
+}
+
 /* ---- processes killed for passing the memory limit (oomwatch.h) ---- */
 
 static struct oom_seen *oom_entry(struct agent *a, const char *cid)
@@ -1580,6 +1645,11 @@ int agent_watch_start(struct agent *a, agent_event_fn fn, void *ud, struct terr 
 	if (pthread_create(&a->watcher, NULL, watch_main, a) != 0)
 		return terr_set(err, EAGAIN, "cannot start the container watcher thread");
 	a->watching = true;
+	if (pthread_create(&a->image_watcher, NULL, image_watch_main, a) == 0)
+		a->watching_images = true;
+	else
+		log_warn("agent", "cannot start the image watcher thread: image changes reach the "
+			 "manager only at registration and on 'tessera image rescan'");
 	if (a->oom_interval_ms < 0)
 		log_info("agent", "OOM kills are not counted (oom_interval_ms < 0)");
 	else if (pthread_create(&a->oom_thread, NULL, oom_main, a) == 0)

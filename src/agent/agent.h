@@ -71,7 +71,8 @@ struct res agent_capacity(const struct agent *a);
 
 /* {"id","version","capacity":{"cpu_milli","mem","fgpu_milli"},
  *  "runtime":"docker 20.10.24 (API 1.41)","containers":[...],
- *  "gpus":[{"index","uuid","name","memory","sms"}],"mock_gpus":bool} (new ref). */
+ *  "gpus":[{"index","uuid","name","memory","sms"}],"mock_gpus":bool,
+ *  "images":[...] as agent_images lists them} (new ref). */
 int agent_describe(struct agent *a, json_t **out, struct terr *err);
 /* [{"session_id","container_id","running","exit_code","oom_killed","state",
  *   "cluster_id"}]: the agent's own containers (agent_set_cluster_id);
@@ -108,8 +109,12 @@ int agent_exec_stream(struct agent *a, const char *container_id, const char *con
 int agent_logs_stream(struct agent *a, const char *container_id, int tail, bool follow,
 		      struct pump **out, struct terr *err);
 int agent_image_exists(struct agent *a, const char *ref, bool *exists, struct terr *err);
-/* *refs (new ref): array of the node's image references "repo:tag". */
-int agent_images(struct agent *a, json_t **refs, struct terr *err);
+/* *images (new ref): the node's images as the runtime lists them,
+ * [{"id","tags":["repo:tag",...],"size","labels":{...}}]. */
+int agent_images(struct agent *a, json_t **images, struct terr *err);
+/* Removes one reference of an image from the node (image rm); -ENOENT
+ * when the node has none by that name. */
+int agent_image_remove(struct agent *a, const char *ref, struct terr *err);
 
 /* Commits a session's container into a new image (session commit).
  * req (borrowed): {"container_id","ref","labels":{...},"source_image",
@@ -144,9 +149,11 @@ int agent_pull(struct agent *a, const char *ref, const char *registry, const cha
  * known yet, every container with the agent's label counts. Any thread. */
 void agent_set_cluster_id(struct agent *a, const char *cluster_id);
 
-/* Starts the watcher thread reporting containers that end by themselves,
- * and the OOM thread reporting OOM kills (every AGENT_OOM_INTERVAL_MS, and
- * at once on Docker's `oom` event). */
+/* Starts the watcher threads: one reports containers that end by
+ * themselves, the other every change of the node's images as
+ * {"event":"images","images":[...]} (agent_images' list); and the OOM
+ * thread reporting OOM kills (every AGENT_OOM_INTERVAL_MS, and at once on
+ * Docker's `oom` event). */
 int agent_watch_start(struct agent *a, agent_event_fn fn, void *ud, struct terr *err);
 
 #define AGENT_OOM_INTERVAL_MS 1000
@@ -156,6 +163,12 @@ int agent_watch_start(struct agent *a, agent_event_fn fn, void *ud, struct terr 
 #define AGENT_LABEL_NAME "tessera.name"
 #define AGENT_LABEL_OWNER "tessera.owner"
 #define AGENT_LABEL_CLUSTER "tessera.cluster"
+/* The event that carries the node's images after they changed; "images"
+ * is null when the list could not be made or is larger than
+ * AGENT_IMAGES_INLINE_MAX bytes, and so at registration: the manager
+ * then fetches it (GET /rpc/v1/images). */
+#define AGENT_EVENT_IMAGES "images"
+#define AGENT_IMAGES_INLINE_MAX (256u << 10)
 /* "UID:GID" the session's processes run as; absent on containers made
  * before sessions ran as a user of their own (those run as root). */
 #define AGENT_LABEL_RUN_AS "tessera.run_as"

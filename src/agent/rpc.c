@@ -141,6 +141,16 @@ static void rpc_images(void *ctx, struct httpd_req *req, struct httpd_resp *resp
 		httpd_json(resp, 200, json_pack("{s:o}", "images", refs));
 }
 
+static void rpc_image_remove(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
+{
+	struct rpc_ctx *rc = ctx;
+	struct terr err = {0};
+	if (agent_image_remove(rc->agent, req->params[0], &err) < 0)
+		httpd_error_terr(resp, &err);
+	else
+		httpd_json(resp, 200, json_object());
+}
+
 static void rpc_commit(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 {
 	struct rpc_ctx *rc = ctx;

@@ -21,6 +21,7 @@
 	X(EXEC, exec, "POST", "/rpc/v1/containers/{cid}/exec") \
 	X(LOGS, logs, "GET", "/rpc/v1/containers/{cid}/logs") \
 	X(IMAGE, image, "GET", "/rpc/v1/images/{ref}") \
+	X(IMAGE_REMOVE, image_remove, "DELETE", "/rpc/v1/images/{ref}") \
 	X(COMMIT, commit, "POST", "/rpc/v1/containers/{cid}/commit") \
 	X(PULL, pull, "POST", "/rpc/v1/pulls")
 

@@ -1,6 +1,7 @@
 /* Agents: the registry (registration, heartbeats, LOST detection), the
  * reconciliation of a (re)registered agent's containers with the sessions,
- * container-died events, and the views of nodes and their images. */
+ * container-died events and image-list events, and the view of nodes. The
+ * images themselves are the catalog's (images.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -270,6 +271,9 @@ int mgr_agent_register(struct manager *m, json_t *desc, const struct agent_link_
 		g->context_overhead = json_integer_value(json_object_get(gv, "context_overhead"));
 	}
 	a->rec.capacity.fgpu_m = (int64_t)a->n_gpus * mgr_per_device_m(m);
+	/* Its images (an agent of an earlier version sends none: unknown,
+	 * asked when the catalog is read). */
+	mgr_agent_set_images(a, json_object_get(desc, "images"));
 	for (size_t si = 0; si < m->n_sessions; si++) {
 		struct msession *s = m->sessions[si];
 		if (!strcmp(s->rec.agent_id, a->rec.id) && session_status_holds(s->rec.status))
@@ -385,6 +389,17 @@ static void session_oom(struct manager *m, struct msession *s, int64_t total)
 
 void mgr_agent_event(struct manager *m, const char *agent_id, json_t *event)
 {
+	const char *kind = json_string_value(json_object_get(event, "event"));
+	if (kind && !strcmp(kind, AGENT_EVENT_IMAGES)) {
+		pthread_mutex_lock(&m->mu);
+		struct magent *a = mgr_find_agent(m, agent_id);
+		/* Without a list (too large to send): unknown, fetched when the
+		 * catalog is next read. */
+		if (a)
+			mgr_agent_set_images(a, json_object_get(event, "images"));
+		pthread_mutex_unlock(&m->mu);
+		return;
+	}
 	const char *sid = json_string_value(json_object_get(event, "session_id"));
 	const char *cid = json_string_value(json_object_get(event, "container_id"));
 	const char *reason = json_string_value(json_object_get(event, "reason"));
@@ -470,55 +485,5 @@ json_t *mgr_nodes_list(struct manager *m)
 	pthread_mutex_lock(&m->mu);
 	json_t *arr = mgr_nodes_json(m);
 	pthread_mutex_unlock(&m->mu);
-	return arr;
-}
-
-json_t *mgr_images_list(struct manager *m)
-{
-	struct probe { const struct agent_link_ops *link; void *ctx; char id[STORE_NAME_MAX]; } *probes;
-	size_t n = 0;
-	pthread_mutex_lock(&m->mu);
-	probes = calloc(m->n_agents ? m->n_agents : 1, sizeof(*probes));
-	for (size_t i = 0; probes && i < m->n_agents; i++) {
-		struct magent *a = m->agents[i];
-		if (!a->alive || !a->link)
-			continue;
-		probes[n].link = a->link;
-		probes[n].ctx = a->link_ctx;
-		util_strlcpy(probes[n].id, a->rec.id, sizeof(probes[n].id));
-		n++;
-	}
-	pthread_mutex_unlock(&m->mu);
-	/* {"ref": ["node", ...]} gathered from every alive node. */
-	json_t *by_ref = json_object();
-	for (size_t i = 0; probes && i < n; i++) {
-		json_t *refs = NULL;
-		struct terr err = {0};
-		if (probes[i].link->images(probes[i].ctx, &refs, &err) < 0) {
-			log_warn("manager", "listing images on %s: %s", probes[i].id, err.msg);
-			continue;
-		}
-		size_t k;
-		json_t *r;
-		json_array_foreach(refs, k, r) {
-			const char *ref = json_string_value(r);
-			if (!ref || !strcmp(ref, "<none>:<none>"))
-				continue;
-			json_t *nodes = json_object_get(by_ref, ref);
-			if (!nodes) {
-				nodes = json_array();
-				json_object_set_new(by_ref, ref, nodes);
-			}
-			json_array_append_new(nodes, json_string(probes[i].id));
-		}
-		json_decref(refs);
-	}
-	free(probes);
-	json_t *arr = json_array();
-	const char *ref;
-	json_t *nodes;
-	json_object_foreach(by_ref, ref, nodes)
-		json_array_append_new(arr, json_pack("{s:s,s:O}", "ref", ref, "nodes", nodes));
-	json_decref(by_ref);
 	return arr;
 }

@@ -335,13 +335,76 @@ static void api_config_set(void *ctx, struct httpd_req *req, struct httpd_resp *
 
 static void api_image_list(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 {
-	json_t *images = mgr_images_list(ctx);
-	mgr_images_hide_private(ctx, caller(req), images);
+	const char *all = httpd_query(req, "all");
+	bool show_all = all && (!strcmp(all, "1") || !strcmp(all, "true"));
+	json_t *images = mgr_images_list(ctx, caller(req), show_all);
+	mgr_commits_annotate(ctx, images);
 	/* Private images being committed, or whose commit failed. */
 	json_t *commits = mgr_commits_json(ctx, caller(req));
 	json_array_extend(images, commits);
 	json_decref(commits);
 	httpd_json(resp, 200, json_pack("{s:o}", "images", images));
+}
+
+static bool admin_only(struct httpd_req *req, struct httpd_resp *resp, const char *what)
+{
+	if (caller(req)->is_admin)
+		return true;
+	httpd_error(resp, 403, "forbidden", "only an admin may %s", what);
+	return false;
+}
+
+static void api_image_rescan(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
+{
+	if (!admin_only(req, resp, "rescan the nodes' images"))
+		return;
+	json_t *o = NULL;
+	struct terr err = {0};
+	int rc = mgr_images_rescan(ctx, &o, &err);
+	answer(resp, rc, 200, o, &err);
+}
+
+static void api_image_remove(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
+{
+	json_t *o = NULL;
+	struct terr err = {0};
+	int rc = validate_image_ref(req->params[0], &err);
+	if (rc == 0)
+		rc = mgr_image_remove(ctx, caller(req), req->params[0], &o, &err);
+	answer(resp, rc, 200, o, &err);
+}
+
+static void api_image_aliases(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
+{
+	(void)req;
+	httpd_json(resp, 200, json_pack("{s:o}", "aliases", mgr_image_aliases(ctx)));
+}
+
+static void api_image_alias_set(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
+{
+	if (!admin_only(req, resp, "set image aliases"))
+		return;
+	json_t *body = api_parse_body(req, resp);
+	if (!body)
+		return;
+	const char *image = json_string_value(json_object_get(body, "image"));
+	if (!image || json_object_size(body) != 1) {
+		httpd_error(resp, 400, "invalid_argument", "body must be {\"image\": \"IMAGE\"}");
+	} else {
+		struct terr err = {0};
+		int rc = mgr_image_alias(ctx, req->params[0], image, &err);
+		answer(resp, rc, 200, rc < 0 ? NULL : json_pack("{s:s,s:s}", "alias", req->params[0], "image", image), &err);
+	}
+	json_decref(body);
+}
+
+static void api_image_alias_delete(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
+{
+	if (!admin_only(req, resp, "remove image aliases"))
+		return;
+	struct terr err = {0};
+	int rc = mgr_image_dealias(ctx, req->params[0], &err);
+	answer(resp, rc, 200, rc < 0 ? NULL : json_pack("{s:s}", "alias", req->params[0]), &err);
 }
 
 /* ---------- routes: private images and pulls ---------- */
@@ -533,8 +596,12 @@ static void api_agent_event(void *ctx, struct httpd_req *req, struct httpd_resp 
 	json_t *body = api_parse_body(req, resp);
 	if (!body)
 		return;
-	if (!json_is_string(json_object_get(body, "session_id"))) {
-		httpd_error(resp, 400, "invalid_argument", "event needs a session_id");
+	const char *kind = json_string_value(json_object_get(body, "event"));
+	bool images = kind && !strcmp(kind, AGENT_EVENT_IMAGES);
+	json_t *list = json_object_get(body, "images");
+	if (images ? list && !json_is_array(list) && !json_is_null(list) : !json_is_string(json_object_get(body, "session_id"))) {
+		httpd_error(resp, 400, "invalid_argument", images ? "an images event's images must be an array or null"
+								   : "event needs a session_id");
 	} else {
 		mgr_agent_event(ctx, ai->agent_id, body);
 		httpd_json(resp, 200, json_object());
@@ -555,6 +622,11 @@ const struct httpd_route manager_routes[] = {
 	{"POST", "/v1/sessions/{ref}/commit", api_session_commit, AUTH_USER},
 	{"GET", "/v1/commits/{id}", api_commit_get, AUTH_USER},
 	{"GET", "/v1/images", api_image_list, AUTH_USER},
+	{"POST", "/v1/images/rescan", api_image_rescan, AUTH_USER},
+	{"GET", "/v1/images/aliases", api_image_aliases, AUTH_USER},
+	{"PUT", "/v1/images/aliases/{alias}", api_image_alias_set, AUTH_USER},
+	{"DELETE", "/v1/images/aliases/{alias}", api_image_alias_delete, AUTH_USER},
+	{"DELETE", "/v1/images/{ref}", api_image_remove, AUTH_USER},
 	{"POST", "/v1/images/pull", api_image_pull, AUTH_USER},
 	{"GET", "/v1/images/pulls/{id}", api_image_pull_get, AUTH_USER},
 	{"GET", "/v1/config", api_config_get, AUTH_USER},

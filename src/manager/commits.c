@@ -17,6 +17,7 @@
 #include "common/jsonutil.h"
 #include "common/log.h"
 #include "common/util.h"
+#include "images/labels.h"
 #include "manager/state.h"
 #include "registry/registry.h"
 
@@ -48,10 +49,22 @@ static struct mcommit *find_commit(struct manager *m, const char *id)
 	return NULL;
 }
 
+/* Whether two image references name the same image ("x:1" and
+ * "docker.io/library/x:1"): the catalog speaks in canonical ones. */
+static bool same_ref(const char *a, const char *b)
+{
+	char ca[300], cb[300];
+	struct terr ig = {0};
+	if (!strcmp(a, b))
+		return true;
+	return img_ref_canonical(a, ca, sizeof(ca), &ig) == 0 && img_ref_canonical(b, cb, sizeof(cb), &ig) == 0 &&
+	       !strcmp(ca, cb);
+}
+
 static struct mcommit *find_commit_ref(struct manager *m, const char *ref)
 {
 	for (size_t i = 0; i < m->n_commits; i++)
-		if (m->commits[i]->status != COMMIT_FAILED && !strcmp(m->commits[i]->ref, ref))
+		if (m->commits[i]->status != COMMIT_FAILED && same_ref(m->commits[i]->ref, ref))
 			return m->commits[i];
 	return NULL;
 }
@@ -227,6 +240,12 @@ static bool may_see(const struct user_rec *u, const char *owner_id)
 	return u->is_admin || !strcmp(u->id, owner_id);
 }
 
+const char *mgr_commit_owner(struct manager *m, const char *ref)
+{
+	const struct mcommit *c = find_commit_ref(m, ref);
+	return c ? c->owner_id : NULL;
+}
+
 bool mgr_commit_hidden(struct manager *m, const struct user_rec *u, const char *ref)
 {
 	const struct mcommit *c = find_commit_ref(m, ref);
@@ -241,13 +260,22 @@ json_t *mgr_commit_last_json(struct manager *m, const char *session_id)
 	return json_null();
 }
 
-void mgr_images_hide_private(struct manager *m, const struct user_rec *caller, json_t *images)
+void mgr_commits_annotate(struct manager *m, json_t *images)
 {
+	size_t i;
+	json_t *img;
 	pthread_mutex_lock(&m->mu);
-	for (size_t i = json_array_size(images); i-- > 0;) {
-		const char *ref = json_string_value(json_object_get(json_array_get(images, i), "ref"));
-		if (ref && mgr_commit_hidden(m, caller, ref))
-			json_array_remove(images, i);
+	json_array_foreach(images, i, img) {
+		const char *ref = json_string_value(json_object_get(img, "ref"));
+		const struct mcommit *c = ref ? find_commit_ref(m, ref) : NULL;
+		if (!c || c->status != COMMIT_READY)
+			continue;
+		json_object_set_new(img, "in_registry", json_boolean(c->pushed));
+		json_object_set_new(img, "source_session", json_string(c->session_name));
+		json_object_set_new(img, "source_image", json_string(c->source_image));
+		json_object_set_new(img, "committed_by", json_string(c->by));
+		if (c->push_error[0])
+			json_object_set_new(img, "push_error", json_string(c->push_error));
 	}
 	pthread_mutex_unlock(&m->mu);
 }
@@ -526,7 +554,7 @@ int mgr_commit_forget(struct manager *m, const char *ref)
 	pthread_mutex_lock(&m->mu);
 	int rc = -ENOENT;
 	for (size_t i = 0; i < m->n_commits; i++) {
-		if (m->commits[i]->status == COMMIT_READY && !strcmp(m->commits[i]->ref, ref)) {
+		if (m->commits[i]->status == COMMIT_READY && same_ref(m->commits[i]->ref, ref)) {
 			remove_commit_at(m, i);
 			persist_commits(m);
 			m->version++;

@@ -88,9 +88,37 @@ void mgr_exec_release(void *slot);
 
 /* Every node with capacity, use, devices and liveness. A JSON array. */
 json_t *mgr_nodes_list(struct manager *m);
-/* [{"ref", "nodes": [...]}]: the images of every alive node, asked
- * without the lock; a node that does not answer is left out (logged). */
-json_t *mgr_images_list(struct manager *m);
+
+/* ---- images (images.c) ---- */
+
+/* The catalog of the alive nodes' images that u may launch, one entry
+ * per reference (docs/api.md, GET /v1/images): images of other users
+ * (tessera.owner) left out, those ai.backend.features calls private too
+ * unless u is an admin asking for all. A JSON array. */
+json_t *mgr_images_list(struct manager *m, const struct user_rec *u, bool all);
+/* Asks every alive node for its images again; *reply {"nodes",
+ * "nodes_alive","images"}. EAGAIN when none answered. */
+int mgr_images_rescan(struct manager *m, json_t **reply, struct terr *err);
+/* {"alias": "image", ...} (new reference). */
+json_t *mgr_image_aliases(struct manager *m);
+/* Sets (replaces) or removes an alias, kept in the store. EINVAL for a
+ * name that is not a reference; ENOENT when dealiasing an unknown one. */
+int mgr_image_alias(struct manager *m, const char *alias, const char *image, struct terr *err);
+int mgr_image_dealias(struct manager *m, const char *alias, struct terr *err);
+/* Removes the image ref from every node that holds it, on request of u:
+ * an admin, or the owner of a private image (EPERM otherwise). ENOENT
+ * when u sees no such image; EBUSY while a session that has not ended
+ * uses it. *reply {"ref","nodes"}. */
+int mgr_image_remove(struct manager *m, const struct user_rec *u, const char *ref, json_t **reply,
+		     struct terr *err);
+/* The create check of an image (without the lock held): resolves an
+ * alias into resolved (n bytes; else the typed name), finds the image
+ * among what u may launch (asking the nodes again when it is not listed):
+ * EINVAL "not present on any node" when not, for an image u may not see
+ * exactly as for one that does not exist; EINVAL naming both when req is
+ * below the image's minimum; EAGAIN when no node could be asked. */
+int mgr_image_check(struct manager *m, const struct user_rec *u, const char *typed, const struct res *req,
+		    char *resolved, size_t n, struct terr *err);
 
 /* ---- private images and the cluster registry (commits.c) ---- */
 
@@ -110,10 +138,10 @@ int mgr_commit_get(struct manager *m, const struct user_rec *u, const char *id, 
 /* The commits u may see that are not ready images yet (committing) or
  * failed, as entries of GET /v1/images (docs/api.md). A JSON array. */
 json_t *mgr_commits_json(struct manager *m, const struct user_rec *caller);
-/* Removes from images (entries {"ref", ...} of GET /v1/images, borrowed)
- * the private images of others than caller, unless caller is an admin:
- * they are as absent as images nobody made. */
-void mgr_images_hide_private(struct manager *m, const struct user_rec *caller, json_t *images);
+/* Fills the entries of images (the catalog's, mgr_images_list) that are
+ * ready commits with what the commit knows: in_registry, push_error,
+ * source_session, source_image, committed_by. */
+void mgr_commits_annotate(struct manager *m, json_t *images);
 /* Forgets the commit of ref (its image was removed), so that it counts
  * no more against max_private_images. 0, or -ENOENT when none. */
 int mgr_commit_forget(struct manager *m, const char *ref);
@@ -131,7 +159,8 @@ int mgr_image_pull_get(struct manager *m, const struct user_rec *u, const char *
 /* ---- agents (agents.c) ---- */
 
 /* Registers an agent (or re-registers it) from its description
- * {"id","url","version","capacity","gpus","containers","mock_gpus"} and
+ * {"id","url","version","capacity","gpus","containers","mock_gpus",
+ * "images"} and
  * reconciles its containers with the sessions. On success the manager
  * owns link_ctx (released at close); on failure the caller keeps it.
  * local: an in-process agent, never LOST. *reply (may be NULL):
@@ -149,7 +178,10 @@ int mgr_agent_heartbeat(struct manager *m, const char *agent_id, json_t **reply,
  * TERMINATED or ERROR by its exit code), or the count of processes killed
  * in it for passing its memory limit grew {"session_id","container_id",
  * "event":"oom","oom_kills": total} (a history line; the status stays).
- * Sessions of other agents are left alone. */
+ * Sessions of other agents are left alone. Or the agent's images after a
+ * change {"event":"images","images":[...]}, which replace its list in the
+ * catalog ("images" null: unknown, asked of the agent when the catalog is
+ * next read). */
 void mgr_agent_event(struct manager *m, const char *agent_id, json_t *event);
 
 /* ---- settings (settings.c) ---- */

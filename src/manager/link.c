@@ -49,6 +49,11 @@ static int local_images(void *ctx, json_t **refs, struct terr *err)
 	return agent_images(ctx, refs, err);
 }
 
+static int local_image_remove(void *ctx, const char *ref, struct terr *err)
+{
+	return agent_image_remove(ctx, ref, err);
+}
+
 static int local_commit(void *ctx, json_t *req, json_t **result, struct terr *err)
 {
 	return agent_commit(ctx, req, result, err);
@@ -73,6 +78,7 @@ const struct agent_link_ops link_local_ops = {
 	.logs = local_logs,
 	.image_exists = local_image_exists,
 	.images = local_images,
+	.image_remove = local_image_remove,
 	.commit = local_commit,
 	.pull = local_pull,
 	.release = local_release,
@@ -272,6 +278,14 @@ static int remote_images(void *ctx, json_t **refs, struct terr *err)
 	return 0;
 }
 
+static int remote_image_remove(void *ctx, const char *ref, struct terr *err)
+{
+	json_t *resp = NULL;
+	int rc = remote_call(ctx, AGENT_RPC_IMAGE_REMOVE, ref, NULL, NULL, 60000, &resp, err);
+	json_decref(resp);
+	return rc;
+}
+
 /* A commit writes the whole filesystem and a push sends it: minutes for
  * a large image. */
 #define LINK_IMAGE_TIMEOUT_MS (30L * 60 * 1000)
@@ -312,6 +326,7 @@ const struct agent_link_ops link_remote_ops = {
 	.logs = remote_logs,
 	.image_exists = remote_image_exists,
 	.images = remote_images,
+	.image_remove = remote_image_remove,
 	.commit = remote_commit,
 	.pull = remote_pull,
 	.release = remote_release,

@@ -27,8 +27,12 @@ struct agent_link_ops {
 	int (*logs)(void *ctx, const char *cid, int tail, bool follow, struct pump **out,
 		    struct terr *err);
 	int (*image_exists)(void *ctx, const char *ref, bool *exists, struct terr *err);
-	/* *refs (new ref): array of "repo:tag" strings */
-	int (*images)(void *ctx, json_t **refs, struct terr *err);
+	/* *images (new ref): [{"id","tags","size","labels"}] (agent_images);
+	 * an agent of an earlier version answers "repo:tag" strings. */
+	int (*images)(void *ctx, json_t **images, struct terr *err);
+	/* Removes one reference of an image from the node; -ENOENT when it
+	 * has none. */
+	int (*image_remove)(void *ctx, const char *ref, struct terr *err);
 	/* Commits a container into an image: req (borrowed) as agent_commit
 	 * takes it, *result (new ref) as it answers. */
 	int (*commit)(void *ctx, json_t *req, json_t **result, struct terr *err);

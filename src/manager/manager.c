@@ -276,6 +276,8 @@ int manager_open(struct manager **out, const struct manager_config *cfg, struct 
 		goto fail;
 	if ((rc = mgr_settings_load(m, err)) < 0 || (rc = mgr_commits_load(m, err)) < 0)
 		goto fail;
+	if ((rc = mgr_images_load(m, err)) < 0)
+		goto fail;
 	if (cfg->selector) {
 		json_t *v = json_string(cfg->selector);
 		rc = mgr_settings_set(m, "selector", v, err);
@@ -389,6 +391,7 @@ void manager_close(struct manager *m)
 	free(m->sessions);
 	strmap_free(&m->session_by_id);
 	strmap_free(&m->agent_by_id);
+	mgr_images_free(m);
 	for (size_t i = 0; i < m->n_agents; i++) {
 		if (m->agents[i]->link)
 			m->agents[i]->link->release(m->agents[i]->link_ctx);

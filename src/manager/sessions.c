@@ -274,22 +274,16 @@ static bool name_in_use(struct manager *m, const char *owner, const char *name)
 }
 
 /* Checks that the request is a multiple of the quantum, that some node
- * could ever hold it and that some alive node has the image. The image is
- * asked of the nodes without the lock: an agent may take a while. */
-/* One wording for an image that is nowhere and for a private image of
- * someone else: the API never tells the two apart. */
-static int no_such_image(const char *image, struct terr *err)
-{
-	return terr_set(err, EINVAL, "image %s is not present on any node; pull or build it there first (docker pull %s)",
-			image, image);
-}
-
+ * could ever hold it and that some alive node (or the cluster registry)
+ * has the image, which owner may launch, with a minimum the request meets
+ * (images.c, from the catalog, without the lock; a private image of
+ * someone else is answered as a missing one there, the one place that
+ * decides). image gets the image to record: an alias resolved, else the
+ * name as typed. */
 static int check_placeable(struct manager *m, const struct user_rec *owner, const struct create_request *cr,
-			   struct terr *err)
+			   char *image, size_t image_n, struct terr *err)
 {
-	struct probe { const struct agent_link_ops *link; void *ctx; char id[STORE_NAME_MAX]; } *probes = NULL;
-	size_t n = 0;
-	bool fits_somewhere = false, any_agent = false;
+	bool fits_somewhere = false, any_agent = false, any_alive = false;
 	pthread_mutex_lock(&m->mu);
 	int64_t quantum = m->settings.fgpu_quantum_m, per_dev = mgr_per_device_m(m);
 	if (cr->req.fgpu_m % quantum) {
@@ -298,55 +292,27 @@ static int check_placeable(struct manager *m, const struct user_rec *owner, cons
 		pthread_mutex_unlock(&m->mu);
 		return terr_set(err, EINVAL, "resources.fgpu must be a multiple of the fGPU quantum %s", q);
 	}
-	if (mgr_commit_hidden(m, owner, cr->image)) {
-		pthread_mutex_unlock(&m->mu);
-		return no_such_image(cr->image, err);
-	}
-	probes = calloc(m->n_agents ? m->n_agents : 1, sizeof(*probes));
-	for (size_t i = 0; probes && i < m->n_agents; i++) {
+	for (size_t i = 0; i < m->n_agents; i++) {
 		struct magent *a = m->agents[i];
 		any_agent = true;
 		/* Satisfiable counts the devices all free: only their number matters. */
 		struct sched_agent sa = {.capacity = a->rec.capacity, .n_devs = (size_t)a->n_gpus};
 		if (sched_satisfiable(&sa, 1, &cr->req, per_dev))
 			fits_somewhere = true;
-		if (a->alive && a->link) {
-			probes[n].link = a->link;
-			probes[n].ctx = a->link_ctx;
-			util_strlcpy(probes[n].id, a->rec.id, sizeof(probes[n].id));
-			n++;
-		}
+		if (a->alive && a->link)
+			any_alive = true;
 	}
 	pthread_mutex_unlock(&m->mu);
-	if (!probes)
-		return terr_set(err, ENOMEM, "out of memory");
-	int rc = 0;
 	char need[96];
 	res_describe(&cr->req, need, sizeof(need));
-	if (!any_agent) {
-		rc = terr_set(err, EAGAIN, "no node has registered yet; start an agent first");
-	} else if (!fits_somewhere) {
-		rc = terr_set(err, EDOM, "no node could ever hold %s per session%s; ask for less (see 'tessera node ls')", need,
-			      cr->req.fgpu_m ? " (fGPU must fit on one node's devices)" : "");
-	} else if (n == 0) {
-		rc = terr_set(err, EAGAIN, "no node is alive right now; check the agents ('tessera node ls')");
-	} else {
-		bool found = false;
-		struct terr last = {0};
-		for (size_t i = 0; i < n && !found; i++) {
-			bool exists = false;
-			if (probes[i].link->image_exists(probes[i].ctx, cr->image, &exists, &last) == 0 && exists)
-				found = true;
-		}
-		/* On no node but in the cluster registry: the start pulls it. */
-		if (!found && mgr_registry_has(m, cr->image))
-			found = true;
-		if (!found)
-			rc = last.code ? terr_set(err, EAGAIN, "cannot check image %s: %s", cr->image, last.msg)
-				       : no_such_image(cr->image, err);
-	}
-	free(probes);
-	return rc;
+	if (!any_agent)
+		return terr_set(err, EAGAIN, "no node has registered yet; start an agent first");
+	if (!fits_somewhere)
+		return terr_set(err, EDOM, "no node could ever hold %s per session%s; ask for less (see 'tessera node ls')", need,
+				cr->req.fgpu_m ? " (fGPU must fit on one node's devices)" : "");
+	if (!any_alive)
+		return terr_set(err, EAGAIN, "no node is alive right now; check the agents ('tessera node ls')");
+	return mgr_image_check(m, owner, cr->image, &cr->req, image, image_n, err);
 }
 
 static void free_news(struct msession **news, size_t n)
@@ -363,7 +329,7 @@ static void free_news(struct msession **news, size_t n)
 /* The records of a create request: NAME, or NAME-1..NAME-COUNT for a
  * count, with a generated NAME when none is given. */
 static struct msession **new_records(const struct user_rec *owner, const struct create_request *cr,
-				     struct terr *err)
+				     const char *image, struct terr *err)
 {
 	struct msession **news = calloc((size_t)cr->count, sizeof(*news));
 	if (!news) {
@@ -393,7 +359,7 @@ static struct msession **new_records(const struct user_rec *owner, const struct 
 		} else
 			util_strlcpy(s->rec.name, base, sizeof(s->rec.name));
 		util_strlcpy(s->rec.owner_id, owner->id, sizeof(s->rec.owner_id));
-		util_strlcpy(s->rec.image, cr->image, sizeof(s->rec.image));
+		util_strlcpy(s->rec.image, image, sizeof(s->rec.image));
 		s->rec.req = cr->req;
 		s->rec.env_json = env_text ? strdup(env_text) : NULL;
 		s->rec.startup_command = cr->startup_command ? strdup(cr->startup_command) : NULL;
@@ -412,11 +378,12 @@ static struct msession **new_records(const struct user_rec *owner, const struct 
 int mgr_sessions_create(struct manager *m, const struct user_rec *owner, const struct create_request *cr,
 			json_t **sessions, struct terr *err)
 {
-	int rc = check_placeable(m, owner, cr, err);
+	char image[sizeof(((struct session_rec *)0)->image)];
+	int rc = check_placeable(m, owner, cr, image, sizeof(image), err);
 	if (rc < 0)
 		return rc;
 	size_t n = (size_t)cr->count;
-	struct msession **news = new_records(owner, cr, err);
+	struct msession **news = new_records(owner, cr, image, err);
 	if (!news)
 		return -ENOMEM;
 	pthread_mutex_lock(&m->mu);

@@ -59,6 +59,9 @@ struct magent {
 	bool mock_gpus;
 	const struct agent_link_ops *link;
 	void *link_ctx;
+	/* Its images as it last reported them (images.c): [{"id","tags",
+	 * "size","labels"}]; NULL while unknown. */
+	json_t *images;
 };
 
 /* Cluster settings (kept in the store's settings table). */
@@ -140,6 +143,7 @@ struct manager {
 	size_t n_agents, cap_agents;
 	struct user_rec *users;
 	size_t n_users;
+	json_t *image_aliases;      /* {"alias": "image ref"}, stored (images.c) */
 
 	/* Execs running per user, for max_concurrent_execs: an entry while
 	 * its count is above 0 (sessions.c). */
@@ -258,6 +262,9 @@ void mgr_run_pull(struct manager *m, const char *pull_id);
 /* Whether ref is a private image u may not see: then it does not exist
  * for u ("no such image"). */
 bool mgr_commit_hidden(struct manager *m, const struct user_rec *u, const char *ref);
+/* The owner's user id of the private image ref that a commit made (one
+ * not failed), or NULL; valid while mu is held. */
+const char *mgr_commit_owner(struct manager *m, const char *ref);
 /* The session's last commit's JSON, or null (new reference). */
 json_t *mgr_commit_last_json(struct manager *m, const char *session_id);
 /* Before a start: pulls the session's image onto its node when the node
@@ -288,6 +295,15 @@ void mgr_apply_fgpu_setting(struct manager *m);
 void mgr_mark_lost_agents(struct manager *m);
 /* The API's view of every node (new reference). */
 json_t *mgr_nodes_json(struct manager *m);
+
+/* ---- images.c ---- */
+/* Loads the aliases at open. */
+int mgr_images_load(struct manager *m, struct terr *err);
+/* Frees the agents' lists and the aliases at close. */
+void mgr_images_free(struct manager *m);
+/* Replaces an agent's list with a copy of list (borrowed; not an array:
+ * unknown). */
+void mgr_agent_set_images(struct magent *a, json_t *list);
 
 /* ---- users.c ---- */
 const struct user_rec *mgr_find_user(struct manager *m, const char *id);

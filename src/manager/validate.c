@@ -5,89 +5,13 @@
 
 #include "common/jsonutil.h"
 #include "common/units.h"
+#include "images/labels.h"
 
-static int is_path_char(char c)
-{
-	return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
-}
-
+/* Docker's reference grammar is parsed in one place (images/labels.c),
+ * which the catalog also uses to put references in canonical form. */
 int validate_image_ref(const char *ref, struct terr *err)
 {
-	size_t len = strlen(ref);
-	if (len == 0)
-		return terr_set(err, EINVAL, "image must not be empty");
-	if (len > 255)
-		return terr_set(err, EINVAL, "image reference is longer than 255 characters");
-	const char *at = strchr(ref, '@');
-	size_t main_len = at ? (size_t)(at - ref) : len;
-	if (at) {
-		const char *d = at + 1;
-		if (strncmp(d, "sha256:", 7) != 0 || strlen(d + 7) != 64)
-			return terr_set(err, EINVAL, "image digest in '%s' must be sha256:<64 hex>", ref);
-		for (const char *p = d + 7; *p; p++)
-			if (!isdigit((unsigned char)*p) && !(*p >= 'a' && *p <= 'f'))
-				return terr_set(err, EINVAL, "image digest in '%s' must be lower-case hex", ref);
-	}
-	/* The tag is after the last ':' that follows the last '/'. */
-	const char *last_slash = NULL;
-	for (size_t i = 0; i < main_len; i++)
-		if (ref[i] == '/')
-			last_slash = ref + i;
-	const char *tag = NULL;
-	for (const char *p = last_slash ? last_slash : ref; p < ref + main_len; p++)
-		if (*p == ':')
-			tag = p;
-	size_t name_len = tag ? (size_t)(tag - ref) : main_len;
-	if (tag) {
-		size_t tlen = main_len - name_len - 1;
-		if (tlen == 0 || tlen > 128)
-			return terr_set(err, EINVAL, "image tag in '%s' must be 1 to 128 characters", ref);
-		for (size_t i = 1; i <= tlen; i++) {
-			char c = tag[i];
-			if (!(isalnum((unsigned char)c) || c == '_' || c == '.' || c == '-') || !isascii((unsigned char)c))
-				return terr_set(err, EINVAL, "image tag in '%s' may contain only letters, digits, '_', '.' and '-'", ref);
-		}
-		if (tag[1] == '.' || tag[1] == '-')
-			return terr_set(err, EINVAL, "image tag in '%s' must not start with '.' or '-'", ref);
-	}
-	if (name_len == 0)
-		return terr_set(err, EINVAL, "image '%s' has no name", ref);
-	/* Components separated by '/'; the first may be a registry host[:port]
-	 * (it contains '.' or ':' or is "localhost"). */
-	size_t start = 0;
-	int comp = 0;
-	while (start <= name_len) {
-		size_t end = start;
-		while (end < name_len && ref[end] != '/')
-			end++;
-		if (end == start)
-			return terr_set(err, EINVAL, "image '%s' has an empty path component", ref);
-		int registry = comp == 0 && end < name_len &&
-			       (memchr(ref + start, '.', end - start) || memchr(ref + start, ':', end - start) ||
-				(end - start == 9 && !strncmp(ref + start, "localhost", 9)));
-		const char *colon = registry ? memchr(ref + start, ':', end - start) : NULL;
-		for (size_t i = start; i < end; i++) {
-			char c = ref[i];
-			if (registry ? !(isalnum((unsigned char)c) || c == '.' || c == '-' || c == ':') || !isascii((unsigned char)c)
-				     : !is_path_char(c))
-				return terr_set(err, EINVAL,
-						"image '%s' is not a valid reference: names use lower-case letters, digits, '.', '_' and '-'",
-						ref);
-			if (registry && colon && ref + i > colon && !isdigit((unsigned char)c))
-				return terr_set(err, EINVAL, "image '%s': the registry port must be a number", ref);
-			/* Separators inside a name: one '.', one or two '_', or a
-			 * run of '-' (Docker's reference grammar). */
-			char prev = i > start ? ref[i - 1] : 0;
-			if (!registry && prev && strchr("._-", c) && strchr("._-", prev) &&
-			    !(c == '-' && prev == '-') && !(c == '_' && prev == '_' && (i < start + 2 || ref[i - 2] != '_')))
-				return terr_set(err, EINVAL, "image '%s': '%c%c' is not a valid separator in a name", ref, prev, c);
-		}
-		if (!registry && (!isalnum((unsigned char)ref[start]) || !isalnum((unsigned char)ref[end - 1])))
-			return terr_set(err, EINVAL, "image '%s': each name component must start and end with a letter or digit", ref);
-		comp++;
-		start = end + 1;
-	}
-	return 0;
+	return img_ref_parse(ref, NULL, err);
 }
 
 int validate_env(json_t *env, struct terr *err)

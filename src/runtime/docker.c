@@ -449,47 +449,48 @@ static int docker_image_labels(struct runtime *rt, const char *ref, char ***labe
 	return image_config_strings(rt, ref, true, labels, n, err);
 }
 
-static void free_refs(char **refs, size_t n)
+static int docker_image_list(struct runtime *rt, json_t **images, struct terr *err)
 {
-	for (size_t i = 0; i < n; i++)
-		free(refs[i]);
-	free(refs);
-}
-
-static int docker_image_list(struct runtime *rt, char ***refs, size_t *n,
-			     struct terr *err)
-{
-	*refs = NULL;
-	*n = 0;
+	*images = NULL;
 	autojson json_t *arr = NULL;
 	int r = dk_call_json(rt, "GET", "/images/json", NULL, "list images", &arr, err);
 	if (r < 0)
 		return r;
 	if (!json_is_array(arr))
 		return terr_set(err, EPROTO, "list images: Docker sent no list");
-	size_t count = 0, i, k;
+	json_t *out = json_array();
+	size_t i, k;
 	json_t *img, *tag;
-	json_array_foreach(arr, i, img)
-		count += json_array_size(json_object_get(img, "RepoTags"));
-	char **out = calloc(count + 1, sizeof(*out));
-	if (!out)
-		return terr_set(err, ENOMEM, "list images: out of memory");
-	size_t m = 0;
 	json_array_foreach(arr, i, img) {
+		json_t *tags = json_array();
 		json_array_foreach(json_object_get(img, "RepoTags"), k, tag) {
-			const char *s = json_string_value(tag);
+			const char *t = json_string_value(tag);
 			/* Dangling images carry "<none>:<none>": not launchable. */
-			if (!s || strcmp(s, "<none>:<none>") == 0)
-				continue;
-			if (!(out[m] = strdup(s))) {
-				free_refs(out, m);
-				return terr_set(err, ENOMEM, "list images: out of memory");
-			}
-			m++;
+			if (t && strcmp(t, "<none>:<none>") != 0)
+				json_array_append_new(tags, json_string(t));
 		}
+		if (!json_array_size(tags)) {
+			json_decref(tags);
+			continue;
+		}
+		/* Labels: strings only (Docker's are), anything else dropped. */
+		json_t *labels = json_object();
+		const char *key;
+		json_t *v;
+		json_object_foreach(json_object_get(img, "Labels"), key, v)
+			if (json_is_string(v))
+				json_object_set(labels, key, v);
+		json_t *digests = json_array();
+		json_array_foreach(json_object_get(img, "RepoDigests"), k, tag)
+			if (json_is_string(tag) && !strstr(json_string_value(tag), "<none>"))
+				json_array_append(digests, tag);
+		json_t *size = json_object_get(img, "Size");
+		json_array_append_new(out, json_pack("{s:s,s:o,s:o,s:I,s:o}", "id", jstr(img, "Id"), "tags", tags,
+						     "digests", digests,
+						     "size", (json_int_t)(json_is_integer(size) ? json_integer_value(size) : 0),
+						     "labels", labels));
 	}
-	*refs = out;
-	*n = m;
+	*images = out;
 	return 0;
 }
 
@@ -1460,7 +1461,11 @@ static int watch_line(struct watch_ctx *w, const char *p, size_t n)
 		cid = jstr(j, "id");
 	const char *type = jstr(j, "Type");
 	int r = 0;
-	if (*action && *cid && (!*type || strcmp(type, "container") == 0)) {
+	if (*action && !strcmp(type, "image")) {
+		ev.image = true;
+		copy_str(ev.action, sizeof(ev.action), action);
+		r = w->cb(&ev, w->ud);
+	} else if (*action && *cid && (!*type || strcmp(type, "container") == 0)) {
 		copy_str(ev.action, sizeof(ev.action), action);
 		copy_str(ev.container_id, sizeof(ev.container_id), cid);
 		copy_str(ev.session_id, sizeof(ev.session_id), jstr(attrs, "tessera.session"));
@@ -1509,6 +1514,49 @@ static int watch_on_data(const char *data, size_t len, void *ud)
 	return 0;
 }
 
+/* Follows Docker's event stream with these filters (borrowed) until *stop,
+ * the callback or a failure ends it. */
+static int watch_stream(struct runtime *rt, json_t *filters, rt_event_cb cb, void *ud,
+			const atomic_bool *stop, const char *what, struct terr *err)
+{
+	autofree char *fjson = filters ? json_dumps(filters, JSON_COMPACT) : NULL;
+	autofree char *ef = fjson ? url_escape(fjson, false) : NULL;
+	autofree char *path = NULL;
+	struct watch_ctx *w = calloc(1, sizeof(*w));
+	if (!w || !ef || asprintf(&path, "/events?filters=%s", ef) < 0) {
+		path = NULL;
+		free(w);
+		return terr_set(err, ENOMEM, "%s: out of memory", what);
+	}
+	w->cb = cb;
+	w->ud = ud;
+	struct httpc_response resp;
+	struct terr local;
+	terr_clear(&local);
+	int r = dk_do(rt, "GET", true, path, NULL, 0, watch_on_data, w, stop, &resp,
+		      what, &local);
+	long status = r == 0 ? resp.status : 0;
+	if (r == 0)
+		httpc_response_free(&resp);
+	/* Relaxed, as httpc reads it: the flag carries no data. */
+	if ((stop && atomic_load_explicit(stop, memory_order_relaxed)) || w->stopped_by_cb) {
+		r = 0;   /* asked to stop: however the transfer ended is fine */
+	} else if (r < 0) {
+		if (err)
+			*err = local;
+	} else if (status != 200) {
+		r = dk_fail_body(status, w->errbody, w->errlen, what, err);
+	} else if (w->bad_line) {
+		r = terr_set(err, EPROTO, "%s: Docker sent an oversized event line", what);
+	} else {
+		r = terr_set(err, EIO, "%s: Docker at %s closed the event stream", what,
+			     rt->where);
+	}
+	free(w->line);
+	free(w);
+	return r;
+}
+
 static int docker_watch(struct runtime *rt, const char *label_key,
 			const char *label_value, rt_event_cb cb, void *ud,
 			const atomic_bool *stop, struct terr *err)
@@ -1521,42 +1569,21 @@ static int docker_watch(struct runtime *rt, const char *label_key,
 			json_object_update(filters, lf);
 		json_decref(lf);
 	}
-	autofree char *fjson = filters ? json_dumps(filters, JSON_COMPACT) : NULL;
-	autofree char *ef = fjson ? url_escape(fjson, false) : NULL;
-	autofree char *path = NULL;
-	struct watch_ctx *w = calloc(1, sizeof(*w));
-	if (!w || !ef || asprintf(&path, "/events?filters=%s", ef) < 0) {
-		path = NULL;
-		free(w);
+	if (!filters)
 		return terr_set(err, ENOMEM, "watch container events: out of memory");
-	}
-	w->cb = cb;
-	w->ud = ud;
-	struct httpc_response resp;
-	struct terr local;
-	terr_clear(&local);
-	int r = dk_do(rt, "GET", true, path, NULL, 0, watch_on_data, w, stop, &resp,
-		      "watch container events", &local);
-	long status = r == 0 ? resp.status : 0;
-	if (r == 0)
-		httpc_response_free(&resp);
-	/* Relaxed, as httpc reads it: the flag carries no data. */
-	if ((stop && atomic_load_explicit(stop, memory_order_relaxed)) || w->stopped_by_cb) {
-		r = 0;   /* asked to stop: however the transfer ended is fine */
-	} else if (r < 0) {
-		if (err)
-			*err = local;
-	} else if (status != 200) {
-		r = dk_fail_body(status, w->errbody, w->errlen, "watch container events", err);
-	} else if (w->bad_line) {
-		r = terr_set(err, EPROTO, "watch container events: Docker sent an oversized event line");
-	} else {
-		r = terr_set(err, EIO, "watch container events: Docker at %s closed the event stream",
-			     rt->where);
-	}
-	free(w->line);
-	free(w);
-	return r;
+	return watch_stream(rt, filters, cb, ud, stop, "watch container events", err);
+}
+
+/* A stream of its own: Docker ANDs the filters of different keys, so the
+ * containers' label filter would drop every image event. */
+static int docker_watch_images(struct runtime *rt, rt_event_cb cb, void *ud, const atomic_bool *stop,
+			       struct terr *err)
+{
+	autojson json_t *filters = json_pack("{s:[s], s:[s,s,s,s,s,s]}", "type", "image", "event", "pull", "tag",
+					     "untag", "delete", "import", "load");
+	if (!filters)
+		return terr_set(err, ENOMEM, "watch image events: out of memory");
+	return watch_stream(rt, filters, cb, ud, stop, "watch image events", err);
 }
 
 /* ---- networks ------------------------------------------------------------ */
@@ -1736,6 +1763,7 @@ const struct runtime_ops runtime_docker_ops = {
 	.push = docker_push,
 	.pull = docker_pull,
 	.watch = docker_watch,
+	.watch_images = docker_watch_images,
 	.network_ensure = docker_network_ensure,
 	.network_remove = docker_network_remove,
 };

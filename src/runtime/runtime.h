@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "common/err.h"
 #include "common/pump.h"
 
@@ -88,6 +90,7 @@ struct rt_exec_result {
 };
 
 struct rt_event {
+	bool image;            /* an image event: action is Docker's, the rest empty */
 	char container_id[RT_ID_MAX];
 	char action[32];       /* "die", "oom", "start", "destroy" */
 	char session_id[64];   /* label tessera.session */
@@ -121,9 +124,11 @@ struct runtime_ops {
 	 * NULL in a runtime without labels). */
 	int (*image_labels)(struct runtime *rt, const char *ref, char ***labels, size_t *n,
 			    struct terr *err);
-	/* Lists image references "repo:tag" (caller frees each and the array). */
-	int (*image_list)(struct runtime *rt, char ***refs, size_t *n,
-			  struct terr *err);
+	/* Lists the images that have a reference: *images (new ref) is
+	 * [{"id","tags":["repo:tag",...],"digests":["repo@sha256:...",...],
+	 * "size","labels":{...}}], dangling
+	 * references ("<none>:<none>") left out, and images left with none. */
+	int (*image_list)(struct runtime *rt, json_t **images, struct terr *err);
 	int (*create)(struct runtime *rt, const struct rt_container_spec *spec,
 		      char id[RT_ID_MAX], struct terr *err);
 	int (*start)(struct runtime *rt, const char *id, struct terr *err);
@@ -180,6 +185,10 @@ struct runtime_ops {
 	int (*watch)(struct runtime *rt, const char *label_key,
 		     const char *label_value, rt_event_cb cb, void *ud,
 		     const atomic_bool *stop, struct terr *err);
+	/* The same for every image's events (rt_event.image set, action
+	 * Docker's: pull, tag, untag, delete, import, load). */
+	int (*watch_images)(struct runtime *rt, rt_event_cb cb, void *ud,
+			    const atomic_bool *stop, struct terr *err);
 	/* Networks, optional (NULL: the runtime has none of its own, and
 	 * containers stay on its default network). network_ensure makes the
 	 * network unless one of that name exists; an existing one must carry

@@ -150,12 +150,11 @@ static int f_image_env(struct runtime *rt, const char *ref, char ***env, size_t 
 	return 0;
 }
 
-static int f_image_list(struct runtime *rt, char ***refs, size_t *n, struct terr *err)
+static int f_image_list(struct runtime *rt, json_t **images, struct terr *err)
 {
 	(void)rt;
 	(void)err;
-	*refs = NULL;
-	*n = 0;
+	*images = json_array();
 	return 0;
 }
 

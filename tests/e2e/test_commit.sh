@@ -7,7 +7,8 @@
 # the registry that `tessera server` runs, so once removed from Docker a new
 # session pulls it back ("pulling" in its history), as does `tessera image
 # pull`; a pull the registry cannot serve puts the session in ERROR with
-# the registry's message; the registry is restarted when it dies.
+# the registry's message; the registry is restarted when it dies; `image
+# rm` of a private image gives its place under the limit back.
 . "$(dirname "$0")/lib.sh"
 e2e_setup
 start_server || { e2e_done; exit 1; }
@@ -115,6 +116,13 @@ fi
 T config set policy.default '{"max_private_images": 2}' >/dev/null
 out=$(T session commit src --tag v3 2>&1)
 check "the limit refuses a third private image ($out)" contains "$out" "max_private_images"
+# `image rm` of one gives its place back (its copy in the registry stays).
+out=$(T image rm "$DEF_REF" 2>&1)
+check "image rm of a private image ($out)" contains "$out" "$DEF_REF removed from 1 node(s)"
+check "image rm took it from Docker" not has_image "$DEF_REF"
+out=$(T session commit src --tag v3 --wait 2>&1)
+IMAGES+=("tessera-private/admin/src:v3")
+check "... and the limit takes a new one ($out)" contains "$out" "tessera-private/admin/src:v3 is ready"
 T config set policy.default '{"max_private_images": 10}' >/dev/null
 
 # ---- the registry: pull back what Docker lost ----
@@ -129,8 +137,8 @@ check "'pulling' in its status history" contains "$hist" "PREPARING pulling $REF
 check "the pulled image has the file" [ "$(T session exec pulled -- cat /usr/local/share/t/f)" == "committed-file" ]
 check "the registry's own name is not left in Docker" not has_image "$REGISTRY/$REF"
 
-# tessera image pull (not a terminal: a line per change)
-docker rmi "$DEF_REF" >/dev/null
+# tessera image pull (not a terminal: a line per change); image rm above
+# took DEF_REF from Docker, the registry still has it.
 out=$(T image pull "$DEF_REF" --node "$E2E_AGENT_ID" 2>&1)
 check "image pull succeeds ($out)" contains "$out" "$E2E_AGENT_ID: done"
 check "... and the image is back" has_image "$DEF_REF"

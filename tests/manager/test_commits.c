@@ -8,7 +8,8 @@
  *   - a private image is no image for another user (same words);
  *   - an image on no node but in the registry is placed, pulled before
  *     the start with its progress in status_info and a line in the
- *     history; a failed pull puts the session in ERROR with its message.
+ *     history; a failed pull puts the session in ERROR with its message;
+ *   - `image rm` of a private image gives its slot back (the catalog).
  *
  * Nothing here asserts on time: waits are bounded polls on the state. */
 #include "manager/core.h"
@@ -151,6 +152,23 @@ static int f_pull(void *ctx, const char *ref, const char *registry, const char *
 	return 0;
 }
 
+static int f_image_remove(void *ctx, const char *ref, struct terr *err)
+{
+	(void)ctx;
+	size_t i;
+	json_t *v;
+	pthread_mutex_lock(&fake.mu);
+	json_array_foreach(fake.images, i, v) {
+		if (!strcmp(json_string_value(v), ref)) {
+			json_array_remove(fake.images, i);
+			pthread_mutex_unlock(&fake.mu);
+			return 0;
+		}
+	}
+	pthread_mutex_unlock(&fake.mu);
+	return terr_set(err, ENOENT, "no such image: %s", ref);
+}
+
 static void f_release(void *ctx)
 {
 	(void)ctx;
@@ -158,7 +176,8 @@ static void f_release(void *ctx)
 
 static const struct agent_link_ops fake_link = {
 	.name = "fake", .start = f_start, .destroy = f_destroy, .exec = f_exec, .logs = f_logs,
-	.image_exists = f_image_exists, .images = f_images, .commit = f_commit, .pull = f_pull,
+	.image_exists = f_image_exists, .images = f_images, .image_remove = f_image_remove, .commit = f_commit,
+	.pull = f_pull,
 	.release = f_release,
 };
 
@@ -478,6 +497,53 @@ TEST(image_pull_job)
 	CHECK_INT(mgr_image_pull(mgr, &bob, "shared:1", "nosuch-node", &p, &err), -ENOENT);
 }
 
+/* `image rm` of a private image (images.c) gives its slot back; the
+ * catalog lists it as its owner's with what the commit knows, and to
+ * another user it is missing there too. */
+TEST(image_rm_frees_a_private_image_slot)
+{
+	struct terr err, missing;
+	json_t *v = json_pack("{s:i}", "max_private_images", 2);
+	CHECK_INT(mgr_config_set(mgr, "policy.alice@example.com", v, NULL, &err), 0);
+	json_decref(v);
+	json_t *c = NULL;
+	CHECK_INT(mgr_session_commit(mgr, &alice, "work.1", NULL, "fourth", &c, &err), -EPERM);
+	/* The first one (its tag a time): "second" runs as session "again". */
+	json_t *l = mgr_images_list(mgr, &alice, false), *e, *found = NULL;
+	mgr_commits_annotate(mgr, l);
+	size_t i;
+	json_array_foreach(l, i, e)
+		if (!strncmp(str(e, "ref"), "tessera-private/alice/work-1:", 29) && strstr(str(e, "ref"), ":2"))
+			found = e;
+	CHECK(found);
+	char first[256];
+	util_strlcpy(first, found ? str(found, "ref") : "", sizeof(first));
+	CHECK(fake_has(first));
+	CHECK_STR(str(found, "owner"), "alice@example.com");
+	CHECK_STR(str(found, "visibility"), "private");
+	CHECK_STR(str(found, "status"), "ready");
+	CHECK(json_is_true(json_object_get(found, "in_registry")));
+	CHECK_STR(str(found, "source_session"), "work.1");
+	json_decref(l);
+	l = mgr_images_list(mgr, &bob, false);
+	json_array_foreach(l, i, e)
+		CHECK(strcmp(str(e, "ref"), first) != 0);
+	json_decref(l);
+	json_t *reply = NULL;
+	char expect[512];
+	snprintf(expect, sizeof(expect), "no image %s on any node", first);
+	CHECK_INT(mgr_image_remove(mgr, &bob, first, &reply, &err), -ENOENT);
+	CHECK_INT(mgr_image_remove(mgr, &bob, "nosuch:1", &reply, &missing), -ENOENT);
+	CHECK_CONTAINS(err.msg, expect);
+	CHECK_CONTAINS(missing.msg, "no image nosuch:1 on any node");
+	CHECK_INT(mgr_image_remove(mgr, &alice, first, &reply, &err), 0);
+	CHECK(!fake_has(first));
+	json_decref(reply);
+	c = commit_wait(&alice, "work.1", NULL, "fourth", &err);
+	CHECK_STR(str(c, "status"), "ready");
+	json_decref(c);
+}
+
 int main(void)
 {
 	log_set_level(LOG_WARN);
@@ -529,6 +595,7 @@ int main(void)
 	RUN(pull_before_start);
 	RUN(failed_pull_is_an_error);
 	RUN(image_pull_job);
+	RUN(image_rm_frees_a_private_image_slot);
 
 	manager_close(mgr);
 	httpd_stop(reg);

@@ -161,10 +161,15 @@ static int f_image_exists(void *ctx, const char *ref, bool *exists, struct terr 
 	return 0;
 }
 
+/* As an agent of an earlier version answers: "repo:tag" strings. Counted
+ * with the image checks: both are the manager asking the node. */
 static int f_images(void *ctx, json_t **refs, struct terr *err)
 {
 	(void)ctx;
 	(void)err;
+	pthread_mutex_lock(&fake.mu);
+	fake.image_checks++;
+	pthread_mutex_unlock(&fake.mu);
 	*refs = json_array();
 	for (int i = 0; fake_images[i]; i++)
 		json_array_append_new(*refs, json_string(fake_images[i]));
@@ -179,8 +184,15 @@ static void f_release(void *ctx)
 	pthread_mutex_unlock(&fake.mu);
 }
 
+static int f_image_remove(void *ctx, const char *ref, struct terr *err)
+{
+	(void)ctx;
+	return terr_set(err, ENOENT, "the fake node has no image %s to remove", ref);
+}
+
 static const struct agent_link_ops fake_link = {
-	"fake", f_start, f_destroy, f_exec, f_logs, f_image_exists, f_images, NULL, NULL, f_release,
+	"fake", f_start, f_destroy, f_exec, f_logs, f_image_exists, f_images, f_image_remove, NULL, NULL,
+	f_release,
 };
 
 static int fake_count(const int *counter)
@@ -392,7 +404,7 @@ TEST(placement_check)
 	json_decref(list);
 	CHECK_INT(fake_count(&fake.starts), 0);
 	/* the image list comes from the alive node */
-	json_t *images = mgr_images_list(mgr);
+	json_t *images = mgr_images_list(mgr, &alice, false);
 	CHECK_INT(json_array_size(images), 2);
 	CHECK_STR(str(json_array_get(images, 0), "ref"), "busybox:latest");
 	CHECK_STR(json_string_value(json_array_get(json_object_get(json_array_get(images, 0), "nodes"), 0)), "fake-1");

@@ -200,7 +200,8 @@ static void route(int fd, const char *method, const char *full, const char *body
 		      "[{\"Id\":\"1\",\"RepoTags\":[\"busybox:latest\",\"busybox:1.36\"]},"
 		      "{\"Id\":\"2\",\"RepoTags\":null},"
 		      "{\"Id\":\"3\",\"RepoTags\":[\"<none>:<none>\"]},"
-		      "{\"Id\":\"4\",\"RepoTags\":[\"me/private:v1\"]}]");
+		      "{\"Id\":\"4\",\"RepoTags\":[\"me/private:v1\"],\"Size\":5000,"
+		      "\"Labels\":{\"tessera.owner\":\"u1\",\"n\":1}}]");
 	} else if (!strcmp(method, "GET") && !strncmp(path, "/images/", 8)) {
 		reply_message(fd, 404, "No such image");
 	} else if (!strcmp(method, "POST") && !strncmp(path, "/images/create?", 15)) {
@@ -872,18 +873,24 @@ TEST(images_and_commit)
 		return;
 	fake_clear();
 	struct terr err;
-	char **refs = NULL;
-	size_t n = 0;
-	CHECK_INT(ops->image_list(rt, &refs, &n, &err), 0);
-	CHECK_INT(n, 3);
-	if (n == 3) {
-		CHECK_STR(refs[0], "busybox:latest");
-		CHECK_STR(refs[1], "busybox:1.36");
-		CHECK_STR(refs[2], "me/private:v1");
+	json_t *images = NULL;
+	CHECK_INT(ops->image_list(rt, &images, &err), 0);
+	/* Images without a reference are left out; the others keep theirs,
+	 * with their size and labels. */
+	CHECK_INT(json_array_size(images), 2);
+	if (json_array_size(images) == 2) {
+		json_t *tags0 = json_object_get(json_array_get(images, 0), "tags");
+		json_t *tags1 = json_object_get(json_array_get(images, 1), "tags");
+		CHECK_INT(json_array_size(tags0), 2);
+		CHECK_STR(json_string_value(json_array_get(tags0, 0)), "busybox:latest");
+		CHECK_STR(json_string_value(json_array_get(tags0, 1)), "busybox:1.36");
+		CHECK_STR(json_string_value(json_array_get(tags1, 0)), "me/private:v1");
+		CHECK_STR(json_string_value(json_object_get(json_array_get(images, 0), "id")), "1");
+		CHECK_INT(json_integer_value(json_object_get(json_array_get(images, 1), "size")), 5000);
+		CHECK_STR(json_string_value(json_object_get(json_object_get(json_array_get(images, 1), "labels"),
+							    "tessera.owner")), "u1");
 	}
-	for (size_t i = 0; i < n; i++)
-		free(refs[i]);
-	free(refs);
+	json_decref(images);
 
 	struct fake_req q;
 	char v[256];

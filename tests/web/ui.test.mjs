@@ -10,7 +10,7 @@ const require = createRequire(path.join(env('UI_SRC'), 'package.json'));
 const { chromium } = require('playwright-core');
 
 const WEB = env('WEB_URL'), EMAIL = env('ADMIN_EMAIL'), PASSWORD = env('ADMIN_PASSWORD');
-const IMAGE = env('IMAGE'), SHOTS = env('SHOTS');
+const IMAGE = env('IMAGE'), SHOTS = env('SHOTS'), ML_IMAGE = env('ML_IMAGE');
 mkdirSync(SHOTS, { recursive: true });
 const WAIT = 60000;
 
@@ -74,7 +74,7 @@ try {
     await page.getByRole('button', { name: 'Start' }).click();
     const dlg = page.getByRole('dialog', { name: 'Start a session' });
     await dlg.waitFor();
-    await dlg.getByLabel('Image').fill(IMAGE);
+    await dlg.getByLabel('Image', { exact: true }).fill(IMAGE);
     await dlg.getByLabel('Name').fill('gpu');
     await dlg.getByRole('spinbutton', { name: 'CPU' }).fill('0.25');
     await dlg.getByRole('spinbutton', { name: 'Memory' }).fill('0.25');
@@ -117,6 +117,42 @@ try {
     await waitCounts(page, { RUNNING: 2 });
     await page.locator(`tr[data-session="${pendingName}"] .status`, { hasText: 'RUNNING' }).waitFor({ timeout: WAIT });
     await shot(page, 'pending_to_running');
+  });
+
+  await step('the launch dialog picks an environment, then a version; the image\'s minimum sets the sliders', async () => {
+    await page.getByRole('button', { name: 'Start' }).click();
+    const dlg = page.getByRole('dialog', { name: 'Start a session' });
+    await dlg.waitFor();
+    const envs = dlg.getByRole('group', { name: 'Environment' });
+    // The tiles and rows are what people click; their radios say what is chosen.
+    await envs.locator('label.env').filter({ has: page.locator('.env-title', { hasText: /^PyTorch$/ }) })
+      .click({ timeout: WAIT });
+    if (!await envs.getByRole('radio', { name: /^PyTorch/ }).isChecked()) throw new Error('PyTorch is not chosen');
+    const versions = dlg.getByRole('group', { name: 'Version' });
+    const row = versions.locator('label.version', { hasText: /^3\.11-torch1\.13/ });
+    await row.click({ timeout: WAIT });
+    if (!await versions.getByRole('radio', { name: /^3\.11-torch1\.13/ }).isChecked()) throw new Error('3.11-torch1.13 is not chosen');
+    const text = await row.textContent();
+    for (const want of ['Python 3.11.2', 'PyTorch 1.13.1', 'scikit-learn 1.2.1', 'needs 1 CPU · 1.0 GiB']) {
+      if (!text.includes(want)) throw new Error(`the version row says '${text}', without '${want}'`);
+    }
+    const cpu = dlg.getByRole('spinbutton', { name: 'CPU' });
+    const mem = dlg.getByRole('spinbutton', { name: 'Memory' });
+    if (await cpu.getAttribute('min') !== '1') throw new Error(`CPU starts at ${await cpu.getAttribute('min')}, not the image's 1`);
+    if (await mem.getAttribute('min') !== '1') throw new Error(`Memory starts at ${await mem.getAttribute('min')}, not the image's 1 GiB`);
+    await dlg.getByLabel('Name').fill('torch');
+    await dlg.getByRole('spinbutton', { name: 'GPU' }).fill('0');
+    await dlg.getByRole('spinbutton', { name: 'Sessions' }).fill('1');
+    // The whole dialog in the picture (docs/user-guide.md).
+    await page.setViewportSize({ width: 1280, height: 900 });
+    await shot(page, 'launch_environment_version');
+    await page.setViewportSize({ width: 1100, height: 640 });
+    await dlg.getByRole('button', { name: 'Launch' }).click();
+    await dlg.waitFor({ state: 'hidden', timeout: WAIT });
+    const srow = page.locator('tr[data-session="torch"]');
+    await srow.locator('.status', { hasText: 'RUNNING' }).waitFor({ timeout: WAIT });
+    const rowText = await srow.textContent();
+    if (!rowText.includes(ML_IMAGE)) throw new Error(`the session row does not name ${ML_IMAGE}: ${rowText}`);
   });
 
   await step('the admin page shows per-GPU fGPU usage and creates a user', async () => {

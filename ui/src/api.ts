@@ -13,6 +13,14 @@ export interface Node {
   id: string; status: string; capacity: Resources; used: Resources; sessions: number; gpus?: Gpu[];
 }
 
+// One entry of the image catalog (GET /v1/images, docs/api.md).
+export interface Framework { name: string; version: string }
+export interface Image {
+  ref: string; name: string; tag: string; family: string; title: string; frameworks: Framework[];
+  base_distro?: string; size: number; min: Resources; nodes: string[]; aliases?: string[];
+  owner: string | null; visibility: 'public' | 'private' | 'hidden'; status?: string; warning?: string;
+}
+
 let csrf = '';
 export function setCsrf(token: string) { csrf = token; }
 
@@ -50,7 +58,7 @@ export const api = {
   logout: () => call<unknown>('POST', '/auth/logout'),
   sessions: () => call<{ sessions: Session[] }>('GET', '/api/v1/sessions'),
   nodes: () => call<{ nodes: Node[] }>('GET', '/api/v1/nodes'),
-  images: () => call<{ images: { ref: string; nodes: string[] }[] }>('GET', '/api/v1/images'),
+  images: () => call<{ images: Image[] }>('GET', '/api/v1/images'),
   config: () => call<Record<string, unknown>>('GET', '/api/v1/config'),
   setConfig: (key: string, value: unknown) =>
     call<unknown>('PUT', `/api/v1/config/${encodeURIComponent(key)}`, { value }),

@@ -1,15 +1,100 @@
 import { useEffect, useState } from 'preact/hooks';
-import { api, fmtNum, type Node } from './api';
+import { api, fmtNum, type Image, type Node } from './api';
 import { Button, Dialog, ErrorText, SliderField, TextField } from './components';
 
 const GiB = 2 ** 30;
 
-// The launch dialog: image, CPU, memory, GPU (fGPU) and Sessions. The
-// sliders' ranges follow the largest node (GET /v1/nodes): a session must
-// fit on one node.
+// How the launcher names the frameworks of tessera.frameworks (package
+// names as Debian ships them); others show as they are.
+const FRAMEWORK_NAMES: Record<string, string> = {
+  python: 'Python', torch: 'PyTorch', tensorflow: 'TensorFlow', 'scikit-learn': 'scikit-learn',
+  numpy: 'NumPy', pandas: 'pandas', matplotlib: 'Matplotlib', notebook: 'Jupyter Notebook',
+  jupyterlab: 'JupyterLab', mlflow: 'MLflow', scipy: 'SciPy', cuda: 'CUDA',
+};
+export function frameworksLine(img: Image, max = 3): string {
+  return img.frameworks.slice(0, max).map((f) => `${FRAMEWORK_NAMES[f.name] ?? f.name} ${f.version}`).join(' · ');
+}
+
+// A tile's second line: the framework the versions differ by (torch in
+// a PyTorch family, python in a plain one) with the versions on offer.
+function familyLine(f: Family): string {
+  const key = (img: Image) => {
+    const fw = img.frameworks;
+    return fw.length > 1 && fw[0].name === 'python' && fw[1].name !== 'notebook' ? fw[1] : fw[0];
+  };
+  const first = key(f.images[0]);
+  if (!first) return f.images[0].name;
+  const versions = [...new Set(f.images.map(key).filter((k) => k && k.name === first.name).map((k) => k!.version))];
+  return `${FRAMEWORK_NAMES[first.name] ?? first.name} ${versions.join(' · ')}`;
+}
+
+// A colour per environment, so tiles are told apart at a glance.
+function familyHue(family: string): number {
+  let h = 0;
+  for (const c of family) h = (h * 31 + c.charCodeAt(0)) % 360;
+  return h;
+}
+
+function fmtSize(bytes: number): string {
+  if (!bytes) return '';
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let v = bytes, u = 0;
+  while (v >= 1024 && u < units.length - 1) { v /= 1024; u++; }
+  return `${v >= 10 || u === 0 ? Math.round(v) : v.toFixed(1)} ${units[u]}`;
+}
+
+function fmtMin(min: Resources0 | undefined): string {
+  const parts: string[] = [];
+  if (!min) return '';
+  if (min.cpu) parts.push(`${fmtNum(min.cpu)} CPU`);
+  if (min.mem) parts.push(fmtSize(min.mem));
+  if (min.fgpu) parts.push(`${fmtNum(min.fgpu)} fGPU`);
+  return parts.length ? `needs ${parts.join(' · ')}` : '';
+}
+type Resources0 = { cpu: number; mem: number; fgpu: number };
+
+interface Family { family: string; title: string; images: Image[]; other?: boolean }
+
+// An image without Tessera's or Backend.AI's labels is its own family
+// (the catalog names it after its repository): such images share one
+// "Other" tile rather than one tile each.
+const OTHER = '\u0000other';
+const unlabelled = (i: Image) => i.frameworks.length === 0 && i.family === i.name;
+
+// Groups the catalog into environments, each with its versions, newest
+// tag first; private images (the user's own) group like any other.
+function families(images: Image[]): Family[] {
+  const by = new Map<string, Family>();
+  for (const img of images) {
+    if (img.status && img.status !== 'ready') continue;
+    const key = unlabelled(img) ? OTHER : img.family;
+    let f = by.get(key);
+    if (!f) {
+      f = key === OTHER ? { family: OTHER, title: 'Other', images: [], other: true }
+        : { family: img.family, title: img.title || img.family, images: [] };
+      by.set(key, f);
+    }
+    f.images.push(img);
+  }
+  const list = [...by.values()];
+  for (const f of list) {
+    f.images.sort((a, b) => (f.other ? a.ref.localeCompare(b.ref)
+      : b.tag.localeCompare(a.tag, undefined, { numeric: true })));
+  }
+  return list.sort((a, b) => Number(!!a.other) - Number(!!b.other) || a.title.localeCompare(b.title));
+}
+
+// The launch dialog, in the order Backend.AI users know: Environment
+// (family, with its title) then Version (the tag with its framework
+// versions), or any image name typed in; then CPU, Memory, GPU (fGPU) and
+// Sessions. The sliders' ranges follow the largest node (GET /v1/nodes): a
+// session must fit on one node; their lower bounds follow the chosen
+// image's minimum (ai.backend.resource.min.*).
 export function LaunchDialog(props: { open: boolean; nodes: Node[]; onClose: () => void; onLaunched: () => void }) {
-  const [images, setImages] = useState<string[]>([]);
-  const [image, setImage] = useState('');
+  const [catalog, setCatalog] = useState<Image[]>([]);
+  const [family, setFamily] = useState('');
+  const [ref, setRef] = useState('');
+  const [typed, setTyped] = useState('');
   const [name, setName] = useState('');
   const [cpu, setCpu] = useState(1);
   const [memGiB, setMemGiB] = useState(1);
@@ -25,15 +110,40 @@ export function LaunchDialog(props: { open: boolean; nodes: Node[]; onClose: () 
   const maxMem = Math.max(1, ...pool.map((n) => Math.floor((n.capacity.mem / GiB) * 4) / 4));
   const maxGpu = Math.max(0, ...pool.map((n) => n.capacity.fgpu ?? 0));
 
+  const envs = families(catalog);
+  const env = envs.find((f) => f.family === family);
+  const typedImage = typed.trim() ? catalog.find((i) => i.ref === typed.trim() || i.aliases?.includes(typed.trim())) : undefined;
+  const chosen = typed.trim() ? typedImage : env?.images.find((i) => i.ref === ref);
+  const min = chosen?.min ?? { cpu: 0, mem: 0, fgpu: 0 };
+  const minCpu = Math.min(maxCpu, Math.max(0.25, Math.ceil(min.cpu * 4) / 4));
+  const minMem = Math.min(maxMem, Math.max(0.25, Math.ceil((min.mem / GiB) * 4) / 4));
+  const minGpu = Math.min(maxGpu, min.fgpu);
+
+  // Picking from the lists is a choice over a name typed before.
+  const pickFamily = (f: Family) => {
+    setFamily(f.family);
+    setRef(f.images[0]?.ref ?? '');
+    setTyped('');
+  };
+  const pickVersion = (r: string) => {
+    setRef(r);
+    setTyped('');
+  };
+
   useEffect(() => {
     if (!props.open) return;
     setError(null);
+    // Each launch starts from the lists: a name typed for the last one
+    // (and its session name) would be reused unseen.
+    setTyped('');
+    setName('');
     api.images().then((r) => {
-      const refs = r.images.map((i) => i.ref).sort();
-      // Offered, not filled in: the list may arrive while the user is
-      // typing, and a value set then would land in the middle of it.
-      setImages(refs);
-    }).catch(() => setImages([]));   // no image list: the field takes free text
+      setCatalog(r.images);
+      const first = families(r.images)[0];
+      // A choice is made for the user, never typed for them: the free
+      // field stays theirs.
+      if (first) { setFamily(first.family); setRef(first.images[0].ref); }
+    }).catch(() => setCatalog([]));   // no catalog: the free field takes any name
     api.config().then((c) => {
       const q = Number(c.fgpu_quantum);
       if (q > 0) setStep(q >= 0.1 || Math.abs(Math.round(0.1 / q) - 0.1 / q) > 1e-9 ? q : 0.1);
@@ -43,14 +153,21 @@ export function LaunchDialog(props: { open: boolean; nodes: Node[]; onClose: () 
     setFgpu((v) => (maxGpu > 0 ? Math.min(v || 1, maxGpu) : 0));
   }, [props.open]);
 
+  // The chosen image's minimum lifts the values below it.
+  useEffect(() => {
+    setCpu((v) => Math.max(v, minCpu));
+    setMemGiB((v) => Math.max(v, minMem));
+    setFgpu((v) => Math.max(v, minGpu));
+  }, [minCpu, minMem, minGpu]);
+
   const launch = async (e: Event) => {
     e.preventDefault();
     setError(null);
-    const chosen = image.trim() || images[0] || '';
-    if (!chosen) { setError('Choose an image or type an image name.'); return; }
+    const image = typed.trim() || ref;
+    if (!image) { setError('Choose an environment and a version, or type an image name.'); return; }
     if (!Number.isInteger(count) || count < 1 || count > 100) { setError('Sessions must be a whole number from 1 to 100.'); return; }
     const req: Record<string, unknown> = {
-      image: chosen, count,
+      image, count,
       resources: { cpu: fmtNum(cpu), mem: `${Math.round(memGiB * 1024)}MiB`, fgpu: fmtNum(fgpu) },
     };
     if (name.trim()) req.name = name.trim();
@@ -65,22 +182,74 @@ export function LaunchDialog(props: { open: boolean; nodes: Node[]; onClose: () 
     }
   };
 
+  const overridden = typed.trim() !== '';
   return (
     <Dialog open={props.open} title="Start a session" onClose={props.onClose}>
       <form onSubmit={launch} class="launch">
-        <TextField label="Image" value={image} onInput={setImage} list="tessera-images"
-          placeholder={images[0]}
-          hint={images.length ? `Pick an image or type the name of one on the nodes; left empty, ${images[0]}.`
-            : 'Type an image name, e.g. python:3.11.'} />
+        <div class="launch-cols">
+        <div class="launch-image">
+        {envs.length > 0 && (
+          <fieldset class={`picker envs${overridden ? ' dimmed' : ''}`}>
+            <legend>Environment</legend>
+            <div class="env-grid">
+              {envs.map((f) => {
+                const selected = f.family === family;
+                return (
+                  <label key={f.family} class={`env${selected ? ' selected' : ''}`}>
+                    <input type="radio" name="environment" value={f.family} checked={selected}
+                      onChange={() => pickFamily(f)} />
+                    <span class={`env-badge${f.other ? ' other' : ''}`} aria-hidden="true"
+                      style={f.other ? undefined : { background: `linear-gradient(135deg, hsl(${familyHue(f.family)} 62% 42%), hsl(${(familyHue(f.family) + 40) % 360} 58% 38%))` }}>{f.other ? '…' : f.title.slice(0, 2)}</span>
+                    <span class="env-text">
+                      <span class="env-title">{f.title}</span>
+                      <span class="env-sub">
+                        {f.other ? `${f.images.length} without labels` : familyLine(f)}
+                      </span>
+                    </span>
+                  </label>
+                );
+              })}
+            </div>
+          </fieldset>
+        )}
+        {env && (
+          <fieldset class={`picker versions${overridden ? ' dimmed' : ''}`}>
+            <legend>Version</legend>
+            <div class="version-list">
+              {env.images.map((img) => (
+                <label key={img.ref} class={`version${img.ref === ref ? ' selected' : ''}`}>
+                  <input type="radio" name="version" value={img.ref} checked={img.ref === ref}
+                    onChange={() => pickVersion(img.ref)} />
+                  <span class="version-tag">{env.other ? img.name : img.tag || 'latest'}</span>
+                  <span class="version-fw">{env.other ? img.tag : frameworksLine(img, 4) || img.ref}</span>
+                  <span class="version-meta">
+                    {img.visibility === 'private' && <span class="tag-private">private</span>}
+                    {fmtMin(img.min)}{img.size ? `${fmtMin(img.min) ? ' · ' : ''}${fmtSize(img.size)}` : ''}
+                  </span>
+                </label>
+              ))}
+            </div>
+          </fieldset>
+        )}
+        <TextField label="Image" value={typed} onInput={setTyped} list="tessera-images"
+          placeholder={envs.length ? 'or type any image name' : 'e.g. python:3.11'}
+          hint={overridden ? 'This name is launched instead of the environment above.'
+            : 'Your private images, an alias, or any image on the nodes.'} />
         <datalist id="tessera-images">
-          {images.map((r) => <option key={r} value={r} />)}
+          {catalog.map((i) => <option key={i.ref} value={i.ref} />)}
         </datalist>
+        </div>
+        <div class="launch-resources">
         <TextField label="Name" value={name} onInput={setName} placeholder="optional" />
-        <SliderField label="CPU" value={cpu} min={0.25} max={maxCpu} step={0.25} unit="cores" onChange={setCpu} />
-        <SliderField label="Memory" value={memGiB} min={0.25} max={maxMem} step={0.25} unit="GiB" onChange={setMemGiB} />
-        <SliderField label="GPU" value={fgpu} min={0} max={maxGpu} step={step} unit="fGPU" onChange={setFgpu}
+        <SliderField label="CPU" value={cpu} min={minCpu} max={maxCpu} step={0.25} unit="cores" onChange={setCpu}
+          hint={min.cpu ? `This image needs at least ${fmtNum(min.cpu)} CPU.` : undefined} />
+        <SliderField label="Memory" value={memGiB} min={minMem} max={maxMem} step={0.25} unit="GiB" onChange={setMemGiB}
+          hint={min.mem ? `This image needs at least ${fmtSize(min.mem)}.` : undefined} />
+        <SliderField label="GPU" value={fgpu} min={minGpu} max={maxGpu} step={step} unit="fGPU" onChange={setFgpu}
           disabled={maxGpu === 0} hint={maxGpu === 0 ? 'No node offers a GPU.' : undefined} />
         <SliderField label="Sessions" value={count} min={1} max={20} step={1} onChange={(v) => setCount(Math.round(v))} />
+        </div>
+        </div>
         <ErrorText error={error} />
         <div class="actions">
           <Button onClick={props.onClose}>Cancel</Button>
