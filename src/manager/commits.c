@@ -508,15 +508,30 @@ void mgr_run_commit(struct manager *m, const char *commit_id)
 		"source_image", c->source_image, "registry", m->registry_host);
 	const struct agent_link_ops *link = a->link;
 	void *ctx = a->link_ctx;
-	char id[STORE_ID_MAX];
+	char id[STORE_ID_MAX], agent_id[STORE_NAME_MAX];
 	util_strlcpy(id, c->id, sizeof(id));
+	util_strlcpy(agent_id, a->rec.id, sizeof(agent_id));
 	pthread_mutex_unlock(&m->mu);
 
 	json_t *result = NULL;
 	int rc = req ? link->commit(ctx, req, &result, &err) : terr_set(&err, ENOMEM, "out of memory");
 	json_decref(req);
+	/* The node's image list, read again before the commit says ready: the
+	 * agent's image event would bring the new image into the catalog too,
+	 * but only a moment later, and a client that saw "ready" lists the
+	 * images next. */
+	json_t *images = NULL;
+	struct terr ierr = {0};
+	if (rc == 0 && link->images && link->images(ctx, &images, &ierr) < 0) {
+		log_warn("manager", "listing images on %s after a commit: %s", agent_id, ierr.msg);
+		images = NULL;
+	}
 
 	pthread_mutex_lock(&m->mu);
+	struct magent *na = images ? mgr_find_agent(m, agent_id) : NULL;
+	if (na)
+		mgr_agent_set_images(na, images);
+	json_decref(images);
 	if ((c = find_commit(m, id)) && c->status == COMMIT_COMMITTING)
 		finish_commit(m, c, rc, &err, result);
 	pthread_mutex_unlock(&m->mu);

@@ -318,7 +318,11 @@ json_t *mgr_images_list(struct manager *m, const struct user_rec *u, bool all)
 	if (catalog_build(m, &c) == 0) {
 		for (size_t i = 0; i < c.n; i++) {
 			const struct centry *e = &c.e[i];
-			if (!visible_to(m, e->ref, &e->meta, u) || (e->meta.hidden && !(all && u->is_admin)))
+			/* A private image (it has an owner) is listed to whoever may
+			 * see it: its features say "private" too (session commit
+			 * adds it), which hides only images that nobody owns. */
+			bool owned = owner_of(m, e->ref, &e->meta) != NULL;
+			if (!visible_to(m, e->ref, &e->meta, u) || (!owned && e->meta.hidden && !(all && u->is_admin)))
 				continue;
 			json_array_append_new(arr, entry_json(m, e));
 		}
