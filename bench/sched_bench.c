@@ -36,14 +36,14 @@ static int mock_destroy(void *ctx, const char *sid, const char *cid, struct terr
 	(void)ctx; (void)sid; (void)cid; (void)err;
 	return 0;
 }
-static int mock_exec(void *ctx, const char *cid, json_t *cmd, int t, json_t **r, struct terr *err)
+static int mock_exec(void *ctx, const char *cid, json_t *cmd, int t, struct pump **r, struct terr *err)
 {
 	(void)ctx; (void)cid; (void)cmd; (void)t; (void)r;
 	return terr_set(err, ENOSYS, "mock agent");
 }
-static int mock_logs(void *ctx, const char *cid, int tail, char **out, struct terr *err)
+static int mock_logs(void *ctx, const char *cid, int tail, bool follow, struct pump **out, struct terr *err)
 {
-	(void)ctx; (void)cid; (void)tail; (void)out;
+	(void)ctx; (void)cid; (void)tail; (void)follow; (void)out;
 	return terr_set(err, ENOSYS, "mock agent");
 }
 static int mock_image_exists(void *ctx, const char *ref, bool *exists, struct terr *err)

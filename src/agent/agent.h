@@ -23,6 +23,11 @@ struct agent_config {
 	int64_t mem;                  /* 0: all memory minus mem_reserve */
 	int64_t mem_reserve;          /* kept for the host */
 	int64_t pids_limit;           /* per container; 0: 4096 */
+	/* Each session's log (what Docker keeps of its output): at most
+	 * log_max_size bytes in log_max_files rotating files, the oldest
+	 * dropped; log_max_size 0: no cap. log_max_files < 2: 5. */
+	int64_t log_max_size;
+	int log_max_files;
 	const char *data_dir;         /* per-session files (fGPU limits); required for GPUs */
 	const char *mock_gpus;        /* "COUNTxMEM[:SMS],...": mock devices instead of NVML */
 	const char *nvml_lib_dir;     /* NULL: the loader's search path */
@@ -89,17 +94,20 @@ int agent_start_session(struct agent *a, json_t *spec, char cid[RT_ID_MAX],
  * for it is under way. Absent is success. */
 int agent_destroy_session(struct agent *a, const char *session_id,
 			  const char *container_id, struct terr *err);
-/* Runs argv in the container, as the user its session runs as (label
- * AGENT_LABEL_RUN_AS), and waits for it. timeout_s > 0: the command
- * is stopped past that many seconds (SIGTERM, then SIGKILL; exit code 124
+/* Starts argv in the container, as the user its session runs as (label
+ * AGENT_LABEL_RUN_AS) and in that user's working directory; *out (the
+ * caller pump_closes it) streams its output in the frames of
+ * common/frames.h, stdout and stderr apart and byte for byte, then its
+ * exit code. timeout_s > 0: the command is stopped past that many
+ * seconds (SIGTERM, then SIGKILL; exit code 124
  * and a line on stderr), through the runner mounted in every session. */
-int agent_exec(struct agent *a, const char *container_id, const char *const *argv,
-	       int timeout_s, struct rt_exec_result *out, struct terr *err);
-/* An exec result as the API answers it: {"exit_code","stdout","stderr"},
- * invalid UTF-8 replaced (new reference). */
-json_t *agent_exec_result_json(const struct rt_exec_result *r);
-int agent_logs(struct agent *a, const char *container_id, int tail, char **out,
-	       size_t *len, struct terr *err);
+int agent_exec_stream(struct agent *a, const char *container_id, const char *const *argv,
+		      int timeout_s, struct pump **out, struct terr *err);
+/* The container's log as a byte stream (runtime_ops.logs_stream): the
+ * last `tail` lines (0: all), and with follow what comes until the
+ * container ends. *out: the caller pump_closes it. */
+int agent_logs_stream(struct agent *a, const char *container_id, int tail, bool follow,
+		      struct pump **out, struct terr *err);
 int agent_image_exists(struct agent *a, const char *ref, bool *exists, struct terr *err);
 /* *images (new ref): the node's images as the runtime lists them,
  * [{"id","tags":["repo:tag",...],"size","labels":{...}}]. */
@@ -148,7 +156,6 @@ void agent_set_cluster_id(struct agent *a, const char *cluster_id);
  * Docker's `oom` event). */
 int agent_watch_start(struct agent *a, agent_event_fn fn, void *ud, struct terr *err);
 
-#define AGENT_EXEC_MAX_OUTPUT (8u << 20)
 #define AGENT_OOM_INTERVAL_MS 1000
 #define AGENT_RUNNER_TARGET "/opt/tessera/bin/tessera-runner"
 #define AGENT_LABEL_SESSION "tessera.session"

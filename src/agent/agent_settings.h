@@ -73,7 +73,11 @@ enum agent_setting_type {
 	  "device memory a CUDA context takes, counted in GPU shares: auto (measured), a size, 0") \
 	X(gpu_usage_interval_ms, "gpu-usage-interval-ms", INT, agent.gpu_usage_interval_ms, \
 	  AGENT_SETTINGS_STR(GPU_USAGE_INTERVAL_MS), 100, 60000, AGENT_SETTING_FLAG, "MS", \
-	  "how often GPU sessions are charged the driver's memory beyond the fGPU count")
+	  "how often GPU sessions are charged the driver's memory beyond the fGPU count") \
+	X(log_max_size, "log-max-size", SIZE, agent.log_max_size, "100MiB", 0, 0, AGENT_SETTING_FLAG, "SIZE", \
+	  "each session's log (its output) is kept to this size in all, the oldest dropped; 0: no cap") \
+	X(log_max_files, "log-max-files", INT, agent.log_max_files, "5", 2, 100, AGENT_SETTING_FLAG, "N", \
+	  "files the log of a session rotates through (log_max_size / N each)")
 
 #define AGENT_SETTINGS_STR(x) AGENT_SETTINGS_STR_(x)
 #define AGENT_SETTINGS_STR_(x) #x

@@ -5,6 +5,8 @@
 #include <time.h>
 
 #include "common/apiclient.h"
+#include "common/frames.h"
+#include "common/pump.h"
 #include "common/jsonutil.h"
 #include "common/sign.h"
 
@@ -71,6 +73,8 @@ static void rpc_destroy(void *ctx, struct httpd_req *req, struct httpd_resp *res
 		httpd_json(resp, 200, json_object());
 }
 
+/* The command's output is streamed (common/frames.h) as Docker gives it,
+ * never held whole here. */
 static void rpc_exec(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 {
 	struct rpc_ctx *rc = ctx;
@@ -86,17 +90,16 @@ static void rpc_exec(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 	if (!ok) {
 		httpd_error(resp, 400, "invalid_argument", "command must be a non-empty array of strings");
 	} else {
-		struct rt_exec_result r = {0};
+		struct pump *p = NULL;
 		struct terr err = {0};
 		json_t *tmo = json_object_get(body, "timeout_s");
 		int timeout_s = json_is_integer(tmo) && json_integer_value(tmo) > 0 &&
 					json_integer_value(tmo) <= 86400
 				? (int)json_integer_value(tmo) : 0;
-		if (agent_exec(rc->agent, req->params[0], argv, timeout_s, &r, &err) < 0)
+		if (agent_exec_stream(rc->agent, req->params[0], argv, timeout_s, &p, &err) < 0)
 			httpd_error_terr(resp, &err);
 		else
-			httpd_json(resp, 200, agent_exec_result_json(&r));
-		rt_exec_result_free(&r);
+			pump_respond(p, req, resp, 200, FRAMES_CONTENT_TYPE, NULL, NULL);
 	}
 	free(argv);
 	json_decref(body);
@@ -106,15 +109,13 @@ static void rpc_logs(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 {
 	struct rpc_ctx *rc = ctx;
 	const char *t = httpd_query(req, "tail");
-	char *logs = NULL;
-	size_t len = 0;
+	const char *f = httpd_query(req, "follow");
+	struct pump *p = NULL;
 	struct terr err = {0};
-	if (agent_logs(rc->agent, req->params[0], t ? atoi(t) : 0, &logs, &len, &err) < 0) {
+	if (agent_logs_stream(rc->agent, req->params[0], t ? atoi(t) : 0, f && !strcmp(f, "1"), &p, &err) < 0)
 		httpd_error_terr(resp, &err);
-		return;
-	}
-	httpd_json(resp, 200, json_pack("{s:o}", "logs", jsonutil_string_lossy(logs, len)));
-	free(logs);
+	else
+		pump_respond(p, req, resp, 200, "text/plain; charset=utf-8", NULL, NULL);
 }
 
 static void rpc_image(void *ctx, struct httpd_req *req, struct httpd_resp *resp)

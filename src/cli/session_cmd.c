@@ -11,6 +11,7 @@
 #include "cli/client.h"
 #include "cli/views.h"
 #include "cli/table.h"
+#include "common/frames.h"
 #include "common/units.h"
 
 #define CREATE_USAGE \
@@ -43,7 +44,12 @@
 	"                  otherwise one of your own sessions; an id is anyone's\n"
 #define INFO_USAGE "usage: tessera session info NAME [--owner EMAIL] [--json]\n\n" OWNER_USAGE
 #define RM_USAGE "usage: tessera session rm NAME... [--owner EMAIL]\n\n" OWNER_USAGE
-#define LOGS_USAGE "usage: tessera session logs NAME [--tail N] [--owner EMAIL]\n\n" OWNER_USAGE
+#define LOGS_USAGE \
+	"usage: tessera session logs NAME [--tail N] [--follow] [--owner EMAIL]\n" \
+	"\n" \
+	"  --tail N        only the last N lines\n" \
+	"  -f, --follow    keep printing what the session writes until it ends\n" \
+	"                  (or Ctrl-C)\n" OWNER_USAGE
 #define EXEC_USAGE \
 	"usage: tessera session exec NAME [--timeout SECONDS] [--owner EMAIL] -- CMD [ARG...]\n" \
 	"\n" \
@@ -658,27 +664,41 @@ static int session_rm(int argc, char **argv)
 	return rc;
 }
 
+/* Bytes of a stream go out as they come. */
+static int session_write_out(const char *data, size_t len, void *ud)
+{
+	FILE *out = ud;
+	if (fwrite(data, 1, len, out) != len)
+		return 1;
+	fflush(out);
+	return 0;
+}
+
 static int session_logs(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{"tail", required_argument, NULL, 't'},
+		{"follow", no_argument, NULL, 'f'},
 		{"owner", required_argument, NULL, 'o'},
 		{"help", no_argument, NULL, 'h'},
 		{0},
 	};
 	long tail = -1;
+	int follow = 0;
 	session_reset_getopt();
-	for (int o; (o = getopt_long(argc, argv, "h", opts, NULL)) != -1;) {
+	for (int o; (o = getopt_long(argc, argv, "hf", opts, NULL)) != -1;) {
 		if (o == 'h') {
 			fputs(LOGS_USAGE, stdout);
 			return CLI_EXIT_OK;
+		} else if (o == 'f') {
+			follow = 1;
 		} else if (o == 'o') {
 			session_owner = optarg;
 		} else if (o == 't') {
 			char *end;
 			tail = strtol(optarg, &end, 10);
-			if (*optarg < '0' || *optarg > '9' || *end)
-				return cli_usage_fail("session logs", "--tail needs a number of lines, not '%s'",
+			if (*optarg < '0' || *optarg > '9' || *end || tail > 1000000)
+				return cli_usage_fail("session logs", "--tail needs a number of lines up to 1000000, not '%s'",
 						      optarg);
 		} else {
 			return session_bad_option("session logs", argv);
@@ -688,36 +708,72 @@ static int session_logs(int argc, char **argv)
 		return cli_usage_fail("session logs", "which session? usage: tessera session logs NAME");
 	if (optind + 1 < argc)
 		return cli_usage_fail("session logs", "unexpected argument '%s'", argv[optind + 1]);
-	char suffix[48] = "/logs";
+	char suffix[64] = "/logs";
 	if (tail >= 0)
-		snprintf(suffix, sizeof(suffix), "/logs?tail=%ld", tail);
+		snprintf(suffix, sizeof(suffix), "/logs?tail=%ld%s", tail, follow ? "&follow=1" : "");
+	else if (follow)
+		snprintf(suffix, sizeof(suffix), "/logs?follow=1");
 	char *path = session_path(argv[optind], suffix);
 	if (!path)
 		return cli_fail("out of memory");
 	struct cli_config cfg = {0};
 	struct api_client c;
 	struct terr err = {0};
-	json_t *reply = NULL;
 	int rc = CLI_EXIT_OK;
+	/* No time limit: a log may be long, a followed one has no end. */
 	if (cli_connect(&cfg, &c, &err) < 0 ||
-	    api_call(&c, "GET", path, NULL, 120000, &reply, NULL, &err) < 0) {
+	    api_stream(&c, "GET", path, NULL, 0, "text/plain", NULL, session_write_out, stdout, NULL, NULL,
+		       &err) < 0)
 		rc = cli_fail("%s", err.msg);
-	} else {
-		json_t *logs = json_object_get(reply, "logs");
-		fwrite(json_string_value(logs) ? json_string_value(logs) : "", 1,
-		       json_string_length(logs), stdout);
-	}
-	json_decref(reply);
 	free(path);
 	cli_config_free(&cfg);
 	return rc;
 }
 
-static void session_write_stream(json_t *v, FILE *out)
+/* The exec stream's frames to stdout and stderr, byte for byte. */
+struct exec_out {
+	struct frames_decoder dec;
+	bool wrong_type;
+	bool ended, exited;
+	int32_t code;
+	char error[512];
+	bool write_failed;
+};
+
+static int exec_on_data(void *ud, enum frame_type type, const char *data, size_t len)
 {
-	if (json_is_string(v))
-		fwrite(json_string_value(v), 1, json_string_length(v), out);
-	fflush(out);
+	struct exec_out *eo = ud;
+	if (session_write_out(data, len, type == FRAME_STDERR ? stderr : stdout)) {
+		eo->write_failed = true;
+		return 1;
+	}
+	return 0;
+}
+
+static int exec_on_end(void *ud, bool exited, int32_t code, const char *error)
+{
+	struct exec_out *eo = ud;
+	eo->ended = true;
+	eo->exited = exited;
+	eo->code = code;
+	if (error)
+		snprintf(eo->error, sizeof(eo->error), "%s", error);
+	return 0;
+}
+
+static int exec_on_open(const char *content_type, void *ud)
+{
+	struct exec_out *eo = ud;
+	/* Anything but frames (a manager from before streaming) is refused
+	 * rather than printed as garbage. */
+	eo->wrong_type = strncmp(content_type, FRAMES_CONTENT_TYPE, strlen(FRAMES_CONTENT_TYPE)) != 0;
+	return eo->wrong_type;
+}
+
+static int exec_on_bytes(const char *data, size_t len, void *ud)
+{
+	struct exec_out *eo = ud;
+	return frames_feed(&eo->dec, data, len) < 0;
 }
 
 /* Options of `session exec`, before or after NAME; stops at the first
@@ -791,27 +847,28 @@ static int session_exec(int argc, char **argv)
 	struct cli_config cfg = {0};
 	struct api_client c;
 	struct terr err = {0};
-	json_t *reply = NULL;
+	struct exec_out eo = {0};
+	frames_decoder_init(&eo.dec, &(struct frames_sink){.on_data = exec_on_data, .on_end = exec_on_end, .ud = &eo});
 	int rc;
-	/* The server runs the command up to timeout_s (default 600 s). */
-	long http_ms = ((timeout_s ? timeout_s : 600) + 30) * 1000L;
+	/* No time limit on the transfer: the server stops the command at
+	 * timeout_s (default 600 s), and output may take long to read. */
 	if (!path || !body) {
 		rc = cli_fail("out of memory");
 	} else if (cli_connect(&cfg, &c, &err) < 0 ||
-		   api_call(&c, "POST", path, body, http_ms, &reply, NULL, &err) < 0) {
+		   api_stream(&c, "POST", path, body, 0, FRAMES_CONTENT_TYPE, exec_on_open, exec_on_bytes, &eo, NULL,
+			      NULL, &err) < 0) {
 		rc = cli_fail("%s", err.msg);
+	} else if (eo.write_failed) {
+		rc = cli_fail("cannot write the command's output");
+	} else if (eo.wrong_type) {
+		rc = cli_fail("the manager answered something other than the command's output stream (an older version?)");
+	} else if (frames_finish(&eo.dec) < 0) {
+		rc = cli_fail("the command's output stream was cut short or is not Tessera's frames");
+	} else if (!eo.exited) {
+		rc = cli_fail("%s", eo.error[0] ? eo.error : "the command's outcome is unknown");
 	} else {
-		session_write_stream(json_object_get(reply, "stdout"), stdout);
-		session_write_stream(json_object_get(reply, "stderr"), stderr);
-		json_t *code = json_object_get(reply, "exit_code");
-		if (!json_is_integer(code)) {
-			rc = cli_fail("the manager did not report an exit code for the command");
-		} else {
-			json_int_t v = json_integer_value(code);
-			rc = v < 0 || v > 255 ? CLI_EXIT_FAIL : (int)v;
-		}
+		rc = eo.code < 0 || eo.code > 255 ? CLI_EXIT_FAIL : (int)eo.code;
 	}
-	json_decref(reply);
 	json_decref(body);
 	free(path);
 	cli_config_free(&cfg);
@@ -943,7 +1000,7 @@ static const struct cli_verb session_verbs[] = {
 	{"ls", session_ls, "ls [--all] [--json]", "list sessions (without --all: not yet ended)"},
 	{"info", session_info, "info NAME [--owner EMAIL] [--json]", "show one session with its status history"},
 	{"rm", session_rm, "rm NAME... [--owner EMAIL]", "remove sessions"},
-	{"logs", session_logs, "logs NAME", "print a session's container output"},
+	{"logs", session_logs, "logs NAME [--tail N] [--follow]", "print a session's container output"},
 	{"exec", session_exec, "exec NAME -- CMD...", "run a command in a running session"},
 	{"commit", session_commit, "commit NAME [--name IMAGE] [--tag TAG] [--wait]",
 	 "convert a running session into a private image"},

@@ -10,6 +10,8 @@
 #include "common/sign.h"
 
 #define API_DEFAULT_TIMEOUT_MS 30000L
+/* How much of an error answer to a stream is kept for its message. */
+#define API_STREAM_ERRBODY 16384
 
 /* Splits "http://host:port/prefix" into the Host header value and the path
  * prefix (without trailing slash); both malloc'd. */
@@ -46,6 +48,7 @@ static int api_status_errno(long status)
 	case 404: return ENOENT;
 	case 409: return EEXIST;
 	case 413: return E2BIG;
+	case 429: return EUSERS;
 	case 503: return EAGAIN;
 	default: return EIO;
 	}
@@ -59,43 +62,111 @@ static const char *api_peer(const char *path_query)
 	return "the manager";
 }
 
+/* What every signed request needs, built once for api_call and api_stream. */
+struct api_req {
+	char *host, *prefix, *full_path, *url;
+	char h_date[96], h_host[300], h_auth[560];
+};
+
+static void api_req_free(struct api_req *r)
+{
+	free(r->host);
+	free(r->prefix);
+	free(r->full_path);
+	free(r->url);
+}
+
+static int api_prepare(const struct api_client *c, const char *method, const char *path_query,
+		       const char *payload, size_t body_len, struct api_req *r, struct terr *err)
+{
+	memset(r, 0, sizeof(*r));
+	if (!c || !c->endpoint || !c->endpoint[0])
+		return terr_set(err, EINVAL, "no API endpoint configured");
+	int rc = api_split_endpoint(c->endpoint, &r->host, &r->prefix, err);
+	if (rc < 0)
+		return rc;
+	size_t ulen = strlen(r->prefix) + strlen(path_query) + 1;
+	r->full_path = malloc(ulen);
+	if (!r->full_path)
+		return terr_set(err, ENOMEM, "out of memory");
+	snprintf(r->full_path, ulen, "%s%s", r->prefix, path_query);
+	const char *scheme_end = strstr(c->endpoint, "://") + 3;
+	size_t base = (size_t)(scheme_end - c->endpoint) + strlen(r->host);
+	ulen = base + strlen(r->full_path) + 1;
+	r->url = malloc(ulen);
+	if (!r->url)
+		return terr_set(err, ENOMEM, "out of memory");
+	memcpy(r->url, c->endpoint, base);
+	memcpy(r->url + base, r->full_path, strlen(r->full_path) + 1);
+
+	char date[64];
+	sign_format_date(time(NULL), date, sizeof(date));
+	char auth[512];
+	rc = sign_authorization(c->access_key ? c->access_key : "", c->secret_key ? c->secret_key : "",
+				method, r->full_path, date, r->host, payload, body_len, auth, sizeof(auth), err);
+	if (rc < 0)
+		return rc;
+	snprintf(r->h_date, sizeof(r->h_date), "Date: %s", date);
+	if (snprintf(r->h_host, sizeof(r->h_host), "Host: %s", r->host) >= (int)sizeof(r->h_host))
+		return terr_set(err, EINVAL, "endpoint host name too long");
+	snprintf(r->h_auth, sizeof(r->h_auth), "Authorization: %s", auth);
+	return 0;
+}
+
+static int api_transport_error(int r, const struct api_client *c, const char *path_query, long timeout_ms,
+			       const struct terr *terr_http, struct terr *err)
+{
+	if (r == -ECONNREFUSED)
+		return terr_set(err, ECONNREFUSED, "cannot reach %s at %s: %s", api_peer(path_query), c->endpoint,
+				strerror(ECONNREFUSED));
+	if (r == -ETIMEDOUT)
+		return terr_set(err, ETIMEDOUT, "no answer from %s at %s within %ld ms (%s)", api_peer(path_query),
+				c->endpoint, timeout_ms, terr_http->msg);
+	return terr_set(err, -r, "cannot reach %s at %s: %s", api_peer(path_query), c->endpoint, terr_http->msg);
+}
+
+/* An answer that is not 2xx: our API's {"error":{"message"}} when it is
+ * one, else the start of what came. Returns the negative errno. */
+static int api_error_reply(const struct api_client *c, const char *method, const char *path_query, long status,
+			   const char *body, size_t len, struct terr *err)
+{
+	json_t *doc = len ? json_loadb(body, len, 0, NULL) : NULL;
+	const char *msg = NULL;
+	json_t *e = json_object_get(doc, "error");
+	if (json_is_object(e))
+		msg = json_string_value(json_object_get(e, "message"));
+	else if (json_is_string(e))
+		msg = json_string_value(e);
+	int r;
+	if (msg && *msg) {
+		r = terr_set(err, api_status_errno(status), "%s", msg);
+	} else {
+		/* Not our API's error shape (a proxy, a crash): show the start
+		 * of what came so the person can tell what answered. */
+		int n = (int)(len > 200 ? 200 : len);
+		while (n > 0 && (body[n - 1] == '\n' || body[n - 1] == '\r'))
+			n--;
+		r = terr_set(err, api_status_errno(status), "%s at %s answered HTTP %ld to %s %s%s%.*s",
+			     api_peer(path_query), c->endpoint, status, method, path_query, n ? ": " : "", n,
+			     body ? body : "");
+	}
+	json_decref(doc);
+	return r;
+}
+
 int api_call(const struct api_client *c, const char *method,
 	     const char *path_query, json_t *body, long timeout_ms,
 	     json_t **out, long *status, struct terr *err)
 {
-	char *host = NULL, *prefix = NULL, *payload = NULL, *url = NULL,
-	     *full_path = NULL;
+	char *payload = NULL;
 	struct httpc_response resp = {0};
+	struct api_req ar = {0};
 	int r;
 
 	if (out)
 		*out = NULL;
 	if (status)
 		*status = 0;
-	if (!c || !c->endpoint || !c->endpoint[0])
-		return terr_set(err, EINVAL, "no API endpoint configured");
-	r = api_split_endpoint(c->endpoint, &host, &prefix, err);
-	if (r < 0)
-		return r;
-
-	size_t ulen = strlen(prefix) + strlen(path_query) + 1;
-	full_path = malloc(ulen);
-	if (!full_path) {
-		r = terr_set(err, ENOMEM, "out of memory");
-		goto out;
-	}
-	snprintf(full_path, ulen, "%s%s", prefix, path_query);
-	const char *scheme_end = strstr(c->endpoint, "://") + 3;
-	size_t base = (size_t)(scheme_end - c->endpoint) + strlen(host);
-	ulen = base + strlen(full_path) + 1;
-	url = malloc(ulen);
-	if (!url) {
-		r = terr_set(err, ENOMEM, "out of memory");
-		goto out;
-	}
-	memcpy(url, c->endpoint, base);
-	memcpy(url + base, full_path, strlen(full_path) + 1);
-
 	size_t body_len = 0;
 	if (body) {
 		payload = json_dumps(body, JSON_COMPACT);
@@ -105,28 +176,14 @@ int api_call(const struct api_client *c, const char *method,
 		}
 		body_len = strlen(payload);
 	}
-
-	char date[64];
-	sign_format_date(time(NULL), date, sizeof(date));
-	char auth[512];
-	r = sign_authorization(c->access_key ? c->access_key : "",
-			       c->secret_key ? c->secret_key : "", method, full_path,
-			       date, host, payload, body_len, auth, sizeof(auth), err);
+	r = api_prepare(c, method, path_query, payload, body_len, &ar, err);
 	if (r < 0)
 		goto out;
-
-	char h_date[96], h_host[300], h_auth[560];
-	snprintf(h_date, sizeof(h_date), "Date: %s", date);
-	if (snprintf(h_host, sizeof(h_host), "Host: %s", host) >= (int)sizeof(h_host)) {
-		r = terr_set(err, EINVAL, "endpoint host name too long");
-		goto out;
-	}
-	snprintf(h_auth, sizeof(h_auth), "Authorization: %s", auth);
-	const char *headers[] = {h_date, h_host, h_auth, "Content-Type: application/json",
+	const char *headers[] = {ar.h_date, ar.h_host, ar.h_auth, "Content-Type: application/json",
 				 "Accept: application/json", NULL};
 	struct httpc_request req = {
 		.method = method,
-		.url = url,
+		.url = ar.url,
 		.headers = headers,
 		.body = payload,
 		.body_len = body_len,
@@ -135,27 +192,18 @@ int api_call(const struct api_client *c, const char *method,
 	struct terr terr_http = {0};
 	r = httpc_do(&req, &resp, &terr_http);
 	if (r < 0) {
-		if (r == -ECONNREFUSED)
-			r = terr_set(err, ECONNREFUSED, "cannot reach %s at %s: %s",
-				     api_peer(path_query), c->endpoint, strerror(ECONNREFUSED));
-		else if (r == -ETIMEDOUT)
-			r = terr_set(err, ETIMEDOUT, "no answer from %s at %s within %ld ms (%s)",
-				     api_peer(path_query), c->endpoint, req.timeout_ms,
-				     terr_http.msg);
-		else
-			r = terr_set(err, r, "cannot reach %s at %s: %s", api_peer(path_query),
-				     c->endpoint, terr_http.msg);
+		r = api_transport_error(r, c, path_query, req.timeout_ms, &terr_http, err);
 		goto out;
 	}
 	if (status)
 		*status = resp.status;
 
-	json_t *doc = NULL;
-	if (resp.len) {
-		json_error_t jerr;
-		doc = json_loadb(resp.body, resp.len, 0, &jerr);
-	}
 	if (resp.status >= 200 && resp.status < 300) {
+		json_t *doc = NULL;
+		if (resp.len) {
+			json_error_t jerr;
+			doc = json_loadb(resp.body, resp.len, 0, &jerr);
+		}
 		if (resp.len && !doc) {
 			r = terr_set(err, EIO, "%s at %s answered %s %s with invalid JSON",
 				     api_peer(path_query), c->endpoint, method, path_query);
@@ -168,34 +216,112 @@ int api_call(const struct api_client *c, const char *method,
 		r = 0;
 		goto out;
 	}
-
-	const char *msg = NULL;
-	json_t *e = json_object_get(doc, "error");
-	if (json_is_object(e))
-		msg = json_string_value(json_object_get(e, "message"));
-	else if (json_is_string(e))
-		msg = json_string_value(e);
-	if (msg && *msg) {
-		r = terr_set(err, api_status_errno(resp.status), "%s", msg);
-	} else {
-		/* Not our API's error shape (a proxy, a crash): show the start
-		 * of what came so the person can tell what answered. */
-		int n = (int)(resp.len > 200 ? 200 : resp.len);
-		while (n > 0 && (resp.body[n - 1] == '\n' || resp.body[n - 1] == '\r'))
-			n--;
-		r = terr_set(err, api_status_errno(resp.status),
-			     "%s at %s answered HTTP %ld to %s %s%s%.*s",
-			     api_peer(path_query), c->endpoint, resp.status, method,
-			     path_query, n ? ": " : "", n, resp.body ? resp.body : "");
-	}
-	json_decref(doc);
+	r = api_error_reply(c, method, path_query, resp.status, resp.body, resp.len, err);
 out:
 	httpc_response_free(&resp);
-	free(host);
-	free(prefix);
-	free(full_path);
-	free(url);
+	api_req_free(&ar);
 	free(payload);
+	return r;
+}
+
+/* api_stream's transfer: the status decides where the body goes. */
+struct api_stream_xfer {
+	int (*on_open)(const char *content_type, void *ud);
+	int (*on_data)(const char *data, size_t len, void *ud);
+	void *ud;
+	long status;
+	char errbody[API_STREAM_ERRBODY];
+	size_t errlen;
+};
+
+static int api_stream_status(long status, const char *content_type, void *ud)
+{
+	struct api_stream_xfer *x = ud;
+	x->status = status;
+	if (status >= 200 && status < 300 && x->on_open)
+		return x->on_open(content_type, x->ud);
+	return 0;
+}
+
+static int api_stream_data(const char *data, size_t len, void *ud)
+{
+	struct api_stream_xfer *x = ud;
+	if (x->status >= 200 && x->status < 300)
+		return x->on_data ? x->on_data(data, len, x->ud) : 0;
+	size_t k = sizeof(x->errbody) - 1 - x->errlen;
+	if (k > len)
+		k = len;
+	memcpy(x->errbody + x->errlen, data, k);
+	x->errlen += k;
+	return 0;
+}
+
+int api_stream(const struct api_client *c, const char *method, const char *path_query, json_t *body,
+	       long timeout_ms, const char *accept, int (*on_open)(const char *content_type, void *ud),
+	       int (*on_data)(const char *data, size_t len, void *ud), void *ud, const atomic_bool *cancel,
+	       long *status, struct terr *err)
+{
+	char *payload = NULL;
+	struct api_req ar = {0};
+	struct api_stream_xfer *x = calloc(1, sizeof(*x));
+	int r;
+	if (status)
+		*status = 0;
+	if (!x)
+		return terr_set(err, ENOMEM, "out of memory");
+	size_t body_len = 0;
+	if (body) {
+		payload = json_dumps(body, JSON_COMPACT);
+		if (!payload) {
+			r = terr_set(err, ENOMEM, "cannot serialize the request body");
+			goto out;
+		}
+		body_len = strlen(payload);
+	}
+	r = api_prepare(c, method, path_query, payload, body_len, &ar, err);
+	if (r < 0)
+		goto out;
+	char h_accept[128];
+	snprintf(h_accept, sizeof(h_accept), "Accept: %s", accept ? accept : "*/*");
+	const char *headers[] = {ar.h_date, ar.h_host, ar.h_auth, "Content-Type: application/json", h_accept,
+				 NULL};
+	x->on_open = on_open;
+	x->on_data = on_data;
+	x->ud = ud;
+	struct httpc_request req = {
+		.method = method,
+		.url = ar.url,
+		.headers = headers,
+		.body = payload,
+		.body_len = body_len,
+		.timeout_ms = timeout_ms,
+		.on_data = api_stream_data,
+		.on_status = api_stream_status,
+		.ud = x,
+		.cancel = cancel,
+	};
+	struct httpc_response resp = {0};
+	struct terr terr_http = {0};
+	r = httpc_do(&req, &resp, &terr_http);
+	httpc_response_free(&resp);
+	if (r < 0) {
+		if (r == -ECANCELED)
+			r = terr_set(err, ECANCELED, "%s", terr_http.msg);
+		else if (x->status >= 200 && x->status < 300)
+			r = terr_set(err, EIO, "the stream from %s at %s was cut short: %s", api_peer(path_query),
+				     c->endpoint, terr_http.msg);
+		else
+			r = api_transport_error(r, c, path_query, timeout_ms, &terr_http, err);
+		goto out;
+	}
+	if (status)
+		*status = resp.status;
+	if (resp.status < 200 || resp.status >= 300)
+		r = api_error_reply(c, method, path_query, resp.status, x->errbody, x->errlen, err);
+out:
+	api_req_free(&ar);
+	free(payload);
+	free(x);
 	return r;
 }
 

@@ -5,6 +5,7 @@
 
 #include <curl/curl.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,6 +25,8 @@ void httpc_global_init(void)
 
 struct httpc_xfer {
 	const struct httpc_request *req;
+	CURL *h;
+	int status_told;  /* on_status was called */
 	char *buf;
 	size_t len, cap;
 	int stopped;    /* on_data asked to stop: not an error */
@@ -71,6 +74,29 @@ static size_t httpc_write_cb(char *data, size_t size, size_t nmemb, void *ud)
 	return n;
 }
 
+/* The blank line after the headers of a final (non-1xx) response is
+ * where on_status learns the status. */
+static size_t httpc_header_cb(char *data, size_t size, size_t nmemb, void *ud)
+{
+	struct httpc_xfer *x = ud;
+	size_t n = size * nmemb;
+	bool blank = (n == 2 && data[0] == '\r' && data[1] == '\n') || (n == 1 && data[0] == '\n');
+	if (!blank || x->status_told)
+		return n;
+	long status = 0;
+	char *ct = NULL;
+	curl_easy_getinfo(x->h, CURLINFO_RESPONSE_CODE, &status);
+	if (status < 200)
+		return n;   /* an interim response; the final one follows */
+	curl_easy_getinfo(x->h, CURLINFO_CONTENT_TYPE, &ct);
+	x->status_told = 1;
+	if (x->req->on_status(status, ct ? ct : "", x->req->ud)) {
+		x->stopped = 1;
+		return 0;
+	}
+	return n;
+}
+
 static int httpc_xferinfo_cb(void *ud, curl_off_t dltotal, curl_off_t dlnow,
 			     curl_off_t ultotal, curl_off_t ulnow)
 {
@@ -113,6 +139,7 @@ int httpc_do(const struct httpc_request *req, struct httpc_response *resp,
 	CURL *h = curl_easy_init();
 	if (!h)
 		return terr_set(err, ENOMEM, "httpc: cannot create a curl handle");
+	x.h = h;
 
 	for (const char *const *p = req->headers; p && *p; p++) {
 		struct curl_slist *n = curl_slist_append(hdrs, *p);
@@ -137,6 +164,10 @@ int httpc_do(const struct httpc_request *req, struct httpc_response *resp,
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, httpc_write_cb);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, &x);
+	if (req->on_status) {
+		curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, httpc_header_cb);
+		curl_easy_setopt(h, CURLOPT_HEADERDATA, &x);
+	}
 	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
 	if (req->unix_socket) {
 		curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, req->unix_socket);

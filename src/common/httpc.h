@@ -19,6 +19,11 @@ struct httpc_request {
 	 * collected; return non-zero to stop the transfer (the call then
 	 * returns 0 with whatever status came). */
 	int (*on_data)(const char *data, size_t len, void *ud);
+	/* Streaming too: called once with the final status as soon as the
+	 * response's headers are in, before any body byte reaches on_data
+	 * (so a long-lived stream with no output yet is known to be open).
+	 * Non-zero stops the transfer as on_data does. May be NULL. */
+	int (*on_status)(long status, const char *content_type, void *ud);
 	void *ud;
 	/* Checked about once a second and on each chunk; true aborts. Set
 	 * from another thread (atomic_store), while this one is in httpc_do;

@@ -7,7 +7,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/frames.h"
 #include "common/jsonutil.h"
+#include "common/pump.h"
 #include "common/sign.h"
 #include "common/util.h"
 #include "manager/internal.h"
@@ -194,9 +196,12 @@ static void api_session_delete(void *ctx, struct httpd_req *req, struct httpd_re
 	answer(resp, rc, 200, o, &err);
 }
 
+/* The log is streamed as the agent sends it (text/plain, stdout and
+ * stderr interleaved), never read whole into the manager. */
 static void api_session_logs(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 {
 	const char *tail_s = httpd_query(req, "tail");
+	const char *follow_s = httpd_query(req, "follow");
 	long tail = 0;
 	if (tail_s) {
 		char *end;
@@ -206,20 +211,30 @@ static void api_session_logs(void *ctx, struct httpd_req *req, struct httpd_resp
 			return;
 		}
 	}
+	bool follow = false;
+	if (follow_s) {
+		if (strcmp(follow_s, "0") && strcmp(follow_s, "1") && strcmp(follow_s, "true") &&
+		    strcmp(follow_s, "false")) {
+			httpd_error(resp, 400, "invalid_argument", "follow must be 1 or 0");
+			return;
+		}
+		follow = !strcmp(follow_s, "1") || !strcmp(follow_s, "true");
+	}
 	char idbuf[STORE_ID_MAX];
 	const char *ref = session_ref(ctx, req, resp, idbuf);
 	if (!ref)
 		return;
-	char *logs = NULL;
+	struct pump *p = NULL;
 	struct terr err = {0};
-	if (mgr_session_logs(ctx, caller(req), ref, (int)tail, &logs, &err) < 0) {
+	if (mgr_session_logs(ctx, caller(req), ref, (int)tail, follow, &p, &err) < 0)
 		httpd_error_terr(resp, &err);
-		return;
-	}
-	httpd_json(resp, 200, json_pack("{s:o}", "logs", jsonutil_string_lossy(logs, strlen(logs))));
-	free(logs);
+	else
+		pump_respond(p, req, resp, 200, "text/plain; charset=utf-8", NULL, NULL);
 }
 
+/* The output is streamed in frames (common/frames.h, docs/api.md "Exec
+ * output stream"); the exec holds one of its user's slots until the
+ * stream is closed. */
 static void api_session_exec(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 {
 	json_t *body = api_parse_body(req, resp);
@@ -250,9 +265,15 @@ static void api_session_exec(void *ctx, struct httpd_req *req, struct httpd_resp
 	const char *ref = session_ref(ctx, req, resp, idbuf);
 	if (!ref)
 		goto out;
-	json_t *result = NULL;
-	int rc = mgr_session_exec(ctx, caller(req), ref, cmd, (int)timeout_s, &result, &err);
-	answer(resp, rc, 200, result, &err);
+	struct pump *p = NULL;
+	struct mgr_exec_slot *slot = NULL;
+	int rc = mgr_session_exec(ctx, caller(req), ref, cmd, (int)timeout_s, &p, &slot, &err);
+	if (rc == -EUSERS)
+		httpd_error(resp, 429, "too_many_execs", "%s", err.msg);
+	else if (rc < 0)
+		httpd_error_terr(resp, &err);
+	else
+		pump_respond(p, req, resp, 200, FRAMES_CONTENT_TYPE, mgr_exec_release, slot);
 out:
 	json_decref(body);
 }

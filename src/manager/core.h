@@ -61,16 +61,28 @@ int mgr_session_get(struct manager *m, const struct user_rec *u, const char *ref
  * *session: its JSON after the change. ENOENT as above. */
 int mgr_session_delete(struct manager *m, const struct user_rec *u, const char *ref,
 		       json_t **session, struct terr *err);
-/* The last `tail` lines (0: all) of the session's container; *logs is
- * malloc'd, the caller frees. ENOENT; EBUSY when it has no container;
- * EAGAIN when its node is LOST; the agent's own errors. */
-int mgr_session_logs(struct manager *m, const struct user_rec *u, const char *ref, int tail,
-		     char **logs, struct terr *err);
-/* Runs command (a validated array of strings, borrowed) in the running
- * session's container; *result {"exit_code","stdout","stderr"}. Errors as
- * mgr_session_logs, EBUSY also when it is not RUNNING. */
-int mgr_session_exec(struct manager *m, const struct user_rec *u, const char *ref,
-		     json_t *command, int timeout_s, json_t **result, struct terr *err);
+/* The session's log as a byte stream: the last `tail` lines (0: all),
+ * and with follow what comes until the container ends. *out: the caller
+ * pump_closes it. ENOENT; EBUSY when it has no container; EAGAIN when
+ * its node is LOST; the agent's own errors. */
+int mgr_session_logs(struct manager *m, const struct user_rec *u, const char *ref, int tail, bool follow,
+		     struct pump **out, struct terr *err);
+
+/* A running exec's place in its user's max_concurrent_execs. */
+struct mgr_exec_slot;
+/* Starts command (a validated array of strings, borrowed) in the running
+ * session's container; *out streams its output in the frames of
+ * common/frames.h. The exec holds one of u's max_concurrent_execs
+ * (policy, default MGR_DEFAULT_MAX_EXECS) until *slot is given to
+ * mgr_exec_release, after the stream is closed: EUSERS when u holds
+ * them all. Errors as mgr_session_logs, EBUSY also when it is not
+ * RUNNING. */
+int mgr_session_exec(struct manager *m, const struct user_rec *u, const char *ref, json_t *command,
+		     int timeout_s, struct pump **out, struct mgr_exec_slot **slot, struct terr *err);
+/* Gives the slot back (a void * for pump_respond's on_close). */
+void mgr_exec_release(void *slot);
+
+#define MGR_DEFAULT_MAX_EXECS 4
 
 /* ---- nodes and images (agents.c) ---- */
 

@@ -20,7 +20,7 @@ static int local_destroy(void *ctx, const char *sid, const char *cid, struct ter
 }
 
 static int local_exec(void *ctx, const char *cid, json_t *command, int timeout_s,
-		      json_t **result, struct terr *err)
+		      struct pump **out, struct terr *err)
 {
 	size_t n = json_array_size(command);
 	const char **argv = calloc(n + 1, sizeof(char *));
@@ -28,20 +28,15 @@ static int local_exec(void *ctx, const char *cid, json_t *command, int timeout_s
 		return terr_set(err, ENOMEM, "out of memory");
 	for (size_t i = 0; i < n; i++)
 		argv[i] = json_string_value(json_array_get(command, i));
-	struct rt_exec_result r = {0};
-	int rc = agent_exec(ctx, cid, argv, timeout_s, &r, err);
+	int rc = agent_exec_stream(ctx, cid, argv, timeout_s, out, err);
 	free(argv);
-	if (rc < 0)
-		return rc;
-	*result = agent_exec_result_json(&r);
-	rt_exec_result_free(&r);
-	return 0;
+	return rc;
 }
 
-static int local_logs(void *ctx, const char *cid, int tail, char **out, struct terr *err)
+static int local_logs(void *ctx, const char *cid, int tail, bool follow, struct pump **out,
+		      struct terr *err)
 {
-	size_t len;
-	return agent_logs(ctx, cid, tail, out, &len, err);
+	return agent_logs_stream(ctx, cid, tail, follow, out, err);
 }
 
 static int local_image_exists(void *ctx, const char *ref, bool *exists, struct terr *err)
@@ -161,27 +156,102 @@ static int remote_destroy(void *ctx, const char *sid, const char *cid, struct te
 	return remote_call(ctx, AGENT_RPC_DESTROY, sid, query, NULL, 60000, NULL, err);
 }
 
-static int remote_exec(void *ctx, const char *cid, json_t *command, int timeout_s,
-		       json_t **result, struct terr *err)
+/* A streamed RPC call (exec, logs): a pump's thread reads the agent's
+ * answer as it comes, and the stream counts as open once the agent
+ * answered 200, so its refusals stay errors of the call. The job owns
+ * copies of all it needs: it may outlive a re-registration's link. */
+struct remote_stream {
+	char *url, *secret;
+	char path[1024];
+	json_t *body;
+	long timeout_ms;
+	struct pump *p;
+};
+
+static void remote_stream_free(void *ud)
+{
+	struct remote_stream *rs = ud;
+	free(rs->url);
+	free(rs->secret);
+	json_decref(rs->body);
+	free(rs);
+}
+
+static int remote_stream_open(const char *content_type, void *ud)
+{
+	(void)content_type;
+	struct remote_stream *rs = ud;
+	pump_ready(rs->p);
+	return 0;
+}
+
+static int remote_stream_data(const char *data, size_t len, void *ud)
+{
+	struct remote_stream *rs = ud;
+	return pump_write(rs->p, data, len) < 0;
+}
+
+static int remote_stream_run(struct pump *p, void *ud, struct terr *err)
+{
+	struct remote_stream *rs = ud;
+	rs->p = p;
+	struct api_client c = {.endpoint = rs->url, .access_key = "manager", .secret_key = rs->secret};
+	int rc = api_stream(&c, rs->body ? "POST" : "GET", rs->path, rs->body, rs->timeout_ms, "*/*",
+			    remote_stream_open, remote_stream_data, rs, pump_cancel_flag(p), NULL, err);
+	return rc < 0 ? terr_prefix(err, "agent at %s", rs->url) : 0;
+}
+
+static int remote_stream_start(struct remote_link *l, enum agent_rpc rpc, const char *cid, const char *query,
+			       json_t *body, long timeout_ms, struct pump **out, struct terr *err)
+{
+	*out = NULL;
+	struct remote_stream *rs = calloc(1, sizeof(*rs));
+	if (!rs)
+		return terr_set(err, ENOMEM, "out of memory");
+	rs->url = strdup(l->url);
+	rs->secret = strdup(l->secret);
+	rs->body = body ? json_incref(body) : NULL;
+	rs->timeout_ms = timeout_ms;
+	if (!rs->url || !rs->secret) {
+		remote_stream_free(rs);
+		return terr_set(err, ENOMEM, "out of memory");
+	}
+	if (agent_rpc_path(rpc, cid, query, rs->path, sizeof(rs->path), err) < 0) {
+		remote_stream_free(rs);
+		return terr_prefix(err, "agent at %s", l->url);
+	}
+	struct pump *p;
+	int rc = pump_start(&p, 0, remote_stream_run, rs, remote_stream_free, err);
+	if (rc < 0)
+		return rc;
+	rc = pump_wait_ready(p, err);
+	if (rc < 0) {
+		pump_close(p);
+		return rc;
+	}
+	*out = p;
+	return 0;
+}
+
+static int remote_exec(void *ctx, const char *cid, json_t *command, int timeout_s, struct pump **out,
+		       struct terr *err)
 {
 	json_t *body = json_pack("{s:O,s:i}", "command", command, "timeout_s", timeout_s);
-	int rc = remote_call(ctx, AGENT_RPC_EXEC, cid, NULL, body, (long)(timeout_s + 10) * 1000, result, err);
+	if (!body)
+		return terr_set(err, ENOMEM, "out of memory");
+	/* No transfer timeout: the runner stops the command at timeout_s,
+	 * and the client may take its output slowly. */
+	int rc = remote_stream_start(ctx, AGENT_RPC_EXEC, cid, NULL, body, 0, out, err);
 	json_decref(body);
 	return rc;
 }
 
-static int remote_logs(void *ctx, const char *cid, int tail, char **out, struct terr *err)
+static int remote_logs(void *ctx, const char *cid, int tail, bool follow, struct pump **out,
+		       struct terr *err)
 {
-	char query[32];
-	snprintf(query, sizeof(query), "tail=%d", tail);
-	json_t *resp = NULL;
-	int rc = remote_call(ctx, AGENT_RPC_LOGS, cid, query, NULL, 60000, &resp, err);
-	if (rc < 0)
-		return rc;
-	const char *logs = json_string_value(json_object_get(resp, "logs"));
-	*out = strdup(logs ? logs : "");
-	json_decref(resp);
-	return *out ? 0 : terr_set(err, ENOMEM, "out of memory");
+	char query[48];
+	snprintf(query, sizeof(query), "tail=%d&follow=%d", tail, follow ? 1 : 0);
+	return remote_stream_start(ctx, AGENT_RPC_LOGS, cid, query, NULL, 0, out, err);
 }
 
 static int remote_image_exists(void *ctx, const char *ref, bool *exists, struct terr *err)

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 
 #include "common/err.h"
+#include "common/pump.h"
 #include "agent/agent.h"
 #include "runtime/runtime.h"
 
@@ -15,11 +16,16 @@ struct agent_link_ops {
 	const char *name;
 	int (*start)(void *ctx, json_t *spec, char cid[RT_ID_MAX], struct terr *err);
 	int (*destroy)(void *ctx, const char *session_id, const char *cid, struct terr *err);
-	/* *result (new ref): {"exit_code","stdout","stderr"} */
+	/* Starts command (borrowed array of strings); *out streams its
+	 * output in the frames of common/frames.h (agent_exec_stream). What
+	 * fails before the command runs is returned here. The caller
+	 * pump_closes *out. */
 	int (*exec)(void *ctx, const char *cid, json_t *command, int timeout_s,
-		    json_t **result, struct terr *err);
-	/* *out malloc'd, caller frees */
-	int (*logs)(void *ctx, const char *cid, int tail, char **out, struct terr *err);
+		    struct pump **out, struct terr *err);
+	/* The container's log as a byte stream (agent_logs_stream); the
+	 * caller pump_closes *out. */
+	int (*logs)(void *ctx, const char *cid, int tail, bool follow, struct pump **out,
+		    struct terr *err);
 	int (*image_exists)(void *ctx, const char *ref, bool *exists, struct terr *err);
 	/* *images (new ref): [{"id","tags","size","labels"}] (agent_images);
 	 * an agent of an earlier version answers "repo:tag" strings. */

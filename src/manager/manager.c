@@ -405,6 +405,12 @@ void manager_close(struct manager *m)
 	free(m->agents);
 	free(m->users);
 	mgr_settings_free(m);
+	/* Emptied as execs end; anything left belongs to no stream now. */
+	while (m->exec_counts) {
+		struct mexec_count *c = m->exec_counts;
+		m->exec_counts = c->next;
+		free(c);
+	}
 	mgr_commits_free(m);
 	if (m->store)
 		m->so->close(m->store);

@@ -509,8 +509,8 @@ static int session_target(struct manager *m, const struct user_rec *u, const cha
 	return rc;
 }
 
-int mgr_session_logs(struct manager *m, const struct user_rec *u, const char *ref, int tail, char **logs,
-		     struct terr *err)
+int mgr_session_logs(struct manager *m, const struct user_rec *u, const char *ref, int tail, bool follow,
+		     struct pump **out, struct terr *err)
 {
 	const struct agent_link_ops *link;
 	void *lctx;
@@ -518,17 +518,86 @@ int mgr_session_logs(struct manager *m, const struct user_rec *u, const char *re
 	int rc = session_target(m, u, ref, false, &link, &lctx, cid, err);
 	if (rc < 0)
 		return rc;
-	return link->logs(lctx, cid, tail, logs, err);
+	return link->logs(lctx, cid, tail, follow, out, err);
+}
+
+struct mgr_exec_slot {
+	struct manager *m;
+	char user_id[STORE_ID_MAX];
+};
+
+/* Takes one of u's exec slots (with mu held); EUSERS when none is left. */
+static int exec_slot_take(struct manager *m, const struct user_rec *u, struct terr *err)
+{
+	struct mexec_count *c = m->exec_counts;
+	while (c && strcmp(c->user_id, u->id) != 0)
+		c = c->next;
+	int64_t max = mgr_user_max_execs(m, u->email);
+	if (c && max > 0 && c->n >= max)
+		return terr_set(err, EUSERS,
+				"%s already runs %d commands in sessions at once, the most the policy allows "
+				"(max_concurrent_execs); wait for one to end",
+				u->email, c->n);
+	if (!c) {
+		if (!(c = calloc(1, sizeof(*c))))
+			return terr_set(err, ENOMEM, "out of memory");
+		util_strlcpy(c->user_id, u->id, sizeof(c->user_id));
+		c->next = m->exec_counts;
+		m->exec_counts = c;
+	}
+	c->n++;
+	return 0;
+}
+
+void mgr_exec_release(void *slot)
+{
+	struct mgr_exec_slot *sl = slot;
+	if (!sl)
+		return;
+	struct manager *m = sl->m;
+	pthread_mutex_lock(&m->mu);
+	for (struct mexec_count **pc = &m->exec_counts; *pc; pc = &(*pc)->next) {
+		if (strcmp((*pc)->user_id, sl->user_id) != 0)
+			continue;
+		if (--(*pc)->n <= 0) {
+			struct mexec_count *dead = *pc;
+			*pc = dead->next;
+			free(dead);
+		}
+		break;
+	}
+	pthread_mutex_unlock(&m->mu);
+	free(sl);
 }
 
 int mgr_session_exec(struct manager *m, const struct user_rec *u, const char *ref, json_t *command,
-		     int timeout_s, json_t **result, struct terr *err)
+		     int timeout_s, struct pump **out, struct mgr_exec_slot **slot, struct terr *err)
 {
 	const struct agent_link_ops *link;
 	void *lctx;
 	char cid[RT_ID_MAX];
+	*out = NULL;
+	*slot = NULL;
 	int rc = session_target(m, u, ref, true, &link, &lctx, cid, err);
 	if (rc < 0)
 		return rc;
-	return link->exec(lctx, cid, command, timeout_s, result, err);
+	struct mgr_exec_slot *sl = calloc(1, sizeof(*sl));
+	if (!sl)
+		return terr_set(err, ENOMEM, "out of memory");
+	sl->m = m;
+	util_strlcpy(sl->user_id, u->id, sizeof(sl->user_id));
+	pthread_mutex_lock(&m->mu);
+	rc = exec_slot_take(m, u, err);
+	pthread_mutex_unlock(&m->mu);
+	if (rc < 0) {
+		free(sl);
+		return rc;
+	}
+	rc = link->exec(lctx, cid, command, timeout_s, out, err);
+	if (rc < 0) {
+		mgr_exec_release(sl);
+		return rc;
+	}
+	*slot = sl;
+	return 0;
 }

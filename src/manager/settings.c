@@ -7,8 +7,8 @@
  *   fifo_skip_after   passes a blocked head waits before later ones may
  *                     pass it (0 = never)
  *   policy.default    {"max_sessions","max_cpu","max_mem","max_fgpu",
- *                      "allow_root", "max_private_images" (default 10,
- *                      0 = none)}
+ *                     "max_concurrent_execs" (default 4), "allow_root",
+ *                     "max_private_images" (default 10, 0 = none)}
  *   policy.<email>    the same, for one user (overrides the default)
  * mgr_config_get and mgr_config_set (core.h) take the lock; the rest is
  * called with it held. */
@@ -40,7 +40,8 @@ static int parse_policy(json_t *v, const char *key, struct terr *err)
 	json_object_foreach(v, k, x) {
 		int64_t dummy = 0;   /* null leaves it untouched: no limit */
 		int rc;
-		if (!strcmp(k, "max_sessions") || !strcmp(k, "max_private_images"))
+		if (!strcmp(k, "max_sessions") || !strcmp(k, "max_concurrent_execs") ||
+		    !strcmp(k, "max_private_images"))
 			rc = jsonutil_get_int(v, k, k, &dummy, NULL, err) < 0 || dummy < 0
 				? terr_set(err, EINVAL, "%s.%s must be a non-negative integer", key, k) : 0;
 		else if (!strcmp(k, "max_cpu") || !strcmp(k, "max_fgpu"))
@@ -51,7 +52,7 @@ static int parse_policy(json_t *v, const char *key, struct terr *err)
 			rc = json_is_boolean(x) ? 0 : terr_set(err, EINVAL, "%s.allow_root must be true or false", key);
 		else
 			rc = terr_set(err, EINVAL, "%s: unknown limit '%s' (known: max_sessions, max_cpu, max_mem, max_fgpu, "
-				      "allow_root, max_private_images)",
+				      "max_concurrent_execs, allow_root, max_private_images)",
 				      key, k);
 		if (rc < 0)
 			return rc;
@@ -200,6 +201,19 @@ void mgr_user_policy(struct manager *m, const char *email, int64_t *max_sessions
 	jsonutil_get_milli(p, "max_cpu", "max_cpu", &max->cpu_m, NULL, NULL);
 	jsonutil_get_size(p, "max_mem", "max_mem", &max->mem, NULL, NULL);
 	jsonutil_get_milli(p, "max_fgpu", "max_fgpu", &max->fgpu_m, NULL, NULL);
+}
+
+int64_t mgr_user_max_execs(struct manager *m, const char *email)
+{
+	json_t *p = json_object_get(m->settings.policies, email);
+	if (!p)
+		p = json_object_get(m->settings.policies, "default");
+	int64_t n = MGR_DEFAULT_MAX_EXECS;
+	bool present = false;
+	if (p && jsonutil_get_int(p, "max_concurrent_execs", "max_concurrent_execs", &n, &present, NULL) == 0 &&
+	    present)
+		return n;
+	return MGR_DEFAULT_MAX_EXECS;
 }
 
 bool mgr_user_allow_root(struct manager *m, const char *email)

@@ -145,6 +145,14 @@ struct manager {
 	size_t n_users;
 	json_t *image_aliases;      /* {"alias": "image ref"}, stored (images.c) */
 
+	/* Execs running per user, for max_concurrent_execs: an entry while
+	 * its count is above 0 (sessions.c). */
+	struct mexec_count {
+		char user_id[STORE_ID_MAX];
+		int n;
+		struct mexec_count *next;
+	} *exec_counts;
+
 	struct job *jobs_head, *jobs_tail;
 	/* Private images made by session commit, kept in the store's
 	 * settings table under "commits" (commits.c). */
@@ -323,5 +331,8 @@ bool mgr_user_allow_root(struct manager *m, const char *email);
 #define MGR_DEFAULT_MAX_PRIVATE_IMAGES 10
 int64_t mgr_user_max_private_images(struct manager *m, const char *email);
 void mgr_settings_free(struct manager *m);
+/* How many execs a user (by email) may run at once: max_concurrent_execs
+ * of their policy, MGR_DEFAULT_MAX_EXECS when it has none, 0 = no limit. */
+int64_t mgr_user_max_execs(struct manager *m, const char *email);
 
 #endif

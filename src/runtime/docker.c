@@ -15,11 +15,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 
 #include <jansson.h>
 
 #include "common/httpc.h"
-#include "runtime/docker_demux.h"
+#include "common/frames.h"
+#include "common/units.h"
 #include "runtime/docker_progress.h"
 
 #define DOCKER_DEFAULT_SOCKET "/var/run/docker.sock"
@@ -35,9 +38,6 @@
  * forever; commit, exec, logs and events run as long as they need. */
 #define DOCKER_TIMEOUT_MS 120000L
 #define DOCKER_VERSION_TIMEOUT_MS 10000L
-/* Logs are read whole into memory; this keeps a chatty container from
- * exhausting the agent. The tail is what is kept. */
-#define DOCKER_LOGS_CAP (64u << 20)
 /* How much of an error body is kept from a streamed call. */
 #define DOCKER_ERRBODY_CAP 4096
 /* One event is a few hundred bytes; a longer line is not Docker talking. */
@@ -586,6 +586,16 @@ static json_t *create_body(const struct rt_container_spec *spec)
 	/* setuid binaries in arbitrary images must not gain privileges. */
 	json_object_set_new(hc, "SecurityOpt", str_array((const char *const[]){ "no-new-privileges", NULL }));
 	json_object_set_new(hc, "CapDrop", str_array(docker_cap_drop));
+	/* A capped log (docs/admin.md, "Session logs"): json-file, whose
+	 * rotated files logs_notice reads, whatever the daemon's default
+	 * driver. max-size is per file, in bytes. */
+	if (spec->log_max_size > 0 && spec->log_max_files >= 2) {
+		char size[32], files[16];
+		snprintf(size, sizeof(size), "%" PRId64, spec->log_max_size / spec->log_max_files);
+		snprintf(files, sizeof(files), "%d", spec->log_max_files);
+		json_object_set_new(hc, "LogConfig", json_pack("{s:s, s:{s:s, s:s}}", "Type", "json-file", "Config",
+								"max-size", size, "max-file", files));
+	}
 	/* Our runner is PID 1; Docker's tini would sit in front of it. */
 	json_object_set_new(hc, "Init", json_false());
 	/* The agent decides when a session's container goes away (and commit
@@ -779,38 +789,103 @@ static int docker_list(struct runtime *rt, const char *label_key,
 
 /* ---- streamed output: exec and logs ------------------------------------ */
 
-struct stream_ctx {
-	struct docker_demux demux;
-	char errbody[DOCKER_ERRBODY_CAP];   /* start of the raw body, for errors */
+/* The exec and logs streams run in a pump's thread (common/pump.h): the
+ * Docker call's write callback decodes Docker's frames and writes into
+ * the pump, waiting while it is full, so nothing here reads faster than
+ * the client takes the bytes and no more than the pump's buffer is held. */
+struct dk_stream {
+	struct runtime *rt;      /* outlives the stream: the agent closes it last */
+	struct pump *pump;
+	char path[512];
+	bool exec;               /* re-framed for exec, raw bytes for logs */
+	char eid[RT_ID_MAX];
+	char notice[256];        /* logs: the line sent first, may be empty */
+	struct frames_decoder dec;
+	long status;
+	bool cancelled;          /* the reader went away */
+	char errbody[DOCKER_ERRBODY_CAP];
 	size_t errlen;
 };
 
-static int stream_on_data(const char *data, size_t len, void *ud)
+static int dk_stream_payload(void *ud, enum frame_type type, const char *data, size_t len)
 {
-	struct stream_ctx *s = ud;
-	size_t k = sizeof(s->errbody) - 1 - s->errlen;
-	if (k > len)
-		k = len;
-	memcpy(s->errbody + s->errlen, data, k);
-	s->errlen += k;
-	/* An error body is not framed; the demuxer then fails (sticky) and
-	 * the status decides afterwards which of the two is reported. The
-	 * read always goes to the end so an exec'd process is never left
-	 * blocked on a full pipe. */
-	docker_demux_feed(&s->demux, data, len);
+	struct dk_stream *s = ud;
+	if (s->exec) {
+		unsigned char hdr[FRAMES_HEADER];
+		frames_header(hdr, type, (uint32_t)len);
+		if (pump_write(s->pump, hdr, sizeof(hdr)) < 0) {
+			s->cancelled = true;
+			return 1;
+		}
+	}
+	if (pump_write(s->pump, data, len) < 0) {
+		s->cancelled = true;
+		return 1;
+	}
 	return 0;
 }
 
-/* Finishes a streamed call: maps a failed status, then a broken stream. */
-static int stream_result(struct stream_ctx *s, long status, const char *what,
+static int dk_stream_status(long status, const char *content_type, void *ud)
+{
+	(void)content_type;
+	struct dk_stream *s = ud;
+	s->status = status;
+	return 0;
+}
+
+static int dk_stream_data(const char *data, size_t len, void *ud)
+{
+	struct dk_stream *s = ud;
+	if (s->status != 200) {
+		/* An error body is not framed: kept for the message. */
+		size_t k = sizeof(s->errbody) - 1 - s->errlen;
+		if (k > len)
+			k = len;
+		memcpy(s->errbody + s->errlen, data, k);
+		s->errlen += k;
+		return 0;
+	}
+	/* A stream that is not framed (a TTY container) ends the transfer;
+	 * frames_finish reports it. */
+	return frames_feed(&s->dec, data, len) < 0;
+}
+
+/* Runs the Docker call of a stream; 0 when its body was read to a frame
+ * boundary, else negative with err (also -ECANCELED when the reader left). */
+static int dk_stream_run(struct dk_stream *s, const char *method, const json_t *body, const char *what,
 			 struct terr *err)
 {
-	if (status != 200)
-		return dk_fail_body(status, s->errbody, s->errlen, what, err);
-	int r = docker_demux_finish(&s->demux);
-	if (r == -ENOMEM)
+	struct frames_sink sink = {.on_data = dk_stream_payload, .ud = s};
+	frames_decoder_init_docker(&s->dec, &sink);
+	struct httpc_response resp;
+	autofree char *url = NULL;
+	autofree char *payload = body ? json_dumps(body, JSON_COMPACT) : NULL;
+	if (asprintf(&url, "%s/v%s%s", s->rt->base, s->rt->api, s->path) < 0) {
+		url = NULL;
 		return terr_set(err, ENOMEM, "%s: out of memory", what);
+	}
+	static const char *const json_headers[] = {"Content-Type: application/json", NULL};
+	struct httpc_request req = {
+		.method = method,
+		.url = url,
+		.unix_socket = s->rt->socket,
+		.headers = strcmp(method, "POST") == 0 ? json_headers : NULL,
+		.body = payload,
+		.body_len = payload ? strlen(payload) : 0,
+		.on_data = dk_stream_data,
+		.on_status = dk_stream_status,
+		.ud = s,
+		.cancel = pump_cancel_flag(s->pump),
+	};
+	int r = httpc_do(&req, &resp, err);
+	httpc_response_free(&resp);
+	if (s->cancelled || r == -ECANCELED)
+		return terr_set(err, ECANCELED, "%s: the reader went away", what);
 	if (r < 0)
+		return terr_prefix(err, "%s: Docker at %s", what, s->rt->where);
+	if (s->status != 200)
+		return dk_fail_body(s->status, s->errbody, s->errlen, what, err);
+	if (frames_finish(&s->dec) < 0)
 		return terr_set(err, EPROTO,
 				"%s: Docker's output stream is not in the multiplexed format (a TTY container?) or was cut short",
 				what);
@@ -891,82 +966,241 @@ static int exec_exit_code(struct runtime *rt, const char *eid, int *code,
 	}
 }
 
-static int docker_exec(struct runtime *rt, const char *id,
-		       const char *const *argv, const char *const *env,
-		       const char *user, const char *workdir, size_t max_output, struct rt_exec_result *out,
-		       struct terr *err)
+/* The exec stream's producer: the output re-framed, then the exit frame,
+ * or an error frame saying why there is none. */
+static int exec_produce(struct pump *p, void *ud, struct terr *err)
+{
+	struct dk_stream *s = ud;
+	s->pump = p;
+	pump_ready(p);
+	autojson json_t *body = json_pack("{s:b, s:b}", "Detach", 0, "Tty", 0);
+	struct terr e = {0};
+	int code = -1;
+	int r = body ? dk_stream_run(s, "POST", body, "run exec", &e) : terr_set(&e, ENOMEM, "out of memory");
+	if (r == -ECANCELED)
+		return terr_set(err, ECANCELED, "%s", e.msg);
+	if (r == 0)
+		r = exec_exit_code(s->rt, s->eid, &code, &e);
+	if (r == 0) {
+		unsigned char fr[FRAMES_HEADER + 4];
+		frames_exit(fr, code);
+		pump_write(p, fr, sizeof(fr));
+	} else {
+		size_t n = strlen(e.msg);
+		unsigned char hdr[FRAMES_HEADER];
+		frames_header(hdr, FRAME_ERROR, (uint32_t)n);
+		if (pump_write(p, hdr, sizeof(hdr)) == 0)
+			pump_write(p, e.msg, n);
+	}
+	return 0;
+}
+
+static int docker_exec_stream(struct runtime *rt, const char *id, const char *const *argv,
+			      const char *const *env, const char *user, const char *workdir,
+			      struct pump **out, struct terr *err)
+{
+	*out = NULL;
+	if (!argv || !argv[0])
+		return terr_set(err, EINVAL, "exec in container: empty command");
+	struct dk_stream *s = calloc(1, sizeof(*s));
+	if (!s)
+		return terr_set(err, ENOMEM, "exec: out of memory");
+	s->rt = rt;
+	s->exec = true;
+	int r = exec_create(rt, id, argv, env, user, workdir, s->eid, err);
+	if (r < 0) {
+		free(s);
+		return r;
+	}
+	snprintf(s->path, sizeof(s->path), "/exec/%s/start", s->eid);
+	return pump_start(out, 0, exec_produce, s, free, err);
+}
+
+struct exec_collect {
+	char *bufs[2];           /* stdout, stderr: cap + 1 bytes each */
+	size_t lens[2], cap;
+	bool ended, exited;
+	int code;
+	char error[TERR_MSG_MAX];
+};
+
+static int collect_data(void *ud, enum frame_type type, const char *data, size_t len)
+{
+	struct exec_collect *c = ud;
+	int i = type == FRAME_STDERR;
+	size_t keep = c->lens[i] + len <= c->cap ? len : c->cap - c->lens[i];
+	memcpy(c->bufs[i] + c->lens[i], data, keep);
+	c->lens[i] += keep;
+	return 0;
+}
+
+static int collect_end(void *ud, bool exited, int32_t code, const char *error)
+{
+	struct exec_collect *c = ud;
+	c->ended = true;
+	c->exited = exited;
+	c->code = code;
+	if (error)
+		copy_str(c->error, sizeof(c->error), error);
+	return 0;
+}
+
+int rt_exec_collect(struct pump *p, size_t max_output, struct rt_exec_result *out, struct terr *err)
 {
 	memset(out, 0, sizeof(*out));
 	out->exit_code = -1;
-	if (!argv || !argv[0])
-		return terr_set(err, EINVAL, "exec in container: empty command");
-	char eid[RT_ID_MAX];
-	int r = exec_create(rt, id, argv, env, user, workdir, eid, err);
-	if (r < 0)
-		return r;
-
-	autofree char *path = NULL;
-	autojson json_t *body = json_pack("{s:b, s:b}", "Detach", 0, "Tty", 0);
-	struct stream_ctx *s = calloc(1, sizeof(*s));
-	if (!s || !body || asprintf(&path, "/exec/%s/start", eid) < 0) {
-		path = NULL;
-		free(s);
-		return terr_set(err, ENOMEM, "exec: out of memory");
+	struct exec_collect c = {
+		.bufs = {calloc(1, max_output + 1), calloc(1, max_output + 1)},
+		.cap = max_output,
+	};
+	struct frames_decoder d;
+	frames_decoder_init(&d, &(struct frames_sink){.on_data = collect_data, .on_end = collect_end, .ud = &c});
+	int rc = 0;
+	char chunk[16384];
+	if (!c.bufs[0] || !c.bufs[1]) {
+		rc = terr_set(err, ENOMEM, "out of memory");
+		goto out;
 	}
-	docker_demux_init(&s->demux, max_output, false);
-	struct httpc_response resp;
-	r = dk_do(rt, "POST", true, path, body, 0, stream_on_data, s, NULL, &resp,
-		  "run exec", err);
-	if (r == 0) {
-		r = stream_result(s, resp.status, "run exec", err);
-		httpc_response_free(&resp);
+	for (;;) {
+		long n = pump_read(p, chunk, sizeof(chunk), -1);
+		if (n < 0) {
+			const struct terr *pe = pump_error(p);
+			rc = terr_set(err, pe->code ? pe->code : EIO, "%s", pe->msg);
+			goto out;
+		}
+		if (n == 0 || frames_feed(&d, chunk, (size_t)n) < 0)
+			break;
 	}
-	if (r == 0)
-		r = exec_exit_code(rt, eid, &out->exit_code, err);
-	if (r == 0 && (docker_demux_take(&s->demux, 0, &out->out, &out->out_len) < 0 ||
-		       docker_demux_take(&s->demux, 1, &out->err, &out->err_len) < 0))
-		r = terr_set(err, ENOMEM, "exec: out of memory");
-	docker_demux_free(&s->demux);
-	free(s);
-	if (r < 0)
-		rt_exec_result_free(out);
-	return r;
+	if (frames_finish(&d) < 0) {
+		rc = terr_set(err, EPROTO, "exec: the output stream is not in Tessera's frames or was cut short");
+	} else if (!c.exited) {
+		rc = terr_set(err, EIO, "%s", c.error[0] ? c.error : "exec: the command's outcome is unknown");
+	} else {
+		out->exit_code = c.code;
+		out->out = c.bufs[0];
+		out->out_len = c.lens[0];
+		out->err = c.bufs[1];
+		out->err_len = c.lens[1];
+		c.bufs[0] = c.bufs[1] = NULL;
+	}
+out:
+	free(c.bufs[0]);
+	free(c.bufs[1]);
+	return rc;
 }
 
-static int docker_logs(struct runtime *rt, const char *id, int tail,
-		       char **out, size_t *len, struct terr *err)
+/* "2026-11-24T15:56:04.123456789Z" (Docker's times, always UTC) into
+ * *ts; false when it is not that. */
+static bool parse_docker_time(const char *s, struct timespec *ts)
+{
+	struct tm tm;
+	memset(&tm, 0, sizeof(tm));
+	int used = 0;
+	if (sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
+		   &tm.tm_min, &tm.tm_sec, &used) != 6 || tm.tm_year < 1971)
+		return false;
+	tm.tm_year -= 1900;
+	tm.tm_mon -= 1;
+	ts->tv_sec = timegm(&tm);
+	ts->tv_nsec = 0;
+	const char *f = s + used;
+	if (*f == '.') {
+		long scale = 100000000L;
+		for (f++; isdigit((unsigned char)*f); f++, scale /= 10)
+			ts->tv_nsec += (*f - '0') * scale;
+	}
+	return true;
+}
+
+/* A json-file size option ("20971520", "20m", "1g") in bytes; 0 if none. */
+static int64_t log_opt_size(const char *v)
+{
+	int64_t bytes = 0;
+	return v && *v && units_parse_size(v, &bytes, NULL) == 0 ? bytes : 0;
+}
+
+/* The line a log stream starts with when rotation dropped the log's start
+ * (empty when it did not, or when that cannot be told), from Docker's
+ * inspect j of the container. The json-file driver writes LogPath and,
+ * once it rotated, keeps LogPath.1 .. LogPath.(max-file - 1), dropping the
+ * oldest at the next rotation. A file keeps its inode, and so its birth
+ * time, through the renames, and the first file is made when the
+ * container starts. So the log's start is gone exactly when the oldest
+ * file that can exist, LogPath.(max-file - 1), was born after the
+ * container started. Where the birth time cannot be read (a filesystem
+ * without one) that file's existence says only that output may have been
+ * dropped; where Docker's directory cannot be read at all (another host,
+ * no permission) nothing is said. */
+static void logs_notice(json_t *j, char *out, size_t n)
+{
+	out[0] = '\0';
+	json_t *lc = json_object_get(json_object_get(j, "HostConfig"), "LogConfig");
+	json_t *opts = json_object_get(lc, "Config");
+	const char *log_path = jstr(j, "LogPath");
+	long max_file = atol(jstr(opts, "max-file"));
+	int64_t max_size = log_opt_size(jstr(opts, "max-size"));
+	if (strcmp(jstr(lc, "Type"), "json-file") != 0 || !*log_path || max_file < 2 || max_size <= 0)
+		return;
+	char oldest[4096];
+	if (snprintf(oldest, sizeof(oldest), "%s.%ld", log_path, max_file - 1) >= (int)sizeof(oldest))
+		return;
+	struct statx stx;
+	if (statx(AT_FDCWD, oldest, 0, STATX_BTIME, &stx) != 0)
+		return;
+	struct timespec started;
+	bool known = (stx.stx_mask & STATX_BTIME) &&
+		     parse_docker_time(jstr(json_object_get(j, "State"), "StartedAt"), &started);
+	if (known && (stx.stx_btime.tv_sec < started.tv_sec ||
+		      (stx.stx_btime.tv_sec == started.tv_sec && stx.stx_btime.tv_nsec <= started.tv_nsec)))
+		return;
+	char total[32], each[32];
+	units_format_size(max_size * max_file, total, sizeof(total));
+	units_format_size(max_size, each, sizeof(each));
+	snprintf(out, n, "%s: this session's log is capped at %s (%ld files of %s), the oldest are dropped\n",
+		 known ? RT_LOGS_DROPPED : "[tessera] earlier output may have been dropped", total, max_file, each);
+}
+
+static int logs_produce(struct pump *p, void *ud, struct terr *err)
+{
+	struct dk_stream *s = ud;
+	s->pump = p;
+	pump_ready(p);
+	if (s->notice[0] && pump_write(p, s->notice, strlen(s->notice)) < 0)
+		return terr_set(err, ECANCELED, "read container logs: the reader went away");
+	return dk_stream_run(s, "GET", NULL, "read container logs", err);
+}
+
+static int docker_logs_stream(struct runtime *rt, const char *id, int tail, bool follow, struct pump **out,
+			      struct terr *err)
 {
 	*out = NULL;
-	if (len)
-		*len = 0;
 	autofree char *eid = url_escape(id, false);
 	autofree char *path = NULL;
+	if (!eid || asprintf(&path, "/containers/%s/json", eid) < 0) {
+		path = NULL;
+		return terr_set(err, ENOMEM, "read container logs: out of memory");
+	}
+	/* Inspect first: an unknown container is an error of the call, not
+	 * a cut stream, and the notice needs the log's files. */
+	autojson json_t *j = NULL;
+	int r = dk_call_json(rt, "GET", path, NULL, "read container logs", &j, err);
+	if (r < 0)
+		return r;
+	struct dk_stream *s = calloc(1, sizeof(*s));
+	if (!s)
+		return terr_set(err, ENOMEM, "read container logs: out of memory");
+	s->rt = rt;
+	if (tail <= 0)
+		logs_notice(j, s->notice, sizeof(s->notice));
 	char tailbuf[24];
 	/* Docker reads tail=0 as "no lines"; ours means all. */
 	if (tail > 0)
 		snprintf(tailbuf, sizeof(tailbuf), "%d", tail);
 	else
 		snprintf(tailbuf, sizeof(tailbuf), "all");
-	struct stream_ctx *s = calloc(1, sizeof(*s));
-	if (!s || !eid || asprintf(&path, "/containers/%s/logs?stdout=1&stderr=1&tail=%s",
-				   eid, tailbuf) < 0) {
-		path = NULL;
-		free(s);
-		return terr_set(err, ENOMEM, "read container logs: out of memory");
-	}
-	docker_demux_init(&s->demux, DOCKER_LOGS_CAP, true);
-	struct httpc_response resp;
-	int r = dk_do(rt, "GET", true, path, NULL, DOCKER_TIMEOUT_MS, stream_on_data,
-		      s, NULL, &resp, "read container logs", err);
-	if (r == 0) {
-		r = stream_result(s, resp.status, "read container logs", err);
-		httpc_response_free(&resp);
-	}
-	if (r == 0 && docker_demux_take(&s->demux, 0, out, len) < 0)
-		r = terr_set(err, ENOMEM, "read container logs: out of memory");
-	docker_demux_free(&s->demux);
-	free(s);
-	return r;
+	snprintf(s->path, sizeof(s->path), "/containers/%s/logs?stdout=1&stderr=1&tail=%s&follow=%d", eid,
+		 tailbuf, follow ? 1 : 0);
+	return pump_start(out, 0, logs_produce, s, free, err);
 }
 
 /* ---- commit, tag, push, pull ------------------------------------------- */
@@ -1521,8 +1755,8 @@ const struct runtime_ops runtime_docker_ops = {
 	.remove = docker_remove,
 	.inspect = docker_inspect,
 	.list = docker_list,
-	.exec = docker_exec,
-	.logs = docker_logs,
+	.exec_stream = docker_exec_stream,
+	.logs_stream = docker_logs_stream,
 	.commit = docker_commit,
 	.tag = docker_tag,
 	.image_remove = docker_image_remove,

@@ -12,6 +12,7 @@
 #include <jansson.h>
 
 #include "common/err.h"
+#include "common/pump.h"
 
 #define RT_ID_MAX 80
 
@@ -43,6 +44,11 @@ struct rt_container_spec {
 	int64_t nano_cpus;                /* 0 = unlimited */
 	int64_t memory_bytes;             /* 0 = unlimited; swap is set equal (no swap) */
 	int64_t pids_limit;               /* 0 = unlimited */
+	/* The container's log (its stdout and stderr as Docker keeps them):
+	 * at most log_max_size bytes in all, in log_max_files files that
+	 * rotate (the oldest is dropped); 0 = Docker's default, unbounded. */
+	int64_t log_max_size;
+	int log_max_files;                /* >= 2 when log_max_size is set */
 	/* The network the container is attached to, and only that one
 	 * (HostConfig.NetworkMode); NULL: the runtime's default bridge. */
 	const char *network;
@@ -136,16 +142,23 @@ struct runtime_ops {
 	int (*list)(struct runtime *rt, const char *label_key,
 		    const char *label_value, struct rt_container_info **out,
 		    size_t *n, struct terr *err);
-	/* Runs argv in the container, stdout and stderr kept apart; output
-	 * beyond max_output bytes per stream is cut. user ("UID:GID") and
-	 * workdir: NULL for the container's own. */
-	int (*exec)(struct runtime *rt, const char *id, const char *const *argv,
-		    const char *const *env, const char *user, const char *workdir,
-		    size_t max_output, struct rt_exec_result *out, struct terr *err);
-	/* Container logs (stdout and stderr interleaved as written), at most
-	 * the last `tail` lines (0 = all). *out NUL-terminated, caller frees. */
-	int (*logs)(struct runtime *rt, const char *id, int tail, char **out,
-		    size_t *len, struct terr *err);
+	/* Starts argv in the container; *out streams its output in the
+	 * frames of common/frames.h: stdout and stderr apart, byte for byte,
+	 * then the exit code (or an error frame when it cannot be known).
+	 * user ("UID:GID") and workdir: NULL for the container's own.
+	 * What fails before the command runs (no such container: -ENOENT,
+	 * not running) is returned here. The caller pump_closes *out. */
+	int (*exec_stream)(struct runtime *rt, const char *id, const char *const *argv,
+			   const char *const *env, const char *user, const char *workdir,
+			   struct pump **out, struct terr *err);
+	/* The container's log as a stream of bytes, stdout and stderr
+	 * interleaved as written: the last `tail` lines (0 = all), and with
+	 * follow what it writes afterwards, until it ends. With tail 0, when
+	 * rotation has dropped the log's start, the stream begins with a line
+	 * saying so (RT_LOGS_DROPPED). -ENOENT when there is no such container.
+	 * The caller pump_closes *out. */
+	int (*logs_stream)(struct runtime *rt, const char *id, int tail, bool follow,
+			   struct pump **out, struct terr *err);
 	/* Commits the container's filesystem (not its mounts) to a new image
 	 * reference "repo:tag". labels are added to those the container
 	 * carries (its image's and its own); env (may be NULL: the
@@ -190,6 +203,16 @@ struct runtime_ops {
 
 extern const struct runtime_ops runtime_docker_ops;
 
+/* The first words of the line a log stream starts with when rotation
+ * dropped its start. */
+#define RT_LOGS_DROPPED "[tessera] earlier output was dropped"
+
+/* Reads an exec stream (exec_stream's framed output) to its end into out:
+ * at most max_output bytes of each of stdout and stderr are kept (the
+ * rest is read and dropped). An error frame or a broken stream is an
+ * error. For callers that want the output whole (tests, short internal
+ * commands); the stream stays the caller's to close. */
+int rt_exec_collect(struct pump *p, size_t max_output, struct rt_exec_result *out, struct terr *err);
 void rt_exec_result_free(struct rt_exec_result *r);
 
 #endif

@@ -22,6 +22,7 @@
 #include "common/httpc.h"
 #include "common/httpd.h"
 #include "common/log.h"
+#include "common/pump.h"
 #include "common/sign.h"
 #include "common/util.h"
 
@@ -170,8 +171,9 @@ static void make_cookie(struct web *w, const char *value, int64_t max_age_s, cha
  * Any HTTP status is a success here. */
 static int manager_call(struct web *w, const char *method, const char *path, const char *ak,
 			const char *sk, const char *const *extra, const char *body, size_t body_len,
-			struct httpc_response *resp, int (*on_data)(const char *, size_t, void *), void *ud,
-			const atomic_bool *cancel, long timeout_ms, struct terr *err)
+			struct httpc_response *resp, int (*on_data)(const char *, size_t, void *),
+			int (*on_status)(long, const char *, void *), void *ud, const atomic_bool *cancel,
+			long timeout_ms, struct terr *err)
 {
 	char url[4096 + 300];
 	if (snprintf(url, sizeof(url), "%s%s", w->manager, path) >= (int)sizeof(url))
@@ -197,7 +199,7 @@ static int manager_call(struct web *w, const char *method, const char *path, con
 	headers[nh] = NULL;
 	struct httpc_request req = {
 		.method = method, .url = url, .headers = headers, .body = body, .body_len = body_len,
-		.timeout_ms = timeout_ms, .on_data = on_data, .ud = ud, .cancel = cancel,
+		.timeout_ms = timeout_ms, .on_data = on_data, .on_status = on_status, .ud = ud, .cancel = cancel,
 	};
 	return httpc_do(&req, resp, err);
 }
@@ -233,7 +235,7 @@ static void web_login(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 	struct httpc_response mresp = {0};
 	struct terr err = {0};
 	int rc = manager_call(w, "POST", "/v1/auth/login", NULL, NULL, extra, fbody, fbody ? strlen(fbody) : 0,
-			      &mresp, NULL, NULL, NULL, 30000, &err);
+			      &mresp, NULL, NULL, NULL, NULL, 30000, &err);
 	free(fbody);
 	if (rc < 0) {
 		httpc_response_free(&mresp);
@@ -402,7 +404,7 @@ static void *stream_main(void *arg)
 	struct terr err = {0};
 	const char *extra[] = {"Accept: text/event-stream", NULL};
 	int rc = manager_call(s->w, "GET", s->path, s->login.access_key, s->login.secret_key, extra, NULL, 0,
-			      &resp, stream_on_data, s, &s->cancel, 0, &err);
+			      &resp, stream_on_data, NULL, s, &s->cancel, 0, &err);
 	if (!atomic_load_explicit(&s->cancel, memory_order_relaxed) &&
 	    (rc < 0 || s->mode == 2 || resp.status != 200)) {
 		json_t *e;
@@ -481,6 +483,106 @@ static void relay_stream(struct web *w, struct httpd_resp *resp, struct login *l
 	httpd_resp_header(resp, "X-Accel-Buffering", "no");
 }
 
+/* Relay of a session's logs and exec output, which are streams of any
+ * length: a pump's thread (common/pump.h) reads the manager's answer as
+ * it comes and the browser's connection takes it from the pump, so the
+ * webserver holds no more than the pump's buffer and reads no faster
+ * than the browser. The answer's status and Content-Type are the
+ * manager's (its errors are JSON as usual). */
+struct byte_relay {
+	struct web *w;
+	struct login login;      /* owns the user reference */
+	char method[8];
+	char path[1024];
+	char *body;
+	size_t body_len;
+	long status;
+	char ctype[128];
+	struct pump *p;
+};
+
+static void byte_relay_free(void *ud)
+{
+	struct byte_relay *r = ud;
+	json_decref(r->login.user);
+	free(r->body);
+	free(r);
+}
+
+static int byte_relay_status(long status, const char *content_type, void *ud)
+{
+	struct byte_relay *r = ud;
+	r->status = status;
+	util_strlcpy(r->ctype, content_type && *content_type ? content_type : "application/octet-stream",
+		     sizeof(r->ctype));
+	pump_ready(r->p);
+	return 0;
+}
+
+static int byte_relay_data(const char *data, size_t len, void *ud)
+{
+	struct byte_relay *r = ud;
+	return pump_write(r->p, data, len) < 0;
+}
+
+static int byte_relay_run(struct pump *p, void *ud, struct terr *err)
+{
+	struct byte_relay *r = ud;
+	r->p = p;
+	struct httpc_response resp = {0};
+	const char *extra[] = {"Accept: */*", NULL};
+	int rc = manager_call(r->w, r->method, r->path, r->login.access_key, r->login.secret_key, extra, r->body,
+			      r->body_len, &resp, byte_relay_data, byte_relay_status, r, pump_cancel_flag(p), 0, err);
+	httpc_response_free(&resp);
+	return rc;
+}
+
+/* GET .../sessions/X/logs and POST .../sessions/X/exec (path without
+ * the /api prefix). */
+static bool is_byte_stream(const char *method, const char *path)
+{
+	if (strncmp(path, "/v1/sessions/", 13) != 0)
+		return false;
+	const char *name = path + 13, *slash = strchr(name, '/');
+	if (!slash || slash == name)
+		return false;
+	const char *verb = !strcmp(method, "GET") ? "/logs" : !strcmp(method, "POST") ? "/exec" : NULL;
+	return verb && !strncmp(slash, verb, 5) && (slash[5] == '\0' || slash[5] == '?');
+}
+
+/* Takes the reference to l->user. */
+static void relay_bytes(struct web *w, struct httpd_req *req, struct httpd_resp *resp, struct login *l,
+			const char *path)
+{
+	struct byte_relay *r = calloc(1, sizeof(*r));
+	if (!r || (req->body_len && !(r->body = malloc(req->body_len)))) {
+		free(r);
+		json_decref(l->user);
+		httpd_error(resp, 500, "internal", "out of memory");
+		return;
+	}
+	r->w = w;
+	r->login = *l;   /* takes the user reference */
+	util_strlcpy(r->method, req->method, sizeof(r->method));
+	util_strlcpy(r->path, path, sizeof(r->path));
+	if (req->body_len)
+		memcpy(r->body, req->body, req->body_len);
+	r->body_len = req->body_len;
+	struct pump *p;
+	struct terr err = {0};
+	if (pump_start(&p, 0, byte_relay_run, r, byte_relay_free, &err) < 0) {
+		httpd_error(resp, 500, "internal", "%s", err.msg);
+		return;
+	}
+	if (pump_wait_ready(p, &err) < 0 || r->status < 100) {
+		pump_close(p);
+		httpd_error(resp, 503, "unavailable", "cannot reach the manager: %s",
+			    err.msg[0] ? err.msg : "no answer");
+		return;
+	}
+	pump_respond(p, req, resp, (int)r->status, r->ctype, NULL, NULL);
+}
+
 /* ANY /api/v1/{*rest}: the manager's /v1/{rest}, query included. */
 static void web_relay(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 {
@@ -503,11 +605,15 @@ static void web_relay(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 		relay_stream(w, resp, &l, path);
 		return;
 	}
+	if (is_byte_stream(req->method, path)) {
+		relay_bytes(w, req, resp, &l, path);
+		return;
+	}
 	struct httpc_response mresp = {0};
 	struct terr err = {0};
 	const char *extra[] = {"Accept: application/json", NULL};
 	int rc = manager_call(w, req->method, path, l.access_key, l.secret_key, extra,
-			      req->body_len ? req->body : NULL, req->body_len, &mresp, NULL, NULL, NULL, 330000, &err);
+			      req->body_len ? req->body : NULL, req->body_len, &mresp, NULL, NULL, NULL, NULL, 330000, &err);
 	if (rc < 0) {
 		httpc_response_free(&mresp);
 		httpd_error(resp, 503, "unavailable", "cannot reach the manager: %s", err.msg);

@@ -14,6 +14,7 @@
  *   TESSERA_TEST_MOCK_LIB_DIR  the directory of the mock driver
  *   TESSERA_MOCK_GPUS          the devices NVML shows there */
 #include "agent/agent.h"
+#include "common/frames.h"
 #include "common/util.h"
 #include "gpuabi/conf.h"
 #include "gpuabi/fgpu_contract.h"
@@ -57,6 +58,8 @@ struct fake_container {
 	char entry[8][256];
 	int n_entry;
 	int64_t nano_cpus, memory, pids_limit;
+	int64_t log_max_size;
+	int log_max_files;
 };
 
 static struct {
@@ -68,6 +71,8 @@ static struct {
 	int init_pid;          /* the pid a started container's init gets */
 	struct rt_event events[8];   /* queued for the watcher (fake_event) */
 	int n_events;
+	bool old_runner;       /* exec: the runner answers --timeout with its usage */
+	int execs;
 	/* Networks: those that exist, and what the last exec was run as. */
 	char networks[8][128];
 	char network_labels[8][256];   /* "k=v,k=v" as made */
@@ -196,6 +201,8 @@ static int f_create(struct runtime *rt, const struct rt_container_spec *s, char 
 		c->nano_cpus = s->nano_cpus;
 		c->memory = s->memory_bytes;
 		c->pids_limit = s->pids_limit;
+		c->log_max_size = s->log_max_size;
+		c->log_max_files = s->log_max_files;
 		snprintf(id, RT_ID_MAX, "%s", c->id);
 	}
 	pthread_mutex_unlock(&fake.mu);
@@ -294,22 +301,68 @@ static int f_list(struct runtime *rt, const char *key, const char *value, struct
 	return 0;
 }
 
+/* A pump that sends fixed bytes. */
+struct fixed_bytes {
+	unsigned char data[512];
+	size_t len;
+};
+
+static int fixed_produce(struct pump *p, void *ud, struct terr *err)
+{
+	(void)err;
+	struct fixed_bytes *f = ud;
+	pump_ready(p);
+	pump_write(p, f->data, f->len);
+	return 0;
+}
+
+static void fixed_add(struct fixed_bytes *f, enum frame_type type, const char *text)
+{
+	size_t n = strlen(text);
+	frames_header(f->data + f->len, type, (uint32_t)n);
+	memcpy(f->data + f->len + FRAMES_HEADER, text, n);
+	f->len += FRAMES_HEADER + n;
+}
+
+/* The runner with --timeout: "wrapped:CMD" on stdout, exit 0; or, when
+ * fake.old_runner, the usage of a runner without --timeout, exit 2. A
+ * command without the runner: "plain:CMD" on stdout, "e\0" on stderr,
+ * exit 5. */
 static int f_exec(struct runtime *rt, const char *id, const char *const *argv, const char *const *env,
-		  const char *user, const char *workdir, size_t max_output, struct rt_exec_result *out,
-		  struct terr *err)
+		  const char *user, const char *workdir, struct pump **out, struct terr *err)
 {
 	(void)rt;
 	(void)id;
-	(void)argv;
 	(void)env;
-	(void)max_output;
-	(void)err;
+	struct fixed_bytes *f = calloc(1, sizeof(*f));
+	if (!f)
+		return terr_set(err, ENOMEM, "out of memory");
 	pthread_mutex_lock(&fake.mu);
+	bool old = fake.old_runner;
+	fake.execs++;
 	snprintf(fake.exec_user, sizeof(fake.exec_user), "%s", user ? user : "(none)");
 	snprintf(fake.exec_workdir, sizeof(fake.exec_workdir), "%s", workdir ? workdir : "(none)");
 	pthread_mutex_unlock(&fake.mu);
-	memset(out, 0, sizeof(*out));
-	return 0;
+	char text[256];
+	int code;
+	if (!strcmp(argv[0], AGENT_RUNNER_TARGET) && old) {
+		fixed_add(f, FRAME_STDERR, "usage: tessera-runner [--] COMMAND [ARG...]\n");
+		code = 2;
+	} else if (!strcmp(argv[0], AGENT_RUNNER_TARGET)) {
+		snprintf(text, sizeof(text), "wrapped:%s", argv[4]);
+		fixed_add(f, FRAME_STDOUT, text);
+		code = 0;
+	} else {
+		snprintf(text, sizeof(text), "plain:%s", argv[0]);
+		fixed_add(f, FRAME_STDOUT, text);
+		frames_header(f->data + f->len, FRAME_STDERR, 2);
+		memcpy(f->data + f->len + FRAMES_HEADER, "e\0", 2);
+		f->len += FRAMES_HEADER + 2;
+		code = 5;
+	}
+	frames_exit(f->data + f->len, code);
+	f->len += FRAMES_HEADER + 4;
+	return pump_start(out, 0, fixed_produce, f, free, err);
 }
 
 static int fake_network(const char *name)
@@ -362,13 +415,14 @@ static int f_network_remove(struct runtime *rt, const char *name, struct terr *e
 	return rc;
 }
 
-static int f_logs(struct runtime *rt, const char *id, int tail, char **out, size_t *len, struct terr *err)
+static int f_logs(struct runtime *rt, const char *id, int tail, bool follow, struct pump **out,
+		  struct terr *err)
 {
 	(void)rt;
 	(void)id;
 	(void)tail;
+	(void)follow;
 	(void)out;
-	(void)len;
 	return terr_set(err, ENOSYS, "logs are not part of these tests");
 }
 
@@ -502,13 +556,29 @@ static const struct runtime_ops fake_ops = {
 	.name = "test-runtime", .open = f_open, .close = f_close, .version = f_version,
 	.image_exists = f_image_exists, .image_env = f_image_env, .image_list = f_image_list,
 	.create = f_create, .start = f_start, .remove = f_remove, .inspect = f_inspect,
-	.list = f_list, .exec = f_exec, .logs = f_logs, .commit = f_commit, .watch = f_watch,
+	.list = f_list, .exec_stream = f_exec, .logs_stream = f_logs, .commit = f_commit, .watch = f_watch,
 	.image_labels = f_image_labels, .tag = f_tag, .image_remove = f_image_remove, .push = f_push,
 	.pull = f_pull,
 	.network_ensure = f_network_ensure, .network_remove = f_network_remove,
 };
 
 /* ---- helpers ------------------------------------------------------------ */
+
+/* agent_exec_stream run to its end, its output dropped: 0 or the error. */
+static int exec_collected(struct agent *a, const char *cid, const char *const *argv, int timeout_s,
+			  struct terr *err)
+{
+	struct pump *p = NULL;
+	struct rt_exec_result r;
+	int rc = agent_exec_stream(a, cid, argv, timeout_s, &p, err);
+	if (rc < 0)
+		return rc;
+	rc = rt_exec_collect(p, 1024, &r, err);
+	pump_close(p);
+	rt_exec_result_free(&r);
+	return rc;
+}
+
 
 /* A container made by someone else (another installation, or this one
  * before containers carried its id), as Docker would list it. */
@@ -627,6 +697,83 @@ static int mount_at(const struct fake_container *c, const char *dst)
 }
 
 /* ---- tests -------------------------------------------------------------- */
+
+/* A timed exec runs through the runner; a runner from before --timeout
+ * answers with its usage, and the command then runs without it; the
+ * bytes pass unchanged either way. */
+TEST(exec_streams_through_the_runner_or_without_an_old_one)
+{
+	fake_reset();
+	struct agent *a = open_mock_agent();
+	if (!a)
+		return;
+	/* A container from before sessions had a user: run as its own. */
+	fake_add("c1", "s1", "node-a", "");
+	static const char *const argv[] = {"sh", "-c", "true", NULL};
+	struct pump *p = NULL;
+	struct rt_exec_result r;
+	struct terr err = {0};
+	CHECK_INT(agent_exec_stream(a, "c1", argv, 5, &p, &err), 0);
+	CHECK_INT(rt_exec_collect(p, 1024, &r, &err), 0);
+	pump_close(p);
+	CHECK_STR(r.out, "wrapped:sh");
+	CHECK_INT(r.exit_code, 0);
+	rt_exec_result_free(&r);
+
+	CHECK_INT(agent_exec_stream(a, "c1", argv, 0, &p, &err), 0);
+	CHECK_INT(rt_exec_collect(p, 1024, &r, &err), 0);
+	pump_close(p);
+	CHECK_STR(r.out, "plain:sh");
+	CHECK_INT((int)r.err_len, 2);
+	CHECK(r.err && !memcmp(r.err, "e\0", 2));
+	CHECK_INT(r.exit_code, 5);
+	rt_exec_result_free(&r);
+
+	pthread_mutex_lock(&fake.mu);
+	fake.old_runner = true;
+	fake.execs = 0;
+	pthread_mutex_unlock(&fake.mu);
+	CHECK_INT(agent_exec_stream(a, "c1", argv, 5, &p, &err), 0);
+	CHECK_INT(rt_exec_collect(p, 1024, &r, &err), 0);
+	pump_close(p);
+	CHECK_STR(r.out, "plain:sh");
+	CHECK_INT((int)r.err_len, 2);   /* the usage is not shown */
+	CHECK_INT(r.exit_code, 5);
+	rt_exec_result_free(&r);
+	pthread_mutex_lock(&fake.mu);
+	CHECK_INT(fake.execs, 2);
+	fake.old_runner = false;
+	pthread_mutex_unlock(&fake.mu);
+	agent_close(a);
+}
+
+/* The log cap of the agent's settings reaches every container. */
+TEST(containers_get_the_log_cap)
+{
+	fake_reset();
+	struct agent_config cfg = {
+		.id = "node-a", .cpu_m = 4000, .mem = 8 * GiB, .data_dir = data_dir,
+		.asset_dir = getenv("TESSERA_TEST_BUILD_ROOT"), .runtime = &fake_ops,
+		.log_max_size = 100 * MiB, .log_max_files = 4,
+	};
+	struct agent *a = NULL;
+	struct terr err = {0};
+	if (agent_open(&a, &cfg, &err) < 0) {
+		FAILF("agent_open: %s", err.msg);
+		return;
+	}
+	json_t *spec = spec_for("s9", NULL, 0, 0);
+	char cid[RT_ID_MAX];
+	CHECK_INT(agent_start_session(a, spec, cid, &err), 0);
+	json_decref(spec);
+	struct fake_container *c = fake_find(cid);
+	CHECK(c != NULL);
+	if (c) {
+		CHECK_INT(c->log_max_size, 100 * MiB);
+		CHECK_INT(c->log_max_files, 4);
+	}
+	agent_close(a);
+}
 
 TEST(describes_its_node_and_mock_gpus)
 {
@@ -1347,18 +1494,17 @@ TEST(sessions_and_execs_run_as_the_work_user_unless_root)
 	CHECK(env_of(r, "HOME") == NULL);
 
 	const char *argv[] = {"id", "-u", NULL};
-	struct rt_exec_result res;
-	CHECK_INT(agent_exec(a, c1, argv, 0, &res, &err), 0);
+	CHECK_INT(exec_collected(a, c1, argv, 0, &err), 0);
 	CHECK_STR(fake.exec_user, AGENT_WORK_UID_GID);
 	CHECK_STR(fake.exec_workdir, AGENT_WORK_HOME);
-	CHECK_INT(agent_exec(a, c1, argv, 30, &res, &err), 0);   /* through the runner */
+	CHECK_INT(exec_collected(a, c1, argv, 30, &err), 0);   /* through the runner */
 	CHECK_STR(fake.exec_user, AGENT_WORK_UID_GID);
-	CHECK_INT(agent_exec(a, c2, argv, 0, &res, &err), 0);
+	CHECK_INT(exec_collected(a, c2, argv, 0, &err), 0);
 	CHECK_STR(fake.exec_user, "(none)");
 	CHECK_STR(fake.exec_workdir, "(none)");
 	/* A container from before sessions had a user: as before, root. */
 	fake_add("old1", "s9", "node-a", "");
-	CHECK_INT(agent_exec(a, "old1", argv, 0, &res, &err), 0);
+	CHECK_INT(exec_collected(a, "old1", argv, 0, &err), 0);
 	CHECK_STR(fake.exec_user, "(none)");
 
 	/* The user's own HOME is kept. */
@@ -1474,6 +1620,8 @@ int main(void)
 		return 1;
 	}
 	RUN(describes_its_node_and_mock_gpus);
+	RUN(exec_streams_through_the_runner_or_without_an_old_one);
+	RUN(containers_get_the_log_cap);
 	RUN(a_gpu_session_gets_its_share_and_the_fgpu_files);
 	RUN(a_share_without_a_compute_limit_gets_the_whole_device);
 	RUN(a_cpu_session_has_no_gpu_parts);

@@ -55,7 +55,10 @@ wait_node() {
 check "agent registers and is ALIVE" wait_node ALIVE
 check "node ls shows its capacity" [ "$(node_field capacity.cpu)" == "2" ]
 
-"$TESSERA" session create "$TEST_IMAGE" --name remote --cpu 1 --mem 32m --wait >/dev/null
+# Its main process writes a line to the log when an exec asks for it (an
+# exec runs as the work user and cannot write to PID 1's output itself).
+"$TESSERA" session create "$TEST_IMAGE" --name remote --cpu 1 --mem 32m \
+	--startup-command 'while [ ! -e /tmp/say ]; do sleep 0.1; done; echo from-remote; sleep 100000' --wait >/dev/null
 check "a session runs on the remote agent" wait_status remote RUNNING
 check "placed on that agent" [ "$(jget remote agent)" == "$E2E_AGENT_ID" ]
 remote_cluster=$(docker inspect -f '{{index .Config.Labels "tessera.cluster"}}' "$(jget remote container_id)")
@@ -68,6 +71,18 @@ check "exec goes through the agent" [ "$out" == "via-agent" ]
 out=$("$TESSERA" session exec remote --timeout 1 -- sleep 60 2>&1)
 rc=$?
 check "the agent stops a command past its timeout ($rc: $out)" [ $rc -eq 124 ]
+sum_in=$("$TESSERA" session exec remote -- sh -c 'head -c 300000 /dev/urandom > /tmp/b; busybox sha256sum < /tmp/b' | cut -d' ' -f1)
+sum_out=$("$TESSERA" session exec remote -- cat /tmp/b | sha256sum | cut -d' ' -f1)
+check "binary exec output comes through the agent unchanged" [ -n "$sum_in" -a "$sum_in" == "$sum_out" ]
+out=$("$TESSERA" session exec remote -- touch /tmp/say)
+for _ in $(seq 1 300); do
+	logs=$("$TESSERA" session logs remote --tail 1)
+	[ "$logs" == from-remote ] && break
+	sleep 0.1
+done
+check "logs --tail come through the agent ($logs)" [ "$logs" == from-remote ]
+out=$("$TESSERA" session logs nope-remote 2>&1)
+check "logs of an unknown session are refused ($out)" contains "$out" "no session"
 
 # A forged agent (wrong secret) is refused.
 code=$(curl -s -o /dev/null -w '%{http_code}' -X POST -H 'Date: x' -H 'Authorization: TESSERA-HMAC-SHA256 Credential=agent:evil, Signature=00' "http://127.0.0.1:$mport/v1/agents/register")

@@ -72,15 +72,16 @@ static int f_destroy(void *ctx, const char *sid, const char *cid, struct terr *e
 	return 0;
 }
 
-static int f_exec(void *ctx, const char *cid, json_t *command, int timeout_s, json_t **result, struct terr *err)
+static int f_exec(void *ctx, const char *cid, json_t *command, int timeout_s, struct pump **out,
+		  struct terr *err)
 {
-	(void)ctx, (void)cid, (void)command, (void)timeout_s, (void)result;
+	(void)ctx, (void)cid, (void)command, (void)timeout_s, (void)out;
 	return terr_set(err, ENOSYS, "not here");
 }
 
-static int f_logs(void *ctx, const char *cid, int tail, char **out, struct terr *err)
+static int f_logs(void *ctx, const char *cid, int tail, bool follow, struct pump **out, struct terr *err)
 {
-	(void)ctx, (void)cid, (void)tail, (void)out;
+	(void)ctx, (void)cid, (void)tail, (void)follow, (void)out;
 	return terr_set(err, ENOSYS, "not here");
 }
 

@@ -40,14 +40,14 @@ static int f_destroy(void *ctx, const char *sid, const char *cid, struct terr *e
 	(void)ctx; (void)sid; (void)cid; (void)err;
 	return 0;
 }
-static int f_exec(void *ctx, const char *cid, json_t *cmd, int t, json_t **r, struct terr *err)
+static int f_exec(void *ctx, const char *cid, json_t *cmd, int t, struct pump **out, struct terr *err)
 {
-	(void)ctx; (void)cid; (void)cmd; (void)t; (void)r;
+	(void)ctx; (void)cid; (void)cmd; (void)t; (void)out;
 	return terr_set(err, ENOSYS, "fake");
 }
-static int f_logs(void *ctx, const char *cid, int tail, char **out, struct terr *err)
+static int f_logs(void *ctx, const char *cid, int tail, bool follow, struct pump **out, struct terr *err)
 {
-	(void)ctx; (void)cid; (void)tail; (void)out;
+	(void)ctx; (void)cid; (void)tail; (void)follow; (void)out;
 	return terr_set(err, ENOSYS, "fake");
 }
 static int f_image_exists(void *ctx, const char *ref, bool *exists, struct terr *err)

@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/frames.h"
 #include "common/log.h"
 #include "common/util.h"
 
@@ -74,21 +75,77 @@ static int f_destroy(void *ctx, const char *session_id, const char *cid, struct 
 	return 0;
 }
 
-static int f_exec(void *ctx, const char *cid, json_t *command, int timeout_s, json_t **result, struct terr *err)
+/* A pump that sends fixed bytes (the fake agent's output). */
+struct fixed_bytes {
+	char *data;
+	size_t len;
+};
+
+static void fixed_free(void *ud)
 {
-	(void)ctx;
+	struct fixed_bytes *f = ud;
+	free(f->data);
+	free(f);
+}
+
+static int fixed_produce(struct pump *p, void *ud, struct terr *err)
+{
 	(void)err;
-	*result = json_pack("{s:i,s:s,s:s,s:i}", "exit_code", 0, "stdout", cid, "stderr",
-			    json_string_value(json_array_get(command, 0)) ?: "", "timeout_s", timeout_s);
+	struct fixed_bytes *f = ud;
+	pump_ready(p);
+	pump_write(p, f->data, f->len);
 	return 0;
 }
 
-static int f_logs(void *ctx, const char *cid, int tail, char **out, struct terr *err)
+static int fixed_pump(const void *data, size_t len, struct pump **out, struct terr *err)
+{
+	struct fixed_bytes *f = calloc(1, sizeof(*f));
+	if (!f || !(f->data = malloc(len ? len : 1))) {
+		free(f);
+		return terr_set(err, ENOMEM, "out of memory");
+	}
+	memcpy(f->data, data, len);
+	f->len = len;
+	return pump_start(out, 0, fixed_produce, f, fixed_free, err);
+}
+
+/* stdout: the container id, stderr: the command's first word, exit code:
+ * the timeout it was given. */
+static int f_exec(void *ctx, const char *cid, json_t *command, int timeout_s, struct pump **out,
+		  struct terr *err)
 {
 	(void)ctx;
-	if (asprintf(out, "logs of %s, tail %d\n", cid, tail) < 0)
-		return terr_set(err, ENOMEM, "out of memory");
-	return 0;
+	const char *word = json_string_value(json_array_get(command, 0)) ?: "";
+	unsigned char buf[512];
+	size_t n = 0;
+	frames_header(buf, FRAME_STDOUT, (uint32_t)strlen(cid));
+	memcpy(buf + FRAMES_HEADER, cid, strlen(cid));
+	n = FRAMES_HEADER + strlen(cid);
+	frames_header(buf + n, FRAME_STDERR, (uint32_t)strlen(word));
+	memcpy(buf + n + FRAMES_HEADER, word, strlen(word));
+	n += FRAMES_HEADER + strlen(word);
+	frames_exit(buf + n, timeout_s);
+	n += FRAMES_HEADER + 4;
+	return fixed_pump(buf, n, out, err);
+}
+
+static int f_logs(void *ctx, const char *cid, int tail, bool follow, struct pump **out, struct terr *err)
+{
+	(void)ctx;
+	char text[256];
+	snprintf(text, sizeof(text), "logs of %s, tail %d, follow %d\n", cid, tail, follow);
+	return fixed_pump(text, strlen(text), out, err);
+}
+
+/* A whole log stream as a string (malloc'd). */
+static char *read_all(struct pump *p)
+{
+	char *buf = calloc(1, 4096);
+	size_t len = 0;
+	long n;
+	while (buf && len < 4095 && (n = pump_read(p, buf + len, 4095 - len, -1)) > 0)
+		len += (size_t)n;
+	return buf;
 }
 
 static int f_image_exists(void *ctx, const char *ref, bool *exists, struct terr *err)
@@ -428,26 +485,62 @@ TEST(other_users)
 
 TEST(exec_and_logs)
 {
-	json_t *cmd = json_pack("[s,s]", "echo", "hi"), *result = NULL;
+	json_t *cmd = json_pack("[s,s]", "echo", "hi");
+	struct pump *p = NULL;
+	struct mgr_exec_slot *slot = NULL;
+	struct rt_exec_result result = {0};
 	struct terr err = {0};
-	CHECK_INT(mgr_session_exec(mgr, &alice, "q-1", cmd, 7, &result, &err), 0);
-	CHECK(!strncmp(str(result, "stdout") ?: "", "fake-", 5));
-	CHECK_STR(str(result, "stderr"), "echo");
-	CHECK_INT(json_integer_value(json_object_get(result, "timeout_s")), 7);
-	json_decref(result);
+	CHECK_INT(mgr_session_exec(mgr, &alice, "q-1", cmd, 7, &p, &slot, &err), 0);
+	CHECK_INT(rt_exec_collect(p, 1024, &result, &err), 0);
+	pump_close(p);
+	mgr_exec_release(slot);
+	CHECK(!strncmp(result.out ?: "", "fake-", 5));
+	CHECK_STR(result.err, "echo");
+	CHECK_INT(result.exit_code, 7);
+	rt_exec_result_free(&result);
 	/* not RUNNING: refused before the agent is asked */
-	CHECK_INT(mgr_session_exec(mgr, &alice, "q-3", cmd, 7, &result, &err), -EBUSY);
+	CHECK_INT(mgr_session_exec(mgr, &alice, "q-3", cmd, 7, &p, &slot, &err), -EBUSY);
 	CHECK_CONTAINS(err.msg, "session q-3 is PENDING; it must be RUNNING");
-	CHECK_INT(mgr_session_exec(mgr, &alice, "nope", cmd, 7, &result, &err), -ENOENT);
-	json_decref(cmd);
+	CHECK(p == NULL && slot == NULL);
+	CHECK_INT(mgr_session_exec(mgr, &alice, "nope", cmd, 7, &p, &slot, &err), -ENOENT);
 	char *logs = NULL;
-	CHECK_INT(mgr_session_logs(mgr, &alice, q2, 5, &logs, &err), 0);
-	CHECK_CONTAINS(logs, "tail 5");
+	CHECK_INT(mgr_session_logs(mgr, &alice, q2, 5, true, &p, &err), 0);
+	logs = read_all(p);
+	pump_close(p);
+	CHECK_CONTAINS(logs, "tail 5, follow 1");
 	free(logs);
-	logs = NULL;
-	CHECK_INT(mgr_session_logs(mgr, &alice, "q-3", 0, &logs, &err), -EBUSY);
+	p = NULL;
+	CHECK_INT(mgr_session_logs(mgr, &alice, "q-3", 0, false, &p, &err), -EBUSY);
 	CHECK_CONTAINS(err.msg, "has no container");
-	CHECK(logs == NULL);
+	CHECK(p == NULL);
+
+	/* Concurrent execs per user: MGR_DEFAULT_MAX_EXECS, then the policy's. */
+	struct pump *ps[MGR_DEFAULT_MAX_EXECS + 1];
+	struct mgr_exec_slot *slots[MGR_DEFAULT_MAX_EXECS + 1];
+	for (int i = 0; i < MGR_DEFAULT_MAX_EXECS; i++)
+		CHECK_INT(mgr_session_exec(mgr, &alice, "q-1", cmd, 7, &ps[i], &slots[i], &err), 0);
+	CHECK_INT(mgr_session_exec(mgr, &alice, "q-1", cmd, 7, &p, &slot, &err), -EUSERS);
+	CHECK_CONTAINS(err.msg, "max_concurrent_execs");
+	/* Another user's are their own. */
+	CHECK_INT(mgr_session_exec(mgr, &bob, "q-1", cmd, 7, &p, &slot, &err), -ENOENT);
+	pump_close(ps[0]);
+	mgr_exec_release(slots[0]);
+	CHECK_INT(mgr_session_exec(mgr, &alice, "q-1", cmd, 7, &ps[0], &slots[0], &err), 0);
+	json_t *pol = json_pack("{s:i}", "max_concurrent_execs", MGR_DEFAULT_MAX_EXECS + 1);
+	CHECK_INT(mgr_config_set(mgr, "policy.default", pol, NULL, &err), 0);
+	json_decref(pol);
+	CHECK_INT(mgr_session_exec(mgr, &alice, "q-1", cmd, 7, &ps[MGR_DEFAULT_MAX_EXECS],
+				   &slots[MGR_DEFAULT_MAX_EXECS], &err), 0);
+	CHECK_INT(mgr_session_exec(mgr, &alice, "q-1", cmd, 7, &p, &slot, &err), -EUSERS);
+	pol = json_pack("{s:i}", "max_concurrent_execs", -1);
+	CHECK_INT(mgr_config_set(mgr, "policy.default", pol, NULL, &err), -EINVAL);
+	json_decref(pol);
+	CHECK_INT(mgr_config_set(mgr, "policy.default", json_null(), NULL, &err), 0);
+	for (int i = 0; i <= MGR_DEFAULT_MAX_EXECS; i++) {
+		pump_close(ps[i]);
+		mgr_exec_release(slots[i]);
+	}
+	json_decref(cmd);
 }
 
 TEST(delete_advances_the_queue)
@@ -786,10 +879,10 @@ TEST(batch_sessions_end_with_their_command)
 	json_decref(o);
 	/* Its container is kept for its logs until the session is removed. */
 	CHECK_INT(fake_count(&fake.destroys), destroys);
-	char *logs = NULL;
+	struct pump *logs = NULL;
 	struct terr err = {0};
-	CHECK_INT(mgr_session_logs(mgr, &alice, "job-ok", 0, &logs, &err), 0);
-	free(logs);
+	CHECK_INT(mgr_session_logs(mgr, &alice, "job-ok", 0, false, &logs, &err), 0);
+	pump_close(logs);
 	json_t *d = NULL;
 	CHECK_INT(mgr_session_delete(mgr, &alice, "job-ok", &d, &err), 0);
 	CHECK_STR(str(d, "status"), "TERMINATED");

@@ -13,7 +13,11 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -47,6 +51,7 @@ static struct {
 	int n_reqs;
 	char api[16];               /* what GET /version reports */
 	int exec_inspects;          /* GET /exec/<id>/json calls so far */
+	char rotated_json[1024];    /* what GET /containers/rotated/json answers */
 	int dup_inspects;           /* GET /networks/net-dup calls so far */
 } fake = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
 
@@ -232,7 +237,14 @@ static void route(int fd, const char *method, const char *full, const char *body
 		reply(fd, 200, "[{\"Untagged\":\"reg:5000/x:1\"}]");
 	} else if (!strcmp(method, "POST") && !strncmp(path, "/commit?", 8)) {
 		reply(fd, 201, "{\"Id\":\"sha256:def\"}");
-	} else if (!strcmp(method, "GET") && !strncmp(path, "/containers/c0ffee/logs?", 24)) {
+	} else if (!strcmp(method, "GET") && !strcmp(path, "/containers/rotated/json")) {
+		pthread_mutex_lock(&fake.mu);
+		char b[sizeof(fake.rotated_json)];
+		memcpy(b, fake.rotated_json, sizeof(b));
+		pthread_mutex_unlock(&fake.mu);
+		reply(fd, 200, b);
+	} else if (!strcmp(method, "GET") && (!strncmp(path, "/containers/c0ffee/logs?", 24) ||
+					       !strncmp(path, "/containers/rotated/logs?", 25))) {
 		const char *h = "HTTP/1.1 200 OK\r\nContent-Type: application/vnd.docker.multiplexed-stream\r\n"
 				"Transfer-Encoding: chunked\r\n\r\n";
 		write_all(fd, h, strlen(h));
@@ -500,6 +512,53 @@ static struct runtime *open_rt(void)
 
 /* ---- tests ------------------------------------------------------------- */
 
+/* An exec run through its stream and collected, as callers that want the
+ * output whole do (rt_exec_collect). */
+static int exec_collected(struct runtime *rt, const char *id, const char *const *argv,
+			  const char *const *env, const char *user, const char *workdir, size_t max,
+			  struct rt_exec_result *res, struct terr *err)
+{
+	struct pump *p = NULL;
+	memset(res, 0, sizeof(*res));
+	int r = ops->exec_stream(rt, id, argv, env, user, workdir, &p, err);
+	if (r == 0) {
+		r = rt_exec_collect(p, max, res, err);
+		pump_close(p);
+	}
+	return r;
+}
+
+/* A log stream read to its end into *out (malloc'd, NUL-terminated). */
+static int logs_collected(struct runtime *rt, const char *id, int tail, char **out, size_t *len,
+			  struct terr *err)
+{
+	struct pump *p = NULL;
+	*out = NULL;
+	*len = 0;
+	int r = ops->logs_stream(rt, id, tail, false, &p, err);
+	if (r < 0)
+		return r;
+	size_t cap = 1024;
+	char *buf = malloc(cap);
+	for (long n; buf;) {
+		if (*len + 512 + 1 > cap && !(buf = realloc(buf, cap *= 2)))
+			break;
+		n = pump_read(p, buf + *len, 512, -1);
+		if (n <= 0) {
+			if (n < 0)
+				r = terr_set(err, pump_error(p)->code, "%s", pump_error(p)->msg);
+			break;
+		}
+		*len += (size_t)n;
+	}
+	pump_close(p);
+	if (!buf)
+		return terr_set(err, ENOMEM, "out of memory");
+	buf[*len] = '\0';
+	*out = buf;
+	return r;
+}
+
 TEST(negotiates_server_version)
 {
 	fake_clear();
@@ -594,6 +653,7 @@ static struct rt_container_spec test_spec(void)
 		.mounts = test_mounts, .n_mounts = 2, .devices = test_devs,
 		.hostname = "s1", .nano_cpus = 1500000000LL,
 		.memory_bytes = 512LL << 20, .pids_limit = 1024,
+		.log_max_size = 100LL << 20, .log_max_files = 5,
 		.network = "tessera-u-1",
 	};
 }
@@ -669,6 +729,11 @@ TEST(create_sends_the_full_spec)
 	CHECK(json_is_false(json_object_get(hc, "Init")));
 	CHECK(json_is_false(json_object_get(hc, "AutoRemove")));
 	CHECK_STR(json_string_value(json_object_get(json_object_get(hc, "RestartPolicy"), "Name")), "no");
+	/* The log is capped: json-file, max-size per file, in bytes. */
+	json_t *lc = json_object_get(hc, "LogConfig");
+	CHECK_STR(json_string_value(json_object_get(lc, "Type")), "json-file");
+	CHECK_STR(json_string_value(json_object_get(json_object_get(lc, "Config"), "max-size")), "20971520");
+	CHECK_STR(json_string_value(json_object_get(json_object_get(lc, "Config"), "max-file")), "5");
 	CHECK_STR(json_string_value(json_object_get(hc, "NetworkMode")), "tessera-u-1");
 	json_decref(b);
 
@@ -688,6 +753,14 @@ TEST(create_sends_the_full_spec)
 	hc = json_object_get(b, "HostConfig");
 	CHECK(json_object_get(hc, "Memory") == NULL);
 	CHECK(json_object_get(hc, "PidsLimit") == NULL);
+	json_decref(b);
+	/* No cap: Docker's own log settings. */
+	spec.log_max_size = 0;
+	CHECK_INT(ops->create(rt, &spec, id, &err), 0);
+	CHECK(fake_find("POST", "/containers/create", &q));
+	b = json_loads(q.body ? q.body : "", 0, NULL);
+	free(q.body);
+	CHECK(json_object_get(json_object_get(b, "HostConfig"), "LogConfig") == NULL);
 	json_decref(b);
 out:
 	ops->close(rt);
@@ -723,7 +796,7 @@ TEST(errors_carry_dockers_message)
 
 	struct rt_exec_result res;
 	static const char *const argv[] = { "true", NULL };
-	CHECK(ops->exec(rt, "stopped", argv, NULL, NULL, NULL, 100, &res, &err) < 0);
+	CHECK(exec_collected(rt, "stopped", argv, NULL, NULL, NULL, 100, &res, &err) < 0);
 	CHECK_CONTAINS(err.msg, "is not running");
 	CHECK(res.out == NULL && res.err == NULL);
 	ops->close(rt);
@@ -927,7 +1000,7 @@ TEST(exec_demultiplexes_with_exit_code)
 	static const char *const argv[] = { "sh", "-c", "echo line1; echo warn >&2; echo line2; exit 3", NULL };
 	static const char *const env[] = { "X=1", NULL };
 	struct rt_exec_result res;
-	int r = ops->exec(rt, "c0ffee", argv, env, "1000:1000", "/home/work", 1 << 16, &res, &err);
+	int r = exec_collected(rt, "c0ffee", argv, env, "1000:1000", "/home/work", 1 << 16, &res, &err);
 	CHECK_INT(r, 0);
 	if (r == 0) {
 		CHECK_INT(res.exit_code, 3);
@@ -960,7 +1033,7 @@ TEST(exec_demultiplexes_with_exit_code)
 
 	/* Output past max_output is cut, per stream. No user: the
 	 * container's own, so neither field is sent. */
-	r = ops->exec(rt, "c0ffee", argv, NULL, NULL, NULL, 4, &res, &err);
+	r = exec_collected(rt, "c0ffee", argv, NULL, NULL, NULL, 4, &res, &err);
 	CHECK(fake_find("POST", "/containers/c0ffee/exec", &q));
 	b = json_loads(q.body ? q.body : "", 0, NULL);
 	free(q.body);
@@ -986,7 +1059,7 @@ TEST(logs_interleaved_with_tail)
 	struct terr err;
 	char *out = NULL;
 	size_t len = 0;
-	CHECK_INT(ops->logs(rt, "c0ffee", 50, &out, &len, &err), 0);
+	CHECK_INT(logs_collected(rt, "c0ffee", 50, &out, &len, &err), 0);
 	CHECK_STR(out, "a\nb\nc\n");
 	CHECK_INT(len, 6);
 	free(out);
@@ -995,12 +1068,96 @@ TEST(logs_interleaved_with_tail)
 	CHECK_CONTAINS(q.path, "stdout=1");
 	CHECK_CONTAINS(q.path, "stderr=1");
 	CHECK_CONTAINS(q.path, "tail=50");
-	CHECK_INT(ops->logs(rt, "c0ffee", 0, &out, &len, &err), 0);
+	CHECK_INT(logs_collected(rt, "c0ffee", 0, &out, &len, &err), 0);
 	free(out);
 	CHECK(fake_find("GET", "/logs", &q));
 	CHECK_CONTAINS(q.path, "tail=all");
-	CHECK_INT(ops->logs(rt, "gone", 0, &out, &len, &err), -ENOENT);
+	CHECK_INT(logs_collected(rt, "gone", 0, &out, &len, &err), -ENOENT);
 	CHECK_CONTAINS(err.msg, "No such container: gone");
+	/* follow is passed on; a streamed log is followed until it ends. */
+	struct pump *p = NULL;
+	fake_clear();
+	CHECK_INT(ops->logs_stream(rt, "c0ffee", 2, true, &p, &err), 0);
+	char buf[64];
+	while (p && pump_read(p, buf, sizeof(buf), -1) > 0)
+		;
+	pump_close(p);
+	CHECK(fake_find("GET", "/logs", &q));
+	CHECK_CONTAINS(q.path, "follow=1");
+	CHECK_CONTAINS(q.path, "tail=2");
+	ops->close(rt);
+}
+
+/* Sets what the fake says of container "rotated": its log at log_path,
+ * json-file with 3 files, started at `started`. */
+static void fake_rotated(const char *log_path, const char *started)
+{
+	pthread_mutex_lock(&fake.mu);
+	snprintf(fake.rotated_json, sizeof(fake.rotated_json),
+		 "{\"Id\":\"rotated\",\"LogPath\":\"%s\",\"State\":{\"StartedAt\":\"%s\"},"
+		 "\"HostConfig\":{\"LogConfig\":{\"Type\":\"json-file\","
+		 "\"Config\":{\"max-file\":\"3\",\"max-size\":\"1048576\"}}}}",
+		 log_path, started);
+	pthread_mutex_unlock(&fake.mu);
+}
+
+static void touch(const char *path)
+{
+	FILE *f = fopen(path, "w");
+	if (f)
+		fclose(f);
+}
+
+TEST(logs_say_when_rotation_dropped_their_start)
+{
+	struct runtime *rt = open_rt();
+	if (!rt)
+		return;
+	char dir[] = "/tmp/tessera-logs-XXXXXX";
+	if (!mkdtemp(dir)) {
+		FAILF("mkdtemp: %s", strerror(errno));
+		ops->close(rt);
+		return;
+	}
+	char log_path[128], oldest[160];
+	snprintf(log_path, sizeof(log_path), "%s/c-json.log", dir);
+	snprintf(oldest, sizeof(oldest), "%s.2", log_path);
+	touch(log_path);
+	struct terr err;
+	char *out = NULL;
+	size_t len = 0;
+
+	/* Not rotated that far: nothing was dropped. */
+	fake_rotated(log_path, "2020-01-01T00:00:00.5Z");
+	CHECK_INT(logs_collected(rt, "rotated", 0, &out, &len, &err), 0);
+	CHECK_STR(out, "a\nb\nc\n");
+	free(out);
+
+	/* The oldest file there can be exists, born after the start: its
+	 * predecessors are gone. */
+	touch(oldest);
+	CHECK_INT(logs_collected(rt, "rotated", 0, &out, &len, &err), 0);
+	struct statx stx;
+	bool btime = statx(AT_FDCWD, oldest, 0, STATX_BTIME, &stx) == 0 && (stx.stx_mask & STATX_BTIME);
+	CHECK_CONTAINS(out, btime ? RT_LOGS_DROPPED ": this session's log is capped at 3 MiB (3 files of 1 MiB)"
+				  : "[tessera] earlier output may have been dropped: this session's log is capped at 3 MiB");
+	CHECK_CONTAINS(out, "dropped\na\nb\nc\n");
+	free(out);
+	/* Not asked for with a tail: the start was not asked for. */
+	CHECK_INT(logs_collected(rt, "rotated", 5, &out, &len, &err), 0);
+	CHECK_STR(out, "a\nb\nc\n");
+	free(out);
+
+	/* Born before the container started: it is the first file, whole. */
+	if (btime) {
+		fake_rotated(log_path, "2999-01-01T00:00:00Z");
+		CHECK_INT(logs_collected(rt, "rotated", 0, &out, &len, &err), 0);
+		CHECK_STR(out, "a\nb\nc\n");
+		free(out);
+	}
+	unlink(oldest);
+	unlink(log_path);
+	rmdir(dir);
 	ops->close(rt);
 }
 
@@ -1192,6 +1349,7 @@ int main(void)
 	RUN(exec_demultiplexes_with_exit_code);
 	RUN(networks_made_once_and_removed);
 	RUN(logs_interleaved_with_tail);
+	RUN(logs_say_when_rotation_dropped_their_start);
 	RUN(watch_delivers_events_and_stops);
 	RUN(ops_from_several_threads);
 	fake_stop();

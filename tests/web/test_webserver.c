@@ -296,6 +296,39 @@ TEST(writes_need_the_csrf_token_and_same_origin)
 	reply_free(&r);
 }
 
+/* Logs and exec are relayed as streams; the manager's status, type and
+ * error body come through as they are (the streams themselves: e2e). */
+TEST(logs_and_exec_are_relayed_with_the_managers_answer)
+{
+	char cookie[256], csrf[80], extra[512];
+	CHECK_INT(login("admin@tessera.local", admin_password, cookie, sizeof(cookie), csrf, sizeof(csrf)), 200);
+	struct reply r = http(web_port_n, "GET", "/api/v1/sessions/nope/logs?tail=5&follow=1", cookie, NULL);
+	CHECK_INT(r.status, 404);
+	CHECK_CONTAINS(r.body, "no session named or with id 'nope'");
+	char v[128];
+	CHECK_CONTAINS(hdr(&r, "Content-Type", v, sizeof(v)) ?: "", "application/json");
+	reply_free(&r);
+	r = http(web_port_n, "GET", "/api/v1/sessions/nope/logs?tail=x", cookie, NULL);
+	CHECK_INT(r.status, 400);
+	CHECK_CONTAINS(r.body, "tail must be");
+	reply_free(&r);
+	snprintf(extra, sizeof(extra), "%sContent-Type: application/json\r\nX-CSRF-Token: %s\r\nOrigin: http://127.0.0.1:%d\r\n",
+		 cookie, csrf, web_port_n);
+	r = http(web_port_n, "POST", "/api/v1/sessions/nope/exec", extra, "{\"command\":[\"true\"]}");
+	CHECK_INT(r.status, 404);
+	CHECK_CONTAINS(r.body, "no session named or with id 'nope'");
+	reply_free(&r);
+	r = http(web_port_n, "POST", "/api/v1/sessions/nope/exec", extra, "{\"command\":[]}");
+	CHECK_INT(r.status, 400);
+	CHECK_CONTAINS(r.body, "command must be");
+	reply_free(&r);
+	/* A write still needs the CSRF token. */
+	snprintf(extra, sizeof(extra), "%sContent-Type: application/json\r\n", cookie);
+	r = http(web_port_n, "POST", "/api/v1/sessions/nope/exec", extra, "{\"command\":[\"true\"]}");
+	CHECK_INT(r.status, 403);
+	reply_free(&r);
+}
+
 TEST(users_admin_validates_and_is_admin_only)
 {
 	char cookie[256], csrf[80], extra[512];
@@ -489,6 +522,7 @@ int main(void)
 	RUN(relay_signs_for_the_logged_in_user);
 	RUN(one_login_serves_concurrent_requests);
 	RUN(writes_need_the_csrf_token_and_same_origin);
+	RUN(logs_and_exec_are_relayed_with_the_managers_answer);
 	RUN(users_admin_validates_and_is_admin_only);
 	RUN(failed_logins_are_rate_limited_per_email);
 	RUN(a_login_lock_holds_one_address_not_the_account);
