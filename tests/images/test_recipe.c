@@ -280,7 +280,7 @@ TEST(shipped_recipes)
 	static const struct {
 		const char *path, *ref, *distro, *ports, *family;
 	} cases[] = {
-		{"images/python/3.11.recipe", "tessera/python:3.11", "debian12", "jupyter:http:8081", "python"},
+		{"images/python/3.11.recipe", "tessera/python:3.11", "debian12", "jupyter:http:8081,mlflow-ui:preopen:5000", "python"},
 		{"images/python-ml/3.11-torch1.13.recipe", "tessera/python-ml:3.11-torch1.13", "debian12",
 		 "jupyter:http:8081,mlflow-ui:preopen:5000", "python-ml"},
 		{"images/python-ml/3.13-torch2.6.recipe", "tessera/python-ml:3.13-torch2.6", "debian13",
