@@ -2,8 +2,9 @@
 # Browser test: the seeds' GUI scenario in Debian's Chromium, driven by
 # playwright-core (no browser download). A server with one mock 8 GiB GPU
 # at 2 fGPU per GPU: three 1-fGPU sessions give 2 RUNNING + 1 PENDING;
-# terminating one starts the PENDING one; a wrong password is refused; a
-# second user sees none of the admin's sessions.
+# terminating one starts the PENDING one; "Convert to image" makes a
+# private image of a RUNNING session and a session of it runs; a wrong
+# password is refused; a second user sees none of the admin's sessions.
 . "$(dirname "$0")/../e2e/lib.sh"
 UI_SRC=${UI_SRC:?UI_SRC must point at the ui/ source dir (its node_modules has playwright-core)}
 if [[ ! -x /usr/bin/chromium ]]; then
@@ -56,4 +57,9 @@ while read -r line; do
 	esac
 done < "$E2E_DIR/browser.log"
 check "the browser test ran to its end" grep -q '^# done' "$E2E_DIR/browser.log"
+# The private image "Convert to image" made (the server's state goes with
+# $E2E_DIR; the image is Docker's).
+sed -n 's/^# image \(tessera-private\/.*\)$/\1/p' "$E2E_DIR/browser.log" | while read -r ref; do
+	docker rmi -f "$ref" >/dev/null 2>&1
+done
 e2e_done

@@ -21,6 +21,18 @@ export interface Image {
   owner: string | null; visibility: 'public' | 'private' | 'hidden'; status?: string; warning?: string;
 }
 
+// A commit of a session into a private image (POST /v1/sessions/{ref}/commit,
+// GET /v1/commits/{id}; docs/api.md).
+export interface Commit {
+  id: string; ref: string; name: string; tag: string; owner: string; status: 'committing' | 'ready' | 'failed';
+  error?: string; push_error?: string; in_registry?: boolean; nodes?: string[]; source_session: string; source_image: string;
+  created_at: string; finished_at: string | null;
+}
+
+// A session's app (GET /v1/sessions/{ref}/apps, docs/apps.md): its name as
+// the image declares it (`terminal`, `jupyter`, `mlflow-ui`...).
+export interface App { name: string; protocol?: string; port?: number }
+
 let csrf = '';
 export function setCsrf(token: string) { csrf = token; }
 
@@ -64,6 +76,20 @@ export const api = {
     call<unknown>('PUT', `/api/v1/config/${encodeURIComponent(key)}`, { value }),
   launch: (req: unknown) => call<{ sessions: Session[] }>('POST', '/api/v1/sessions', req),
   terminate: (id: string) => call<Session>('DELETE', `/api/v1/sessions/${encodeURIComponent(id)}`),
+  commit: (sessionId: string, body: { name?: string; tag?: string }) =>
+    call<{ commit: Commit }>('POST', `/api/v1/sessions/${encodeURIComponent(sessionId)}/commit`, body),
+  // Long poll: answers once the commit is no longer `committing`, or after
+  // timeout_s with it still `committing`.
+  commitWait: (id: string, timeoutS: number) =>
+    call<{ commit: Commit }>('GET', `/api/v1/commits/${encodeURIComponent(id)}?wait=1&timeout_s=${timeoutS}`),
+  apps: async (sessionId: string): Promise<App[]> => {
+    const r = await call<{ apps: (App | string)[] }>('GET', `/api/v1/sessions/${encodeURIComponent(sessionId)}/apps`);
+    // Entries are objects with a name; a bare name is taken too.
+    return (r?.apps ?? []).map((a) => (typeof a === 'string' ? { name: a } : a)).filter((a) => a && typeof a.name === 'string');
+  },
+  openApp: (sessionId: string, app: string) =>
+    call<{ app: string; url: string; expires_in?: number }>('POST',
+      `/api/v1/sessions/${encodeURIComponent(sessionId)}/apps/${encodeURIComponent(app)}`),
   users: () => call<{ users: User[] }>('GET', '/api/v1/users'),
   createUser: (u: { email: string; password?: string; is_admin: boolean }) =>
     call<{ user: User; password?: string }>('POST', '/api/v1/users', u),

@@ -2,6 +2,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { api, fmtAge, fmtConfig, type Node, type Session, type User } from './api';
 import { Button, Dialog, ErrorText } from './components';
 import { LaunchDialog } from './launch';
+import { CommitDialog } from './commit';
 
 const ENDED = new Set(['TERMINATED', 'CANCELLED']);
 
@@ -69,6 +70,7 @@ export function SessionsPage({ user }: { user: User }) {
   const { sessions, nodes, error, refresh } = useClusterState();
   const [launching, setLaunching] = useState(false);
   const [confirm, setConfirm] = useState<Session | null>(null);
+  const [converting, setConverting] = useState<Session | null>(null);
   const [actionError, setActionError] = useState<string | null>(null);
   const [now, setNow] = useState(Date.now());
 
@@ -130,10 +132,15 @@ export function SessionsPage({ user }: { user: User }) {
                 <td>{s.agent ?? '—'}</td>
                 <td>{fmtAge(s.created_at, now)}</td>
                 {user.is_admin && <td>{s.owner}</td>}
-                <td>
+                <td><div class="row-actions">
+                  {s.status === 'RUNNING' && (user.is_admin || s.owner === user.email) && (
+                    <Button onClick={() => setConverting(s)} label={`Convert ${s.name} to image`}>
+                      Convert to image
+                    </Button>
+                  )}
                   <Button kind="danger" onClick={() => setConfirm(s)}
                     disabled={s.status === 'TERMINATING'}>Terminate</Button>
-                </td>
+                </div></td>
               </tr>
             ))}
           </tbody>
@@ -150,6 +157,7 @@ export function SessionsPage({ user }: { user: User }) {
           </>
         )}
       </Dialog>
+      <CommitDialog session={converting} onClose={() => setConverting(null)} />
       <LaunchDialog open={launching} nodes={nodes} onClose={() => setLaunching(false)}
         onLaunched={() => { setLaunching(false); refresh(); }} />
     </section>
