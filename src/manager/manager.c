@@ -130,6 +130,9 @@ void mgr_set_status(struct manager *m, struct msession *s, enum session_status s
 		mgr_wake_scheduler(m);
 	}
 	m->version++;
+	/* Its app routes go when it leaves RUNNING (docs/apps.md). */
+	if (old == SS_RUNNING && st != SS_RUNNING)
+		mgr_apps_left_running(m, s);
 
 	mgr_persist(m, s);
 	if (old != st) {
@@ -247,6 +250,11 @@ int manager_open(struct manager **out, const struct manager_config *cfg, struct 
 	}
 	util_strlcpy(m->data_dir, cfg->data_dir, sizeof(m->data_dir));
 	m->cfg.data_dir = m->data_dir;
+	int arc = mgr_apps_open(m, err);
+	if (arc < 0) {
+		free(m);
+		return arc;
+	}
 	pthread_mutex_init(&m->mu, NULL);
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
@@ -412,6 +420,7 @@ void manager_close(struct manager *m)
 		free(c);
 	}
 	mgr_commits_free(m);
+	mgr_apps_free(m);
 	if (m->store)
 		m->so->close(m->store);
 	pthread_mutex_destroy(&m->mu);

@@ -764,7 +764,7 @@ TEST(containers_get_the_log_cap)
 	}
 	json_t *spec = spec_for("s9", NULL, 0, 0);
 	char cid[RT_ID_MAX];
-	CHECK_INT(agent_start_session(a, spec, cid, &err), 0);
+	CHECK_INT(agent_start_session(a, spec, cid, NULL, &err), 0);
 	json_decref(spec);
 	struct fake_container *c = fake_find(cid);
 	CHECK(c != NULL);
@@ -811,7 +811,7 @@ TEST(a_gpu_session_gets_its_share_and_the_fgpu_files)
 	json_t *spec = spec_for("s1", uuid_copy, 2 * GiB, 25);
 	char cid[RT_ID_MAX];
 	struct terr err = {0};
-	CHECK_INT(agent_start_session(a, spec, cid, &err), 0);
+	CHECK_INT(agent_start_session(a, spec, cid, NULL, &err), 0);
 	json_decref(spec);
 	struct fake_container *c = fake_find(cid);
 	CHECK(c && c->running);
@@ -920,7 +920,7 @@ TEST(a_share_without_a_compute_limit_gets_the_whole_device)
 	json_t *spec = spec_for("s2", uuid, 1 * GiB, 0);
 	char cid[RT_ID_MAX];
 	struct terr err = {0};
-	CHECK_INT(agent_start_session(a, spec, cid, &err), 0);
+	CHECK_INT(agent_start_session(a, spec, cid, NULL, &err), 0);
 	json_decref(spec);
 	struct fake_container *c = fake_find(cid);
 	CHECK(c && env_of(c, FGPU_ENV_SM_LIMIT) && !strcmp(env_of(c, FGPU_ENV_SM_LIMIT), "100"));
@@ -947,7 +947,7 @@ TEST(a_cpu_session_has_no_gpu_parts)
 	json_object_set_new(spec, "startup_command", json_string("echo hi"));
 	char cid[RT_ID_MAX];
 	struct terr err = {0};
-	CHECK_INT(agent_start_session(a, spec, cid, &err), 0);
+	CHECK_INT(agent_start_session(a, spec, cid, NULL, &err), 0);
 	json_decref(spec);
 	struct fake_container *c = fake_find(cid);
 	CHECK(c != NULL);
@@ -1032,7 +1032,7 @@ TEST(bad_specs_are_refused_before_anything_is_made)
 		json_decref(p);
 		char cid[RT_ID_MAX];
 		struct terr err = {0};
-		int rc = agent_start_session(a, spec, cid, &err);
+		int rc = agent_start_session(a, spec, cid, NULL, &err);
 		json_decref(spec);
 		if (rc != -EINVAL || !strstr(err.msg, cases[i].msg))
 			FAILF("%s: rc %d, message \"%s\"; expected -EINVAL and \"%s\"", cases[i].what, rc, err.msg,
@@ -1056,7 +1056,7 @@ TEST(bad_specs_are_refused_before_anything_is_made)
 	if (cpu) {
 		json_t *spec = spec_for("gpu-on-cpu", uuid, GiB, 50);
 		char cid[RT_ID_MAX];
-		CHECK_INT(agent_start_session(cpu, spec, cid, &err), -EINVAL);
+		CHECK_INT(agent_start_session(cpu, spec, cid, NULL, &err), -EINVAL);
 		CHECK_CONTAINS(err.msg, "node cpu-node has 0");
 		json_decref(spec);
 		agent_close(cpu);
@@ -1076,8 +1076,8 @@ TEST(a_leftover_container_of_the_session_is_replaced)
 	json_t *spec = spec_for("s4", NULL, 0, 0);
 	char first[RT_ID_MAX], second[RT_ID_MAX];
 	struct terr err = {0};
-	CHECK_INT(agent_start_session(a, spec, first, &err), 0);
-	CHECK_INT(agent_start_session(a, spec, second, &err), 0);
+	CHECK_INT(agent_start_session(a, spec, first, NULL, &err), 0);
+	CHECK_INT(agent_start_session(a, spec, second, NULL, &err), 0);
 	json_decref(spec);
 	CHECK(strcmp(first, second) != 0);
 	CHECK(!fake_find(first));
@@ -1097,13 +1097,13 @@ TEST(a_container_that_cannot_start_is_removed)
 	json_object_set_new(spec, "image", json_string("broken:latest"));
 	char cid[RT_ID_MAX];
 	struct terr err = {0};
-	CHECK(agent_start_session(a, spec, cid, &err) < 0);
+	CHECK(agent_start_session(a, spec, cid, NULL, &err) < 0);
 	CHECK_CONTAINS(err.msg, "OCI runtime create failed");
 	CHECK_INT(fake.creates, 1);
 	CHECK_INT(fake.n, 0);
 	/* An image that does not exist: the runtime's message comes through. */
 	json_object_set_new(spec, "image", json_string("nosuch:latest"));
-	CHECK_INT(agent_start_session(a, spec, cid, &err), -ENOENT);
+	CHECK_INT(agent_start_session(a, spec, cid, NULL, &err), -ENOENT);
 	CHECK_CONTAINS(err.msg, "No such image");
 	CHECK_INT(fake.n, 0);
 	json_decref(spec);
@@ -1188,7 +1188,7 @@ TEST(the_usage_thread_inspects_a_container_once_per_start_of_its_init)
 	pthread_mutex_unlock(&fake.mu);
 	json_t *spec = spec_for("r1", uuid, GiB, 50);
 	char cid[RT_ID_MAX];
-	CHECK_INT(agent_start_session(a, spec, cid, &err), 0);
+	CHECK_INT(agent_start_session(a, spec, cid, NULL, &err), 0);
 	json_decref(spec);
 	/* Real devices come as their nodes. */
 	struct fake_container *c = fake_find(cid);
@@ -1223,7 +1223,7 @@ TEST(the_usage_thread_inspects_a_container_once_per_start_of_its_init)
 	CHECK_INT(inspects(), 3);
 	CHECK(wait_rounds(2));
 	spec = spec_for("r1", uuid, GiB, 50);
-	CHECK_INT(agent_start_session(a, spec, cid, &err), 0);
+	CHECK_INT(agent_start_session(a, spec, cid, NULL, &err), 0);
 	json_decref(spec);
 	f = fopen(region, "w");
 	if (f)
@@ -1308,7 +1308,7 @@ TEST(containers_of_another_installation_are_left_alone)
 	/* What it starts carries the installation's id beside its own. */
 	json_t *spec = spec_for("s9", NULL, 0, 0);
 	char cid[RT_ID_MAX];
-	CHECK_INT(agent_start_session(a, spec, cid, &err), 0);
+	CHECK_INT(agent_start_session(a, spec, cid, NULL, &err), 0);
 	json_decref(spec);
 	struct fake_container *c = fake_find(cid);
 	CHECK(c != NULL);
@@ -1357,14 +1357,14 @@ TEST(sessions_get_their_owners_network)
 	struct terr err = {0};
 	json_t *spec = spec_for("s1", NULL, 0, 0);
 	json_object_set_new(spec, "owner_id", json_string("aaaabbbbccccddddeeeeffff00001111"));
-	CHECK_INT(agent_start_session(a, spec, c1, &err), 0);
+	CHECK_INT(agent_start_session(a, spec, c1, NULL, &err), 0);
 	json_object_set_new(spec, "id", json_string("s2"));
 	json_object_set_new(spec, "name", json_string("nb2"));
-	CHECK_INT(agent_start_session(a, spec, c2, &err), 0);
+	CHECK_INT(agent_start_session(a, spec, c2, NULL, &err), 0);
 	json_object_set_new(spec, "id", json_string("s3"));
 	json_object_set_new(spec, "name", json_string("nb3"));
 	json_object_set_new(spec, "owner_id", json_string("99998888777766665555444433332222"));
-	CHECK_INT(agent_start_session(a, spec, c3, &err), 0);
+	CHECK_INT(agent_start_session(a, spec, c3, NULL, &err), 0);
 	json_decref(spec);
 
 	const char *net_a = AGENT_NETWORK_PREFIX "aaaabbbbccccdddd-01234567";
@@ -1416,7 +1416,7 @@ TEST(a_start_retries_when_its_network_changed_under_it)
 	snprintf(fake.start_fails_once, sizeof(fake.start_fails_once),
 		 "start container: network tessera-u-x is ambiguous (2 matches found on name)");
 	fake.start_fail_code = EINVAL;
-	CHECK_INT(agent_start_session(a, spec, cid, &err), 0);
+	CHECK_INT(agent_start_session(a, spec, cid, NULL, &err), 0);
 	CHECK_INT(fake.network_ensures, 2);
 	CHECK_INT(fake.creates, 2);
 	CHECK(fake_find(cid) && fake_find(cid)->running);
@@ -1426,14 +1426,14 @@ TEST(a_start_retries_when_its_network_changed_under_it)
 	fake.start_fail_code = ENOENT;
 	json_object_set_new(spec, "id", json_string("s2"));
 	json_object_set_new(spec, "name", json_string("nb2"));
-	CHECK_INT(agent_start_session(a, spec, cid, &err), 0);
+	CHECK_INT(agent_start_session(a, spec, cid, NULL, &err), 0);
 	CHECK_INT(fake.network_ensures, 4);
 
 	snprintf(fake.start_fails_once, sizeof(fake.start_fails_once), "OCI runtime create failed");
 	fake.start_fail_code = EIO;
 	json_object_set_new(spec, "id", json_string("s3"));
 	json_object_set_new(spec, "name", json_string("nb3"));
-	CHECK_INT(agent_start_session(a, spec, cid, &err), -EIO);
+	CHECK_INT(agent_start_session(a, spec, cid, NULL, &err), -EIO);
 	CHECK_INT(fake.network_ensures, 5);
 	json_decref(spec);
 	agent_close(a);
@@ -1450,7 +1450,7 @@ TEST(a_spec_without_owner_id_keeps_the_default_network)
 	char cid[RT_ID_MAX];
 	struct terr err = {0};
 	json_t *spec = spec_for("s1", NULL, 0, 0);
-	CHECK_INT(agent_start_session(a, spec, cid, &err), 0);
+	CHECK_INT(agent_start_session(a, spec, cid, NULL, &err), 0);
 	json_decref(spec);
 	struct fake_container *c = fake_find(cid);
 	CHECK(c && !c->network[0]);
@@ -1470,11 +1470,11 @@ TEST(sessions_and_execs_run_as_the_work_user_unless_root)
 	struct terr err = {0};
 	json_t *spec = spec_for("s1", NULL, 0, 0);
 	json_object_set_new(spec, "startup_command", json_string("sleep 1"));
-	CHECK_INT(agent_start_session(a, spec, c1, &err), 0);
+	CHECK_INT(agent_start_session(a, spec, c1, NULL, &err), 0);
 	json_object_set_new(spec, "id", json_string("s2"));
 	json_object_set_new(spec, "name", json_string("nb2"));
 	json_object_set_new(spec, "root", json_true());
-	CHECK_INT(agent_start_session(a, spec, c2, &err), 0);
+	CHECK_INT(agent_start_session(a, spec, c2, NULL, &err), 0);
 	json_decref(spec);
 	struct fake_container *w = fake_find(c1), *r = fake_find(c2);
 	CHECK(w && r);
@@ -1511,7 +1511,7 @@ TEST(sessions_and_execs_run_as_the_work_user_unless_root)
 	spec = spec_for("s3", NULL, 0, 0);
 	json_object_set_new(spec, "name", json_string("nb3"));
 	json_object_set_new(json_object_get(spec, "env"), "HOME", json_string("/data"));
-	CHECK_INT(agent_start_session(a, spec, c1, &err), 0);
+	CHECK_INT(agent_start_session(a, spec, c1, NULL, &err), 0);
 	json_decref(spec);
 	CHECK(fake_find(c1) && !strcmp(env_of(fake_find(c1), "HOME") ?: "", "/data"));
 	agent_close(a);
