@@ -55,8 +55,11 @@ struct fake_container {
 	int n_mounts;
 	char devices[24][64];
 	int n_devices;
-	char entry[8][256];
+	char entry[12][256];
 	int n_entry;
+	int publish_port;      /* asked at create; published at start */
+	char publish_host[64];
+	int host_port;
 	int64_t nano_cpus, memory, pids_limit;
 	int64_t log_max_size;
 	int log_max_files;
@@ -196,7 +199,9 @@ static int f_create(struct runtime *rt, const struct rt_container_spec *s, char 
 		}
 		for (int i = 0; s->devices && s->devices[i] && c->n_devices < 24; i++)
 			snprintf(c->devices[c->n_devices++], sizeof(c->devices[0]), "%s", s->devices[i]);
-		for (int i = 0; s->entrypoint && s->entrypoint[i] && c->n_entry < 8; i++)
+		c->publish_port = s->publish_port;
+		snprintf(c->publish_host, sizeof(c->publish_host), "%s", s->publish_host ? s->publish_host : "");
+		for (int i = 0; s->entrypoint && s->entrypoint[i] && c->n_entry < 12; i++)
 			snprintf(c->entry[c->n_entry++], sizeof(c->entry[0]), "%s", s->entrypoint[i]);
 		c->nano_cpus = s->nano_cpus;
 		c->memory = s->memory_bytes;
@@ -227,6 +232,9 @@ static int f_start(struct runtime *rt, const char *id, struct terr *err)
 	else {
 		c->running = true;
 		c->pid = fake.init_pid;
+		/* As Docker with HostPort "": a free port, chosen at start. */
+		if (c->publish_port)
+			c->host_port = 40000 + fake.next_id;
 	}
 	pthread_mutex_unlock(&fake.mu);
 	return rc;
@@ -261,6 +269,11 @@ static void fake_info(const struct fake_container *c, struct rt_container_info *
 	snprintf(out->cluster_id, sizeof(out->cluster_id), "%s", c->cluster_id);
 	snprintf(out->run_as, sizeof(out->run_as), "%s", c->run_as);
 	snprintf(out->network, sizeof(out->network), "%s", c->network);
+	if (c->running && c->host_port) {
+		out->published_private = c->publish_port;
+		out->published_port = c->host_port;
+		snprintf(out->published_host, sizeof(out->published_host), "%s", c->publish_host);
+	}
 }
 
 static int f_inspect(struct runtime *rt, const char *id, struct rt_container_info *out, struct terr *err)
@@ -483,12 +496,16 @@ static int f_commit(struct runtime *rt, const char *id, const char *ref, const s
 static int f_image_labels(struct runtime *rt, const char *ref, char ***labels, size_t *n, struct terr *err)
 {
 	(void)rt;
-	(void)ref;
 	(void)err;
-	*labels = calloc(2, sizeof(char *));
+	*labels = calloc(3, sizeof(char *));
 	(*labels)[0] = strdup("ai.backend.features=batch uid-match");
 	(*labels)[1] = strdup("ai.backend.kernelspec=1");
 	*n = 2;
+	/* Images with apps, one of them declared wrong. */
+	if (!strcmp(ref, "apps:latest"))
+		(*labels)[(*n)++] = strdup("ai.backend.service-ports=jupyter:http:8081,mlflow-ui:preopen:5000");
+	if (!strcmp(ref, "badapps:latest"))
+		(*labels)[(*n)++] = strdup("ai.backend.service-ports=jupyter:http:22");
 	return 0;
 }
 
@@ -773,6 +790,107 @@ TEST(containers_get_the_log_cap)
 		CHECK_INT(c->log_max_files, 4);
 	}
 	agent_close(a);
+}
+
+/* Session apps (docs/apps.md): with the manager's app secret, the
+ * secret in a 0400 file mounted read-only, only the app port published,
+ * on app_host, where it was published read back and listed, and the
+ * image's service ports given to the runner. Without one (an older
+ * manager), none of it. */
+TEST(a_session_gets_its_app_port_and_secret)
+{
+	fake_reset();
+	struct agent_config cfg = {
+		.id = "node-a", .cpu_m = 4000, .mem = 8 * GiB, .data_dir = data_dir,
+		.asset_dir = getenv("TESSERA_TEST_BUILD_ROOT"), .runtime = &fake_ops, .app_host = "10.1.2.3",
+	};
+	struct agent *a = NULL;
+	struct terr err = {0};
+	if (agent_open(&a, &cfg, &err) < 0) {
+		FAILF("agent_open: %s", err.msg);
+		return;
+	}
+	static const char secret[] = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+	json_t *spec = spec_for("sapps", NULL, 0, 0);
+	json_object_set_new(spec, "image", json_string("apps:latest"));
+	json_object_set_new(spec, "app_secret", json_string(secret));
+	char cid[RT_ID_MAX], ep[AGENT_APP_ENDPOINT_MAX];
+	CHECK_INT(agent_start_session(a, spec, cid, ep, &err), 0);
+	struct fake_container *c = fake_find(cid);
+	CHECK(c != NULL);
+	if (c) {
+		CHECK_INT(c->publish_port, AGENT_APP_PORT);
+		CHECK_STR(c->publish_host, "10.1.2.3");
+		char want[64];
+		snprintf(want, sizeof(want), "10.1.2.3:%d", c->host_port);
+		CHECK_STR(ep, want);
+		int m = mount_at(c, AGENT_APP_SECRET_PATH);
+		CHECK(m >= 0);
+		if (m >= 0) {
+			CHECK(c->mounts[m].ro);
+			struct stat st;
+			CHECK_INT(stat(c->mounts[m].src, &st), 0);
+			CHECK_INT((int)(st.st_mode & 0777), 0400);
+			CHECK_INT((int)st.st_uid, (int)geteuid());
+			char got[100] = "";
+			FILE *f = fopen(c->mounts[m].src, "r");
+			if (f) {
+				CHECK(fgets(got, sizeof(got), f) != NULL);
+				fclose(f);
+			}
+			CHECK_STR(got, secret);
+		}
+		CHECK_INT(c->n_entry, 5);
+		CHECK_STR(c->entry[3], "--apps");
+		CHECK_STR(c->entry[4], "jupyter:http:8081,mlflow-ui:preopen:5000");
+	}
+	/* Listed with its endpoint (what the manager adopts after a restart). */
+	json_t *list = NULL;
+	CHECK_INT(agent_list_containers(a, &list, &err), 0);
+	CHECK_STR(json_string_value(json_object_get(json_array_get(list, 0), "app_endpoint")), ep);
+	json_decref(list);
+	/* Started again (an interrupted start): the secret file is made anew. */
+	CHECK_INT(agent_start_session(a, spec, cid, ep, &err), 0);
+	json_decref(spec);
+
+	/* A label that does not parse: no --apps, the session still starts. */
+	spec = spec_for("sbad", NULL, 0, 0);
+	json_object_set_new(spec, "image", json_string("badapps:latest"));
+	json_object_set_new(spec, "app_secret", json_string(secret));
+	json_object_set_new(spec, "startup_command", json_string("sleep 1"));
+	CHECK_INT(agent_start_session(a, spec, cid, ep, &err), 0);
+	c = fake_find(cid);
+	if (c) {
+		CHECK_INT(c->n_entry, 7);
+		CHECK_STR(c->entry[3], "--");
+		CHECK(ep[0] != '\0');
+	}
+	json_decref(spec);
+
+	/* No secret: nothing published, nothing mounted, no endpoint. */
+	spec = spec_for("sold", NULL, 0, 0);
+	json_object_set_new(spec, "image", json_string("apps:latest"));
+	CHECK_INT(agent_start_session(a, spec, cid, ep, &err), 0);
+	c = fake_find(cid);
+	if (c) {
+		CHECK_INT(c->publish_port, 0);
+		CHECK(mount_at(c, AGENT_APP_SECRET_PATH) < 0);
+		CHECK_INT(c->n_entry, 3);
+	}
+	CHECK_STR(ep, "");
+	/* A secret that is not 64 lower-case hex is refused. */
+	json_object_set_new(spec, "app_secret", json_string("ABC"));
+	err = (struct terr){0};
+	CHECK_INT(agent_start_session(a, spec, cid, ep, &err), -EINVAL);
+	CHECK_CONTAINS(err.msg, "app_secret");
+	json_decref(spec);
+	agent_close(a);
+
+	/* app_host must be an IP address. */
+	cfg.app_host = "node1.example.org";
+	err = (struct terr){0};
+	CHECK_INT(agent_open(&a, &cfg, &err), -EINVAL);
+	CHECK_CONTAINS(err.msg, "app_host must be an IP address");
 }
 
 TEST(describes_its_node_and_mock_gpus)
@@ -1620,6 +1738,7 @@ int main(void)
 		return 1;
 	}
 	RUN(describes_its_node_and_mock_gpus);
+	RUN(a_session_gets_its_app_port_and_secret);
 	RUN(exec_streams_through_the_runner_or_without_an_old_one);
 	RUN(containers_get_the_log_cap);
 	RUN(a_gpu_session_gets_its_share_and_the_fgpu_files);
