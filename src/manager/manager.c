@@ -17,6 +17,7 @@
 #include "common/conf.h"
 #include "common/jsonutil.h"
 #include "common/log.h"
+#include "common/sign.h"
 #include "common/util.h"
 #include "manager/internal.h"
 #include "manager/state.h"
@@ -300,8 +301,16 @@ int manager_open(struct manager **out, const struct manager_config *cfg, struct 
 		if (rc < 0)
 			goto fail;
 	}
-	for (size_t i = 0; i < m->n_sessions; i++)
-		mgr_shares_from_json(m->sessions[i]);
+	for (size_t i = 0; i < m->n_sessions; i++) {
+		struct msession *s = m->sessions[i];
+		mgr_shares_from_json(s);
+		/* Sessions queued by an earlier version, not started yet, get
+		 * their app secret now, so they start with apps. */
+		if (!s->rec.app_secret[0] &&
+		    (s->rec.status == SS_PENDING || s->rec.status == SS_SCHEDULED || s->rec.status == SS_PREPARING) &&
+		    sign_random_hex(32, s->rec.app_secret, sizeof(s->rec.app_secret), NULL) == 0)
+			mgr_persist(m, s);
+	}
 	/* Resources held by sessions loaded from the store. */
 	for (size_t i = 0; i < m->n_sessions; i++) {
 		struct msession *s = m->sessions[i];
