@@ -260,7 +260,7 @@ elif phase == "after_restart":
     say(st == 200, "after a manager restart A opens the terminal again (%d %s)" % (st, err_of(r)))
     st, r = proxy.call("POST", "/v1/proxy/redeem", {"token": (r or {}).get("url", "").split("token=", 1)[-1]})
     say(st == 200 and r.get("endpoint") == docker_endpoint(s["cid"]) and r.get("secret") == s["secret"],
-        "the app endpoint and secret survived it (%d %s)" % (st, (r or {}).get("endpoint")))
+        "the agent reported the app endpoint again and the secret survived (%d %s)" % (st, (r or {}).get("endpoint")))
     st, r = proxy.call("GET", "/v1/proxy/routes")
     gen = r["generation"]
     say(st == 200 and [x["session_id"] for x in r["routes"]] == [s["sid"]], "the route is listed (gen %d)" % gen)
@@ -295,6 +295,10 @@ run_phase() {
 }
 run_phase first
 kill "$MPID"; wait "$MPID" 2>/dev/null
+# Forget the endpoint in the store: the agent's container list, at its
+# registration with the restarted manager, must give it back.
+python3 -c 'import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.execute("UPDATE sessions SET app_endpoint = \x27\x27"); c.commit()' \
+	"$E2E_DIR/mdata/tessera.db"
 start_manager
 # The agent registers again once its heartbeat is refused.
 check "the agent registers with the restarted manager" wait_alive
