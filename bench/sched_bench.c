@@ -24,9 +24,11 @@
 #include "manager/state.h"
 
 /* ---- mock agents: containers that start and stop at once ---- */
-static int mock_start(void *ctx, json_t *spec, char cid[RT_ID_MAX], struct terr *err)
+static int mock_start(void *ctx, json_t *spec, char cid[RT_ID_MAX], char app_endpoint[AGENT_APP_ENDPOINT_MAX],
+		           struct terr *err)
 {
 	(void)ctx;
+	snprintf(app_endpoint, AGENT_APP_ENDPOINT_MAX, "127.0.0.1:49999");
 	(void)err;
 	snprintf(cid, RT_ID_MAX, "mock-%.24s", json_string_value(json_object_get(spec, "id")));
 	return 0;

@@ -12,6 +12,7 @@
 #include <sys/sysinfo.h>
 #include <unistd.h>
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 
@@ -26,6 +27,7 @@
 #include "gpuabi/procinfo.h"
 #include "gpu/gpu.h"
 #include "gpu/gpu_usage.h"
+#include "images/labels.h"
 
 /* A running container's init, as the runtime last reported it: the
  * usage thread asks the runtime again only when that process is gone
@@ -61,6 +63,10 @@ struct agent {
 	int64_t log_max_size;       /* 0: no cap */
 	int log_max_files;
 	char data_dir[PATH_MAX];
+	/* Session apps: the address containers' app ports are published on,
+	 * and the host reported for them when that is a wildcard. */
+	char app_host[64];
+	char app_report_host[256];
 	struct gpu_inventory gpus;
 	char **driver_files;          /* real GPUs: host files to bind read-only */
 	size_t n_driver_files;
@@ -261,6 +267,37 @@ static int setup_turn_files(struct agent *a, struct terr *err)
 	return 0;
 }
 
+/* Docker publishes on an IP address only, so app_host must be one; a
+ * name would fail each start instead of the agent's. */
+static int app_hosts_setup(struct agent *a, const struct agent_config *cfg, struct terr *err)
+{
+	const char *host = cfg->app_host && *cfg->app_host ? cfg->app_host : "127.0.0.1";
+	unsigned char buf[sizeof(struct in6_addr)];
+	if (!strcmp(host, "localhost"))
+		host = "127.0.0.1";
+	if (strlen(host) >= sizeof(a->app_host) ||
+	    (inet_pton(AF_INET, host, buf) != 1 && inet_pton(AF_INET6, host, buf) != 1))
+		return terr_set(err, EINVAL, "app_host must be an IP address of this node (the one the app proxy "
+				"reaches sessions on, e.g. 127.0.0.1 or 10.0.0.5), not '%.80s'", host);
+	util_strlcpy(a->app_host, host, sizeof(a->app_host));
+	const char *report = cfg->app_report_host && *cfg->app_report_host ? cfg->app_report_host : "127.0.0.1";
+	util_strlcpy(a->app_report_host, report, sizeof(a->app_report_host));
+	return 0;
+}
+
+/* "HOST:PORT" where a container's app port is published, "" when it is
+ * not (made by an older agent, or not running). */
+static void app_endpoint_of(const struct agent *a, const struct rt_container_info *c, char *buf, size_t n)
+{
+	buf[0] = '\0';
+	if (!c->running || c->published_private != AGENT_APP_PORT || c->published_port <= 0)
+		return;
+	const char *h = c->published_host[0] ? c->published_host : a->app_host;
+	if (!strcmp(h, "0.0.0.0") || !strcmp(h, "::"))
+		h = a->app_report_host;
+	snprintf(buf, n, strchr(h, ':') ? "[%s]:%d" : "%s:%d", h, c->published_port);
+}
+
 int agent_open(struct agent **out, const struct agent_config *cfg, struct terr *err)
 {
 	struct agent *a = calloc(1, sizeof(*a));
@@ -290,6 +327,8 @@ int agent_open(struct agent **out, const struct agent_config *cfg, struct terr *
 
 	if (cfg->data_dir)
 		util_strlcpy(a->data_dir, cfg->data_dir, sizeof(a->data_dir));
+	if ((rc = app_hosts_setup(a, cfg, err)) < 0)
+		goto fail;
 	if ((rc = setup_gpus(a, cfg, err)) < 0 || (a->gpus.n > 0 && (rc = setup_turn_files(a, err)) < 0))
 		goto fail;
 	if ((rc = a->rt_ops->open(&a->rt, cfg->runtime_endpoint, err)) < 0)
@@ -408,11 +447,13 @@ int agent_list_containers(struct agent *a, json_t **out, struct terr *err)
 	for (size_t i = 0; i < n; i++) {
 		if (!list[i].session_id[0] || !agent_owns(a, list[i].cluster_id))
 			continue;
-		json_array_append_new(arr, json_pack("{s:s,s:s,s:b,s:i,s:b,s:s,s:s}",
+		char ep[AGENT_APP_ENDPOINT_MAX];
+		app_endpoint_of(a, &list[i], ep, sizeof(ep));
+		json_array_append_new(arr, json_pack("{s:s,s:s,s:b,s:i,s:b,s:s,s:s,s:s}",
 			"session_id", list[i].session_id, "container_id", list[i].id,
 			"running", list[i].running, "exit_code", list[i].exit_code,
 			"oom_killed", list[i].oom_killed, "state", list[i].state,
-			"cluster_id", list[i].cluster_id));
+			"cluster_id", list[i].cluster_id, "app_endpoint", ep));
 	}
 	free(list);
 	*out = arr;
@@ -688,6 +729,7 @@ static void plan_path(struct agent *a, struct plan *p, const char *image)
 struct session_spec {
 	const char *id, *name, *image, *owner, *startup;   /* owner, startup: may be NULL */
 	const char *owner_id;                              /* may be NULL: no network of its own */
+	const char *app_secret;                            /* may be NULL: no apps (older manager) */
 	bool root;                                         /* run as root (the owner's policy allows it) */
 	bool batch;                                        /* ends with startup */
 	json_t *env, *gpus;                                /* borrowed; may be NULL */
@@ -717,6 +759,7 @@ static int check_spec(const struct agent *a, json_t *spec, struct session_spec *
 		.mem = json_integer_value(json_object_get(res, "mem")),
 		.fgpu_m = json_integer_value(json_object_get(res, "fgpu_milli")),
 		.batch = json_is_true(json_object_get(spec, "batch")),
+		.app_secret = json_string_value(json_object_get(spec, "app_secret")),
 	};
 	if (!id || !name || !image || !json_is_object(res))
 		return terr_set(err, EINVAL, "session spec needs id, name, image and resources");
@@ -734,6 +777,15 @@ static int check_spec(const struct agent *a, json_t *spec, struct session_spec *
 		return terr_set(err, EINVAL, "owner_id must be a user id (letters, digits, '.', '_', '-')");
 	if (root && !json_is_boolean(root))
 		return terr_set(err, EINVAL, "root must be true or false");
+	json_t *secret = json_object_get(spec, "app_secret");
+	bool secret_ok = !secret || json_is_null(secret);
+	if (out->app_secret && strlen(out->app_secret) == AGENT_APP_SECRET_HEX) {
+		secret_ok = true;
+		for (const char *c = out->app_secret; *c; c++)
+			secret_ok &= (*c >= '0' && *c <= '9') || (*c >= 'a' && *c <= 'f');
+	}
+	if (!secret_ok)
+		return terr_set(err, EINVAL, "app_secret must be %d lower-case hex characters", AGENT_APP_SECRET_HEX);
 	static const char *const amounts[] = {"cpu_milli", "mem", "fgpu_milli"};
 	for (size_t i = 0; i < sizeof(amounts) / sizeof(amounts[0]); i++) {
 		json_t *v = json_object_get(res, amounts[i]);
@@ -870,8 +922,89 @@ static bool network_retry(int rc, const struct terr *err)
 	       (rc == -ENOENT || strstr(err->msg, "ambiguous"));
 }
 
-int agent_start_session(struct agent *a, json_t *spec, char cid[RT_ID_MAX], struct terr *err)
+/* The session's app secret in a file of its own under data_dir, mode
+ * 0400 and root's, made anew (a file left by an interrupted start is
+ * replaced, never reused with other permissions); mounted read-only at
+ * AGENT_APP_SECRET_PATH for the runner, which reads it before it drops
+ * to the work user. */
+static int plan_app_secret(struct agent *a, struct plan *p, const char *sid, const char *secret,
+			   struct terr *err)
 {
+	char dir[PATH_MAX], path[PATH_MAX + 32];
+	int rc;
+	if (!a->data_dir[0])
+		return terr_set(err, EINVAL, "the agent has no data_dir to keep the session's app secret in");
+	if (session_dir(a, sid, dir, sizeof(dir)) < 0)
+		return terr_set(err, ENAMETOOLONG, "data_dir path too long");
+	if ((rc = util_mkdir_p(dir, 0755, err)) < 0)
+		return rc;
+	snprintf(path, sizeof(path), "%s/app-secret", dir);
+	if (unlink(path) < 0 && errno != ENOENT)
+		return terr_set(err, errno, "cannot replace %s: %s", path, strerror(errno));
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0400);
+	if (fd < 0)
+		return terr_set(err, errno, "cannot write %s: %s", path, strerror(errno));
+	size_t len = strlen(secret);
+	bool ok = write(fd, secret, len) == (ssize_t)len;
+	/* Root's when the agent runs as root (it does on a node); another
+	 * agent's user still leaves it 0400, unreadable to others. */
+	if (ok && geteuid() == 0 && fchown(fd, 0, 0) < 0)
+		ok = false;
+	if (close(fd) < 0 || !ok) {
+		unlink(path);
+		return terr_set(err, EIO, "cannot write %s", path);
+	}
+	plan_mount(p, plan_keep(p, strdup(path)), AGENT_APP_SECRET_PATH, true);
+	return 0;
+}
+
+/* The image's ai.backend.service-ports, when it has a valid one, for the
+ * runner's --apps (caller frees; NULL when none). One that does not
+ * parse is left out with a warning: the session still starts, with the
+ * terminal only. */
+static char *image_apps(struct agent *a, const char *image)
+{
+	char **labels = NULL, *spec = NULL;
+	size_t n = 0;
+	struct terr err = {0};
+	if (!a->rt_ops->image_labels || a->rt_ops->image_labels(a->rt, image, &labels, &n, &err) < 0)
+		return NULL;
+	size_t klen = strlen(IMG_LABEL_SERVICE_PORTS);
+	for (size_t i = 0; i < n; i++) {
+		if (!spec && !strncmp(labels[i], IMG_LABEL_SERVICE_PORTS, klen) && labels[i][klen] == '=') {
+			struct img_service_port ports[IMG_MAX_SERVICE_PORTS];
+			size_t np = 0;
+			const char *v = labels[i] + klen + 1;
+			if (*v && img_service_ports_parse(v, ports, IMG_MAX_SERVICE_PORTS, &np, &err) == 0)
+				spec = strdup(v);
+			else if (*v)
+				log_warn("agent", "image %s: %s is not used: %s", image, IMG_LABEL_SERVICE_PORTS, err.msg);
+		}
+		free(labels[i]);
+	}
+	free(labels);
+	return spec;
+}
+
+/* Reads back where Docker published the app port of the started
+ * container cid. A runtime that published nothing leaves it "". */
+static void read_app_endpoint(struct agent *a, const char *cid, char app_endpoint[AGENT_APP_ENDPOINT_MAX])
+{
+	struct rt_container_info info;
+	struct terr err = {0};
+	if (a->rt_ops->inspect(a->rt, cid, &info, &err) < 0) {
+		log_warn("agent", "cannot read the app port of %.12s: %s", cid, err.msg);
+		return;
+	}
+	app_endpoint_of(a, &info, app_endpoint, AGENT_APP_ENDPOINT_MAX);
+}
+
+int agent_start_session(struct agent *a, json_t *spec, char cid[RT_ID_MAX],
+			char app_endpoint[AGENT_APP_ENDPOINT_MAX], struct terr *err)
+{
+	char *apps = NULL;
+	if (app_endpoint)
+		app_endpoint[0] = '\0';
 	struct session_spec sp;
 	int rc = check_spec(a, spec, &sp, err);
 	if (rc < 0)
@@ -902,6 +1035,10 @@ int agent_start_session(struct agent *a, json_t *spec, char cid[RT_ID_MAX], stru
 		plan_mount(&p, a->gpu_info_path, FGPU_GPU_INFO_PATH, true);
 	if (json_array_size(gpus) > 0 && (rc = plan_gpus(a, &p, id, gpus, fgpu_m, err)) < 0)
 		goto out;
+	if (sp.app_secret && (rc = plan_app_secret(a, &p, id, sp.app_secret, err)) < 0)
+		goto out;
+	if (sp.app_secret)
+		apps = image_apps(a, image);
 	p.env[p.n_env] = NULL;
 	p.devices[p.n_devices] = NULL;
 
@@ -909,12 +1046,27 @@ int agent_start_session(struct agent *a, json_t *spec, char cid[RT_ID_MAX], stru
 	 * one), then drops to it for good, before anything of the session
 	 * runs (src/runner/runner.c). */
 	const char *run_as = sp.root ? "0:0" : AGENT_WORK_UID_GID;
-	const char *entry_plain[] = {AGENT_RUNNER_TARGET, "--user", run_as, NULL};
-	const char *entry_cmd[] = {AGENT_RUNNER_TARGET, "--user", run_as, "--", "/bin/sh", "-c", startup, NULL};
-	/* A batch session's runner exits with its command's status, which
+	/* runner --user U:G [--apps SPEC] [--batch] [-- /bin/sh -c CMD]. A
+	 * batch session's runner exits with its command's status, which
 	 * ends the container and so the session (agent.h). */
-	const char *entry_batch[] = {AGENT_RUNNER_TARGET, "--user", run_as, "--batch", "--", "/bin/sh", "-c", startup,
-				     NULL};
+	const char *entry[16];
+	size_t ne = 0;
+	entry[ne++] = AGENT_RUNNER_TARGET;
+	entry[ne++] = "--user";
+	entry[ne++] = run_as;
+	if (apps) {
+		entry[ne++] = "--apps";
+		entry[ne++] = apps;
+	}
+	if (sp.batch)
+		entry[ne++] = "--batch";
+	if (sp.batch || (startup && *startup)) {
+		entry[ne++] = "--";
+		entry[ne++] = "/bin/sh";
+		entry[ne++] = "-c";
+		entry[ne++] = startup;
+	}
+	entry[ne] = NULL;
 	char cluster[64];
 	cluster_id_copy(a, cluster);
 	struct rt_label labels[] = {
@@ -933,7 +1085,7 @@ int agent_start_session(struct agent *a, json_t *spec, char cid[RT_ID_MAX], stru
 	struct rt_container_spec cs = {
 		.name = cname,
 		.image = image,
-		.entrypoint = sp.batch ? entry_batch : startup && *startup ? entry_cmd : entry_plain,
+		.entrypoint = entry,
 		.cmd = NULL,
 		.env = (const char *const *)p.env,
 		.labels = labels,
@@ -948,6 +1100,10 @@ int agent_start_session(struct agent *a, json_t *spec, char cid[RT_ID_MAX], stru
 		.log_max_size = a->log_max_size,
 		.log_max_files = a->log_max_files,
 		.network = own_net ? net : NULL,
+		/* Only the runner's app port, only on app_host; none for a
+		 * session without a secret (an older manager's). */
+		.publish_port = sp.app_secret ? AGENT_APP_PORT : 0,
+		.publish_host = a->app_host,
 	};
 	if (own_net)
 		net_use(a, net, +1);
@@ -979,7 +1135,10 @@ int agent_start_session(struct agent *a, json_t *spec, char cid[RT_ID_MAX], stru
 	}
 	if (own_net)
 		net_use(a, net, -1);
+	if (rc == 0 && sp.app_secret && app_endpoint)
+		read_app_endpoint(a, cid, app_endpoint);
 out:
+	free(apps);
 	plan_free(&p);
 	return rc;
 }

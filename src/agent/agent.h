@@ -15,6 +15,12 @@
 
 struct agent;
 
+/* Session apps (docs/apps.md, "The runner's app port"). */
+#define AGENT_APP_PORT 7611
+#define AGENT_APP_SECRET_PATH "/run/tessera/app-secret"
+#define AGENT_APP_SECRET_HEX 64
+#define AGENT_APP_ENDPOINT_MAX 96
+
 struct agent_config {
 	const char *id;               /* node id, e.g. "local" or the hostname */
 	const char *runtime_endpoint; /* NULL: the runtime's default socket */
@@ -46,6 +52,13 @@ struct agent_config {
 	 * driver, gpu-info, probe) are looked for: a build tree's root or a
 	 * prefix's bin directory. NULL: the directory of the running binary. */
 	const char *asset_dir;
+	/* Session apps (docs/apps.md): the IP address of this node that
+	 * each container's app port (AGENT_APP_PORT) is published on, at a
+	 * port Docker picks; NULL: 127.0.0.1. A wildcard (0.0.0.0, ::)
+	 * publishes on every address, and app_report_host (NULL: 127.0.0.1)
+	 * is then the host reported in app_endpoint. */
+	const char *app_host;
+	const char *app_report_host;
 	/* The container runtime; NULL: Docker (runtime_docker_ops). Tests
 	 * put one of their own here. */
 	const struct runtime_ops *runtime;
@@ -75,20 +88,29 @@ struct res agent_capacity(const struct agent *a);
  *  "images":[...] as agent_images lists them} (new ref). */
 int agent_describe(struct agent *a, json_t **out, struct terr *err);
 /* [{"session_id","container_id","running","exit_code","oom_killed","state",
- *   "cluster_id"}]: the agent's own containers (agent_set_cluster_id);
- * cluster_id is "" for those made before containers carried it. */
+ *   "cluster_id","app_endpoint"}]: the agent's own containers
+ * (agent_set_cluster_id); cluster_id is "" for those made before
+ * containers carried it; app_endpoint "HOST:PORT" where a running
+ * container's app port is published, "" when it has none (made by an
+ * older agent) or is not running. */
 int agent_list_containers(struct agent *a, json_t **out, struct terr *err);
 
 /* spec (borrowed): {"id","name","owner","owner_id","root","image",
  * "resources":{"cpu_milli","mem","fgpu_milli"},"env":{...},"startup_command",
- * "gpus":[{"index","uuid","fgpu_milli","memory_limit","sm_limit_percent"}]}.
+ * "gpus":[{"index","uuid","fgpu_milli","memory_limit","sm_limit_percent"}],
+ * "app_secret"}. With app_secret (64 hex characters; absent from an
+ * older manager: then the session has no apps), the container gets it
+ * read-only at AGENT_APP_SECRET_PATH, its app port published on app_host,
+ * and the runner the image's ai.backend.service-ports as --apps; the
+ * published HOST:PORT goes into app_endpoint (may be NULL; "" without
+ * apps).
  * Creates and starts the container, with only its devices and the fGPU
  * limits of its shares, on its owner's network (made when missing; the
  * default network when the spec has no owner_id, as from an older
  * manager), running as AGENT_WORK_USER unless "root" is true; cid gets
  * its id. */
 int agent_start_session(struct agent *a, json_t *spec, char cid[RT_ID_MAX],
-			struct terr *err);
+			char app_endpoint[AGENT_APP_ENDPOINT_MAX], struct terr *err);
 /* Removes the session's container (found by id, else by label), and its
  * owner's network when no other running container is on it and no start
  * for it is under way. Absent is success. */

@@ -77,7 +77,9 @@ enum agent_setting_type {
 	X(log_max_size, "log-max-size", SIZE, agent.log_max_size, "100MiB", 0, 0, AGENT_SETTING_FLAG, "SIZE", \
 	  "each session's log (its output) is kept to this size in all, the oldest dropped; 0: no cap") \
 	X(log_max_files, "log-max-files", INT, agent.log_max_files, "5", 2, 100, AGENT_SETTING_FLAG, "N", \
-	  "files the log of a session rotates through (log_max_size / N each)")
+	  "files the log of a session rotates through (log_max_size / N each)") \
+	X(app_host, "app-host", TEXT, agent.app_host, NULL, 0, 0, AGENT_SETTING_FLAG, "IP", \
+	  "IP address each session's app port is published on, for the app proxy (default: the host of listen)")
 
 #define AGENT_SETTINGS_STR(x) AGENT_SETTINGS_STR_(x)
 #define AGENT_SETTINGS_STR_(x) #x

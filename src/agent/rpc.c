@@ -54,12 +54,12 @@ static void rpc_start(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 	json_t *spec = parse(req, resp);
 	if (!spec)
 		return;
-	char cid[RT_ID_MAX];
+	char cid[RT_ID_MAX], endpoint[AGENT_APP_ENDPOINT_MAX];
 	struct terr err = {0};
-	if (agent_start_session(rc->agent, spec, cid, &err) < 0)
+	if (agent_start_session(rc->agent, spec, cid, endpoint, &err) < 0)
 		httpd_error_terr(resp, &err);
 	else
-		httpd_json(resp, 201, json_pack("{s:s}", "container_id", cid));
+		httpd_json(resp, 201, json_pack("{s:s,s:s}", "container_id", cid, "app_endpoint", endpoint));
 	json_decref(spec);
 }
 

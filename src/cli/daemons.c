@@ -22,6 +22,7 @@
 #include "common/pidlock.h"
 #include "common/sign.h"
 #include "common/util.h"
+#include "manager/approutes.h"
 #include "manager/manager.h"
 #include "registry/registry.h"
 #include "web/webserver.h"
@@ -169,6 +170,8 @@ static void server_usage(FILE *f)
 	usage_line(f, "--registry", "none|auto|URL",
 		   "the cluster registry: auto runs docker-registry on a loopback port, data under DATA_DIR/registry "
 		   "(default auto)", NULL);
+	usage_line(f, "--app-ports", "A-B", "ports the app proxy gives opened session apps (default "
+		   APPROUTES_DEFAULT_RANGE ")", NULL);
 	usage_line(f, "--verbose", NULL, "debug logging", NULL);
 	fprintf(f, "The local agent (agent.conf's settings as flags, docs/admin.md):\n");
 	for (size_t i = 0; i < agent_settings_count; i++) {
@@ -196,6 +199,7 @@ int cmd_server(int argc, char **argv)
 		{"web-port", required_argument, NULL, 'W'},
 		{"fgpu-per-device", required_argument, NULL, 'f'},
 		{"registry", required_argument, NULL, 'R'},
+		{"app-ports", required_argument, NULL, 'A'},
 	};
 	size_t n_own = sizeof(own_opts) / sizeof(own_opts[0]);
 	struct option *opts = calloc(n_own + agent_settings_count + 1, sizeof(*opts));
@@ -261,6 +265,15 @@ int cmd_server(int argc, char **argv)
 			break;
 		}
 		case 'R': registry_opt = optarg; break;
+		case 'A': {
+			int lo, hi;
+			if (approutes_parse_range(optarg, &lo, &hi, &err) < 0) {
+				fprintf(stderr, "tessera server: --app-ports: %s\n", err.msg);
+				goto out_opts;
+			}
+			mcfg.wsproxy_port_range = optarg;
+			break;
+		}
 		case 'v': log_set_level(LOG_DEBUG); break;
 		case 'h': server_usage(stdout); ret = 0; goto out_opts;
 		default:
@@ -303,6 +316,16 @@ int cmd_server(int argc, char **argv)
 	block_stop_signals(&stop);
 	mcfg.data_dir = data_dir;
 	mcfg.listen = listen_buf;
+	/* Session apps on one machine: the proxy answers on the API's host
+	 * (127.0.0.1 for a wildcard), and the agent publishes sessions' app
+	 * ports there too unless --app-host says otherwise. */
+	bool wildcard = !strcmp(host, "0.0.0.0") || !strcmp(host, "::") || !*host;
+	char proxy_url[96];
+	snprintf(proxy_url, sizeof(proxy_url), strchr(host, ':') && !wildcard ? "http://[%s]" : "http://%s",
+		 wildcard ? "127.0.0.1" : host);
+	mcfg.wsproxy_url = proxy_url;
+	if (!as.agent.app_host)
+		as.agent.app_host = host;
 	acfg = as.agent;
 	char agent_dir[PATH_MAX + 16];
 	snprintf(agent_dir, sizeof(agent_dir), "%s/agent", data_dir);
@@ -441,7 +464,8 @@ int cmd_manager(int argc, char **argv)
 		return rc;
 	static const char *const known[] = {"listen", "data_dir", "cluster_secret", "heartbeat_interval_ms",
 					    "lost_after_heartbeats", "selector", "dispatch_workers",
-					    "fgpu_per_device", "registry_url", NULL};
+					    "fgpu_per_device", "registry_url", "wsproxy_url", "wsproxy_port_range",
+					    "wsproxy_domain", NULL};
 	struct conf c = {0};
 	if (read_config("manager", path, known, &c) < 0)
 		return 1;
@@ -455,6 +479,9 @@ int cmd_manager(int argc, char **argv)
 		.dispatch_workers = conf_int(&c, "dispatch_workers", 4),
 		.fgpu_per_device = conf_int(&c, "fgpu_per_device", 0),
 		.registry_url = conf_get(&c, "registry_url"),
+		.wsproxy_url = conf_get(&c, "wsproxy_url"),
+		.wsproxy_port_range = conf_get(&c, "wsproxy_port_range"),
+		.wsproxy_domain = conf_get(&c, "wsproxy_domain"),
 	};
 	struct terr err = {0};
 	if (!mcfg.cluster_secret || strlen(mcfg.cluster_secret) < 16) {
@@ -517,6 +544,22 @@ int cmd_agent(int argc, char **argv)
 	if (agent_settings_from_conf(&as, &c, path, &err) < 0) {
 		fail("agent", &err);
 		goto out_conf;
+	}
+	/* Session apps: published on the RPC address's host unless app_host
+	 * says otherwise; on a wildcard, reported as the host the manager
+	 * reaches the agent at. */
+	char listen_host[64], report_host[256] = "";
+	int listen_port;
+	if (!as.agent.app_host && httpd_parse_listen(as.listen, listen_host, sizeof(listen_host), &listen_port, &err) == 0)
+		as.agent.app_host = listen_host;
+	const char *adv = as.advertise_url && !strncmp(as.advertise_url, "http://", 7) ? as.advertise_url + 7 : NULL;
+	if (adv) {
+		size_t hl = strcspn(adv, adv[0] == '[' ? "]" : ":/");
+		if (adv[0] == '[')
+			adv++, hl = hl ? hl - 1 : 0;
+		if (hl && hl < sizeof(report_host))
+			memcpy(report_host, adv, hl), report_host[hl] = '\0';
+		as.agent.app_report_host = report_host;
 	}
 
 	sigset_t stop;

@@ -121,6 +121,7 @@ static void reconcile(struct manager *m, struct magent *a, json_t *containers)
 		case SS_PREPARING:
 			if (running) {
 				util_strlcpy(s->rec.container_id, cid, sizeof(s->rec.container_id));
+				mgr_apps_set_endpoint(m, s, json_string_value(json_object_get(c, "app_endpoint")));
 				mgr_set_status(m, s, SS_RUNNING, "running on node %s (adopted after a restart)", a->rec.id);
 			} else {
 				/* The start never completed: start it again. A
@@ -134,6 +135,9 @@ static void reconcile(struct manager *m, struct magent *a, json_t *containers)
 		case SS_RUNNING:
 			if (running) {
 				util_strlcpy(s->rec.container_id, cid, sizeof(s->rec.container_id));
+				/* Docker may have published the app port anew (the
+				 * node restarted): the agent says where it is now. */
+				mgr_apps_set_endpoint(m, s, json_string_value(json_object_get(c, "app_endpoint")));
 				mgr_persist(m, s);
 			} else if (c) {
 				int code = (int)json_integer_value(json_object_get(c, "exit_code"));

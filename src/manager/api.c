@@ -17,7 +17,10 @@
 
 /* Who may call a route. AUTH_PUBLIC routes (password login) check their
  * callers themselves. */
-enum route_auth { AUTH_PUBLIC = 0, AUTH_USER = 1, AUTH_CLUSTER = 2 };
+enum route_auth { AUTH_PUBLIC = 0, AUTH_USER = 1, AUTH_CLUSTER = 2, AUTH_PROXY = 4 };
+
+/* The credential the app proxy signs with, keyed by the cluster secret. */
+#define PROXY_CREDENTIAL "wsproxy"
 
 /* ---------- authentication ---------- */
 
@@ -47,7 +50,19 @@ int api_authenticate(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 		return -1;
 	}
 	char secret[256] = "";
-	if (req->route_flags & AUTH_CLUSTER) {
+	if (req->route_flags & AUTH_PROXY) {
+		/* The app proxy's routes: credential "wsproxy", the cluster
+		 * secret; neither a user nor an agent may call them. */
+		if (strcmp(ak, PROXY_CREDENTIAL) != 0 || !cluster_secret || !*cluster_secret) {
+			free(ai);
+			httpd_error(resp, 403, "forbidden", "this route is for the app proxy (credential %s, signed with the "
+				    "cluster secret)", PROXY_CREDENTIAL);
+			return -1;
+		}
+		ai->cluster = true;
+		util_strlcpy(ai->agent_id, PROXY_CREDENTIAL, sizeof(ai->agent_id));
+		util_strlcpy(secret, cluster_secret, sizeof(secret));
+	} else if (req->route_flags & AUTH_CLUSTER) {
 		/* Cluster routes: credential "agent:<id>", keyed by the secret
 		 * shared by the manager and its agents. */
 		if (strncmp(ak, "agent:", 6) != 0 || !cluster_secret || !*cluster_secret) {
@@ -160,27 +175,49 @@ static const char *session_ref(void *ctx, struct httpd_req *req, struct httpd_re
 	return buf;
 }
 
-static void api_session_get(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
+/* A long poll's timeout_s (0 to max seconds, default def) into *out;
+ * false after answering 400. */
+static bool query_timeout(struct httpd_req *req, struct httpd_resp *resp, long def, long max, int *out)
 {
-	const char *wait = httpd_query(req, "wait");
 	const char *tmo = httpd_query(req, "timeout_s");
-	long timeout_s = 30;
+	long v = def;
 	if (tmo) {
 		char *end;
-		timeout_s = strtol(tmo, &end, 10);
-		if (*end || timeout_s < 0 || timeout_s > 300) {
-			httpd_error(resp, 400, "invalid_argument", "timeout_s must be 0 to 300");
-			return;
+		v = strtol(tmo, &end, 10);
+		if (!*tmo || *end || v < 0 || v > max) {
+			httpd_error(resp, 400, "invalid_argument", "timeout_s must be 0 to %ld", max);
+			return false;
 		}
 	}
+	*out = (int)v;
+	return true;
+}
+
+/* ?wait=1[&timeout_s=N] of the routes that can wait for a change: *wait_s
+ * the seconds to wait (default 30, at most 300), -1 without wait. false
+ * after answering 400. */
+static bool query_wait(struct httpd_req *req, struct httpd_resp *resp, int *wait_s)
+{
+	const char *wait = httpd_query(req, "wait");
+	int timeout_s;
+	if (!query_timeout(req, resp, 30, 300, &timeout_s))
+		return false;
+	*wait_s = wait && strcmp(wait, "0") ? timeout_s : -1;
+	return true;
+}
+
+static void api_session_get(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
+{
+	int wait_s;
+	if (!query_wait(req, resp, &wait_s))
+		return;
 	char idbuf[STORE_ID_MAX];
 	const char *ref = session_ref(ctx, req, resp, idbuf);
 	if (!ref)
 		return;
 	json_t *o = NULL;
 	struct terr err = {0};
-	int rc = mgr_session_get(ctx, caller(req), ref, wait && strcmp(wait, "0") ? (int)timeout_s : -1,
-				 &o, &err);
+	int rc = mgr_session_get(ctx, caller(req), ref, wait_s, &o, &err);
 	answer(resp, rc, 200, o, &err);
 }
 
@@ -444,21 +481,12 @@ static void api_session_commit(void *ctx, struct httpd_req *req, struct httpd_re
 
 static void api_commit_get(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 {
-	const char *wait = httpd_query(req, "wait");
-	const char *tmo = httpd_query(req, "timeout_s");
-	long timeout_s = 30;
-	if (tmo) {
-		char *end;
-		timeout_s = strtol(tmo, &end, 10);
-		if (*end || timeout_s < 0 || timeout_s > 300) {
-			httpd_error(resp, 400, "invalid_argument", "timeout_s must be 0 to 300");
-			return;
-		}
-	}
+	int wait_s;
+	if (!query_wait(req, resp, &wait_s))
+		return;
 	json_t *o = NULL;
 	struct terr err = {0};
-	int rc = mgr_commit_get(ctx, caller(req), req->params[0], wait && strcmp(wait, "0") ? (int)timeout_s : -1,
-				&o, &err);
+	int rc = mgr_commit_get(ctx, caller(req), req->params[0], wait_s, &o, &err);
 	answer(resp, rc, 200, rc < 0 ? NULL : json_pack("{s:o}", "commit", o), &err);
 }
 
@@ -553,6 +581,76 @@ static void api_events(void *ctx, struct httpd_req *req, struct httpd_resp *resp
 	resp->stream_type = "text/event-stream";
 }
 
+/* ---------- routes: session apps (docs/apps.md) ---------- */
+
+static void api_session_apps(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
+{
+	char idbuf[STORE_ID_MAX];
+	const char *ref = session_ref(ctx, req, resp, idbuf);
+	if (!ref)
+		return;
+	json_t *apps = NULL;
+	struct terr err = {0};
+	int rc = mgr_session_apps(ctx, caller(req), ref, &apps, &err);
+	answer(resp, rc, 200, rc < 0 ? NULL : json_pack("{s:o}", "apps", apps), &err);
+}
+
+/* No body: the app is in the path. */
+static void api_session_app_open(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
+{
+	char idbuf[STORE_ID_MAX];
+	const char *ref = session_ref(ctx, req, resp, idbuf);
+	if (!ref)
+		return;
+	json_t *o = NULL;
+	struct terr err = {0};
+	int rc = mgr_session_app_open(ctx, caller(req), ref, req->params[1], &o, &err);
+	answer(resp, rc, 200, o, &err);
+}
+
+static void api_proxy_redeem(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
+{
+	json_t *body = api_parse_body(req, resp);
+	if (!body)
+		return;
+	const char *token = json_string_value(json_object_get(body, "token"));
+	if (!token || json_object_size(body) != 1) {
+		httpd_error(resp, 400, "invalid_argument", "body must be {\"token\": \"TOKEN\"}");
+	} else {
+		json_t *o = NULL;
+		struct terr err = {0};
+		int rc = mgr_proxy_redeem(ctx, token, &o, &err);
+		/* A refused link is the proxy's 403 page, with why. */
+		if (rc == -EACCES)
+			httpd_error(resp, 403, "forbidden", "%s", err.msg);
+		else
+			answer(resp, rc, 200, o, &err);
+	}
+	json_decref(body);
+}
+
+static void api_proxy_routes(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
+{
+	const char *since_s = httpd_query(req, "since");
+	long long since = -1;
+	int timeout_s;
+	if (since_s) {
+		char *end;
+		since = strtoll(since_s, &end, 10);
+		if (!*since_s || *end || since < 0) {
+			httpd_error(resp, 400, "invalid_argument", "since must be a generation (an integer of 0 or more)");
+			return;
+		}
+	}
+	if (!query_timeout(req, resp, 30, 60, &timeout_s))
+		return;
+	json_t *o = NULL;
+	if (mgr_proxy_routes(ctx, since, timeout_s, &o) < 0)
+		httpd_error(resp, 503, "unavailable", "the manager is stopping");
+	else
+		httpd_json(resp, 200, o);
+}
+
 /* ---------- routes: agents (cluster secret) ---------- */
 
 static void api_agent_register(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
@@ -620,6 +718,10 @@ const struct httpd_route manager_routes[] = {
 	{"POST", "/v1/sessions/{ref}/exec", api_session_exec, AUTH_USER},
 	{"GET", "/v1/nodes", api_node_list, AUTH_USER},
 	{"POST", "/v1/sessions/{ref}/commit", api_session_commit, AUTH_USER},
+	{"GET", "/v1/sessions/{ref}/apps", api_session_apps, AUTH_USER},
+	{"POST", "/v1/sessions/{ref}/apps/{app}", api_session_app_open, AUTH_USER},
+	{"POST", "/v1/proxy/redeem", api_proxy_redeem, AUTH_PROXY},
+	{"GET", "/v1/proxy/routes", api_proxy_routes, AUTH_PROXY},
 	{"GET", "/v1/commits/{id}", api_commit_get, AUTH_USER},
 	{"GET", "/v1/images", api_image_list, AUTH_USER},
 	{"POST", "/v1/images/rescan", api_image_rescan, AUTH_USER},

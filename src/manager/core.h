@@ -84,6 +84,30 @@ void mgr_exec_release(void *slot);
 
 #define MGR_DEFAULT_MAX_EXECS 4
 
+/* ---- session apps (apps.c, docs/apps.md) ---- */
+
+/* The apps of session ref (u: its owner or an admin, resolved as
+ * mgr_session_get): [{"name","protocol","port","url"?}], `terminal`
+ * first, then its image's service ports; "url" (no token) while the
+ * app's route is open. ENOENT. */
+int mgr_session_apps(struct manager *m, const struct user_rec *u, const char *ref, json_t **apps,
+		     struct terr *err);
+/* Opens app (as approutes_parse_app reads it: a listed name or a port)
+ * of session ref for u: its route, and a one-time token bound to u.
+ * *reply {"app","url","expires_in"}. ENOENT no such session; EINVAL not
+ * one of its apps; EBUSY not RUNNING, no app port, or every proxy port
+ * in use; EAGAIN too many links made lately. */
+int mgr_session_app_open(struct manager *m, const struct user_rec *u, const char *ref, const char *app,
+			 json_t **reply, struct terr *err);
+/* The proxy redeems a token: *reply the route it opens (docs/api.md,
+ * POST /v1/proxy/redeem); EACCES with why (unknown, used, expired, the
+ * session no longer running). */
+int mgr_proxy_redeem(struct manager *m, const char *token, json_t **reply, struct terr *err);
+/* Every live route once the generation differs from since (at once when
+ * since < 0), waiting up to wait_s seconds: {"generation","routes"}.
+ * -ECANCELED once the manager is closing. */
+int mgr_proxy_routes(struct manager *m, int64_t since, int wait_s, json_t **reply);
+
 /* ---- nodes and images (agents.c) ---- */
 
 /* Every node with capacity, use, devices and liveness. A JSON array. */

@@ -49,6 +49,10 @@ static json_t *session_spec(struct manager *m, struct msession *s)
 		"fgpu_milli", (json_int_t)s->rec.req.fgpu_m,
 		"env", env ? env : json_object(),
 		"startup_command", s->rec.startup_command);
+	/* Session apps: the runner's secret (an older session has none, and
+	 * then no apps). */
+	if (s->rec.app_secret[0])
+		json_object_set_new(spec, "app_secret", json_string(s->rec.app_secret));
 	/* The device shares, with the limits each implies: memory and SMs in
 	 * proportion to the share of the device. */
 	struct magent *a = mgr_find_agent(m, s->rec.agent_id);
@@ -94,12 +98,12 @@ static void run_start(struct manager *m, const char *sid)
 	s->start_inflight = true;
 	pthread_mutex_unlock(&m->mu);
 
-	char cid[RT_ID_MAX] = "";
+	char cid[RT_ID_MAX] = "", endpoint[AGENT_APP_ENDPOINT_MAX] = "";
 	struct terr err = {0};
 	/* An image the node lacks comes from the cluster registry first. */
 	int rc = mgr_pull_for_start(m, sid, link, ctx, agent_name, image, &err);
 	if (rc == 0)
-		rc = link->start(ctx, spec, cid, &err);
+		rc = link->start(ctx, spec, cid, endpoint, &err);
 	json_decref(spec);
 
 	pthread_mutex_lock(&m->mu);
@@ -111,8 +115,10 @@ static void run_start(struct manager *m, const char *sid)
 		 * remove it. */
 		mgr_enqueue_destroy(m, s);
 	} else if (s->rec.status == SS_PREPARING) {
-		if (rc == 0)
+		if (rc == 0) {
+			mgr_apps_set_endpoint(m, s, endpoint);
 			mgr_set_status(m, s, SS_RUNNING, "running on node %s", agent_name);
+		}
 		else
 			mgr_set_status(m, s, SS_ERROR, "could not start on node %s: %s", agent_name, err.msg);
 	}

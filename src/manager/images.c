@@ -306,6 +306,21 @@ static json_t *entry_json(struct manager *m, const struct centry *e)
 	return o;
 }
 
+void mgr_image_service_ports(struct manager *m, const char *image, struct img_service_port *out, size_t max,
+			     size_t *n)
+{
+	*n = 0;
+	char canon[300];
+	struct terr err = {0};
+	struct catalog c;
+	if (img_ref_canonical(image, canon, sizeof(canon), &err) < 0)
+		return;
+	const struct centry *e = catalog_build(m, &c) == 0 ? catalog_find(&c, canon) : NULL;
+	for (size_t i = 0; e && i < e->meta.n_ports && *n < max; i++)
+		out[(*n)++] = e->meta.ports[i];
+	catalog_free(&c);
+}
+
 /* In the nodes' order (Docker's: newest first); the CLI sorts its table. */
 json_t *mgr_images_list(struct manager *m, const struct user_rec *u, bool all)
 {

@@ -9,9 +9,10 @@
 
 /* ---- in-process agent ---- */
 
-static int local_start(void *ctx, json_t *spec, char cid[RT_ID_MAX], struct terr *err)
+static int local_start(void *ctx, json_t *spec, char cid[RT_ID_MAX], char app_endpoint[AGENT_APP_ENDPOINT_MAX],
+		       struct terr *err)
 {
-	return agent_start_session(ctx, spec, cid, err);
+	return agent_start_session(ctx, spec, cid, app_endpoint, err);
 }
 
 static int local_destroy(void *ctx, const char *sid, const char *cid, struct terr *err)
@@ -127,7 +128,8 @@ static int remote_call(struct remote_link *l, enum agent_rpc rpc, const char *ar
 	return 0;
 }
 
-static int remote_start(void *ctx, json_t *spec, char cid[RT_ID_MAX], struct terr *err)
+static int remote_start(void *ctx, json_t *spec, char cid[RT_ID_MAX], char app_endpoint[AGENT_APP_ENDPOINT_MAX],
+			struct terr *err)
 {
 	json_t *resp = NULL;
 	int rc = remote_call(ctx, AGENT_RPC_START, NULL, NULL, spec, 120000, &resp, err);
@@ -139,6 +141,9 @@ static int remote_start(void *ctx, json_t *spec, char cid[RT_ID_MAX], struct ter
 		return terr_set(err, EIO, "agent answered a start without a container_id");
 	}
 	snprintf(cid, RT_ID_MAX, "%s", id);
+	/* An older agent answers no app_endpoint: the session has no apps. */
+	const char *ep = json_string_value(json_object_get(resp, "app_endpoint"));
+	snprintf(app_endpoint, AGENT_APP_ENDPOINT_MAX, "%s", ep && strlen(ep) < AGENT_APP_ENDPOINT_MAX ? ep : "");
 	json_decref(resp);
 	return 0;
 }

@@ -14,7 +14,11 @@
 
 struct agent_link_ops {
 	const char *name;
-	int (*start)(void *ctx, json_t *spec, char cid[RT_ID_MAX], struct terr *err);
+	/* Creates and starts the session's container: its id into cid, and
+	 * where its app port is published ("HOST:PORT", "" for none) into
+	 * app_endpoint. */
+	int (*start)(void *ctx, json_t *spec, char cid[RT_ID_MAX], char app_endpoint[AGENT_APP_ENDPOINT_MAX],
+		     struct terr *err);
 	int (*destroy)(void *ctx, const char *session_id, const char *cid, struct terr *err);
 	/* Starts command (borrowed array of strings); *out streams its
 	 * output in the frames of common/frames.h (agent_exec_stream). What

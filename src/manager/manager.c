@@ -17,6 +17,7 @@
 #include "common/conf.h"
 #include "common/jsonutil.h"
 #include "common/log.h"
+#include "common/sign.h"
 #include "common/util.h"
 #include "manager/internal.h"
 #include "manager/state.h"
@@ -130,6 +131,9 @@ void mgr_set_status(struct manager *m, struct msession *s, enum session_status s
 		mgr_wake_scheduler(m);
 	}
 	m->version++;
+	/* Its app routes go when it leaves RUNNING (docs/apps.md). */
+	if (old == SS_RUNNING && st != SS_RUNNING)
+		mgr_apps_left_running(m, s);
 
 	mgr_persist(m, s);
 	if (old != st) {
@@ -247,6 +251,11 @@ int manager_open(struct manager **out, const struct manager_config *cfg, struct 
 	}
 	util_strlcpy(m->data_dir, cfg->data_dir, sizeof(m->data_dir));
 	m->cfg.data_dir = m->data_dir;
+	int arc = mgr_apps_open(m, err);
+	if (arc < 0) {
+		free(m);
+		return arc;
+	}
 	pthread_mutex_init(&m->mu, NULL);
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
@@ -292,8 +301,16 @@ int manager_open(struct manager **out, const struct manager_config *cfg, struct 
 		if (rc < 0)
 			goto fail;
 	}
-	for (size_t i = 0; i < m->n_sessions; i++)
-		mgr_shares_from_json(m->sessions[i]);
+	for (size_t i = 0; i < m->n_sessions; i++) {
+		struct msession *s = m->sessions[i];
+		mgr_shares_from_json(s);
+		/* Sessions queued by an earlier version, not started yet, get
+		 * their app secret now, so they start with apps. */
+		if (!s->rec.app_secret[0] &&
+		    (s->rec.status == SS_PENDING || s->rec.status == SS_SCHEDULED || s->rec.status == SS_PREPARING) &&
+		    sign_random_hex(32, s->rec.app_secret, sizeof(s->rec.app_secret), NULL) == 0)
+			mgr_persist(m, s);
+	}
 	/* Resources held by sessions loaded from the store. */
 	for (size_t i = 0; i < m->n_sessions; i++) {
 		struct msession *s = m->sessions[i];
@@ -412,6 +429,7 @@ void manager_close(struct manager *m)
 		free(c);
 	}
 	mgr_commits_free(m);
+	mgr_apps_free(m);
 	if (m->store)
 		m->so->close(m->store);
 	pthread_mutex_destroy(&m->mu);

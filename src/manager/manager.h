@@ -22,6 +22,14 @@ struct manager_config {
 	/* The cluster registry agents push committed images to and pull
 	 * from: "http://host:port" or "host:port"; NULL or "": none. */
 	const char *registry_url;
+	/* Session apps (docs/apps.md): the proxy's public base URL
+	 * ("http://HOST", NULL: http://127.0.0.1; in port mode the route's
+	 * port is appended, so it has none), its port range ("A-B", NULL:
+	 * 10205-10300) and, for host mode, its domain (NULL or "": port
+	 * mode; apps are then APP.SESSIONID8.apps.DOMAIN). */
+	const char *wsproxy_url;
+	const char *wsproxy_port_range;
+	const char *wsproxy_domain;
 };
 
 /* Opens the store in data_dir (creating the admin user on first start),

@@ -365,6 +365,9 @@ static struct msession **new_records(const struct user_rec *owner, const struct 
 		s->rec.startup_command = cr->startup_command ? strdup(cr->startup_command) : NULL;
 		util_strlcpy(s->rec.type, cr->batch ? STORE_TYPE_BATCH : STORE_TYPE_INTERACTIVE, sizeof(s->rec.type));
 		s->rec.run_as_root = cr->root;
+		/* Its app secret (docs/apps.md): for its runner and the proxy. */
+		if (sign_random_hex(32, s->rec.app_secret, sizeof(s->rec.app_secret), err) < 0)
+			break;
 	}
 	free(env_text);
 	if (made < (size_t)cr->count) {

@@ -15,6 +15,8 @@
 #include "common/httpd.h"
 #include "common/strmap.h"
 #include "manager/core.h"
+#include "images/labels.h"
+#include "manager/approutes.h"
 #include "manager/link.h"
 #include "manager/manager.h"
 #include "sched/sched.h"
@@ -181,6 +183,12 @@ struct manager {
 	int n_workers;
 	bool threads_started;
 	struct httpd *http;
+	/* Session apps (apps.c): the routes and tokens, and the proxy's
+	 * public base as parsed from cfg at open. */
+	struct approutes apps;
+	char apps_scheme[8];
+	char apps_host[256];
+	int apps_base_port;             /* 0: none given */
 	/* The admin's generated password, only between create_admin() and
 	 * manager_serve() writing it to admin.conf on first start. */
 	char first_password[32];
@@ -296,6 +304,16 @@ void mgr_mark_lost_agents(struct manager *m);
 /* The API's view of every node (new reference). */
 json_t *mgr_nodes_json(struct manager *m);
 
+/* ---- apps.c ---- */
+/* Reads and checks the proxy's settings of cfg (at open). */
+int mgr_apps_open(struct manager *m, struct terr *err);
+void mgr_apps_free(struct manager *m);
+/* Records where the session's app port is (endpoint "HOST:PORT"; NULL or
+ * "": none); a change of a session with routes bumps their generation. */
+void mgr_apps_set_endpoint(struct manager *m, struct msession *s, const char *endpoint);
+/* The session left RUNNING: its routes and its endpoint go. */
+void mgr_apps_left_running(struct manager *m, struct msession *s);
+
 /* ---- images.c ---- */
 /* Loads the aliases at open. */
 int mgr_images_load(struct manager *m, struct terr *err);
@@ -304,6 +322,11 @@ void mgr_images_free(struct manager *m);
 /* Replaces an agent's list with a copy of list (borrowed; not an array:
  * unknown). */
 void mgr_agent_set_images(struct magent *a, json_t *list);
+/* The service ports (ai.backend.service-ports) of image as the catalog of
+ * the alive nodes has them, at most max into out; *n 0 when the image is
+ * not in the catalog or declares none. */
+void mgr_image_service_ports(struct manager *m, const char *image, struct img_service_port *out, size_t max,
+			     size_t *n);
 
 /* ---- users.c ---- */
 const struct user_rec *mgr_find_user(struct manager *m, const char *id);

@@ -606,6 +606,16 @@ static json_t *create_body(const struct rt_container_spec *spec)
 	 * here, so it is never on the default bridge beside other users'. */
 	if (spec->network)
 		json_object_set_new(hc, "NetworkMode", json_string(spec->network));
+	/* The one published port: HostPort "" lets Docker pick a free one,
+	 * read back from inspect once the container started. */
+	if (spec->publish_port > 0) {
+		char key[24];
+		snprintf(key, sizeof(key), "%d/tcp", spec->publish_port);
+		json_object_set_new(b, "ExposedPorts", json_pack("{s:{}}", key));
+		json_object_set_new(hc, "PortBindings", json_pack("{s:[{s:s,s:s}]}", key, "HostIp",
+								   spec->publish_host ? spec->publish_host : "127.0.0.1",
+								   "HostPort", ""));
+	}
 	json_object_set(b, "HostConfig", hc);
 
 	json_decref(hc);
@@ -730,6 +740,23 @@ static int docker_inspect(struct runtime *rt, const char *id,
 	copy_str(out->error, sizeof(out->error), jstr(st, "Error"));
 	labels_to_info(json_object_get(cfg, "Labels"), out);
 	copy_str(out->network, sizeof(out->network), jstr(json_object_get(j, "HostConfig"), "NetworkMode"));
+	/* NetworkSettings.Ports: {"7611/tcp": [{"HostIp","HostPort"}], ...},
+	 * a binding null for a port exposed but not published. */
+	const char *key;
+	json_t *binds;
+	json_object_foreach(json_object_get(json_object_get(j, "NetworkSettings"), "Ports"), key, binds) {
+		int priv = 0, pub = 0;
+		char proto[8] = "";
+		json_t *b0 = json_array_get(binds, 0);
+		if (out->published_port || sscanf(key, "%d/%7s", &priv, proto) != 2 || strcmp(proto, "tcp") || !b0)
+			continue;
+		pub = atoi(jstr(b0, "HostPort"));
+		if (priv > 0 && pub > 0) {
+			out->published_private = priv;
+			out->published_port = pub;
+			copy_str(out->published_host, sizeof(out->published_host), jstr(b0, "HostIp"));
+		}
+	}
 	return 0;
 }
 
@@ -781,6 +808,18 @@ static int docker_list(struct runtime *rt, const char *label_key,
 			o->exit_code = code;
 		labels_to_info(json_object_get(c, "Labels"), o);
 		copy_str(o->network, sizeof(o->network), jstr(json_object_get(c, "HostConfig"), "NetworkMode"));
+		/* Ports: [{"IP","PrivatePort","PublicPort","Type"}], the
+		 * published ones with a PublicPort. */
+		size_t k;
+		json_t *pt;
+		json_array_foreach(json_object_get(c, "Ports"), k, pt) {
+			int pub = (int)json_integer_value(json_object_get(pt, "PublicPort"));
+			if (o->published_port || pub <= 0 || strcmp(jstr(pt, "Type"), "tcp"))
+				continue;
+			o->published_private = (int)json_integer_value(json_object_get(pt, "PrivatePort"));
+			o->published_port = pub;
+			copy_str(o->published_host, sizeof(o->published_host), jstr(pt, "IP"));
+		}
 	}
 	*out = v;
 	*n = count;

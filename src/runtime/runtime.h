@@ -52,6 +52,12 @@ struct rt_container_spec {
 	/* The network the container is attached to, and only that one
 	 * (HostConfig.NetworkMode); NULL: the runtime's default bridge. */
 	const char *network;
+	/* One TCP port of the container published on the host, and only
+	 * that one (docs/apps.md: the runner's app port): on the address
+	 * publish_host (an IP address) at a host port the runtime picks.
+	 * publish_port 0: nothing is published. */
+	int publish_port;
+	const char *publish_host;
 	/* Security defaults are applied by the runtime, not chosen here:
 	 * no-new-privileges and a dropped capability set (docs/admin.md). */
 };
@@ -71,6 +77,12 @@ struct rt_container_info {
 	char cluster_id[64];   /* value of label tessera.cluster, may be empty */
 	char run_as[32];       /* value of label tessera.run_as, may be empty */
 	char network[128];     /* the network it was created on (NetworkMode) */
+	/* Its first published TCP port, while it runs: the container's port
+	 * and where the host has it (host address as the runtime reports
+	 * it, "0.0.0.0" for all); 0 and "" when none. */
+	int published_private;
+	char published_host[64];
+	int published_port;
 };
 
 /* A network of the runtime's own (a Docker bridge) that sessions are put

@@ -55,6 +55,8 @@ static const struct store_column session_cols[] = {
 	COL(session_rec, oom_kills,       STORE_COL_INT64,    "NOT NULL DEFAULT 0", oom_kills),
 	COL(session_rec, removed,         STORE_COL_BOOL,     "NOT NULL DEFAULT 0", removed),
 	COL(session_rec, run_as_root,     STORE_COL_BOOL,     "NOT NULL DEFAULT 0", run_as_root),
+	COL(session_rec, app_secret,      STORE_COL_TEXT,     "NOT NULL DEFAULT ''", app_secret),
+	COL(session_rec, app_endpoint,    STORE_COL_TEXT,     "NOT NULL DEFAULT ''", app_endpoint),
 };
 TABLE(store_sessions_table, "sessions", NULL, session_rec, session_cols);
 

@@ -66,6 +66,12 @@ struct session_rec {
 	/* Its processes run as root (asked at create, allowed by the owner's
 	 * policy); else as the image's work user. */
 	bool run_as_root;
+	/* The session's app secret (docs/apps.md): 64 hex characters made at
+	 * create, given to its runner and to the proxy, never to users. */
+	char app_secret[65];
+	/* Where its runner's app port is published ("HOST:PORT"), as its
+	 * agent reported it; "" when unknown or the container has none. */
+	char app_endpoint[96];
 };
 
 #define STORE_TYPE_INTERACTIVE "interactive"

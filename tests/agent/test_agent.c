@@ -55,8 +55,11 @@ struct fake_container {
 	int n_mounts;
 	char devices[24][64];
 	int n_devices;
-	char entry[8][256];
+	char entry[12][256];
 	int n_entry;
+	int publish_port;      /* asked at create; published at start */
+	char publish_host[64];
+	int host_port;
 	int64_t nano_cpus, memory, pids_limit;
 	int64_t log_max_size;
 	int log_max_files;
@@ -196,7 +199,9 @@ static int f_create(struct runtime *rt, const struct rt_container_spec *s, char 
 		}
 		for (int i = 0; s->devices && s->devices[i] && c->n_devices < 24; i++)
 			snprintf(c->devices[c->n_devices++], sizeof(c->devices[0]), "%s", s->devices[i]);
-		for (int i = 0; s->entrypoint && s->entrypoint[i] && c->n_entry < 8; i++)
+		c->publish_port = s->publish_port;
+		snprintf(c->publish_host, sizeof(c->publish_host), "%s", s->publish_host ? s->publish_host : "");
+		for (int i = 0; s->entrypoint && s->entrypoint[i] && c->n_entry < 12; i++)
 			snprintf(c->entry[c->n_entry++], sizeof(c->entry[0]), "%s", s->entrypoint[i]);
 		c->nano_cpus = s->nano_cpus;
 		c->memory = s->memory_bytes;
@@ -227,6 +232,9 @@ static int f_start(struct runtime *rt, const char *id, struct terr *err)
 	else {
 		c->running = true;
 		c->pid = fake.init_pid;
+		/* As Docker with HostPort "": a free port, chosen at start. */
+		if (c->publish_port)
+			c->host_port = 40000 + fake.next_id;
 	}
 	pthread_mutex_unlock(&fake.mu);
 	return rc;
@@ -261,6 +269,11 @@ static void fake_info(const struct fake_container *c, struct rt_container_info *
 	snprintf(out->cluster_id, sizeof(out->cluster_id), "%s", c->cluster_id);
 	snprintf(out->run_as, sizeof(out->run_as), "%s", c->run_as);
 	snprintf(out->network, sizeof(out->network), "%s", c->network);
+	if (c->running && c->host_port) {
+		out->published_private = c->publish_port;
+		out->published_port = c->host_port;
+		snprintf(out->published_host, sizeof(out->published_host), "%s", c->publish_host);
+	}
 }
 
 static int f_inspect(struct runtime *rt, const char *id, struct rt_container_info *out, struct terr *err)
@@ -483,12 +496,16 @@ static int f_commit(struct runtime *rt, const char *id, const char *ref, const s
 static int f_image_labels(struct runtime *rt, const char *ref, char ***labels, size_t *n, struct terr *err)
 {
 	(void)rt;
-	(void)ref;
 	(void)err;
-	*labels = calloc(2, sizeof(char *));
+	*labels = calloc(3, sizeof(char *));
 	(*labels)[0] = strdup("ai.backend.features=batch uid-match");
 	(*labels)[1] = strdup("ai.backend.kernelspec=1");
 	*n = 2;
+	/* Images with apps, one of them declared wrong. */
+	if (!strcmp(ref, "apps:latest"))
+		(*labels)[(*n)++] = strdup("ai.backend.service-ports=jupyter:http:8081,mlflow-ui:preopen:5000");
+	if (!strcmp(ref, "badapps:latest"))
+		(*labels)[(*n)++] = strdup("ai.backend.service-ports=jupyter:http:22");
 	return 0;
 }
 
@@ -764,7 +781,7 @@ TEST(containers_get_the_log_cap)
 	}
 	json_t *spec = spec_for("s9", NULL, 0, 0);
 	char cid[RT_ID_MAX];
-	CHECK_INT(agent_start_session(a, spec, cid, &err), 0);
+	CHECK_INT(agent_start_session(a, spec, cid, NULL, &err), 0);
 	json_decref(spec);
 	struct fake_container *c = fake_find(cid);
 	CHECK(c != NULL);
@@ -773,6 +790,107 @@ TEST(containers_get_the_log_cap)
 		CHECK_INT(c->log_max_files, 4);
 	}
 	agent_close(a);
+}
+
+/* Session apps (docs/apps.md): with the manager's app secret, the
+ * secret in a 0400 file mounted read-only, only the app port published,
+ * on app_host, where it was published read back and listed, and the
+ * image's service ports given to the runner. Without one (an older
+ * manager), none of it. */
+TEST(a_session_gets_its_app_port_and_secret)
+{
+	fake_reset();
+	struct agent_config cfg = {
+		.id = "node-a", .cpu_m = 4000, .mem = 8 * GiB, .data_dir = data_dir,
+		.asset_dir = getenv("TESSERA_TEST_BUILD_ROOT"), .runtime = &fake_ops, .app_host = "10.1.2.3",
+	};
+	struct agent *a = NULL;
+	struct terr err = {0};
+	if (agent_open(&a, &cfg, &err) < 0) {
+		FAILF("agent_open: %s", err.msg);
+		return;
+	}
+	static const char secret[] = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+	json_t *spec = spec_for("sapps", NULL, 0, 0);
+	json_object_set_new(spec, "image", json_string("apps:latest"));
+	json_object_set_new(spec, "app_secret", json_string(secret));
+	char cid[RT_ID_MAX], ep[AGENT_APP_ENDPOINT_MAX];
+	CHECK_INT(agent_start_session(a, spec, cid, ep, &err), 0);
+	struct fake_container *c = fake_find(cid);
+	CHECK(c != NULL);
+	if (c) {
+		CHECK_INT(c->publish_port, AGENT_APP_PORT);
+		CHECK_STR(c->publish_host, "10.1.2.3");
+		char want[64];
+		snprintf(want, sizeof(want), "10.1.2.3:%d", c->host_port);
+		CHECK_STR(ep, want);
+		int m = mount_at(c, AGENT_APP_SECRET_PATH);
+		CHECK(m >= 0);
+		if (m >= 0) {
+			CHECK(c->mounts[m].ro);
+			struct stat st;
+			CHECK_INT(stat(c->mounts[m].src, &st), 0);
+			CHECK_INT((int)(st.st_mode & 0777), 0400);
+			CHECK_INT((int)st.st_uid, (int)geteuid());
+			char got[100] = "";
+			FILE *f = fopen(c->mounts[m].src, "r");
+			if (f) {
+				CHECK(fgets(got, sizeof(got), f) != NULL);
+				fclose(f);
+			}
+			CHECK_STR(got, secret);
+		}
+		CHECK_INT(c->n_entry, 5);
+		CHECK_STR(c->entry[3], "--apps");
+		CHECK_STR(c->entry[4], "jupyter:http:8081,mlflow-ui:preopen:5000");
+	}
+	/* Listed with its endpoint (what the manager adopts after a restart). */
+	json_t *list = NULL;
+	CHECK_INT(agent_list_containers(a, &list, &err), 0);
+	CHECK_STR(json_string_value(json_object_get(json_array_get(list, 0), "app_endpoint")), ep);
+	json_decref(list);
+	/* Started again (an interrupted start): the secret file is made anew. */
+	CHECK_INT(agent_start_session(a, spec, cid, ep, &err), 0);
+	json_decref(spec);
+
+	/* A label that does not parse: no --apps, the session still starts. */
+	spec = spec_for("sbad", NULL, 0, 0);
+	json_object_set_new(spec, "image", json_string("badapps:latest"));
+	json_object_set_new(spec, "app_secret", json_string(secret));
+	json_object_set_new(spec, "startup_command", json_string("sleep 1"));
+	CHECK_INT(agent_start_session(a, spec, cid, ep, &err), 0);
+	c = fake_find(cid);
+	if (c) {
+		CHECK_INT(c->n_entry, 7);
+		CHECK_STR(c->entry[3], "--");
+		CHECK(ep[0] != '\0');
+	}
+	json_decref(spec);
+
+	/* No secret: nothing published, nothing mounted, no endpoint. */
+	spec = spec_for("sold", NULL, 0, 0);
+	json_object_set_new(spec, "image", json_string("apps:latest"));
+	CHECK_INT(agent_start_session(a, spec, cid, ep, &err), 0);
+	c = fake_find(cid);
+	if (c) {
+		CHECK_INT(c->publish_port, 0);
+		CHECK(mount_at(c, AGENT_APP_SECRET_PATH) < 0);
+		CHECK_INT(c->n_entry, 3);
+	}
+	CHECK_STR(ep, "");
+	/* A secret that is not 64 lower-case hex is refused. */
+	json_object_set_new(spec, "app_secret", json_string("ABC"));
+	err = (struct terr){0};
+	CHECK_INT(agent_start_session(a, spec, cid, ep, &err), -EINVAL);
+	CHECK_CONTAINS(err.msg, "app_secret");
+	json_decref(spec);
+	agent_close(a);
+
+	/* app_host must be an IP address. */
+	cfg.app_host = "node1.example.org";
+	err = (struct terr){0};
+	CHECK_INT(agent_open(&a, &cfg, &err), -EINVAL);
+	CHECK_CONTAINS(err.msg, "app_host must be an IP address");
 }
 
 TEST(describes_its_node_and_mock_gpus)
@@ -811,7 +929,7 @@ TEST(a_gpu_session_gets_its_share_and_the_fgpu_files)
 	json_t *spec = spec_for("s1", uuid_copy, 2 * GiB, 25);
 	char cid[RT_ID_MAX];
 	struct terr err = {0};
-	CHECK_INT(agent_start_session(a, spec, cid, &err), 0);
+	CHECK_INT(agent_start_session(a, spec, cid, NULL, &err), 0);
 	json_decref(spec);
 	struct fake_container *c = fake_find(cid);
 	CHECK(c && c->running);
@@ -920,7 +1038,7 @@ TEST(a_share_without_a_compute_limit_gets_the_whole_device)
 	json_t *spec = spec_for("s2", uuid, 1 * GiB, 0);
 	char cid[RT_ID_MAX];
 	struct terr err = {0};
-	CHECK_INT(agent_start_session(a, spec, cid, &err), 0);
+	CHECK_INT(agent_start_session(a, spec, cid, NULL, &err), 0);
 	json_decref(spec);
 	struct fake_container *c = fake_find(cid);
 	CHECK(c && env_of(c, FGPU_ENV_SM_LIMIT) && !strcmp(env_of(c, FGPU_ENV_SM_LIMIT), "100"));
@@ -947,7 +1065,7 @@ TEST(a_cpu_session_has_no_gpu_parts)
 	json_object_set_new(spec, "startup_command", json_string("echo hi"));
 	char cid[RT_ID_MAX];
 	struct terr err = {0};
-	CHECK_INT(agent_start_session(a, spec, cid, &err), 0);
+	CHECK_INT(agent_start_session(a, spec, cid, NULL, &err), 0);
 	json_decref(spec);
 	struct fake_container *c = fake_find(cid);
 	CHECK(c != NULL);
@@ -1032,7 +1150,7 @@ TEST(bad_specs_are_refused_before_anything_is_made)
 		json_decref(p);
 		char cid[RT_ID_MAX];
 		struct terr err = {0};
-		int rc = agent_start_session(a, spec, cid, &err);
+		int rc = agent_start_session(a, spec, cid, NULL, &err);
 		json_decref(spec);
 		if (rc != -EINVAL || !strstr(err.msg, cases[i].msg))
 			FAILF("%s: rc %d, message \"%s\"; expected -EINVAL and \"%s\"", cases[i].what, rc, err.msg,
@@ -1056,7 +1174,7 @@ TEST(bad_specs_are_refused_before_anything_is_made)
 	if (cpu) {
 		json_t *spec = spec_for("gpu-on-cpu", uuid, GiB, 50);
 		char cid[RT_ID_MAX];
-		CHECK_INT(agent_start_session(cpu, spec, cid, &err), -EINVAL);
+		CHECK_INT(agent_start_session(cpu, spec, cid, NULL, &err), -EINVAL);
 		CHECK_CONTAINS(err.msg, "node cpu-node has 0");
 		json_decref(spec);
 		agent_close(cpu);
@@ -1076,8 +1194,8 @@ TEST(a_leftover_container_of_the_session_is_replaced)
 	json_t *spec = spec_for("s4", NULL, 0, 0);
 	char first[RT_ID_MAX], second[RT_ID_MAX];
 	struct terr err = {0};
-	CHECK_INT(agent_start_session(a, spec, first, &err), 0);
-	CHECK_INT(agent_start_session(a, spec, second, &err), 0);
+	CHECK_INT(agent_start_session(a, spec, first, NULL, &err), 0);
+	CHECK_INT(agent_start_session(a, spec, second, NULL, &err), 0);
 	json_decref(spec);
 	CHECK(strcmp(first, second) != 0);
 	CHECK(!fake_find(first));
@@ -1097,13 +1215,13 @@ TEST(a_container_that_cannot_start_is_removed)
 	json_object_set_new(spec, "image", json_string("broken:latest"));
 	char cid[RT_ID_MAX];
 	struct terr err = {0};
-	CHECK(agent_start_session(a, spec, cid, &err) < 0);
+	CHECK(agent_start_session(a, spec, cid, NULL, &err) < 0);
 	CHECK_CONTAINS(err.msg, "OCI runtime create failed");
 	CHECK_INT(fake.creates, 1);
 	CHECK_INT(fake.n, 0);
 	/* An image that does not exist: the runtime's message comes through. */
 	json_object_set_new(spec, "image", json_string("nosuch:latest"));
-	CHECK_INT(agent_start_session(a, spec, cid, &err), -ENOENT);
+	CHECK_INT(agent_start_session(a, spec, cid, NULL, &err), -ENOENT);
 	CHECK_CONTAINS(err.msg, "No such image");
 	CHECK_INT(fake.n, 0);
 	json_decref(spec);
@@ -1188,7 +1306,7 @@ TEST(the_usage_thread_inspects_a_container_once_per_start_of_its_init)
 	pthread_mutex_unlock(&fake.mu);
 	json_t *spec = spec_for("r1", uuid, GiB, 50);
 	char cid[RT_ID_MAX];
-	CHECK_INT(agent_start_session(a, spec, cid, &err), 0);
+	CHECK_INT(agent_start_session(a, spec, cid, NULL, &err), 0);
 	json_decref(spec);
 	/* Real devices come as their nodes. */
 	struct fake_container *c = fake_find(cid);
@@ -1223,7 +1341,7 @@ TEST(the_usage_thread_inspects_a_container_once_per_start_of_its_init)
 	CHECK_INT(inspects(), 3);
 	CHECK(wait_rounds(2));
 	spec = spec_for("r1", uuid, GiB, 50);
-	CHECK_INT(agent_start_session(a, spec, cid, &err), 0);
+	CHECK_INT(agent_start_session(a, spec, cid, NULL, &err), 0);
 	json_decref(spec);
 	f = fopen(region, "w");
 	if (f)
@@ -1308,7 +1426,7 @@ TEST(containers_of_another_installation_are_left_alone)
 	/* What it starts carries the installation's id beside its own. */
 	json_t *spec = spec_for("s9", NULL, 0, 0);
 	char cid[RT_ID_MAX];
-	CHECK_INT(agent_start_session(a, spec, cid, &err), 0);
+	CHECK_INT(agent_start_session(a, spec, cid, NULL, &err), 0);
 	json_decref(spec);
 	struct fake_container *c = fake_find(cid);
 	CHECK(c != NULL);
@@ -1357,14 +1475,14 @@ TEST(sessions_get_their_owners_network)
 	struct terr err = {0};
 	json_t *spec = spec_for("s1", NULL, 0, 0);
 	json_object_set_new(spec, "owner_id", json_string("aaaabbbbccccddddeeeeffff00001111"));
-	CHECK_INT(agent_start_session(a, spec, c1, &err), 0);
+	CHECK_INT(agent_start_session(a, spec, c1, NULL, &err), 0);
 	json_object_set_new(spec, "id", json_string("s2"));
 	json_object_set_new(spec, "name", json_string("nb2"));
-	CHECK_INT(agent_start_session(a, spec, c2, &err), 0);
+	CHECK_INT(agent_start_session(a, spec, c2, NULL, &err), 0);
 	json_object_set_new(spec, "id", json_string("s3"));
 	json_object_set_new(spec, "name", json_string("nb3"));
 	json_object_set_new(spec, "owner_id", json_string("99998888777766665555444433332222"));
-	CHECK_INT(agent_start_session(a, spec, c3, &err), 0);
+	CHECK_INT(agent_start_session(a, spec, c3, NULL, &err), 0);
 	json_decref(spec);
 
 	const char *net_a = AGENT_NETWORK_PREFIX "aaaabbbbccccdddd-01234567";
@@ -1416,7 +1534,7 @@ TEST(a_start_retries_when_its_network_changed_under_it)
 	snprintf(fake.start_fails_once, sizeof(fake.start_fails_once),
 		 "start container: network tessera-u-x is ambiguous (2 matches found on name)");
 	fake.start_fail_code = EINVAL;
-	CHECK_INT(agent_start_session(a, spec, cid, &err), 0);
+	CHECK_INT(agent_start_session(a, spec, cid, NULL, &err), 0);
 	CHECK_INT(fake.network_ensures, 2);
 	CHECK_INT(fake.creates, 2);
 	CHECK(fake_find(cid) && fake_find(cid)->running);
@@ -1426,14 +1544,14 @@ TEST(a_start_retries_when_its_network_changed_under_it)
 	fake.start_fail_code = ENOENT;
 	json_object_set_new(spec, "id", json_string("s2"));
 	json_object_set_new(spec, "name", json_string("nb2"));
-	CHECK_INT(agent_start_session(a, spec, cid, &err), 0);
+	CHECK_INT(agent_start_session(a, spec, cid, NULL, &err), 0);
 	CHECK_INT(fake.network_ensures, 4);
 
 	snprintf(fake.start_fails_once, sizeof(fake.start_fails_once), "OCI runtime create failed");
 	fake.start_fail_code = EIO;
 	json_object_set_new(spec, "id", json_string("s3"));
 	json_object_set_new(spec, "name", json_string("nb3"));
-	CHECK_INT(agent_start_session(a, spec, cid, &err), -EIO);
+	CHECK_INT(agent_start_session(a, spec, cid, NULL, &err), -EIO);
 	CHECK_INT(fake.network_ensures, 5);
 	json_decref(spec);
 	agent_close(a);
@@ -1450,7 +1568,7 @@ TEST(a_spec_without_owner_id_keeps_the_default_network)
 	char cid[RT_ID_MAX];
 	struct terr err = {0};
 	json_t *spec = spec_for("s1", NULL, 0, 0);
-	CHECK_INT(agent_start_session(a, spec, cid, &err), 0);
+	CHECK_INT(agent_start_session(a, spec, cid, NULL, &err), 0);
 	json_decref(spec);
 	struct fake_container *c = fake_find(cid);
 	CHECK(c && !c->network[0]);
@@ -1470,11 +1588,11 @@ TEST(sessions_and_execs_run_as_the_work_user_unless_root)
 	struct terr err = {0};
 	json_t *spec = spec_for("s1", NULL, 0, 0);
 	json_object_set_new(spec, "startup_command", json_string("sleep 1"));
-	CHECK_INT(agent_start_session(a, spec, c1, &err), 0);
+	CHECK_INT(agent_start_session(a, spec, c1, NULL, &err), 0);
 	json_object_set_new(spec, "id", json_string("s2"));
 	json_object_set_new(spec, "name", json_string("nb2"));
 	json_object_set_new(spec, "root", json_true());
-	CHECK_INT(agent_start_session(a, spec, c2, &err), 0);
+	CHECK_INT(agent_start_session(a, spec, c2, NULL, &err), 0);
 	json_decref(spec);
 	struct fake_container *w = fake_find(c1), *r = fake_find(c2);
 	CHECK(w && r);
@@ -1511,7 +1629,7 @@ TEST(sessions_and_execs_run_as_the_work_user_unless_root)
 	spec = spec_for("s3", NULL, 0, 0);
 	json_object_set_new(spec, "name", json_string("nb3"));
 	json_object_set_new(json_object_get(spec, "env"), "HOME", json_string("/data"));
-	CHECK_INT(agent_start_session(a, spec, c1, &err), 0);
+	CHECK_INT(agent_start_session(a, spec, c1, NULL, &err), 0);
 	json_decref(spec);
 	CHECK(fake_find(c1) && !strcmp(env_of(fake_find(c1), "HOME") ?: "", "/data"));
 	agent_close(a);
@@ -1620,6 +1738,7 @@ int main(void)
 		return 1;
 	}
 	RUN(describes_its_node_and_mock_gpus);
+	RUN(a_session_gets_its_app_port_and_secret);
 	RUN(exec_streams_through_the_runner_or_without_an_old_one);
 	RUN(containers_get_the_log_cap);
 	RUN(a_gpu_session_gets_its_share_and_the_fgpu_files);

@@ -52,6 +52,9 @@ ROUTES = [
     ("GET", "/v1/sessions/{ref}/logs?tail=5", None),
     ("POST", "/v1/sessions/{ref}/exec", {"command": ["echo", "hello"]}),
     ("POST", "/v1/sessions/{ref}/commit", {"tag": "by-b"}),
+    ("GET", "/v1/sessions/{ref}/apps", None),
+    ("POST", "/v1/sessions/{ref}/apps/terminal", None),
+    ("POST", "/v1/sessions/{ref}/apps/8888", None),
     ("DELETE", "/v1/sessions/{ref}", None),
 ]
 # Every route that names a user (or a user's setting), with {user}.

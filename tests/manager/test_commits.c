@@ -53,9 +53,11 @@ static bool fake_has(const char *ref)
 	return has;
 }
 
-static int f_start(void *ctx, json_t *spec, char cid[RT_ID_MAX], struct terr *err)
+static int f_start(void *ctx, json_t *spec, char cid[RT_ID_MAX], char app_endpoint[AGENT_APP_ENDPOINT_MAX],
+		   struct terr *err)
 {
 	(void)ctx;
+	app_endpoint[0] = '\0';
 	const char *image = json_string_value(json_object_get(spec, "image"));
 	if (!fake_has(image))
 		return terr_set(err, ENOENT, "no such image %s on the fake node", image);

@@ -27,9 +27,11 @@ static struct {
 	char removed[256];
 } fake = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
-static int f_start(void *ctx, json_t *spec, char cid[RT_ID_MAX], struct terr *err)
+static int f_start(void *ctx, json_t *spec, char cid[RT_ID_MAX], char app_endpoint[AGENT_APP_ENDPOINT_MAX],
+		        struct terr *err)
 {
 	(void)ctx;
+	snprintf(app_endpoint, AGENT_APP_ENDPOINT_MAX, "127.0.0.1:49999");
 	(void)spec;
 	(void)err;
 	util_strlcpy(cid, "c0ffee", RT_ID_MAX);

@@ -41,9 +41,11 @@ static struct fake {
 
 static const char *const fake_images[] = {"busybox:latest", "broken:1", NULL};
 
-static int f_start(void *ctx, json_t *spec, char cid[RT_ID_MAX], struct terr *err)
+static int f_start(void *ctx, json_t *spec, char cid[RT_ID_MAX], char app_endpoint[AGENT_APP_ENDPOINT_MAX],
+		        struct terr *err)
 {
 	(void)ctx;
+	snprintf(app_endpoint, AGENT_APP_ENDPOINT_MAX, "127.0.0.1:49999");
 	const char *id = json_string_value(json_object_get(spec, "id"));
 	const char *image = json_string_value(json_object_get(spec, "image"));
 	if (image && !strcmp(image, "broken:1"))

@@ -1,0 +1,265 @@
+/* Session apps (docs/apps.md, "The manager"): a session's list of apps,
+ * opening one (its route and a one-time token), and what the proxy asks:
+ * redeeming a token and the live routes. The rules of routes and tokens
+ * are approutes.c's; this file ties them to sessions, under the lock. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "manager/state.h"
+
+#define TERMINAL_APP "terminal"
+
+int mgr_apps_open(struct manager *m, struct terr *err)
+{
+	const struct manager_config *c = &m->cfg;
+	const char *url = c->wsproxy_url && *c->wsproxy_url ? c->wsproxy_url : "http://127.0.0.1";
+	const char *range = c->wsproxy_port_range && *c->wsproxy_port_range ? c->wsproxy_port_range
+									      : APPROUTES_DEFAULT_RANGE;
+	const char *domain = c->wsproxy_domain ? c->wsproxy_domain : "";
+	int lo, hi;
+	if (approutes_parse_range(range, &lo, &hi, err) < 0)
+		return terr_prefix(err, "wsproxy_port_range");
+	if (*domain && approutes_check_domain(domain, err) < 0)
+		return terr_prefix(err, "wsproxy_domain");
+	if (approutes_parse_base(url, m->apps_scheme, sizeof(m->apps_scheme), m->apps_host, sizeof(m->apps_host),
+				 &m->apps_base_port, err) < 0)
+		return terr_prefix(err, "wsproxy_url");
+	if (!*domain && m->apps_base_port)
+		return terr_set(err, EINVAL, "wsproxy_url must have no port (each app gets a port of "
+				"wsproxy_port_range, appended to it), not '%.80s'", url);
+	approutes_init(&m->apps, lo, hi, domain);
+	/* Not 0 after each start: a proxy that polls with the generation of
+	 * a previous run of the manager gets the routes at once. */
+	m->apps.generation = (uint64_t)util_now_ms();
+	return 0;
+}
+
+void mgr_apps_free(struct manager *m)
+{
+	approutes_free(&m->apps);
+}
+
+void mgr_apps_set_endpoint(struct manager *m, struct msession *s, const char *endpoint)
+{
+	if (!endpoint || strlen(endpoint) >= sizeof(s->rec.app_endpoint))
+		endpoint = "";
+	if (!strcmp(s->rec.app_endpoint, endpoint))
+		return;
+	util_strlcpy(s->rec.app_endpoint, endpoint, sizeof(s->rec.app_endpoint));
+	for (size_t i = 0; i < m->apps.n; i++) {
+		if (!strcmp(m->apps.r[i].session_id, s->rec.id)) {
+			m->apps.generation++;
+			pthread_cond_broadcast(&m->changed);
+			break;
+		}
+	}
+}
+
+void mgr_apps_left_running(struct manager *m, struct msession *s)
+{
+	s->rec.app_endpoint[0] = '\0';
+	if (approutes_drop_session(&m->apps, s->rec.id))
+		pthread_cond_broadcast(&m->changed);
+}
+
+/* ---------- a session's apps ---------- */
+
+/* The URL of a route, with the token's setup path when token is given,
+ * else its root. */
+static void route_url(const struct manager *m, const struct approute *r, const char *token, char *buf, size_t n)
+{
+	char port[16] = "";
+	int p = r->port ? r->port : m->apps_base_port;
+	if (p)
+		snprintf(port, sizeof(port), ":%d", p);
+	snprintf(buf, n, "%s://%s%s/%s%s", m->apps_scheme, r->port ? m->apps_host : r->host, port,
+		 token ? "__tessera/setup?token=" : "", token ? token : "");
+}
+
+/* The apps of s, in order: terminal, then its image's service ports
+ * (an image's own "terminal" is the built-in one). */
+static json_t *apps_json(struct manager *m, const struct msession *s)
+{
+	struct img_service_port ports[IMG_MAX_SERVICE_PORTS];
+	size_t n = 0;
+	mgr_image_service_ports(m, s->rec.image, ports, IMG_MAX_SERVICE_PORTS, &n);
+	json_t *arr = json_array();
+	json_array_append_new(arr, json_pack("{s:s,s:s,s:n}", "name", TERMINAL_APP, "protocol", "pty", "port"));
+	for (size_t i = 0; i < n; i++) {
+		if (!strcmp(ports[i].name, TERMINAL_APP))
+			continue;
+		json_array_append_new(arr, json_pack("{s:s,s:s,s:i}", "name", ports[i].name, "protocol",
+						     ports[i].protocol, "port", ports[i].n_ports ? ports[i].ports[0] : 0));
+	}
+	/* The open ones: where their route is. */
+	size_t i;
+	json_t *a;
+	json_array_foreach(arr, i, a) {
+		char target[APPROUTES_TARGET_MAX], url[600];
+		snprintf(target, sizeof(target), "app:%s", json_string_value(json_object_get(a, "name")));
+		const struct approute *r = approutes_find(&m->apps, s->rec.id, target);
+		if (r) {
+			route_url(m, r, NULL, url, sizeof(url));
+			json_object_set_new(a, "url", json_string(url));
+		}
+	}
+	return arr;
+}
+
+static int no_session(const char *ref, struct terr *err)
+{
+	return terr_set(err, ENOENT, "no session named or with id '%s'", ref);
+}
+
+int mgr_session_apps(struct manager *m, const struct user_rec *u, const char *ref, json_t **apps,
+		     struct terr *err)
+{
+	pthread_mutex_lock(&m->mu);
+	struct msession *s = mgr_resolve_session(m, ref, u);
+	json_t *o = s ? apps_json(m, s) : NULL;
+	pthread_mutex_unlock(&m->mu);
+	if (!s)
+		return no_session(ref, err);
+	*apps = o;
+	return 0;
+}
+
+/* "terminal, jupyter" into buf. */
+static void app_names(json_t *apps, char *buf, size_t n)
+{
+	size_t i, len = 0;
+	json_t *a;
+	buf[0] = '\0';
+	json_array_foreach(apps, i, a) {
+		int w = snprintf(buf + len, n - len, "%s%s", i ? ", " : "", json_string_value(json_object_get(a, "name")));
+		if (w < 0 || (size_t)w >= n - len)
+			break;
+		len += (size_t)w;
+	}
+}
+
+int mgr_session_app_open(struct manager *m, const struct user_rec *u, const char *ref, const char *app,
+			 json_t **reply, struct terr *err)
+{
+	int port;
+	char name[APPROUTES_APP_MAX], target[APPROUTES_TARGET_MAX];
+	int rc = approutes_parse_app(app, &port, name, target, err);
+	if (rc < 0)
+		return rc;
+	pthread_mutex_lock(&m->mu);
+	struct msession *s = mgr_resolve_session(m, ref, u);
+	if (!s) {
+		pthread_mutex_unlock(&m->mu);
+		return no_session(ref, err);
+	}
+	if (!port) {
+		json_t *apps = apps_json(m, s);
+		bool listed = false;
+		size_t i;
+		json_t *a;
+		json_array_foreach(apps, i, a)
+			listed |= !strcmp(json_string_value(json_object_get(a, "name")), name);
+		if (!listed) {
+			char names[512];
+			app_names(apps, names, sizeof(names));
+			rc = terr_set(err, EINVAL, "session %s has no app '%s' (its apps: %s); name one of them or "
+				      "give a port number", s->rec.name, name, names);
+		}
+		json_decref(apps);
+	}
+	if (rc == 0 && s->rec.status != SS_RUNNING)
+		rc = terr_set(err, EBUSY, "session %s is %s: its apps open once it is RUNNING", s->rec.name,
+			      session_status_name(s->rec.status));
+	else if (rc == 0 && !s->rec.app_endpoint[0])
+		rc = terr_set(err, EBUSY, "session %s has no app port (its container was made by an older agent); "
+			      "start a new session to use apps", s->rec.name);
+	const struct approute *r = NULL;
+	char token[APPROUTES_TOKEN_HEX + 1];
+	if (rc == 0 && (rc = approutes_open(&m->apps, s->rec.id, name, target, &r, err)) == 0)
+		rc = approutes_token_issue(&m->apps, u->id, s->rec.id, name, target, util_now_ms(), token, err);
+	if (rc == 0) {
+		char url[700];
+		route_url(m, r, token, url, sizeof(url));
+		*reply = json_pack("{s:s,s:s,s:i}", "app", name, "url", url, "expires_in",
+				   APPROUTES_TOKEN_TTL_MS / 1000);
+		char where[APPROUTES_HOST_MAX + 16];
+		if (r->port)
+			snprintf(where, sizeof(where), "port %d", r->port);
+		else
+			snprintf(where, sizeof(where), "host %s", r->host);
+		log_info("manager", "app %s of session %s (%.8s) opened by %s on %s", name, s->rec.name, s->rec.id,
+			 u->email, where);
+		pthread_cond_broadcast(&m->changed);
+	}
+	pthread_mutex_unlock(&m->mu);
+	return rc;
+}
+
+/* ---------- for the proxy ---------- */
+
+static json_t *route_json(const struct approute *r, const struct msession *s)
+{
+	json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s}", "session_id", s->rec.id, "app", r->app, "target",
+			      r->target, "endpoint", s->rec.app_endpoint, "secret", s->rec.app_secret, "user_id",
+			      s->rec.owner_id);
+	if (o && r->port)
+		json_object_set_new(o, "port", json_integer(r->port));
+	else if (o)
+		json_object_set_new(o, "host", json_string(r->host));
+	return o;
+}
+
+int mgr_proxy_redeem(struct manager *m, const char *token, json_t **reply, struct terr *err)
+{
+	struct apptoken t;
+	pthread_mutex_lock(&m->mu);
+	int rc = approutes_token_redeem(&m->apps, token, util_now_ms(), &t, err);
+	struct msession *s = rc == 0 ? mgr_find_session(m, t.session_id) : NULL;
+	const struct approute *r = s ? approutes_find(&m->apps, t.session_id, t.target) : NULL;
+	const struct user_rec *u = rc == 0 ? mgr_find_user(m, t.user_id) : NULL;
+	if (rc == 0 && (!s || s->rec.status != SS_RUNNING || !r || !s->rec.app_endpoint[0]))
+		rc = terr_set(err, EACCES, "the session of this link is no longer running");
+	else if (rc == 0 && (!u || u->disabled))
+		rc = terr_set(err, EACCES, "the user this link was made for is disabled or gone");
+	if (rc == 0) {
+		json_t *o = route_json(r, s);
+		json_object_set_new(o, "user", json_string(u->email));
+		json_object_set_new(o, "user_id", json_string(u->id));
+		json_object_set_new(o, "session", json_string(s->rec.name));
+		*reply = o;
+		log_info("manager", "app link of %s for %s of session %s redeemed", u->email, t.app, s->rec.name);
+	}
+	pthread_mutex_unlock(&m->mu);
+	return rc;
+}
+
+int mgr_proxy_routes(struct manager *m, int64_t since, int wait_s, json_t **reply)
+{
+	pthread_mutex_lock(&m->mu);
+	if (since >= 0) {
+		struct timespec dl;
+		clock_gettime(CLOCK_MONOTONIC, &dl);
+		dl.tv_sec += wait_s;
+		while (!m->stopping && m->apps.generation == (uint64_t)since &&
+		       pthread_cond_timedwait(&m->changed, &m->mu, &dl) == 0)
+			;
+	}
+	if (m->stopping) {
+		pthread_mutex_unlock(&m->mu);
+		return -ECANCELED;
+	}
+	json_t *routes = json_array();
+	for (size_t i = 0; i < m->apps.n; i++) {
+		const struct approute *r = &m->apps.r[i];
+		struct msession *s = mgr_find_session(m, r->session_id);
+		if (s && s->rec.status == SS_RUNNING && s->rec.app_endpoint[0])
+			json_array_append_new(routes, route_json(r, s));
+	}
+	*reply = json_pack("{s:I,s:o}", "generation", (json_int_t)m->apps.generation, "routes", routes);
+	pthread_mutex_unlock(&m->mu);
+	return 0;
+}
