@@ -1547,6 +1547,8 @@ static int bind_one(struct proxy *p, struct listener *l, int port, struct terr *
 {
 	struct sockaddr_storage ss;
 	const char *host = p->bind ? p->bind : "0.0.0.0";
+	if (!strcmp(host, "localhost"))
+		host = "127.0.0.1";
 	int rc = strchr(host, ':') ? uv_ip6_addr(host, port, (struct sockaddr_in6 *)&ss)
 				   : uv_ip4_addr(host, port, (struct sockaddr_in *)&ss);
 	if (rc < 0)
@@ -1681,4 +1683,38 @@ void proxy_get_stats(struct proxy *p, struct proxy_stats *st)
 	st->conns = __atomic_load_n(&p->n_conns, __ATOMIC_RELAXED);
 	st->peak_queued = __atomic_load_n(&p->peak_queued, __ATOMIC_RELAXED);
 	st->routes_generation = __atomic_load_n(&p->generation, __ATOMIC_RELAXED);
+}
+
+int proxy_parse_range(const char *s, int *lo, int *hi, struct terr *err)
+{
+	char *end;
+	long a = s ? strtol(s, &end, 10) : 0;
+	if (!s || end == s || *end != '-')
+		return terr_set(err, EINVAL, "port range '%s' must be A-B, e.g. 10205-10300", s ? s : "");
+	const char *b_s = end + 1;
+	long b = strtol(b_s, &end, 10);
+	if (end == b_s || *end || a < 1 || b < a || b > 65535)
+		return terr_set(err, EINVAL, "port range '%s' must be A-B with 1 <= A <= B <= 65535", s);
+	*lo = (int)a;
+	*hi = (int)b;
+	return 0;
+}
+
+int proxy_find_ui_dir(char *out, size_t n, struct terr *err)
+{
+	char dir[PATH_MAX];
+	if (util_exe_dir(dir, sizeof(dir), err) < 0)
+		return -err->code;
+	const char *candidates[] = {"%s/ui/www", "%s/../share/tessera/ui"};
+	for (size_t i = 0; i < sizeof(candidates) / sizeof(candidates[0]); i++) {
+		char path[PATH_MAX + 64];
+		snprintf(path, sizeof(path), candidates[i], dir);
+		struct stat st;
+		if (stat(path, &st) == 0 && S_ISDIR(st.st_mode) && realpath(path, dir))
+			return util_strlcpy(out, dir, n) < 0 ? terr_set(err, ENAMETOOLONG, "ui_dir too long") : 0;
+	}
+	struct stat st;
+	if (stat("/usr/share/tessera/ui", &st) == 0 && S_ISDIR(st.st_mode))
+		return util_strlcpy(out, "/usr/share/tessera/ui", n) < 0 ? -ENAMETOOLONG : 0;
+	return terr_set(err, ENOENT, "no UI build beside the binary or in /usr/share/tessera/ui; set ui_dir");
 }
