@@ -45,6 +45,8 @@
 #define READ_CHUNK 65536
 #define HEAD_TIMEOUT_MS 10000
 #define IDLE_TIMEOUT_MS 120000
+/* A runner that does not accept nor answer its line within this. */
+#define UP_ANSWER_TIMEOUT_MS 15000
 #define UPLINE_MAX 1024
 #define STATIC_MAX (32 * 1024 * 1024)
 #define COOKIE_PREFIX "tessera_app"
@@ -503,6 +505,14 @@ static void refuse(struct conn *c, int status, const char *title, const char *te
 static void on_timer(uv_timer_t *t)
 {
 	struct conn *c = t->data;
+	if (c->phase == PH_WAIT && c->up && !c->up->open) {
+		up_close(c);
+		respond_page(c, 502, NULL, "App unreachable",
+			     "The session's runner does not answer: the session may be stopping, or its node is down.",
+			     false, true);
+		answered(c);
+		return;
+	}
 	if (c->head_timer && c->phase == PH_HEAD && !(c->up && c->q_client)) {
 		respond_page(c, 408, NULL, "Request timeout", "The request was not complete within 10 seconds.",
 			     false, true);
@@ -531,7 +541,8 @@ static void arm_timer(struct conn *c)
 		return;
 	}
 	c->head_timer = false;
-	uv_timer_start(&c->timer, on_timer, IDLE_TIMEOUT_MS, 0);
+	bool awaiting = c->phase == PH_WAIT && c->up && !c->up->open;
+	uv_timer_start(&c->timer, on_timer, awaiting ? UP_ANSWER_TIMEOUT_MS : IDLE_TIMEOUT_MS, 0);
 }
 
 /* ---------- the runner's side ---------- */
@@ -770,6 +781,7 @@ static void up_connect(struct conn *c)
 	c->up = u;
 	c->handles++;
 	c->phase = PH_WAIT;
+	arm_timer(c);
 	int rc = uv_tcp_connect(&u->creq, &u->tcp, (const struct sockaddr *)&c->b.addr, on_up_connected);
 	if (rc < 0) {
 		up_close(c);
