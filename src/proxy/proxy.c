@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -58,6 +59,7 @@ struct listener {
 	uv_tcp_t tcp;
 	struct proxy *p;
 	int port;
+	bool bound;              /* else its handle was closed at start */
 };
 
 struct conn;
@@ -124,8 +126,8 @@ struct proxy {
 	pthread_t loop_thread, poll_thread;
 	bool loop_started, poll_started;
 	uv_async_t stop_async, routes_async;
-	struct listener *ls;
-	size_t n_ls;
+	struct listener *ls;     /* one per port tried; n_ls bound */
+	size_t n_tried, n_ls;
 	struct conn *conns;
 	size_t n_conns;
 	struct strmap_lite {
@@ -1514,8 +1516,8 @@ static void on_stop(uv_async_t *a)
 		next = c->next;
 		conn_close(c);
 	}
-	for (size_t i = 0; i < p->n_ls; i++)
-		if (!uv_is_closing((uv_handle_t *)&p->ls[i].tcp))
+	for (size_t i = 0; i < p->n_tried; i++)
+		if (p->ls[i].bound && !uv_is_closing((uv_handle_t *)&p->ls[i].tcp))
 			uv_close((uv_handle_t *)&p->ls[i].tcp, NULL);
 	uv_close((uv_handle_t *)&p->routes_async, NULL);
 	uv_close((uv_handle_t *)&p->stop_async, NULL);
@@ -1607,6 +1609,23 @@ int proxy_start(const struct proxy_config *cfg, struct proxy **out, struct terr 
 	p->bind = dup_or_null(cfg->bind);
 	p->max_conns = cfg->max_conns ? cfg->max_conns : PROXY_MAX_CONNS;
 	p->per_addr = cfg->per_addr_limit ? cfg->per_addr_limit : PROXY_CONNS_PER_ADDR;
+	/* Each connection holds two descriptors (browser and runner): take
+	 * the hard limit, and cap connections to what it allows. */
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+		if (rl.rlim_cur < rl.rlim_max) {
+			rl.rlim_cur = rl.rlim_max;
+			setrlimit(RLIMIT_NOFILE, &rl);
+			getrlimit(RLIMIT_NOFILE, &rl);
+		}
+		rlim_t room = rl.rlim_cur > 256 ? (rl.rlim_cur - 128) / 2 : 64;
+		if (room < p->max_conns) {
+			log_msg(cfg->max_conns ? LOG_WARN : LOG_INFO, COMP,
+				"max connections lowered to %lu by the open files limit (%lu; LimitNOFILE= in the unit, "
+				"or ulimit -n)", (unsigned long)room, (unsigned long)rl.rlim_cur);
+			p->max_conns = (unsigned)room;
+		}
+	}
 	p->api = (struct api_client){.endpoint = p->manager, .access_key = "wsproxy", .secret_key = p->secret};
 	int rc = uv_loop_init(&p->loop);
 	if (rc < 0) {
@@ -1621,12 +1640,16 @@ int proxy_start(const struct proxy_config *cfg, struct proxy **out, struct terr 
 		return terr_set(err, ENOMEM, "out of memory");
 	}
 	struct terr last = {0};
+	/* A failed slot's handle is closing: the next port takes the next
+	 * slot. */
 	for (size_t i = 0; i < want; i++) {
 		int port = p->domain ? cfg->listen_port : cfg->port_lo + (int)i;
-		if (bind_one(p, &p->ls[p->n_ls], port, &last) < 0) {
+		p->n_tried++;
+		if (bind_one(p, &p->ls[i], port, &last) < 0) {
 			log_warn(COMP, "cannot listen on port %d (skipped): %s", port, last.msg);
 			continue;
 		}
+		p->ls[i].bound = true;
 		p->n_ls++;
 	}
 	uv_async_init(&p->loop, &p->stop_async, on_stop);
@@ -1684,8 +1707,10 @@ void proxy_stop(struct proxy *p)
 
 size_t proxy_ports(const struct proxy *p, int *ports, size_t n)
 {
-	for (size_t i = 0; i < p->n_ls && i < n; i++)
-		ports[i] = p->ls[i].port;
+	size_t k = 0;
+	for (size_t i = 0; i < p->n_tried; i++)
+		if (p->ls[i].bound && k < n)
+			ports[k++] = p->ls[i].port;
 	return p->n_ls;
 }
 

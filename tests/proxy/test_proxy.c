@@ -657,6 +657,18 @@ TEST(host_mode_routing)
 	proxy_stop(hp);
 }
 
+static int busy_port = -1;
+
+/* A port of the range held by someone else is skipped; the others serve. */
+TEST(busy_port_skipped)
+{
+	int ports[16];
+	size_t n = proxy_ports(px, ports, 16);
+	CHECK(n >= 8 && n <= 15);
+	for (size_t i = 0; i < n && i < 16; i++)
+		CHECK(ports[i] != busy_port);
+}
+
 int main(void)
 {
 	signal(SIGPIPE, SIG_IGN);
@@ -695,6 +707,11 @@ int main(void)
 	 * are skipped). */
 	srand((unsigned)time(NULL) ^ (unsigned)getpid());
 	int lo = 20000 + rand() % 30000;
+	int busy = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in ba = {.sin_family = AF_INET, .sin_port = htons((uint16_t)(lo + 1))};
+	ba.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (bind(busy, (struct sockaddr *)&ba, sizeof(ba)) == 0 && listen(busy, 1) == 0)
+		busy_port = lo + 1;
 	struct proxy_config pc = {.manager = murl, .cluster_secret = SECRET, .bind = "127.0.0.1", .port_lo = lo,
 				  .port_hi = lo + 15, .ui_dir = ui_dir};
 	if (proxy_start(&pc, &px, &err) < 0) {
@@ -712,6 +729,7 @@ int main(void)
 				 route("s2", "app:starting", proxy_ports_[1], ep),
 				 route("s3", "app:nope", proxy_ports_[2], ep), route("s4", "app:web", proxy_ports_[3], dead),
 				 route("s5", "app:terminal", proxy_ports_[4], ep)));
+	RUN(busy_port_skipped);
 	RUN(no_cookie_refused);
 	RUN(setup_sets_cookie);
 	RUN(requests_relayed_and_each_checked);
@@ -723,6 +741,7 @@ int main(void)
 	RUN(route_removal_closes);
 	RUN(host_mode_routing);
 	proxy_stop(px);
+	close(busy);
 	httpd_stop(mgr);
 	json_decref(mgr_routes);
 	char cmd[600];
