@@ -65,7 +65,10 @@ int routes_parse_one(json_t *o, bool with_user, struct proxy_route *r, struct te
 	memset(r, 0, sizeof(*r));
 	if (!json_is_object(o))
 		return terr_set(err, EINVAL, "route: not an object");
-	if ((rc = get_str(o, "user", r->user, sizeof(r->user), with_user, err)) < 0 ||
+	/* The user's id names them in the cookie (an email can change);
+	 * "user" alone does too. */
+	if ((rc = get_str(o, "user_id", r->user, sizeof(r->user), false, err)) < 0 ||
+	    (!r->user[0] && (rc = get_str(o, "user", r->user, sizeof(r->user), with_user, err)) < 0) ||
 	    (rc = get_str(o, "session_id", r->session_id, sizeof(r->session_id), true, err)) < 0 ||
 	    (rc = get_str(o, "app", r->app, sizeof(r->app), false, err)) < 0 ||
 	    (rc = get_str(o, "target", r->target, sizeof(r->target), true, err)) < 0 ||

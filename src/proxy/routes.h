@@ -14,7 +14,7 @@
 #include "common/err.h"
 
 struct proxy_route {
-	char user[128];           /* redeem only: who the token was for */
+	char user[128];           /* who the token was for: "user_id", else "user" */
 	char session_id[128];
 	char app[80];
 	char target[96];          /* app:NAME or port:N */
@@ -33,7 +33,7 @@ struct route_table {
 };
 
 /* One route object into *out, endpoint resolved. EINVAL naming the field
- * that is missing or wrong. with_user: "user" required (redeem). */
+ * that is missing or wrong. with_user: "user_id" or "user" required (redeem). */
 int routes_parse_one(json_t *obj, bool with_user, struct proxy_route *out, struct terr *err);
 /* {"generation": N, "routes": [...]} into *out (owned; routes_free). A
  * route that does not parse is an error for the whole answer. */

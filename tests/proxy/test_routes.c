@@ -49,6 +49,12 @@ TEST(redeemed_route_added_once)
 	struct proxy_route r;
 	CHECK_INT(routes_parse_one(one, true, &r, &err), 0);
 	CHECK_STR(r.user, "u");
+	json_t *both = json_loads("{\"user\": \"a@b.c\", \"user_id\": \"U7\", \"session_id\": \"s9\", \"target\": \"app:x\","
+				  " \"endpoint\": \"127.0.0.1:5\", \"secret\": \"dd\", \"port\": 10211}", 0, &je);
+	struct proxy_route r2;
+	CHECK_INT(routes_parse_one(both, true, &r2, &err), 0);
+	CHECK_STR(r2.user, "U7");
+	json_decref(both);
 	CHECK_INT(routes_add(&t, &r), 0);
 	CHECK_INT(routes_add(&t, &r), 0);
 	CHECK_INT(t.n, 4);
