@@ -439,6 +439,15 @@ const char *reqparse_header(const struct reqp_request *r, const char *name)
 	return NULL;
 }
 
+void reqparse_release_head(struct reqparse *p)
+{
+	if (p->state == REQP_S_HEAD)
+		return;  /* a head in progress keeps its bytes */
+	drop_head(p);
+	p->req.method = p->req.target = NULL;
+	p->req.n_headers = 0;
+}
+
 bool reqparse_head_started(const struct reqparse *p)
 {
 	return p->state == REQP_S_HEAD && p->head_len > 0;

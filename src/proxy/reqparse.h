@@ -86,6 +86,11 @@ const char *reqparse_head_bytes(const struct reqparse *p, size_t *len);
 /* A header's value (first of that name, case-insensitive) or NULL. */
 const char *reqparse_header(const struct reqp_request *r, const char *name);
 
+/* Frees the last head's buffers once the caller is done with it (an
+ * upgraded connection may stay open for hours): p->req keeps its flags
+ * and lengths, its strings become NULL. */
+void reqparse_release_head(struct reqparse *p);
+
 /* True while a request's head has begun but is not complete. */
 bool reqparse_head_started(const struct reqparse *p);
 
