@@ -1640,19 +1640,24 @@ int proxy_start(const struct proxy_config *cfg, struct proxy **out, struct terr 
 		proxy_free(p);
 		return terr_set(err, ENOMEM, "out of memory");
 	}
-	struct terr last = {0};
+	struct terr last = {0}, first = {0};
 	/* A failed slot's handle is closing: the next port takes the next
-	 * slot. */
+	 * slot. Skipped ports are logged once, in one line. */
 	for (size_t i = 0; i < want; i++) {
 		int port = p->domain ? cfg->listen_port : cfg->port_lo + (int)i;
 		p->n_tried++;
 		if (bind_one(p, &p->ls[i], port, &last) < 0) {
-			log_warn(COMP, "cannot listen on port %d (skipped): %s", port, last.msg);
+			log_debug(COMP, "cannot listen on port %d: %s", port, last.msg);
+			if (!first.code)
+				first = last;
 			continue;
 		}
 		p->ls[i].bound = true;
 		p->n_ls++;
 	}
+	if (p->n_ls && p->n_ls < want)
+		log_warn(COMP, "cannot listen on %zu of the %zu ports (skipped; the first: %s)", want - p->n_ls, want,
+			 first.msg);
 	uv_async_init(&p->loop, &p->stop_async, on_stop);
 	p->stop_async.data = p;
 	uv_async_init(&p->loop, &p->routes_async, on_routes);
