@@ -17,6 +17,7 @@ struct command {
 	X("manager", cmd_manager, "run the manager daemon (--config FILE)") \
 	X("agent",   cmd_agent,   "run an agent daemon (--config FILE)") \
 	X("webserver", cmd_webserver, "run the web UI and login server (--config FILE)") \
+	X("wsproxy", cmd_wsproxy, "run the app proxy: browsers to session apps (--config FILE)") \
 	X("login",   cmd_login,   "store an endpoint and keypair in ~/.config/tessera/client.conf") \
 	X("session", cmd_session, "create, list, inspect, remove sessions; logs; exec") \
 	X("node",    cmd_node,    "list nodes (agents) with capacity and usage") \

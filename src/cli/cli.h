@@ -21,6 +21,7 @@ int cmd_server(int argc, char **argv);
 int cmd_manager(int argc, char **argv);
 int cmd_agent(int argc, char **argv);
 int cmd_webserver(int argc, char **argv);
+int cmd_wsproxy(int argc, char **argv);
 
 /* ---- nouns and their verbs (cli.c) ---- */
 

@@ -2,6 +2,7 @@
  * `tessera manager --config FILE` and `tessera agent --config FILE`. They
  * parse options, start the components and wait for SIGINT/SIGTERM; running
  * containers are left running on exit (restart safety). */
+#include <ctype.h>
 #include <getopt.h>
 #include <limits.h>
 #include <pthread.h>
@@ -24,6 +25,7 @@
 #include "common/util.h"
 #include "manager/approutes.h"
 #include "manager/manager.h"
+#include "proxy/proxy.h"
 #include "registry/registry.h"
 #include "web/webserver.h"
 
@@ -155,6 +157,24 @@ static int server_start_web(const char *host, long port, const char *manager, co
 	return 0;
 }
 
+/* The app proxy inside `tessera server`, on the API's address. Sessions
+ * and the API work without it: a failure is a warning. */
+static struct proxy *server_start_proxy(const char *host, const char *manager, const char *secret, int lo, int hi)
+{
+	char ui_dir[PATH_MAX];
+	struct terr err = {0};
+	struct proxy_config pc = {.manager = manager, .cluster_secret = secret, .bind = host, .port_lo = lo,
+				  .port_hi = hi};
+	if (proxy_find_ui_dir(ui_dir, sizeof(ui_dir), &err) == 0)
+		pc.ui_dir = ui_dir;
+	struct proxy *px = NULL;
+	if (proxy_start(&pc, &px, &err) < 0) {
+		log_warn("server", "app proxy not started (session apps cannot be opened): %s", err.msg);
+		return NULL;
+	}
+	return px;
+}
+
 static void server_usage(FILE *f)
 {
 	fprintf(f,
@@ -227,6 +247,7 @@ int cmd_server(int argc, char **argv)
 	snprintf(listen_buf, sizeof(listen_buf), "127.0.0.1:8090");
 	long web_port_opt = 8080;
 	const char *registry_opt = "auto";
+	int app_lo = PROXY_DEFAULT_RANGE_LO, app_hi = PROXY_DEFAULT_RANGE_HI;
 	int c, ret = 2;
 	struct terr err = {0};
 	optind = 1;
@@ -265,15 +286,13 @@ int cmd_server(int argc, char **argv)
 			break;
 		}
 		case 'R': registry_opt = optarg; break;
-		case 'A': {
-			int lo, hi;
-			if (approutes_parse_range(optarg, &lo, &hi, &err) < 0) {
+		case 'A':
+			if (proxy_parse_range(optarg, &app_lo, &app_hi, &err) < 0) {
 				fprintf(stderr, "tessera server: --app-ports: %s\n", err.msg);
 				goto out_opts;
 			}
 			mcfg.wsproxy_port_range = optarg;
 			break;
-		}
 		case 'v': log_set_level(LOG_DEBUG); break;
 		case 'h': server_usage(stdout); ret = 0; goto out_opts;
 		default:
@@ -377,6 +396,7 @@ int cmd_server(int argc, char **argv)
 		registry_proc_stop(registry);
 		return 1;
 	}
+	struct proxy *apps = server_start_proxy(host, manager_endpoint(m), mcfg.cluster_secret, app_lo, app_hi);
 	/* A command that works as printed: `tessera` when PATH finds this
 	 * binary, else its absolute path (build/tessera is not on PATH). */
 	char self[PATH_MAX];
@@ -392,6 +412,7 @@ int cmd_server(int argc, char **argv)
 	while ((sig = wait_signal(&stop, 1000)) < 0)
 		;
 	log_info("server", "signal %d: stopping (sessions keep running)", sig);
+	proxy_stop(apps);
 	web_stop(web);
 	manager_close(m);
 	agent_close(a);
@@ -597,6 +618,115 @@ int cmd_agent(int argc, char **argv)
 	uplink_free(up);
 	ret = 0;
 out_conf:
+	conf_free(&c);
+	return ret;
+}
+
+/* ---------- tessera wsproxy ---------- */
+
+int cmd_wsproxy(int argc, char **argv)
+{
+	int rc;
+	const char *path = config_path(argc, argv, "wsproxy", NULL, &rc);
+	if (!path && rc >= 0)
+		return rc;
+	static const char *const known[] = {"manager", "cluster_secret", "port_range", "bind", "domain", "listen",
+					    "public_host", "ui_dir", "max_connections", "max_connections_per_addr",
+					    NULL};
+	struct conf c = {0};
+	if (read_config("wsproxy", path, known, &c) < 0)
+		return 1;
+	struct terr err = {0};
+	int ret = 1;
+	struct proxy_config pc = {
+		.manager = conf_get(&c, "manager"),
+		.cluster_secret = conf_get(&c, "cluster_secret"),
+		.bind = conf_get(&c, "bind"),
+		.domain = conf_get(&c, "domain"),
+		.public_host = conf_get(&c, "public_host"),
+		.ui_dir = conf_get(&c, "ui_dir"),
+		.port_lo = PROXY_DEFAULT_RANGE_LO,
+		.port_hi = PROXY_DEFAULT_RANGE_HI,
+	};
+	char ui_dir[PATH_MAX];
+	if (!pc.manager || strncmp(pc.manager, "http", 4)) {
+		fprintf(stderr, "tessera wsproxy: %s: manager must be the manager's URL, e.g. http://10.0.0.1:8090\n", path);
+		goto out;
+	}
+	if (!pc.cluster_secret || strlen(pc.cluster_secret) < 16) {
+		fprintf(stderr, "tessera wsproxy: %s: cluster_secret must be the manager's, 16 characters or more\n", path);
+		goto out;
+	}
+	if (pc.domain) {
+		if (conf_get(&c, "port_range") || conf_get(&c, "bind")) {
+			fprintf(stderr, "tessera wsproxy: %s: with domain (host mode) set listen = ADDR:PORT, "
+				"not port_range or bind\n", path);
+			goto out;
+		}
+		char host[64];
+		int port;
+		if (httpd_parse_listen(conf_get(&c, "listen") ? conf_get(&c, "listen") : "0.0.0.0:10200", host,
+				       sizeof(host), &port, &err) < 0) {
+			fprintf(stderr, "tessera wsproxy: %s: listen: %s\n", path, err.msg);
+			goto out;
+		}
+		pc.listen_port = port;
+		pc.bind = strdupa(host);
+		for (const char *d = pc.domain; *d; d++)
+			if (!(isalnum((unsigned char)*d) || *d == '-' || *d == '.')) {
+				fprintf(stderr, "tessera wsproxy: %s: domain '%s' is not a DNS name\n", path, pc.domain);
+				goto out;
+			}
+	} else {
+		if (conf_get(&c, "listen")) {
+			fprintf(stderr, "tessera wsproxy: %s: listen is for host mode (with domain); "
+				"port mode takes port_range and bind\n", path);
+			goto out;
+		}
+		if (conf_get(&c, "port_range") &&
+		    proxy_parse_range(conf_get(&c, "port_range"), &pc.port_lo, &pc.port_hi, &err) < 0) {
+			fprintf(stderr, "tessera wsproxy: %s: %s\n", path, err.msg);
+			goto out;
+		}
+	}
+	const char *mc = conf_get(&c, "max_connections"), *mpa = conf_get(&c, "max_connections_per_addr");
+	char *end;
+	if (mc) {
+		long v = strtol(mc, &end, 10);
+		if (*end || v < 1 || v > 1000000) {
+			fprintf(stderr, "tessera wsproxy: %s: max_connections must be 1..1000000\n", path);
+			goto out;
+		}
+		pc.max_conns = (unsigned)v;
+	}
+	if (mpa) {
+		long v = strtol(mpa, &end, 10);
+		if (*end || v < 1 || v > 1000000) {
+			fprintf(stderr, "tessera wsproxy: %s: max_connections_per_addr must be 1..1000000\n", path);
+			goto out;
+		}
+		pc.per_addr_limit = (unsigned)v;
+	}
+	if (!pc.ui_dir) {
+		if (proxy_find_ui_dir(ui_dir, sizeof(ui_dir), &err) < 0)
+			log_warn("wsproxy", "the terminal page will answer 404: %s", err.msg);
+		else
+			pc.ui_dir = ui_dir;
+	}
+	sigset_t stop;
+	block_stop_signals(&stop);
+	struct proxy *px = NULL;
+	if (proxy_start(&pc, &px, &err) < 0) {
+		fprintf(stderr, "tessera wsproxy: %s: %s\n", path, err.msg);
+		goto out;
+	}
+	int sig;
+	while ((sig = wait_signal(&stop, 1000)) < 0)
+		;
+	log_info("wsproxy", "signal %d: stopping", sig);
+	proxy_stop(px);
+	ret = 0;
+out:
 	conf_free(&c);
 	return ret;
 }

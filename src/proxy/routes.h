@@ -1,0 +1,55 @@
+/* The proxy's route table (docs/apps.md, "The manager"): what
+ * GET /v1/proxy/routes and POST /v1/proxy/redeem return, parsed and
+ * checked, and looked up by port (port mode) or Host (host mode). Pure
+ * but for name resolution of endpoints (routes_parse runs off the event
+ * loop). */
+#ifndef TESSERA_PROXY_ROUTES_H
+#define TESSERA_PROXY_ROUTES_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "common/err.h"
+
+struct proxy_route {
+	char user[128];           /* who the token was for: "user_id", else "user" */
+	char session_id[128];
+	char app[80];
+	char target[96];          /* app:NAME or port:N */
+	char endpoint[300];       /* HOST:PORT of the session's runner app port */
+	char secret[65];          /* the session's app secret, 64 hex */
+	int port;                 /* port mode; 0 in host mode */
+	char host[384];           /* host mode, lower case; "" in port mode */
+	struct sockaddr_storage addr;  /* endpoint resolved */
+	socklen_t addr_len;
+};
+
+struct route_table {
+	struct proxy_route *r;    /* owned */
+	size_t n;
+	uint64_t generation;
+};
+
+/* One route object into *out, endpoint resolved. EINVAL naming the field
+ * that is missing or wrong. with_user: "user_id" or "user" required (redeem). */
+int routes_parse_one(json_t *obj, bool with_user, struct proxy_route *out, struct terr *err);
+/* {"generation": N, "routes": [...]} into *out (owned; routes_free). A
+ * route that does not parse is an error for the whole answer. */
+int routes_parse(json_t *doc, struct route_table *out, struct terr *err);
+void routes_free(struct route_table *t);
+
+/* Lookups; borrowed from t. routes_by_host takes a Host header value
+ * (a port after the name is ignored; case-insensitive). */
+const struct proxy_route *routes_by_port(const struct route_table *t, int port);
+const struct proxy_route *routes_by_host(const struct route_table *t, const char *host_header);
+/* The host part of a Host header, lower case, into out; "" when it is
+ * malformed or too long. */
+void routes_host_name(const char *host_header, char *out, size_t n);
+
+/* Adds (a copy of) r unless t has a route for its port or host already;
+ * -ENOMEM. */
+int routes_add(struct route_table *t, const struct proxy_route *r);
+
+#endif
