@@ -1,0 +1,194 @@
+#!/usr/bin/env bash
+# The runner's app port (docs/apps.md) with no manager: session containers
+# made here as the agent makes them (the runner bind-mounted as entrypoint,
+# --user 1000:1000, the secret at /run/tessera/app-secret, 7611 published
+# on 127.0.0.1), spoken to with wsclient.py as the proxy speaks.
+# The secret, the targets, the terminal (input, resize, reattach with
+# replay, exit status), an app started on first use from its service
+# definition, one that keeps failing, Jupyter in tessera/python:3.11 (when
+# the image is here) and a preopen port.
+source "$(dirname "$0")/lib.sh"
+e2e_setup
+
+RUNNER=${TESSERA_RUNNER_BIN:-$(dirname "$TESSERA")/tessera-runner}
+WSC=(python3 "$(dirname "$0")/wsclient.py")
+[[ -x $RUNNER ]] || { fail "no runner at $RUNNER"; e2e_done; exit 1; }
+
+SECRET=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
+printf '%s\n' "$SECRET" > "$E2E_DIR/app-secret"
+chmod 0400 "$E2E_DIR/app-secret"
+OTHER=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
+
+# Service definitions, Backend.AI's format: busybox httpd serving a page
+# its prestart writes, and an app that always fails.
+DEFS=$E2E_DIR/service-defs
+mkdir -p "$DEFS"
+cat > "$DEFS/web.json" <<'EOF'
+{
+  "prestart": [
+    {"action": "run_command", "args": {"command": ["mkdir", "-p", "/home/work/www"]}},
+    {"action": "write_file", "args": {"filename": "/home/work/www/index.html",
+      "body": ["hello from port {ports[0]} ", "as $WEB_GREETING\n"], "mode": "0644"}}
+  ],
+  "command": ["/bin/sh", "-c", "echo serving $WEB_GREETING; exec httpd -f -v -p 127.0.0.1:{ports[0]} -h /home/work/www"],
+  "env": {"WEB_GREETING": "web-{ports[0]}"}
+}
+EOF
+cat > "$DEFS/bad.json" <<'EOF'
+{"command": ["/bin/sh", "-c", "echo starting bad; echo boom: no config >&2; exit 7"]}
+EOF
+chmod -R a+rX "$DEFS"
+
+# run_session NAME IMAGE APPS [docker args...]: prints the app endpoint.
+run_session() {
+	local name=$1 image=$2 apps=$3; shift 3
+	docker run -d --name "tessera-e2e-$E2E_RUN-$name" --label "tessera.agent=$E2E_AGENT_ID" \
+		-v "$RUNNER:/opt/tessera/bin/tessera-runner:ro" -p 127.0.0.1::7611 \
+		--entrypoint /opt/tessera/bin/tessera-runner "$@" "$image" \
+		--user 1000:1000 ${apps:+--apps "$apps"} >/dev/null || return 1
+	local ep=""
+	for _ in $(seq 1 100); do
+		ep=$(docker port "tessera-e2e-$E2E_RUN-$name" 7611 2>/dev/null | grep '^127.0.0.1:' | head -1)
+		[[ -n $ep ]] && break
+		sleep 0.1
+	done
+	# Answering once the runner listens.
+	for _ in $(seq 1 100); do
+		"${WSC[@]}" "$ep" --secret "$SECRET" --target app:nope >/dev/null 2>&1; [[ $? == 1 ]] && break
+		sleep 0.1
+	done
+	echo "$ep"
+}
+wsc() { "${WSC[@]}" "$@" 2>>"$E2E_DIR/wsclient.log"; }
+# poll_answer EP TARGET PREFIX: asks until the answer starts with PREFIX
+# (up to ~60 s); prints the last answer.
+poll_answer() {
+	local out
+	for _ in $(seq 1 120); do
+		out=$(wsc "$1" --secret "$SECRET" --target "$2" | head -1)
+		[[ $out == "ANSWER $3"* ]] && break
+		sleep 0.5
+	done
+	echo "$out"
+}
+container() { echo "tessera-e2e-$E2E_RUN-$1"; }
+
+# ---- a session without the secret file: apps are not enabled --------------
+EP0=$(run_session noapps "$TEST_IMAGE" "")
+out=$(wsc "$EP0" --secret "$SECRET" --target app:terminal)
+check "no secret file: apps are not enabled" has_line "$out" "ANSWER ERROR apps are not enabled for this session"
+
+# ---- busybox: the line, the terminal, apps -------------------------------
+EP=$(run_session bb "$TEST_IMAGE" "web:http:8080,bad:http:8090,mlflow-ui:preopen:5000" \
+	-v "$E2E_DIR/app-secret:/run/tessera/app-secret:ro" -v "$DEFS:/etc/backend.ai/service-defs:ro")
+e2e_log "busybox session app port at $EP"
+check "the app port is published" test -n "$EP"
+
+out=$(wsc "$EP" --secret "$OTHER" --target app:terminal)
+check "wrong secret: ERROR" has_line "$out" "ANSWER ERROR wrong secret for this session"
+out=$(wsc "$EP" --secret "${SECRET:0:20}" --target app:terminal)
+check "malformed secret: ERROR" has_prefix_line "$out" "ANSWER ERROR the secret must be 64 hex"
+out=$(wsc "$EP" --secret "$SECRET" --target app:nosuch)
+check "an app that does not exist: ERROR naming the apps" \
+	has_line "$out" "ANSWER ERROR this session has no app nosuch (its apps: terminal, web, bad, mlflow-ui)"
+out=$(wsc "$EP" --secret "$SECRET" --target port:7611)
+check "port:7611 is refused" has_line "$out" "ANSWER ERROR port 7611 is the runner's own"
+out=$(timeout 15 bash -c 'exec 3<>"/dev/tcp/${1%:*}/${1#*:}"; printf "GET / HTTP/1.1\r\n\r\n" >&3; head -1 <&3' _ "$EP" | tr -d '\r')
+check "a connection without the line: ERROR" has_prefix_line "$out" "ERROR expected \"TESSERA-APP/1"
+
+# The terminal: input, output, resize, who and where the shell is.
+out=$(wsc "$EP" --secret "$SECRET" --ws '/ws?term=t1&cols=80&rows=24' \
+	--send 'echo hello-$((6*7))\n' --expect 'hello-42' \
+	--resize 120x33 --send 'stty size\n' --expect '33 120' \
+	--send 'echo "id=$(id -u) cwd=$(pwd) term=$TERM pid=$$"\n' --expect 'id=\d+ cwd=\S+ term=\S+ pid=\d+' \
+	--send 'echo before-drop-$((40+2))\n' --expect 'before-drop-42' --disconnect)
+check "terminal: upgraded" has_line "$out" "WS 101"
+check "terminal: typed input runs" has_line "$out" "MATCH hello-42"
+check "terminal: a resize reaches the shell" has_line "$out" "MATCH 33 120"
+check "terminal: the shell is uid 1000 in /home/work with TERM=xterm-256color" \
+	has_prefix_line "$out" "MATCH id=1000 cwd=/home/work term=xterm-256color pid="
+pid1=$(grep -o 'pid=[0-9]*' <<<"$out" | head -1)
+
+out=$(wsc "$EP" --secret "$SECRET" --ws '/ws?term=t1' --expect 'before-drop-42' \
+	--send 'echo "again pid=$$"\n' --expect 'again pid=\d+' --disconnect)
+check "terminal: reattaching replays the earlier output" has_line "$out" "MATCH before-drop-42"
+check "terminal: reattaching finds the same shell ($pid1)" has_line "$out" "MATCH again $pid1"
+
+out=$(wsc "$EP" --secret "$SECRET" --ws '/ws?term=t1' --send-binary 'exit 3\n' --wait-close)
+check "terminal: exit 3 closes with reason 'exit 3' (binary 0x00 input)" has_line "$out" "CLOSE 1000 exit 3"
+out=$(wsc "$EP" --secret "$SECRET" --ws '/ws?term=t1' --send 'echo "fresh pid=$$"\n' --expect 'fresh pid=\d+' --disconnect)
+check "terminal: an exited shell is forgotten, a new one starts" \
+	eval 'has_prefix_line "$out" "MATCH fresh pid=" && ! has_line "$out" "MATCH fresh $pid1"'
+
+out=$(wsc "$EP" --secret "$SECRET" --ws '/ws?term=new' --send 'echo own-$$; exec sleep 4242\n' \
+	--expect 'own-\d+' --disconnect)
+check "terminal: term=new gives a shell" has_prefix_line "$out" "MATCH own-"
+gone=no
+for _ in $(seq 1 100); do
+	docker exec "$(container bb)" ps | grep -q 'sleep 4242' || { gone=yes; break; }
+	sleep 0.1
+done
+check "terminal: a term=new shell ends with its connection" test "$gone" = yes
+
+out=$(wsc "$EP" --secret "$SECRET" --get /)
+check "terminal: other paths are 404" has_prefix_line "$out" "HTTP 404"
+
+# An app from its service definition: started on first use, then relayed.
+out=$(wsc "$EP" --secret "$SECRET" --target app:web)
+check "web: the first connection starts it" has_line "$out" "ANSWER STARTING starting web: waiting for port 8080"
+out=$(poll_answer "$EP" app:web OK)
+check "web: answers OK once its port is up" has_line "$out" "ANSWER OK"
+out=$(wsc "$EP" --secret "$SECRET" --target app:web --get /index.html)
+check "web: GET through the relay, prestart and env applied" \
+	has_line "$out" "HTTP 200 hello from port 8080 as web-8080 "
+logs=$(docker logs "$(container bb)" 2>&1)
+check "web: its output is in the session's log, prefixed" has_line "$logs" "[web] serving web-8080"
+check "web: runs as the work user" test "$(docker exec "$(container bb)" ps -o user,args | grep -c '^work .*httpd')" -ge 1
+
+# An app that keeps failing: ERROR with its status and last line.
+out=$(wsc "$EP" --secret "$SECRET" --target app:bad)
+check "bad: the first connection starts it" has_line "$out" "ANSWER STARTING starting bad: waiting for port 8090"
+out=$(poll_answer "$EP" app:bad ERROR)
+check "bad: keeps failing: ERROR with its status and last line" \
+	has_line "$out" "ANSWER ERROR bad exited with status 7: boom: no config"
+
+out=$(wsc "$EP" --secret "$SECRET" --target app:mlflow-ui)
+check "preopen: not started, says what to do" \
+	has_line "$out" "ANSWER STARTING nothing listens on port 5000 yet: start your server there, e.g. mlflow ui --host 0.0.0.0 --port 5000"
+
+# ---- tessera/python:3.11: Jupyter, bash, a preopen port ------------------
+PY_IMAGE=tessera/python:3.11
+if docker image inspect "$PY_IMAGE" >/dev/null 2>&1; then
+	apps=$(docker inspect -f '{{index .Config.Labels "ai.backend.service-ports"}}' "$PY_IMAGE")
+	EPP=$(run_session py "$PY_IMAGE" "$apps" -v "$E2E_DIR/app-secret:/run/tessera/app-secret:ro")
+	e2e_log "python session ($apps) app port at $EPP"
+	out=$(wsc "$EPP" --secret "$SECRET" --target app:jupyter)
+	check "jupyter: the first connection starts it" has_line "$out" "ANSWER STARTING starting jupyter: waiting for port 8081"
+	out=$(poll_answer "$EPP" app:jupyter OK)
+	check "jupyter: OK once up" has_line "$out" "ANSWER OK"
+	out=$(wsc "$EPP" --secret "$SECRET" --target app:jupyter --get /api/status)
+	check "jupyter: GET /api/status is 200 JSON through the relay" has_prefix_line "$out" 'HTTP 200 {.*"kernels"'
+	check "jupyter: runs as work in /home/work" \
+		test "$(docker exec "$(container py)" sh -c 'for p in /proc/[0-9]*; do
+			grep -q notebook $p/cmdline 2>/dev/null && stat -c %U $p && readlink $p/cwd; done' | sort -u | tr '\n' ' ')" \
+		= "/home/work work "
+
+	out=$(wsc "$EPP" --secret "$SECRET" --ws '/ws?term=main' --send 'echo "sh=${BASH_VERSION:+bash}"\n' \
+		--expect 'sh=bash' --disconnect)
+	check "terminal: bash where the image has it" has_line "$out" "MATCH sh=bash"
+
+	out=$(wsc "$EPP" --secret "$SECRET" --target port:5000)
+	check "port:5000: STARTING while nothing listens" \
+		has_prefix_line "$out" "ANSWER STARTING nothing listens on port 5000 yet"
+	docker exec -d -u 1000:1000 -w /home/work "$(container py)" python3 -m http.server 5000
+	out=$(poll_answer "$EPP" port:5000 OK)
+	check "port:5000: OK once a server listens" has_line "$out" "ANSWER OK"
+	out=$(wsc "$EPP" --secret "$SECRET" --target port:5000 --get /)
+	check "port:5000: GET returns the directory listing" has_prefix_line "$out" "HTTP 200 .*Directory listing for /"
+	out=$(wsc "$EPP" --secret "$SECRET" --target app:mlflow-ui --get /)
+	check "preopen app on the same port: relayed too" has_prefix_line "$out" "HTTP 200 .*Directory listing for /"
+else
+	e2e_log "skipping the Jupyter checks: no $PY_IMAGE here (test_images builds it)"
+fi
+
+e2e_done
