@@ -28,7 +28,7 @@ cat > "$DEFS/web.json" <<'EOF'
   "prestart": [
     {"action": "run_command", "args": {"command": ["mkdir", "-p", "/home/work/www"]}},
     {"action": "write_file", "args": {"filename": "/home/work/www/index.html",
-      "body": ["hello from port {ports[0]} ", "as $WEB_GREETING\n"], "mode": "0644"}}
+      "body": ["hello from port ", "{ports[0]}\n"], "mode": "0644"}}
   ],
   "command": ["/bin/sh", "-c", "echo serving $WEB_GREETING; exec httpd -f -v -p 127.0.0.1:{ports[0]} -h /home/work/www"],
   "env": {"WEB_GREETING": "web-{ports[0]}"}
@@ -139,10 +139,10 @@ check "web: the first connection starts it" has_line "$out" "ANSWER STARTING sta
 out=$(poll_answer "$EP" app:web OK)
 check "web: answers OK once its port is up" has_line "$out" "ANSWER OK"
 out=$(wsc "$EP" --secret "$SECRET" --target app:web --get /index.html)
-check "web: GET through the relay, prestart and env applied" \
-	has_line "$out" "HTTP 200 hello from port 8080 as web-8080 "
+check "web: GET through the relay (the page its prestart wrote)" \
+	has_line "$out" "HTTP 200 hello from port 8080 "
 logs=$(docker logs "$(container bb)" 2>&1)
-check "web: its output is in the session's log, prefixed" has_line "$logs" "[web] serving web-8080"
+check "web: its output is in the session's log, prefixed (its env applied)" has_line "$logs" "[web] serving web-8080"
 check "web: runs as the work user" test "$(docker exec "$(container bb)" ps -o user,args | grep -c '^work .*httpd')" -ge 1
 
 # An app that keeps failing: ERROR with its status and last line.
@@ -169,7 +169,7 @@ if docker image inspect "$PY_IMAGE" >/dev/null 2>&1; then
 	out=$(wsc "$EPP" --secret "$SECRET" --target app:jupyter --get /api/status)
 	check "jupyter: GET /api/status is 200 JSON through the relay" has_prefix_line "$out" 'HTTP 200 {.*"kernels"'
 	check "jupyter: runs as work in /home/work" \
-		test "$(docker exec "$(container py)" sh -c 'for p in /proc/[0-9]*; do
+		test "$(docker exec -u 1000:1000 "$(container py)" sh -c 'for p in /proc/[0-9]*; do
 			grep -q notebook $p/cmdline 2>/dev/null && stat -c %U $p && readlink $p/cwd; done' | sort -u | tr '\n' ' ')" \
 		= "/home/work work "
 
