@@ -185,6 +185,26 @@ if docker image inspect "$PY_IMAGE" >/dev/null 2>&1; then
 	check "port:5000: OK once a server listens" has_line "$out" "ANSWER OK"
 	out=$(wsc "$EPP" --secret "$SECRET" --target port:5000 --get /)
 	check "port:5000: GET returns the directory listing" has_prefix_line "$out" "HTTP 200 .*Directory listing for /"
+	# Volume both ways: a 20 MB file through the relay, a flood of terminal
+	# output (the slower side paces the faster, nothing is lost).
+	want=$(docker exec -u 1000:1000 -w /home/work "$(container py)" sh -c \
+		'head -c 20000000 /dev/urandom > big.bin && sha256sum big.bin' | cut -d' ' -f1)
+	got=$(python3 - "$EPP" "$SECRET" "$(dirname "$0")" <<'PYEOF'
+import hashlib, sys
+sys.path.insert(0, sys.argv[3])
+from wsclient import AppConn
+host, port = sys.argv[1].rsplit(":", 1)
+st, _, body = AppConn(host, int(port), sys.argv[2], "port:5000", timeout=60).http_get("/big.bin")
+print(st, hashlib.sha256(body).hexdigest())
+PYEOF
+)
+	check "relay: 20 MB arrive whole" test "$got" = "200 $want"
+	out=$(wsc "$EPP" --secret "$SECRET" --timeout 60 --ws '/ws?term=new' \
+		--send 'seq 1 300000 | tr "\\n" " "; echo; echo "done-$((1+2))"\n' --expect '299999 300000 \s*done-3')
+	check "terminal: 2 MB of output arrive in order" has_prefix_line "$out" "MATCH 299999 300000"
+	out=$(wsc "$EPP" --secret "$SECRET" --ws '/ws?term=new' --send "echo 'x-h\xc3\xa9llo \xe2\x9c\x93' | tr x y\n" --expect 'y-h\S+llo \S+')
+	check "terminal: UTF-8 passes as it is" has_line "$out" "MATCH y-héllo ✓"
+
 	out=$(wsc "$EPP" --secret "$SECRET" --target app:mlflow-ui --get /)
 	check "preopen app on the same port: relayed too" has_prefix_line "$out" "HTTP 200 .*Directory listing for /"
 else

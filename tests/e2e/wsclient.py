@@ -71,8 +71,8 @@ class AppConn:
     def __init__(self, host, port, secret=None, target=None, line=True, timeout=10.0):
         self.sock = socket.create_connection((host, port), timeout=timeout)
         self.timeout = timeout
-        self.buf = b""
-        self.output = b""          # terminal output received
+        self.buf = bytearray()     # amortized appends: a large body stays linear
+        self.output = bytearray()  # terminal output received
         self.close_info = None     # (code, reason) once the server closed
         self.answer = None
         if line:
@@ -99,13 +99,16 @@ class AppConn:
         deadline = time.monotonic() + self.timeout
         while b"\n" not in self.buf:
             self._recv(deadline)
-        line, self.buf = self.buf.split(b"\n", 1)
+        i = self.buf.index(b"\n")
+        line = bytes(self.buf[:i])
+        del self.buf[:i + 1]
         return line.rstrip(b"\r")
 
     def _read_exact(self, n, deadline):
         while len(self.buf) < n:
             self._recv(deadline)
-        data, self.buf = self.buf[:n], self.buf[n:]
+        data = bytes(self.buf[:n])
+        del self.buf[:n]
         return data
 
     # ---- HTTP ----
@@ -121,7 +124,7 @@ class AppConn:
                 self._recv(deadline)
         except Closed:
             pass
-        head, _, body = self.buf.partition(b"\r\n\r\n")
+        head, _, body = bytes(self.buf).partition(b"\r\n\r\n")
         lines = head.decode("latin-1").split("\r\n")
         status = int(lines[0].split()[1]) if lines and len(lines[0].split()) > 1 else 0
         hdrs = {}
@@ -130,7 +133,7 @@ class AppConn:
             hdrs[k.strip().lower()] = v.strip()
         if hdrs.get("transfer-encoding", "").lower() == "chunked":
             body = self._dechunk(body)
-        self.buf = b""
+        self.buf = bytearray()
         return status, hdrs, body
 
     @staticmethod
@@ -157,7 +160,9 @@ class AppConn:
         deadline = time.monotonic() + self.timeout
         while b"\r\n\r\n" not in self.buf:
             self._recv(deadline)
-        head, self.buf = self.buf.split(b"\r\n\r\n", 1)
+        i = self.buf.index(b"\r\n\r\n")
+        head = bytes(self.buf[:i])
+        del self.buf[:i + 4]
         status_line = head.split(b"\r\n")[0].decode("latin-1")
         status = int(status_line.split()[1])
         if status == 101:
