@@ -1,8 +1,10 @@
 /* tessera-runner: PID 1 of every session container.
  *
- *   tessera-runner [--user UID:GID] [-- CMD ARGS...]
- *   tessera-runner [--user UID:GID] --batch -- CMD ARGS...
+ *   tessera-runner [--user UID:GID] [--apps SPEC] [--app-port N] [-- CMD ARGS...]
+ *   tessera-runner [--user UID:GID] [--apps SPEC] --batch -- CMD ARGS...
  *   tessera-runner --timeout SECONDS -- CMD ARGS...
+ *
+ * (Options of the first two forms in any order.)
  *
  * With --user (UID not 0) it first gives the image a `work` user of that
  * UID and GID when it has none (a line in /etc/passwd and /etc/group, and
@@ -40,8 +42,25 @@
  * image, and this one also has to stay up after its command exits.
  *
  * Signals are taken synchronously through a signalfd; the loop blocks in
- * poll() (with a timeout only while a grace period runs) and reaps with
- * waitpid(-1, WNOHANG), so it never spins. */
+ * poll() (with a timeout only while a grace period runs, or a connection
+ * or restart waits on a deadline) and reaps with waitpid(-1, WNOHANG), so
+ * it never spins.
+ *
+ * It also serves the session's apps (docs/apps.md): on TCP 7611 when it
+ * is PID 1 (--app-port N elsewhere, 0 for none), every connection starts
+ * with `TESSERA-APP/1 SECRET TARGET`; the secret is read from
+ * /run/tessera/app-secret BEFORE the drop to `work` (the file is root's,
+ * and a process that changed its uid is not dumpable, so the session's
+ * processes can read neither it nor this one's memory). The apps declared
+ * by --apps (the image's ai.backend.service-ports) are started on first
+ * use from /etc/backend.ai/service-defs/NAME.json or the built-in jupyter,
+ * as the work user, and restarted when they die; connections to them are
+ * relayed; `app:terminal` is a WebSocket to shells on PTYs served here.
+ * All of it runs in this one loop (loop.h), non-blocking: server.c (the
+ * port and the line), apps.c, relay.c, terminal.c; proto.c and appdef.c
+ * hold the pure parsing, unit-tested in tests/runner/. Reaped children
+ * that are apps or shells are handed to apps.c and terminal.c. SIGPIPE is
+ * blocked: a peer gone mid-write is an error return, never our end. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
