@@ -240,8 +240,10 @@ static void app_start(struct app *a)
 		setpgid(0, 0);
 		sigprocmask(SIG_SETMASK, &apps_mask, NULL);
 		int nul = open("/dev/null", O_RDONLY);
-		if (nul >= 0)
+		if (nul >= 0 && nul != STDIN_FILENO) {
 			dup2(nul, STDIN_FILENO);
+			close(nul);
+		}
 		dup2(p[1], STDOUT_FILENO);
 		dup2(p[1], STDERR_FILENO);
 		if (chdir(APPS_HOME) < 0 && errno != ENOENT)

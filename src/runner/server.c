@@ -78,6 +78,10 @@ static void sconn_answer(struct sconn *c, const char *word, const char *text)
 {
 	char line[PROTO_LINE_MAX];
 	int n = snprintf(line, sizeof(line), "%s %.*s\r\n", word, (int)(sizeof(line) - strlen(word) - 4), text);
+	/* A message may quote what the peer sent: no control bytes may break the line. */
+	for (int i = 0; i < n - 2; i++)
+		if ((unsigned char)line[i] < 0x20 || line[i] == 0x7f)
+			line[i] = '?';
 	ssize_t w = send(c->w.fd, line, (size_t)n, MSG_NOSIGNAL);
 	(void)w;
 	relay_linger(srv_loop, c->w.fd);

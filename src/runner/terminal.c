@@ -478,6 +478,9 @@ static bool tconn_on_frame(struct tconn *c, const struct ws_frame *f, uint8_t *p
 	case WS_OP_CLOSE: {
 		/* The peer's code echoed, as RFC 6455 5.5.1 asks. */
 		unsigned code = n >= 2 ? (unsigned)((p[0] << 8) | p[1]) : 1000;
+		/* Codes no endpoint may send (RFC 6455 7.4) are answered 1000. */
+		if (code < 1000 || code == 1005 || code == 1006 || code == 1015 || code >= 5000)
+			code = 1000;
 		tconn_close(c, code, "");
 		return false;
 	}
