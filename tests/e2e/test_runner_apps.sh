@@ -205,6 +205,49 @@ PYEOF
 	out=$(wsc "$EPP" --secret "$SECRET" --ws '/ws?term=new' --send "echo 'x-h\xc3\xa9llo \xe2\x9c\x93' | tr x y\n" --expect 'y-h\S+llo \S+')
 	check "terminal: UTF-8 passes as it is" has_line "$out" "MATCH y-héllo ✓"
 
+	# A client that half-closes after its request still gets the answer.
+	out=$(python3 - "$EPP" "$SECRET" <<'PYEOF'
+import socket, sys
+host, port = sys.argv[1].rsplit(":", 1)
+s = socket.create_connection((host, int(port)), timeout=30)
+s.sendall(b"TESSERA-APP/1 %s port:5000\r\nGET / HTTP/1.0\r\n\r\n" % sys.argv[2].encode())
+s.shutdown(socket.SHUT_WR)
+data = b""
+while True:
+    d = s.recv(65536)
+    if not d:
+        break
+    data += d
+print(data.split(b"\r\n")[1].decode())
+PYEOF
+)
+	check "relay: a half-close is passed on, the answer still comes" has_line "$out" "HTTP/1.0 200 OK"
+
+	# Several terminals and connections at once: two connections on one
+	# named shell both see its output; another shell is another process.
+	out=$(python3 - "$EPP" "$SECRET" "$(dirname "$0")" <<'PYEOF'
+import sys
+sys.path.insert(0, sys.argv[3])
+from wsclient import AppConn
+host, port = sys.argv[1].rsplit(":", 1)
+def term(t):
+    c = AppConn(host, int(port), sys.argv[2], "app:terminal", timeout=20)
+    assert c.ws_connect("/ws?term=" + t) == 101
+    return c
+a1, a2, b = term("multi"), term("multi"), term("other")
+a1.send_text("echo multi-pid=$$\n")
+p1 = a1.read_until(r"multi-pid=(\d+)\r").group(1)
+p2 = a2.read_until(r"multi-pid=(\d+)\r").group(1)
+b.send_input("echo other-pid=$$\n")
+p3 = b.read_until(r"other-pid=(\d+)\r").group(1)
+print("both-see" if p1 == p2 else "differ", "separate" if p3 != p1 else "same")
+a2.send_text("exit 5\n")
+print("closes", a1.wait_close(), a2.wait_close())
+PYEOF
+)
+	check "terminal: two connections on one shell both get its output" has_prefix_line "$out" "both-see separate"
+	check "terminal: both get its exit" has_line "$out" "closes (1000, 'exit 5') (1000, 'exit 5')"
+
 	out=$(wsc "$EPP" --secret "$SECRET" --target app:mlflow-ui --get /)
 	check "preopen app on the same port: relayed too" has_prefix_line "$out" "HTTP 200 .*Directory listing for /"
 else
