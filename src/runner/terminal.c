@@ -28,6 +28,7 @@
 #define TERM_CONNS_PER_SHELL 8
 /* Output room kept free of the shell's output: a close frame always fits. */
 #define TERM_RESERVE 256
+#define TERM_STALL_MS 30000
 
 struct term;
 
@@ -252,8 +253,18 @@ static void term_wishes(struct term *t)
 {
 	short ev = 0;
 	bool room = true;
-	for (int i = 0; i < t->nconns; i++)
-		room &= tconn_room(t->conns[i]) >= TERM_READ_CHUNK + WS_MAX_HEADER + TERM_RESERVE;
+	int64_t now = rl_now_ms();
+	for (int i = 0; i < t->nconns; i++) {
+		struct tconn *c = t->conns[i];
+		bool full = tconn_room(c) < TERM_READ_CHUNK + WS_MAX_HEADER + TERM_RESERVE;
+		room &= !full;
+		/* A connection that takes nothing for TERM_STALL_MS (a peer gone
+		 * without a word) would hold the shell for every other one. */
+		if (!full)
+			c->w.deadline = 0;
+		else if (!c->w.deadline)
+			c->w.deadline = now + TERM_STALL_MS;
+	}
 	if (room)
 		ev |= POLLIN;
 	if (t->in_len)
@@ -617,9 +628,12 @@ static void tconn_cb(struct rl_watch *w, short revents)
 {
 	struct tconn *c = w->data;
 	if (!revents) {
-		/* No whole request in time, or a close that could not go out. */
-		if (c->stage != TC_WS)
-			tconn_free(c, false);
+		/* No whole request in time, a close that could not go out, or
+		 * output not taken for TERM_STALL_MS. */
+		if (c->stage == TC_WS)
+			runner_log("tessera-runner: terminal %s: dropping a connection that took no output "
+				   "for %d s", c->t ? c->t->id : "?", TERM_STALL_MS / 1000);
+		tconn_free(c, false);   /* the shell reads again once detached */
 		return;
 	}
 	if (revents & POLLOUT) {
