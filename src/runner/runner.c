@@ -1,6 +1,7 @@
 /* tessera-runner: PID 1 of every session container.
  *
- *   tessera-runner [--user UID:GID] [--apps SPEC] [--app-port N] [-- CMD ARGS...]
+ *   tessera-runner [--user UID:GID] [--apps SPEC] [--app-port N] [--app-secret FILE]
+ *                  [-- CMD ARGS...]
  *   tessera-runner [--user UID:GID] [--apps SPEC] --batch -- CMD ARGS...
  *   tessera-runner --timeout SECONDS -- CMD ARGS...
  *
@@ -412,7 +413,8 @@ static void runner_usage(void)
 		   "drops to it before anything runs (UID 0: stays root).\n"
 		   "With --batch: exits with CMD's status once it ends.\n"
 		   "With --apps: the session's apps, name:proto:port,... (docs/apps.md), served\n"
-		   "on the app port (7611 as PID 1; --app-port N elsewhere, 0 for none).\n"
+		   "on the app port (7611 as PID 1; --app-port N elsewhere, 0 for none),\n"
+		   "the secret read from --app-secret FILE (default " SERVER_SECRET_FILE ").\n"
 		   "With --timeout: runs CMD, exits with its status, stops it past SECONDS (124).");
 }
 
@@ -480,6 +482,7 @@ struct runner_opts {
 	bool batch;
 	const char *apps;        /* --apps SPEC */
 	int app_port;            /* --app-port N; -1: 7611 when PID 1, else none */
+	const char *app_secret;  /* --app-secret FILE (tests); else SERVER_SECRET_FILE */
 	char **cmd;
 };
 
@@ -506,6 +509,8 @@ static int runner_parse_opts(int argc, char **argv, struct runner_opts *o)
 			o->user = argv[++i];
 		} else if (!strcmp(a, "--apps") && has_val) {
 			o->apps = argv[++i];
+		} else if (!strcmp(a, "--app-secret") && has_val) {
+			o->app_secret = argv[++i];
 		} else if (!strcmp(a, "--app-port") && has_val) {
 			char *end;
 			long p = strtol(argv[++i], &end, 10);
@@ -582,7 +587,7 @@ int main(int argc, char **argv)
 	/* The secret is root's: read before the drop, and never again. */
 	char secret[PROTO_SECRET_LEN + 1];
 	bool have_secret = false;
-	if (server_read_secret(SERVER_SECRET_FILE, secret, &have_secret, &err) < 0)
+	if (server_read_secret(o.app_secret ? o.app_secret : SERVER_SECRET_FILE, secret, &have_secret, &err) < 0)
 		runner_log("tessera-runner: apps are not enabled: %s", err.msg);
 	if (o.user && uid != 0 && !runner_become_user(o.fs_root, uid, gid))
 		return 1;

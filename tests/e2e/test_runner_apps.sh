@@ -132,6 +132,50 @@ check "terminal: a term=new shell ends with its connection" test "$gone" = yes
 
 out=$(wsc "$EP" --secret "$SECRET" --get /)
 check "terminal: other paths are 404" has_prefix_line "$out" "HTTP 404"
+out=$(wsc "$EP" --secret "$SECRET" --ws '/ws?term=a/b')
+check "terminal: a bad term id is 400" has_line "$out" "WS 400"
+
+# Frames no client may send, fragments, control frames; junk lines.
+out=$(python3 - "$EP" "$SECRET" "$(dirname "$0")" <<'PYEOF'
+import socket, struct, sys
+sys.path.insert(0, sys.argv[3])
+from wsclient import AppConn
+host, port = sys.argv[1].rsplit(":", 1)
+def term():
+    c = AppConn(host, int(port), sys.argv[2], "app:terminal")
+    assert c.ws_connect("/ws?term=frames") == 101
+    return c
+c = term()
+c.sock.sendall(b"\x81\x05hello")                  # not masked
+print("unmasked", *c.wait_close())
+c = term()
+c.sock.sendall(b"\x82\xff" + struct.pack("!Q", 1 << 40) + b"abcd")
+print("huge", c.wait_close()[0])
+c = term()
+zero = b"\0\0\0\0"                                # a text message in two frames
+c.sock.sendall(b"\x01\x85" + zero + b"echo " + b"\x80\x8c" + zero + b"frag-$((1))\n")
+print("fragmented", c.read_until(r"frag-1\r\n").group(0).strip().decode())
+c.send_frame(0x2, b"\x01\x00")                    # a short resize: ignored
+c.send_frame(0x2, b"")
+c.ping(b"x" * 125)
+op = None
+while op != 0xA:
+    op, payload = c.read_frame(__import__("time").monotonic() + 10)
+print("pong", len(payload))
+c.send_text("exit 0\n")
+print("exit", *c.wait_close())
+for junk in [b"\r\n", b"x" * 2000, b"\x00\xff\r\n"]:
+    s = socket.create_connection((host, int(port)), timeout=10)
+    s.sendall(junk)
+    print("junk", s.recv(200).decode("latin-1").strip())
+PYEOF
+)
+check "terminal: an unmasked frame closes with 1002" has_prefix_line "$out" "unmasked 1002 "
+check "terminal: an oversized frame closes with 1009" has_line "$out" "huge 1009"
+check "terminal: fragmented input is taken" has_line "$out" "fragmented frag-1"
+check "terminal: a ping is answered" has_line "$out" "pong 125"
+check "terminal: the shell still works after odd frames" has_line "$out" "exit 1000 exit 0"
+check "junk lines: ERROR" test "$(grep -c '^junk ERROR ' <<<"$out")" = 3
 
 # An app from its service definition: started on first use, then relayed.
 out=$(wsc "$EP" --secret "$SECRET" --target app:web)
