@@ -255,8 +255,7 @@ class _Step(argparse.Action):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description="Client of a Tessera session's app port (see the module docstring).",
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("endpoint", help="HOST:PORT of the runner's app port (or of any HTTP server with --no-line)")
     p.add_argument("--secret", default="", help="the session's app secret (64 hex characters)")
     p.add_argument("--target", default="app:terminal", help="app:NAME or port:N (default app:terminal)")
@@ -264,14 +263,14 @@ def main(argv=None):
     p.add_argument("--timeout", type=float, default=10.0, help="seconds each step may wait (default 10)")
     p.add_argument("--header", action="append", default=[], help="an extra request header, 'Name: value'")
     p.add_argument("--dump", action="store_true", help="print the terminal output received to stderr at the end")
-    for name, hlp in [("get", "GET PATH, print 'HTTP STATUS BODY'"),
-                      ("ws", "WebSocket upgrade on PATH (e.g. '/ws?term=main&cols=80&rows=24')"),
-                      ("send", "a text frame of input (escapes decoded)"),
-                      ("send_binary", "a 0x00-prefixed binary frame of input"),
-                      ("resize", "COLSxROWS, a resize frame"),
-                      ("expect", "REGEX to read the output until"),
-                      ("sleep", "SECONDS to wait")]:
-        p.add_argument("--" + name.replace("_", "-"), dest=name, action=_Step, help=hlp)
+    for name, meta, hlp in [("get", "PATH", "GET PATH, print 'HTTP STATUS BODY'"),
+                            ("ws", "PATH", "WebSocket upgrade on PATH (e.g. '/ws?term=main&cols=80&rows=24')"),
+                            ("send", "TEXT", "a text frame of input (escapes decoded)"),
+                            ("send_binary", "TEXT", "a 0x00-prefixed binary frame of input"),
+                            ("resize", "COLSxROWS", "a resize frame"),
+                            ("expect", "REGEX", "read the output until REGEX matches, print 'MATCH TEXT'"),
+                            ("sleep", "SECONDS", "wait")]:
+        p.add_argument("--" + name.replace("_", "-"), dest=name, metavar=meta, action=_Step, help=hlp)
     for name, hlp in [("ping", "a ping (its pong is read and dropped)"),
                       ("close", "send a close frame and wait for the server's"),
                       ("wait_close", "wait for the server's close frame, print 'CLOSE CODE REASON'"),
