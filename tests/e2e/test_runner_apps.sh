@@ -130,6 +130,9 @@ for _ in $(seq 1 100); do
 done
 check "terminal: a term=new shell ends with its connection" test "$gone" = yes
 
+out=$(wsc "$EP" --secret "$SECRET" --ws '/ws?term=new' --send 'kill -9 $$\n' --wait-close)
+check "terminal: a shell killed by signal 9 closes with 'exit 137'" has_line "$out" "CLOSE 1000 exit 137"
+
 out=$(wsc "$EP" --secret "$SECRET" --get /)
 check "terminal: other paths are 404" has_prefix_line "$out" "HTTP 404"
 out=$(wsc "$EP" --secret "$SECRET" --ws '/ws?term=a/b')
