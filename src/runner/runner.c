@@ -1,8 +1,11 @@
 /* tessera-runner: PID 1 of every session container.
  *
- *   tessera-runner [--user UID:GID] [-- CMD ARGS...]
- *   tessera-runner [--user UID:GID] --batch -- CMD ARGS...
+ *   tessera-runner [--user UID:GID] [--apps SPEC] [--app-port N] [--app-secret FILE]
+ *                  [-- CMD ARGS...]
+ *   tessera-runner [--user UID:GID] [--apps SPEC] --batch -- CMD ARGS...
  *   tessera-runner --timeout SECONDS -- CMD ARGS...
+ *
+ * (Options of the first two forms in any order.)
  *
  * With --user (UID not 0) it first gives the image a `work` user of that
  * UID and GID when it has none (a line in /etc/passwd and /etc/group, and
@@ -40,8 +43,25 @@
  * image, and this one also has to stay up after its command exits.
  *
  * Signals are taken synchronously through a signalfd; the loop blocks in
- * poll() (with a timeout only while a grace period runs) and reaps with
- * waitpid(-1, WNOHANG), so it never spins. */
+ * poll() (with a timeout only while a grace period runs, or a connection
+ * or restart waits on a deadline) and reaps with waitpid(-1, WNOHANG), so
+ * it never spins.
+ *
+ * It also serves the session's apps (docs/apps.md): on TCP 7611 when it
+ * is PID 1 (--app-port N elsewhere, 0 for none), every connection starts
+ * with `TESSERA-APP/1 SECRET TARGET`; the secret is read from
+ * /run/tessera/app-secret BEFORE the drop to `work` (the file is root's,
+ * and a process that changed its uid is not dumpable, so the session's
+ * processes can read neither it nor this one's memory). The apps declared
+ * by --apps (the image's ai.backend.service-ports) are started on first
+ * use from /etc/backend.ai/service-defs/NAME.json or the built-in jupyter,
+ * as the work user, and restarted when they die; connections to them are
+ * relayed; `app:terminal` is a WebSocket to shells on PTYs served here.
+ * All of it runs in this one loop (loop.h), non-blocking: server.c (the
+ * port and the line), apps.c, relay.c, terminal.c; proto.c and appdef.c
+ * hold the pure parsing, unit-tested in tests/runner/. Reaped children
+ * that are apps or shells are handed to apps.c and terminal.c. SIGPIPE is
+ * blocked: a peer gone mid-write is an error return, never our end. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -62,6 +82,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/err.h"
+#include "runner/appdef.h"
+#include "runner/apps.h"
+#include "runner/log.h"
+#include "runner/loop.h"
+#include "runner/server.h"
+#include "runner/terminal.h"
+
 #define RUNNER_DEFAULT_GRACE_MS 10000
 #define RUNNER_MAX_GROUPS 256
 
@@ -79,24 +107,6 @@ struct runner {
 	int64_t deadline_ms;     /* end of the grace period */
 	int64_t grace_ms;
 };
-
-static void runner_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void runner_log(const char *fmt, ...)
-{
-	char buf[512];
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(buf, sizeof(buf) - 1, fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return;
-	if ((size_t)n > sizeof(buf) - 2)
-		n = sizeof(buf) - 2;
-	buf[n++] = '\n';
-	/* One write per line so lines from a child never interleave mid-line. */
-	ssize_t w = write(STDERR_FILENO, buf, (size_t)n);
-	(void)w;
-}
 
 static int64_t runner_now_ms(void)
 {
@@ -203,8 +213,12 @@ static bool runner_reap(struct runner *r)
 			return false;
 		if (pid < 0)
 			return errno == ECHILD;
-		if (pid != r->cmd_pid)
+		if (pid != r->cmd_pid) {
+			/* An app or a shell: theirs to handle; else an orphan. */
+			if (!apps_child_exited(pid, status))
+				term_child_exited(pid, status);
 			continue;
+		}
 		r->cmd_pid = 0;
 		if (WIFEXITED(status)) {
 			r->cmd_status = WEXITSTATUS(status);
@@ -390,14 +404,17 @@ static bool runner_parse_ids(const char *s, unsigned *uid, unsigned *gid)
 
 static void runner_usage(void)
 {
-	runner_log("usage: tessera-runner [--user UID:GID] [-- CMD ARGS...]\n"
-		   "       tessera-runner [--user UID:GID] --batch -- CMD ARGS...\n"
+	runner_log("usage: tessera-runner [--user UID:GID] [--apps SPEC] [--app-port N] [-- CMD ARGS...]\n"
+		   "       tessera-runner [--user UID:GID] [--apps SPEC] --batch -- CMD ARGS...\n"
 		   "       tessera-runner --timeout SECONDS -- CMD ARGS...\n"
 		   "PID 1 of a Tessera session: runs CMD, reaps zombies, forwards signals,\n"
 		   "and stays up until SIGTERM (grace TESSERA_RUNNER_GRACE_S, default 10 s).\n"
 		   "With --user: gives the image a work user of UID:GID if it has none and\n"
 		   "drops to it before anything runs (UID 0: stays root).\n"
 		   "With --batch: exits with CMD's status once it ends.\n"
+		   "With --apps: the session's apps, name:proto:port,... (docs/apps.md), served\n"
+		   "on the app port (7611 as PID 1; --app-port N elsewhere, 0 for none),\n"
+		   "the secret read from --app-secret FILE (default " SERVER_SECRET_FILE ").\n"
 		   "With --timeout: runs CMD, exits with its status, stops it past SECONDS (124).");
 }
 
@@ -459,9 +476,87 @@ static int runner_run_with_timeout(char **cmd, int64_t timeout_ms)
 	}
 }
 
+struct runner_opts {
+	const char *fs_root;     /* --fs-root DIR: tests make the work user there */
+	const char *user;        /* --user UID:GID */
+	bool batch;
+	const char *apps;        /* --apps SPEC */
+	int app_port;            /* --app-port N; -1: 7611 when PID 1, else none */
+	const char *app_secret;  /* --app-secret FILE (tests); else SERVER_SECRET_FILE */
+	char **cmd;
+};
+
+/* Options in any order, then `-- CMD ARGS...` or CMD ARGS... Returns -1
+ * for usage errors, 1 for --help, 0 otherwise. */
+static int runner_parse_opts(int argc, char **argv, struct runner_opts *o)
+{
+	*o = (struct runner_opts){ .fs_root = "", .app_port = -1 };
+	int i = 1;
+	for (; i < argc; i++) {
+		const char *a = argv[i];
+		bool has_val = i + 1 < argc;
+		if (!strcmp(a, "--")) {
+			if (i + 1 < argc)
+				o->cmd = argv + i + 1;
+			break;
+		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			return 1;
+		} else if (!strcmp(a, "--batch")) {
+			o->batch = true;
+		} else if (!strcmp(a, "--fs-root") && has_val) {
+			o->fs_root = argv[++i];
+		} else if (!strcmp(a, "--user") && has_val) {
+			o->user = argv[++i];
+		} else if (!strcmp(a, "--apps") && has_val) {
+			o->apps = argv[++i];
+		} else if (!strcmp(a, "--app-secret") && has_val) {
+			o->app_secret = argv[++i];
+		} else if (!strcmp(a, "--app-port") && has_val) {
+			char *end;
+			long p = strtol(argv[++i], &end, 10);
+			if (*end || !*argv[i] || p < 0 || p > 65535)
+				return -1;
+			o->app_port = (int)p;
+		} else if (a[0] == '-') {
+			return -1;
+		} else {
+			o->cmd = argv + i;
+			break;
+		}
+	}
+	/* --batch runs a command: `--batch -- CMD`. */
+	if (o->batch && (i >= argc || strcmp(argv[i], "--") != 0 || !o->cmd))
+		return -1;
+	return 0;
+}
+
+static struct runner *runner_self;
+static sigset_t runner_orig_mask;
+
+static void runner_signal_cb(struct rl_watch *w, short revents)
+{
+	(void)revents;
+	struct runner *r = runner_self;
+	struct signalfd_siginfo si;
+	while (read(w->fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+		int sig = (int)si.ssi_signo;
+		if (sig == SIGCHLD)
+			continue;   /* reaped at the top of the loop */
+		runner_forward(r, sig);
+		if ((sig == SIGTERM || sig == SIGINT) && !r->stopping) {
+			r->stopping = true;
+			r->deadline_ms = runner_now_ms() + r->grace_ms;
+			/* No new apps or connections; shells (which an
+			 * interactive shell's SIGTERM does not end) hung up. */
+			server_stop();
+			apps_stop();
+			term_stop();
+		}
+	}
+}
+
 int main(int argc, char **argv)
 {
-	char **cmd = NULL;
 	if (argc > 1 && strcmp(argv[1], "--timeout") == 0) {
 		char *end = NULL;
 		double secs = argc > 2 ? strtod(argv[2], &end) : 0;
@@ -471,62 +566,50 @@ int main(int argc, char **argv)
 		}
 		return runner_run_with_timeout(argv + 4, (int64_t)(secs * 1000));
 	}
-	/* --fs-root DIR: for tests, the directory the work user is made in
-	 * instead of the container's root. */
-	const char *fs_root = "";
-	if (argc > 2 && strcmp(argv[1], "--fs-root") == 0) {
-		fs_root = argv[2];
-		argc -= 2;
-		argv += 2;
+	struct runner_opts o;
+	int prc = runner_parse_opts(argc, argv, &o);
+	if (prc != 0) {
+		runner_usage();
+		return prc > 0 ? 0 : 2;
 	}
-	if (argc > 1 && strcmp(argv[1], "--user") == 0) {
-		unsigned uid, gid;
-		if (argc < 3 || !runner_parse_ids(argv[2], &uid, &gid)) {
-			runner_usage();
-			return 2;
-		}
-		if (uid != 0 && !runner_become_user(fs_root, uid, gid))
-			return 1;
-		argc -= 2;
-		argv += 2;
+	unsigned uid = 0, gid = 0;
+	if (o.user && !runner_parse_ids(o.user, &uid, &gid)) {
+		runner_usage();
+		return 2;
 	}
-	bool batch = false;
-	if (argc > 1 && strcmp(argv[1], "--batch") == 0) {
-		if (argc < 4 || strcmp(argv[2], "--") != 0) {
-			runner_usage();
-			return 2;
-		}
-		batch = true;
-		argv++;
-		argc--;
+	struct app_decl decls[APP_MAX];
+	size_t ndecls = 0;
+	struct terr err = {0};
+	if (o.apps && appdef_parse_spec(o.apps, decls, APP_MAX, &ndecls, &err) < 0) {
+		runner_log("tessera-runner: ignoring the apps \"%s\": %s", o.apps, err.msg);
+		ndecls = 0;
 	}
-	if (argc > 1) {
-		if (strcmp(argv[1], "--") == 0) {
-			if (argc > 2)
-				cmd = argv + 2;
-		} else if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
-			runner_usage();
-			return 0;
-		} else if (argv[1][0] == '-') {
-			runner_usage();
-			return 2;
-		} else {
-			cmd = argv + 1;
-		}
-	}
+	/* The secret is root's: read before the drop, and never again. */
+	char secret[PROTO_SECRET_LEN + 1];
+	bool have_secret = false;
+	if (server_read_secret(o.app_secret ? o.app_secret : SERVER_SECRET_FILE, secret, &have_secret, &err) < 0)
+		runner_log("tessera-runner: apps are not enabled: %s", err.msg);
+	if (o.user && uid != 0 && !runner_become_user(o.fs_root, uid, gid))
+		return 1;
+	char **cmd = o.cmd;
 
-	struct runner r = { .grace_ms = runner_grace_ms(), .batch = batch };
+	struct runner r = { .grace_ms = runner_grace_ms(), .batch = o.batch };
+	runner_self = &r;
 
 	sigset_t mask, orig;
 	sigemptyset(&mask);
 	for (size_t i = 0; i < sizeof(runner_forwarded) / sizeof(runner_forwarded[0]); i++)
 		sigaddset(&mask, runner_forwarded[i]);
 	sigaddset(&mask, SIGCHLD);
+	/* A peer gone mid-write is an error return, never the runner's end. */
+	sigaddset(&mask, SIGPIPE);
 	if (sigprocmask(SIG_BLOCK, &mask, &orig) < 0) {
 		runner_log("tessera-runner: sigprocmask: %s", strerror(errno));
 		return 1;
 	}
-	int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+	runner_orig_mask = orig;
+	sigdelset(&mask, SIGPIPE);
+	int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (sfd < 0) {
 		runner_log("tessera-runner: signalfd: %s", strerror(errno));
 		return 1;
@@ -536,11 +619,25 @@ int main(int argc, char **argv)
 	if (getpid() != 1 && prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
 		runner_log("tessera-runner: PR_SET_CHILD_SUBREAPER: %s", strerror(errno));
 
+	static struct rl_loop loop;
+	struct rl_watch sw;
+	rl_init(&sw, sfd, runner_signal_cb, NULL);
+	sw.events = POLLIN;
+	rl_add(&loop, &sw);
+	apps_init(&loop, decls, ndecls, &orig);
+	term_init(&loop);
+	/* The app port: in a container the runner is PID 1; run by hand or
+	 * in tests it listens only when told a port. */
+	int port = o.app_port >= 0 ? o.app_port : getpid() == 1 ? APP_RUNNER_PORT : 0;
+	if (port && server_start(&loop, port, have_secret ? secret : NULL, &err) < 0)
+		runner_log("tessera-runner: no apps: %s", err.msg);
+	explicit_bzero(secret, sizeof(secret));
+
 	if (cmd) {
 		pid_t pid = runner_spawn(cmd, &orig);
 		if (pid > 0)
 			r.cmd_pid = r.cmd_pgid = pid;
-		else if (batch)
+		else if (r.batch)
 			return 127;
 	}
 
@@ -568,25 +665,10 @@ int main(int argc, char **argv)
 				timeout = left > 60000 ? 60000 : (int)left;
 			}
 		}
-		struct pollfd pfd = { .fd = sfd, .events = POLLIN };
-		int pr = poll(&pfd, 1, timeout);
-		if (pr < 0 && errno != EINTR) {
-			runner_log("tessera-runner: poll: %s", strerror(errno));
+		int rc = rl_run_once(&loop, timeout);
+		if (rc < 0) {
+			runner_log("tessera-runner: poll: %s", strerror(-rc));
 			return 1;
-		}
-		if (pr <= 0)
-			continue;
-		struct signalfd_siginfo si;
-		ssize_t got = read(sfd, &si, sizeof(si));
-		if (got != (ssize_t)sizeof(si))
-			continue;
-		int sig = (int)si.ssi_signo;
-		if (sig == SIGCHLD)
-			continue;   /* reaped at the top of the loop */
-		runner_forward(&r, sig);
-		if ((sig == SIGTERM || sig == SIGINT) && !r.stopping) {
-			r.stopping = true;
-			r.deadline_ms = runner_now_ms() + r.grace_ms;
 		}
 	}
 }

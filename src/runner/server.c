@@ -1,0 +1,327 @@
+#include "runner/server.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "runner/apps.h"
+#include "runner/log.h"
+#include "runner/relay.h"
+#include "runner/terminal.h"
+
+#define SERVER_CONNECT_MS 5000
+
+enum sconn_stage { SC_HELLO, SC_CONNECTING };
+
+struct sconn {
+	struct rl_watch w;          /* the client */
+	struct rl_watch aw;         /* the app's port, while connecting */
+	enum sconn_stage stage;
+	char buf[PROTO_LINE_MAX];
+	size_t len;                 /* bytes in buf */
+	size_t used;                /* of which the line, once whole */
+	const struct app_decl *decl;/* the app asked for, NULL for port:N */
+	int port;
+};
+
+static struct rl_loop *srv_loop;
+static struct rl_watch srv_listen;
+static char srv_secret[PROTO_SECRET_LEN + 1];
+static bool srv_have_secret;
+static int srv_nconns;
+static bool srv_listening;
+
+int server_read_secret(const char *path, char out[PROTO_SECRET_LEN + 1], bool *have, struct terr *err)
+{
+	*have = false;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT)
+		return 0;
+	if (fd < 0)
+		return terr_set(err, errno, "cannot read %s: %s", path, strerror(errno));
+	char buf[256];
+	ssize_t n = read(fd, buf, sizeof(buf));
+	close(fd);
+	if (n < 0)
+		return terr_set(err, errno, "cannot read %s: %s", path, strerror(errno));
+	int rc = proto_parse_secret(buf, (size_t)n, out, err);
+	/* Not kept on the stack for a core dump to find. */
+	explicit_bzero(buf, sizeof(buf));
+	if (rc < 0)
+		return terr_prefix(err, "%s", path);
+	*have = true;
+	return 0;
+}
+
+static void sconn_free(struct sconn *c, bool close_client)
+{
+	rl_del(srv_loop, &c->w);
+	rl_del(srv_loop, &c->aw);
+	if (c->aw.fd >= 0)
+		close(c->aw.fd);
+	if (close_client)
+		close(c->w.fd);
+	free(c);
+	srv_nconns--;
+}
+
+/* Answers one line (STARTING or ERROR) and ends the connection. A fresh
+ * socket's send buffer takes a line: no waiting to write it. */
+static void sconn_answer(struct sconn *c, const char *word, const char *text)
+{
+	char line[PROTO_LINE_MAX];
+	int n = snprintf(line, sizeof(line), "%s %.*s\r\n", word, (int)(sizeof(line) - strlen(word) - 4), text);
+	/* A message may quote what the peer sent: no control bytes may break the line. */
+	for (int i = 0; i < n - 2; i++)
+		if ((unsigned char)line[i] < 0x20 || line[i] == 0x7f)
+			line[i] = '?';
+	ssize_t w = send(c->w.fd, line, (size_t)n, MSG_NOSIGNAL);
+	(void)w;
+	relay_linger(srv_loop, c->w.fd);
+	sconn_free(c, false);
+}
+
+/* The app's port took the connection: OK, and relay. */
+static void sconn_connected(struct sconn *c)
+{
+	int afd = c->aw.fd, cfd = c->w.fd;
+	c->aw.fd = -1;
+	if (c->decl)
+		apps_reached(c->decl);
+	const char *early = c->buf + c->used;
+	size_t n = c->len - c->used;
+	char copy[PROTO_LINE_MAX];
+	memcpy(copy, early, n);
+	sconn_free(c, false);
+	struct terr err = {0};
+	if (relay_start(srv_loop, cfd, afd, "OK\r\n", 4, copy, n, &err) < 0)
+		runner_log("tessera-runner: app connection dropped: %s", err.msg);
+}
+
+/* The app's port refused: why, and what happens now. */
+static void sconn_refused(struct sconn *c)
+{
+	char msg[PROTO_LINE_MAX - 16];
+	if (!c->decl) {
+		snprintf(msg, sizeof(msg), "nothing listens on port %d yet: start your server there, "
+			 "e.g. mlflow ui --host 0.0.0.0 --port %d", c->port, c->port);
+		sconn_answer(c, "STARTING", msg);
+		return;
+	}
+	int rc = apps_want(c->decl, msg, sizeof(msg));
+	sconn_answer(c, rc < 0 ? "ERROR" : "STARTING", msg);
+}
+
+static void sconn_app_cb(struct rl_watch *w, short revents)
+{
+	struct sconn *c = w->data;
+	int soerr = 0;
+	socklen_t sl = sizeof(soerr);
+	if (!revents || getsockopt(w->fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) < 0 || soerr) {
+		sconn_refused(c);
+		return;
+	}
+	sconn_connected(c);
+}
+
+static void sconn_connect(struct sconn *c, int port)
+{
+	c->port = port;
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		sconn_answer(c, "ERROR", "the runner cannot open a socket");
+		return;
+	}
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	c->aw.fd = fd;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+		sconn_connected(c);
+		return;
+	}
+	if (errno != EINPROGRESS) {
+		sconn_refused(c);
+		return;
+	}
+	c->stage = SC_CONNECTING;
+	c->w.events = 0;
+	c->w.deadline = 0;
+	c->aw.events = POLLOUT;
+	c->aw.deadline = rl_now_ms() + SERVER_CONNECT_MS;
+	if (rl_add(srv_loop, &c->aw) < 0)
+		sconn_answer(c, "ERROR", "the runner has too many connections");
+}
+
+static void sconn_apps_list(char *out, size_t n)
+{
+	size_t k = (size_t)snprintf(out, n, "terminal");
+	for (int i = 0; i < APP_MAX && k < n; i++) {
+		const struct app_decl *d = apps_nth(i);
+		if (!d)
+			break;
+		k += (size_t)snprintf(out + k, n - k, ", %s", d->name);
+	}
+}
+
+/* The line is whole: check it and go where it says. */
+static void sconn_hello(struct sconn *c, size_t line_len)
+{
+	struct proto_hello h;
+	struct terr err = {0};
+	if (!srv_have_secret) {
+		sconn_answer(c, "ERROR", "apps are not enabled for this session");
+		return;
+	}
+	if (proto_parse_hello(c->buf, line_len, &h, &err) < 0) {
+		sconn_answer(c, "ERROR", err.msg);
+		return;
+	}
+	bool good = proto_secret_equal(h.secret, srv_secret);
+	explicit_bzero(h.secret, sizeof(h.secret));
+	explicit_bzero(c->buf, line_len);
+	if (!good) {
+		sconn_answer(c, "ERROR", "wrong secret for this session");
+		return;
+	}
+	if (h.is_port) {
+		sconn_connect(c, h.port);
+		return;
+	}
+	if (!strcmp(h.app, "terminal")) {
+		int fd = c->w.fd;
+		char early[PROTO_LINE_MAX];
+		size_t n = c->len - c->used;
+		memcpy(early, c->buf + c->used, n);
+		sconn_free(c, false);
+		ssize_t w = send(fd, "OK\r\n", 4, MSG_NOSIGNAL);
+		if (w != 4) {
+			close(fd);
+			return;
+		}
+		term_accept(fd, early, n, rl_now_ms() + SERVER_HELLO_MS);
+		return;
+	}
+	c->decl = apps_find(h.app);
+	if (!c->decl) {
+		char list[512], msg[700];
+		sconn_apps_list(list, sizeof(list));
+		snprintf(msg, sizeof(msg), "this session has no app %s (its apps: %s)", h.app, list);
+		sconn_answer(c, "ERROR", msg);
+		return;
+	}
+	sconn_connect(c, c->decl->port);
+}
+
+static void sconn_cb(struct rl_watch *w, short revents)
+{
+	struct sconn *c = w->data;
+	if (!revents) {
+		sconn_answer(c, "ERROR", "no TESSERA-APP/1 line within 10 s");
+		return;
+	}
+	ssize_t n = read(w->fd, c->buf + c->len, sizeof(c->buf) - c->len);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n <= 0) {
+		sconn_free(c, true);
+		return;
+	}
+	c->len += (size_t)n;
+	size_t line_len;
+	int rc = proto_find_line(c->buf, c->len, &line_len, &c->used);
+	if (rc < 0)
+		sconn_answer(c, "ERROR", "the first line is over 1024 bytes");
+	else if (rc > 0)
+		sconn_hello(c, line_len);
+}
+
+static void server_accept_cb(struct rl_watch *w, short revents)
+{
+	(void)revents;
+	for (int k = 0; k < 64; k++) {
+		int fd = accept4(w->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
+				runner_log("tessera-runner: app port: accept: %s", strerror(errno));
+			return;
+		}
+		struct sconn *c = srv_nconns < SERVER_MAX_CONNS ? calloc(1, sizeof(*c)) : NULL;
+		if (!c) {
+			close(fd);
+			continue;
+		}
+		srv_nconns++;
+		rl_init(&c->w, fd, sconn_cb, c);
+		rl_init(&c->aw, -1, sconn_app_cb, c);
+		c->w.events = POLLIN;
+		c->w.deadline = rl_now_ms() + SERVER_HELLO_MS;
+		if (rl_add(srv_loop, &c->w) < 0)
+			sconn_free(c, true);
+	}
+}
+
+static int server_listen(int family, int port, struct terr *err)
+{
+	int fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return terr_set(err, errno, "socket: %s", strerror(errno));
+	int one = 1, zero = 0;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	int rc;
+	if (family == AF_INET6) {
+		/* Both families on the one socket. */
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
+		struct sockaddr_in6 sa = { .sin6_family = AF_INET6, .sin6_port = htons((uint16_t)port),
+					   .sin6_addr = IN6ADDR_ANY_INIT };
+		rc = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+	} else {
+		struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+		sa.sin_addr.s_addr = htonl(INADDR_ANY);
+		rc = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+	}
+	if (rc < 0 || listen(fd, 64) < 0) {
+		rc = terr_set(err, errno, "cannot listen on port %d: %s", port, strerror(errno));
+		close(fd);
+		return rc;
+	}
+	return fd;
+}
+
+int server_start(struct rl_loop *l, int port, const char *secret, struct terr *err)
+{
+	srv_loop = l;
+	srv_have_secret = secret != NULL;
+	if (secret)
+		memcpy(srv_secret, secret, sizeof(srv_secret));
+	struct terr e6 = {0};
+	int fd = server_listen(AF_INET6, port, &e6);
+	if (fd < 0)
+		fd = server_listen(AF_INET, port, err);
+	if (fd < 0)
+		return fd;
+	rl_init(&srv_listen, fd, server_accept_cb, NULL);
+	srv_listen.events = POLLIN;
+	int rc = rl_add(l, &srv_listen);
+	if (rc < 0) {
+		close(fd);
+		return terr_set(err, -rc, "the runner's loop is full");
+	}
+	srv_listening = true;
+	return 0;
+}
+
+void server_stop(void)
+{
+	if (!srv_listening)
+		return;
+	srv_listening = false;
+	rl_del(srv_loop, &srv_listen);
+	close(srv_listen.fd);
+}
