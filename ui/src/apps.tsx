@@ -149,7 +149,8 @@ export function AppLauncherDialog(props: { session: Session | null; onClose: () 
             <div class="app-grid">
               {apps.map((a) => (
                 <button key={a.name} type="button" class="app-button" onClick={() => open(a.name)}
-                  disabled={busy !== null} aria-busy={busy === a.name}>
+                  disabled={busy !== null} aria-busy={busy === a.name} aria-label={appLabel(a.name)}
+                  title={a.protocol === 'preopen' ? `Start ${appLabel(a.name)} yourself in the terminal, then open it here` : undefined}>
                   <AppIcon name={a.name} size={44} />
                   <span class="app-label">{appLabel(a.name)}</span>
                   {a.protocol === 'preopen' && <span class="app-sub">start it in the terminal first</span>}
