@@ -77,8 +77,21 @@ try {
 
   await step('its row shows its apps: Terminal and Jupyter Notebook', async () => {
     const chips = page.locator(`tr[data-session="${SESSION}"] ul.app-chips`);
-    await chips.getByText('Terminal', { exact: true }).waitFor({ timeout: WAIT });
-    await chips.getByText('Jupyter Notebook', { exact: true }).waitFor({ timeout: WAIT });
+    try {
+      await chips.getByText('Terminal', { exact: true }).waitFor({ timeout: WAIT });
+      await chips.getByText('Jupyter Notebook', { exact: true }).waitFor({ timeout: WAIT });
+    } catch (e) {
+      // Say what the API answers, not only that the chips did not come.
+      const id = await page.evaluate(async (name) => {
+        const r = await fetch('/api/v1/sessions', { headers: { Accept: 'application/json' } });
+        return (await r.json()).sessions.find((s) => s.name === name)?.id;
+      }, SESSION);
+      const got = await page.evaluate(async (id) => {
+        const r = await fetch(`/api/v1/sessions/${id}/apps`, { headers: { Accept: 'application/json' } });
+        return `HTTP ${r.status} ${(await r.text()).slice(0, 200)}`;
+      }, id);
+      throw new Error(`no Terminal and Jupyter Notebook chips; GET /v1/sessions/${id}/apps answers ${got}`);
+    }
   });
 
   await step('the app launcher has a button per app and an "Open port" field', async () => {

@@ -182,19 +182,24 @@ export function AppLauncherDialog(props: { session: Session | null; onClose: () 
 }
 
 // The apps of the RUNNING sessions, asked once per session (an image's
-// apps do not change while it runs). A session whose apps cannot be listed
-// shows none; its launcher says why.
+// apps do not change while it runs); a failed ask is retried 15 s later.
+// A session whose apps cannot be listed shows none; its launcher says why.
 export function useSessionApps(sessions: Session[]): Map<string, App[]> {
   const [apps, setApps] = useState<Map<string, App[]>>(new Map());
+  const [retry, setRetry] = useState(0);
   const asked = useRef(new Set<string>());
   const running = sessions.filter((s) => s.status === 'RUNNING').map((s) => s.id);
   const key = running.join(',');
   useEffect(() => {
+    const timers: number[] = [];
     for (const id of running) {
       if (asked.current.has(id)) continue;
       asked.current.add(id);
-      api.apps(id).then((a) => setApps((m) => new Map(m).set(id, a))).catch(() => { /* none shown */ });
+      api.apps(id).then((a) => setApps((m) => new Map(m).set(id, a))).catch(() => {
+        timers.push(window.setTimeout(() => { asked.current.delete(id); setRetry((n) => n + 1); }, 15000));
+      });
     }
-  }, [key]);
+    return () => timers.forEach((t) => clearTimeout(t));
+  }, [key, retry]);
   return apps;
 }
