@@ -94,9 +94,9 @@ export function CommitDialog(props: { session: Session | null; onClose: () => vo
             {s.owner ? <> of <strong>{s.owner}</strong></> : null}: only its owner and administrators see it
             and can launch sessions from it. The session keeps running.
           </p>
-          <TextField label="Image name" value={name} onInput={setName}
+          <TextField label="Image name" value={name} onInput={setName} disabled={busy || commit !== null}
             hint="Lower case; no registry host and no tag." />
-          <TextField label="Tag" value={tag} onInput={setTag} hint="Letters, digits, '_', '.' and '-'." />
+          <TextField label="Tag" value={tag} onInput={setTag} disabled={busy || commit !== null} hint="Letters, digits, '_', '.' and '-'." />
           {commit?.status === 'committing' && (
             <p class="commit-state" role="status">
               <span class="spinner" aria-hidden="true" /> Converting into <code>{commit.ref}</code>… This takes
@@ -119,7 +119,10 @@ export function CommitDialog(props: { session: Session | null; onClose: () => vo
           <ErrorText error={error} />
           <div class="actions">
             {done ? (
-              <Button kind="primary" onClick={props.onClose}>Close</Button>
+              <>
+                {commit?.status === 'failed' && <Button onClick={() => { setCommit(null); setError(null); }}>Try again</Button>}
+                <Button kind="primary" onClick={props.onClose}>Close</Button>
+              </>
             ) : (
               <>
                 <Button onClick={props.onClose}>{commit ? 'Close' : 'Cancel'}</Button>

@@ -22,7 +22,7 @@ export function Button(props: {
 
 export function TextField(props: {
   label: string; value: string; onInput: (v: string) => void; type?: string; list?: string;
-  autocomplete?: string; required?: boolean; placeholder?: string; hint?: string;
+  autocomplete?: string; required?: boolean; placeholder?: string; hint?: string; disabled?: boolean;
 }) {
   const id = useId();
   return (
@@ -30,6 +30,7 @@ export function TextField(props: {
       <label for={id}>{props.label}</label>
       <input id={id} type={props.type ?? 'text'} value={props.value} list={props.list}
         autocomplete={props.autocomplete} required={props.required} placeholder={props.placeholder}
+        disabled={props.disabled}
         onInput={(e) => props.onInput((e.target as HTMLInputElement).value)} />
       {props.hint && <small class="hint">{props.hint}</small>}
     </div>

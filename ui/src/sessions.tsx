@@ -3,6 +3,7 @@ import { api, fmtAge, fmtConfig, type Node, type Session, type User } from './ap
 import { Button, Dialog, ErrorText } from './components';
 import { LaunchDialog } from './launch';
 import { CommitDialog } from './commit';
+import { AppChips, AppLauncherDialog, useSessionApps } from './apps';
 
 const ENDED = new Set(['TERMINATED', 'CANCELLED']);
 
@@ -71,6 +72,8 @@ export function SessionsPage({ user }: { user: User }) {
   const [launching, setLaunching] = useState(false);
   const [confirm, setConfirm] = useState<Session | null>(null);
   const [converting, setConverting] = useState<Session | null>(null);
+  const [launcher, setLauncher] = useState<Session | null>(null);
+  const apps = useSessionApps(sessions);
   const [actionError, setActionError] = useState<string | null>(null);
   const [now, setNow] = useState(Date.now());
 
@@ -118,6 +121,7 @@ export function SessionsPage({ user }: { user: User }) {
                 <td>
                   {s.name}
                   {s.type === 'batch' && <span class="info badge" title="ends when its command ends"> batch</span>}
+                  {s.status === 'RUNNING' && <AppChips apps={apps.get(s.id)} />}
                 </td>
                 <td>{s.image}</td>
                 <td>
@@ -133,6 +137,9 @@ export function SessionsPage({ user }: { user: User }) {
                 <td>{fmtAge(s.created_at, now)}</td>
                 {user.is_admin && <td>{s.owner}</td>}
                 <td><div class="row-actions">
+                  {s.status === 'RUNNING' && (user.is_admin || s.owner === user.email) && (
+                    <Button kind="primary" onClick={() => setLauncher(s)} label={`Apps of ${s.name}`}>Apps</Button>
+                  )}
                   {s.status === 'RUNNING' && (user.is_admin || s.owner === user.email) && (
                     <Button onClick={() => setConverting(s)} label={`Convert ${s.name} to image`}>
                       Convert to image
@@ -157,6 +164,7 @@ export function SessionsPage({ user }: { user: User }) {
           </>
         )}
       </Dialog>
+      <AppLauncherDialog session={launcher} onClose={() => setLauncher(null)} />
       <CommitDialog session={converting} onClose={() => setConverting(null)} />
       <LaunchDialog open={launching} nodes={nodes} onClose={() => setLaunching(false)}
         onLaunched={() => { setLaunching(false); refresh(); }} />

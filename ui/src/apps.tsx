@@ -1,0 +1,205 @@
+import { useEffect, useId, useRef, useState } from 'preact/hooks';
+import { api, type App, type Session } from './api';
+import { Button, Dialog, ErrorText } from './components';
+
+// How the UI names an app of `ai.backend.service-ports` (docs/apps.md);
+// others show their name with its words capitalized.
+const APP_LABELS: Record<string, string> = {
+  terminal: 'Terminal', jupyter: 'Jupyter Notebook', jupyterlab: 'JupyterLab', 'mlflow-ui': 'MLflow UI',
+  tensorboard: 'TensorBoard', vscode: 'VS Code', ttyd: 'Terminal (ttyd)',
+};
+export function appLabel(name: string): string {
+  if (APP_LABELS[name]) return APP_LABELS[name];
+  if (/^\d+$/.test(name)) return `Port ${name}`;
+  return name.split(/[-_]+/).filter(Boolean).map((w) => w[0].toUpperCase() + w.slice(1)).join(' ') || name;
+}
+
+// A small picture per kind of app (decorative: the label names the app).
+export function AppIcon({ name, size = 20 }: { name: string; size?: number }) {
+  const common = { width: size, height: size, viewBox: '0 0 24 24', 'aria-hidden': 'true', class: 'app-icon' } as const;
+  switch (name) {
+    case 'terminal':
+      return (
+        <svg {...common}><rect x="2" y="3.5" width="20" height="17" rx="2.5" fill="#1d2330" />
+          <path d="M6 9l3.5 3L6 15" stroke="#7ee787" stroke-width="1.8" fill="none" stroke-linecap="round" stroke-linejoin="round" />
+          <path d="M11.5 15.5h6" stroke="#e6edf3" stroke-width="1.8" stroke-linecap="round" /></svg>
+      );
+    case 'jupyter':
+    case 'jupyterlab':
+      return (
+        <svg {...common}><ellipse cx="12" cy="7" rx="8.5" ry="2.6" fill="none" stroke="#f37726" stroke-width="2" />
+          <ellipse cx="12" cy="17" rx="8.5" ry="2.6" fill="none" stroke="#f37726" stroke-width="2" />
+          <circle cx="12" cy="12" r="2.2" fill="#616262" /><circle cx="4.5" cy="3.5" r="1.2" fill="#767677" />
+          <circle cx="19.5" cy="20.5" r="1.2" fill="#989798" /></svg>
+      );
+    case 'mlflow-ui':
+    case 'tensorboard':
+      return (
+        <svg {...common}><rect x="2" y="3" width="20" height="18" rx="2.5" fill="#eef3ff" stroke="#2454c5" stroke-width="1.5" />
+          <path d="M5 17l4-5 3.5 3L19 7" stroke={name === 'tensorboard' ? '#ff6f00' : '#0194e2'} stroke-width="2" fill="none"
+            stroke-linecap="round" stroke-linejoin="round" /></svg>
+      );
+    default:
+      return (
+        <svg {...common}><rect x="2" y="4" width="20" height="16" rx="2.5" fill="#eef1f6" stroke="#5a6478" stroke-width="1.5" />
+          <path d="M2 8.5h20" stroke="#5a6478" stroke-width="1.5" /><circle cx="5" cy="6.3" r=".8" fill="#5a6478" />
+          <circle cx="7.5" cy="6.3" r=".8" fill="#5a6478" /></svg>
+      );
+  }
+}
+
+// The apps of a session's row, as chips (what it has; the launcher opens them).
+export function AppChips({ apps }: { apps: App[] | undefined }) {
+  if (!apps || apps.length === 0) return null;
+  return (
+    <ul class="app-chips" aria-label="Apps">
+      {apps.map((a) => (
+        <li key={a.name} class="app-chip" title={a.protocol === 'preopen' ? `${appLabel(a.name)}: start it yourself, then open it` : appLabel(a.name)}>
+          <AppIcon name={a.name} size={14} />{appLabel(a.name)}
+        </li>
+      ))}
+    </ul>
+  );
+}
+
+// What a freshly opened tab shows until the app's URL is known.
+function holdTab(tab: Window, label: string) {
+  try {
+    tab.document.title = `Opening ${label}…`;
+    tab.document.body.style.cssText = 'font-family:system-ui,sans-serif;background:#1d2330;color:#e6edf3;padding:2rem';
+    tab.document.body.textContent = `Opening ${label}…`;
+  } catch { /* a tab we cannot write to still takes a location */ }
+}
+
+// The app launcher: one big button per app of the session, and a field to
+// open any port of it. A click opens a tab at once (a tab opened later,
+// after the POST answers, is a popup that browsers block), asks the
+// manager for the app's URL (POST /v1/sessions/{id}/apps/{app}: a
+// single-use token, valid 60 s) and sends the tab there.
+export function AppLauncherDialog(props: { session: Session | null; onClose: () => void }) {
+  const s = props.session;
+  const [apps, setApps] = useState<App[] | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const [notice, setNotice] = useState<{ label: string; url: string } | null>(null);
+  const [busy, setBusy] = useState<string | null>(null);
+  const [port, setPort] = useState('');
+  const portId = useId();
+  const epoch = useRef(0);
+
+  useEffect(() => {
+    const mine = ++epoch.current;
+    setApps(null);
+    setError(null);
+    setNotice(null);
+    setBusy(null);
+    setPort('');
+    if (!s) return;
+    api.apps(s.id).then((a) => { if (epoch.current === mine) setApps(a); })
+      .catch((e) => {
+        if (epoch.current !== mine) return;
+        setApps([]);
+        setError(`Cannot list the apps of ${s.name}: ${(e as Error).message}`);
+      });
+  }, [s?.id]);
+
+  const open = async (app: string) => {
+    if (!s) return;
+    const label = appLabel(app);
+    setError(null);
+    setNotice(null);
+    // Synchronously, in the click: allowed by popup blockers.
+    const tab = window.open('', '_blank');
+    if (tab) holdTab(tab, label);
+    const mine = epoch.current;
+    setBusy(app);
+    try {
+      const r = await api.openApp(s.id, app);
+      if (!r || typeof r.url !== 'string') throw new Error('the manager answered without a URL');
+      if (tab && !tab.closed) {
+        // The app is another origin: it gets no handle on this page.
+        try { tab.opener = null; } catch { /* not writable: fine */ }
+        tab.location.href = r.url;
+      } else if (epoch.current === mine) {
+        // No tab (blocked, or closed meanwhile): a link to click within the token's life.
+        setNotice({ label, url: r.url });
+      }
+    } catch (e) {
+      if (tab && !tab.closed) tab.close();
+      if (epoch.current === mine) setError(`Cannot open ${label}: ${(e as Error).message}`);
+    } finally {
+      if (epoch.current === mine) setBusy(null);
+    }
+  };
+
+  const openPort = (e: Event) => {
+    e.preventDefault();
+    const n = Number(port);
+    if (!/^\d+$/.test(port.trim()) || !Number.isInteger(n) || n < 1 || n > 65535) {
+      setError('A port is a whole number from 1 to 65535.');
+      return;
+    }
+    open(String(n));
+  };
+
+  return (
+    <Dialog open={s !== null} title={s ? `Apps of ${s.name}` : 'Apps'} onClose={props.onClose}>
+      {s && (
+        <div class="launcher">
+          {apps === null ? <p class="hint" role="status">Loading the apps…</p> : (
+            <div class="app-grid">
+              {apps.map((a) => (
+                <button key={a.name} type="button" class="app-button" onClick={() => open(a.name)}
+                  disabled={busy !== null} aria-busy={busy === a.name} aria-label={appLabel(a.name)}
+                  title={a.protocol === 'preopen' ? `Start ${appLabel(a.name)} yourself in the terminal, then open it here` : undefined}>
+                  <AppIcon name={a.name} size={44} />
+                  <span class="app-label">{appLabel(a.name)}</span>
+                  {a.protocol === 'preopen' && <span class="app-sub">start it in the terminal first</span>}
+                </button>
+              ))}
+            </div>
+          )}
+          <form class="open-port" onSubmit={openPort}>
+            <label for={portId}>Open port</label>
+            <input id={portId} type="number" min={1} max={65535} step={1} value={port} placeholder="e.g. 8888"
+              onInput={(e) => setPort((e.target as HTMLInputElement).value)} />
+            <Button type="submit" disabled={busy !== null}>Open</Button>
+            <small class="hint">A server you started in the session, listening on that port.</small>
+          </form>
+          {notice && (
+            <p class="notice" role="status">
+              Your browser kept the new tab from opening: <a href={notice.url} target="_blank" rel="noopener">open {notice.label}</a> (this
+              link works once, within a minute).
+            </p>
+          )}
+          <ErrorText error={error} />
+          <div class="actions">
+            <Button onClick={props.onClose}>Close</Button>
+          </div>
+        </div>
+      )}
+    </Dialog>
+  );
+}
+
+// The apps of the RUNNING sessions, asked once per session (an image's
+// apps do not change while it runs); a failed ask is retried 15 s later.
+// A session whose apps cannot be listed shows none; its launcher says why.
+export function useSessionApps(sessions: Session[]): Map<string, App[]> {
+  const [apps, setApps] = useState<Map<string, App[]>>(new Map());
+  const [retry, setRetry] = useState(0);
+  const asked = useRef(new Set<string>());
+  const running = sessions.filter((s) => s.status === 'RUNNING').map((s) => s.id);
+  const key = running.join(',');
+  useEffect(() => {
+    const timers: number[] = [];
+    for (const id of running) {
+      if (asked.current.has(id)) continue;
+      asked.current.add(id);
+      api.apps(id).then((a) => setApps((m) => new Map(m).set(id, a))).catch(() => {
+        timers.push(window.setTimeout(() => { asked.current.delete(id); setRetry((n) => n + 1); }, 15000));
+      });
+    }
+    return () => timers.forEach((t) => clearTimeout(t));
+  }, [key, retry]);
+  return apps;
+}
