@@ -577,33 +577,88 @@ static int wsconn_read_head(int fd, long deadline, char **buf, size_t *len, size
 	}
 }
 
+long wsconn_dechunk(const char *in, size_t n, char *out, size_t cap, bool *complete)
+{
+	size_t i = 0, o = 0;
+	*complete = false;
+	for (;;) {
+		/* A size line: hex digits, maybe ";ext", CRLF. */
+		const char *lf = memchr(in + i, '\n', n - i);
+		if (!lf)
+			return (long)o;
+		char *end;
+		unsigned long size = strtoul(in + i, &end, 16);
+		if (end == in + i || (*end != '\r' && *end != ';' && *end != '\n'))
+			return -1;
+		i = (size_t)(lf - in) + 1;
+		if (size == 0) {
+			/* The last chunk; trailers, if any, are not wanted. */
+			*complete = true;
+			return (long)o;
+		}
+		size_t take = n - i < size ? n - i : size;
+		size_t room = cap > o ? cap - o : 0;
+		memcpy(out + o, in + i, take < room ? take : room);
+		o += take < room ? take : room;
+		if (take < size)
+			return (long)o;
+		i += size;
+		/* The chunk's CRLF. */
+		if (n - i < 2)
+			return (long)o;
+		if (in[i] != '\r' || in[i + 1] != '\n')
+			return -1;
+		i += 2;
+	}
+}
+
 /* Reads the body after a head: what is already in extra[0..n) and more
- * up to Content-Length (when given) or the end of the stream, at most
- * WSCONN_MAX_BODY bytes. Returns a NUL-terminated malloc'd copy, or NULL
- * when out of memory. A read that fails or times out ends the body. */
+ * up to Content-Length (when given), the last chunk (chunked) or the end
+ * of the stream, at most WSCONN_MAX_BODY bytes. Returns a NUL-terminated
+ * malloc'd copy (decoded when chunked), or NULL when out of memory. A
+ * read that fails or times out ends the body. */
 static char *wsconn_read_body(int fd, const char *head, size_t head_len, const char *extra, size_t n,
 			      long deadline)
 {
 	char cl[32];
 	long want = WSCONN_MAX_BODY;
-	if (wsconn_head_header(head, head_len, "Content-Length", 0, cl, sizeof(cl)) >= 0) {
+	bool chunked = wsconn_head_header(head, head_len, "Transfer-Encoding", 0, cl, sizeof(cl)) >= 0 &&
+		       strcasestr(cl, "chunked");
+	if (!chunked && wsconn_head_header(head, head_len, "Content-Length", 0, cl, sizeof(cl)) >= 0) {
 		char *end;
 		long v = strtol(cl, &end, 10);
 		if (!*end && v >= 0 && v < want)
 			want = v;
 	}
-	char *b = malloc(WSCONN_MAX_BODY + 1);
-	if (!b)
+	char *b = malloc(WSCONN_MAX_BODY + 1), *text = chunked ? malloc(WSCONN_MAX_BODY + 1) : NULL;
+	if (!b || (chunked && !text)) {
+		free(b);
+		free(text);
 		return NULL;
+	}
 	size_t got = n < (size_t)want ? n : (size_t)want;
 	memcpy(b, extra, got);
-	while (got < (size_t)want && wsconn_wait(fd, POLLIN, deadline) == 0) {
+	bool complete = false;
+	long dec = 0;
+	for (;;) {
+		if (chunked) {
+			dec = wsconn_dechunk(b, got, text, WSCONN_MAX_BODY, &complete);
+			if (dec < 0 || complete)
+				break;
+		}
+		if (got >= (size_t)want || wsconn_wait(fd, POLLIN, deadline) < 0)
+			break;
 		ssize_t r = recv(fd, b + got, (size_t)want - got, 0);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0)
 			break;
 		got += (size_t)r;
+	}
+	if (chunked) {
+		free(b);
+		b = text;
+		got = dec < 0 ? 0 : (size_t)dec;
 	}
 	b[got] = '\0';
 	return b;

@@ -68,6 +68,12 @@ int wsconn_setup_cookie(const char *head, size_t len, char **cookie, struct terr
  * <head> are skipped when there is a body. */
 void wsconn_page_text(const char *body, size_t len, char *out, size_t n);
 
+/* Decodes a chunked body (RFC 9112 7.1) from in[0..n) into out (at most
+ * cap bytes kept). Returns the decoded length so far, with *complete set
+ * once the last (zero-size) chunk is in; -1 when the bytes are not
+ * chunked encoding. */
+long wsconn_dechunk(const char *in, size_t n, char *out, size_t cap, bool *complete);
+
 /* ---- the handshake ---- */
 
 /* The upgrade request for path (with its query) on authority (the Host

@@ -172,6 +172,27 @@ TEST(summarises_error_pages)
 	CHECK_STR(out, "");
 }
 
+TEST(decodes_chunked_bodies)
+{
+	const char *in = "5\r\nhello\r\n7;ext=1\r\n, world\r\n0\r\n\r\n";
+	char out[64];
+	bool complete;
+	size_t n = strlen(in);
+	CHECK_INT(wsconn_dechunk(in, n, out, sizeof(out), &complete), 12);
+	CHECK(complete);
+	CHECK(!memcmp(out, "hello, world", 12));
+	/* Cut anywhere: what is whole so far, not complete. */
+	for (size_t cut = 0; cut < n - 3; cut++) {
+		long r = wsconn_dechunk(in, cut, out, sizeof(out), &complete);
+		if (r < 0 || r > 12 || complete)
+			FAILF("cut at %zu: %ld, complete %d", cut, r, complete);
+	}
+	CHECK_INT(wsconn_dechunk(in, n, out, 4, &complete), 4);  /* kept to cap */
+	CHECK(complete);
+	CHECK_INT(wsconn_dechunk("zz\r\nab\r\n", 9, out, sizeof(out), &complete), -1);
+	CHECK_INT(wsconn_dechunk("2\r\nabX\r\n", 9, out, sizeof(out), &complete), -1);
+}
+
 /* A server's (unmasked) frame into out: its length. */
 static size_t server_frame(uint8_t *out, bool fin, enum ws_opcode op, const char *payload, size_t len)
 {
@@ -372,7 +393,8 @@ static void write_str(int fd, const char *s)
 /* mode 0: a good upgrade, then a binary frame "hi", then reads the
  * client's first frame, then close "exit 7". mode 1: an upgrade with a
  * wrong accept key. mode 2: 403 with an HTML page. mode 3: the setup's
- * 302 with the cookie. */
+ * 302 with the cookie. mode 4: 503 with a chunked page, the connection
+ * kept open until the client closes it. */
 static void *fake_serve(void *arg)
 {
 	struct fake_server *s = arg;
@@ -434,6 +456,12 @@ static void *fake_serve(void *arg)
 		snprintf(resp, sizeof(resp), "HTTP/1.1 403 Forbidden\r\nContent-Type: text/html\r\nContent-Length: %zu\r\n\r\n%s",
 			 strlen(page), page);
 		write_str(fd, resp);
+	} else if (s->mode == 4) {
+		write_str(fd, "HTTP/1.1 503 Service Unavailable\r\nTransfer-Encoding: chunked\r\n\r\n"
+			      "9\r\n<p>starti\r\n13\r\nng jupyter: waiting\r\n4\r\n</p>\r\n0\r\n\r\n");
+		char b[64];
+		while (read(fd, b, sizeof(b)) > 0)
+			;
 	} else {
 		write_str(fd, "HTTP/1.1 302 Found\r\nLocation: /\r\n"
 			      "Set-Cookie: tessera_app_1234=val.sig; HttpOnly; SameSite=Strict; Path=/\r\n"
@@ -496,7 +524,7 @@ TEST(talks_to_a_server)
 
 TEST(refuses_a_wrong_accept_and_reports_a_refusal)
 {
-	for (int mode = 1; mode <= 2; mode++) {
+	for (int mode = 1; mode <= 4; mode += mode == 2 ? 2 : 1) {
 		struct fake_server s = {.mode = mode};
 		char port[6];
 		CHECK_INT(fake_listen(&s, port), 0);
@@ -511,9 +539,12 @@ TEST(refuses_a_wrong_accept_and_reports_a_refusal)
 		if (mode == 1) {
 			CHECK_INT(status, 101);
 			CHECK_CONTAINS(err.msg, "does not match");
-		} else {
+		} else if (mode == 2) {
 			CHECK_INT(status, 403);
 			CHECK_STR(err.msg, "403: This link was already used.");
+		} else {
+			CHECK_INT(status, 503);
+			CHECK_STR(err.msg, "503: starting jupyter: waiting");
 		}
 		pthread_join(th, NULL);
 		close(s.lfd);
@@ -556,6 +587,7 @@ int main(void)
 	RUN(checks_the_answer);
 	RUN(reads_heads_and_cookies);
 	RUN(summarises_error_pages);
+	RUN(decodes_chunked_bodies);
 	RUN(reads_messages_from_bytes);
 	RUN(refuses_bad_frames);
 	RUN(encodes_masked_frames);
