@@ -16,6 +16,16 @@ int cmd_image(int argc, char **argv);
 /* Verbs of `tessera image`, one file each (image_cmd.c has the table). */
 int cmd_image_build(int argc, char **argv);
 
+/* Verbs of `tessera session` on its apps (session_apps.c; session_cmd.c
+ * has the table). */
+int cmd_session_apps(int argc, char **argv);
+int cmd_session_app(int argc, char **argv);
+int cmd_session_shell(int argc, char **argv);
+/* "/v1/sessions/<escaped ref><suffix>", with ?owner= (or &owner= when
+ * suffix has a query) when owner is not NULL. malloc'd (caller frees);
+ * NULL when out of memory. */
+char *cli_session_path(const char *ref, const char *owner, const char *suffix);
+
 /* Daemons (cli/daemons.c): parse options, then run manager/agent code. */
 int cmd_server(int argc, char **argv);
 int cmd_manager(int argc, char **argv);

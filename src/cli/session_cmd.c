@@ -1,4 +1,5 @@
-/* `tessera session ...`: create, ls, info, rm, logs, exec, commit. */
+/* `tessera session ...`: create, ls, info, rm, logs, exec, commit (the
+ * apps' verbs, apps, app and shell, are in session_apps.c). */
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -89,9 +90,7 @@ static int session_bad_option(const char *sub, char **argv)
 /* The --owner of the verbs that name one session (NULL: none given). */
 static const char *session_owner;
 
-/* GET/DELETE path for one session: "/v1/sessions/<escaped ref><suffix>",
- * with ?owner= (or &owner=) when --owner was given. */
-static char *session_path(const char *ref, const char *suffix)
+char *cli_session_path(const char *ref, const char *owner, const char *suffix)
 {
 	char *esc = api_escape(ref), *path = NULL;
 	if (!esc)
@@ -105,18 +104,24 @@ static char *session_path(const char *ref, const char *suffix)
 		if (!esc)
 			return NULL;
 	}
-	char *owner = session_owner ? api_escape(session_owner) : NULL;
-	if (session_owner && !owner) {
+	char *owner_esc = owner ? api_escape(owner) : NULL;
+	if (owner && !owner_esc) {
 		free(esc);
 		return NULL;
 	}
 	suffix = suffix ? suffix : "";
-	if (asprintf(&path, "/v1/sessions/%s%s%s%s", esc, suffix, owner ? (strchr(suffix, '?') ? "&owner=" : "?owner=") : "",
-		     owner ? owner : "") < 0)
+	if (asprintf(&path, "/v1/sessions/%s%s%s%s", esc, suffix,
+		     owner_esc ? (strchr(suffix, '?') ? "&owner=" : "?owner=") : "", owner_esc ? owner_esc : "") < 0)
 		path = NULL;
 	free(esc);
-	free(owner);
+	free(owner_esc);
 	return path;
+}
+
+/* The path with the --owner given to the verb. */
+static char *session_path(const char *ref, const char *suffix)
+{
+	return cli_session_path(ref, session_owner, suffix);
 }
 
 static int session_print_list(json_t *sessions, int as_json)
@@ -1004,6 +1009,9 @@ static const struct cli_verb session_verbs[] = {
 	{"exec", session_exec, "exec NAME -- CMD...", "run a command in a running session"},
 	{"commit", session_commit, "commit NAME [--name IMAGE] [--tag TAG] [--wait]",
 	 "convert a running session into a private image"},
+	{"apps", cmd_session_apps, "apps NAME [--json]", "list a session's apps (terminal, jupyter...)"},
+	{"app", cmd_session_app, "app NAME APP|--port N", "open an app: print a one-time URL for a browser"},
+	{"shell", cmd_session_shell, "shell NAME", "an interactive shell in a running session"},
 };
 
 static const struct cli_noun session_noun = {
