@@ -287,7 +287,7 @@ int cmd_server(int argc, char **argv)
 		}
 		case 'R': registry_opt = optarg; break;
 		case 'A':
-			if (proxy_parse_range(optarg, &app_lo, &app_hi, &err) < 0) {
+			if (util_parse_port_range(optarg, &app_lo, &app_hi, &err) < 0) {
 				fprintf(stderr, "tessera server: --app-ports: %s\n", err.msg);
 				goto out_opts;
 			}
@@ -684,7 +684,7 @@ int cmd_wsproxy(int argc, char **argv)
 			goto out;
 		}
 		if (conf_get(&c, "port_range") &&
-		    proxy_parse_range(conf_get(&c, "port_range"), &pc.port_lo, &pc.port_hi, &err) < 0) {
+		    util_parse_port_range(conf_get(&c, "port_range"), &pc.port_lo, &pc.port_hi, &err) < 0) {
 			fprintf(stderr, "tessera wsproxy: %s: %s\n", path, err.msg);
 			goto out;
 		}

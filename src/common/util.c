@@ -164,3 +164,30 @@ void util_remove_tree(const char *path)
 {
 	nftw(path, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
 }
+
+static int port_digits(const char *s, const char *end, int *out)
+{
+	if (s == end || end - s > 5)
+		return -1;
+	int v = 0;
+	for (const char *p = s; p < end; p++) {
+		if (*p < '0' || *p > '9')
+			return -1;
+		v = v * 10 + (*p - '0');
+	}
+	*out = v;
+	return 0;
+}
+
+int util_parse_port_range(const char *s, int *lo, int *hi, struct terr *err)
+{
+	const char *dash = s ? strchr(s, '-') : NULL;
+	int a, b;
+	if (!dash || port_digits(s, dash, &a) < 0 || port_digits(dash + 1, dash + 1 + strlen(dash + 1), &b) < 0 ||
+	    a < 1 || b > 65535 || a > b)
+		return terr_set(err, EINVAL, "port range must be FIRST-LAST with 1 <= FIRST <= LAST <= 65535 "
+				"(e.g. 10205-10300), not '%.40s'", s ? s : "");
+	*lo = a;
+	*hi = b;
+	return 0;
+}

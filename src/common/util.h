@@ -42,4 +42,9 @@ int util_self_command(const char *name, char *buf, size_t n, struct terr *err);
  * -ENAMETOOLONG when it had to cut. */
 int util_strlcpy(char *dst, const char *src, size_t n);
 
+/* A TCP port range "A-B" (1 <= A <= B <= 65535, digits only) into *lo and
+ * *hi: the app proxy's ports, in the manager's, the proxy's and `tessera
+ * server`'s settings. -EINVAL naming what is wrong. */
+int util_parse_port_range(const char *s, int *lo, int *hi, struct terr *err);
+
 #endif

@@ -25,19 +25,6 @@ static int parse_port(const char *s, const char *end, int *out)
 	return 0;
 }
 
-int approutes_parse_range(const char *s, int *lo, int *hi, struct terr *err)
-{
-	const char *dash = s ? strchr(s, '-') : NULL;
-	int a, b;
-	if (!dash || parse_port(s, dash, &a) < 0 || parse_port(dash + 1, dash + 1 + strlen(dash + 1), &b) < 0 ||
-	    a < 1 || b > 65535 || a > b)
-		return terr_set(err, EINVAL, "port range must be FIRST-LAST with 1 <= FIRST <= LAST <= 65535 "
-				"(e.g. %s), not '%.40s'", APPROUTES_DEFAULT_RANGE, s ? s : "");
-	*lo = a;
-	*hi = b;
-	return 0;
-}
-
 int approutes_check_domain(const char *s, struct terr *err)
 {
 	size_t n = s ? strlen(s) : 0;

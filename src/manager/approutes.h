@@ -66,9 +66,6 @@ struct approutes {
 	size_t n_tokens, cap_tokens;
 };
 
-/* "A-B" with 1 <= A <= B <= 65535 into *lo, *hi; EINVAL naming what is
- * wrong. */
-int approutes_parse_range(const char *s, int *lo, int *hi, struct terr *err);
 /* A domain for host mode: DNS labels of [A-Za-z0-9-], dot-separated, 253
  * characters at most; EINVAL otherwise. */
 int approutes_check_domain(const char *s, struct terr *err);

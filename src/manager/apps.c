@@ -21,7 +21,7 @@ int mgr_apps_open(struct manager *m, struct terr *err)
 									      : APPROUTES_DEFAULT_RANGE;
 	const char *domain = c->wsproxy_domain ? c->wsproxy_domain : "";
 	int lo, hi;
-	if (approutes_parse_range(range, &lo, &hi, err) < 0)
+	if (util_parse_port_range(range, &lo, &hi, err) < 0)
 		return terr_prefix(err, "wsproxy_port_range");
 	if (*domain && approutes_check_domain(domain, err) < 0)
 		return terr_prefix(err, "wsproxy_domain");

@@ -1739,21 +1739,6 @@ void proxy_get_stats(struct proxy *p, struct proxy_stats *st)
 	st->routes_generation = __atomic_load_n(&p->generation, __ATOMIC_RELAXED);
 }
 
-int proxy_parse_range(const char *s, int *lo, int *hi, struct terr *err)
-{
-	char *end;
-	long a = s ? strtol(s, &end, 10) : 0;
-	if (!s || end == s || *end != '-')
-		return terr_set(err, EINVAL, "port range '%s' must be A-B, e.g. 10205-10300", s ? s : "");
-	const char *b_s = end + 1;
-	long b = strtol(b_s, &end, 10);
-	if (end == b_s || *end || a < 1 || b < a || b > 65535)
-		return terr_set(err, EINVAL, "port range '%s' must be A-B with 1 <= A <= B <= 65535", s);
-	*lo = (int)a;
-	*hi = (int)b;
-	return 0;
-}
-
 int proxy_find_ui_dir(char *out, size_t n, struct terr *err)
 {
 	char dir[PATH_MAX];

@@ -61,8 +61,6 @@ void proxy_get_stats(struct proxy *p, struct proxy_stats *st);
  * inject routes. EINVAL when doc does not parse. */
 int proxy_set_routes(struct proxy *p, json_t *doc, struct terr *err);
 
-/* "A-B" (1 <= A <= B <= 65535) into *lo and *hi; EINVAL otherwise. */
-int proxy_parse_range(const char *s, int *lo, int *hi, struct terr *err);
 /* The UI build to serve the terminal page from: beside the binary
  * (ui/www, ../share/tessera/ui), else /usr/share/tessera/ui. ENOENT when
  * none is there. */

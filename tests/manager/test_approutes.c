@@ -3,6 +3,7 @@
  * session, refused when the range is full; hosts in host mode), and
  * tokens (single use, expiry, bound to what they were made for, only
  * their hash kept). */
+#include "common/util.h"
 #include "manager/approutes.h"
 #include "testlib.h"
 
@@ -17,15 +18,15 @@ TEST(settings)
 {
 	struct terr err = {0};
 	int lo, hi;
-	CHECK_INT(approutes_parse_range("10205-10300", &lo, &hi, &err), 0);
+	CHECK_INT(util_parse_port_range("10205-10300", &lo, &hi, &err), 0);
 	CHECK_INT(lo, 10205);
 	CHECK_INT(hi, 10300);
-	CHECK_INT(approutes_parse_range("8000-8000", &lo, &hi, &err), 0);
+	CHECK_INT(util_parse_port_range("8000-8000", &lo, &hi, &err), 0);
 	static const char *const bad_ranges[] = {"", "10300-10205", "0-10", "1-65536", "a-b", "100", "-5",
 						 "5-", "1-2-3", "99999999-100000000", " 1-2"};
 	for (size_t i = 0; i < sizeof(bad_ranges) / sizeof(bad_ranges[0]); i++) {
 		err = (struct terr){0};
-		CHECK_INT(approutes_parse_range(bad_ranges[i], &lo, &hi, &err), -EINVAL);
+		CHECK_INT(util_parse_port_range(bad_ranges[i], &lo, &hi, &err), -EINVAL);
 		CHECK_CONTAINS(err.msg, "FIRST-LAST");
 	}
 	CHECK_INT(approutes_check_domain("example.org", &err), 0);
