@@ -53,8 +53,8 @@
 	"An interactive shell in a running session (its terminal app), like\n" \
 	"'docker exec -it'. The shell ends when you leave it, and this command\n" \
 	"exits with the shell's exit status. With input from a pipe, the input\n" \
-	"is typed into the shell, followed by an end-of-file (Ctrl-D), and the\n" \
-	"output printed until the shell ends.\n" \
+	"is typed into the shell, then Ctrl-D once the shell waits again, and\n" \
+	"the output printed until the shell ends.\n" \
 	"\n" OWNER_HELP
 
 /* The exit code when the connection to the terminal is lost: as ssh's,
