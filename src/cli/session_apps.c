@@ -53,13 +53,22 @@
 	"An interactive shell in a running session (its terminal app), like\n" \
 	"'docker exec -it'. The shell ends when you leave it, and this command\n" \
 	"exits with the shell's exit status. With input from a pipe, the input\n" \
-	"is typed into the shell, followed by an end-of-file (Ctrl-D), and the\n" \
-	"output printed until the shell ends.\n" \
+	"is typed into the shell, then Ctrl-D once the shell waits again, and\n" \
+	"the output printed until the shell ends.\n" \
 	"\n" OWNER_HELP
 
 /* The exit code when the connection to the terminal is lost: as ssh's,
  * apart from any code the remote shell may exit with below 255. */
 #define SHELL_EXIT_LOST 255
+/* Piped input that has ended is followed by Ctrl-D (0x04) each time the
+ * output has paused this long, as a person at the terminal would type it.
+ * Not at once: a PTY in canonical mode turns a Ctrl-D that no read is
+ * waiting for into a NUL byte when the shell then switches to raw mode for
+ * its line editing (busybox ash, bash's readline), so a Ctrl-D sent with
+ * the input is lost; one sent while the shell waits at its prompt ends it.
+ * A shell that never prompts again (its last command runs on) gets one a
+ * second, which a program reading the terminal takes as its end of input. */
+#define SHELL_EOF_IDLE_MS 1000
 /* How long an app that is starting (503) is waited for. */
 #define SHELL_START_WAIT_S 30
 
@@ -408,6 +417,13 @@ struct shell_end {
 	char msg[TERR_MSG_MAX + 64];  /* a one-line error, or "" */
 };
 
+static long shell_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 /* Relays between stdin/stdout and the terminal until the server closes
  * the connection or it is lost. */
 static void shell_relay(struct wsconn *ws, int sig_rd, bool tty, struct shell_end *end)
@@ -415,6 +431,7 @@ static void shell_relay(struct wsconn *ws, int sig_rd, bool tty, struct shell_en
 	struct terr err = {0};
 	bool in_open = true;
 	uint8_t in[1 + 16384];
+	long quiet_since = shell_now_ms();
 	end->code = SHELL_EXIT_LOST;
 	end->msg[0] = '\0';
 	/* Frames that came with the handshake's answer first. */
@@ -426,11 +443,29 @@ static void shell_relay(struct wsconn *ws, int sig_rd, bool tty, struct shell_en
 				{.fd = ws->fd, .events = POLLIN},
 				{.fd = in_open ? STDIN_FILENO : -1, .events = POLLIN},
 			};
-			if (poll(p, 3, -1) < 0) {
+			/* Piped input has ended: once the output pauses, Ctrl-D
+			 * (see SHELL_EOF_IDLE_MS). */
+			bool eof_wait = !in_open && !tty;
+			long wait_ms = -1;
+			if (eof_wait) {
+				wait_ms = quiet_since + SHELL_EOF_IDLE_MS - shell_now_ms();
+				if (wait_ms < 0)
+					wait_ms = 0;
+			}
+			int np = poll(p, 3, (int)wait_ms);
+			if (np < 0) {
 				if (errno == EINTR)
 					continue;
 				snprintf(end->msg, sizeof(end->msg), "poll: %s", strerror(errno));
 				return;
+			}
+			if (np == 0 && eof_wait) {
+				in[0] = 0x00;
+				in[1] = 0x04;
+				if (wsconn_send(ws, WS_OP_BINARY, in, 2, &err) < 0)
+					goto lost;
+				quiet_since = shell_now_ms();
+				continue;
 			}
 			if (p[0].revents) {
 				char sigs[16];
@@ -450,16 +485,10 @@ static void shell_relay(struct wsconn *ws, int sig_rd, bool tty, struct shell_en
 					if (wsconn_send(ws, WS_OP_BINARY, in, (size_t)k + 1, &err) < 0)
 						goto lost;
 				} else {
-					/* End of the input: at a terminal, Ctrl-D. From a
-					 * pipe, the shell gets the same end-of-file, then its
-					 * output is read until it ends. */
+					/* The end of the input; the output is read on
+					 * until the shell ends. */
 					in_open = false;
-					if (!tty) {
-						in[0] = 0x00;
-						in[1] = 0x04;
-						if (wsconn_send(ws, WS_OP_BINARY, in, 2, &err) < 0)
-							goto lost;
-					}
+					quiet_since = shell_now_ms();
 				}
 			}
 			if (!p[1].revents)
@@ -472,6 +501,7 @@ static void shell_relay(struct wsconn *ws, int sig_rd, bool tty, struct shell_en
 					snprintf(err.msg, sizeof(err.msg), "the server closed the connection");
 				goto lost;
 			}
+			quiet_since = shell_now_ms();
 		}
 		pending = false;
 		struct wsconn_msg m;

@@ -50,6 +50,8 @@ int wsconn_parse_url(const char *url, struct wsconn_url *u, struct terr *err)
 		if (!close || close == u->authority + 1)
 			return terr_set(err, EINVAL, "the app URL's IPv6 address is not closed by ']'");
 		hlen = (size_t)(close - u->authority - 1);
+		if (hlen >= sizeof(u->host))
+			return terr_set(err, EINVAL, "the app URL's host is too long");
 		memcpy(u->host, u->authority + 1, hlen);
 		if (close[1] == ':')
 			port = close + 2;
@@ -60,6 +62,8 @@ int wsconn_parse_url(const char *url, struct wsconn_url *u, struct terr *err)
 		hlen = colon ? (size_t)(colon - u->authority) : alen;
 		if (!hlen)
 			return terr_set(err, EINVAL, "the app URL has no host");
+		if (hlen >= sizeof(u->host))
+			return terr_set(err, EINVAL, "the app URL's host is too long");
 		memcpy(u->host, u->authority, hlen);
 		if (colon)
 			port = colon + 1;
@@ -154,6 +158,13 @@ int wsconn_setup_cookie(const char *head, size_t len, char **cookie, struct terr
 			pair--;
 		const char *eq = memchr(v, '=', pair);
 		if (!eq || eq == v + pair - 1)
+			continue;
+		/* Sent back as is in a Cookie header: no blanks or control
+		 * bytes (RFC 6265 4.1.1 allows none). */
+		size_t k = 0;
+		while (k < pair && (unsigned char)v[k] > ' ' && v[k] != 0x7f)
+			k++;
+		if (k < pair)
 			continue;
 		*cookie = strndup(v, pair);
 		if (!*cookie)
@@ -586,9 +597,19 @@ long wsconn_dechunk(const char *in, size_t n, char *out, size_t cap, bool *compl
 		const char *lf = memchr(in + i, '\n', n - i);
 		if (!lf)
 			return (long)o;
-		char *end;
-		unsigned long size = strtoul(in + i, &end, 16);
-		if (end == in + i || (*end != '\r' && *end != ';' && *end != '\n'))
+		/* Parsed by hand: the bytes are not NUL-terminated. */
+		const char *q = in + i;
+		size_t size = 0, digits = 0;
+		for (; q < lf; q++, digits++) {
+			int d = *q >= '0' && *q <= '9' ? *q - '0'
+				: (*q | 0x20) >= 'a' && (*q | 0x20) <= 'f' ? (*q | 0x20) - 'a' + 10 : -1;
+			if (d < 0)
+				break;
+			if (size > (SIZE_MAX >> 4))
+				return -1;
+			size = size << 4 | (size_t)d;
+		}
+		if (!digits || (*q != '\r' && *q != ';' && *q != '\n'))
 			return -1;
 		i = (size_t)(lf - in) + 1;
 		if (size == 0) {

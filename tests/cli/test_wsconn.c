@@ -46,6 +46,12 @@ TEST(parses_app_urls)
 	CHECK_STR(u.path, "/?q");
 	const char *bad[] = {"https://h/x", "ftp://h", "http://", "http:///x", "http://h:0/", "http://h:65536/",
 			     "http://h:x/", "http://u@h/", "http://h/a b", "http://[::1/", "http://h:/"};
+	/* A host longer than the host buffer but within the authority's. */
+	char long_host[300] = "http://";
+	memset(long_host + 7, 'h', 262);
+	CHECK_INT(wsconn_parse_url(long_host, &u, &err), -EINVAL);
+	strcat(long_host, ":80");
+	CHECK_INT(wsconn_parse_url(long_host, &u, &err), -EINVAL);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		int r = wsconn_parse_url(bad[i], &u, &err);
 		if (r != -EINVAL)
