@@ -75,15 +75,51 @@ e2e_teardown() {
 	fi
 }
 
+# N consecutive free TCP ports on 127.0.0.1, as "FIRST-LAST": the app
+# proxy's range of a test's server. Taken below Linux's ephemeral range
+# (32768 and up), where no outgoing connection's source port can land
+# between this check and the server's bind.
+e2e_free_port_range() {  # e2e_free_port_range N
+	python3 - "$1" <<'PY'
+import random, socket, sys
+n = int(sys.argv[1])
+for _ in range(200):
+    lo = random.randrange(20000, 32768 - n)
+    socks = []
+    try:
+        for p in range(lo, lo + n):
+            s = socket.socket()
+            s.bind(("127.0.0.1", p))
+            socks.append(s)
+    except OSError:
+        continue
+    finally:
+        for s in socks:
+            s.close()
+    print(f"{lo}-{lo + n - 1}")
+    sys.exit(0)
+sys.exit("no free port range")
+PY
+}
+
 # Starts `tessera server` on a free port; waits for admin.conf (with web_url).
+# Unless the arguments name --app-ports, its app proxy gets 8 free ports
+# (e2e_free_port_range): parallel tests must not all ask for the default
+# range, and E2E_APP_PORTS says which it got.
 # Sets SERVER_PID and exports TESSERA_CONFIG. With E2E_SERVER=NAME set, a
 # second server of that name: its own data dir (data-NAME) and log
 # (server-NAME.log), the same node id.
 start_server() {  # start_server [extra args]
 	local data=$E2E_DIR/data${E2E_SERVER:+-$E2E_SERVER}
 
+	local apps=()
+	if [[ " $* " != *" --app-ports "* ]]; then
+		E2E_APP_PORTS=$(e2e_free_port_range 8) || { fail "no free app port range"; return 1; }
+		apps=(--app-ports "$E2E_APP_PORTS")
+	fi
+
 	rm -f "$data/admin.conf"
-	"$TESSERA" server --data-dir "$data" --port 0 --web-port 0 --node-id "$E2E_AGENT_ID" "$@" \
+	"$TESSERA" server --data-dir "$data" --port 0 --web-port 0 --node-id "$E2E_AGENT_ID" "${apps[@]}" "$@" \
 		>>"$E2E_DIR/server${E2E_SERVER:+-$E2E_SERVER}.log" 2>&1 &
 	SERVER_PID=$!
 	E2E_PIDS+=("$SERVER_PID")

@@ -28,7 +28,8 @@ check "port_range with domain is refused" bad_config "not port_range" "$M" "$S" 
 check "a bad domain is refused" bad_config "not a DNS name" "$M" "$S" "domain = exa_mple/org"
 
 # A range of free ports.
-lo=$(python3 -c 'import random; print(random.randrange(20000, 50000))')
+range=$(e2e_free_port_range 3) || exit 1
+lo=${range%-*}
 printf '%s\n' "$M" "$S" "port_range = $lo-$((lo + 2))" "bind = 127.0.0.1" > "$conf"
 "$TESSERA" wsproxy --config "$conf" >>"$E2E_DIR/wsproxy.log" 2>&1 &
 WSP=$!
