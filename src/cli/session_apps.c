@@ -426,7 +426,20 @@ static void shell_relay(struct wsconn *ws, int sig_rd, bool tty, struct shell_en
 				{.fd = ws->fd, .events = POLLIN},
 				{.fd = in_open ? STDIN_FILENO : -1, .events = POLLIN},
 			};
-			if (poll(p, 3, -1) < 0) {
+			/* After a pipe's end, Ctrl-D again every second until the
+			 * shell ends: one that reached the PTY before the shell's
+			 * line editor turned canonical mode off became a NUL byte
+			 * for it, not an end-of-file; and a command reading the
+			 * terminal takes one for itself. As with a pipe, the end
+			 * stays an end for every later reader. */
+			int n = poll(p, 3, in_open || tty ? -1 : 1000);
+			if (n == 0) {
+				uint8_t eot[2] = {0x00, 0x04};
+				if (wsconn_send(ws, WS_OP_BINARY, eot, 2, &err) < 0)
+					goto lost;
+				continue;
+			}
+			if (n < 0) {
 				if (errno == EINTR)
 					continue;
 				snprintf(end->msg, sizeof(end->msg), "poll: %s", strerror(errno));
