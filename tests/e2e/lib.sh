@@ -103,6 +103,34 @@ start_server() {  # start_server [extra args]
 	grep -q '^web_url' "$data/admin.conf" 2>/dev/null
 }
 
+# A range of N (default 8) free ports for `tessera server --app-ports`,
+# printed as A-B: every server on the machine has the same default range,
+# and the manager gives out ports of its range whether its proxy could
+# listen on them or another server's proxy holds them.
+e2e_app_ports() {
+	python3 - "${1:-8}" <<'PY'
+import random, socket, sys
+n = int(sys.argv[1])
+for _ in range(500):
+    # Below Linux's ephemeral ports, where Docker's published ports go.
+    lo = random.randrange(20000, 32000 - n)
+    socks = []
+    try:
+        for p in range(lo, lo + n):
+            s = socket.socket()
+            socks.append(s)
+            s.bind(("0.0.0.0", p))
+    except OSError:
+        continue
+    finally:
+        for s in socks:
+            s.close()
+    print("%d-%d" % (lo, lo + n - 1))
+    sys.exit(0)
+sys.exit(1)
+PY
+}
+
 stop_server() {  # stop_server [signal]
 	kill -"${1:-TERM}" "$SERVER_PID" 2>/dev/null
 	wait "$SERVER_PID" 2>/dev/null
