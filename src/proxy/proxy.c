@@ -874,7 +874,9 @@ static void serve_static(struct conn *c)
 	}
 	const char *ct = ctype_of(path);
 	/* The webserver's policy, with the page's own WebSocket spelled out
-	 * (not every browser counts ws: of the same origin as 'self'). */
+	 * (not every browser counts ws: of the same origin as 'self'), and
+	 * inline scripts allowed: terminal.html is built self-contained, its
+	 * script inlined (docs/apps.md, "The UI"). */
 	const char *host = reqparse_header(&c->rp.req, "Host");
 	char ws[600] = "";
 	if (host && strlen(host) < 256 && strspn(host, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-:[]") ==
@@ -883,8 +885,8 @@ static void serve_static(struct conn *c)
 	char extra[1024];
 	snprintf(extra, sizeof(extra),
 		 "Referrer-Policy: no-referrer\r\nX-Frame-Options: DENY\r\n"
-		 "Content-Security-Policy: default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; "
-		 "connect-src 'self'%s; frame-ancestors 'none'; base-uri 'none'; form-action 'self'\r\n",
+		 "Content-Security-Policy: default-src 'self'; img-src 'self' data:; script-src 'self' 'unsafe-inline'; "
+		 "style-src 'self' 'unsafe-inline'; connect-src 'self'%s; frame-ancestors 'none'; base-uri 'none'; form-action 'self'\r\n",
 		 ws);
 	if (head) {
 		char *b = NULL;

@@ -9,7 +9,7 @@
 # fail with one line; a shell whose session is removed ends with an error.
 . "$(dirname "$0")/lib.sh"
 e2e_setup
-start_server || { e2e_done; exit 1; }
+start_server --app-ports "$(e2e_free_port_range 8)" || { e2e_done; exit 1; }
 
 # sh_run INPUT [ARGS...]: `session shell ARGS` with INPUT piped in. Sets
 # RC (its exit status) and OUT (stdout and stderr, CRs dropped: a

@@ -570,6 +570,8 @@ TEST(terminal_page_served)
 	CHECK_STR(body, "<html>terminal</html>\n");
 	CHECK_CONTAINS(head, "Content-Security-Policy: default-src 'self'");
 	CHECK_CONTAINS(head, "connect-src 'self' ws://x wss://x;");
+	/* terminal.html's script is inlined. */
+	CHECK_CONTAINS(head, "script-src 'self' 'unsafe-inline';");
 	snprintf(req, sizeof(req), "GET /assets/term.js HTTP/1.1\r\nHost: x\r\n%s\r\n", ck);
 	CHECK_INT(roundtrip(fd, req, head, sizeof(head), body, sizeof(body)), 200);
 	CHECK_CONTAINS(head, "text/javascript");

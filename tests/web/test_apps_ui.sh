@@ -19,7 +19,7 @@ if ! docker image inspect "$PY_IMAGE" >/dev/null 2>&1; then
 fi
 e2e_setup
 
-start_server || { e2e_done; exit 1; }
+start_server --app-ports "$(e2e_free_port_range 8)" || { e2e_done; exit 1; }
 web_url=$(sed -n 's/^web_url *= *//p' "$TESSERA_CONFIG")
 password=$(sed -n 's/^password *= *//p' "$TESSERA_CONFIG")
 check "admin.conf has web_url ($web_url)" [ -n "$web_url" ]

@@ -17,6 +17,9 @@ const term = new Terminal({
   scrollback: 5000,
   fontFamily: 'ui-monospace, "DejaVu Sans Mono", "Liberation Mono", Menlo, Consolas, monospace',
   fontSize: 14,
+  // At 1.0 the rows' boxes clip the underscore of DejaVu Sans Mono (the
+  // font Debian's browsers pick): $TESSERA_SESSION_NAME showed blanks.
+  lineHeight: 1.2,
   theme: {
     background: '#161b26', foreground: '#e6edf3', cursor: '#f0a500', cursorAccent: '#161b26',
     selectionBackground: '#34405a', black: '#1d2330', brightBlack: '#5a6478',
