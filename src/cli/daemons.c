@@ -158,8 +158,12 @@ static int server_start_web(const char *host, long port, const char *manager, co
 }
 
 /* The app proxy inside `tessera server`, on the API's address. Sessions
- * and the API work without it: a failure is a warning. */
-static struct proxy *server_start_proxy(const char *host, const char *manager, const char *secret, int lo, int hi)
+ * and the API work without it, so most failures are a warning; but a port
+ * of its range in use stops the server (-1), as the web UI's does: the
+ * manager hands out every port of the range, and a link to a port another
+ * process holds would take the user, token and all, there. */
+static int server_start_proxy(const char *host, const char *manager, const char *secret, int lo, int hi,
+			      struct proxy **out)
 {
 	char ui_dir[PATH_MAX];
 	struct terr err = {0};
@@ -167,12 +171,16 @@ static struct proxy *server_start_proxy(const char *host, const char *manager, c
 				  .port_hi = hi};
 	if (proxy_find_ui_dir(ui_dir, sizeof(ui_dir), &err) == 0)
 		pc.ui_dir = ui_dir;
-	struct proxy *px = NULL;
-	if (proxy_start(&pc, &px, &err) < 0) {
+	*out = NULL;
+	if (proxy_start(&pc, out, &err) < 0) {
+		if (err.code == EADDRINUSE) {
+			fprintf(stderr, "tessera server: app proxy: %s (choose another range with --app-ports, "
+				"e.g. --app-ports 20205-20300)\n", err.msg);
+			return -1;
+		}
 		log_warn("server", "app proxy not started (session apps cannot be opened): %s", err.msg);
-		return NULL;
 	}
-	return px;
+	return 0;
 }
 
 static void server_usage(FILE *f)
@@ -396,7 +404,14 @@ int cmd_server(int argc, char **argv)
 		registry_proc_stop(registry);
 		return 1;
 	}
-	struct proxy *apps = server_start_proxy(host, manager_endpoint(m), mcfg.cluster_secret, app_lo, app_hi);
+	struct proxy *apps = NULL;
+	if (server_start_proxy(host, manager_endpoint(m), mcfg.cluster_secret, app_lo, app_hi, &apps) < 0) {
+		web_stop(web);
+		manager_close(m);
+		agent_close(a);
+		registry_proc_stop(registry);
+		return 1;
+	}
 	/* A command that works as printed: `tessera` when PATH finds this
 	 * binary, else its absolute path (build/tessera is not on PATH). */
 	char self[PATH_MAX];

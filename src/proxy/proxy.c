@@ -1587,6 +1587,8 @@ static int bind_one(struct proxy *p, struct listener *l, int port, struct terr *
 	if ((rc = uv_tcp_bind(&l->tcp, (const struct sockaddr *)&ss, 0)) < 0 ||
 	    (rc = uv_listen((uv_stream_t *)&l->tcp, 511, on_accept)) < 0) {
 		uv_close((uv_handle_t *)&l->tcp, NULL);
+		if (rc == UV_EADDRINUSE)
+			return terr_set(err, EADDRINUSE, "port %d on %s is in use by another process", port, host);
 		return terr_set(err, -rc, "%s:%d: %s", host, port, uv_strerror(rc));
 	}
 	struct sockaddr_storage got;
@@ -1653,35 +1655,29 @@ int proxy_start(const struct proxy_config *cfg, struct proxy **out, struct terr 
 		proxy_free(p);
 		return terr_set(err, ENOMEM, "out of memory");
 	}
-	struct terr last = {0}, first = {0};
-	/* A failed slot's handle is closing: the next port takes the next
-	 * slot. Skipped ports are logged once, in one line. */
+	struct terr last = {0};
+	/* Every port of the range or none: the manager hands out each port
+	 * of its range, so a port held by another process (another server's
+	 * proxy, say) would send a user's link, token and all, to it. */
 	for (size_t i = 0; i < want; i++) {
 		int port = p->domain ? cfg->listen_port : cfg->port_lo + (int)i;
 		p->n_tried++;
-		if (bind_one(p, &p->ls[i], port, &last) < 0) {
-			log_debug(COMP, "cannot listen on port %d: %s", port, last.msg);
-			if (!first.code)
-				first = last;
-			continue;
-		}
+		if (bind_one(p, &p->ls[i], port, &last) < 0)
+			break;
 		p->ls[i].bound = true;
 		p->n_ls++;
 	}
-	if (p->n_ls && p->n_ls < want)
-		log_warn(COMP, "cannot listen on %zu of the %zu ports (skipped; the first: %s)", want - p->n_ls, want,
-			 first.msg);
 	uv_async_init(&p->loop, &p->stop_async, on_stop);
 	p->stop_async.data = p;
 	uv_async_init(&p->loop, &p->routes_async, on_routes);
 	p->routes_async.data = p;
-	if (!p->n_ls) {
-		uv_close((uv_handle_t *)&p->stop_async, NULL);
-		uv_close((uv_handle_t *)&p->routes_async, NULL);
+	if (p->n_ls < want) {
+		/* Closes the listeners bound so far and the two asyncs. */
+		on_stop(&p->stop_async);
 		uv_run(&p->loop, UV_RUN_DEFAULT);
 		uv_loop_close(&p->loop);
 		proxy_free(p);
-		return terr_set(err, EADDRINUSE, "no port to listen on: %s", last.msg);
+		return terr_set(err, last.code ? last.code : EADDRINUSE, "%s", last.msg);
 	}
 	if (pthread_create(&p->loop_thread, NULL, loop_main, p) != 0) {
 		on_stop(&p->stop_async);

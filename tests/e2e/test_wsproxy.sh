@@ -40,6 +40,14 @@ page=$(curl -s -w '\n%{http_code}' "http://127.0.0.1:$((lo + 1))/")
 check "no cookie: 403 saying how to open the app" \
 	bash -c '[[ $(tail -1 <<<"$1") == 403 && $1 == *"session list"* ]]' _ "$page"
 check "an unreachable manager is logged" grep -q 'cannot get the app routes' "$E2E_DIR/wsproxy.log"
+# A server whose app ports another proxy holds does not start: its manager
+# would hand out links to ports the other one serves.
+out=$(timeout 20 "$TESSERA" server --data-dir "$E2E_DIR/data-busy" --port 0 --web-port 0 --registry none \
+	--app-ports "$lo-$((lo + 1))" 2>&1)
+rc=$?
+check "a server whose app ports are taken does not start ($rc)" test "$rc" -ne 0 -a "$rc" -ne 124
+check "it says which port and what to do ($(tail -1 <<<"$out"))" \
+	bash -c '[[ $1 == *"port $2 on 127.0.0.1 is in use"* && $1 == *"--app-ports"* ]]' _ "$out" "$lo"
 kill -TERM "$WSP"
 wait "$WSP"
 check "SIGTERM stops it cleanly" test $? -eq 0
