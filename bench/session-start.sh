@@ -80,7 +80,9 @@ cleanup() {
 trap cleanup EXIT
 trap 'echo "session-start: interrupted" >&2; exit 130' INT TERM
 
-"$TESSERA" server --data-dir "$WORK/data" --port 0 --web-port 0 --node-id "$NODE" >"$WORK/server.log" 2>&1 &
+APP_PORTS=$(e2e_free_port_range 8) || { echo "session-start: no free app port range" >&2; rm -rf "$WORK"; exit 1; }
+"$TESSERA" server --data-dir "$WORK/data" --port 0 --web-port 0 --app-ports "$APP_PORTS" --node-id "$NODE" \
+	>"$WORK/server.log" 2>&1 &
 SERVER_PID=$!
 for _ in $(seq 1 200); do
 	[[ -s $WORK/data/admin.conf ]] && break

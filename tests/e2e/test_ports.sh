@@ -41,6 +41,10 @@ check "a second server on the API port is refused ($rc: $out)" refused "port $ap
 second --data-dir "$E2E_DIR/data3" --port 0 --web-port "$web_port"
 check "a second server on the web port is refused ($rc: $out)" refused "port $web_port on 127.0.0.1 is in use by another process"
 
+# Its app proxy's ports: the second manager would hand out links to them.
+second --data-dir "$E2E_DIR/data4" --port 0 --web-port 0 --app-ports "$E2E_APP_PORTS"
+check "a second server on the app ports is refused ($rc: $out)" refused "port ${E2E_APP_PORTS%-*} on 127.0.0.1 is in use by another process"
+
 check "the first server still runs" kill -0 "$first_pid"
 check "its API still answers" "$TESSERA" session ls
 code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$web_port/")
