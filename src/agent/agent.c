@@ -958,10 +958,12 @@ static int plan_app_secret(struct agent *a, struct plan *p, const char *sid, con
 	return 0;
 }
 
-/* The image's ai.backend.service-ports, when it has a valid one, for the
- * runner's --apps (caller frees; NULL when none). One that does not
- * parse is left out with a warning: the session still starts, with the
- * terminal only. */
+/* The runner's --apps for the image's ai.backend.service-ports, when it
+ * has a valid one: its entries that are apps, each with its first port
+ * (img_service_ports_runner_spec: Backend.AI's pty and internal entries
+ * and port lists are not for the runner). Caller frees; NULL when none.
+ * A label that does not parse is left out with a warning: the session
+ * still starts, with the terminal only. */
 static char *image_apps(struct agent *a, const char *image)
 {
 	char **labels = NULL, *spec = NULL;
@@ -976,7 +978,7 @@ static char *image_apps(struct agent *a, const char *image)
 			size_t np = 0;
 			const char *v = labels[i] + klen + 1;
 			if (*v && img_service_ports_parse(v, ports, IMG_MAX_SERVICE_PORTS, &np, &err) == 0)
-				spec = strdup(v);
+				img_service_ports_runner_spec(ports, np, &spec, &err);
 			else if (*v)
 				log_warn("agent", "image %s: %s is not used: %s", image, IMG_LABEL_SERVICE_PORTS, err.msg);
 		}

@@ -60,6 +60,34 @@ static const char *shown(const char *v)
 
 /* ---------- service ports ---------- */
 
+bool img_service_port_is_app(const struct img_service_port *p)
+{
+	return p->n_ports > 0 && p->ports[0] != 7611 && strcmp(p->name, "terminal") &&
+	       (!strcmp(p->protocol, "http") || !strcmp(p->protocol, "tcp") || !strcmp(p->protocol, "preopen"));
+}
+
+int img_service_ports_runner_spec(const struct img_service_port *ports, size_t n, char **out,
+				  struct terr *err)
+{
+	*out = NULL;
+	size_t len = 0;
+	for (size_t i = 0; i < n; i++)
+		if (img_service_port_is_app(&ports[i]))
+			len += strlen(ports[i].name) + strlen(ports[i].protocol) + 9;
+	if (!len)
+		return 0;
+	char *s = malloc(len + 1);
+	if (!s)
+		return terr_set(err, ENOMEM, "out of memory");
+	size_t o = 0;
+	for (size_t i = 0; i < n; i++)
+		if (img_service_port_is_app(&ports[i]))
+			o += (size_t)snprintf(s + o, len + 1 - o, "%s%s:%s:%d", o ? "," : "", ports[i].name,
+					      ports[i].protocol, ports[i].ports[0]);
+	*out = s;
+	return 0;
+}
+
 static bool known_protocol(const char *p)
 {
 #define IMG_PROTO_CMP(name) if (!strcmp(p, #name)) return true;

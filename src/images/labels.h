@@ -99,6 +99,18 @@ void img_labels_parse(const struct img_label *labels, size_t n, struct img_meta 
 int img_service_ports_parse(const char *value, struct img_service_port *out, size_t max,
 			    size_t *n, struct terr *err);
 
+/* Whether a session's runner serves this entry as an app (docs/apps.md):
+ * protocol http, tcp or preopen, a name other than "terminal" (the
+ * runner's own), its first port not the runner's 7611. Backend.AI's `pty`
+ * and `internal` entries are not apps here. */
+bool img_service_port_is_app(const struct img_service_port *p);
+
+/* The runner's --apps value for the entries that are apps ("name:proto:
+ * port", the first port of each, comma-separated) into a new string
+ * (*out, caller frees; NULL when none is an app). -ENOMEM. */
+int img_service_ports_runner_spec(const struct img_service_port *ports, size_t n, char **out,
+				  struct terr *err);
+
 /* ---- references ---- */
 
 struct img_ref {

@@ -81,7 +81,8 @@ static void route_url(const struct manager *m, const struct approute *r, const c
 }
 
 /* The apps of s, in order: terminal, then its image's service ports
- * (an image's own "terminal" is the built-in one). */
+ * that are apps (img_service_port_is_app: what the agent gives the
+ * runner; an image's own "terminal" is the built-in one). */
 static json_t *apps_json(struct manager *m, const struct msession *s)
 {
 	struct img_service_port ports[IMG_MAX_SERVICE_PORTS];
@@ -90,10 +91,10 @@ static json_t *apps_json(struct manager *m, const struct msession *s)
 	json_t *arr = json_array();
 	json_array_append_new(arr, json_pack("{s:s,s:s,s:n}", "name", TERMINAL_APP, "protocol", "pty", "port"));
 	for (size_t i = 0; i < n; i++) {
-		if (!strcmp(ports[i].name, TERMINAL_APP))
+		if (!img_service_port_is_app(&ports[i]))
 			continue;
 		json_array_append_new(arr, json_pack("{s:s,s:s,s:i}", "name", ports[i].name, "protocol",
-						     ports[i].protocol, "port", ports[i].n_ports ? ports[i].ports[0] : 0));
+						     ports[i].protocol, "port", ports[i].ports[0]));
 	}
 	/* The open ones: where their route is. */
 	size_t i;

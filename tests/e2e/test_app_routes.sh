@@ -13,9 +13,11 @@ e2e_setup
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 mport=$(free_port); aport=$(free_port)
 secret=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
-APPS_IMAGE=tessera-test-apps:e2e-1
+APPS_IMAGE=tessera-test-apps:e2e-2
 if ! docker image inspect "$APPS_IMAGE" >/dev/null 2>&1; then
-	printf 'FROM %s\nLABEL ai.backend.service-ports="jupyter:http:8081,mlflow-ui:preopen:5000"\n' "$TEST_IMAGE" |
+	# A label as Backend.AI's images have them: a pty entry and a port
+	# list, which are not apps the runner serves.
+	printf 'FROM %s\nLABEL ai.backend.service-ports="ipython:pty:3000,jupyter:http:8081,vscode:http:[8180,8181],mlflow-ui:preopen:5000"\n' "$TEST_IMAGE" |
 		docker build -q -t "$APPS_IMAGE" - >/dev/null 2>&1
 fi
 cat >"$E2E_DIR/manager.conf" <<CONF
@@ -140,22 +142,25 @@ if phase == "first":
     say(st == 200 and r == {"apps": [{"name": "terminal", "protocol": "pty", "port": None}]},
         "a busybox session lists the terminal only (%d %s)" % (st, json.dumps(r)))
 
-    # An image with service ports lists them after the terminal (whatever
-    # becomes of the session: the list is the image's).
+    # An image with service ports lists its apps after the terminal: not
+    # its pty entry, and the first port of a list.
     st, r = a.call("POST", "/v1/sessions", {"image": apps_image, "name": "withapps",
                                             "resources": {"cpu": 0.1, "mem": "16m"}})
     say(st == 201, "A creates a session of an image with service ports (%d %s)" % (st, err_of(r)))
     wsess = r["sessions"][0]
     wait_running(a, wsess["id"])
+    st, r = a.call("GET", "/v1/sessions/withapps")
+    say(r.get("status") == "RUNNING", "it runs: the runner takes what it is given (%s)" % r.get("status"))
     st, r = a.call("GET", "/v1/sessions/withapps/apps")
     names = [(x["name"], x["protocol"], x["port"]) for x in (r or {}).get("apps", [])]
-    say(names == [("terminal", "pty", None), ("jupyter", "http", 8081), ("mlflow-ui", "preopen", 5000)],
-        "its apps: terminal, jupyter, mlflow-ui (%s)" % names)
+    say(names == [("terminal", "pty", None), ("jupyter", "http", 8081), ("vscode", "http", 8180),
+                  ("mlflow-ui", "preopen", 5000)],
+        "its apps: terminal, jupyter, vscode, mlflow-ui (%s)" % names)
     st, r = a.call("GET", "/v1/sessions/withapps")
     wcid = r.get("container_id")
     if wcid:
         args = inspect(wcid)["Args"]
-        say("--apps" in args and args[args.index("--apps") + 1] == "jupyter:http:8081,mlflow-ui:preopen:5000",
+        say("--apps" in args and args[args.index("--apps") + 1] == "jupyter:http:8081,vscode:http:8180,mlflow-ui:preopen:5000",
             "the runner is given the image's service ports (%s)" % args)
     else:
         say(False, "the session of the image with apps has a container")

@@ -2,6 +2,8 @@
  * both of Backend.AI's forms and its rules, bad labels (a warning, no
  * minimum, never a crash), and image references with their canonical
  * form. */
+#include <stdlib.h>
+
 #include "images/labels.h"
 #include "testlib.h"
 
@@ -214,9 +216,35 @@ TEST(references)
 	CHECK_INT(img_ref_canonical("", buf, sizeof(buf), &err), -EINVAL);
 }
 
+/* What the runner is given (and the manager lists) of a Backend.AI image's
+ * ports: the apps, each with its first port; pty and internal entries are
+ * not apps. Before, the whole label went to the runner, which refuses
+ * what it does not serve, and the session could not start. */
+TEST(runner_spec_keeps_the_apps)
+{
+	struct img_service_port p[8];
+	size_t n = 0;
+	struct terr err = {0};
+	CHECK_INT(img_service_ports_parse("ipython:pty:3000,jupyter:http:8081,vscode:http:[8180,8181],"
+					  "sftp:internal:9000,mlflow-ui:preopen:5000,db:tcp:5432", p, 8, &n, &err), 0);
+	CHECK_INT(n, 6);
+	CHECK(!img_service_port_is_app(&p[0]));
+	CHECK(img_service_port_is_app(&p[1]));
+	CHECK(!img_service_port_is_app(&p[3]));
+	char *spec = NULL;
+	CHECK_INT(img_service_ports_runner_spec(p, n, &spec, &err), 0);
+	CHECK_STR(spec ? spec : "(null)", "jupyter:http:8081,vscode:http:8180,mlflow-ui:preopen:5000,db:tcp:5432");
+	free(spec);
+	CHECK_INT(img_service_ports_parse("ipython:pty:3000", p, 8, &n, &err), 0);
+	spec = (char *)"not set";
+	CHECK_INT(img_service_ports_runner_spec(p, n, &spec, &err), 0);
+	CHECK(spec == NULL);
+}
+
 int main(void)
 {
 	RUN(backend_ai_labels);
+	RUN(runner_spec_keeps_the_apps);
 	RUN(memory_units);
 	RUN(tessera_labels);
 	RUN(bad_labels);
