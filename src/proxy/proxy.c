@@ -1176,8 +1176,12 @@ static void conn_update_reading(struct conn *c)
 {
 	if (c->closing || c->finishing || c->client_eof)
 		return;
+	/* Towards the browser, only an HTTP exchange's answers pile up from
+	 * what the browser sends; after an upgrade the two directions are
+	 * independent, and pausing the browser's side on the other one's
+	 * queue only slows a stream that flows both ways (a WebSocket echo). */
 	bool want = c->phase != PH_WAIT && c->phase != PH_DRAIN && c->q_up < PROXY_HIGH_WATER &&
-		    c->q_client < PROXY_HIGH_WATER && !c->close_after;
+		    (c->phase == PH_RAW || c->q_client < PROXY_HIGH_WATER) && !c->close_after;
 	if (want && c->in_len > c->in_off) {
 		/* Bytes already here come first. */
 		want = false;
