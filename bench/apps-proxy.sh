@@ -23,7 +23,7 @@
 #     tessera/python:3.11.
 #
 #   bench/apps-proxy.sh [BUILD_DIR]
-#   BENCH_ROUNDS=3         rounds of 1 and 2 (interleaved, order alternated)
+#   BENCH_ROUNDS=5         rounds of 1 and 2 (interleaved, order alternated)
 #   BENCH_START_ROUNDS=5   rounds of 4 (terminal), Jupyter: 3
 #   BENCH_BIG_MIB=256      the large response; BENCH_WS_MIB=64 the echo stream
 #   BENCH_IDLE_CONNS=10000
@@ -39,7 +39,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 BUILD=${1:-build}
 [[ $BUILD == /* ]] || BUILD=$root/$BUILD
-ROUNDS=${BENCH_ROUNDS:-3}
+ROUNDS=${BENCH_ROUNDS:-5}
 SROUNDS=${BENCH_START_ROUNDS:-5}
 BIG_MIB=${BENCH_BIG_MIB:-256}
 WS_MIB=${BENCH_WS_MIB:-64}
@@ -182,7 +182,7 @@ print(json.dumps({
 	else
 		echo "nginx: not installed (scripts/bootstrap --bench): its rows are skipped"
 	fi
-	echo "1-2: $ROUNDS rounds on each path (interleaved): 1000 keep-alive GETs of 13 bytes, one GET of $BIG_MIB MiB, $WS_MIB MiB echoed over a WebSocket"
+	echo "1-2: $ROUNDS rounds on each path (interleaved): 2000 keep-alive GETs of 13 bytes (paths in turn), one GET of $BIG_MIB MiB, $WS_MIB MiB echoed over a WebSocket"
 	MATRIX=$("${LOAD[@]}" matrix "$PATHS" "$ROUNDS" "$BIG_MIB" "$WS_MIB") || { echo "apps-proxy: the matrix failed" >&2; exit 1; }
 	"$TESSERA" session rm be >/dev/null 2>&1
 else

@@ -7,7 +7,8 @@
     apps_load.py matrix PATHS_JSON ROUNDS BIG_MIB WS_MIB
         PATHS_JSON: {"name": {"host", "port", "line"?, "cookie"?}, ...}, in
         the order to print. Measures on every path, rounds interleaved:
-        the p50 of sequential keep-alive GETs of a 13-byte body, the
+        the p50 of 2000 sequential keep-alive GETs of a 13-byte body (one
+        connection per path, one request per path in turn), the
         throughput of one GET of BIG_MIB MiB, and of WS_MIB MiB echoed
         over one WebSocket (64 KiB frames, sent while the echo is read).
         Prints one JSON object: {"name": {"lat_us": [...], "http_mbs":
@@ -89,19 +90,23 @@ class Conn:
         return status, n
 
 
-def lat(p, n):
-    c = Conn(p)
-    for _ in range(50):  # warm-up
-        c.get("/small")
-    xs = []
-    for _ in range(n):
-        t0 = time.perf_counter()
-        st, _ = c.get("/small")
-        xs.append(time.perf_counter() - t0)
-        if st != 200:
-            raise RuntimeError("status %d" % st)
-    c.s.close()
-    return statistics.median(xs) * 1e6
+def lat_all(paths, n):
+    """p50 of n keep-alive GETs on each path, one request per path in
+    turn, so that whatever else loads the machine hits every path alike."""
+    conns = {k: Conn(p) for k, p in paths.items()}
+    xs = {k: [] for k in paths}
+    for i in range(n + 50):  # 50 warm-up requests each
+        for k, c in conns.items():
+            t0 = time.perf_counter()
+            st, _ = c.get("/small")
+            dt = time.perf_counter() - t0
+            if st != 200:
+                raise RuntimeError("%s: status %d" % (k, st))
+            if i >= 50:
+                xs[k].append(dt)
+    for c in conns.values():
+        c.s.close()
+    return {k: statistics.median(v) * 1e6 for k, v in xs.items()}
 
 
 def big(p):
@@ -161,8 +166,11 @@ def matrix(paths, rounds, big_mib, ws_mib):
 
     for r in range(rounds):
         order = list(paths) if r % 2 == 0 else list(reversed(paths))
-        for k in order:
-            one(k, "lat_us", lat, 1000)
+        try:
+            for k, v in lat_all({k: paths[k] for k in order}, 2000).items():
+                res[k]["lat_us"].append(v)
+        except Exception as e:
+            sys.exit("apps_load: the latency: %s" % e)
         for k in order:
             one(k, "http_mbs", big)
         for k in order:
