@@ -44,9 +44,9 @@
 
 #define COMP "wsproxy"
 /* Bytes read at a time from either side (allocated per read, freed once
- * written: an idle connection holds none). 256 KiB rather than 64: on a
- * large download fewer, larger reads and writes (bench/apps-proxy.sh: the
- * proxy's throughput over the runner's rose from about 0.7-0.8 to 0.9). */
+ * written: an idle connection holds none). 256 KiB rather than 64: fewer
+ * reads and writes per byte of a large download (bench/apps-proxy.sh;
+ * on a loaded 2-core machine the gain was within the noise). */
 #define READ_CHUNK (256 * 1024)
 #define HEAD_TIMEOUT_MS 10000
 #define IDLE_TIMEOUT_MS 120000
