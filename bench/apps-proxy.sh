@@ -116,7 +116,7 @@ fi
 export TESSERA_CONFIG=$WORK/data/admin.conf
 LOAD=(python3 "$here/apps_load.py")
 
-echo "session apps through the proxy: $(nproc) CPUs, docker $(docker version --format '{{.Server.Version}}' 2>/dev/null), $($NGINX -v 2>&1 | sed 's/.*: //' || true)"
+echo "session apps through the proxy: $(nproc) CPUs, docker $(docker version --format '{{.Server.Version}}' 2>/dev/null), ${NGINX:+$("$NGINX" -v 2>&1 | sed 's/.*: //')}${NGINX:-no nginx}"
 
 # ---- 1 and 2: throughput and latency on four paths ------------------------
 MATRIX=""
