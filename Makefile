@@ -66,7 +66,9 @@ fuzz: setup $(FUZZ_BUILD)/build.ninja
 	ninja -C $(FUZZ_BUILD) fuzz-targets
 	scripts/run-tests $(FUZZ_BUILD):fuzz
 
+# The benchmarks' comparison tools (nginx) are installed only here.
 bench: build
+	scripts/bootstrap --bench
 	bench/run-all $(BUILD)
 
 # Every recipe under images/ built into this machine's Docker (root; images
