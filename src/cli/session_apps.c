@@ -67,7 +67,11 @@
  * its line editing (busybox ash, bash's readline), so a Ctrl-D sent with
  * the input is lost; one sent while the shell waits at its prompt ends it.
  * A shell that never prompts again (its last command runs on) gets one a
- * second, which a program reading the terminal takes as its end of input. */
+ * second, which a program reading the terminal takes as its end of input.
+ * From the second on, each comes after a Ctrl-U (kill line): a Ctrl-D that
+ * reached the PTY while a command ran (the output paused a second under
+ * load) became that NUL byte at the next prompt, and a Ctrl-D on a line
+ * that is not empty does not end the shell; the Ctrl-U empties it. */
 #define SHELL_EOF_IDLE_MS 1000
 /* How long an app that is starting (503) is waited for. */
 #define SHELL_START_WAIT_S 30
@@ -432,6 +436,7 @@ static void shell_relay(struct wsconn *ws, int sig_rd, bool tty, struct shell_en
 	bool in_open = true;
 	uint8_t in[1 + 16384];
 	long quiet_since = shell_now_ms();
+	int eofs_sent = 0;
 	end->code = SHELL_EXIT_LOST;
 	end->msg[0] = '\0';
 	/* Frames that came with the handshake's answer first. */
@@ -460,9 +465,12 @@ static void shell_relay(struct wsconn *ws, int sig_rd, bool tty, struct shell_en
 				return;
 			}
 			if (np == 0 && eof_wait) {
-				in[0] = 0x00;
-				in[1] = 0x04;
-				if (wsconn_send(ws, WS_OP_BINARY, in, 2, &err) < 0)
+				size_t n = 0;
+				in[n++] = 0x00;  /* input */
+				if (eofs_sent++)
+					in[n++] = 0x15;  /* Ctrl-U */
+				in[n++] = 0x04;  /* Ctrl-D */
+				if (wsconn_send(ws, WS_OP_BINARY, in, n, &err) < 0)
 					goto lost;
 				quiet_since = shell_now_ms();
 				continue;
