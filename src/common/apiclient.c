@@ -113,6 +113,23 @@ static int api_prepare(const struct api_client *c, const char *method, const cha
 	return 0;
 }
 
+/* api_prepare for a JSON body (NULL for none): *payload is its text, which
+ * the caller frees (also on failure), *body_len its length. */
+static int api_prepare_json(const struct api_client *c, const char *method, const char *path_query,
+			    json_t *body, char **payload, size_t *body_len, struct api_req *r,
+			    struct terr *err)
+{
+	*payload = NULL;
+	*body_len = 0;
+	if (body) {
+		*payload = json_dumps(body, JSON_COMPACT);
+		if (!*payload)
+			return terr_set(err, ENOMEM, "cannot serialize the request body");
+		*body_len = strlen(*payload);
+	}
+	return api_prepare(c, method, path_query, *payload, *body_len, r, err);
+}
+
 static int api_transport_error(int r, const struct api_client *c, const char *path_query, long timeout_ms,
 			       const struct terr *terr_http, struct terr *err)
 {
@@ -168,15 +185,7 @@ int api_call(const struct api_client *c, const char *method,
 	if (status)
 		*status = 0;
 	size_t body_len = 0;
-	if (body) {
-		payload = json_dumps(body, JSON_COMPACT);
-		if (!payload) {
-			r = terr_set(err, ENOMEM, "cannot serialize the request body");
-			goto out;
-		}
-		body_len = strlen(payload);
-	}
-	r = api_prepare(c, method, path_query, payload, body_len, &ar, err);
+	r = api_prepare_json(c, method, path_query, body, &payload, &body_len, &ar, err);
 	if (r < 0)
 		goto out;
 	const char *headers[] = {ar.h_date, ar.h_host, ar.h_auth, "Content-Type: application/json",
@@ -270,15 +279,7 @@ int api_stream(const struct api_client *c, const char *method, const char *path_
 	if (!x)
 		return terr_set(err, ENOMEM, "out of memory");
 	size_t body_len = 0;
-	if (body) {
-		payload = json_dumps(body, JSON_COMPACT);
-		if (!payload) {
-			r = terr_set(err, ENOMEM, "cannot serialize the request body");
-			goto out;
-		}
-		body_len = strlen(payload);
-	}
-	r = api_prepare(c, method, path_query, payload, body_len, &ar, err);
+	r = api_prepare_json(c, method, path_query, body, &payload, &body_len, &ar, err);
 	if (r < 0)
 		goto out;
 	char h_accept[128];
