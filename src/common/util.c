@@ -191,3 +191,24 @@ int util_parse_port_range(const char *s, int *lo, int *hi, struct terr *err)
 	*hi = b;
 	return 0;
 }
+
+int util_find_ui_dir(const char *file, char *out, size_t n, struct terr *err)
+{
+	char dir[PATH_MAX];
+	if (util_exe_dir(dir, sizeof(dir), err) < 0)
+		return -err->code;
+	char real[PATH_MAX];
+	const char *candidates[] = {"%s/ui/www", "%s/../share/tessera/ui", NULL};
+	for (size_t i = 0; i < sizeof(candidates) / sizeof(candidates[0]); i++) {
+		char path[PATH_MAX + 64], probe[PATH_MAX + 128];
+		if (candidates[i])
+			snprintf(path, sizeof(path), candidates[i], dir);
+		else
+			snprintf(path, sizeof(path), "/usr/share/tessera/ui");
+		snprintf(probe, sizeof(probe), "%s/%s", path, file);
+		if (access(probe, R_OK) == 0 && realpath(path, real))
+			return util_strlcpy(out, real, n) < 0 ? terr_set(err, ENAMETOOLONG, "UI path too long") : 0;
+	}
+	return terr_set(err, ENOENT, "cannot find the built UI (%s) beside %s or in /usr/share/tessera/ui; "
+			"run 'make build' or set ui_dir", file, dir);
+}

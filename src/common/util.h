@@ -42,6 +42,13 @@ int util_self_command(const char *name, char *buf, size_t n, struct terr *err);
  * -ENAMETOOLONG when it had to cut. */
 int util_strlcpy(char *dst, const char *src, size_t n);
 
+/* The built web UI, a folder holding `file` (e.g. "index.html"): the
+ * build's ui/www beside the binary, PREFIX/share/tessera/ui of an install
+ * (../share/tessera/ui from PREFIX/bin), or /usr/share/tessera/ui; its
+ * real path into out (n bytes, at least PATH_MAX). -ENOENT saying where
+ * it looked. Shared by the webserver and the app proxy (terminal.html). */
+int util_find_ui_dir(const char *file, char *out, size_t n, struct terr *err);
+
 /* A TCP port range "A-B" (1 <= A <= B <= 65535, digits only) into *lo and
  * *hi: the app proxy's ports, in the manager's, the proxy's and `tessera
  * server`'s settings. -EINVAL naming what is wrong. */

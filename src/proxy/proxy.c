@@ -1747,19 +1747,5 @@ void proxy_get_stats(struct proxy *p, struct proxy_stats *st)
 
 int proxy_find_ui_dir(char *out, size_t n, struct terr *err)
 {
-	char dir[PATH_MAX];
-	if (util_exe_dir(dir, sizeof(dir), err) < 0)
-		return -err->code;
-	const char *candidates[] = {"%s/ui/www", "%s/../share/tessera/ui"};
-	for (size_t i = 0; i < sizeof(candidates) / sizeof(candidates[0]); i++) {
-		char path[PATH_MAX + 64];
-		snprintf(path, sizeof(path), candidates[i], dir);
-		struct stat st;
-		if (stat(path, &st) == 0 && S_ISDIR(st.st_mode) && realpath(path, dir))
-			return util_strlcpy(out, dir, n) < 0 ? terr_set(err, ENAMETOOLONG, "ui_dir too long") : 0;
-	}
-	struct stat st;
-	if (stat("/usr/share/tessera/ui", &st) == 0 && S_ISDIR(st.st_mode))
-		return util_strlcpy(out, "/usr/share/tessera/ui", n) < 0 ? -ENAMETOOLONG : 0;
-	return terr_set(err, ENOENT, "no UI build beside the binary or in /usr/share/tessera/ui; set ui_dir");
+	return util_find_ui_dir("terminal.html", out, n, err);
 }

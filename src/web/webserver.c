@@ -742,22 +742,7 @@ static const struct httpd_route web_routes[] = {
 
 static int find_ui(char *out, size_t n, struct terr *err)
 {
-	char dir[PATH_MAX];
-	if (util_exe_dir(dir, sizeof(dir), err) < 0)
-		return -err->code;
-	const char *candidates[] = {"%s/ui/www", "%s/../share/tessera/ui"};
-	for (size_t i = 0; i < sizeof(candidates) / sizeof(candidates[0]); i++) {
-		char path[PATH_MAX + 64];
-		snprintf(path, sizeof(path), candidates[i], dir);
-		char probe[PATH_MAX + 80];
-		snprintf(probe, sizeof(probe), "%s/index.html", path);
-		if (access(probe, R_OK) == 0 && realpath(path, out))
-			return 0;
-	}
-	if (access("/usr/share/tessera/ui/index.html", R_OK) == 0)
-		return util_strlcpy(out, "/usr/share/tessera/ui", n);
-	return terr_set(err, ENOENT, "cannot find the built UI beside %s or in /usr/share/tessera/ui; "
-			"run 'make build' or set ui_dir", dir);
+	return util_find_ui_dir("index.html", out, n, err);
 }
 
 int web_start(const struct web_config *cfg, struct web **out, struct terr *err)
