@@ -105,6 +105,7 @@ export function SessionsPage({ user }: { user: User }) {
       {shown.length === 0 ? (
         <p class="empty">No sessions. Press Start to launch one.</p>
       ) : (
+        <div class="table-scroll">
         <table class="sessions">
           <caption class="sr-only">Your sessions{user.is_admin ? ' (administrators see everyone’s)' : ''}</caption>
           <thead>
@@ -152,6 +153,7 @@ export function SessionsPage({ user }: { user: User }) {
             ))}
           </tbody>
         </table>
+        </div>
       )}
       <Dialog open={confirm !== null} title="Terminate session" onClose={() => setConfirm(null)}>
         {confirm && (
