@@ -110,17 +110,8 @@ int mgr_proxy_routes(struct manager *m, int64_t since, int wait_s, json_t **repl
 
 /* ---- folders (folders.c, docs/folders.md) ---- */
 
-#define MGR_MAX_STORAGE_HOSTS 16
-
-struct mgr_storage_host {
-	char name[STORE_NAME_MAX];
-	char path[1024];       /* absolute, no trailing '/' */
-};
-
-/* Parses "NAME:PATH[,NAME:PATH...]" into hosts (at most max): names as
- * session names, paths absolute, names unique. No lock, no state. */
-int mgr_storage_hosts_parse(const char *spec, struct mgr_storage_host *hosts, size_t max, size_t *n,
-			    struct terr *err);
+#define MGR_MAX_STORAGE_HOSTS MODEL_MAX_STORAGE_HOSTS
+/* Storage hosts are parsed by model_storage_hosts_parse (common/model.h). */
 /* A folder name: 1-63 of [A-Za-z0-9._-], may start with '.', not "." nor
  * "..". EINVAL with why. */
 int mgr_folder_name_check(const char *name, struct terr *err);
