@@ -365,7 +365,7 @@ void mgr_folders_purge_trash(struct manager *m);
  * owner's automounted dot-folders, as the JSON text of
  * session_rec.mounts_json into *out (malloc'd; NULL when none). ENOENT
  * "no folder NAME" for a folder owner may not use. */
-#define MGR_MAX_SESSION_MOUNTS 20
+#define MGR_MAX_SESSION_MOUNTS 16
 int mgr_folders_mounts_json(struct manager *m, const struct user_rec *owner, const struct create_request *cr,
 			    char **out, struct terr *err);
 
