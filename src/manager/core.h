@@ -118,7 +118,7 @@ int mgr_folder_name_check(const char *name, struct terr *err);
 
 /* Creates folder name of u on host (NULL: the default host) with quota
  * bytes (-1: the policy's max_folder_bytes; 0: none). EEXIST a live
- * folder of u has the name; EDQUOT past max_folders or a quota above
+ * folder of u has the name; EPERM past max_folders or a quota above
  * max_folder_bytes; ENOENT no such host. *out: its JSON. */
 int mgr_folder_create(struct manager *m, const struct user_rec *u, const char *name, const char *host,
 		      int64_t quota, json_t **out, struct terr *err);
@@ -148,8 +148,10 @@ int mgr_folder_unshare(struct manager *m, const struct user_rec *u, const char *
 /* The file routes' and the mounts' check: the live folder name (as
  * mgr_folder_get resolves it) that u may read, or write with want_write,
  * into path_out (its directory, HOSTPATH/ID) and its quota into *quota
- * (may be NULL; 0: none). ENOENT unseen or missing; EACCES a write to a
- * read-only share. */
+ * (may be NULL; 0: none). ENOENT "no folder NAME" unseen or missing
+ * (the same words); EPERM a write to a read-only share. Takes the lock;
+ * the path is a copy, valid after the folder is renamed (it names the
+ * id), not after it is trashed. */
 int mgr_folder_resolve(struct manager *m, const struct user_rec *u, const char *name, bool want_write,
 		       char *path_out, size_t n, int64_t *quota, struct terr *err);
 

@@ -283,13 +283,14 @@ int mgr_folder_create(struct manager *m, const struct user_rec *u, const char *n
 		}
 	}
 	if (max_folders > 0 && (int64_t)owned >= max_folders) {
-		rc = terr_set(err, EDQUOT, "you have %zu folders, your policy's max_folders", owned);
+		rc = terr_set(err, EPERM, "you have %zu folders, the most your policy's max_folders allows; "
+			      "remove one first (tessera folder rm NAME)", owned);
 		goto out;
 	}
 	if (quota < 0)
 		quota = max_bytes;
 	if (max_bytes > 0 && (quota == 0 || quota > max_bytes)) {
-		rc = terr_set(err, EDQUOT, "a folder's quota may be at most %lld bytes (max_folder_bytes)",
+		rc = terr_set(err, EPERM, "a folder's quota may be at most %lld bytes (your policy's max_folder_bytes)",
 			      (long long)max_bytes);
 		goto out;
 	}
@@ -525,7 +526,7 @@ static int set_share(struct manager *m, const struct user_rec *u, const char *na
 	char *text = json_dumps(arr, JSON_COMPACT);
 	if (!text || strlen(text) >= sizeof(f->rec.shares)) {
 		free(text);
-		rc = terr_set(err, EDQUOT, "folder %s is shared with too many users", name);
+		rc = terr_set(err, E2BIG, "folder %s is shared with too many users", name);
 		goto out;
 	}
 	char old[sizeof(f->rec.shares)];
@@ -567,7 +568,7 @@ int mgr_folder_resolve(struct manager *m, const struct user_rec *u, const char *
 	if (!f || !perm)
 		rc = not_found(err, name);
 	else if (want_write && !strcmp(perm, "ro"))
-		rc = terr_set(err, EACCES, "folder %s is shared with you read-only", name);
+		rc = terr_set(err, EPERM, "folder %s is shared with you read-only", name);
 	else if ((rc = folder_dir(m, &f->rec, false, path_out, n, err)) == 0 && quota)
 		*quota = f->rec.quota_bytes;
 	pthread_mutex_unlock(&m->mu);

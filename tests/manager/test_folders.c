@@ -215,7 +215,7 @@ TEST(shares)
 	int64_t quota = -1;
 	CHECK_INT(mgr_folder_resolve(mgr, &carol, "data", false, path, sizeof(path), &quota, &err), 0);
 	CHECK_INT((int)quota, 1 << 20);
-	CHECK_INT(mgr_folder_resolve(mgr, &carol, "data", true, path, sizeof(path), NULL, &err), -EACCES);
+	CHECK_INT(mgr_folder_resolve(mgr, &carol, "data", true, path, sizeof(path), NULL, &err), -EPERM);
 	CHECK_INT(mgr_folder_resolve(mgr, &alice, "data", true, path, sizeof(path), NULL, &err), 0);
 	/* A sharee cannot manage it. */
 	CHECK_INT(mgr_folder_delete(mgr, &carol, "data", false, &err), -EPERM);
