@@ -291,6 +291,55 @@ TEST(rm_restore_rename)
 	CHECK(folder_path_of(&alice, ".cache") != NULL);
 }
 
+/* The policy's max_folders and max_folder_bytes, and folder_trash_days. */
+TEST(policy_limits)
+{
+	struct terr err = {0};
+	json_t *out = NULL, *settings = NULL;
+	json_t *pol = json_pack("{s:i,s:s}", "max_folders", 2, "max_folder_bytes", "1m");
+	CHECK_INT(mgr_config_set(mgr, "policy.bob@f.test", pol, &settings, &err), 0);
+	json_decref(pol);
+	json_decref(settings);
+	/* bob has one folder (data): one more, with the policy's quota. */
+	CHECK_INT(mgr_folder_create(mgr, &bob, "second", NULL, -1, &out, &err), 0);
+	CHECK_INT((int)json_integer_value(json_object_get(out, "quota_bytes")), 1 << 20);
+	json_decref(out);
+	CHECK_INT(mgr_folder_create(mgr, &bob, "third", NULL, -1, &out, &err), -EPERM);
+	CHECK_CONTAINS(err.msg, "max_folders");
+	CHECK_INT(mgr_folder_delete(mgr, &bob, "second", false, &err), 0);
+	CHECK_INT(mgr_folder_create(mgr, &bob, "third", NULL, 2 << 20, &out, &err), -EPERM);
+	CHECK_CONTAINS(err.msg, "max_folder_bytes");
+	CHECK_INT(mgr_folder_create(mgr, &bob, "third", NULL, 0, &out, &err), -EPERM);
+	CHECK_INT(mgr_folder_create(mgr, &bob, "third", NULL, 512 << 10, &out, &err), 0);
+	json_decref(out);
+	json_t *v = json_integer(-1);
+	CHECK_INT(mgr_config_set(mgr, "folder_trash_days", v, &settings, &err), -EINVAL);
+	json_decref(v);
+	/* Its trashed folder is purged by the periodic work once the trash
+	 * keeps nothing. */
+	char trashed_dir[2048];
+	json_t *trash = mgr_folders_list(mgr, &bob, false, true);
+	snprintf(trashed_dir, sizeof(trashed_dir), "%s/folders/.trash/%s", data_dir,
+		 json_string_value(json_object_get(json_array_get(trash, 0), "id")) ?: "none");
+	json_decref(trash);
+	struct stat st;
+	CHECK(stat(trashed_dir, &st) == 0);
+	v = json_integer(0);
+	CHECK_INT(mgr_config_set(mgr, "folder_trash_days", v, &settings, &err), 0);
+	json_decref(v);
+	json_decref(settings);
+	size_t left = 1;
+	for (int i = 0; i < 3000 && left; i++) {
+		trash = mgr_folders_list(mgr, &bob, false, true);
+		left = json_array_size(trash);
+		json_decref(trash);
+		if (left)
+			usleep(10000);
+	}
+	CHECK_INT((int)left, 0);
+	CHECK(stat(trashed_dir, &st) < 0);
+}
+
 TEST(restart_keeps_folders)
 {
 	manager_close(mgr);
@@ -320,6 +369,7 @@ int main(void)
 	RUN(shares);
 	RUN(mounts_in_the_start_spec);
 	RUN(rm_restore_rename);
+	RUN(policy_limits);
 	RUN(restart_keeps_folders);
 	manager_close(mgr);
 	json_decref(fake.last_spec);
