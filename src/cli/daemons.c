@@ -360,7 +360,11 @@ int cmd_server(int argc, char **argv)
 	/* One machine: the manager's storage hosts are the agent's. */
 	char storage_buf[PATH_MAX + 32];
 	if (!acfg.storage_hosts || !*acfg.storage_hosts) {
-		snprintf(storage_buf, sizeof(storage_buf), "local:%s/folders", data_dir);
+		/* Absolute, as storage hosts must be: --data-dir may be relative
+		 * (it exists by now: lock_data_dir made it). */
+		char abs_dir[PATH_MAX];
+		snprintf(storage_buf, sizeof(storage_buf), "local:%s/folders",
+			 realpath(data_dir, abs_dir) ? abs_dir : data_dir);
 		acfg.storage_hosts = storage_buf;
 	}
 	mcfg.storage_hosts = acfg.storage_hosts;
