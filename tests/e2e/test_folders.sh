@@ -137,6 +137,20 @@ check "carol lists no folder" [ "$(tr -d ' \n' <<<"$cls")" == "[]" ]
 seen=$(TESSERA_CONFIG=$CAROL T folder info data 2>&1)
 missing=$(TESSERA_CONFIG=$CAROL T folder info nosuch 2>&1)
 check "carol's folder info data reads as a missing folder ($seen)" [ "${seen//data/X}" == "${missing//nosuch/X}" ]
+# Every folder route answers carol about the admin's folder exactly as
+# about a missing one (status and body, the name aside).
+CK=$(sed -n 's/^access_key *= *//p' "$CAROL")
+CS=$(sed -n 's/^secret_key *= *//p' "$CAROL")
+for route in "GET /v1/folders/{f}" "PATCH /v1/folders/{f} {\"name\":\"z\"}" "DELETE /v1/folders/{f}" \
+	"DELETE /v1/folders/{f}?force=1" "POST /v1/folders/{f}/restore" \
+	"POST /v1/folders/{f}/shares {\"email\":\"carol@folders.test\"}" \
+	"DELETE /v1/folders/{f}/shares/bob@folders.test"; do
+	read -r method path body <<<"$route"
+	a=$(api "$CK" "$CS" "$method" "${path//\{f\}/data}" "${body-}")
+	b=$(api "$CK" "$CS" "$method" "${path//\{f\}/nosuch}" "${body-}")
+	check "carol: $method ${path//\{f\}/data} reads as a missing folder ($a)" [ "${a//data/X}" == "${b//nosuch/X}" ]
+done
+check "... and the folder is untouched" [ "$(T folder info data --json | pyget name)" == "data" ]
 out=$(TESSERA_CONFIG=$CAROL T session create "$TEST_IMAGE" --name cs --cpu 0.1 --mem 16m --mount data 2>&1)
 check "carol cannot mount it ($out)" contains "$out" "no folder data"
 out=$(TESSERA_CONFIG=$CAROL T session create "$TEST_IMAGE" --name cs --cpu 0.1 --mem 16m --mount "data:/etc/x" 2>&1)
