@@ -414,6 +414,30 @@ TEST(create_fields)
 	CREATE_BAD("{\"image\":\"busybox\",\"type\":1}", "type");
 }
 
+TEST(create_mounts)
+{
+	struct create_request r;
+	json_t *b = create_ok("{\"image\":\"busybox\",\"mounts\":[\"data\",\".local:/opt/l:ro\"]}", &r, __LINE__);
+	CHECK_INT((int)r.n_mounts, 2);
+	CHECK_STR(r.mounts[0].name, "data");
+	CHECK_STR(r.mounts[0].target, "/home/work/data");
+	CHECK(!r.mounts[0].ro);
+	CHECK_STR(r.mounts[1].target, "/opt/l");
+	CHECK(r.mounts[1].ro);
+	json_decref(b);
+	b = create_ok("{\"image\":\"busybox\",\"mounts\":null}", &r, __LINE__);
+	CHECK_INT((int)r.n_mounts, 0);
+	json_decref(b);
+	CREATE_BAD("{\"image\":\"busybox\",\"mounts\":\"data\"}", "mounts must be an array");
+	CREATE_BAD("{\"image\":\"busybox\",\"mounts\":[1]}", "mounts[0] must be a string");
+	CREATE_BAD("{\"image\":\"busybox\",\"mounts\":[\"../x\"]}", "may contain only");
+	CREATE_BAD("{\"image\":\"busybox\",\"mounts\":[\"a:/proc/x\"]}", "system directory");
+	CREATE_BAD("{\"image\":\"busybox\",\"mounts\":[\"a:/home/work\"]}", "home");
+	CREATE_BAD("{\"image\":\"busybox\",\"mounts\":[\"a\",\"b:/home/work/a\"]}", "two folders at /home/work/a");
+	CREATE_BAD("{\"image\":\"busybox\",\"mounts\":[\"a\",\"a\",\"a\",\"a\",\"a\",\"a\",\"a\",\"a\",\"a\",\"a\","
+		   "\"a\",\"a\",\"a\",\"a\",\"a\",\"a\",\"a\"]}", "at most 16");
+}
+
 TEST(policy_keys)
 {
 	char out[256];
@@ -471,6 +495,7 @@ int main(void)
 	RUN(create_mem);
 	RUN(create_count_and_name);
 	RUN(create_fields);
+	RUN(create_mounts);
 	RUN(emails);
 	RUN(policy_keys);
 	return testlib_done();
