@@ -20,6 +20,7 @@ struct command {
 	X("wsproxy", cmd_wsproxy, "run the app proxy: browsers to session apps (--config FILE)") \
 	X("login",   cmd_login,   "store an endpoint and keypair in ~/.config/tessera/client.conf") \
 	X("session", cmd_session, "create, list, inspect, remove sessions; logs; exec") \
+	X("folder",  cmd_folder,  "data folders: create, list, share, remove, restore; mounted into sessions") \
 	X("node",    cmd_node,    "list nodes (agents) with capacity and usage") \
 	X("image",   cmd_image,   "list, build, pull, alias and remove images; rescan the nodes' images") \
 	X("config",  cmd_config,  "read or change cluster settings (fGPU per device, queue policy, ...)")

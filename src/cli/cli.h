@@ -11,6 +11,7 @@
 int cmd_login(int argc, char **argv);
 int cmd_session(int argc, char **argv);
 int cmd_node(int argc, char **argv);
+int cmd_folder(int argc, char **argv);
 int cmd_config(int argc, char **argv);
 int cmd_image(int argc, char **argv);
 /* Verbs of `tessera image`, one file each (image_cmd.c has the table). */

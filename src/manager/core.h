@@ -108,6 +108,60 @@ int mgr_proxy_redeem(struct manager *m, const char *token, json_t **reply, struc
  * -ECANCELED once the manager is closing. */
 int mgr_proxy_routes(struct manager *m, int64_t since, int wait_s, json_t **reply);
 
+/* ---- folders (folders.c, docs/folders.md) ---- */
+
+#define MGR_MAX_STORAGE_HOSTS 16
+
+struct mgr_storage_host {
+	char name[STORE_NAME_MAX];
+	char path[1024];       /* absolute, no trailing '/' */
+};
+
+/* Parses "NAME:PATH[,NAME:PATH...]" into hosts (at most max): names as
+ * session names, paths absolute, names unique. No lock, no state. */
+int mgr_storage_hosts_parse(const char *spec, struct mgr_storage_host *hosts, size_t max, size_t *n,
+			    struct terr *err);
+/* A folder name: 1-63 of [A-Za-z0-9._-], may start with '.', not "." nor
+ * "..". EINVAL with why. */
+int mgr_folder_name_check(const char *name, struct terr *err);
+
+/* Creates folder name of u on host (NULL: the default host) with quota
+ * bytes (-1: the policy's max_folder_bytes; 0: none). EEXIST a live
+ * folder of u has the name; EDQUOT past max_folders or a quota above
+ * max_folder_bytes; ENOENT no such host. *out: its JSON. */
+int mgr_folder_create(struct manager *m, const struct user_rec *u, const char *name, const char *host,
+		      int64_t quota, json_t **out, struct terr *err);
+/* u's folders and those shared with u (admins with all: everyone's);
+ * trashed ones instead of live ones with trash. A JSON array. */
+json_t *mgr_folders_list(struct manager *m, const struct user_rec *u, bool all, bool trash);
+/* One folder u may use, by name (u's own first, then one shared with u)
+ * or id. ENOENT for a folder u may not see, as for a missing one. */
+int mgr_folder_get(struct manager *m, const struct user_rec *u, const char *name, json_t **out,
+		   struct terr *err);
+/* Owner or admin only (EPERM for a sharee; ENOENT unseen). */
+int mgr_folder_rename(struct manager *m, const struct user_rec *u, const char *name, const char *new_name,
+		      json_t **out, struct terr *err);
+/* Moves the directory to HOSTPATH/.trash/ID. EBUSY naming the sessions
+ * that mount it, unless force. */
+int mgr_folder_delete(struct manager *m, const struct user_rec *u, const char *name, bool force,
+		      struct terr *err);
+/* Brings a trashed folder of u back (EEXIST when a live one has its name). */
+int mgr_folder_restore(struct manager *m, const struct user_rec *u, const char *name, json_t **out,
+		       struct terr *err);
+/* Shares with the user of email (perm "ro" or "rw"; again: changes it),
+ * or takes the share away. */
+int mgr_folder_share(struct manager *m, const struct user_rec *u, const char *name, const char *email,
+		     const char *perm, json_t **out, struct terr *err);
+int mgr_folder_unshare(struct manager *m, const struct user_rec *u, const char *name, const char *email,
+		       json_t **out, struct terr *err);
+/* The file routes' and the mounts' check: the live folder name (as
+ * mgr_folder_get resolves it) that u may read, or write with want_write,
+ * into path_out (its directory, HOSTPATH/ID) and its quota into *quota
+ * (may be NULL; 0: none). ENOENT unseen or missing; EACCES a write to a
+ * read-only share. */
+int mgr_folder_resolve(struct manager *m, const struct user_rec *u, const char *name, bool want_write,
+		       char *path_out, size_t n, int64_t *quota, struct terr *err);
+
 /* ---- nodes and images (agents.c) ---- */
 
 /* Every node with capacity, use, devices and liveness. A JSON array. */

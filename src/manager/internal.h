@@ -34,4 +34,14 @@ void api_user_list(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
 void api_user_create(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
 void api_user_update(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
 
+/* ---- api_folders.c: folders (docs/api.md, "Folders") ---- */
+void api_folder_create(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
+void api_folder_list(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
+void api_folder_get(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
+void api_folder_update(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
+void api_folder_delete(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
+void api_folder_restore(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
+void api_folder_share(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
+void api_folder_unshare(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
+
 #endif

@@ -30,6 +30,10 @@ struct manager_config {
 	const char *wsproxy_url;
 	const char *wsproxy_port_range;
 	const char *wsproxy_domain;
+	/* Storage hosts of users' folders (docs/admin.md, "Storage"):
+	 * "NAME:PATH[,NAME:PATH...]", the first the default; NULL or "":
+	 * local:DATA_DIR/folders. */
+	const char *storage_hosts;
 };
 
 /* Opens the store in data_dir (creating the admin user on first start),

@@ -168,6 +168,7 @@ static void *sched_main(void *arg)
 			m->last_safety_mono = now;
 			mgr_mark_lost_agents(m);
 			retry_stuck_terminations(m);
+			mgr_folders_purge_trash(m);
 		}
 		m->sched_dirty = false;
 		m->in_pass = true;

@@ -6,9 +6,14 @@
  *   selector          concentrated | dispersed
  *   fifo_skip_after   passes a blocked head waits before later ones may
  *                     pass it (0 = never)
+ *   folder_trash_days days a removed folder stays in its host's trash
+ *                     before it is purged (integer 0..3650, default 7)
  *   policy.default    {"max_sessions","max_cpu","max_mem","max_fgpu",
  *                     "max_concurrent_execs" (default 4), "allow_root",
- *                     "max_private_images" (default 10, 0 = none)}
+ *                     "max_private_images" (default 10, 0 = none),
+ *                     "max_folders" (default 20, 0 = none),
+ *                     "max_folder_bytes" (a size; cap and default of a
+ *                     folder's quota, 0 = none)}
  *   policy.<email>    the same, for one user (overrides the default)
  * mgr_config_get and mgr_config_set (core.h) take the lock; the rest is
  * called with it held. */
@@ -41,18 +46,18 @@ static int parse_policy(json_t *v, const char *key, struct terr *err)
 		int64_t dummy = 0;   /* null leaves it untouched: no limit */
 		int rc;
 		if (!strcmp(k, "max_sessions") || !strcmp(k, "max_concurrent_execs") ||
-		    !strcmp(k, "max_private_images"))
+		    !strcmp(k, "max_private_images") || !strcmp(k, "max_folders"))
 			rc = jsonutil_get_int(v, k, k, &dummy, NULL, err) < 0 || dummy < 0
 				? terr_set(err, EINVAL, "%s.%s must be a non-negative integer", key, k) : 0;
 		else if (!strcmp(k, "max_cpu") || !strcmp(k, "max_fgpu"))
 			rc = jsonutil_get_milli(v, k, k, &dummy, NULL, err);
-		else if (!strcmp(k, "max_mem"))
+		else if (!strcmp(k, "max_mem") || !strcmp(k, "max_folder_bytes"))
 			rc = jsonutil_get_size(v, k, k, &dummy, NULL, err);
 		else if (!strcmp(k, "allow_root"))
 			rc = json_is_boolean(x) ? 0 : terr_set(err, EINVAL, "%s.allow_root must be true or false", key);
 		else
 			rc = terr_set(err, EINVAL, "%s: unknown limit '%s' (known: max_sessions, max_cpu, max_mem, max_fgpu, "
-				      "max_concurrent_execs, allow_root, max_private_images)",
+				      "max_concurrent_execs, allow_root, max_private_images, max_folders, max_folder_bytes)",
 				      key, k);
 		if (rc < 0)
 			return rc;
@@ -96,6 +101,10 @@ static int apply(struct manager *m, const char *key, json_t *value, struct terr 
 		if (!json_is_integer(value) || (n = json_integer_value(value)) < 0 || n > 1000000)
 			return terr_set(err, EINVAL, "fifo_skip_after must be an integer from 0 (never) to 1000000");
 		st->fifo_skip_after = (int)n;
+	} else if (!strcmp(key, "folder_trash_days")) {
+		if (!json_is_integer(value) || (n = json_integer_value(value)) < 0 || n > 3650)
+			return terr_set(err, EINVAL, "folder_trash_days must be an integer from 0 to 3650");
+		st->folder_trash_days = (int)n;
 	} else if (!strncmp(key, "policy.", 7)) {
 		/* The key names whom the policy limits; a key no user can have
 		 * (policy.%ff, policy.nobody) would be a policy that never
@@ -114,7 +123,7 @@ static int apply(struct manager *m, const char *key, json_t *value, struct terr 
 	} else {
 		return terr_set(err, ENOENT,
 				"unknown setting '%s' (known: fgpu_per_device, fgpu_quantum, queue_policy, selector, "
-				"fifo_skip_after, policy.default, policy.<email>)", key);
+				"fifo_skip_after, folder_trash_days, policy.default, policy.<email>)", key);
 	}
 	return 0;
 }
@@ -139,7 +148,7 @@ int mgr_settings_set(struct manager *m, const char *key, json_t *value, struct t
 }
 
 static const char *const known_keys[] = {"fgpu_per_device", "fgpu_quantum", "queue_policy", "selector",
-					 "fifo_skip_after", NULL};
+					 "fifo_skip_after", "folder_trash_days", NULL};
 
 int mgr_settings_load(struct manager *m, struct terr *err)
 {
@@ -149,6 +158,7 @@ int mgr_settings_load(struct manager *m, struct terr *err)
 	st->queue = &sched_fifo;
 	st->selector = &sched_concentrated;
 	st->fifo_skip_after = 0;
+	st->folder_trash_days = MGR_DEFAULT_FOLDER_TRASH_DAYS;
 	st->policies = json_object();
 	for (int i = 0; known_keys[i]; i++) {
 		char *text = NULL;
@@ -181,11 +191,12 @@ int mgr_settings_load(struct manager *m, struct terr *err)
 json_t *mgr_settings_json(struct manager *m)
 {
 	struct msettings *st = &m->settings;
-	return json_pack("{s:I,s:o,s:s,s:s,s:i,s:O}",
+	return json_pack("{s:I,s:o,s:s,s:s,s:i,s:i,s:O}",
 		"fgpu_per_device", (json_int_t)st->fgpu_per_device,
 		"fgpu_quantum", jsonutil_milli(st->fgpu_quantum_m),
 		"queue_policy", st->queue->name, "selector", st->selector->name,
-		"fifo_skip_after", st->fifo_skip_after, "policies", st->policies);
+		"fifo_skip_after", st->fifo_skip_after,
+		"folder_trash_days", st->folder_trash_days, "policies", st->policies);
 }
 
 void mgr_user_policy(struct manager *m, const char *email, int64_t *max_sessions, struct res *max)
@@ -233,6 +244,21 @@ int64_t mgr_user_max_private_images(struct manager *m, const char *email)
 		p = json_object_get(m->settings.policies, "default");
 	if (p && json_object_get(p, "max_private_images"))
 		jsonutil_get_int(p, "max_private_images", "max_private_images", &v, NULL, NULL);
+	return v;
+}
+
+int64_t mgr_user_policy_limit(struct manager *m, const char *email, const char *key, int64_t def)
+{
+	int64_t v = def;
+	json_t *p = json_object_get(m->settings.policies, email);
+	/* The user's own policy wins only where it sets the key. */
+	if (!p || !json_object_get(p, key))
+		p = json_object_get(m->settings.policies, "default");
+	json_t *x = p ? json_object_get(p, key) : NULL;
+	if (json_is_integer(x))
+		v = json_integer_value(x);
+	else if (x)
+		jsonutil_get_size(p, key, key, &v, NULL, NULL);
 	return v;
 }
 

@@ -40,6 +40,13 @@ struct msession {
 	bool destroy_queued;    /* a destroy job is queued or running */
 };
 
+/* A data folder and its measured usage (folders.c). */
+struct mfolder {
+	struct folder_rec rec;
+	int64_t usage_bytes;
+	int64_t usage_at_mono;  /* when measured; 0: never */
+};
+
 struct mgpu {
 	char uuid[64];
 	char name[96];
@@ -73,6 +80,7 @@ struct msettings {
 	const struct sched_queue_ops *queue;
 	const struct sched_selector_ops *selector;
 	int fifo_skip_after;
+	int folder_trash_days;
 	json_t *policies;              /* {"default": {...}, "user@x": {...}} */
 };
 
@@ -146,6 +154,13 @@ struct manager {
 	struct user_rec *users;
 	size_t n_users;
 	json_t *image_aliases;      /* {"alias": "image ref"}, stored (images.c) */
+	/* Storage hosts (cfg.storage_hosts, folders.c); the first is the
+	 * default. Fixed at open. */
+	struct mgr_storage_host hosts[MGR_MAX_STORAGE_HOSTS];
+	size_t n_hosts;
+	/* Every folder, live and trashed (folders.c), as stored. */
+	struct mfolder **folders;
+	size_t n_folders, cap_folders;
 
 	/* Execs running per user, for max_concurrent_execs: an entry while
 	 * its count is above 0 (sessions.c). */
@@ -330,6 +345,7 @@ void mgr_image_service_ports(struct manager *m, const char *image, struct img_se
 
 /* ---- users.c ---- */
 const struct user_rec *mgr_find_user(struct manager *m, const char *id);
+const struct user_rec *mgr_find_user_by_email(struct manager *m, const char *email);
 const struct user_rec *mgr_find_user_by_key(struct manager *m, const char *access_key);
 /* Appends a loaded user (copied). */
 int mgr_user_load(struct manager *m, const struct user_rec *u);
@@ -337,6 +353,13 @@ int mgr_user_load(struct manager *m, const struct user_rec *u);
 int mgr_create_admin(struct manager *m, struct terr *err);
 /* Copies the first enabled admin into *out (takes mu); -ENOENT if none. */
 int mgr_admin_user(struct manager *m, struct user_rec *out);
+
+/* ---- folders.c ---- */
+int mgr_folders_load(struct manager *m, struct terr *err);
+void mgr_folders_free(struct manager *m);
+/* Purges trashed folders older than folder_trash_days (the scheduler's
+ * safety pass). */
+void mgr_folders_purge_trash(struct manager *m);
 
 /* ---- settings.c ---- */
 int mgr_settings_load(struct manager *m, struct terr *err);
@@ -353,6 +376,11 @@ bool mgr_user_allow_root(struct manager *m, const char *email);
  * 0: no limit). */
 #define MGR_DEFAULT_MAX_PRIVATE_IMAGES 10
 int64_t mgr_user_max_private_images(struct manager *m, const char *email);
+/* A numeric limit of the user's policy (an integer or a size such as
+ * "10g"), the default policy's where the user's lacks it, else def. */
+int64_t mgr_user_policy_limit(struct manager *m, const char *email, const char *key, int64_t def);
+#define MGR_DEFAULT_MAX_FOLDERS 20
+#define MGR_DEFAULT_FOLDER_TRASH_DAYS 7
 void mgr_settings_free(struct manager *m);
 /* How many execs a user (by email) may run at once: max_concurrent_execs
  * of their policy, MGR_DEFAULT_MAX_EXECS when it has none, 0 = no limit. */

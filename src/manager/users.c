@@ -41,6 +41,11 @@ static struct user_rec *find_by_email(struct manager *m, const char *email)
 	return NULL;
 }
 
+const struct user_rec *mgr_find_user_by_email(struct manager *m, const char *email)
+{
+	return find_by_email(m, email);
+}
+
 int mgr_user_load(struct manager *m, const struct user_rec *u)
 {
 	struct user_rec *n = realloc(m->users, (m->n_users + 1) * sizeof(*n));

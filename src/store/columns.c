@@ -57,6 +57,7 @@ static const struct store_column session_cols[] = {
 	COL(session_rec, run_as_root,     STORE_COL_BOOL,     "NOT NULL DEFAULT 0", run_as_root),
 	COL(session_rec, app_secret,      STORE_COL_TEXT,     "NOT NULL DEFAULT ''", app_secret),
 	COL(session_rec, app_endpoint,    STORE_COL_TEXT,     "NOT NULL DEFAULT ''", app_endpoint),
+	COL(session_rec, mounts_json,     STORE_COL_TEXT_PTR, "",                mounts_json),
 };
 TABLE(store_sessions_table, "sessions", NULL, session_rec, session_cols);
 
@@ -79,8 +80,21 @@ static const struct store_column agent_cols[] = {
 };
 TABLE(store_agents_table, "agents", NULL, agent_rec, agent_cols);
 
+static const struct store_column folder_cols[] = {
+	COL(folder_rec, id,          STORE_COL_TEXT,  "PRIMARY KEY",         id),
+	COL(folder_rec, name,        STORE_COL_TEXT,  "NOT NULL",            name),
+	COL(folder_rec, owner_id,    STORE_COL_TEXT,  "NOT NULL",            owner_id),
+	COL(folder_rec, host,        STORE_COL_TEXT,  "NOT NULL",            host),
+	COL(folder_rec, quota_bytes, STORE_COL_INT64, "NOT NULL DEFAULT 0",  quota_bytes),
+	COL(folder_rec, created_ms,  STORE_COL_INT64, "NOT NULL",            created_ms),
+	COL(folder_rec, trashed_ms,  STORE_COL_INT64, "NOT NULL DEFAULT 0",  trashed_ms),
+	COL(folder_rec, shares,      STORE_COL_TEXT,  "NOT NULL DEFAULT '[]'", shares),
+};
+TABLE(store_folders_table, "folders", NULL, folder_rec, folder_cols);
+
 const struct store_table *const store_tables[] = {
-	&store_users_table, &store_sessions_table, &store_history_table, &store_agents_table, NULL,
+	&store_users_table, &store_sessions_table, &store_history_table, &store_agents_table,
+	&store_folders_table, NULL,
 };
 
 int store_tables_check(struct terr *err)

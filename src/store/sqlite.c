@@ -39,6 +39,9 @@
 	X(HISTORY_GET, &store_history_table, "SELECT %R FROM %T WHERE session_id=? ORDER BY rowid") \
 	X(AGENT_PUT, &store_agents_table, "INSERT OR REPLACE INTO %T(%C) VALUES(%P)") \
 	X(AGENT_ALL, &store_agents_table, "SELECT %R FROM %T ORDER BY id") \
+	X(FOLDER_PUT, &store_folders_table, "INSERT OR REPLACE INTO %T(%C) VALUES(%P)") \
+	X(FOLDER_DEL, NULL, "DELETE FROM folders WHERE id=?") \
+	X(FOLDER_ALL, &store_folders_table, "SELECT %R FROM %T ORDER BY created_ms") \
 	X(KV_GET, NULL, "SELECT value FROM settings WHERE key=?") \
 	X(KV_SET, NULL, "INSERT OR REPLACE INTO settings(key,value) VALUES(?,?)")
 
@@ -595,6 +598,38 @@ static int sqlite_agent_load_all(struct store *s, store_agent_cb cb, void *ud, s
 	return rc == SQLITE_DONE ? 0 : db_error(s, err, "load agents");
 }
 
+static int sqlite_folder_put(struct store *s, const struct folder_rec *f, struct terr *err)
+{
+	sqlite3_stmt *st = stmt(s, ST_FOLDER_PUT);
+	bind_record(st, &store_folders_table, NULL, f);
+	return step_done(s, st, err, "save folder");
+}
+
+static int sqlite_folder_delete(struct store *s, const char *id, struct terr *err)
+{
+	sqlite3_stmt *st = stmt(s, ST_FOLDER_DEL);
+	bind_text(st, 1, id);
+	return step_done(s, st, err, "delete folder");
+}
+
+static int sqlite_folder_load_all(struct store *s, store_folder_cb cb, void *ud, struct terr *err)
+{
+	sqlite3_stmt *st = stmt(s, ST_FOLDER_ALL);
+	int rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct folder_rec f = {0};
+		int cr = read_record(st, &store_folders_table, &f);
+		if (cr == 0)
+			cr = cb(ud, &f);
+		if (cr < 0) {
+			sqlite3_reset(st);
+			return terr_set(err, -cr, "loading folders failed");
+		}
+	}
+	sqlite3_reset(st);
+	return rc == SQLITE_DONE ? 0 : db_error(s, err, "load folders");
+}
+
 static int sqlite_kv_get(struct store *s, const char *key, char **value, struct terr *err)
 {
 	sqlite3_stmt *st = stmt(s, ST_KV_GET);
@@ -637,6 +672,9 @@ const struct store_ops store_sqlite_ops = {
 	.history_get = sqlite_history_get,
 	.agent_put = sqlite_agent_put,
 	.agent_load_all = sqlite_agent_load_all,
+	.folder_put = sqlite_folder_put,
+	.folder_delete = sqlite_folder_delete,
+	.folder_load_all = sqlite_folder_load_all,
 	.kv_get = sqlite_kv_get,
 	.kv_set = sqlite_kv_set,
 };

@@ -72,6 +72,9 @@ struct session_rec {
 	/* Where its runner's app port is published ("HOST:PORT"), as its
 	 * agent reported it; "" when unknown or the container has none. */
 	char app_endpoint[96];
+	/* Owned JSON array of the folders it mounts, NULL when none:
+	 * [{"folder_id","name","target","ro","auto"}] (docs/folders.md). */
+	char *mounts_json;
 };
 
 #define STORE_TYPE_INTERACTIVE "interactive"
@@ -92,6 +95,21 @@ struct agent_rec {
 	int64_t last_seen_ms;
 };
 
+/* A user's data folder (docs/folders.md): its directory is HOSTPATH/ID on
+ * the storage host it names, or HOSTPATH/.trash/ID while trashed. */
+struct folder_rec {
+	char id[STORE_ID_MAX];
+	char name[STORE_NAME_MAX];
+	char owner_id[STORE_ID_MAX];
+	char host[STORE_NAME_MAX];
+	int64_t quota_bytes;            /* 0: no quota */
+	int64_t created_ms;
+	int64_t trashed_ms;             /* 0: live */
+	/* JSON array [{"user_id","permission":"ro"|"rw"}]; "" reads as []. */
+	char shares[2048];
+};
+
+typedef int (*store_folder_cb)(void *ud, const struct folder_rec *f);
 typedef int (*store_user_cb)(void *ud, const struct user_rec *u);
 typedef int (*store_session_cb)(void *ud, const struct session_rec *s);
 typedef int (*store_agent_cb)(void *ud, const struct agent_rec *a);
@@ -124,6 +142,11 @@ struct store_ops {
 
 	int (*agent_put)(struct store *s, const struct agent_rec *a, struct terr *err);
 	int (*agent_load_all)(struct store *s, store_agent_cb cb, void *ud, struct terr *err);
+
+	/* Insert or replace; delete by id (a purged folder). */
+	int (*folder_put)(struct store *s, const struct folder_rec *f, struct terr *err);
+	int (*folder_delete)(struct store *s, const char *id, struct terr *err);
+	int (*folder_load_all)(struct store *s, store_folder_cb cb, void *ud, struct terr *err);
 
 	/* Cluster settings. kv_get: -ENOENT when unset; *value malloc'd. */
 	int (*kv_get)(struct store *s, const char *key, char **value, struct terr *err);

@@ -1,0 +1,356 @@
+/* `tessera folder ...`: users' data folders (docs/folders.md). */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "cli/client.h"
+#include "common/apiclient.h"
+#include "common/units.h"
+
+#define FOLDER_USAGE \
+	"usage: tessera folder COMMAND ...\n" \
+	"\n" \
+	"Data folders: kept on a storage host, mounted into sessions (docs/folders.md).\n" \
+	"Folders whose names start with '.' are mounted into every session of theirs.\n" \
+	"\n"
+
+/* Options every verb may take; each verb says which it accepts. */
+struct fopts {
+	const char *host, *quota, *with, *perm;
+	bool json, trash, force, all;
+	int nargs;
+	char *args[2];
+};
+
+enum { O_HOST = 1, O_QUOTA, O_WITH, O_PERM, O_JSON, O_TRASH, O_FORCE, O_ALL };
+
+/* Parses argv (from the verb on) into o; allowed: the O_* bits accepted;
+ * nargs the positional arguments wanted. CLI_EXIT_OK or a usage failure's
+ * code (then *done). */
+static int parse(const char *verb, int argc, char **argv, unsigned allowed, int nargs, const char *usage,
+		 struct fopts *o, bool *done)
+{
+	static const struct option opts[] = {
+		{"host", required_argument, NULL, O_HOST},
+		{"quota", required_argument, NULL, O_QUOTA},
+		{"with", required_argument, NULL, O_WITH},
+		{"permission", required_argument, NULL, O_PERM},
+		{"json", no_argument, NULL, O_JSON},
+		{"trash", no_argument, NULL, O_TRASH},
+		{"force", no_argument, NULL, O_FORCE},
+		{"all", no_argument, NULL, O_ALL},
+		{"help", no_argument, NULL, 'h'},
+		{0},
+	};
+	*done = true;
+	memset(o, 0, sizeof(*o));
+	optind = 0;
+	opterr = 0;
+	for (int c; (c = getopt_long(argc, argv, "h", opts, NULL)) != -1;) {
+		if (c == 'h') {
+			printf("usage: tessera folder %s\n", usage);
+			return CLI_EXIT_OK;
+		}
+		if (c == '?' || c == ':' || !(allowed & (1u << c)))
+			return cli_usage_fail("folder", "%s: option '%s' is unknown or needs a value", verb,
+					      argv[optind - 1]);
+		switch (c) {
+		case O_HOST: o->host = optarg; break;
+		case O_QUOTA: o->quota = optarg; break;
+		case O_WITH: o->with = optarg; break;
+		case O_PERM: o->perm = optarg; break;
+		case O_JSON: o->json = true; break;
+		case O_TRASH: o->trash = true; break;
+		case O_FORCE: o->force = true; break;
+		case O_ALL: o->all = true; break;
+		}
+	}
+	if (argc - optind != nargs)
+		return cli_usage_fail("folder", "%s needs %s", verb, usage);
+	for (int i = 0; i < nargs; i++)
+		o->args[i] = argv[optind + i];
+	*done = false;
+	return CLI_EXIT_OK;
+}
+
+#define BIT(x) (1u << (x))
+
+/* "/v1/folders/<escaped name><suffix>", malloc'd. "." and ".." are
+ * escaped so that no client resolves them as dot segments. */
+static char *folder_path(const char *name, const char *suffix)
+{
+	char *esc = api_escape(name), *path = NULL;
+	if (!esc)
+		return NULL;
+	if (!strcmp(esc, ".") || !strcmp(esc, "..")) {
+		free(esc);
+		esc = strdup(name[1] ? "%2E%2E" : "%2E");
+		if (!esc)
+			return NULL;
+	}
+	if (asprintf(&path, "/v1/folders/%s%s", esc, suffix ? suffix : "") < 0)
+		path = NULL;
+	free(esc);
+	return path;
+}
+
+/* One call; *reply the answer (may be NULL when unwanted). */
+static int call(const char *method, const char *path, json_t *body, json_t **reply)
+{
+	struct cli_config cfg = {0};
+	struct api_client c;
+	struct terr err = {0};
+	json_t *r = NULL;
+	int rc = CLI_EXIT_OK;
+	if (!path)
+		rc = cli_fail("out of memory");
+	else if (cli_connect(&cfg, &c, &err) < 0 || api_call(&c, method, path, body, 0, &r, NULL, &err) < 0)
+		rc = cli_fail("%s", err.msg);
+	cli_config_free(&cfg);
+	if (reply)
+		*reply = r;
+	else
+		json_decref(r);
+	return rc;
+}
+
+static const char *str(json_t *o, const char *k)
+{
+	const char *s = json_string_value(json_object_get(o, k));
+	return s ? s : "";
+}
+
+static void size_text(json_t *o, const char *k, char *buf, size_t n)
+{
+	int64_t v = json_integer_value(json_object_get(o, k));
+	if (v <= 0 && !strcmp(k, "quota_bytes"))
+		snprintf(buf, n, "-");
+	else
+		units_format_size(v, buf, n);
+}
+
+static void print_table(json_t *folders)
+{
+	printf("%-24s %-8s %-28s %-6s %10s %10s %s\n", "NAME", "HOST", "OWNER", "PERM", "USAGE", "QUOTA", "AUTOMOUNT");
+	size_t i;
+	json_t *f;
+	json_array_foreach(folders, i, f) {
+		char use[32], quota[32];
+		size_text(f, "usage_bytes", use, sizeof(use));
+		size_text(f, "quota_bytes", quota, sizeof(quota));
+		printf("%-24s %-8s %-28s %-6s %10s %10s %s\n", str(f, "name"), str(f, "host"), str(f, "owner"),
+		       str(f, "permission"), use, quota, json_is_true(json_object_get(f, "automount")) ? "yes" : "no");
+	}
+}
+
+static void print_info(json_t *f)
+{
+	char use[32], quota[32];
+	size_text(f, "usage_bytes", use, sizeof(use));
+	size_text(f, "quota_bytes", quota, sizeof(quota));
+	printf("name:        %s\nid:          %s\nhost:        %s\nowner:       %s\npermission:  %s\n"
+	       "usage:       %s\nquota:       %s\nautomount:   %s\n",
+	       str(f, "name"), str(f, "id"), str(f, "host"), str(f, "owner"), str(f, "permission"), use, quota,
+	       json_is_true(json_object_get(f, "automount")) ? "yes (mounted at /home/work/NAME in every session)" : "no");
+	json_t *sh = json_object_get(f, "shared_with");
+	size_t i;
+	json_t *x;
+	printf("shared with: %s\n", json_array_size(sh) ? "" : "nobody");
+	json_array_foreach(sh, i, x)
+		printf("  %s (%s)\n", str(x, "email"), str(x, "permission"));
+}
+
+static int folder_create(int argc, char **argv)
+{
+	struct fopts o;
+	bool done;
+	int rc = parse("create", argc, argv, BIT(O_HOST) | BIT(O_QUOTA) | BIT(O_JSON), 1,
+		       "create NAME [--host H] [--quota SIZE]", &o, &done);
+	if (done)
+		return rc;
+	json_t *body = json_pack("{s:s}", "name", o.args[0]);
+	if (o.host)
+		json_object_set_new(body, "host", json_string(o.host));
+	if (o.quota) {
+		int64_t q;
+		struct terr err = {0};
+		if (units_parse_size(o.quota, &q, &err) < 0) {
+			json_decref(body);
+			return cli_usage_fail("folder", "--quota: %s", err.msg);
+		}
+		json_object_set_new(body, "quota", json_integer(q));
+	}
+	json_t *reply = NULL;
+	rc = call("POST", "/v1/folders", body, &reply);
+	if (rc == CLI_EXIT_OK) {
+		if (o.json)
+			cli_print_json(reply);
+		else
+			printf("folder %s created on %s\n", str(reply, "name"), str(reply, "host"));
+	}
+	json_decref(body);
+	json_decref(reply);
+	return rc;
+}
+
+static int folder_ls(int argc, char **argv)
+{
+	struct fopts o;
+	bool done;
+	int rc = parse("ls", argc, argv, BIT(O_JSON) | BIT(O_TRASH) | BIT(O_ALL), 0, "ls [--json] [--trash] [--all]",
+		       &o, &done);
+	if (done)
+		return rc;
+	char path[64];
+	snprintf(path, sizeof(path), "/v1/folders?trash=%d&all=%d", o.trash, o.all);
+	json_t *reply = NULL;
+	rc = call("GET", path, NULL, &reply);
+	json_t *folders = json_object_get(reply, "folders");
+	if (rc == CLI_EXIT_OK && !json_is_array(folders))
+		rc = cli_fail("unexpected answer from the manager: no 'folders' array");
+	else if (rc == CLI_EXIT_OK && o.json)
+		cli_print_json(folders);
+	else if (rc == CLI_EXIT_OK)
+		print_table(folders);
+	json_decref(reply);
+	return rc;
+}
+
+static int folder_info(int argc, char **argv)
+{
+	struct fopts o;
+	bool done;
+	int rc = parse("info", argc, argv, BIT(O_JSON), 1, "info NAME [--json]", &o, &done);
+	if (done)
+		return rc;
+	char *path = folder_path(o.args[0], NULL);
+	json_t *reply = NULL;
+	rc = call("GET", path, NULL, &reply);
+	if (rc == CLI_EXIT_OK) {
+		if (o.json)
+			cli_print_json(reply);
+		else
+			print_info(reply);
+	}
+	free(path);
+	json_decref(reply);
+	return rc;
+}
+
+static int folder_rm(int argc, char **argv)
+{
+	struct fopts o;
+	bool done;
+	int rc = parse("rm", argc, argv, BIT(O_FORCE), 1, "rm NAME [--force]", &o, &done);
+	if (done)
+		return rc;
+	char *path = folder_path(o.args[0], o.force ? "?force=1" : NULL);
+	rc = call("DELETE", path, NULL, NULL);
+	if (rc == CLI_EXIT_OK)
+		printf("folder %s moved to the trash (tessera folder restore %s brings it back)\n", o.args[0], o.args[0]);
+	free(path);
+	return rc;
+}
+
+static int folder_restore(int argc, char **argv)
+{
+	struct fopts o;
+	bool done;
+	int rc = parse("restore", argc, argv, 0, 1, "restore NAME", &o, &done);
+	if (done)
+		return rc;
+	char *path = folder_path(o.args[0], "/restore");
+	rc = call("POST", path, NULL, NULL);
+	if (rc == CLI_EXIT_OK)
+		printf("folder %s restored\n", o.args[0]);
+	free(path);
+	return rc;
+}
+
+static int folder_rename(int argc, char **argv)
+{
+	struct fopts o;
+	bool done;
+	int rc = parse("rename", argc, argv, 0, 2, "rename OLD NEW", &o, &done);
+	if (done)
+		return rc;
+	char *path = folder_path(o.args[0], NULL);
+	json_t *body = json_pack("{s:s}", "name", o.args[1]);
+	rc = call("PATCH", path, body, NULL);
+	if (rc == CLI_EXIT_OK)
+		printf("folder %s renamed to %s\n", o.args[0], o.args[1]);
+	json_decref(body);
+	free(path);
+	return rc;
+}
+
+static int folder_share(int argc, char **argv)
+{
+	struct fopts o;
+	bool done;
+	int rc = parse("share", argc, argv, BIT(O_WITH) | BIT(O_PERM), 1,
+		       "share NAME --with EMAIL [--permission ro|rw]", &o, &done);
+	if (done)
+		return rc;
+	if (!o.with)
+		return cli_usage_fail("folder", "share needs --with EMAIL");
+	const char *perm = o.perm ? o.perm : "ro";
+	if (strcmp(perm, "ro") && strcmp(perm, "rw"))
+		return cli_usage_fail("folder", "--permission must be ro or rw");
+	char *path = folder_path(o.args[0], "/shares");
+	json_t *body = json_pack("{s:s,s:s}", "email", o.with, "permission", perm);
+	rc = call("POST", path, body, NULL);
+	if (rc == CLI_EXIT_OK)
+		printf("folder %s shared with %s (%s)\n", o.args[0], o.with, perm);
+	json_decref(body);
+	free(path);
+	return rc;
+}
+
+static int folder_unshare(int argc, char **argv)
+{
+	struct fopts o;
+	bool done;
+	int rc = parse("unshare", argc, argv, BIT(O_WITH), 1, "unshare NAME --with EMAIL", &o, &done);
+	if (done)
+		return rc;
+	if (!o.with)
+		return cli_usage_fail("folder", "unshare needs --with EMAIL");
+	char *esc = api_escape(o.with), *suffix = NULL;
+	if (!esc || asprintf(&suffix, "/shares/%s", esc) < 0)
+		suffix = NULL;
+	char *path = suffix ? folder_path(o.args[0], suffix) : NULL;
+	rc = call("DELETE", path, NULL, NULL);
+	if (rc == CLI_EXIT_OK)
+		printf("folder %s no longer shared with %s\n", o.args[0], o.with);
+	free(esc);
+	free(suffix);
+	free(path);
+	return rc;
+}
+
+static const struct cli_verb folder_verbs[] = {
+	{"create", folder_create, "create NAME [--host H] [--quota SIZE]", "make a folder (default host: the first)"},
+	{"ls", folder_ls, "ls [--json] [--trash] [--all]", "your folders and those shared with you"},
+	{"info", folder_info, "info NAME [--json]", "a folder's usage, quota and shares"},
+	{"rm", folder_rm, "rm NAME [--force]", "move a folder to the trash (--force: even while mounted)"},
+	{"restore", folder_restore, "restore NAME", "bring a folder back from the trash"},
+	{"rename", folder_rename, "rename OLD NEW", "rename a folder"},
+	{"share", folder_share, "share NAME --with EMAIL [--permission ro|rw]", "share a folder (default ro)"},
+	{"unshare", folder_unshare, "unshare NAME --with EMAIL", "take a share away"},
+};
+
+static const struct cli_noun folder_noun = {
+	.name = "folder",
+	.verbs = folder_verbs,
+	.n_verbs = CLI_NVERBS(folder_verbs),
+	.usage = FOLDER_USAGE,
+	.help_verb = true,
+};
+
+int cmd_folder(int argc, char **argv)
+{
+	return cli_dispatch(&folder_noun, argc, argv);
+}

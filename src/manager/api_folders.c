@@ -1,0 +1,160 @@
+/* The folders' routes (docs/api.md, "Folders"): translate requests to
+ * the core's folder calls (core.h). No state, no lock here. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/jsonutil.h"
+#include "common/units.h"
+#include "manager/internal.h"
+#include "manager/validate.h"
+
+static const struct user_rec *caller(struct httpd_req *req)
+{
+	return &((struct auth_info *)req->auth)->user;
+}
+
+static bool query_flag(struct httpd_req *req, const char *name)
+{
+	const char *v = httpd_query(req, name);
+	return v && (!strcmp(v, "1") || !strcmp(v, "true"));
+}
+
+static void answer(struct httpd_resp *resp, int rc, int status, json_t *o, const struct terr *err)
+{
+	if (rc < 0)
+		httpd_error_terr(resp, err);
+	else
+		httpd_json(resp, status, o);
+}
+
+/* Every field of body is one of known (NULL-terminated). */
+static int check_fields(json_t *body, const char *const *known, const char *list, struct terr *err)
+{
+	if (!json_is_object(body))
+		return terr_set(err, EINVAL, "the body must be a JSON object");
+	const char *k;
+	json_t *v;
+	json_object_foreach(body, k, v) {
+		bool ok = false;
+		for (int i = 0; known[i] && !ok; i++)
+			ok = !strcmp(known[i], k);
+		if (!ok)
+			return terr_set(err, EINVAL, "unknown field '%s' (known: %s)", k, list);
+	}
+	return 0;
+}
+
+void api_folder_create(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
+{
+	json_t *body = api_parse_body(req, resp);
+	if (!body)
+		return;
+	static const char *const known[] = {"name", "host", "quota", NULL};
+	struct terr err = {0};
+	const char *name = NULL, *host = NULL;
+	bool has_name = false, has_quota = false;
+	int64_t quota = -1;
+	json_t *out = NULL;
+	int rc = check_fields(body, known, "name, host, quota", &err);
+	if (rc == 0)
+		rc = jsonutil_get_string(body, "name", "name", &name, &has_name, &err);
+	if (rc == 0 && !has_name)
+		rc = terr_set(&err, EINVAL, "name is required");
+	if (rc == 0)
+		rc = jsonutil_get_string(body, "host", "host", &host, NULL, &err);
+	if (rc == 0)
+		rc = jsonutil_get_size(body, "quota", "quota", &quota, &has_quota, &err);
+	if (rc == 0 && has_quota && quota < 0)
+		rc = terr_set(&err, EINVAL, "quota must be a size of 0 (none) or more");
+	if (rc == 0)
+		rc = mgr_folder_create(ctx, caller(req), name, host, has_quota ? quota : -1, &out, &err);
+	answer(resp, rc, 201, out, &err);
+	json_decref(body);
+}
+
+void api_folder_list(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
+{
+	httpd_json(resp, 200, json_pack("{s:o}", "folders",
+					mgr_folders_list(ctx, caller(req), query_flag(req, "all"), query_flag(req, "trash"))));
+}
+
+void api_folder_get(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
+{
+	struct terr err = {0};
+	json_t *out = NULL;
+	int rc = mgr_folder_get(ctx, caller(req), req->params[0], &out, &err);
+	answer(resp, rc, 200, out, &err);
+}
+
+void api_folder_update(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
+{
+	json_t *body = api_parse_body(req, resp);
+	if (!body)
+		return;
+	static const char *const known[] = {"name", NULL};
+	struct terr err = {0};
+	const char *name = NULL;
+	bool has = false;
+	json_t *out = NULL;
+	int rc = check_fields(body, known, "name", &err);
+	if (rc == 0)
+		rc = jsonutil_get_string(body, "name", "name", &name, &has, &err);
+	if (rc == 0 && !has)
+		rc = terr_set(&err, EINVAL, "name is required (the folder's new name)");
+	if (rc == 0)
+		rc = mgr_folder_rename(ctx, caller(req), req->params[0], name, &out, &err);
+	answer(resp, rc, 200, out, &err);
+	json_decref(body);
+}
+
+void api_folder_delete(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
+{
+	struct terr err = {0};
+	int rc = mgr_folder_delete(ctx, caller(req), req->params[0], query_flag(req, "force"), &err);
+	answer(resp, rc, 200, json_object(), &err);
+}
+
+void api_folder_restore(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
+{
+	struct terr err = {0};
+	json_t *out = NULL;
+	int rc = mgr_folder_restore(ctx, caller(req), req->params[0], &out, &err);
+	answer(resp, rc, 200, out, &err);
+}
+
+void api_folder_share(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
+{
+	json_t *body = api_parse_body(req, resp);
+	if (!body)
+		return;
+	static const char *const known[] = {"email", "permission", NULL};
+	struct terr err = {0};
+	const char *email = NULL, *perm = "ro";
+	bool has = false;
+	char norm[256];
+	json_t *out = NULL;
+	int rc = check_fields(body, known, "email, permission", &err);
+	if (rc == 0)
+		rc = jsonutil_get_string(body, "email", "email", &email, &has, &err);
+	if (rc == 0 && !has)
+		rc = terr_set(&err, EINVAL, "email is required");
+	if (rc == 0)
+		rc = validate_email(email, norm, sizeof(norm), &err);
+	if (rc == 0)
+		rc = jsonutil_get_string(body, "permission", "permission", &perm, NULL, &err);
+	if (rc == 0)
+		rc = mgr_folder_share(ctx, caller(req), req->params[0], norm, perm, &out, &err);
+	answer(resp, rc, 200, out, &err);
+	json_decref(body);
+}
+
+void api_folder_unshare(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
+{
+	struct terr err = {0};
+	char norm[256];
+	json_t *out = NULL;
+	int rc = validate_email(req->params[1], norm, sizeof(norm), &err);
+	if (rc == 0)
+		rc = mgr_folder_unshare(ctx, caller(req), req->params[0], norm, &out, &err);
+	answer(resp, rc, 200, out, &err);
+}

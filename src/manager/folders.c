@@ -1,0 +1,665 @@
+/* Users' data folders (docs/folders.md): records in the store's folders
+ * table, kept in memory as m->folders; each is the directory HOSTPATH/ID
+ * on its storage host (m->hosts), or HOSTPATH/.trash/ID once removed.
+ * Directories are made for the sessions' work user (uid/gid 1000,
+ * docs/security.md) so that what a session writes there is its own.
+ *
+ * Who sees a folder: its owner, the users it is shared with and admins.
+ * Anyone else gets the same ENOENT as for a missing folder, so names of
+ * other users' folders never leak. */
+#include <errno.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/jsonutil.h"
+#include "common/log.h"
+#include "common/util.h"
+#include "manager/state.h"
+
+/* The sessions' work user (docs/security.md). */
+#define WORK_UID 1000
+#define WORK_GID 1000
+/* Usage is measured by walking the tree: at most this often per folder. */
+#define USAGE_TTL_MS 5000
+
+/* ---------- pure checks ---------- */
+
+int mgr_folder_name_check(const char *name, struct terr *err)
+{
+	size_t len = strlen(name);
+	if (len == 0 || len > STORE_NAME_MAX - 1)
+		return terr_set(err, EINVAL, "folder name must be 1 to %d characters (got %zu)", STORE_NAME_MAX - 1, len);
+	if (!strcmp(name, ".") || !strcmp(name, ".."))
+		return terr_set(err, EINVAL, "folder name may not be '.' or '..'");
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)name[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '.' || c == '_' || c == '-'))
+			return terr_set(err, EINVAL, "folder name '%s' may contain only letters, digits, '.', '_' and '-'",
+					name);
+	}
+	return 0;
+}
+
+int mgr_storage_hosts_parse(const char *spec, struct mgr_storage_host *hosts, size_t max, size_t *n,
+			    struct terr *err)
+{
+	*n = 0;
+	if (!spec || !*spec)
+		return terr_set(err, EINVAL, "storage_hosts is empty: give NAME:PATH[,NAME:PATH...]");
+	const char *p = spec;
+	while (*p) {
+		const char *end = strchr(p, ',');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		char item[1200];
+		if (len >= sizeof(item))
+			return terr_set(err, EINVAL, "storage_hosts: an entry is too long");
+		memcpy(item, p, len);
+		item[len] = '\0';
+		char *colon = strchr(item, ':');
+		if (!colon)
+			return terr_set(err, EINVAL, "storage_hosts: '%s' must be NAME:PATH (e.g. local:/var/lib/tessera/folders)",
+					item);
+		*colon = '\0';
+		const char *name = item, *path = colon + 1;
+		if (model_validate_name(name, "storage host name", err) < 0)
+			return terr_prefix(err, "storage_hosts");
+		if (path[0] != '/')
+			return terr_set(err, EINVAL, "storage_hosts: path of %s must be absolute (got '%s')", name, path);
+		size_t pl = strlen(path);
+		while (pl > 1 && path[pl - 1] == '/')
+			pl--;
+		if (pl == 1)
+			return terr_set(err, EINVAL, "storage_hosts: host %s may not be the root directory", name);
+		if (pl >= sizeof(hosts[0].path))
+			return terr_set(err, EINVAL, "storage_hosts: path of %s is too long", name);
+		if (strstr(path, "/../") || strstr(path, "/./") || (pl >= 3 && !strncmp(path + pl - 3, "/..", 3)))
+			return terr_set(err, EINVAL, "storage_hosts: path of %s may not contain '.' or '..' parts", name);
+		for (size_t i = 0; i < *n; i++)
+			if (!strcmp(hosts[i].name, name))
+				return terr_set(err, EINVAL, "storage_hosts: host %s is declared twice", name);
+		if (*n >= max)
+			return terr_set(err, EINVAL, "storage_hosts: at most %zu hosts", max);
+		util_strlcpy(hosts[*n].name, name, sizeof(hosts[*n].name));
+		memcpy(hosts[*n].path, path, pl);
+		hosts[*n].path[pl] = '\0';
+		(*n)++;
+		if (!end)
+			break;
+		p = end + 1;
+		if (!*p)
+			return terr_set(err, EINVAL, "storage_hosts: trailing ','");
+	}
+	return 0;
+}
+
+/* ---------- state ---------- */
+
+static const struct mgr_storage_host *find_host(struct manager *m, const char *name)
+{
+	for (size_t i = 0; i < m->n_hosts; i++)
+		if (!strcmp(m->hosts[i].name, name))
+			return &m->hosts[i];
+	return NULL;
+}
+
+/* The folder's directory (live, or in its host's trash). */
+static int folder_dir(struct manager *m, const struct folder_rec *f, bool trash, char *out, size_t n,
+		      struct terr *err)
+{
+	const struct mgr_storage_host *h = find_host(m, f->host);
+	if (!h)
+		return terr_set(err, EIO, "folder %s lies on storage host %s, which is no longer declared", f->name, f->host);
+	if ((size_t)snprintf(out, n, "%s/%s%s", h->path, trash ? ".trash/" : "", f->id) >= n)
+		return terr_set(err, ENAMETOOLONG, "folder path too long");
+	return 0;
+}
+
+static int append_folder(struct manager *m, struct mfolder *f)
+{
+	if (m->n_folders == m->cap_folders) {
+		size_t cap = m->cap_folders ? m->cap_folders * 2 : 16;
+		struct mfolder **n = realloc(m->folders, cap * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		m->folders = n;
+		m->cap_folders = cap;
+	}
+	m->folders[m->n_folders++] = f;
+	return 0;
+}
+
+static int load_one(void *ud, const struct folder_rec *r)
+{
+	struct mfolder *f = calloc(1, sizeof(*f));
+	if (!f)
+		return -ENOMEM;
+	f->rec = *r;
+	if (!f->rec.shares[0])
+		util_strlcpy(f->rec.shares, "[]", sizeof(f->rec.shares));
+	if (append_folder(ud, f) < 0) {
+		free(f);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+int mgr_folders_load(struct manager *m, struct terr *err)
+{
+	const char *spec = m->cfg.storage_hosts;
+	char def[sizeof(m->data_dir) + 16];
+	if (!spec || !*spec) {
+		snprintf(def, sizeof(def), "local:%s/folders", m->data_dir);
+		spec = def;
+	}
+	int rc = mgr_storage_hosts_parse(spec, m->hosts, MGR_MAX_STORAGE_HOSTS, &m->n_hosts, err);
+	if (rc < 0)
+		return rc;
+	for (size_t i = 0; i < m->n_hosts; i++) {
+		/* 0755: the agent and the containers' work user must reach
+		 * the folders below it; each folder's own mode keeps others'
+		 * data apart from the host's other users. */
+		if ((rc = util_mkdir_p(m->hosts[i].path, 0755, err)) < 0)
+			return terr_prefix(err, "storage host %s", m->hosts[i].name);
+		char trash[1100];
+		snprintf(trash, sizeof(trash), "%s/.trash", m->hosts[i].path);
+		if ((rc = util_mkdir_p(trash, 0700, err)) < 0)
+			return terr_prefix(err, "storage host %s", m->hosts[i].name);
+	}
+	return m->so->folder_load_all(m->store, load_one, m, err);
+}
+
+void mgr_folders_free(struct manager *m)
+{
+	for (size_t i = 0; i < m->n_folders; i++)
+		free(m->folders[i]);
+	free(m->folders);
+	m->folders = NULL;
+	m->n_folders = m->cap_folders = 0;
+}
+
+/* "ro", "rw" or NULL: what the folder's shares give user_id. */
+static const char *share_of(const struct mfolder *f, const char *user_id)
+{
+	static const char *const perms[] = {"ro", "rw"};
+	json_t *arr = json_loads(f->rec.shares, 0, NULL);
+	const char *res = NULL;
+	size_t i;
+	json_t *x;
+	json_array_foreach(arr, i, x) {
+		const char *id = json_string_value(json_object_get(x, "user_id"));
+		const char *p = json_string_value(json_object_get(x, "permission"));
+		if (id && p && !strcmp(id, user_id))
+			res = !strcmp(p, "rw") ? perms[1] : perms[0];
+	}
+	json_decref(arr);
+	return res;
+}
+
+/* "owner", "rw", "ro" or NULL (may not see it). Admins see everything as
+ * owners do. */
+static const char *permission_of(const struct mfolder *f, const struct user_rec *u)
+{
+	if (!strcmp(f->rec.owner_id, u->id) || u->is_admin)
+		return "owner";
+	return share_of(f, u->id);
+}
+
+/* The folder u names: an own folder by name, else one shared with u by
+ * name, else by id (any visible). Live ones unless trash. */
+static struct mfolder *resolve(struct manager *m, const struct user_rec *u, const char *name, bool trash)
+{
+	struct mfolder *shared = NULL;
+	for (size_t i = 0; i < m->n_folders; i++) {
+		struct mfolder *f = m->folders[i];
+		if ((f->rec.trashed_ms != 0) != trash || strcmp(f->rec.name, name))
+			continue;
+		if (!strcmp(f->rec.owner_id, u->id))
+			return f;
+		if (!shared && share_of(f, u->id))
+			shared = f;
+	}
+	if (shared)
+		return shared;
+	for (size_t i = 0; i < m->n_folders; i++) {
+		struct mfolder *f = m->folders[i];
+		if ((f->rec.trashed_ms != 0) == trash && !strcmp(f->rec.id, name) && permission_of(f, u))
+			return f;
+	}
+	return NULL;
+}
+
+static int not_found(struct terr *err, const char *name)
+{
+	return terr_set(err, ENOENT, "no folder %s", name);
+}
+
+static int nftw_cb(const char *path, const struct stat *st, int flag, struct FTW *ftw);
+static __thread int64_t walk_total;
+static int nftw_cb(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)path;
+	(void)flag;
+	(void)ftw;
+	walk_total += (int64_t)st->st_blocks * 512;
+	return 0;
+}
+
+static int64_t usage_of(struct manager *m, struct mfolder *f)
+{
+	int64_t now = util_mono_ms();
+	if (f->usage_at_mono && now - f->usage_at_mono < USAGE_TTL_MS)
+		return f->usage_bytes;
+	char dir[1200];
+	struct terr e = {0};
+	if (folder_dir(m, &f->rec, f->rec.trashed_ms != 0, dir, sizeof(dir), &e) < 0)
+		return f->usage_bytes;
+	walk_total = 0;
+	/* FTW_PHYS: a session's symlinks are never followed. */
+	nftw(dir, nftw_cb, 16, FTW_PHYS | FTW_MOUNT);
+	f->usage_bytes = walk_total;
+	f->usage_at_mono = now;
+	return f->usage_bytes;
+}
+
+static json_t *folder_json(struct manager *m, struct mfolder *f, const struct user_rec *u)
+{
+	const struct user_rec *owner = mgr_find_user(m, f->rec.owner_id);
+	json_t *shared = json_array();
+	json_t *arr = json_loads(f->rec.shares, 0, NULL);
+	size_t i;
+	json_t *x;
+	json_array_foreach(arr, i, x) {
+		const struct user_rec *su = mgr_find_user(m, json_string_value(json_object_get(x, "user_id")));
+		if (su)
+			json_array_append_new(shared, json_pack("{s:s,s:O}", "email", su->email, "permission",
+								 json_object_get(x, "permission")));
+	}
+	json_decref(arr);
+	const char *perm = permission_of(f, u);
+	return json_pack("{s:s,s:s,s:s,s:s,s:I,s:I,s:s,s:o,s:b,s:o,s:o}",
+			 "id", f->rec.id, "name", f->rec.name, "host", f->rec.host,
+			 "owner", owner ? owner->email : "",
+			 "quota_bytes", (json_int_t)f->rec.quota_bytes,
+			 "usage_bytes", (json_int_t)usage_of(m, f),
+			 "permission", perm ? perm : "ro", "shared_with", shared,
+			 "automount", f->rec.name[0] == '.',
+			 "created_at", mgr_time_json(f->rec.created_ms),
+			 "trashed_at", mgr_time_json(f->rec.trashed_ms));
+}
+
+static int persist(struct manager *m, struct mfolder *f, struct terr *err)
+{
+	return m->so->folder_put(m->store, &f->rec, err);
+}
+
+/* Sessions not yet ended that mount folder id, as "a, b" into out;
+ * their number. */
+static int mounting_sessions(struct manager *m, const char *id, char *out, size_t n)
+{
+	int count = 0;
+	char needle[64];
+	snprintf(needle, sizeof(needle), "\"folder_id\":\"%s\"", id);
+	out[0] = '\0';
+	for (size_t i = 0; i < m->n_sessions; i++) {
+		const struct session_rec *r = &m->sessions[i]->rec;
+		if (session_status_final(r->status) || !r->mounts_json || !strstr(r->mounts_json, needle))
+			continue;
+		size_t l = strlen(out);
+		snprintf(out + l, n - l, "%s%s", count ? ", " : "", r->name);
+		count++;
+	}
+	return count;
+}
+
+/* ---------- the core's calls ---------- */
+
+int mgr_folder_create(struct manager *m, const struct user_rec *u, const char *name, const char *host,
+		      int64_t quota, json_t **out, struct terr *err)
+{
+	int rc = mgr_folder_name_check(name, err);
+	if (rc < 0)
+		return rc;
+	pthread_mutex_lock(&m->mu);
+	const struct mgr_storage_host *h = host ? find_host(m, host) : &m->hosts[0];
+	int64_t max_folders = mgr_user_policy_limit(m, u->email, "max_folders", MGR_DEFAULT_MAX_FOLDERS);
+	int64_t max_bytes = mgr_user_policy_limit(m, u->email, "max_folder_bytes", 0);
+	size_t owned = 0;
+	struct mfolder *f = NULL;
+	char dir[1200];
+	if (!h) {
+		rc = terr_set(err, ENOENT, "no storage host %s", host);
+		goto out;
+	}
+	for (size_t i = 0; i < m->n_folders; i++) {
+		struct mfolder *o = m->folders[i];
+		if (strcmp(o->rec.owner_id, u->id) || o->rec.trashed_ms)
+			continue;
+		owned++;
+		if (!strcmp(o->rec.name, name)) {
+			rc = terr_set(err, EEXIST, "you already have a folder %s", name);
+			goto out;
+		}
+	}
+	if (max_folders > 0 && (int64_t)owned >= max_folders) {
+		rc = terr_set(err, EDQUOT, "you have %zu folders, your policy's max_folders", owned);
+		goto out;
+	}
+	if (quota < 0)
+		quota = max_bytes;
+	if (max_bytes > 0 && (quota == 0 || quota > max_bytes)) {
+		rc = terr_set(err, EDQUOT, "a folder's quota may be at most %lld bytes (max_folder_bytes)",
+			      (long long)max_bytes);
+		goto out;
+	}
+	if (!(f = calloc(1, sizeof(*f)))) {
+		rc = terr_set(err, ENOMEM, "out of memory");
+		goto out;
+	}
+	if ((rc = util_new_id(f->rec.id, err)) < 0)
+		goto out;
+	util_strlcpy(f->rec.name, name, sizeof(f->rec.name));
+	util_strlcpy(f->rec.owner_id, u->id, sizeof(f->rec.owner_id));
+	util_strlcpy(f->rec.host, h->name, sizeof(f->rec.host));
+	util_strlcpy(f->rec.shares, "[]", sizeof(f->rec.shares));
+	f->rec.quota_bytes = quota;
+	f->rec.created_ms = util_now_ms();
+	if ((rc = folder_dir(m, &f->rec, false, dir, sizeof(dir), err)) < 0)
+		goto out;
+	if (mkdir(dir, 0755) < 0) {
+		rc = terr_set(err, errno, "cannot make %s: %s", dir, strerror(errno));
+		goto out;
+	}
+	/* Owned by the sessions' work user, so a session writes there
+	 * without root. Without privileges (tests as a plain user) the
+	 * directory stays the manager's. */
+	if (geteuid() == 0 && chown(dir, WORK_UID, WORK_GID) < 0) {
+		rc = terr_set(err, errno, "cannot give %s to the work user: %s", dir, strerror(errno));
+		rmdir(dir);
+		goto out;
+	}
+	if ((rc = persist(m, f, err)) < 0 || (rc = append_folder(m, f)) < 0) {
+		if (rc == -ENOMEM)
+			terr_set(err, ENOMEM, "out of memory");
+		rmdir(dir);
+		goto out;
+	}
+	log_info("manager", "folder %s (%s) of %s created on %s", f->rec.name, f->rec.id, u->email, h->name);
+	*out = folder_json(m, f, u);
+	f = NULL;
+out:
+	free(f);
+	pthread_mutex_unlock(&m->mu);
+	return rc;
+}
+
+json_t *mgr_folders_list(struct manager *m, const struct user_rec *u, bool all, bool trash)
+{
+	json_t *arr = json_array();
+	pthread_mutex_lock(&m->mu);
+	for (size_t i = 0; i < m->n_folders; i++) {
+		struct mfolder *f = m->folders[i];
+		if ((f->rec.trashed_ms != 0) != trash)
+			continue;
+		bool mine = !strcmp(f->rec.owner_id, u->id);
+		/* Trash: one's own only; admins every one with all. */
+		bool visible = mine || (all && u->is_admin) || (!trash && share_of(f, u->id));
+		if (visible)
+			json_array_append_new(arr, folder_json(m, f, u));
+	}
+	pthread_mutex_unlock(&m->mu);
+	return arr;
+}
+
+int mgr_folder_get(struct manager *m, const struct user_rec *u, const char *name, json_t **out,
+		   struct terr *err)
+{
+	pthread_mutex_lock(&m->mu);
+	struct mfolder *f = resolve(m, u, name, false);
+	int rc = f ? 0 : not_found(err, name);
+	if (f)
+		*out = folder_json(m, f, u);
+	pthread_mutex_unlock(&m->mu);
+	return rc;
+}
+
+/* The folder name of u that u may manage (owner or admin). */
+static struct mfolder *managed(struct manager *m, const struct user_rec *u, const char *name, bool trash,
+			       struct terr *err)
+{
+	struct mfolder *f = resolve(m, u, name, trash);
+	if (!f) {
+		not_found(err, name);
+		return NULL;
+	}
+	if (strcmp(f->rec.owner_id, u->id) && !u->is_admin) {
+		terr_set(err, EPERM, "folder %s is shared with you; only its owner may change it", name);
+		return NULL;
+	}
+	return f;
+}
+
+int mgr_folder_rename(struct manager *m, const struct user_rec *u, const char *name, const char *new_name,
+		      json_t **out, struct terr *err)
+{
+	int rc = mgr_folder_name_check(new_name, err);
+	if (rc < 0)
+		return rc;
+	pthread_mutex_lock(&m->mu);
+	struct mfolder *f = managed(m, u, name, false, err);
+	if (!f) {
+		rc = -err->code;
+		goto out;
+	}
+	for (size_t i = 0; i < m->n_folders; i++) {
+		struct mfolder *o = m->folders[i];
+		if (o != f && !o->rec.trashed_ms && !strcmp(o->rec.owner_id, f->rec.owner_id) &&
+		    !strcmp(o->rec.name, new_name)) {
+			rc = terr_set(err, EEXIST, "a folder %s exists already", new_name);
+			goto out;
+		}
+	}
+	char old[STORE_NAME_MAX];
+	util_strlcpy(old, f->rec.name, sizeof(old));
+	util_strlcpy(f->rec.name, new_name, sizeof(f->rec.name));
+	if ((rc = persist(m, f, err)) < 0) {
+		util_strlcpy(f->rec.name, old, sizeof(f->rec.name));
+		goto out;
+	}
+	*out = folder_json(m, f, u);
+out:
+	pthread_mutex_unlock(&m->mu);
+	return rc;
+}
+
+int mgr_folder_delete(struct manager *m, const struct user_rec *u, const char *name, bool force,
+		      struct terr *err)
+{
+	int rc = 0;
+	pthread_mutex_lock(&m->mu);
+	struct mfolder *f = managed(m, u, name, false, err);
+	char who[1024], from[1200], to[1200];
+	if (!f) {
+		rc = -err->code;
+		goto out;
+	}
+	if (mounting_sessions(m, f->rec.id, who, sizeof(who)) > 0 && !force) {
+		rc = terr_set(err, EBUSY, "folder %s is mounted by session(s) %s; remove them first or force", name, who);
+		goto out;
+	}
+	if ((rc = folder_dir(m, &f->rec, false, from, sizeof(from), err)) < 0 ||
+	    (rc = folder_dir(m, &f->rec, true, to, sizeof(to), err)) < 0)
+		goto out;
+	if (rename(from, to) < 0 && errno != ENOENT) {
+		rc = terr_set(err, errno, "cannot move %s to the trash: %s", name, strerror(errno));
+		goto out;
+	}
+	f->rec.trashed_ms = util_now_ms();
+	if ((rc = persist(m, f, err)) < 0) {
+		f->rec.trashed_ms = 0;
+		rename(to, from);
+		goto out;
+	}
+	log_info("manager", "folder %s (%s) moved to the trash by %s", f->rec.name, f->rec.id, u->email);
+out:
+	pthread_mutex_unlock(&m->mu);
+	return rc;
+}
+
+int mgr_folder_restore(struct manager *m, const struct user_rec *u, const char *name, json_t **out,
+		       struct terr *err)
+{
+	int rc = 0;
+	pthread_mutex_lock(&m->mu);
+	struct mfolder *f = managed(m, u, name, true, err);
+	char from[1200], to[1200];
+	if (!f) {
+		rc = -err->code;
+		goto out;
+	}
+	for (size_t i = 0; i < m->n_folders; i++) {
+		struct mfolder *o = m->folders[i];
+		if (!o->rec.trashed_ms && !strcmp(o->rec.owner_id, f->rec.owner_id) && !strcmp(o->rec.name, f->rec.name)) {
+			rc = terr_set(err, EEXIST, "a folder %s exists already: rename it first", f->rec.name);
+			goto out;
+		}
+	}
+	if ((rc = folder_dir(m, &f->rec, true, from, sizeof(from), err)) < 0 ||
+	    (rc = folder_dir(m, &f->rec, false, to, sizeof(to), err)) < 0)
+		goto out;
+	if (rename(from, to) < 0) {
+		rc = terr_set(err, errno, "cannot restore %s: %s", name, strerror(errno));
+		goto out;
+	}
+	f->rec.trashed_ms = 0;
+	if ((rc = persist(m, f, err)) < 0)
+		goto out;
+	*out = folder_json(m, f, u);
+out:
+	pthread_mutex_unlock(&m->mu);
+	return rc;
+}
+
+static int set_share(struct manager *m, const struct user_rec *u, const char *name, const char *email,
+		     const char *perm, json_t **out, struct terr *err)
+{
+	int rc = 0;
+	pthread_mutex_lock(&m->mu);
+	struct mfolder *f = managed(m, u, name, false, err);
+	json_t *arr = NULL;
+	if (!f) {
+		rc = -err->code;
+		goto out;
+	}
+	const struct user_rec *to = mgr_find_user_by_email(m, email);
+	if (!to) {
+		rc = terr_set(err, ENOENT, "no user %s", email);
+		goto out;
+	}
+	if (!strcmp(to->id, f->rec.owner_id)) {
+		rc = terr_set(err, EINVAL, "%s owns folder %s", email, name);
+		goto out;
+	}
+	arr = json_loads(f->rec.shares, 0, NULL);
+	if (!json_is_array(arr)) {
+		json_decref(arr);
+		arr = json_array();
+	}
+	size_t i;
+	json_t *x;
+	bool found = false;
+	json_array_foreach(arr, i, x) {
+		if (!strcmp(json_string_value(json_object_get(x, "user_id")) ?: "", to->id)) {
+			found = true;
+			json_array_remove(arr, i);
+			break;
+		}
+	}
+	if (!perm && !found) {
+		rc = terr_set(err, ENOENT, "folder %s is not shared with %s", name, email);
+		goto out;
+	}
+	if (perm)
+		json_array_append_new(arr, json_pack("{s:s,s:s}", "user_id", to->id, "permission", perm));
+	char *text = json_dumps(arr, JSON_COMPACT);
+	if (!text || strlen(text) >= sizeof(f->rec.shares)) {
+		free(text);
+		rc = terr_set(err, EDQUOT, "folder %s is shared with too many users", name);
+		goto out;
+	}
+	char old[sizeof(f->rec.shares)];
+	util_strlcpy(old, f->rec.shares, sizeof(old));
+	util_strlcpy(f->rec.shares, text, sizeof(f->rec.shares));
+	free(text);
+	if ((rc = persist(m, f, err)) < 0) {
+		util_strlcpy(f->rec.shares, old, sizeof(f->rec.shares));
+		goto out;
+	}
+	*out = folder_json(m, f, u);
+out:
+	json_decref(arr);
+	pthread_mutex_unlock(&m->mu);
+	return rc;
+}
+
+int mgr_folder_share(struct manager *m, const struct user_rec *u, const char *name, const char *email,
+		     const char *perm, json_t **out, struct terr *err)
+{
+	if (!perm || (strcmp(perm, "ro") && strcmp(perm, "rw")))
+		return terr_set(err, EINVAL, "permission must be ro or rw");
+	return set_share(m, u, name, email, perm, out, err);
+}
+
+int mgr_folder_unshare(struct manager *m, const struct user_rec *u, const char *name, const char *email,
+		       json_t **out, struct terr *err)
+{
+	return set_share(m, u, name, email, NULL, out, err);
+}
+
+int mgr_folder_resolve(struct manager *m, const struct user_rec *u, const char *name, bool want_write,
+		       char *path_out, size_t n, int64_t *quota, struct terr *err)
+{
+	int rc = 0;
+	pthread_mutex_lock(&m->mu);
+	struct mfolder *f = resolve(m, u, name, false);
+	const char *perm = f ? permission_of(f, u) : NULL;
+	if (!f || !perm)
+		rc = not_found(err, name);
+	else if (want_write && !strcmp(perm, "ro"))
+		rc = terr_set(err, EACCES, "folder %s is shared with you read-only", name);
+	else if ((rc = folder_dir(m, &f->rec, false, path_out, n, err)) == 0 && quota)
+		*quota = f->rec.quota_bytes;
+	pthread_mutex_unlock(&m->mu);
+	return rc;
+}
+
+void mgr_folders_purge_trash(struct manager *m)
+{
+	int64_t keep_ms = (int64_t)m->settings.folder_trash_days * 86400 * 1000;
+	int64_t now = util_now_ms();
+	for (size_t i = 0; i < m->n_folders;) {
+		struct mfolder *f = m->folders[i];
+		if (!f->rec.trashed_ms || now - f->rec.trashed_ms < keep_ms) {
+			i++;
+			continue;
+		}
+		struct terr e = {0};
+		char dir[1200];
+		if (m->so->folder_delete(m->store, f->rec.id, &e) < 0) {
+			log_warn("manager", "purging folder %s: %s", f->rec.id, e.msg);
+			i++;
+			continue;
+		}
+		if (folder_dir(m, &f->rec, true, dir, sizeof(dir), &e) == 0)
+			util_remove_tree(dir);
+		log_info("manager", "folder %s (%s) purged from the trash", f->rec.name, f->rec.id);
+		free(f);
+		memmove(&m->folders[i], &m->folders[i + 1], (m->n_folders - i - 1) * sizeof(*m->folders));
+		m->n_folders--;
+	}
+}
