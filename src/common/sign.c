@@ -173,13 +173,22 @@ int sign_authorization(const char *access_key, const char *secret,
 		       const char *date, const char *host, const void *body,
 		       size_t body_len, char *out, size_t n, struct terr *err)
 {
+	char body_hash[SIGN_HEX_LEN + 1];
+	sign_sha256_hex(body, body ? body_len : 0, body_hash);
+	return sign_authorization_hashed(access_key, secret, method, path_query, date, host, body_hash, out, n,
+					 err);
+}
+
+int sign_authorization_hashed(const char *access_key, const char *secret, const char *method,
+			      const char *path_query, const char *date, const char *host,
+			      const char *body_hash, char *out, size_t n, struct terr *err)
+{
 	if (!access_key[0] || strpbrk(access_key, " ,\t\r\n"))
 		return terr_set(err, EINVAL,
 				"access key '%.64s' is empty or contains spaces or commas",
 				access_key);
 	char sig[SIGN_HEX_LEN + 1];
-	int r = sign_compute(secret, method, path_query, date, host, body, body_len,
-			     sig, err);
+	int r = sign_compute_hashed(secret, method, path_query, date, host, body_hash, sig, err);
 	if (r < 0)
 		return r;
 	int w = snprintf(out, n, SIGN_SCHEME " Credential=%s, Signature=%s", access_key,

@@ -40,6 +40,12 @@ int sign_authorization(const char *access_key, const char *secret,
 		       const char *date, const char *host, const void *body,
 		       size_t body_len, char *out, size_t n, struct terr *err);
 
+/* sign_authorization for a body known by its hex SHA-256 (a streamed
+ * upload). */
+int sign_authorization_hashed(const char *access_key, const char *secret, const char *method,
+			      const char *path_query, const char *date, const char *host,
+			      const char *body_hash, char *out, size_t n, struct terr *err);
+
 /* Splits an Authorization header value. -EACCES with a clear message when
  * malformed or of another scheme. */
 int sign_parse_authorization(const char *header, char *access_key,
