@@ -20,6 +20,7 @@
 #include "common/frames.h"
 #include "common/jsonutil.h"
 #include "common/log.h"
+#include "common/model.h"
 #include "common/units.h"
 #include "common/util.h"
 #include "gpuabi/conf.h"
@@ -57,6 +58,8 @@ struct agent {
 	struct runtime *rt;
 	char runtime_desc[128];
 	char asset_dir[PATH_MAX];     /* "" : the running binary's directory */
+	struct model_storage_host storage[MODEL_MAX_STORAGE_HOSTS];
+	size_t n_storage;
 	char runner_path[PATH_MAX];
 	struct res capacity;
 	int64_t pids_limit;
@@ -315,6 +318,11 @@ int agent_open(struct agent **out, const struct agent_config *cfg, struct terr *
 	a->log_max_size = cfg->log_max_size > 0 ? cfg->log_max_size : 0;
 	a->log_max_files = cfg->log_max_files >= 2 ? cfg->log_max_files : 5;
 	a->oom_interval_ms = cfg->oom_interval_ms ? cfg->oom_interval_ms : AGENT_OOM_INTERVAL_MS;
+	if (cfg->storage_hosts && *cfg->storage_hosts &&
+	    model_storage_hosts_parse(cfg->storage_hosts, a->storage, MODEL_MAX_STORAGE_HOSTS, &a->n_storage, err) < 0) {
+		free(a);
+		return -EINVAL;
+	}
 
 	int rc;
 	if (cfg->runner_path)
@@ -733,8 +741,56 @@ struct session_spec {
 	bool root;                                         /* run as root (the owner's policy allows it) */
 	bool batch;                                        /* ends with startup */
 	json_t *env, *gpus;                                /* borrowed; may be NULL */
+	json_t *mounts;                                    /* borrowed; checked by check_mounts */
 	int64_t cpu_m, mem, fgpu_m;
 };
+
+/* A folder mount's source must be a folder's own directory on a
+ * declared storage host: HOSTPATH/ID, a real directory reached without
+ * symlinks, never the host's trash nor anything else of this machine. */
+static int check_mount_source(const struct agent *a, const char *src, struct terr *err)
+{
+	char real[PATH_MAX];
+	if (!realpath(src, real))
+		return terr_set(err, errno == ENOENT ? ENOENT : EINVAL, "folder directory %.200s: %s", src, strerror(errno));
+	if (strcmp(real, src))
+		return terr_set(err, EINVAL, "folder directory %.200s is not a plain path (symlinks or '..')", src);
+	for (size_t i = 0; i < a->n_storage; i++) {
+		size_t hl = strlen(a->storage[i].path);
+		const char *rest = src + hl;
+		if (strncmp(src, a->storage[i].path, hl) || rest[0] != '/' || !rest[1] || rest[1] == '.' ||
+		    strchr(rest + 1, '/'))
+			continue;
+		struct stat st;
+		if (stat(src, &st) < 0 || !S_ISDIR(st.st_mode))
+			return terr_set(err, EINVAL, "folder directory %.200s is not a directory", src);
+		return 0;
+	}
+	return terr_set(err, EPERM, "%.200s is not a folder on a storage host this node declares (storage_hosts)", src);
+}
+
+static int check_mounts(const struct agent *a, json_t *mounts, struct terr *err)
+{
+	if (!mounts || json_is_null(mounts))
+		return 0;
+	if (!json_is_array(mounts) || json_array_size(mounts) > AGENT_MAX_FOLDER_MOUNTS)
+		return terr_set(err, EINVAL, "mounts must be an array of at most %d folders", AGENT_MAX_FOLDER_MOUNTS);
+	size_t i;
+	json_t *x;
+	json_array_foreach(mounts, i, x) {
+		const char *src = json_string_value(json_object_get(x, "source"));
+		const char *dst = json_string_value(json_object_get(x, "target"));
+		json_t *ro = json_object_get(x, "readonly");
+		if (!src || !dst || (ro && !json_is_boolean(ro)))
+			return terr_set(err, EINVAL, "mounts[%zu] needs source, target and a boolean readonly", i);
+		int rc = model_validate_mount_target(dst, err);
+		if (rc == 0)
+			rc = check_mount_source(a, src, err);
+		if (rc < 0)
+			return terr_prefix(err, "mounts[%zu]", i);
+	}
+	return 0;
+}
 
 /* The manager validated the request the spec comes from; the agent still
  * checks what it turns into paths, limits and buffers, since a spec can
@@ -763,6 +819,9 @@ static int check_spec(const struct agent *a, json_t *spec, struct session_spec *
 	};
 	if (!id || !name || !image || !json_is_object(res))
 		return terr_set(err, EINVAL, "session spec needs id, name, image and resources");
+	out->mounts = json_object_get(spec, "mounts");
+	if (check_mounts(a, out->mounts, err) < 0)
+		return -EINVAL;
 	/* The id names the session's directory under data_dir. */
 	if (model_validate_name(id, "session id", err) < 0 || model_validate_name(name, "session name", err) < 0)
 		return -EINVAL;
@@ -1035,6 +1094,14 @@ int agent_start_session(struct agent *a, json_t *spec, char cid[RT_ID_MAX],
 	plan_mount(&p, a->runner_path, AGENT_RUNNER_TARGET, true);
 	if (a->gpu_info_path[0])
 		plan_mount(&p, a->gpu_info_path, FGPU_GPU_INFO_PATH, true);
+	/* The user's folders (checked by check_spec). Docker makes a missing
+	 * target and its parents (as root) before the runner starts; the
+	 * runner gives /home/work back to the work user. */
+	size_t mi;
+	json_t *mx;
+	json_array_foreach(sp.mounts, mi, mx)
+		plan_mount(&p, json_string_value(json_object_get(mx, "source")),
+			   json_string_value(json_object_get(mx, "target")), json_is_true(json_object_get(mx, "readonly")));
 	if (json_array_size(gpus) > 0 && (rc = plan_gpus(a, &p, id, gpus, fgpu_m, err)) < 0)
 		goto out;
 	if (sp.app_secret && (rc = plan_app_secret(a, &p, id, sp.app_secret, err)) < 0)

@@ -59,6 +59,11 @@ struct agent_config {
 	 * is then the host reported in app_endpoint. */
 	const char *app_host;
 	const char *app_report_host;
+	/* Storage hosts of users' folders as the manager declares them
+	 * ("NAME:PATH[,...]", docs/admin.md "Storage"): a session's mount
+	 * must be a folder directory directly under one of these paths. NULL
+	 * or "": folder mounts are refused. */
+	const char *storage_hosts;
 	/* The container runtime; NULL: Docker (runtime_docker_ops). Tests
 	 * put one of their own here. */
 	const struct runtime_ops *runtime;
@@ -202,6 +207,9 @@ int agent_watch_start(struct agent *a, agent_event_fn fn, void *ud, struct terr 
  * none (src/runner/runner.c). */
 #define AGENT_WORK_UID_GID "1000:1000"
 #define AGENT_WORK_HOME "/home/work"
+/* Folder mounts one session may have (the plan's 32 mounts hold them
+ * beside the agent's own). */
+#define AGENT_MAX_FOLDER_MOUNTS 16
 /* A user's network on a node: this prefix, up to 16 characters of the
  * user's id, '-', up to 8 of the cluster id. */
 #define AGENT_NETWORK_PREFIX "tessera-u-"

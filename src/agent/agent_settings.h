@@ -78,6 +78,8 @@ enum agent_setting_type {
 	  "each session's log (its output) is kept to this size in all, the oldest dropped; 0: no cap") \
 	X(log_max_files, "log-max-files", INT, agent.log_max_files, "5", 2, 100, AGENT_SETTING_FLAG, "N", \
 	  "files the log of a session rotates through (log_max_size / N each)") \
+	X(storage_hosts, "storage-hosts", TEXT, agent.storage_hosts, NULL, 0, 0, AGENT_SETTING_FLAG, "NAME:PATH,...", \
+	  "storage hosts of users' folders, as the manager's storage_hosts (tessera server: default local:DATA_DIR/folders)") \
 	X(app_host, "app-host", TEXT, agent.app_host, NULL, 0, 0, AGENT_SETTING_FLAG, "IP", \
 	  "IP address each session's app port is published on, for the app proxy (default: the host of listen)")
 

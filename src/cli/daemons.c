@@ -357,6 +357,13 @@ int cmd_server(int argc, char **argv)
 	char agent_dir[PATH_MAX + 16];
 	snprintf(agent_dir, sizeof(agent_dir), "%s/agent", data_dir);
 	acfg.data_dir = agent_dir;
+	/* One machine: the manager's storage hosts are the agent's. */
+	char storage_buf[PATH_MAX + 32];
+	if (!acfg.storage_hosts || !*acfg.storage_hosts) {
+		snprintf(storage_buf, sizeof(storage_buf), "local:%s/folders", data_dir);
+		acfg.storage_hosts = storage_buf;
+	}
+	mcfg.storage_hosts = acfg.storage_hosts;
 	/* The in-process webserver proves itself to the manager's password
 	 * login with the cluster secret; without one configured, a random one
 	 * that only this process knows. */
@@ -501,7 +508,7 @@ int cmd_manager(int argc, char **argv)
 	static const char *const known[] = {"listen", "data_dir", "cluster_secret", "heartbeat_interval_ms",
 					    "lost_after_heartbeats", "selector", "dispatch_workers",
 					    "fgpu_per_device", "registry_url", "wsproxy_url", "wsproxy_port_range",
-					    "wsproxy_domain", NULL};
+					    "wsproxy_domain", "storage_hosts", NULL};
 	struct conf c = {0};
 	if (read_config("manager", path, known, &c) < 0)
 		return 1;
@@ -518,6 +525,7 @@ int cmd_manager(int argc, char **argv)
 		.wsproxy_url = conf_get(&c, "wsproxy_url"),
 		.wsproxy_port_range = conf_get(&c, "wsproxy_port_range"),
 		.wsproxy_domain = conf_get(&c, "wsproxy_domain"),
+		.storage_hosts = conf_get(&c, "storage_hosts"),
 	};
 	struct terr err = {0};
 	if (!mcfg.cluster_secret || strlen(mcfg.cluster_secret) < 16) {

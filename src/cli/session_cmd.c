@@ -10,6 +10,7 @@
 
 #include "cli/cli.h"
 #include "cli/client.h"
+#include "common/model.h"
 #include "cli/views.h"
 #include "cli/table.h"
 #include "common/frames.h"
@@ -29,6 +30,9 @@
 	"                          TERMINATED with exit code 0, else ERROR with the code\n" \
 	"  --root                  run as root, not as the image's work user (uid 1000);\n" \
 	"                          only where your policy allows it (allow_root)\n" \
+	"  --mount NAME[:PATH][:ro] mount a data folder (repeatable; default PATH\n" \
+	"                          /home/work/NAME); folders named .NAME are mounted\n" \
+	"                          at /home/work/.NAME without asking\n" \
 	"  --wait                  wait until every session is RUNNING; a batch session:\n" \
 	"                          until it has ended, exiting with its command's code\n" \
 	"  --timeout SECONDS       with --wait: give up after this long (default 300)\n" \
@@ -253,6 +257,7 @@ static int session_create(int argc, char **argv)
 		{"startup-command", required_argument, NULL, 's'},
 		{"batch", no_argument, NULL, 'b'},
 		{"root", no_argument, NULL, 'r'},
+		{"mount", required_argument, NULL, 'M'},
 		{"wait", no_argument, NULL, 'w'},
 		{"timeout", required_argument, NULL, 't'},
 		{"json", no_argument, NULL, 'j'},
@@ -345,6 +350,20 @@ static int session_create(int argc, char **argv)
 		case 'r':
 			json_object_set_new(body, "root", json_true());
 			break;
+		case 'M': {
+			struct model_mount mm;
+			if (model_parse_mount_spec(optarg, &mm, &err) < 0) {
+				rc = cli_usage_fail(sub, "--mount: %s", err.msg);
+				goto out;
+			}
+			json_t *mounts = json_object_get(body, "mounts");
+			if (!mounts) {
+				mounts = json_array();
+				json_object_set_new(body, "mounts", mounts);
+			}
+			json_array_append_new(mounts, json_string(optarg));
+			break;
+		}
 		case 'w':
 			wait = 1;
 			break;
@@ -533,6 +552,16 @@ static void session_print_info(json_t *s)
 	}
 	session_info_line("Startup command:", cli_json_str(s, "startup_command", NULL));
 	session_info_line("Runs as:", json_is_true(json_object_get(s, "root")) ? "root" : "work (uid 1000)");
+	json_t *mounts = json_object_get(s, "mounts");
+	if (json_array_size(mounts)) {
+		printf("Mounts:\n");
+		size_t mi;
+		json_t *mx;
+		json_array_foreach(mounts, mi, mx)
+			printf("  %s at %s%s%s\n", cli_json_str(mx, "folder", "?"), cli_json_str(mx, "path", "?"),
+			       json_is_true(json_object_get(mx, "ro")) ? " (read-only)" : "",
+			       json_is_true(json_object_get(mx, "automount")) ? " (automount)" : "");
+	}
 	json_t *code = json_object_get(s, "exit_code");
 	if (json_is_integer(code)) {
 		snprintf(buf, sizeof(buf), "%" JSON_INTEGER_FORMAT, json_integer_value(code));

@@ -82,4 +82,41 @@ static inline bool session_status_listed(enum session_status s)
  * names the field in the message. */
 int model_validate_name(const char *name, const char *what, struct terr *err);
 
+/* Names of data folders (docs/folders.md): 1-63 of [A-Za-z0-9._-], may
+ * start with '.' (automounted), never "." nor "..". */
+#define MODEL_FOLDER_NAME_MAX 64
+int model_validate_folder_name(const char *name, struct terr *err);
+
+/* Where a folder is mounted in a session: an absolute path of at most
+ * 255 bytes without "." or ".." parts, empty parts or a trailing '/', not
+ * "/" nor /home/work itself (which stays the work user's), and not in
+ * the system's or Tessera's own directories (/proc, /sys, /dev, /etc,
+ * /usr, /bin, /sbin, /lib, /lib64, /boot, /run, /var/run, /opt/tessera). */
+#define MODEL_MOUNT_TARGET_MAX 256
+int model_validate_mount_target(const char *path, struct terr *err);
+
+/* One --mount NAME[:PATH][:ro] of `session create`. */
+struct model_mount {
+	char name[MODEL_FOLDER_NAME_MAX];
+	char target[MODEL_MOUNT_TARGET_MAX];   /* "": /home/work/NAME */
+	bool ro;
+};
+/* Parses and validates NAME[:PATH][:ro] into out. */
+int model_parse_mount_spec(const char *spec, struct model_mount *out, struct terr *err);
+/* The default target of folder name: /home/work/NAME (out: n bytes). */
+void model_default_mount_target(const char *name, char *out, size_t n);
+
+/* A storage host of data folders: a name and an absolute directory
+ * (docs/admin.md, "Storage"), as the manager and agents declare them. */
+#define MODEL_MAX_STORAGE_HOSTS 16
+struct model_storage_host {
+	char name[64];
+	char path[1024];       /* absolute, no trailing '/' */
+};
+/* Parses "NAME:PATH[,NAME:PATH...]" into hosts (at most max): names as
+ * session names, paths absolute without '.' or '..' parts, not "/",
+ * names unique. */
+int model_storage_hosts_parse(const char *spec, struct model_storage_host *hosts, size_t max, size_t *n,
+			      struct terr *err);
+
 #endif

@@ -110,24 +110,15 @@ int mgr_proxy_routes(struct manager *m, int64_t since, int wait_s, json_t **repl
 
 /* ---- folders (folders.c, docs/folders.md) ---- */
 
-#define MGR_MAX_STORAGE_HOSTS 16
-
-struct mgr_storage_host {
-	char name[STORE_NAME_MAX];
-	char path[1024];       /* absolute, no trailing '/' */
-};
-
-/* Parses "NAME:PATH[,NAME:PATH...]" into hosts (at most max): names as
- * session names, paths absolute, names unique. No lock, no state. */
-int mgr_storage_hosts_parse(const char *spec, struct mgr_storage_host *hosts, size_t max, size_t *n,
-			    struct terr *err);
+#define MGR_MAX_STORAGE_HOSTS MODEL_MAX_STORAGE_HOSTS
+/* Storage hosts are parsed by model_storage_hosts_parse (common/model.h). */
 /* A folder name: 1-63 of [A-Za-z0-9._-], may start with '.', not "." nor
  * "..". EINVAL with why. */
 int mgr_folder_name_check(const char *name, struct terr *err);
 
 /* Creates folder name of u on host (NULL: the default host) with quota
  * bytes (-1: the policy's max_folder_bytes; 0: none). EEXIST a live
- * folder of u has the name; EDQUOT past max_folders or a quota above
+ * folder of u has the name; EPERM past max_folders or a quota above
  * max_folder_bytes; ENOENT no such host. *out: its JSON. */
 int mgr_folder_create(struct manager *m, const struct user_rec *u, const char *name, const char *host,
 		      int64_t quota, json_t **out, struct terr *err);
@@ -157,8 +148,10 @@ int mgr_folder_unshare(struct manager *m, const struct user_rec *u, const char *
 /* The file routes' and the mounts' check: the live folder name (as
  * mgr_folder_get resolves it) that u may read, or write with want_write,
  * into path_out (its directory, HOSTPATH/ID) and its quota into *quota
- * (may be NULL; 0: none). ENOENT unseen or missing; EACCES a write to a
- * read-only share. */
+ * (may be NULL; 0: none). ENOENT "no folder NAME" unseen or missing
+ * (the same words); EPERM a write to a read-only share. Takes the lock;
+ * the path is a copy, valid after the folder is renamed (it names the
+ * id), not after it is trashed. */
 int mgr_folder_resolve(struct manager *m, const struct user_rec *u, const char *name, bool want_write,
 		       char *path_out, size_t n, int64_t *quota, struct terr *err);
 

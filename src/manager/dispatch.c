@@ -71,6 +71,20 @@ static json_t *session_spec(struct manager *m, struct msession *s)
 	 * interactive one, so that an older agent reads the spec as before. */
 	if (mgr_session_is_batch(s))
 		json_object_set_new(spec, "batch", json_true());
+	/* Its folders (docs/folders.md): host directories under a storage
+	 * host, which the agent checks again before it binds them. */
+	json_t *recorded = s->rec.mounts_json ? json_loads(s->rec.mounts_json, 0, NULL) : NULL;
+	if (json_array_size(recorded)) {
+		json_t *mounts = json_array();
+		size_t i;
+		json_t *x;
+		json_array_foreach(recorded, i, x)
+			json_array_append_new(mounts, json_pack("{s:O,s:O,s:O}", "source", json_object_get(x, "source"),
+								"target", json_object_get(x, "target"),
+								"readonly", json_object_get(x, "ro")));
+		json_object_set_new(spec, "mounts", mounts);
+	}
+	json_decref(recorded);
 	return spec;
 }
 

@@ -31,76 +31,12 @@
 
 int mgr_folder_name_check(const char *name, struct terr *err)
 {
-	size_t len = strlen(name);
-	if (len == 0 || len > STORE_NAME_MAX - 1)
-		return terr_set(err, EINVAL, "folder name must be 1 to %d characters (got %zu)", STORE_NAME_MAX - 1, len);
-	if (!strcmp(name, ".") || !strcmp(name, ".."))
-		return terr_set(err, EINVAL, "folder name may not be '.' or '..'");
-	for (size_t i = 0; i < len; i++) {
-		unsigned char c = (unsigned char)name[i];
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-		      c == '.' || c == '_' || c == '-'))
-			return terr_set(err, EINVAL, "folder name '%s' may contain only letters, digits, '.', '_' and '-'",
-					name);
-	}
-	return 0;
-}
-
-int mgr_storage_hosts_parse(const char *spec, struct mgr_storage_host *hosts, size_t max, size_t *n,
-			    struct terr *err)
-{
-	*n = 0;
-	if (!spec || !*spec)
-		return terr_set(err, EINVAL, "storage_hosts is empty: give NAME:PATH[,NAME:PATH...]");
-	const char *p = spec;
-	while (*p) {
-		const char *end = strchr(p, ',');
-		size_t len = end ? (size_t)(end - p) : strlen(p);
-		char item[1200];
-		if (len >= sizeof(item))
-			return terr_set(err, EINVAL, "storage_hosts: an entry is too long");
-		memcpy(item, p, len);
-		item[len] = '\0';
-		char *colon = strchr(item, ':');
-		if (!colon)
-			return terr_set(err, EINVAL, "storage_hosts: '%s' must be NAME:PATH (e.g. local:/var/lib/tessera/folders)",
-					item);
-		*colon = '\0';
-		const char *name = item, *path = colon + 1;
-		if (model_validate_name(name, "storage host name", err) < 0)
-			return terr_prefix(err, "storage_hosts");
-		if (path[0] != '/')
-			return terr_set(err, EINVAL, "storage_hosts: path of %s must be absolute (got '%s')", name, path);
-		size_t pl = strlen(path);
-		while (pl > 1 && path[pl - 1] == '/')
-			pl--;
-		if (pl == 1)
-			return terr_set(err, EINVAL, "storage_hosts: host %s may not be the root directory", name);
-		if (pl >= sizeof(hosts[0].path))
-			return terr_set(err, EINVAL, "storage_hosts: path of %s is too long", name);
-		if (strstr(path, "/../") || strstr(path, "/./") || (pl >= 3 && !strncmp(path + pl - 3, "/..", 3)))
-			return terr_set(err, EINVAL, "storage_hosts: path of %s may not contain '.' or '..' parts", name);
-		for (size_t i = 0; i < *n; i++)
-			if (!strcmp(hosts[i].name, name))
-				return terr_set(err, EINVAL, "storage_hosts: host %s is declared twice", name);
-		if (*n >= max)
-			return terr_set(err, EINVAL, "storage_hosts: at most %zu hosts", max);
-		util_strlcpy(hosts[*n].name, name, sizeof(hosts[*n].name));
-		memcpy(hosts[*n].path, path, pl);
-		hosts[*n].path[pl] = '\0';
-		(*n)++;
-		if (!end)
-			break;
-		p = end + 1;
-		if (!*p)
-			return terr_set(err, EINVAL, "storage_hosts: trailing ','");
-	}
-	return 0;
+	return model_validate_folder_name(name, err);
 }
 
 /* ---------- state ---------- */
 
-static const struct mgr_storage_host *find_host(struct manager *m, const char *name)
+static const struct model_storage_host *find_host(struct manager *m, const char *name)
 {
 	for (size_t i = 0; i < m->n_hosts; i++)
 		if (!strcmp(m->hosts[i].name, name))
@@ -112,7 +48,7 @@ static const struct mgr_storage_host *find_host(struct manager *m, const char *n
 static int folder_dir(struct manager *m, const struct folder_rec *f, bool trash, char *out, size_t n,
 		      struct terr *err)
 {
-	const struct mgr_storage_host *h = find_host(m, f->host);
+	const struct model_storage_host *h = find_host(m, f->host);
 	if (!h)
 		return terr_set(err, EIO, "folder %s lies on storage host %s, which is no longer declared", f->name, f->host);
 	if ((size_t)snprintf(out, n, "%s/%s%s", h->path, trash ? ".trash/" : "", f->id) >= n)
@@ -157,7 +93,7 @@ int mgr_folders_load(struct manager *m, struct terr *err)
 		snprintf(def, sizeof(def), "local:%s/folders", m->data_dir);
 		spec = def;
 	}
-	int rc = mgr_storage_hosts_parse(spec, m->hosts, MGR_MAX_STORAGE_HOSTS, &m->n_hosts, err);
+	int rc = model_storage_hosts_parse(spec, m->hosts, MGR_MAX_STORAGE_HOSTS, &m->n_hosts, err);
 	if (rc < 0)
 		return rc;
 	for (size_t i = 0; i < m->n_hosts; i++) {
@@ -326,7 +262,7 @@ int mgr_folder_create(struct manager *m, const struct user_rec *u, const char *n
 	if (rc < 0)
 		return rc;
 	pthread_mutex_lock(&m->mu);
-	const struct mgr_storage_host *h = host ? find_host(m, host) : &m->hosts[0];
+	const struct model_storage_host *h = host ? find_host(m, host) : &m->hosts[0];
 	int64_t max_folders = mgr_user_policy_limit(m, u->email, "max_folders", MGR_DEFAULT_MAX_FOLDERS);
 	int64_t max_bytes = mgr_user_policy_limit(m, u->email, "max_folder_bytes", 0);
 	size_t owned = 0;
@@ -347,13 +283,14 @@ int mgr_folder_create(struct manager *m, const struct user_rec *u, const char *n
 		}
 	}
 	if (max_folders > 0 && (int64_t)owned >= max_folders) {
-		rc = terr_set(err, EDQUOT, "you have %zu folders, your policy's max_folders", owned);
+		rc = terr_set(err, EPERM, "you have %zu folders, the most your policy's max_folders allows; "
+			      "remove one first (tessera folder rm NAME)", owned);
 		goto out;
 	}
 	if (quota < 0)
 		quota = max_bytes;
 	if (max_bytes > 0 && (quota == 0 || quota > max_bytes)) {
-		rc = terr_set(err, EDQUOT, "a folder's quota may be at most %lld bytes (max_folder_bytes)",
+		rc = terr_set(err, EPERM, "a folder's quota may be at most %lld bytes (your policy's max_folder_bytes)",
 			      (long long)max_bytes);
 		goto out;
 	}
@@ -589,7 +526,7 @@ static int set_share(struct manager *m, const struct user_rec *u, const char *na
 	char *text = json_dumps(arr, JSON_COMPACT);
 	if (!text || strlen(text) >= sizeof(f->rec.shares)) {
 		free(text);
-		rc = terr_set(err, EDQUOT, "folder %s is shared with too many users", name);
+		rc = terr_set(err, E2BIG, "folder %s is shared with too many users", name);
 		goto out;
 	}
 	char old[sizeof(f->rec.shares)];
@@ -631,7 +568,7 @@ int mgr_folder_resolve(struct manager *m, const struct user_rec *u, const char *
 	if (!f || !perm)
 		rc = not_found(err, name);
 	else if (want_write && !strcmp(perm, "ro"))
-		rc = terr_set(err, EACCES, "folder %s is shared with you read-only", name);
+		rc = terr_set(err, EPERM, "folder %s is shared with you read-only", name);
 	else if ((rc = folder_dir(m, &f->rec, false, path_out, n, err)) == 0 && quota)
 		*quota = f->rec.quota_bytes;
 	pthread_mutex_unlock(&m->mu);
@@ -662,4 +599,63 @@ void mgr_folders_purge_trash(struct manager *m)
 		memmove(&m->folders[i], &m->folders[i + 1], (m->n_folders - i - 1) * sizeof(*m->folders));
 		m->n_folders--;
 	}
+}
+
+int mgr_folders_mounts_json(struct manager *m, const struct user_rec *owner, const struct create_request *cr,
+			    char **out, struct terr *err)
+{
+	*out = NULL;
+	json_t *arr = json_array();
+	char dir[1200];
+	int rc = 0;
+	for (size_t i = 0; i < cr->n_mounts; i++) {
+		const struct model_mount *mm = &cr->mounts[i];
+		struct mfolder *f = resolve(m, owner, mm->name, false);
+		const char *perm = f ? permission_of(f, owner) : NULL;
+		if (!perm) {
+			rc = not_found(err, mm->name);
+			goto out;
+		}
+		for (size_t j = 0; j < json_array_size(arr); j++)
+			if (!strcmp(json_string_value(json_object_get(json_array_get(arr, j), "folder_id")), f->rec.id)) {
+				rc = terr_set(err, EINVAL, "mounts: folder %s is asked for twice", mm->name);
+				goto out;
+			}
+		if ((rc = folder_dir(m, &f->rec, false, dir, sizeof(dir), err)) < 0)
+			goto out;
+		json_array_append_new(arr, json_pack("{s:s,s:s,s:s,s:s,s:b,s:b}", "folder_id", f->rec.id, "name",
+						     f->rec.name, "source", dir, "target", mm->target, "ro",
+						     mm->ro || !strcmp(perm, "ro"), "auto", false));
+	}
+	/* Automount: every live folder of the owner whose name starts with
+	 * '.', at /home/work/NAME, unless asked for explicitly (that mount
+	 * wins) or its place is taken by an explicit one. */
+	for (size_t i = 0; i < m->n_folders; i++) {
+		struct mfolder *f = m->folders[i];
+		if (f->rec.trashed_ms || f->rec.name[0] != '.' || strcmp(f->rec.owner_id, owner->id))
+			continue;
+		char target[MODEL_MOUNT_TARGET_MAX];
+		model_default_mount_target(f->rec.name, target, sizeof(target));
+		bool taken = false;
+		for (size_t j = 0; j < json_array_size(arr) && !taken; j++) {
+			json_t *x = json_array_get(arr, j);
+			taken = !strcmp(json_string_value(json_object_get(x, "folder_id")), f->rec.id) ||
+				!strcmp(json_string_value(json_object_get(x, "target")), target);
+		}
+		if (taken || folder_dir(m, &f->rec, false, dir, sizeof(dir), err) < 0)
+			continue;
+		json_array_append_new(arr, json_pack("{s:s,s:s,s:s,s:s,s:b,s:b}", "folder_id", f->rec.id, "name",
+						     f->rec.name, "source", dir, "target", target, "ro", false,
+						     "auto", true));
+	}
+	if (json_array_size(arr) > MGR_MAX_SESSION_MOUNTS) {
+		rc = terr_set(err, EINVAL, "a session may mount at most %d folders (automounted ones included)",
+			      MGR_MAX_SESSION_MOUNTS);
+		goto out;
+	}
+	if (json_array_size(arr) && !(*out = json_dumps(arr, JSON_COMPACT)))
+		rc = terr_set(err, ENOMEM, "out of memory");
+out:
+	json_decref(arr);
+	return rc;
 }

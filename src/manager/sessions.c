@@ -225,6 +225,17 @@ json_t *mgr_session_json(struct manager *m, const struct msession *s)
 		json_array_append_new(gpus, json_pack("{s:i,s:s,s:o}", "index", s->shares[i].index,
 						      "uuid", s->shares[i].uuid, "fgpu", jsonutil_milli(s->shares[i].fgpu_m)));
 	json_object_set_new(o, "gpus", gpus);
+	/* Its folders, without their host paths (which are the admin's). */
+	json_t *recorded = s->rec.mounts_json ? json_loads(s->rec.mounts_json, 0, NULL) : NULL;
+	json_t *mounts = json_array();
+	size_t i;
+	json_t *x;
+	json_array_foreach(recorded, i, x)
+		json_array_append_new(mounts, json_pack("{s:O,s:O,s:O,s:O}", "folder", json_object_get(x, "name"),
+							"path", json_object_get(x, "target"), "ro", json_object_get(x, "ro"),
+							"automount", json_object_get(x, "auto")));
+	json_decref(recorded);
+	json_object_set_new(o, "mounts", mounts);
 	return o;
 }
 
@@ -397,6 +408,21 @@ int mgr_sessions_create(struct manager *m, const struct user_rec *owner, const s
 				"the image's work user (uid 1000). An admin can allow it: tessera config set "
 				"policy.%s '{\"allow_root\": true}'", owner->email);
 	}
+	char *mounts = NULL;
+	if ((rc = mgr_folders_mounts_json(m, owner, cr, &mounts, err)) < 0) {
+		pthread_mutex_unlock(&m->mu);
+		free_news(news, n);
+		return rc;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (mounts && !(news[i]->rec.mounts_json = strdup(mounts))) {
+			free(mounts);
+			pthread_mutex_unlock(&m->mu);
+			free_news(news, n);
+			return terr_set(err, ENOMEM, "out of memory");
+		}
+	}
+	free(mounts);
 	for (size_t i = 0; i < n; i++) {
 		if (name_in_use(m, owner->id, news[i]->rec.name)) {
 			pthread_mutex_unlock(&m->mu);

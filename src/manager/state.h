@@ -156,7 +156,7 @@ struct manager {
 	json_t *image_aliases;      /* {"alias": "image ref"}, stored (images.c) */
 	/* Storage hosts (cfg.storage_hosts, folders.c); the first is the
 	 * default. Fixed at open. */
-	struct mgr_storage_host hosts[MGR_MAX_STORAGE_HOSTS];
+	struct model_storage_host hosts[MGR_MAX_STORAGE_HOSTS];
 	size_t n_hosts;
 	/* Every folder, live and trashed (folders.c), as stored. */
 	struct mfolder **folders;
@@ -360,6 +360,14 @@ void mgr_folders_free(struct manager *m);
 /* Purges trashed folders older than folder_trash_days (the scheduler's
  * safety pass). */
 void mgr_folders_purge_trash(struct manager *m);
+/* The folders a new session of owner mounts: cr's (resolved as
+ * mgr_folder_resolve does; read-only when asked or shared ro) and the
+ * owner's automounted dot-folders, as the JSON text of
+ * session_rec.mounts_json into *out (malloc'd; NULL when none). ENOENT
+ * "no folder NAME" for a folder owner may not use. */
+#define MGR_MAX_SESSION_MOUNTS 16
+int mgr_folders_mounts_json(struct manager *m, const struct user_rec *owner, const struct create_request *cr,
+			    char **out, struct terr *err);
 
 /* ---- settings.c ---- */
 int mgr_settings_load(struct manager *m, struct terr *err);

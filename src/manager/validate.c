@@ -68,7 +68,7 @@ int validate_create_request(json_t *body, struct create_request *out, struct ter
 	if (!json_is_object(body))
 		return terr_set(err, EINVAL, "request body must be a JSON object");
 	static const char *const known[] = {"image", "name", "count", "resources", "env", "startup_command", "type",
-					    "root", NULL};
+					    "root", "mounts", NULL};
 	const char *key;
 	json_t *val;
 	json_object_foreach(body, key, val) {
@@ -77,7 +77,7 @@ int validate_create_request(json_t *body, struct create_request *out, struct ter
 			ok |= !strcmp(key, known[i]);
 		if (!ok)
 			return terr_set(err, EINVAL, "unknown field '%s' (known: image, name, count, resources, env, "
-					"startup_command, type, root)", key);
+					"startup_command, type, root, mounts)", key);
 	}
 	memset(out, 0, sizeof(*out));
 	out->count = 1;
@@ -153,6 +153,28 @@ int validate_create_request(json_t *body, struct create_request *out, struct ter
 	if (root && !json_is_null(root) && !json_is_boolean(root))
 		return terr_set(err, EINVAL, "root must be true or false");
 	out->root = json_is_true(root);
+	json_t *mounts = json_object_get(body, "mounts");
+	if (mounts && !json_is_null(mounts)) {
+		if (!json_is_array(mounts))
+			return terr_set(err, EINVAL, "mounts must be an array of \"NAME[:PATH][:ro]\" strings");
+		if (json_array_size(mounts) > VALIDATE_MAX_MOUNTS)
+			return terr_set(err, EINVAL, "mounts: at most %d folders", VALIDATE_MAX_MOUNTS);
+		size_t i;
+		json_t *x;
+		json_array_foreach(mounts, i, x) {
+			struct model_mount *mm = &out->mounts[i];
+			if (!json_is_string(x))
+				return terr_set(err, EINVAL, "mounts[%zu] must be a string \"NAME[:PATH][:ro]\"", i);
+			if (model_parse_mount_spec(json_string_value(x), mm, err) < 0)
+				return -EINVAL;
+			if (!mm->target[0])
+				model_default_mount_target(mm->name, mm->target, sizeof(mm->target));
+			for (size_t j = 0; j < i; j++)
+				if (!strcmp(out->mounts[j].target, mm->target))
+					return terr_set(err, EINVAL, "mounts: two folders at %s", mm->target);
+			out->n_mounts = i + 1;
+		}
+	}
 	return 0;
 }
 

@@ -37,6 +37,8 @@ int validate_email(const char *email, char *out, size_t n, struct terr *err);
  * users' emails are). Writes the key to use to out (n bytes). */
 int validate_policy_key(const char *key, char *out, size_t n, struct terr *err);
 
+#define VALIDATE_MAX_MOUNTS 16
+
 /* A validated create request. */
 struct create_request {
 	const char *image;       /* borrowed from the body */
@@ -47,6 +49,9 @@ struct create_request {
 	const char *startup_command;
 	bool batch;              /* "type": "batch": ends with its command */
 	bool root;               /* run as root: the owner's policy must allow it */
+	/* "mounts": ["NAME[:PATH][:ro]", ...], parsed; targets unique. */
+	struct model_mount mounts[VALIDATE_MAX_MOUNTS];
+	size_t n_mounts;
 };
 
 /* Parses and validates a POST /v1/sessions body; strings borrow from body. */

@@ -355,11 +355,19 @@ static bool runner_become_user(const char *root, unsigned uid, unsigned gid)
 	snprintf(home, sizeof(home), "%s" RUNNER_WORK_HOME, root);
 	if (mkdir(path, 0755) < 0 && errno != EEXIST)
 		runner_log("tessera-runner: cannot make %s: %s", path, strerror(errno));
+	struct stat hst;
 	if (mkdir(home, 0755) == 0) {
 		if (chown(home, uid, gid) < 0)
 			runner_log("tessera-runner: cannot give %s to %u:%u: %s", home, uid, gid, strerror(errno));
 	} else if (errno != EEXIST) {
 		runner_log("tessera-runner: cannot make %s: %s", home, strerror(errno));
+	} else if (uid != 0 && lstat(home, &hst) == 0 && S_ISDIR(hst.st_mode) && hst.st_uid == 0) {
+		/* A root-owned home is the one Docker made for a folder mounted
+		 * below it (/home/work/.local): the work user's home must stay
+		 * its own. Only the directory itself: what is under it is the
+		 * mounted folders'. */
+		if (chown(home, uid, gid) < 0)
+			runner_log("tessera-runner: cannot give %s to %u:%u: %s", home, uid, gid, strerror(errno));
 	}
 
 	gid_t g = gid;

@@ -21,6 +21,7 @@
 #include "testlib.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -714,6 +715,82 @@ static int mount_at(const struct fake_container *c, const char *dst)
 }
 
 /* ---- tests -------------------------------------------------------------- */
+
+/* Folder mounts (docs/folders.md): a folder directory directly under a
+ * declared storage host is bound where the spec says, read-only when it
+ * says; anything else (a path outside every host, the host itself, its
+ * trash, a symlink to elsewhere, '..', a system target) is refused and no
+ * container is made; without storage_hosts every folder mount is. */
+TEST(folder_mounts_only_from_declared_storage_hosts)
+{
+	fake_reset();
+	char host[PATH_MAX], spec_hosts[PATH_MAX + 16], folder[PATH_MAX + 8], link[PATH_MAX + 8], trash[PATH_MAX + 16];
+	snprintf(host, sizeof(host), "%s/folders", data_dir);
+	snprintf(spec_hosts, sizeof(spec_hosts), "local:%s", host);
+	snprintf(folder, sizeof(folder), "%s/f1", host);
+	snprintf(link, sizeof(link), "%s/evil", host);
+	snprintf(trash, sizeof(trash), "%s/.trash/f2", host);
+	CHECK_INT(util_mkdir_p(folder, 0755, NULL), 0);
+	CHECK_INT(util_mkdir_p(trash, 0700, NULL), 0);
+	CHECK_INT(symlink("/etc", link), 0);
+	struct agent_config cfg = {
+		.id = "node-a", .cpu_m = 4000, .mem = 8 * GiB, .data_dir = data_dir,
+		.asset_dir = getenv("TESSERA_TEST_BUILD_ROOT"), .runtime = &fake_ops, .storage_hosts = spec_hosts,
+	};
+	struct agent *a = NULL;
+	struct terr err = {0};
+	if (agent_open(&a, &cfg, &err) < 0) {
+		FAILF("agent_open: %s", err.msg);
+		return;
+	}
+	json_t *spec = spec_for("m1", NULL, 0, 0);
+	json_object_set_new(spec, "mounts", json_pack("[{s:s,s:s,s:b},{s:s,s:s,s:b}]",
+		"source", folder, "target", "/home/work/.local", "readonly", false,
+		"source", folder, "target", "/data", "readonly", true));
+	char cid[RT_ID_MAX];
+	CHECK_INT(agent_start_session(a, spec, cid, NULL, &err), 0);
+	json_decref(spec);
+	struct fake_container *c = fake_find(cid);
+	CHECK(c != NULL);
+	if (c) {
+		int i = mount_at(c, "/home/work/.local"), j = mount_at(c, "/data");
+		CHECK(i >= 0 && j >= 0);
+		if (i >= 0 && j >= 0) {
+			CHECK_STR(c->mounts[i].src, folder);
+			CHECK(!c->mounts[i].ro);
+			CHECK(c->mounts[j].ro);
+		}
+	}
+	char outside[PATH_MAX + 8], dotdot[PATH_MAX + 16];
+	snprintf(outside, sizeof(outside), "%s", data_dir);
+	snprintf(dotdot, sizeof(dotdot), "%s/f1/..", host);
+	const char *bad_sources[] = {"/etc", outside, host, trash, link, dotdot, "relative/x", NULL};
+	for (int k = 0; bad_sources[k]; k++) {
+		spec = spec_for("m2", NULL, 0, 0);
+		json_object_set_new(spec, "mounts", json_pack("[{s:s,s:s}]", "source", bad_sources[k], "target", "/data"));
+		memset(&err, 0, sizeof(err));
+		testlib_checks++;
+		if (agent_start_session(a, spec, cid, NULL, &err) == 0)
+			FAILF("mount source %s was accepted", bad_sources[k]);
+		json_decref(spec);
+	}
+	spec = spec_for("m3", NULL, 0, 0);
+	json_object_set_new(spec, "mounts", json_pack("[{s:s,s:s}]", "source", folder, "target", "/etc/x"));
+	CHECK_INT(agent_start_session(a, spec, cid, NULL, &err), -EINVAL);
+	CHECK_CONTAINS(err.msg, "system directory");
+	json_decref(spec);
+	agent_close(a);
+
+	/* No storage hosts declared: no folder mounts at all. */
+	cfg.storage_hosts = NULL;
+	CHECK_INT(agent_open(&a, &cfg, &err), 0);
+	spec = spec_for("m4", NULL, 0, 0);
+	json_object_set_new(spec, "mounts", json_pack("[{s:s,s:s}]", "source", folder, "target", "/data"));
+	CHECK(agent_start_session(a, spec, cid, NULL, &err) < 0);
+	CHECK_CONTAINS(err.msg, "storage_hosts");
+	json_decref(spec);
+	agent_close(a);
+}
 
 /* A timed exec runs through the runner; a runner from before --timeout
  * answers with its usage, and the command then runs without it; the
@@ -1741,6 +1818,7 @@ int main(void)
 	RUN(a_session_gets_its_app_port_and_secret);
 	RUN(exec_streams_through_the_runner_or_without_an_old_one);
 	RUN(containers_get_the_log_cap);
+	RUN(folder_mounts_only_from_declared_storage_hosts);
 	RUN(a_gpu_session_gets_its_share_and_the_fgpu_files);
 	RUN(a_share_without_a_compute_limit_gets_the_whole_device);
 	RUN(a_cpu_session_has_no_gpu_parts);

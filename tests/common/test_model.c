@@ -144,6 +144,105 @@ TEST(names)
 	CHECK_CONTAINS(err.msg, "may contain only");
 }
 
+TEST(folder_names)
+{
+	struct terr err = {0};
+	CHECK_INT(model_validate_folder_name(".local", &err), 0);
+	CHECK_INT(model_validate_folder_name("data-1_x.y", &err), 0);
+	CHECK_INT(model_validate_folder_name("...", &err), 0);
+	CHECK_INT(model_validate_folder_name("..", &err), -EINVAL);
+	CHECK_CONTAINS(err.msg, "'..'");
+	CHECK_INT(model_validate_folder_name(".", &err), -EINVAL);
+	CHECK_INT(model_validate_folder_name("", &err), -EINVAL);
+	CHECK_INT(model_validate_folder_name("a/b", &err), -EINVAL);
+	CHECK_CONTAINS(err.msg, "may contain only");
+	CHECK_INT(model_validate_folder_name("../x", &err), -EINVAL);
+	CHECK_INT(model_validate_folder_name("a b", &err), -EINVAL);
+	CHECK_INT(model_validate_folder_name("caf\xc3\xa9", &err), -EINVAL);
+	char longest[64], too_long[65];
+	memset(longest, 'a', 63);
+	longest[63] = '\0';
+	memset(too_long, 'a', 64);
+	too_long[64] = '\0';
+	CHECK_INT(model_validate_folder_name(longest, &err), 0);
+	CHECK_INT(model_validate_folder_name(too_long, &err), -EINVAL);
+}
+
+TEST(storage_hosts)
+{
+	struct model_storage_host h[4];
+	size_t n = 0;
+	struct terr err = {0};
+	CHECK_INT(model_storage_hosts_parse("local:/var/lib/tessera/folders", h, 4, &n, &err), 0);
+	CHECK_INT((int)n, 1);
+	CHECK_STR(h[0].name, "local");
+	CHECK_STR(h[0].path, "/var/lib/tessera/folders");
+	CHECK_INT(model_storage_hosts_parse("a:/x/,nfs:/mnt/nfs/folders", h, 4, &n, &err), 0);
+	CHECK_INT((int)n, 2);
+	CHECK_STR(h[0].path, "/x");
+	CHECK_STR(h[1].name, "nfs");
+	CHECK_STR(h[1].path, "/mnt/nfs/folders");
+	CHECK_INT(model_storage_hosts_parse("", h, 4, &n, &err), -EINVAL);
+	CHECK_INT(model_storage_hosts_parse("local", h, 4, &n, &err), -EINVAL);
+	CHECK_CONTAINS(err.msg, "NAME:PATH");
+	CHECK_INT(model_storage_hosts_parse("local:relative/dir", h, 4, &n, &err), -EINVAL);
+	CHECK_CONTAINS(err.msg, "absolute");
+	CHECK_INT(model_storage_hosts_parse("local:/", h, 4, &n, &err), -EINVAL);
+	CHECK_INT(model_storage_hosts_parse("local:/a/../etc", h, 4, &n, &err), -EINVAL);
+	CHECK_INT(model_storage_hosts_parse("local:/a/..", h, 4, &n, &err), -EINVAL);
+	CHECK_INT(model_storage_hosts_parse("-bad:/a", h, 4, &n, &err), -EINVAL);
+	CHECK_INT(model_storage_hosts_parse("a/b:/a", h, 4, &n, &err), -EINVAL);
+	CHECK_INT(model_storage_hosts_parse("a:/x,a:/y", h, 4, &n, &err), -EINVAL);
+	CHECK_CONTAINS(err.msg, "twice");
+	CHECK_INT(model_storage_hosts_parse("a:/x,", h, 4, &n, &err), -EINVAL);
+	CHECK_INT(model_storage_hosts_parse("a:/1,b:/2,c:/3", h, 2, &n, &err), -EINVAL);
+}
+
+TEST(mount_specs)
+{
+	struct model_mount mm;
+	struct terr err = {0};
+	CHECK_INT(model_parse_mount_spec("data", &mm, &err), 0);
+	CHECK_STR(mm.name, "data");
+	CHECK_STR(mm.target, "");
+	CHECK(!mm.ro);
+	CHECK_INT(model_parse_mount_spec("data:ro", &mm, &err), 0);
+	CHECK(mm.ro);
+	CHECK_STR(mm.target, "");
+	CHECK_INT(model_parse_mount_spec(".local:/opt/x", &mm, &err), 0);
+	CHECK_STR(mm.name, ".local");
+	CHECK_STR(mm.target, "/opt/x");
+	CHECK(!mm.ro);
+	CHECK_INT(model_parse_mount_spec("d:/data/in:ro", &mm, &err), 0);
+	CHECK_STR(mm.target, "/data/in");
+	CHECK(mm.ro);
+	CHECK_INT(model_parse_mount_spec("d:/data/in:rw", &mm, &err), 0);
+	CHECK(!mm.ro);
+	CHECK_INT(model_parse_mount_spec("d:/data/in:rx", &mm, &err), -EINVAL);
+	CHECK_INT(model_parse_mount_spec("../d", &mm, &err), -EINVAL);
+	CHECK_INT(model_parse_mount_spec(":/x", &mm, &err), -EINVAL);
+	CHECK_INT(model_parse_mount_spec("d:rel", &mm, &err), -EINVAL);
+	CHECK_CONTAINS(err.msg, "absolute");
+	CHECK_INT(model_parse_mount_spec("d:/", &mm, &err), -EINVAL);
+	static const char *const refused[] = {"/proc", "/proc/x", "/sys", "/dev/shm", "/etc", "/usr/local", "/bin",
+					      "/lib", "/run/tessera", "/opt/tessera/bin", "/home/work", "/home",
+					      "/a/../etc", "/a/./b", "/a//b", "/a/", NULL};
+	for (int i = 0; refused[i]; i++) {
+		testlib_checks++;
+		if (model_validate_mount_target(refused[i], &err) == 0)
+			FAILF("mount target %s was accepted", refused[i]);
+	}
+	static const char *const fine[] = {"/home/work/x", "/data", "/opt/x", "/procs", "/libx/y", "/mnt/a.b", NULL};
+	for (int i = 0; fine[i]; i++) {
+		testlib_checks++;
+		if (model_validate_mount_target(fine[i], &err) != 0)
+			FAILF("mount target %s was refused: %s", fine[i], err.msg);
+	}
+	char target[MODEL_MOUNT_TARGET_MAX];
+	model_default_mount_target(".local", target, sizeof(target));
+	CHECK_STR(target, "/home/work/.local");
+}
+
 int main(void)
 {
 	RUN(status_names_round_trip);
@@ -151,5 +250,8 @@ int main(void)
 	RUN(predicates);
 	RUN(res_arith);
 	RUN(names);
+	RUN(folder_names);
+	RUN(storage_hosts);
+	RUN(mount_specs);
 	return testlib_done();
 }

@@ -1,0 +1,328 @@
+/* manager: data folders through the core interface (core.h) on a real
+ * manager (store in a temporary data dir, one fake in-process agent):
+ * create and its refusals, what another user sees, shares, the mounts a
+ * session's start spec carries (explicit, read-only, automounted
+ * dot-folders, an explicit mount of a dot-folder winning over its
+ * automount), a refused mount, rm while mounted, trash and restore,
+ * mgr_folder_resolve, and a restart that keeps the folders.
+ *
+ * Nothing here asserts on time: waits are bounded polls on the state. */
+#include "manager/core.h"
+#include "testlib.h"
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/util.h"
+
+#define GiB (1LL << 30)
+
+static struct {
+	pthread_mutex_t mu;
+	json_t *last_spec;
+	int starts;
+} fake = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static int f_start(void *ctx, json_t *spec, char cid[RT_ID_MAX], char app_endpoint[AGENT_APP_ENDPOINT_MAX],
+		   struct terr *err)
+{
+	(void)ctx;
+	(void)err;
+	app_endpoint[0] = '\0';
+	pthread_mutex_lock(&fake.mu);
+	json_decref(fake.last_spec);
+	fake.last_spec = json_deep_copy(spec);
+	fake.starts++;
+	pthread_mutex_unlock(&fake.mu);
+	snprintf(cid, RT_ID_MAX, "fake-%.20s", json_string_value(json_object_get(spec, "id")) ?: "");
+	return 0;
+}
+
+static int f_destroy(void *ctx, const char *session_id, const char *cid, struct terr *err)
+{
+	(void)ctx;
+	(void)session_id;
+	(void)cid;
+	(void)err;
+	return 0;
+}
+
+static int f_image_exists(void *ctx, const char *ref, bool *exists, struct terr *err)
+{
+	(void)ctx;
+	(void)err;
+	*exists = !strcmp(ref, "busybox:latest");
+	return 0;
+}
+
+static int f_images(void *ctx, json_t **refs, struct terr *err)
+{
+	(void)ctx;
+	(void)err;
+	*refs = json_pack("[s]", "busybox:latest");
+	return 0;
+}
+
+static void f_release(void *ctx)
+{
+	(void)ctx;
+}
+
+static const struct agent_link_ops fake_link = {
+	"fake", f_start, f_destroy, NULL, NULL, f_image_exists, f_images, NULL, NULL, NULL, f_release,
+};
+
+static char data_dir[] = "/tmp/tessera-folders-XXXXXX";
+static struct manager *mgr;
+static struct user_rec alice, bob, carol;
+
+static struct manager *open_manager(void)
+{
+	struct manager_config cfg = {.data_dir = data_dir, .listen = "127.0.0.1:0", .dispatch_workers = 1};
+	struct manager *m = NULL;
+	struct terr err = {0};
+	if (manager_open(&m, &cfg, &err) < 0)
+		FAILF("manager_open(%s): %s", data_dir, err.msg);
+	return m;
+}
+
+static int register_fake(void)
+{
+	json_t *desc = json_pack("{s:s,s:s,s:{s:I,s:I},s:[],s:[],s:b}", "id", "fake-1", "version", "test",
+				 "capacity", "cpu_milli", (json_int_t)8000, "mem", (json_int_t)(8 * GiB),
+				 "containers", "gpus", "mock_gpus", true);
+	struct terr err = {0};
+	int rc = mgr_agent_register(mgr, desc, &fake_link, NULL, true, NULL, &err);
+	json_decref(desc);
+	return rc;
+}
+
+static int make_user(const char *email, struct user_rec *out)
+{
+	json_t *reply = NULL;
+	struct terr err = {0};
+	if (mgr_user_create(mgr, email, "a password", false, "test", &reply, &err) < 0)
+		return -1;
+	const char *ak = json_string_value(json_object_get(json_object_get(reply, "user"), "access_key"));
+	int rc = ak ? mgr_user_by_access_key(mgr, ak, out) : -1;
+	json_decref(reply);
+	return rc;
+}
+
+/* Creates a session of u from a JSON body; waits for its start spec and
+ * returns its "mounts" (new ref; an empty array when none), or NULL when
+ * the create failed (err says why). */
+static json_t *start_with(const struct user_rec *u, const char *body_text, struct terr *err)
+{
+	json_t *body = json_loads(body_text, 0, NULL);
+	struct create_request cr;
+	json_t *sessions = NULL;
+	pthread_mutex_lock(&fake.mu);
+	int before = fake.starts;
+	pthread_mutex_unlock(&fake.mu);
+	int rc = validate_create_request(body, &cr, err);
+	if (rc == 0)
+		rc = mgr_sessions_create(mgr, u, &cr, &sessions, err);
+	json_decref(body);
+	json_decref(sessions);
+	if (rc < 0)
+		return NULL;
+	json_t *mounts = NULL;
+	for (int i = 0; i < 2000 && !mounts; i++) {
+		pthread_mutex_lock(&fake.mu);
+		if (fake.starts > before) {
+			mounts = json_object_get(fake.last_spec, "mounts");
+			mounts = mounts ? json_incref(mounts) : json_array();
+		}
+		pthread_mutex_unlock(&fake.mu);
+		if (!mounts)
+			usleep(10000);
+	}
+	return mounts;
+}
+
+/* The mount of the spec with that target, or NULL. */
+static json_t *mount_at(json_t *mounts, const char *target)
+{
+	size_t i;
+	json_t *x;
+	json_array_foreach(mounts, i, x)
+		if (!strcmp(json_string_value(json_object_get(x, "target")) ?: "", target))
+			return x;
+	return NULL;
+}
+
+static char *folder_path_of(const struct user_rec *u, const char *name)
+{
+	static char path[2048];
+	struct terr err = {0};
+	if (mgr_folder_resolve(mgr, u, name, false, path, sizeof(path), NULL, &err) < 0)
+		return NULL;
+	return path;
+}
+
+TEST(create_and_visibility)
+{
+	struct terr err = {0};
+	json_t *out = NULL;
+	CHECK_INT(mgr_folder_create(mgr, &alice, ".local", NULL, -1, &out, &err), 0);
+	CHECK_STR(json_string_value(json_object_get(out, "host")), "local");
+	CHECK(json_is_true(json_object_get(out, "automount")));
+	json_decref(out);
+	CHECK_INT(mgr_folder_create(mgr, &alice, "data", NULL, 1 << 20, &out, &err), 0);
+	CHECK_INT((int)json_integer_value(json_object_get(out, "quota_bytes")), 1 << 20);
+	json_decref(out);
+	CHECK_INT(mgr_folder_create(mgr, &alice, "data", NULL, -1, &out, &err), -EEXIST);
+	CHECK_INT(mgr_folder_create(mgr, &alice, "../x", NULL, -1, &out, &err), -EINVAL);
+	CHECK_INT(mgr_folder_create(mgr, &alice, "x", "nohost", -1, &out, &err), -ENOENT);
+	/* Bob may have his own "data". */
+	CHECK_INT(mgr_folder_create(mgr, &bob, "data", NULL, -1, &out, &err), 0);
+	json_decref(out);
+
+	char *p = folder_path_of(&alice, "data");
+	CHECK(p != NULL);
+	struct stat st;
+	CHECK(p && stat(p, &st) == 0 && S_ISDIR(st.st_mode));
+
+	/* Carol sees none of them, in the words of a missing folder. */
+	json_t *list = mgr_folders_list(mgr, &carol, false, false);
+	CHECK_INT((int)json_array_size(list), 0);
+	json_decref(list);
+	CHECK_INT(mgr_folder_get(mgr, &carol, "data", &out, &err), -ENOENT);
+	CHECK_STR(err.msg, "no folder data");
+	CHECK_INT(mgr_folder_get(mgr, &carol, ".local", &out, &err), -ENOENT);
+	char path[1024];
+	CHECK_INT(mgr_folder_resolve(mgr, &carol, "data", false, path, sizeof(path), NULL, &err), -ENOENT);
+}
+
+TEST(shares)
+{
+	struct terr err = {0};
+	json_t *out = NULL;
+	CHECK_INT(mgr_folder_share(mgr, &alice, "data", "carol@f.test", "ro", &out, &err), 0);
+	json_decref(out);
+	CHECK_INT(mgr_folder_share(mgr, &alice, "data", "nobody@f.test", "ro", &out, &err), -ENOENT);
+	CHECK_INT(mgr_folder_share(mgr, &alice, "data", "carol@f.test", "rx", &out, &err), -EINVAL);
+	json_t *list = mgr_folders_list(mgr, &carol, false, false);
+	CHECK_INT((int)json_array_size(list), 1);
+	CHECK_STR(json_string_value(json_object_get(json_array_get(list, 0), "permission")), "ro");
+	json_decref(list);
+	char path[1024];
+	int64_t quota = -1;
+	CHECK_INT(mgr_folder_resolve(mgr, &carol, "data", false, path, sizeof(path), &quota, &err), 0);
+	CHECK_INT((int)quota, 1 << 20);
+	CHECK_INT(mgr_folder_resolve(mgr, &carol, "data", true, path, sizeof(path), NULL, &err), -EPERM);
+	CHECK_INT(mgr_folder_resolve(mgr, &alice, "data", true, path, sizeof(path), NULL, &err), 0);
+	/* A sharee cannot manage it. */
+	CHECK_INT(mgr_folder_delete(mgr, &carol, "data", false, &err), -EPERM);
+	CHECK_INT(mgr_folder_rename(mgr, &carol, "data", "mine", &out, &err), -EPERM);
+}
+
+TEST(mounts_in_the_start_spec)
+{
+	struct terr err = {0};
+	/* Alice: her .local automounted, data where asked. */
+	json_t *m = start_with(&alice, "{\"image\":\"busybox:latest\",\"name\":\"a1\",\"mounts\":[\"data:/data\"]}", &err);
+	CHECK(m != NULL);
+	CHECK_INT((int)json_array_size(m), 2);
+	json_t *x = mount_at(m, "/home/work/.local");
+	CHECK(x != NULL);
+	CHECK(json_is_false(json_object_get(x, "readonly")));
+	CHECK_STR(json_string_value(json_object_get(x, "source")), folder_path_of(&alice, ".local"));
+	x = mount_at(m, "/data");
+	CHECK(x != NULL);
+	CHECK_STR(json_string_value(json_object_get(x, "source")), folder_path_of(&alice, "data"));
+	json_decref(m);
+
+	/* An explicit mount of .local wins over its automount. */
+	m = start_with(&alice, "{\"image\":\"busybox:latest\",\"name\":\"a2\",\"mounts\":[\".local:/opt/l:ro\"]}", &err);
+	CHECK_INT((int)json_array_size(m), 1);
+	CHECK(mount_at(m, "/opt/l") && json_is_true(json_object_get(mount_at(m, "/opt/l"), "readonly")));
+	CHECK(mount_at(m, "/home/work/.local") == NULL);
+	json_decref(m);
+
+	/* Carol: alice's data, read-only by its share; no .local of alice's. */
+	m = start_with(&carol, "{\"image\":\"busybox:latest\",\"name\":\"c1\",\"mounts\":[\"data\"]}", &err);
+	CHECK_INT((int)json_array_size(m), 1);
+	x = mount_at(m, "/home/work/data");
+	CHECK(x && json_is_true(json_object_get(x, "readonly")));
+	json_decref(m);
+
+	/* Bob: his own data (a name is the caller's first); alice's .local
+	 * he may not use. */
+	m = start_with(&bob, "{\"image\":\"busybox:latest\",\"name\":\"b1\",\"mounts\":[\"data\"]}", &err);
+	x = mount_at(m, "/home/work/data");
+	CHECK(x && json_is_false(json_object_get(x, "readonly")));
+	CHECK_STR(json_string_value(json_object_get(x, "source")), folder_path_of(&bob, "data"));
+	json_decref(m);
+	m = start_with(&bob, "{\"image\":\"busybox:latest\",\"name\":\"b2\",\"mounts\":[\".local\"]}", &err);
+	CHECK(m == NULL);
+	CHECK_STR(err.msg, "no folder .local");
+	json_decref(m);
+}
+
+TEST(rm_restore_rename)
+{
+	struct terr err = {0};
+	json_t *out = NULL;
+	/* a1 and a2 mount alice's folders. */
+	CHECK_INT(mgr_folder_delete(mgr, &alice, ".local", false, &err), -EBUSY);
+	CHECK_CONTAINS(err.msg, "a1");
+	CHECK_CONTAINS(err.msg, "a2");
+	char live[2048];
+	util_strlcpy(live, folder_path_of(&alice, ".local"), sizeof(live));
+	CHECK_INT(mgr_folder_delete(mgr, &alice, ".local", true, &err), 0);
+	struct stat st;
+	CHECK(stat(live, &st) < 0);
+	CHECK(folder_path_of(&alice, ".local") == NULL);
+	json_t *trash = mgr_folders_list(mgr, &alice, false, true);
+	CHECK_INT((int)json_array_size(trash), 1);
+	json_decref(trash);
+	CHECK_INT(mgr_folder_restore(mgr, &alice, ".local", &out, &err), 0);
+	json_decref(out);
+	CHECK(stat(live, &st) == 0);
+	CHECK_INT(mgr_folder_rename(mgr, &alice, ".local", "data", &out, &err), -EEXIST);
+	CHECK_INT(mgr_folder_rename(mgr, &alice, ".local", ".cache", &out, &err), 0);
+	json_decref(out);
+	CHECK(folder_path_of(&alice, ".cache") != NULL);
+}
+
+TEST(restart_keeps_folders)
+{
+	manager_close(mgr);
+	mgr = open_manager();
+	json_t *list = mgr_folders_list(mgr, &alice, false, false);
+	CHECK_INT((int)json_array_size(list), 2);
+	json_decref(list);
+	list = mgr_folders_list(mgr, &carol, false, false);
+	CHECK_INT((int)json_array_size(list), 1);
+	json_decref(list);
+}
+
+int main(void)
+{
+	log_set_level(LOG_ERROR);
+	if (!mkdtemp(data_dir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	mgr = open_manager();
+	if (!mgr || register_fake() < 0 || make_user("alice@f.test", &alice) < 0 || make_user("bob@f.test", &bob) < 0 ||
+	    make_user("carol@f.test", &carol) < 0) {
+		fprintf(stderr, "setup failed\n");
+		return 1;
+	}
+	RUN(create_and_visibility);
+	RUN(shares);
+	RUN(mounts_in_the_start_spec);
+	RUN(rm_restore_rename);
+	RUN(restart_keeps_folders);
+	manager_close(mgr);
+	json_decref(fake.last_spec);
+	util_remove_tree(data_dir);
+	return testlib_done();
+}
