@@ -74,7 +74,15 @@ static char *route(const char *name, const char *suffix, const char *path, const
 	return out;
 }
 
+/* One call (path and body are taken); quiet: a failure prints nothing. */
+static int call_q(const char *method, char *path, json_t *body, json_t **reply, bool quiet);
+
 static int call(const char *method, char *path, json_t *body, json_t **reply)
+{
+	return call_q(method, path, body, reply, false);
+}
+
+static int call_q(const char *method, char *path, json_t *body, json_t **reply, bool quiet)
 {
 	struct cli_config cfg = {0};
 	struct api_client c;
@@ -82,9 +90,9 @@ static int call(const char *method, char *path, json_t *body, json_t **reply)
 	json_t *r = NULL;
 	int rc = CLI_EXIT_OK;
 	if (!path)
-		rc = cli_fail("out of memory");
+		rc = quiet ? CLI_EXIT_FAIL : cli_fail("out of memory");
 	else if (cli_connect(&cfg, &c, &err) < 0 || api_call(&c, method, path, body, 0, &r, NULL, &err) < 0)
-		rc = cli_fail("%s", err.msg);
+		rc = quiet ? CLI_EXIT_FAIL : cli_fail("%s", err.msg);
 	cli_config_free(&cfg);
 	free(path);
 	json_decref(body);
@@ -305,7 +313,9 @@ int folder_download_cmd(int argc, char **argv)
 		if (slash)
 			*slash = '\0';
 		json_t *list = NULL;
-		if (pcopy && call("GET", route(a.pos[0], "files", slash ? pcopy : "", NULL), NULL, &list) == CLI_EXIT_OK) {
+		/* Quiet: the download's own answer says what is wrong. */
+		if (pcopy && call_q("GET", route(a.pos[0], "files", slash ? pcopy : "", NULL), NULL, &list, true) ==
+			     CLI_EXIT_OK) {
 			size_t i;
 			json_t *e;
 			json_array_foreach(json_object_get(list, "entries"), i, e)
