@@ -42,6 +42,12 @@ check "files lists the upload with its size" contains "$listing" "big.bin"
 check "mv" T folder mv files sub/big.bin sub/moved.bin >/dev/null
 check "mv moved it" test -f "$dir/sub/moved.bin"
 rm -f "$E2E_DIR/back"
+# On a terminal, a progress line (script(1) gives the command one).
+if command -v script >/dev/null; then
+	out=$(TESSERA_CONFIG=$TESSERA_CONFIG script -qec "'$TESSERA' folder download files sub/moved.bin '$E2E_DIR/tty'" /dev/null 2>&1)
+	check "a download on a terminal shows its progress" contains "$out" "100%"
+	rm -f "$E2E_DIR/tty"
+fi
 
 # ---- hostile links, made directly in the folder as a session could ----
 ln -s /etc "$dir/etc"
@@ -157,6 +163,28 @@ say(not os.path.exists(os.path.join(folder_dir, "cut.bin")), "cut.bin is not on 
 # Quota: 2 MiB into a 1 MiB folder.
 st, r = upload(a, "small", "two.bin", os.urandom(2 << 20))
 say(st == 413 and "quota" in msg(r), "an upload past the quota: 413 (%d %s)" % (st, msg(r)))
+st, r = a.call("GET", "/v1/folders/small/files")
+say(st == 200 and not r["entries"], "and nothing was written (%s)" % (r or {}).get("entries"))
+# Without a Content-Length (chunked), the quota stops the body as it streams.
+import http.client
+body = os.urandom(2 << 20)
+q = "/v1/folders/small/upload?path=chunked.bin"
+h = a.sign("PUT", q, body)
+h["X-Tessera-Content-SHA256"] = hashlib.sha256(body).hexdigest()
+c = http.client.HTTPConnection(a.host, int(a.port), timeout=60)
+c.putrequest("PUT", q, skip_host=True, skip_accept_encoding=True)
+for k, v in h.items():
+    c.putheader(k, v)
+c.putheader("Transfer-Encoding", "chunked")
+c.endheaders()
+for i in range(0, len(body), 65536):
+    piece = body[i:i + 65536]
+    c.send(b"%x\r\n" % len(piece) + piece + b"\r\n")
+c.send(b"0\r\n\r\n")
+resp = c.getresponse()
+data = resp.read()
+c.close()
+say(resp.status == 413 and b"quota" in data, "a chunked upload past the quota: 413 (%d %s)" % (resp.status, data[:200]))
 st, r = a.call("GET", "/v1/folders/small/files")
 say(st == 200 and not r["entries"], "and nothing was written (%s)" % (r or {}).get("entries"))
 st, r = upload(a, "small", "ok.bin", b"fits")
