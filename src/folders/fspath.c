@@ -18,6 +18,7 @@
 #endif
 
 int fsp_force_fallback;
+int fsp_force_named_tmp;
 
 /* Set once openat2 answered ENOSYS: the kernel will not grow it. */
 static int openat2_missing;
@@ -524,7 +525,11 @@ int fsp_upload_begin(struct fsp_upload *up, int rootfd, const char *path, int ov
 			return path_err(e, "upload", path, err);
 		}
 	}
-	int fd = openat(pfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
+	int fd = -1;
+	if (fsp_force_named_tmp)
+		errno = EOPNOTSUPP;
+	else
+		fd = openat(pfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
 	if (fd >= 0) {
 		up->anonymous = 1;
 	} else if (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL) {

@@ -57,6 +57,9 @@ int fsp_path_check(const char *path, size_t len, int allow_root, struct terr *er
 /* Test hook: nonzero makes every resolution take the fallback walk, as on a
  * kernel without openat2. */
 extern int fsp_force_fallback;
+/* Test hook: nonzero makes uploads use a hidden name, as on a filesystem
+ * without O_TMPFILE. */
+extern int fsp_force_named_tmp;
 
 /* Opens path (root allowed) as a directory: O_RDONLY|O_DIRECTORY|O_CLOEXEC.
  * Returns the fd (the caller closes it). */

@@ -337,6 +337,45 @@ TEST(upload_atomic)
 	CHECK_INT(fsp_upload_write(&up, "x", 1, &err), -EBADF);
 }
 
+/* The same without O_TMPFILE: a hidden name, gone after commit or abort. */
+TEST(upload_named_temp)
+{
+	fsp_force_named_tmp = 1;
+	setup_tree();
+	struct terr err;
+	struct fsp_upload up;
+	CHECK_INT(fsp_upload_begin(&up, rootfd, "sub/n.bin", 0, -1, FSP_OWNER_KEEP, &err), 0);
+	CHECK_INT(up.anonymous, 0);
+	CHECK_INT(count_tmp(fmt(folder, "sub")), 1);
+	CHECK_INT(fsp_upload_write(&up, "named", 5, &err), 0);
+	CHECK(!exists_at(folder, "sub/n.bin"));
+	CHECK_INT(fsp_upload_commit(&up, &err), 0);
+	CHECK_INT(count_tmp(fmt(folder, "sub")), 0);
+	int fd = open(fmt(folder, "sub/n.bin"), O_RDONLY);
+	CHECK_STR(slurp_fd(fd), "named");
+	close(fd);
+	CHECK_INT(fsp_upload_begin(&up, rootfd, "sub/cut.bin", 0, -1, FSP_OWNER_KEEP, &err), 0);
+	CHECK_INT(fsp_upload_write(&up, "x", 1, &err), 0);
+	fsp_upload_abort(&up);
+	CHECK_INT(count_tmp(fmt(folder, "sub")), 0);
+	CHECK(!exists_at(folder, "sub/cut.bin"));
+	/* Made meanwhile: kept, the upload refused, its hidden file gone. */
+	CHECK_INT(fsp_upload_begin(&up, rootfd, "sub/race.bin", 0, -1, FSP_OWNER_KEEP, &err), 0);
+	put(fmt(folder, "sub/race.bin"), "first");
+	CHECK_INT(fsp_upload_commit(&up, &err), -EEXIST);
+	CHECK_INT(count_tmp(fmt(folder, "sub")), 0);
+	fd = open(fmt(folder, "sub/race.bin"), O_RDONLY);
+	CHECK_STR(slurp_fd(fd), "first");
+	close(fd);
+	CHECK_INT(fsp_upload_begin(&up, rootfd, "sub/race.bin", 1, -1, FSP_OWNER_KEEP, &err), 0);
+	CHECK_INT(fsp_upload_write(&up, "again", 5, &err), 0);
+	CHECK_INT(fsp_upload_commit(&up, &err), 0);
+	fd = open(fmt(folder, "sub/race.bin"), O_RDONLY);
+	CHECK_STR(slurp_fd(fd), "again");
+	close(fd);
+	fsp_force_named_tmp = 0;
+}
+
 TEST(mkdir_rename_remove)
 {
 	setup_tree();
@@ -385,6 +424,7 @@ int main(void)
 	RUN(hostile_openat2);
 	RUN(hostile_fallback_walk);
 	RUN(upload_atomic);
+	RUN(upload_named_temp);
 	RUN(mkdir_rename_remove);
 	close(rootfd);
 	char cmd[400];
