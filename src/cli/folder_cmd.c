@@ -6,6 +6,7 @@
 
 #include "cli/cli.h"
 #include "cli/client.h"
+#include "cli/folder_files.h"
 #include "common/apiclient.h"
 #include "common/units.h"
 
@@ -340,6 +341,12 @@ static const struct cli_verb folder_verbs[] = {
 	{"rename", folder_rename, "rename OLD NEW", "rename a folder"},
 	{"share", folder_share, "share NAME --with EMAIL [--permission ro|rw]", "share a folder (default ro)"},
 	{"unshare", folder_unshare, "unshare NAME --with EMAIL", "take a share away"},
+	{"files", folder_files_cmd, "files NAME [PATH] [--json]", "list a directory of a folder"},
+	{"upload", folder_upload_cmd, "upload NAME LOCAL [REMOTE] [--overwrite]", "upload a file (any size)"},
+	{"download", folder_download_cmd, "download NAME REMOTE [LOCAL]", "download a file (any size)"},
+	{"mkdir", folder_mkdir_cmd, "mkdir NAME PATH [--parents]", "make a directory in a folder"},
+	{"mv", folder_mv_cmd, "mv NAME FROM TO [--overwrite]", "move or rename inside a folder"},
+	{"rm-file", folder_rm_file_cmd, "rm-file NAME PATH [--recursive]", "remove a file or directory"},
 };
 
 static const struct cli_noun folder_noun = {

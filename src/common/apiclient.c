@@ -76,8 +76,21 @@ static void api_req_free(struct api_req *r)
 	free(r->url);
 }
 
+static int api_prepare_hashed(const struct api_client *c, const char *method, const char *path_query,
+			      const char *payload, size_t body_len, const char *body_hash, struct api_req *r,
+			      struct terr *err);
+
 static int api_prepare(const struct api_client *c, const char *method, const char *path_query,
 		       const char *payload, size_t body_len, struct api_req *r, struct terr *err)
+{
+	return api_prepare_hashed(c, method, path_query, payload, body_len, NULL, r, err);
+}
+
+/* body_hash: the body's hex SHA-256 when the body is streamed (payload
+ * unused then); NULL: payload's. */
+static int api_prepare_hashed(const struct api_client *c, const char *method, const char *path_query,
+			      const char *payload, size_t body_len, const char *body_hash, struct api_req *r,
+			      struct terr *err)
 {
 	memset(r, 0, sizeof(*r));
 	if (!c || !c->endpoint || !c->endpoint[0])
@@ -102,8 +115,14 @@ static int api_prepare(const struct api_client *c, const char *method, const cha
 	char date[64];
 	sign_format_date(time(NULL), date, sizeof(date));
 	char auth[512];
-	rc = sign_authorization(c->access_key ? c->access_key : "", c->secret_key ? c->secret_key : "",
-				method, r->full_path, date, r->host, payload, body_len, auth, sizeof(auth), err);
+	if (body_hash)
+		rc = sign_authorization_hashed(c->access_key ? c->access_key : "",
+					       c->secret_key ? c->secret_key : "", method, r->full_path, date,
+					       r->host, body_hash, auth, sizeof(auth), err);
+	else
+		rc = sign_authorization(c->access_key ? c->access_key : "", c->secret_key ? c->secret_key : "",
+					method, r->full_path, date, r->host, payload, body_len, auth, sizeof(auth),
+					err);
 	if (rc < 0)
 		return rc;
 	snprintf(r->h_date, sizeof(r->h_date), "Date: %s", date);
@@ -323,6 +342,51 @@ out:
 	api_req_free(&ar);
 	free(payload);
 	free(x);
+	return r;
+}
+
+int api_upload(const struct api_client *c, const char *method, const char *path_query,
+	       long (*read_body)(char *buf, size_t max, void *ud), void *ud, long long len,
+	       const char *body_sha256, json_t **out, struct terr *err)
+{
+	struct httpc_response resp = {0};
+	struct api_req ar = {0};
+	if (out)
+		*out = NULL;
+	int r = api_prepare_hashed(c, method, path_query, NULL, 0, body_sha256, &ar, err);
+	if (r < 0)
+		goto out;
+	char h_sha[128];
+	snprintf(h_sha, sizeof(h_sha), "X-Tessera-Content-SHA256: %s", body_sha256);
+	const char *headers[] = {ar.h_date, ar.h_host, ar.h_auth, h_sha, "Content-Type: application/octet-stream",
+				 "Accept: application/json", NULL};
+	struct httpc_request req = {
+		.method = method,
+		.url = ar.url,
+		.headers = headers,
+		.read_body = read_body,
+		.read_body_len = len,
+		.ud = ud,
+	};
+	struct terr terr_http = {0};
+	r = httpc_do(&req, &resp, &terr_http);
+	if (r < 0) {
+		r = api_transport_error(r, c, path_query, 0, &terr_http, err);
+		goto out;
+	}
+	if (resp.status >= 200 && resp.status < 300) {
+		json_t *doc = resp.len ? json_loadb(resp.body, resp.len, 0, NULL) : NULL;
+		if (out)
+			*out = doc;
+		else
+			json_decref(doc);
+		r = 0;
+		goto out;
+	}
+	r = api_error_reply(c, method, path_query, resp.status, resp.body, resp.len, err);
+out:
+	httpc_response_free(&resp);
+	api_req_free(&ar);
 	return r;
 }
 

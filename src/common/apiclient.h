@@ -39,6 +39,14 @@ int api_stream(const struct api_client *c, const char *method, const char *path_
 	       int (*on_data)(const char *data, size_t len, void *ud), void *ud, const atomic_bool *cancel,
 	       long *status, struct terr *err);
 
+/* Sends a body of len bytes read by read_body (as httpc's) as it goes,
+ * signed by its hex SHA-256 body_sha256 (also sent as the
+ * X-Tessera-Content-SHA256 header, which the server checks the bytes
+ * against). Answers and errors as api_call's; no timeout. */
+int api_upload(const struct api_client *c, const char *method, const char *path_query,
+	       long (*read_body)(char *buf, size_t max, void *ud), void *ud, long long len,
+	       const char *body_sha256, json_t **out, struct terr *err);
+
 /* Percent-encodes s for use as one path segment or query value (RFC 3986
  * unreserved kept). Returns a malloc'd string (caller frees) or NULL. */
 char *api_escape(const char *s);

@@ -123,6 +123,14 @@ static int httpc_map_error(CURLcode rc)
 	}
 }
 
+/* curl asks for the next piece of a streamed request body. */
+static size_t httpc_read_cb(char *buf, size_t size, size_t nitems, void *ud)
+{
+	const struct httpc_request *req = ud;
+	long n = req->read_body(buf, size * nitems, req->ud);
+	return n < 0 ? CURL_READFUNC_ABORT : (size_t)n;
+}
+
 int httpc_do(const struct httpc_request *req, struct httpc_response *resp,
 	     struct terr *err)
 {
@@ -183,7 +191,13 @@ int httpc_do(const struct httpc_request *req, struct httpc_response *resp,
 		curl_easy_setopt(h, CURLOPT_XFERINFODATA, &x);
 	}
 
-	if (!strcmp(req->method, "GET") && !req->body) {
+	if (req->read_body) {
+		curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
+		curl_easy_setopt(h, CURLOPT_READFUNCTION, httpc_read_cb);
+		curl_easy_setopt(h, CURLOPT_READDATA, (void *)req);
+		curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)req->read_body_len);
+		curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, req->method);
+	} else if (!strcmp(req->method, "GET") && !req->body) {
 		curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
 	} else if (!strcmp(req->method, "HEAD")) {
 		curl_easy_setopt(h, CURLOPT_NOBODY, 1L);

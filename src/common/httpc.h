@@ -14,6 +14,11 @@ struct httpc_request {
 	const char *const *headers;  /* NULL-terminated "Name: value" list, may be NULL */
 	const void *body;            /* may be NULL */
 	size_t body_len;
+	/* A body read as it is sent (an upload of any size) instead of body:
+	 * read_body fills up to max bytes and returns how many (0 at the end,
+	 * -1 to abort the transfer); read_body_len is the Content-Length. */
+	long (*read_body)(char *buf, size_t max, void *ud);
+	long long read_body_len;
 	long timeout_ms;             /* whole transfer; 0 = none */
 	/* Streaming: when set, received body bytes go here instead of being
 	 * collected; return non-zero to stop the transfer (the call then

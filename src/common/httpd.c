@@ -68,7 +68,21 @@ struct conn_state {
 	int too_large;
 	int headers_seen;       /* MHD's first call carries headers only */
 	char *params[HTTPD_MAX_PARAMS];
+	/* A streamed body (HTTPD_ROUTE_STREAM_BODY): its sink until end is
+	 * called; answered: a response went out before the body. */
+	httpd_sink_write_fn sink_write;
+	httpd_sink_end_fn sink_end;
+	void *sink_cls;
+	int streaming, sink_failed, answered;
+	struct httpd_resp sink_err;
 };
+
+void httpd_req_sink(struct httpd_req *req, httpd_sink_write_fn write, httpd_sink_end_fn end, void *cls)
+{
+	req->sink_write = write;
+	req->sink_end = end;
+	req->sink_cls = cls;
+}
 
 static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
 {
@@ -91,6 +105,10 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	struct conn_state *st = *con_cls;
 	if (!st)
 		return;
+	/* A streamed body that never ended (the client went away). */
+	if (st->sink_end && st->sink_cls)
+		st->sink_end(st->sink_cls, 0, NULL);
+	httpd_resp_free(&st->sink_err);
 	free(st->target);
 	free(st->body);
 	for (int i = 0; i < HTTPD_MAX_PARAMS; i++)
@@ -251,8 +269,9 @@ static enum MHD_Result send_stream(struct httpd *h, struct MHD_Connection *conn,
 	sc->cls = resp->stream_cls;
 	sc->free_fn = resp->stream_free;
 	resp->stream_cls = NULL;   /* owned by the stream now */
-	struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, stream_reader, sc,
-								   stream_done);
+	struct MHD_Response *r = MHD_create_response_from_callback(
+		resp->stream_sized ? (uint64_t)resp->stream_size : MHD_SIZE_UNKNOWN, 64 * 1024, stream_reader, sc,
+		stream_done);
 	if (!r) {
 		stream_done(sc);
 		return MHD_NO;
@@ -331,6 +350,80 @@ static int resp_oom(struct httpd_resp *resp)
 	return -ENOMEM;
 }
 
+/* The route of a request whose body is streamed, looked up once its
+ * headers are in: authenticated and its handler run now, which answers at
+ * once (sent before the body: an error) or sets the body's sink. Other
+ * requests go on to have their body collected. */
+static enum MHD_Result stream_begin(struct httpd *h, struct MHD_Connection *conn, struct conn_state *st,
+				    const char *method)
+{
+	size_t plen = strcspn(st->target, "?");
+	char *rawpath = strndup(st->target, plen);
+	if (!rawpath)
+		return MHD_NO;
+	const struct httpd_route *found = NULL;
+	for (size_t i = 0; i < h->cfg.n_routes && !found; i++) {
+		const struct httpd_route *rt = &h->cfg.routes[i];
+		char *params[HTTPD_MAX_PARAMS] = {0};
+		if (!match_route(rt->pattern, rawpath, params))
+			continue;
+		if (strcmp(rt->method, "*") == 0 || strcmp(rt->method, method) == 0) {
+			/* The first route that matches wins, as for other requests. */
+			if (rt->flags & HTTPD_ROUTE_STREAM_BODY) {
+				found = rt;
+				memcpy(st->params, params, sizeof(params));
+				break;
+			}
+			for (int k = 0; k < HTTPD_MAX_PARAMS; k++)
+				free(params[k]);
+			break;
+		}
+		for (int k = 0; k < HTTPD_MAX_PARAMS; k++)
+			free(params[k]);
+	}
+	if (!found) {
+		free(rawpath);
+		return MHD_YES;
+	}
+	char *decoded_path = decode_segment(rawpath, strlen(rawpath));
+	free(rawpath);
+	struct httpd_resp resp = {0};
+	struct httpd_req req = {
+		.method = method,
+		.path = decoded_path ? decoded_path : "",
+		.target = st->target,
+		.body = "",
+		.body_len = 0,
+		.route_flags = found->flags,
+		.conn = conn,
+		.body_streamed = 1,
+	};
+	for (int i = 0; i < HTTPD_MAX_PARAMS; i++)
+		req.params[i] = st->params[i];
+	if (!params_utf8(st->params))
+		httpd_error(&resp, 400, "invalid_argument", "a path segment is not valid UTF-8");
+	else if (!h->cfg.authenticate || h->cfg.authenticate(h->cfg.ctx, &req, &resp) == 0)
+		found->fn(h->cfg.ctx, &req, &resp);
+	free(decoded_path);
+	free(req.auth);
+	if (!resp.status && req.sink_write && req.sink_end) {
+		st->sink_write = req.sink_write;
+		st->sink_end = req.sink_end;
+		st->sink_cls = req.sink_cls;
+		st->streaming = 1;
+		return MHD_YES;
+	}
+	if (req.sink_end)
+		req.sink_end(req.sink_cls, 0, NULL);
+	if (!resp.status)
+		httpd_error(&resp, 500, "internal", "handler gave no response");
+	st->answered = 1;
+	conn_active(conn);
+	enum MHD_Result ret = send_resp(h, conn, &resp);
+	httpd_resp_free(&resp);
+	return ret;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 				  const char *url, const char *method,
 				  const char *version, const char *upload_data,
@@ -346,7 +439,41 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 	if (!st->headers_seen) {
 		st->headers_seen = 1;
 		conn_waiting(conn, false);   /* the headers are in: the body's turn */
+		return stream_begin(h, conn, st, method);
+	}
+	if (st->answered) {
+		/* Answered before the body: what still comes is dropped. */
+		*upload_size = 0;
 		return MHD_YES;
+	}
+	if (st->streaming) {
+		if (*upload_size) {
+			conn_waiting(conn, false);
+			if (!st->sink_failed &&
+			    st->sink_write(st->sink_cls, upload_data, *upload_size, &st->sink_err) < 0) {
+				st->sink_failed = 1;
+				st->sink_end(st->sink_cls, 0, NULL);
+				st->sink_cls = NULL;
+			}
+			*upload_size = 0;
+			return MHD_YES;
+		}
+		conn_active(conn);
+		struct httpd_resp sresp = {0};
+		if (st->sink_failed) {
+			sresp = st->sink_err;
+			memset(&st->sink_err, 0, sizeof(st->sink_err));
+		} else {
+			void *cls = st->sink_cls;
+			st->sink_cls = NULL;
+			st->sink_end(cls, 1, &sresp);
+		}
+		st->streaming = 0;
+		if (!sresp.status)
+			httpd_error(&sresp, 500, "internal", "handler gave no response");
+		enum MHD_Result sret = send_resp(h, conn, &sresp);
+		httpd_resp_free(&sresp);
+		return sret;
 	}
 	if (*upload_size) {
 		conn_waiting(conn, false);

@@ -6,7 +6,10 @@
  * `{*name}`, which takes the rest of the path (slashes included, possibly
  * empty). Method "*" is any method. The first route that matches wins.
  * Bodies are collected up to max_body (larger gets 413 before the handler
- * runs). Optional: headers on every response, and HTTPS. */
+ * runs), except on routes flagged HTTPD_ROUTE_STREAM_BODY, whose handler
+ * runs as soon as the headers are in and takes the body piece by piece
+ * through a sink (httpd_req_sink): uploads of any size. Optional: headers
+ * on every response, and HTTPS. */
 #ifndef TESSERA_COMMON_HTTPD_H
 #define TESSERA_COMMON_HTTPD_H
 
@@ -22,6 +25,21 @@
 
 struct MHD_Connection;
 struct httpd;
+struct httpd_resp;
+
+/* Route flag (with the hook's own flags): the body is streamed to a sink
+ * the handler sets, not collected. */
+#define HTTPD_ROUTE_STREAM_BODY 0x10000
+
+/* A streamed body's sink. write: the next len bytes; 0 to go on, or
+ * negative after filling resp with the error (the rest of the body is
+ * read and dropped, then that error is the answer; end is called with
+ * complete 0 at once). end: complete 1 when the whole body arrived, with
+ * resp to fill with the answer; complete 0 (resp NULL) when the body will
+ * not be complete (an error, the connection cut): drop what was written.
+ * end is called exactly once and frees cls. */
+typedef int (*httpd_sink_write_fn)(void *cls, const char *data, size_t len, struct httpd_resp *resp);
+typedef void (*httpd_sink_end_fn)(void *cls, int complete, struct httpd_resp *resp);
 
 struct httpd_req {
 	const char *method;
@@ -33,7 +51,17 @@ struct httpd_req {
 	int route_flags;
 	void *auth;             /* set by the authenticate hook */
 	struct MHD_Connection *conn;
+	/* Routes flagged HTTPD_ROUTE_STREAM_BODY: body_streamed is 1, body is
+	 * empty, and the handler either answers at once or sets a sink. */
+	int body_streamed;
+	httpd_sink_write_fn sink_write;
+	httpd_sink_end_fn sink_end;
+	void *sink_cls;
 };
+
+/* Sets the sink of a streamed body (the handler's answer then comes from
+ * end). cls is owned by the sink from here on. */
+void httpd_req_sink(struct httpd_req *req, httpd_sink_write_fn write, httpd_sink_end_fn end, void *cls);
 
 /* Streaming body: called for more bytes as the client takes them; may
  * block (each connection has its own thread). Returns bytes written to buf
@@ -59,6 +87,8 @@ struct httpd_resp {
 	void *stream_cls;       /* freed with stream_free when the stream ends */
 	void (*stream_free)(void *cls);
 	const char *stream_type;
+	int stream_sized;       /* the stream's length is known: Content-Length */
+	unsigned long long stream_size;
 	char *bytes;            /* owned; set with httpd_bytes */
 	size_t bytes_len;
 	char *bytes_type;       /* owned */

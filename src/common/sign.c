@@ -115,9 +115,23 @@ static int sign_hmac(const void *key, size_t klen, const void *data, size_t dlen
 	return 0;
 }
 
+/* The signature over a body known by its hex SHA-256 (body_hash). */
+static int sign_compute_hashed(const char *secret, const char *method, const char *path_query,
+			       const char *date, const char *host, const char *body_hash,
+			       char out[SIGN_HEX_LEN + 1], struct terr *err);
+
 int sign_compute(const char *secret, const char *method, const char *path_query,
 		 const char *date, const char *host, const void *body,
 		 size_t body_len, char out[SIGN_HEX_LEN + 1], struct terr *err)
+{
+	char body_hash[SIGN_HEX_LEN + 1];
+	sign_sha256_hex(body, body ? body_len : 0, body_hash);
+	return sign_compute_hashed(secret, method, path_query, date, host, body_hash, out, err);
+}
+
+static int sign_compute_hashed(const char *secret, const char *method, const char *path_query,
+			       const char *date, const char *host, const char *body_hash,
+			       char out[SIGN_HEX_LEN + 1], struct terr *err)
 {
 	time_t t;
 	int r = sign_parse_date(date, &t, err);
@@ -133,9 +147,6 @@ int sign_compute(const char *secret, const char *method, const char *path_query,
 	r = sign_hmac(secret, strlen(secret), day, strlen(day), key, err);
 	if (r < 0)
 		return r;
-
-	char body_hash[SIGN_HEX_LEN + 1];
-	sign_sha256_hex(body, body ? body_len : 0, body_hash);
 
 	size_t mlen = strlen(method);
 	size_t len = mlen + strlen(path_query) + strlen(date) + strlen(host) +
@@ -162,13 +173,22 @@ int sign_authorization(const char *access_key, const char *secret,
 		       const char *date, const char *host, const void *body,
 		       size_t body_len, char *out, size_t n, struct terr *err)
 {
+	char body_hash[SIGN_HEX_LEN + 1];
+	sign_sha256_hex(body, body ? body_len : 0, body_hash);
+	return sign_authorization_hashed(access_key, secret, method, path_query, date, host, body_hash, out, n,
+					 err);
+}
+
+int sign_authorization_hashed(const char *access_key, const char *secret, const char *method,
+			      const char *path_query, const char *date, const char *host,
+			      const char *body_hash, char *out, size_t n, struct terr *err)
+{
 	if (!access_key[0] || strpbrk(access_key, " ,\t\r\n"))
 		return terr_set(err, EINVAL,
 				"access key '%.64s' is empty or contains spaces or commas",
 				access_key);
 	char sig[SIGN_HEX_LEN + 1];
-	int r = sign_compute(secret, method, path_query, date, host, body, body_len,
-			     sig, err);
+	int r = sign_compute_hashed(secret, method, path_query, date, host, body_hash, sig, err);
 	if (r < 0)
 		return r;
 	int w = snprintf(out, n, SIGN_SCHEME " Credential=%s, Signature=%s", access_key,
@@ -275,6 +295,23 @@ int sign_verify(const char *secret, const char *sig_hex, const char *method,
 		const void *body, size_t body_len, time_t now,
 		struct terr *err)
 {
+	char body_hash[SIGN_HEX_LEN + 1];
+	sign_sha256_hex(body, body ? body_len : 0, body_hash);
+	return sign_verify_hashed(secret, sig_hex, method, path_query, date, host, body_hash, now, err);
+}
+
+int sign_verify_hashed(const char *secret, const char *sig_hex, const char *method,
+		       const char *path_query, const char *date, const char *host,
+		       const char *body_hash, time_t now, struct terr *err)
+{
+	if (!body_hash || strlen(body_hash) != SIGN_HEX_LEN)
+		return terr_set(err, EACCES, "the body's SHA-256 must be 64 hex digits");
+	char lhash[SIGN_HEX_LEN + 1];
+	for (size_t i = 0; i <= SIGN_HEX_LEN; i++) {
+		lhash[i] = (char)tolower((unsigned char)body_hash[i]);
+		if (i < SIGN_HEX_LEN && !isxdigit((unsigned char)lhash[i]))
+			return terr_set(err, EACCES, "the body's SHA-256 must be 64 hex digits");
+	}
 	time_t t;
 	if (!date || !*date)
 		return terr_set(err, EACCES, "missing Date header: signed requests need one");
@@ -289,8 +326,7 @@ int sign_verify(const char *secret, const char *sig_hex, const char *method,
 				abs_skew / 60, abs_skew % 60, skew < 0 ? "behind" : "ahead of",
 				SIGN_MAX_SKEW_S / 60);
 	char expect[SIGN_HEX_LEN + 1];
-	int r = sign_compute(secret, method, path_query, date, host, body, body_len,
-			     expect, &inner);
+	int r = sign_compute_hashed(secret, method, path_query, date, host, lhash, expect, &inner);
 	if (r < 0)
 		return terr_set(err, r == -ENOMEM ? ENOMEM : EACCES, "%s", inner.msg);
 	char lower[SIGN_HEX_LEN + 1];

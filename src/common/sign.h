@@ -40,6 +40,12 @@ int sign_authorization(const char *access_key, const char *secret,
 		       const char *date, const char *host, const void *body,
 		       size_t body_len, char *out, size_t n, struct terr *err);
 
+/* sign_authorization for a body known by its hex SHA-256 (a streamed
+ * upload). */
+int sign_authorization_hashed(const char *access_key, const char *secret, const char *method,
+			      const char *path_query, const char *date, const char *host,
+			      const char *body_hash, char *out, size_t n, struct terr *err);
+
 /* Splits an Authorization header value. -EACCES with a clear message when
  * malformed or of another scheme. */
 int sign_parse_authorization(const char *header, char *access_key,
@@ -52,6 +58,13 @@ int sign_verify(const char *secret, const char *sig_hex, const char *method,
 		const char *path_query, const char *date, const char *host,
 		const void *body, size_t body_len, time_t now,
 		struct terr *err);
+
+/* sign_verify for a body known by its hex SHA-256 only (a streamed upload:
+ * the client says it in a header, the server checks the bytes against it
+ * once they have all come). */
+int sign_verify_hashed(const char *secret, const char *sig_hex, const char *method,
+		       const char *path_query, const char *date, const char *host,
+		       const char *body_hash, time_t now, struct terr *err);
 
 /* Random URL-safe token of `nbytes` random bytes, hex-encoded into out
  * (2*nbytes+1). Used for access/secret keys, ids, cluster secrets. */

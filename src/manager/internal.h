@@ -43,5 +43,12 @@ void api_folder_delete(void *ctx, struct httpd_req *req, struct httpd_resp *resp
 void api_folder_restore(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
 void api_folder_share(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
 void api_folder_unshare(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
+/* ---- api_files.c: files in folders (docs/api.md, "Folder files") ---- */
+void api_folder_files(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
+void api_folder_download(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
+void api_folder_upload(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
+void api_folder_mkdir(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
+void api_folder_move(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
+void api_folder_file_delete(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
 
 #endif
