@@ -37,7 +37,7 @@ static void file_error(struct httpd_resp *resp, const struct terr *err)
 	case EXDEV: case ELOOP:
 		httpd_error(resp, 403, "outside_folder", "%s", msg);
 		break;
-	case EACCES:
+	case EACCES: case EPERM:
 		/* A read-only share: the caller is known, the write is not theirs. */
 		httpd_error(resp, 403, "forbidden", "%s", msg);
 		break;
