@@ -95,21 +95,26 @@ static json_t *entry_json(const struct fsp_entry *e)
 			 "mode", (int)e->mode);
 }
 
+/* The ?path= of a file route and the folder's directory, opened for a read
+ * or a write (empty_ok: the folder's root may be meant). RET: the folder's
+ * directory fd, or -1 once resp has the error. */
+static int open_path_in_folder(struct manager *m, struct httpd_req *req, struct httpd_resp *resp,
+			       bool empty_ok, bool write, const char **path)
+{
+	struct terr err = {0};
+	int root = query_path(req, empty_ok, path, &err) < 0 ? -1 : open_folder(m, req, write, NULL, &err);
+	if (root < 0)
+		file_error(resp, &err);
+	return root;
+}
+
 void api_folder_files(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 {
 	struct terr err = {0};
 	const char *path;
-	if (query_path(req, true, &path, &err) < 0)
-		{
-		file_error(resp, &err);
-		return;
-	}
-	int root = open_folder(ctx, req, false, NULL, &err);
+	int root = open_path_in_folder(ctx, req, resp, true, false, &path);
 	if (root < 0)
-		{
-		file_error(resp, &err);
 		return;
-	}
 	struct fsp_entry *ents = NULL;
 	size_t n = 0;
 	int rc = fsp_list(root, path, &ents, &n, &err);
@@ -155,17 +160,9 @@ void api_folder_download(void *ctx, struct httpd_req *req, struct httpd_resp *re
 {
 	struct terr err = {0};
 	const char *path;
-	if (query_path(req, false, &path, &err) < 0)
-		{
-		file_error(resp, &err);
-		return;
-	}
-	int root = open_folder(ctx, req, false, NULL, &err);
+	int root = open_path_in_folder(ctx, req, resp, false, false, &path);
 	if (root < 0)
-		{
-		file_error(resp, &err);
 		return;
-	}
 	int64_t size = 0;
 	int fd = fsp_open_read(root, path, &size, &err);
 	close(root);
@@ -419,17 +416,9 @@ void api_folder_file_delete(void *ctx, struct httpd_req *req, struct httpd_resp 
 {
 	struct terr err = {0};
 	const char *path;
-	if (query_path(req, false, &path, &err) < 0)
-		{
-		file_error(resp, &err);
-		return;
-	}
-	int root = open_folder(ctx, req, true, NULL, &err);
+	int root = open_path_in_folder(ctx, req, resp, false, true, &path);
 	if (root < 0)
-		{
-		file_error(resp, &err);
 		return;
-	}
 	int rc = fsp_remove(root, path, query_flag(req, "recursive"), &err);
 	close(root);
 	if (rc < 0)
