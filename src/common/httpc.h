@@ -42,6 +42,9 @@ struct httpc_response {
 	char *body;        /* NUL-terminated, owned; NULL when streamed */
 	size_t len;
 	char content_type[128];
+	/* The answer's Content-Length, -1 when it has none (chunked). Known
+	 * by the time on_status is called, so a relay can pass it on. */
+	long long content_length;
 };
 
 /* Performs the request. A transport failure (refused, timeout) returns
