@@ -252,7 +252,7 @@ export function LaunchDialog(props: { open: boolean; nodes: Node[]; onClose: () 
         <SliderField label="GPU" value={fgpu} min={minGpu} max={maxGpu} step={step} unit="fGPU" onChange={setFgpu}
           disabled={maxGpu === 0} hint={maxGpu === 0 ? 'No node offers a GPU.' : undefined} />
         <SliderField label="Sessions" value={count} min={1} max={20} step={1} onChange={(v) => setCount(Math.round(v))} />
-        <FolderPicker open={props.open} onChange={setMounts} />
+        <FolderPicker open={props.open} onChange={(m) => { setMounts(m); setError(null); }} />
         </div>
         </div>
         <ErrorText error={error} />
