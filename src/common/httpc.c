@@ -163,8 +163,9 @@ int httpc_do(const struct httpc_request *req, struct httpc_response *resp,
 		hdrs = n;
 	}
 	/* Without this curl waits up to a second for "100 Continue" before
-	 * sending bodies over 1 KiB; our servers never need the handshake. */
-	struct curl_slist *n = curl_slist_append(hdrs, "Expect:");
+	 * sending bodies over 1 KiB; our servers need the handshake only where
+	 * the caller asks for it (expect_continue: they answer it at once). */
+	struct curl_slist *n = curl_slist_append(hdrs, req->expect_continue ? "Expect: 100-continue" : "Expect:");
 	if (!n) {
 		ret = terr_set(err, ENOMEM, "httpc: out of memory");
 		goto out;

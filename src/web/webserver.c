@@ -660,10 +660,37 @@ struct upload_relay {
 	pthread_t thread;
 	bool joined;
 	atomic_bool cancel;      /* the browser went away: abort the PUT */
-	struct httpc_response resp;
+	/* The manager's answer, collected by upload_on_status/_on_data: a
+	 * manager that answers before the end of the body (409, 413) may close
+	 * the connection while libcurl still sends, which libcurl reports as a
+	 * send failure after the answer came; the answer is what counts. */
+	long status;
+	char ctype[128];
+	char body[16384];
+	size_t body_len;
 	int rc;
 	struct terr err;
 };
+
+static int upload_on_status(long status, const char *content_type, void *ud)
+{
+	struct upload_relay *u = ud;
+	u->status = status;
+	util_strlcpy(u->ctype, content_type && *content_type ? content_type : "application/json", sizeof(u->ctype));
+	return 0;
+}
+
+/* The manager's answer to an upload is a small JSON object; more than the
+ * buffer holds is cut (and is no answer of the API). */
+static int upload_on_data(const char *data, size_t len, void *ud)
+{
+	struct upload_relay *u = ud;
+	size_t room = sizeof(u->body) - u->body_len;
+	size_t k = len < room ? len : room;
+	memcpy(u->body + u->body_len, data, k);
+	u->body_len += k;
+	return 0;
+}
 
 static long upload_read_body(char *buf, size_t max, void *ud)
 {
@@ -708,8 +735,14 @@ static void *upload_main(void *arg)
 	struct httpc_request req = {
 		.method = "PUT", .url = url, .headers = headers, .read_body = upload_read_body,
 		.read_body_len = u->len, .ud = u, .cancel = &u->cancel,
+		.on_status = upload_on_status, .on_data = upload_on_data, .expect_continue = 1,
 	};
-	u->rc = httpc_do(&req, &u->resp, &u->err);
+	struct httpc_response resp = {0};
+	u->rc = httpc_do(&req, &resp, &u->err);
+	httpc_response_free(&resp);
+	/* An answer that came before a send failure is the manager's word. */
+	if (u->rc < 0 && u->status >= 200 && !atomic_load_explicit(&u->cancel, memory_order_relaxed))
+		u->rc = 0;
 out:
 	/* The manager answered (perhaps before all the body, a 409 or 413):
 	 * a sink still writing gets EPIPE and answers with this. */
@@ -729,7 +762,6 @@ static void upload_free(struct upload_relay *u)
 {
 	close(u->fds[0]);
 	close(u->fds[1]);
-	httpc_response_free(&u->resp);
 	json_decref(u->login.user);
 	free(u);
 }
@@ -739,12 +771,10 @@ static void upload_answer(struct upload_relay *u, struct httpd_resp *resp)
 {
 	if (u->rc < 0)
 		httpd_error(resp, 503, "unavailable", "cannot reach the manager: %s", u->err.msg);
-	else if (u->resp.status < 100)
+	else if (u->status < 200)
 		httpd_error(resp, 502, "internal", "the manager gave no answer to the upload");
 	else
-		httpd_bytes(resp, (int)u->resp.status,
-			    u->resp.content_type[0] ? u->resp.content_type : "application/json",
-			    u->resp.body ? u->resp.body : "", u->resp.len);
+		httpd_bytes(resp, (int)u->status, u->ctype, u->body, u->body_len);
 }
 
 static int upload_write(void *cls, const char *data, size_t len, struct httpd_resp *resp)
