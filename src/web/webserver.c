@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -649,6 +650,8 @@ static void relay_bytes(struct web *w, struct httpd_req *req, struct httpd_resp 
  * faster than the manager takes the bytes. The browser computed the body's
  * SHA-256 (X-Tessera-Content-SHA256); the webserver signs with it, and the
  * manager checks the bytes against it (docs/api.md, "Authentication"). */
+#define UPLOAD_STALL_S 120
+
 struct upload_relay {
 	struct web *w;
 	struct login login;      /* owns the user reference */
@@ -780,8 +783,31 @@ static void upload_answer(struct upload_relay *u, struct httpd_resp *resp)
 static int upload_write(void *cls, const char *data, size_t len, struct httpd_resp *resp)
 {
 	struct upload_relay *u = cls;
-	if (stream_write(u->fds[1], data, len) == 0)
+	int e = 0;
+	while (len) {
+		ssize_t n = send(u->fds[1], data, len, MSG_NOSIGNAL);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			e = n < 0 ? errno : EPIPE;
+			break;
+		}
+		data += n;
+		len -= (size_t)n;
+	}
+	if (!len)
 		return 0;
+	if (e == EAGAIN || e == EWOULDBLOCK) {
+		/* The manager took nothing for UPLOAD_STALL_S: give up the PUT
+		 * (libcurl sees the cancel within a second) rather than hold
+		 * this thread for ever. */
+		atomic_store_explicit(&u->cancel, true, memory_order_relaxed);
+		shutdown(u->fds[0], SHUT_RDWR);
+		upload_join(u);
+		httpd_error(resp, 504, "unavailable",
+			    "the manager took no data of the upload for %d s; try again", UPLOAD_STALL_S);
+		return -1;
+	}
 	/* The thread closed its end: the manager has answered already. */
 	upload_join(u);
 	upload_answer(u, resp);
@@ -849,6 +875,10 @@ static void web_upload(void *ctx, struct httpd_req *req, struct httpd_resp *resp
 		httpd_error(resp, 500, "internal", "cannot relay the upload: out of resources");
 		return;
 	}
+	/* A manager that stops taking the bytes must not hold the browser's
+	 * connection thread for ever (upload_write). */
+	struct timeval stall = {.tv_sec = UPLOAD_STALL_S};
+	setsockopt(u->fds[1], SOL_SOCKET, SO_SNDTIMEO, &stall, sizeof(stall));
 	u->w = w;
 	u->login = l;   /* takes the user reference */
 	util_strlcpy(u->path, req->target + 4, sizeof(u->path));   /* "/api/v1/..." -> "/v1/..." */
