@@ -158,6 +158,25 @@ try {
     if (got !== content) throw new Error(`downloaded ${got.length} bytes, not the ${content.length} uploaded`);
   });
 
+  await step('an upload over an existing file fails with words; Replace replaces it', async () => {
+    await page.getByRole('button', { name: 'Dismiss hello.txt' }).click();
+    await page.locator('#upload-input').setInputFiles({ name: 'hello.txt', mimeType: 'text/plain', buffer: Buffer.from('new\n') });
+    await page.locator('li.upload[data-upload="hello.txt"] .upload-state', { hasText: 'already exists' }).waitFor({ timeout: WAIT });
+    await page.getByRole('button', { name: 'Replace hello.txt' }).click();
+    await uploadState(page, 'hello.txt', 'uploaded');
+    mkdirSync(env('DOWNLOADS'), { recursive: true });
+    const local = path.join(env('DOWNLOADS'), 'replaced.txt');
+    cli('folder', 'download', 'project', 'inputs/hello.txt', local);
+    const got = readFileSync(local, 'utf8');
+    if (got !== 'new\n') throw new Error(`the folder holds ${JSON.stringify(got.slice(0, 40))}`);
+    // Back as it was, for the session's check below.
+    await page.getByRole('button', { name: 'Dismiss hello.txt' }).click();
+    await page.locator('#upload-input').setInputFiles({ name: 'hello.txt', mimeType: 'text/plain', buffer: Buffer.from(content) });
+    await page.locator('li.upload[data-upload="hello.txt"] .upload-state', { hasText: 'already exists' }).waitFor({ timeout: WAIT });
+    await page.getByRole('button', { name: 'Replace hello.txt' }).click();
+    await uploadState(page, 'hello.txt', 'uploaded');
+  });
+
   await step('an upload in progress shows its bar; Cancel stops it and leaves no file', async () => {
     // The browser's own network throttling keeps the upload going long
     // enough to be seen and cancelled.

@@ -104,8 +104,18 @@ export function FileBrowser(props: { folder: Folder; onBack: () => void; onChang
     e.preventDefault();
     setDragging(false);
     if (readOnly) { setError(`${f.name} is shared with you read-only: you cannot upload into it.`); return; }
-    const files = e.dataTransfer?.files;
-    if (files && files.length) start(files);
+    const dt = e.dataTransfer;
+    if (!dt) return;
+    // A dropped directory arrives as a File that cannot be read: say so
+    // and take the files only.
+    const dirs = new Set<string>();
+    for (const item of [...dt.items]) {
+      const entry = item.kind === 'file' ? item.webkitGetAsEntry?.() : null;
+      if (entry?.isDirectory) dirs.add(entry.name);
+    }
+    const files = [...dt.files].filter((file) => !dirs.has(file.name));
+    setError(dirs.size ? `Directories cannot be uploaded by dropping them (${[...dirs].join(', ')}): make the directory with "New directory" and drop the files inside it.` : null);
+    if (files.length) start(files);
   };
   const onDragOver = (e: DragEvent) => {
     e.preventDefault();
