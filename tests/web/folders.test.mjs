@@ -248,6 +248,9 @@ try {
     await dlg.getByRole('button', { name: 'Unshare with bob@folders-ui.test' }).waitFor({ timeout: WAIT });
     await dlg.getByRole('button', { name: 'Close' }).click();
     await page.locator('tr[data-folder="project"]', { hasText: 'bob@folders-ui.test (ro)' }).waitFor({ timeout: WAIT });
+    // Closed, the focus is back on the button that opened it.
+    const back = await page.evaluate(() => document.activeElement?.getAttribute('aria-label'));
+    if (back !== 'Share project') throw new Error(`focus went to ${back}`);
   });
 
   await step('bob sees the share read-only: uploads and removals disabled, with the reason', async () => {
@@ -273,6 +276,10 @@ try {
     await page.getByRole('button', { name: 'Remove project' }).click();
     const dlg = page.getByRole('dialog', { name: 'Remove folder' });
     await dlg.getByText('to the trash').waitFor();
+    // The keyboard's focus is in the dialog, on Cancel, not on the
+    // destructive button.
+    const focused = await page.evaluate(() => document.activeElement?.closest('dialog') ? document.activeElement.textContent : null);
+    if (focused !== 'Cancel') throw new Error(`focus is on ${focused}`);
     await dlg.getByRole('button', { name: 'Move to trash' }).click();
     await page.locator('tr[data-folder="project"]').waitFor({ state: 'detached', timeout: WAIT });
     await page.locator('tr[data-trashed="project"]').waitFor({ timeout: WAIT });

@@ -127,8 +127,23 @@ function ShareDialog(props: { folder: Folder | null; onClose: () => void; onChan
     } catch (err) { setError(`Cannot unshare: ${(err as Error).message}`); }
   };
   const shares = f?.shared_with ?? [];
+  // The form first: the dialog's focus lands on Email, never on an
+  // Unshare button a stray Enter would press.
   return (
     <Dialog open={!!props.folder} title={`Share ${props.folder?.name ?? ''}`} onClose={props.onClose}>
+      <form onSubmit={share}>
+        <TextField label="Email" type="email" value={email} onInput={setEmail} />
+        <fieldset class="perm-choice">
+          <legend>Permission</legend>
+          <label><input type="radio" name="perm" value="ro" checked={perm === 'ro'} onChange={() => setPerm('ro')} /> Read-only</label>
+          <label><input type="radio" name="perm" value="rw" checked={perm === 'rw'} onChange={() => setPerm('rw')} /> Read-write</label>
+        </fieldset>
+        <ErrorText error={error} />
+        <div class="actions">
+          <Button type="submit" kind="primary">Share</Button>
+        </div>
+      </form>
+      <h3 class="share-title">Shared with</h3>
       {shares.length ? (
         <ul class="share-list" aria-label="Shared with">
           {shares.map((s) => (
@@ -139,19 +154,9 @@ function ShareDialog(props: { folder: Folder | null; onClose: () => void; onChan
           ))}
         </ul>
       ) : <p class="empty">Not shared with anyone.</p>}
-      <form onSubmit={share}>
-        <TextField label="Email" type="email" value={email} onInput={setEmail} />
-        <fieldset class="perm-choice">
-          <legend>Permission</legend>
-          <label><input type="radio" name="perm" value="ro" checked={perm === 'ro'} onChange={() => setPerm('ro')} /> Read-only</label>
-          <label><input type="radio" name="perm" value="rw" checked={perm === 'rw'} onChange={() => setPerm('rw')} /> Read-write</label>
-        </fieldset>
-        <ErrorText error={error} />
-        <div class="actions">
-          <Button onClick={props.onClose}>Close</Button>
-          <Button type="submit" kind="primary">Share</Button>
-        </div>
-      </form>
+      <div class="actions">
+        <Button onClick={props.onClose}>Close</Button>
+      </div>
     </Dialog>
   );
 }
