@@ -25,6 +25,7 @@ void httpc_global_init(void)
 
 struct httpc_xfer {
 	const struct httpc_request *req;
+	struct httpc_response *resp;
 	CURL *h;
 	int status_told;  /* on_status was called */
 	char *buf;
@@ -89,6 +90,9 @@ static size_t httpc_header_cb(char *data, size_t size, size_t nmemb, void *ud)
 	if (status < 200)
 		return n;   /* an interim response; the final one follows */
 	curl_easy_getinfo(x->h, CURLINFO_CONTENT_TYPE, &ct);
+	curl_off_t cl = -1;
+	if (curl_easy_getinfo(x->h, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &cl) == CURLE_OK)
+		x->resp->content_length = cl;
 	x->status_told = 1;
 	if (x->req->on_status(status, ct ? ct : "", x->req->ud)) {
 		x->stopped = 1;
@@ -134,12 +138,13 @@ static size_t httpc_read_cb(char *buf, size_t size, size_t nitems, void *ud)
 int httpc_do(const struct httpc_request *req, struct httpc_response *resp,
 	     struct terr *err)
 {
-	struct httpc_xfer x = {.req = req};
+	struct httpc_xfer x = {.req = req, .resp = resp};
 	struct curl_slist *hdrs = NULL;
 	char errbuf[CURL_ERROR_SIZE] = "";
 	int ret = 0;
 
 	memset(resp, 0, sizeof(*resp));
+	resp->content_length = -1;
 	if (!req->method || !req->url)
 		return terr_set(err, EINVAL, "httpc: method and url are required");
 	httpc_global_init();
@@ -158,8 +163,9 @@ int httpc_do(const struct httpc_request *req, struct httpc_response *resp,
 		hdrs = n;
 	}
 	/* Without this curl waits up to a second for "100 Continue" before
-	 * sending bodies over 1 KiB; our servers never need the handshake. */
-	struct curl_slist *n = curl_slist_append(hdrs, "Expect:");
+	 * sending bodies over 1 KiB; our servers need the handshake only where
+	 * the caller asks for it (expect_continue: they answer it at once). */
+	struct curl_slist *n = curl_slist_append(hdrs, req->expect_continue ? "Expect: 100-continue" : "Expect:");
 	if (!n) {
 		ret = terr_set(err, ENOMEM, "httpc: out of memory");
 		goto out;
@@ -217,6 +223,9 @@ int httpc_do(const struct httpc_request *req, struct httpc_response *resp,
 	CURLcode rc = curl_easy_perform(h);
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &resp->status);
 	char *ct = NULL;
+	curl_off_t clen = -1;
+	if (curl_easy_getinfo(h, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &clen) == CURLE_OK)
+		resp->content_length = clen;
 	if (curl_easy_getinfo(h, CURLINFO_CONTENT_TYPE, &ct) == CURLE_OK && ct)
 		snprintf(resp->content_type, sizeof(resp->content_type), "%s", ct);
 

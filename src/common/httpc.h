@@ -19,6 +19,12 @@ struct httpc_request {
 	 * -1 to abort the transfer); read_body_len is the Content-Length. */
 	long (*read_body)(char *buf, size_t max, void *ud);
 	long long read_body_len;
+	/* Send "Expect: 100-continue" and the body only once the server says
+	 * so: a server that refuses the request from its headers alone (a
+	 * 409, a 413 on Content-Length) answers before any body byte, instead
+	 * of closing the connection while the body is being sent, which
+	 * libcurl would report as a send failure in place of the answer. */
+	int expect_continue;
 	long timeout_ms;             /* whole transfer; 0 = none */
 	/* Streaming: when set, received body bytes go here instead of being
 	 * collected; return non-zero to stop the transfer (the call then
@@ -42,6 +48,9 @@ struct httpc_response {
 	char *body;        /* NUL-terminated, owned; NULL when streamed */
 	size_t len;
 	char content_type[128];
+	/* The answer's Content-Length, -1 when it has none (chunked). Known
+	 * by the time on_status is called, so a relay can pass it on. */
+	long long content_length;
 };
 
 /* Performs the request. A transport failure (refused, timeout) returns

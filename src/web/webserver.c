@@ -5,6 +5,7 @@
 #include "web/webserver.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -14,6 +15,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -498,6 +500,8 @@ struct byte_relay {
 	size_t body_len;
 	long status;
 	char ctype[128];
+	long long length;        /* the manager's Content-Length, -1 when none */
+	struct httpc_response *resp;
 	struct pump *p;
 };
 
@@ -513,6 +517,7 @@ static int byte_relay_status(long status, const char *content_type, void *ud)
 {
 	struct byte_relay *r = ud;
 	r->status = status;
+	r->length = r->resp ? r->resp->content_length : -1;
 	util_strlcpy(r->ctype, content_type && *content_type ? content_type : "application/octet-stream",
 		     sizeof(r->ctype));
 	pump_ready(r->p);
@@ -530,17 +535,31 @@ static int byte_relay_run(struct pump *p, void *ud, struct terr *err)
 	struct byte_relay *r = ud;
 	r->p = p;
 	struct httpc_response resp = {0};
+	r->resp = &resp;
 	const char *extra[] = {"Accept: */*", NULL};
 	int rc = manager_call(r->w, r->method, r->path, r->login.access_key, r->login.secret_key, extra, r->body,
 			      r->body_len, &resp, byte_relay_data, byte_relay_status, r, pump_cancel_flag(p), 0, err);
+	r->resp = NULL;
 	httpc_response_free(&resp);
 	return rc;
 }
 
+/* GET /v1/folders/X/download (path without the /api prefix): a file of
+ * any size. */
+static bool is_download(const char *method, const char *path)
+{
+	if (strcmp(method, "GET") || strncmp(path, "/v1/folders/", 12) != 0)
+		return false;
+	const char *name = path + 12, *slash = strchr(name, '/');
+	return slash && slash != name && !strncmp(slash, "/download", 9) && (slash[9] == '\0' || slash[9] == '?');
+}
+
 /* GET .../sessions/X/logs and POST .../sessions/X/exec (path without
- * the /api prefix). */
+ * the /api prefix), and folder downloads. */
 static bool is_byte_stream(const char *method, const char *path)
 {
+	if (is_download(method, path))
+		return true;
 	if (strncmp(path, "/v1/sessions/", 13) != 0)
 		return false;
 	const char *name = path + 13, *slash = strchr(name, '/');
@@ -548,6 +567,31 @@ static bool is_byte_stream(const char *method, const char *path)
 		return false;
 	const char *verb = !strcmp(method, "GET") ? "/logs" : !strcmp(method, "POST") ? "/exec" : NULL;
 	return verb && !strncmp(slash, verb, 5) && (slash[5] == '\0' || slash[5] == '?');
+}
+
+/* Content-Disposition for a download of ?path=...: the file's last name,
+ * percent-encoded (RFC 5987 filename*), so the browser saves it under its
+ * own name whatever bytes it has. */
+static void download_disposition(const struct httpd_req *req, char *out, size_t n)
+{
+	const char *p = httpd_query(req, "path");
+	const char *base = p ? strrchr(p, '/') : NULL;
+	base = base ? base + 1 : p;
+	if (!base || !*base)
+		base = "download";
+	size_t k = (size_t)snprintf(out, n, "attachment; filename*=UTF-8''");
+	static const char hex[] = "0123456789ABCDEF";
+	for (const unsigned char *c = (const unsigned char *)base; *c && k + 4 < n; c++) {
+		if ((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+		    strchr(".-_~", *c)) {
+			out[k++] = (char)*c;
+		} else {
+			out[k++] = '%';
+			out[k++] = hex[*c >> 4];
+			out[k++] = hex[*c & 15];
+		}
+	}
+	out[k] = '\0';
 }
 
 /* Takes the reference to l->user. */
@@ -568,6 +612,7 @@ static void relay_bytes(struct web *w, struct httpd_req *req, struct httpd_resp 
 	if (req->body_len)
 		memcpy(r->body, req->body, req->body_len);
 	r->body_len = req->body_len;
+	r->length = -1;
 	struct pump *p;
 	struct terr err = {0};
 	if (pump_start(&p, 0, byte_relay_run, r, byte_relay_free, &err) < 0) {
@@ -580,7 +625,273 @@ static void relay_bytes(struct web *w, struct httpd_req *req, struct httpd_resp 
 			    err.msg[0] ? err.msg : "no answer");
 		return;
 	}
-	pump_respond(p, req, resp, (int)r->status, r->ctype, NULL, NULL);
+	long status = r->status;
+	long long length = r->length;
+	pump_respond(p, req, resp, (int)status, r->ctype, NULL, NULL);
+	/* A download keeps its length, so the browser shows how far it is
+	 * (and knows a cut one is incomplete), and is saved as a file. */
+	if (resp->stream && is_download(req->method, path) && status == 200) {
+		if (length >= 0) {
+			resp->stream_sized = 1;
+			resp->stream_size = (unsigned long long)length;
+		}
+		char disp[1024];
+		download_disposition(req, disp, sizeof(disp));
+		httpd_resp_header(resp, "Content-Disposition", disp);
+	}
+}
+
+/* PUT /api/v1/folders/{name}/upload: a body of any size, relayed as it
+ * comes. The route streams its body (HTTPD_ROUTE_STREAM_BODY): httpd hands
+ * the pieces to upload_write in the browser connection's thread, which
+ * writes them into a socket pair; a thread of the relay reads the other
+ * end as libcurl asks for the request body of its PUT to the manager. The
+ * socket pair's buffer is all that is held, and a browser is read no
+ * faster than the manager takes the bytes. The browser computed the body's
+ * SHA-256 (X-Tessera-Content-SHA256); the webserver signs with it, and the
+ * manager checks the bytes against it (docs/api.md, "Authentication"). */
+#define UPLOAD_STALL_S 120
+
+struct upload_relay {
+	struct web *w;
+	struct login login;      /* owns the user reference */
+	char path[4096];
+	char hash[SIGN_HEX_LEN + 1];
+	long long len;           /* the browser's Content-Length */
+	long long sent;          /* bytes libcurl took so far */
+	int fds[2];              /* [1] written by the sink, [0] read by the thread */
+	pthread_t thread;
+	bool joined;
+	atomic_bool cancel;      /* the browser went away: abort the PUT */
+	/* The manager's answer, collected by upload_on_status/_on_data: a
+	 * manager that answers before the end of the body (409, 413) may close
+	 * the connection while libcurl still sends, which libcurl reports as a
+	 * send failure after the answer came; the answer is what counts. */
+	long status;
+	char ctype[128];
+	char body[16384];
+	size_t body_len;
+	int rc;
+	struct terr err;
+};
+
+static int upload_on_status(long status, const char *content_type, void *ud)
+{
+	struct upload_relay *u = ud;
+	u->status = status;
+	util_strlcpy(u->ctype, content_type && *content_type ? content_type : "application/json", sizeof(u->ctype));
+	return 0;
+}
+
+/* The manager's answer to an upload is a small JSON object; more than the
+ * buffer holds is cut (and is no answer of the API). */
+static int upload_on_data(const char *data, size_t len, void *ud)
+{
+	struct upload_relay *u = ud;
+	size_t room = sizeof(u->body) - u->body_len;
+	size_t k = len < room ? len : room;
+	memcpy(u->body + u->body_len, data, k);
+	u->body_len += k;
+	return 0;
+}
+
+static long upload_read_body(char *buf, size_t max, void *ud)
+{
+	struct upload_relay *u = ud;
+	for (;;) {
+		ssize_t n = recv(u->fds[0], buf, max, 0);
+		if (n > 0) {
+			u->sent += n;
+			return (long)n;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		/* The end of the pipe: a complete body only when all its bytes
+		 * came and the browser did not go away; else the PUT is cut,
+		 * so the manager keeps nothing of it. */
+		if (n == 0 && u->sent == u->len && !atomic_load_explicit(&u->cancel, memory_order_relaxed))
+			return 0;
+		return -1;
+	}
+}
+
+static void *upload_main(void *arg)
+{
+	struct upload_relay *u = arg;
+	char url[4096 + 300], date[64], auth[512];
+	if (snprintf(url, sizeof(url), "%s%s", u->w->manager, u->path) >= (int)sizeof(url)) {
+		u->rc = terr_set(&u->err, E2BIG, "request target too long");
+		goto out;
+	}
+	sign_format_date(time(NULL), date, sizeof(date));
+	u->rc = sign_authorization_hashed(u->login.access_key, u->login.secret_key, "PUT", u->path, date,
+					  u->w->manager_host, u->hash, auth, sizeof(auth), &u->err);
+	if (u->rc < 0)
+		goto out;
+	char h_date[96], h_host[300], h_auth[560], h_sha[128];
+	snprintf(h_date, sizeof(h_date), "Date: %s", date);
+	snprintf(h_host, sizeof(h_host), "Host: %s", u->w->manager_host);
+	snprintf(h_auth, sizeof(h_auth), "Authorization: %s", auth);
+	snprintf(h_sha, sizeof(h_sha), "X-Tessera-Content-SHA256: %s", u->hash);
+	const char *headers[] = {h_date, h_host, h_auth, h_sha, "Content-Type: application/octet-stream",
+				 "Accept: application/json", NULL};
+	struct httpc_request req = {
+		.method = "PUT", .url = url, .headers = headers, .read_body = upload_read_body,
+		.read_body_len = u->len, .ud = u, .cancel = &u->cancel,
+		.on_status = upload_on_status, .on_data = upload_on_data, .expect_continue = 1,
+	};
+	struct httpc_response resp = {0};
+	u->rc = httpc_do(&req, &resp, &u->err);
+	httpc_response_free(&resp);
+	/* An answer that came before a send failure is the manager's word. */
+	if (u->rc < 0 && u->status >= 200 && !atomic_load_explicit(&u->cancel, memory_order_relaxed))
+		u->rc = 0;
+out:
+	/* The manager answered (perhaps before all the body, a 409 or 413):
+	 * a sink still writing gets EPIPE and answers with this. */
+	shutdown(u->fds[0], SHUT_RDWR);
+	return NULL;
+}
+
+static void upload_join(struct upload_relay *u)
+{
+	if (!u->joined) {
+		pthread_join(u->thread, NULL);
+		u->joined = true;
+	}
+}
+
+static void upload_free(struct upload_relay *u)
+{
+	close(u->fds[0]);
+	close(u->fds[1]);
+	json_decref(u->login.user);
+	free(u);
+}
+
+/* The manager's answer (its status and JSON), or why there is none. */
+static void upload_answer(struct upload_relay *u, struct httpd_resp *resp)
+{
+	if (u->rc < 0)
+		httpd_error(resp, 503, "unavailable", "cannot reach the manager: %s", u->err.msg);
+	else if (u->status < 200)
+		httpd_error(resp, 502, "internal", "the manager gave no answer to the upload");
+	else
+		httpd_bytes(resp, (int)u->status, u->ctype, u->body, u->body_len);
+}
+
+static int upload_write(void *cls, const char *data, size_t len, struct httpd_resp *resp)
+{
+	struct upload_relay *u = cls;
+	int e = 0;
+	while (len) {
+		ssize_t n = send(u->fds[1], data, len, MSG_NOSIGNAL);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			e = n < 0 ? errno : EPIPE;
+			break;
+		}
+		data += n;
+		len -= (size_t)n;
+	}
+	if (!len)
+		return 0;
+	if (e == EAGAIN || e == EWOULDBLOCK) {
+		/* The manager took nothing for UPLOAD_STALL_S: give up the PUT
+		 * (libcurl sees the cancel within a second) rather than hold
+		 * this thread for ever. */
+		atomic_store_explicit(&u->cancel, true, memory_order_relaxed);
+		shutdown(u->fds[0], SHUT_RDWR);
+		upload_join(u);
+		httpd_error(resp, 504, "unavailable",
+			    "the manager took no data of the upload for %d s; try again", UPLOAD_STALL_S);
+		return -1;
+	}
+	/* The thread closed its end: the manager has answered already. */
+	upload_join(u);
+	upload_answer(u, resp);
+	return -1;
+}
+
+static void upload_end(void *cls, int complete, struct httpd_resp *resp)
+{
+	struct upload_relay *u = cls;
+	if (complete) {
+		shutdown(u->fds[1], SHUT_WR);
+		upload_join(u);
+		upload_answer(u, resp);
+	} else {
+		atomic_store_explicit(&u->cancel, true, memory_order_relaxed);
+		shutdown(u->fds[1], SHUT_RDWR);
+		shutdown(u->fds[0], SHUT_RDWR);
+		upload_join(u);
+	}
+	upload_free(u);
+}
+
+static bool is_hex64(const char *s)
+{
+	if (!s || strlen(s) != SIGN_HEX_LEN)
+		return false;
+	for (; *s; s++)
+		if (!((*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'f') || (*s >= 'A' && *s <= 'F')))
+			return false;
+	return true;
+}
+
+static void web_upload(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
+{
+	struct web *w = ctx;
+	struct login l;
+	if (!find_login(w, req, &l)) {
+		httpd_error(resp, 401, "unauthenticated", "you are not logged in (or your login expired)");
+		return;
+	}
+	if (!csrf_ok(req, &l)) {
+		json_decref(l.user);
+		httpd_error(resp, 403, "forbidden", "missing or wrong CSRF token; reload the page");
+		return;
+	}
+	const char *hash = httpd_header(req, "X-Tessera-Content-SHA256");
+	if (!is_hex64(hash)) {
+		json_decref(l.user);
+		httpd_error(resp, 400, "invalid_argument",
+			    "an upload needs X-Tessera-Content-SHA256: the hex SHA-256 of its body (docs/api.md)");
+		return;
+	}
+	const char *cl = httpd_header(req, "Content-Length");
+	char *end = NULL;
+	long long len = cl ? strtoll(cl, &end, 10) : -1;
+	if (!cl || !*cl || *end || len < 0) {
+		json_decref(l.user);
+		httpd_error(resp, 411, "invalid_argument", "an upload needs a Content-Length");
+		return;
+	}
+	struct upload_relay *u = calloc(1, sizeof(*u));
+	if (!u || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, u->fds) < 0) {
+		free(u);
+		json_decref(l.user);
+		httpd_error(resp, 500, "internal", "cannot relay the upload: out of resources");
+		return;
+	}
+	/* A manager that stops taking the bytes must not hold the browser's
+	 * connection thread for ever (upload_write). */
+	struct timeval stall = {.tv_sec = UPLOAD_STALL_S};
+	setsockopt(u->fds[1], SOL_SOCKET, SO_SNDTIMEO, &stall, sizeof(stall));
+	u->w = w;
+	u->login = l;   /* takes the user reference */
+	util_strlcpy(u->path, req->target + 4, sizeof(u->path));   /* "/api/v1/..." -> "/v1/..." */
+	util_strlcpy(u->hash, hash, sizeof(u->hash));
+	u->len = len;
+	atomic_init(&u->cancel, false);
+	if (pthread_create(&u->thread, NULL, upload_main, u) != 0) {
+		u->joined = true;
+		upload_free(u);
+		httpd_error(resp, 500, "internal", "cannot start the upload relay");
+		return;
+	}
+	httpd_req_sink(req, upload_write, upload_end, u);
 }
 
 /* ANY /api/v1/{*rest}: the manager's /v1/{rest}, query included. */
@@ -729,6 +1040,7 @@ static int web_check_origin(void *ctx, struct httpd_req *req, struct httpd_resp 
 
 /* First match wins. */
 static const struct httpd_route web_routes[] = {
+	{"PUT", "/api/v1/folders/{name}/upload", web_upload, HTTPD_ROUTE_STREAM_BODY},
 	{"*", "/api/v1/{*rest}", web_relay, 0},
 	{"*", "/api/{*rest}", web_api_unknown, 0},
 	{"POST", "/auth/login", web_login, 0},

@@ -13,6 +13,7 @@
 
 #include "common/conf.h"
 #include "common/httpc.h"
+#include "common/sign.h"
 #include "common/util.h"
 #include "manager/manager.h"
 #include "testlib.h"
@@ -463,6 +464,100 @@ TEST(logout_ends_the_login)
 	reply_free(&r);
 }
 
+/* Folder uploads go through the webserver as a stream (any size, not
+ * the 1 MiB of other bodies), signed with the SHA-256 the browser sends;
+ * downloads come back with their length and file name; the manager's
+ * refusals come through in its words; a cut upload leaves nothing. */
+TEST(folder_uploads_and_downloads_are_streamed_through_the_relay)
+{
+	char cookie[256], csrf[80], extra[1024], v[512], hash[SIGN_HEX_LEN + 1];
+	CHECK_INT(login("admin@tessera.local", admin_password, cookie, sizeof(cookie), csrf, sizeof(csrf)), 200);
+	snprintf(extra, sizeof(extra), "%sX-CSRF-Token: %s\r\nContent-Type: application/json\r\n", cookie, csrf);
+	struct reply r = http(web_port_n, "POST", "/api/v1/folders", extra, "{\"name\":\"up\"}");
+	CHECK_INT(r.status, 201);
+	reply_free(&r);
+	/* 3 MiB: three times the limit of a collected body. */
+	size_t n = 3u << 20;
+	char *data = malloc(n + 1);
+	for (size_t i = 0; i < n; i++)
+		data[i] = (char)('a' + (i * 7 + i / 4096) % 26);
+	data[n] = '\0';
+	sign_sha256_hex(data, n, hash);
+	snprintf(extra, sizeof(extra), "%sX-CSRF-Token: %s\r\nX-Tessera-Content-SHA256: %s\r\n", cookie, csrf, hash);
+	r = http(web_port_n, "PUT", "/api/v1/folders/up/upload?path=big.txt", extra, data);
+	CHECK_INT(r.status, 201);
+	CHECK_CONTAINS(r.body, hash);
+	reply_free(&r);
+	r = http(web_port_n, "GET", "/api/v1/folders/up/download?path=big.txt", cookie, NULL);
+	CHECK_INT(r.status, 200);
+	CHECK_STR(hdr(&r, "Content-Length", v, sizeof(v)), "3145728");
+	CHECK_STR(hdr(&r, "Content-Disposition", v, sizeof(v)), "attachment; filename*=UTF-8''big.txt");
+	CHECK(r.body && strlen(r.body) == n && !memcmp(r.body, data, n));
+	reply_free(&r);
+	/* An empty file is a file too. */
+	sign_sha256_hex("", 0, hash);
+	snprintf(extra, sizeof(extra), "%sX-CSRF-Token: %s\r\nX-Tessera-Content-SHA256: %s\r\n", cookie, csrf, hash);
+	r = http(web_port_n, "PUT", "/api/v1/folders/up/upload?path=empty.txt", extra, "");
+	CHECK_INT(r.status, 201);
+	reply_free(&r);
+	r = http(web_port_n, "GET", "/api/v1/folders/up/download?path=empty.txt", cookie, NULL);
+	CHECK_INT(r.status, 200);
+	CHECK_STR(hdr(&r, "Content-Length", v, sizeof(v)), "0");
+	reply_free(&r);
+	sign_sha256_hex(data, n, hash);
+	snprintf(extra, sizeof(extra), "%sX-CSRF-Token: %s\r\nX-Tessera-Content-SHA256: %s\r\n", cookie, csrf, hash);
+	/* Refused from the headers: the manager's 409 and words. */
+	r = http(web_port_n, "PUT", "/api/v1/folders/up/upload?path=big.txt", extra, data);
+	CHECK_INT(r.status, 409);
+	CHECK_CONTAINS(r.body, "already exists");
+	reply_free(&r);
+	/* Bytes that are not what the hash says: 400, nothing written. */
+	data[10] ^= 1;
+	r = http(web_port_n, "PUT", "/api/v1/folders/up/upload?path=changed.txt", extra, data);
+	CHECK_INT(r.status, 400);
+	CHECK_CONTAINS(r.body, "SHA-256");
+	reply_free(&r);
+	/* No hash, a malformed one, no CSRF token. */
+	snprintf(extra, sizeof(extra), "%sX-CSRF-Token: %s\r\n", cookie, csrf);
+	r = http(web_port_n, "PUT", "/api/v1/folders/up/upload?path=x.txt", extra, "x");
+	CHECK_INT(r.status, 400);
+	reply_free(&r);
+	snprintf(extra, sizeof(extra), "%sX-CSRF-Token: %s\r\nX-Tessera-Content-SHA256: xyz\r\n", cookie, csrf);
+	r = http(web_port_n, "PUT", "/api/v1/folders/up/upload?path=x.txt", extra, "x");
+	CHECK_INT(r.status, 400);
+	reply_free(&r);
+	snprintf(extra, sizeof(extra), "%sX-Tessera-Content-SHA256: %s\r\n", cookie, hash);
+	r = http(web_port_n, "PUT", "/api/v1/folders/up/upload?path=x.txt", extra, data);
+	CHECK_INT(r.status, 403);
+	reply_free(&r);
+	/* A browser that leaves half-way: the manager keeps nothing. */
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)web_port_n)};
+	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+	CHECK(connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
+	char *head = NULL;
+	int hl = asprintf(&head, "PUT /api/v1/folders/up/upload?path=cut.txt HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n%s"
+			  "X-CSRF-Token: %s\r\nX-Tessera-Content-SHA256: %s\r\nContent-Length: %zu\r\n\r\n",
+			  web_port_n, cookie, csrf, hash, n);
+	CHECK(hl > 0 && write(fd, head, (size_t)hl) == hl);
+	CHECK(write(fd, data, n / 2) > 0);
+	free(head);
+	close(fd);
+	/* Waits for the state (the partial file gone), not for a time. */
+	bool clean = false;
+	for (int i = 0; i < 200 && !clean; i++) {
+		r = http(web_port_n, "GET", "/api/v1/folders/up/files", cookie, NULL);
+		json_t *j = json_loads(r.body ? r.body : "", 0, NULL);
+		clean = r.status == 200 && json_array_size(json_object_get(j, "entries")) == 2;
+		json_decref(j);
+		reply_free(&r);
+		if (!clean)
+			usleep(50000);
+	}
+	CHECK(clean);
+	free(data);
+}
+
 static int setup(void)
 {
 	struct terr err = {0};
@@ -526,6 +621,7 @@ int main(void)
 	RUN(users_admin_validates_and_is_admin_only);
 	RUN(failed_logins_are_rate_limited_per_email);
 	RUN(a_login_lock_holds_one_address_not_the_account);
+	RUN(folder_uploads_and_downloads_are_streamed_through_the_relay);
 	RUN(logout_ends_the_login);
 	web_stop(web);
 	manager_close(mgr);

@@ -35,6 +35,7 @@ export interface App { name: string; protocol?: string; port?: number }
 
 let csrf = '';
 export function setCsrf(token: string) { csrf = token; }
+export function csrfToken(): string { return csrf; }
 
 export class ApiError extends Error {
   constructor(message: string, public status: number, public code: string) { super(message); }

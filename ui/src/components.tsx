@@ -67,11 +67,23 @@ export function SliderField(props: {
 
 export function Dialog(props: { open: boolean; title: string; onClose: () => void; children: ComponentChildren }) {
   const ref = useRef<HTMLDialogElement>(null);
+  // The element that had the focus before the dialog opened gets it back
+  // when it closes (if it is still on the page), so keyboard users go on
+  // where they were.
+  const opener = useRef<HTMLElement | null>(null);
   useEffect(() => {
     const d = ref.current;
     if (!d) return;
-    if (props.open && !d.open) d.showModal();
+    if (props.open && !d.open) {
+      opener.current = document.activeElement as HTMLElement | null;
+      d.showModal();
+    }
     if (!props.open && d.open) d.close();
+    if (!props.open && opener.current) {
+      const o = opener.current;
+      opener.current = null;
+      if (o.isConnected) o.focus();
+    }
   }, [props.open]);
   const titleId = useId();
   return (

@@ -1,6 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, fmtNum, type Image, type Node } from './api';
 import { Button, Dialog, ErrorText, SliderField, TextField } from './components';
+import { FolderPicker, type Mounts } from './folderpicker';
 
 const GiB = 2 ** 30;
 
@@ -103,6 +104,7 @@ export function LaunchDialog(props: { open: boolean; nodes: Node[]; onClose: () 
   const [step, setStep] = useState(0.1);
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
+  const [mounts, setMounts] = useState<Mounts>({ specs: [], error: null });
 
   const alive = props.nodes.filter((n) => n.status === 'ALIVE');
   const pool = alive.length ? alive : props.nodes;
@@ -171,6 +173,8 @@ export function LaunchDialog(props: { open: boolean; nodes: Node[]; onClose: () 
       resources: { cpu: fmtNum(cpu), mem: `${Math.round(memGiB * 1024)}MiB`, fgpu: fmtNum(fgpu) },
     };
     if (name.trim()) req.name = name.trim();
+    if (mounts.error) { setError(mounts.error); return; }
+    if (mounts.specs.length) req.mounts = mounts.specs;
     setBusy(true);
     try {
       await api.launch(req);
@@ -248,6 +252,7 @@ export function LaunchDialog(props: { open: boolean; nodes: Node[]; onClose: () 
         <SliderField label="GPU" value={fgpu} min={minGpu} max={maxGpu} step={step} unit="fGPU" onChange={setFgpu}
           disabled={maxGpu === 0} hint={maxGpu === 0 ? 'No node offers a GPU.' : undefined} />
         <SliderField label="Sessions" value={count} min={1} max={20} step={1} onChange={(v) => setCount(Math.round(v))} />
+        <FolderPicker open={props.open} onChange={(m) => { setMounts(m); setError(null); }} />
         </div>
         </div>
         <ErrorText error={error} />

@@ -5,11 +5,13 @@ import { Button } from './components';
 import { LoginPage } from './login';
 import { SessionsPage } from './sessions';
 import { AdminPage } from './admin';
+import { DataPage } from './data';
 import './style.css';
 
-type Page = 'sessions' | 'admin';
+type Page = 'sessions' | 'admin' | 'data';
 
 function pageFromPath(): Page {
+  if (location.pathname.startsWith('/data')) return 'data';
   return location.pathname.startsWith('/admin') ? 'admin' : 'sessions';
 }
 
@@ -25,7 +27,7 @@ function App() {
   }, []);
 
   const go = (p: Page) => {
-    history.pushState(null, '', p === 'admin' ? '/admin' : '/sessions');
+    history.pushState(null, '', `/${p}`);
     setPage(p);
   };
   const logout = async () => {
@@ -37,7 +39,7 @@ function App() {
   if (user === undefined) return <p class="loading">Loading…</p>;
   if (user === null)
     return <LoginPage onLogin={(u, token) => { setCsrf(token); setUser(u); }} />;
-  const current = page === 'admin' && user.is_admin ? 'admin' : 'sessions';
+  const current = page === 'data' ? 'data' : page === 'admin' && user.is_admin ? 'admin' : 'sessions';
   return (
     <>
       <header>
@@ -45,6 +47,8 @@ function App() {
         <nav aria-label="Main">
           <a href="/sessions" aria-current={current === 'sessions' ? 'page' : undefined}
             onClick={(e) => { e.preventDefault(); go('sessions'); }}>Sessions</a>
+          <a href="/data" aria-current={current === 'data' ? 'page' : undefined}
+            onClick={(e) => { e.preventDefault(); go('data'); }}>Data</a>
           {user.is_admin && (
             <a href="/admin" aria-current={current === 'admin' ? 'page' : undefined}
               onClick={(e) => { e.preventDefault(); go('admin'); }}>Admin</a>
@@ -53,7 +57,7 @@ function App() {
         <span class="who">{user.email}</span>
         <Button onClick={logout}>Log out</Button>
       </header>
-      <main>{current === 'admin' ? <AdminPage /> : <SessionsPage user={user} />}</main>
+      <main>{current === 'admin' ? <AdminPage /> : current === 'data' ? <DataPage user={user} /> : <SessionsPage user={user} />}</main>
     </>
   );
 }
