@@ -367,6 +367,10 @@ int api_upload(const struct api_client *c, const char *method, const char *path_
 		.read_body = read_body,
 		.read_body_len = len,
 		.ud = ud,
+		/* A manager that refuses the upload from its headers (exists,
+		 * over quota) answers before reading the body and closes; with
+		 * 100-continue that answer arrives instead of a broken pipe. */
+		.expect_continue = 1,
 	};
 	struct terr terr_http = {0};
 	r = httpc_do(&req, &resp, &terr_http);
