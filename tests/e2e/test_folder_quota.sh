@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Folder quotas end to end (docs/folders.md, "Quotas and usage") with
 # tessera server and the real dockerd:
-#  - btrfs: a loop-mounted btrfs image (in the test's temp dir) with quotas
-#    on, declared as a storage host: a folder is a subvolume capped by its
-#    qgroup; a session writing 20 MB into a 10 MiB folder gets "Disk quota
+#  - btrfs: a loop-mounted btrfs image (in the test's temp dir) declared as
+#    a storage host. Quotas off at first: a folder made then is a
+#    subvolume, api-only; once the admin turns quotas on and the server
+#    restarts, it is capped by its qgroup, as are folders made from then
+#    on. A session writing 20 MB into a 10 MiB folder gets "Disk quota
 #    exceeded" and the folder stays within its quota; an upload past it is
 #    413; raising the quota lets the write through;
 #  - uploads side by side into a folder of the plain host (api-only) that
@@ -44,7 +46,6 @@ loop_mount() {
 
 BT=$E2E_DIR/bt
 check "a btrfs image is loop-mounted in the test's dir" loop_mount "$E2E_DIR/bt.img" "$BT" btrfs "" ""
-check "btrfs quotas are turned on (the admin's step)" btrfs quota enable "$BT"
 HOSTS="local:$E2E_DIR/data/folders,bt:$BT/folders"
 
 # Project quotas: where the kernel can mount a filesystem with them.
@@ -73,19 +74,36 @@ for k in sys.argv[1].split("."): v=v[k]
 print(v)' "$1"; }
 MiB=$((1 << 20))
 
-# ---- btrfs: the kernel caps writes inside sessions ----
+# ---- btrfs without quotas: subvolumes, not capped; then quotas on ----
+check "the server warns that btrfs quotas are off" grep -q "storage host bt: .*quotas are off" "$E2E_DIR/server.log"
 check "folder create q on btrfs with a 10 MiB quota" T folder create q --host bt --quota 10m
 info=$(T folder info q --json)
 QID=$(json_field id <<<"$info")
-check "its quota is enforced by a btrfs qgroup ($(json_field quota_enforced <<<"$info"))" \
-	[ "$(json_field quota_enforced <<<"$info")" == btrfs-qgroup ]
-check "the folder is a subvolume" btrfs subvolume show "$BT/folders/$QID"
+check "with quotas off it is api-only ($(json_field quota_enforced <<<"$info"))" \
+	[ "$(json_field quota_enforced <<<"$info")" == api-only ]
+check "folder info says writes in sessions are not capped" contains "$(T folder info q)" "not capped"
+check "the folder is a subvolume all the same" btrfs subvolume show "$BT/folders/$QID"
 check "... owned by the work user" [ "$(stat -c %u:%g "$BT/folders/$QID")" == 1000:1000 ]
+kill "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null
+check "btrfs quotas are turned on (the admin's step)" btrfs quota enable "$BT"
+start_server --storage-hosts "$HOSTS" || { e2e_done; exit 1; }
+check "after a restart the server says btrfs quotas cap the host" \
+	grep -q "storage host bt: .*with quotas on" "$E2E_DIR/server.log"
+
+# ---- btrfs: the kernel caps writes inside sessions ----
+info=$(T folder info q --json)
+check "q's quota is now enforced by a btrfs qgroup ($(json_field quota_enforced <<<"$info"))" \
+	[ "$(json_field quota_enforced <<<"$info")" == btrfs-qgroup ]
 check "folder info says the quota holds in sessions" contains "$(T folder info q)" "in sessions too (btrfs qgroup)"
+check "a folder made now with a 4 MiB quota" T folder create q2 --host bt --quota 4m
+check "... is capped by its qgroup too" [ "$(T folder info q2 --json | json_field quota_enforced)" == btrfs-qgroup ]
 check "a local folder is api-only" T folder create plain --quota 10m
 check "... and says so" [ "$(T folder info plain --json | json_field quota_enforced)" == api-only ]
 
-check "a session mounts q" T session create "$TEST_IMAGE" --name w --cpu 0.1 --mem 32m --mount q --wait
+check "a session mounts q and q2" T session create "$TEST_IMAGE" --name w --cpu 0.1 --mem 32m --mount q --mount q2 --wait
+out=$(T session exec w -- dd if=/dev/zero of=/home/work/q2/big bs=1M count=8 2>&1)
+check "writing 8 MB into the 4 MiB q2 fails: Disk quota exceeded ($(tail -1 <<<"$out"))" \
+	contains "$out" "Disk quota exceeded"
 out=$(T session exec w -- dd if=/dev/zero of=/home/work/q/big bs=1M count=20 2>&1)
 check "writing 20 MB into the 10 MiB folder fails: Disk quota exceeded ($(tail -1 <<<"$out"))" \
 	contains "$out" "Disk quota exceeded"
