@@ -199,6 +199,16 @@ static void upload_free(struct upload *u)
 	free(u);
 }
 
+/* XFS reports a project quota's end as ENOSPC: with a quota, that may be
+ * the folder's quota as well as a full host, and the answer says both. */
+static void upload_error(const struct upload *u, struct httpd_resp *resp, struct terr *err)
+{
+	if (err->code == ENOSPC && u->hold.quota > 0)
+		terr_set(err, EDQUOT, "upload '%.200s': the folder's quota is used up, or its storage host is full",
+			 u->path);
+	file_error(resp, err);
+}
+
 static int upload_write(void *cls, const char *data, size_t len, struct httpd_resp *resp)
 {
 	struct upload *u = cls;
@@ -212,7 +222,7 @@ static int upload_write(void *cls, const char *data, size_t len, struct httpd_re
 		u->up.budget = u->hold.quota > 0 ? u->hold.bytes : -1;
 	}
 	if (fsp_upload_write(&u->up, data, len, &err) < 0) {
-		file_error(resp, &err);
+		upload_error(u, resp, &err);
 		return -1;
 	}
 	EVP_DigestUpdate(u->md, data, len);
@@ -242,7 +252,7 @@ static void upload_end(void *cls, int complete, struct httpd_resp *resp)
 	struct terr err = {0};
 	int64_t written = u->up.written;
 	if (fsp_upload_commit(&u->up, &err) < 0)
-		file_error(resp, &err);
+		upload_error(u, resp, &err);
 	else
 		httpd_json(resp, 201, json_pack("{s:s,s:I,s:s}", "path", u->path, "size", (json_int_t)written,
 						"sha256", hex));

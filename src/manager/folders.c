@@ -289,9 +289,10 @@ static int64_t usage_of(struct manager *m, struct mfolder *f)
 	return f->usage_bytes;
 }
 
-/* Sessions not yet ended that mount folder id, as "a, b" into out;
- * their number. */
-static int mounting_sessions(struct manager *m, const char *id, char *out, size_t n)
+/* Sessions not yet ended that mount folder id, as "a, b" into out (n
+ * bytes; may be cut) and, when names is not NULL, appended to that JSON
+ * array; their number. */
+static int mounting_sessions(struct manager *m, const char *id, char *out, size_t n, json_t *names)
 {
 	int count = 0;
 	char needle[64];
@@ -303,6 +304,8 @@ static int mounting_sessions(struct manager *m, const char *id, char *out, size_
 			continue;
 		size_t l = strlen(out);
 		snprintf(out + l, n - l, "%s%s", count ? ", " : "", r->name);
+		if (names)
+			json_array_append_new(names, json_string(r->name));
 		count++;
 	}
 	return count;
@@ -327,9 +330,7 @@ static json_t *folder_json(struct manager *m, struct mfolder *f, const struct us
 	 * share holder runs) that mount it, live or trashed. */
 	char who[1024];
 	json_t *mounted = json_array();
-	if (mounting_sessions(m, f->rec.id, who, sizeof(who)) > 0)
-		for (char *save = NULL, *t = strtok_r(who, ", ", &save); t; t = strtok_r(NULL, ", ", &save))
-			json_array_append_new(mounted, json_string(t));
+	mounting_sessions(m, f->rec.id, who, sizeof(who), mounted);
 	return json_pack("{s:s,s:s,s:s,s:s,s:I,s:I,s:s,s:s,s:o,s:b,s:o,s:o,s:o}",
 			 "id", f->rec.id, "name", f->rec.name, "host", f->rec.host,
 			 "owner", owner ? owner->email : "",
@@ -580,7 +581,7 @@ int mgr_folder_delete(struct manager *m, const struct user_rec *u, const char *n
 		rc = -err->code;
 		goto out;
 	}
-	if (mounting_sessions(m, f->rec.id, who, sizeof(who)) > 0 && !force) {
+	if (mounting_sessions(m, f->rec.id, who, sizeof(who), NULL) > 0 && !force) {
 		rc = terr_set(err, EBUSY, "folder %s is mounted by session(s) %s; remove them first or force", name, who);
 		goto out;
 	}
@@ -765,6 +766,8 @@ int mgr_folder_upload_begin(struct manager *m, const struct user_rec *u, const c
 	int64_t usage = usage_of(m, f);
 	int64_t free_bytes = fsq_free_bytes(f->rec.quota_bytes, usage, f->reserved_bytes);
 	if (declared > free_bytes) {
+		hold->folder_id[0] = '\0';
+		hold->quota = 0;
 		rc = terr_set(err, EDQUOT, "%lld bytes would pass folder %s's quota: %lld of %lld bytes are free "
 			      "(%lld used, %lld held by uploads in progress); remove files or ask for a larger quota",
 			      (long long)declared, name, (long long)free_bytes, (long long)f->rec.quota_bytes,
@@ -844,7 +847,7 @@ void mgr_folders_purge_trash(struct manager *m)
 		/* A folder removed with --force while sessions mount it stays
 		 * until they have ended: they keep writing to it meanwhile. */
 		if (!f->rec.trashed_ms || now - f->rec.trashed_ms < keep_ms ||
-		    mounting_sessions(m, f->rec.id, who, sizeof(who)) > 0) {
+		    mounting_sessions(m, f->rec.id, who, sizeof(who), NULL) > 0) {
 			i++;
 			continue;
 		}
