@@ -206,6 +206,72 @@ static int btrfs_subvol_id(int fd, uint64_t *id)
 	return 0;
 }
 
+/* The subvolumes directly inside subvolume parent (a session can make
+ * them: the ioctl is open to unprivileged users): their ids and paths
+ * relative to parent's root, at most max. Returns how many, or -errno. */
+struct btrfs_child {
+	uint64_t id;
+	char rel[1024];
+};
+static int btrfs_children(int fd, uint64_t parent, struct btrfs_child *out, int max)
+{
+	struct btrfs_ioctl_search_args args;
+	int n = 0;
+	uint64_t from = 0;
+	for (;;) {
+		memset(&args, 0, sizeof(args));
+		args.key.tree_id = BTRFS_ROOT_TREE_OBJECTID;
+		args.key.min_objectid = args.key.max_objectid = parent;
+		args.key.min_type = args.key.max_type = BTRFS_ROOT_REF_KEY;
+		args.key.min_offset = from;
+		args.key.max_offset = UINT64_MAX;
+		args.key.max_transid = UINT64_MAX;
+		args.key.nr_items = 64;
+		if (ioctl(fd, BTRFS_IOC_TREE_SEARCH, &args) < 0)
+			return -errno;
+		if (args.key.nr_items == 0)
+			return n;
+		size_t off = 0;
+		for (uint32_t i = 0; i < args.key.nr_items; i++) {
+			struct btrfs_ioctl_search_header sh;
+			if (off + sizeof(sh) > sizeof(args.buf))
+				return -EIO;
+			memcpy(&sh, args.buf + off, sizeof(sh));
+			off += sizeof(sh);
+			if (off + sh.len > sizeof(args.buf))
+				return -EIO;
+			from = sh.offset + 1;
+			if (sh.type == BTRFS_ROOT_REF_KEY && sh.objectid == parent &&
+			    sh.len >= sizeof(struct btrfs_root_ref) && n < max) {
+				struct btrfs_root_ref ref;
+				memcpy(&ref, args.buf + off, sizeof(ref));
+				size_t nl = le16toh(ref.name_len);
+				if (sizeof(ref) + nl > sh.len)
+					return -EIO;
+				/* Where the child's directory lies in parent: a path
+				 * ending in '/', empty for parent's root. */
+				struct btrfs_ioctl_ino_lookup_args lk;
+				memset(&lk, 0, sizeof(lk));
+				lk.treeid = parent;
+				lk.objectid = le64toh(ref.dirid);
+				if (ioctl(fd, BTRFS_IOC_INO_LOOKUP, &lk) < 0)
+					return -errno;
+				int w = snprintf(out[n].rel, sizeof(out[n].rel), "%s%.*s", lk.name, (int)nl,
+						 args.buf + off + sizeof(ref));
+				if (w < 0 || (size_t)w >= sizeof(out[n].rel))
+					return -ENAMETOOLONG;
+				out[n].id = sh.offset;
+				n++;
+			}
+			off += sh.len;
+		}
+		if (from == 0) /* wrapped past UINT64_MAX */
+			return n;
+	}
+}
+
+#define FSQ_MAX_NESTED 64
+
 /* Splits path into its parent (opened) and leaf. */
 static int open_parent(const char *path, char *leaf, size_t n, struct terr *err)
 {
@@ -459,6 +525,28 @@ int fsq_set_limit(const struct fsq_host *h, const struct fsq_folder *f, const ch
 	return r;
 }
 
+/* The referenced bytes of subvolume id's qgroup and those of the
+ * subvolumes made inside it, which its own qgroup does not count. */
+static int btrfs_usage_tree(int fd, uint64_t id, int64_t *bytes, int depth)
+{
+	struct btrfs_qgroup_info_item it;
+	int r = btrfs_find_item(fd, BTRFS_QUOTA_TREE_OBJECTID, 0, BTRFS_QGROUP_INFO_KEY, id, &it, sizeof(it));
+	if (r <= 0)
+		return r ? r : -ENOENT;
+	*bytes = (int64_t)le64toh(it.rfer);
+	if (depth > 16)
+		return 0;
+	struct btrfs_child *kids = calloc(FSQ_MAX_NESTED, sizeof(*kids));
+	int n = kids ? btrfs_children(fd, id, kids, FSQ_MAX_NESTED) : 0;
+	for (int i = 0; i < n; i++) {
+		int64_t more = 0;
+		if (btrfs_usage_tree(fd, kids[i].id, &more, depth + 1) == 0)
+			*bytes += more;
+	}
+	free(kids);
+	return 0;
+}
+
 int fsq_usage(const struct fsq_host *h, const struct fsq_folder *f, const char *path, int64_t *bytes,
 	      struct terr *err)
 {
@@ -469,14 +557,9 @@ int fsq_usage(const struct fsq_host *h, const struct fsq_folder *f, const char *
 		return terr_set(err, errno, "cannot open %s: %s", path, strerror(errno));
 	int r;
 	if (f->kind == FSQ_BTRFS) {
-		struct btrfs_qgroup_info_item it;
-		r = btrfs_find_item(fd, BTRFS_QUOTA_TREE_OBJECTID, 0, BTRFS_QGROUP_INFO_KEY, f->id, &it, sizeof(it));
-		if (r > 0) {
-			*bytes = (int64_t)le64toh(it.rfer);
-			r = 0;
-		} else {
-			r = terr_set(err, r ? -r : ENOENT, "no qgroup for %s", path);
-		}
+		r = btrfs_usage_tree(fd, f->id, bytes, 0);
+		if (r < 0)
+			r = terr_set(err, -r, "no qgroup for %s", path);
 	} else {
 		struct if_dqblk q;
 		memset(&q, 0, sizeof(q));
@@ -499,12 +582,49 @@ static int rm_cb(const char *p, const struct stat *st, int flag, struct FTW *ftw
 	return unlink(p) < 0 && errno != ENOENT ? -1 : 0;
 }
 
+/* Destroys the subvolumes inside the subvolume at path (id), deepest
+ * first, so that the folder's own can then go. depth bounds the recursion. */
+static void destroy_nested(const char *path, uint64_t id, int depth)
+{
+	if (depth > 16)
+		return;
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	struct btrfs_child *kids = calloc(FSQ_MAX_NESTED, sizeof(*kids));
+	int n = kids ? btrfs_children(fd, id, kids, FSQ_MAX_NESTED) : 0;
+	close(fd);
+	for (int i = 0; i < n; i++) {
+		char sub[4096];
+		if ((size_t)snprintf(sub, sizeof(sub), "%s/%s", path, kids[i].rel) >= sizeof(sub))
+			continue;
+		destroy_nested(sub, kids[i].id, depth + 1);
+		char leaf[256];
+		struct terr e = {0};
+		int pfd = open_parent(sub, leaf, sizeof(leaf), &e);
+		if (pfd < 0)
+			continue;
+		struct btrfs_ioctl_vol_args a;
+		memset(&a, 0, sizeof(a));
+		snprintf(a.name, sizeof(a.name), "%s", leaf);
+		ioctl(pfd, BTRFS_IOC_SNAP_DESTROY, &a);
+		close(pfd);
+	}
+	free(kids);
+}
+
 int fsq_remove_dir(const struct fsq_host *h, const char *path, struct terr *err)
 {
 	struct stat st;
 	if (lstat(path, &st) < 0)
 		return errno == ENOENT ? 0 : terr_set(err, errno, "%s: %s", path, strerror(errno));
 	if (h->btrfs && S_ISDIR(st.st_mode) && st.st_ino == BTRFS_FIRST_FREE_OBJECTID) {
+		uint64_t id = 0;
+		int dfd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (dfd >= 0 && btrfs_subvol_id(dfd, &id) == 0)
+			destroy_nested(path, id, 0);
+		if (dfd >= 0)
+			close(dfd);
 		char leaf[256];
 		int pfd = open_parent(path, leaf, sizeof(leaf), err);
 		if (pfd < 0)

@@ -133,6 +133,17 @@ check "a negative quota is refused in one line ($out)" [ "$(wc -l <<<"$out")" -e
 # ---- removed with --force while mounted ----
 check "trashed folders are purged at once from now on" T config set folder_trash_days 0
 check "set-quota 0 lifts the quota" T folder set-quota q 0
+# A subvolume made inside the folder, as a session can (the ioctl needs
+# no privilege; made here from the host, whose test dir the work user
+# cannot reach): its qgroup is not the folder's, but its bytes count in
+# the folder's usage, and the purge takes it too.
+sync
+before=$(T folder info q --json | json_field usage_bytes)
+check "a subvolume is made inside the folder" eval "btrfs subvolume create \"$BT/folders/$QID/nested\" >/dev/null"
+check "... and 3 MiB written into it" dd if=/dev/zero of="$BT/folders/$QID/nested/x" bs=1M count=3 status=none
+sync
+after=$(T folder info q --json | json_field usage_bytes)
+check "they count in the folder's usage ($before, then $after)" [ "$after" -ge $((before + 3 * MiB)) ]
 check "rm --force while w mounts it" T folder rm q --force
 check "the subvolume is in the host's trash" test -d "$BT/folders/.trash/$QID"
 check "the session keeps writing to it" T session exec w -- sh -c 'echo still > /home/work/q/after-rm'
@@ -152,7 +163,7 @@ for _ in $(seq 1 300); do
 	sleep 0.1
 done
 check "once the session ended, the purge destroys the subvolume" [ $gone == yes ]
-check "... and no subvolume of it is left" not contains "$(btrfs subvolume list "$BT")" "$QID"
+check "... with the subvolume made inside it: none of it is left" not contains "$(btrfs subvolume list "$BT")" "$QID"
 T config set folder_trash_days 7 >/dev/null
 
 # ---- uploads side by side do not pass the quota together ----
