@@ -68,7 +68,7 @@ for fs in xfs ext4; do
 	fi
 done
 
-start_server --storage-hosts "$HOSTS" || { e2e_done; exit 1; }
+start_server --storage-hosts "$HOSTS" || { fail "the server starts"; e2e_done; exit 1; }
 json_field() { python3 -c 'import json,sys; v=json.load(sys.stdin)
 for k in sys.argv[1].split("."): v=v[k]
 print(v)' "$1"; }
@@ -86,7 +86,7 @@ check "the folder is a subvolume all the same" btrfs subvolume show "$BT/folders
 check "... owned by the work user" [ "$(stat -c %u:%g "$BT/folders/$QID")" == 1000:1000 ]
 kill "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null
 check "btrfs quotas are turned on (the admin's step)" btrfs quota enable "$BT"
-start_server --storage-hosts "$HOSTS" || { e2e_done; exit 1; }
+start_server --storage-hosts "$HOSTS" || { fail "the server starts"; e2e_done; exit 1; }
 check "after a restart the server says btrfs quotas cap the host" \
 	grep -q "storage host bt: .*with quotas on" "$E2E_DIR/server.log"
 
