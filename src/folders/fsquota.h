@@ -96,13 +96,16 @@ int fsq_set_limit(const struct fsq_host *h, const struct fsq_folder *f, const ch
 		  struct terr *err);
 
 /* The bytes the kernel charges the folder: the qgroup's referenced bytes
- * (as of the filesystem's last transaction commit) or the project's
+ * (as of the filesystem's last transaction commit), with those of any
+ * subvolume made inside the folder (a session can make one; its qgroup
+ * is its own, so the folder's limit does not cap it), or the project's
  * space. -ENOTSUP for FSQ_API_ONLY (the caller walks the folder). */
 int fsq_usage(const struct fsq_host *h, const struct fsq_folder *f, const char *path, int64_t *bytes,
 	      struct terr *err);
 
 /* Removes a folder's directory for good: a subvolume is destroyed (with
- * everything in it), anything else removed as a tree. */
+ * everything in it, subvolumes made inside it first), anything else
+ * removed as a tree, links never followed. */
 int fsq_remove_dir(const struct fsq_host *h, const char *path, struct terr *err);
 
 /* Project ids Tessera gives folders: [FSQ_PROJID_MIN, FSQ_PROJID_MAX],
