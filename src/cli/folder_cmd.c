@@ -151,10 +151,22 @@ static void print_info(json_t *f)
 	char use[32], quota[32];
 	size_text(f, "usage_bytes", use, sizeof(use));
 	size_text(f, "quota_bytes", quota, sizeof(quota));
+	const char *enf = str(f, "quota_enforced");
+	const char *enf_text = !strcmp(enf, "btrfs-qgroup") ? "in sessions too (btrfs qgroup)"
+			       : !strcmp(enf, "project-quota") ? "in sessions too (project quota)"
+			       : "for uploads only: writes inside sessions are not capped on this host";
 	printf("name:        %s\nid:          %s\nhost:        %s\nowner:       %s\npermission:  %s\n"
-	       "usage:       %s\nquota:       %s\nautomount:   %s\n",
+	       "usage:       %s\nquota:       %s\nenforced:    %s\nautomount:   %s\n",
 	       str(f, "name"), str(f, "id"), str(f, "host"), str(f, "owner"), str(f, "permission"), use, quota,
+	       enf_text,
 	       json_is_true(json_object_get(f, "automount")) ? "yes (mounted at /home/work/NAME in every session)" : "no");
+	json_t *mb = json_object_get(f, "mounted_by");
+	if (json_array_size(mb)) {
+		printf("mounted by:  ");
+		for (size_t k = 0; k < json_array_size(mb); k++)
+			printf("%s%s", k ? ", " : "", json_string_value(json_array_get(mb, k)) ?: "");
+		printf("\n");
+	}
 	json_t *sh = json_object_get(f, "shared_with");
 	size_t i;
 	json_t *x;
@@ -287,6 +299,32 @@ static int folder_rename(int argc, char **argv)
 	return rc;
 }
 
+static int folder_set_quota(int argc, char **argv)
+{
+	struct fopts o;
+	bool done;
+	int rc = parse("set-quota", argc, argv, 0, 2, "set-quota NAME SIZE", &o, &done);
+	if (done)
+		return rc;
+	int64_t q;
+	struct terr err = {0};
+	if (units_parse_size(o.args[1], &q, &err) < 0)
+		return cli_usage_fail("folder", "set-quota: %s", err.msg);
+	char *path = folder_path(o.args[0], NULL);
+	json_t *body = json_pack("{s:I}", "quota", (json_int_t)q);
+	json_t *reply = NULL;
+	rc = call("PATCH", path, body, &reply);
+	if (rc == CLI_EXIT_OK) {
+		char text[32];
+		size_text(reply, "quota_bytes", text, sizeof(text));
+		printf("folder %s: quota %s\n", o.args[0], !strcmp(text, "-") ? "none" : text);
+	}
+	json_decref(body);
+	json_decref(reply);
+	free(path);
+	return rc;
+}
+
 static int folder_share(int argc, char **argv)
 {
 	struct fopts o;
@@ -339,6 +377,7 @@ static const struct cli_verb folder_verbs[] = {
 	{"rm", folder_rm, "rm NAME [--force]", "move a folder to the trash (--force: even while mounted)"},
 	{"restore", folder_restore, "restore NAME", "bring a folder back from the trash"},
 	{"rename", folder_rename, "rename OLD NEW", "rename a folder"},
+	{"set-quota", folder_set_quota, "set-quota NAME SIZE", "change a folder's quota (0: none)"},
 	{"share", folder_share, "share NAME --with EMAIL [--permission ro|rw]", "share a folder (default ro)"},
 	{"unshare", folder_unshare, "unshare NAME --with EMAIL", "take a share away"},
 	{"files", folder_files_cmd, "files NAME [PATH] [--json]", "list a directory of a folder"},

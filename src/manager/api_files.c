@@ -52,21 +52,12 @@ static void file_error(struct httpd_resp *resp, const struct terr *err)
 	}
 }
 
-static int open_folder_dir(struct manager *m, struct httpd_req *req, bool write, int64_t *quota, char *dir,
-			   size_t n, struct terr *err);
-
-/* Opens the folder's directory for u (write: a write is asked). */
+/* Opens the folder's directory for the caller (write: a write is asked).
+ * RET: its fd, or a negative errno with err filled. */
 static int open_folder(struct manager *m, struct httpd_req *req, bool write, int64_t *quota, struct terr *err)
 {
 	char dir[1200];
-	return open_folder_dir(m, req, write, quota, dir, sizeof(dir), err);
-}
-
-/* The same, giving the directory's path in dir too. */
-static int open_folder_dir(struct manager *m, struct httpd_req *req, bool write, int64_t *quota, char *dir,
-			   size_t n, struct terr *err)
-{
-	int rc = mgr_folder_resolve(m, caller(req), req->params[0], write, dir, n, quota, err);
+	int rc = mgr_folder_resolve(m, caller(req), req->params[0], write, dir, sizeof(dir), quota, err);
 	if (rc < 0)
 		return rc;
 	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -191,18 +182,9 @@ void api_folder_download(void *ctx, struct httpd_req *req, struct httpd_resp *re
 	resp->stream_size = (unsigned long long)size;
 }
 
-/* Bytes the folder's files take (blocks), links never followed. */
-static __thread int64_t usage_total;
-static int usage_cb(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)path;
-	(void)flag;
-	(void)ftw;
-	usage_total += (int64_t)st->st_blocks * 512;
-	return 0;
-}
-
 struct upload {
+	struct manager *m;
+	struct mgr_upload_hold hold;   /* its bytes reserved against the quota */
 	struct fsp_upload up;
 	EVP_MD_CTX *md;
 	char want_hash[65];
@@ -212,16 +194,35 @@ struct upload {
 static void upload_free(struct upload *u)
 {
 	fsp_upload_abort(&u->up);
+	mgr_folder_upload_end(u->m, &u->hold);
 	EVP_MD_CTX_free(u->md);
 	free(u);
+}
+
+/* XFS reports a project quota's end as ENOSPC: with a quota, that may be
+ * the folder's quota as well as a full host, and the answer says both. */
+static void upload_error(const struct upload *u, struct httpd_resp *resp, struct terr *err)
+{
+	if (err->code == ENOSPC && u->hold.quota > 0)
+		terr_set(err, EDQUOT, "upload '%.200s': the folder's quota is used up, or its storage host is full",
+			 u->path);
+	file_error(resp, err);
 }
 
 static int upload_write(void *cls, const char *data, size_t len, struct httpd_resp *resp)
 {
 	struct upload *u = cls;
 	struct terr err = {0};
+	/* An upload of unknown size holds more of the quota as it grows. */
+	if (u->hold.quota > 0 && u->up.written + (int64_t)len > u->hold.bytes) {
+		if (mgr_folder_upload_grow(u->m, &u->hold, u->up.written + (int64_t)len, &err) < 0) {
+			file_error(resp, &err);
+			return -1;
+		}
+		u->up.budget = u->hold.quota > 0 ? u->hold.bytes : -1;
+	}
 	if (fsp_upload_write(&u->up, data, len, &err) < 0) {
-		file_error(resp, &err);
+		upload_error(u, resp, &err);
 		return -1;
 	}
 	EVP_DigestUpdate(u->md, data, len);
@@ -251,7 +252,7 @@ static void upload_end(void *cls, int complete, struct httpd_resp *resp)
 	struct terr err = {0};
 	int64_t written = u->up.written;
 	if (fsp_upload_commit(&u->up, &err) < 0)
-		file_error(resp, &err);
+		upload_error(u, resp, &err);
 	else
 		httpd_json(resp, 201, json_pack("{s:s,s:I,s:s}", "path", u->path, "size", (json_int_t)written,
 						"sha256", hex));
@@ -267,53 +268,55 @@ void api_folder_upload(void *ctx, struct httpd_req *req, struct httpd_resp *resp
 		file_error(resp, &err);
 		return;
 	}
-	int64_t quota = 0;
-	char dir[1200];
-	int root = open_folder_dir(ctx, req, true, &quota, dir, sizeof(dir), &err);
-	if (root < 0)
-		{
-		file_error(resp, &err);
-		return;
-	}
-	int64_t budget = -1;
-	if (quota > 0) {
-		/* Measured now: uploads running side by side may together pass
-		 * the quota by what each has in flight. */
-		usage_total = 0;
-		nftw(dir, usage_cb, 16, FTW_PHYS | FTW_MOUNT);
-		budget = quota > usage_total ? quota - usage_total : 0;
-	}
+	/* The declared size is reserved against the folder's free quota now,
+	 * under the manager's lock: uploads side by side cannot pass the quota
+	 * together. Without a Content-Length the hold grows as data comes. */
 	const char *len = httpd_header(req, "Content-Length");
-	if (budget >= 0 && len && strtoll(len, NULL, 10) > budget) {
-		close(root);
-		httpd_error(resp, 413, "quota_exceeded",
-			    "upload '%s': %s bytes would pass folder %s's quota (%lld of %lld bytes free); "
-			    "remove files or ask for a larger quota", path, len, req->params[0],
-			    (long long)budget, (long long)quota);
-		return;
+	int64_t declared = -1;
+	if (len) {
+		char *end = NULL;
+		errno = 0;
+		long long v = strtoll(len, &end, 10);
+		if (errno || end == len || *end || v < 0) {
+			httpd_error(resp, 400, "invalid_argument", "Content-Length '%.40s' is not a size", len);
+			return;
+		}
+		declared = v;
 	}
 	struct upload *u = calloc(1, sizeof(*u));
 	if (!u || !(u->md = EVP_MD_CTX_new()) || !EVP_DigestInit_ex(u->md, EVP_sha256(), NULL)) {
-		close(root);
 		if (u)
 			EVP_MD_CTX_free(u->md);
 		free(u);
-		{
 		httpd_error(resp, 500, "internal", "out of memory");
 		return;
 	}
+	u->m = ctx;
+	u->up.dirfd = u->up.fd = -1;
+	char dir[1200];
+	int root = -1;
+	if (mgr_folder_upload_begin(ctx, caller(req), req->params[0], declared, dir, sizeof(dir), &u->hold, &err) == 0 &&
+	    (root = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		terr_set(&err, errno == ENOENT ? ENOENT : EIO, "folder %s: its directory %s cannot be opened: %s",
+			 req->params[0], dir, strerror(errno));
+	if (root < 0) {
+		mgr_folder_upload_end(ctx, &u->hold);
+		EVP_MD_CTX_free(u->md);
+		free(u);
+		file_error(resp, &err);
+		return;
 	}
+	int64_t budget = u->hold.quota > 0 ? u->hold.bytes : -1;
 	snprintf(u->want_hash, sizeof(u->want_hash), "%s", httpd_header(req, "X-Tessera-Content-SHA256"));
 	snprintf(u->path, sizeof(u->path), "%s", path);
 	int rc = fsp_upload_begin(&u->up, root, path, query_flag(req, "overwrite"), budget, work_owner, &err);
 	close(root);
 	if (rc < 0) {
+		mgr_folder_upload_end(ctx, &u->hold);
 		EVP_MD_CTX_free(u->md);
 		free(u);
-		{
 		file_error(resp, &err);
 		return;
-	}
 	}
 	httpd_req_sink(req, upload_write, upload_end, u);
 }

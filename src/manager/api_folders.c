@@ -91,18 +91,32 @@ void api_folder_update(void *ctx, struct httpd_req *req, struct httpd_resp *resp
 	json_t *body = api_parse_body(req, resp);
 	if (!body)
 		return;
-	static const char *const known[] = {"name", NULL};
+	static const char *const known[] = {"name", "quota", NULL};
 	struct terr err = {0};
 	const char *name = NULL;
-	bool has = false;
+	bool has_name = false, has_quota = false;
+	int64_t quota = -1;
 	json_t *out = NULL;
-	int rc = check_fields(body, known, "name", &err);
+	int rc = check_fields(body, known, "name, quota", &err);
 	if (rc == 0)
-		rc = jsonutil_get_string(body, "name", "name", &name, &has, &err);
-	if (rc == 0 && !has)
-		rc = terr_set(&err, EINVAL, "name is required (the folder's new name)");
+		rc = jsonutil_get_string(body, "name", "name", &name, &has_name, &err);
 	if (rc == 0)
-		rc = mgr_folder_rename(ctx, caller(req), req->params[0], name, &out, &err);
+		rc = jsonutil_get_size(body, "quota", "quota", &quota, &has_quota, &err);
+	if (rc == 0 && has_quota && quota < 0)
+		rc = terr_set(&err, EINVAL, "quota must be a size of 0 (none) or more");
+	if (rc == 0 && has_name)
+		rc = mgr_folder_name_check(name, &err);
+	if (rc == 0 && !has_name && !has_quota)
+		rc = terr_set(&err, EINVAL, "name (the folder's new name) or quota is required");
+	/* The quota first: it names the folder by its current name. */
+	const char *folder = req->params[0];
+	if (rc == 0 && has_quota)
+		rc = mgr_folder_set_quota(ctx, caller(req), folder, quota, &out, &err);
+	if (rc == 0 && has_name) {
+		json_decref(out);
+		out = NULL;
+		rc = mgr_folder_rename(ctx, caller(req), folder, name, &out, &err);
+	}
 	answer(resp, rc, 200, out, &err);
 	json_decref(body);
 }

@@ -145,6 +145,37 @@ int mgr_folder_share(struct manager *m, const struct user_rec *u, const char *na
 		     const char *perm, json_t **out, struct terr *err);
 int mgr_folder_unshare(struct manager *m, const struct user_rec *u, const char *name, const char *email,
 		       json_t **out, struct terr *err);
+/* The quota policy (pure): quota as asked (-1: the default) against the
+ * policy's max_folder_bytes (0: none) into *effective. -1 gives
+ * max_bytes; with a max, 0 (no quota) and more than the max are EPERM. */
+int mgr_folder_quota_check(int64_t quota, int64_t max_bytes, int64_t *effective, struct terr *err);
+/* Changes the quota of folder name (owner or admin): bytes, 0 for none,
+ * checked as at create against the owner's policy. The kernel's limit
+ * (btrfs qgroup, project quota) follows. *out: its JSON. */
+int mgr_folder_set_quota(struct manager *m, const struct user_rec *u, const char *name, int64_t quota,
+			 json_t **out, struct terr *err);
+
+/* An upload's hold on its folder's quota (mgr_folder_upload_begin). */
+struct mgr_upload_hold {
+	char folder_id[STORE_ID_MAX];
+	int64_t quota;      /* the folder's quota at the start; 0: none, nothing held */
+	int64_t bytes;      /* reserved so far */
+};
+/* Starts an upload into folder name for u, who must be allowed to write
+ * (as mgr_folder_resolve): its directory into dir (n bytes); with a quota,
+ * declared bytes (the Content-Length; <0: unknown, then nothing yet) are
+ * reserved, under the lock, against the free bytes: the quota less the
+ * usage and what other uploads in flight hold. EDQUOT when they do not
+ * fit, so that uploads side by side never pass the quota together. */
+int mgr_folder_upload_begin(struct manager *m, const struct user_rec *u, const char *name, int64_t declared,
+			    char *dir, size_t n, struct mgr_upload_hold *hold, struct terr *err);
+/* Grows hold to at least total bytes (an upload of unknown size, as it
+ * streams; a step more when there is room). EDQUOT when there is none. */
+int mgr_folder_upload_grow(struct manager *m, struct mgr_upload_hold *hold, int64_t total, struct terr *err);
+/* Gives the hold back once the upload ended, written or not; the usage is
+ * measured afresh next time. */
+void mgr_folder_upload_end(struct manager *m, struct mgr_upload_hold *hold);
+
 /* The file routes' and the mounts' check: the live folder name (as
  * mgr_folder_get resolves it) that u may read, or write with want_write,
  * into path_out (its directory, HOSTPATH/ID) and its quota into *quota

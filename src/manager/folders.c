@@ -4,6 +4,13 @@
  * Directories are made for the sessions' work user (uid/gid 1000,
  * docs/security.md) so that what a session writes there is its own.
  *
+ * Quotas: what the kernel can enforce on each host is probed at open
+ * (folders/fsquota.h): on btrfs with quotas each folder is a subvolume
+ * with a qgroup limit, on XFS/ext4 with project quotas a project id with
+ * a limit; elsewhere only the API's checks hold. Uploads reserve their
+ * size against the free quota under the lock (mgr_folder_upload_begin),
+ * so uploads side by side cannot pass it together.
+ *
  * Who sees a folder: its owner, the users it is shared with and admins.
  * Anyone else gets the same ENOENT as for a missing folder, so names of
  * other users' folders never leak. */
@@ -42,6 +49,15 @@ static const struct model_storage_host *find_host(struct manager *m, const char 
 		if (!strcmp(m->hosts[i].name, name))
 			return &m->hosts[i];
 	return NULL;
+}
+
+/* What the kernel enforces on f's host (an uncapped host when it is no
+ * longer declared). */
+static const struct fsq_host *host_quota(struct manager *m, const struct folder_rec *f)
+{
+	static const struct fsq_host none = {.kind = FSQ_API_ONLY};
+	const struct model_storage_host *h = find_host(m, f->host);
+	return h ? &m->host_quota[h - m->hosts] : &none;
 }
 
 /* The folder's directory (live, or in its host's trash). */
@@ -85,6 +101,58 @@ static int load_one(void *ud, const struct folder_rec *r)
 	return 0;
 }
 
+/* Gives f's directory (dir) a project id of its own on a project-quota
+ * host: one no other folder of that host has. */
+static int assign_project(struct manager *m, struct mfolder *f, const char *dir, struct terr *err)
+{
+	uint32_t *used = calloc(m->n_folders + 1, sizeof(*used));
+	size_t n = 0;
+	if (!used)
+		return terr_set(err, ENOMEM, "out of memory");
+	for (size_t i = 0; i < m->n_folders; i++) {
+		const struct mfolder *o = m->folders[i];
+		if (o != f && o->fsq.kind == FSQ_PROJECT && !strcmp(o->rec.host, f->rec.host))
+			used[n++] = (uint32_t)o->fsq.id;
+	}
+	uint32_t id = fsq_projid_pick(f->rec.id, used, n);
+	free(used);
+	if (!id)
+		return terr_set(err, ENOSPC, "no project id is left on storage host %s", f->rec.host);
+	int rc = fsq_set_project(dir, id, err);
+	if (rc == 0)
+		rc = fsq_folder_probe(host_quota(m, &f->rec), dir, &f->fsq, err);
+	return rc;
+}
+
+/* At start: reads how f is capped and makes the kernel's limit its
+ * quota, so that a quota changed while the host's quotas were off, or a
+ * folder made before they were turned on, is capped from now on. A
+ * folder of a project-quota host without a project id gets one (what it
+ * holds already keeps project 0 and is not charged: docs/admin.md).
+ * Failures are logged: the folder stays usable, uncapped. */
+static void sync_quota(struct manager *m, struct mfolder *f)
+{
+	const struct fsq_host *q = host_quota(m, &f->rec);
+	char dir[1200];
+	struct terr e = {0};
+	if (q->kind == FSQ_API_ONLY || folder_dir(m, &f->rec, f->rec.trashed_ms != 0, dir, sizeof(dir), &e) < 0)
+		return;
+	if (fsq_folder_probe(q, dir, &f->fsq, &e) < 0) {
+		log_warn("manager", "folder %s (%s): %s", f->rec.name, f->rec.id, e.msg);
+		return;
+	}
+	if (q->kind == FSQ_PROJECT && f->fsq.kind == FSQ_API_ONLY && assign_project(m, f, dir, &e) < 0) {
+		log_warn("manager", "folder %s (%s): %s; its quota is not enforced in sessions", f->rec.name,
+			 f->rec.id, e.msg);
+		return;
+	}
+	if (f->fsq.kind == FSQ_API_ONLY)
+		log_warn("manager", "folder %s (%s) on %s is not a subvolume (made before it was btrfs?): its quota "
+			 "is not enforced in sessions", f->rec.name, f->rec.id, f->rec.host);
+	else if (fsq_set_limit(q, &f->fsq, dir, f->rec.quota_bytes, &e) < 0)
+		log_warn("manager", "folder %s (%s): %s", f->rec.name, f->rec.id, e.msg);
+}
+
 int mgr_folders_load(struct manager *m, struct terr *err)
 {
 	const char *spec = m->cfg.storage_hosts;
@@ -106,8 +174,18 @@ int mgr_folders_load(struct manager *m, struct terr *err)
 		snprintf(trash, sizeof(trash), "%s/.trash", m->hosts[i].path);
 		if ((rc = util_mkdir_p(trash, 0700, err)) < 0)
 			return terr_prefix(err, "storage host %s", m->hosts[i].name);
+		struct fsq_host *q = &m->host_quota[i];
+		fsq_probe(m->hosts[i].path, q);
+		if (q->kind == FSQ_API_ONLY)
+			log_warn("manager", "storage host %s: %s", m->hosts[i].name, q->why);
+		else
+			log_info("manager", "storage host %s: %s", m->hosts[i].name, q->why);
 	}
-	return m->so->folder_load_all(m->store, load_one, m, err);
+	if ((rc = m->so->folder_load_all(m->store, load_one, m, err)) < 0)
+		return rc;
+	for (size_t i = 0; i < m->n_folders; i++)
+		sync_quota(m, m->folders[i]);
+	return 0;
 }
 
 void mgr_folders_free(struct manager *m)
@@ -189,18 +267,48 @@ static int nftw_cb(const char *path, const struct stat *st, int flag, struct FTW
 static int64_t usage_of(struct manager *m, struct mfolder *f)
 {
 	int64_t now = util_mono_ms();
-	if (f->usage_at_mono && now - f->usage_at_mono < USAGE_TTL_MS)
+	/* The kernel's count costs one ioctl: never cached. A walk is. */
+	if (f->fsq.kind == FSQ_API_ONLY && f->usage_at_mono && now - f->usage_at_mono < USAGE_TTL_MS)
 		return f->usage_bytes;
 	char dir[1200];
 	struct terr e = {0};
 	if (folder_dir(m, &f->rec, f->rec.trashed_ms != 0, dir, sizeof(dir), &e) < 0)
 		return f->usage_bytes;
-	walk_total = 0;
-	/* FTW_PHYS: a session's symlinks are never followed. */
-	nftw(dir, nftw_cb, 16, FTW_PHYS | FTW_MOUNT);
-	f->usage_bytes = walk_total;
+	int64_t counted = 0;
+	/* The kernel's own count where it keeps one (O(1), and what it
+	 * enforces); else a walk. */
+	if (f->fsq.kind != FSQ_API_ONLY && fsq_usage(host_quota(m, &f->rec), &f->fsq, dir, &counted, &e) == 0) {
+		f->usage_bytes = counted;
+	} else {
+		walk_total = 0;
+		/* FTW_PHYS: a session's symlinks are never followed. */
+		nftw(dir, nftw_cb, 16, FTW_PHYS | FTW_MOUNT);
+		f->usage_bytes = walk_total;
+	}
 	f->usage_at_mono = now;
 	return f->usage_bytes;
+}
+
+/* Sessions not yet ended that mount folder id, as "a, b" into out (n
+ * bytes; may be cut) and, when names is not NULL, appended to that JSON
+ * array; their number. */
+static int mounting_sessions(struct manager *m, const char *id, char *out, size_t n, json_t *names)
+{
+	int count = 0;
+	char needle[64];
+	snprintf(needle, sizeof(needle), "\"folder_id\":\"%s\"", id);
+	out[0] = '\0';
+	for (size_t i = 0; i < m->n_sessions; i++) {
+		const struct session_rec *r = &m->sessions[i]->rec;
+		if (session_status_final(r->status) || !r->mounts_json || !strstr(r->mounts_json, needle))
+			continue;
+		size_t l = strlen(out);
+		snprintf(out + l, n - l, "%s%s", count ? ", " : "", r->name);
+		if (names)
+			json_array_append_new(names, json_string(r->name));
+		count++;
+	}
+	return count;
 }
 
 static json_t *folder_json(struct manager *m, struct mfolder *f, const struct user_rec *u)
@@ -218,15 +326,21 @@ static json_t *folder_json(struct manager *m, struct mfolder *f, const struct us
 	}
 	json_decref(arr);
 	const char *perm = permission_of(f, u);
-	return json_pack("{s:s,s:s,s:s,s:s,s:I,s:I,s:s,s:o,s:b,s:o,s:o}",
+	/* The sessions (of anyone: the owner sees the names of sessions a
+	 * share holder runs) that mount it, live or trashed. */
+	char who[1024];
+	json_t *mounted = json_array();
+	mounting_sessions(m, f->rec.id, who, sizeof(who), mounted);
+	return json_pack("{s:s,s:s,s:s,s:s,s:I,s:I,s:s,s:s,s:o,s:b,s:o,s:o,s:o}",
 			 "id", f->rec.id, "name", f->rec.name, "host", f->rec.host,
 			 "owner", owner ? owner->email : "",
 			 "quota_bytes", (json_int_t)f->rec.quota_bytes,
 			 "usage_bytes", (json_int_t)usage_of(m, f),
+			 "quota_enforced", fsq_kind_name(f->fsq.kind),
 			 "permission", perm ? perm : "ro", "shared_with", shared,
 			 "automount", f->rec.name[0] == '.',
 			 "created_at", mgr_time_json(f->rec.created_ms),
-			 "trashed_at", mgr_time_json(f->rec.trashed_ms));
+			 "trashed_at", mgr_time_json(f->rec.trashed_ms), "mounted_by", mounted);
 }
 
 static int persist(struct manager *m, struct mfolder *f, struct terr *err)
@@ -234,26 +348,18 @@ static int persist(struct manager *m, struct mfolder *f, struct terr *err)
 	return m->so->folder_put(m->store, &f->rec, err);
 }
 
-/* Sessions not yet ended that mount folder id, as "a, b" into out;
- * their number. */
-static int mounting_sessions(struct manager *m, const char *id, char *out, size_t n)
-{
-	int count = 0;
-	char needle[64];
-	snprintf(needle, sizeof(needle), "\"folder_id\":\"%s\"", id);
-	out[0] = '\0';
-	for (size_t i = 0; i < m->n_sessions; i++) {
-		const struct session_rec *r = &m->sessions[i]->rec;
-		if (session_status_final(r->status) || !r->mounts_json || !strstr(r->mounts_json, needle))
-			continue;
-		size_t l = strlen(out);
-		snprintf(out + l, n - l, "%s%s", count ? ", " : "", r->name);
-		count++;
-	}
-	return count;
-}
-
 /* ---------- the core's calls ---------- */
+
+int mgr_folder_quota_check(int64_t quota, int64_t max_bytes, int64_t *effective, struct terr *err)
+{
+	if (quota < 0)
+		quota = max_bytes > 0 ? max_bytes : 0;
+	if (max_bytes > 0 && (quota == 0 || quota > max_bytes))
+		return terr_set(err, EPERM, "a folder's quota may be at most %lld bytes (your policy's max_folder_bytes)",
+				(long long)max_bytes);
+	*effective = quota;
+	return 0;
+}
 
 int mgr_folder_create(struct manager *m, const struct user_rec *u, const char *name, const char *host,
 		      int64_t quota, json_t **out, struct terr *err)
@@ -267,6 +373,7 @@ int mgr_folder_create(struct manager *m, const struct user_rec *u, const char *n
 	int64_t max_bytes = mgr_user_policy_limit(m, u->email, "max_folder_bytes", 0);
 	size_t owned = 0;
 	struct mfolder *f = NULL;
+	const struct fsq_host *q = NULL;
 	char dir[1200];
 	if (!h) {
 		rc = terr_set(err, ENOENT, "no storage host %s", host);
@@ -287,13 +394,8 @@ int mgr_folder_create(struct manager *m, const struct user_rec *u, const char *n
 			      "remove one first (tessera folder rm NAME)", owned);
 		goto out;
 	}
-	if (quota < 0)
-		quota = max_bytes;
-	if (max_bytes > 0 && (quota == 0 || quota > max_bytes)) {
-		rc = terr_set(err, EPERM, "a folder's quota may be at most %lld bytes (your policy's max_folder_bytes)",
-			      (long long)max_bytes);
+	if ((rc = mgr_folder_quota_check(quota, max_bytes, &quota, err)) < 0)
 		goto out;
-	}
 	if (!(f = calloc(1, sizeof(*f)))) {
 		rc = terr_set(err, ENOMEM, "out of memory");
 		goto out;
@@ -308,27 +410,43 @@ int mgr_folder_create(struct manager *m, const struct user_rec *u, const char *n
 	f->rec.created_ms = util_now_ms();
 	if ((rc = folder_dir(m, &f->rec, false, dir, sizeof(dir), err)) < 0)
 		goto out;
-	if (mkdir(dir, 0755) < 0) {
-		rc = terr_set(err, errno, "cannot make %s: %s", dir, strerror(errno));
+	q = &m->host_quota[h - m->hosts];
+	if ((rc = fsq_make_dir(q, dir, err)) < 0)
 		goto out;
-	}
 	/* Owned by the sessions' work user, so a session writes there
 	 * without root. Without privileges (tests as a plain user) the
 	 * directory stays the manager's. */
 	if (geteuid() == 0 && chown(dir, WORK_UID, WORK_GID) < 0) {
 		rc = terr_set(err, errno, "cannot give %s to the work user: %s", dir, strerror(errno));
-		rmdir(dir);
-		goto out;
+		goto undo;
 	}
+	/* The kernel's cap: on a host that has one, a folder it cannot cap
+	 * is refused rather than made uncapped without a word. */
+	if ((rc = fsq_folder_probe(q, dir, &f->fsq, err)) < 0)
+		goto undo;
+	if (q->kind == FSQ_PROJECT && (rc = assign_project(m, f, dir, err)) < 0)
+		goto undo;
+	if (f->fsq.kind == FSQ_API_ONLY && q->kind != FSQ_API_ONLY)
+		log_warn("manager", "folder %s on %s: the kernel did not make it a subvolume; its quota is not "
+			 "enforced in sessions", name, h->name);
+	if ((rc = fsq_set_limit(q, &f->fsq, dir, quota, err)) < 0)
+		goto undo;
 	if ((rc = persist(m, f, err)) < 0 || (rc = append_folder(m, f)) < 0) {
 		if (rc == -ENOMEM)
 			terr_set(err, ENOMEM, "out of memory");
-		rmdir(dir);
-		goto out;
+		goto undo;
 	}
-	log_info("manager", "folder %s (%s) of %s created on %s", f->rec.name, f->rec.id, u->email, h->name);
+	log_info("manager", "folder %s (%s) of %s created on %s (quota %s)", f->rec.name, f->rec.id, u->email,
+		 h->name, fsq_kind_name(f->fsq.kind));
 	*out = folder_json(m, f, u);
 	f = NULL;
+	goto out;
+undo:
+	{
+		struct terr e2 = {0};
+		if (fsq_remove_dir(q, dir, &e2) < 0)
+			log_warn("manager", "folder %s: removing %s after a failed create: %s", name, dir, e2.msg);
+	}
 out:
 	free(f);
 	pthread_mutex_unlock(&m->mu);
@@ -414,6 +532,44 @@ out:
 	return rc;
 }
 
+int mgr_folder_set_quota(struct manager *m, const struct user_rec *u, const char *name, int64_t quota,
+			 json_t **out, struct terr *err)
+{
+	if (quota < 0)
+		return terr_set(err, EINVAL, "quota must be a size of 0 (none) or more");
+	int rc = 0;
+	pthread_mutex_lock(&m->mu);
+	struct mfolder *f = managed(m, u, name, false, err);
+	char dir[1200];
+	if (!f) {
+		rc = -err->code;
+		goto out;
+	}
+	/* The owner's policy, whoever asks: an admin changes the policy. */
+	const struct user_rec *owner = mgr_find_user(m, f->rec.owner_id);
+	int64_t max_bytes = owner ? mgr_user_policy_limit(m, owner->email, "max_folder_bytes", 0) : 0;
+	if ((rc = mgr_folder_quota_check(quota, max_bytes, &quota, err)) < 0 ||
+	    (rc = folder_dir(m, &f->rec, false, dir, sizeof(dir), err)) < 0)
+		goto out;
+	const struct fsq_host *q = host_quota(m, &f->rec);
+	int64_t old = f->rec.quota_bytes;
+	if ((rc = fsq_set_limit(q, &f->fsq, dir, quota, err)) < 0)
+		goto out;
+	f->rec.quota_bytes = quota;
+	if ((rc = persist(m, f, err)) < 0) {
+		struct terr e = {0};
+		f->rec.quota_bytes = old;
+		fsq_set_limit(q, &f->fsq, dir, old, &e);
+		goto out;
+	}
+	log_info("manager", "folder %s (%s): quota %lld bytes, set by %s", f->rec.name, f->rec.id, (long long)quota,
+		 u->email);
+	*out = folder_json(m, f, u);
+out:
+	pthread_mutex_unlock(&m->mu);
+	return rc;
+}
+
 int mgr_folder_delete(struct manager *m, const struct user_rec *u, const char *name, bool force,
 		      struct terr *err)
 {
@@ -425,7 +581,7 @@ int mgr_folder_delete(struct manager *m, const struct user_rec *u, const char *n
 		rc = -err->code;
 		goto out;
 	}
-	if (mounting_sessions(m, f->rec.id, who, sizeof(who)) > 0 && !force) {
+	if (mounting_sessions(m, f->rec.id, who, sizeof(who), NULL) > 0 && !force) {
 		rc = terr_set(err, EBUSY, "folder %s is mounted by session(s) %s; remove them first or force", name, who);
 		goto out;
 	}
@@ -575,13 +731,123 @@ int mgr_folder_resolve(struct manager *m, const struct user_rec *u, const char *
 	return rc;
 }
 
+/* Uploads take a step more than they need when they grow, so that an
+ * upload of unknown size takes the lock once per step, not per piece. */
+#define UPLOAD_HOLD_STEP (8LL << 20)
+
+static struct mfolder *folder_by_id(struct manager *m, const char *id)
+{
+	for (size_t i = 0; i < m->n_folders; i++)
+		if (!strcmp(m->folders[i]->rec.id, id))
+			return m->folders[i];
+	return NULL;
+}
+
+int mgr_folder_upload_begin(struct manager *m, const struct user_rec *u, const char *name, int64_t declared,
+			    char *dir, size_t n, struct mgr_upload_hold *hold, struct terr *err)
+{
+	int rc = 0;
+	memset(hold, 0, sizeof(*hold));
+	pthread_mutex_lock(&m->mu);
+	struct mfolder *f = resolve(m, u, name, false);
+	const char *perm = f ? permission_of(f, u) : NULL;
+	if (!f || !perm)
+		rc = not_found(err, name);
+	else if (!strcmp(perm, "ro"))
+		rc = terr_set(err, EPERM, "folder %s is shared with you read-only", name);
+	else
+		rc = folder_dir(m, &f->rec, false, dir, n, err);
+	if (rc < 0 || f->rec.quota_bytes <= 0)
+		goto out;
+	util_strlcpy(hold->folder_id, f->rec.id, sizeof(hold->folder_id));
+	hold->quota = f->rec.quota_bytes;
+	if (declared <= 0)
+		goto out;
+	int64_t usage = usage_of(m, f);
+	int64_t free_bytes = fsq_free_bytes(f->rec.quota_bytes, usage, f->reserved_bytes);
+	if (declared > free_bytes) {
+		hold->folder_id[0] = '\0';
+		hold->quota = 0;
+		rc = terr_set(err, EDQUOT, "%lld bytes would pass folder %s's quota: %lld of %lld bytes are free "
+			      "(%lld used, %lld held by uploads in progress); remove files or ask for a larger quota",
+			      (long long)declared, name, (long long)free_bytes, (long long)f->rec.quota_bytes,
+			      (long long)usage, (long long)f->reserved_bytes);
+		goto out;
+	}
+	f->reserved_bytes += declared;
+	hold->bytes = declared;
+out:
+	pthread_mutex_unlock(&m->mu);
+	return rc;
+}
+
+int mgr_folder_upload_grow(struct manager *m, struct mgr_upload_hold *hold, int64_t total, struct terr *err)
+{
+	if (hold->quota <= 0 || total <= hold->bytes)
+		return 0;
+	int rc = 0;
+	pthread_mutex_lock(&m->mu);
+	struct mfolder *f = folder_by_id(m, hold->folder_id);
+	if (!f) {
+		rc = terr_set(err, ENOENT, "the folder was purged during the upload");
+		goto out;
+	}
+	/* What is free to this upload: the quota less the usage and what the
+	 * other uploads hold. */
+	int64_t others = f->reserved_bytes - hold->bytes;
+	int64_t usage = usage_of(m, f);
+	int64_t room = fsq_free_bytes(f->rec.quota_bytes, usage, others);
+	if (room < 0) {
+		/* The quota was taken away meanwhile: nothing to hold. */
+		f->reserved_bytes = others > 0 ? others : 0;
+		hold->bytes = 0;
+		hold->quota = 0;
+		goto out;
+	}
+	if (room < total) {
+		rc = terr_set(err, EDQUOT, "the upload passes folder %s's quota of %lld bytes (%lld used, %lld held by "
+			      "other uploads); remove files or ask for a larger quota", f->rec.name,
+			      (long long)f->rec.quota_bytes, (long long)usage, (long long)others);
+		goto out;
+	}
+	int64_t want = total > room - UPLOAD_HOLD_STEP ? room : total + UPLOAD_HOLD_STEP;
+	f->reserved_bytes = others + want;
+	hold->bytes = want;
+out:
+	pthread_mutex_unlock(&m->mu);
+	return rc;
+}
+
+void mgr_folder_upload_end(struct manager *m, struct mgr_upload_hold *hold)
+{
+	if (!hold->folder_id[0])
+		return;
+	pthread_mutex_lock(&m->mu);
+	struct mfolder *f = folder_by_id(m, hold->folder_id);
+	if (f) {
+		f->reserved_bytes -= hold->bytes;
+		if (f->reserved_bytes < 0)
+			f->reserved_bytes = 0;
+		/* What was written now counts in the usage: measure again
+		 * rather than trust the cache. */
+		f->usage_at_mono = 0;
+	}
+	pthread_mutex_unlock(&m->mu);
+	hold->folder_id[0] = '\0';
+	hold->bytes = 0;
+}
+
 void mgr_folders_purge_trash(struct manager *m)
 {
 	int64_t keep_ms = (int64_t)m->settings.folder_trash_days * 86400 * 1000;
 	int64_t now = util_now_ms();
 	for (size_t i = 0; i < m->n_folders;) {
 		struct mfolder *f = m->folders[i];
-		if (!f->rec.trashed_ms || now - f->rec.trashed_ms < keep_ms) {
+		char who[1024];
+		/* A folder removed with --force while sessions mount it stays
+		 * until they have ended: they keep writing to it meanwhile. */
+		if (!f->rec.trashed_ms || now - f->rec.trashed_ms < keep_ms ||
+		    mounting_sessions(m, f->rec.id, who, sizeof(who), NULL) > 0) {
 			i++;
 			continue;
 		}
@@ -592,8 +858,9 @@ void mgr_folders_purge_trash(struct manager *m)
 			i++;
 			continue;
 		}
-		if (folder_dir(m, &f->rec, true, dir, sizeof(dir), &e) == 0)
-			util_remove_tree(dir);
+		if (folder_dir(m, &f->rec, true, dir, sizeof(dir), &e) == 0 &&
+		    fsq_remove_dir(host_quota(m, &f->rec), dir, &e) < 0)
+			log_warn("manager", "purging folder %s: %s (remove it by hand)", f->rec.id, e.msg);
 		log_info("manager", "folder %s (%s) purged from the trash", f->rec.name, f->rec.id);
 		free(f);
 		memmove(&m->folders[i], &m->folders[i + 1], (m->n_folders - i - 1) * sizeof(*m->folders));

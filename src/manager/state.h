@@ -14,6 +14,7 @@
 
 #include "common/httpd.h"
 #include "common/strmap.h"
+#include "folders/fsquota.h"
 #include "manager/core.h"
 #include "images/labels.h"
 #include "manager/approutes.h"
@@ -45,6 +46,13 @@ struct mfolder {
 	struct folder_rec rec;
 	int64_t usage_bytes;
 	int64_t usage_at_mono;  /* when measured; 0: never */
+	/* How the kernel caps writes inside sessions (its host's kind, the
+	 * subvolume's qgroup or the directory's project id): read from the
+	 * directory at load and set at create. */
+	struct fsq_folder fsq;
+	/* Bytes uploads in flight have reserved against the quota
+	 * (mgr_folder_upload_begin/_grow/_end). */
+	int64_t reserved_bytes;
 };
 
 struct mgpu {
@@ -158,6 +166,8 @@ struct manager {
 	 * default. Fixed at open. */
 	struct model_storage_host hosts[MGR_MAX_STORAGE_HOSTS];
 	size_t n_hosts;
+	/* What each host's filesystem enforces (fsquota.h), probed at open. */
+	struct fsq_host host_quota[MGR_MAX_STORAGE_HOSTS];
 	/* Every folder, live and trashed (folders.c), as stored. */
 	struct mfolder **folders;
 	size_t n_folders, cap_folders;

@@ -4,10 +4,15 @@
  * session's start spec carries (explicit, read-only, automounted
  * dot-folders, an explicit mount of a dot-folder winning over its
  * automount), a refused mount, rm while mounted, trash and restore,
- * mgr_folder_resolve, and a restart that keeps the folders.
+ * mgr_folder_resolve, and a restart that keeps the folders; quota
+ * accounting: the policy check, set-quota, uploads' reservations against
+ * the free quota (declared sizes, sizes growing as they stream, release,
+ * re-measure), and a folder forced out while mounted, which the purge
+ * keeps until its sessions have ended.
  *
  * Nothing here asserts on time: waits are bounded polls on the state. */
 #include "manager/core.h"
+#include "manager/state.h"
 #include "testlib.h"
 
 #include <jansson.h>
@@ -16,7 +21,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/jsonutil.h"
 #include "common/log.h"
+#include "common/units.h"
 #include "common/util.h"
 
 #define GiB (1LL << 30)
@@ -291,6 +298,216 @@ TEST(rm_restore_rename)
 	CHECK(folder_path_of(&alice, ".cache") != NULL);
 }
 
+#define MiB (1LL << 20)
+
+static int64_t usage_of_folder(const struct user_rec *u, const char *name)
+{
+	json_t *out = NULL;
+	struct terr err = {0};
+	if (mgr_folder_get(mgr, u, name, &out, &err) < 0)
+		return -1;
+	int64_t v = json_integer_value(json_object_get(out, "usage_bytes"));
+	json_decref(out);
+	return v;
+}
+
+TEST(quota_accounting)
+{
+	struct terr err = {0};
+	int64_t q = -2;
+	/* The policy check: -1 takes the default (max_folder_bytes or none). */
+	CHECK_INT(mgr_folder_quota_check(-1, 0, &q, &err), 0);
+	CHECK_INT(q, 0);
+	CHECK_INT(mgr_folder_quota_check(-1, 5 * MiB, &q, &err), 0);
+	CHECK_INT(q, 5 * MiB);
+	CHECK_INT(mgr_folder_quota_check(5 * MiB, 5 * MiB, &q, &err), 0);
+	CHECK_INT(mgr_folder_quota_check(5 * MiB + 1, 5 * MiB, &q, &err), -EPERM);
+	CHECK_CONTAINS(err.msg, "max_folder_bytes");
+	CHECK_INT(mgr_folder_quota_check(0, 5 * MiB, &q, &err), -EPERM);
+	CHECK_INT(mgr_folder_quota_check(7, 0, &q, &err), 0);
+	CHECK_INT(q, 7);
+	/* Sizes as the CLI and the API read a quota. */
+	CHECK_INT(units_parse_size("10m", &q, &err), 0);
+	CHECK_INT(q, 10 * MiB);
+	CHECK_INT(units_parse_size("1.5GiB", &q, &err), 0);
+	CHECK_INT(q, 1536 * MiB);
+	CHECK_INT(units_parse_size("0", &q, &err), 0);
+	CHECK_INT(q, 0);
+	CHECK(units_parse_size("-1m", &q, &err) < 0);
+	CHECK(units_parse_size("10x", &q, &err) < 0);
+	CHECK(units_parse_size("99999999999t", &q, &err) < 0);
+	json_t *body = json_pack("{s:s}", "quota", "3m");
+	CHECK_INT(jsonutil_get_size(body, "quota", "quota", &q, NULL, &err), 0);
+	CHECK_INT(q, 3 * MiB);
+	json_decref(body);
+
+	json_t *out = NULL;
+	CHECK_INT(mgr_folder_create(mgr, &alice, "q", NULL, 10 * MiB, &out, &err), 0);
+	CHECK_STR(json_string_value(json_object_get(out, "quota_enforced")), "api-only");
+	json_decref(out);
+	int64_t used = usage_of_folder(&alice, "q");
+	CHECK(used >= 0 && used < MiB);
+	int64_t free_bytes = 10 * MiB - used;
+
+	/* Declared sizes are held: two that fit together, a third that would
+	 * pass the quota with them is refused. */
+	char dir[2048];
+	struct mgr_upload_hold a, b, c, d;
+	CHECK_INT(mgr_folder_upload_begin(mgr, &alice, "q", 6 * MiB, dir, sizeof(dir), &a, &err), 0);
+	CHECK_INT(a.bytes, 6 * MiB);
+	CHECK_INT(a.quota, 10 * MiB);
+	CHECK_STR(dir, folder_path_of(&alice, "q"));
+	CHECK_INT(mgr_folder_upload_begin(mgr, &alice, "q", free_bytes - 6 * MiB + 1, dir, sizeof(dir), &b, &err),
+		  -EDQUOT);
+	CHECK_CONTAINS(err.msg, "quota");
+	CHECK_INT(b.bytes, 0);
+	CHECK_INT(mgr_folder_upload_begin(mgr, &alice, "q", free_bytes - 6 * MiB, dir, sizeof(dir), &b, &err), 0);
+	/* An upload of unknown size holds nothing yet, and cannot grow: all
+	 * is held. */
+	CHECK_INT(mgr_folder_upload_begin(mgr, &alice, "q", -1, dir, sizeof(dir), &c, &err), 0);
+	CHECK_INT(c.bytes, 0);
+	CHECK_INT(mgr_folder_upload_grow(mgr, &c, 1, &err), -EDQUOT);
+	/* Once a ends (nothing written), its bytes are free again: c grows,
+	 * a step beyond what it asked for while there is room, never past it. */
+	mgr_folder_upload_end(mgr, &a);
+	CHECK_INT(a.bytes, 0);
+	CHECK_INT(mgr_folder_upload_grow(mgr, &c, MiB, &err), 0);
+	CHECK(c.bytes >= MiB && c.bytes <= 6 * MiB);
+	CHECK_INT(mgr_folder_upload_grow(mgr, &c, 6 * MiB, &err), 0);
+	CHECK_INT(c.bytes, 6 * MiB);
+	CHECK_INT(mgr_folder_upload_grow(mgr, &c, 6 * MiB + 1, &err), -EDQUOT);
+	CHECK_INT(mgr_folder_upload_begin(mgr, &alice, "q", 1, dir, sizeof(dir), &d, &err), -EDQUOT);
+	mgr_folder_upload_end(mgr, &b);
+	mgr_folder_upload_end(mgr, &c);
+	mgr_folder_upload_end(mgr, &c); /* twice: no effect */
+	/* All given back: the whole free quota again, not one byte more. */
+	CHECK_INT(mgr_folder_upload_begin(mgr, &alice, "q", free_bytes + 1, dir, sizeof(dir), &d, &err), -EDQUOT);
+	CHECK_INT(mgr_folder_upload_begin(mgr, &alice, "q", free_bytes, dir, sizeof(dir), &d, &err), 0);
+	/* What an upload wrote counts once it ends: the usage is measured
+	 * again, not taken from the cache. */
+	char file[2200];
+	snprintf(file, sizeof(file), "%s/four", dir);
+	FILE *fp = fopen(file, "w");
+	CHECK(fp != NULL);
+	static char chunk[1 << 16];
+	memset(chunk, 'x', sizeof(chunk));
+	for (int i = 0; fp && i < 64; i++)
+		fwrite(chunk, 1, sizeof(chunk), fp);
+	if (fp)
+		fclose(fp);
+	mgr_folder_upload_end(mgr, &d);
+	CHECK_INT(mgr_folder_upload_begin(mgr, &alice, "q", 7 * MiB, dir, sizeof(dir), &d, &err), -EDQUOT);
+	CHECK_INT(mgr_folder_upload_begin(mgr, &alice, "q", 5 * MiB, dir, sizeof(dir), &d, &err), 0);
+	mgr_folder_upload_end(mgr, &d);
+	CHECK(usage_of_folder(&alice, "q") >= 4 * MiB);
+
+	/* Who may upload: a read-only share may not, an unseen folder is
+	 * missing; a folder without a quota holds nothing. */
+	CHECK_INT(mgr_folder_share(mgr, &alice, "q", "carol@f.test", "ro", &out, &err), 0);
+	json_decref(out);
+	CHECK_INT(mgr_folder_upload_begin(mgr, &carol, "q", 1, dir, sizeof(dir), &d, &err), -EPERM);
+	CHECK_INT(mgr_folder_upload_begin(mgr, &bob, "q", 1, dir, sizeof(dir), &d, &err), -ENOENT);
+	CHECK_INT(mgr_folder_create(mgr, &alice, "unlimited", NULL, 0, &out, &err), 0);
+	json_decref(out);
+	CHECK_INT(mgr_folder_upload_begin(mgr, &alice, "unlimited", 1LL << 50, dir, sizeof(dir), &d, &err), 0);
+	CHECK_INT(d.quota, 0);
+	CHECK_INT(d.bytes, 0);
+	CHECK_INT(mgr_folder_upload_grow(mgr, &d, 1LL << 51, &err), 0);
+	mgr_folder_upload_end(mgr, &d);
+
+	/* set-quota: the owner changes it, a sharee may not, a negative is
+	 * refused; lowering it below the usage is allowed (then nothing more
+	 * fits). */
+	CHECK_INT(mgr_folder_set_quota(mgr, &alice, "q", 20 * MiB, &out, &err), 0);
+	CHECK_INT(json_integer_value(json_object_get(out, "quota_bytes")), 20 * MiB);
+	json_decref(out);
+	CHECK_INT(mgr_folder_upload_begin(mgr, &alice, "q", 12 * MiB, dir, sizeof(dir), &d, &err), 0);
+	mgr_folder_upload_end(mgr, &d);
+	CHECK_INT(mgr_folder_set_quota(mgr, &carol, "q", 30 * MiB, &out, &err), -EPERM);
+	CHECK_INT(mgr_folder_set_quota(mgr, &alice, "q", -1, &out, &err), -EINVAL);
+	CHECK_INT(mgr_folder_set_quota(mgr, &alice, "nosuch", MiB, &out, &err), -ENOENT);
+	CHECK_INT(mgr_folder_set_quota(mgr, &alice, "q", MiB, &out, &err), 0);
+	json_decref(out);
+	CHECK_INT(mgr_folder_upload_begin(mgr, &alice, "q", 1, dir, sizeof(dir), &d, &err), -EDQUOT);
+	CHECK_INT(mgr_folder_set_quota(mgr, &alice, "q", 0, &out, &err), 0);
+	json_decref(out);
+	CHECK_INT(mgr_folder_upload_begin(mgr, &alice, "q", 1LL << 40, dir, sizeof(dir), &d, &err), 0);
+	mgr_folder_upload_end(mgr, &d);
+}
+
+static const char *session_status(const char *name)
+{
+	static char st[32];
+	json_t *s = NULL;
+	struct terr err = {0};
+	st[0] = '\0';
+	if (mgr_session_get(mgr, &alice, name, 0, &s, &err) == 0)
+		util_strlcpy(st, json_string_value(json_object_get(s, "status")) ?: "", sizeof(st));
+	json_decref(s);
+	return st;
+}
+
+static size_t trashed_count(const struct user_rec *u)
+{
+	json_t *t = mgr_folders_list(mgr, u, false, true);
+	size_t n = json_array_size(t);
+	json_decref(t);
+	return n;
+}
+
+/* rm --force of a mounted folder: the sessions keep it (in the trash)
+ * until they end; it can be restored meanwhile; the purge waits for them. */
+TEST(forced_rm_while_mounted)
+{
+	struct terr err = {0};
+	json_t *out = NULL, *settings = NULL;
+	CHECK_INT(mgr_folder_create(mgr, &alice, "keep", NULL, 0, &out, &err), 0);
+	json_decref(out);
+	json_t *m = start_with(&alice, "{\"image\":\"busybox:latest\",\"name\":\"a3\",\"mounts\":[\"keep\"]}", &err);
+	CHECK(m != NULL);
+	json_decref(m);
+	CHECK_INT(mgr_folder_get(mgr, &alice, "keep", &out, &err), 0);
+	CHECK_STR(json_string_value(json_array_get(json_object_get(out, "mounted_by"), 0)), "a3");
+	json_decref(out);
+	char live[2048], trashed[2100];
+	util_strlcpy(live, folder_path_of(&alice, "keep"), sizeof(live));
+	CHECK_INT(mgr_folder_delete(mgr, &alice, "keep", false, &err), -EBUSY);
+	CHECK_INT(mgr_folder_delete(mgr, &alice, "keep", true, &err), 0);
+	char *slash = strrchr(live, '/');
+	snprintf(trashed, sizeof(trashed), "%.*s/.trash%s", (int)(slash - live), live, slash);
+	struct stat st;
+	CHECK(stat(trashed, &st) == 0);
+	/* The trash keeps nothing from now on, but a3 still mounts it. */
+	json_t *v = json_integer(0);
+	CHECK_INT(mgr_config_set(mgr, "folder_trash_days", v, &settings, &err), 0);
+	json_decref(settings);
+	pthread_mutex_lock(&mgr->mu);
+	mgr_folders_purge_trash(mgr);
+	pthread_mutex_unlock(&mgr->mu);
+	CHECK(stat(trashed, &st) == 0);
+	CHECK_INT((int)trashed_count(&alice), 1);
+	/* Restore is allowed while mounted: the same directory comes back. */
+	CHECK_INT(mgr_folder_restore(mgr, &alice, "keep", &out, &err), 0);
+	json_decref(out);
+	CHECK(stat(live, &st) == 0);
+	CHECK_INT(mgr_folder_delete(mgr, &alice, "keep", true, &err), 0);
+	/* a3 ends: the next purge takes the folder. */
+	CHECK_INT(mgr_session_delete(mgr, &alice, "a3", &out, &err), 0);
+	json_decref(out);
+	for (int i = 0; i < 3000 && strcmp(session_status("a3"), "TERMINATED"); i++)
+		usleep(10000);
+	CHECK_STR(session_status("a3"), "TERMINATED");
+	for (int i = 0; i < 3000 && trashed_count(&alice); i++)
+		usleep(10000);
+	CHECK_INT((int)trashed_count(&alice), 0);
+	CHECK(stat(trashed, &st) < 0);
+	json_decref(v);
+	v = json_integer(7);
+	CHECK_INT(mgr_config_set(mgr, "folder_trash_days", v, &settings, &err), 0);
+	json_decref(settings);
+	json_decref(v);
+}
+
 /* The policy's max_folders and max_folder_bytes, and folder_trash_days. */
 TEST(policy_limits)
 {
@@ -311,6 +528,12 @@ TEST(policy_limits)
 	CHECK_CONTAINS(err.msg, "max_folder_bytes");
 	CHECK_INT(mgr_folder_create(mgr, &bob, "third", NULL, 0, &out, &err), -EPERM);
 	CHECK_INT(mgr_folder_create(mgr, &bob, "third", NULL, 512 << 10, &out, &err), 0);
+	json_decref(out);
+	/* set-quota is held to the owner's policy too, whoever asks. */
+	CHECK_INT(mgr_folder_set_quota(mgr, &bob, "third", 2 << 20, &out, &err), -EPERM);
+	CHECK_CONTAINS(err.msg, "max_folder_bytes");
+	CHECK_INT(mgr_folder_set_quota(mgr, &bob, "third", 0, &out, &err), -EPERM);
+	CHECK_INT(mgr_folder_set_quota(mgr, &bob, "third", 1 << 20, &out, &err), 0);
 	json_decref(out);
 	json_t *v = json_integer(-1);
 	CHECK_INT(mgr_config_set(mgr, "folder_trash_days", v, &settings, &err), -EINVAL);
@@ -344,11 +567,13 @@ TEST(restart_keeps_folders)
 {
 	manager_close(mgr);
 	mgr = open_manager();
+	/* .cache, data, and q and unlimited of quota_accounting. */
 	json_t *list = mgr_folders_list(mgr, &alice, false, false);
-	CHECK_INT((int)json_array_size(list), 2);
+	CHECK_INT((int)json_array_size(list), 4);
 	json_decref(list);
+	/* data and q are shared with carol. */
 	list = mgr_folders_list(mgr, &carol, false, false);
-	CHECK_INT((int)json_array_size(list), 1);
+	CHECK_INT((int)json_array_size(list), 2);
 	json_decref(list);
 }
 
@@ -369,6 +594,8 @@ int main(void)
 	RUN(shares);
 	RUN(mounts_in_the_start_spec);
 	RUN(rm_restore_rename);
+	RUN(quota_accounting);
+	RUN(forced_rm_while_mounted);
 	RUN(policy_limits);
 	RUN(restart_keeps_folders);
 	manager_close(mgr);
