@@ -13,9 +13,12 @@ function UsageCell({ f }: { f: Folder }) {
   if (!f.quota_bytes) return <span class="folder-usage">{used} used <span class="hint">· no quota</span></span>;
   const pct = Math.min(100, (f.usage_bytes / f.quota_bytes) * 100);
   const label = `${used} of ${fmtSize(f.quota_bytes)} used`;
+  const enforced = f.quota_enforced === 'api-only'
+    ? 'The quota caps uploads only: writes inside sessions are measured, not capped, on this storage host.'
+    : f.quota_enforced ? 'The quota caps uploads and writes inside sessions.' : undefined;
   return (
-    <div class="folder-usage">
-      <span>{label}</span>
+    <div class="folder-usage" title={enforced}>
+      <span>{label}{f.quota_enforced === 'api-only' && <span class="hint"> · uploads only</span>}</span>
       <div class={`bar${pct >= 90 ? ' full' : ''}`} role="meter" aria-label={`Usage of ${f.name}: ${label}`}
         aria-valuemin={0} aria-valuemax={f.quota_bytes} aria-valuenow={f.usage_bytes}>
         <div class="fill" style={{ width: `${pct}%` }} />

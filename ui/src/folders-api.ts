@@ -7,6 +7,9 @@ export interface Folder {
   id: string; name: string; host: string; owner: string; quota_bytes: number; usage_bytes: number;
   permission: 'owner' | 'rw' | 'ro'; shared_with?: Share[]; automount: boolean;
   created_at: string; trashed_at: string | null;
+  /* What caps writes made inside sessions: the kernel (btrfs-qgroup,
+   * project-quota) or only the API's uploads (api-only). */
+  quota_enforced?: 'btrfs-qgroup' | 'project-quota' | 'api-only';
 }
 export interface FileEntry { name: string; type: 'file' | 'dir' | 'link' | 'other'; size: number; mtime: string; mode: number }
 
