@@ -48,6 +48,9 @@ struct agent_config {
 	 * 0: AGENT_OOM_INTERVAL_MS; < 0: not at all (a test of the usage
 	 * thread that counts the runtime's inspects). */
 	int oom_interval_ms;
+	/* How often every running session's live usage is sampled and sent
+	 * (agent/stats.h); 0: STATS_INTERVAL_MS; < 0: not at all. */
+	int stats_interval_ms;
 	/* Where the files mounted into sessions (runner, fGPU library, mock
 	 * driver, gpu-info, probe) are looked for: a build tree's root or a
 	 * prefix's bin directory. NULL: the directory of the running binary. */
@@ -182,6 +185,11 @@ void agent_set_cluster_id(struct agent *a, const char *cluster_id);
  * thread reporting OOM kills (every AGENT_OOM_INTERVAL_MS, and at once on
  * Docker's `oom` event). */
 int agent_watch_start(struct agent *a, agent_event_fn fn, void *ud, struct terr *err);
+
+/* The last round of live usage (the "stats" event the watcher callback
+ * got, agent/stats.h), new reference, NULL before the first. Any thread. */
+json_t *agent_stats_last(struct agent *a);
+int agent_stats_interval_ms(const struct agent *a);
 
 #define AGENT_OOM_INTERVAL_MS 1000
 #define AGENT_RUNNER_TARGET "/opt/tessera/bin/tessera-runner"
