@@ -190,6 +190,10 @@ int agent_watch_start(struct agent *a, agent_event_fn fn, void *ud, struct terr 
  * got, agent/stats.h), new reference, NULL before the first. Any thread. */
 json_t *agent_stats_last(struct agent *a);
 int agent_stats_interval_ms(const struct agent *a);
+/* The agent's metrics (agent_metrics.c) appended to t: the last round's
+ * per-session and per-GPU gauges. */
+struct metrics_text;
+void agent_metrics_write(struct agent *a, struct metrics_text *t);
 
 #define AGENT_OOM_INTERVAL_MS 1000
 #define AGENT_RUNNER_TARGET "/opt/tessera/bin/tessera-runner"
@@ -221,6 +225,15 @@ int agent_stats_interval_ms(const struct agent *a);
 /* A user's network on a node: this prefix, up to 16 characters of the
  * user's id, '-', up to 8 of the cluster id. */
 #define AGENT_NETWORK_PREFIX "tessera-u-"
+/* A round of live usage (agent/stats.h), from the stats thread every
+ * stats_interval_ms: {"event":"stats","t","period_ms","samples":[{
+ * "session_id","container_id","cpu_cores","cpu_pct","mem_bytes",
+ * "mem_limit_bytes","gpus":[{"uuid","util_pct","mem_bytes",
+ * "mem_limit_bytes"}],"net_rx_bytes","net_tx_bytes","blk_read_bytes",
+ * "blk_write_bytes","app_conns"}],"node":{"cpu_cores","mem_bytes",
+ * "gpus":[{"uuid","util_pct","mem_used_bytes"}]}}; util_pct null where
+ * not measured. */
+#define AGENT_EVENT_STATS "stats"
 /* A pull's progress event (agent_pull), beside the died events. */
 #define AGENT_EVENT_PROGRESS "progress"
 

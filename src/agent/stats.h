@@ -26,8 +26,6 @@
 #define STATS_MAX_GPUS 16
 /* agent.conf stats_interval_ms's default. */
 #define STATS_INTERVAL_MS 5000
-/* The event carrying a round of samples (agent_watch_start's callback). */
-#define AGENT_EVENT_STATS "stats"
 
 /* ---- pure parsers ---- */
 
