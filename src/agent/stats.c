@@ -363,6 +363,32 @@ out:
 	return rc;
 }
 
+/* Established connections to port in the whole tcp or tcp6 file at fd,
+ * read in pieces of whole lines (it may be long). */
+static int count_conns(int fd, int port)
+{
+	if (fd < 0)
+		return 0;
+	char buf[8192];
+	off_t off = 0;
+	int n = 0;
+	for (;;) {
+		ssize_t r = pread(fd, buf, sizeof(buf) - 1, off);
+		if (r <= 0)
+			break;
+		buf[r] = '\0';
+		/* Up to the last newline; the rest is read again with the
+		 * next piece. A line longer than the buffer ends the count. */
+		char *end = strrchr(buf, '\n');
+		if (!end)
+			break;
+		end[1] = '\0';
+		n += stats_count_established(buf, port);
+		off += end + 1 - buf;
+	}
+	return n;
+}
+
 int stats_cg_read(struct stats_cg *cg, int64_t mono_ns, int app_port, struct stats_reading *out,
 		  struct terr *err)
 {
@@ -400,11 +426,10 @@ int stats_cg_read(struct stats_cg *cg, int64_t mono_ns, int app_port, struct sta
 	}
 	if (cg->fd_net >= 0 && pread_all(cg->fd_net, buf, sizeof(buf)) >= 0)
 		stats_parse_netdev(buf, &out->net_rx, &out->net_tx);
-	if (app_port > 0) {
-		if (cg->fd_tcp >= 0 && pread_all(cg->fd_tcp, buf, sizeof(buf)) >= 0)
-			out->app_conns += stats_count_established(buf, app_port);
-		if (cg->fd_tcp6 >= 0 && pread_all(cg->fd_tcp6, buf, sizeof(buf)) >= 0)
-			out->app_conns += stats_count_established(buf, app_port);
+	if (app_port > 0 && (!cg->conns_ns || mono_ns - cg->conns_ns >= STATS_CONN_CHECK_NS)) {
+		cg->conns = count_conns(cg->fd_tcp, app_port) + count_conns(cg->fd_tcp6, app_port);
+		cg->conns_ns = mono_ns;
 	}
+	out->app_conns = app_port > 0 ? cg->conns : 0;
 	return 0;
 }

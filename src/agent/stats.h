@@ -72,7 +72,15 @@ struct stats_cg {
 	int64_t cpu_limit_m; /* milli-cores from the CFS quota; 0: none */
 	int64_t prev_cpu_ns; /* the last reading, for the rate; -1: none yet */
 	int64_t prev_mono_ns;
+	int conns;           /* app connections at conns_ns (0: never counted) */
+	int64_t conns_ns;
 };
+
+/* How often app connections are counted. Reading /proc/PID/net/tcp walks
+ * the kernel's whole socket hash, whichever namespace asks (about 2 ms on
+ * a host with many connections, bench/usage_bench.c): too much for every
+ * sample; the idle policy counts in minutes. */
+#define STATS_CONN_CHECK_NS (30LL * 1000000000)
 
 /* One reading. cpu_cores is the rate since the previous reading of the
  * same stats_cg (-1 on the first). */
@@ -92,7 +100,7 @@ int stats_cg_open(struct stats_cg *cg, const char *proc_root, int pid, const cha
 		  struct terr *err);
 /* Reads the files (pread from 0). mono_ns: the caller's clock now.
  * app_port: the port whose established connections are counted (0:
- * none). */
+ * none), at most every STATS_CONN_CHECK_NS (the last count between). */
 int stats_cg_read(struct stats_cg *cg, int64_t mono_ns, int app_port, struct stats_reading *out,
 		  struct terr *err);
 void stats_cg_close(struct stats_cg *cg);
