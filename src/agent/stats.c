@@ -9,7 +9,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common/util.h"
 
 /* Whether the comma-separated list [s, s+n) holds word. */
 static bool list_has(const char *s, size_t n, const char *word)
@@ -286,6 +285,47 @@ static int read_small(const char *dir, const char *name, char *buf, size_t n)
 	return r < 0 ? (int)r : 0;
 }
 
+/* The whole file at path, NUL-terminated, into *out (malloc'd). Here
+ * rather than util_read_file so that the parsers' fuzz target links this
+ * file with the base library alone. */
+static int read_whole(const char *path, char **out, struct terr *err)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return terr_set(err, errno, "cannot open %s: %s", path, strerror(errno));
+	size_t len = 0, cap = 4096;
+	char *buf = malloc(cap);
+	for (;;) {
+		if (!buf) {
+			close(fd);
+			return terr_set(err, ENOMEM, "out of memory");
+		}
+		ssize_t r = read(fd, buf + len, cap - len - 1);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			int e = errno;
+			free(buf);
+			close(fd);
+			return terr_set(err, e, "cannot read %s: %s", path, strerror(e));
+		}
+		if (r == 0)
+			break;
+		len += (size_t)r;
+		if (len + 1 == cap) {
+			char *g = cap < (64u << 20) ? realloc(buf, cap * 2) : NULL;
+			if (!g)
+				free(buf);
+			buf = g;
+			cap *= 2;
+		}
+	}
+	close(fd);
+	buf[len] = '\0';
+	*out = buf;
+	return 0;
+}
+
 void stats_cg_close(struct stats_cg *cg)
 {
 	int *fds[] = {&cg->fd_cpu, &cg->fd_mem, &cg->fd_memstat, &cg->fd_io, &cg->fd_net, &cg->fd_tcp, &cg->fd_tcp6};
@@ -303,11 +343,10 @@ int stats_cg_open(struct stats_cg *cg, const char *proc_root, int pid, const cha
 	cg->fd_cpu = cg->fd_mem = cg->fd_memstat = cg->fd_io = cg->fd_net = cg->fd_tcp = cg->fd_tcp6 = -1;
 	cg->prev_cpu_ns = -1;
 	char path[4200], *pcg = NULL, *mi = NULL;
-	size_t len;
 	int rc;
 	snprintf(path, sizeof(path), "%s/%d/cgroup", proc_root, pid);
-	if ((rc = util_read_file(path, &pcg, &len, err)) < 0 ||
-	    (rc = util_read_file(mountinfo_path ? mountinfo_path : "/proc/self/mountinfo", &mi, &len, err)) < 0) {
+	if ((rc = read_whole(path, &pcg, err)) < 0 ||
+	    (rc = read_whole(mountinfo_path ? mountinfo_path : "/proc/self/mountinfo", &mi, err)) < 0) {
 		free(pcg);
 		return rc;
 	}
