@@ -410,7 +410,7 @@ fail:
 	return rc;
 }
 
-void agent_close(struct agent *a)
+void agent_watch_stop(struct agent *a)
 {
 	if (!a)
 		return;
@@ -425,6 +425,14 @@ void agent_close(struct agent *a)
 		pthread_join(a->oom_thread, NULL);
 	if (a->stats_running)
 		pthread_join(a->stats_thread, NULL);
+	a->watching = a->watching_images = a->usage_running = a->oom_running = a->stats_running = false;
+}
+
+void agent_close(struct agent *a)
+{
+	if (!a)
+		return;
+	agent_watch_stop(a);
 	for (size_t i = 0; i < a->n_stats_seen; i++) {
 		stats_cg_close(&a->stats_seen[i].cg);
 		if (a->stats_seen[i].gpu_fd >= 0)

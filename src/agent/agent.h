@@ -86,6 +86,11 @@ typedef void (*agent_event_fn)(void *ud, const char *agent_id, json_t *event);
 int agent_open(struct agent **out, const struct agent_config *cfg, struct terr *err);
 /* Stops the watcher; leaves every container running (restart safety). */
 void agent_close(struct agent *a);
+/* Stops and joins the threads agent_watch_start started, so the event
+ * callback is never called again; the agent still serves calls (the
+ * in-process manager's close, before it frees what the callback uses).
+ * agent_close does it too. */
+void agent_watch_stop(struct agent *a);
 
 const char *agent_id(const struct agent *a);
 struct res agent_capacity(const struct agent *a);

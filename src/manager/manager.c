@@ -412,7 +412,16 @@ void manager_close(struct manager *m)
 	pthread_cond_broadcast(&m->wake);
 	pthread_cond_broadcast(&m->jobs_cv);
 	pthread_cond_broadcast(&m->changed);
+	/* An in-process agent's threads call into the manager (events,
+	 * usage rounds): they end before anything is freed. */
+	struct agent *locals[8];
+	size_t n_locals = 0;
+	for (size_t i = 0; i < m->n_agents && n_locals < 8; i++)
+		if (m->agents[i]->link == &link_local_ops && m->agents[i]->link_ctx)
+			locals[n_locals++] = m->agents[i]->link_ctx;
 	pthread_mutex_unlock(&m->mu);
+	for (size_t i = 0; i < n_locals; i++)
+		agent_watch_stop(locals[i]);
 	httpd_stop(m->http);
 	m->http = NULL;
 	if (m->threads_started)

@@ -142,7 +142,7 @@ char *mgr_metrics_text(struct manager *m)
 	pthread_mutex_lock(&m->mu);
 	struct agent *local = NULL;
 	for (size_t i = 0; i < m->n_agents && !local; i++)
-		if (m->agents[i]->local)
+		if (m->agents[i]->link == &link_local_ops)
 			local = m->agents[i]->link_ctx;
 	pthread_mutex_unlock(&m->mu);
 	if (local)
