@@ -1,6 +1,7 @@
 #include "agent/agent.h"
 #include "agent/agent_settings.h"
 #include "agent/oomwatch.h"
+#include "agent/stats.h"
 
 #include <limits.h>
 #include <stdarg.h>
@@ -28,6 +29,8 @@
 #include "gpuabi/procinfo.h"
 #include "gpu/gpu.h"
 #include "gpu/gpu_usage.h"
+#include "gpu/mock/mockspec.h"
+#include "gpuabi/region.h"
 #include "images/labels.h"
 
 /* A running container's init, as the runtime last reported it: the
@@ -119,6 +122,37 @@ struct agent {
 	atomic_bool oom_poke;
 	struct oom_seen *oom_seen;
 	size_t n_oom_seen;
+
+	/* The stats thread (stats_main): every stats_interval_ms, each
+	 * running session's usage (stats.h), sent as one "stats" event.
+	 * Only that thread touches stats_seen; the last round's event is
+	 * kept under stats_mu for the agent's /metrics (agent_stats_last). */
+	pthread_t stats_thread;
+	bool stats_running;
+	int stats_interval_ms;        /* < 0: no stats thread */
+	struct stats_seen *stats_seen;
+	size_t n_stats_seen;
+	pthread_mutex_t stats_mu;
+	json_t *stats_last;
+};
+
+/* One running container the stats thread follows. */
+struct stats_seen {
+	char id[RT_ID_MAX];
+	char session_id[64];
+	int pid;
+	uint64_t start;               /* of its init, against pid reuse */
+	struct stats_cg cg;
+	bool open;                    /* cg is open */
+	bool failed;                  /* cannot be read: not tried again (logged) */
+	bool seen;
+	/* Its GPUs (from its fgpu.conf), read once. */
+	bool gpus_read;
+	int ndev;
+	struct { char uuid[64]; int host_index; int64_t limit; } dev[STATS_MAX_GPUS];
+	int gpu_fd;                   /* mock: its state file; real: its fGPU region; -1 */
+	uint64_t busy_prev[STATS_MAX_GPUS];
+	int64_t busy_prev_mono_ns;    /* 0: none yet */
 };
 
 /* One running container the OOM thread follows. */
@@ -318,6 +352,8 @@ int agent_open(struct agent **out, const struct agent_config *cfg, struct terr *
 	a->log_max_size = cfg->log_max_size > 0 ? cfg->log_max_size : 0;
 	a->log_max_files = cfg->log_max_files >= 2 ? cfg->log_max_files : 5;
 	a->oom_interval_ms = cfg->oom_interval_ms ? cfg->oom_interval_ms : AGENT_OOM_INTERVAL_MS;
+	a->stats_interval_ms = cfg->stats_interval_ms ? cfg->stats_interval_ms : STATS_INTERVAL_MS;
+	pthread_mutex_init(&a->stats_mu, NULL);
 	if (cfg->storage_hosts && *cfg->storage_hosts &&
 	    model_storage_hosts_parse(cfg->storage_hosts, a->storage, MODEL_MAX_STORAGE_HOSTS, &a->n_storage, err) < 0) {
 		free(a);
@@ -369,11 +405,12 @@ fail:
 	pthread_mutex_destroy(&a->cluster_mu);
 	pthread_mutex_destroy(&a->replaced_mu);
 	pthread_mutex_destroy(&a->net_mu);
+	pthread_mutex_destroy(&a->stats_mu);
 	free(a);
 	return rc;
 }
 
-void agent_close(struct agent *a)
+void agent_watch_stop(struct agent *a)
 {
 	if (!a)
 		return;
@@ -386,6 +423,24 @@ void agent_close(struct agent *a)
 		pthread_join(a->usage_thread, NULL);
 	if (a->oom_running)
 		pthread_join(a->oom_thread, NULL);
+	if (a->stats_running)
+		pthread_join(a->stats_thread, NULL);
+	a->watching = a->watching_images = a->usage_running = a->oom_running = a->stats_running = false;
+}
+
+void agent_close(struct agent *a)
+{
+	if (!a)
+		return;
+	agent_watch_stop(a);
+	for (size_t i = 0; i < a->n_stats_seen; i++) {
+		stats_cg_close(&a->stats_seen[i].cg);
+		if (a->stats_seen[i].gpu_fd >= 0)
+			close(a->stats_seen[i].gpu_fd);
+	}
+	free(a->stats_seen);
+	json_decref(a->stats_last);
+	pthread_mutex_destroy(&a->stats_mu);
 	free(a->oom_seen);
 	free(a->usage_inits);
 	a->rt_ops->close(a->rt);
@@ -1866,6 +1921,284 @@ static void *oom_main(void *arg)
 	return NULL;
 }
 
+/* ---- live usage (stats.h) ---- */
+
+static struct stats_seen *stats_entry(struct agent *a, const char *cid)
+{
+	for (size_t i = 0; i < a->n_stats_seen; i++)
+		if (!strcmp(a->stats_seen[i].id, cid))
+			return &a->stats_seen[i];
+	struct stats_seen *grown = realloc(a->stats_seen, (a->n_stats_seen + 1) * sizeof(*grown));
+	if (!grown)
+		return NULL;
+	a->stats_seen = grown;
+	struct stats_seen *e = &grown[a->n_stats_seen++];
+	memset(e, 0, sizeof(*e));
+	e->gpu_fd = -1;
+	e->cg.fd_cpu = e->cg.fd_mem = e->cg.fd_memstat = e->cg.fd_io = e->cg.fd_net = -1;
+	e->cg.fd_tcp = e->cg.fd_tcp6 = -1;
+	util_strlcpy(e->id, cid, sizeof(e->id));
+	return e;
+}
+
+/* A regular file in a directory the container may write, opened without
+ * following a link and without blocking on a FIFO put in its place. */
+static int open_session_file(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	struct stat st;
+	if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+/* The session's devices from its fgpu.conf, and the file their usage is
+ * read from: the mock driver's state (what its processes hold and the
+ * kernel time they ran), or on real GPUs the fGPU region (what the fGPU
+ * library accounts for them, with what the driver holds beyond it). */
+static void stats_gpus_setup(struct agent *a, struct stats_seen *e)
+{
+	char dir[PATH_MAX + 80], path[PATH_MAX + 160], *text = NULL;
+	size_t len;
+	struct terr err = {0};
+	if (e->gpu_fd < 0 && e->gpus_read && e->ndev > 0) {
+		/* The file appears with the session's first GPU process. */
+	} else if (e->gpus_read) {
+		return;
+	}
+	if (session_dir(a, e->session_id, dir, sizeof(dir)) < 0)
+		return;
+	if (!e->gpus_read) {
+		e->gpus_read = true;
+		snprintf(path, sizeof(path), "%s/fgpu.conf", dir);
+		struct fgpu_conf conf;
+		if (util_read_file(path, &text, &len, &err) < 0)
+			return;
+		int rc = fgpu_conf_parse(text, &conf, &err);
+		free(text);
+		if (rc < 0)
+			return;
+		for (int d = 0; d < conf.ndev && e->ndev < STATS_MAX_GPUS; d++) {
+			const struct gpu_device *g = node_device(a, conf.dev[d].uuid);
+			if (!g)
+				continue;
+			util_strlcpy(e->dev[e->ndev].uuid, conf.dev[d].uuid, sizeof(e->dev[0].uuid));
+			e->dev[e->ndev].host_index = g->index;
+			e->dev[e->ndev].limit = conf.dev[d].memory_limit;
+			e->ndev++;
+		}
+	}
+	if (e->ndev == 0)
+		return;
+	if (a->gpus.mock)
+		snprintf(path, sizeof(path), "%s/mock-state/gpus.state", dir);
+	else
+		snprintf(path, sizeof(path), "%s/run/" FGPU_REGION_NAME, dir);
+	e->gpu_fd = open_session_file(path);
+}
+
+/* The session's GPU figures: [{"uuid","util_pct","mem_bytes",
+ * "mem_limit_bytes"}]; adds them to the node's per-device sums. */
+static json_t *stats_gpus_json(struct agent *a, struct stats_seen *e, int64_t mono_ns, int64_t node_mem[],
+			       double node_util[])
+{
+	stats_gpus_setup(a, e);
+	if (e->ndev == 0)
+		return json_array();
+	int64_t used[STATS_MAX_GPUS] = {0};
+	uint64_t busy[STATS_MAX_GPUS] = {0};
+	bool have = false, have_busy = false;
+	if (e->gpu_fd >= 0 && a->gpus.mock) {
+		have = have_busy = mock_usage_read_fd(e->gpu_fd, used, busy) == 0;
+	} else if (e->gpu_fd >= 0) {
+		/* The region's totals, by the session's device order. */
+		struct fgpu_region head;
+		size_t need = offsetof(struct fgpu_region, total) + sizeof(head.total);
+		if (pread(e->gpu_fd, &head, need, 0) == (ssize_t)need && head.magic == FGPU_REGION_MAGIC &&
+		    head.version == FGPU_REGION_VERSION) {
+			for (int d = 0; d < e->ndev && d < FGPU_MAX_DEVICES; d++)
+				used[e->dev[d].host_index] = head.total[d];
+			have = true;
+		}
+	}
+	json_t *arr = json_array();
+	double dt = e->busy_prev_mono_ns ? (double)(mono_ns - e->busy_prev_mono_ns) : 0;
+	for (int d = 0; d < e->ndev; d++) {
+		int hi = e->dev[d].host_index;
+		if (hi < 0 || hi >= STATS_MAX_GPUS)
+			continue;
+		json_t *util = json_null();
+		if (have_busy && dt > 0) {
+			/* The mock's kernels run on a simulated clock: a
+			 * session launching faster than its kernels would run
+			 * shows the device full, not more. */
+			double u = (double)(busy[hi] - e->busy_prev[hi]) / dt * 100.0;
+			u = u < 0 ? 0 : u > 100 ? 100 : u;
+			util = json_real(u);
+			node_util[hi] += u;
+		} else if (have_busy) {
+			util = json_real(0);
+		}
+		int64_t mem = have && used[hi] > 0 ? used[hi] : 0;
+		node_mem[hi] += mem;
+		json_array_append_new(arr, json_pack("{s:s,s:o,s:I,s:I}", "uuid", e->dev[d].uuid, "util_pct", util,
+						     "mem_bytes", (json_int_t)mem, "mem_limit_bytes",
+						     (json_int_t)e->dev[d].limit));
+	}
+	if (have_busy) {
+		memcpy(e->busy_prev, busy, sizeof(busy));
+		e->busy_prev_mono_ns = mono_ns;
+	}
+	return arr;
+}
+
+/* One running container's sample, or NULL (not readable yet, or not at
+ * all: then logged once). */
+static json_t *stats_sample(struct agent *a, const struct rt_container_info *c, int64_t mono_ns, int64_t node_mem[],
+			    double node_util[], double *node_cpu, int64_t *node_memory)
+{
+	struct stats_seen *e = stats_entry(a, c->id);
+	if (!e)
+		return NULL;
+	e->seen = true;
+	if (e->failed)
+		return NULL;
+	struct terr err = {0};
+	if (e->open && !fgpu_proc_alive(e->pid, e->start)) {
+		/* Its init is gone (a restart): open again. */
+		stats_cg_close(&e->cg);
+		e->open = false;
+	}
+	if (!e->open) {
+		struct rt_container_info info;
+		if (a->rt_ops->inspect(a->rt, c->id, &info, &err) < 0 || info.pid <= 0)
+			return NULL;
+		util_strlcpy(e->session_id, c->session_id, sizeof(e->session_id));
+		e->pid = info.pid;
+		e->start = fgpu_proc_start_time(info.pid);
+		if (stats_cg_open(&e->cg, "/proc", info.pid, NULL, &err) < 0) {
+			log_warn("agent", "cannot read the usage of session %s: %s", c->session_id, err.msg);
+			e->failed = true;
+			return NULL;
+		}
+		e->open = true;
+	}
+	struct stats_reading r;
+	if (stats_cg_read(&e->cg, mono_ns, AGENT_APP_PORT, &r, &err) < 0) {
+		log_warn("agent", "cannot read the usage of session %s: %s", c->session_id, err.msg);
+		stats_cg_close(&e->cg);
+		e->open = false;
+		e->failed = true;
+		return NULL;
+	}
+	json_t *gpus = stats_gpus_json(a, e, mono_ns, node_mem, node_util);
+	if (r.cpu_cores < 0) {
+		/* The first reading only starts the rate. */
+		json_decref(gpus);
+		return NULL;
+	}
+	int64_t alloc_m = r.cpu_limit_m > 0 ? r.cpu_limit_m : a->capacity.cpu_m;
+	*node_cpu += r.cpu_cores;
+	*node_memory += r.mem_bytes;
+	return json_pack("{s:s,s:s,s:f,s:f,s:I,s:I,s:o,s:I,s:I,s:I,s:I,s:i}", "session_id", c->session_id,
+			 "container_id", c->id, "cpu_cores", r.cpu_cores,
+			 "cpu_pct", alloc_m > 0 ? r.cpu_cores * 100000.0 / (double)alloc_m : 0.0,
+			 "mem_bytes", (json_int_t)r.mem_bytes, "mem_limit_bytes", (json_int_t)r.mem_limit, "gpus", gpus,
+			 "net_rx_bytes", (json_int_t)r.net_rx, "net_tx_bytes", (json_int_t)r.net_tx,
+			 "blk_read_bytes", (json_int_t)r.blk_read, "blk_write_bytes", (json_int_t)r.blk_write,
+			 "app_conns", r.app_conns);
+}
+
+/* One round: every running session's sample, as one event
+ * {"event":"stats","t","period_ms","samples":[...],"node":{"cpu_cores",
+ * "mem_bytes","gpus":[{"uuid","util_pct","mem_used_bytes"}]}}. */
+static void stats_round(struct agent *a)
+{
+	struct rt_container_info *list = NULL;
+	size_t n = 0;
+	struct terr err = {0};
+	if (a->rt_ops->list(a->rt, AGENT_LABEL_AGENT, a->id, &list, &n, &err) < 0) {
+		log_debug("agent", "stats round skipped: %s", err.msg);
+		return;
+	}
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	int64_t mono_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	int64_t node_mem[STATS_MAX_GPUS] = {0};
+	double node_util[STATS_MAX_GPUS] = {0}, cpu = 0;
+	int64_t memory = 0;
+	json_t *samples = json_array();
+	for (size_t i = 0; i < n; i++) {
+		if (!list[i].running || !list[i].session_id[0] || !agent_owns(a, list[i].cluster_id))
+			continue;
+		json_t *smp = stats_sample(a, &list[i], mono_ns, node_mem, node_util, &cpu, &memory);
+		if (smp)
+			json_array_append_new(samples, smp);
+	}
+	free(list);
+	/* Forget the containers no longer running. */
+	size_t kept = 0;
+	for (size_t i = 0; i < a->n_stats_seen; i++) {
+		if (!a->stats_seen[i].seen) {
+			stats_cg_close(&a->stats_seen[i].cg);
+			if (a->stats_seen[i].gpu_fd >= 0)
+				close(a->stats_seen[i].gpu_fd);
+			continue;
+		}
+		a->stats_seen[kept] = a->stats_seen[i];
+		a->stats_seen[kept++].seen = false;
+	}
+	a->n_stats_seen = kept;
+	json_t *gpus = json_array();
+	for (int d = 0; d < a->gpus.n; d++) {
+		int hi = a->gpus.dev[d].index;
+		bool ok = hi >= 0 && hi < STATS_MAX_GPUS;
+		/* Real GPUs: utilisation is not measured yet (docs/api.md). */
+		json_array_append_new(gpus, json_pack("{s:s,s:o,s:I}", "uuid", a->gpus.dev[d].uuid, "util_pct",
+						      ok && a->gpus.mock ? json_real(node_util[hi] > 100 ? 100 : node_util[hi])
+									 : json_null(),
+						      "mem_used_bytes", (json_int_t)(ok ? node_mem[hi] : 0)));
+	}
+	json_t *event = json_pack("{s:s,s:I,s:i,s:o,s:{s:f,s:I,s:o}}", "event", AGENT_EVENT_STATS, "t",
+				  (json_int_t)util_now_ms(), "period_ms", a->stats_interval_ms, "samples", samples,
+				  "node", "cpu_cores", cpu, "mem_bytes", (json_int_t)memory, "gpus", gpus);
+	if (!event)
+		return;
+	pthread_mutex_lock(&a->stats_mu);
+	json_decref(a->stats_last);
+	a->stats_last = json_deep_copy(event);
+	pthread_mutex_unlock(&a->stats_mu);
+	if (a->on_event)
+		a->on_event(a->event_ud, a->id, event);
+	json_decref(event);
+}
+
+static void *stats_main(void *arg)
+{
+	struct agent *a = arg;
+	while (!stopping(a)) {
+		stats_round(a);
+		for (int left = a->stats_interval_ms; left > 0 && !stopping(a); left -= 100)
+			usleep((left < 100 ? left : 100) * 1000);
+	}
+	return NULL;
+}
+
+json_t *agent_stats_last(struct agent *a)
+{
+	pthread_mutex_lock(&a->stats_mu);
+	json_t *o = a->stats_last ? json_deep_copy(a->stats_last) : NULL;
+	pthread_mutex_unlock(&a->stats_mu);
+	return o;
+}
+
+int agent_stats_interval_ms(const struct agent *a)
+{
+	return a->stats_interval_ms;
+}
+
 int agent_watch_start(struct agent *a, agent_event_fn fn, void *ud, struct terr *err)
 {
 	a->on_event = fn;
@@ -1885,6 +2218,12 @@ int agent_watch_start(struct agent *a, agent_event_fn fn, void *ud, struct terr 
 	else
 		log_warn("agent", "cannot start the OOM thread: processes killed for exceeding a session's "
 			 "memory limit will not be reported");
+	if (a->stats_interval_ms < 0)
+		log_info("agent", "live usage is not collected (stats_interval_ms < 0)");
+	else if (pthread_create(&a->stats_thread, NULL, stats_main, a) == 0)
+		a->stats_running = true;
+	else
+		log_warn("agent", "cannot start the stats thread: sessions' live usage will not be reported");
 	if (a->gpus.n > 0 && a->probe_path[0]) {
 		if (pthread_create(&a->usage_thread, NULL, usage_main, a) == 0)
 			a->usage_running = true;

@@ -48,6 +48,9 @@ struct agent_config {
 	 * 0: AGENT_OOM_INTERVAL_MS; < 0: not at all (a test of the usage
 	 * thread that counts the runtime's inspects). */
 	int oom_interval_ms;
+	/* How often every running session's live usage is sampled and sent
+	 * (agent/stats.h); 0: STATS_INTERVAL_MS; < 0: not at all. */
+	int stats_interval_ms;
 	/* Where the files mounted into sessions (runner, fGPU library, mock
 	 * driver, gpu-info, probe) are looked for: a build tree's root or a
 	 * prefix's bin directory. NULL: the directory of the running binary. */
@@ -83,6 +86,11 @@ typedef void (*agent_event_fn)(void *ud, const char *agent_id, json_t *event);
 int agent_open(struct agent **out, const struct agent_config *cfg, struct terr *err);
 /* Stops the watcher; leaves every container running (restart safety). */
 void agent_close(struct agent *a);
+/* Stops and joins the threads agent_watch_start started, so the event
+ * callback is never called again; the agent still serves calls (the
+ * in-process manager's close, before it frees what the callback uses).
+ * agent_close does it too. */
+void agent_watch_stop(struct agent *a);
 
 const char *agent_id(const struct agent *a);
 struct res agent_capacity(const struct agent *a);
@@ -183,6 +191,15 @@ void agent_set_cluster_id(struct agent *a, const char *cluster_id);
  * Docker's `oom` event). */
 int agent_watch_start(struct agent *a, agent_event_fn fn, void *ud, struct terr *err);
 
+/* The last round of live usage (the "stats" event the watcher callback
+ * got, agent/stats.h), new reference, NULL before the first. Any thread. */
+json_t *agent_stats_last(struct agent *a);
+int agent_stats_interval_ms(const struct agent *a);
+/* The agent's metrics (agent_metrics.c) appended to t: the last round's
+ * per-session and per-GPU gauges. */
+struct metrics_text;
+void agent_metrics_write(struct agent *a, struct metrics_text *t);
+
 #define AGENT_OOM_INTERVAL_MS 1000
 #define AGENT_RUNNER_TARGET "/opt/tessera/bin/tessera-runner"
 #define AGENT_LABEL_SESSION "tessera.session"
@@ -213,6 +230,15 @@ int agent_watch_start(struct agent *a, agent_event_fn fn, void *ud, struct terr 
 /* A user's network on a node: this prefix, up to 16 characters of the
  * user's id, '-', up to 8 of the cluster id. */
 #define AGENT_NETWORK_PREFIX "tessera-u-"
+/* A round of live usage (agent/stats.h), from the stats thread every
+ * stats_interval_ms: {"event":"stats","t","period_ms","samples":[{
+ * "session_id","container_id","cpu_cores","cpu_pct","mem_bytes",
+ * "mem_limit_bytes","gpus":[{"uuid","util_pct","mem_bytes",
+ * "mem_limit_bytes"}],"net_rx_bytes","net_tx_bytes","blk_read_bytes",
+ * "blk_write_bytes","app_conns"}],"node":{"cpu_cores","mem_bytes",
+ * "gpus":[{"uuid","util_pct","mem_used_bytes"}]}}; util_pct null where
+ * not measured. */
+#define AGENT_EVENT_STATS "stats"
 /* A pull's progress event (agent_pull), beside the died events. */
 #define AGENT_EVENT_PROGRESS "progress"
 

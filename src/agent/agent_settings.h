@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "agent/agent.h"
+#include "agent/stats.h"
 #include "common/conf.h"
 #include "common/err.h"
 
@@ -74,6 +75,9 @@ enum agent_setting_type {
 	X(gpu_usage_interval_ms, "gpu-usage-interval-ms", INT, agent.gpu_usage_interval_ms, \
 	  AGENT_SETTINGS_STR(GPU_USAGE_INTERVAL_MS), 100, 60000, AGENT_SETTING_FLAG, "MS", \
 	  "how often GPU sessions are charged the driver's memory beyond the fGPU count") \
+	X(stats_interval_ms, "stats-interval-ms", INT, agent.stats_interval_ms, \
+	  AGENT_SETTINGS_STR(STATS_INTERVAL_MS), 100, 3600000, AGENT_SETTING_FLAG, "MS", \
+	  "how often every session's live usage (CPU, memory, GPU, network, block I/O) is sampled and sent") \
 	X(log_max_size, "log-max-size", SIZE, agent.log_max_size, "100MiB", 0, 0, AGENT_SETTING_FLAG, "SIZE", \
 	  "each session's log (its output) is kept to this size in all, the oldest dropped; 0: no cap") \
 	X(log_max_files, "log-max-files", INT, agent.log_max_files, "5", 2, 100, AGENT_SETTING_FLAG, "N", \

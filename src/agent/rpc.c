@@ -8,6 +8,7 @@
 #include "common/frames.h"
 #include "common/pump.h"
 #include "common/jsonutil.h"
+#include "common/metrics.h"
 #include "common/sign.h"
 
 struct rpc_ctx {
@@ -15,9 +16,16 @@ struct rpc_ctx {
 	const char *secret;
 };
 
+/* Routes of this flag need no signature: GET /metrics, which Prometheus
+ * scrapes; the agent's port is cluster-internal and the metrics hold no
+ * secret (docs/admin.md, "Metrics"). */
+#define RPC_OPEN 1
+
 static int rpc_authenticate(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 {
 	struct rpc_ctx *rc = ctx;
+	if (req->route_flags & RPC_OPEN)
+		return 0;
 	const char *authz = httpd_header(req, "Authorization");
 	const char *date = httpd_header(req, "Date");
 	const char *host = httpd_header(req, "Host");
@@ -185,10 +193,26 @@ static void rpc_pull(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 	json_decref(body);
 }
 
+static void rpc_metrics(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
+{
+	(void)req;
+	struct rpc_ctx *rc = ctx;
+	struct metrics_text t = {0};
+	agent_metrics_write(rc->agent, &t);
+	char *text = metrics_text_take(&t);
+	if (!text) {
+		httpd_error(resp, 500, "internal", "out of memory");
+		return;
+	}
+	httpd_bytes(resp, 200, METRICS_CONTENT_TYPE, text, strlen(text));
+	free(text);
+}
+
 static const struct httpd_route rpc_routes[] = {
 #define RPC_ROUTE(name, handler, method, pattern) {method, pattern, rpc_##handler, 0},
 	AGENT_RPC_ROUTES(RPC_ROUTE)
 #undef RPC_ROUTE
+	{"GET", "/metrics", rpc_metrics, RPC_OPEN},
 };
 
 static const struct {

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "agent/agent.h"
+#include "agent/stats.h"
 #include "common/apiclient.h"
 #include "common/log.h"
 #include "common/util.h"
@@ -26,6 +27,10 @@ struct uplink {
 	bool stopping;
 	bool registered;
 	json_t *pending;        /* array of events not yet taken by the manager */
+	/* The last round of live usage not yet sent (agent/stats.h): sent
+	 * with the next heartbeat, which goes at once. A newer round replaces
+	 * it: usage is not worth a queue, unlike events. */
+	json_t *stats;
 };
 
 static int describe_agent(void *ctx, json_t **out, struct terr *err)
@@ -45,8 +50,14 @@ void uplink_event(void *ud, const char *agent_id, json_t *event)
 	json_t *copy = json_deep_copy(event);
 	if (!copy)
 		return;
+	const char *kind = json_string_value(json_object_get(event, "event"));
 	pthread_mutex_lock(&u->mu);
-	json_array_append_new(u->pending, copy);
+	if (kind && !strcmp(kind, AGENT_EVENT_STATS)) {
+		json_decref(u->stats);
+		u->stats = copy;
+	} else {
+		json_array_append_new(u->pending, copy);
+	}
 	pthread_mutex_unlock(&u->mu);
 }
 
@@ -160,10 +171,16 @@ static void *uplink_main(void *arg)
 		}
 		/* Events first: they free resources for others. */
 		uplink_send_events(u);
-		if (now < next_beat)
+		pthread_mutex_lock(&u->mu);
+		json_t *stats = u->stats;
+		u->stats = NULL;
+		pthread_mutex_unlock(&u->mu);
+		if (now < next_beat && !stats)
 			continue;
 		next_beat = now + u->interval_ms;
 		json_t *body = json_object(), *reply = NULL;
+		if (stats)
+			json_object_set_new(body, "stats", stats);
 		long status = 0;
 		if (api_call(&u->client, "POST", u->heartbeat_path, body, 10000, &reply, &status, &err) < 0) {
 			log_warn("agent", "heartbeat failed: %s", err.msg);
@@ -249,6 +266,7 @@ void uplink_free(struct uplink *u)
 		return;
 	uplink_stop(u);
 	json_decref(u->pending);
+	json_decref(u->stats);
 	pthread_cond_destroy(&u->cv);
 	pthread_mutex_destroy(&u->mu);
 	free(u);

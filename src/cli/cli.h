@@ -22,6 +22,8 @@ int cmd_image_build(int argc, char **argv);
 int cmd_session_apps(int argc, char **argv);
 int cmd_session_app(int argc, char **argv);
 int cmd_session_shell(int argc, char **argv);
+/* `tessera session stats` (session_stats.c). */
+int cmd_session_stats(int argc, char **argv);
 /* "/v1/sessions/<escaped ref><suffix>", with ?owner= (or &owner= when
  * suffix has a query) when owner is not NULL. malloc'd (caller frees);
  * NULL when out of memory. */

@@ -200,6 +200,7 @@ static void server_usage(FILE *f)
 		   "(default auto)", NULL);
 	usage_line(f, "--app-ports", "A-B", "ports the app proxy gives opened session apps (default "
 		   APPROUTES_DEFAULT_RANGE ")", NULL);
+	usage_line(f, "--stats-retention-s", "S", "how long sessions' usage history is kept (default 3600)", NULL);
 	usage_line(f, "--verbose", NULL, "debug logging", NULL);
 	fprintf(f, "The local agent (agent.conf's settings as flags, docs/admin.md):\n");
 	for (size_t i = 0; i < agent_settings_count; i++) {
@@ -228,6 +229,7 @@ int cmd_server(int argc, char **argv)
 		{"fgpu-per-device", required_argument, NULL, 'f'},
 		{"registry", required_argument, NULL, 'R'},
 		{"app-ports", required_argument, NULL, 'A'},
+		{"stats-retention-s", required_argument, NULL, 'T'},
 	};
 	size_t n_own = sizeof(own_opts) / sizeof(own_opts[0]);
 	struct option *opts = calloc(n_own + agent_settings_count + 1, sizeof(*opts));
@@ -294,6 +296,16 @@ int cmd_server(int argc, char **argv)
 			break;
 		}
 		case 'R': registry_opt = optarg; break;
+		case 'T': {
+			char *end;
+			long v = strtol(optarg, &end, 10);
+			if (*end || v < 60 || v > 86400) {
+				fprintf(stderr, "tessera server: --stats-retention-s must be an integer from 60 to 86400\n");
+				goto out_opts;
+			}
+			mcfg.stats_retention_s = (int)v;
+			break;
+		}
 		case 'A':
 			if (util_parse_port_range(optarg, &app_lo, &app_hi, &err) < 0) {
 				fprintf(stderr, "tessera server: --app-ports: %s\n", err.msg);
@@ -512,7 +524,7 @@ int cmd_manager(int argc, char **argv)
 	static const char *const known[] = {"listen", "data_dir", "cluster_secret", "heartbeat_interval_ms",
 					    "lost_after_heartbeats", "selector", "dispatch_workers",
 					    "fgpu_per_device", "registry_url", "wsproxy_url", "wsproxy_port_range",
-					    "wsproxy_domain", "storage_hosts", NULL};
+					    "wsproxy_domain", "storage_hosts", "stats_retention_s", "metrics_token", NULL};
 	struct conf c = {0};
 	if (read_config("manager", path, known, &c) < 0)
 		return 1;
@@ -530,8 +542,15 @@ int cmd_manager(int argc, char **argv)
 		.wsproxy_port_range = conf_get(&c, "wsproxy_port_range"),
 		.wsproxy_domain = conf_get(&c, "wsproxy_domain"),
 		.storage_hosts = conf_get(&c, "storage_hosts"),
+		.stats_retention_s = conf_int(&c, "stats_retention_s", 3600),
+		.metrics_token = conf_get(&c, "metrics_token"),
 	};
 	struct terr err = {0};
+	if (mcfg.stats_retention_s < 60 || mcfg.stats_retention_s > 86400) {
+		conf_free(&c);
+		fprintf(stderr, "tessera manager: %s: stats_retention_s must be an integer from 60 to 86400\n", path);
+		return 1;
+	}
 	if (!mcfg.cluster_secret || strlen(mcfg.cluster_secret) < 16) {
 		conf_free(&c);
 		fprintf(stderr, "tessera manager: %s: cluster_secret must be set, 16 characters or more "

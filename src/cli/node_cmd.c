@@ -1,5 +1,6 @@
-/* `tessera node ls`. */
+/* `tessera node ls` and `tessera node info NODE`. */
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -9,11 +10,15 @@
 
 #define NODE_USAGE \
 	"usage: tessera node ls [--json]\n" \
+	"       tessera node info NODE [--json]\n" \
 	"\n" \
-	"Lists the nodes (agents) with their capacity and what is in use.\n" \
-	"  --json   print a JSON array\n"
+	"ls lists the nodes (agents) with their capacity, what is allocated and\n" \
+	"what the sessions use now (CPU USE in cores, MEM USE); info shows one\n" \
+	"node with each GPU's allocation and live utilisation and memory.\n" \
+	"  --json   print JSON\n"
 
-static int node_ls(int argc, char **argv)
+/* node ls and node info NODE: info has one argument, the node's id. */
+static int node_show(int argc, char **argv, bool info)
 {
 	static const struct option opts[] = {
 		{"json", no_argument, NULL, 'j'},
@@ -30,11 +35,17 @@ static int node_ls(int argc, char **argv)
 		} else if (o == 'j') {
 			as_json = 1;
 		} else {
-			return cli_usage_fail("node ls", "option '%s' is unknown", argv[optind - 1]);
+			return cli_usage_fail(info ? "node info" : "node ls", "option '%s' is unknown", argv[optind - 1]);
 		}
 	}
+	const char *want = NULL;
+	if (info) {
+		if (optind >= argc)
+			return cli_usage_fail("node info", "which node? usage: tessera node info NODE");
+		want = argv[optind++];
+	}
 	if (optind < argc)
-		return cli_usage_fail("node ls", "unexpected argument '%s'", argv[optind]);
+		return cli_usage_fail(info ? "node info" : "node ls", "unexpected argument '%s'", argv[optind]);
 
 	struct cli_config cfg = {0};
 	struct api_client c;
@@ -51,7 +62,34 @@ static int node_ls(int argc, char **argv)
 		rc = cli_fail("unexpected answer from the manager: no 'nodes' array");
 		goto out;
 	}
-	if (as_json) {
+	if (info) {
+		json_t *node = NULL, *n;
+		size_t i;
+		json_array_foreach(nodes, i, n)
+			if (!strcmp(cli_json_str(n, "id", ""), want))
+				node = n;
+		if (!node) {
+			rc = cli_fail("no node '%s' (tessera node ls lists them)", want);
+		} else if (as_json) {
+			cli_print_json(node);
+		} else {
+			json_t *one = json_array();
+			json_array_append(one, node);
+			struct cli_table *t = cli_node_table(one), *g = cli_gpu_table(json_object_get(node, "gpus"));
+			json_decref(one);
+			if (!t || !g) {
+				rc = cli_fail("out of memory");
+			} else {
+				cli_table_print(t, stdout);
+				if (json_array_size(json_object_get(node, "gpus"))) {
+					printf("\nGPUs:\n");
+					cli_table_print(g, stdout);
+				}
+			}
+			cli_table_free(t);
+			cli_table_free(g);
+		}
+	} else if (as_json) {
 		cli_print_json(nodes);
 	} else {
 		struct cli_table *t = cli_node_table(nodes);
@@ -68,8 +106,19 @@ out:
 	return rc;
 }
 
+static int node_ls(int argc, char **argv)
+{
+	return node_show(argc, argv, false);
+}
+
+static int node_info(int argc, char **argv)
+{
+	return node_show(argc, argv, true);
+}
+
 static const struct cli_verb node_verbs[] = {
-	{"ls", node_ls, NULL, NULL},   /* NODE_USAGE describes it */
+	{"ls", node_ls, NULL, NULL},   /* NODE_USAGE describes them */
+	{"info", node_info, NULL, NULL},
 };
 
 static const struct cli_noun node_noun = {

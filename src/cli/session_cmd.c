@@ -1041,6 +1041,8 @@ static const struct cli_verb session_verbs[] = {
 	{"apps", cmd_session_apps, "apps NAME [--json]", "list a session's apps (terminal, jupyter...)"},
 	{"app", cmd_session_app, "app NAME APP|--port N", "open an app: print a one-time URL for a browser"},
 	{"shell", cmd_session_shell, "shell NAME", "an interactive shell in a running session"},
+	{"stats", cmd_session_stats, "stats NAME [--watch] [--json]",
+	 "live CPU, memory, GPU, network and block I/O use of a session"},
 };
 
 static const struct cli_noun session_noun = {

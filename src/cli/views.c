@@ -86,8 +86,9 @@ struct cli_table *cli_session_table(json_t *sessions, time_t now)
 
 struct cli_table *cli_node_table(json_t *nodes)
 {
-	static const char *const hdr[] = {"id", "status", "cpu", "mem", "fgpu", "sessions", "gpus"};
-	struct cli_table *t = cli_table_new(7, hdr);
+	static const char *const hdr[] = {"id", "status", "cpu", "mem", "fgpu", "sessions", "gpus", "cpu use",
+					  "mem use"};
+	struct cli_table *t = cli_table_new(9, hdr);
 	if (!t)
 		return NULL;
 	size_t i;
@@ -116,8 +117,51 @@ struct cli_table *cli_node_table(json_t *nodes)
 			snprintf(item, sizeof(item), "%s%zu:%s/%s", gi ? " " : "", gi, a, b);
 			strncat(gpus, item, sizeof(gpus) - strlen(gpus) - 1);
 		}
+		/* What the sessions use now (usage.c), "-" before the first
+		 * sample. */
+		json_t *usage = json_object_get(n, "usage");
+		char cuse[32] = "-", muse[32] = "-";
+		if (json_is_object(usage)) {
+			json_t *cores = json_object_get(usage, "cpu_cores");
+			snprintf(cuse, sizeof(cuse), "%.2f", json_is_number(cores) ? json_number_value(cores) : 0.0);
+			units_format_size(cli_json_int(json_object_get(usage, "mem_bytes")), muse, sizeof(muse));
+		}
 		const char *row[] = {cli_json_str(n, "id", NULL), cli_json_str(n, "status", NULL),
-				     cpu, mem, fgpu, sess, gpus[0] ? gpus : "-"};
+				     cpu, mem, fgpu, sess, gpus[0] ? gpus : "-", cuse, muse};
+		if (cli_table_add(t, row) < 0) {
+			cli_table_free(t);
+			return NULL;
+		}
+	}
+	return t;
+}
+
+struct cli_table *cli_gpu_table(json_t *gpus)
+{
+	static const char *const hdr[] = {"index", "uuid", "name", "fgpu", "util", "mem used"};
+	struct cli_table *t = cli_table_new(6, hdr);
+	if (!t)
+		return NULL;
+	size_t i;
+	json_t *g;
+	json_array_foreach(gpus, i, g) {
+		char idx[16], a[32], b[32], fgpu[72], util[32] = "-", mem[80];
+		snprintf(idx, sizeof(idx), "%" PRId64, cli_json_int(json_object_get(g, "index")));
+		units_format_milli(cli_json_milli(json_object_get(g, "fgpu_used")), a, sizeof(a));
+		units_format_milli(cli_json_milli(json_object_get(g, "fgpu_capacity")), b, sizeof(b));
+		snprintf(fgpu, sizeof(fgpu), "%s/%s", a, b);
+		json_t *u = json_object_get(g, "util_pct");
+		if (json_is_number(u))
+			snprintf(util, sizeof(util), "%.1f%%", json_number_value(u));
+		units_format_size(cli_json_int(json_object_get(g, "memory")), b, sizeof(b));
+		json_t *mu = json_object_get(g, "mem_used_bytes");
+		if (json_is_integer(mu)) {
+			units_format_size(json_integer_value(mu), a, sizeof(a));
+			snprintf(mem, sizeof(mem), "%s/%s", a, b);
+		} else {
+			snprintf(mem, sizeof(mem), "-/%s", b);
+		}
+		const char *row[] = {idx, cli_json_str(g, "uuid", NULL), cli_json_str(g, "name", NULL), fgpu, util, mem};
 		if (cli_table_add(t, row) < 0) {
 			cli_table_free(t);
 			return NULL;

@@ -18,4 +18,13 @@ struct cli_table *cli_session_table(json_t *sessions, time_t now);
  * of node objects. New table or NULL. */
 struct cli_table *cli_node_table(json_t *nodes);
 
+/* NAME, CPU, CPU %, MEM / LIMIT, MEM %, GPU, NET RX / TX, BLOCK R / W of
+ * one usage sample (GET /v1/sessions/{ref}/stats' "current"; not an
+ * object: a row of "-"). New table or NULL (session_stats.c). */
+struct cli_table *cli_stats_table(const char *name, json_t *sample);
+
+/* INDEX, UUID, NAME, FGPU, UTIL, MEM USED / MEM of a node's "gpus"
+ * (live figures "-" where not measured). New table or NULL. */
+struct cli_table *cli_gpu_table(json_t *gpus);
+
 #endif

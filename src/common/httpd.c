@@ -503,6 +503,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 	conn_active(conn);
 
 	struct httpd_resp resp = {0};
+	const struct httpd_route *found = NULL;
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	if (st->too_large) {
 		httpd_error(&resp, 413, "too_large", "request body is larger than %zu bytes",
 			    h->cfg.max_body);
@@ -514,7 +517,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 	char *rawpath = strndup(st->target, plen);
 	if (!rawpath)
 		return MHD_NO;
-	const struct httpd_route *found = NULL;
 	int path_matched = 0;
 	for (size_t i = 0; i < h->cfg.n_routes; i++) {
 		const struct httpd_route *rt = &h->cfg.routes[i];
@@ -570,6 +572,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 	free(decoded_path);
 	free(req.auth);
 send:;
+	if (h->cfg.observe) {
+		/* Until the handler answered: a streamed body (logs, events)
+		 * counts its start, not its life. */
+		struct timespec t1;
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		h->cfg.observe(h->cfg.ctx, found, method, resp.status,
+			       (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+	}
 	enum MHD_Result ret = send_resp(h, conn, &resp);
 	httpd_resp_free(&resp);
 	return ret;

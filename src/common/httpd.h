@@ -136,6 +136,12 @@ struct httpd_config {
 	 * instead of HTTP, or neither. */
 	const char *tls_cert_pem;
 	const char *tls_key_pem;
+	/* Optional, for metrics: called once per answered request (not the
+	 * streamed-body routes) from its connection's thread, with the route
+	 * that matched (NULL: none), the status and the seconds from the
+	 * complete request to the handler's answer. */
+	void (*observe)(void *ctx, const struct httpd_route *route, const char *method, int status,
+			double seconds);
 };
 
 int httpd_start(const struct httpd_config *cfg, struct httpd **out, struct terr *err);

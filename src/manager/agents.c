@@ -315,7 +315,7 @@ int mgr_agent_register_remote(struct manager *m, json_t *desc, json_t **reply, s
 	return rc;
 }
 
-int mgr_agent_heartbeat(struct manager *m, const char *agent_id, json_t **reply, struct terr *err)
+int mgr_agent_heartbeat(struct manager *m, const char *agent_id, json_t *stats, json_t **reply, struct terr *err)
 {
 	pthread_mutex_lock(&m->mu);
 	struct magent *a = mgr_find_agent(m, agent_id);
@@ -332,6 +332,9 @@ int mgr_agent_heartbeat(struct manager *m, const char *agent_id, json_t **reply,
 	a->last_seen_mono = util_mono_ms();
 	a->rec.last_seen_ms = util_now_ms();
 	pthread_mutex_unlock(&m->mu);
+	/* A round of live usage rides on the heartbeat (agent/uplink.c). */
+	if (json_is_object(stats))
+		mgr_usage_event(m, agent_id, stats);
 	*reply = json_pack("{s:i}", "heartbeat_interval_ms", m->cfg.heartbeat_interval_ms);
 	return 0;
 }
@@ -394,6 +397,10 @@ static void session_oom(struct manager *m, struct msession *s, int64_t total)
 void mgr_agent_event(struct manager *m, const char *agent_id, json_t *event)
 {
 	const char *kind = json_string_value(json_object_get(event, "event"));
+	if (kind && !strcmp(kind, AGENT_EVENT_STATS)) {
+		mgr_usage_event(m, agent_id, event);
+		return;
+	}
 	if (kind && !strcmp(kind, AGENT_EVENT_IMAGES)) {
 		pthread_mutex_lock(&m->mu);
 		struct magent *a = mgr_find_agent(m, agent_id);
@@ -460,7 +467,7 @@ int manager_attach_local_agent(struct manager *m, struct agent *a, struct terr *
 
 /* ---------- views ---------- */
 
-static json_t *node_json(struct manager *m, const struct magent *a)
+static json_t *node_json_base(struct manager *m, const struct magent *a)
 {
 	int64_t per_dev = mgr_per_device_m(m);
 	json_t *gpus = json_array();
@@ -474,6 +481,14 @@ static json_t *node_json(struct manager *m, const struct magent *a)
 		"version", a->rec.version, "capacity", mgr_res_json(&a->rec.capacity),
 		"used", mgr_res_json(&a->used), "sessions", a->n_sessions,
 		"last_heartbeat", mgr_time_json(a->rec.last_seen_ms), "gpus", gpus, "mock_gpus", a->mock_gpus);
+}
+
+static json_t *node_json(struct manager *m, const struct magent *a)
+{
+	json_t *o = node_json_base(m, a);
+	if (o)
+		mgr_usage_node_json(m, a, o);
+	return o;
 }
 
 json_t *mgr_nodes_json(struct manager *m)

@@ -2,6 +2,7 @@
  * translate. Each parses and validates its request (validate.h), calls the
  * manager's core (core.h) with plain values, and answers its JSON with a
  * status, or its error through httpd_error_terr. No state, no lock here. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,7 @@
 
 #include "common/frames.h"
 #include "common/jsonutil.h"
+#include "common/metrics.h"
 #include "common/pump.h"
 #include "common/sign.h"
 #include "common/util.h"
@@ -230,6 +232,29 @@ static void api_session_get(void *ctx, struct httpd_req *req, struct httpd_resp 
 	json_t *o = NULL;
 	struct terr err = {0};
 	int rc = mgr_session_get(ctx, caller(req), ref, wait_s, &o, &err);
+	answer(resp, rc, 200, o, &err);
+}
+
+static void api_session_stats(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
+{
+	const char *since_s = httpd_query(req, "since");
+	long long since = 0;
+	if (since_s) {
+		char *end;
+		errno = 0;
+		since = strtoll(since_s, &end, 10);
+		if (!*since_s || *end || errno || since < 0) {
+			httpd_error(resp, 400, "invalid_argument", "since must be a time in Unix milliseconds (an integer of 0 or more)");
+			return;
+		}
+	}
+	char idbuf[STORE_ID_MAX];
+	const char *ref = session_ref(ctx, req, resp, idbuf);
+	if (!ref)
+		return;
+	json_t *o = NULL;
+	struct terr err = {0};
+	int rc = mgr_session_stats(ctx, caller(req), ref, since, &o, &err);
 	answer(resp, rc, 200, o, &err);
 }
 
@@ -690,9 +715,20 @@ static void api_agent_heartbeat(void *ctx, struct httpd_req *req, struct httpd_r
 		httpd_error(resp, 403, "forbidden", "agent %s may not speak for %s", ai->agent_id, req->params[0]);
 		return;
 	}
+	/* An empty body is a bare heartbeat (older agents send {}). */
+	json_t *body = req->body_len ? api_parse_body(req, resp) : json_object();
+	if (!body)
+		return;
+	json_t *stats = json_object_get(body, "stats");
+	if (stats && !json_is_object(stats)) {
+		httpd_error(resp, 400, "invalid_argument", "a heartbeat's stats must be an object");
+		json_decref(body);
+		return;
+	}
 	json_t *reply = NULL;
 	struct terr err = {0};
-	int rc = mgr_agent_heartbeat(ctx, ai->agent_id, &reply, &err);
+	int rc = mgr_agent_heartbeat(ctx, ai->agent_id, stats, &reply, &err);
+	json_decref(body);
 	answer(resp, rc, 200, reply, &err);
 }
 
@@ -719,6 +755,31 @@ static void api_agent_event(void *ctx, struct httpd_req *req, struct httpd_resp 
 	json_decref(body);
 }
 
+/* ---------- metrics ---------- */
+
+/* Prometheus scrapes without the API's signatures: open, or with
+ * metrics_token set, "Authorization: Bearer TOKEN" (docs/admin.md,
+ * "Metrics"). Nothing in it is a secret. */
+static void api_metrics(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
+{
+	const char *token = mgr_metrics_token(ctx);
+	if (token && *token) {
+		const char *authz = httpd_header(req, "Authorization");
+		if (!authz || strncmp(authz, "Bearer ", 7) != 0 || !sign_equal(authz + 7, token)) {
+			httpd_error(resp, 401, "unauthenticated",
+				    "/metrics needs \"Authorization: Bearer TOKEN\" with the manager's metrics_token");
+			return;
+		}
+	}
+	char *text = mgr_metrics_text(ctx);
+	if (!text) {
+		httpd_error(resp, 500, "internal", "out of memory");
+		return;
+	}
+	httpd_bytes(resp, 200, METRICS_CONTENT_TYPE, text, strlen(text));
+	free(text);
+}
+
 /* One table: every route of the manager, with who may call it. */
 const struct httpd_route manager_routes[] = {
 	{"GET", "/v1/auth/whoami", api_whoami, AUTH_USER},
@@ -727,6 +788,7 @@ const struct httpd_route manager_routes[] = {
 	{"GET", "/v1/sessions/{ref}", api_session_get, AUTH_USER},
 	{"DELETE", "/v1/sessions/{ref}", api_session_delete, AUTH_USER},
 	{"GET", "/v1/sessions/{ref}/logs", api_session_logs, AUTH_USER},
+	{"GET", "/v1/sessions/{ref}/stats", api_session_stats, AUTH_USER},
 	{"POST", "/v1/sessions/{ref}/exec", api_session_exec, AUTH_USER},
 	{"GET", "/v1/nodes", api_node_list, AUTH_USER},
 	{"POST", "/v1/sessions/{ref}/commit", api_session_commit, AUTH_USER},
@@ -767,5 +829,6 @@ const struct httpd_route manager_routes[] = {
 	{"POST", "/v1/agents/register", api_agent_register, AUTH_CLUSTER},
 	{"POST", "/v1/agents/{id}/heartbeat", api_agent_heartbeat, AUTH_CLUSTER},
 	{"POST", "/v1/agents/{id}/events", api_agent_event, AUTH_CLUSTER},
+	{"GET", "/metrics", api_metrics, AUTH_PUBLIC},
 };
 const size_t manager_n_routes = sizeof(manager_routes) / sizeof(manager_routes[0]);

@@ -30,6 +30,8 @@
 /* The secret shared with agents and the webserver; NULL or "" when the
  * manager has none (then both are refused). Borrowed from the config. */
 const char *mgr_cluster_secret(const struct manager *m);
+/* manager.conf metrics_token; NULL or "": /metrics is open. */
+const char *mgr_metrics_token(const struct manager *m);
 
 /* ---- sessions (sessions.c) ---- */
 
@@ -272,8 +274,16 @@ int mgr_agent_register(struct manager *m, json_t *desc, const struct agent_link_
 /* The same for a remote agent: desc's "url" must be http://; the manager
  * reaches it there, signing with the cluster secret. */
 int mgr_agent_register_remote(struct manager *m, json_t *desc, json_t **reply, struct terr *err);
-/* A heartbeat; ENOENT when the agent must register (again). */
-int mgr_agent_heartbeat(struct manager *m, const char *agent_id, json_t **reply, struct terr *err);
+/* The usage of session ref (resolved as mgr_session_get does) with t >
+ * since_ms (docs/api.md, GET /v1/sessions/{ref}/stats), new reference. */
+int mgr_session_stats(struct manager *m, const struct user_rec *u, const char *ref, int64_t since_ms,
+		      json_t **out, struct terr *err);
+/* The manager's metrics in the Prometheus text format (metrics.c),
+ * malloc'd. */
+char *mgr_metrics_text(struct manager *m);
+/* A heartbeat, with a round of usage (stats, may be NULL: usage.c);
+ * ENOENT when the agent must register (again). */
+int mgr_agent_heartbeat(struct manager *m, const char *agent_id, json_t *stats, json_t **reply, struct terr *err);
 /* An event from agent_id (borrowed): a container died
  * {"session_id","container_id","event":"died","exit_code","oom_killed",
  * "reason"} (an interactive session becomes ERROR, a batch one

@@ -193,7 +193,9 @@ static void run_destroy(struct manager *m, const char *sid)
 		}
 	} else {
 		s->rec.container_id[0] = '\0';
-		if (s->rec.status == SS_TERMINATING)
+		if (s->rec.status == SS_TERMINATING && s->end_reason[0])
+			mgr_set_status(m, s, SS_TERMINATED, "terminated: %s; container removed", s->end_reason);
+		else if (s->rec.status == SS_TERMINATING)
 			mgr_set_status(m, s, SS_TERMINATED, "terminated on request; container removed");
 		else
 			mgr_persist(m, s);

@@ -112,6 +112,8 @@ void mgr_set_status(struct manager *m, struct msession *s, enum session_status s
 	va_end(ap);
 	s->rec.status = st;
 	int64_t now = util_now_ms();
+	if (old == SS_PENDING && st == SS_SCHEDULED && s->rec.created_ms && now >= s->rec.created_ms)
+		metrics_hist_observe(&m->pending_hist, (double)(now - s->rec.created_ms) / 1000.0);
 	if (st == SS_RUNNING && !s->rec.started_ms)
 		s->rec.started_ms = now;
 	if (session_status_final(st) && !s->rec.terminated_ms)
@@ -132,8 +134,10 @@ void mgr_set_status(struct manager *m, struct msession *s, enum session_status s
 	}
 	m->version++;
 	/* Its app routes go when it leaves RUNNING (docs/apps.md). */
-	if (old == SS_RUNNING && st != SS_RUNNING)
+	if (old == SS_RUNNING && st != SS_RUNNING) {
 		mgr_apps_left_running(m, s);
+		mgr_usage_left_running(m, s);
+	}
 
 	mgr_persist(m, s);
 	if (old != st) {
@@ -256,6 +260,12 @@ int manager_open(struct manager **out, const struct manager_config *cfg, struct 
 		free(m);
 		return arc;
 	}
+	if ((arc = mgr_usage_open(m, err)) < 0 || (arc = mgr_metrics_open(m, err)) < 0) {
+		mgr_usage_close(m);
+		mgr_apps_free(m);
+		free(m);
+		return arc;
+	}
 	pthread_mutex_init(&m->mu, NULL);
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
@@ -343,6 +353,7 @@ int manager_serve(struct manager *m, char *admin_conf_path, size_t n, struct ter
 		.ctx = m,
 		.max_body = 1 << 20,
 		.authenticate = api_authenticate,
+		.observe = mgr_metrics_observe,
 	};
 	int rc = httpd_start(&hc, &m->http, err);
 	if (rc < 0)
@@ -385,6 +396,11 @@ const char *mgr_cluster_secret(const struct manager *m)
 	return m->cfg.cluster_secret;
 }
 
+const char *mgr_metrics_token(const struct manager *m)
+{
+	return m->cfg.metrics_token;
+}
+
 void manager_close(struct manager *m)
 {
 	if (!m)
@@ -396,7 +412,16 @@ void manager_close(struct manager *m)
 	pthread_cond_broadcast(&m->wake);
 	pthread_cond_broadcast(&m->jobs_cv);
 	pthread_cond_broadcast(&m->changed);
+	/* An in-process agent's threads call into the manager (events,
+	 * usage rounds): they end before anything is freed. */
+	struct agent *locals[8];
+	size_t n_locals = 0;
+	for (size_t i = 0; i < m->n_agents && n_locals < 8; i++)
+		if (m->agents[i]->link == &link_local_ops && m->agents[i]->link_ctx)
+			locals[n_locals++] = m->agents[i]->link_ctx;
 	pthread_mutex_unlock(&m->mu);
+	for (size_t i = 0; i < n_locals; i++)
+		agent_watch_stop(locals[i]);
 	httpd_stop(m->http);
 	m->http = NULL;
 	if (m->threads_started)
@@ -432,6 +457,8 @@ void manager_close(struct manager *m)
 	}
 	mgr_commits_free(m);
 	mgr_apps_free(m);
+	mgr_usage_close(m);
+	mgr_metrics_close(m);
 	if (m->store)
 		m->so->close(m->store);
 	pthread_mutex_destroy(&m->mu);

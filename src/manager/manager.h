@@ -34,6 +34,12 @@ struct manager_config {
 	 * "NAME:PATH[,NAME:PATH...]", the first the default; NULL or "":
 	 * local:DATA_DIR/folders. */
 	const char *storage_hosts;
+	/* How long sessions' usage history is kept (docs/admin.md, "Live
+	 * usage"); 0: 3600 s. */
+	int stats_retention_s;
+	/* When set, GET /metrics needs "Authorization: Bearer TOKEN"; NULL
+	 * or "": open (docs/admin.md, "Metrics"). */
+	const char *metrics_token;
 };
 
 /* Opens the store in data_dir (creating the admin user on first start),

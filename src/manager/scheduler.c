@@ -169,13 +169,18 @@ static void *sched_main(void *arg)
 			mgr_mark_lost_agents(m);
 			retry_stuck_terminations(m);
 			mgr_folders_purge_trash(m);
+			mgr_usage_sweep(m);
 		}
 		m->sched_dirty = false;
 		m->in_pass = true;
 		int64_t t0 = util_mono_ms();
+		struct timespec p0, p1;
+		clock_gettime(CLOCK_MONOTONIC, &p0);
 		uint64_t before = m->placements;
 		schedule_pass(m);
 		m->in_pass = false;
+		clock_gettime(CLOCK_MONOTONIC, &p1);
+		mgr_metrics_pass(m, (double)(p1.tv_sec - p0.tv_sec) + (double)(p1.tv_nsec - p0.tv_nsec) / 1e9);
 		if (m->placements != before) {
 			m->last_pass_ms = util_mono_ms() - t0;
 			m->last_pass_placed = m->placements - before;

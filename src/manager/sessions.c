@@ -236,6 +236,7 @@ json_t *mgr_session_json(struct manager *m, const struct msession *s)
 							"automount", json_object_get(x, "auto")));
 	json_decref(recorded);
 	json_object_set_new(o, "mounts", mounts);
+	mgr_usage_session_json(m, s, o);
 	return o;
 }
 
@@ -516,7 +517,8 @@ int mgr_session_delete(struct manager *m, const struct user_rec *u, const char *
 /* Copies what reaching the session's container takes, under the lock, so
  * that the call itself runs without it. */
 static int session_target(struct manager *m, const struct user_rec *u, const char *ref, bool need_running,
-			  const struct agent_link_ops **link, void **lctx, char cid[RT_ID_MAX], struct terr *err)
+			  const struct agent_link_ops **link, void **lctx, char cid[RT_ID_MAX], char *sid,
+			  struct terr *err)
 {
 	int rc = 0;
 	pthread_mutex_lock(&m->mu);
@@ -533,6 +535,8 @@ static int session_target(struct manager *m, const struct user_rec *u, const cha
 		*link = a->link;
 		*lctx = a->link_ctx;
 		util_strlcpy(cid, s->rec.container_id, RT_ID_MAX);
+		if (sid)
+			util_strlcpy(sid, s->rec.id, STORE_ID_MAX);
 	}
 	pthread_mutex_unlock(&m->mu);
 	return rc;
@@ -544,7 +548,7 @@ int mgr_session_logs(struct manager *m, const struct user_rec *u, const char *re
 	const struct agent_link_ops *link;
 	void *lctx;
 	char cid[RT_ID_MAX];
-	int rc = session_target(m, u, ref, false, &link, &lctx, cid, err);
+	int rc = session_target(m, u, ref, false, &link, &lctx, cid, NULL, err);
 	if (rc < 0)
 		return rc;
 	return link->logs(lctx, cid, tail, follow, out, err);
@@ -553,6 +557,7 @@ int mgr_session_logs(struct manager *m, const struct user_rec *u, const char *re
 struct mgr_exec_slot {
 	struct manager *m;
 	char user_id[STORE_ID_MAX];
+	char session_id[STORE_ID_MAX];   /* its exec counts as activity (usage.c) */
 };
 
 /* Takes one of u's exec slots (with mu held); EUSERS when none is left. */
@@ -585,6 +590,7 @@ void mgr_exec_release(void *slot)
 		return;
 	struct manager *m = sl->m;
 	pthread_mutex_lock(&m->mu);
+	mgr_usage_exec(m, sl->session_id, -1);
 	for (struct mexec_count **pc = &m->exec_counts; *pc; pc = &(*pc)->next) {
 		if (strcmp((*pc)->user_id, sl->user_id) != 0)
 			continue;
@@ -607,7 +613,8 @@ int mgr_session_exec(struct manager *m, const struct user_rec *u, const char *re
 	char cid[RT_ID_MAX];
 	*out = NULL;
 	*slot = NULL;
-	int rc = session_target(m, u, ref, true, &link, &lctx, cid, err);
+	char sid[STORE_ID_MAX] = "";
+	int rc = session_target(m, u, ref, true, &link, &lctx, cid, sid, err);
 	if (rc < 0)
 		return rc;
 	struct mgr_exec_slot *sl = calloc(1, sizeof(*sl));
@@ -615,8 +622,11 @@ int mgr_session_exec(struct manager *m, const struct user_rec *u, const char *re
 		return terr_set(err, ENOMEM, "out of memory");
 	sl->m = m;
 	util_strlcpy(sl->user_id, u->id, sizeof(sl->user_id));
+	util_strlcpy(sl->session_id, sid, sizeof(sl->session_id));
 	pthread_mutex_lock(&m->mu);
 	rc = exec_slot_take(m, u, err);
+	if (rc == 0)
+		mgr_usage_exec(m, sid, +1);
 	pthread_mutex_unlock(&m->mu);
 	if (rc < 0) {
 		free(sl);

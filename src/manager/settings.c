@@ -13,7 +13,9 @@
  *                     "max_private_images" (default 10, 0 = none),
  *                     "max_folders" (default 20, 0 = none),
  *                     "max_folder_bytes" (a size; cap and default of a
- *                     folder's quota, 0 = none)}
+ *                     folder's quota, 0 = none),
+ *                     "idle_timeout_s" (0 = none), "idle_cpu_pct"
+ *                     (default 5; docs/admin.md, "Idle sessions")}
  *   policy.<email>    the same, for one user (overrides the default)
  * mgr_config_get and mgr_config_set (core.h) take the lock; the rest is
  * called with it held. */
@@ -53,11 +55,19 @@ static int parse_policy(json_t *v, const char *key, struct terr *err)
 			rc = jsonutil_get_milli(v, k, k, &dummy, NULL, err);
 		else if (!strcmp(k, "max_mem") || !strcmp(k, "max_folder_bytes"))
 			rc = jsonutil_get_size(v, k, k, &dummy, NULL, err);
+		else if (!strcmp(k, "idle_timeout_s"))
+			rc = json_is_integer(x) && json_integer_value(x) >= 0 && json_integer_value(x) <= 30 * 86400 ? 0
+				: terr_set(err, EINVAL, "%s.idle_timeout_s must be whole seconds from 0 (no timeout) to "
+					   "2592000 (30 days)", key);
+		else if (!strcmp(k, "idle_cpu_pct"))
+			rc = json_is_integer(x) && json_integer_value(x) >= 0 && json_integer_value(x) <= 100 ? 0
+				: terr_set(err, EINVAL, "%s.idle_cpu_pct must be a whole percent from 0 to 100", key);
 		else if (!strcmp(k, "allow_root"))
 			rc = json_is_boolean(x) ? 0 : terr_set(err, EINVAL, "%s.allow_root must be true or false", key);
 		else
 			rc = terr_set(err, EINVAL, "%s: unknown limit '%s' (known: max_sessions, max_cpu, max_mem, max_fgpu, "
-				      "max_concurrent_execs, allow_root, max_private_images, max_folders, max_folder_bytes)",
+				      "max_concurrent_execs, allow_root, max_private_images, max_folders, max_folder_bytes, "
+				      "idle_timeout_s, idle_cpu_pct)",
 				      key, k);
 		if (rc < 0)
 			return rc;

@@ -13,12 +13,14 @@
 #include <string.h>
 
 #include "common/httpd.h"
+#include "common/metrics.h"
 #include "common/strmap.h"
 #include "folders/fsquota.h"
 #include "manager/core.h"
 #include "images/labels.h"
 #include "manager/approutes.h"
 #include "manager/link.h"
+#include "manager/usage_store.h"
 #include "manager/manager.h"
 #include "sched/sched.h"
 #include "store/store.h"
@@ -39,6 +41,16 @@ struct msession {
 	int failed_passes;      /* scheduler passes it blocked the queue head */
 	bool start_inflight;    /* a dispatcher is creating its container */
 	bool destroy_queued;    /* a destroy job is queued or running */
+	/* Live usage (usage.c): the last sample's summary (usage_t 0: none
+	 * while RUNNING), the idle clock (idle_since_ms 0: not idle), execs
+	 * running and when the last ended, and why the manager itself ended
+	 * it ("" when on request), for the final status_info. */
+	int64_t usage_t;
+	double usage_cpu_pct, usage_mem_pct, usage_gpu_pct;   /* gpu < 0: none */
+	int64_t idle_since_ms;
+	int execs_running;
+	int64_t last_exec_ms;
+	char end_reason[200];
 };
 
 /* A data folder and its measured usage (folders.c). */
@@ -62,6 +74,8 @@ struct mgpu {
 	int sms;
 	int64_t context_overhead; /* bytes a CUDA context takes (agent's measure) */
 	int64_t used_m;         /* milli-fGPU given out */
+	double util_pct;        /* live (usage.c); < 0: not measured */
+	int64_t mem_used;       /* live, bytes */
 };
 
 struct magent {
@@ -79,6 +93,12 @@ struct magent {
 	/* Its images as it last reported them (images.c): [{"id","tags",
 	 * "size","labels"}]; NULL while unknown. */
 	json_t *images;
+	/* Live usage (usage.c): its last round's totals, when (0: none yet),
+	 * and the period its agent samples at. */
+	int64_t usage_t;
+	double usage_cpu;
+	int64_t usage_mem;
+	int stats_period_ms;
 };
 
 /* Cluster settings (kept in the store's settings table). */
@@ -208,6 +228,21 @@ struct manager {
 	int n_workers;
 	bool threads_started;
 	struct httpd *http;
+	/* Metrics (metrics.c): time spent PENDING before placement and the
+	 * scheduling passes' time, under mu; the API's request counts and
+	 * latency under their own api_mu, which requests take without mu
+	 * (never both at once). */
+	struct metrics_hist pending_hist;
+	struct metrics_hist pass_hist;
+	pthread_mutex_t api_mu;
+	struct mroute_metrics {
+		struct { int status; uint64_t n; } st[16];
+		int n_st;
+		struct metrics_hist latency;
+	} *api_metrics;                 /* manager_n_routes + 1 (unmatched) */
+	/* Sessions' usage history (usage.c, usage_store.h). */
+	const struct usage_store_ops *usage_ops;
+	struct usage_store *usage;
 	/* Session apps (apps.c): the routes and tokens, and the proxy's
 	 * public base as parsed from cfg at open. */
 	struct approutes apps;
@@ -328,6 +363,35 @@ void mgr_apply_fgpu_setting(struct manager *m);
 void mgr_mark_lost_agents(struct manager *m);
 /* The API's view of every node (new reference). */
 json_t *mgr_nodes_json(struct manager *m);
+
+/* ---- metrics.c ---- */
+int mgr_metrics_open(struct manager *m, struct terr *err);   /* at open */
+void mgr_metrics_close(struct manager *m);
+/* httpd's observe hook (WITHOUT mu). */
+void mgr_metrics_observe(void *ctx, const struct httpd_route *route, const char *method, int status,
+			 double seconds);
+/* A scheduling pass took seconds. */
+void mgr_metrics_pass(struct manager *m, double seconds);
+
+/* ---- usage.c ---- */
+#define MGR_STATS_RETENTION_S 3600
+#define MGR_IDLE_CPU_PCT 5
+int mgr_usage_open(struct manager *m, struct terr *err);   /* at open */
+void mgr_usage_close(struct manager *m);
+int64_t mgr_usage_retention_s(const struct manager *m);
+/* A round of an agent's samples ({"samples","node","period_ms"}; takes
+ * mu itself). */
+void mgr_usage_event(struct manager *m, const char *agent_id, json_t *ev);
+/* The session left RUNNING (mgr_set_status). */
+void mgr_usage_left_running(struct manager *m, struct msession *s);
+/* Frees histories that aged out (the safety pass). */
+void mgr_usage_sweep(struct manager *m);
+/* An exec of the session started (+1) or ended (-1). */
+void mgr_usage_exec(struct manager *m, const char *session_id, int delta);
+/* Adds "usage" and "idle" to a session's JSON, "usage" and the GPUs'
+ * live figures to a node's. */
+void mgr_usage_session_json(struct manager *m, const struct msession *s, json_t *o);
+void mgr_usage_node_json(struct manager *m, const struct magent *a, json_t *o);
 
 /* ---- apps.c ---- */
 /* Reads and checks the proxy's settings of cfg (at open). */

@@ -1361,8 +1361,9 @@ TEST(the_usage_thread_inspects_a_container_once_per_start_of_its_init)
 		.nvml_lib_dir = lib, .gpu_context_overhead = "0", .gpu_usage_interval_ms = 100,
 		.asset_dir = getenv("TESSERA_TEST_BUILD_ROOT"), .runtime = &fake_ops,
 		/* The OOM thread inspects each container once too: this
-		 * counts the usage thread's inspects alone. */
-		.oom_interval_ms = -1,
+		 * counts the usage thread's inspects alone. So does the stats
+		 * thread. */
+		.oom_interval_ms = -1, .stats_interval_ms = -1,
 	};
 	struct agent *a = NULL;
 	struct terr err = {0};
@@ -1442,6 +1443,10 @@ static void record_death(void *ud, const char *agent_id, json_t *event)
 {
 	(void)ud;
 	(void)agent_id;
+	/* Deaths only: the stats thread reports its rounds here too. */
+	const char *kind = json_string_value(json_object_get(event, "event"));
+	if (kind && !strcmp(kind, AGENT_EVENT_STATS))
+		return;
 	pthread_mutex_lock(&died.mu);
 	if (died.n < 8)
 		snprintf(died.sessions[died.n++], sizeof(died.sessions[0]), "%s",

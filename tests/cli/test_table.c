@@ -143,6 +143,7 @@ TEST(node_view)
 	json_t *list = json_loads(
 		"[{\"id\":\"local\",\"status\":\"ALIVE\",\"capacity\":{\"cpu\":2,\"mem\":24000000000,\"fgpu\":2},"
 		"\"used\":{\"cpu\":1.5,\"mem\":268435456,\"fgpu\":0.5},\"sessions\":2,"
+		"\"usage\":{\"cpu_cores\":1.25,\"mem_bytes\":134217728,\"t\":1},"
 		"\"gpus\":[{\"index\":0,\"fgpu_capacity\":1,\"fgpu_used\":0.5},"
 		"{\"index\":1,\"fgpu_capacity\":1,\"fgpu_used\":0}]},"
 		"{\"id\":\"cpu-only\",\"status\":\"LOST\",\"capacity\":{\"cpu\":4,\"mem\":1073741824,\"fgpu\":0},"
@@ -150,9 +151,9 @@ TEST(node_view)
 	struct cli_table *t = cli_node_table(list);
 	char *out = render(t);
 	CHECK_STR(out,
-		  "ID        STATUS  CPU    MEM               FGPU   SESSIONS  GPUS\n"
-		  "local     ALIVE   1.5/2  256 MiB/22.4 GiB  0.5/2  2         0:0.5/1 1:0/1\n"
-		  "cpu-only  LOST    0/4    0 B/1 GiB         0/0    0         -\n");
+		  "ID        STATUS  CPU    MEM               FGPU   SESSIONS  GPUS           CPU USE  MEM USE\n"
+		  "local     ALIVE   1.5/2  256 MiB/22.4 GiB  0.5/2  2         0:0.5/1 1:0/1  1.25     128 MiB\n"
+		  "cpu-only  LOST    0/4    0 B/1 GiB         0/0    0         -              -        -\n");
 	free(out);
 	cli_table_free(t);
 	json_decref(list);

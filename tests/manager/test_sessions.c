@@ -1006,6 +1006,190 @@ static void remove_tree(const char *dir)
 		fprintf(stderr, "could not remove %s\n", dir);
 }
 
+
+/* ---------- live usage (usage.c) ---------- */
+
+/* A round of the fake agent's samples: {"event":"stats","samples":[...],
+ * "node":{...}} with one sample of session id (CPU percent pct, an app
+ * connection or none, one GPU figure when gpu_util >= -1: -1 unknown). */
+static void stats_round(const char *agent, const char *id, double pct, int conns, double gpu_util)
+{
+	char cid[RT_ID_MAX];
+	snprintf(cid, sizeof(cid), "fake-%.20s", id);
+	json_t *gpus = json_array();
+	if (gpu_util >= -1)
+		json_array_append_new(gpus, json_pack("{s:s,s:o,s:I,s:I}", "uuid", "GPU-fake-0", "util_pct",
+						      gpu_util >= 0 ? json_real(gpu_util) : json_null(), "mem_bytes",
+						      (json_int_t)GiB, "mem_limit_bytes", (json_int_t)(8 * GiB)));
+	json_t *ev = json_pack("{s:s,s:i,s:[{s:s,s:s,s:f,s:f,s:I,s:I,s:o,s:I,s:I,s:I,s:I,s:i}],"
+			       "s:{s:f,s:I,s:[{s:s,s:f,s:I}]}}",
+			       "event", "stats", "period_ms", 500, "samples", "session_id", id, "container_id", cid,
+			       "cpu_cores", pct / 1000.0, "cpu_pct", pct, "mem_bytes", (json_int_t)(64 << 20),
+			       "mem_limit_bytes", (json_int_t)(256 << 20), "gpus", gpus, "net_rx_bytes", (json_int_t)10,
+			       "net_tx_bytes", (json_int_t)20, "blk_read_bytes", (json_int_t)30, "blk_write_bytes",
+			       (json_int_t)40, "app_conns", conns,
+			       "node", "cpu_cores", 1.5, "mem_bytes", (json_int_t)(1 * GiB), "gpus", "uuid", "GPU-fake-0",
+			       "util_pct", 42.0, "mem_used_bytes", (json_int_t)(3 * GiB));
+	mgr_agent_event(mgr, agent, ev);
+	json_decref(ev);
+}
+
+static json_t *stats_of(const char *ref, int64_t since)
+{
+	json_t *o = NULL;
+	struct terr err = {0};
+	if (mgr_session_stats(mgr, &alice, ref, since, &o, &err) < 0)
+		FAILF("stats of %s: %s", ref, err.msg);
+	return o;
+}
+
+TEST(usage_samples_history_and_the_idle_policy)
+{
+	struct terr err;
+	/* The GPU free: the earlier tests' sessions go. */
+	const struct user_rec *users[] = {&alice, &bob};
+	for (int k = 0; k < 2; k++) {
+		json_t *list = mgr_sessions_list(mgr, users[k], false);
+		for (size_t i = 0; i < json_array_size(list); i++) {
+			json_t *d = NULL;
+			if (mgr_session_delete(mgr, users[k], str(json_array_get(list, i), "id"), &d, &err) == 0)
+				json_decref(d);
+		}
+		json_decref(list);
+	}
+	bool free_gpu = false;
+	for (int waited = 0; waited < WAIT_MS && !free_gpu; waited += 5) {
+		json_t *n = node();
+		free_gpu = json_number_value(json_object_get(json_array_get(json_object_get(n, "gpus"), 0), "fgpu_used")) == 0;
+		json_decref(n);
+		if (!free_gpu)
+			usleep(5000);
+	}
+	CHECK(free_gpu);
+	json_t *arr = create(&alice, request("busybox:latest", "gpuuse", 1, 100, 500), &err);
+	CHECK(arr != NULL);
+	json_decref(arr);
+	if (!WAIT_STATUS("gpuuse", "RUNNING")) {
+		json_t *w = get(&alice, "gpuuse");
+		FAILF("waits: %s", w ? str(w, "status_info") : "?");
+		json_decref(w);
+		return;
+	}
+	char id[STORE_ID_MAX];
+	id_of("gpuuse", id);
+	/* No sample yet: no usage, current null, an empty history. */
+	json_t *o = get(&alice, "gpuuse");
+	CHECK(json_object_get(o, "usage") == NULL);
+	CHECK(json_object_get(o, "idle") == NULL);   /* no policy with a timeout */
+	json_decref(o);
+	o = stats_of("gpuuse", 0);
+	CHECK(json_is_null(json_object_get(o, "current")));
+	CHECK_INT((int)json_array_size(json_object_get(o, "history")), 0);
+	CHECK_INT((int)json_integer_value(json_object_get(o, "retention_s")), 3600);
+	json_decref(o);
+
+	for (int i = 0; i < 3; i++) {
+		stats_round("fake-1", id, 50.0, 0, 25.0);
+		usleep(2000);   /* the manager's clock stamps them: distinct times */
+	}
+	o = stats_of("gpuuse", 0);
+	json_t *cur = json_object_get(o, "current");
+	CHECK_INT((int)json_array_size(json_object_get(o, "history")), 3);
+	CHECK_INT((int)json_integer_value(json_object_get(o, "period_ms")), 500);
+	CHECK_STR(str(o, "session"), "gpuuse");
+	CHECK(json_number_value(json_object_get(cur, "cpu_pct")) == 50.0);
+	CHECK_INT((int)json_integer_value(json_object_get(cur, "mem_limit_bytes")), 256 << 20);
+	CHECK_INT((int)json_integer_value(json_object_get(cur, "blk_write_bytes")), 40);
+	json_t *g = json_array_get(json_object_get(cur, "gpus"), 0);
+	CHECK_STR(str(g, "uuid"), "GPU-fake-0");
+	CHECK_INT((int)json_integer_value(json_object_get(g, "index")), 0);
+	CHECK(json_number_value(json_object_get(g, "share")) == 0.5);   /* its allocation, from the manager */
+	CHECK(json_number_value(json_object_get(g, "util_pct")) == 25.0);
+	/* since: only what is newer. */
+	int64_t t1 = json_integer_value(json_object_get(json_array_get(json_object_get(o, "history"), 0), "t"));
+	json_decref(o);
+	o = stats_of("gpuuse", t1);
+	CHECK_INT((int)json_array_size(json_object_get(o, "history")), 2);
+	json_decref(o);
+	/* The summary on the session and the node's live figures. */
+	o = get(&alice, "gpuuse");
+	json_t *u = json_object_get(o, "usage");
+	CHECK(json_number_value(json_object_get(u, "cpu_pct")) == 50.0);
+	CHECK(json_number_value(json_object_get(u, "mem_pct")) == 25.0);
+	CHECK(json_number_value(json_object_get(u, "gpu_pct")) == 25.0);
+	json_decref(o);
+	json_t *n = node();
+	CHECK(json_number_value(json_object_get(json_object_get(n, "usage"), "cpu_cores")) == 1.5);
+	json_t *ng = json_array_get(json_object_get(n, "gpus"), 0);
+	CHECK(json_number_value(json_object_get(ng, "util_pct")) == 42.0);
+	CHECK_INT((int)(json_integer_value(json_object_get(ng, "mem_used_bytes")) / GiB), 3);
+	json_decref(n);
+	/* Another agent cannot speak for it; a bad sample is dropped. */
+	stats_round("elsewhere", id, 99.0, 0, 99.0);
+	json_t *bad = json_pack("{s:s,s:[{s:s,s:f,s:f}]}", "event", "stats", "samples", "session_id", id,
+				"cpu_cores", -1.0, "cpu_pct", 5.0);
+	mgr_agent_event(mgr, "fake-1", bad);
+	json_decref(bad);
+	o = stats_of("gpuuse", 0);
+	CHECK_INT((int)json_array_size(json_object_get(o, "history")), 3);
+	json_decref(o);
+
+	/* The idle policy: 1 s under 5 %, no app connection, no exec. */
+	json_t *settings = NULL;
+	json_t *pol = json_pack("{s:i,s:i}", "idle_timeout_s", 1, "idle_cpu_pct", 5);
+	CHECK_INT(mgr_config_set(mgr, "policy.default", pol, &settings, &err), 0);
+	json_decref(pol);
+	json_decref(settings);
+	o = get(&alice, "gpuuse");
+	CHECK_INT((int)json_integer_value(json_object_get(json_object_get(o, "idle"), "timeout_s")), 1);
+	CHECK(json_is_null(json_object_get(json_object_get(o, "idle"), "deadline")));
+	json_decref(o);
+	/* Busy GPU, an app connection, an unknown GPU figure: never idle. */
+	stats_round("fake-1", id, 1.0, 0, 25.0);
+	stats_round("fake-1", id, 1.0, 1, 0.0);
+	stats_round("fake-1", id, 1.0, 0, -1);
+	o = get(&alice, "gpuuse");
+	CHECK(json_is_null(json_object_get(json_object_get(o, "idle"), "deadline")));
+	json_decref(o);
+	/* Idle: a deadline, then the end, saying why. */
+	stats_round("fake-1", id, 1.0, 0, 0.0);
+	o = get(&alice, "gpuuse");
+	CHECK(json_is_integer(json_object_get(json_object_get(o, "idle"), "deadline")));
+	json_decref(o);
+	bool ended = false;
+	for (int waited = 0; waited < WAIT_MS && !ended; waited += 50) {
+		usleep(50000);
+		stats_round("fake-1", id, 1.0, 0, 0.0);
+		o = get(&alice, "gpuuse");
+		ended = strcmp(str(o, "status"), "RUNNING") != 0;
+		json_decref(o);
+	}
+	CHECK(ended);
+	WAIT_STATUS("gpuuse", "TERMINATED");
+	o = get(&alice, "gpuuse");
+	CHECK_STR(str(o, "status_info"), "terminated: idle for 1 s: no app connection, no exec, CPU under 5 %, "
+		  "GPU under the same; container removed");
+	CHECK(json_object_get(o, "usage") == NULL);
+	json_decref(o);
+	/* Its history stays for the detail page; current is gone. */
+	o = stats_of("gpuuse", 0);
+	CHECK(json_is_null(json_object_get(o, "current")));
+	CHECK(json_array_size(json_object_get(o, "history")) >= 3);
+	json_decref(o);
+	settings = NULL;
+	pol = json_object();
+	CHECK_INT(mgr_config_set(mgr, "policy.default", pol, &settings, &err), 0);
+	json_decref(pol);
+	json_decref(settings);
+	/* Bad policy values are refused in words. */
+	pol = json_pack("{s:f}", "idle_cpu_pct", 2.5);
+	CHECK(mgr_config_set(mgr, "policy.default", pol, NULL, &err) < 0);
+	CHECK_CONTAINS(err.msg, "idle_cpu_pct must be a whole percent from 0 to 100");
+	json_decref(pol);
+	CHECK(mgr_session_stats(mgr, &bob, id, 0, &o, &err) < 0);   /* not bob's */
+	CHECK_INT(err.code, ENOENT);
+}
+
 int main(void)
 {
 	log_set_level(LOG_WARN);
@@ -1033,6 +1217,7 @@ int main(void)
 	RUN(oom_kills_are_reported_and_the_session_stays);
 	RUN(removed_error_sessions_leave_the_list);
 	RUN(root_needs_the_policy);
+	RUN(usage_samples_history_and_the_idle_policy);
 	manager_close(mgr);
 	json_decref(fake.last_spec);
 	json_decref(fake.containers);

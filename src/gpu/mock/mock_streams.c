@@ -272,6 +272,7 @@ CUresult mock_submit(CUstream s, uint64_t ns, unsigned launches, uint64_t *endp)
 	uint64_t end = start + ns;
 	*t = end;
 	mock_busy_until[c->dev] = end;
+	mock_usage_busy(c->dev, ns);
 	if (endp)
 		*endp = end;
 	return CUDA_SUCCESS;

@@ -1,6 +1,8 @@
 #include "gpu/mock/mockspec.h"
 
+#include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -172,7 +174,7 @@ int mock_spec_load(struct mock_spec *spec, struct terr *err)
 /* ---- device-wide usage ------------------------------------------------ */
 
 #define MOCK_STATE_MAGIC 0x4d4f434bU   /* "MOCK" */
-#define MOCK_STATE_VERSION 2
+#define MOCK_STATE_VERSION 3
 #define MOCK_STATE_SLOTS 256
 
 struct mock_slot {
@@ -191,6 +193,10 @@ struct mock_state {
 	 * reads a session's usage from the host, where the same pids are
 	 * other processes or none. */
 	uint64_t pid_ns;
+	/* Simulated kernel time run on each host device by the session's
+	 * processes, ever (mock_usage_busy): the agent's utilisation figure
+	 * is its growth over wall time. Added atomically, without the flock. */
+	uint64_t busy_ns[MOCK_MAX_DEVICES];
 	struct mock_slot slots[MOCK_STATE_SLOTS];
 };
 
@@ -368,4 +374,40 @@ int mock_usage_processes(int dev, int32_t *pids, int64_t *bytes, int max)
 	}
 	flock(mock_state_fd, LOCK_UN);
 	return n;
+}
+
+void mock_usage_busy(int dev, uint64_t ns)
+{
+	if (mock_state && ns)
+		__atomic_fetch_add(&mock_state->busy_ns[mock_usage_spec->dev[dev].host_index], ns,
+				   __ATOMIC_RELAXED);
+}
+
+int mock_usage_read_fd(int fd, int64_t used[MOCK_MAX_DEVICES], uint64_t busy_ns[MOCK_MAX_DEVICES])
+{
+	/* Read without the flock: the figures are for display, and a reader
+	 * must never stall the session's processes. The header, then the
+	 * slots in pieces (a few KiB of stack, not the whole 37 KiB). */
+	struct mock_state head;
+	size_t hlen = offsetof(struct mock_state, slots);
+	ssize_t n = pread(fd, &head, hlen, 0);
+	if (n < 0)
+		return -errno;
+	if ((size_t)n < hlen || head.magic != MOCK_STATE_MAGIC || head.version != MOCK_STATE_VERSION)
+		return -ENODATA;
+	for (int d = 0; d < MOCK_MAX_DEVICES; d++) {
+		used[d] = 0;
+		busy_ns[d] = head.busy_ns[d];
+	}
+	struct mock_slot part[32];
+	for (int i = 0; i < MOCK_STATE_SLOTS; i += 32) {
+		n = pread(fd, part, sizeof(part), (off_t)(hlen + (size_t)i * sizeof(struct mock_slot)));
+		if (n < (ssize_t)sizeof(part))
+			return n < 0 ? -errno : -ENODATA;
+		for (int k = 0; k < 32; k++)
+			if (part[k].pid != 0)
+				for (int d = 0; d < MOCK_MAX_DEVICES; d++)
+					used[d] += part[k].used[d];
+	}
+	return 0;
 }

@@ -66,5 +66,12 @@ int64_t mock_usage_get(int dev);
 /* The processes holding memory on dev: up to max (pid, bytes) pairs into
  * pids/bytes; returns how many there are (may be more than max). */
 int mock_usage_processes(int dev, int32_t *pids, int64_t *bytes, int max);
+/* Adds ns of simulated kernel time run on dev (a launch, mock_submit). */
+void mock_usage_busy(int dev, uint64_t ns);
+/* For the agent, from the host: a session's state file open at fd, read
+ * with pread: the bytes its processes hold and the simulated kernel time
+ * run, per host device index. -ENODATA for a file of another layout (or
+ * none yet). */
+int mock_usage_read_fd(int fd, int64_t used[MOCK_MAX_DEVICES], uint64_t busy_ns[MOCK_MAX_DEVICES]);
 
 #endif
