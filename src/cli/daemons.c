@@ -15,6 +15,7 @@
 
 #include "agent/agent.h"
 #include "agent/agent_settings.h"
+#include "agent/etcdfollow.h"
 #include "agent/rpc.h"
 #include "agent/uplink.h"
 #include "cli/cli.h"
@@ -512,7 +513,7 @@ int cmd_manager(int argc, char **argv)
 	static const char *const known[] = {"listen", "data_dir", "cluster_secret", "heartbeat_interval_ms",
 					    "lost_after_heartbeats", "selector", "dispatch_workers",
 					    "fgpu_per_device", "registry_url", "wsproxy_url", "wsproxy_port_range",
-					    "wsproxy_domain", "storage_hosts", NULL};
+					    "wsproxy_domain", "storage_hosts", "etcd", NULL};
 	struct conf c = {0};
 	if (read_config("manager", path, known, &c) < 0)
 		return 1;
@@ -530,6 +531,7 @@ int cmd_manager(int argc, char **argv)
 		.wsproxy_port_range = conf_get(&c, "wsproxy_port_range"),
 		.wsproxy_domain = conf_get(&c, "wsproxy_domain"),
 		.storage_hosts = conf_get(&c, "storage_hosts"),
+		.etcd = conf_get(&c, "etcd"),
 	};
 	struct terr err = {0};
 	if (!mcfg.cluster_secret || strlen(mcfg.cluster_secret) < 16) {
@@ -627,8 +629,10 @@ int cmd_agent(int argc, char **argv)
 		.advertise_url = as.advertise_url,
 		.agent = a,
 	};
-	if (uplink_start(&up, &ucfg, &err) < 0) {
+	struct agent_etcd *follower = NULL;
+	if ((as.etcd && agent_etcd_start(&follower, a, as.etcd, &err) < 0) || uplink_start(&up, &ucfg, &err) < 0) {
 		fail("agent", &err);
+		agent_etcd_stop(follower);
 		httpd_stop(http);
 		agent_close(a);
 		goto out_conf;
@@ -640,6 +644,7 @@ int cmd_agent(int argc, char **argv)
 	log_info("agent", "signal %d: stopping (sessions keep running)", sig);
 	/* The uplink's queue outlives the agent's watcher, which feeds it. */
 	uplink_stop(up);
+	agent_etcd_stop(follower);
 	httpd_stop(http);
 	agent_close(a);
 	uplink_free(up);

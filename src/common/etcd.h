@@ -16,6 +16,12 @@
 
 #include "common/err.h"
 
+/* Where in etcd Tessera's cluster settings are: one key per setting,
+ * ETCD_CONFIG_PREFIX + "fgpu_per_device", + "policy.alice@example.com",
+ * each holding the setting's JSON value (manager/settings.c writes them;
+ * managers and agents follow them). */
+#define ETCD_CONFIG_PREFIX "/tessera/config/"
+
 struct etcd_kv {
 	char *key;            /* NUL-terminated, owned */
 	char *value;          /* NUL-terminated (values may hold NULs too: len), owned */
