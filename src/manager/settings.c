@@ -179,7 +179,8 @@ int mgr_settings_check_flat(json_t *flat, struct terr *err)
 	json_object_foreach(flat, k, v) {
 		int rc = check_one(k, v, err);
 		if (rc < 0)
-			return rc == -ENOENT ? rc : terr_prefix(err, "%s", k);
+			/* Most messages begin with the key already. */
+			return rc == -ENOENT || (err && !strncmp(err->msg, k, strlen(k))) ? rc : terr_prefix(err, "%s", k);
 	}
 	return 0;
 }
