@@ -37,11 +37,13 @@
 #include "store/store.h"
 
 #define ADMIN_USAGE \
-	"usage: tessera admin backup DIR [--config FILE | --data-dir DIR]\n" \
-	"       tessera admin restore DIR [--config FILE | --data-dir DIR]\n" \
+	"usage: tessera admin backup DIR [--config FILE | --data-dir DIR [--store URI] [--etcd URL]]\n" \
+	"       tessera admin restore DIR [--config FILE | --data-dir DIR [--store URI] [--etcd URL]]\n" \
 	"The manager's database and the cluster settings, with a manifest.\n" \
 	"  --config FILE    the manager's manager.conf (its data_dir, store and etcd)\n" \
 	"  --data-dir DIR   a data directory of tessera server (default as tessera server's)\n" \
+	"  --store URI      with --data-dir: its postgresql:// store (tessera server --store)\n" \
+	"  --etcd URL       with --data-dir: the etcd its settings are in\n" \
 	"backup copies while the manager runs; restore refuses to run while a manager\n" \
 	"runs on that data directory (stop it first), and checks the whole backup\n" \
 	"before it changes anything.\n"
@@ -61,14 +63,15 @@ struct target {
 static int parse_target(int argc, char **argv, struct target *t, const char **dir)
 {
 	memset(t, 0, sizeof(*t));
-	const char *config = NULL, *data_dir = NULL;
+	const char *config = NULL, *data_dir = NULL, *store = NULL, *etcd = NULL;
 	*dir = NULL;
 	for (int i = 1; i < argc; i++) {
-		if ((!strcmp(argv[i], "--config") || !strcmp(argv[i], "--data-dir")) && i + 1 < argc) {
-			if (argv[i][2] == 'c')
-				config = argv[++i];
-			else
-				data_dir = argv[++i];
+		const char **opt = !strcmp(argv[i], "--config") ? &config : !strcmp(argv[i], "--data-dir") ? &data_dir
+				   : !strcmp(argv[i], "--store") ? &store : !strcmp(argv[i], "--etcd") ? &etcd : NULL;
+		if (opt && i + 1 < argc) {
+			*opt = argv[++i];
+		} else if (opt) {
+			return cli_usage_fail("admin", "%s needs a value", argv[i]);
 		} else if (argv[i][0] == '-' && argv[i][1]) {
 			return cli_usage_fail("admin", "unknown option '%s'", argv[i]);
 		} else if (!*dir) {
@@ -79,8 +82,8 @@ static int parse_target(int argc, char **argv, struct target *t, const char **di
 	}
 	if (!*dir || !**dir)
 		return cli_usage_fail("admin", "%s", ADMIN_EXPECTED);
-	if (config && data_dir)
-		return cli_usage_fail("admin", "give --config or --data-dir, not both");
+	if (config && (data_dir || store || etcd))
+		return cli_usage_fail("admin", "give --config, or --data-dir with --store and --etcd, not both");
 	if (config) {
 		struct conf c = {0};
 		struct terr err = {0};
@@ -99,6 +102,19 @@ static int parse_target(int argc, char **argv, struct target *t, const char **di
 			return cli_fail("%s: %s", config, err.msg);
 	} else if (data_dir) {
 		snprintf(t->data_dir, sizeof(t->data_dir), "%s", data_dir);
+		struct terr err = {0};
+		if (store && strncmp(store, "sqlite", 6)) {
+			if (strncmp(store, "postgresql://", 13) && strncmp(store, "postgres://", 11))
+				return cli_fail("--store must be postgresql://USER@HOST:PORT/DB");
+			snprintf(t->store, sizeof(t->store), "%s", store);
+		}
+		if (etcd) {
+			if (etcd_check_endpoint(etcd, &err) < 0)
+				return cli_fail("--etcd: %s", err.msg);
+			snprintf(t->etcd, sizeof(t->etcd), "%s", etcd);
+		}
+	} else if (store || etcd) {
+		return cli_usage_fail("admin", "--store and --etcd go with --data-dir");
 	} else {
 		/* tessera server's default */
 		const char *home = getenv("HOME");
