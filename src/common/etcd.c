@@ -6,50 +6,15 @@
 
 #include <inttypes.h>
 #include <jansson.h>
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "common/etcd_stream.h"
 #include "common/httpc.h"
 
 #define ETCD_TIMEOUT_MS 5000
-
-char *etcd_b64_encode(const void *data, size_t len)
-{
-	size_t out_len = 4 * ((len + 2) / 3);
-	char *out = malloc(out_len + 1);
-	if (!out)
-		return NULL;
-	EVP_EncodeBlock((unsigned char *)out, data, (int)len);
-	out[out_len] = '\0';
-	return out;
-}
-
-char *etcd_b64_decode(const char *text, size_t *len)
-{
-	size_t n = strlen(text);
-	if (n % 4)
-		return NULL;
-	char *out = malloc(n / 4 * 3 + 1);
-	if (!out)
-		return NULL;
-	int got = n ? EVP_DecodeBlock((unsigned char *)out, (const unsigned char *)text, (int)n) : 0;
-	if (got < 0) {
-		free(out);
-		return NULL;
-	}
-	/* EVP_DecodeBlock counts the padding as zero bytes. */
-	if (n && text[n - 1] == '=')
-		got--;
-	if (n > 1 && text[n - 2] == '=')
-		got--;
-	out[got] = '\0';
-	if (len)
-		*len = (size_t)got;
-	return out;
-}
 
 int etcd_check_endpoint(const char *endpoint, struct terr *err)
 {
@@ -110,15 +75,6 @@ static int set_range(json_t *obj, const char *key, bool prefix)
 	return rc;
 }
 
-static int64_t get_i64(json_t *v)
-{
-	if (json_is_integer(v))
-		return json_integer_value(v);
-	if (json_is_string(v))
-		return strtoll(json_string_value(v), NULL, 10);
-	return 0;
-}
-
 /* POSTs body to endpoint+path and parses the answer into *out (owned). */
 static int call(const char *endpoint, const char *path, json_t *body, json_t **out, struct terr *err)
 {
@@ -158,23 +114,6 @@ static int call(const char *endpoint, const char *path, json_t *body, json_t **o
 	return 0;
 }
 
-/* Fills kv from the gateway's {"key", "value", "mod_revision"}. */
-static int kv_from_json(json_t *o, struct etcd_kv *kv)
-{
-	const char *k = json_string_value(json_object_get(o, "key"));
-	const char *v = json_string_value(json_object_get(o, "value"));
-	kv->key = etcd_b64_decode(k ? k : "", NULL);
-	kv->value = etcd_b64_decode(v ? v : "", &kv->value_len);
-	kv->mod_revision = get_i64(json_object_get(o, "mod_revision"));
-	if (!kv->key || !kv->value) {
-		free(kv->key);
-		free(kv->value);
-		kv->key = kv->value = NULL;
-		return -EIO;
-	}
-	return 0;
-}
-
 void etcd_kvs_free(struct etcd_kv *kvs, size_t n)
 {
 	for (size_t i = 0; kvs && i < n; i++) {
@@ -206,14 +145,14 @@ int etcd_range(const char *endpoint, const char *key, bool prefix, struct etcd_k
 		return terr_set(err, ENOMEM, "out of memory");
 	}
 	for (size_t i = 0; i < count; i++) {
-		if (kv_from_json(json_array_get(arr, i), &res[i]) < 0) {
+		if (etcd_kv_from_json(json_array_get(arr, i), &res[i]) < 0) {
 			etcd_kvs_free(res, i);
 			json_decref(out);
 			return terr_set(err, EIO, "etcd at %s: a key or value in the answer is not base64", endpoint);
 		}
 	}
 	if (revision)
-		*revision = get_i64(json_object_get(json_object_get(out, "header"), "revision"));
+		*revision = etcd_i64(json_object_get(json_object_get(out, "header"), "revision"));
 	json_decref(out);
 	*kvs = res;
 	*n = count;
@@ -243,7 +182,7 @@ int etcd_delete(const char *endpoint, const char *key, bool prefix, int64_t *del
 	int rc = call(endpoint, "/v3/kv/deleterange", body, &out, err);
 	json_decref(body);
 	if (rc == 0 && deleted)
-		*deleted = get_i64(json_object_get(out, "deleted"));
+		*deleted = etcd_i64(json_object_get(out, "deleted"));
 	json_decref(out);
 	return rc;
 }
@@ -313,100 +252,25 @@ int etcd_txn(const char *endpoint, const char *clear_prefix, const char *const *
 /* ---------- watch ---------- */
 
 struct watch_ctx {
+	struct etcd_stream st;
 	const char *endpoint, *prefix;
-	etcd_watch_fn fn;
-	void *ud;
-	int64_t next_rev;       /* the revision to resume from */
-	bool created;           /* etcd accepted the watch */
-	bool compacted;         /* next_rev is gone: resync */
-	char error[200];        /* why the stream ended, when it says */
-	char *buf;              /* a partial line of the stream */
-	size_t len, cap;
 	etcd_state_fn state;
-	bool *connected;
+	bool connected;
 };
 
-/* One message of the stream: {"result": {...}} or {"error": {...}}. */
-static int watch_message(struct watch_ctx *w, json_t *msg)
-{
-	json_t *res = json_object_get(msg, "result");
-	if (!res) {
-		json_t *e = json_object_get(msg, "error");
-		const char *m = json_string_value(json_object_get(e, "message"));
-		snprintf(w->error, sizeof(w->error), "the watch failed: %.150s", m ? m : "no reason given");
-		return 1;
-	}
-	if (json_is_true(json_object_get(res, "created")) && !w->created) {
-		w->created = true;
-		if (!*w->connected && w->state)
-			w->state(true, NULL, w->ud);
-		*w->connected = true;
-	}
-	int64_t compact = get_i64(json_object_get(res, "compact_revision"));
-	if (json_is_true(json_object_get(res, "canceled"))) {
-		if (compact > 0)
-			w->compacted = true;
-		const char *why = json_string_value(json_object_get(res, "cancel_reason"));
-		snprintf(w->error, sizeof(w->error), "etcd cancelled the watch%s%.150s", why ? ": " : "",
-			 why ? why : compact > 0 ? " (the revisions to resume from were compacted)" : "");
-		return 1;
-	}
-	size_t i;
-	json_t *ev;
-	json_array_foreach(json_object_get(res, "events"), i, ev) {
-		struct etcd_kv kv = {0};
-		if (kv_from_json(json_object_get(ev, "kv"), &kv) < 0)
-			continue;
-		const char *type = json_string_value(json_object_get(ev, "type"));
-		struct etcd_event e = {
-			.type = type && !strcmp(type, "DELETE") ? ETCD_EVENT_DELETE : ETCD_EVENT_PUT,
-			.key = kv.key, .revision = kv.mod_revision,
-		};
-		if (e.type == ETCD_EVENT_PUT) {
-			e.value = kv.value;
-			e.value_len = kv.value_len;
-		}
-		w->fn(&e, w->ud);
-		if (kv.mod_revision >= w->next_rev)
-			w->next_rev = kv.mod_revision + 1;
-		free(kv.key);
-		free(kv.value);
-	}
-	return 0;
-}
-
-/* The stream is one JSON message per line. */
 static int watch_data(const char *data, size_t len, void *ud)
 {
 	struct watch_ctx *w = ud;
-	if (w->len + len + 1 > w->cap) {
-		size_t cap = (w->len + len + 1) * 2;
-		char *b = realloc(w->buf, cap);
-		if (!b) {
-			snprintf(w->error, sizeof(w->error), "out of memory");
-			return 1;
-		}
-		w->buf = b;
-		w->cap = cap;
-	}
-	memcpy(w->buf + w->len, data, len);
-	w->len += len;
-	size_t start = 0;
-	char *nl;
-	while ((nl = memchr(w->buf + start, '\n', w->len - start))) {
-		size_t line = (size_t)(nl - (w->buf + start));
-		json_t *msg = line ? json_loadb(w->buf + start, line, 0, NULL) : NULL;
-		start += line + 1;
-		if (!line)
-			continue;
-		int stop = json_is_object(msg) ? watch_message(w, msg) : 0;
-		json_decref(msg);
-		if (stop)
-			return 1;
-	}
-	memmove(w->buf, w->buf + start, w->len - start);
-	w->len -= start;
-	return 0;
+	return etcd_stream_feed(&w->st, data, len);
+}
+
+/* The stream's created hook: reports the connection once per outage. */
+static void watch_created(void *ud)
+{
+	struct watch_ctx *w = ud;
+	if (!w->connected && w->state)
+		w->state(true, NULL, w->st.ud);
+	w->connected = true;
 }
 
 static int watch_status(long status, const char *content_type, void *ud)
@@ -414,7 +278,7 @@ static int watch_status(long status, const char *content_type, void *ud)
 	(void)content_type;
 	struct watch_ctx *w = ud;
 	if (status != 200) {
-		snprintf(w->error, sizeof(w->error), "POST /v3/watch answered %ld", status);
+		snprintf(w->st.error, sizeof(w->st.error), "POST /v3/watch answered %ld", status);
 		return 1;
 	}
 	return 0;
@@ -436,14 +300,14 @@ static int watch_resync(struct watch_ctx *w, struct terr *err)
 	if (rc < 0)
 		return rc;
 	struct etcd_event reset = {.type = ETCD_EVENT_RESET, .revision = rev};
-	w->fn(&reset, w->ud);
+	w->st.fn(&reset, w->st.ud);
 	for (size_t i = 0; i < n; i++) {
 		struct etcd_event e = {.type = ETCD_EVENT_PUT, .key = kvs[i].key, .value = kvs[i].value,
 				       .value_len = kvs[i].value_len, .revision = kvs[i].mod_revision};
-		w->fn(&e, w->ud);
+		w->st.fn(&e, w->st.ud);
 	}
 	etcd_kvs_free(kvs, n);
-	w->next_rev = rev + 1;
+	w->st.next_rev = rev + 1;
 	return 0;
 }
 
@@ -452,25 +316,29 @@ int etcd_watch(const char *endpoint, const char *prefix, int64_t start_revision,
 {
 	if (retry_ms <= 0)
 		retry_ms = 1000;
-	bool connected = false, reported_down = false;
-	struct watch_ctx w = {.endpoint = endpoint, .prefix = prefix, .fn = fn, .ud = ud,
-			      .next_rev = start_revision > 0 ? start_revision : 0, .state = state,
-			      .connected = &connected};
+	bool reported_down = false;
+	struct watch_ctx w = {.endpoint = endpoint, .prefix = prefix, .state = state};
+	w.st.fn = fn;
+	w.st.ud = ud;
+	w.st.on_created = watch_created;
+	w.st.created_ud = &w;
+	w.st.next_rev = start_revision > 0 ? start_revision : 0;
 	char url[320];
 	snprintf(url, sizeof(url), "%s/v3/watch", endpoint);
 	static const char *const headers[] = {"Content-Type: application/json", NULL};
 	while (!atomic_load_explicit(cancel, memory_order_relaxed)) {
 		struct terr err = {0};
-		if (w.compacted) {
+		etcd_stream_restart(&w.st);
+		if (w.st.compacted) {
 			if (watch_resync(&w, &err) < 0)
 				goto retry;
-			w.compacted = false;
+			w.st.compacted = false;
 		}
 		json_t *create = json_object(), *body = NULL;
 		if (create && set_range(create, prefix, true) == 0) {
-			if (w.next_rev > 0) {
+			if (w.st.next_rev > 0) {
 				char rev[32];
-				snprintf(rev, sizeof(rev), "%" PRId64, w.next_rev);
+				snprintf(rev, sizeof(rev), "%" PRId64, w.st.next_rev);
 				json_object_set_new(create, "start_revision", json_string(rev));
 			}
 			body = json_pack("{s:O}", "create_request", create);
@@ -479,12 +347,9 @@ int etcd_watch(const char *endpoint, const char *prefix, int64_t start_revision,
 		char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
 		json_decref(body);
 		if (!text) {
-			snprintf(w.error, sizeof(w.error), "out of memory");
+			snprintf(w.st.error, sizeof(w.st.error), "out of memory");
 			goto retry;
 		}
-		w.created = false;
-		w.error[0] = '\0';
-		w.len = 0;
 		struct httpc_request req = {
 			.method = "POST", .url = url, .headers = headers, .body = text, .body_len = strlen(text),
 			.on_data = watch_data, .on_status = watch_status, .ud = &w, .cancel = cancel,
@@ -495,18 +360,18 @@ int etcd_watch(const char *endpoint, const char *prefix, int64_t start_revision,
 		free(text);
 		if (atomic_load_explicit(cancel, memory_order_relaxed))
 			break;
-		if (rc == 0 && !w.error[0])
-			snprintf(w.error, sizeof(w.error), "etcd closed the watch");
+		if (rc == 0 && !w.st.error[0])
+			snprintf(w.st.error, sizeof(w.st.error), "etcd closed the watch");
 	retry:
-		if (connected || !reported_down) {
+		if (w.connected || !reported_down) {
 			if (state)
-				state(false, w.error[0] ? w.error : err.msg, ud);
+				state(false, w.st.error[0] ? w.st.error : err.msg, ud);
 			reported_down = true;
 		}
-		connected = false;
+		w.connected = false;
 		for (int slept = 0; slept < retry_ms && !atomic_load_explicit(cancel, memory_order_relaxed); slept += 100)
 			sleep_ms(100);
 	}
-	free(w.buf);
+	etcd_stream_free(&w.st);
 	return 0;
 }
