@@ -49,7 +49,9 @@ static int testetcd_run(struct testetcd *t)
 	snprintf(cluster, sizeof(cluster), "test=%s", peer);
 	snprintf(data, sizeof(data), "%s/data", t->dir);
 	snprintf(log, sizeof(log), "%s/etcd.log", t->dir);
-	snprintf(t->endpoint, sizeof(t->endpoint), "%s", client);
+	/* Set once: threads of the test read it while etcd restarts. */
+	if (!t->endpoint[0])
+		snprintf(t->endpoint, sizeof(t->endpoint), "%s", client);
 	t->pid = fork();
 	if (t->pid < 0)
 		return -1;

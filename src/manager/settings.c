@@ -88,7 +88,11 @@ static int parse_policy(json_t *v, const char *key, struct terr *err)
 	return 0;
 }
 
-/* The one check of a setting, applied to st when valid (value borrowed).
+/* The one check of a setting, applied to st when valid (value borrowed;
+ * st keeps copies, never the caller's objects: the settings are changed
+ * under the manager lock by API threads and the etcd watch while callers
+ * release their values outside it, and jansson's reference counts are
+ * not shared safely between threads).
  * Whether a value is valid never depends on st, so a check alone is an
  * apply to a scratch struct (check_one). null is valid for the keys that
  * can be unset (policy.*, the agents'). */
@@ -134,7 +138,7 @@ static int apply_to(struct msettings *st, const char *key, json_t *value, struct
 			return -EINVAL;
 		if (json_is_null(value))
 			json_object_del(st->agent, key);
-		else if (json_object_set(st->agent, key, value) < 0)
+		else if (json_object_set_new(st->agent, key, json_deep_copy(value)) < 0)
 			return terr_set(err, ENOMEM, "out of memory");
 	} else if (!strncmp(key, "policy.", 7)) {
 		/* The key names whom the policy limits; a key no user can have
@@ -148,7 +152,7 @@ static int apply_to(struct msettings *st, const char *key, json_t *value, struct
 		} else {
 			if (parse_policy(value, key, err) < 0)
 				return -EINVAL;
-			if (json_object_set(st->policies, who, value) < 0)
+			if (json_object_set_new(st->policies, who, json_deep_copy(value)) < 0)
 				return terr_set(err, ENOMEM, "out of memory");
 		}
 	} else {
@@ -197,14 +201,14 @@ static json_t *flat_of(const struct msettings *st)
 	static const char *const agent_keys[] = {"log_max_size", "log_max_files"};
 	for (size_t i = 0; i < 2; i++) {
 		json_t *v = json_object_get(st->agent, agent_keys[i]);
-		json_object_set_new(o, agent_keys[i], v ? json_incref(v) : json_null());
+		json_object_set_new(o, agent_keys[i], v ? json_deep_copy(v) : json_null());
 	}
 	const char *who;
 	json_t *p;
 	json_object_foreach(st->policies, who, p) {
 		char key[300];
 		snprintf(key, sizeof(key), "policy.%s", who);
-		json_object_set(o, key, p);
+		json_object_set_new(o, key, json_deep_copy(p));
 	}
 	return o;
 }
@@ -441,16 +445,17 @@ void mgr_settings_unfollow(struct manager *m)
 json_t *mgr_settings_json(struct manager *m)
 {
 	struct msettings *st = &m->settings;
-	json_t *o = json_pack("{s:I,s:o,s:s,s:s,s:i,s:i,s:O}",
+	/* Copies: the answer is used outside the lock (see apply_to). */
+	json_t *o = json_pack("{s:I,s:o,s:s,s:s,s:i,s:i,s:o}",
 		"fgpu_per_device", (json_int_t)st->fgpu_per_device,
 		"fgpu_quantum", jsonutil_milli(st->fgpu_quantum_m),
 		"queue_policy", st->queue->name, "selector", st->selector->name,
 		"fifo_skip_after", st->fifo_skip_after,
-		"folder_trash_days", st->folder_trash_days, "policies", st->policies);
+		"folder_trash_days", st->folder_trash_days, "policies", json_deep_copy(st->policies));
 	json_t *lms = json_object_get(st->agent, "log_max_size"), *lmf = json_object_get(st->agent, "log_max_files");
 	if (o) {
-		json_object_set_new(o, "log_max_size", lms ? json_incref(lms) : json_null());
-		json_object_set_new(o, "log_max_files", lmf ? json_incref(lmf) : json_null());
+		json_object_set_new(o, "log_max_size", lms ? json_deep_copy(lms) : json_null());
+		json_object_set_new(o, "log_max_files", lmf ? json_deep_copy(lmf) : json_null());
 	}
 	return o;
 }
