@@ -16,6 +16,9 @@ struct agent_etcd {
 	const char *endpoint;
 	pthread_t thread;
 	atomic_bool cancel;
+	/* Between ETCD_EVENT_RESET and SYNCED: which keys etcd still has. */
+	bool resyncing;
+	bool seen[2];
 };
 
 static const char *const keys[] = {"log_max_size", "log_max_files"};
@@ -26,6 +29,9 @@ static void apply(struct agent_etcd *f, const char *full_key, const char *value,
 	const char *key = full_key + strlen(ETCD_CONFIG_PREFIX);
 	if (!agent_cluster_key(key))
 		return;   /* a manager's setting */
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		if (!strcmp(keys[i], key))
+			f->seen[i] = true;
 	json_t *v = value ? json_loadb(value, len, JSON_DECODE_ANY, NULL) : json_null();
 	struct terr err = {0};
 	if (!v)
@@ -39,9 +45,16 @@ static void on_event(const struct etcd_event *ev, void *ud)
 {
 	struct agent_etcd *f = ud;
 	if (ev->type == ETCD_EVENT_RESET) {
-		/* Everything there is follows: what it lacks is unset. */
-		for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
-			agent_cluster_set(f->a, keys[i], NULL, NULL);
+		/* Everything there is follows: what it lacks was deleted. */
+		f->resyncing = true;
+		memset(f->seen, 0, sizeof(f->seen));
+		return;
+	}
+	if (ev->type == ETCD_EVENT_SYNCED) {
+		for (size_t i = 0; f->resyncing && i < sizeof(keys) / sizeof(keys[0]); i++)
+			if (!f->seen[i])
+				agent_cluster_set(f->a, keys[i], NULL, NULL);
+		f->resyncing = false;
 		return;
 	}
 	apply(f, ev->key, ev->type == ETCD_EVENT_PUT ? ev->value : NULL, ev->value_len, ev->revision);

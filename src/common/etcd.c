@@ -307,6 +307,8 @@ static int watch_resync(struct watch_ctx *w, struct terr *err)
 		w->st.fn(&e, w->st.ud);
 	}
 	etcd_kvs_free(kvs, n);
+	struct etcd_event synced = {.type = ETCD_EVENT_SYNCED, .revision = rev};
+	w->st.fn(&synced, w->st.ud);
 	w->st.next_rev = rev + 1;
 	return 0;
 }

@@ -57,13 +57,15 @@ enum etcd_event_type {
 	ETCD_EVENT_DELETE,
 	/* The watch could not resume where it was (the revisions it missed
 	 * were compacted): what follows is every key under the prefix, as
-	 * PUT events, and a key absent from them was deleted meanwhile. */
+	 * PUT events, then ETCD_EVENT_SYNCED; a key absent from them was
+	 * deleted meanwhile. */
 	ETCD_EVENT_RESET,
+	ETCD_EVENT_SYNCED,
 };
 
 struct etcd_event {
 	enum etcd_event_type type;
-	const char *key;     /* borrowed for the callback's duration; NULL for RESET */
+	const char *key;     /* borrowed for the callback's duration; NULL for RESET and SYNCED */
 	const char *value;   /* PUT: NUL-terminated; DELETE: NULL */
 	size_t value_len;
 	int64_t revision;
@@ -81,7 +83,8 @@ typedef void (*etcd_state_fn)(bool connected, const char *why, void *ud);
  * then returns 0. A lost connection (etcd stopped, restarted, network) is
  * retried every retry_ms (0: 1000) and the watch resumes after the last
  * revision it delivered, so no change is missed or given twice; when that
- * revision has been compacted, it starts again with ETCD_EVENT_RESET.
+ * revision has been compacted, it starts again with ETCD_EVENT_RESET, the
+ * whole prefix and ETCD_EVENT_SYNCED.
  * Never returns an error while cancel is false: every failure is a retry,
  * reported through state. */
 int etcd_watch(const char *endpoint, const char *prefix, int64_t start_revision, int retry_ms,

@@ -369,36 +369,49 @@ static void on_etcd_event(const struct etcd_event *ev, void *ud)
 {
 	struct manager *m = ud;
 	pthread_mutex_lock(&m->mu);
-	if (ev->type == ETCD_EVENT_RESET) {
-		/* What follows is everything there is: start from defaults. */
-		settings_clear(&m->settings);
-		settings_defaults(&m->settings);
-		log_warn("manager", "etcd: the watch resumed past compacted revisions; settings read again");
-		after_change(m, "*");
+	if (ev->type == ETCD_EVENT_RESET && !m->etcd_resync && (m->etcd_resync = calloc(1, sizeof(*m->etcd_resync)))) {
+		/* What follows is everything there is: gathered from defaults
+		 * aside, and swapped in at SYNCED, so that no scheduling pass
+		 * sees the defaults meanwhile. */
+		settings_defaults(m->etcd_resync);
 		pthread_mutex_unlock(&m->mu);
 		return;
 	}
+	if (ev->type == ETCD_EVENT_RESET || ev->type == ETCD_EVENT_SYNCED) {
+		if (ev->type == ETCD_EVENT_SYNCED && m->etcd_resync) {
+			settings_clear(&m->settings);
+			m->settings = *m->etcd_resync;
+			free(m->etcd_resync);
+			m->etcd_resync = NULL;
+			log_warn("manager", "etcd: the watch resumed past compacted revisions; settings read again "
+				 "(revision %lld)", (long long)ev->revision);
+			after_change(m, "*");
+		}
+		pthread_mutex_unlock(&m->mu);
+		return;
+	}
+	struct msettings *st = m->etcd_resync ? m->etcd_resync : &m->settings;
 	const char *key = ev->key + strlen(ETCD_CONFIG_PREFIX);
 	json_t *v = ev->type == ETCD_EVENT_PUT ? json_loadb(ev->value, ev->value_len, JSON_DECODE_ANY, NULL) : NULL;
 	struct terr e = {0};
 	int rc;
 	if (ev->type == ETCD_EVENT_DELETE && (!strncmp(key, "policy.", 7) || agent_cluster_key(key))) {
-		rc = apply_to(&m->settings, key, json_null(), &e);
+		rc = apply_to(st, key, json_null(), &e);
 	} else if (ev->type == ETCD_EVENT_DELETE) {
 		/* A deleted scalar setting is back to its default. */
 		struct msettings d;
 		settings_defaults(&d);
 		json_t *flat = flat_of(&d);
-		rc = apply_to(&m->settings, key, json_object_get(flat, key), &e);
+		rc = apply_to(st, key, json_object_get(flat, key), &e);
 		json_decref(flat);
 		settings_clear(&d);
 	} else {
-		rc = v ? apply_to(&m->settings, key, v, &e) : terr_set(&e, EINVAL, "not JSON");
+		rc = v ? apply_to(st, key, v, &e) : terr_set(&e, EINVAL, "not JSON");
 	}
 	json_decref(v);
 	if (rc < 0) {
 		log_warn("manager", "etcd key %s (revision %lld) ignored: %s", ev->key, (long long)ev->revision, e.msg);
-	} else {
+	} else if (!m->etcd_resync) {
 		log_info("manager", "setting %s applied from etcd (revision %lld)", key, (long long)ev->revision);
 		after_change(m, key);
 	}
@@ -440,6 +453,11 @@ void mgr_settings_unfollow(struct manager *m)
 	atomic_store(&m->etcd_cancel, true);
 	pthread_join(m->etcd_thread, NULL);
 	m->etcd_started = false;
+	if (m->etcd_resync) {   /* cancelled in the middle of a resync */
+		settings_clear(m->etcd_resync);
+		free(m->etcd_resync);
+		m->etcd_resync = NULL;
+	}
 }
 
 json_t *mgr_settings_json(struct manager *m)

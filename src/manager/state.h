@@ -208,6 +208,7 @@ struct manager {
 	pthread_t etcd_thread;
 	atomic_bool etcd_cancel;
 	bool etcd_started;
+	struct msettings *etcd_resync;  /* the settings being read again after a compaction */
 	struct httpd *http;
 	/* Session apps (apps.c): the routes and tokens, and the proxy's
 	 * public base as parsed from cfg at open. */

@@ -136,8 +136,10 @@ static void on_event(const struct etcd_event *ev, void *ud)
 		snprintf(s->log + l, sizeof(s->log) - l, "PUT %s=%s;", ev->key, ev->value);
 	else if (ev->type == ETCD_EVENT_DELETE)
 		snprintf(s->log + l, sizeof(s->log) - l, "DELETE %s;", ev->key);
-	else
+	else if (ev->type == ETCD_EVENT_RESET)
 		snprintf(s->log + l, sizeof(s->log) - l, "RESET;");
+	else
+		snprintf(s->log + l, sizeof(s->log) - l, "SYNCED;");
 	s->last_rev = ev->revision;
 	pthread_mutex_unlock(&s->mu);
 }
@@ -266,7 +268,7 @@ TEST(watch_from_a_compacted_revision_starts_with_a_reset)
 	s.start = 2;   /* long gone */
 	pthread_t th;
 	pthread_create(&th, NULL, watch_thread, &s);
-	CHECK(wait_log(&s, "RESET;PUT /c/k=2;"));
+	CHECK(wait_log(&s, "RESET;PUT /c/k=2;SYNCED;"));
 	CHECK(wait_ups(&s, 1));
 	CHECK_INT(etcd_put(ep, "/c/k", "3", 1, &err), 0);
 	CHECK(wait_log(&s, "PUT /c/k=3;"));
