@@ -291,24 +291,31 @@ static void after_change(struct manager *m, const char *key)
 	pthread_cond_broadcast(&m->changed);
 }
 
-/* Persists key = value (checked) where settings live: etcd or the store.
- * With etcd the manager's lock is held across the call (a few ms on a
- * LAN, ETCD_TIMEOUT at worst): settings change rarely, and holding it
- * keeps the order of changes the order etcd sees. */
+/* Writes key = value (checked) to etcd; null deletes it. Needs no lock:
+ * callers make it without the manager lock where they can (an etcd that
+ * does not answer must not hold up the scheduler for its timeout). Two
+ * changes racing may be applied here in another order than etcd saw
+ * them; the watch then applies them again in etcd's order, so every
+ * manager ends with what etcd holds. */
+static int persist_etcd(struct manager *m, const char *key, json_t *value, struct terr *err)
+{
+	char k[320];
+	etcd_key(k, sizeof(k), key);
+	if (json_is_null(value))
+		return etcd_delete(m->cfg.etcd, k, false, NULL, err);
+	char *text = json_dumps(value, JSONUTIL_DUMP_FLAGS | JSON_ENCODE_ANY);
+	if (!text)
+		return terr_set(err, ENOMEM, "out of memory");
+	int rc = etcd_put(m->cfg.etcd, k, text, strlen(text), err);
+	free(text);
+	return rc;
+}
+
+/* Persists key = value (checked) where settings live: etcd or the store. */
 static int persist(struct manager *m, const char *key, json_t *value, struct terr *err)
 {
-	if (m->cfg.etcd) {
-		char k[320];
-		etcd_key(k, sizeof(k), key);
-		if (json_is_null(value))
-			return etcd_delete(m->cfg.etcd, k, false, NULL, err);
-		char *text = json_dumps(value, JSONUTIL_DUMP_FLAGS | JSON_ENCODE_ANY);
-		if (!text)
-			return terr_set(err, ENOMEM, "out of memory");
-		int rc = etcd_put(m->cfg.etcd, k, text, strlen(text), err);
-		free(text);
-		return rc;
-	}
+	if (m->cfg.etcd)
+		return persist_etcd(m, key, value, err);
 	/* Policies are kept together, as one object. */
 	if (!strncmp(key, "policy.", 7))
 		return store_setting(m, "policies", m->settings.policies, err);
@@ -567,10 +574,33 @@ json_t *mgr_config_get(struct manager *m)
 	return o;
 }
 
+/* Applies a value already checked and written to etcd. */
+static void apply_written(struct manager *m, const char *key, json_t *value)
+{
+	struct terr e = {0};
+	if (apply_to(&m->settings, key, value, &e) < 0) {   /* checked: only out of memory */
+		log_warn("manager", "setting %s: %s", key, e.msg);
+		return;
+	}
+	log_info("manager", "setting %s changed", key);
+	after_change(m, key);
+}
+
 int mgr_config_set(struct manager *m, const char *key, json_t *value, json_t **settings, struct terr *err)
 {
+	int rc;
+	if (m->cfg.etcd) {
+		if ((rc = check_one(key, value, err)) < 0 || (rc = persist_etcd(m, key, value, err)) < 0)
+			return rc;
+		pthread_mutex_lock(&m->mu);
+		apply_written(m, key, value);
+		if (settings)
+			*settings = mgr_settings_json(m);
+		pthread_mutex_unlock(&m->mu);
+		return 0;
+	}
 	pthread_mutex_lock(&m->mu);
-	int rc = mgr_settings_set(m, key, value, err);
+	rc = mgr_settings_set(m, key, value, err);
 	if (rc == 0 && settings)
 		*settings = mgr_settings_json(m);
 	pthread_mutex_unlock(&m->mu);
@@ -600,9 +630,9 @@ int mgr_config_put(struct manager *m, json_t *flat, struct terr *err)
 		rc = terr_set(err, ENOMEM, "out of memory");
 		goto out;
 	}
-	pthread_mutex_lock(&m->mu);
 	if (m->cfg.etcd) {
-		/* One transaction: all of them or none. */
+		/* One transaction: all of them or none; without the lock, as
+		 * persist_etcd. */
 		json_object_foreach(flat, k, v) {
 			char ek[320];
 			etcd_key(ek, sizeof(ek), k);
@@ -622,6 +652,7 @@ int mgr_config_put(struct manager *m, json_t *flat, struct terr *err)
 		for (size_t j = 0; j < i; j++)
 			free((char *)texts[j]);
 	}
+	pthread_mutex_lock(&m->mu);
 	if (rc == 0) {
 		bool policies = false;
 		json_object_foreach(flat, k, v) {
