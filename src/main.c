@@ -23,7 +23,8 @@ struct command {
 	X("folder",  cmd_folder,  "data folders: create, list, share, remove, restore; mounted into sessions") \
 	X("node",    cmd_node,    "list nodes (agents) with capacity and usage") \
 	X("image",   cmd_image,   "list, build, pull, alias and remove images; rescan the nodes' images") \
-	X("config",  cmd_config,  "read or change cluster settings (fGPU per device, queue policy, ...)")
+	X("config",  cmd_config,  "read or change cluster settings (fGPU per device, queue policy, ...)") \
+	X("admin",   cmd_admin,   "back up and restore the manager's database and settings (on its host)")
 
 #define AS_ENTRY(name, fn, summary) {name, fn, summary},
 static const struct command commands[] = {TESSERA_COMMANDS(AS_ENTRY)};

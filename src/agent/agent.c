@@ -66,8 +66,14 @@ struct agent {
 	char runner_path[PATH_MAX];
 	struct res capacity;
 	int64_t pids_limit;
-	int64_t log_max_size;       /* 0: no cap */
-	int log_max_files;
+	/* The log cap of new containers: agent.conf's values, or the
+	 * cluster's settings of the same names (agent_cluster_set) while
+	 * set; changed by the thread that follows the cluster's settings
+	 * while sessions start, hence atomic. */
+	_Atomic int64_t log_max_size;       /* 0: no cap */
+	_Atomic int log_max_files;
+	int64_t conf_log_max_size;
+	int conf_log_max_files;
 	char data_dir[PATH_MAX];
 	/* Session apps: the address containers' app ports are published on,
 	 * and the host reported for them when that is a wildcard. */
@@ -349,8 +355,10 @@ int agent_open(struct agent **out, const struct agent_config *cfg, struct terr *
 		util_strlcpy(a->asset_dir, cfg->asset_dir, sizeof(a->asset_dir));
 	a->usage_interval_ms = cfg->gpu_usage_interval_ms > 0 ? cfg->gpu_usage_interval_ms : GPU_USAGE_INTERVAL_MS;
 	a->pids_limit = cfg->pids_limit > 0 ? cfg->pids_limit : 4096;
-	a->log_max_size = cfg->log_max_size > 0 ? cfg->log_max_size : 0;
-	a->log_max_files = cfg->log_max_files >= 2 ? cfg->log_max_files : 5;
+	a->conf_log_max_size = cfg->log_max_size > 0 ? cfg->log_max_size : 0;
+	a->conf_log_max_files = cfg->log_max_files >= 2 ? cfg->log_max_files : 5;
+	atomic_store(&a->log_max_size, a->conf_log_max_size);
+	atomic_store(&a->log_max_files, a->conf_log_max_files);
 	a->oom_interval_ms = cfg->oom_interval_ms ? cfg->oom_interval_ms : AGENT_OOM_INTERVAL_MS;
 	a->stats_interval_ms = cfg->stats_interval_ms ? cfg->stats_interval_ms : STATS_INTERVAL_MS;
 	pthread_mutex_init(&a->stats_mu, NULL);
@@ -457,6 +465,58 @@ void agent_close(struct agent *a)
 const char *agent_id(const struct agent *a)
 {
 	return a->id;
+}
+
+int agent_cluster_check(const char *key, json_t *value, int64_t *out, struct terr *err)
+{
+	int64_t n = 0;
+	if (!value || json_is_null(value)) {
+		if (out)
+			*out = -1;
+		return 0;
+	}
+	if (!strcmp(key, "log_max_size")) {
+		json_t *wrap = json_pack("{s:O}", "v", value);
+		int rc = wrap ? jsonutil_get_size(wrap, "v", "log_max_size", &n, NULL, err) : -ENOMEM;
+		json_decref(wrap);
+		if (rc < 0 || n < 0)
+			return terr_set(err, EINVAL, "log_max_size must be a size such as 100MiB (0: no cap), or null "
+					"for each node's agent.conf value");
+	} else if (!strcmp(key, "log_max_files")) {
+		if (!json_is_integer(value) || (n = json_integer_value(value)) < 2 || n > 100)
+			return terr_set(err, EINVAL, "log_max_files must be an integer from 2 to 100, or null for "
+					"each node's agent.conf value");
+	} else {
+		return terr_set(err, ENOENT, "'%s' is not a setting of agents (known: " AGENT_CLUSTER_KEYS ")", key);
+	}
+	if (out)
+		*out = n;
+	return 0;
+}
+
+bool agent_cluster_key(const char *key)
+{
+	return !strcmp(key, "log_max_size") || !strcmp(key, "log_max_files");
+}
+
+int agent_cluster_set(struct agent *a, const char *key, json_t *value, struct terr *err)
+{
+	int64_t n;
+	int rc = agent_cluster_check(key, value, &n, err);
+	if (rc < 0)
+		return rc;
+	bool size = !strcmp(key, "log_max_size");
+	int64_t was = size ? atomic_load(&a->log_max_size) : atomic_load(&a->log_max_files);
+	if (n < 0)
+		n = size ? a->conf_log_max_size : a->conf_log_max_files;
+	if (size)
+		atomic_store(&a->log_max_size, n);
+	else
+		atomic_store(&a->log_max_files, (int)n);
+	if (was != n)
+		log_info("agent", "cluster setting %s applied: %lld (was %lld)%s; sessions started from now on get it",
+			 key, (long long)n, (long long)was, json_is_null(value) || !value ? ", agent.conf's value" : "");
+	return 0;
 }
 
 struct res agent_capacity(const struct agent *a)
@@ -1221,8 +1281,8 @@ int agent_start_session(struct agent *a, json_t *spec, char cid[RT_ID_MAX],
 		.nano_cpus = cpu_m * 1000000,
 		.memory_bytes = mem,
 		.pids_limit = a->pids_limit,
-		.log_max_size = a->log_max_size,
-		.log_max_files = a->log_max_files,
+		.log_max_size = atomic_load(&a->log_max_size),
+		.log_max_files = atomic_load(&a->log_max_files),
 		.network = own_net ? net : NULL,
 		/* Only the runner's app port, only on app_host; none for a
 		 * session without a secret (an older manager's). */

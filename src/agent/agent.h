@@ -184,6 +184,21 @@ int agent_pull(struct agent *a, const char *ref, const char *registry, const cha
  * known yet, every container with the agent's label counts. Any thread. */
 void agent_set_cluster_id(struct agent *a, const char *cluster_id);
 
+/* Cluster-wide settings that agents apply at run time, without a restart
+ * (docs/admin.md, "Settings and per-user policies"): set with `tessera
+ * config set`, they override agent.conf's value of the same name on every
+ * node; null goes back to agent.conf's. They reach an agent from etcd
+ * (agent.conf's etcd) or, in `tessera server`, from its manager. */
+#define AGENT_CLUSTER_KEYS "log_max_size, log_max_files"
+bool agent_cluster_key(const char *key);
+/* The one check of such a value (value borrowed; NULL or null is valid:
+ * unset). *out (may be NULL) gets the number, -1 for unset. ENOENT for a
+ * key that is not one of them. */
+int agent_cluster_check(const char *key, json_t *value, int64_t *out, struct terr *err);
+/* Checks and applies one (value borrowed; NULL or null: agent.conf's
+ * value): containers created from now on get it. Thread-safe. */
+int agent_cluster_set(struct agent *a, const char *key, json_t *value, struct terr *err);
+
 /* Starts the watcher threads: one reports containers that end by
  * themselves, the other every change of the node's images as
  * {"event":"images","images":[...]} (agent_images' list); and the OOM

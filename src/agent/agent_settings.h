@@ -26,6 +26,7 @@ struct agent_settings {
 	const char *cluster_secret;
 	const char *listen;         /* the RPC server's address */
 	const char *advertise_url;  /* how the manager reaches it */
+	const char *etcd;           /* etcd's client URL: cluster settings followed there */
 };
 
 enum agent_setting_type {
@@ -55,6 +56,8 @@ enum agent_setting_type {
 	  "where the agent's RPC server listens") \
 	X(advertise_url, NULL, TEXT, advertise_url, NULL, 0, 0, AGENT_SETTING_REQUIRED, "URL", \
 	  "the http:// URL the manager uses to reach the RPC server") \
+	X(etcd, NULL, TEXT, etcd, NULL, 0, 0, 0, "URL", \
+	  "etcd's client URL, http://HOST:PORT: the agents' cluster settings (log_max_size, log_max_files) are followed there") \
 	X(docker_socket, "docker-socket", TEXT, agent.runtime_endpoint, NULL, 0, 0, AGENT_SETTING_FLAG, "URL", \
 	  "Docker Engine API endpoint (default unix:///var/run/docker.sock)") \
 	X(cpu, "cpu", CORES, agent.cpu_m, NULL, 0, 0, AGENT_SETTING_FLAG, "N", \

@@ -1,6 +1,10 @@
 /* tessera config get [KEY] | set KEY VALUE: the cluster settings
  * (docs/api.md, "Settings"). VALUE is read as JSON when it parses as JSON
- * (2, 0.05, {"max_sessions": 2}, null), else as a string (fifo). */
+ * (2, 0.05, {"max_sessions": 2}, null), else as a string (fifo).
+ * tessera config get --prefix P | put-json P FILE: the settings whose key
+ * starts with P as one flat JSON object {KEY without P: value}, the
+ * seeds' backup and restore of the cluster configuration ('' for all):
+ * what get prints, put-json takes back. */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +17,8 @@
 #define CONFIG_USAGE \
 	"usage: tessera config get [KEY]\n" \
 	"       tessera config set KEY VALUE\n" \
+	"       tessera config get --prefix PREFIX > FILE   (PREFIX '' for all: a backup)\n" \
+	"       tessera config put-json PREFIX FILE         (a restore: every key checked first)\n" \
 	"Cluster settings (admins change them; everyone may read):\n" \
 	"  fgpu_per_device   fGPU one physical GPU counts as (1..100)\n" \
 	"  fgpu_quantum      smallest fGPU step of a request (e.g. 0.01)\n" \
@@ -21,8 +27,9 @@
 	"  fifo_skip_after   passes a blocked queue head waits before others may pass (0 = never)\n" \
 	"  policy.default    per-user limits, e.g. '{\"max_sessions\": 2, \"max_fgpu\": 1}'\n" \
 	"                    (also max_private_images, default 10)\n" \
-	"  policy.EMAIL      limits for one user (null removes them)\n"
-#define CONFIG_EXPECTED "expected 'get [KEY]' or 'set KEY VALUE'"
+	"  policy.EMAIL      limits for one user (null removes them)\n" \
+	"  log_max_size, log_max_files  every agent's, in place of agent.conf's (null: agent.conf's)\n"
+#define CONFIG_EXPECTED "expected 'get [KEY]', 'get --prefix PREFIX', 'set KEY VALUE' or 'put-json PREFIX FILE'"
 
 static void print_value(json_t *v)
 {
@@ -35,9 +42,94 @@ static void print_value(json_t *v)
 	}
 }
 
+/* tessera config get --prefix P: the flat form, keys without P. */
+static int config_get_prefix(const char *prefix)
+{
+	struct cli_config cfg = {0};
+	struct api_client c;
+	struct terr err = {0};
+	json_t *out = NULL, *sel = json_object();
+	int rc = CLI_EXIT_OK;
+	if (!sel) {
+		rc = cli_fail("out of memory");
+	} else if (cli_connect(&cfg, &c, &err) < 0 ||
+		   api_call(&c, "GET", "/v1/config?flat=1", NULL, 0, &out, NULL, &err) < 0) {
+		rc = cli_fail("%s", err.msg);
+	} else {
+		const char *k;
+		json_t *v;
+		size_t pl = strlen(prefix);
+		json_object_foreach(out, k, v) {
+			if (!strncmp(k, prefix, pl))
+				json_object_set(sel, k + pl, v);
+		}
+		cli_print_json(sel);
+	}
+	json_decref(sel);
+	json_decref(out);
+	cli_config_free(&cfg);
+	return rc;
+}
+
+/* tessera config put-json PREFIX FILE (argv[0] == "put-json") */
+static int config_put_json(int argc, char **argv)
+{
+	if (argc != 3)
+		return cli_usage_fail("config", CONFIG_EXPECTED);
+	const char *prefix = argv[1], *file = argv[2];
+	json_error_t je;
+	json_t *in = !strcmp(file, "-") ? json_loadf(stdin, 0, &je) : json_load_file(file, 0, &je);
+	if (!in)
+		return cli_fail("%s: line %d: %s", file, je.line, je.text);
+	if (!json_is_object(in)) {
+		json_decref(in);
+		return cli_fail("%s: must be a JSON object of setting -> value, as 'tessera config get --prefix' prints",
+				file);
+	}
+	json_t *flat = json_object();
+	const char *k;
+	json_t *v;
+	int rc = CLI_EXIT_OK;
+	json_object_foreach(in, k, v) {
+		char key[512];
+		if ((size_t)snprintf(key, sizeof(key), "%s%s", prefix, k) >= sizeof(key)) {
+			rc = cli_fail("%s: key '%.60s...' is too long", file, k);
+			break;
+		}
+		json_object_set(flat, key, v);
+	}
+	json_decref(in);
+	if (rc != CLI_EXIT_OK) {
+		json_decref(flat);
+		return rc;
+	}
+	size_t n = json_object_size(flat);
+	struct cli_config cfg = {0};
+	struct api_client c;
+	struct terr err = {0};
+	json_t *out = NULL, *body = json_pack("{s:o}", "settings", flat);
+	/* The manager checks every key before it writes any: on an error
+	 * nothing changed. */
+	if (cli_connect(&cfg, &c, &err) < 0 || api_call(&c, "PUT", "/v1/config", body, 0, &out, NULL, &err) < 0)
+		rc = cli_fail("%s: %s%s", file, err.msg, err.code == EINVAL ? " (nothing was changed)" : "");
+	else
+		printf("%zu settings set from %s\n", n, file);
+	json_decref(body);
+	json_decref(out);
+	cli_config_free(&cfg);
+	return rc;
+}
+
 /* tessera config get [KEY] (argv[0] == "get") */
 static int config_get(int argc, char **argv)
 {
+	if (argc >= 2 && (!strcmp(argv[1], "--prefix") || !strncmp(argv[1], "--prefix=", 9))) {
+		if (argv[1][8] == '=' && argc == 2)
+			return config_get_prefix(argv[1] + 9);
+		if (argc == 3 && argv[1][8] == '\0')
+			return config_get_prefix(argv[2]);
+		return cli_usage_fail("config", "expected 'get --prefix PREFIX' ('' for all)");
+	}
 	if (argc > 2)
 		return cli_usage_fail("config", CONFIG_EXPECTED);
 	struct cli_config cfg = {0};
@@ -97,6 +189,7 @@ static int config_set(int argc, char **argv)
 static const struct cli_verb config_verbs[] = {
 	{"get", config_get, NULL, NULL},   /* CONFIG_USAGE describes them */
 	{"set", config_set, NULL, NULL},
+	{"put-json", config_put_json, NULL, NULL},
 };
 
 static const struct cli_noun config_noun = {

@@ -15,6 +15,7 @@
 
 #include "agent/agent.h"
 #include "agent/agent_settings.h"
+#include "agent/etcdfollow.h"
 #include "agent/rpc.h"
 #include "agent/uplink.h"
 #include "cli/cli.h"
@@ -524,7 +525,7 @@ int cmd_manager(int argc, char **argv)
 	static const char *const known[] = {"listen", "data_dir", "cluster_secret", "heartbeat_interval_ms",
 					    "lost_after_heartbeats", "selector", "dispatch_workers",
 					    "fgpu_per_device", "registry_url", "wsproxy_url", "wsproxy_port_range",
-					    "wsproxy_domain", "storage_hosts", "stats_retention_s", "metrics_token", NULL};
+					    "wsproxy_domain", "storage_hosts", "stats_retention_s", "metrics_token", "etcd", NULL};
 	struct conf c = {0};
 	if (read_config("manager", path, known, &c) < 0)
 		return 1;
@@ -544,6 +545,7 @@ int cmd_manager(int argc, char **argv)
 		.storage_hosts = conf_get(&c, "storage_hosts"),
 		.stats_retention_s = conf_int(&c, "stats_retention_s", 3600),
 		.metrics_token = conf_get(&c, "metrics_token"),
+		.etcd = conf_get(&c, "etcd"),
 	};
 	struct terr err = {0};
 	if (mcfg.stats_retention_s < 60 || mcfg.stats_retention_s > 86400) {
@@ -646,8 +648,10 @@ int cmd_agent(int argc, char **argv)
 		.advertise_url = as.advertise_url,
 		.agent = a,
 	};
-	if (uplink_start(&up, &ucfg, &err) < 0) {
+	struct agent_etcd *follower = NULL;
+	if ((as.etcd && agent_etcd_start(&follower, a, as.etcd, &err) < 0) || uplink_start(&up, &ucfg, &err) < 0) {
 		fail("agent", &err);
+		agent_etcd_stop(follower);
 		httpd_stop(http);
 		agent_close(a);
 		goto out_conf;
@@ -659,6 +663,7 @@ int cmd_agent(int argc, char **argv)
 	log_info("agent", "signal %d: stopping (sessions keep running)", sig);
 	/* The uplink's queue outlives the agent's watcher, which feeds it. */
 	uplink_stop(up);
+	agent_etcd_stop(follower);
 	httpd_stop(http);
 	agent_close(a);
 	uplink_free(up);

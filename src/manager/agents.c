@@ -455,6 +455,7 @@ int manager_attach_local_agent(struct manager *m, struct agent *a, struct terr *
 {
 	json_t *desc;
 	agent_set_cluster_id(a, m->cluster_id);
+	mgr_settings_attach_local(m, a);
 	int rc = agent_describe(a, &desc, err);
 	if (rc < 0)
 		return rc;

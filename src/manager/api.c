@@ -362,8 +362,35 @@ static void api_node_list(void *ctx, struct httpd_req *req, struct httpd_resp *r
 
 /* ---------- routes: settings ---------- */
 
+/* ?flat=1: {"fgpu_per_device": 1, ..., "policy.default": {...}}, the form
+ * `tessera config get --prefix` prints and put-json takes. */
+static void api_config_get_flat(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
+{
+	json_t *o = mgr_config_flat(ctx);
+	if (o && !caller(req)->is_admin) {
+		char own[300];
+		snprintf(own, sizeof(own), "policy.%s", caller(req)->email);
+		const char *k;
+		json_t *v;
+		void *tmp;
+		json_object_foreach_safe(o, tmp, k, v) {
+			if (!strncmp(k, "policy.", 7) && strcmp(k, "policy.default") && strcmp(k, own))
+				json_object_del(o, k);
+		}
+	}
+	if (!o)
+		httpd_error(resp, 500, "internal", "out of memory");
+	else
+		httpd_json(resp, 200, o);
+}
+
 static void api_config_get(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 {
+	const char *flat = httpd_query(req, "flat");
+	if (flat && (!strcmp(flat, "1") || !strcmp(flat, "true"))) {
+		api_config_get_flat(ctx, req, resp);
+		return;
+	}
 	json_t *o = mgr_config_get(ctx);
 	/* Policies are keyed by email: a user who is not an admin sees the
 	 * default and their own, not who else has an account. */
@@ -401,6 +428,30 @@ static void api_config_set(void *ctx, struct httpd_req *req, struct httpd_resp *
 		struct terr err = {0};
 		int rc = mgr_config_set(ctx, req->params[0], value, &o, &err);
 		answer(resp, rc, 200, o, &err);
+	}
+	json_decref(body);
+}
+
+/* put-json: {"settings": {KEY: value, ...}}, all checked before any is set. */
+static void api_config_put(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
+{
+	if (!caller(req)->is_admin) {
+		httpd_error(resp, 403, "forbidden", "only an admin may change cluster settings");
+		return;
+	}
+	json_t *body = api_parse_body(req, resp);
+	if (!body)
+		return;
+	json_t *flat = json_object_get(body, "settings");
+	if (!json_is_object(flat) || json_object_size(body) != 1) {
+		httpd_error(resp, 400, "invalid_argument", "body must be {\"settings\": {KEY: value, ...}}");
+	} else {
+		struct terr err = {0};
+		int rc = mgr_config_put(ctx, flat, &err);
+		/* An unknown key in a file is a bad request, not a missing route. */
+		if (rc == -ENOENT)
+			rc = -(err.code = EINVAL);
+		answer(resp, rc, 200, rc == 0 ? mgr_config_flat(ctx) : NULL, &err);
 	}
 	json_decref(body);
 }
@@ -807,6 +858,7 @@ const struct httpd_route manager_routes[] = {
 	{"GET", "/v1/images/pulls/{id}", api_image_pull_get, AUTH_USER},
 	{"GET", "/v1/config", api_config_get, AUTH_USER},
 	{"PUT", "/v1/config/{key}", api_config_set, AUTH_USER},
+	{"PUT", "/v1/config", api_config_put, AUTH_USER},
 	{"GET", "/v1/events", api_events, AUTH_USER},
 	{"POST", "/v1/auth/login", api_auth_login, AUTH_PUBLIC},
 	{"GET", "/v1/users", api_user_list, AUTH_USER},

@@ -305,6 +305,14 @@ json_t *mgr_config_get(struct manager *m);
 int mgr_config_set(struct manager *m, const char *key, json_t *value, json_t **settings,
 		   struct terr *err);
 
+/* The settings as a flat object (mgr_settings_flat), new ref. */
+json_t *mgr_config_flat(struct manager *m);
+/* put-json: sets every key of flat {KEY: value} (borrowed) as PUT
+ * /v1/config/{key} would, after checking all of them: a bad key or value
+ * changes nothing (EINVAL, or ENOENT for an unknown key, naming it). With
+ * etcd it is one transaction. */
+int mgr_config_put(struct manager *m, json_t *flat, struct terr *err);
+
 /* ---- users (users.c) ---- */
 
 /* Copies the user with this access key into *out; -ENOENT when none. */

@@ -16,6 +16,7 @@
 
 #include "common/conf.h"
 #include "common/jsonutil.h"
+#include "common/etcd.h"
 #include "common/log.h"
 #include "common/sign.h"
 #include "common/util.h"
@@ -253,6 +254,10 @@ int manager_open(struct manager **out, const struct manager_config *cfg, struct 
 		free(m);
 		return terr_set(err, EINVAL, "unknown agent selector '%s' (known: concentrated, dispersed)", cfg->selector);
 	}
+	if (cfg->etcd && etcd_check_endpoint(cfg->etcd, err) < 0) {
+		free(m);
+		return -EINVAL;
+	}
 	util_strlcpy(m->data_dir, cfg->data_dir, sizeof(m->data_dir));
 	m->cfg.data_dir = m->data_dir;
 	int arc = mgr_apps_open(m, err);
@@ -312,6 +317,8 @@ int manager_open(struct manager **out, const struct manager_config *cfg, struct 
 		if (rc < 0)
 			goto fail;
 	}
+	if ((rc = mgr_settings_follow(m, err)) < 0)
+		goto fail;
 	for (size_t i = 0; i < m->n_sessions; i++) {
 		struct msession *s = m->sessions[i];
 		mgr_shares_from_json(s);
@@ -424,6 +431,7 @@ void manager_close(struct manager *m)
 		agent_watch_stop(locals[i]);
 	httpd_stop(m->http);
 	m->http = NULL;
+	mgr_settings_unfollow(m);
 	if (m->threads_started)
 		pthread_join(m->sched_thread, NULL);
 	mgr_dispatch_join(m);

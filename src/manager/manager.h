@@ -40,7 +40,20 @@ struct manager_config {
 	/* When set, GET /metrics needs "Authorization: Bearer TOKEN"; NULL
 	 * or "": open (docs/admin.md, "Metrics"). */
 	const char *metrics_token;
+	/* etcd's client URL, "http://HOST:PORT": the cluster settings live
+	 * there, under ETCD_CONFIG_PREFIX (common/etcd.h), instead of in the store, and are
+	 * followed; NULL: in the store. */
+	const char *etcd;
 };
+
+
+/* Checks a flat object of settings {KEY: value} as PUT /v1/config/{key}
+ * checks each, without a manager (put-json, admin restore): the first
+ * unknown key or bad value is an error naming it. */
+int mgr_settings_check_flat(json_t *flat, struct terr *err);
+/* The settings a store holds, as a flat object (*flat new ref; defaults
+ * for what it does not hold). */
+int mgr_settings_export_store(const struct store_ops *so, struct store *store, json_t **flat, struct terr *err);
 
 /* Opens the store in data_dir (creating the admin user on first start),
  * loads state and starts the scheduler and dispatchers. Not yet serving. */

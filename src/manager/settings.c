@@ -17,25 +17,48 @@
  *                     "idle_timeout_s" (0 = none), "idle_cpu_pct"
  *                     (default 5; docs/admin.md, "Idle sessions")}
  *   policy.<email>    the same, for one user (overrides the default)
- * mgr_config_get and mgr_config_set (core.h) take the lock; the rest is
- * called with it held. */
+ *   log_max_size, log_max_files
+ *                     agents' settings of the same names, for every
+ *                     node (agent_cluster_check; null: agent.conf's)
+ * Without etcd they are rows of the store's settings table (the policies
+ * together, under "policies"); with etcd (manager.conf's etcd) each is
+ * the key ETCD_CONFIG_PREFIX + KEY of etcd, followed by a watch so that
+ * a change made through any manager (or with etcdctl) is applied here
+ * without a restart (docs/architecture.md, "Cluster configuration").
+ * mgr_config_get, mgr_config_set and mgr_config_put (core.h) take the
+ * lock; the rest is called with it held, or works on a struct msettings
+ * of its own. */
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/etcd.h"
 #include "common/jsonutil.h"
 #include "common/log.h"
 #include "common/units.h"
 #include "manager/state.h"
 
-static int store_setting(struct manager *m, const char *key, json_t *value, struct terr *err)
+/* The scalar settings, each a row of the store (policies are one row). */
+static const char *const scalar_keys[] = {"fgpu_per_device", "fgpu_quantum", "queue_policy", "selector",
+					  "fifo_skip_after", "folder_trash_days", "log_max_size", "log_max_files",
+					  NULL};
+
+static void settings_defaults(struct msettings *st)
 {
-	/* Settings are often bare numbers or strings: ENCODE_ANY. */
-	char *text = json_dumps(value, JSONUTIL_DUMP_FLAGS | JSON_ENCODE_ANY);
-	if (!text)
-		return terr_set(err, ENOMEM, "out of memory");
-	int rc = m->so->kv_set(m->store, key, text, err);
-	free(text);
-	return rc;
+	st->fgpu_per_device = 1;
+	st->fgpu_quantum_m = 10;
+	st->queue = &sched_fifo;
+	st->selector = &sched_concentrated;
+	st->fifo_skip_after = 0;
+	st->folder_trash_days = MGR_DEFAULT_FOLDER_TRASH_DAYS;
+	st->policies = json_object();
+	st->agent = json_object();
+}
+
+static void settings_clear(struct msettings *st)
+{
+	json_decref(st->policies);
+	json_decref(st->agent);
+	st->policies = st->agent = NULL;
 }
 
 static int parse_policy(json_t *v, const char *key, struct terr *err)
@@ -75,16 +98,21 @@ static int parse_policy(json_t *v, const char *key, struct terr *err)
 	return 0;
 }
 
-/* Applies a validated value to m->settings (no storing). */
-static int apply(struct manager *m, const char *key, json_t *value, struct terr *err)
+/* The one check of a setting, applied to st when valid (value borrowed;
+ * st keeps copies, never the caller's objects: the settings are changed
+ * under the manager lock by API threads and the etcd watch while callers
+ * release their values outside it, and jansson's reference counts are
+ * not shared safely between threads).
+ * Whether a value is valid never depends on st, so a check alone is an
+ * apply to a scratch struct (check_one). null is valid for the keys that
+ * can be unset (policy.*, the agents'). */
+static int apply_to(struct msettings *st, const char *key, json_t *value, struct terr *err)
 {
-	struct msettings *st = &m->settings;
 	int64_t n;
 	if (!strcmp(key, "fgpu_per_device")) {
 		if (!json_is_integer(value) || (n = json_integer_value(value)) < 1 || n > 100)
 			return terr_set(err, EINVAL, "fgpu_per_device must be an integer from 1 to 100");
 		st->fgpu_per_device = n;
-		mgr_apply_fgpu_setting(m);
 	} else if (!strcmp(key, "fgpu_quantum")) {
 		json_t *wrap = json_pack("{s:O}", "v", value);
 		bool present = false;
@@ -115,6 +143,13 @@ static int apply(struct manager *m, const char *key, json_t *value, struct terr 
 		if (!json_is_integer(value) || (n = json_integer_value(value)) < 0 || n > 3650)
 			return terr_set(err, EINVAL, "folder_trash_days must be an integer from 0 to 3650");
 		st->folder_trash_days = (int)n;
+	} else if (agent_cluster_key(key)) {
+		if (agent_cluster_check(key, value, NULL, err) < 0)
+			return -EINVAL;
+		if (json_is_null(value))
+			json_object_del(st->agent, key);
+		else if (json_object_set_new(st->agent, key, json_deep_copy(value)) < 0)
+			return terr_set(err, ENOMEM, "out of memory");
 	} else if (!strncmp(key, "policy.", 7)) {
 		/* The key names whom the policy limits; a key no user can have
 		 * (policy.%ff, policy.nobody) would be a policy that never
@@ -127,65 +162,86 @@ static int apply(struct manager *m, const char *key, json_t *value, struct terr 
 		} else {
 			if (parse_policy(value, key, err) < 0)
 				return -EINVAL;
-			if (json_object_set(st->policies, who, value) < 0)
+			if (json_object_set_new(st->policies, who, json_deep_copy(value)) < 0)
 				return terr_set(err, ENOMEM, "out of memory");
 		}
 	} else {
 		return terr_set(err, ENOENT,
 				"unknown setting '%s' (known: fgpu_per_device, fgpu_quantum, queue_policy, selector, "
-				"fifo_skip_after, folder_trash_days, policy.default, policy.<email>)", key);
+				"fifo_skip_after, folder_trash_days, " AGENT_CLUSTER_KEYS ", policy.default, policy.<email>)",
+				key);
 	}
 	return 0;
 }
 
-int mgr_settings_set(struct manager *m, const char *key, json_t *value, struct terr *err)
+static int check_one(const char *key, json_t *value, struct terr *err)
 {
-	int rc = apply(m, key, value, err);
-	if (rc < 0)
-		return rc;
-	/* Policies are kept together, as one object. */
-	if (!strncmp(key, "policy.", 7))
-		rc = store_setting(m, "policies", m->settings.policies, err);
-	else
-		rc = store_setting(m, key, value, err);
-	if (rc < 0)
-		return rc;
-	log_info("manager", "setting %s changed", key);
-	m->version++;
-	mgr_wake_scheduler(m);
-	pthread_cond_broadcast(&m->changed);
+	struct msettings scratch;
+	settings_defaults(&scratch);
+	int rc = apply_to(&scratch, key, value, err);
+	settings_clear(&scratch);
+	return rc;
+}
+
+int mgr_settings_check_flat(json_t *flat, struct terr *err)
+{
+	if (!json_is_object(flat))
+		return terr_set(err, EINVAL, "settings must be a JSON object of setting -> value, "
+				"as 'tessera config get --prefix \"\"' prints");
+	const char *k;
+	json_t *v;
+	json_object_foreach(flat, k, v) {
+		int rc = check_one(k, v, err);
+		if (rc < 0)
+			/* Most messages begin with the key already. */
+			return rc == -ENOENT || (err && !strncmp(err->msg, k, strlen(k))) ? rc : terr_prefix(err, "%s", k);
+	}
 	return 0;
 }
 
-static const char *const known_keys[] = {"fgpu_per_device", "fgpu_quantum", "queue_policy", "selector",
-					 "fifo_skip_after", "folder_trash_days", NULL};
-
-int mgr_settings_load(struct manager *m, struct terr *err)
+static json_t *flat_of(const struct msettings *st)
 {
-	struct msettings *st = &m->settings;
-	st->fgpu_per_device = 1;
-	st->fgpu_quantum_m = 10;
-	st->queue = &sched_fifo;
-	st->selector = &sched_concentrated;
-	st->fifo_skip_after = 0;
-	st->folder_trash_days = MGR_DEFAULT_FOLDER_TRASH_DAYS;
-	st->policies = json_object();
-	for (int i = 0; known_keys[i]; i++) {
+	json_t *o = json_pack("{s:I,s:o,s:s,s:s,s:i,s:i}",
+		"fgpu_per_device", (json_int_t)st->fgpu_per_device,
+		"fgpu_quantum", jsonutil_milli(st->fgpu_quantum_m),
+		"queue_policy", st->queue->name, "selector", st->selector->name,
+		"fifo_skip_after", st->fifo_skip_after, "folder_trash_days", st->folder_trash_days);
+	if (!o)
+		return NULL;
+	static const char *const agent_keys[] = {"log_max_size", "log_max_files"};
+	for (size_t i = 0; i < 2; i++) {
+		json_t *v = json_object_get(st->agent, agent_keys[i]);
+		json_object_set_new(o, agent_keys[i], v ? json_deep_copy(v) : json_null());
+	}
+	const char *who;
+	json_t *p;
+	json_object_foreach(st->policies, who, p) {
+		char key[300];
+		snprintf(key, sizeof(key), "policy.%s", who);
+		json_object_set_new(o, key, json_deep_copy(p));
+	}
+	return o;
+}
+
+/* Loads what the store holds into st (defaults where it holds nothing). */
+static int load_store(const struct store_ops *so, struct store *store, struct msettings *st, struct terr *err)
+{
+	for (int i = 0; scalar_keys[i]; i++) {
 		char *text = NULL;
 		struct terr e = {0};
-		if (m->so->kv_get(m->store, known_keys[i], &text, &e) < 0)
+		if (so->kv_get(store, scalar_keys[i], &text, &e) < 0)
 			continue;   /* unset: default */
 		json_t *v = json_loads(text, JSON_DECODE_ANY, NULL);
 		free(text);
-		if (!v || apply(m, known_keys[i], v, err) < 0) {
+		if (!v || apply_to(st, scalar_keys[i], v, err) < 0) {
 			json_decref(v);
-			return terr_prefix(err, "stored setting %s", known_keys[i]);
+			return terr_prefix(err, "stored setting %s", scalar_keys[i]);
 		}
 		json_decref(v);
 	}
 	char *pol = NULL;
 	struct terr e = {0};
-	if (m->so->kv_get(m->store, "policies", &pol, &e) == 0) {
+	if (so->kv_get(store, "policies", &pol, &e) == 0) {
 		json_t *v = json_loads(pol, 0, NULL);
 		free(pol);
 		if (json_is_object(v)) {
@@ -198,15 +254,258 @@ int mgr_settings_load(struct manager *m, struct terr *err)
 	return 0;
 }
 
+int mgr_settings_export_store(const struct store_ops *so, struct store *store, json_t **flat, struct terr *err)
+{
+	struct msettings st;
+	settings_defaults(&st);
+	int rc = load_store(so, store, &st, err);
+	if (rc == 0 && !(*flat = flat_of(&st)))
+		rc = terr_set(err, ENOMEM, "out of memory");
+	settings_clear(&st);
+	return rc;
+}
+
+static int store_setting(struct manager *m, const char *key, json_t *value, struct terr *err)
+{
+	/* Settings are often bare numbers or strings: ENCODE_ANY. */
+	char *text = json_dumps(value, JSONUTIL_DUMP_FLAGS | JSON_ENCODE_ANY);
+	if (!text)
+		return terr_set(err, ENOMEM, "out of memory");
+	int rc = m->so->kv_set(m->store, key, text, err);
+	free(text);
+	return rc;
+}
+
+/* etcd's key of a setting (n >= 320). */
+static void etcd_key(char *buf, size_t n, const char *key)
+{
+	snprintf(buf, n, "%s%s", ETCD_CONFIG_PREFIX, key);
+}
+
+/* What follows a change of key in m->settings, however it came. */
+static void after_change(struct manager *m, const char *key)
+{
+	if (!strcmp(key, "fgpu_per_device") || !strcmp(key, "*"))
+		mgr_apply_fgpu_setting(m);
+	if (m->local_agent) {
+		static const char *const agent_keys[] = {"log_max_size", "log_max_files"};
+		for (size_t i = 0; i < 2; i++)
+			if (!strcmp(key, "*") || !strcmp(key, agent_keys[i])) {
+				struct terr e = {0};
+				agent_cluster_set(m->local_agent, agent_keys[i],
+						  json_object_get(m->settings.agent, agent_keys[i]), &e);
+			}
+	}
+	m->version++;
+	mgr_wake_scheduler(m);
+	pthread_cond_broadcast(&m->changed);
+}
+
+/* Writes key = value (checked) to etcd; null deletes it. Needs no lock:
+ * callers make it without the manager lock where they can (an etcd that
+ * does not answer must not hold up the scheduler for its timeout). Two
+ * changes racing may be applied here in another order than etcd saw
+ * them; the watch then applies them again in etcd's order, so every
+ * manager ends with what etcd holds. */
+static int persist_etcd(struct manager *m, const char *key, json_t *value, struct terr *err)
+{
+	char k[320];
+	etcd_key(k, sizeof(k), key);
+	if (json_is_null(value))
+		return etcd_delete(m->cfg.etcd, k, false, NULL, err);
+	char *text = json_dumps(value, JSONUTIL_DUMP_FLAGS | JSON_ENCODE_ANY);
+	if (!text)
+		return terr_set(err, ENOMEM, "out of memory");
+	int rc = etcd_put(m->cfg.etcd, k, text, strlen(text), err);
+	free(text);
+	return rc;
+}
+
+/* Persists key = value (checked) where settings live: etcd or the store. */
+static int persist(struct manager *m, const char *key, json_t *value, struct terr *err)
+{
+	if (m->cfg.etcd)
+		return persist_etcd(m, key, value, err);
+	/* Policies are kept together, as one object. */
+	if (!strncmp(key, "policy.", 7))
+		return store_setting(m, "policies", m->settings.policies, err);
+	return store_setting(m, key, value, err);
+}
+
+int mgr_settings_set(struct manager *m, const char *key, json_t *value, struct terr *err)
+{
+	int rc = check_one(key, value, err);
+	if (rc < 0)
+		return rc;
+	if (m->cfg.etcd && (rc = persist(m, key, value, err)) < 0)
+		return rc;
+	if ((rc = apply_to(&m->settings, key, value, err)) < 0)
+		return rc;
+	if (!m->cfg.etcd && (rc = persist(m, key, value, err)) < 0)
+		return rc;
+	log_info("manager", "setting %s changed", key);
+	after_change(m, key);
+	return 0;
+}
+
+static int load_etcd(struct manager *m, struct terr *err)
+{
+	struct etcd_kv *kvs;
+	size_t n;
+	int rc = etcd_range(m->cfg.etcd, ETCD_CONFIG_PREFIX, true, &kvs, &n, &m->etcd_rev, err);
+	if (rc < 0)
+		return terr_prefix(err, "reading the cluster settings");
+	for (size_t i = 0; i < n; i++) {
+		const char *key = kvs[i].key + strlen(ETCD_CONFIG_PREFIX);
+		json_t *v = json_loadb(kvs[i].value, kvs[i].value_len, JSON_DECODE_ANY, NULL);
+		struct terr e = {0};
+		if (!v)
+			log_warn("manager", "etcd key %s is not JSON: ignored", kvs[i].key);
+		else if (apply_to(&m->settings, key, v, &e) < 0)
+			log_warn("manager", "etcd key %s ignored: %s", kvs[i].key, e.msg);
+		json_decref(v);
+	}
+	etcd_kvs_free(kvs, n);
+	log_info("manager", "cluster settings read from etcd at %s (%zu keys under %s, revision %lld)",
+		 m->cfg.etcd, n, ETCD_CONFIG_PREFIX, (long long)m->etcd_rev);
+	return 0;
+}
+
+int mgr_settings_load(struct manager *m, struct terr *err)
+{
+	settings_defaults(&m->settings);
+	if (m->cfg.etcd)
+		return load_etcd(m, err);
+	return load_store(m->so, m->store, &m->settings, err);
+}
+
+/* ---------- following etcd ---------- */
+
+/* A change seen in etcd, made by this manager, another, or etcdctl. */
+static void on_etcd_event(const struct etcd_event *ev, void *ud)
+{
+	struct manager *m = ud;
+	pthread_mutex_lock(&m->mu);
+	if (ev->type == ETCD_EVENT_RESET && !m->etcd_resync && (m->etcd_resync = calloc(1, sizeof(*m->etcd_resync)))) {
+		/* What follows is everything there is: gathered from defaults
+		 * aside, and swapped in at SYNCED, so that no scheduling pass
+		 * sees the defaults meanwhile. */
+		settings_defaults(m->etcd_resync);
+		pthread_mutex_unlock(&m->mu);
+		return;
+	}
+	if (ev->type == ETCD_EVENT_RESET || ev->type == ETCD_EVENT_SYNCED) {
+		if (ev->type == ETCD_EVENT_SYNCED && m->etcd_resync) {
+			settings_clear(&m->settings);
+			m->settings = *m->etcd_resync;
+			free(m->etcd_resync);
+			m->etcd_resync = NULL;
+			log_warn("manager", "etcd: the watch resumed past compacted revisions; settings read again "
+				 "(revision %lld)", (long long)ev->revision);
+			after_change(m, "*");
+		}
+		pthread_mutex_unlock(&m->mu);
+		return;
+	}
+	struct msettings *st = m->etcd_resync ? m->etcd_resync : &m->settings;
+	const char *key = ev->key + strlen(ETCD_CONFIG_PREFIX);
+	json_t *v = ev->type == ETCD_EVENT_PUT ? json_loadb(ev->value, ev->value_len, JSON_DECODE_ANY, NULL) : NULL;
+	struct terr e = {0};
+	int rc;
+	if (ev->type == ETCD_EVENT_DELETE && (!strncmp(key, "policy.", 7) || agent_cluster_key(key))) {
+		rc = apply_to(st, key, json_null(), &e);
+	} else if (ev->type == ETCD_EVENT_DELETE) {
+		/* A deleted scalar setting is back to its default. */
+		struct msettings d;
+		settings_defaults(&d);
+		json_t *flat = flat_of(&d);
+		rc = apply_to(st, key, json_object_get(flat, key), &e);
+		json_decref(flat);
+		settings_clear(&d);
+	} else {
+		rc = v ? apply_to(st, key, v, &e) : terr_set(&e, EINVAL, "not JSON");
+	}
+	json_decref(v);
+	if (rc < 0) {
+		log_warn("manager", "etcd key %s (revision %lld) ignored: %s", ev->key, (long long)ev->revision, e.msg);
+	} else if (!m->etcd_resync) {
+		log_info("manager", "setting %s applied from etcd (revision %lld)", key, (long long)ev->revision);
+		after_change(m, key);
+	}
+	pthread_mutex_unlock(&m->mu);
+}
+
+static void on_etcd_state(bool up, const char *why, void *ud)
+{
+	struct manager *m = ud;
+	if (up)
+		log_info("manager", "watching the cluster settings in etcd at %s", m->cfg.etcd);
+	else
+		log_warn("manager", "etcd at %s: %s; settings stay as they are, retrying every second", m->cfg.etcd, why);
+}
+
+static void *etcd_thread(void *arg)
+{
+	struct manager *m = arg;
+	etcd_watch(m->cfg.etcd, ETCD_CONFIG_PREFIX, m->etcd_rev + 1, 1000, on_etcd_event, on_etcd_state, m,
+		   &m->etcd_cancel);
+	return NULL;
+}
+
+int mgr_settings_follow(struct manager *m, struct terr *err)
+{
+	if (!m->cfg.etcd)
+		return 0;
+	int rc = pthread_create(&m->etcd_thread, NULL, etcd_thread, m);
+	if (rc)
+		return terr_set(err, rc, "cannot start the etcd watch thread");
+	m->etcd_started = true;
+	return 0;
+}
+
+void mgr_settings_unfollow(struct manager *m)
+{
+	if (!m->etcd_started)
+		return;
+	atomic_store(&m->etcd_cancel, true);
+	pthread_join(m->etcd_thread, NULL);
+	m->etcd_started = false;
+	if (m->etcd_resync) {   /* cancelled in the middle of a resync */
+		settings_clear(m->etcd_resync);
+		free(m->etcd_resync);
+		m->etcd_resync = NULL;
+	}
+}
+
 json_t *mgr_settings_json(struct manager *m)
 {
 	struct msettings *st = &m->settings;
-	return json_pack("{s:I,s:o,s:s,s:s,s:i,s:i,s:O}",
+	/* Copies: the answer is used outside the lock (see apply_to). */
+	json_t *o = json_pack("{s:I,s:o,s:s,s:s,s:i,s:i,s:o}",
 		"fgpu_per_device", (json_int_t)st->fgpu_per_device,
 		"fgpu_quantum", jsonutil_milli(st->fgpu_quantum_m),
 		"queue_policy", st->queue->name, "selector", st->selector->name,
 		"fifo_skip_after", st->fifo_skip_after,
-		"folder_trash_days", st->folder_trash_days, "policies", st->policies);
+		"folder_trash_days", st->folder_trash_days, "policies", json_deep_copy(st->policies));
+	json_t *lms = json_object_get(st->agent, "log_max_size"), *lmf = json_object_get(st->agent, "log_max_files");
+	if (o) {
+		json_object_set_new(o, "log_max_size", lms ? json_deep_copy(lms) : json_null());
+		json_object_set_new(o, "log_max_files", lmf ? json_deep_copy(lmf) : json_null());
+	}
+	return o;
+}
+
+void mgr_settings_attach_local(struct manager *m, struct agent *a)
+{
+	pthread_mutex_lock(&m->mu);
+	m->local_agent = a;
+	after_change(m, "*");
+	pthread_mutex_unlock(&m->mu);
+}
+
+json_t *mgr_settings_flat(struct manager *m)
+{
+	return flat_of(&m->settings);
 }
 
 void mgr_user_policy(struct manager *m, const char *email, int64_t *max_sessions, struct res *max)
@@ -274,8 +573,7 @@ int64_t mgr_user_policy_limit(struct manager *m, const char *email, const char *
 
 void mgr_settings_free(struct manager *m)
 {
-	json_decref(m->settings.policies);
-	m->settings.policies = NULL;
+	settings_clear(&m->settings);
 }
 
 json_t *mgr_config_get(struct manager *m)
@@ -286,12 +584,107 @@ json_t *mgr_config_get(struct manager *m)
 	return o;
 }
 
+/* Applies a value already checked and written to etcd. */
+static void apply_written(struct manager *m, const char *key, json_t *value)
+{
+	struct terr e = {0};
+	if (apply_to(&m->settings, key, value, &e) < 0) {   /* checked: only out of memory */
+		log_warn("manager", "setting %s: %s", key, e.msg);
+		return;
+	}
+	log_info("manager", "setting %s changed", key);
+	after_change(m, key);
+}
+
 int mgr_config_set(struct manager *m, const char *key, json_t *value, json_t **settings, struct terr *err)
 {
+	int rc;
+	if (m->cfg.etcd) {
+		if ((rc = check_one(key, value, err)) < 0 || (rc = persist_etcd(m, key, value, err)) < 0)
+			return rc;
+		pthread_mutex_lock(&m->mu);
+		apply_written(m, key, value);
+		if (settings)
+			*settings = mgr_settings_json(m);
+		pthread_mutex_unlock(&m->mu);
+		return 0;
+	}
 	pthread_mutex_lock(&m->mu);
-	int rc = mgr_settings_set(m, key, value, err);
+	rc = mgr_settings_set(m, key, value, err);
 	if (rc == 0 && settings)
 		*settings = mgr_settings_json(m);
 	pthread_mutex_unlock(&m->mu);
+	return rc;
+}
+
+json_t *mgr_config_flat(struct manager *m)
+{
+	pthread_mutex_lock(&m->mu);
+	json_t *o = mgr_settings_flat(m);
+	pthread_mutex_unlock(&m->mu);
+	return o;
+}
+
+int mgr_config_put(struct manager *m, json_t *flat, struct terr *err)
+{
+	/* Everything is checked before anything is written. */
+	int rc = mgr_settings_check_flat(flat, err);
+	if (rc < 0)
+		return rc;
+	size_t n = json_object_size(flat), i = 0;
+	const char **keys = calloc(n ? n : 1, sizeof(*keys)), **texts = calloc(n ? n : 1, sizeof(*texts));
+	char **owned = calloc(n ? n : 1, sizeof(*owned));
+	const char *k;
+	json_t *v;
+	if (!keys || !texts || !owned) {
+		rc = terr_set(err, ENOMEM, "out of memory");
+		goto out;
+	}
+	if (m->cfg.etcd) {
+		/* One transaction: all of them or none; without the lock, as
+		 * persist_etcd. */
+		json_object_foreach(flat, k, v) {
+			char ek[320];
+			etcd_key(ek, sizeof(ek), k);
+			owned[i] = strdup(ek);
+			char *text = json_is_null(v) ? NULL : json_dumps(v, JSONUTIL_DUMP_FLAGS | JSON_ENCODE_ANY);
+			if (!owned[i] || (!json_is_null(v) && !text)) {
+				free(text);
+				rc = terr_set(err, ENOMEM, "out of memory");
+				break;
+			}
+			keys[i] = owned[i];
+			texts[i] = text;
+			i++;
+		}
+		if (rc == 0)
+			rc = etcd_txn(m->cfg.etcd, NULL, keys, texts, i, err);
+		for (size_t j = 0; j < i; j++)
+			free((char *)texts[j]);
+	}
+	pthread_mutex_lock(&m->mu);
+	if (rc == 0) {
+		bool policies = false;
+		json_object_foreach(flat, k, v) {
+			apply_to(&m->settings, k, v, err);   /* checked above */
+			if (m->cfg.etcd)
+				continue;
+			if (!strncmp(k, "policy.", 7))
+				policies = true;
+			else if ((rc = store_setting(m, k, v, err)) < 0)
+				break;
+		}
+		if (rc == 0 && policies && !m->cfg.etcd)
+			rc = store_setting(m, "policies", m->settings.policies, err);
+		log_info("manager", "%zu settings changed at once", n);
+		after_change(m, "*");
+	}
+	pthread_mutex_unlock(&m->mu);
+out:
+	for (size_t j = 0; owned && j < n; j++)
+		free(owned[j]);
+	free(owned);
+	free(keys);
+	free(texts);
 	return rc;
 }

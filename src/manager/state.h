@@ -9,6 +9,7 @@
 #define TESSERA_MANAGER_STATE_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <string.h>
 
@@ -110,6 +111,7 @@ struct msettings {
 	int fifo_skip_after;
 	int folder_trash_days;
 	json_t *policies;              /* {"default": {...}, "user@x": {...}} */
+	json_t *agent;                 /* agents' settings that are set: {"log_max_size": ...} */
 };
 
 enum job_type { JOB_START, JOB_DESTROY, JOB_COMMIT, JOB_PULL };
@@ -227,6 +229,16 @@ struct manager {
 	pthread_t *workers;
 	int n_workers;
 	bool threads_started;
+	/* tessera server's in-process agent, given the agents' cluster
+	 * settings as they change (settings.c); NULL for a manager. */
+	struct agent *local_agent;
+	/* Following etcd (cfg.etcd, settings.c): the revision the settings
+	 * were read at, and the watch thread. */
+	int64_t etcd_rev;
+	pthread_t etcd_thread;
+	atomic_bool etcd_cancel;
+	bool etcd_started;
+	struct msettings *etcd_resync;  /* the settings being read again after a compaction */
 	struct httpd *http;
 	/* Metrics (metrics.c): time spent PENDING before placement and the
 	 * scheduling passes' time, under mu; the API's request counts and
@@ -447,8 +459,19 @@ int mgr_folders_mounts_json(struct manager *m, const struct user_rec *owner, con
 int mgr_settings_load(struct manager *m, struct terr *err);
 /* {"fgpu_per_device": 2, ...} (new ref). */
 json_t *mgr_settings_json(struct manager *m);
-/* Validates and stores one setting. */
+/* Validates and stores one setting (in etcd with cfg.etcd, else in the
+ * store) and applies it. */
 int mgr_settings_set(struct manager *m, const char *key, json_t *value, struct terr *err);
+/* The settings as one flat object {"fgpu_per_device": 1, ...,
+ * "policy.default": {...}} (new ref), the form of put-json's files. */
+json_t *mgr_settings_flat(struct manager *m);
+/* With cfg.etcd: starts the thread that applies changes made in etcd
+ * (after mgr_settings_load); unfollow stops and joins it. No-ops without. */
+int mgr_settings_follow(struct manager *m, struct terr *err);
+void mgr_settings_unfollow(struct manager *m);
+/* tessera server: a (the agent) gets the agents' cluster settings now and
+ * at every change. Takes the lock. */
+void mgr_settings_attach_local(struct manager *m, struct agent *a);
 /* The policy of a user (by email): limits, 0 = none. */
 void mgr_user_policy(struct manager *m, const char *email, int64_t *max_sessions, struct res *max);
 /* Whether the user's policy (policy.<email>, else policy.default) lets

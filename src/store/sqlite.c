@@ -678,3 +678,86 @@ const struct store_ops store_sqlite_ops = {
 	.kv_get = sqlite_kv_get,
 	.kv_set = sqlite_kv_set,
 };
+
+int store_sqlite_copy(const char *from, const char *to, struct terr *err)
+{
+	sqlite3 *src = NULL, *dst = NULL;
+	int rc = sqlite3_open_v2(from, &src, SQLITE_OPEN_READONLY, NULL);
+	if (rc != SQLITE_OK) {
+		rc = terr_set(err, EIO, "cannot open database %s: %s", from, src ? sqlite3_errmsg(src) : "out of memory");
+		goto out;
+	}
+	mode_t old = umask(077);   /* it holds every user's secret key */
+	rc = sqlite3_open_v2(to, &dst, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
+	umask(old);
+	if (rc != SQLITE_OK) {
+		rc = terr_set(err, EIO, "cannot open database %s: %s", to, dst ? sqlite3_errmsg(dst) : "out of memory");
+		goto out;
+	}
+	sqlite3_busy_timeout(src, 5000);
+	sqlite3_busy_timeout(dst, 5000);
+	sqlite3_backup *b = sqlite3_backup_init(dst, "main", src, "main");
+	if (!b) {
+		rc = terr_set(err, EIO, "cannot copy %s to %s: %s", from, to, sqlite3_errmsg(dst));
+		goto out;
+	}
+	/* In steps, so that a manager writing meanwhile is not held off for
+	 * the whole copy; a write between steps restarts it, which the
+	 * busy/locked retry below rides out. */
+	int step;
+	int tries = 0;
+	while ((step = sqlite3_backup_step(b, 256)) == SQLITE_OK || step == SQLITE_BUSY || step == SQLITE_LOCKED) {
+		if (step != SQLITE_OK && ++tries > 500)
+			break;
+		if (step != SQLITE_OK)
+			sqlite3_sleep(10);
+	}
+	sqlite3_backup_finish(b);
+	if (step != SQLITE_DONE) {
+		rc = terr_set(err, EIO, "cannot copy %s to %s: %s", from, to, sqlite3_errstr(step));
+		goto out;
+	}
+	rc = 0;
+out:
+	sqlite3_close(src);
+	sqlite3_close(dst);
+	return rc;
+}
+
+int store_sqlite_check(const char *path, struct terr *err)
+{
+	struct stat st;
+	if (stat(path, &st) < 0 || !S_ISREG(st.st_mode))
+		return terr_set(err, ENOENT, "%s: no database file", path);
+	sqlite3 *db = NULL;
+	sqlite3_stmt *q = NULL;
+	int rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL);
+	if (rc != SQLITE_OK) {
+		rc = terr_set(err, EIO, "cannot open database %s: %s", path, db ? sqlite3_errmsg(db) : "out of memory");
+		goto out;
+	}
+	if (sqlite3_prepare_v2(db, "PRAGMA integrity_check", -1, &q, NULL) != SQLITE_OK ||
+	    sqlite3_step(q) != SQLITE_ROW) {
+		rc = terr_set(err, EIO, "%s is not an SQLite database: %s", path, sqlite3_errmsg(db));
+		goto out;
+	}
+	const char *ok = (const char *)sqlite3_column_text(q, 0);
+	if (!ok || strcmp(ok, "ok")) {
+		rc = terr_set(err, EIO, "%s is damaged: integrity_check says %.200s", path, ok ? ok : "nothing");
+		goto out;
+	}
+	sqlite3_finalize(q);
+	q = NULL;
+	if (sqlite3_prepare_v2(db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN "
+			       "('settings', 'users', 'sessions')", -1, &q, NULL) != SQLITE_OK ||
+	    sqlite3_step(q) != SQLITE_ROW || sqlite3_column_int(q, 0) != 3) {
+		rc = terr_set(err, EINVAL, "%s is an SQLite database but not Tessera's (no users, sessions and settings tables)",
+			      path);
+		goto out;
+	}
+	rc = 0;
+out:
+	sqlite3_finalize(q);
+	sqlite3_close(db);
+	return rc;
+}

@@ -155,6 +155,16 @@ struct store_ops {
 
 extern const struct store_ops store_sqlite_ops;
 
+/* Copies the SQLite database at from onto to (created 0600 when absent,
+ * else replaced page by page) with SQLite's online backup API: a
+ * consistent snapshot even while a manager writes to from (WAL mode), and
+ * a replacement of to that goes through its journal, so readers of to
+ * never see half of it. Used by `tessera admin backup` and `restore`. */
+int store_sqlite_copy(const char *from, const char *to, struct terr *err);
+/* Checks that path is a sound Tessera database without changing it:
+ * PRAGMA integrity_check says ok and it has the settings table. */
+int store_sqlite_check(const char *path, struct terr *err);
+
 /* Frees the owned strings of a session record (not the record itself). */
 void session_rec_clear(struct session_rec *r);
 /* Deep copy: dst gets its own strings. */

@@ -62,6 +62,7 @@ USER_ROUTES = [
     ("PATCH", "/v1/users/{user}", {"disabled": True}),
     ("PATCH", "/v1/users/{user}", {"password": "taken-over-1"}),
     ("PUT", "/v1/config/policy.{user}", {"value": {"max_sessions": 0}}),
+    ("PUT", "/v1/config", {"settings": {"policy.{user}": {"max_sessions": 0}}}),
 ]
 
 def answer(api, method, path, body):
@@ -106,6 +107,19 @@ same_as_missing(OWNER_ROUTES, [("session name with owner=B", {"{ref}": sess["nam
                 {"{ref}": "no-such-session", "{owner}": ub["email"]})
 same_as_missing(USER_ROUTES, [("user id", {"{user}": ua["id"]}), ("email", {"{user}": ua["email"]})],
                 {"{user}": "nobody@cross.test"})
+# Policies are keyed by email: B sees the default and its own, in both
+# forms of the settings, never A's.
+st, _ = admin.call("PUT", "/v1/config", {"settings": {"policy.%s" % ua["email"]: {"max_sessions": 5},
+                                                      "policy.%s" % ub["email"]: {"max_sessions": 6}}})
+say(st == 200, "the admin sets A's and B's policies in one PUT /v1/config (%d)" % st)
+st, r = b.call("GET", "/v1/config")
+say(st == 200 and ua["email"] not in json.dumps(r) and ub["email"] in json.dumps(r),
+    "B's GET /v1/config shows B's policy, not A's")
+st, r = b.call("GET", "/v1/config?flat=1")
+say(st == 200 and ua["email"] not in json.dumps(r) and ("policy.%s" % ub["email"]) in (r or {}),
+    "B's GET /v1/config?flat=1 shows B's policy, not A's")
+for who in (ua, ub):
+    admin.call("PUT", "/v1/config/policy.%s" % who["email"], {"value": None})
 # A's private image (a commit of A's session): B cannot see its commit,
 # find it in the image list, or pull it; each answered as a missing one.
 st, r = a.call("POST", "/v1/sessions/%s/commit" % sess["id"], {"tag": "cross"})
