@@ -373,7 +373,7 @@ fail:
 	return rc;
 }
 
-void agent_close(struct agent *a)
+void agent_watch_stop(struct agent *a)
 {
 	if (!a)
 		return;
@@ -386,6 +386,14 @@ void agent_close(struct agent *a)
 		pthread_join(a->usage_thread, NULL);
 	if (a->oom_running)
 		pthread_join(a->oom_thread, NULL);
+	a->watching = a->watching_images = a->usage_running = a->oom_running = false;
+}
+
+void agent_close(struct agent *a)
+{
+	if (!a)
+		return;
+	agent_watch_stop(a);
 	free(a->oom_seen);
 	free(a->usage_inits);
 	a->rt_ops->close(a->rt);

@@ -182,6 +182,11 @@ void agent_set_cluster_id(struct agent *a, const char *cluster_id);
  * thread reporting OOM kills (every AGENT_OOM_INTERVAL_MS, and at once on
  * Docker's `oom` event). */
 int agent_watch_start(struct agent *a, agent_event_fn fn, void *ud, struct terr *err);
+/* Stops and joins those threads: after it returns the agent calls fn no
+ * more (a Docker event arriving meanwhile is dropped). tessera server
+ * calls it before closing the manager that fn reports to; agent_close
+ * calls it too. No-op when they are not running. */
+void agent_watch_stop(struct agent *a);
 
 #define AGENT_OOM_INTERVAL_MS 1000
 #define AGENT_RUNNER_TARGET "/opt/tessera/bin/tessera-runner"

@@ -456,6 +456,10 @@ int cmd_server(int argc, char **argv)
 	log_info("server", "signal %d: stopping (sessions keep running)", sig);
 	proxy_stop(apps);
 	web_stop(web);
+	/* The in-process agent's watchers report to the manager: stopped
+	 * first, so that none calls into a manager being freed (a Docker
+	 * event during the stop would otherwise lock a freed mutex). */
+	agent_watch_stop(a);
 	manager_close(m);
 	agent_close(a);
 	registry_proc_stop(registry);
