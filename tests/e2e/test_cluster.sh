@@ -250,6 +250,17 @@ for s in q-1 q-2; do
 done
 out=$("$TESSERA" session exec q-1 -- echo through-the-namespace)
 check "exec reaches a session through its agent's namespace ($out)" [ "$out" == through-the-namespace ]
+# The web UI's view: a login through the webserver, and the sessions of
+# both agents in its list.
+password=$(sed -n 's/^password *= *//p' "$TESSERA_CONFIG")
+curl -s -c "$E2E_DIR/jar" -H 'Content-Type: application/json' \
+	-d "{\"email\":\"admin@tessera.local\",\"password\":\"$password\"}" "http://$MIP:$wport/auth/login" >/dev/null
+web_nodes=$(curl -s -b "$E2E_DIR/jar" "http://$MIP:$wport/api/v1/sessions" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+d = d.get("sessions", d) if isinstance(d, dict) else d
+print(" ".join(sorted({s.get("agent") or "-" for s in d if s["name"] in ("q-1", "q-2")})))')
+check "the webserver lists the sessions of both agents ($web_nodes)" [ "$web_nodes" == "$(printf '%s\n' "$A1" "$A2" | sort | tr '\n' ' ' | sed 's/ $//')" ]
 "$TESSERA" session rm q-2 >/dev/null
 check "q-3 starts by itself once q-2 is gone" wait_status q-3 RUNNING
 check "q-3 runs where q-2 was ($n2)" [ "$(jget q-3 agent)" == "$n2" ]
