@@ -10,7 +10,8 @@
 #   - both agents register from their own addresses; sessions are placed
 #     on both; the seeds' queue scenario across them (three 1-fGPU
 #     sessions on two 1-fGPU nodes: two RUNNING, one PENDING that starts
-#     by itself when one ends);
+#     by itself when one ends); the webserver lists both agents' sessions
+#     and the wsproxy opens an app of a session on an agent's host;
 #   - an agent's namespace cut off (its veth down) and restored: its node
 #     is LOST (its sessions' exec answers so), then it registers again and
 #     its sessions are re-adopted RUNNING in the same containers;
@@ -250,6 +251,13 @@ for s in q-1 q-2; do
 done
 out=$("$TESSERA" session exec q-1 -- echo through-the-namespace)
 check "exec reaches a session through its agent's namespace ($out)" [ "$out" == through-the-namespace ]
+# An app of a session on an agent's host, through the wsproxy: a web
+# server in q-1 on port 8000, opened with a one-time link; the proxy
+# reaches the session's runner where dockerd published it for that agent.
+"$TESSERA" session exec q-1 -- sh -c 'mkdir -p /tmp/www && echo "app of $(hostname)" >/tmp/www/index.html && httpd -p 8000 -h /tmp/www' >/dev/null
+url=$("$TESSERA" session app q-1 --port 8000 2>&1)
+page=$(curl -sL --max-time 20 -c "$E2E_DIR/appjar" -b "$E2E_DIR/appjar" "$url")
+check "an app of a session in an agent's namespace opens through the wsproxy ($url: $page)" contains "$page" "app of "
 # The web UI's view: a login through the webserver, and the sessions of
 # both agents in its list.
 password=$(sed -n 's/^password *= *//p' "$TESSERA_CONFIG")
