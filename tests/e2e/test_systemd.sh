@@ -168,7 +168,7 @@ sd_image() {
 sd_etc() {
 	local etc=$E2E_DIR/sdetc f
 	mkdir -p "$etc/systemd/system" "$etc/tessera"
-	for f in passwd group shadow gshadow nsswitch.conf ld.so.cache ld.so.conf hostname login.defs; do
+	for f in passwd group nsswitch.conf ld.so.cache ld.so.conf hostname login.defs; do
 		[[ -e /etc/$f ]] && cp -a "/etc/$f" "$etc/"
 	done
 	[[ -d /etc/ld.so.conf.d ]] && cp -a /etc/ld.so.conf.d "$etc/"
