@@ -8,7 +8,7 @@ PORT       ?= 8090
 PREFIX     ?= /usr/local
 MESON_OPTS ?= --buildtype=debugoptimized
 
-.PHONY: all setup build run install test test-unit test-e2e asan fuzz bench images images-test clean
+.PHONY: all setup build run install test test-unit test-e2e test-cluster asan fuzz bench images images-test clean
 
 all: build
 
@@ -57,6 +57,11 @@ test-unit: build
 
 test-e2e: build
 	scripts/run-tests --suite e2e $(BUILD)
+
+# The multi-host test alone (tests/e2e/test_cluster.sh; `make test` runs it
+# too): agents in network namespaces of their own, root needed.
+test-cluster: build
+	scripts/run-tests --suite cluster $(BUILD)
 
 asan: setup $(ASAN_BUILD)/build.ninja
 	ninja -C $(ASAN_BUILD)

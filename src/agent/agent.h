@@ -86,11 +86,6 @@ typedef void (*agent_event_fn)(void *ud, const char *agent_id, json_t *event);
 int agent_open(struct agent **out, const struct agent_config *cfg, struct terr *err);
 /* Stops the watcher; leaves every container running (restart safety). */
 void agent_close(struct agent *a);
-/* Stops and joins the threads agent_watch_start started, so the event
- * callback is never called again; the agent still serves calls (the
- * in-process manager's close, before it frees what the callback uses).
- * agent_close does it too. */
-void agent_watch_stop(struct agent *a);
 
 const char *agent_id(const struct agent *a);
 struct res agent_capacity(const struct agent *a);
@@ -205,6 +200,11 @@ int agent_cluster_set(struct agent *a, const char *key, json_t *value, struct te
  * thread reporting OOM kills (every AGENT_OOM_INTERVAL_MS, and at once on
  * Docker's `oom` event). */
 int agent_watch_start(struct agent *a, agent_event_fn fn, void *ud, struct terr *err);
+/* Stops and joins those threads: after it returns the agent calls fn no
+ * more (a Docker event arriving meanwhile is dropped). tessera server
+ * calls it before closing the manager that fn reports to; agent_close
+ * calls it too. No-op when they are not running. */
+void agent_watch_stop(struct agent *a);
 
 /* The last round of live usage (the "stats" event the watcher callback
  * got, agent/stats.h), new reference, NULL before the first. Any thread. */

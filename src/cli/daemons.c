@@ -22,6 +22,7 @@
 #include "common/conf.h"
 #include "common/log.h"
 #include "common/pidlock.h"
+#include "common/sdnotify.h"
 #include "common/sign.h"
 #include "common/util.h"
 #include "manager/approutes.h"
@@ -51,6 +52,21 @@ static int wait_signal(const sigset_t *set, int timeout_ms)
 {
 	struct timespec ts = {timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000L};
 	return sigtimedwait(set, NULL, &ts);
+}
+
+/* The daemons' main loop once they serve: waits for a stop signal, pinging
+ * systemd's watchdog meanwhile (a no-op without WatchdogSec=; the ping says
+ * the process is scheduled and its main thread not stuck, the serving
+ * threads answer for themselves through Restart=on-failure), then tells
+ * systemd it is stopping, with status as its STATUS= line. Returns the
+ * signal. */
+static int serve_until_signal(const char *status, const sigset_t *set)
+{
+	int sig;
+	while ((sig = wait_signal(set, sdnotify_loop_ms(1000))) < 0)
+		sdnotify_watchdog();
+	sdnotify_stopping(status);
+	return sig;
 }
 
 /* Locks the data dir for this process (common/pidlock.h): two managers
@@ -447,12 +463,16 @@ int cmd_server(int argc, char **argv)
 	if (web)
 		printf("  Web UI:      %s (email and password in %s)\n", web_url(web), admin_conf);
 	fflush(stdout);
-	int sig;
-	while ((sig = wait_signal(&stop, 1000)) < 0)
-		;
+	/* Ready once the API, the web UI and the app proxy all listen. */
+	sdnotify_ready(web ? "serving the API and the web UI" : "serving the API");
+	int sig = serve_until_signal("stopping; sessions keep running", &stop);
 	log_info("server", "signal %d: stopping (sessions keep running)", sig);
 	proxy_stop(apps);
 	web_stop(web);
+	/* The in-process agent's watchers report to the manager: stopped
+	 * first, so that none calls into a manager being freed (a Docker
+	 * event during the stop would otherwise lock a freed mutex). */
+	agent_watch_stop(a);
 	manager_close(m);
 	agent_close(a);
 	registry_proc_stop(registry);
@@ -573,9 +593,10 @@ int cmd_manager(int argc, char **argv)
 		return fail("manager", &err);
 	}
 	log_info("manager", "serving the API on %s; admin credentials in %s", mcfg.listen, admin_conf);
-	int sig;
-	while ((sig = wait_signal(&stop, 1000)) < 0)
-		;
+	char status[160];
+	snprintf(status, sizeof(status), "serving the API on %s", mcfg.listen);
+	sdnotify_ready(status);
+	int sig = serve_until_signal("stopping", &stop);
 	log_info("manager", "signal %d: stopping", sig);
 	manager_close(m);
 	conf_free(&c);
@@ -657,9 +678,13 @@ int cmd_agent(int argc, char **argv)
 		goto out_conf;
 	}
 	log_info("agent", "agent %s serving RPC on %s, manager %s", as.agent.id, as.listen, as.manager);
-	int sig;
-	while ((sig = wait_signal(&stop, 1000)) < 0)
-		;
+	/* Ready once its RPC server listens; registering with the manager is
+	 * the uplink's business, retried for as long as it takes, so a
+	 * manager that is down does not hold the agent's start. */
+	char status[320];
+	snprintf(status, sizeof(status), "agent %s serving RPC on %s", as.agent.id, as.listen);
+	sdnotify_ready(status);
+	int sig = serve_until_signal("stopping; sessions keep running", &stop);
 	log_info("agent", "signal %d: stopping (sessions keep running)", sig);
 	/* The uplink's queue outlives the agent's watcher, which feeds it. */
 	uplink_stop(up);
@@ -771,9 +796,8 @@ int cmd_wsproxy(int argc, char **argv)
 		fprintf(stderr, "tessera wsproxy: %s: %s\n", path, err.msg);
 		goto out;
 	}
-	int sig;
-	while ((sig = wait_signal(&stop, 1000)) < 0)
-		;
+	sdnotify_ready("serving session apps");
+	int sig = serve_until_signal("stopping", &stop);
 	log_info("wsproxy", "signal %d: stopping", sig);
 	proxy_stop(px);
 	ret = 0;
@@ -815,9 +839,10 @@ int cmd_webserver(int argc, char **argv)
 		return 1;
 	}
 	log_info("webserver", "serving the web UI on %s (manager %s)", web_url(w), wc.manager);
-	int sig;
-	while ((sig = wait_signal(&stop, 1000)) < 0)
-		;
+	char status[320];
+	snprintf(status, sizeof(status), "serving the web UI on %s", web_url(w));
+	sdnotify_ready(status);
+	int sig = serve_until_signal("stopping", &stop);
 	log_info("webserver", "signal %d: stopping", sig);
 	web_stop(w);
 	conf_free(&c);

@@ -1537,10 +1537,22 @@ TEST(containers_of_another_installation_are_left_alone)
 		if (!seen)
 			usleep(10 * 1000);
 	}
+	/* Once its watchers are stopped (tessera server does it before
+	 * closing the manager they report to), nothing is reported: the
+	 * event stays queued, unread. */
+	agent_watch_stop(a);
+	fake_event("c-mine", "m1", "k-mine");
+	pthread_mutex_lock(&fake.mu);
+	int queued = fake.n_events;
+	pthread_mutex_unlock(&fake.mu);
+	CHECK_INT(queued, 1);
 	agent_close(a);
 	CHECK_INT(died.n, 2);
 	CHECK_STR(died.sessions[0], "m1");
 	CHECK_STR(died.sessions[1], "o2");
+	pthread_mutex_lock(&fake.mu);
+	fake.n_events = 0;
+	pthread_mutex_unlock(&fake.mu);
 }
 
 
