@@ -52,6 +52,12 @@ static int wait_signal(const sigset_t *set, int timeout_ms)
 	return sigtimedwait(set, NULL, &ts);
 }
 
+/* manager_config.standby_wait: a second's wait for a stop signal. */
+static bool standby_wait(void *ud)
+{
+	return wait_signal(ud, 1000) >= 0;
+}
+
 /* Locks the data dir for this process (common/pidlock.h): two managers
  * on one database would overwrite each other's state. The lock holds
  * until the process exits; a crashed holder's lock goes with it. */
@@ -200,6 +206,8 @@ static void server_usage(FILE *f)
 		   "(default auto)", NULL);
 	usage_line(f, "--app-ports", "A-B", "ports the app proxy gives opened session apps (default "
 		   APPROUTES_DEFAULT_RANGE ")", NULL);
+	usage_line(f, "--store", "URI", "the database: postgresql://USER@HOST:PORT/DB (default SQLite in the data dir)",
+		   NULL);
 	usage_line(f, "--verbose", NULL, "debug logging", NULL);
 	fprintf(f, "The local agent (agent.conf's settings as flags, docs/admin.md):\n");
 	for (size_t i = 0; i < agent_settings_count; i++) {
@@ -228,6 +236,7 @@ int cmd_server(int argc, char **argv)
 		{"fgpu-per-device", required_argument, NULL, 'f'},
 		{"registry", required_argument, NULL, 'R'},
 		{"app-ports", required_argument, NULL, 'A'},
+		{"store", required_argument, NULL, 'S'},
 	};
 	size_t n_own = sizeof(own_opts) / sizeof(own_opts[0]);
 	struct option *opts = calloc(n_own + agent_settings_count + 1, sizeof(*opts));
@@ -294,6 +303,7 @@ int cmd_server(int argc, char **argv)
 			break;
 		}
 		case 'R': registry_opt = optarg; break;
+		case 'S': mcfg.store = optarg; break;
 		case 'A':
 			if (util_parse_port_range(optarg, &app_lo, &app_hi, &err) < 0) {
 				fprintf(stderr, "tessera server: --app-ports: %s\n", err.msg);
@@ -390,6 +400,8 @@ int cmd_server(int argc, char **argv)
 	}
 	struct manager *m = NULL;
 	struct agent *a = NULL;
+	mcfg.standby_wait = standby_wait;
+	mcfg.standby_ud = &stop;
 	if (manager_open(&m, &mcfg, &err) < 0) {
 		registry_proc_stop(registry);
 		return fail("server", &err);
@@ -435,9 +447,12 @@ int cmd_server(int argc, char **argv)
 		printf("  Web UI:      %s (email and password in %s)\n", web_url(web), admin_conf);
 	fflush(stdout);
 	int sig;
-	while ((sig = wait_signal(&stop, 1000)) < 0)
+	while ((sig = wait_signal(&stop, 1000)) < 0 && !manager_fenced(m))
 		;
-	log_info("server", "signal %d: stopping (sessions keep running)", sig);
+	if (sig < 0)
+		log_error("server", "another manager became the active one on the database: stopping");
+	else
+		log_info("server", "signal %d: stopping (sessions keep running)", sig);
 	proxy_stop(apps);
 	web_stop(web);
 	manager_close(m);
@@ -469,12 +484,19 @@ static int read_config(const char *verb, const char *path, const char *const *kn
 }
 
 /* more_help (may be NULL) adds to the --help text. */
-static const char *config_path(int argc, char **argv, const char *verb, void (*more_help)(void), int *rc)
+/* migrate_only (NULL: the verb has no such option) is set by --migrate-only. */
+static const char *config_path(int argc, char **argv, const char *verb, void (*more_help)(void), int *rc,
+			       bool *migrate_only)
 {
-	static const struct option opts[] = {
+	static const struct option all_opts[] = {
+		{"config", required_argument, NULL, 'c'}, {"verbose", no_argument, NULL, 'v'},
+		{"help", no_argument, NULL, 'h'}, {"migrate-only", no_argument, NULL, 'M'}, {0},
+	};
+	static const struct option plain_opts[] = {
 		{"config", required_argument, NULL, 'c'}, {"verbose", no_argument, NULL, 'v'},
 		{"help", no_argument, NULL, 'h'}, {0},
 	};
+	const struct option *opts = migrate_only ? all_opts : plain_opts;
 	const char *path = NULL;
 	int c;
 	optind = 1;
@@ -483,8 +505,10 @@ static const char *config_path(int argc, char **argv, const char *verb, void (*m
 		switch (c) {
 		case 'c': path = optarg; break;
 		case 'v': log_set_level(LOG_DEBUG); break;
+		case 'M': *migrate_only = true; break;
 		case 'h':
-			printf("usage: tessera %s --config FILE [--verbose]\n(see configs/%s.conf)\n", verb, verb);
+			printf("usage: tessera %s --config FILE [--verbose]%s\n(see configs/%s.conf)\n", verb,
+			       migrate_only ? " [--migrate-only]" : "", verb);
 			if (more_help)
 				more_help();
 			*rc = 0;
@@ -506,13 +530,14 @@ static int conf_int(const struct conf *c, const char *key, int def)
 int cmd_manager(int argc, char **argv)
 {
 	int rc;
-	const char *path = config_path(argc, argv, "manager", NULL, &rc);
+	bool migrate_only = false;
+	const char *path = config_path(argc, argv, "manager", NULL, &rc, &migrate_only);
 	if (!path && rc >= 0)
 		return rc;
 	static const char *const known[] = {"listen", "data_dir", "cluster_secret", "heartbeat_interval_ms",
 					    "lost_after_heartbeats", "selector", "dispatch_workers",
 					    "fgpu_per_device", "registry_url", "wsproxy_url", "wsproxy_port_range",
-					    "wsproxy_domain", "storage_hosts", NULL};
+					    "wsproxy_domain", "storage_hosts", "store", NULL};
 	struct conf c = {0};
 	if (read_config("manager", path, known, &c) < 0)
 		return 1;
@@ -530,8 +555,25 @@ int cmd_manager(int argc, char **argv)
 		.wsproxy_port_range = conf_get(&c, "wsproxy_port_range"),
 		.wsproxy_domain = conf_get(&c, "wsproxy_domain"),
 		.storage_hosts = conf_get(&c, "storage_hosts"),
+		.store = conf_get(&c, "store"),
 	};
 	struct terr err = {0};
+	if (migrate_only) {
+		/* SQLite's file is the data dir's: not under a running manager. */
+		if (!store_setting_is_pg(mcfg.store) &&
+		    lock_data_dir("manager", mcfg.data_dir, "stop it before --migrate-only") < 0) {
+			conf_free(&c);
+			return 1;
+		}
+		int version = 0;
+		char where[512];
+		rc = manager_migrate_only(&mcfg, &version, where, sizeof(where), &err);
+		conf_free(&c);
+		if (rc < 0)
+			return fail("manager", &err);
+		printf("%s: schema at version %d\n", where, version);
+		return 0;
+	}
 	if (!mcfg.cluster_secret || strlen(mcfg.cluster_secret) < 16) {
 		conf_free(&c);
 		fprintf(stderr, "tessera manager: %s: cluster_secret must be set, 16 characters or more "
@@ -544,6 +586,8 @@ int cmd_manager(int argc, char **argv)
 	}
 	sigset_t stop;
 	block_stop_signals(&stop);
+	mcfg.standby_wait = standby_wait;
+	mcfg.standby_ud = &stop;
 	struct manager *m = NULL;
 	char admin_conf[PATH_MAX + 32];
 	if (manager_open(&m, &mcfg, &err) < 0 || manager_serve(m, admin_conf, sizeof(admin_conf), &err) < 0) {
@@ -553,8 +597,16 @@ int cmd_manager(int argc, char **argv)
 	}
 	log_info("manager", "serving the API on %s; admin credentials in %s", mcfg.listen, admin_conf);
 	int sig;
-	while ((sig = wait_signal(&stop, 1000)) < 0)
+	while ((sig = wait_signal(&stop, 1000)) < 0 && !manager_fenced(m))
 		;
+	if (sig < 0) {
+		/* Its state is older than the active one's: exit for a
+		 * restart (systemd's Restart=on-failure) as a standby. */
+		log_error("manager", "another manager became the active one on the database: stopping");
+		manager_close(m);
+		conf_free(&c);
+		return 1;
+	}
 	log_info("manager", "signal %d: stopping", sig);
 	manager_close(m);
 	conf_free(&c);
@@ -579,7 +631,7 @@ static void agent_keys_help(void)
 int cmd_agent(int argc, char **argv)
 {
 	int rc;
-	const char *path = config_path(argc, argv, "agent", agent_keys_help, &rc);
+	const char *path = config_path(argc, argv, "agent", agent_keys_help, &rc, NULL);
 	if (!path && rc >= 0)
 		return rc;
 	struct conf c = {0};
@@ -654,7 +706,7 @@ out_conf:
 int cmd_wsproxy(int argc, char **argv)
 {
 	int rc;
-	const char *path = config_path(argc, argv, "wsproxy", NULL, &rc);
+	const char *path = config_path(argc, argv, "wsproxy", NULL, &rc, NULL);
 	if (!path && rc >= 0)
 		return rc;
 	static const char *const known[] = {"manager", "cluster_secret", "port_range", "bind", "domain", "listen",
@@ -763,7 +815,7 @@ out:
 int cmd_webserver(int argc, char **argv)
 {
 	int rc;
-	const char *path = config_path(argc, argv, "webserver", NULL, &rc);
+	const char *path = config_path(argc, argv, "webserver", NULL, &rc, NULL);
 	if (!path && rc >= 0)
 		return rc;
 	static const char *const known[] = {"listen", "manager", "web_secret", "cluster_secret", "ui_dir",

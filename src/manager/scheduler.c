@@ -170,6 +170,11 @@ static void *sched_main(void *arg)
 			retry_stuck_terminations(m);
 			mgr_folders_purge_trash(m);
 		}
+		/* Nothing is placed while the store is unreachable (or not yet
+		 * written again after it came back): a placement must be
+		 * stored before its start job runs. */
+		if (!mgr_store_check(m) || m->stopping)
+			continue;
 		m->sched_dirty = false;
 		m->in_pass = true;
 		int64_t t0 = util_mono_ms();
