@@ -163,6 +163,14 @@ static int went_down(struct store *s, const char *why, struct terr *err)
 	return unavailable(s, err);
 }
 
+/* Notices ("relation already exists, skipping") are not for the
+ * manager's log. */
+static void no_notices(void *arg, const char *message)
+{
+	(void)arg;
+	(void)message;
+}
+
 static PGconn *connect_one(struct store *s)
 {
 	/* Keywords before dbname are defaults the URI may override. */
@@ -221,9 +229,7 @@ static int conn_up(struct store *s, struct pgconn *pc, struct terr *err)
 		return terr_set(err, ENOMEM, "out of memory");
 	if (PQstatus(pc->c) != CONNECTION_OK)
 		return terr_set(err, EAGAIN, "%s", PQerrorMessage(pc->c));
-	/* Notices (e.g. "relation already exists, skipping") are not for
-	 * the manager's log. */
-	PQsetNoticeProcessor(pc->c, NULL, NULL);
+	PQsetNoticeProcessor(pc->c, no_notices, NULL);
 	for (int i = 0; i < ST__COUNT; i++) {
 		PGresult *r = PQprepare(pc->c, stmt_def[i].name, s->sql[i], 0, NULL);
 		bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
@@ -525,7 +531,7 @@ static int pg_open(struct store **out, const char *uri, struct terr *err)
 	else if (PQstatus(c) != CONNECTION_OK)
 		rc = terr_set(err, ECONNREFUSED, "cannot connect to %s: %s", s->where, PQerrorMessage(c));
 	else {
-		PQsetNoticeProcessor(c, NULL, NULL);
+		PQsetNoticeProcessor(c, no_notices, NULL);
 		rc = migrate(s, c, err);
 	}
 	if (c)

@@ -74,13 +74,14 @@ static void put_param(FILE *f, const struct store_dialect *d, int *n)
 		fputc('?', f);
 }
 
-static char *finish(FILE *f, char *out)
+/* Closes the stream; *out is only final after fclose. */
+static char *finish(FILE *f, char **out)
 {
 	if (fclose(f) != 0) {
-		free(out);
+		free(*out);
 		return NULL;
 	}
-	return out;
+	return *out;
 }
 
 char *store_sql_expand(const struct store_dialect *d, const struct store_table *t, const char *tmpl)
@@ -138,7 +139,7 @@ char *store_sql_expand(const struct store_dialect *d, const struct store_table *
 			fputc(what, f);
 		}
 	}
-	return finish(f, out);
+	return finish(f, &out);
 }
 
 static void put_col_def(FILE *f, const struct store_dialect *d, const struct store_column *c)
@@ -164,7 +165,7 @@ char *store_sql_create_table(const struct store_dialect *d, const struct store_t
 	if (t->parent && d->order_col_def)
 		fprintf(f, ", %s", d->order_col_def);
 	fputs(");", f);
-	return finish(f, out);
+	return finish(f, &out);
 }
 
 char *store_sql_add_column(const struct store_dialect *d, const struct store_table *t,
@@ -178,5 +179,5 @@ char *store_sql_add_column(const struct store_dialect *d, const struct store_tab
 	fprintf(f, "ALTER TABLE %s ADD COLUMN ", t->name);
 	put_col_def(f, d, c);
 	fputc(';', f);
-	return finish(f, out);
+	return finish(f, &out);
 }
