@@ -500,7 +500,8 @@ static int pg_open(struct store **out, const char *uri, struct terr *err)
 	char *msg = NULL;
 	PQconninfoOption *check = PQconninfoParse(uri, &msg);
 	if (!check) {
-		int rc = terr_set(err, EINVAL, "store '%s' is not a PostgreSQL connection URI: %s", uri,
+		/* Not echoed: it may hold a password. */
+		int rc = terr_set(err, EINVAL, "the store setting is not a PostgreSQL connection URI: %s",
 				  msg ? msg : "out of memory");
 		PQfreemem(msg);
 		return rc;
