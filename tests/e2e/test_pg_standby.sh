@@ -89,6 +89,34 @@ check "three placements recorded, one each ($placed)" [ "$placed" -eq 3 ]
 dup=$("$PSQL" -qAtX -d "$DB" -c "SELECT COUNT(*) FROM (SELECT session_id FROM session_history WHERE status='SCHEDULED' GROUP BY session_id HAVING COUNT(*) > 1) d")
 check "no session placed twice" [ "$dup" -eq 0 ]
 
+# Fencing: the active manager (b) is frozen while the database restarts,
+# and another (a again, on another port) takes the lock meanwhile. When b
+# runs again it finds its connection gone, reconnects, cannot take the
+# lock back, and stops (exit 1) instead of writing stale state.
+mport2=$(free_port)
+sed "s/^listen = .*/listen = 127.0.0.1:$mport2/" "$E2E_DIR/manager-a.conf" >"$E2E_DIR/manager-a2.conf"
+: >"$E2E_DIR/manager-a2.log"
+"$TESSERA" manager --config "$E2E_DIR/manager-a2.conf" >>"$E2E_DIR/manager-a2.log" 2>&1 &
+A2PID=$!; E2E_PIDS+=("$A2PID")
+for _ in $(seq 1 100); do grep -q "waits as a standby" "$E2E_DIR/manager-a2.log" && break; sleep 0.1; done
+check "a waits as a standby behind b" grep -q "waits as a standby" "$E2E_DIR/manager-a2.log"
+kill -STOP "$BPID"
+"$E2E_PGCLUSTER" restart "$TESSERA_TEST_PG_DIR"
+for _ in $(seq 1 300); do grep -q "this one is active now" "$E2E_DIR/manager-a2.log" && break; sleep 0.1; done
+check "a takes the lock while b is frozen" grep -q "this one is active now" "$E2E_DIR/manager-a2.log"
+kill -CONT "$BPID"
+rc=
+for _ in $(seq 1 300); do
+	if ! kill -0 "$BPID" 2>/dev/null; then wait "$BPID"; rc=$?; break; fi
+	sleep 0.1
+done
+check "b stops with exit 1 ($rc)" [ "$rc" == 1 ]
+check "saying another manager became the active one" \
+	grep -q "another manager became the active one" "$E2E_DIR/manager-b.log"
+export TESSERA_CONFIG=$E2E_DIR/mdata-a/admin.conf
+sed -i "s|^endpoint = .*|endpoint = http://127.0.0.1:$mport2|" "$TESSERA_CONFIG"
+check "a serves the three sessions" [ "$("$TESSERA" session ls --all --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')" == 3 ]
+
 # A manager whose binary is older than the schema refuses to start.
 "$PSQL" -qAtX -d "$DB" -c "INSERT INTO schema_version VALUES(999,'from the future',0)" >/dev/null
 out=$(timeout 30 "$TESSERA" manager --config "$E2E_DIR/manager-a.conf" --migrate-only 2>&1); rc=$?
