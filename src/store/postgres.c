@@ -173,9 +173,14 @@ static void no_notices(void *arg, const char *message)
 
 static PGconn *connect_one(struct store *s)
 {
-	/* Keywords before dbname are defaults the URI may override. */
-	const char *const keys[] = {"connect_timeout", "application_name", "dbname", NULL};
-	const char *const vals[] = {"3", "tessera", s->uri, NULL};
+	/* Keywords before dbname are defaults the URI may override. A
+	 * server that vanishes without closing the connection (a host down,
+	 * a network cut) is noticed by TCP keepalives and the user timeout in
+	 * about ten seconds, instead of the kernel's minutes during which a
+	 * write would hold the manager. */
+	const char *const keys[] = {"connect_timeout", "application_name", "keepalives_idle", "keepalives_interval",
+				    "keepalives_count", "tcp_user_timeout", "dbname", NULL};
+	const char *const vals[] = {"3", "tessera", "5", "2", "3", "10000", s->uri, NULL};
 	return PQconnectdbParams(keys, vals, 1);
 }
 
