@@ -127,9 +127,17 @@ int store_migrate(const struct store_mig_conn *c, int *from, struct terr *err)
 			continue;
 		if ((rc = c->exec(c->ctx, "BEGIN", err)) < 0)
 			return rc;
-		char row[512];
+		/* The description as an SQL literal: its quotes doubled. */
+		char desc[256], row[600];
+		size_t k = 0;
+		for (const char *p = m->description; *p && k + 2 < sizeof(desc); p++) {
+			if (*p == '\'')
+				desc[k++] = '\'';
+			desc[k++] = *p;
+		}
+		desc[k] = '\0';
 		snprintf(row, sizeof(row), "INSERT INTO schema_version(version,description,applied_ms) "
-			 "VALUES(%d,'%s',%lld)", m->version, m->description, (long long)util_now_ms());
+			 "VALUES(%d,'%s',%lld)", m->version, desc, (long long)util_now_ms());
 		if ((rc = apply(c, m, err)) < 0 || (rc = c->exec(c->ctx, row, err)) < 0 ||
 		    (rc = c->exec(c->ctx, "COMMIT", err)) < 0) {
 			struct terr ignored = {0};
