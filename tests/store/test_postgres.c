@@ -362,6 +362,43 @@ TEST(restores_from_pg_dumpall)
 	ops->close(s);
 }
 
+/* A database at version 1 whose tables lack later columns (as if made
+ * before them): migration 2 adds them, with their defaults, and the rows
+ * read as before. */
+TEST(migrates_an_older_database)
+{
+	char p[512];
+	fresh_uri("older", p, sizeof(p));
+	struct store *s = NULL;
+	struct terr err = {0};
+	CHECK_INT(ops->open(&s, p, &err), 0);
+	if (!s)
+		return;
+	struct session_rec r = make_session("s-o", 1, "older");
+	CHECK_INT(ops->session_put(s, &r, &err), 0);
+	ops->close(s);
+	CHECK_INT(raw_exec(p, "ALTER TABLE sessions DROP COLUMN mounts_json"), 0);
+	CHECK_INT(raw_exec(p, "ALTER TABLE sessions DROP COLUMN app_endpoint"), 0);
+	CHECK_INT(raw_exec(p, "DELETE FROM schema_version WHERE version > 1"), 0);
+	s = NULL;
+	CHECK_INT(ops->open(&s, p, &err), 0);
+	if (!s)
+		return;
+	CHECK_INT(raw_int(p, "SELECT COUNT(*) FROM information_schema.columns WHERE table_name='sessions' "
+			  "AND column_name IN ('mounts_json','app_endpoint')"), 2);
+	CHECK_INT(raw_int(p, "SELECT MAX(version) FROM schema_version"), store_schema_latest());
+	struct sessions c = {0};
+	CHECK_INT(ops->session_load_all(s, collect_session, &c, &err), 0);
+	CHECK_INT(c.n, 1);
+	if (c.n == 1) {
+		CHECK_STR(c.r[0].name, "older");
+		CHECK_STR(c.r[0].app_endpoint, "");
+		CHECK(c.r[0].mounts_json == NULL);
+	}
+	sessions_free(&c);
+	ops->close(s);
+}
+
 TEST(bad_uri_and_unreachable_server)
 {
 	struct store *s = NULL;
@@ -406,6 +443,7 @@ int main(void)
 	RUN(newer_schema_refused);
 	RUN(folders_round_trip);
 	RUN(user_put_replaces_a_colliding_email);
+	RUN(migrates_an_older_database);
 	RUN(one_leader_per_database);
 	RUN(standby_waits_then_takes_over);
 	RUN(bad_uri_and_unreachable_server);
