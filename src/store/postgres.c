@@ -39,9 +39,10 @@
 
 #define POOL_SIZE 3
 /* Advisory lock keys, per database (PostgreSQL scopes them so): the
- * active manager's and the migrations'. "tessera" in ASCII, then 1, 2. */
-#define LEADER_KEY "8391737373658227969"
-#define MIGRATE_KEY "8391737373658227970"
+ * active manager's and the migrations': the bytes "tessera" then 1 or 2,
+ * read as a big-endian 64-bit integer. */
+#define LEADER_KEY "8387236820507844865"
+#define MIGRATE_KEY "8387236820507844866"
 #define RETRY_MS 1000
 #define MAX_PARAMS 40
 #define MAX_PENDING 10000
