@@ -399,6 +399,42 @@ TEST(migrates_an_older_database)
 	ops->close(s);
 }
 
+/* The other forms libpq reads: the unix socket in the cluster's
+ * directory, as a URI with ?host= and as keywords. */
+TEST(socket_uri_and_keyword_forms)
+{
+	const char *pgdir = getenv("TESSERA_TEST_PG_DIR");
+	const char *colon = strrchr(base, ':');
+	if (!pgdir || !colon) {
+		FAILF("TESSERA_TEST_PG_DIR is not set");
+		return;
+	}
+	int port = atoi(colon + 1);
+	char uri[600];
+	struct store *s = NULL;
+	struct terr err = {0};
+	const struct store_ops *so = NULL;
+	char where[512];
+	snprintf(uri, sizeof(uri), "postgresql:///store_main?host=%s&port=%d&user=tessera", pgdir, port);
+	CHECK_INT(store_open(uri, "/tmp", &so, &s, where, sizeof(where), &err), 0);
+	CHECK(so == &store_pg_ops);
+	CHECK_CONTAINS(where, pgdir);
+	if (s) {
+		char *v = NULL;
+		CHECK_INT(ops->kv_get(s, "tx.after", &v, &err), 0);
+		CHECK_STR(v, "1");
+		free(v);
+		ops->close(s);
+	}
+	s = NULL;
+	snprintf(uri, sizeof(uri), "host=%s port=%d user=tessera dbname=store_main", pgdir, port);
+	CHECK_INT(store_open(uri, "/tmp", &so, &s, where, sizeof(where), &err), 0);
+	CHECK(so == &store_pg_ops);
+	CHECK_CONTAINS(where, "/store_main");
+	if (s)
+		ops->close(s);
+}
+
 TEST(bad_uri_and_unreachable_server)
 {
 	struct store *s = NULL;
@@ -443,6 +479,7 @@ int main(void)
 	RUN(newer_schema_refused);
 	RUN(folders_round_trip);
 	RUN(user_put_replaces_a_colliding_email);
+	RUN(socket_uri_and_keyword_forms);
 	RUN(migrates_an_older_database);
 	RUN(one_leader_per_database);
 	RUN(standby_waits_then_takes_over);
