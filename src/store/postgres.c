@@ -513,6 +513,12 @@ static int pg_open(struct store **out, const char *uri, struct terr *err)
 		return rc;
 	}
 	PQconninfoFree(check);
+	/* struct params holds MAX_PARAMS values: a table that outgrew it is
+	 * refused here, not overrun at its first write. */
+	for (const struct store_table *const *t = store_tables; *t; t++)
+		if ((*t)->ncols + 1 > MAX_PARAMS)
+			return terr_set(err, EINVAL, "table %s has more than %d columns: raise MAX_PARAMS", (*t)->name,
+					MAX_PARAMS - 1);
 	struct store *s = calloc(1, sizeof(*s));
 	if (!s)
 		return terr_set(err, ENOMEM, "out of memory");
