@@ -185,6 +185,25 @@ static PGconn *connect_one(struct store *s)
 	return PQconnectdbParams(keys, vals, 1);
 }
 
+/* libpq's messages span lines ("...refused\n\tIs the server running"):
+ * one line, as every message of the project is. Returns rc. */
+static int flat(struct terr *err, int rc)
+{
+	if (!err)
+		return rc;
+	char *w = err->msg;
+	for (const char *r = err->msg; *r; r++) {
+		char ch = *r == '\n' || *r == '\t' ? ' ' : *r;
+		if (ch == ' ' && (w == err->msg || w[-1] == ' '))
+			continue;
+		*w++ = ch;
+	}
+	while (w > err->msg && w[-1] == ' ')
+		w--;
+	*w = '\0';
+	return rc;
+}
+
 /* A statement on c without parameters; its result is discarded. 0, -EIO
  * (an SQL error) or -EAGAIN (the connection is gone). */
 static int exec_on(struct store *s, PGconn *c, const char *sql, struct terr *err)
@@ -194,9 +213,9 @@ static int exec_on(struct store *s, PGconn *c, const char *sql, struct terr *err
 	int rc = 0;
 	if (es != PGRES_COMMAND_OK && es != PGRES_TUPLES_OK && es != PGRES_EMPTY_QUERY) {
 		if (PQstatus(c) == CONNECTION_BAD)
-			rc = terr_set(err, EAGAIN, "%s: %s", s->where, PQerrorMessage(c));
+			rc = flat(err, terr_set(err, EAGAIN, "%s: %s", s->where, PQerrorMessage(c)));
 		else
-			rc = terr_set(err, EIO, "%s: %s", s->where, PQresultErrorMessage(r));
+			rc = flat(err, terr_set(err, EIO, "%s: %s", s->where, PQresultErrorMessage(r)));
 	}
 	PQclear(r);
 	return rc;
@@ -208,8 +227,8 @@ static int query_int_on(struct store *s, PGconn *c, const char *sql, int64_t *ou
 	PGresult *r = PQexec(c, sql);
 	int rc = 0;
 	if (PQresultStatus(r) != PGRES_TUPLES_OK) {
-		rc = terr_set(err, PQstatus(c) == CONNECTION_BAD ? EAGAIN : EIO, "%s: %s", s->where,
-			      PQresultErrorMessage(r));
+		rc = flat(err, terr_set(err, PQstatus(c) == CONNECTION_BAD ? EAGAIN : EIO, "%s: %s", s->where,
+			      PQresultErrorMessage(r)));
 	} else if (PQntuples(r) == 0 || PQgetisnull(r, 0, 0)) {
 		*out = 0;
 	} else {
@@ -221,6 +240,7 @@ static int query_int_on(struct store *s, PGconn *c, const char *sql, int64_t *ou
 }
 
 static int write_pending(struct store *s, struct terr *err);
+
 
 /* (Re)connects pc: a new session, its statements prepared; the leader
  * takes its lock again when it held it, and writes the history kept
@@ -234,14 +254,14 @@ static int conn_up(struct store *s, struct pgconn *pc, struct terr *err)
 	if (!pc->c)
 		return terr_set(err, ENOMEM, "out of memory");
 	if (PQstatus(pc->c) != CONNECTION_OK)
-		return terr_set(err, EAGAIN, "%s", PQerrorMessage(pc->c));
+		return flat(err, terr_set(err, EAGAIN, "%s", PQerrorMessage(pc->c)));
 	PQsetNoticeProcessor(pc->c, no_notices, NULL);
 	for (int i = 0; i < ST__COUNT; i++) {
 		PGresult *r = PQprepare(pc->c, stmt_def[i].name, s->sql[i], 0, NULL);
 		bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
 		if (!ok)
-			terr_set(err, PQstatus(pc->c) == CONNECTION_BAD ? EAGAIN : EIO, "%s: prepare %s: %s", s->where,
-				 stmt_def[i].name, PQresultErrorMessage(r));
+			flat(err, terr_set(err, PQstatus(pc->c) == CONNECTION_BAD ? EAGAIN : EIO, "%s: prepare %s: %s", s->where,
+				 stmt_def[i].name, PQresultErrorMessage(r)));
 		PQclear(r);
 		if (!ok)
 			return -err->code;
@@ -301,7 +321,7 @@ static int run(struct store *s, struct pgconn *pc, int st, const char *const *va
 			return 0;
 		}
 		if (PQstatus(pc->c) != CONNECTION_BAD) {
-			int rc = terr_set(err, EIO, "%s: %s", s->where, PQresultErrorMessage(r));
+			int rc = flat(err, terr_set(err, EIO, "%s: %s", s->where, PQresultErrorMessage(r)));
 			PQclear(r);
 			return rc;
 		}
@@ -542,7 +562,7 @@ static int pg_open(struct store **out, const char *uri, struct terr *err)
 	if (!c)
 		rc = terr_set(err, ENOMEM, "out of memory");
 	else if (PQstatus(c) != CONNECTION_OK)
-		rc = terr_set(err, ECONNREFUSED, "cannot connect to %s: %s", s->where, PQerrorMessage(c));
+		rc = flat(err, terr_set(err, ECONNREFUSED, "cannot connect to %s: %s", s->where, PQerrorMessage(c)));
 	else {
 		PQsetNoticeProcessor(c, no_notices, NULL);
 		rc = migrate(s, c, err);
@@ -810,8 +830,8 @@ static int write_pending(struct store *s, struct terr *err)
 		bind_record(&pr, &store_history_table, p->session_id, &p->h);
 		PGresult *r = PQexecPrepared(l->c, stmt_def[ST_HISTORY_ADD].name, pr.n, pr.v, NULL, NULL, 0);
 		if (PQresultStatus(r) != PGRES_COMMAND_OK)
-			rc = terr_set(err, PQstatus(l->c) == CONNECTION_BAD ? EAGAIN : EIO, "%s: %s", s->where,
-				      PQresultErrorMessage(r));
+			rc = flat(err, terr_set(err, PQstatus(l->c) == CONNECTION_BAD ? EAGAIN : EIO, "%s: %s", s->where,
+				      PQresultErrorMessage(r)));
 		PQclear(r);
 	}
 	if (rc == 0)
