@@ -58,15 +58,26 @@ static int wait_signal(const sigset_t *set, int timeout_ms)
  * systemd's watchdog meanwhile (a no-op without WatchdogSec=; the ping says
  * the process is scheduled and its main thread not stuck, the serving
  * threads answer for themselves through Restart=on-failure), then tells
- * systemd it is stopping, with status as its STATUS= line. Returns the
- * signal. */
-static int serve_until_signal(const char *status, const sigset_t *set)
+ * systemd it is stopping, with status as its STATUS= line. With a manager
+ * m, it also returns when another manager became the active one on the
+ * shared database (manager_fenced). Returns the signal, or -1 when
+ * fenced. */
+static int serve_until_signal(const char *status, const sigset_t *set, struct manager *m)
 {
 	int sig;
-	while ((sig = wait_signal(set, sdnotify_loop_ms(1000))) < 0)
+	while ((sig = wait_signal(set, sdnotify_loop_ms(1000))) < 0) {
+		if (m && manager_fenced(m))
+			break;
 		sdnotify_watchdog();
+	}
 	sdnotify_stopping(status);
 	return sig;
+}
+
+/* manager_config.standby_wait: a second's wait for a stop signal. */
+static bool standby_wait(void *ud)
+{
+	return wait_signal(ud, 1000) >= 0;
 }
 
 /* Locks the data dir for this process (common/pidlock.h): two managers
@@ -218,6 +229,8 @@ static void server_usage(FILE *f)
 	usage_line(f, "--app-ports", "A-B", "ports the app proxy gives opened session apps (default "
 		   APPROUTES_DEFAULT_RANGE ")", NULL);
 	usage_line(f, "--stats-retention-s", "S", "how long sessions' usage history is kept (default 3600)", NULL);
+	usage_line(f, "--store", "URI", "the database: postgresql://USER@HOST:PORT/DB (default SQLite in the data dir)",
+		   NULL);
 	usage_line(f, "--verbose", NULL, "debug logging", NULL);
 	fprintf(f, "The local agent (agent.conf's settings as flags, docs/admin.md):\n");
 	for (size_t i = 0; i < agent_settings_count; i++) {
@@ -247,6 +260,7 @@ int cmd_server(int argc, char **argv)
 		{"registry", required_argument, NULL, 'R'},
 		{"app-ports", required_argument, NULL, 'A'},
 		{"stats-retention-s", required_argument, NULL, 'T'},
+		{"store", required_argument, NULL, 'S'},
 	};
 	size_t n_own = sizeof(own_opts) / sizeof(own_opts[0]);
 	struct option *opts = calloc(n_own + agent_settings_count + 1, sizeof(*opts));
@@ -323,6 +337,7 @@ int cmd_server(int argc, char **argv)
 			mcfg.stats_retention_s = (int)v;
 			break;
 		}
+		case 'S': mcfg.store = optarg; break;
 		case 'A':
 			if (util_parse_port_range(optarg, &app_lo, &app_hi, &err) < 0) {
 				fprintf(stderr, "tessera server: --app-ports: %s\n", err.msg);
@@ -419,6 +434,8 @@ int cmd_server(int argc, char **argv)
 	}
 	struct manager *m = NULL;
 	struct agent *a = NULL;
+	mcfg.standby_wait = standby_wait;
+	mcfg.standby_ud = &stop;
 	if (manager_open(&m, &mcfg, &err) < 0) {
 		registry_proc_stop(registry);
 		return fail("server", &err);
@@ -465,8 +482,11 @@ int cmd_server(int argc, char **argv)
 	fflush(stdout);
 	/* Ready once the API, the web UI and the app proxy all listen. */
 	sdnotify_ready(web ? "serving the API and the web UI" : "serving the API");
-	int sig = serve_until_signal("stopping; sessions keep running", &stop);
-	log_info("server", "signal %d: stopping (sessions keep running)", sig);
+	int sig = serve_until_signal("stopping; sessions keep running", &stop, m);
+	if (sig < 0)
+		log_error("server", "another manager became the active one on the database: stopping");
+	else
+		log_info("server", "signal %d: stopping (sessions keep running)", sig);
 	proxy_stop(apps);
 	web_stop(web);
 	/* The in-process agent's watchers report to the manager: stopped
@@ -502,12 +522,19 @@ static int read_config(const char *verb, const char *path, const char *const *kn
 }
 
 /* more_help (may be NULL) adds to the --help text. */
-static const char *config_path(int argc, char **argv, const char *verb, void (*more_help)(void), int *rc)
+/* migrate_only (NULL: the verb has no such option) is set by --migrate-only. */
+static const char *config_path(int argc, char **argv, const char *verb, void (*more_help)(void), int *rc,
+			       bool *migrate_only)
 {
-	static const struct option opts[] = {
+	static const struct option all_opts[] = {
+		{"config", required_argument, NULL, 'c'}, {"verbose", no_argument, NULL, 'v'},
+		{"help", no_argument, NULL, 'h'}, {"migrate-only", no_argument, NULL, 'M'}, {0},
+	};
+	static const struct option plain_opts[] = {
 		{"config", required_argument, NULL, 'c'}, {"verbose", no_argument, NULL, 'v'},
 		{"help", no_argument, NULL, 'h'}, {0},
 	};
+	const struct option *opts = migrate_only ? all_opts : plain_opts;
 	const char *path = NULL;
 	int c;
 	optind = 1;
@@ -516,8 +543,10 @@ static const char *config_path(int argc, char **argv, const char *verb, void (*m
 		switch (c) {
 		case 'c': path = optarg; break;
 		case 'v': log_set_level(LOG_DEBUG); break;
+		case 'M': *migrate_only = true; break;
 		case 'h':
-			printf("usage: tessera %s --config FILE [--verbose]\n(see configs/%s.conf)\n", verb, verb);
+			printf("usage: tessera %s --config FILE [--verbose]%s\n(see configs/%s.conf)\n", verb,
+			       migrate_only ? " [--migrate-only]" : "", verb);
 			if (more_help)
 				more_help();
 			*rc = 0;
@@ -539,13 +568,14 @@ static int conf_int(const struct conf *c, const char *key, int def)
 int cmd_manager(int argc, char **argv)
 {
 	int rc;
-	const char *path = config_path(argc, argv, "manager", NULL, &rc);
+	bool migrate_only = false;
+	const char *path = config_path(argc, argv, "manager", NULL, &rc, &migrate_only);
 	if (!path && rc >= 0)
 		return rc;
 	static const char *const known[] = {"listen", "data_dir", "cluster_secret", "heartbeat_interval_ms",
 					    "lost_after_heartbeats", "selector", "dispatch_workers",
 					    "fgpu_per_device", "registry_url", "wsproxy_url", "wsproxy_port_range",
-					    "wsproxy_domain", "storage_hosts", "stats_retention_s", "metrics_token", "etcd", NULL};
+					    "wsproxy_domain", "storage_hosts", "stats_retention_s", "metrics_token", "etcd", "store", NULL};
 	struct conf c = {0};
 	if (read_config("manager", path, known, &c) < 0)
 		return 1;
@@ -566,8 +596,25 @@ int cmd_manager(int argc, char **argv)
 		.stats_retention_s = conf_int(&c, "stats_retention_s", 3600),
 		.metrics_token = conf_get(&c, "metrics_token"),
 		.etcd = conf_get(&c, "etcd"),
+		.store = conf_get(&c, "store"),
 	};
 	struct terr err = {0};
+	if (migrate_only) {
+		/* SQLite's file is the data dir's: not under a running manager. */
+		if (!store_setting_is_pg(mcfg.store) &&
+		    lock_data_dir("manager", mcfg.data_dir, "stop it before --migrate-only") < 0) {
+			conf_free(&c);
+			return 1;
+		}
+		int version = 0;
+		char where[512];
+		rc = manager_migrate_only(&mcfg, &version, where, sizeof(where), &err);
+		conf_free(&c);
+		if (rc < 0)
+			return fail("manager", &err);
+		printf("%s: schema at version %d\n", where, version);
+		return 0;
+	}
 	if (mcfg.stats_retention_s < 60 || mcfg.stats_retention_s > 86400) {
 		conf_free(&c);
 		fprintf(stderr, "tessera manager: %s: stats_retention_s must be an integer from 60 to 86400\n", path);
@@ -585,6 +632,8 @@ int cmd_manager(int argc, char **argv)
 	}
 	sigset_t stop;
 	block_stop_signals(&stop);
+	mcfg.standby_wait = standby_wait;
+	mcfg.standby_ud = &stop;
 	struct manager *m = NULL;
 	char admin_conf[PATH_MAX + 32];
 	if (manager_open(&m, &mcfg, &err) < 0 || manager_serve(m, admin_conf, sizeof(admin_conf), &err) < 0) {
@@ -596,7 +645,15 @@ int cmd_manager(int argc, char **argv)
 	char status[160];
 	snprintf(status, sizeof(status), "serving the API on %s", mcfg.listen);
 	sdnotify_ready(status);
-	int sig = serve_until_signal("stopping", &stop);
+	int sig = serve_until_signal("stopping", &stop, m);
+	if (sig < 0) {
+		/* Its state is older than the active one's: exit for a
+		 * restart (systemd's Restart=on-failure) as a standby. */
+		log_error("manager", "another manager became the active one on the database: stopping");
+		manager_close(m);
+		conf_free(&c);
+		return 1;
+	}
 	log_info("manager", "signal %d: stopping", sig);
 	manager_close(m);
 	conf_free(&c);
@@ -621,7 +678,7 @@ static void agent_keys_help(void)
 int cmd_agent(int argc, char **argv)
 {
 	int rc;
-	const char *path = config_path(argc, argv, "agent", agent_keys_help, &rc);
+	const char *path = config_path(argc, argv, "agent", agent_keys_help, &rc, NULL);
 	if (!path && rc >= 0)
 		return rc;
 	struct conf c = {0};
@@ -684,7 +741,7 @@ int cmd_agent(int argc, char **argv)
 	char status[320];
 	snprintf(status, sizeof(status), "agent %s serving RPC on %s", as.agent.id, as.listen);
 	sdnotify_ready(status);
-	int sig = serve_until_signal("stopping; sessions keep running", &stop);
+	int sig = serve_until_signal("stopping; sessions keep running", &stop, NULL);
 	log_info("agent", "signal %d: stopping (sessions keep running)", sig);
 	/* The uplink's queue outlives the agent's watcher, which feeds it. */
 	uplink_stop(up);
@@ -703,7 +760,7 @@ out_conf:
 int cmd_wsproxy(int argc, char **argv)
 {
 	int rc;
-	const char *path = config_path(argc, argv, "wsproxy", NULL, &rc);
+	const char *path = config_path(argc, argv, "wsproxy", NULL, &rc, NULL);
 	if (!path && rc >= 0)
 		return rc;
 	static const char *const known[] = {"manager", "cluster_secret", "port_range", "bind", "domain", "listen",
@@ -797,7 +854,7 @@ int cmd_wsproxy(int argc, char **argv)
 		goto out;
 	}
 	sdnotify_ready("serving session apps");
-	int sig = serve_until_signal("stopping", &stop);
+	int sig = serve_until_signal("stopping", &stop, NULL);
 	log_info("wsproxy", "signal %d: stopping", sig);
 	proxy_stop(px);
 	ret = 0;
@@ -811,7 +868,7 @@ out:
 int cmd_webserver(int argc, char **argv)
 {
 	int rc;
-	const char *path = config_path(argc, argv, "webserver", NULL, &rc);
+	const char *path = config_path(argc, argv, "webserver", NULL, &rc, NULL);
 	if (!path && rc >= 0)
 		return rc;
 	static const char *const known[] = {"listen", "manager", "web_secret", "cluster_secret", "ui_dir",
@@ -842,7 +899,7 @@ int cmd_webserver(int argc, char **argv)
 	char status[320];
 	snprintf(status, sizeof(status), "serving the web UI on %s", web_url(w));
 	sdnotify_ready(status);
-	int sig = serve_until_signal("stopping", &stop);
+	int sig = serve_until_signal("stopping", &stop, NULL);
 	log_info("webserver", "signal %d: stopping", sig);
 	web_stop(w);
 	conf_free(&c);

@@ -106,6 +106,18 @@ int api_authenticate(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 		httpd_error(resp, 401, "unauthenticated", "%s", err.msg);
 		return -1;
 	}
+	/* While the database is unreachable a user's change cannot be
+	 * stored: refused before it is made (nothing acknowledged is then
+	 * lost). Reads are answered from memory; agents' and the proxy's
+	 * calls go on (their effects are written again at reconnection). */
+	if (!ai->cluster && strcmp(req->method, "GET") != 0 && strcmp(req->method, "HEAD") != 0 &&
+	    !mgr_store_available(m)) {
+		free(ai);
+		httpd_error(resp, 503, "unavailable",
+			    "the database is unavailable (%s unreachable): nothing was changed; try again when it "
+			    "is back", mgr_store_where(m));
+		return -1;
+	}
 	req->auth = ai;
 	return 0;
 }

@@ -33,6 +33,15 @@ const char *mgr_cluster_secret(const struct manager *m);
 /* manager.conf metrics_token; NULL or "": /metrics is open. */
 const char *mgr_metrics_token(const struct manager *m);
 
+/* ---- the store ---- */
+
+/* False while the database is unreachable or the state is being written
+ * again after it came back: the API answers 503 to what would change
+ * the state. No lock. */
+bool mgr_store_available(struct manager *m);
+/* How messages name the database ("PostgreSQL at HOST:PORT/DB"). */
+const char *mgr_store_where(const struct manager *m);
+
 /* ---- sessions (sessions.c) ---- */
 
 /* Creates cr->count sessions of owner as PENDING, after the checks that

@@ -22,6 +22,7 @@
 #include "common/util.h"
 #include "manager/internal.h"
 #include "manager/state.h"
+#include "store/migrate.h"
 
 /* ---------- rendering ---------- */
 
@@ -283,11 +284,16 @@ int manager_open(struct manager **out, const struct manager_config *cfg, struct 
 	int rc;
 	if ((rc = util_mkdir_p(m->data_dir, 0700, err)) < 0)
 		goto fail;
-	char db[4200];
-	snprintf(db, sizeof(db), "%s/tessera.db", m->data_dir);
-	m->so = &store_sqlite_ops;
-	if ((rc = m->so->open(&m->store, db, err)) < 0)
+	if ((rc = store_open(cfg->store, m->data_dir, &m->so, &m->store, m->store_where, sizeof(m->store_where),
+			     err)) < 0)
 		goto fail;
+	/* One active manager per database: wait here as a standby while
+	 * another is (store.h, lead), before reading anything. */
+	if (m->so->lead && (rc = m->so->lead(m->store, cfg->standby_wait, cfg->standby_ud, err)) < 0)
+		goto fail;
+	if (m->so->health)
+		m->so->health(m->store, false, &m->store_epoch);
+	m->store_ok = true;
 	if ((rc = m->so->user_load_all(m->store, load_user, m, err)) < 0 ||
 	    (rc = m->so->session_load_all(m->store, load_session, m, err)) < 0 ||
 	    (rc = m->so->agent_load_all(m->store, load_agent, m, err)) < 0 ||
@@ -338,7 +344,7 @@ int manager_open(struct manager **out, const struct manager_config *cfg, struct 
 			a->n_sessions++;
 		}
 	}
-	log_info("manager", "state loaded from %s: %zu sessions, %zu agents, %zu users", db,
+	log_info("manager", "state loaded from %s: %zu sessions, %zu agents, %zu users", m->store_where,
 		 m->n_sessions, m->n_agents, m->n_users);
 
 	/* On failure manager_close stops and joins what was started. */
@@ -391,6 +397,88 @@ int manager_serve(struct manager *m, char *admin_conf_path, size_t n, struct ter
 			return rc;
 	}
 	return 0;
+}
+
+int manager_migrate_only(const struct manager_config *cfg, int *version, char *where, size_t n,
+			 struct terr *err)
+{
+	const struct store_ops *so;
+	struct store *s = NULL;
+	int rc = util_mkdir_p(cfg->data_dir, 0700, err);
+	if (rc < 0 || (rc = store_open(cfg->store, cfg->data_dir, &so, &s, where, n, err)) < 0)
+		return rc;
+	so->close(s);
+	*version = store_schema_latest();
+	return 0;
+}
+
+bool manager_fenced(struct manager *m)
+{
+	return atomic_load(&m->store_fenced);
+}
+
+/* Writes every session and agent again, in one transaction: after a
+ * reconnection the writes made while the database was unreachable (a
+ * status change, an agent's heartbeat) may be missing, and memory is the
+ * truth while this manager is the active one. Called with mu held. */
+static int store_resync(struct manager *m, struct terr *err)
+{
+	int rc = m->so->begin(m->store, err);
+	for (size_t i = 0; rc == 0 && i < m->n_sessions; i++)
+		rc = m->so->session_put(m->store, &m->sessions[i]->rec, err);
+	for (size_t i = 0; rc == 0 && i < m->n_agents; i++)
+		rc = m->so->agent_put(m->store, &m->agents[i]->rec, err);
+	if (rc == 0)
+		rc = m->so->commit(m->store, err);
+	else
+		m->so->rollback(m->store);
+	return rc;
+}
+
+bool mgr_store_check(struct manager *m)
+{
+	if (!m->so->health)
+		return true;
+	uint64_t epoch = 0;
+	/* Connecting can take seconds: not under the lock. */
+	pthread_mutex_unlock(&m->mu);
+	enum store_health h = m->so->health(m->store, true, &epoch);
+	pthread_mutex_lock(&m->mu);
+	if (h == STORE_FENCED) {
+		m->store_ok = false;
+		m->store_fenced = true;
+		return false;
+	}
+	if (h != STORE_UP) {
+		m->store_ok = false;
+		return false;
+	}
+	if (epoch != m->store_epoch) {
+		struct terr err = {0};
+		if (store_resync(m, &err) < 0) {
+			log_warn("manager", "cannot write the state again after the reconnection: %s", err.msg);
+			m->store_ok = false;
+			return false;
+		}
+		log_info("manager", "state written again to %s after the reconnection: %zu sessions, %zu agents",
+			 m->store_where, m->n_sessions, m->n_agents);
+		m->store_epoch = epoch;
+		mgr_wake_scheduler(m);
+	}
+	m->store_ok = true;
+	return true;
+}
+
+bool mgr_store_available(struct manager *m)
+{
+	if (!atomic_load(&m->store_ok))
+		return false;
+	return !m->so->health || m->so->health(m->store, false, NULL) == STORE_UP;
+}
+
+const char *mgr_store_where(const struct manager *m)
+{
+	return m->store_where;
 }
 
 const char *manager_endpoint(const struct manager *m)

@@ -44,6 +44,15 @@ struct manager_config {
 	 * there, under ETCD_CONFIG_PREFIX (common/etcd.h), instead of in the store, and are
 	 * followed; NULL: in the store. */
 	const char *etcd;
+	/* The database (store.h, store_open): NULL or "": SQLite in
+	 * data_dir; "postgresql://USER@HOST:PORT/DB": PostgreSQL. */
+	const char *store;
+	/* On a shared database (PostgreSQL) one manager is active at a time:
+	 * manager_open waits as a standby while another is, calling
+	 * standby_wait(standby_ud) between tries (true: give up, -ECANCELED);
+	 * NULL: -EBUSY at once. */
+	bool (*standby_wait)(void *ud);
+	void *standby_ud;
 };
 
 
@@ -66,6 +75,16 @@ int manager_attach_local_agent(struct manager *m, struct agent *a, struct terr *
 /* Starts the HTTP API; writes admin.conf (0600) once listening and stores
  * its path in admin_conf_path (>= 4096 bytes). */
 int manager_serve(struct manager *m, char *admin_conf_path, size_t n, struct terr *err);
+
+/* Brings the configured store's schema to this version (the migrations
+ * manager_open also runs) and closes it: `tessera manager --migrate-only`.
+ * *version gets the schema's version. */
+int manager_migrate_only(const struct manager_config *cfg, int *version, char *where, size_t n,
+			 struct terr *err);
+
+/* True once another manager became the active one on the shared database
+ * while this one had lost it: the daemon must stop (its state is stale). */
+bool manager_fenced(struct manager *m);
 
 /* The URL the API is served on ("http://127.0.0.1:8090"). */
 const char *manager_endpoint(const struct manager *m);

@@ -97,7 +97,13 @@ static void schedule_pass(struct manager *m)
 	size_t placed = sched_plan(&params, ags, na, users, reqs, k, out, reasons, &blocked);
 
 	struct terr err = {0};
-	bool txn = m->so->begin(m->store, &err) == 0;
+	/* A placement is only made when it can be stored: one a restart
+	 * would not find would be placed again, and started twice. */
+	if (placed && m->so->begin(m->store, &err) < 0) {
+		log_error("manager", "cannot store scheduling decisions: %s", err.msg);
+		goto done;
+	}
+	bool txn = placed > 0;
 	for (size_t i = 0; i < placed; i++) {
 		struct msession *s = pend[out[i].request];
 		struct magent *a = m->agents[out[i].agent];
@@ -135,6 +141,19 @@ static void schedule_pass(struct manager *m)
 	if (txn && m->so->commit(m->store, &err) < 0) {
 		log_error("manager", "cannot commit scheduling decisions: %s", err.msg);
 		m->so->rollback(m->store);
+		/* Nothing of them is stored (the database went away during
+		 * the pass): they are undone, and their start jobs, which find
+		 * the sessions PENDING again, do nothing. */
+		for (size_t i = 0; i < placed; i++) {
+			struct msession *s = pend[out[i].request];
+			if (s->rec.status != SS_SCHEDULED)
+				continue;
+			mgr_set_status(m, s, SS_PENDING, "waiting to be scheduled (the placement could not be stored)");
+			s->rec.agent_id[0] = '\0';
+			s->n_shares = 0;
+			mgr_shares_to_json(s);
+			m->placements--;
+		}
 	}
 done:
 	free(reqs);
@@ -171,6 +190,11 @@ static void *sched_main(void *arg)
 			mgr_folders_purge_trash(m);
 			mgr_usage_sweep(m);
 		}
+		/* Nothing is placed while the store is unreachable (or not yet
+		 * written again after it came back): a placement must be
+		 * stored before its start job runs. */
+		if (!mgr_store_check(m) || m->stopping)
+			continue;
 		m->sched_dirty = false;
 		m->in_pass = true;
 		int64_t t0 = util_mono_ms();

@@ -24,6 +24,8 @@
 #include "manager/usage_store.h"
 #include "manager/manager.h"
 #include "sched/sched.h"
+#include <stdatomic.h>
+
 #include "store/store.h"
 
 #define MGR_MAX_GPUS 16
@@ -173,6 +175,15 @@ struct manager {
 	char cluster_id[40];
 	const struct store_ops *so;
 	struct store *store;
+	char store_where[512];      /* how messages name it (store_open) */
+	/* A store on a server (PostgreSQL) can be lost: while it is, or until
+	 * the manager has written its state again after the reconnection
+	 * (store_epoch behind the store's), state-changing API requests get
+	 * 503 and nothing is placed (scheduler.c, mgr_store_check). fenced:
+	 * another manager became the active one; this one must stop. */
+	_Atomic bool store_ok;
+	_Atomic bool store_fenced;
+	uint64_t store_epoch;
 
 	struct msession **sessions; /* in seq order */
 	size_t n_sessions, cap_sessions;
@@ -312,6 +323,11 @@ void mgr_set_status(struct manager *m, struct msession *s, enum session_status s
 		    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 void mgr_persist(struct manager *m, struct msession *s);
 void mgr_wake_scheduler(struct manager *m);
+/* Asks the store how it stands (reconnecting it when it was lost, at most
+ * once a second) and, after a reconnection, writes the state again;
+ * updates store_ok and store_fenced. Called with mu held, which it
+ * releases while it talks to the database. True when the store is up. */
+bool mgr_store_check(struct manager *m);
 /* Per-device fGPU of the current setting, in milli. */
 int64_t mgr_per_device_m(const struct manager *m);
 /* Writes a session's shares to rec.alloc_json and back. */

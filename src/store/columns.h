@@ -2,15 +2,17 @@
  * tables): for each table its name and columns, for each column its name,
  * kind, SQL constraint and where its value lives in the record. A backend
  * derives its schema, its statements' column and parameter lists and its
- * binding and reading loops from these tables, so a new column costs one
- * line here (and the field in store.h), and a second backend reuses the
- * list instead of writing it again. Nothing here depends on SQLite.
+ * binding and reading loops from these tables (the SQL text through
+ * store/sqlgen.h), so a new column costs one line here (the field in
+ * store.h, a migration), and both backends, SQLite and PostgreSQL, read
+ * the same list. Nothing here depends on either.
  *
  * The order of the columns is the order of the table in the database
  * (the schema a backend creates, the columns it adds to an older one):
  * append new columns at the end of a table. A column added later must be
- * NULL-able or have a DEFAULT, since a backend adds it to existing tables
- * with ALTER TABLE ... ADD COLUMN. */
+ * NULL-able or have a DEFAULT, since a migration adds it to existing
+ * tables with ALTER TABLE ... ADD COLUMN: append a MIG_ADD_COLUMNS step
+ * to the list in store/migrate.c with it. */
 #ifndef TESSERA_STORE_COLUMNS_H
 #define TESSERA_STORE_COLUMNS_H
 

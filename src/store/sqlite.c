@@ -9,22 +9,19 @@
 
 #include "common/util.h"
 #include "store/columns.h"
+#include "store/migrate.h"
+#include "store/sqlgen.h"
 #include "store/store.h"
 
-/* The layout's version, in PRAGMA user_version. Columns that a version
- * adds need no step of their own: sqlite_open adds every column of
- * columns.h that a table lacks. Version 1 lacked sessions.alloc_json; a
- * file made before versions existed reads as 0. Bump it only for a change
- * that adding columns cannot express, with its step in sqlite_open. */
-#define SCHEMA_VERSION 2
+/* The schema's version is kept in the table schema_version and moved
+ * by the numbered migrations of migrate.c. PRAGMA user_version, which
+ * versions before that table kept (1: no sessions.alloc_json, 2: the
+ * rest), stays 2 so that such a version still opens the file. */
+#define LEGACY_USER_VERSION 2
 
 /* One list of statements; the enum and the SQL derive from it. The SQL is
- * a template over a table of columns.h, expanded at open (expand_sql):
- *   %T  the table's name
- *   %C  its columns, the parent column first (session_history.session_id)
- *   %P  one parameter per column of %C
- *   %R  the record's columns: what read_record reads, in its order
- *   %U  "c=excluded.c" for every column of %C but the first (the key)
+ * a template over a table of columns.h, expanded at open
+ * (store_sql_expand, sqlgen.h, which lists the % escapes).
  * Users and agents are replaced whole (INSERT OR REPLACE also drops a row
  * that collides on another UNIQUE column, as a user's email). */
 #define STORE_STATEMENTS(X) \
@@ -36,7 +33,7 @@
 	X(SESSION_ALL, &store_sessions_table, "SELECT %R FROM %T ORDER BY seq") \
 	X(SESSION_MAXSEQ, NULL, "SELECT COALESCE(MAX(seq),0) FROM sessions") \
 	X(HISTORY_ADD, &store_history_table, "INSERT INTO %T(%C) VALUES(%P)") \
-	X(HISTORY_GET, &store_history_table, "SELECT %R FROM %T WHERE session_id=? ORDER BY rowid") \
+	X(HISTORY_GET, &store_history_table, "SELECT %R FROM %T WHERE session_id=? ORDER BY %O") \
 	X(AGENT_PUT, &store_agents_table, "INSERT OR REPLACE INTO %T(%C) VALUES(%P)") \
 	X(AGENT_ALL, &store_agents_table, "SELECT %R FROM %T ORDER BY id") \
 	X(FOLDER_PUT, &store_folders_table, "INSERT OR REPLACE INTO %T(%C) VALUES(%P)") \
@@ -57,35 +54,6 @@ static const struct {
 	STORE_STATEMENTS(STMT_DEF)
 #undef STMT_DEF
 };
-
-/* The SQLite type of each kind of column (columns.h). */
-static const char *col_type(enum store_col_kind k)
-{
-	switch (k) {
-	case STORE_COL_TEXT:
-	case STORE_COL_TEXT_PTR:
-	case STORE_COL_STATUS:
-		return "TEXT";
-	case STORE_COL_BOOL:
-	case STORE_COL_INT64:
-	case STORE_COL_INT_OPT:
-		return "INTEGER";
-	}
-	return "TEXT";
-}
-
-/* Writes one column's definition: "name TYPE constraint". */
-static void put_col_def(FILE *f, const struct store_column *c)
-{
-	fprintf(f, "%s %s%s%s", c->name, col_type(c->kind), *c->constraint ? " " : "", c->constraint);
-}
-
-/* The parts of the schema that columns.h does not describe: the settings
- * table and the history's index. */
-static const char schema_settings_sql[] =
-	"CREATE TABLE IF NOT EXISTS settings(key TEXT PRIMARY KEY, value TEXT NOT NULL);";
-static const char schema_index_sql[] =
-	"CREATE INDEX IF NOT EXISTS session_history_by_session ON session_history(session_id);";
 
 struct store {
 	sqlite3 *db;
@@ -215,93 +183,6 @@ static int read_record(sqlite3_stmt *st, const struct store_table *t, void *rec)
 	return 0;
 }
 
-/* The k-th column of %C: the parent first, then the record's. */
-static const char *insert_col_name(const struct store_table *t, size_t k)
-{
-	if (!t->parent)
-		return t->cols[k].name;
-	return k ? t->cols[k - 1].name : t->parent;
-}
-
-/* Expands a statement template of STORE_STATEMENTS for table t (NULL: the
- * SQL is used as written). Returns a malloc'd string the caller frees, or
- * NULL when out of memory. */
-static char *expand_sql(const struct store_table *t, const char *tmpl)
-{
-	char *out = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&out, &len);
-	if (!f)
-		return NULL;
-	for (const char *p = tmpl; *p; p++) {
-		if (*p != '%' || !t) {
-			fputc(*p, f);
-			continue;
-		}
-		char what = *++p;
-		if (!what) {  /* a '%' that ends the template is itself */
-			fputc('%', f);
-			break;
-		}
-		size_t n = t->ncols + (t->parent ? 1 : 0);
-		switch (what) {
-		case 'T':
-			fputs(t->name, f);
-			break;
-		case 'C':
-			for (size_t k = 0; k < n; k++)
-				fprintf(f, "%s%s", k ? "," : "", insert_col_name(t, k));
-			break;
-		case 'U':
-			for (size_t k = 1; k < n; k++)
-				fprintf(f, "%s%s=excluded.%s", k > 1 ? "," : "", insert_col_name(t, k),
-					insert_col_name(t, k));
-			break;
-		case 'P':
-			for (size_t k = 0; k < n; k++)
-				fputs(k ? ",?" : "?", f);
-			break;
-		case 'R':
-			for (size_t k = 0; k < t->ncols; k++)
-				fprintf(f, "%s%s", k ? "," : "", t->cols[k].name);
-			break;
-		default:
-			fputc('%', f);
-			fputc(what, f);
-		}
-	}
-	if (fclose(f) != 0) {
-		free(out);
-		return NULL;
-	}
-	return out;
-}
-
-/* CREATE TABLE for t, its columns as columns.h gives them. Malloc'd, or
- * NULL when out of memory. */
-static char *create_table_sql(const struct store_table *t)
-{
-	char *out = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&out, &len);
-	if (!f)
-		return NULL;
-	fprintf(f, "CREATE TABLE IF NOT EXISTS %s(", t->name);
-	if (t->parent)
-		fprintf(f, "%s TEXT NOT NULL, ", t->parent);
-	for (size_t k = 0; k < t->ncols; k++) {
-		if (k)
-			fputs(", ", f);
-		put_col_def(f, &t->cols[k]);
-	}
-	fputs(");", f);
-	if (fclose(f) != 0) {
-		free(out);
-		return NULL;
-	}
-	return out;
-}
-
 static void sqlite_close(struct store *s)
 {
 	if (!s)
@@ -323,79 +204,36 @@ static int exec_sql(struct store *s, const char *sql, struct terr *err)
 	return 0;
 }
 
-/* Runs a malloc'd statement text and frees it; NULL means out of memory. */
-static int exec_owned(struct store *s, char *sql, struct terr *err)
+static int mig_exec(void *ctx, const char *sql, struct terr *err)
 {
-	if (!sql)
-		return terr_set(err, ENOMEM, "out of memory");
-	int rc = exec_sql(s, sql, err);
-	free(sql);
-	return rc;
+	return exec_sql(ctx, sql, err);
 }
 
-/* Adds to table t every column of columns.h that it lacks: a file made by
- * an older version (version 1 lacked sessions.alloc_json) gets the columns
- * of this one, with their defaults. A new file has them all already. */
-static int add_missing_columns(struct store *s, const struct store_table *t, struct terr *err)
+static int mig_query_int(void *ctx, const char *sql, int64_t *out, struct terr *err)
 {
-	char q[128];
-	snprintf(q, sizeof(q), "PRAGMA table_info(%s)", t->name);
-	sqlite3_stmt *info;
-	if (sqlite3_prepare_v2(s->db, q, -1, &info, NULL) != SQLITE_OK)
+	struct store *s = ctx;
+	sqlite3_stmt *q;
+	if (sqlite3_prepare_v2(s->db, sql, -1, &q, NULL) != SQLITE_OK)
 		return db_error(s, err, "read the schema");
-	/* The columns of t that the file has, in a bitmap by index in t. */
-	bool have[64] = {false};
-	if (t->ncols > sizeof(have) / sizeof(have[0])) {
-		sqlite3_finalize(info);
-		return terr_set(err, EINVAL, "table %s has too many columns", t->name);
-	}
-	int rc;
-	while ((rc = sqlite3_step(info)) == SQLITE_ROW) {
-		const char *name = (const char *)sqlite3_column_text(info, 1);
-		for (size_t k = 0; name && k < t->ncols; k++)
-			if (!strcmp(name, t->cols[k].name))
-				have[k] = true;
-	}
-	sqlite3_finalize(info);
-	if (rc != SQLITE_DONE)
+	int rc = sqlite3_step(q);
+	*out = rc == SQLITE_ROW ? sqlite3_column_int64(q, 0) : 0;
+	sqlite3_finalize(q);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
 		return db_error(s, err, "read the schema");
-	for (size_t k = 0; k < t->ncols; k++) {
-		if (have[k])
-			continue;
-		char *sql = NULL;
-		size_t len = 0;
-		FILE *f = open_memstream(&sql, &len);
-		if (f) {
-			fprintf(f, "ALTER TABLE %s ADD COLUMN ", t->name);
-			put_col_def(f, &t->cols[k]);
-			fputc(';', f);
-			if (fclose(f) != 0) {
-				free(sql);
-				sql = NULL;
-			}
-		}
-		int rc = exec_owned(s, sql, err);
-		if (rc < 0)
-			return rc;
-	}
 	return 0;
 }
 
-/* Creates the tables a file lacks, brings older ones up to columns.h and
- * records SCHEMA_VERSION. */
+/* Runs the migrations the file lacks (migrate.h); the data dir's lock
+ * keeps other processes out meanwhile. */
 static int make_schema(struct store *s, struct terr *err)
 {
-	int rc = exec_sql(s, schema_settings_sql, err);
-	for (const struct store_table *const *t = store_tables; rc == 0 && *t; t++)
-		rc = exec_owned(s, create_table_sql(*t), err);
-	if (rc == 0)
-		rc = exec_sql(s, schema_index_sql, err);
-	for (const struct store_table *const *t = store_tables; rc == 0 && *t; t++)
-		rc = add_missing_columns(s, *t, err);
+	struct store_mig_conn c = {.ctx = s, .d = &store_dialect_sqlite, .exec = mig_exec,
+				   .query_int = mig_query_int};
+	int rc = store_migrate(&c, NULL, err);
 	if (rc < 0)
 		return rc;
-	char sv[32];
-	snprintf(sv, sizeof(sv), "PRAGMA user_version=%d;", SCHEMA_VERSION);
+	char sv[40];
+	snprintf(sv, sizeof(sv), "PRAGMA user_version=%d;", LEGACY_USER_VERSION);
 	return exec_sql(s, sv, err);
 }
 
@@ -430,7 +268,7 @@ static int sqlite_open(struct store **out, const char *uri, struct terr *err)
 		return rc;
 	}
 	for (int i = 0; i < ST__COUNT; i++) {
-		char *sql = expand_sql(stmt_def[i].table, stmt_def[i].sql);
+		char *sql = store_sql_expand(&store_dialect_sqlite, stmt_def[i].table, stmt_def[i].sql);
 		if (!sql) {
 			terr_set(err, ENOMEM, "out of memory");
 			sqlite_close(s);

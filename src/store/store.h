@@ -1,7 +1,9 @@
-/* Persistent state behind an ops table (docs/architecture.md, "Ops
- * tables"): SQLite for the single machine (store/sqlite.c). The manager
- * holds the live state in memory and writes every change through this
- * interface inside its own lock, so a backend sees one caller at a time. */
+/* Persistent state behind an ops table (docs/architecture.md, "The
+ * store"): SQLite for the single machine (store/sqlite.c), PostgreSQL for
+ * production (store/postgres.c), chosen by store_open from the `store`
+ * setting. The manager holds the live state in memory and writes every
+ * change through this interface inside its own lock, so a backend sees one
+ * writer at a time; health may be called from another thread. */
 #ifndef TESSERA_STORE_STORE_H
 #define TESSERA_STORE_STORE_H
 
@@ -114,9 +116,24 @@ typedef int (*store_user_cb)(void *ud, const struct user_rec *u);
 typedef int (*store_session_cb)(void *ud, const struct session_rec *s);
 typedef int (*store_agent_cb)(void *ud, const struct agent_rec *a);
 
+/* A store on a server can be lost and come back (store_ops.health). */
+enum store_health {
+	STORE_UP,
+	STORE_DOWN,    /* unreachable; the backend reconnects when asked */
+	STORE_FENCED,  /* another manager became the active one meanwhile */
+};
+
+/* Called by lead between its tries; it may block about a second. true:
+ * stop waiting. */
+typedef bool (*store_wait_fn)(void *ud);
+
 struct store_ops {
 	const char *name;
-	/* uri: a file path for SQLite. */
+	/* uri: a file path for SQLite, a libpq URI or keyword string for
+	 * PostgreSQL. Brings the schema to this binary's version first
+	 * (store/migrate.h): a newer one is refused (-EPROTO). While the
+	 * database is unreachable, ops fail with -EAGAIN and a message saying
+	 * so (an API answers 503). */
 	int (*open)(struct store **out, const char *uri, struct terr *err);
 	void (*close)(struct store *s);
 	/* Group writes into one transaction (one fsync). Not nested. */
@@ -151,9 +168,39 @@ struct store_ops {
 	/* Cluster settings. kv_get: -ENOENT when unset; *value malloc'd. */
 	int (*kv_get)(struct store *s, const char *key, char **value, struct terr *err);
 	int (*kv_set)(struct store *s, const char *key, const char *value, struct terr *err);
+
+	/* The rest is NULL in a backend that only one process opens (SQLite:
+	 * the data dir's lock keeps others out) and that cannot be lost. */
+
+	/* Makes this process the one active manager of the database (an
+	 * advisory lock, held until close or until the connection is lost):
+	 * returns 0 once it is. While another one is, it logs once that it
+	 * waits as a standby and tries again after each wait(ud); wait NULL:
+	 * -EBUSY at once; wait returning true: -ECANCELED. */
+	int (*lead)(struct store *s, store_wait_fn wait, void *ud, struct terr *err);
+	/* Where the store stands. reconnect: when down, try to connect again
+	 * (at most once a second; never longer than the connect timeout), and
+	 * when up, check the connection (at most once a second). *epoch (may
+	 * be NULL) grows at each reconnection: writes made before it may
+	 * have been lost, and the caller writes its state again. */
+	enum store_health (*health)(struct store *s, bool reconnect, uint64_t *epoch);
+	/* "PostgreSQL at HOST:PORT/DB": how messages name the database. */
+	const char *(*where)(struct store *s);
 };
 
 extern const struct store_ops store_sqlite_ops;
+extern const struct store_ops store_pg_ops;
+
+/* Opens the store a `store` setting names: NULL or "" is SQLite in
+ * DATA_DIR/tessera.db; "postgresql://..." or "postgres://..." (libpq
+ * URIs, "?host=/socket/dir" allowed) or a libpq keyword string
+ * ("host=... dbname=...") is PostgreSQL. *ops gets the backend, *where
+ * how to name it in messages (the file, or the server without password). */
+int store_open(const char *setting, const char *data_dir, const struct store_ops **ops,
+	       struct store **out, char *where, size_t n, struct terr *err);
+
+/* Whether a `store` setting names PostgreSQL (the check store_open uses). */
+bool store_setting_is_pg(const char *setting);
 
 /* Copies the SQLite database at from onto to (created 0600 when absent,
  * else replaced page by page) with SQLite's online backup API: a

@@ -51,11 +51,74 @@ e2e_cleanup_containers() {
 	return 0
 }
 
+# TESSERA_TEST_STORE=postgresql: every `tessera server` and `tessera
+# manager` the test starts keeps its state in PostgreSQL, one database per
+# data dir (a restart finds its state; two servers have theirs), in the
+# cluster TESSERA_TEST_PG names (tests/pg/pgcluster.sh run starts one for
+# a whole suite) or else in one started for this test. $TESSERA becomes a
+# wrapper that adds `--store URI` to `server` and a `store = URI` line to
+# a manager's config that has none; TESSERA_REAL is the binary.
+E2E_PGCLUSTER=$(cd "$(dirname "${BASH_SOURCE[0]}")/../pg" && pwd)/pgcluster.sh
+E2E_PG_OWN_DIR=
+TESSERA_REAL=$TESSERA
+e2e_pg_setup() {
+	[[ "${TESSERA_TEST_STORE:-sqlite}" == postgresql ]] || return 0
+	if [[ -z "${TESSERA_TEST_PG:-}" ]]; then
+		E2E_PG_OWN_DIR=$(mktemp -d /tmp/tessera-e2e-pg.XXXXXX)
+		TESSERA_TEST_PG=$("$E2E_PGCLUSTER" start "$E2E_PG_OWN_DIR") || {
+			fail "cannot start a PostgreSQL test cluster"
+			exit 1
+		}
+		TESSERA_TEST_PG_DIR=$E2E_PG_OWN_DIR
+		export TESSERA_TEST_PG TESSERA_TEST_PG_DIR
+	fi
+	cat >"$E2E_DIR/tessera-pg" <<WRAP
+#!/usr/bin/env bash
+# tessera with its state in the test cluster, one database per data dir.
+real='$TESSERA_REAL'
+base='$TESSERA_TEST_PG'
+psql=\${PGBIN:-/usr/lib/postgresql/15/bin}/psql
+db_for() { echo "t_\$(printf %s "\$1" | md5sum | head -c 24)"; }
+ensure_db() {
+	"\$psql" -qAtX -d "\$base/postgres" -c "SELECT 1 FROM pg_database WHERE datname='\$1'" | grep -q 1 ||
+		"\$psql" -qAtX -d "\$base/postgres" -c "CREATE DATABASE \$1" >/dev/null 2>&1 || true
+}
+case "\${1:-}" in
+server)
+	dd=default prev=
+	for a in "\$@"; do
+		case "\$a" in --store|--store=*|--help|-h) exec "\$real" "\$@" ;; esac
+		[[ \$prev == --data-dir ]] && dd=\$(realpath -m "\$a")
+		[[ \$a == --data-dir=* ]] && dd=\$(realpath -m "\${a#--data-dir=}")
+		prev=\$a
+	done
+	db=\$(db_for "\$dd"); ensure_db "\$db"
+	shift
+	exec "\$real" server --store "\$base/\$db" "\$@" ;;
+manager)
+	conf= prev=
+	for a in "\$@"; do [[ \$prev == --config ]] && conf=\$a; [[ \$a == --config=* ]] && conf=\${a#--config=}; prev=\$a; done
+	if [[ -n \$conf && -f \$conf ]] && ! grep -q '^[[:space:]]*store[[:space:]]*=' "\$conf"; then
+		dd=\$(sed -n 's/^[[:space:]]*data_dir[[:space:]]*=[[:space:]]*//p' "\$conf" | tail -1)
+		dd=\$(realpath -m "\${dd:-/var/lib/tessera}")
+		db=\$(db_for "\$dd"); ensure_db "\$db"
+		printf '\nstore = %s/%s\n' "\$base" "\$db" >>"\$conf"
+	fi
+	exec "\$real" "\$@" ;;
+*) exec "\$real" "\$@" ;;
+esac
+WRAP
+	chmod +x "$E2E_DIR/tessera-pg"
+	TESSERA=$E2E_DIR/tessera-pg
+	e2e_log "state in PostgreSQL: $TESSERA_TEST_PG (one database per data dir)"
+}
+
 e2e_setup() {
 	E2E_DIR=$(mktemp -d /tmp/tessera-e2e.XXXXXX)
 	E2E_RUN=$(basename "$E2E_DIR")
 	E2E_AGENT_ID=n-$E2E_RUN
 	e2e_build_image
+	e2e_pg_setup
 	trap e2e_teardown EXIT
 	# A test runner's timeout sends SIGTERM: exit through the EXIT trap so
 	# servers and containers are cleaned up then too.
@@ -67,6 +130,11 @@ e2e_teardown() {
 	for p in "${E2E_PIDS[@]}"; do kill "$p" 2>/dev/null; done
 	for p in "${E2E_PIDS[@]}"; do wait "$p" 2>/dev/null; done
 	e2e_cleanup_containers
+	if [[ -n "$E2E_PG_OWN_DIR" ]]; then
+		"$E2E_PGCLUSTER" stop "$E2E_PG_OWN_DIR"
+		((E2E_FAILS)) && cp "$E2E_PG_OWN_DIR/postgres.log" "$E2E_DIR/postgres.log" 2>/dev/null
+		rm -rf "$E2E_PG_OWN_DIR"
+	fi
 	if ((E2E_FAILS)); then
 		e2e_log "logs kept in $E2E_DIR"
 		for f in "$E2E_DIR"/*.log; do [[ -f $f ]] && { echo "---- $f"; tail -40 "$f"; }; done

@@ -1,0 +1,149 @@
+/* The numbered migrations (migrate.h). A migration is one of:
+ *   MIG_CREATE: every table of columns.h (with all its columns as this
+ *     binary has them), the settings table and the history's index, each
+ *     created when missing;
+ *   MIG_ADD_COLUMNS: every column of columns.h that a table lacks, added
+ *     with its default (a new column is its line in columns.c plus one
+ *     such migration);
+ *   MIG_SQL: SQL written for each dialect, for what adding columns cannot
+ *     express.
+ * Since MIG_CREATE makes the newest tables, a new database passes through
+ * the later MIG_ADD_COLUMNS steps with nothing to add: the list is what
+ * an old database needs, and a new one ends at the same schema. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/util.h"
+#include "store/migrate.h"
+
+enum mig_kind { MIG_CREATE, MIG_ADD_COLUMNS, MIG_SQL };
+
+struct migration {
+	int version;
+	const char *description;
+	enum mig_kind kind;
+	const char *sqlite_sql, *pg_sql;  /* MIG_SQL only */
+};
+
+/* Append only; versions are 1, 2, 3... in order. */
+static const struct migration migrations[] = {
+	{1, "tables users, sessions, session_history, agents, folders and settings", MIG_CREATE, NULL, NULL},
+	/* SQLite files made before schema_version existed (PRAGMA
+	 * user_version 0 to 2) lack some of the columns added since. */
+	{2, "columns added before schema_version existed (sessions.alloc_json to mounts_json)",
+	 MIG_ADD_COLUMNS, NULL, NULL},
+};
+
+#define N_MIGRATIONS (sizeof(migrations) / sizeof(migrations[0]))
+
+int store_schema_latest(void)
+{
+	return migrations[N_MIGRATIONS - 1].version;
+}
+
+static const char settings_sql[] =
+	"CREATE TABLE IF NOT EXISTS settings(key TEXT PRIMARY KEY, value TEXT NOT NULL);";
+static const char index_sql[] =
+	"CREATE INDEX IF NOT EXISTS session_history_by_session ON session_history(session_id);";
+static const char version_table_sql[] =
+	"CREATE TABLE IF NOT EXISTS schema_version(version INTEGER PRIMARY KEY, "
+	"description TEXT NOT NULL, applied_ms BIGINT NOT NULL);";
+
+static int exec_owned(const struct store_mig_conn *c, char *sql, struct terr *err)
+{
+	if (!sql)
+		return terr_set(err, ENOMEM, "out of memory");
+	int rc = c->exec(c->ctx, sql, err);
+	free(sql);
+	return rc;
+}
+
+static int add_missing_columns(const struct store_mig_conn *c, struct terr *err)
+{
+	for (const struct store_table *const *t = store_tables; *t; t++) {
+		for (size_t k = 0; k < (*t)->ncols; k++) {
+			char q[512];
+			snprintf(q, sizeof(q), c->d->has_column_sql, (*t)->name, (*t)->cols[k].name);
+			int64_t have = 0;
+			int rc = c->query_int(c->ctx, q, &have, err);
+			if (rc < 0)
+				return rc;
+			if (!have && (rc = exec_owned(c, store_sql_add_column(c->d, *t, &(*t)->cols[k]), err)) < 0)
+				return rc;
+		}
+	}
+	return 0;
+}
+
+static int apply(const struct store_mig_conn *c, const struct migration *m, struct terr *err)
+{
+	int rc = 0;
+	switch (m->kind) {
+	case MIG_CREATE:
+		rc = c->exec(c->ctx, settings_sql, err);
+		for (const struct store_table *const *t = store_tables; rc == 0 && *t; t++)
+			rc = exec_owned(c, store_sql_create_table(c->d, *t), err);
+		if (rc == 0)
+			rc = c->exec(c->ctx, index_sql, err);
+		return rc;
+	case MIG_ADD_COLUMNS:
+		return add_missing_columns(c, err);
+	case MIG_SQL:
+		return c->exec(c->ctx, c->d == &store_dialect_postgresql ? m->pg_sql : m->sqlite_sql, err);
+	}
+	return 0;
+}
+
+int store_schema_version(const struct store_mig_conn *c, int *out, struct terr *err)
+{
+	int rc = c->exec(c->ctx, version_table_sql, err);
+	int64_t v = 0;
+	if (rc == 0)
+		rc = c->query_int(c->ctx, "SELECT COALESCE(MAX(version),0) FROM schema_version", &v, err);
+	if (rc < 0)
+		return rc;
+	*out = (int)v;
+	return 0;
+}
+
+int store_migrate(const struct store_mig_conn *c, int *from, struct terr *err)
+{
+	int cur = 0;
+	int rc = store_schema_version(c, &cur, err);
+	if (rc < 0)
+		return rc;
+	if (from)
+		*from = cur;
+	if (cur > store_schema_latest())
+		return terr_set(err, EPROTO,
+				"the database schema is version %d, newer than this tessera knows (%d): run the "
+				"tessera that migrated it, or a newer one (docs/admin.md, \"Migrations\")",
+				cur, store_schema_latest());
+	for (size_t i = 0; i < N_MIGRATIONS; i++) {
+		const struct migration *m = &migrations[i];
+		if (m->version <= cur)
+			continue;
+		if ((rc = c->exec(c->ctx, "BEGIN", err)) < 0)
+			return rc;
+		/* The description as an SQL literal: its quotes doubled. */
+		char desc[256], row[600];
+		size_t k = 0;
+		for (const char *p = m->description; *p && k + 2 < sizeof(desc); p++) {
+			if (*p == '\'')
+				desc[k++] = '\'';
+			desc[k++] = *p;
+		}
+		desc[k] = '\0';
+		snprintf(row, sizeof(row), "INSERT INTO schema_version(version,description,applied_ms) "
+			 "VALUES(%d,'%s',%lld)", m->version, desc, (long long)util_now_ms());
+		if ((rc = apply(c, m, err)) < 0 || (rc = c->exec(c->ctx, row, err)) < 0 ||
+		    (rc = c->exec(c->ctx, "COMMIT", err)) < 0) {
+			struct terr ignored = {0};
+			c->exec(c->ctx, "ROLLBACK", &ignored);
+			return terr_prefix(err, "migration %d (%s) failed", m->version, m->description);
+		}
+	}
+	return 0;
+}
