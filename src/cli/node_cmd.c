@@ -9,9 +9,13 @@
 
 #define NODE_USAGE \
 	"usage: tessera node ls [--json]\n" \
+	"       tessera node drain NODE\n" \
+	"       tessera node undrain NODE\n" \
 	"\n" \
-	"Lists the nodes (agents) with their capacity and what is in use.\n" \
-	"  --json   print a JSON array\n"
+	"ls lists the nodes (agents) with their capacity and what is in use.\n" \
+	"  --json   print a JSON array\n" \
+	"drain stops new sessions from being placed on NODE (its sessions keep\n" \
+	"running); undrain lets them be placed there again.\n"
 
 static int node_ls(int argc, char **argv)
 {
@@ -70,6 +74,8 @@ out:
 
 static const struct cli_verb node_verbs[] = {
 	{"ls", node_ls, NULL, NULL},   /* NODE_USAGE describes it */
+	{"drain", cmd_node_drain, NULL, NULL},
+	{"undrain", cmd_node_undrain, NULL, NULL},
 };
 
 static const struct cli_noun node_noun = {

@@ -154,6 +154,7 @@ struct manager {
 	struct user_rec *users;
 	size_t n_users;
 	json_t *image_aliases;      /* {"alias": "image ref"}, stored (images.c) */
+	json_t *drained_nodes;      /* ["node id"]: unschedulable, stored (nodes_admin.c) */
 	/* Storage hosts (cfg.storage_hosts, folders.c); the first is the
 	 * default. Fixed at open. */
 	struct model_storage_host hosts[MGR_MAX_STORAGE_HOSTS];
@@ -318,6 +319,20 @@ void mgr_apply_fgpu_setting(struct manager *m);
 void mgr_mark_lost_agents(struct manager *m);
 /* The API's view of every node (new reference). */
 json_t *mgr_nodes_json(struct manager *m);
+
+/* ---- nodes_admin.c: drained nodes ---- */
+/* Loads the drained set from the store (none when unset). */
+int mgr_drain_load(struct manager *m, struct terr *err);
+void mgr_drain_free(struct manager *m);
+/* Whether the admin drained node id (nothing new is placed there). */
+bool mgr_node_drained(const struct manager *m, const char *id);
+
+/* ---- scheduler.c: the launch estimate ---- */
+/* Whether the next scheduling pass would place count more sessions of req
+ * for owner_id at once, with the queue and the nodes as they are now;
+ * when not, why in words into why (n bytes). */
+bool mgr_sched_estimate(struct manager *m, const char *owner_id, const struct res *req, int64_t count,
+			char *why, size_t n);
 
 /* ---- apps.c ---- */
 /* Reads and checks the proxy's settings of cfg (at open). */
