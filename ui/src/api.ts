@@ -144,7 +144,7 @@ export interface SessionFull extends Session {
   status_history?: HistoryEntry[]; usage?: RowUsage; idle?: IdleInfo; root?: boolean;
 }
 export interface NodeUsage { cpu_cores: number; mem_bytes: number; t: number }
-export type NodeFull = Node & {
+export type NodeFull = Omit<Node, 'gpus'> & {
   schedulable?: boolean; usage?: NodeUsage; last_heartbeat?: string; mock_gpus?: boolean;
   gpus?: (Gpu & { util_pct?: number; mem_used_bytes?: number })[];
 };
