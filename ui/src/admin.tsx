@@ -44,15 +44,16 @@ function Users() {
       <h2 id="users-title">Users</h2>
       <ErrorText error={error} />
       {notice && <p class="notice" role="status">{notice}</p>}
-      <table>
+      <div class="table-scroll">
+      <table class="stack users">
         <thead><tr><th scope="col">Email</th><th scope="col">Role</th><th scope="col">State</th><th scope="col"><span class="sr-only">Actions</span></th></tr></thead>
         <tbody>
           {users.map((u) => (
             <tr key={u.id}>
-              <td>{u.email}</td>
-              <td>{u.is_admin ? 'administrator' : 'user'}</td>
-              <td>{u.disabled ? 'disabled' : 'active'}</td>
-              <td class="actions">
+              <td data-label="Email">{u.email}</td>
+              <td data-label="Role">{u.is_admin ? 'administrator' : 'user'}</td>
+              <td data-label="State">{u.disabled ? 'disabled' : 'active'}</td>
+              <td class="actions" data-label="Actions">
                 <Button onClick={() => run(() => api.updateUser(u.id, { disabled: !u.disabled }),
                   `${u.email} is now ${u.disabled ? 'active' : 'disabled'}.`)}>
                   {u.disabled ? 'Enable' : 'Disable'}
@@ -63,6 +64,7 @@ function Users() {
           ))}
         </tbody>
       </table>
+      </div>
       <form class="inline" onSubmit={create} aria-label="Create a user">
         <h3>Create a user</h3>
         <TextField label="Email" type="email" value={email} onInput={setEmail} required />

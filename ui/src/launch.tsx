@@ -1,4 +1,4 @@
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { api, api2, fmtNum, type Estimate, type Image, type Node, type ResourceSummary, type User } from './api';
 import { Button, Dialog, ErrorText, SliderField, TextField } from './components';
 
@@ -183,7 +183,9 @@ export function LaunchDialog(props: {
     setTyped('');
   };
 
-  useEffect(() => {
+  // Before the first paint of the open dialog (a layout effect), so that
+  // nothing typed into it is overwritten by the remembered choices.
+  useLayoutEffect(() => {
     if (!props.open) return;
     setError(null);
     // Each launch starts from the lists: a name typed for the last one

@@ -167,7 +167,7 @@ function useStats(id: string, nGpu: number) {
 }
 
 const pct = (v: number) => `${Math.round(v)}%`;
-const mib = (v: number) => (v >= 1024 ? `${fmtNum(Math.round((v / 1024) * 10) / 10)} GiB` : `${Math.round(v)} MiB`);
+const mib = (v: number) => (v >= 1024 ? `${fmtNum(Math.round((v / 1024) * 10) / 10)} GiB` : v >= 10 ? `${Math.round(v)} MiB` : `${fmtNum(Math.round(v * 10) / 10)} MiB`);
 
 function UsageCharts({ s }: { s: SessionFull }) {
   const nGpu = s.gpus?.length ?? 0;
@@ -191,7 +191,7 @@ function UsageCharts({ s }: { s: SessionFull }) {
       </div>
       <div class={`charts${nGpu ? ' three' : ''}`} data-stats={state}>
         <LiveChart title="CPU (% of its allocation)" series={[{ label: 'CPU', colorVar: '--chart-cpu' }]} data={cpuData}
-          version={version} fmt={pct} empty={empty} />
+          version={version} fmt={pct} yMin={100} empty={empty} />
         <LiveChart title="Memory" series={[{ label: 'used', colorVar: '--chart-mem' }, { label: 'limit', colorVar: '--muted', dash: true }]}
           data={memData} version={version} fmt={mib} empty={empty} />
         {nGpu > 0 && <LiveChart title="GPU (% of the device)" series={gpuSeries} data={gpuData} version={version}

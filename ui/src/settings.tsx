@@ -33,25 +33,35 @@ function Num(props: { label: string; value: string; onInput: (v: string) => void
   );
 }
 
+const SCHED_KEYS = ['queue_policy', 'selector', 'fifo_skip_after', 'fgpu_per_device', 'fgpu_quantum', 'folder_trash_days'];
+function fromConfig(config: Config): Record<string, string> {
+  const o: Record<string, string> = {};
+  for (const k of SCHED_KEYS) o[k] = config[k] === undefined || config[k] === null ? '' : String(config[k]);
+  return o;
+}
+
 // The scheduler's settings and fGPU. Saves the changed ones, one PUT each.
+// The form is made afresh (its key) whenever the stored values change, so
+// its fields start from them; a refused value stays typed.
 function SchedulerSettings({ config, reload }: { config: Config | null; reload: () => void }) {
-  const [v, setV] = useState<Record<string, string>>({});
   const [error, setError] = useState<string | null>(null);
   const [notice, setNotice] = useState<string | null>(null);
-  const keys = ['queue_policy', 'selector', 'fifo_skip_after', 'fgpu_per_device', 'fgpu_quantum', 'folder_trash_days'];
-  useEffect(() => {
-    if (!config) return;
-    const o: Record<string, string> = {};
-    for (const k of keys) o[k] = config[k] === undefined || config[k] === null ? '' : String(config[k]);
-    setV(o);
-  }, [config]);
+  if (!config) return <div class="skeleton form-skeleton" aria-label="Loading the settings" />;
+  return <SchedulerForm key={JSON.stringify(fromConfig(config))} config={config} reload={reload}
+    error={error} setError={setError} notice={notice} setNotice={setNotice} />;
+}
+
+function SchedulerForm({ config, reload, error, setError, notice, setNotice }: {
+  config: Config; reload: () => void; error: string | null; setError: (e: string | null) => void;
+  notice: string | null; setNotice: (n: string | null) => void;
+}) {
+  const [v, setV] = useState<Record<string, string>>(() => fromConfig(config));
   const set = (k: string) => (x: string) => setV((o) => ({ ...o, [k]: x }));
   const save = async (e: Event) => {
     e.preventDefault();
     setError(null);
     setNotice(null);
-    if (!config) return;
-    const changed = keys.filter((k) => v[k] !== undefined && v[k] !== String(config[k] ?? ''));
+    const changed = SCHED_KEYS.filter((k) => v[k] !== undefined && v[k] !== String(config[k] ?? ''));
     if (changed.length === 0) { setNotice('Nothing changed.'); return; }
     for (const k of changed) {
       const raw = v[k].trim();
@@ -69,7 +79,6 @@ function SchedulerSettings({ config, reload }: { config: Config | null; reload: 
     setNotice(`Saved: ${changed.join(', ')}.`);
     reload();
   };
-  if (!config) return <div class="skeleton form-skeleton" aria-label="Loading the settings" />;
   return (
     <form class="card settings-form" onSubmit={save} aria-label="Scheduler and GPU settings">
       <div class="form-grid">
@@ -123,22 +132,27 @@ function describe(p: Record<string, unknown>): string {
 
 // Edits one policy: empty fields are left out (no limit, or the default).
 function PolicyDialog(props: { who: string | null; isNew: boolean; policy: Record<string, unknown>; onClose: () => void; onSaved: (msg: string) => void }) {
+  const open = props.who !== null || props.isNew;
+  return (
+    <Dialog open={open} title={props.isNew ? 'New policy' : `Policy: ${props.who}`} onClose={props.onClose}>
+      {open && <PolicyForm key={`${props.who}|${props.isNew}`} {...props} />}
+    </Dialog>
+  );
+}
+
+function PolicyForm(props: { who: string | null; isNew: boolean; policy: Record<string, unknown>; onClose: () => void; onSaved: (msg: string) => void }) {
   const [email, setEmail] = useState('');
-  const [v, setV] = useState<Record<string, string>>({});
-  const [root, setRoot] = useState(false);
-  const [error, setError] = useState<string | null>(null);
-  const emailId = useId();
-  useEffect(() => {
-    setError(null);
-    setEmail('');
+  const [v, setV] = useState<Record<string, string>>(() => {
     const o: Record<string, string> = {};
     for (const f of POLICY_FIELDS) {
       const x = props.policy[f.key];
       o[f.key] = x === undefined || x === null || f.kind === 'bool' ? '' : String(x);
     }
-    setV(o);
-    setRoot(props.policy.allow_root === true);
-  }, [props.who, props.isNew]);
+    return o;
+  });
+  const [root, setRoot] = useState(props.policy.allow_root === true);
+  const [error, setError] = useState<string | null>(null);
+  const emailId = useId();
   const save = async (e: Event) => {
     e.preventDefault();
     setError(null);
@@ -163,29 +177,27 @@ function PolicyDialog(props: { who: string | null; isNew: boolean; policy: Recor
     }
   };
   return (
-    <Dialog open={props.who !== null || props.isNew} title={props.isNew ? 'New policy' : `Policy: ${props.who}`} onClose={props.onClose}>
-      <form class="policy-form" onSubmit={save}>
-        {props.isNew && (
-          <div class="field">
-            <label for={emailId}>User email</label>
-            <input id={emailId} type="email" value={email} required onInput={(e) => setEmail((e.target as HTMLInputElement).value)} />
-          </div>
-        )}
-        <p class="hint">Leave a field empty for no limit{props.who === 'default' ? '' : '. A user’s own policy replaces the default for sessions, CPU, memory and fGPU; the other limits left empty come from the default'}.</p>
-        <div class="form-grid">
-          {POLICY_FIELDS.filter((f) => f.kind !== 'bool').map((f) => (
-            <Num key={f.key} label={f.label} value={v[f.key] ?? ''} type={f.kind === 'size' ? 'text' : 'number'}
-              step={f.kind === 'int' ? '1' : 'any'} hint={f.hint} onInput={(x) => setV((o) => ({ ...o, [f.key]: x }))} />
-          ))}
+    <form class="policy-form" onSubmit={save}>
+      {props.isNew && (
+        <div class="field">
+          <label for={emailId}>User email</label>
+          <input id={emailId} type="email" value={email} required onInput={(e) => setEmail((e.target as HTMLInputElement).value)} />
         </div>
-        <label class="check-inline"><input type="checkbox" checked={root} onChange={(e) => setRoot((e.target as HTMLInputElement).checked)} /> Allow sessions that run as root</label>
-        <ErrorText error={error} />
-        <div class="actions">
-          <Button onClick={props.onClose}>Cancel</Button>
-          <Button type="submit" kind="primary">Save policy</Button>
-        </div>
-      </form>
-    </Dialog>
+      )}
+      <p class="hint">Leave a field empty for no limit{props.who === 'default' ? '' : '. A user’s own policy replaces the default for sessions, CPU, memory and fGPU; the other limits left empty come from the default'}.</p>
+      <div class="form-grid">
+        {POLICY_FIELDS.filter((f) => f.kind !== 'bool').map((f) => (
+          <Num key={f.key} label={f.label} value={v[f.key] ?? ''} type={f.kind === 'size' ? 'text' : 'number'}
+            step={f.kind === 'int' ? '1' : 'any'} hint={f.hint} onInput={(x) => setV((o) => ({ ...o, [f.key]: x }))} />
+        ))}
+      </div>
+      <label class="check-inline"><input type="checkbox" checked={root} onChange={(e) => setRoot((e.target as HTMLInputElement).checked)} /> Allow sessions that run as root</label>
+      <ErrorText error={error} />
+      <div class="actions">
+        <Button onClick={props.onClose}>Cancel</Button>
+        <Button type="submit" kind="primary">Save policy</Button>
+      </div>
+    </form>
   );
 }
 

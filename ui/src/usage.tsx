@@ -112,7 +112,7 @@ function cssVar(name: string, fallback: string): string {
 // first point. data-points on the box says how many points it shows.
 export function LiveChart(props: {
   title: string; series: ChartSeries[]; data: uPlot.AlignedData; version: number;
-  yRange?: [number, number]; fmt: (v: number) => string; height?: number; empty?: string;
+  yRange?: [number, number]; yMin?: number; fmt: (v: number) => string; height?: number; empty?: string;
 }) {
   const box = useRef<HTMLDivElement>(null);
   const plot = useRef<uPlot | null>(null);
@@ -126,15 +126,19 @@ export function LiveChart(props: {
     return () => mq.removeEventListener('change', on);
   }, []);
 
+  const n = props.data[0]?.length ?? 0;
+  // Made at the first point: until then the box keeps its room and says
+  // why it is empty (axes without data would show a made-up scale).
+  const hasData = n > 0;
   useEffect(() => {
     const el = box.current;
-    if (!el) return;
+    if (!el || !hasData) return;
     const grid = cssVar('--border', '#e1e4ea'), text = cssVar('--muted', '#5a6478');
     const axis = { stroke: text, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid, width: 1 } };
     const opts: uPlot.Options = {
       width: Math.max(200, el.clientWidth), height, legend: { show: true, live: true },
       cursor: { drag: { x: false, y: false } },
-      scales: { x: { time: true }, y: props.yRange ? { range: props.yRange } : { range: (_u, _min, max) => [0, max > 0 ? max * 1.1 : 1] } },
+      scales: { x: { time: true }, y: props.yRange ? { range: props.yRange } : { range: (_u, _min, max) => [0, Math.max(props.yMin ?? 1, max * 1.1)] } },
       axes: [{ ...axis }, { ...axis, size: 56, values: (_u, vals) => vals.map((v) => props.fmt(v)) }],
       series: [{}, ...props.series.map((s) => ({
         label: s.label, stroke: cssVar(s.colorVar, '#2454c5'), width: 2, dash: s.dash ? [6, 4] : undefined,
@@ -148,11 +152,10 @@ export function LiveChart(props: {
     });
     ro.observe(el);
     return () => { ro.disconnect(); plot.current?.destroy(); plot.current = null; };
-  }, [props.series.map((s) => s.label).join('|'), theme]);
+  }, [props.series.map((s) => s.label).join('|'), theme, hasData]);
 
   useEffect(() => { plot.current?.setData(props.data); }, [props.version]);
 
-  const n = props.data[0]?.length ?? 0;
   return (
     <figure class="chart" aria-label={`${props.title} over the last hour`}>
       <figcaption>{props.title}</figcaption>
