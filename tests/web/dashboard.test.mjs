@@ -225,6 +225,7 @@ try {
     await form.getByRole('alert').filter({ hasText: 'fgpu_quantum must divide 1' }).waitFor({ timeout: WAIT });
     await form.getByLabel('fGPU quantum').fill('0.05');
     await form.getByLabel('Queue policy').selectOption('drf');
+    await form.getByRole('button', { name: 'Save settings' }).click();
     await form.getByRole('status').filter({ hasText: 'Saved' }).waitFor({ timeout: WAIT });
     const cfg = await page.evaluate(async () => (await fetch('/api/v1/config', { credentials: 'same-origin' })).json());
     if (cfg.queue_policy !== 'drf' || cfg.fgpu_quantum !== 0.05) throw new Error(`the settings are ${JSON.stringify(cfg)}`);

@@ -1,4 +1,4 @@
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useId, useState } from 'preact/hooks';
 import { api, fmtAge, fmtConfig, type Node, type Session, type SessionFull, type User } from './api';
 import { Button, ErrorText } from './components';
 import { LaunchDialog } from './launch';
@@ -132,6 +132,7 @@ export function SessionsPage({ user }: { user: User }) {
   const [now, setNow] = useState(Date.now());
   const [view, setView] = useState<View>(readView());
   const [loaded, setLoaded] = useState(false);
+  const fid = useId();
 
   useEffect(() => {
     const t = setInterval(() => setNow(Date.now()), 1000);
@@ -174,22 +175,25 @@ export function SessionsPage({ user }: { user: User }) {
       <ResourcePanel res={res} error={resError} />
       <ErrorText error={error} />
       <div class="filters" role="search" aria-label="Filter sessions">
-        <label>Status
-          <select value={view.status} onChange={(e) => change({ status: (e.target as HTMLSelectElement).value })}>
+        <div class="filter">
+          <label for={`${fid}-status`}>Status</label>
+          <select id={`${fid}-status`} value={view.status} onChange={(e) => change({ status: (e.target as HTMLSelectElement).value })}>
             <option value="">All</option>
             {[...new Set([...statuses, ...(view.status ? [view.status] : [])])].map((st) => <option key={st} value={st}>{st}</option>)}
           </select>
-        </label>
+        </div>
         {user.is_admin && (
-          <label>Owner
-            <select value={view.owner} onChange={(e) => change({ owner: (e.target as HTMLSelectElement).value })}>
+          <div class="filter">
+            <label for={`${fid}-owner`}>Owner</label>
+            <select id={`${fid}-owner`} value={view.owner} onChange={(e) => change({ owner: (e.target as HTMLSelectElement).value })}>
               <option value="">Everyone</option>
               {[...new Set([...owners, ...(view.owner ? [view.owner] : [])])].map((o) => <option key={o} value={o}>{o}</option>)}
             </select>
-          </label>
+          </div>
         )}
-        <label>Sort by
-          <select value={`${view.desc ? '-' : ''}${view.sort}`} onChange={(e) => {
+        <div class="filter">
+          <label for={`${fid}-sort`}>Sort by</label>
+          <select id={`${fid}-sort`} value={`${view.desc ? '-' : ''}${view.sort}`} onChange={(e) => {
             const raw = (e.target as HTMLSelectElement).value;
             change({ sort: raw.replace(/^-/, '') as SortKey, desc: raw.startsWith('-') });
           }}>
@@ -198,7 +202,7 @@ export function SessionsPage({ user }: { user: User }) {
               <option key={k} value={k}>{SORTS[k]}{k === 'created' ? ' (oldest first)' : k === 'name' || k === 'owner' ? ' (A–Z)' : ' (lowest first)'}</option>,
             ])}
           </select>
-        </label>
+        </div>
         <span class="hint filter-count" role="status">{shown.length} of {active.length} shown</span>
       </div>
       {!loaded ? (
