@@ -163,9 +163,12 @@ static void api_session_create(void *ctx, struct httpd_req *req, struct httpd_re
 	bool dry_run = false;
 	if (!query_flag(req, resp, "dry_run", &dry_run))
 		goto out;
-	if (validate_create_request(body, &cr, &err) < 0)
+	if (validate_create_request(body, &cr, &err) < 0) {
 		httpd_error_terr(resp, &err);
-	else if ((cr.dry_run = dry_run, mgr_sessions_create(ctx, caller(req), &cr, &sessions, &err)) < 0)
+		goto out;
+	}
+	cr.dry_run = dry_run;
+	if (mgr_sessions_create(ctx, caller(req), &cr, &sessions, &err) < 0)
 		httpd_error_terr(resp, &err);
 	else if (dry_run)
 		httpd_json(resp, 200, sessions);

@@ -63,6 +63,7 @@ bool mgr_node_drained(const struct manager *m, const char *id)
 int mgr_node_set_schedulable(struct manager *m, const char *id, bool schedulable, json_t **node,
 			     struct terr *err)
 {
+	*node = NULL;
 	pthread_mutex_lock(&m->mu);
 	struct magent *a = mgr_find_agent(m, id);
 	int rc = 0;
@@ -99,7 +100,8 @@ int mgr_node_set_schedulable(struct manager *m, const char *id, bool schedulable
 	size_t i;
 	json_t *v;
 	json_array_foreach(all, i, v) {
-		if (!strcmp(json_string_value(json_object_get(v, "id")) ?: "", id)) {
+		const char *vid = json_string_value(json_object_get(v, "id"));
+		if (vid && !strcmp(vid, id)) {
 			*node = json_incref(v);
 			break;
 		}

@@ -217,7 +217,6 @@ export function SessionsPage({ user }: { user: User }) {
             <tr>
               {th('name')}<th scope="col">Image</th>{th('status')}
               <th scope="col">Configuration</th>{th('cpu', 'Usage')}<th scope="col">Node</th>{th('created')}
-              {user.is_admin && th('owner')}
               <th scope="col"><span class="sr-only">Actions</span></th>
             </tr>
           </thead>
@@ -228,6 +227,7 @@ export function SessionsPage({ user }: { user: User }) {
                 <td data-label="Name">
                   <a class="session-link" href={sessionHref(s.id)} onClick={(e) => { e.preventDefault(); open(s); }}>{s.name}</a>
                   {s.type === 'batch' && <span class="info badge" title="ends when its command ends"> batch</span>}
+                  {user.is_admin && <div class="owner-line" title="owner">{s.owner}</div>}
                   {s.status === 'RUNNING' && <AppChips apps={apps.get(s.id)} />}
                 </td>
                 <td data-label="Image">{s.image}</td>
@@ -243,7 +243,6 @@ export function SessionsPage({ user }: { user: User }) {
                 <td data-label="Usage"><RowUsage s={s} /></td>
                 <td data-label="Node">{s.agent ?? '—'}</td>
                 <td data-label="Age">{fmtAge(s.created_at, now)}</td>
-                {user.is_admin && <td data-label="Owner">{s.owner}</td>}
                 <td data-label="Actions"><div class="row-actions">
                   {s.status === 'RUNNING' && (user.is_admin || s.owner === user.email) && (
                     <Button kind="primary" onClick={() => setLauncher(s)} label={`Apps of ${s.name}`}>Apps</Button>
