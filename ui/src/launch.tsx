@@ -345,7 +345,7 @@ export function LaunchDialog(props: {
           hint={overridden ? 'This name is launched instead of the environment above.'
             : 'Your private images, an alias, or any image on the nodes.'} />
         <datalist id="tessera-images">
-          {catalog.map((i) => <option key={i.ref} value={i.ref} />)}
+          {launchable(catalog, props.user).map((i) => <option key={i.ref} value={i.ref} />)}
         </datalist>
         </div>
         <div class="launch-resources">
