@@ -116,7 +116,11 @@ struct cli_table *cli_node_table(json_t *nodes)
 			snprintf(item, sizeof(item), "%s%zu:%s/%s", gi ? " " : "", gi, a, b);
 			strncat(gpus, item, sizeof(gpus) - strlen(gpus) - 1);
 		}
-		const char *row[] = {cli_json_str(n, "id", NULL), cli_json_str(n, "status", NULL),
+		/* A drained node (PATCH /v1/nodes/{id}) says so beside its status. */
+		char status[48];
+		snprintf(status, sizeof(status), "%s%s", cli_json_str(n, "status", ""),
+			 json_is_false(json_object_get(n, "schedulable")) ? ",drained" : "");
+		const char *row[] = {cli_json_str(n, "id", NULL), status,
 				     cpu, mem, fgpu, sess, gpus[0] ? gpus : "-"};
 		if (cli_table_add(t, row) < 0) {
 			cli_table_free(t);

@@ -117,6 +117,7 @@ check "the API checks ran to their end" grep -q "^# phase one done" "$E2E_DIR/on
 # Drain through the CLI: g1 keeps running, a new session waits and says why.
 out=$("$TESSERA" node drain "$E2E_AGENT_ID" 2>&1)
 check "tessera node drain $E2E_AGENT_ID succeeds ($out)" contains "$out" "drained"
+check "node ls says it is drained" bash -c '"$1" node ls | grep -q "ALIVE,drained"' _ "$TESSERA"
 check "node ls --json shows it unschedulable" bash -c '"$1" node ls --json | grep -q "\"schedulable\": *false"' _ "$TESSERA"
 "$TESSERA" session create "$TEST_IMAGE" --name after --cpu 0.1 --mem 16m >/dev/null 2>&1
 check "a session made after the drain is accepted and waits" wait_status after PENDING
