@@ -162,8 +162,9 @@ try {
   });
 
   // Live usage: the plot must have points wherever the manager serves
-  // GET /v1/sessions/{ref}/stats. A manager without the route (404 "no
-  // route") must make the page say so; any other answer fails.
+  // GET /v1/sessions/{ref}/stats. Only a manager without the route (404
+  // "no such route") may do without, and the page must say so; any other
+  // answer (a 404 from the route itself included) fails.
   await step('the session\'s page plots its live usage (points on the CPU chart)', async () => {
     const probe = await page.evaluate(async (id) => {
       const r = await fetch(`/api/v1/sessions/${id}/stats`, { credentials: 'same-origin' });
@@ -177,7 +178,7 @@ try {
       }, null, { timeout: 90000 });
       const n = Number(await cpuChart.getAttribute('data-points'));
       if (!(n > 0)) throw new Error(`the CPU chart has ${n} points`);
-    } else if (probe.status === 404 && !probe.body.includes('no session')) {
+    } else if (probe.status === 404 && probe.body.includes('no such route')) {
       await page.locator('.charts[data-stats="unavailable"]').waitFor({ timeout: WAIT });
       console.log(`# stats route absent (404: ${probe.body.slice(0, 120)}): the page says so; the points are checked where the route exists`);
     } else {
