@@ -31,6 +31,11 @@ int cmd_session_stats(int argc, char **argv);
  * NULL when out of memory. */
 char *cli_session_path(const char *ref, const char *owner, const char *suffix);
 
+/* Verbs of `tessera node` that drain (node_drain.c; node_cmd.c has the
+ * table). */
+int cmd_node_drain(int argc, char **argv);
+int cmd_node_undrain(int argc, char **argv);
+
 /* Daemons (cli/daemons.c): parse options, then run manager/agent code. */
 int cmd_server(int argc, char **argv);
 int cmd_manager(int argc, char **argv);

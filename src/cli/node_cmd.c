@@ -11,10 +11,14 @@
 #define NODE_USAGE \
 	"usage: tessera node ls [--json]\n" \
 	"       tessera node info NODE [--json]\n" \
+	"       tessera node drain NODE\n" \
+	"       tessera node undrain NODE\n" \
 	"\n" \
 	"ls lists the nodes (agents) with their capacity, what is allocated and\n" \
 	"what the sessions use now (CPU USE in cores, MEM USE); info shows one\n" \
 	"node with each GPU's allocation and live utilisation and memory.\n" \
+	"drain stops new sessions from being placed on NODE (its sessions keep\n" \
+	"running); undrain lets them be placed there again.\n" \
 	"  --json   print JSON\n"
 
 /* node ls and node info NODE: info has one argument, the node's id. */
@@ -119,6 +123,8 @@ static int node_info(int argc, char **argv)
 static const struct cli_verb node_verbs[] = {
 	{"ls", node_ls, NULL, NULL},   /* NODE_USAGE describes them */
 	{"info", node_info, NULL, NULL},
+	{"drain", cmd_node_drain, NULL, NULL},
+	{"undrain", cmd_node_undrain, NULL, NULL},
 };
 
 static const struct cli_noun node_noun = {

@@ -126,7 +126,11 @@ struct cli_table *cli_node_table(json_t *nodes)
 			snprintf(cuse, sizeof(cuse), "%.2f", json_is_number(cores) ? json_number_value(cores) : 0.0);
 			units_format_size(cli_json_int(json_object_get(usage, "mem_bytes")), muse, sizeof(muse));
 		}
-		const char *row[] = {cli_json_str(n, "id", NULL), cli_json_str(n, "status", NULL),
+		/* A drained node (PATCH /v1/nodes/{id}) says so beside its status. */
+		char status[48];
+		snprintf(status, sizeof(status), "%s%s", cli_json_str(n, "status", ""),
+			 json_is_false(json_object_get(n, "schedulable")) ? ",drained" : "");
+		const char *row[] = {cli_json_str(n, "id", NULL), status,
 				     cpu, mem, fgpu, sess, gpus[0] ? gpus : "-", cuse, muse};
 		if (cli_table_add(t, row) < 0) {
 			cli_table_free(t);

@@ -477,11 +477,14 @@ static json_t *node_json_base(struct manager *m, const struct magent *a)
 			"uuid", a->gpus[i].uuid, "name", a->gpus[i].name, "memory", (json_int_t)a->gpus[i].memory,
 			"sms", a->gpus[i].sms, "context_overhead", (json_int_t)a->gpus[i].context_overhead,
 			"fgpu_capacity", jsonutil_milli(per_dev), "fgpu_used", jsonutil_milli(a->gpus[i].used_m)));
-	return json_pack("{s:s,s:s,s:s,s:s,s:o,s:o,s:i,s:o,s:o,s:b}",
+	json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:o,s:o,s:i,s:o,s:o,s:b}",
 		"id", a->rec.id, "status", a->alive ? "ALIVE" : "LOST", "url", a->rec.url,
 		"version", a->rec.version, "capacity", mgr_res_json(&a->rec.capacity),
 		"used", mgr_res_json(&a->used), "sessions", a->n_sessions,
 		"last_heartbeat", mgr_time_json(a->rec.last_seen_ms), "gpus", gpus, "mock_gpus", a->mock_gpus);
+	/* Drained (nodes_admin.c): nothing new is placed on it. */
+	json_object_set_new(o, "schedulable", json_boolean(!mgr_node_drained(m, a->rec.id)));
+	return o;
 }
 
 static json_t *node_json(struct manager *m, const struct magent *a)

@@ -148,6 +148,24 @@ static void api_whoami(void *ctx, struct httpd_req *req, struct httpd_resp *resp
 
 /* ---------- routes: sessions ---------- */
 
+/* A boolean query parameter (1/true or 0/false, absent = false) into
+ * *out; false after answering 400. */
+static bool query_flag(struct httpd_req *req, struct httpd_resp *resp, const char *name, bool *out)
+{
+	const char *v = httpd_query(req, name);
+	*out = false;
+	if (!v)
+		return true;
+	if (!strcmp(v, "1") || !strcmp(v, "true")) {
+		*out = true;
+		return true;
+	}
+	if (!strcmp(v, "0") || !strcmp(v, "false"))
+		return true;
+	httpd_error(resp, 400, "invalid_argument", "%s must be 1 or 0", name);
+	return false;
+}
+
 static void api_session_create(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 {
 	json_t *body = api_parse_body(req, resp);
@@ -156,11 +174,21 @@ static void api_session_create(void *ctx, struct httpd_req *req, struct httpd_re
 	struct create_request cr;
 	struct terr err = {0};
 	json_t *sessions = NULL;
-	if (validate_create_request(body, &cr, &err) < 0 ||
-	    mgr_sessions_create(ctx, caller(req), &cr, &sessions, &err) < 0)
+	bool dry_run = false;
+	if (!query_flag(req, resp, "dry_run", &dry_run))
+		goto out;
+	if (validate_create_request(body, &cr, &err) < 0) {
 		httpd_error_terr(resp, &err);
+		goto out;
+	}
+	cr.dry_run = dry_run;
+	if (mgr_sessions_create(ctx, caller(req), &cr, &sessions, &err) < 0)
+		httpd_error_terr(resp, &err);
+	else if (dry_run)
+		httpd_json(resp, 200, sessions);
 	else
 		httpd_json(resp, 201, json_pack("{s:o}", "sessions", sessions));
+out:
 	json_decref(body);
 }
 
@@ -370,6 +398,37 @@ static void api_node_list(void *ctx, struct httpd_req *req, struct httpd_resp *r
 {
 	(void)req;
 	httpd_json(resp, 200, json_pack("{s:o}", "nodes", mgr_nodes_list(ctx)));
+}
+
+/* PATCH /v1/nodes/{id} {"schedulable": bool} (admins): drain or undrain. */
+static void api_node_update(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
+{
+	if (!caller(req)->is_admin) {
+		httpd_error(resp, 403, "forbidden", "only an admin may drain or undrain a node");
+		return;
+	}
+	json_t *body = api_parse_body(req, resp);
+	if (!body)
+		return;
+	json_t *v = json_object_get(body, "schedulable");
+	if (!json_is_object(body) || json_object_size(body) != 1 || !json_is_boolean(v)) {
+		httpd_error(resp, 400, "invalid_argument",
+			    "body must be {\"schedulable\": false} (drain: no new sessions on the node) or "
+			    "{\"schedulable\": true} (undrain)");
+	} else {
+		json_t *o = NULL;
+		struct terr err = {0};
+		int rc = mgr_node_set_schedulable(ctx, req->params[0], json_is_true(v), &o, &err);
+		answer(resp, rc, 200, rc < 0 ? NULL : json_pack("{s:o}", "node", o), &err);
+	}
+	json_decref(body);
+}
+
+/* ---------- routes: resources ---------- */
+
+static void api_resources(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
+{
+	httpd_json(resp, 200, mgr_resources(ctx, caller(req)));
 }
 
 /* ---------- routes: settings ---------- */
@@ -854,6 +913,8 @@ const struct httpd_route manager_routes[] = {
 	{"GET", "/v1/sessions/{ref}/stats", api_session_stats, AUTH_USER},
 	{"POST", "/v1/sessions/{ref}/exec", api_session_exec, AUTH_USER},
 	{"GET", "/v1/nodes", api_node_list, AUTH_USER},
+	{"PATCH", "/v1/nodes/{id}", api_node_update, AUTH_USER},
+	{"GET", "/v1/resources", api_resources, AUTH_USER},
 	{"POST", "/v1/sessions/{ref}/commit", api_session_commit, AUTH_USER},
 	{"GET", "/v1/sessions/{ref}/apps", api_session_apps, AUTH_USER},
 	{"POST", "/v1/sessions/{ref}/apps/{app}", api_session_app_open, AUTH_USER},

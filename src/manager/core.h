@@ -49,7 +49,8 @@ const char *mgr_store_where(const struct manager *m);
  * some node has registered (EAGAIN), some registered node could ever hold
  * it (EDOM), some node is alive (EAGAIN) and has the image (EINVAL; EAGAIN
  * when no node could be asked), no active session of owner has one of the
- * names (EEXIST). *sessions: their JSON array. */
+ * names (EEXIST). *sessions: their JSON array; with cr->dry_run, nothing
+ * is created and *sessions is {"fits_now": bool, "reason": words|null}. */
 int mgr_sessions_create(struct manager *m, const struct user_rec *owner,
 			const struct create_request *cr, json_t **sessions, struct terr *err);
 /* Finds the session named ref (or with id ref) among the sessions of the
@@ -201,6 +202,17 @@ int mgr_folder_resolve(struct manager *m, const struct user_rec *u, const char *
 
 /* Every node with capacity, use, devices and liveness. A JSON array. */
 json_t *mgr_nodes_list(struct manager *m);
+
+/* ---- drain and resources (nodes_admin.c) ---- */
+
+/* Marks node id schedulable or not (drained: nothing new is placed on it,
+ * its sessions keep running), stored. *node: the node's JSON afterwards
+ * (new reference). ENOENT for an unknown node. */
+int mgr_node_set_schedulable(struct manager *m, const char *id, bool schedulable, json_t **node,
+			     struct terr *err);
+/* What u uses against their policy and the cluster's capacity and free
+ * resources (GET /v1/resources). New reference. */
+json_t *mgr_resources(struct manager *m, const struct user_rec *u);
 
 /* ---- images (images.c) ---- */
 

@@ -307,7 +307,7 @@ int manager_open(struct manager **out, const struct manager_config *cfg, struct 
 	if ((rc = mgr_settings_load(m, err)) < 0 || (rc = mgr_commits_load(m, err)) < 0 ||
 	    (rc = mgr_folders_load(m, err)) < 0)
 		goto fail;
-	if ((rc = mgr_images_load(m, err)) < 0)
+	if ((rc = mgr_images_load(m, err)) < 0 || (rc = mgr_drain_load(m, err)) < 0)
 		goto fail;
 	if (cfg->selector) {
 		json_t *v = json_string(cfg->selector);
@@ -544,6 +544,7 @@ void manager_close(struct manager *m)
 	free(m->agents);
 	free(m->users);
 	mgr_settings_free(m);
+	mgr_drain_free(m);
 	mgr_folders_free(m);
 	/* Emptied as execs end; anything left belongs to no stream now. */
 	while (m->exec_counts) {

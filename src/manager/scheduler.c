@@ -26,30 +26,60 @@ static void retry_stuck_terminations(struct manager *m)
 	}
 }
 
-/* One scheduling pass over the snapshot of the queue, the agents (with
- * their devices) and the users; decisions are committed in one
- * transaction. Called with mu held. */
-static void schedule_pass(struct manager *m)
+/* What a pass plans over: the PENDING queue, the agents with their
+ * devices and the users, copied under the lock. A launch estimate adds
+ * hypothetical requests at the end of the queue. */
+struct snapshot {
+	size_t k, na, nu;                 /* requests, agents, users */
+	struct sched_request *reqs;
+	struct msession **pend;           /* NULL for a hypothetical request */
+	struct sched_agent *ags;
+	struct sched_device *devs;
+	struct sched_user *users;
+	struct sched_placement *out;
+	char (*reasons)[SCHED_REASON_MAX];
+	struct sched_params params;
+};
+
+static void snapshot_free(struct snapshot *sn)
 {
-	size_t n_pending = 0;
+	free(sn->reqs);
+	free(sn->pend);
+	free(sn->ags);
+	free(sn->devs);
+	free(sn->users);
+	free(sn->out);
+	free(sn->reasons);
+}
+
+/* Fills sn from the manager's state, with n_extra requests of extra for
+ * the user extra_owner appended (after every queued one). Returns false on
+ * no memory or when there is nothing to plan. Called with mu held. */
+static bool snapshot_build(struct manager *m, struct snapshot *sn, const char *extra_owner,
+			   const struct res *extra, size_t n_extra)
+{
+	memset(sn, 0, sizeof(*sn));
+	size_t n_pending = n_extra;
 	for (size_t i = 0; i < m->n_sessions; i++)
 		n_pending += m->sessions[i]->rec.status == SS_PENDING;
 	if (n_pending == 0)
-		return;
+		return false;
 	size_t na = m->n_agents, nu = m->n_users;
-	struct sched_request *reqs = calloc(n_pending, sizeof(*reqs));
-	struct msession **pend = calloc(n_pending, sizeof(*pend));
-	struct sched_agent *ags = calloc(na ? na : 1, sizeof(*ags));
-	struct sched_device *devs = calloc(na ? na * MGR_MAX_GPUS : 1, sizeof(*devs));
-	struct sched_user *users = calloc(nu ? nu : 1, sizeof(*users));
-	struct sched_placement *out = calloc(n_pending, sizeof(*out));
-	char (*reasons)[SCHED_REASON_MAX] = calloc(n_pending, SCHED_REASON_MAX);
-	if (!reqs || !pend || !ags || !devs || !users || !out || !reasons)
-		goto done;
+	sn->na = na;
+	sn->nu = nu;
+	sn->reqs = calloc(n_pending, sizeof(*sn->reqs));
+	sn->pend = calloc(n_pending, sizeof(*sn->pend));
+	sn->ags = calloc(na ? na : 1, sizeof(*sn->ags));
+	sn->devs = calloc(na ? na * MGR_MAX_GPUS : 1, sizeof(*sn->devs));
+	sn->users = calloc(nu ? nu : 1, sizeof(*sn->users));
+	sn->out = calloc(n_pending, sizeof(*sn->out));
+	sn->reasons = calloc(n_pending, SCHED_REASON_MAX);
+	if (!sn->reqs || !sn->pend || !sn->ags || !sn->devs || !sn->users || !sn->out || !sn->reasons)
+		return false;
 	int64_t per_dev = mgr_per_device_m(m);
 	for (size_t u = 0; u < nu; u++) {
-		users[u].id = m->users[u].id;
-		mgr_user_policy(m, m->users[u].email, &users[u].max_sessions, &users[u].max);
+		sn->users[u].id = m->users[u].id;
+		mgr_user_policy(m, m->users[u].email, &sn->users[u].max_sessions, &sn->users[u].max);
 	}
 	size_t k = 0;
 	for (size_t i = 0; i < m->n_sessions; i++) {
@@ -60,41 +90,70 @@ static void schedule_pass(struct manager *m)
 		if (u == nu)
 			continue;   /* owner gone: cannot happen, users are never deleted */
 		if (session_status_holds(s->rec.status)) {
-			res_add(&users[u].used, &s->rec.req);
-			users[u].sessions++;
+			res_add(&sn->users[u].used, &s->rec.req);
+			sn->users[u].sessions++;
 		}
 		if (s->rec.status != SS_PENDING)
 			continue;
-		pend[k] = s;
-		reqs[k].session_id = s->rec.id;
-		reqs[k].name = s->rec.name;
-		reqs[k].req = s->rec.req;
-		reqs[k].user = u;
-		reqs[k].seq = s->rec.seq;
-		reqs[k].failed_passes = s->failed_passes;
+		sn->pend[k] = s;
+		sn->reqs[k].session_id = s->rec.id;
+		sn->reqs[k].name = s->rec.name;
+		sn->reqs[k].req = s->rec.req;
+		sn->reqs[k].user = u;
+		sn->reqs[k].seq = s->rec.seq;
+		sn->reqs[k].failed_passes = s->failed_passes;
 		k++;
 	}
+	size_t owner = 0;
+	while (n_extra && owner < nu && strcmp(m->users[owner].id, extra_owner))
+		owner++;
+	if (n_extra && owner == nu)
+		return false;   /* cannot happen: the caller is a user */
+	for (size_t e = 0; e < n_extra; e++, k++) {
+		sn->reqs[k].session_id = "";
+		sn->reqs[k].name = "the new session";
+		sn->reqs[k].req = *extra;
+		sn->reqs[k].user = owner;
+		sn->reqs[k].seq = m->next_seq + (int64_t)e;
+	}
+	sn->k = k;
 	for (size_t i = 0; i < na; i++) {
 		struct magent *a = m->agents[i];
-		ags[i].id = a->rec.id;
-		ags[i].alive = a->alive;
-		ags[i].capacity = a->rec.capacity;
-		ags[i].free = a->rec.capacity;
-		res_sub(&ags[i].free, &a->used);
-		ags[i].devs = &devs[i * MGR_MAX_GPUS];
-		ags[i].n_devs = (size_t)a->n_gpus;
+		struct sched_agent *sa = &sn->ags[i];
+		sa->id = a->rec.id;
+		sa->alive = a->alive;
+		sa->drained = mgr_node_drained(m, a->rec.id);
+		sa->capacity = a->rec.capacity;
+		sa->free = a->rec.capacity;
+		res_sub(&sa->free, &a->used);
+		sa->devs = &sn->devs[i * MGR_MAX_GPUS];
+		sa->n_devs = (size_t)a->n_gpus;
 		for (int d = 0; d < a->n_gpus; d++)
-			ags[i].devs[d].free_m = per_dev - a->gpus[d].used_m;
+			sa->devs[d].free_m = per_dev - a->gpus[d].used_m;
 	}
-	struct sched_params params = {
+	sn->params = (struct sched_params){
 		.selector = m->settings.selector,
 		.queue = m->settings.queue,
 		.per_device_m = per_dev,
 		.quantum_m = m->settings.fgpu_quantum_m,
 		.fifo_skip_after = m->settings.fifo_skip_after,
 	};
+	return k > 0;
+}
+
+/* One scheduling pass over the snapshot of the queue, the agents (with
+ * their devices) and the users; decisions are committed in one
+ * transaction. Called with mu held. */
+static void schedule_pass(struct manager *m)
+{
+	struct snapshot sn;
+	if (!snapshot_build(m, &sn, NULL, NULL, 0))
+		goto done;
+	size_t k = sn.k;
+	struct msession **pend = sn.pend;
+	char (*reasons)[SCHED_REASON_MAX] = sn.reasons;
 	ssize_t blocked = -1;
-	size_t placed = sched_plan(&params, ags, na, users, reqs, k, out, reasons, &blocked);
+	size_t placed = sched_plan(&sn.params, sn.ags, sn.na, sn.users, sn.reqs, k, sn.out, reasons, &blocked);
 
 	struct terr err = {0};
 	/* A placement is only made when it can be stored: one a restart
@@ -105,14 +164,14 @@ static void schedule_pass(struct manager *m)
 	}
 	bool txn = placed > 0;
 	for (size_t i = 0; i < placed; i++) {
-		struct msession *s = pend[out[i].request];
-		struct magent *a = m->agents[out[i].agent];
+		struct msession *s = pend[sn.out[i].request];
+		struct magent *a = m->agents[sn.out[i].agent];
 		s->n_shares = 0;
-		for (size_t d = 0; d < out[i].n_shares; d++) {
+		for (size_t d = 0; d < sn.out[i].n_shares; d++) {
 			struct mshare *sh = &s->shares[s->n_shares++];
-			sh->index = (int)out[i].shares[d].device;
+			sh->index = (int)sn.out[i].shares[d].device;
 			util_strlcpy(sh->uuid, a->gpus[sh->index].uuid, sizeof(sh->uuid));
-			sh->fgpu_m = out[i].shares[d].fgpu_m;
+			sh->fgpu_m = sn.out[i].shares[d].fgpu_m;
 		}
 		mgr_shares_to_json(s);
 		s->failed_passes = 0;
@@ -156,13 +215,50 @@ static void schedule_pass(struct manager *m)
 		}
 	}
 done:
-	free(reqs);
-	free(pend);
-	free(ags);
-	free(devs);
-	free(users);
-	free(out);
-	free(reasons);
+	snapshot_free(&sn);
+}
+
+bool mgr_sched_estimate(struct manager *m, const char *owner_id, const struct res *req, int64_t count,
+			char *why, size_t n)
+{
+	/* The same plan a pass would make now, with the new sessions queued
+	 * last: they fit now when every one of them is placed. Nothing is
+	 * committed. */
+	struct snapshot sn;
+	memset(&sn, 0, sizeof(sn));
+	why[0] = '\0';
+	if (count < 1 || !snapshot_build(m, &sn, owner_id, req, (size_t)count)) {
+		snapshot_free(&sn);
+		snprintf(why, n, "cannot estimate now (out of memory)");
+		return false;
+	}
+	size_t first_new = sn.k - (size_t)count;
+	size_t placed = sched_plan(&sn.params, sn.ags, sn.na, sn.users, sn.reqs, sn.k, sn.out, sn.reasons, NULL);
+	bool *done = calloc((size_t)count, sizeof(bool));
+	size_t n_new = 0;
+	for (size_t i = 0; done && i < placed; i++) {
+		if (sn.out[i].request >= first_new) {
+			done[sn.out[i].request - first_new] = true;
+			n_new++;
+		}
+	}
+	bool fits = done && n_new == (size_t)count;
+	for (size_t e = 0; done && !fits && e < (size_t)count; e++) {
+		if (done[e])
+			continue;
+		const char *r = sn.reasons[first_new + e];
+		if (count > 1)
+			snprintf(why, n, "%zu of the %lld would start now; the others wait: %s", n_new, (long long)count,
+				 *r ? r : "would wait");
+		else
+			snprintf(why, n, "%s", *r ? r : "it would wait");
+		break;
+	}
+	if (!done)
+		snprintf(why, n, "cannot estimate now (out of memory)");
+	free(done);
+	snapshot_free(&sn);
+	return fits;
 }
 
 static void *sched_main(void *arg)

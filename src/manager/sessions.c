@@ -434,6 +434,15 @@ int mgr_sessions_create(struct manager *m, const struct user_rec *owner, const s
 			return rc;
 		}
 	}
+	if (cr->dry_run) {
+		/* Validated like a create; the estimate replaces the sessions. */
+		char why[SCHED_REASON_MAX + 64];
+		bool fits = mgr_sched_estimate(m, owner->id, &cr->req, cr->count, why, sizeof(why));
+		pthread_mutex_unlock(&m->mu);
+		free_news(news, n);
+		*sessions = json_pack("{s:b,s:s?}", "fits_now", fits, "reason", fits ? NULL : why);
+		return *sessions ? 0 : terr_set(err, ENOMEM, "out of memory");
+	}
 	if ((rc = mgr_add_sessions(m, news, n, err)) < 0) {
 		pthread_mutex_unlock(&m->mu);
 		free_news(news, n);

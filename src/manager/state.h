@@ -195,6 +195,7 @@ struct manager {
 	struct user_rec *users;
 	size_t n_users;
 	json_t *image_aliases;      /* {"alias": "image ref"}, stored (images.c) */
+	json_t *drained_nodes;      /* ["node id"]: unschedulable, stored (nodes_admin.c) */
 	/* Storage hosts (cfg.storage_hosts, folders.c); the first is the
 	 * default. Fixed at open. */
 	struct model_storage_host hosts[MGR_MAX_STORAGE_HOSTS];
@@ -420,6 +421,20 @@ void mgr_usage_exec(struct manager *m, const char *session_id, int delta);
  * live figures to a node's. */
 void mgr_usage_session_json(struct manager *m, const struct msession *s, json_t *o);
 void mgr_usage_node_json(struct manager *m, const struct magent *a, json_t *o);
+
+/* ---- nodes_admin.c: drained nodes ---- */
+/* Loads the drained set from the store (none when unset). */
+int mgr_drain_load(struct manager *m, struct terr *err);
+void mgr_drain_free(struct manager *m);
+/* Whether the admin drained node id (nothing new is placed there). */
+bool mgr_node_drained(const struct manager *m, const char *id);
+
+/* ---- scheduler.c: the launch estimate ---- */
+/* Whether the next scheduling pass would place count more sessions of req
+ * for owner_id at once, with the queue and the nodes as they are now;
+ * when not, why in words into why (n bytes). */
+bool mgr_sched_estimate(struct manager *m, const char *owner_id, const struct res *req, int64_t count,
+			char *why, size_t n);
 
 /* ---- apps.c ---- */
 /* Reads and checks the proxy's settings of cfg (at open). */

@@ -49,6 +49,7 @@ struct create_request {
 	const char *startup_command;
 	bool batch;              /* "type": "batch": ends with its command */
 	bool root;               /* run as root: the owner's policy must allow it */
+	bool dry_run;            /* ?dry_run=1: validate and estimate, create nothing */
 	/* "mounts": ["NAME[:PATH][:ro]", ...], parsed; targets unique. */
 	struct model_mount mounts[VALIDATE_MAX_MOUNTS];
 	size_t n_mounts;

@@ -143,6 +143,12 @@ struct sched_index {
 	struct buckets host;
 };
 
+/* Whether new sessions may go to the agent: alive and not drained. */
+static bool usable(const struct sched_agent *a)
+{
+	return a->alive && !a->drained;
+}
+
 static size_t agent_devs(const struct sched_agent *a)
 {
 	return a->n_devs > SCHED_MAX_DEVICES ? SCHED_MAX_DEVICES : a->n_devs;
@@ -152,7 +158,7 @@ static size_t agent_devs(const struct sched_agent *a)
 static void index_update(struct sched_index *ix, size_t i)
 {
 	const struct sched_agent *a = &ix->agents[i];
-	if (!a->alive)
+	if (!usable(a))
 		return;
 	int32_t whole = 0;
 	for (size_t d = 0; d < agent_devs(a); d++) {
@@ -203,7 +209,7 @@ static struct sched_index *index_build(struct sched_agent *agents, size_t n, int
 
 static bool host_fits(const struct sched_agent *a, const struct res *req)
 {
-	return a->alive && req->cpu_m <= a->free.cpu_m && req->mem <= a->free.mem &&
+	return usable(a) && req->cpu_m <= a->free.cpu_m && req->mem <= a->free.mem &&
 	       req->fgpu_m <= a->free.fgpu_m;
 }
 
@@ -389,13 +395,17 @@ static void explain_wait(const struct sched_agent *agents, size_t n, const struc
 	struct res host_req = *req;
 	host_req.fgpu_m = 0;
 	res_describe(&host_req, need, sizeof(need));
-	size_t alive = 0, host_fit = 0;
+	size_t alive = 0, host_fit = 0, drained = 0;
 	struct res best = {0};
 	int64_t best_dev = 0, most_whole = 0;
 	for (size_t i = 0; i < n; i++) {
 		const struct sched_agent *a = &agents[i];
 		if (!a->alive)
 			continue;
+		if (a->drained) {
+			drained++;
+			continue;
+		}
 		alive++;
 		if (a->free.cpu_m > best.cpu_m) best.cpu_m = a->free.cpu_m;
 		if (a->free.mem > best.mem) best.mem = a->free.mem;
@@ -412,7 +422,8 @@ static void explain_wait(const struct sched_agent *agents, size_t n, const struc
 			most_whole = whole;
 	}
 	if (alive == 0) {
-		snprintf(buf, len, "waiting for a node: no node is alive");
+		snprintf(buf, len, drained ? "waiting for a node: every alive node is drained (an admin stopped new "
+			 "sessions there)" : "waiting for a node: no node is alive");
 		return;
 	}
 	if (host_fit == 0 || req->fgpu_m == 0) {
@@ -478,7 +489,7 @@ static ssize_t could_ever_hold(const struct sched_agent *agents, size_t n, const
 	struct sched_device all_free[SCHED_MAX_DEVICES];
 	for (size_t i = 0; i < n; i++) {
 		const struct sched_agent *a = &agents[i];
-		if ((alive_only && !a->alive) || req->cpu_m > a->capacity.cpu_m ||
+		if ((alive_only && !usable(a)) || req->cpu_m > a->capacity.cpu_m ||
 		    req->mem > a->capacity.mem)
 			continue;
 		size_t nd = a->n_devs > SCHED_MAX_DEVICES ? SCHED_MAX_DEVICES : a->n_devs;
@@ -493,7 +504,7 @@ static ssize_t could_ever_hold(const struct sched_agent *agents, size_t n, const
 static bool any_alive(const struct sched_agent *agents, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
-		if (agents[i].alive)
+		if (usable(&agents[i]))
 			return true;
 	return false;
 }
@@ -560,7 +571,11 @@ size_t sched_plan(const struct sched_params *p, struct sched_agent *agents, size
 		if (any_alive(agents, n_agents) &&
 		    could_ever_hold(agents, n_agents, &r->req, p->per_device_m, true) < 0) {
 			ssize_t lost = could_ever_hold(agents, n_agents, &r->req, p->per_device_m, false);
-			if (lost >= 0)
+			if (lost >= 0 && agents[lost].alive && agents[lost].drained)
+				snprintf(why, SCHED_REASON_MAX,
+					 "waiting for node %s: it is drained (an admin stopped new sessions there) and no "
+					 "other node is large enough", agents[lost].id);
+			else if (lost >= 0)
 				snprintf(why, SCHED_REASON_MAX,
 					 "waiting for node %s to return: no alive node is large enough",
 					 agents[lost].id);

@@ -27,6 +27,8 @@ struct sched_device {
 struct sched_agent {
 	const char *id;
 	bool alive;
+	bool drained;         /* unschedulable (admin's drain): nothing new is
+	                       * placed on it; what runs there keeps running */
 	struct res capacity;  /* fgpu_m = n_devices x per_device_m */
 	struct res free;      /* updated by the planner as it places */
 	struct sched_device *devs;  /* updated as it places; may be NULL when n_devs 0 */

@@ -550,6 +550,51 @@ TEST(fifo_head_only_a_lost_node_can_hold)
 	CHECK_CONTAINS(reasons[0], "no node is alive");
 }
 
+/* A drained node (sched_agent.drained) gets nothing new: the request goes
+ * to another node, or waits saying the node is drained; a head only the
+ * drained node could hold does not block the queue. */
+TEST(drained_node_gets_nothing_new)
+{
+	struct sched_device big_devs[4], small_devs[1];
+	struct sched_placement out[2];
+	char reasons[2][SCHED_REASON_MAX];
+	ssize_t blocked = 99;
+	struct sched_agent ag[2] = {dev_agent("big", true, big_devs, 4, 1000),
+				    dev_agent("small", true, small_devs, 1, 1000)};
+	ag[0].drained = true;
+	struct sched_user users[1] = {{.id = "u"}};
+	struct sched_request one[1] = {gpu_req("one", 500)};
+	memset(reasons, 0, sizeof(reasons));
+	CHECK_INT(plan_with(&sched_concentrated, &sched_fifo, 1000, 0, ag, 2, users, one, 1, out, reasons,
+			    &blocked), 1);
+	CHECK_INT(out[0].agent, 1);   /* not the drained one, though it has more free */
+
+	/* only the drained node could hold the head: it waits, saying so,
+	 * and the small one behind it is placed */
+	struct sched_device big2[4], small2[1];
+	struct sched_agent ag2[2] = {dev_agent("big", true, big2, 4, 1000),
+				     dev_agent("small", true, small2, 1, 1000)};
+	ag2[0].drained = true;
+	struct sched_user users2[1] = {{.id = "u"}};
+	struct sched_request rq[2] = {gpu_req("needs-four", 4000), gpu_req("small", 500)};
+	memset(reasons, 0, sizeof(reasons));
+	CHECK_INT(plan_with(&sched_concentrated, &sched_fifo, 1000, 0, ag2, 2, users2, rq, 2, out, reasons,
+			    &blocked), 1);
+	CHECK_INT(out[0].request, 1);
+	CHECK_INT(blocked, -1);
+	CHECK_CONTAINS(reasons[0], "waiting for node big: it is drained");
+
+	/* every alive node drained: the words say so */
+	struct sched_device d3[1];
+	struct sched_agent only[1] = {dev_agent("solo", true, d3, 1, 1000)};
+	only[0].drained = true;
+	struct sched_user users3[1] = {{.id = "u"}};
+	memset(reasons, 0, sizeof(reasons));
+	CHECK_INT(plan_with(&sched_concentrated, &sched_fifo, 1000, 0, only, 1, users3, one, 1, out, reasons,
+			    &blocked), 0);
+	CHECK_CONTAINS(reasons[0], "every alive node is drained");
+}
+
 TEST(fifo_skip_after)
 {
 	struct sched_request rq[2] = {req_of("big-head", 0, 4000, 1 * GiB, 0),
@@ -877,6 +922,7 @@ int main(void)
 	RUN(drf_does_not_block);
 	RUN(fifo_skip_after);
 	RUN(fifo_head_only_a_lost_node_can_hold);
+	RUN(drained_node_gets_nothing_new);
 	RUN(limit_max_sessions);
 	RUN(limit_resources);
 	RUN(selectors_gpu_agents);

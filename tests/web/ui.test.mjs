@@ -200,12 +200,16 @@ try {
     if (!rowText.includes(privateRef)) throw new Error(`the session row does not name ${privateRef}: ${rowText}`);
   });
 
-  await step('the admin page shows per-GPU fGPU usage and creates a user', async () => {
-    await page.getByRole('link', { name: 'Admin' }).click();
-    await page.getByRole('meter').first().waitFor({ timeout: WAIT });
-    const used = await page.getByRole('meter').first().getAttribute('aria-valuenow');
-    if (used !== '2') throw new Error(`GPU 0 shows ${used} fGPU used, expected 2`);
+  await step('the nodes page shows per-GPU fGPU usage; the admin page creates a user', async () => {
+    await page.getByRole('link', { name: 'Nodes' }).click();
+    const gpu = page.locator('article.node [data-gpu="0"]');
+    await gpu.waitFor({ timeout: WAIT });
+    await page.waitForFunction(() => document.querySelector('article.node [data-gpu="0"]')?.textContent.includes('2 fGPU of 2 fGPU allocated'),
+      null, { timeout: WAIT }).catch(async () => {
+      throw new Error(`GPU 0 shows: ${await gpu.textContent()}`);
+    });
     await shot(page, 'admin_nodes');
+    await page.getByRole('link', { name: 'Admin' }).click();
     const form = page.getByRole('form', { name: 'Create a user' });
     await form.getByLabel('Email').fill('bob@example.org');
     await form.getByLabel('Password').fill('bob-password-1');

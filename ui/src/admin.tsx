@@ -1,28 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
-import { api, fmtBytes, fmtNum, type User } from './api';
-import { Button, Dialog, ErrorText, TextField, UsageBar } from './components';
-import { useClusterState } from './sessions';
-
-function Nodes() {
-  const { nodes, error } = useClusterState();
-  return (
-    <section aria-labelledby="nodes-title">
-      <h2 id="nodes-title">Nodes</h2>
-      <ErrorText error={error} />
-      {nodes.map((n) => (
-        <article class="node" key={n.id} aria-label={`Node ${n.id}`}>
-          <h3>{n.id} <span class={`status st-${n.status.toLowerCase()}`}>{n.status}</span></h3>
-          <p>{n.sessions} sessions · CPU {fmtNum(n.used.cpu)} / {fmtNum(n.capacity.cpu)} ·
-            memory {fmtBytes(n.used.mem)} / {fmtBytes(n.capacity.mem)}</p>
-          {(n.gpus ?? []).length === 0 ? <p class="hint">No GPU.</p> : (n.gpus ?? []).map((g) => (
-            <UsageBar key={g.uuid} label={`GPU ${g.index} ${g.name} (${fmtBytes(g.memory)})`}
-              used={g.fgpu_used} total={g.fgpu_capacity} unit="fGPU" />
-          ))}
-        </article>
-      ))}
-    </section>
-  );
-}
+import { api, type User } from './api';
+import { Button, Dialog, ErrorText, TextField } from './components';
+import { SettingsSections } from './settings';
 
 function Users() {
   const [users, setUsers] = useState<User[]>([]);
@@ -65,15 +44,16 @@ function Users() {
       <h2 id="users-title">Users</h2>
       <ErrorText error={error} />
       {notice && <p class="notice" role="status">{notice}</p>}
-      <table>
+      <div class="table-scroll">
+      <table class="stack users">
         <thead><tr><th scope="col">Email</th><th scope="col">Role</th><th scope="col">State</th><th scope="col"><span class="sr-only">Actions</span></th></tr></thead>
         <tbody>
           {users.map((u) => (
             <tr key={u.id}>
-              <td>{u.email}</td>
-              <td>{u.is_admin ? 'administrator' : 'user'}</td>
-              <td>{u.disabled ? 'disabled' : 'active'}</td>
-              <td class="actions">
+              <td data-label="Email">{u.email}</td>
+              <td data-label="Role">{u.is_admin ? 'administrator' : 'user'}</td>
+              <td data-label="State">{u.disabled ? 'disabled' : 'active'}</td>
+              <td class="actions" data-label="Actions">
                 <Button onClick={() => run(() => api.updateUser(u.id, { disabled: !u.disabled }),
                   `${u.email} is now ${u.disabled ? 'active' : 'disabled'}.`)}>
                   {u.disabled ? 'Enable' : 'Disable'}
@@ -84,6 +64,7 @@ function Users() {
           ))}
         </tbody>
       </table>
+      </div>
       <form class="inline" onSubmit={create} aria-label="Create a user">
         <h3>Create a user</h3>
         <TextField label="Email" type="email" value={email} onInput={setEmail} required />
@@ -115,48 +96,13 @@ function Users() {
   );
 }
 
-function Settings() {
-  const [perDevice, setPerDevice] = useState('');
-  const [error, setError] = useState<string | null>(null);
-  const [notice, setNotice] = useState<string | null>(null);
-  useEffect(() => {
-    api.config().then((c) => setPerDevice(String(c.fgpu_per_device ?? '')))
-      .catch((e) => setError(`Cannot read the settings: ${(e as Error).message}`));
-  }, []);
-  const save = async (e: Event) => {
-    e.preventDefault();
-    setError(null);
-    setNotice(null);
-    const v = Number(perDevice);
-    if (!perDevice || Number.isNaN(v) || v <= 0) { setError('fGPU per GPU must be a positive number.'); return; }
-    try {
-      await api.setConfig('fgpu_per_device', v);
-      setNotice(`Saved: 1 GPU = ${fmtNum(v)} fGPU.`);
-    } catch (err) {
-      setError((err as Error).message);
-    }
-  };
-  return (
-    <section aria-labelledby="settings-title">
-      <h2 id="settings-title">Settings</h2>
-      <form class="inline" onSubmit={save}>
-        <TextField label="fGPU per GPU" type="number" value={perDevice} onInput={setPerDevice}
-          hint="How many fGPU one physical GPU counts as (e.g. 2: a session with 1 fGPU gets half a GPU)." />
-        <Button type="submit" kind="primary">Save</Button>
-      </form>
-      <ErrorText error={error} />
-      {notice && <p class="notice" role="status">{notice}</p>}
-    </section>
-  );
-}
-
 export function AdminPage() {
   return (
     <>
       <h1>Administration</h1>
-      <Nodes />
+      <p class="hint">Nodes, their live use and drain are on the Nodes page.</p>
       <Users />
-      <Settings />
+      <SettingsSections />
     </>
   );
 }

@@ -119,3 +119,53 @@ export function fmtAge(iso: string, now: number): string {
   if (s < 86400) return `${Math.floor(s / 3600)}h ${Math.floor((s % 3600) / 60)}m`;
   return `${Math.floor(s / 86400)}d`;
 }
+
+// ---- Live usage, resources and drain (docs/api.md): session stats and
+// the "usage"/"idle" fields, GET /v1/resources, the launch estimate, PATCH
+// /v1/nodes. Times of samples are Unix milliseconds. ----
+
+export interface GpuSample { index: number; uuid: string; share: number; util_pct: number; mem_bytes: number; mem_limit_bytes: number }
+export interface UsageSample {
+  t: number; cpu_cores: number; cpu_pct: number; mem_bytes: number; mem_limit_bytes: number;
+  gpus?: GpuSample[]; net_rx_bytes?: number; net_tx_bytes?: number; blk_read_bytes?: number; blk_write_bytes?: number;
+}
+export interface SessionStats {
+  session: string; id: string; period_ms: number; retention_s: number;
+  current: UsageSample | null; history: UsageSample[];
+}
+// On a RUNNING session of GET /v1/sessions: its last sample, in percent.
+export interface RowUsage { cpu_pct: number; mem_pct: number; gpu_pct: number | null; t: number }
+export interface IdleInfo { timeout_s: number; deadline: number | null }
+export interface HistoryEntry { status: string; at: string; info: string }
+export interface SessionFull extends Session {
+  type?: string; oom_kills?: number; removed?: boolean; env?: Record<string, string>;
+  startup_command?: string | null; exit_code?: number | null; started_at?: string | null; terminated_at?: string | null;
+  gpus?: { index: number; uuid: string; fgpu: number }[];
+  mounts?: { folder: string; path: string; ro: boolean; automount: boolean }[];
+  status_history?: HistoryEntry[]; usage?: RowUsage; idle?: IdleInfo; root?: boolean;
+}
+export interface NodeUsage { cpu_cores: number; mem_bytes: number; t: number }
+export type NodeFull = Omit<Node, 'gpus'> & {
+  schedulable?: boolean; usage?: NodeUsage; last_heartbeat?: string; mock_gpus?: boolean;
+  gpus?: (Gpu & { util_pct?: number; mem_used_bytes?: number })[];
+};
+export interface ResourceSummary {
+  policy: { max_sessions: number | null; max_cpu: number | null; max_mem: number | null; max_fgpu: number | null };
+  used: { sessions: number; cpu: number; mem: number; fgpu: number };
+  cluster: {
+    capacity: Resources; free: Resources; largest_fgpu_free_on_one_device: number;
+    largest_free_on_one_node?: { cpu: number; mem: number };
+  };
+}
+export interface Estimate { fits_now: boolean; reason: string | null }
+
+const enc = encodeURIComponent;
+export const api2 = {
+  session: (ref: string) => call<SessionFull>('GET', `/api/v1/sessions/${enc(ref)}`),
+  stats: (ref: string, since?: number) =>
+    call<SessionStats>('GET', `/api/v1/sessions/${enc(ref)}/stats${since ? `?since=${since}` : ''}`),
+  resources: () => call<ResourceSummary>('GET', '/api/v1/resources'),
+  estimate: (req: unknown) => call<Estimate>('POST', '/api/v1/sessions?dry_run=1', req),
+  setSchedulable: (id: string, schedulable: boolean) =>
+    call<{ node: NodeFull }>('PATCH', `/api/v1/nodes/${enc(id)}`, { schedulable }),
+};

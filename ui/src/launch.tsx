@@ -1,5 +1,5 @@
-import { useEffect, useState } from 'preact/hooks';
-import { api, fmtNum, type Image, type Node } from './api';
+import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
+import { api, api2, fmtNum, type Estimate, type Image, type Node, type ResourceSummary, type User } from './api';
 import { Button, Dialog, ErrorText, SliderField, TextField } from './components';
 import { FolderPicker, type Mounts } from './folderpicker';
 
@@ -91,7 +91,37 @@ function families(images: Image[]): Family[] {
 // Sessions. The sliders' ranges follow the largest node (GET /v1/nodes): a
 // session must fit on one node; their lower bounds follow the chosen
 // image's minimum (ai.backend.resource.min.*).
-export function LaunchDialog(props: { open: boolean; nodes: Node[]; onClose: () => void; onLaunched: () => void }) {
+// The images the launcher offers: ready ones with the catalog's labels
+// (an environment), public or the user's own private ones. Unlabelled
+// images (whatever else the nodes' Docker holds) and private images of
+// anyone else (an admin sees those in `image ls --all`) are not offered;
+// the free field still takes any name.
+export function launchable(images: Image[], user: User | undefined): Image[] {
+  return images.filter((i) => (!i.status || i.status === 'ready') && !unlabelled(i) && i.visibility !== 'hidden' &&
+    (i.visibility !== 'private' || (user !== undefined && i.owner === user.email)));
+}
+
+// The last choices, kept in this browser (localStorage) for the next launch.
+const LAST_KEY = 'tessera.launch.last';
+interface LastChoice { family?: string; ref?: string; cpu?: number; memGiB?: number; fgpu?: number; count?: number }
+function readLast(): LastChoice {
+  try { const v = JSON.parse(localStorage.getItem(LAST_KEY) ?? '{}'); return v && typeof v === 'object' ? v : {}; } catch { return {}; }
+}
+function writeLast(v: LastChoice) {
+  try { localStorage.setItem(LAST_KEY, JSON.stringify(v)); } catch { /* storage off: nothing kept */ }
+}
+
+// Presets: a click sets the sliders (each still capped by what may be asked).
+const PRESETS: { name: string; cpu: number; memGiB: number; gpus: number; what: string }[] = [
+  { name: 'Small', cpu: 1, memGiB: 2, gpus: 0, what: '1 CPU · 2 GiB' },
+  { name: 'Medium', cpu: 4, memGiB: 8, gpus: 0, what: '4 CPU · 8 GiB' },
+  { name: 'One GPU', cpu: 2, memGiB: 8, gpus: 1, what: '2 CPU · 8 GiB · 1 GPU' },
+];
+
+export function LaunchDialog(props: {
+  open: boolean; nodes: Node[]; onClose: () => void; onLaunched: () => void;
+  resources?: ResourceSummary | null; user?: User;
+}) {
   const [catalog, setCatalog] = useState<Image[]>([]);
   const [family, setFamily] = useState('');
   const [ref, setRef] = useState('');
@@ -102,17 +132,40 @@ export function LaunchDialog(props: { open: boolean; nodes: Node[]; onClose: () 
   const [fgpu, setFgpu] = useState(0);
   const [count, setCount] = useState(1);
   const [step, setStep] = useState(0.1);
+  const [perDevice, setPerDevice] = useState(1);
+  const [estimate, setEstimate] = useState<Estimate | null>(null);
+  const [estimateError, setEstimateError] = useState<string | null>(null);
+  const estimateSeq = useRef(0);
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
   const [mounts, setMounts] = useState<Mounts>({ specs: [], error: null });
 
   const alive = props.nodes.filter((n) => n.status === 'ALIVE');
   const pool = alive.length ? alive : props.nodes;
-  const maxCpu = Math.max(1, ...pool.map((n) => n.capacity.cpu));
-  const maxMem = Math.max(1, ...pool.map((n) => Math.floor((n.capacity.mem / GiB) * 4) / 4));
-  const maxGpu = Math.max(0, ...pool.map((n) => n.capacity.fgpu ?? 0));
+  const nodeCpu = Math.max(1, ...pool.map((n) => n.capacity.cpu));
+  const nodeMem = Math.max(1, ...pool.map((n) => Math.floor((n.capacity.mem / GiB) * 4) / 4));
+  const nodeGpu = Math.max(0, ...pool.map((n) => n.capacity.fgpu ?? 0));
+  // What may be asked: one session runs on one node, and never beyond the
+  // user's policy (a request over it would wait for ever). Each slider
+  // stops at the smaller and says which it is.
+  const pol = props.resources?.policy;
+  const used = props.resources?.used;
+  const quarter = (v: number) => Math.floor(v * 4) / 4;
+  const capBy = (node: number, policy: number | null | undefined) =>
+    policy != null && policy < node ? { max: policy, by: 'policy' as const } : { max: node, by: 'node' as const };
+  const cpuCap = capBy(nodeCpu, pol?.max_cpu != null ? quarter(pol.max_cpu) : null);
+  const memCap = capBy(nodeMem, pol?.max_mem != null ? quarter(pol.max_mem / GiB) : null);
+  const gpuCap = capBy(nodeGpu, pol?.max_fgpu);
+  const maxCpu = Math.max(0.25, cpuCap.max);
+  const maxMem = Math.max(0.25, memCap.max);
+  const maxGpu = Math.max(0, gpuCap.max);
+  const maxCount = Math.max(1, Math.min(20, pol?.max_sessions ?? 20));
+  const capHint = (what: string, cap: { max: number; by: 'policy' | 'node' }, usedNow: number | undefined, fmt: (n: number) => string) =>
+    cap.by === 'policy'
+      ? `Your policy allows at most ${fmt(cap.max)} ${what} in total${usedNow ? ` (${fmt(usedNow)} in use now)` : ''}.`
+      : `Up to ${fmt(cap.max)}: the most ${what} one node has (a session runs on one node).`;
 
-  const envs = families(catalog);
+  const envs = families(launchable(catalog, props.user));
   const env = envs.find((f) => f.family === family);
   const typedImage = typed.trim() ? catalog.find((i) => i.ref === typed.trim() || i.aliases?.includes(typed.trim())) : undefined;
   const chosen = typed.trim() ? typedImage : env?.images.find((i) => i.ref === ref);
@@ -132,27 +185,42 @@ export function LaunchDialog(props: { open: boolean; nodes: Node[]; onClose: () 
     setTyped('');
   };
 
-  useEffect(() => {
+  // Before the first paint of the open dialog (a layout effect), so that
+  // nothing typed into it is overwritten by the remembered choices.
+  useLayoutEffect(() => {
     if (!props.open) return;
     setError(null);
     // Each launch starts from the lists: a name typed for the last one
     // (and its session name) would be reused unseen.
     setTyped('');
     setName('');
+    const last = readLast();
+    setEstimate(null);
+    setEstimateError(null);
     api.images().then((r) => {
       setCatalog(r.images);
-      const first = families(r.images)[0];
-      // A choice is made for the user, never typed for them: the free
-      // field stays theirs.
-      if (first) { setFamily(first.family); setRef(first.images[0].ref); }
+      const envs0 = families(launchable(r.images, props.user));
+      // The last environment and version chosen, when still offered;
+      // else the first. A choice is made for the user, never typed for
+      // them: the free field stays theirs.
+      const prev = envs0.find((f) => f.family === last.family);
+      const first = prev ?? envs0[0];
+      if (first) {
+        setFamily(first.family);
+        setRef(prev && prev.images.some((i) => i.ref === last.ref) ? last.ref! : first.images[0].ref);
+      }
     }).catch(() => setCatalog([]));   // no catalog: the free field takes any name
     api.config().then((c) => {
       const q = Number(c.fgpu_quantum);
       if (q > 0) setStep(q >= 0.1 || Math.abs(Math.round(0.1 / q) - 0.1 / q) > 1e-9 ? q : 0.1);
+      const pd = Number(c.fgpu_per_device);
+      if (pd > 0) setPerDevice(pd);
     }).catch(() => { /* keep the default step */ });
-    setCpu((v) => Math.min(v, maxCpu));
-    setMemGiB((v) => Math.min(v, maxMem));
-    setFgpu((v) => (maxGpu > 0 ? Math.min(v || 1, maxGpu) : 0));
+    const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
+    setCpu((v) => Math.min(num(last.cpu) ?? v, maxCpu));
+    setMemGiB((v) => Math.min(num(last.memGiB) ?? v, maxMem));
+    setFgpu((v) => (maxGpu > 0 ? Math.min(num(last.fgpu) ?? (v || 1), maxGpu) : 0));
+    setCount((v) => Math.min(Math.max(1, Math.round(num(last.count) ?? v)), maxCount));
   }, [props.open]);
 
   // The chosen image's minimum lifts the values below it.
@@ -161,6 +229,46 @@ export function LaunchDialog(props: { open: boolean; nodes: Node[]; onClose: () 
     setMemGiB((v) => Math.max(v, minMem));
     setFgpu((v) => Math.max(v, minGpu));
   }, [minCpu, minMem, minGpu]);
+
+  // The request as it stands, for the estimate and the launch.
+  const request = (): Record<string, unknown> | null => {
+    const image = typed.trim() || ref;
+    if (!image || !Number.isInteger(count) || count < 1 || count > 100) return null;
+    const req: Record<string, unknown> = {
+      image, count,
+      resources: { cpu: fmtNum(cpu), mem: `${Math.round(memGiB * 1024)}MiB`, fgpu: fmtNum(fgpu) },
+    };
+    if (name.trim()) req.name = name.trim();
+    return req;
+  };
+
+  // Will it start now or wait? POST /v1/sessions?dry_run=1, 400 ms after
+  // the last change (not on every step of a slider); an older answer
+  // that arrives late is dropped.
+  useEffect(() => {
+    if (!props.open) return;
+    const req = request();
+    const mine = ++estimateSeq.current;
+    if (!req) { setEstimate(null); setEstimateError(null); return; }
+    const t = window.setTimeout(() => {
+      api2.estimate(req).then((r) => {
+        if (estimateSeq.current !== mine) return;
+        setEstimate(r);
+        setEstimateError(null);
+      }).catch((err) => {
+        if (estimateSeq.current !== mine) return;
+        setEstimate(null);
+        setEstimateError((err as Error).message);
+      });
+    }, 400);
+    return () => clearTimeout(t);
+  }, [props.open, typed, ref, cpu, memGiB, fgpu, count, name]);
+
+  const applyPreset = (p: typeof PRESETS[number]) => {
+    setCpu(Math.max(minCpu, Math.min(p.cpu, maxCpu)));
+    setMemGiB(Math.max(minMem, Math.min(p.memGiB, maxMem)));
+    setFgpu(Math.max(minGpu, Math.min(p.gpus * perDevice, maxGpu)));
+  };
 
   const launch = async (e: Event) => {
     e.preventDefault();
@@ -178,6 +286,7 @@ export function LaunchDialog(props: { open: boolean; nodes: Node[]; onClose: () 
     setBusy(true);
     try {
       await api.launch(req);
+      writeLast({ family: typed.trim() ? undefined : family, ref: typed.trim() ? undefined : ref, cpu, memGiB, fgpu, count });
       props.onLaunched();
     } catch (err) {
       setError(`Cannot launch: ${(err as Error).message}`);
@@ -240,19 +349,43 @@ export function LaunchDialog(props: { open: boolean; nodes: Node[]; onClose: () 
           hint={overridden ? 'This name is launched instead of the environment above.'
             : 'Your private images, an alias, or any image on the nodes.'} />
         <datalist id="tessera-images">
-          {catalog.map((i) => <option key={i.ref} value={i.ref} />)}
+          {launchable(catalog, props.user).map((i) => <option key={i.ref} value={i.ref} />)}
         </datalist>
         </div>
         <div class="launch-resources">
         <TextField label="Name" value={name} onInput={setName} placeholder="optional" />
+        <fieldset class="presets">
+          <legend>Presets</legend>
+          {PRESETS.map((p) => {
+            const on = Math.abs(cpu - Math.max(minCpu, Math.min(p.cpu, maxCpu))) < 1e-9 &&
+              Math.abs(memGiB - Math.max(minMem, Math.min(p.memGiB, maxMem))) < 1e-9 &&
+              Math.abs(fgpu - Math.max(minGpu, Math.min(p.gpus * perDevice, maxGpu))) < 1e-9;
+            return (
+              <button key={p.name} type="button" class={`preset${on ? ' selected' : ''}`} aria-pressed={on}
+                disabled={p.gpus > 0 && maxGpu === 0} onClick={() => applyPreset(p)}>
+                <span class="preset-name">{p.name}</span><span class="preset-what">{p.what}</span>
+              </button>
+            );
+          })}
+        </fieldset>
         <SliderField label="CPU" value={cpu} min={minCpu} max={maxCpu} step={0.25} unit="cores" onChange={setCpu}
-          hint={min.cpu ? `This image needs at least ${fmtNum(min.cpu)} CPU.` : undefined} />
+          hint={[min.cpu ? `This image needs at least ${fmtNum(min.cpu)} CPU.` : '',
+            capHint('CPU', cpuCap, used?.cpu, (n) => `${fmtNum(n)}`)].filter(Boolean).join(' ')} />
         <SliderField label="Memory" value={memGiB} min={minMem} max={maxMem} step={0.25} unit="GiB" onChange={setMemGiB}
-          hint={min.mem ? `This image needs at least ${fmtSize(min.mem)}.` : undefined} />
+          hint={[min.mem ? `This image needs at least ${fmtSize(min.mem)}.` : '',
+            capHint('memory', memCap, used ? used.mem / GiB : undefined, (n) => `${fmtNum(Math.round(n * 100) / 100)} GiB`)].filter(Boolean).join(' ')} />
         <SliderField label="GPU" value={fgpu} min={minGpu} max={maxGpu} step={step} unit="fGPU" onChange={setFgpu}
-          disabled={maxGpu === 0} hint={maxGpu === 0 ? 'No node offers a GPU.' : undefined} />
-        <SliderField label="Sessions" value={count} min={1} max={20} step={1} onChange={(v) => setCount(Math.round(v))} />
+          disabled={maxGpu === 0} hint={maxGpu === 0 ? (gpuCap.by === 'policy' && nodeGpu > 0 ? 'Your policy allows no GPU.' : 'No node offers a GPU.')
+            : capHint('fGPU', gpuCap, used?.fgpu, (n) => `${fmtNum(n)}`)} />
+        <SliderField label="Sessions" value={count} min={1} max={maxCount} step={1} onChange={(v) => setCount(Math.round(v))}
+          hint={pol?.max_sessions != null ? `Your policy allows ${pol.max_sessions} session${pol.max_sessions === 1 ? '' : 's'} at once${used?.sessions ? ` (${used.sessions} now)` : ''}.` : undefined} />
         <FolderPicker open={props.open} onChange={(m) => { setMounts(m); setError(null); }} />
+        <div class={`estimate${estimate ? (estimate.fits_now ? ' fits' : ' waits') : ''}`} role="status" aria-live="polite">
+          {estimateError ? <span class="error">{estimateError}</span>
+            : !estimate ? <span class="hint">Checking whether it fits…</span>
+              : estimate.fits_now ? <span><strong>Fits now:</strong> it starts at once.</span>
+                : <span><strong>Will wait:</strong> {estimate.reason ?? 'it waits in the queue'}. It starts by itself when resources free up.</span>}
+        </div>
         </div>
         </div>
         <ErrorText error={error} />

@@ -6,22 +6,30 @@ import { LoginPage } from './login';
 import { SessionsPage } from './sessions';
 import { AdminPage } from './admin';
 import { DataPage } from './data';
+import { SessionPage } from './session';
+import { NodesPage } from './nodes';
 import './style.css';
 
-type Page = 'sessions' | 'admin' | 'data';
+type Page = 'sessions' | 'admin' | 'nodes' | 'data';
 
 function pageFromPath(): Page {
-  if (location.pathname.startsWith('/data')) return 'data';
-  return location.pathname.startsWith('/admin') ? 'admin' : 'sessions';
+  const p = location.pathname;
+  return p.startsWith('/data') ? 'data' : p.startsWith('/admin') ? 'admin' : p.startsWith('/nodes') ? 'nodes' : 'sessions';
+}
+// A session's own page: /sessions/ID.
+function sessionFromPath(): string | null {
+  const m = /^\/sessions\/([^/]+)\/?$/.exec(location.pathname);
+  return m ? decodeURIComponent(m[1]) : null;
 }
 
 function App() {
   const [user, setUser] = useState<User | null | undefined>(undefined);
   const [page, setPage] = useState<Page>(pageFromPath());
+  const [sessionId, setSessionId] = useState<string | null>(sessionFromPath());
 
   useEffect(() => {
     api.me().then((r) => { setCsrf(r.csrf_token); setUser(r.user); }).catch(() => setUser(null));
-    const onPop = () => setPage(pageFromPath());
+    const onPop = () => { setPage(pageFromPath()); setSessionId(sessionFromPath()); };
     addEventListener('popstate', onPop);
     return () => removeEventListener('popstate', onPop);
   }, []);
@@ -29,6 +37,7 @@ function App() {
   const go = (p: Page) => {
     history.pushState(null, '', `/${p}`);
     setPage(p);
+    setSessionId(null);
   };
   const logout = async () => {
     try { await api.logout(); } catch { /* logged out anyway */ }
@@ -39,7 +48,12 @@ function App() {
   if (user === undefined) return <p class="loading">Loading…</p>;
   if (user === null)
     return <LoginPage onLogin={(u, token) => { setCsrf(token); setUser(u); }} />;
-  const current = page === 'data' ? 'data' : page === 'admin' && user.is_admin ? 'admin' : 'sessions';
+  // The Data page is everyone's; Nodes and Admin are admins' only.
+  const current: Page = page === 'data' ? 'data' : page !== 'sessions' && user.is_admin ? page : 'sessions';
+  const navLink = (p: Page, label: string) => (
+    <a href={`/${p}`} aria-current={current === p ? 'page' : undefined}
+      onClick={(e) => { e.preventDefault(); go(p); }}>{label}</a>
+  );
   return (
     <>
       <header>
@@ -47,8 +61,8 @@ function App() {
         <nav aria-label="Main">
           <a href="/sessions" aria-current={current === 'sessions' ? 'page' : undefined}
             onClick={(e) => { e.preventDefault(); go('sessions'); }}>Sessions</a>
-          <a href="/data" aria-current={current === 'data' ? 'page' : undefined}
-            onClick={(e) => { e.preventDefault(); go('data'); }}>Data</a>
+          {navLink('data', 'Data')}
+          {user.is_admin && navLink('nodes', 'Nodes')}
           {user.is_admin && (
             <a href="/admin" aria-current={current === 'admin' ? 'page' : undefined}
               onClick={(e) => { e.preventDefault(); go('admin'); }}>Admin</a>
@@ -57,7 +71,9 @@ function App() {
         <span class="who">{user.email}</span>
         <Button onClick={logout}>Log out</Button>
       </header>
-      <main>{current === 'admin' ? <AdminPage /> : current === 'data' ? <DataPage user={user} /> : <SessionsPage user={user} />}</main>
+      <main>{current === 'admin' ? <AdminPage /> : current === 'nodes' ? <NodesPage />
+        : current === 'data' ? <DataPage user={user} />
+        : sessionId ? <SessionPage key={sessionId} id={sessionId} user={user} /> : <SessionsPage user={user} />}</main>
     </>
   );
 }

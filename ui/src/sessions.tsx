@@ -1,9 +1,11 @@
-import { useEffect, useState } from 'preact/hooks';
-import { api, fmtAge, fmtConfig, type Node, type Session, type User } from './api';
-import { Button, Dialog, ErrorText } from './components';
+import { useEffect, useId, useState } from 'preact/hooks';
+import { api, fmtAge, fmtConfig, type Node, type Session, type SessionFull, type User } from './api';
+import { Button, ErrorText } from './components';
 import { LaunchDialog } from './launch';
 import { CommitDialog } from './commit';
 import { AppChips, AppLauncherDialog, useSessionApps } from './apps';
+import { EndSessionDialog, endVerb, navigate, sessionHref } from './session';
+import { Meter, ResourcePanel, useResources } from './usage';
 
 const ENDED = new Set(['TERMINATED', 'CANCELLED']);
 
@@ -46,6 +48,9 @@ export function useClusterState() {
       if (timer === undefined) timer = window.setInterval(refresh, 2000);
     };
     refresh();
+    // Live usage (each RUNNING session's "usage") changes without an
+    // event: the list is read again every 5 s besides the stream.
+    const usageTimer = window.setInterval(() => { if (!document.hidden) refresh(); }, 5000);
     if (typeof EventSource !== 'undefined') {
       es = new EventSource('/api/v1/events');
       es.addEventListener('state', (ev) => {
@@ -61,71 +66,172 @@ export function useClusterState() {
     } else {
       poll();
     }
-    return () => { es?.close(); if (timer !== undefined) clearInterval(timer); };
+    return () => { es?.close(); clearInterval(usageTimer); if (timer !== undefined) clearInterval(timer); };
   }, []);
 
   return { sessions, nodes, error, refresh };
 }
 
+// The list's filters and sort, kept in the URL's query (?status=&owner=
+// &sort=) so that reload, back and a shared link keep them.
+type SortKey = 'created' | 'name' | 'status' | 'cpu' | 'mem' | 'gpu' | 'owner';
+interface View { status: string; owner: string; sort: SortKey; desc: boolean }
+const SORTS: Record<SortKey, string> = { created: 'Age', name: 'Name', status: 'Status', cpu: 'CPU use', mem: 'Memory use', gpu: 'GPU use', owner: 'Owner' };
+
+function readView(): View {
+  const q = new URLSearchParams(location.search);
+  const raw = q.get('sort') ?? '-created';
+  const desc = raw.startsWith('-');
+  const key = (desc ? raw.slice(1) : raw) as SortKey;
+  return { status: q.get('status') ?? '', owner: q.get('owner') ?? '', sort: key in SORTS ? key : 'created', desc };
+}
+function writeView(v: View) {
+  const q = new URLSearchParams();
+  if (v.status) q.set('status', v.status);
+  if (v.owner) q.set('owner', v.owner);
+  if (v.sort !== 'created' || !v.desc) q.set('sort', `${v.desc ? '-' : ''}${v.sort}`);
+  const qs = q.toString();
+  history.replaceState(null, '', `/sessions${qs ? `?${qs}` : ''}`);
+}
+
+const STATUS_ORDER = ['RUNNING', 'PREPARING', 'SCHEDULED', 'PENDING', 'TERMINATING', 'ERROR'];
+function sortValue(s: SessionFull, k: SortKey): number | string {
+  switch (k) {
+    case 'created': return Date.parse(s.created_at) || 0;
+    case 'name': return s.name.toLowerCase();
+    case 'owner': return s.owner.toLowerCase();
+    case 'status': { const i = STATUS_ORDER.indexOf(s.status); return i < 0 ? 99 : i; }
+    case 'cpu': return s.usage?.cpu_pct ?? -1;
+    case 'mem': return s.usage?.mem_pct ?? -1;
+    case 'gpu': return s.usage?.gpu_pct ?? -1;
+  }
+}
+
+// A row's live use: CPU, memory and (with a GPU) GPU bars. The same size
+// before the first sample and for sessions that do not run.
+function RowUsage({ s }: { s: SessionFull }) {
+  const u = s.status === 'RUNNING' ? s.usage : undefined;
+  const idleLeft = s.idle?.deadline ? s.idle.deadline - Date.now() : null;
+  return (
+    <div class="row-usage">
+      <Meter compact label="CPU" pct={u?.cpu_pct} />
+      <Meter compact label="Mem" pct={u?.mem_pct} />
+      {s.resources.fgpu > 0 && <Meter compact label="GPU" pct={u?.gpu_pct} />}
+      {idleLeft !== null && idleLeft > 0 && <span class="idle-chip" title="idle: terminated then unless used">idle · {Math.ceil(idleLeft / 60000)} min left</span>}
+    </div>
+  );
+}
+
 export function SessionsPage({ user }: { user: User }) {
   const { sessions, nodes, error, refresh } = useClusterState();
   const [launching, setLaunching] = useState(false);
-  const [confirm, setConfirm] = useState<Session | null>(null);
+  const [ending, setEnding] = useState<Session | null>(null);
   const [converting, setConverting] = useState<Session | null>(null);
   const [launcher, setLauncher] = useState<Session | null>(null);
   const apps = useSessionApps(sessions);
-  const [actionError, setActionError] = useState<string | null>(null);
   const [now, setNow] = useState(Date.now());
+  const [view, setView] = useState<View>(readView());
+  const [loaded, setLoaded] = useState(false);
+  const fid = useId();
 
   useEffect(() => {
     const t = setInterval(() => setNow(Date.now()), 1000);
-    return () => clearInterval(t);
+    const onPop = () => setView(readView());
+    addEventListener('popstate', onPop);
+    return () => { clearInterval(t); removeEventListener('popstate', onPop); };
   }, []);
+  useEffect(() => { if (sessions.length || error) setLoaded(true); const t = setTimeout(() => setLoaded(true), 1500); return () => clearTimeout(t); }, [sessions, error]);
+  const change = (p: Partial<View>) => { const v = { ...view, ...p }; setView(v); writeView(v); };
 
-  const terminate = async (s: Session) => {
-    setConfirm(null);
-    setActionError(null);
-    try {
-      await api.terminate(s.id);
-      refresh();
-    } catch (e) {
-      setActionError(`Cannot terminate ${s.name}: ${(e as Error).message}`);
-    }
-  };
+  // The resources are read again whenever a session appears, changes
+  // status or ends.
+  const resKey = sessions.map((s) => `${s.id}:${s.status}`).join(',');
+  const { res, error: resError } = useResources(resKey);
 
-  const shown = (sessions as SessionRow[]).filter((s) => !ENDED.has(s.status) && !s.removed);
+  const active = (sessions as SessionFull[]).filter((s) => !ENDED.has(s.status) && !s.removed);
+  const owners = [...new Set(active.map((s) => s.owner))].sort();
+  const statuses = [...new Set(active.map((s) => s.status))].sort((a, b) => STATUS_ORDER.indexOf(a) - STATUS_ORDER.indexOf(b));
+  const shown = active
+    .filter((s) => (!view.status || s.status === view.status) && (!view.owner || s.owner === view.owner))
+    .sort((a, b) => {
+      const x = sortValue(a, view.sort), y = sortValue(b, view.sort);
+      const c = x < y ? -1 : x > y ? 1 : 0;
+      return view.desc ? -c : c;
+    });
+  const th = (k: SortKey, label?: string) => (
+    <th scope="col" aria-sort={view.sort === k ? (view.desc ? 'descending' : 'ascending') : undefined}>
+      <button type="button" class="th-sort" onClick={() => change({ sort: k, desc: view.sort === k ? !view.desc : k === 'created' || k === 'cpu' || k === 'mem' || k === 'gpu' })}>
+        {label ?? SORTS[k]}<span class="sort-mark" aria-hidden="true">{view.sort === k ? (view.desc ? ' ▾' : ' ▴') : ''}</span>
+      </button>
+    </th>
+  );
+  const open = (s: Session) => navigate(sessionHref(s.id));
   return (
     <section aria-labelledby="sessions-title">
       <div class="toolbar">
         <h1 id="sessions-title">Sessions</h1>
         <Button kind="primary" onClick={() => setLaunching(true)}>Start</Button>
       </div>
+      <ResourcePanel res={res} error={resError} />
       <ErrorText error={error} />
-      <ErrorText error={actionError} />
-      {shown.length === 0 ? (
-        <p class="empty">No sessions. Press Start to launch one.</p>
+      <div class="filters" role="search" aria-label="Filter sessions">
+        <div class="filter">
+          <label for={`${fid}-status`}>Status</label>
+          <select id={`${fid}-status`} value={view.status} onChange={(e) => change({ status: (e.target as HTMLSelectElement).value })}>
+            <option value="">All</option>
+            {[...new Set([...statuses, ...(view.status ? [view.status] : [])])].map((st) => <option key={st} value={st}>{st}</option>)}
+          </select>
+        </div>
+        {user.is_admin && (
+          <div class="filter">
+            <label for={`${fid}-owner`}>Owner</label>
+            <select id={`${fid}-owner`} value={view.owner} onChange={(e) => change({ owner: (e.target as HTMLSelectElement).value })}>
+              <option value="">Everyone</option>
+              {[...new Set([...owners, ...(view.owner ? [view.owner] : [])])].map((o) => <option key={o} value={o}>{o}</option>)}
+            </select>
+          </div>
+        )}
+        <div class="filter">
+          <label for={`${fid}-sort`}>Sort by</label>
+          <select id={`${fid}-sort`} value={`${view.desc ? '-' : ''}${view.sort}`} onChange={(e) => {
+            const raw = (e.target as HTMLSelectElement).value;
+            change({ sort: raw.replace(/^-/, '') as SortKey, desc: raw.startsWith('-') });
+          }}>
+            {(Object.keys(SORTS) as SortKey[]).filter((k) => k !== 'owner' || user.is_admin).flatMap((k) => [
+              <option key={`-${k}`} value={`-${k}`}>{SORTS[k]}{k === 'created' ? ' (newest first)' : k === 'name' || k === 'owner' ? ' (Z–A)' : ' (highest first)'}</option>,
+              <option key={k} value={k}>{SORTS[k]}{k === 'created' ? ' (oldest first)' : k === 'name' || k === 'owner' ? ' (A–Z)' : ' (lowest first)'}</option>,
+            ])}
+          </select>
+        </div>
+        <span class="hint filter-count" role="status">{shown.length} of {active.length} shown</span>
+      </div>
+      {!loaded ? (
+        <div class="skeleton table-skeleton" aria-label="Loading the sessions" />
+      ) : shown.length === 0 ? (
+        <p class="empty">{active.length === 0 ? 'No sessions. Press Start to launch one.' : 'No session matches these filters.'}</p>
       ) : (
         <div class="table-scroll">
-        <table class="sessions">
+        <table class="sessions stack">
           <caption class="sr-only">Your sessions{user.is_admin ? ' (administrators see everyone’s)' : ''}</caption>
           <thead>
             <tr>
-              <th scope="col">Name</th><th scope="col">Image</th><th scope="col">Status</th>
-              <th scope="col">Configuration</th><th scope="col">Node</th><th scope="col">Age</th>
-              {user.is_admin && <th scope="col">Owner</th>}
+              {th('name')}<th scope="col">Image</th>{th('status')}
+              <th scope="col">Configuration</th>{th('cpu', 'Usage')}<th scope="col">Node</th>{th('created')}
               <th scope="col"><span class="sr-only">Actions</span></th>
             </tr>
           </thead>
           <tbody>
             {shown.map((s) => (
-              <tr key={s.id} data-session={s.name}>
-                <td>
-                  {s.name}
+              <tr key={s.id} data-session={s.name} class="clickable"
+                onClick={(e) => { if (!(e.target as HTMLElement).closest('button, a, input, select')) open(s); }}>
+                <td data-label="Name">
+                  <a class="session-link" href={sessionHref(s.id)} onClick={(e) => { e.preventDefault(); open(s); }}>{s.name}</a>
                   {s.type === 'batch' && <span class="info badge" title="ends when its command ends"> batch</span>}
+                  {user.is_admin && <div class="owner-line" title="owner">{s.owner}</div>}
                   {s.status === 'RUNNING' && <AppChips apps={apps.get(s.id)} />}
                 </td>
-                <td>{s.image}</td>
-                <td>
+                <td data-label="Image">{s.image}</td>
+                <td data-label="Status">
                   <span class={`status st-${s.status.toLowerCase()}`}>{s.status}</span>
                   {statusInfo(s) && (
                     <div class={(s.oom_kills ?? 0) > 0 && s.status === 'RUNNING' ? 'info oom' : 'info'}>
@@ -133,11 +239,11 @@ export function SessionsPage({ user }: { user: User }) {
                     </div>
                   )}
                 </td>
-                <td>{fmtConfig(s.resources)}</td>
-                <td>{s.agent ?? '—'}</td>
-                <td>{fmtAge(s.created_at, now)}</td>
-                {user.is_admin && <td>{s.owner}</td>}
-                <td><div class="row-actions">
+                <td data-label="Configuration">{fmtConfig(s.resources)}</td>
+                <td data-label="Usage"><RowUsage s={s} /></td>
+                <td data-label="Node">{s.agent ?? '—'}</td>
+                <td data-label="Age">{fmtAge(s.created_at, now)}</td>
+                <td data-label="Actions"><div class="row-actions">
                   {s.status === 'RUNNING' && (user.is_admin || s.owner === user.email) && (
                     <Button kind="primary" onClick={() => setLauncher(s)} label={`Apps of ${s.name}`}>Apps</Button>
                   )}
@@ -146,8 +252,8 @@ export function SessionsPage({ user }: { user: User }) {
                       Convert to image
                     </Button>
                   )}
-                  <Button kind="danger" onClick={() => setConfirm(s)}
-                    disabled={s.status === 'TERMINATING'}>Terminate</Button>
+                  <Button kind="danger" onClick={() => setEnding(s)}
+                    disabled={s.status === 'TERMINATING'}>{endVerb(s)}</Button>
                 </div></td>
               </tr>
             ))}
@@ -155,20 +261,10 @@ export function SessionsPage({ user }: { user: User }) {
         </table>
         </div>
       )}
-      <Dialog open={confirm !== null} title="Terminate session" onClose={() => setConfirm(null)}>
-        {confirm && (
-          <>
-            <p>Terminate session <strong>{confirm.name}</strong>? Its container is removed; this cannot be undone.</p>
-            <div class="actions">
-              <Button onClick={() => setConfirm(null)}>Cancel</Button>
-              <Button kind="danger" onClick={() => terminate(confirm)}>Terminate</Button>
-            </div>
-          </>
-        )}
-      </Dialog>
+      <EndSessionDialog session={ending} onClose={() => setEnding(null)} onDone={() => { setEnding(null); refresh(); }} />
       <AppLauncherDialog session={launcher} onClose={() => setLauncher(null)} />
       <CommitDialog session={converting} onClose={() => setConverting(null)} />
-      <LaunchDialog open={launching} nodes={nodes} onClose={() => setLaunching(false)}
+      <LaunchDialog open={launching} nodes={nodes} resources={res} user={user} onClose={() => setLaunching(false)}
         onLaunched={() => { setLaunching(false); refresh(); }} />
     </section>
   );

@@ -1,0 +1,172 @@
+/* Draining nodes and the caller's resource summary (docs/api.md, "Nodes"
+ * and "Resources").
+ *
+ * A drained node is one the admin marked unschedulable: the scheduler
+ * places nothing new on it (sched_agent.drained), its sessions keep
+ * running. The set of drained node ids is kept in the store's settings
+ * table under "unschedulable_nodes" (a JSON array) so that a restart keeps
+ * it; it is not a `config set` key because it names nodes, not policy.
+ * Functions ending in _locked are called with m->mu held; the others take
+ * it. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/jsonutil.h"
+#include "common/log.h"
+#include "manager/state.h"
+
+#define DRAINED_KEY "unschedulable_nodes"
+
+int mgr_drain_load(struct manager *m, struct terr *err)
+{
+	(void)err;
+	char *text = NULL;
+	struct terr e = {0};
+	m->drained_nodes = NULL;
+	if (m->so->kv_get(m->store, DRAINED_KEY, &text, &e) == 0) {
+		m->drained_nodes = json_loads(text, 0, NULL);
+		free(text);
+	}
+	if (!json_is_array(m->drained_nodes)) {
+		/* Unset or unreadable: no node is drained (a broken value must
+		 * not keep the manager from starting). */
+		json_decref(m->drained_nodes);
+		m->drained_nodes = json_array();
+		if (!m->drained_nodes)
+			return terr_set(err, ENOMEM, "out of memory");
+	}
+	return 0;
+}
+
+void mgr_drain_free(struct manager *m)
+{
+	json_decref(m->drained_nodes);
+	m->drained_nodes = NULL;
+}
+
+/* Index of id in the drained list, or -1. */
+static ssize_t drained_index(const struct manager *m, const char *id)
+{
+	size_t i;
+	json_t *v;
+	json_array_foreach(m->drained_nodes, i, v)
+		if (json_is_string(v) && !strcmp(json_string_value(v), id))
+			return (ssize_t)i;
+	return -1;
+}
+
+bool mgr_node_drained(const struct manager *m, const char *id)
+{
+	return m->drained_nodes && drained_index(m, id) >= 0;
+}
+
+int mgr_node_set_schedulable(struct manager *m, const char *id, bool schedulable, json_t **node,
+			     struct terr *err)
+{
+	*node = NULL;
+	pthread_mutex_lock(&m->mu);
+	struct magent *a = mgr_find_agent(m, id);
+	int rc = 0;
+	if (!a) {
+		rc = terr_set(err, ENOENT, "no node with id '%s' (see 'tessera node ls')", id);
+		goto out;
+	}
+	ssize_t at = drained_index(m, id);
+	if ((at < 0) != schedulable) {
+		/* A change: apply it in memory, store the whole list, undo on a
+		 * store failure so that memory and store agree. */
+		if (schedulable)
+			json_array_remove(m->drained_nodes, (size_t)at);
+		else if (json_array_append_new(m->drained_nodes, json_string(id)) < 0) {
+			rc = terr_set(err, ENOMEM, "out of memory");
+			goto out;
+		}
+		char *text = json_dumps(m->drained_nodes, JSONUTIL_DUMP_FLAGS);
+		rc = text ? m->so->kv_set(m->store, DRAINED_KEY, text, err) : terr_set(err, ENOMEM, "out of memory");
+		free(text);
+		if (rc < 0) {
+			if (schedulable)
+				json_array_insert_new(m->drained_nodes, (size_t)at, json_string(id));
+			else
+				json_array_remove(m->drained_nodes, json_array_size(m->drained_nodes) - 1);
+			goto out;
+		}
+		log_info("manager", "node %s %s", id, schedulable ? "is schedulable again" : "drained: no new sessions");
+		m->version++;
+		mgr_wake_scheduler(m);
+		pthread_cond_broadcast(&m->changed);
+	}
+	json_t *all = mgr_nodes_json(m);
+	size_t i;
+	json_t *v;
+	json_array_foreach(all, i, v) {
+		const char *vid = json_string_value(json_object_get(v, "id"));
+		if (vid && !strcmp(vid, id)) {
+			*node = json_incref(v);
+			break;
+		}
+	}
+	json_decref(all);
+	if (!*node)
+		rc = terr_set(err, ENOMEM, "out of memory");
+out:
+	pthread_mutex_unlock(&m->mu);
+	return rc;
+}
+
+/* A limit of the policy as JSON: null when 0 (no limit). */
+static json_t *limit_json(int64_t v, bool milli)
+{
+	if (v <= 0)
+		return json_null();
+	return milli ? jsonutil_milli(v) : json_integer(v);
+}
+
+json_t *mgr_resources(struct manager *m, const struct user_rec *u)
+{
+	pthread_mutex_lock(&m->mu);
+	int64_t max_sessions = 0;
+	struct res max = {0}, used = {0}, capacity = {0}, free_ = {0};
+	mgr_user_policy(m, u->email, &max_sessions, &max);
+	int64_t n_used = 0;
+	for (size_t i = 0; i < m->n_sessions; i++) {
+		const struct msession *s = m->sessions[i];
+		if (strcmp(s->rec.owner_id, u->id) || session_status_final(s->rec.status))
+			continue;
+		n_used++;
+		res_add(&used, &s->rec.req);
+	}
+	/* Capacity: the alive nodes. Free: what new sessions can get, on the
+	 * alive nodes that are not drained. */
+	int64_t per_dev = mgr_per_device_m(m), largest_dev = 0;
+	struct res largest_node = {0};
+	for (size_t i = 0; i < m->n_agents; i++) {
+		const struct magent *a = m->agents[i];
+		if (!a->alive)
+			continue;
+		res_add(&capacity, &a->rec.capacity);
+		if (mgr_node_drained(m, a->rec.id))
+			continue;
+		struct res f = a->rec.capacity;
+		res_sub(&f, &a->used);
+		if (f.cpu_m < 0) f.cpu_m = 0;
+		if (f.mem < 0) f.mem = 0;
+		if (f.fgpu_m < 0) f.fgpu_m = 0;
+		res_add(&free_, &f);
+		if (f.cpu_m > largest_node.cpu_m) largest_node.cpu_m = f.cpu_m;
+		if (f.mem > largest_node.mem) largest_node.mem = f.mem;
+		for (int d = 0; d < a->n_gpus; d++)
+			if (per_dev - a->gpus[d].used_m > largest_dev)
+				largest_dev = per_dev - a->gpus[d].used_m;
+	}
+	json_t *o = json_pack("{s:{s:o,s:o,s:o,s:o},s:{s:I,s:o,s:I,s:o},s:{s:o,s:o,s:o,s:{s:o,s:I}}}",
+		"policy", "max_sessions", limit_json(max_sessions, false), "max_cpu", limit_json(max.cpu_m, true),
+		"max_mem", limit_json(max.mem, false), "max_fgpu", limit_json(max.fgpu_m, true),
+		"used", "sessions", (json_int_t)n_used, "cpu", jsonutil_milli(used.cpu_m), "mem", (json_int_t)used.mem,
+		"fgpu", jsonutil_milli(used.fgpu_m),
+		"cluster", "capacity", mgr_res_json(&capacity), "free", mgr_res_json(&free_),
+		"largest_fgpu_free_on_one_device", jsonutil_milli(largest_dev),
+		"largest_free_on_one_node", "cpu", jsonutil_milli(largest_node.cpu_m), "mem", (json_int_t)largest_node.mem);
+	pthread_mutex_unlock(&m->mu);
+	return o;
+}

@@ -1,0 +1,329 @@
+// A session's own page (/sessions/ID): its status history, configuration,
+// node and GPU shares, live usage charts (GET /v1/sessions/{ref}/stats),
+// its log, its apps and its actions. Reload and back work: the URL names
+// the session.
+import { useEffect, useRef, useState } from 'preact/hooks';
+import type uPlot from 'uplot';
+import {
+  api, api2, fmtBytes, fmtConfig, fmtNum, ApiError, type Session, type SessionFull, type SessionStats,
+  type UsageSample, type User,
+} from './api';
+import { Button, Dialog, ErrorText } from './components';
+import { AppChips, AppLauncherDialog } from './apps';
+import { CommitDialog } from './commit';
+import { LogViewer } from './logs';
+import { LiveChart, Meter } from './usage';
+import { useClusterState } from './sessions';
+
+export const ENDED_STATUSES = new Set(['TERMINATED', 'CANCELLED', 'ERROR']);
+const WAITING = new Set(['PENDING']);
+const HOUR_S = 3600;
+
+// A link to a session's page that the app's router takes (no reload).
+export function sessionHref(id: string): string {
+  return `/sessions/${encodeURIComponent(id)}`;
+}
+export function navigate(href: string) {
+  history.pushState(null, '', href);
+  dispatchEvent(new PopStateEvent('popstate'));
+}
+
+// What ends a session, in the words of its status: a PENDING one is
+// cancelled (it never ran), any other is terminated.
+export function endVerb(s: Session): 'Cancel' | 'Terminate' {
+  return WAITING.has(s.status) ? 'Cancel' : 'Terminate';
+}
+
+// The confirmation before ending a session; says what happens.
+export function EndSessionDialog(props: { session: Session | null; onClose: () => void; onDone: () => void }) {
+  const s = props.session;
+  const [error, setError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  useEffect(() => { setError(null); setBusy(false); }, [s?.id]);
+  const verb = s ? endVerb(s) : 'Terminate';
+  const go = async () => {
+    if (!s) return;
+    setBusy(true);
+    setError(null);
+    try {
+      await api.terminate(s.id);
+      props.onDone();
+    } catch (e) {
+      setError(`Cannot ${verb.toLowerCase()} ${s.name}: ${(e as Error).message}`);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <Dialog open={s !== null} title={verb === 'Cancel' ? 'Cancel session' : 'Terminate session'} onClose={props.onClose}>
+      {s && (
+        <>
+          {verb === 'Cancel'
+            ? <p>Cancel session <strong>{s.name}</strong>? It has not started yet: it leaves the queue, nothing of it runs, and the resources it asked for are never taken.</p>
+            : <p>Terminate session <strong>{s.name}</strong>? Its container is removed; this cannot be undone.</p>}
+          <ErrorText error={error} />
+          <div class="actions">
+            {verb === 'Cancel'
+              ? <><Button onClick={props.onClose}>Keep waiting</Button>
+                <Button kind="danger" onClick={go} disabled={busy}>Cancel session</Button></>
+              : <><Button onClick={props.onClose}>Cancel</Button>
+                <Button kind="danger" onClick={go} disabled={busy}>Terminate</Button></>}
+          </div>
+        </>
+      )}
+    </Dialog>
+  );
+}
+
+function fmtTime(iso: string | null | undefined): string {
+  if (!iso) return '—';
+  const d = new Date(iso);
+  return Number.isNaN(d.getTime()) ? iso : d.toLocaleString();
+}
+
+function fmtLeft(ms: number): string {
+  const s = Math.max(0, Math.round(ms / 1000));
+  if (s < 60) return `${s} s`;
+  if (s < 3600) return `${Math.floor(s / 60)} min ${s % 60} s`;
+  return `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min`;
+}
+
+// The chart series' data, appended to in place (x in seconds).
+interface Series { x: number[]; cpu: number[]; mem: number[]; memLimit: number[]; gpu: number[][]; gpuMem: number[][] }
+function emptySeries(nGpu: number): Series {
+  return { x: [], cpu: [], mem: [], memLimit: [], gpu: Array.from({ length: nGpu }, () => []), gpuMem: Array.from({ length: nGpu }, () => []) };
+}
+
+function appendSamples(s: Series, samples: UsageSample[], nGpu: number) {
+  for (const p of samples) {
+    const t = p.t / 1000;
+    if (s.x.length && t <= s.x[s.x.length - 1]) continue;   // already shown
+    s.x.push(t);
+    s.cpu.push(p.cpu_pct);
+    s.mem.push(p.mem_bytes / 2 ** 20);
+    s.memLimit.push(p.mem_limit_bytes / 2 ** 20);
+    for (let g = 0; g < nGpu; g++) {
+      const d = p.gpus?.[g];
+      s.gpu[g].push(d ? d.util_pct : (null as unknown as number));
+      s.gpuMem[g].push(d && d.mem_limit_bytes > 0 ? (d.mem_bytes / d.mem_limit_bytes) * 100 : (null as unknown as number));
+    }
+  }
+  // The last hour only.
+  const from = (s.x[s.x.length - 1] ?? 0) - HOUR_S;
+  let drop = 0;
+  while (drop < s.x.length && s.x[drop] < from) drop++;
+  if (drop) {
+    for (const a of [s.x, s.cpu, s.mem, s.memLimit, ...s.gpu, ...s.gpuMem]) a.splice(0, drop);
+  }
+}
+
+type StatsState = 'loading' | 'ok' | 'unavailable' | 'error';
+
+// Polls the session's stats every period (5 s by default), asking only for
+// samples newer than the last one seen.
+function useStats(id: string, nGpu: number) {
+  const series = useRef<Series>(emptySeries(nGpu));
+  const [version, setVersion] = useState(0);
+  const [state, setState] = useState<StatsState>('loading');
+  const [current, setCurrent] = useState<UsageSample | null>(null);
+  const [message, setMessage] = useState<string | null>(null);
+  useEffect(() => {
+    series.current = emptySeries(nGpu);
+    setVersion((v) => v + 1);
+    let stop = false;
+    let timer: number | undefined;
+    let last = 0;
+    let period = 5000;
+    const tick = async () => {
+      try {
+        const r: SessionStats = await api2.stats(id, last || undefined);
+        if (stop) return;
+        period = Math.max(1000, r.period_ms || 5000);
+        const hist = r.history ?? [];
+        const samples = r.current && !hist.some((h) => h.t === r.current!.t) ? [...hist, r.current] : hist;
+        appendSamples(series.current, samples.sort((a, b) => a.t - b.t), nGpu);
+        if (series.current.x.length) last = Math.round(series.current.x[series.current.x.length - 1] * 1000);
+        setCurrent(r.current);
+        setState('ok');
+        setMessage(null);
+        setVersion((v) => v + 1);
+      } catch (e) {
+        if (stop) return;
+        if (e instanceof ApiError && e.status === 404) {
+          // The manager has no stats route, or keeps none for this session.
+          setState('unavailable');
+          setMessage('This server does not collect live usage for this session.');
+        } else {
+          setState('error');
+          setMessage(`Cannot read the live usage: ${(e as Error).message}`);
+        }
+      }
+      if (!stop) timer = window.setTimeout(tick, period);
+    };
+    tick();
+    return () => { stop = true; if (timer !== undefined) clearTimeout(timer); };
+  }, [id, nGpu]);
+  return { series: series.current, version, state, current, message };
+}
+
+const pct = (v: number) => `${Math.round(v)}%`;
+const mib = (v: number) => (v >= 1024 ? `${fmtNum(Math.round((v / 1024) * 10) / 10)} GiB` : v >= 10 ? `${Math.round(v)} MiB` : `${fmtNum(Math.round(v * 10) / 10)} MiB`);
+
+function UsageCharts({ s }: { s: SessionFull }) {
+  const nGpu = s.gpus?.length ?? 0;
+  const { series, version, state, current, message } = useStats(s.id, nGpu);
+  const empty = state === 'unavailable' || state === 'error' ? (message ?? '') : s.status === 'RUNNING'
+    ? 'Waiting for the first sample…' : 'No samples: the session is not running.';
+  const cpuData = [series.x, series.cpu] as uPlot.AlignedData;
+  const memData = [series.x, series.mem, series.memLimit] as uPlot.AlignedData;
+  const gpuData = [series.x, ...series.gpu, ...series.gpuMem] as uPlot.AlignedData;
+  const gpuSeries = [
+    ...(s.gpus ?? []).map((g) => ({ label: `GPU ${g.index} SM`, colorVar: '--chart-gpu' })),
+    ...(s.gpus ?? []).map((g) => ({ label: `GPU ${g.index} memory`, colorVar: '--chart-gpu-mem', dash: true })),
+  ];
+  return (
+    <>
+      <div class="now-meters" aria-label="Now">
+        <Meter label="CPU" pct={current?.cpu_pct ?? s.usage?.cpu_pct} title="percent of the CPU the session was given" />
+        <Meter label="Memory" pct={current ? (current.mem_limit_bytes ? (current.mem_bytes / current.mem_limit_bytes) * 100 : null) : s.usage?.mem_pct} />
+        {nGpu > 0 && <Meter label="GPU" pct={current?.gpus?.length ? Math.max(...current.gpus.map((g) => g.util_pct)) : s.usage?.gpu_pct} />}
+        {current && <span class="hint now-detail">{fmtNum(Math.round(current.cpu_cores * 100) / 100)} cores · {fmtBytes(current.mem_bytes)} of {fmtBytes(current.mem_limit_bytes)}</span>}
+      </div>
+      <div class={`charts${nGpu ? ' three' : ''}`} data-stats={state}>
+        <LiveChart title="CPU (% of its allocation)" series={[{ label: 'CPU', colorVar: '--chart-cpu' }]} data={cpuData}
+          version={version} fmt={pct} yMin={100} empty={empty} />
+        <LiveChart title="Memory" series={[{ label: 'used', colorVar: '--chart-mem' }, { label: 'limit', colorVar: '--muted', dash: true }]}
+          data={memData} version={version} fmt={mib} empty={empty} />
+        {nGpu > 0 && <LiveChart title="GPU (% of the device)" series={gpuSeries} data={gpuData} version={version}
+          fmt={pct} yRange={[0, 100]} empty={empty} />}
+      </div>
+    </>
+  );
+}
+
+export function SessionPage({ id, user }: { id: string; user: User }) {
+  const { sessions } = useClusterState();
+  const [s, setS] = useState<SessionFull | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const [ending, setEnding] = useState<Session | null>(null);
+  const [converting, setConverting] = useState<Session | null>(null);
+  const [launcher, setLauncher] = useState<Session | null>(null);
+  const [apps, setApps] = useState<{ name: string; protocol?: string }[] | undefined>(undefined);
+  const [now, setNow] = useState(Date.now());
+
+  // The list entry from the event stream: when it changes, the page
+  // reads the session again (for its history).
+  const listed = sessions.find((x) => x.id === id) as SessionFull | undefined;
+  const stamp = listed ? `${listed.status}|${listed.status_info}|${listed.agent}|${listed.usage?.t ?? ''}` : '';
+  const load = () => api2.session(id).then((r) => { setS(r); setError(null); })
+    .catch((e) => setError((e as Error).message));
+  useEffect(() => { load(); }, [id, stamp]);
+  useEffect(() => {
+    const t = window.setInterval(() => setNow(Date.now()), 1000);
+    return () => clearInterval(t);
+  }, []);
+  useEffect(() => {
+    if (s?.status !== 'RUNNING') { setApps(undefined); return; }
+    api.apps(s.id).then(setApps).catch(() => setApps([]));
+  }, [s?.id, s?.status]);
+
+  if (!s) {
+    return (
+      <section class="detail" aria-busy={!error}>
+        <p class="crumbs"><a href="/sessions" onClick={(e) => { e.preventDefault(); navigate('/sessions'); }}>Sessions</a></p>
+        {error ? <ErrorText error={`Cannot show session ${id}: ${error}`} /> : <div class="skeleton detail-skeleton" aria-label="Loading the session" />}
+      </section>
+    );
+  }
+  const mine = user.is_admin || s.owner === user.email;
+  const ended = ENDED_STATUSES.has(s.status) || s.status === 'TERMINATING';
+  const hasContainer = !!(s as { container_id?: string | null }).container_id || ['RUNNING', 'TERMINATING', 'TERMINATED', 'ERROR'].includes(s.status);
+  const envNames = Object.keys(s.env ?? {});
+  const history = s.status_history ?? [];
+  return (
+    <section class="detail" aria-labelledby="detail-title">
+      <p class="crumbs"><a href="/sessions" onClick={(e) => { e.preventDefault(); navigate('/sessions'); }}>Sessions</a> <span aria-hidden="true">/</span> {s.name}</p>
+      <div class="detail-head">
+        <h1 id="detail-title">{s.name}</h1>
+        <span class={`status st-${s.status.toLowerCase()}`} data-testid="detail-status">{s.status}</span>
+        <div class="detail-actions">
+          {s.status === 'RUNNING' && mine && <Button kind="primary" onClick={() => setLauncher(s)}>Apps</Button>}
+          {s.status === 'RUNNING' && mine && <Button onClick={() => setConverting(s)}>Convert to image</Button>}
+          {!ended && mine && <Button kind="danger" onClick={() => setEnding(s)}>{endVerb(s)}</Button>}
+        </div>
+      </div>
+      {s.status_info && <p class={`status-info${s.status === 'ERROR' ? ' error' : ''}`}>{s.status_info}</p>}
+      {s.idle && s.status === 'RUNNING' && (
+        <p class={`idle-note${s.idle.deadline ? ' warn' : ''}`} role="status">
+          {s.idle.deadline
+            ? `Idle: it will be terminated in ${fmtLeft(s.idle.deadline - now)} unless it is used.`
+            : `Terminated after ${fmtLeft(s.idle.timeout_s * 1000)} of inactivity (your policy's idle timeout).`}
+        </p>
+      )}
+      <ErrorText error={error} />
+
+      <section class="card" aria-labelledby="usage-title">
+        <h2 id="usage-title">Live usage <span class="hint">(last hour)</span></h2>
+        <UsageCharts s={s} />
+      </section>
+
+      <div class="detail-grid">
+        <section class="card" aria-labelledby="config-title">
+          <h2 id="config-title">Configuration</h2>
+          <dl class="props">
+            <dt>Image</dt><dd class="mono wrap">{s.image}</dd>
+            <dt>Resources</dt><dd>{fmtConfig(s.resources)}</dd>
+            <dt>Type</dt><dd>{s.type ?? 'interactive'}{s.root ? ' · runs as root' : ''}</dd>
+            <dt>Owner</dt><dd>{s.owner}</dd>
+            <dt>Node</dt><dd>{s.agent ?? '— (not placed)'}</dd>
+            <dt>GPUs</dt><dd>{(s.gpus ?? []).length === 0 ? 'none' : (
+              <ul class="plain">{s.gpus!.map((g) => <li key={g.uuid}>GPU {g.index}: {fmtNum(g.fgpu)} fGPU <span class="hint mono">{g.uuid}</span></li>)}</ul>
+            )}</dd>
+            <dt>Folders</dt><dd>{(s.mounts ?? []).length === 0 ? 'none' : (
+              <ul class="plain">{s.mounts!.map((m) => <li key={m.path}>{m.folder} at <span class="mono">{m.path}</span>{m.ro ? ' (read-only)' : ''}{m.automount ? ' · automount' : ''}</li>)}</ul>
+            )}</dd>
+            <dt>Environment</dt><dd>{envNames.length === 0 ? 'none' : <span class="mono wrap">{envNames.join(', ')}</span>}</dd>
+            {s.startup_command && <><dt>Startup command</dt><dd class="mono wrap">{s.startup_command}</dd></>}
+            <dt>Created</dt><dd>{fmtTime(s.created_at)}</dd>
+            <dt>Started</dt><dd>{fmtTime(s.started_at)}</dd>
+            {s.terminated_at && <><dt>Ended</dt><dd>{fmtTime(s.terminated_at)}</dd></>}
+            {s.exit_code != null && <><dt>Exit code</dt><dd>{s.exit_code}</dd></>}
+          </dl>
+        </section>
+        <section class="card" aria-labelledby="history-title">
+          <h2 id="history-title">Status history</h2>
+          {history.length === 0 ? <p class="empty">No changes recorded yet.</p> : (
+            <ol class="timeline">
+              {history.map((h, i) => (
+                <li key={i}>
+                  <span class={`status st-${h.status.toLowerCase()}`}>{h.status}</span>
+                  <time dateTime={h.at}>{fmtTime(h.at)}</time>
+                  {h.info && <span class="info">{h.info}</span>}
+                </li>
+              ))}
+            </ol>
+          )}
+        </section>
+      </div>
+
+      {s.status === 'RUNNING' && mine && (
+        <section class="card" aria-labelledby="apps-title">
+          <h2 id="apps-title">Apps</h2>
+          {apps === undefined ? <p class="hint">Loading the apps…</p>
+            : apps.length === 0 ? <p class="empty">No apps listed for this session.</p>
+              : <AppChips apps={apps} />}
+          <p><Button onClick={() => setLauncher(s)}>Open an app…</Button></p>
+        </section>
+      )}
+
+      <section class="card" aria-labelledby="logs-title">
+        <h2 id="logs-title">Logs</h2>
+        <LogViewer key={`${s.id}-${hasContainer}`} sessionId={s.id} live={!ENDED_STATUSES.has(s.status)} hasContainer={hasContainer} />
+      </section>
+
+      <EndSessionDialog session={ending} onClose={() => setEnding(null)} onDone={() => { setEnding(null); load(); }} />
+      <AppLauncherDialog session={launcher} onClose={() => setLauncher(null)} />
+      <CommitDialog session={converting} onClose={() => setConverting(null)} />
+    </section>
+  );
+}

@@ -1,0 +1,272 @@
+// The admin's settings: everything `tessera config set` sets (docs/admin.md):
+// the scheduler's settings and fGPU, and the per-user and default
+// policies. Every change goes to PUT /v1/config/{key}, which validates it;
+// its refusal is shown in its words, naming the setting.
+import { useEffect, useId, useState } from 'preact/hooks';
+import { api, fmtBytes, fmtNum } from './api';
+import { Button, Dialog, ErrorText } from './components';
+
+type Config = Record<string, unknown> & { policies?: Record<string, Record<string, unknown>> };
+
+function Select(props: { label: string; value: string; options: [string, string][]; onChange: (v: string) => void; hint?: string }) {
+  const id = useId();
+  return (
+    <div class="field">
+      <label for={id}>{props.label}</label>
+      <select id={id} value={props.value} onChange={(e) => props.onChange((e.target as HTMLSelectElement).value)}>
+        {props.options.map(([v, l]) => <option key={v} value={v}>{l}</option>)}
+      </select>
+      {props.hint && <small class="hint">{props.hint}</small>}
+    </div>
+  );
+}
+
+function Num(props: { label: string; value: string; onInput: (v: string) => void; hint?: string; step?: string; placeholder?: string; type?: string }) {
+  const id = useId();
+  return (
+    <div class="field">
+      <label for={id}>{props.label}</label>
+      <input id={id} type={props.type ?? 'number'} step={props.step ?? 'any'} value={props.value} placeholder={props.placeholder}
+        onInput={(e) => props.onInput((e.target as HTMLInputElement).value)} />
+      {props.hint && <small class="hint">{props.hint}</small>}
+    </div>
+  );
+}
+
+const SCHED_KEYS = ['queue_policy', 'selector', 'fifo_skip_after', 'fgpu_per_device', 'fgpu_quantum', 'folder_trash_days'];
+function fromConfig(config: Config): Record<string, string> {
+  const o: Record<string, string> = {};
+  for (const k of SCHED_KEYS) o[k] = config[k] === undefined || config[k] === null ? '' : String(config[k]);
+  return o;
+}
+
+// The scheduler's settings and fGPU. Saves the changed ones, one PUT each.
+// The form is made afresh (its key) whenever the stored values change, so
+// its fields start from them; a refused value stays typed.
+function SchedulerSettings({ config, reload }: { config: Config | null; reload: () => void }) {
+  const [error, setError] = useState<string | null>(null);
+  const [notice, setNotice] = useState<string | null>(null);
+  if (!config) return <div class="skeleton form-skeleton" aria-label="Loading the settings" />;
+  return <SchedulerForm key={JSON.stringify(fromConfig(config))} config={config} reload={reload}
+    error={error} setError={setError} notice={notice} setNotice={setNotice} />;
+}
+
+function SchedulerForm({ config, reload, error, setError, notice, setNotice }: {
+  config: Config; reload: () => void; error: string | null; setError: (e: string | null) => void;
+  notice: string | null; setNotice: (n: string | null) => void;
+}) {
+  const [v, setV] = useState<Record<string, string>>(() => fromConfig(config));
+  const set = (k: string) => (x: string) => setV((o) => ({ ...o, [k]: x }));
+  const save = async (e: Event) => {
+    e.preventDefault();
+    setError(null);
+    setNotice(null);
+    const changed = SCHED_KEYS.filter((k) => v[k] !== undefined && v[k] !== String(config[k] ?? ''));
+    if (changed.length === 0) { setNotice('Nothing changed.'); return; }
+    for (const k of changed) {
+      const raw = v[k].trim();
+      const isText = k === 'queue_policy' || k === 'selector';
+      const value: unknown = isText ? raw : raw === '' ? NaN : Number(raw);
+      if (!isText && (typeof value !== 'number' || Number.isNaN(value))) { setError(`${k}: enter a number.`); return; }
+      try {
+        await api.setConfig(k, value);
+      } catch (err) {
+        setError(`${k}: ${(err as Error).message}`);
+        reload();
+        return;
+      }
+    }
+    setNotice(`Saved: ${changed.join(', ')}.`);
+    reload();
+  };
+  return (
+    <form class="card settings-form" onSubmit={save} aria-label="Scheduler and GPU settings">
+      <div class="form-grid">
+        <Select label="Queue policy" value={v.queue_policy ?? ''} onChange={set('queue_policy')}
+          options={[['fifo', 'fifo: first in, first out'], ['lifo', 'lifo: last in, first out'], ['drf', 'drf: dominant resource fairness']]}
+          hint="The order in which waiting sessions are started." />
+        <Select label="Node selector" value={v.selector ?? ''} onChange={set('selector')}
+          options={[['concentrated', 'concentrated: fill nodes and GPUs first'], ['dispersed', 'dispersed: spread the load']]} />
+        <Num label="FIFO skip after (passes)" value={v.fifo_skip_after ?? ''} onInput={set('fifo_skip_after')} step="1"
+          hint="How many scheduling passes a blocked head waits before later sessions may pass it (0: never)." />
+        <Num label="fGPU per GPU" value={v.fgpu_per_device ?? ''} onInput={set('fgpu_per_device')} step="1"
+          hint="How many fGPU one physical GPU counts as (e.g. 2: a session with 1 fGPU gets half a GPU)." />
+        <Num label="fGPU quantum" value={v.fgpu_quantum ?? ''} onInput={set('fgpu_quantum')}
+          hint="The smallest fGPU step a request may use; divides 1 (0.01, 0.05, 0.25…)." />
+        <Num label="Folder trash days" value={v.folder_trash_days ?? ''} onInput={set('folder_trash_days')} step="1"
+          hint="Days a removed folder stays in the trash before it is purged." />
+      </div>
+      <ErrorText error={error} />
+      {notice && <p class="notice" role="status">{notice}</p>}
+      <div class="actions"><Button type="submit" kind="primary">Save settings</Button></div>
+    </form>
+  );
+}
+
+// The policy's keys as the form shows them (docs/admin.md, "Policies").
+const POLICY_FIELDS: { key: string; label: string; kind: 'int' | 'num' | 'size' | 'bool'; hint: string }[] = [
+  { key: 'max_sessions', label: 'Max sessions', kind: 'int', hint: 'at once' },
+  { key: 'max_cpu', label: 'Max CPU', kind: 'num', hint: 'cores, in total' },
+  { key: 'max_mem', label: 'Max memory', kind: 'size', hint: 'in total, e.g. 16g' },
+  { key: 'max_fgpu', label: 'Max fGPU', kind: 'num', hint: 'in total' },
+  { key: 'idle_timeout_s', label: 'Idle timeout (s)', kind: 'int', hint: 'an idle session ends after it; 0: never' },
+  { key: 'idle_cpu_pct', label: 'Idle CPU %', kind: 'num', hint: 'below this it counts as idle (default 5)' },
+  { key: 'max_concurrent_execs', label: 'Max concurrent execs', kind: 'int', hint: 'default 4' },
+  { key: 'max_private_images', label: 'Max private images', kind: 'int', hint: 'default 10' },
+  { key: 'max_folders', label: 'Max folders', kind: 'int', hint: 'default 20' },
+  { key: 'max_folder_bytes', label: 'Max folder size', kind: 'size', hint: 'e.g. 50g' },
+  { key: 'allow_root', label: 'Allow sessions as root', kind: 'bool', hint: '' },
+];
+
+function describe(p: Record<string, unknown>): string {
+  const parts: string[] = [];
+  for (const f of POLICY_FIELDS) {
+    const v = p[f.key];
+    if (v === undefined || v === null) continue;
+    if (f.kind === 'bool') { if (v) parts.push('root allowed'); continue; }
+    const shown = f.kind === 'size' && typeof v === 'number' ? fmtBytes(v) : typeof v === 'number' ? fmtNum(v) : String(v);
+    parts.push(`${f.label.toLowerCase()} ${shown}`);
+  }
+  return parts.length ? parts.join(' · ') : 'no limits';
+}
+
+// Edits one policy: empty fields are left out (no limit, or the default).
+function PolicyDialog(props: { who: string | null; isNew: boolean; policy: Record<string, unknown>; onClose: () => void; onSaved: (msg: string) => void }) {
+  const open = props.who !== null || props.isNew;
+  return (
+    <Dialog open={open} title={props.isNew ? 'New policy' : `Policy: ${props.who}`} onClose={props.onClose}>
+      {open && <PolicyForm key={`${props.who}|${props.isNew}`} {...props} />}
+    </Dialog>
+  );
+}
+
+function PolicyForm(props: { who: string | null; isNew: boolean; policy: Record<string, unknown>; onClose: () => void; onSaved: (msg: string) => void }) {
+  const [email, setEmail] = useState('');
+  const [v, setV] = useState<Record<string, string>>(() => {
+    const o: Record<string, string> = {};
+    for (const f of POLICY_FIELDS) {
+      const x = props.policy[f.key];
+      o[f.key] = x === undefined || x === null || f.kind === 'bool' ? '' : String(x);
+    }
+    return o;
+  });
+  const [root, setRoot] = useState(props.policy.allow_root === true);
+  const [error, setError] = useState<string | null>(null);
+  const emailId = useId();
+  const save = async (e: Event) => {
+    e.preventDefault();
+    setError(null);
+    const who = props.isNew ? email.trim() : props.who!;
+    if (!who) { setError('Enter the user’s email.'); return; }
+    const value: Record<string, unknown> = {};
+    for (const f of POLICY_FIELDS) {
+      if (f.kind === 'bool') continue;
+      const raw = (v[f.key] ?? '').trim();
+      if (!raw) continue;
+      if (f.kind === 'size') { value[f.key] = /^\d+$/.test(raw) ? Number(raw) : raw; continue; }
+      const n = Number(raw);
+      if (Number.isNaN(n)) { setError(`${f.label}: enter a number.`); return; }
+      value[f.key] = n;
+    }
+    if (root) value.allow_root = true;
+    try {
+      await api.setConfig(`policy.${who}`, value);
+      props.onSaved(`Saved the policy of ${who}.`);
+    } catch (err) {
+      setError((err as Error).message);
+    }
+  };
+  return (
+    <form class="policy-form" onSubmit={save}>
+      {props.isNew && (
+        <div class="field">
+          <label for={emailId}>User email</label>
+          <input id={emailId} type="email" value={email} required onInput={(e) => setEmail((e.target as HTMLInputElement).value)} />
+        </div>
+      )}
+      <p class="hint">Leave a field empty for no limit{props.who === 'default' ? '' : '. A user’s own policy replaces the default for sessions, CPU, memory and fGPU; the other limits left empty come from the default'}.</p>
+      <div class="form-grid">
+        {POLICY_FIELDS.filter((f) => f.kind !== 'bool').map((f) => (
+          <Num key={f.key} label={f.label} value={v[f.key] ?? ''} type={f.kind === 'size' ? 'text' : 'number'}
+            step={f.kind === 'int' ? '1' : 'any'} hint={f.hint} onInput={(x) => setV((o) => ({ ...o, [f.key]: x }))} />
+        ))}
+      </div>
+      <label class="check-inline"><input type="checkbox" checked={root} onChange={(e) => setRoot((e.target as HTMLInputElement).checked)} /> Allow sessions that run as root</label>
+      <ErrorText error={error} />
+      <div class="actions">
+        <Button onClick={props.onClose}>Cancel</Button>
+        <Button type="submit" kind="primary">Save policy</Button>
+      </div>
+    </form>
+  );
+}
+
+function Policies({ config, reload }: { config: Config | null; reload: () => void }) {
+  const [editing, setEditing] = useState<string | null>(null);
+  const [adding, setAdding] = useState(false);
+  const [notice, setNotice] = useState<string | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const pols = config?.policies ?? {};
+  const names = ['default', ...Object.keys(pols).filter((k) => k !== 'default').sort()];
+  const remove = async (who: string) => {
+    setError(null);
+    setNotice(null);
+    try {
+      await api.setConfig(`policy.${who}`, null);
+      setNotice(`Removed the policy of ${who}${who === 'default' ? '' : '; the default applies to them now'}.`);
+      reload();
+    } catch (e) {
+      setError((e as Error).message);
+    }
+  };
+  if (!config) return <div class="skeleton form-skeleton" aria-label="Loading the policies" />;
+  return (
+    <div class="card">
+      <div class="table-scroll">
+        <table class="policies stack">
+          <thead><tr><th scope="col">Applies to</th><th scope="col">Limits</th><th scope="col"><span class="sr-only">Actions</span></th></tr></thead>
+          <tbody>
+            {names.map((who) => (
+              <tr key={who} data-policy={who}>
+                <td data-label="Applies to">{who === 'default' ? <strong>Everyone without their own (default)</strong> : who}</td>
+                <td data-label="Limits">{pols[who] ? describe(pols[who]) : 'no limits'}</td>
+                <td data-label="Actions"><div class="row-actions horizontal">
+                  <Button onClick={() => setEditing(who)} label={`Edit the policy of ${who}`}>Edit</Button>
+                  {pols[who] && <Button kind="danger" onClick={() => remove(who)} label={`Remove the policy of ${who}`}>Remove</Button>}
+                </div></td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+      <ErrorText error={error} />
+      {notice && <p class="notice" role="status">{notice}</p>}
+      <div class="actions"><Button onClick={() => setAdding(true)}>Add a user’s policy</Button></div>
+      <PolicyDialog who={editing} isNew={adding} policy={editing ? pols[editing] ?? {} : {}}
+        onClose={() => { setEditing(null); setAdding(false); }}
+        onSaved={(m) => { setEditing(null); setAdding(false); setNotice(m); reload(); }} />
+    </div>
+  );
+}
+
+export function SettingsSections() {
+  const [config, setConfig] = useState<Config | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const load = () => api.config().then((c) => { setConfig(c as Config); setError(null); })
+    .catch((e) => setError(`Cannot read the settings: ${(e as Error).message}`));
+  useEffect(() => { load(); }, []);
+  return (
+    <>
+      <section aria-labelledby="settings-title">
+        <h2 id="settings-title">Scheduler and GPU settings</h2>
+        <ErrorText error={error} />
+        <SchedulerSettings config={config} reload={load} />
+      </section>
+      <section aria-labelledby="policies-title">
+        <h2 id="policies-title">Policies</h2>
+        <p class="hint">Per-user limits; a user without their own policy gets the default.</p>
+        <Policies config={config} reload={load} />
+      </section>
+    </>
+  );
+}

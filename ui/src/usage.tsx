@@ -1,0 +1,168 @@
+// Live usage on the pages: small meters for a row, the resource panel of
+// the Sessions page, and live charts (uPlot). Everything here keeps its
+// size while data arrives (no layout shift): meters and charts reserve
+// their room and show a placeholder until the first value.
+import { useEffect, useId, useRef, useState } from 'preact/hooks';
+import uPlot from 'uplot';
+import 'uplot/dist/uPlot.min.css';
+import { api2, fmtBytes, fmtNum, type ResourceSummary } from './api';
+
+// A percentage meter: label, value and bar on one line, always the same
+// size. pct null: no sample yet ("—"). warn/crit colour the bar.
+export function Meter(props: { label: string; pct: number | null | undefined; title?: string; compact?: boolean }) {
+  const id = useId();
+  const v = props.pct == null || Number.isNaN(props.pct) ? null : props.pct;
+  const shown = v === null ? '—' : `${Math.round(v)}%`;
+  const level = v === null ? '' : v >= 90 ? ' crit' : v >= 70 ? ' warn' : '';
+  return (
+    <div class={`meter${props.compact ? ' compact' : ''}`} title={props.title}>
+      <span class="meter-label" id={id}>{props.label}</span>
+      <span class="meter-track" role="meter" aria-labelledby={id} aria-valuemin={0} aria-valuemax={100}
+        aria-valuenow={v ?? undefined} aria-valuetext={v === null ? 'no sample yet' : shown}>
+        <span class={`meter-fill${level}`} style={{ width: `${Math.max(0, Math.min(100, v ?? 0))}%` }} />
+      </span>
+      <span class="meter-value">{shown}</span>
+    </div>
+  );
+}
+
+// GET /v1/resources, asked again whenever `key` changes (the sessions seen
+// changed) and every 10 s (other users' sessions change the cluster's free
+// capacity too). null until the first answer.
+export function useResources(key: string): { res: ResourceSummary | null; error: string | null } {
+  const [res, setRes] = useState<ResourceSummary | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const load = () => api2.resources().then((r) => { setRes(r); setError(null); })
+    .catch((e) => setError(`Cannot read your resources: ${(e as Error).message}`));
+  useEffect(() => { load(); }, [key]);
+  useEffect(() => {
+    const t = window.setInterval(load, 10000);
+    return () => clearInterval(t);
+  }, []);
+  return { res, error };
+}
+
+const GiB = 2 ** 30;
+
+interface Tile { name: string; used: number; limit: number | null; free: number | null; capacity: number | null; fmt: (n: number) => string }
+
+function ResourceTile({ t }: { t: Tile }) {
+  const id = useId();
+  // The bar is against the policy when there is one, else the cluster.
+  const total = t.limit ?? t.capacity ?? 0;
+  const pct = total > 0 ? Math.min(100, (t.used / total) * 100) : 0;
+  const left = t.limit !== null ? Math.max(0, t.limit - t.used) : null;
+  return (
+    <div class="res-tile" data-resource={t.name.toLowerCase()}>
+      <div class="res-head">
+        <span class="res-name" id={id}>{t.name}</span>
+        <span class="res-used"><strong>{t.fmt(t.used)}</strong>
+          <span class="res-of"> / {t.limit !== null ? t.fmt(t.limit) : 'no limit'}</span></span>
+      </div>
+      <div class="res-bar" role="meter" aria-labelledby={id} aria-valuemin={0} aria-valuemax={total || 1}
+        aria-valuenow={t.used} aria-valuetext={`${t.fmt(t.used)} used of ${t.limit !== null ? `your limit of ${t.fmt(t.limit)}` : 'no limit'}`}>
+        <span class={`res-fill${pct >= 90 ? ' crit' : pct >= 70 ? ' warn' : ''}`} style={{ width: `${pct}%` }} />
+      </div>
+      <div class="res-foot">
+        {left !== null ? <span>{t.fmt(left)} left by your policy</span> : <span>your policy sets no limit</span>}
+        {t.free !== null && <span>cluster: {t.fmt(t.free)} free{t.capacity !== null ? ` of ${t.fmt(t.capacity)}` : ''}</span>}
+      </div>
+    </div>
+  );
+}
+
+// The Sessions page's summary: what the user uses of CPU, memory, fGPU and
+// sessions, against their policy and the cluster's free capacity.
+export function ResourcePanel({ res, error }: { res: ResourceSummary | null; error: string | null }) {
+  const cores = (n: number) => `${fmtNum(Math.round(n * 100) / 100)} CPU`;
+  const fgpu = (n: number) => `${fmtNum(Math.round(n * 100) / 100)} fGPU`;
+  const mem = (n: number) => (n >= GiB || n === 0 ? `${fmtNum(Math.round((n / GiB) * 10) / 10)} GiB` : fmtBytes(n));
+  const count = (n: number) => String(n);
+  const tiles: Tile[] | null = res && [
+    { name: 'CPU', used: res.used.cpu, limit: res.policy.max_cpu, free: res.cluster.free.cpu, capacity: res.cluster.capacity.cpu, fmt: cores },
+    { name: 'Memory', used: res.used.mem, limit: res.policy.max_mem, free: res.cluster.free.mem, capacity: res.cluster.capacity.mem, fmt: mem },
+    { name: 'GPU', used: res.used.fgpu, limit: res.policy.max_fgpu, free: res.cluster.free.fgpu, capacity: res.cluster.capacity.fgpu, fmt: fgpu },
+    { name: 'Sessions', used: res.used.sessions, limit: res.policy.max_sessions, free: null, capacity: null, fmt: count },
+  ];
+  return (
+    <section class="res-panel" aria-labelledby="res-title" aria-busy={res === null && !error}>
+      <h2 id="res-title" class="sr-only">Your resources</h2>
+      {tiles ? tiles.map((t) => <ResourceTile key={t.name} t={t} />)
+        : ['CPU', 'Memory', 'GPU', 'Sessions'].map((n) => (
+          <div key={n} class="res-tile skeleton" aria-hidden="true"><span class="res-name">{n}</span></div>
+        ))}
+      {error && <p class="error res-error" role="alert">{error}</p>}
+    </section>
+  );
+}
+
+// ---- live charts ----
+
+export interface ChartSeries { label: string; colorVar: string; dash?: boolean }
+
+function cssVar(name: string, fallback: string): string {
+  const v = getComputedStyle(document.documentElement).getPropertyValue(name).trim();
+  return v || fallback;
+}
+
+// A live line chart over time (x in Unix seconds). The chart is made once;
+// new points come through `data` and `version` (the caller appends to its
+// arrays and bumps version): uPlot redraws its canvas, nothing else
+// re-renders. Its box has a fixed height, so it takes its room before the
+// first point. data-points on the box says how many points it shows.
+export function LiveChart(props: {
+  title: string; series: ChartSeries[]; data: uPlot.AlignedData; version: number;
+  yRange?: [number, number]; yMin?: number; fmt: (v: number) => string; height?: number; empty?: string;
+}) {
+  const box = useRef<HTMLDivElement>(null);
+  const plot = useRef<uPlot | null>(null);
+  const height = props.height ?? 180;
+  const [theme, setTheme] = useState(0);
+
+  useEffect(() => {
+    const mq = matchMedia('(prefers-color-scheme: dark)');
+    const on = () => setTheme((n) => n + 1);
+    mq.addEventListener('change', on);
+    return () => mq.removeEventListener('change', on);
+  }, []);
+
+  const n = props.data[0]?.length ?? 0;
+  // Made at the first point: until then the box keeps its room and says
+  // why it is empty (axes without data would show a made-up scale).
+  const hasData = n > 0;
+  useEffect(() => {
+    const el = box.current;
+    if (!el || !hasData) return;
+    const grid = cssVar('--border', '#e1e4ea'), text = cssVar('--muted', '#5a6478');
+    const axis = { stroke: text, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid, width: 1 } };
+    const opts: uPlot.Options = {
+      width: Math.max(200, el.clientWidth), height, legend: { show: true, live: true },
+      cursor: { drag: { x: false, y: false } },
+      scales: { x: { time: true }, y: props.yRange ? { range: props.yRange } : { range: (_u, _min, max) => [0, Math.max(props.yMin ?? 1, max * 1.1)] } },
+      axes: [{ ...axis }, { ...axis, size: 56, values: (_u, vals) => vals.map((v) => props.fmt(v)) }],
+      series: [{}, ...props.series.map((s) => ({
+        label: s.label, stroke: cssVar(s.colorVar, '#2454c5'), width: 2, dash: s.dash ? [6, 4] : undefined,
+        fill: s.dash ? undefined : `${cssVar(s.colorVar, '#2454c5')}22`,
+        value: (_u: uPlot, v: number | null) => (v == null ? '—' : props.fmt(v)), points: { show: false },
+      }))],
+    };
+    plot.current = new uPlot(opts, props.data, el);
+    const ro = new ResizeObserver(() => {
+      if (plot.current && el.clientWidth > 0) plot.current.setSize({ width: el.clientWidth, height });
+    });
+    ro.observe(el);
+    return () => { ro.disconnect(); plot.current?.destroy(); plot.current = null; };
+  }, [props.series.map((s) => s.label).join('|'), theme, hasData]);
+
+  useEffect(() => { plot.current?.setData(props.data); }, [props.version]);
+
+  return (
+    <figure class="chart" aria-label={`${props.title} over the last hour`}>
+      <figcaption>{props.title}</figcaption>
+      <div class="chart-wrap" style={{ minHeight: `${height + 44}px` }}>
+        <div class="chart-box" ref={box} data-points={n} />
+        {n === 0 && <p class="chart-empty">{props.empty ?? 'Waiting for the first sample…'}</p>}
+      </div>
+    </figure>
+  );
+}
