@@ -204,7 +204,7 @@ static void schedule_pass(struct manager *m)
 		 * the pass): they are undone, and their start jobs, which find
 		 * the sessions PENDING again, do nothing. */
 		for (size_t i = 0; i < placed; i++) {
-			struct msession *s = pend[out[i].request];
+			struct msession *s = pend[sn.out[i].request];
 			if (s->rec.status != SS_SCHEDULED)
 				continue;
 			mgr_set_status(m, s, SS_PENDING, "waiting to be scheduled (the placement could not be stored)");
