@@ -30,6 +30,12 @@
 /* The secret shared with agents and the webserver; NULL or "" when the
  * manager has none (then both are refused). Borrowed from the config. */
 const char *mgr_cluster_secret(const struct manager *m);
+/* The failed-login limiters of POST /v1/auth/login (auth/ratelimit.h):
+ * per account and address, and per address. In Redis when the manager
+ * has one (shared by every manager on it), else in memory. The
+ * manager's; they live until manager_close. */
+struct ratelimit;
+void mgr_login_limits(struct manager *m, struct ratelimit **pair, struct ratelimit **addr);
 
 /* ---- sessions (sessions.c) ---- */
 

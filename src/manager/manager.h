@@ -34,6 +34,11 @@ struct manager_config {
 	 * "NAME:PATH[,NAME:PATH...]", the first the default; NULL or "":
 	 * local:DATA_DIR/folders. */
 	const char *storage_hosts;
+	/* Redis for what can be rebuilt (docs/admin.md, "Production:
+	 * Redis"): "redis://[:PASSWORD@]HOST:PORT/DB"; NULL or "": agents'
+	 * heartbeats and the login rate limits stay in this process's
+	 * memory. */
+	const char *redis_url;
 };
 
 /* Opens the store in data_dir (creating the admin user on first start),

@@ -9,6 +9,7 @@
 #define TESSERA_MANAGER_STATE_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <string.h>
 
@@ -198,6 +199,13 @@ struct manager {
 	int n_workers;
 	bool threads_started;
 	struct httpd *http;
+	/* cfg.redis_url's client, NULL without one; fixed at open. Heartbeats
+	 * are written there (agents.c) and the login limits count there
+	 * (api_users.c through mgr_login_limits). redis_down: the last
+	 * call failed (for one log line per outage, not one per call). */
+	struct redis_client *redis;
+	atomic_bool redis_down;
+	struct ratelimit *login_fail_pair, *login_fail_addr;
 	/* Session apps (apps.c): the routes and tokens, and the proxy's
 	 * public base as parsed from cfg at open. */
 	struct approutes apps;
@@ -310,11 +318,21 @@ int mgr_scheduler_start(struct manager *m, struct terr *err);
 /* ---- agents.c ---- */
 struct magent *mgr_find_agent(struct manager *m, const char *id);
 struct mgpu *mgr_agent_gpu(struct magent *a, const char *uuid);
+/* Records a Redis call's outcome: a warning when Redis stops answering,
+ * a note when it answers again (no lock needed). */
+void mgr_redis_outcome(struct manager *m, int rc, const struct terr *err);
+/* At open, with Redis: logs the agents whose heartbeat Redis still holds
+ * (alive, expected to register again soon) and takes their last
+ * heartbeat's time for the node list. */
+void mgr_agents_heartbeats_from_redis(struct manager *m);
 /* Loads an agent record at start (not alive until it registers again). */
 int mgr_agent_load(struct manager *m, const struct agent_rec *r);
 /* Recomputes every agent's fGPU capacity after fgpu_per_device changed. */
 void mgr_apply_fgpu_setting(struct manager *m);
-/* Marks agents whose heartbeats stopped LOST (the scheduler's safety pass). */
+/* Marks agents whose heartbeats stopped LOST (the scheduler's safety pass).
+ * With Redis, an agent whose heartbeat is in Redis (sent to another
+ * manager on the same Redis) is not LOST; the lock is dropped while Redis
+ * is asked. */
 void mgr_mark_lost_agents(struct manager *m);
 /* The API's view of every node (new reference). */
 json_t *mgr_nodes_json(struct manager *m);

@@ -23,6 +23,7 @@
 #include "common/httpd.h"
 #include "common/log.h"
 #include "common/pump.h"
+#include "common/redis.h"
 #include "common/sign.h"
 #include "common/util.h"
 
@@ -41,8 +42,12 @@ struct login {
 	int64_t expires_ms;
 };
 
+struct login_store_ops;
+
 struct web {
 	struct httpd *httpd;
+	const struct login_store_ops *store;   /* login_mem_ops or login_redis_ops */
+	struct redis_client *redis;            /* with login_redis_ops */
 	char listen[128];
 	char manager[256];
 	char manager_host[256];             /* Host header / signing host */
@@ -52,7 +57,7 @@ struct web {
 	bool tls;
 	int port;
 	int64_t ttl_ms;
-	pthread_mutex_t mu;
+	pthread_mutex_t mu;                    /* the table (login_mem_ops) */
 	struct login *logins;
 	size_t n_logins;
 };
@@ -88,17 +93,25 @@ static bool origin_ok(struct web *w, const struct httpd_req *req)
 	return !strcmp(origin, expect);
 }
 
-/* ---------- login sessions ---------- */
+/* ---------- where login sessions are kept ----------
+ *
+ * One small interface, two stores: the table in this process's memory
+ * (the default) and Redis (web_config.redis_url), where every webserver
+ * on the same Redis finds the logins of the others. Logins are looked up
+ * by the SHA-256 of the cookie's value, so the store never holds a
+ * cookie a browser could replay. */
+struct login_store_ops {
+	/* Whether logins can be made now; 0 or an error (503). */
+	int (*ready)(struct web *w, struct terr *err);
+	/* 1 and *out when found (out->user the caller's own copy), 0 when
+	 * not (or expired), negative when the store cannot be asked. */
+	int (*find)(struct web *w, const char *token_hash, struct login *out, struct terr *err);
+	/* Keeps a copy of l (l->user stays the caller's). */
+	int (*add)(struct web *w, const struct login *l, struct terr *err);
+	int (*drop)(struct web *w, const char *token_hash, struct terr *err);
+};
 
-static void cookie_value(const struct httpd_req *req, char *out, size_t n)
-{
-	out[0] = '\0';
-	const char *v = httpd_cookie(req, COOKIE_NAME);
-	if (v && strlen(v) == 2 * TOKEN_BYTES)
-		util_strlcpy(out, v, n);
-}
-
-/* Called with mu held: drops expired logins. */
+/* In memory. Called with mu held: drops expired logins. */
 static void expire_logins(struct web *w, int64_t now)
 {
 	size_t k = 0;
@@ -112,27 +125,28 @@ static void expire_logins(struct web *w, int64_t now)
 	w->n_logins = k;
 }
 
-/* Copies the caller's login; false if none (or out of memory). out->user
- * is the caller's own copy (json_decref it), not a reference to the
- * table's: a jansson value whose reference count two threads change is a
- * data race (json_decref reads the count without an atomic), so the
- * table's values are only touched under mu and each request thread gets
- * a value of its own. */
-static bool find_login(struct web *w, const struct httpd_req *req, struct login *out)
+static int mem_ready(struct web *w, struct terr *err)
 {
-	char tok[2 * TOKEN_BYTES + 1], h[SIGN_HEX_LEN + 1];
-	cookie_value(req, tok, sizeof(tok));
-	if (!tok[0])
-		return false;
-	sign_sha256_hex(tok, strlen(tok), h);
-	bool found = false;
+	(void)w;
+	(void)err;
+	return 0;
+}
+
+/* out->user is the caller's own copy (json_decref it), not a reference
+ * to the table's: a jansson value whose reference count two threads
+ * change is a data race (json_decref reads the count without an atomic),
+ * so the table's values are only touched under mu and each request
+ * thread gets a value of its own. */
+static int mem_find(struct web *w, const char *h, struct login *out, struct terr *err)
+{
+	int found = 0;
 	pthread_mutex_lock(&w->mu);
 	expire_logins(w, util_now_ms());
-	for (size_t i = 0; i < w->n_logins && !found; i++) {
+	for (size_t i = 0; i < w->n_logins; i++) {
 		if (sign_equal(w->logins[i].token_hash, h)) {
 			*out = w->logins[i];
 			out->user = json_deep_copy(w->logins[i].user);
-			found = out->user != NULL;
+			found = out->user ? 1 : terr_set(err, ENOMEM, "out of memory");
 			break;
 		}
 	}
@@ -140,13 +154,27 @@ static bool find_login(struct web *w, const struct httpd_req *req, struct login 
 	return found;
 }
 
-static void drop_login(struct web *w, const struct httpd_req *req)
+static int mem_add(struct web *w, const struct login *l, struct terr *err)
 {
-	char tok[2 * TOKEN_BYTES + 1], h[SIGN_HEX_LEN + 1];
-	cookie_value(req, tok, sizeof(tok));
-	if (!tok[0])
-		return;
-	sign_sha256_hex(tok, strlen(tok), h);
+	struct login copy = *l;
+	if (!(copy.user = json_deep_copy(l->user)))
+		return terr_set(err, ENOMEM, "out of memory");
+	pthread_mutex_lock(&w->mu);
+	expire_logins(w, util_now_ms());
+	bool full = w->n_logins >= WEB_MAX_LOGINS;
+	if (!full)
+		w->logins[w->n_logins++] = copy;
+	pthread_mutex_unlock(&w->mu);
+	if (full) {
+		json_decref(copy.user);
+		return terr_set(err, EAGAIN, "too many people are logged in; try again later");
+	}
+	return 0;
+}
+
+static int mem_drop(struct web *w, const char *h, struct terr *err)
+{
+	(void)err;
 	pthread_mutex_lock(&w->mu);
 	for (size_t i = 0; i < w->n_logins; i++) {
 		if (sign_equal(w->logins[i].token_hash, h)) {
@@ -156,6 +184,136 @@ static void drop_login(struct web *w, const struct httpd_req *req)
 		}
 	}
 	pthread_mutex_unlock(&w->mu);
+	return 0;
+}
+
+static const struct login_store_ops login_mem_ops = {mem_ready, mem_find, mem_add, mem_drop};
+
+/* In Redis: key "tessera:login:HASH", a JSON object of the login's
+ * fields, expiring with the login. Redis holds what it needs to sign as
+ * the user (the keypair): docs/admin.md says to keep Redis private. */
+static void login_key(const char *h, char *out, size_t n)
+{
+	snprintf(out, n, REDIS_PREFIX "login:%s", h);
+}
+
+/* Any failure to reach Redis becomes the one message people see. */
+static int store_down(struct web *w, const struct terr *cause, struct terr *err)
+{
+	log_warn("webserver", "login store: %s", cause->msg);
+	return terr_set(err, EAGAIN, "login store (Redis at %s) unavailable; try again shortly", redis_addr(w->redis));
+}
+
+static int redis_ready(struct web *w, struct terr *err)
+{
+	struct terr e = {0};
+	return redis_ping(w->redis, &e) < 0 ? store_down(w, &e, err) : 0;
+}
+
+static int redis_find(struct web *w, const char *h, struct login *out, struct terr *err)
+{
+	char key[SIGN_HEX_LEN + 32], *val = NULL;
+	struct terr e = {0};
+	login_key(h, key, sizeof(key));
+	int rc = redis_get(w->redis, key, &val, NULL, &e);
+	if (rc < 0)
+		return store_down(w, &e, err);
+	if (rc == 0)
+		return 0;
+	json_t *o = json_loads(val, 0, NULL);
+	free(val);
+	const char *csrf = json_string_value(json_object_get(o, "csrf"));
+	const char *ak = json_string_value(json_object_get(o, "access_key"));
+	const char *sk = json_string_value(json_object_get(o, "secret_key"));
+	json_t *user = json_object_get(o, "user");
+	json_int_t exp = json_integer_value(json_object_get(o, "expires_ms"));
+	/* Something else wrote the key, or a login past its time: none. */
+	if (!csrf || !ak || !sk || !json_is_object(user) || exp <= util_now_ms()) {
+		json_decref(o);
+		return 0;
+	}
+	memset(out, 0, sizeof(*out));
+	util_strlcpy(out->token_hash, h, sizeof(out->token_hash));
+	util_strlcpy(out->csrf, csrf, sizeof(out->csrf));
+	util_strlcpy(out->access_key, ak, sizeof(out->access_key));
+	util_strlcpy(out->secret_key, sk, sizeof(out->secret_key));
+	out->user = json_incref(user);
+	out->expires_ms = exp;
+	json_decref(o);
+	return 1;
+}
+
+static int redis_add(struct web *w, const struct login *l, struct terr *err)
+{
+	json_t *o = json_pack("{s:s,s:s,s:s,s:O,s:I}", "csrf", l->csrf, "access_key", l->access_key, "secret_key",
+			      l->secret_key, "user", l->user, "expires_ms", (json_int_t)l->expires_ms);
+	char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	json_decref(o);
+	if (!text)
+		return terr_set(err, ENOMEM, "out of memory");
+	char key[SIGN_HEX_LEN + 32];
+	struct terr e = {0};
+	login_key(l->token_hash, key, sizeof(key));
+	int64_t ttl = l->expires_ms - util_now_ms();
+	int rc = redis_set(w->redis, key, text, strlen(text), ttl > 0 ? ttl : 1, &e);
+	free(text);
+	return rc < 0 ? store_down(w, &e, err) : 0;
+}
+
+static int redis_drop(struct web *w, const char *h, struct terr *err)
+{
+	char key[SIGN_HEX_LEN + 32];
+	struct terr e = {0};
+	login_key(h, key, sizeof(key));
+	return redis_del(w->redis, key, &e) < 0 ? store_down(w, &e, err) : 0;
+}
+
+static const struct login_store_ops login_redis_ops = {redis_ready, redis_find, redis_add, redis_drop};
+
+/* ---------- login sessions ---------- */
+
+static void cookie_value(const struct httpd_req *req, char *out, size_t n)
+{
+	out[0] = '\0';
+	const char *v = httpd_cookie(req, COOKIE_NAME);
+	if (v && strlen(v) == 2 * TOKEN_BYTES)
+		util_strlcpy(out, v, n);
+}
+
+/* The caller's login: 1 and *out (out->user the caller's, json_decref
+ * it), 0 when none, negative when the store cannot be asked. */
+static int find_login(struct web *w, const struct httpd_req *req, struct login *out, struct terr *err)
+{
+	char tok[2 * TOKEN_BYTES + 1], h[SIGN_HEX_LEN + 1];
+	cookie_value(req, tok, sizeof(tok));
+	if (!tok[0])
+		return 0;
+	sign_sha256_hex(tok, strlen(tok), h);
+	return w->store->find(w, h, out, err);
+}
+
+/* find_login, answering 401 (message msg) or 503 itself; true when
+ * found. */
+static bool need_login(struct web *w, const struct httpd_req *req, struct httpd_resp *resp, struct login *out,
+		       const char *msg)
+{
+	struct terr err = {0};
+	int rc = find_login(w, req, out, &err);
+	if (rc < 0)
+		httpd_error_terr(resp, &err);
+	else if (rc == 0)
+		httpd_error(resp, 401, "unauthenticated", "%s", msg);
+	return rc > 0;
+}
+
+static int drop_login(struct web *w, const struct httpd_req *req, struct terr *err)
+{
+	char tok[2 * TOKEN_BYTES + 1], h[SIGN_HEX_LEN + 1];
+	cookie_value(req, tok, sizeof(tok));
+	if (!tok[0])
+		return 0;
+	sign_sha256_hex(tok, strlen(tok), h);
+	return w->store->drop(w, h, err);
 }
 
 static void make_cookie(struct web *w, const char *value, int64_t max_age_s, char *out, size_t n)
@@ -223,6 +381,14 @@ static void web_login(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 		httpd_error(resp, 400, "invalid_argument", "enter your email and your password");
 		return;
 	}
+	struct terr err = {0};
+	/* Before the password is checked: a login that could not be kept
+	 * would count against the person's rate limit for nothing. */
+	if (w->store->ready(w, &err) < 0) {
+		json_decref(in);
+		httpd_error_terr(resp, &err);
+		return;
+	}
 	json_t *fwd = json_pack("{s:s,s:s}", "email", email, "password", password);
 	json_decref(in);
 	char *fbody = json_dumps(fwd, JSON_COMPACT);
@@ -233,7 +399,6 @@ static void web_login(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 	snprintf(h_addr, sizeof(h_addr), "X-Tessera-Client-Addr: %s", addr);
 	const char *extra[] = {h_secret, h_addr, NULL};
 	struct httpc_response mresp = {0};
-	struct terr err = {0};
 	int rc = manager_call(w, "POST", "/v1/auth/login", NULL, NULL, extra, fbody, fbody ? strlen(fbody) : 0,
 			      &mresp, NULL, NULL, NULL, NULL, 30000, &err);
 	free(fbody);
@@ -274,27 +439,20 @@ static void web_login(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 	sign_sha256_hex(token, strlen(token), l.token_hash);
 	util_strlcpy(l.access_key, ak, sizeof(l.access_key));
 	util_strlcpy(l.secret_key, sk, sizeof(l.secret_key));
-	/* The table's own copy (find_login says why); reply keeps user. */
-	l.user = json_deep_copy(user);
+	/* The store keeps its own copy; reply keeps user. */
+	l.user = user;
 	l.expires_ms = util_now_ms() + w->ttl_ms;
 	json_t *reply = json_pack("{s:O,s:s}", "user", user, "csrf_token", l.csrf);
-	json_decref(out);
-	if (!l.user || !reply) {
-		json_decref(l.user);
-		json_decref(reply);
+	if (!reply) {
+		json_decref(out);
 		httpd_error(resp, 500, "internal", "out of memory");
 		return;
 	}
-	pthread_mutex_lock(&w->mu);
-	expire_logins(w, util_now_ms());
-	bool full = w->n_logins >= WEB_MAX_LOGINS;
-	if (!full)
-		w->logins[w->n_logins++] = l;
-	pthread_mutex_unlock(&w->mu);
-	if (full) {
-		json_decref(l.user);
+	rc = w->store->add(w, &l, &err);
+	json_decref(out);
+	if (rc < 0) {
 		json_decref(reply);
-		httpd_error(resp, 503, "unavailable", "too many people are logged in; try again later");
+		httpd_error_terr(resp, &err);
 		return;
 	}
 	log_info("web", "%s logged in from %s", json_string_value(json_object_get(user, "email")), addr);
@@ -313,10 +471,8 @@ static bool csrf_ok(const struct httpd_req *req, const struct login *l)
 static void web_me(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 {
 	struct login l;
-	if (!find_login(ctx, req, &l)) {
-		httpd_error(resp, 401, "unauthenticated", "you are not logged in");
+	if (!need_login(ctx, req, resp, &l, "you are not logged in"))
 		return;
-	}
 	httpd_json(resp, 200, json_pack("{s:O,s:s}", "user", l.user, "csrf_token", l.csrf));
 	json_decref(l.user);
 }
@@ -325,14 +481,14 @@ static void web_logout(void *ctx, struct httpd_req *req, struct httpd_resp *resp
 {
 	struct web *w = ctx;
 	struct login l;
-	if (!find_login(w, req, &l)) {
-		httpd_error(resp, 401, "unauthenticated", "you are not logged in");
+	if (!need_login(w, req, resp, &l, "you are not logged in"))
 		return;
-	}
+	struct terr err = {0};
 	if (!csrf_ok(req, &l)) {
 		httpd_error(resp, 403, "forbidden", "missing or wrong CSRF token; reload the page");
+	} else if (drop_login(w, req, &err) < 0) {
+		httpd_error_terr(resp, &err);
 	} else {
-		drop_login(w, req);
 		char cookie[256];
 		make_cookie(w, "", 0, cookie, sizeof(cookie));
 		httpd_json(resp, 200, json_object());
@@ -588,10 +744,8 @@ static void web_relay(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 {
 	struct web *w = ctx;
 	struct login l;
-	if (!find_login(w, req, &l)) {
-		httpd_error(resp, 401, "unauthenticated", "you are not logged in (or your login expired)");
+	if (!need_login(w, req, resp, &l, "you are not logged in (or your login expired)"))
 		return;
-	}
 	const char *path = req->target + 4;   /* "/api/v1/..." -> "/v1/..." */
 	if (is_write(req->method) && !csrf_ok(req, &l)) {
 		httpd_error(resp, 403, "forbidden", "missing or wrong CSRF token; reload the page");
@@ -782,6 +936,19 @@ int web_start(const struct web_config *cfg, struct web **out, struct terr *err)
 	util_strlcpy(w->manager_host, mh, sizeof(w->manager_host));
 	util_strlcpy(w->web_secret, cfg->web_secret, sizeof(w->web_secret));
 	w->ttl_ms = (int64_t)(cfg->login_ttl_s > 0 ? cfg->login_ttl_s : 12 * 3600) * 1000;
+	w->store = &login_mem_ops;
+	if (cfg->redis_url && *cfg->redis_url) {
+		if ((rc = redis_open(cfg->redis_url, &w->redis, err)) < 0) {
+			terr_prefix(err, "redis");
+			goto fail;
+		}
+		w->store = &login_redis_ops;
+		struct terr e = {0};
+		if (redis_ping(w->redis, &e) < 0)
+			log_warn("webserver", "%s; logins will fail until it answers", e.msg);
+		else
+			log_info("webserver", "login sessions are kept in Redis at %s", redis_addr(w->redis));
+	}
 	if (!w->logins) {
 		rc = terr_set(err, ENOMEM, "out of memory");
 		goto fail;
@@ -853,6 +1020,7 @@ void web_stop(struct web *w)
 	for (size_t i = 0; i < w->n_logins; i++)
 		json_decref(w->logins[i].user);
 	free(w->logins);
+	redis_close(w->redis);
 	pthread_mutex_destroy(&w->mu);
 	free(w);
 }
