@@ -94,6 +94,7 @@ void mgr_shares_move(struct magent *a, const struct msession *s, int sign)
 
 void mgr_persist(struct manager *m, struct msession *s)
 {
+	mgr_session_changed(s);
 	struct terr err = {0};
 	if (m->so->session_put(m->store, &s->rec, &err) < 0)
 		log_error("manager", "cannot save session %s: %s", s->rec.name, err.msg);
@@ -460,6 +461,7 @@ void manager_close(struct manager *m)
 	mgr_dispatch_join(m);
 	for (size_t i = 0; i < m->n_sessions; i++) {
 		session_rec_clear(&m->sessions[i]->rec);
+		mgr_session_changed(m->sessions[i]);
 		free(m->sessions[i]);
 	}
 	free(m->sessions);

@@ -271,6 +271,164 @@ json_t *mgr_sessions_visible_json(struct manager *m, const struct user_rec *u, b
 	return arr;
 }
 
+/* ---------- rendered once: the cached JSON ---------- */
+
+/* s's list JSON, rendered into its cache when absent; NULL when out of
+ * memory. Borrowed from s: valid while the lock is held. */
+static const char *cached_json(struct manager *m, struct msession *s, size_t *len)
+{
+	if (!s->json) {
+		json_t *o = mgr_session_json(m, s);
+		s->json = o ? jsonutil_dump(o) : NULL;
+		s->json_len = s->json ? strlen(s->json) : 0;
+		json_decref(o);
+	}
+	*len = s->json_len;
+	return s->json;
+}
+
+/* The same with the status history (one store query, once per change). */
+static const char *cached_json_full(struct manager *m, struct msession *s, size_t *len)
+{
+	if (!s->json_full) {
+		json_t *o = mgr_session_json(m, s);
+		struct history_rec *h = NULL;
+		size_t n = 0;
+		struct terr err = {0};
+		json_t *arr = json_array();
+		if (m->so->history_get(m->store, s->rec.id, &h, &n, &err) == 0) {
+			for (size_t i = 0; i < n; i++)
+				json_array_append_new(arr, json_pack("{s:s,s:o,s:s}", "status",
+								     session_status_name(h[i].status), "at",
+								     mgr_time_json(h[i].at_ms), "info", h[i].info));
+			free(h);
+		} else {
+			/* Shown without its history until the session next
+			 * changes: a store that cannot be read is in the log. */
+			log_error("manager", "cannot read the history of %s: %s", s->rec.name, err.msg);
+		}
+		json_object_set_new(o, "status_history", arr);
+		s->json_full = o ? jsonutil_dump(o) : NULL;
+		s->json_full_len = s->json_full ? strlen(s->json_full) : 0;
+		json_decref(o);
+	}
+	*len = s->json_full_len;
+	return s->json_full;
+}
+
+/* A growing text buffer; on out of memory it stays failed (ok false). */
+struct textbuf {
+	char *p;
+	size_t len, cap;
+	bool ok;
+};
+
+static void tb_add(struct textbuf *b, const char *s, size_t n)
+{
+	if (!b->ok)
+		return;
+	if (b->len + n + 1 > b->cap) {
+		size_t cap = b->cap ? b->cap : 4096;
+		while (cap < b->len + n + 1)
+			cap *= 2;
+		char *p = realloc(b->p, cap);
+		if (!p) {
+			b->ok = false;
+			return;
+		}
+		b->p = p;
+		b->cap = cap;
+	}
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+	b->p[b->len] = '\0';
+}
+
+static void tb_str(struct textbuf *b, const char *s)
+{
+	tb_add(b, s, strlen(s));
+}
+
+/* Whether s is in the page's filters (its owner is checked apart). */
+static bool query_wants(const struct session_query *q, const struct msession *s)
+{
+	if (q->status_mask)
+		return (q->status_mask & (1u << s->rec.status)) && (q->all || !s->rec.removed);
+	return q->all || (session_status_listed(s->rec.status) && !s->rec.removed);
+}
+
+int mgr_sessions_page(struct manager *m, const struct user_rec *u, const struct session_query *q, char **body,
+		      size_t *len, struct terr *err)
+{
+	if (q->owner_email[0] && !u->is_admin && strcmp(q->owner_email, u->email))
+		return terr_set(err, EPERM, "only an admin may list another user's sessions");
+	struct textbuf b = {.ok = true};
+	char owner_id[STORE_ID_MAX];
+	util_strlcpy(owner_id, u->is_admin ? "" : u->id, sizeof(owner_id));
+	pthread_mutex_lock(&m->mu);
+	if (q->owner_email[0]) {
+		const struct user_rec *o = mgr_find_user_by_email(m, q->owner_email);
+		if (!o) {
+			pthread_mutex_unlock(&m->mu);
+			return terr_set(err, ENOENT, "no user with email %s", q->owner_email);
+		}
+		util_strlcpy(owner_id, o->id, sizeof(owner_id));
+	}
+	/* Sessions are in sequence order: the page starts after the token's. */
+	size_t lo = 0, hi = m->n_sessions;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (m->sessions[mid]->rec.seq <= q->after_seq)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* Room for the whole page at once (about 500 bytes a session). */
+	size_t want = (q->limit ? (size_t)q->limit : m->n_sessions - lo) * 512 + 64;
+	if ((b.p = malloc(want)))
+		b.cap = want;
+	tb_str(&b, "{\"sessions\":[");
+	long n = 0;
+	int64_t last_seq = 0;
+	bool more = false;
+	for (size_t i = lo; i < m->n_sessions && b.ok; i++) {
+		struct msession *s = m->sessions[i];
+		if ((owner_id[0] && strcmp(s->rec.owner_id, owner_id)) || !query_wants(q, s))
+			continue;
+		if (q->limit && n == q->limit) {
+			more = true;
+			break;
+		}
+		size_t l;
+		const char *text = cached_json(m, s, &l);
+		if (!text) {
+			b.ok = false;
+			break;
+		}
+		if (n++)
+			tb_add(&b, ",", 1);
+		tb_add(&b, text, l);
+		last_seq = s->rec.seq;
+	}
+	pthread_mutex_unlock(&m->mu);
+	tb_str(&b, "]");
+	if (more) {
+		char token[VALIDATE_TOKEN_MAX];
+		validate_session_token(q, last_seq, token);
+		tb_str(&b, ",\"continue\":\"");
+		tb_str(&b, token);
+		tb_str(&b, "\"");
+	}
+	tb_str(&b, "}\n");
+	if (!b.ok) {
+		free(b.p);
+		return terr_set(err, ENOMEM, "out of memory");
+	}
+	*body = b.p;
+	*len = b.len;
+	return 0;
+}
+
 /* ---------- creation ---------- */
 
 static bool name_in_use(struct manager *m, const char *owner, const char *name)
@@ -491,6 +649,51 @@ int mgr_session_get(struct manager *m, const struct user_rec *u, const char *ref
 	if (!o)
 		return no_session(ref, err);
 	*session = o;
+	return 0;
+}
+
+int mgr_session_get_text(struct manager *m, const struct user_rec *u, const char *ref, int wait_s, char **body,
+			 size_t *len, struct terr *err)
+{
+	pthread_mutex_lock(&m->mu);
+	struct msession *s = mgr_resolve_session(m, ref, u);
+	if (s && wait_s >= 0) {
+		struct timespec dl;
+		clock_gettime(CLOCK_MONOTONIC, &dl);
+		dl.tv_sec += wait_s;
+		while (!settled(s) && !m->stopping &&
+		       pthread_cond_timedwait(&m->changed, &m->mu, &dl) == 0)
+			;
+	}
+	if (!s) {
+		pthread_mutex_unlock(&m->mu);
+		return no_session(ref, err);
+	}
+	struct textbuf b = {.ok = true};
+	size_t l;
+	const char *full = cached_json_full(m, s, &l);
+	json_t *lc = mgr_commit_last_json(m, s->rec.id);
+	char *lct = lc ? json_dumps(lc, JSONUTIL_DUMP_FLAGS | JSON_ENCODE_ANY) : NULL;
+	json_decref(lc);
+	/* The cached object without its closing brace, then last_commit. */
+	if (full && l >= 2 && lct) {
+		if ((b.p = malloc(l + strlen(lct) + 32)))
+			b.cap = l + strlen(lct) + 32;
+		tb_add(&b, full, l - 1);
+		tb_str(&b, ",\"last_commit\":");
+		tb_str(&b, lct);
+		tb_str(&b, "}\n");
+	} else {
+		b.ok = false;
+	}
+	pthread_mutex_unlock(&m->mu);
+	free(lct);
+	if (!b.ok) {
+		free(b.p);
+		return terr_set(err, ENOMEM, "out of memory");
+	}
+	*body = b.p;
+	*len = b.len;
 	return 0;
 }
 

@@ -39,7 +39,25 @@ struct msession {
 	int failed_passes;      /* scheduler passes it blocked the queue head */
 	bool start_inflight;    /* a dispatcher is creating its container */
 	bool destroy_queued;    /* a destroy job is queued or running */
+	/* Its JSON as the API answers it, rendered once and kept until it
+	 * changes (mgr_session_changed): json as in lists (mgr_session_json),
+	 * json_full with its status history (GET /v1/sessions/{ref}) but
+	 * without last_commit, which is added on each request. Compact, NUL-
+	 * terminated; NULL until asked for. Rendering 1,000 sessions with
+	 * jansson on every list request was what made the list slow. */
+	char *json, *json_full;
+	size_t json_len, json_full_len;
 };
+
+/* Drops s's rendered JSON: called wherever its record, shares or history
+ * change (mgr_persist, which every stored change goes through, and the
+ * scheduler's in-memory wait reasons). */
+static inline void mgr_session_changed(struct msession *s)
+{
+	free(s->json);
+	free(s->json_full);
+	s->json = s->json_full = NULL;
+}
 
 /* A data folder and its measured usage (folders.c). */
 struct mfolder {
