@@ -466,6 +466,7 @@ void manager_close(struct manager *m)
 	}
 	free(m->sessions);
 	strmap_free(&m->session_by_id);
+	strmap_free(&m->session_by_name);
 	strmap_free(&m->agent_by_id);
 	mgr_images_free(m);
 	for (size_t i = 0; i < m->n_agents; i++) {

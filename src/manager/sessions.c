@@ -23,25 +23,23 @@ struct msession *mgr_find_session(struct manager *m, const char *id)
 	return strmap_get(&m->session_by_id, id);
 }
 
+static void name_key(const char *owner_id, const char *name, char *out, size_t n)
+{
+	snprintf(out, n, "%s\x1f%s", owner_id, name);
+}
+
 /* By id, or by name among owner_id's sessions: the newest active one of
- * that name, else the newest ended one. */
+ * that name, else the newest ended one (session_by_name says why that
+ * is the newest of the name). An id wins over a name. */
 static struct msession *resolve_among(struct manager *m, const char *ref, const char *owner_id,
 				      bool any_owner_by_id)
 {
-	struct msession *active = NULL, *any = NULL;
-	for (size_t i = 0; i < m->n_sessions; i++) {
-		struct msession *s = m->sessions[i];
-		bool own = !strcmp(s->rec.owner_id, owner_id);
-		if (!strcmp(s->rec.id, ref) && (own || any_owner_by_id))
-			return s;
-		if (!own || strcmp(s->rec.name, ref))
-			continue;
-		/* Newest wins: later sessions come later in seq order. */
-		any = s;
-		if (!session_status_final(s->rec.status))
-			active = s;
-	}
-	return active ? active : any;
+	struct msession *s = strmap_get(&m->session_by_id, ref);
+	if (s && (any_owner_by_id || !strcmp(s->rec.owner_id, owner_id)))
+		return s;
+	char key[sizeof(s->name_key)];
+	name_key(owner_id, ref, key, sizeof(key));
+	return strmap_get(&m->session_by_name, key);
 }
 
 struct msession *mgr_resolve_session(struct manager *m, const char *ref, const struct user_rec *user)
@@ -84,8 +82,15 @@ int mgr_session_append(struct manager *m, struct msession *s)
 		m->sessions = n;
 		m->cap_sessions = ncap;
 	}
+	name_key(s->rec.owner_id, s->rec.name, s->name_key, sizeof(s->name_key));
 	if (strmap_put(&m->session_by_id, s->rec.id, s) < 0)
 		return -ENOMEM;
+	/* Appended in sequence order: the newest of a name replaces the
+	 * older one. */
+	if (strmap_put(&m->session_by_name, s->name_key, s) < 0) {
+		strmap_del(&m->session_by_id, s->rec.id);
+		return -ENOMEM;
+	}
 	m->sessions[m->n_sessions++] = s;
 	return 0;
 }

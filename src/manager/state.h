@@ -47,6 +47,8 @@ struct msession {
 	 * jansson on every list request was what made the list slow. */
 	char *json, *json_full;
 	size_t json_len, json_full_len;
+	/* "OWNER_ID\x1fNAME": its key in manager.session_by_name. */
+	char name_key[STORE_ID_MAX + STORE_NAME_MAX + 2];
 };
 
 /* Drops s's rendered JSON: called wherever its record, shares or history
@@ -166,6 +168,12 @@ struct manager {
 	struct msession **sessions; /* in seq order */
 	size_t n_sessions, cap_sessions;
 	struct strmap session_by_id; /* keys: rec.id of each session */
+	/* Keys: name_key of each session; the value is the newest session of
+	 * that owner and name. Names are unique among an owner's active
+	 * sessions and a session never becomes active again, so the newest
+	 * is the active one when there is one: what a reference by name
+	 * means (mgr_resolve_session), found without a walk of the list. */
+	struct strmap session_by_name;
 	struct strmap agent_by_id;   /* keys: rec.id of each agent */
 	int64_t next_seq;
 	struct magent **agents;
