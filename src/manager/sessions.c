@@ -278,22 +278,20 @@ json_t *mgr_sessions_visible_json(struct manager *m, const struct user_rec *u, b
 
 /* ---------- rendered once: the cached JSON ---------- */
 
-/* s's list JSON, rendered into its cache when absent; NULL when out of
- * memory. Borrowed from s: valid while the lock is held. */
-static const char *cached_json(struct manager *m, struct msession *s, size_t *len)
+/* s's list JSON, rendered into its cache when absent: a new reference
+ * (mtext_unref it, with or without the lock), NULL when out of memory. */
+static struct mtext *kept_json(struct manager *m, struct msession *s)
 {
 	if (!s->json) {
 		json_t *o = mgr_session_json(m, s);
-		s->json = o ? jsonutil_dump(o) : NULL;
-		s->json_len = s->json ? strlen(s->json) : 0;
+		s->json = o ? mtext_new(jsonutil_dump(o)) : NULL;
 		json_decref(o);
 	}
-	*len = s->json_len;
-	return s->json;
+	return mtext_ref(s->json);
 }
 
 /* The same with the status history (one store query, once per change). */
-static const char *cached_json_full(struct manager *m, struct msession *s, size_t *len)
+static struct mtext *kept_json_full(struct manager *m, struct msession *s)
 {
 	if (!s->json_full) {
 		json_t *o = mgr_session_json(m, s);
@@ -313,12 +311,10 @@ static const char *cached_json_full(struct manager *m, struct msession *s, size_
 			log_error("manager", "cannot read the history of %s: %s", s->rec.name, err.msg);
 		}
 		json_object_set_new(o, "status_history", arr);
-		s->json_full = o ? jsonutil_dump(o) : NULL;
-		s->json_full_len = s->json_full ? strlen(s->json_full) : 0;
+		s->json_full = o ? mtext_new(jsonutil_dump(o)) : NULL;
 		json_decref(o);
 	}
-	*len = s->json_full_len;
-	return s->json_full;
+	return mtext_ref(s->json_full);
 }
 
 /* A growing text buffer; on out of memory it stays failed (ok false). */
@@ -367,7 +363,6 @@ int mgr_sessions_page(struct manager *m, const struct user_rec *u, const struct 
 {
 	if (q->owner_email[0] && !u->is_admin && strcmp(q->owner_email, u->email))
 		return terr_set(err, EPERM, "only an admin may list another user's sessions");
-	struct textbuf b = {.ok = true};
 	char owner_id[STORE_ID_MAX];
 	util_strlcpy(owner_id, u->is_admin ? "" : u->id, sizeof(owner_id));
 	pthread_mutex_lock(&m->mu);
@@ -388,34 +383,43 @@ int mgr_sessions_page(struct manager *m, const struct user_rec *u, const struct 
 		else
 			hi = mid;
 	}
-	/* Room for the whole page at once (about 500 bytes a session). */
-	size_t want = (q->limit ? (size_t)q->limit : m->n_sessions - lo) * 512 + 64;
-	if ((b.p = malloc(want)))
-		b.cap = want;
-	tb_str(&b, "{\"sessions\":[");
-	long n = 0;
+	/* Under the lock only the choice and a reference to each text; the
+	 * copying is done after. */
+	size_t cap = q->limit ? (size_t)q->limit : m->n_sessions - lo;
+	struct mtext **texts = malloc((cap ? cap : 1) * sizeof(*texts));
+	size_t n = 0;
 	int64_t last_seq = 0;
-	bool more = false;
-	for (size_t i = lo; i < m->n_sessions && b.ok; i++) {
+	bool more = false, oom = !texts;
+	for (size_t i = lo; i < m->n_sessions && !oom; i++) {
 		struct msession *s = m->sessions[i];
 		if ((owner_id[0] && strcmp(s->rec.owner_id, owner_id)) || !query_wants(q, s))
 			continue;
-		if (q->limit && n == q->limit) {
+		if (n == cap) {
 			more = true;
 			break;
 		}
-		size_t l;
-		const char *text = cached_json(m, s, &l);
-		if (!text) {
-			b.ok = false;
+		if (!(texts[n] = kept_json(m, s))) {
+			oom = true;
 			break;
 		}
-		if (n++)
-			tb_add(&b, ",", 1);
-		tb_add(&b, text, l);
+		n++;
 		last_seq = s->rec.seq;
 	}
 	pthread_mutex_unlock(&m->mu);
+	struct textbuf b = {.ok = !oom};
+	size_t want = 64;
+	for (size_t i = 0; i < n; i++)
+		want += texts[i]->len + 1;
+	if (b.ok && (b.p = malloc(want)))
+		b.cap = want;
+	tb_str(&b, "{\"sessions\":[");
+	for (size_t i = 0; i < n; i++) {
+		if (i)
+			tb_add(&b, ",", 1);
+		tb_add(&b, texts[i]->s, texts[i]->len);
+		mtext_unref(texts[i]);
+	}
+	free(texts);
 	tb_str(&b, "]");
 	if (more) {
 		char token[VALIDATE_TOKEN_MAX];
@@ -674,24 +678,24 @@ int mgr_session_get_text(struct manager *m, const struct user_rec *u, const char
 		pthread_mutex_unlock(&m->mu);
 		return no_session(ref, err);
 	}
-	struct textbuf b = {.ok = true};
-	size_t l;
-	const char *full = cached_json_full(m, s, &l);
+	struct mtext *full = kept_json_full(m, s);
 	json_t *lc = mgr_commit_last_json(m, s->rec.id);
+	pthread_mutex_unlock(&m->mu);
+	/* A new object, or jansson's null (whose count is never changed):
+	 * this thread's alone. */
 	char *lct = lc ? json_dumps(lc, JSONUTIL_DUMP_FLAGS | JSON_ENCODE_ANY) : NULL;
 	json_decref(lc);
-	/* The cached object without its closing brace, then last_commit. */
-	if (full && l >= 2 && lct) {
-		if ((b.p = malloc(l + strlen(lct) + 32)))
-			b.cap = l + strlen(lct) + 32;
-		tb_add(&b, full, l - 1);
+	/* The kept object without its closing brace, then last_commit. */
+	struct textbuf b = {.ok = full && full->len >= 2 && lct};
+	if (b.ok) {
+		if ((b.p = malloc(full->len + strlen(lct) + 32)))
+			b.cap = full->len + strlen(lct) + 32;
+		tb_add(&b, full->s, full->len - 1);
 		tb_str(&b, ",\"last_commit\":");
 		tb_str(&b, lct);
 		tb_str(&b, "}\n");
-	} else {
-		b.ok = false;
 	}
-	pthread_mutex_unlock(&m->mu);
+	mtext_unref(full);
 	free(lct);
 	if (!b.ok) {
 		free(b.p);

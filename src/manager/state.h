@@ -32,6 +32,44 @@ struct mshare {
 	int64_t fgpu_m;
 };
 
+/* An immutable text shared between the kept JSON of a session and the
+ * requests copying it: freed by the last mtext_unref. */
+struct mtext {
+	atomic_int refs;
+	size_t len;
+	char s[];
+};
+
+/* Takes text (malloc'd): a new mtext with one reference, or NULL (text
+ * freed) on out of memory. */
+static inline struct mtext *mtext_new(char *text)
+{
+	if (!text)
+		return NULL;
+	size_t len = strlen(text);
+	struct mtext *t = malloc(sizeof(*t) + len + 1);
+	if (t) {
+		atomic_init(&t->refs, 1);
+		t->len = len;
+		memcpy(t->s, text, len + 1);
+	}
+	free(text);
+	return t;
+}
+
+static inline struct mtext *mtext_ref(struct mtext *t)
+{
+	if (t)
+		atomic_fetch_add_explicit(&t->refs, 1, memory_order_relaxed);
+	return t;
+}
+
+static inline void mtext_unref(struct mtext *t)
+{
+	if (t && atomic_fetch_sub_explicit(&t->refs, 1, memory_order_acq_rel) == 1)
+		free(t);
+}
+
 struct msession {
 	struct session_rec rec;
 	struct mshare shares[MGR_MAX_GPUS];   /* mirrors rec.alloc_json */
@@ -42,22 +80,24 @@ struct msession {
 	/* Its JSON as the API answers it, rendered once and kept until it
 	 * changes (mgr_session_changed): json as in lists (mgr_session_json),
 	 * json_full with its status history (GET /v1/sessions/{ref}) but
-	 * without last_commit, which is added on each request. Compact, NUL-
-	 * terminated; NULL until asked for. Rendering 1,000 sessions with
-	 * jansson on every list request was what made the list slow. */
-	char *json, *json_full;
-	size_t json_len, json_full_len;
+	 * without last_commit, which is added on each request. NULL until
+	 * asked for. Rendering 1,000 sessions with jansson on every list
+	 * request was what made the list slow; and a request takes a
+	 * reference under the lock and copies the text after it, so the lock
+	 * is held for a lookup, not for the copy. */
+	struct mtext *json, *json_full;
 	/* "OWNER_ID\x1fNAME": its key in manager.session_by_name. */
 	char name_key[STORE_ID_MAX + STORE_NAME_MAX + 2];
 };
 
 /* Drops s's rendered JSON: called wherever its record, shares or history
  * change (mgr_persist, which every stored change goes through, and the
- * scheduler's in-memory wait reasons). */
+ * scheduler's in-memory wait reasons). A request still copying an old
+ * text keeps it until it lets go. */
 static inline void mgr_session_changed(struct msession *s)
 {
-	free(s->json);
-	free(s->json_full);
+	mtext_unref(s->json);
+	mtext_unref(s->json_full);
 	s->json = s->json_full = NULL;
 }
 
