@@ -13,6 +13,9 @@
 #   BENCH_SECONDS=10   seconds per measurement
 #   BENCH_CONNS=32     connections
 #   BENCH_KEEP=1       keep the server's data dir and log
+#   BENCH_BASELINE=DIR another build (e.g. of an older commit) measured the
+#                      same way in the same run, as the row "base", for a
+#                      before/after comparison
 #
 # The sessions stay PENDING (a per-user limit of 0.01 CPU keeps every one
 # of them queued), so no container is started: what is measured is the
@@ -48,6 +51,11 @@ mkdir -p "$WORK/bin"
 cp "$BUILD/tessera" "$WORK/bin/" || { rm -rf "$WORK"; exit 1; }
 [[ -x $BUILD/tessera-runner ]] && cp "$BUILD/tessera-runner" "$WORK/bin/"
 TESSERA=$WORK/bin/tessera
+if [[ -n ${BENCH_BASELINE:-} ]]; then
+	mkdir -p "$WORK/base"
+	cp "$BENCH_BASELINE/tessera" "$BENCH_BASELINE/tessera-runner" "$WORK/base/" ||
+		{ echo "api-throughput: BENCH_BASELINE=$BENCH_BASELINE has no tessera and tessera-runner" >&2; exit 2; }
+fi
 SERVER_PID=""
 cleanup() {
 	trap - EXIT INT TERM
@@ -70,11 +78,12 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 # start_store STORE: a server on that store with N queued sessions;
 # exports TESSERA_CONFIG.
 start_store() {
-	local store=$1 port
+	local store=$1 port bin=$TESSERA
 	port=$(free_port)
 	case $store in
-	sqlite)
-		"$TESSERA" server --data-dir "$WORK/data-$store" --port "$port" --web-port 0 --registry none \
+	sqlite|base)
+		[[ $store == base ]] && bin=$WORK/base/tessera
+		"$bin" server --data-dir "$WORK/data-$store" --port "$port" --web-port 0 --registry none \
 			--node-id "bench-api-$RANDOM" --app-ports "$(python3 -c 'import random; lo=random.randrange(20000,32000); print(f"{lo}-{lo+3}")')" \
 			>>"$WORK/server-$store.log" 2>&1 &
 		SERVER_PID=$! ;;
@@ -150,6 +159,7 @@ declare -A PATHS=([one]="/v1/sessions/b1-1" [page]="/v1/sessions?limit=100" \
 	[filtered]="/v1/sessions?status=PENDING&limit=100" [all]="/v1/sessions")
 ORDER=(one page filtered all)
 STORES=(${BENCH_STORES:-sqlite})
+[[ -n ${BENCH_BASELINE:-} ]] && STORES+=(base)
 
 declare -A RESULT
 for store in "${STORES[@]}"; do
@@ -177,7 +187,9 @@ for store in "${STORES[@]}"; do
 			verdict="missed (p99)"
 		fi
 		base=""
-		if [[ $store != sqlite && -n ${RESULT[sqlite,$k]:-} ]]; then
+		if [[ $store == base && -n ${RESULT[sqlite,$k]:-} ]]; then
+			base=$(python3 -c "print(' (this build: %.1fx the baseline)' % (${RESULT[sqlite,$k]%% *} / max(1, $rps)))")
+		elif [[ $store != sqlite && -n ${RESULT[sqlite,$k]:-} ]]; then
 			base=$(python3 -c "print(' (%.2fx SQLite)' % ($rps / max(1, ${RESULT[sqlite,$k]%% *})))")
 		fi
 		printf '%-8s %-40s %9s %8s %8s %9s %-22s %s%s\n' "$store" "GET ${PATHS[$k]}" "$rps" "$p50" "$p99" "$bytes" \
