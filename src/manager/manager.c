@@ -312,6 +312,7 @@ int manager_open(struct manager **out, const struct manager_config *cfg, struct 
 		return arc;
 	}
 	pthread_mutex_init(&m->mu, NULL);
+	pthread_rwlock_init(&m->users_mu, NULL);
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -497,6 +498,7 @@ void manager_close(struct manager *m)
 	ratelimit_free(m->login_fail_addr);
 	redis_close(m->redis);
 	pthread_mutex_destroy(&m->mu);
+	pthread_rwlock_destroy(&m->users_mu);
 	pthread_cond_destroy(&m->wake);
 	pthread_cond_destroy(&m->changed);
 	pthread_cond_destroy(&m->jobs_cv);

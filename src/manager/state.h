@@ -220,6 +220,12 @@ struct manager {
 	size_t n_agents, cap_agents;
 	struct user_rec *users;
 	size_t n_users;
+	/* Guards users and n_users for mgr_user_by_access_key alone, which
+	 * every signed request calls: it takes this for reading instead of
+	 * mu, so that authentication does not queue behind the manager's
+	 * work. Every change to users holds mu and this for writing, so a
+	 * holder of mu reads users without it. */
+	pthread_rwlock_t users_mu;
 	json_t *image_aliases;      /* {"alias": "image ref"}, stored (images.c) */
 	/* Storage hosts (cfg.storage_hosts, folders.c); the first is the
 	 * default. Fixed at open. */
