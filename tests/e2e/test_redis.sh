@@ -6,7 +6,8 @@
 # and outlives a manager restart; the agent's heartbeats are in Redis.
 # Redis stopped: logins are answered 503 with the store's words, the
 # running session keeps running and its node stays ALIVE. Redis started
-# again: logins work again without restarting anything.
+# again: logins work again without restarting anything. Heartbeats that
+# another manager wrote to Redis keep an agent ALIVE.
 . "$(dirname "$0")/lib.sh"
 REDIS_SERVER=$(command -v redis-server || true)
 REDIS_CLI=$(command -v redis-cli || true)
@@ -72,7 +73,7 @@ start_manager() {
 check "manager starts with redis = $redis_url" start_manager
 export TESSERA_CONFIG=$E2E_DIR/mdata/admin.conf
 "$TESSERA" agent --config "$E2E_DIR/agent.conf" >>"$E2E_DIR/agent.log" 2>&1 &
-E2E_PIDS+=("$!")
+APID=$!; E2E_PIDS+=("$APID")
 for n in 1 2; do
 	"$TESSERA" webserver --config "$E2E_DIR/web$n.conf" >>"$E2E_DIR/web$n.log" 2>&1 &
 	E2E_PIDS+=("$!")
@@ -159,5 +160,23 @@ hbback() { for _ in $(seq 1 50); do [[ -n $(rcli GET "tessera:agent:$E2E_AGENT_I
 check "heartbeats are written to Redis again" hbback
 check "the node is still ALIVE" [ "$(node_status)" == ALIVE ]
 check "the session still runs" [ "$(jget keeps status)" == RUNNING ]
+
+# ---- a heartbeat another manager heard counts ----
+# The agent stops; heartbeats for it appear in Redis as another manager
+# on this Redis would write them: the node stays ALIVE while they come,
+# and is LOST once they stop.
+kill -9 "$APID"; wait "$APID" 2>/dev/null
+other_manager() {
+	while :; do
+		rcli SET "tessera:agent:$E2E_AGENT_ID:heartbeat" "$(date +%s%3N)" PX 900 >/dev/null
+		sleep 0.2
+	done
+}
+other_manager &
+OPID=$!; E2E_PIDS+=("$OPID")
+sleep 3   # ten heartbeat periods without one from the agent itself
+check "the node stays ALIVE on heartbeats another manager wrote to Redis" [ "$(node_status)" == ALIVE ]
+kill "$OPID"; wait "$OPID" 2>/dev/null
+check "... and is LOST once they stop" wait_node LOST
 "$TESSERA" session rm keeps >/dev/null 2>&1
 e2e_done
