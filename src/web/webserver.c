@@ -18,6 +18,10 @@
 #include <unistd.h>
 
 #include <jansson.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
 
 #include "common/httpc.h"
 #include "common/httpd.h"
@@ -104,10 +108,12 @@ struct login_store_ops {
 	/* Whether logins can be made now; 0 or an error (503). */
 	int (*ready)(struct web *w, struct terr *err);
 	/* 1 and *out when found (out->user the caller's own copy), 0 when
-	 * not (or expired), negative when the store cannot be asked. */
-	int (*find)(struct web *w, const char *token_hash, struct login *out, struct terr *err);
-	/* Keeps a copy of l (l->user stays the caller's). */
-	int (*add)(struct web *w, const struct login *l, struct terr *err);
+	 * not (or expired), negative when the store cannot be asked. token:
+	 * the cookie's value, token_hash its SHA-256. */
+	int (*find)(struct web *w, const char *token, const char *token_hash, struct login *out, struct terr *err);
+	/* Keeps a copy of l (l->user stays the caller's), for the cookie
+	 * token whose hash is l->token_hash. */
+	int (*add)(struct web *w, const char *token, const struct login *l, struct terr *err);
 	int (*drop)(struct web *w, const char *token_hash, struct terr *err);
 };
 
@@ -137,8 +143,9 @@ static int mem_ready(struct web *w, struct terr *err)
  * change is a data race (json_decref reads the count without an atomic),
  * so the table's values are only touched under mu and each request
  * thread gets a value of its own. */
-static int mem_find(struct web *w, const char *h, struct login *out, struct terr *err)
+static int mem_find(struct web *w, const char *token, const char *h, struct login *out, struct terr *err)
 {
+	(void)token;
 	int found = 0;
 	pthread_mutex_lock(&w->mu);
 	expire_logins(w, util_now_ms());
@@ -154,8 +161,9 @@ static int mem_find(struct web *w, const char *h, struct login *out, struct terr
 	return found;
 }
 
-static int mem_add(struct web *w, const struct login *l, struct terr *err)
+static int mem_add(struct web *w, const char *token, const struct login *l, struct terr *err)
 {
+	(void)token;
 	struct login copy = *l;
 	if (!(copy.user = json_deep_copy(l->user)))
 		return terr_set(err, ENOMEM, "out of memory");
@@ -189,12 +197,98 @@ static int mem_drop(struct web *w, const char *h, struct terr *err)
 
 static const struct login_store_ops login_mem_ops = {mem_ready, mem_find, mem_add, mem_drop};
 
-/* In Redis: key "tessera:login:HASH", a JSON object of the login's
- * fields, expiring with the login. Redis holds what it needs to sign as
- * the user (the keypair): docs/admin.md says to keep Redis private. */
+/* In Redis: key "tessera:login:HASH", the login's fields as JSON,
+ * sealed (AES-256-GCM) with a key derived from the cookie's value, which
+ * Redis never sees: whoever reads Redis finds no keypair to sign with,
+ * only records that the browsers holding the cookies can open. The
+ * record expires with the login. */
 static void login_key(const char *h, char *out, size_t n)
 {
 	snprintf(out, n, REDIS_PREFIX "login:%s", h);
+}
+
+#define SEAL_NONCE 12
+#define SEAL_TAG 16
+
+/* The sealing key of a cookie token: HMAC-SHA256(token, label), so it
+ * is neither the token nor its hash (the record's name). */
+static void seal_key(const char *token, unsigned char key[32])
+{
+	static const char label[] = "tessera webserver login record v1";
+	unsigned int len = 32;
+	HMAC(EVP_sha256(), token, (int)strlen(token), (const unsigned char *)label, sizeof(label) - 1, key, &len);
+}
+
+/* "v1." + hex(nonce | ciphertext | tag) of plain; the token's hash is
+ * authenticated with it, so a record cannot be moved to another name.
+ * NULL on failure; malloc'd, the caller's. */
+static char *seal(const char *token, const char *h, const char *plain, size_t len)
+{
+	unsigned char key[32], *buf = malloc(SEAL_NONCE + len + SEAL_TAG);
+	char *out = malloc(3 + 2 * (SEAL_NONCE + len + SEAL_TAG) + 1);
+	EVP_CIPHER_CTX *c = EVP_CIPHER_CTX_new();
+	int n = 0, fin = 0;
+	bool ok = buf && out && c && RAND_bytes(buf, SEAL_NONCE) == 1;
+	seal_key(token, key);
+	ok = ok && EVP_EncryptInit_ex(c, EVP_aes_256_gcm(), NULL, key, buf) == 1 &&
+	     EVP_EncryptUpdate(c, NULL, &n, (const unsigned char *)h, (int)strlen(h)) == 1 &&
+	     EVP_EncryptUpdate(c, buf + SEAL_NONCE, &n, (const unsigned char *)plain, (int)len) == 1 &&
+	     EVP_EncryptFinal_ex(c, buf + SEAL_NONCE + n, &fin) == 1 &&
+	     EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_GET_TAG, SEAL_TAG, buf + SEAL_NONCE + len) == 1;
+	EVP_CIPHER_CTX_free(c);
+	OPENSSL_cleanse(key, sizeof(key));
+	if (ok) {
+		memcpy(out, "v1.", 3);
+		for (size_t i = 0; i < SEAL_NONCE + len + SEAL_TAG; i++)
+			snprintf(out + 3 + 2 * i, 3, "%02x", buf[i]);
+	}
+	free(buf);
+	if (!ok) {
+		free(out);
+		return NULL;
+	}
+	return out;
+}
+
+static int hexval(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* seal's inverse: the plain text (NUL-terminated, malloc'd), or NULL when
+ * the record is not one sealed for this token and name. */
+static char *unseal(const char *token, const char *h, const char *rec)
+{
+	size_t hl = strlen(rec);
+	if (hl < 3 || strncmp(rec, "v1.", 3) || (hl - 3) % 2 || (hl - 3) / 2 < SEAL_NONCE + SEAL_TAG)
+		return NULL;
+	size_t blen = (hl - 3) / 2, len = blen - SEAL_NONCE - SEAL_TAG;
+	unsigned char *buf = malloc(blen), key[32];
+	char *plain = malloc(len + 1);
+	bool ok = buf && plain;
+	for (size_t i = 0; ok && i < blen; i++) {
+		int a = hexval(rec[3 + 2 * i]), b = hexval(rec[4 + 2 * i]);
+		ok = a >= 0 && b >= 0;
+		if (ok)
+			buf[i] = (unsigned char)(a << 4 | b);
+	}
+	EVP_CIPHER_CTX *c = ok ? EVP_CIPHER_CTX_new() : NULL;
+	int n = 0, fin = 0;
+	seal_key(token, key);
+	ok = ok && c && EVP_DecryptInit_ex(c, EVP_aes_256_gcm(), NULL, key, buf) == 1 &&
+	     EVP_DecryptUpdate(c, NULL, &n, (const unsigned char *)h, (int)strlen(h)) == 1 &&
+	     EVP_DecryptUpdate(c, (unsigned char *)plain, &n, buf + SEAL_NONCE, (int)len) == 1 &&
+	     EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_SET_TAG, SEAL_TAG, buf + SEAL_NONCE + len) == 1 &&
+	     EVP_DecryptFinal_ex(c, (unsigned char *)plain + n, &fin) == 1;
+	EVP_CIPHER_CTX_free(c);
+	OPENSSL_cleanse(key, sizeof(key));
+	free(buf);
+	if (!ok) {
+		free(plain);
+		return NULL;
+	}
+	plain[len] = '\0';
+	return plain;
 }
 
 /* Any failure to reach Redis becomes the one message people see. */
@@ -210,7 +304,7 @@ static int redis_ready(struct web *w, struct terr *err)
 	return redis_ping(w->redis, &e) < 0 ? store_down(w, &e, err) : 0;
 }
 
-static int redis_find(struct web *w, const char *h, struct login *out, struct terr *err)
+static int redis_find(struct web *w, const char *token, const char *h, struct login *out, struct terr *err)
 {
 	char key[SIGN_HEX_LEN + 32], *val = NULL;
 	struct terr e = {0};
@@ -220,8 +314,12 @@ static int redis_find(struct web *w, const char *h, struct login *out, struct te
 		return store_down(w, &e, err);
 	if (rc == 0)
 		return 0;
-	json_t *o = json_loads(val, 0, NULL);
+	char *plain = unseal(token, h, val);
 	free(val);
+	json_t *o = plain ? json_loads(plain, 0, NULL) : NULL;
+	if (plain)
+		OPENSSL_cleanse(plain, strlen(plain));
+	free(plain);
 	const char *csrf = json_string_value(json_object_get(o, "csrf"));
 	const char *ak = json_string_value(json_object_get(o, "access_key"));
 	const char *sk = json_string_value(json_object_get(o, "secret_key"));
@@ -243,14 +341,18 @@ static int redis_find(struct web *w, const char *h, struct login *out, struct te
 	return 1;
 }
 
-static int redis_add(struct web *w, const struct login *l, struct terr *err)
+static int redis_add(struct web *w, const char *token, const struct login *l, struct terr *err)
 {
 	json_t *o = json_pack("{s:s,s:s,s:s,s:O,s:I}", "csrf", l->csrf, "access_key", l->access_key, "secret_key",
 			      l->secret_key, "user", l->user, "expires_ms", (json_int_t)l->expires_ms);
-	char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	char *plain = o ? json_dumps(o, JSON_COMPACT) : NULL;
 	json_decref(o);
+	char *text = plain ? seal(token, l->token_hash, plain, strlen(plain)) : NULL;
+	if (plain)
+		OPENSSL_cleanse(plain, strlen(plain));
+	free(plain);
 	if (!text)
-		return terr_set(err, ENOMEM, "out of memory");
+		return terr_set(err, ENOMEM, "cannot seal the login record (out of memory)");
 	char key[SIGN_HEX_LEN + 32];
 	struct terr e = {0};
 	login_key(l->token_hash, key, sizeof(key));
@@ -289,7 +391,7 @@ static int find_login(struct web *w, const struct httpd_req *req, struct login *
 	if (!tok[0])
 		return 0;
 	sign_sha256_hex(tok, strlen(tok), h);
-	return w->store->find(w, h, out, err);
+	return w->store->find(w, tok, h, out, err);
 }
 
 /* find_login, answering 401 (message msg) or 503 itself; true when
@@ -448,7 +550,7 @@ static void web_login(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 		httpd_error(resp, 500, "internal", "out of memory");
 		return;
 	}
-	rc = w->store->add(w, &l, &err);
+	rc = w->store->add(w, token, &l, &err);
 	json_decref(out);
 	if (rc < 0) {
 		json_decref(reply);

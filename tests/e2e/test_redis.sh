@@ -112,8 +112,18 @@ csrf=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["csrf_token"])
 check "webserver 2 knows the login made on webserver 1" [ "$(me "$W2" "$E2E_DIR/jar")" == 200 ]
 sessions=$(curl -s -b "$E2E_DIR/jar" -o /dev/null -w '%{http_code}' "$W2/api/v1/sessions")
 check "webserver 2 relays the API for that login ($sessions)" [ "$sessions" == 200 ]
-check "the login is kept in Redis under its hash, not the cookie" \
-	eval '[[ $(rcli --scan --pattern "tessera:login:*" | wc -l) -ge 1 ]] && ! rcli --scan --pattern "tessera:login:*" | grep -qF "$(awk "/tessera_session/ {print \$7}" "$E2E_DIR/jar")"'
+cookie=$(awk '/tessera_session/ {print $7}' "$E2E_DIR/jar")
+lkey=$(rcli --scan --pattern 'tessera:login:*' | head -1)
+record=$(rcli GET "$lkey")
+check "the login is kept in Redis under the cookie's SHA-256 ($lkey)" \
+	[ "$lkey" == "tessera:login:$(printf '%s' "$cookie" | sha256sum | cut -d' ' -f1)" ]
+check "... sealed: no keypair, no CSRF token, no email in clear (${record:0:40}...)" \
+	eval '[[ $record == v1.* && $record != *secret_key* && $record != *"$csrf"* && $record != *admin@* ]]'
+flip=0; [[ ${record:40:1} == 0 ]] && flip=1   # one hex digit of the ciphertext, changed
+rcli SET "$lkey" "${record:0:40}$flip${record:41}" KEEPTTL >/dev/null
+check "a record changed in Redis is no login" [ "$(me "$W1" "$E2E_DIR/jar")" == 401 ]
+rcli SET "$lkey" "$record" KEEPTTL >/dev/null
+check "... and the record as sealed is one again" [ "$(me "$W1" "$E2E_DIR/jar")" == 200 ]
 lo=$(curl -s -b "$E2E_DIR/jar" -H "X-CSRF-Token: $csrf" -X POST -o /dev/null -w '%{http_code}' "$W2/auth/logout")
 check "logout on webserver 2 ($lo)" [ "$lo" == 200 ]
 check "... ends the login on webserver 1 too" [ "$(me "$W1" "$E2E_DIR/jar")" == 401 ]
