@@ -421,34 +421,41 @@ int redis_pttl(struct redis_client *c, const char *key, int64_t *ttl_ms, struct 
 int redis_incr_window(struct redis_client *c, const char *key, int64_t window_ms, int64_t *count,
 		      int64_t *ttl_ms, struct terr *err)
 {
-	char win[32];
-	snprintf(win, sizeof(win), "%lld", (long long)window_ms);
+	/* INCR and PTTL in one round trip; the expiry is set only when the
+	 * key has none (-1): at its first increment, or after one whose
+	 * PEXPIRE never came (a crash between the two). PEXPIRE's NX option
+	 * would do it in one, but only from Redis 7. */
 	const char *incr[] = {"INCR", key};
-	const char *exp[] = {"PEXPIRE", key, win, "NX"};
 	const char *pttl[] = {"PTTL", key};
-	struct cmd cmds[] = {{2, incr, NULL}, {4, exp, NULL}, {2, pttl, NULL}};
-	redisReply *r[3];
-	int rc = run(c, cmds, 3, r, err);
+	struct cmd cmds[] = {{2, incr, NULL}, {2, pttl, NULL}};
+	redisReply *r[2];
+	int rc = run(c, cmds, 2, r, err);
 	if (rc < 0)
 		return rc;
-	for (int i = 0; i < 3; i++) {
-		if (r[i]->type != REDIS_REPLY_INTEGER) {
+	for (int i = 0; i < 2 && rc == 0; i++)
+		if (r[i]->type != REDIS_REPLY_INTEGER)
 			rc = r[i]->type == REDIS_REPLY_ERROR
 				     ? terr_set(err, EPROTO, "Redis at %s: %s: %.*s", c->addr, cmds[i].argv[0],
 						(int)r[i]->len, r[i]->str)
 				     : terr_set(err, EPROTO, "Redis at %s: %s: unexpected answer", c->addr,
 						cmds[i].argv[0]);
-			break;
-		}
+	int64_t n = rc == 0 ? r[0]->integer : 0, ttl = rc == 0 ? r[1]->integer : 0;
+	freeReplyObject(r[0]);
+	freeReplyObject(r[1]);
+	if (rc < 0)
+		return rc;
+	if (ttl == -1) {
+		char win[32];
+		snprintf(win, sizeof(win), "%lld", (long long)window_ms);
+		const char *exp[] = {"PEXPIRE", key, win};
+		if ((rc = redis_command(c, 3, exp, NULL, NULL, NULL, err)) < 0)
+			return rc;
+		ttl = window_ms;
 	}
-	if (rc == 0) {
-		*count = r[0]->integer;
-		if (ttl_ms)
-			*ttl_ms = r[2]->integer;
-	}
-	for (int i = 0; i < 3; i++)
-		freeReplyObject(r[i]);
-	return rc;
+	*count = n;
+	if (ttl_ms)
+		*ttl_ms = ttl;
+	return 0;
 }
 
 int redis_list_push_trim(struct redis_client *c, const char *key, const void *val, size_t len,

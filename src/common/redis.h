@@ -54,10 +54,10 @@ int redis_del(struct redis_client *c, const char *key, struct terr *err);
 /* PTTL key into *ttl_ms: -2 when the key is missing, -1 when it has no
  * expiry. */
 int redis_pttl(struct redis_client *c, const char *key, int64_t *ttl_ms, struct terr *err);
-/* INCR key and, when the key had no expiry, PEXPIRE it window_ms (one
- * pipelined round trip; PEXPIRE NX, Redis 7): a fixed window that starts
- * at the first increment. *count is the new value, *ttl_ms what is left
- * of the window. */
+/* INCR key and, when the key has no expiry, PEXPIRE it window_ms: a
+ * fixed window that starts at the first increment (one round trip, two
+ * at the first). *count is the new value, *ttl_ms what is left of the
+ * window. */
 int redis_incr_window(struct redis_client *c, const char *key, int64_t window_ms, int64_t *count,
 		      int64_t *ttl_ms, struct terr *err);
 

@@ -171,6 +171,13 @@ TEST(commands)
 	CHECK_INT(redis_incr_window(cli, "tessera:test:w", 90000, &count, &ttl, &err), 0);
 	CHECK_INT(count, 2);
 	CHECK(ttl <= 30000);
+	/* A count left without expiry (a crash between INCR and PEXPIRE)
+	 * gets one at its next increment. */
+	CHECK_INT(redis_set(cli, "tessera:test:w2", "4", 1, 0, &err), 0);
+	CHECK_INT(redis_incr_window(cli, "tessera:test:w2", 30000, &count, &ttl, &err), 0);
+	CHECK_INT(count, 5);
+	CHECK_INT(redis_pttl(cli, "tessera:test:w2", &ttl, &err), 0);
+	CHECK(ttl > 25000 && ttl <= 30000);
 
 	/* Lists for series of samples: the last max_len kept, in order. */
 	for (int i = 0; i < 7; i++) {
