@@ -5,6 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/redis.h"
+#include "common/sign.h"
+
 #define RL_SLOTS 1024
 /* Room for a pair: two parts and the separator. */
 #define RL_KEY_MAX (2 * RATELIMIT_PART_MAX + 2)
@@ -20,6 +23,8 @@ struct ratelimit {
 	pthread_mutex_t mu;
 	int max_failures;
 	int64_t window_ms;
+	struct redis_client *redis;   /* NULL: the table only */
+	char name[32];
 	struct rl_slot slots[RL_SLOTS];
 };
 
@@ -40,6 +45,21 @@ void ratelimit_free(struct ratelimit *rl)
 		return;
 	pthread_mutex_destroy(&rl->mu);
 	free(rl);
+}
+
+void ratelimit_use_redis(struct ratelimit *rl, struct redis_client *c, const char *name)
+{
+	rl->redis = c;
+	snprintf(rl->name, sizeof(rl->name), "%s", name ? name : "");
+}
+
+/* The Redis key of a table key: hashed, so that no email or address is
+ * stored in clear and every key has one length. */
+static void redis_key(const struct ratelimit *rl, const char *key, char *out, size_t n)
+{
+	char h[SIGN_HEX_LEN + 1];
+	sign_sha256_hex(key, strnlen(key, RL_KEY_MAX - 1), h);
+	snprintf(out, n, REDIS_PREFIX "ratelimit:%s:%s", rl->name, h);
 }
 
 /* Called with mu held. */
@@ -67,9 +87,34 @@ static struct rl_slot *find(struct ratelimit *rl, const char *key, int64_t now, 
 	return victim;
 }
 
+/* The wait from Redis: 0 or more, or -1 when Redis did not answer. */
+static int64_t redis_check(struct ratelimit *rl, const char *key)
+{
+	char rk[256], *val = NULL;
+	redis_key(rl, key, rk, sizeof(rk));
+	int found = redis_get(rl->redis, rk, &val, NULL, NULL);
+	if (found < 0)
+		return -1;
+	long long count = val ? atoll(val) : 0;
+	free(val);
+	if (!found || count < rl->max_failures)
+		return 0;
+	int64_t ttl;
+	if (redis_pttl(rl->redis, rk, &ttl, NULL) < 0)
+		return -1;
+	/* -1 (no expiry) cannot be after redis_incr_window; be safe. */
+	return ttl > 0 ? ttl : ttl == -1 ? rl->window_ms : 0;
+}
+
 int64_t ratelimit_check(struct ratelimit *rl, const char *key, int64_t now_ms)
 {
 	int64_t wait = 0;
+	if (rl->redis) {
+		int64_t w = redis_check(rl, key);
+		if (w > 0)
+			return w;
+		/* Failures counted in the table during an outage still count. */
+	}
 	pthread_mutex_lock(&rl->mu);
 	struct rl_slot *s = find(rl, key, now_ms, false);
 	if (s && s->failures >= rl->max_failures)
@@ -80,6 +125,13 @@ int64_t ratelimit_check(struct ratelimit *rl, const char *key, int64_t now_ms)
 
 void ratelimit_fail(struct ratelimit *rl, const char *key, int64_t now_ms)
 {
+	if (rl->redis) {
+		char rk[256];
+		int64_t count;
+		redis_key(rl, key, rk, sizeof(rk));
+		if (redis_incr_window(rl->redis, rk, rl->window_ms, &count, NULL, NULL) == 0)
+			return;
+	}
 	pthread_mutex_lock(&rl->mu);
 	struct rl_slot *s = find(rl, key, now_ms, true);
 	s->failures++;
@@ -89,6 +141,11 @@ void ratelimit_fail(struct ratelimit *rl, const char *key, int64_t now_ms)
 
 void ratelimit_reset(struct ratelimit *rl, const char *key)
 {
+	if (rl->redis) {
+		char rk[256];
+		redis_key(rl, key, rk, sizeof(rk));
+		redis_del(rl->redis, rk, NULL);
+	}
 	pthread_mutex_lock(&rl->mu);
 	for (int i = 0; i < RL_SLOTS; i++)
 		if (rl->slots[i].key[0] && !strncmp(rl->slots[i].key, key, RL_KEY_MAX - 1))

@@ -10,10 +10,21 @@
 #include <stdint.h>
 
 struct ratelimit;
+struct redis_client;
 
 /* max_failures within window_ms; NULL on out of memory. */
 struct ratelimit *ratelimit_new(int max_failures, int64_t window_ms);
 void ratelimit_free(struct ratelimit *rl);
+
+/* Keeps the counts in Redis (common/redis.h) rather than in rl's table,
+ * so that every manager on that Redis shares them and they outlive a
+ * restart: key "tessera:ratelimit:NAME:" + the SHA-256 of the key, an
+ * INCR whose expiry is set at the first failure (the same fixed window as
+ * the table's). Whenever Redis cannot be reached the table counts
+ * instead, so an outage never lifts the limit; the counts move back to
+ * Redis by themselves when it answers again. c stays the caller's and
+ * must outlive rl; name is copied (up to 31 bytes). */
+void ratelimit_use_redis(struct ratelimit *rl, struct redis_client *c, const char *name);
 
 /* 0 when key may try now, else milliseconds until it may (now_ms: any
  * monotonic clock). */

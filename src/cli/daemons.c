@@ -575,7 +575,7 @@ int cmd_manager(int argc, char **argv)
 	static const char *const known[] = {"listen", "data_dir", "cluster_secret", "heartbeat_interval_ms",
 					    "lost_after_heartbeats", "selector", "dispatch_workers",
 					    "fgpu_per_device", "registry_url", "wsproxy_url", "wsproxy_port_range",
-					    "wsproxy_domain", "storage_hosts", "stats_retention_s", "metrics_token", "etcd", "store", NULL};
+					    "wsproxy_domain", "storage_hosts", "stats_retention_s", "metrics_token", "etcd", "store", "redis", NULL};
 	struct conf c = {0};
 	if (read_config("manager", path, known, &c) < 0)
 		return 1;
@@ -597,6 +597,7 @@ int cmd_manager(int argc, char **argv)
 		.metrics_token = conf_get(&c, "metrics_token"),
 		.etcd = conf_get(&c, "etcd"),
 		.store = conf_get(&c, "store"),
+		.redis_url = conf_get(&c, "redis"),
 	};
 	struct terr err = {0};
 	if (migrate_only) {
@@ -872,7 +873,7 @@ int cmd_webserver(int argc, char **argv)
 	if (!path && rc >= 0)
 		return rc;
 	static const char *const known[] = {"listen", "manager", "web_secret", "cluster_secret", "ui_dir",
-					    "tls_cert", "tls_key", "login_ttl_s", NULL};
+					    "tls_cert", "tls_key", "login_ttl_s", "redis", NULL};
 	struct conf c = {0};
 	if (read_config("webserver", path, known, &c) < 0)
 		return 1;
@@ -885,6 +886,7 @@ int cmd_webserver(int argc, char **argv)
 		.tls_cert = conf_get(&c, "tls_cert"),
 		.tls_key = conf_get(&c, "tls_key"),
 		.login_ttl_s = conf_int(&c, "login_ttl_s", 12 * 3600),
+		.redis_url = conf_get(&c, "redis"),
 	};
 	struct terr err = {0};
 	sigset_t stop;

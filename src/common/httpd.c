@@ -953,6 +953,30 @@ const char *httpd_query(const struct httpd_req *req, const char *name)
 	return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, name);
 }
 
+struct unknown_arg {
+	const char *const *known;
+	const char *found;
+};
+
+static enum MHD_Result find_unknown(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+	(void)kind;
+	(void)value;
+	struct unknown_arg *u = cls;
+	for (size_t i = 0; u->known[i]; i++)
+		if (!strcmp(u->known[i], key))
+			return MHD_YES;
+	u->found = key;
+	return MHD_NO;
+}
+
+const char *httpd_query_unknown(const struct httpd_req *req, const char *const *known)
+{
+	struct unknown_arg u = {known, NULL};
+	MHD_get_connection_values(req->conn, MHD_GET_ARGUMENT_KIND, find_unknown, &u);
+	return u.found;
+}
+
 const char *httpd_cookie(const struct httpd_req *req, const char *name)
 {
 	return MHD_lookup_connection_value(req->conn, MHD_COOKIE_KIND, name);
@@ -984,15 +1008,22 @@ void httpd_json(struct httpd_resp *resp, int status, json_t *body)
 
 int httpd_bytes(struct httpd_resp *resp, int status, const char *ctype, const void *buf, size_t len)
 {
-	char *copy = malloc(len + 1), *type = strdup(ctype ? ctype : "application/octet-stream");
-	if (!copy || !type) {
-		free(copy);
-		free(type);
+	char *copy = malloc(len + 1);
+	if (!copy)
 		return resp_oom(resp);
-	}
 	if (len)
 		memcpy(copy, buf, len);
 	copy[len] = '\0';
+	return httpd_bytes_take(resp, status, ctype, copy, len);
+}
+
+int httpd_bytes_take(struct httpd_resp *resp, int status, const char *ctype, char *copy, size_t len)
+{
+	char *type = strdup(ctype ? ctype : "application/octet-stream");
+	if (!type) {
+		free(copy);
+		return resp_oom(resp);
+	}
 	json_decref(resp->json);
 	resp->json = NULL;
 	free(resp->text);

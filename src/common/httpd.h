@@ -154,6 +154,9 @@ void httpd_stop(struct httpd *h);
 const char *httpd_header(const struct httpd_req *req, const char *name);
 /* Query argument (decoded) or NULL. */
 const char *httpd_query(const struct httpd_req *req, const char *name);
+/* The name of the first query argument not in known (NULL-terminated),
+ * or NULL when every one is known. Borrowed from req. */
+const char *httpd_query_unknown(const struct httpd_req *req, const char *const *known);
 /* Value of the request's cookie `name` or NULL. */
 const char *httpd_cookie(const struct httpd_req *req, const char *name);
 /* The client's IP address as text into buf ("unknown" when not known);
@@ -171,6 +174,9 @@ void httpd_error_terr(struct httpd_resp *resp, const struct terr *err);
 /* A body of raw bytes (copied) with its Content-Type (copied). */
 int httpd_bytes(struct httpd_resp *resp, int status, const char *ctype, const void *buf,
 		size_t len);
+/* The same, taking buf (malloc'd; freed by httpd, also on failure)
+ * instead of copying it: for large bodies already built. */
+int httpd_bytes_take(struct httpd_resp *resp, int status, const char *ctype, char *buf, size_t len);
 /* Adds a response header (both strings copied; a name may repeat, e.g.
  * Set-Cookie). Content-Type and Cache-Control set here replace httpd's own
  * (application/json or text/plain, and no-store), and any name set here

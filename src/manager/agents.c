@@ -8,6 +8,7 @@
 
 #include "common/jsonutil.h"
 #include "common/log.h"
+#include "common/redis.h"
 #include "common/units.h"
 #include "common/util.h"
 #include "manager/state.h"
@@ -67,10 +68,105 @@ void mgr_apply_fgpu_setting(struct manager *m)
 	}
 }
 
+/* ---------- heartbeats in Redis ---------- */
+
+static int64_t lost_limit_ms(const struct manager *m)
+{
+	return (int64_t)m->cfg.heartbeat_interval_ms * m->cfg.lost_after_heartbeats;
+}
+
+static void hb_key(const char *agent_id, char *out, size_t n)
+{
+	snprintf(out, n, REDIS_PREFIX "agent:%s:heartbeat", agent_id);
+}
+
+/* Called without the lock: the agent's heartbeat (its wall-clock time in
+ * ms) in Redis, expiring when the agent would be LOST, so that any
+ * manager on this Redis sees it alive. A failure only costs that: the
+ * manager's memory still has the heartbeat. */
+static void hb_to_redis(struct manager *m, const char *agent_id, int64_t at_ms)
+{
+	if (!m->redis)
+		return;
+	char key[STORE_ID_MAX + 64], val[32];
+	hb_key(agent_id, key, sizeof(key));
+	int len = snprintf(val, sizeof(val), "%lld", (long long)at_ms);
+	struct terr e = {0};
+	mgr_redis_outcome(m, redis_set(m->redis, key, val, (size_t)len, lost_limit_ms(m), &e), &e);
+}
+
+/* Called without the lock: the time of the agent's last heartbeat in
+ * Redis (wall clock, ms); 0 when Redis has none (expired: older than the
+ * LOST limit), -1 when Redis did not answer. */
+static int64_t hb_from_redis(struct manager *m, const char *agent_id)
+{
+	char key[STORE_ID_MAX + 64], *val = NULL;
+	hb_key(agent_id, key, sizeof(key));
+	struct terr e = {0};
+	int rc = redis_get(m->redis, key, &val, NULL, &e);
+	mgr_redis_outcome(m, rc, &e);
+	if (rc < 0)
+		return -1;
+	int64_t at = val ? atoll(val) : 0;
+	free(val);
+	return at > 0 ? at : 0;
+}
+
+void mgr_agents_heartbeats_from_redis(struct manager *m)
+{
+	if (!m->redis)
+		return;
+	int64_t now = util_now_ms();
+	for (size_t i = 0; i < m->n_agents; i++) {
+		struct magent *a = m->agents[i];
+		int64_t at = hb_from_redis(m, a->rec.id);
+		if (at < 0)
+			return;   /* Redis is down: the log said so */
+		if (at == 0)
+			continue;
+		if (at > a->rec.last_seen_ms)
+			a->rec.last_seen_ms = at;
+		log_info("manager", "agent %s sent a heartbeat %lld ms ago (Redis): alive, waiting for it to register again",
+			 a->rec.id, (long long)(now - at));
+	}
+}
+
 void mgr_mark_lost_agents(struct manager *m)
 {
 	int64_t now = util_mono_ms();
-	int64_t limit = (int64_t)m->cfg.heartbeat_interval_ms * m->cfg.lost_after_heartbeats;
+	int64_t limit = lost_limit_ms(m);
+	/* The agents this manager heard nothing from in time; with Redis,
+	 * those are asked about there first, without the lock: an agent may
+	 * be sending its heartbeats to another manager. When Redis does not
+	 * answer, this manager's memory decides, as without Redis. */
+	if (m->redis) {
+		size_t n = 0;
+		char (*ids)[STORE_ID_MAX] = calloc(m->n_agents ? m->n_agents : 1, sizeof(*ids));
+		for (size_t i = 0; ids && i < m->n_agents; i++) {
+			struct magent *a = m->agents[i];
+			if (!a->local && a->alive && now - a->last_seen_mono > limit)
+				util_strlcpy(ids[n++], a->rec.id, sizeof(ids[0]));
+		}
+		int64_t *at = n ? calloc(n, sizeof(*at)) : NULL;
+		if (at) {
+			pthread_mutex_unlock(&m->mu);
+			for (size_t i = 0; i < n; i++)
+				at[i] = hb_from_redis(m, ids[i]);
+			pthread_mutex_lock(&m->mu);
+			int64_t wall = util_now_ms();
+			now = util_mono_ms();
+			for (size_t i = 0; i < n; i++) {
+				struct magent *a = mgr_find_agent(m, ids[i]);
+				if (!a || at[i] <= 0 || at[i] <= a->rec.last_seen_ms)
+					continue;
+				/* Heard by another manager: as fresh as that. */
+				a->rec.last_seen_ms = at[i];
+				a->last_seen_mono = now - (wall > at[i] ? wall - at[i] : 0);
+			}
+		}
+		free(at);
+		free(ids);
+	}
 	for (size_t i = 0; i < m->n_agents; i++) {
 		struct magent *a = m->agents[i];
 		if (a->local || !a->alive || now - a->last_seen_mono <= limit)
@@ -292,8 +388,11 @@ int mgr_agent_register(struct manager *m, json_t *desc, const struct agent_link_
 	log_info("manager", "agent %s registered (%s), %zu containers", id, a->rec.url, json_array_size(containers));
 	reconcile(m, a, containers);
 	mgr_wake_scheduler(m);
+	int64_t seen = a->rec.last_seen_ms;
 	pthread_mutex_unlock(&m->mu);
 	json_decref(ours);
+	if (!local)
+		hb_to_redis(m, id, seen);
 	/* The agent labels what it starts with cluster_id from now on. */
 	if (reply)
 		*reply = json_pack("{s:i,s:s}", "heartbeat_interval_ms", m->cfg.heartbeat_interval_ms,
@@ -330,8 +429,9 @@ int mgr_agent_heartbeat(struct manager *m, const char *agent_id, json_t *stats, 
 		return terr_set(err, ENOENT, "agent %s was LOST; register again", agent_id);
 	}
 	a->last_seen_mono = util_mono_ms();
-	a->rec.last_seen_ms = util_now_ms();
+	int64_t at = a->rec.last_seen_ms = util_now_ms();
 	pthread_mutex_unlock(&m->mu);
+	hb_to_redis(m, agent_id, at);
 	/* A round of live usage rides on the heartbeat (agent/uplink.c). */
 	if (json_is_object(stats))
 		mgr_usage_event(m, agent_id, stats);

@@ -192,11 +192,30 @@ out:
 	json_decref(body);
 }
 
+/* GET /v1/sessions[?status=A,B][&owner=EMAIL][&all=1][&limit=N[&continue=TOKEN]]
+ * (docs/api.md, "List sessions"): without limit, every session at once
+ * as before pagination. */
 static void api_session_list(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 {
-	const char *all = httpd_query(req, "all");
-	bool show_all = all && (!strcmp(all, "1") || !strcmp(all, "true"));
-	httpd_json(resp, 200, json_pack("{s:o}", "sessions", mgr_sessions_list(ctx, caller(req), show_all)));
+	static const char *const known[] = {"all", "status", "owner", "limit", "continue", NULL};
+	const char *bad = httpd_query_unknown(req, known);
+	if (bad) {
+		httpd_error(resp, 400, "invalid_argument",
+			    "unknown query parameter '%.64s' (known: all, status, owner, limit, continue)", bad);
+		return;
+	}
+	struct session_query_in in = {
+		.all = httpd_query(req, "all"), .status = httpd_query(req, "status"), .owner = httpd_query(req, "owner"),
+		.limit = httpd_query(req, "limit"), .cont = httpd_query(req, "continue"),
+	};
+	struct session_query q;
+	struct terr err = {0};
+	char *body = NULL;
+	size_t len = 0;
+	if (validate_session_query(&in, &q, &err) < 0 || mgr_sessions_page(ctx, caller(req), &q, &body, &len, &err) < 0)
+		httpd_error_terr(resp, &err);
+	else
+		httpd_bytes_take(resp, 200, "application/json", body, len);
 }
 
 /* Answers a call that gives a JSON object or an error. */
@@ -269,10 +288,13 @@ static void api_session_get(void *ctx, struct httpd_req *req, struct httpd_resp 
 	const char *ref = session_ref(ctx, req, resp, idbuf);
 	if (!ref)
 		return;
-	json_t *o = NULL;
+	char *body = NULL;
+	size_t len = 0;
 	struct terr err = {0};
-	int rc = mgr_session_get(ctx, caller(req), ref, wait_s, &o, &err);
-	answer(resp, rc, 200, o, &err);
+	if (mgr_session_get_text(ctx, caller(req), ref, wait_s, &body, &len, &err) < 0)
+		httpd_error_terr(resp, &err);
+	else
+		httpd_bytes_take(resp, 200, "application/json", body, len);
 }
 
 static void api_session_stats(void *ctx, struct httpd_req *req, struct httpd_resp *resp)

@@ -5,7 +5,9 @@
  *    else. Failures are rate-limited per account and client address
  *    together, and per client address (the webserver passes the
  *    browser's address in X-Tessera-Client-Addr): someone who knows an
- *    email locks out their own address, not the account's owner.
+ *    email locks out their own address, not the account's owner. The
+ *    counts are the manager's (mgr_login_limits): in Redis when it has
+ *    one, so every manager on it shares them.
  *  - GET/POST /v1/users, PATCH /v1/users/{id}: admin only.
  * Translation only, as in api.c: the users themselves are the core's
  * (users.c). */
@@ -20,23 +22,6 @@
 #include "manager/internal.h"
 #include "auth/ratelimit.h"
 
-#define LOGIN_MAX_FAILURES 5
-#define LOGIN_WINDOW_MS (15 * 60 * 1000)
-
-static pthread_once_t limits_once = PTHREAD_ONCE_INIT;
-static struct ratelimit *fail_by_pair, *fail_by_addr;
-
-static void limits_init(void)
-{
-	/* Per email and address: a limit per email alone let anyone who
-	 * knew an email lock its owner out. Guessing one account from many
-	 * addresses is bounded by the per-address limit below and by the
-	 * cost of each argon2id check. */
-	fail_by_pair = ratelimit_new(LOGIN_MAX_FAILURES, LOGIN_WINDOW_MS);
-	/* An address may try a few emails (a shared lab NAT), not hundreds. */
-	fail_by_addr = ratelimit_new(4 * LOGIN_MAX_FAILURES, LOGIN_WINDOW_MS);
-}
-
 static const struct user_rec *me(struct httpd_req *req)
 {
 	return &((struct auth_info *)req->auth)->user;
@@ -47,17 +32,14 @@ static const struct user_rec *me(struct httpd_req *req)
 void api_auth_login(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 {
 	struct manager *m = ctx;
-	pthread_once(&limits_once, limits_init);
+	struct ratelimit *fail_by_pair, *fail_by_addr;
+	mgr_login_limits(m, &fail_by_pair, &fail_by_addr);
 	const char *secret = httpd_header(req, "X-Tessera-Web-Secret");
 	const char *cluster_secret = mgr_cluster_secret(m);
 	if (!cluster_secret || !*cluster_secret || !secret || !sign_equal(secret, cluster_secret)) {
 		httpd_error(resp, 403, "forbidden",
 			    "password login is only for the webserver (it signs in with the cluster secret); "
 			    "API clients use their access key and secret key");
-		return;
-	}
-	if (!fail_by_pair || !fail_by_addr) {
-		httpd_error(resp, 500, "internal", "out of memory");
 		return;
 	}
 	json_t *body = api_parse_body(req, resp);

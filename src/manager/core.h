@@ -42,6 +42,13 @@ bool mgr_store_available(struct manager *m);
 /* How messages name the database ("PostgreSQL at HOST:PORT/DB"). */
 const char *mgr_store_where(const struct manager *m);
 
+/* The failed-login limiters of POST /v1/auth/login (auth/ratelimit.h):
+ * per account and address, and per address. In Redis when the manager
+ * has one (shared by every manager on it), else in memory. The
+ * manager's; they live until manager_close. */
+struct ratelimit;
+void mgr_login_limits(struct manager *m, struct ratelimit **pair, struct ratelimit **addr);
+
 /* ---- sessions (sessions.c) ---- */
 
 /* Creates cr->count sessions of owner as PENDING, after the checks that
@@ -63,6 +70,19 @@ int mgr_session_lookup(struct manager *m, const struct user_rec *u, const char *
 /* The sessions u sees (admins: everyone's): active ones, or all when
  * `all`. A JSON array. */
 json_t *mgr_sessions_list(struct manager *m, const struct user_rec *u, bool all);
+/* GET /v1/sessions: the sessions u sees (admins: everyone's, or those of
+ * q->owner_email; others: their own only, EPERM for another owner's;
+ * ENOENT for an unknown owner), filtered and paged by q (validate.h), as
+ * the answer's body: {"sessions": [...], "continue": TOKEN} and a
+ * newline, "continue" only when more sessions follow. *body is malloc'd,
+ * the caller's. Each session's JSON is rendered once and kept until the
+ * session changes, so a list costs copies, not JSON building. */
+int mgr_sessions_page(struct manager *m, const struct user_rec *u, const struct session_query *q, char **body,
+		      size_t *len, struct terr *err);
+/* mgr_session_get's answer as text (from the same kept rendering, with
+ * last_commit added), for the API: *body malloc'd, the caller's. */
+int mgr_session_get_text(struct manager *m, const struct user_rec *u, const char *ref, int wait_s, char **body,
+			 size_t *len, struct terr *err);
 /* One session, by id or name, with its status history. With wait_s >= 0,
  * first waits up to wait_s seconds (a long poll, without holding the lock)
  * until it is no longer PENDING, SCHEDULED or PREPARING. ENOENT when u

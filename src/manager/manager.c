@@ -14,7 +14,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "auth/ratelimit.h"
 #include "common/conf.h"
+#include "common/redis.h"
 #include "common/jsonutil.h"
 #include "common/etcd.h"
 #include "common/log.h"
@@ -94,6 +96,7 @@ void mgr_shares_move(struct magent *a, const struct msession *s, int sign)
 
 void mgr_persist(struct manager *m, struct msession *s)
 {
+	mgr_session_changed(s);
 	struct terr err = {0};
 	if (m->so->session_put(m->store, &s->rec, &err) < 0)
 		log_error("manager", "cannot save session %s: %s", s->rec.name, err.msg);
@@ -239,6 +242,58 @@ static int load_cluster_id(struct manager *m, struct terr *err)
 	return 0;
 }
 
+/* Failed password logins: LOGIN_MAX_FAILURES per account and client
+ * address within the window; an address may try a few emails (a shared
+ * lab NAT), not hundreds. A limit per email alone would let anyone who
+ * knew an email lock its owner out; guessing one account from many
+ * addresses is bounded by the per-address limit and by the cost of each
+ * argon2id check. */
+#define LOGIN_MAX_FAILURES 5
+#define LOGIN_WINDOW_MS (15 * 60 * 1000)
+
+void mgr_login_limits(struct manager *m, struct ratelimit **pair, struct ratelimit **addr)
+{
+	*pair = m->login_fail_pair;
+	*addr = m->login_fail_addr;
+}
+
+void mgr_redis_outcome(struct manager *m, int rc, const struct terr *err)
+{
+	bool was_down = atomic_exchange(&m->redis_down, rc < 0);
+	if (rc < 0 && !was_down)
+		log_warn("manager", "%s; heartbeats and login limits are kept in this manager's memory until it answers",
+			 err && err->msg[0] ? err->msg : "Redis does not answer");
+	else if (rc >= 0 && was_down)
+		log_info("manager", "Redis at %s answers again", redis_addr(m->redis));
+}
+
+/* Redis, when configured: the client (it connects on first use, so the
+ * manager starts while Redis is down), the limiters counting there, and
+ * what Redis remembers of the agents' heartbeats. */
+static int open_redis(struct manager *m, struct terr *err)
+{
+	m->login_fail_pair = ratelimit_new(LOGIN_MAX_FAILURES, LOGIN_WINDOW_MS);
+	m->login_fail_addr = ratelimit_new(4 * LOGIN_MAX_FAILURES, LOGIN_WINDOW_MS);
+	if (!m->login_fail_pair || !m->login_fail_addr)
+		return terr_set(err, ENOMEM, "out of memory");
+	if (!m->cfg.redis_url || !*m->cfg.redis_url)
+		return 0;
+	int rc = redis_open(m->cfg.redis_url, &m->redis, err);
+	if (rc < 0)
+		return terr_prefix(err, "redis");
+	ratelimit_use_redis(m->login_fail_pair, m->redis, "login-pair");
+	ratelimit_use_redis(m->login_fail_addr, m->redis, "login-addr");
+	struct terr e = {0};
+	rc = redis_ping(m->redis, &e);
+	mgr_redis_outcome(m, rc, &e);
+	if (rc == -EACCES)
+		return terr_set(err, EACCES, "%s (check the password in the redis URL)", e.msg);
+	if (rc == 0)
+		log_info("manager", "Redis at %s: heartbeats and login limits are kept there", redis_addr(m->redis));
+	mgr_agents_heartbeats_from_redis(m);
+	return 0;
+}
+
 int manager_open(struct manager **out, const struct manager_config *cfg, struct terr *err)
 {
 	struct manager *m = calloc(1, sizeof(*m));
@@ -273,6 +328,7 @@ int manager_open(struct manager **out, const struct manager_config *cfg, struct 
 		return arc;
 	}
 	pthread_mutex_init(&m->mu, NULL);
+	pthread_rwlock_init(&m->users_mu, NULL);
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -308,6 +364,8 @@ int manager_open(struct manager **out, const struct manager_config *cfg, struct 
 	    (rc = mgr_folders_load(m, err)) < 0)
 		goto fail;
 	if ((rc = mgr_images_load(m, err)) < 0 || (rc = mgr_drain_load(m, err)) < 0)
+		goto fail;
+	if ((rc = open_redis(m, err)) < 0)
 		goto fail;
 	if (cfg->selector) {
 		json_t *v = json_string(cfg->selector);
@@ -525,10 +583,12 @@ void manager_close(struct manager *m)
 	mgr_dispatch_join(m);
 	for (size_t i = 0; i < m->n_sessions; i++) {
 		session_rec_clear(&m->sessions[i]->rec);
+		mgr_session_changed(m->sessions[i]);
 		free(m->sessions[i]);
 	}
 	free(m->sessions);
 	strmap_free(&m->session_by_id);
+	strmap_free(&m->session_by_name);
 	strmap_free(&m->agent_by_id);
 	mgr_images_free(m);
 	for (size_t i = 0; i < m->n_agents; i++) {
@@ -558,7 +618,11 @@ void manager_close(struct manager *m)
 	mgr_metrics_close(m);
 	if (m->store)
 		m->so->close(m->store);
+	ratelimit_free(m->login_fail_pair);
+	ratelimit_free(m->login_fail_addr);
+	redis_close(m->redis);
 	pthread_mutex_destroy(&m->mu);
+	pthread_rwlock_destroy(&m->users_mu);
 	pthread_cond_destroy(&m->wake);
 	pthread_cond_destroy(&m->changed);
 	pthread_cond_destroy(&m->jobs_cv);

@@ -53,6 +53,11 @@ struct manager_config {
 	 * NULL: -EBUSY at once. */
 	bool (*standby_wait)(void *ud);
 	void *standby_ud;
+	/* Redis for what can be rebuilt (docs/admin.md, "Production:
+	 * Redis"): "redis://[:PASSWORD@]HOST:PORT/DB"; NULL or "": agents'
+	 * heartbeats and the login rate limits stay in this process's
+	 * memory. */
+	const char *redis_url;
 };
 
 

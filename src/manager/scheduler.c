@@ -191,6 +191,7 @@ static void schedule_pass(struct manager *m)
 		if (s->rec.status != SS_PENDING || !reasons[i][0] || !strcmp(s->rec.status_info, reasons[i]))
 			continue;
 		util_strlcpy(s->rec.status_info, reasons[i], sizeof(s->rec.status_info));
+		mgr_session_changed(s);
 		changed = true;
 	}
 	if (changed) {

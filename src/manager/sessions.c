@@ -23,25 +23,23 @@ struct msession *mgr_find_session(struct manager *m, const char *id)
 	return strmap_get(&m->session_by_id, id);
 }
 
+static void name_key(const char *owner_id, const char *name, char *out, size_t n)
+{
+	snprintf(out, n, "%s\x1f%s", owner_id, name);
+}
+
 /* By id, or by name among owner_id's sessions: the newest active one of
- * that name, else the newest ended one. */
+ * that name, else the newest ended one (session_by_name says why that
+ * is the newest of the name). An id wins over a name. */
 static struct msession *resolve_among(struct manager *m, const char *ref, const char *owner_id,
 				      bool any_owner_by_id)
 {
-	struct msession *active = NULL, *any = NULL;
-	for (size_t i = 0; i < m->n_sessions; i++) {
-		struct msession *s = m->sessions[i];
-		bool own = !strcmp(s->rec.owner_id, owner_id);
-		if (!strcmp(s->rec.id, ref) && (own || any_owner_by_id))
-			return s;
-		if (!own || strcmp(s->rec.name, ref))
-			continue;
-		/* Newest wins: later sessions come later in seq order. */
-		any = s;
-		if (!session_status_final(s->rec.status))
-			active = s;
-	}
-	return active ? active : any;
+	struct msession *s = strmap_get(&m->session_by_id, ref);
+	if (s && (any_owner_by_id || !strcmp(s->rec.owner_id, owner_id)))
+		return s;
+	char key[sizeof(s->name_key)];
+	name_key(owner_id, ref, key, sizeof(key));
+	return strmap_get(&m->session_by_name, key);
 }
 
 struct msession *mgr_resolve_session(struct manager *m, const char *ref, const struct user_rec *user)
@@ -84,8 +82,15 @@ int mgr_session_append(struct manager *m, struct msession *s)
 		m->sessions = n;
 		m->cap_sessions = ncap;
 	}
+	name_key(s->rec.owner_id, s->rec.name, s->name_key, sizeof(s->name_key));
 	if (strmap_put(&m->session_by_id, s->rec.id, s) < 0)
 		return -ENOMEM;
+	/* Appended in sequence order: the newest of a name replaces the
+	 * older one. */
+	if (strmap_put(&m->session_by_name, s->name_key, s) < 0) {
+		strmap_del(&m->session_by_id, s->rec.id);
+		return -ENOMEM;
+	}
 	m->sessions[m->n_sessions++] = s;
 	return 0;
 }
@@ -270,6 +275,168 @@ json_t *mgr_sessions_visible_json(struct manager *m, const struct user_rec *u, b
 		json_array_append_new(arr, mgr_session_json(m, s));
 	}
 	return arr;
+}
+
+/* ---------- rendered once: the cached JSON ---------- */
+
+/* s's list JSON, rendered into its cache when absent: a new reference
+ * (mtext_unref it, with or without the lock), NULL when out of memory. */
+static struct mtext *kept_json(struct manager *m, struct msession *s)
+{
+	if (!s->json) {
+		json_t *o = mgr_session_json(m, s);
+		s->json = o ? mtext_new(jsonutil_dump(o)) : NULL;
+		json_decref(o);
+	}
+	return mtext_ref(s->json);
+}
+
+/* The same with the status history (one store query, once per change). */
+static struct mtext *kept_json_full(struct manager *m, struct msession *s)
+{
+	if (!s->json_full) {
+		json_t *o = mgr_session_json(m, s);
+		struct history_rec *h = NULL;
+		size_t n = 0;
+		struct terr err = {0};
+		json_t *arr = json_array();
+		if (m->so->history_get(m->store, s->rec.id, &h, &n, &err) == 0) {
+			for (size_t i = 0; i < n; i++)
+				json_array_append_new(arr, json_pack("{s:s,s:o,s:s}", "status",
+								     session_status_name(h[i].status), "at",
+								     mgr_time_json(h[i].at_ms), "info", h[i].info));
+			free(h);
+		} else {
+			/* Shown without its history until the session next
+			 * changes: a store that cannot be read is in the log. */
+			log_error("manager", "cannot read the history of %s: %s", s->rec.name, err.msg);
+		}
+		json_object_set_new(o, "status_history", arr);
+		s->json_full = o ? mtext_new(jsonutil_dump(o)) : NULL;
+		json_decref(o);
+	}
+	return mtext_ref(s->json_full);
+}
+
+/* A growing text buffer; on out of memory it stays failed (ok false). */
+struct textbuf {
+	char *p;
+	size_t len, cap;
+	bool ok;
+};
+
+static void tb_add(struct textbuf *b, const char *s, size_t n)
+{
+	if (!b->ok)
+		return;
+	if (b->len + n + 1 > b->cap) {
+		size_t cap = b->cap ? b->cap : 4096;
+		while (cap < b->len + n + 1)
+			cap *= 2;
+		char *p = realloc(b->p, cap);
+		if (!p) {
+			b->ok = false;
+			return;
+		}
+		b->p = p;
+		b->cap = cap;
+	}
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+	b->p[b->len] = '\0';
+}
+
+static void tb_str(struct textbuf *b, const char *s)
+{
+	tb_add(b, s, strlen(s));
+}
+
+/* Whether s is in the page's filters (its owner is checked apart). */
+static bool query_wants(const struct session_query *q, const struct msession *s)
+{
+	if (q->status_mask)
+		return (q->status_mask & (1u << s->rec.status)) && (q->all || !s->rec.removed);
+	return q->all || (session_status_listed(s->rec.status) && !s->rec.removed);
+}
+
+int mgr_sessions_page(struct manager *m, const struct user_rec *u, const struct session_query *q, char **body,
+		      size_t *len, struct terr *err)
+{
+	if (q->owner_email[0] && !u->is_admin && strcmp(q->owner_email, u->email))
+		return terr_set(err, EPERM, "only an admin may list another user's sessions");
+	char owner_id[STORE_ID_MAX];
+	util_strlcpy(owner_id, u->is_admin ? "" : u->id, sizeof(owner_id));
+	pthread_mutex_lock(&m->mu);
+	if (q->owner_email[0]) {
+		const struct user_rec *o = mgr_find_user_by_email(m, q->owner_email);
+		if (!o) {
+			pthread_mutex_unlock(&m->mu);
+			return terr_set(err, ENOENT, "no user with email %s", q->owner_email);
+		}
+		util_strlcpy(owner_id, o->id, sizeof(owner_id));
+	}
+	/* Sessions are in sequence order: the page starts after the token's. */
+	size_t lo = 0, hi = m->n_sessions;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (m->sessions[mid]->rec.seq <= q->after_seq)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* Under the lock only the choice and a reference to each text; the
+	 * copying is done after. */
+	size_t cap = q->limit ? (size_t)q->limit : m->n_sessions - lo;
+	struct mtext **texts = malloc((cap ? cap : 1) * sizeof(*texts));
+	size_t n = 0;
+	int64_t last_seq = 0;
+	bool more = false, oom = !texts;
+	for (size_t i = lo; i < m->n_sessions && !oom; i++) {
+		struct msession *s = m->sessions[i];
+		if ((owner_id[0] && strcmp(s->rec.owner_id, owner_id)) || !query_wants(q, s))
+			continue;
+		if (n == cap) {
+			more = true;
+			break;
+		}
+		if (!(texts[n] = kept_json(m, s))) {
+			oom = true;
+			break;
+		}
+		n++;
+		last_seq = s->rec.seq;
+	}
+	pthread_mutex_unlock(&m->mu);
+	struct textbuf b = {.ok = !oom};
+	size_t want = 64;
+	for (size_t i = 0; i < n; i++)
+		want += texts[i]->len + 1;
+	if (b.ok && (b.p = malloc(want)))
+		b.cap = want;
+	tb_str(&b, "{\"sessions\":[");
+	for (size_t i = 0; i < n; i++) {
+		if (i)
+			tb_add(&b, ",", 1);
+		tb_add(&b, texts[i]->s, texts[i]->len);
+		mtext_unref(texts[i]);
+	}
+	free(texts);
+	tb_str(&b, "]");
+	if (more) {
+		char token[VALIDATE_TOKEN_MAX];
+		validate_session_token(q, last_seq, token);
+		tb_str(&b, ",\"continue\":\"");
+		tb_str(&b, token);
+		tb_str(&b, "\"");
+	}
+	tb_str(&b, "}\n");
+	if (!b.ok) {
+		free(b.p);
+		return terr_set(err, ENOMEM, "out of memory");
+	}
+	*body = b.p;
+	*len = b.len;
+	return 0;
 }
 
 /* ---------- creation ---------- */
@@ -501,6 +668,51 @@ int mgr_session_get(struct manager *m, const struct user_rec *u, const char *ref
 	if (!o)
 		return no_session(ref, err);
 	*session = o;
+	return 0;
+}
+
+int mgr_session_get_text(struct manager *m, const struct user_rec *u, const char *ref, int wait_s, char **body,
+			 size_t *len, struct terr *err)
+{
+	pthread_mutex_lock(&m->mu);
+	struct msession *s = mgr_resolve_session(m, ref, u);
+	if (s && wait_s >= 0) {
+		struct timespec dl;
+		clock_gettime(CLOCK_MONOTONIC, &dl);
+		dl.tv_sec += wait_s;
+		while (!settled(s) && !m->stopping &&
+		       pthread_cond_timedwait(&m->changed, &m->mu, &dl) == 0)
+			;
+	}
+	if (!s) {
+		pthread_mutex_unlock(&m->mu);
+		return no_session(ref, err);
+	}
+	struct mtext *full = kept_json_full(m, s);
+	json_t *lc = mgr_commit_last_json(m, s->rec.id);
+	pthread_mutex_unlock(&m->mu);
+	/* A new object, or jansson's null (whose count is never changed):
+	 * this thread's alone. */
+	char *lct = lc ? json_dumps(lc, JSONUTIL_DUMP_FLAGS | JSON_ENCODE_ANY) : NULL;
+	json_decref(lc);
+	/* The kept object without its closing brace, then last_commit. */
+	struct textbuf b = {.ok = full && full->len >= 2 && lct};
+	if (b.ok) {
+		if ((b.p = malloc(full->len + strlen(lct) + 32)))
+			b.cap = full->len + strlen(lct) + 32;
+		tb_add(&b, full->s, full->len - 1);
+		tb_str(&b, ",\"last_commit\":");
+		tb_str(&b, lct);
+		tb_str(&b, "}\n");
+	}
+	mtext_unref(full);
+	free(lct);
+	if (!b.ok) {
+		free(b.p);
+		return terr_set(err, ENOMEM, "out of memory");
+	}
+	*body = b.p;
+	*len = b.len;
 	return 0;
 }
 

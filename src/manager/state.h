@@ -37,6 +37,44 @@ struct mshare {
 	int64_t fgpu_m;
 };
 
+/* An immutable text shared between the kept JSON of a session and the
+ * requests copying it: freed by the last mtext_unref. */
+struct mtext {
+	atomic_int refs;
+	size_t len;
+	char s[];
+};
+
+/* Takes text (malloc'd): a new mtext with one reference, or NULL (text
+ * freed) on out of memory. */
+static inline struct mtext *mtext_new(char *text)
+{
+	if (!text)
+		return NULL;
+	size_t len = strlen(text);
+	struct mtext *t = malloc(sizeof(*t) + len + 1);
+	if (t) {
+		atomic_init(&t->refs, 1);
+		t->len = len;
+		memcpy(t->s, text, len + 1);
+	}
+	free(text);
+	return t;
+}
+
+static inline struct mtext *mtext_ref(struct mtext *t)
+{
+	if (t)
+		atomic_fetch_add_explicit(&t->refs, 1, memory_order_relaxed);
+	return t;
+}
+
+static inline void mtext_unref(struct mtext *t)
+{
+	if (t && atomic_fetch_sub_explicit(&t->refs, 1, memory_order_acq_rel) == 1)
+		free(t);
+}
+
 struct msession {
 	struct session_rec rec;
 	struct mshare shares[MGR_MAX_GPUS];   /* mirrors rec.alloc_json */
@@ -54,7 +92,29 @@ struct msession {
 	int execs_running;
 	int64_t last_exec_ms;
 	char end_reason[200];
+	/* Its JSON as the API answers it, rendered once and kept until it
+	 * changes (mgr_session_changed): json as in lists (mgr_session_json),
+	 * json_full with its status history (GET /v1/sessions/{ref}) but
+	 * without last_commit, which is added on each request. NULL until
+	 * asked for. Rendering 1,000 sessions with jansson on every list
+	 * request was what made the list slow; and a request takes a
+	 * reference under the lock and copies the text after it, so the lock
+	 * is held for a lookup, not for the copy. */
+	struct mtext *json, *json_full;
+	/* "OWNER_ID\x1fNAME": its key in manager.session_by_name. */
+	char name_key[STORE_ID_MAX + STORE_NAME_MAX + 2];
 };
+
+/* Drops s's rendered JSON: called wherever its record, shares or history
+ * change (mgr_persist, which every stored change goes through, and the
+ * scheduler's in-memory wait reasons). A request still copying an old
+ * text keeps it until it lets go. */
+static inline void mgr_session_changed(struct msession *s)
+{
+	mtext_unref(s->json);
+	mtext_unref(s->json_full);
+	s->json = s->json_full = NULL;
+}
 
 /* A data folder and its measured usage (folders.c). */
 struct mfolder {
@@ -188,12 +248,24 @@ struct manager {
 	struct msession **sessions; /* in seq order */
 	size_t n_sessions, cap_sessions;
 	struct strmap session_by_id; /* keys: rec.id of each session */
+	/* Keys: name_key of each session; the value is the newest session of
+	 * that owner and name. Names are unique among an owner's active
+	 * sessions and a session never becomes active again, so the newest
+	 * is the active one when there is one: what a reference by name
+	 * means (mgr_resolve_session), found without a walk of the list. */
+	struct strmap session_by_name;
 	struct strmap agent_by_id;   /* keys: rec.id of each agent */
 	int64_t next_seq;
 	struct magent **agents;
 	size_t n_agents, cap_agents;
 	struct user_rec *users;
 	size_t n_users;
+	/* Guards users and n_users for mgr_user_by_access_key alone, which
+	 * every signed request calls: it takes this for reading instead of
+	 * mu, so that authentication does not queue behind the manager's
+	 * work. Every change to users holds mu and this for writing, so a
+	 * holder of mu reads users without it. */
+	pthread_rwlock_t users_mu;
 	json_t *image_aliases;      /* {"alias": "image ref"}, stored (images.c) */
 	json_t *drained_nodes;      /* ["node id"]: unschedulable, stored (nodes_admin.c) */
 	/* Storage hosts (cfg.storage_hosts, folders.c); the first is the
@@ -267,6 +339,13 @@ struct manager {
 	/* Sessions' usage history (usage.c, usage_store.h). */
 	const struct usage_store_ops *usage_ops;
 	struct usage_store *usage;
+	/* cfg.redis_url's client, NULL without one; fixed at open. Heartbeats
+	 * are written there (agents.c) and the login limits count there
+	 * (api_users.c through mgr_login_limits). redis_down: the last
+	 * call failed (for one log line per outage, not one per call). */
+	struct redis_client *redis;
+	atomic_bool redis_down;
+	struct ratelimit *login_fail_pair, *login_fail_addr;
 	/* Session apps (apps.c): the routes and tokens, and the proxy's
 	 * public base as parsed from cfg at open. */
 	struct approutes apps;
@@ -384,11 +463,21 @@ int mgr_scheduler_start(struct manager *m, struct terr *err);
 /* ---- agents.c ---- */
 struct magent *mgr_find_agent(struct manager *m, const char *id);
 struct mgpu *mgr_agent_gpu(struct magent *a, const char *uuid);
+/* Records a Redis call's outcome: a warning when Redis stops answering,
+ * a note when it answers again (no lock needed). */
+void mgr_redis_outcome(struct manager *m, int rc, const struct terr *err);
+/* At open, with Redis: logs the agents whose heartbeat Redis still holds
+ * (alive, expected to register again soon) and takes their last
+ * heartbeat's time for the node list. */
+void mgr_agents_heartbeats_from_redis(struct manager *m);
 /* Loads an agent record at start (not alive until it registers again). */
 int mgr_agent_load(struct manager *m, const struct agent_rec *r);
 /* Recomputes every agent's fGPU capacity after fgpu_per_device changed. */
 void mgr_apply_fgpu_setting(struct manager *m);
-/* Marks agents whose heartbeats stopped LOST (the scheduler's safety pass). */
+/* Marks agents whose heartbeats stopped LOST (the scheduler's safety pass).
+ * With Redis, an agent whose heartbeat is in Redis (sent to another
+ * manager on the same Redis) is not LOST; the lock is dropped while Redis
+ * is asked. */
 void mgr_mark_lost_agents(struct manager *m);
 /* The API's view of every node (new reference). */
 json_t *mgr_nodes_json(struct manager *m);

@@ -138,6 +138,9 @@ static bool sample_parse(json_t *o, int64_t t, struct usage_sample *u)
 /* The summary the sessions' list shows. */
 static void summary_set(struct msession *s, const struct usage_sample *u)
 {
+	/* The session's kept JSON shows these ("usage", "idle"): rendered
+	 * again at the next request. */
+	mgr_session_changed(s);
 	s->usage_t = u->t;
 	s->usage_cpu_pct = u->cpu_pct;
 	s->usage_mem_pct = u->mem_limit_bytes > 0 ? (double)u->mem_bytes * 100.0 / (double)u->mem_limit_bytes : 0;
@@ -212,6 +215,7 @@ void mgr_usage_left_running(struct manager *m, struct msession *s)
 	 * it ages out (mgr_usage_sweep); the live figures go. */
 	s->usage_t = 0;
 	s->idle_since_ms = 0;
+	mgr_session_changed(s);
 }
 
 void mgr_usage_sweep(struct manager *m)
@@ -230,6 +234,7 @@ void mgr_usage_exec(struct manager *m, const char *session_id, int delta)
 	/* A running exec is activity; its end starts the idle clock anew. */
 	s->idle_since_ms = 0;
 	s->last_exec_ms = util_now_ms();
+	mgr_session_changed(s);   /* its "idle" deadline */
 }
 
 void mgr_usage_session_json(struct manager *m, const struct msession *s, json_t *o)

@@ -48,12 +48,14 @@ const struct user_rec *mgr_find_user_by_email(struct manager *m, const char *ema
 
 int mgr_user_load(struct manager *m, const struct user_rec *u)
 {
+	pthread_rwlock_wrlock(&m->users_mu);
 	struct user_rec *n = realloc(m->users, (m->n_users + 1) * sizeof(*n));
-	if (!n)
-		return -ENOMEM;
-	m->users = n;
-	m->users[m->n_users++] = *u;
-	return 0;
+	if (n) {
+		m->users = n;
+		m->users[m->n_users++] = *u;
+	}
+	pthread_rwlock_unlock(&m->users_mu);
+	return n ? 0 : -ENOMEM;
 }
 
 /* Fresh access key ("TK" + 18 upper-case hex) and secret key into u. */
@@ -116,11 +118,12 @@ json_t *mgr_user_json(const struct user_rec *u)
 
 int mgr_user_by_access_key(struct manager *m, const char *access_key, struct user_rec *out)
 {
-	pthread_mutex_lock(&m->mu);
+	/* users_mu, not mu: state.h says why. */
+	pthread_rwlock_rdlock(&m->users_mu);
 	const struct user_rec *u = mgr_find_user_by_key(m, access_key);
 	if (u)
 		*out = *u;
-	pthread_mutex_unlock(&m->mu);
+	pthread_rwlock_unlock(&m->users_mu);
 	return u ? 0 : -ENOENT;
 }
 
@@ -172,17 +175,22 @@ int mgr_user_create(struct manager *m, const char *email, const char *password, 
 		pthread_mutex_unlock(&m->mu);
 		return terr_set(err, EEXIST, "a user with email %s already exists", u.email);
 	}
+	pthread_rwlock_wrlock(&m->users_mu);
 	struct user_rec *grown = realloc(m->users, (m->n_users + 1) * sizeof(*grown));
+	if (grown)
+		m->users = grown;
+	pthread_rwlock_unlock(&m->users_mu);
 	if (!grown) {
 		pthread_mutex_unlock(&m->mu);
 		return terr_set(err, ENOMEM, "out of memory");
 	}
-	m->users = grown;
 	if ((rc = m->so->user_put(m->store, &u, err)) < 0) {
 		pthread_mutex_unlock(&m->mu);
 		return rc;
 	}
+	pthread_rwlock_wrlock(&m->users_mu);
 	m->users[m->n_users++] = u;
+	pthread_rwlock_unlock(&m->users_mu);
 	pthread_mutex_unlock(&m->mu);
 	log_info("manager", "%s created user %s%s", by, u.email, u.is_admin ? " (admin)" : "");
 	*reply = json_pack("{s:o,s:s}", "user", mgr_user_json(&u), "secret_key", u.secret_key);
@@ -220,7 +228,9 @@ int mgr_user_update(struct manager *m, const char *ref, int disabled, const char
 		pthread_mutex_unlock(&m->mu);
 		return rc;
 	}
+	pthread_rwlock_wrlock(&m->users_mu);
 	*u = next;
+	pthread_rwlock_unlock(&m->users_mu);
 	json_t *uj = mgr_user_json(u);
 	pthread_mutex_unlock(&m->mu);
 	log_info("manager", "%s updated user %s%s%s", by->email, next.email,

@@ -1,6 +1,9 @@
 #include "manager/validate.h"
 
 #include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/jsonutil.h"
@@ -188,5 +191,100 @@ int validate_policy_key(const char *key, char *out, size_t n, struct terr *err)
 	}
 	if (validate_email(key, out, n, err) < 0)
 		return terr_prefix(err, "policy.<email>: '%.80s' is neither 'default' nor a valid email", key);
+	return 0;
+}
+
+/* ---------- GET /v1/sessions' query ---------- */
+
+/* What a continue token is bound to: the filters (not the limit, which
+ * may change from page to page), FNV-1a over their values. */
+static uint32_t query_fingerprint(const struct session_query *q)
+{
+	uint32_t h = 2166136261u;
+	char buf[300];
+	int n = snprintf(buf, sizeof(buf), "%d|%u|%s", q->all, q->status_mask, q->owner_email);
+	for (int i = 0; i < n && i < (int)sizeof(buf); i++) {
+		h ^= (unsigned char)buf[i];
+		h *= 16777619u;
+	}
+	return h;
+}
+
+void validate_session_token(const struct session_query *q, int64_t last_seq, char out[VALIDATE_TOKEN_MAX])
+{
+	/* "s1" the format's version, the position, the filters' fingerprint. */
+	snprintf(out, VALIDATE_TOKEN_MAX, "s1.%llx.%08x", (unsigned long long)last_seq, query_fingerprint(q));
+}
+
+static int parse_status_list(const char *text, unsigned *mask, struct terr *err)
+{
+	char known[256] = "";
+	for (int st = 0; st < SS__COUNT; st++) {
+		if (st)
+			strcat(known, ", ");
+		strcat(known, session_status_name((enum session_status)st));
+	}
+	*mask = 0;
+	const char *p = text;
+	for (;;) {
+		size_t len = strcspn(p, ",");
+		char name[32];
+		if (len == 0 || len >= sizeof(name))
+			return terr_set(err, EINVAL, "status: give one status or a comma list of them (known: %s)", known);
+		for (size_t i = 0; i < len; i++)
+			name[i] = (char)toupper((unsigned char)p[i]);
+		name[len] = '\0';
+		int st = session_status_parse(name);
+		if (st < 0)
+			return terr_set(err, EINVAL, "status: unknown status '%.*s' (known: %s)", (int)len, p, known);
+		*mask |= 1u << st;
+		if (!p[len])
+			return 0;
+		p += len + 1;
+	}
+}
+
+int validate_session_query(const struct session_query_in *in, struct session_query *out, struct terr *err)
+{
+	memset(out, 0, sizeof(*out));
+	if (in->all) {
+		if (!strcmp(in->all, "1") || !strcmp(in->all, "true"))
+			out->all = true;
+		else if (strcmp(in->all, "0") && strcmp(in->all, "false"))
+			return terr_set(err, EINVAL, "all must be 1 or 0 (true or false)");
+	}
+	if (in->status && parse_status_list(in->status, &out->status_mask, err) < 0)
+		return -EINVAL;
+	if (in->owner && validate_email(in->owner, out->owner_email, sizeof(out->owner_email), err) < 0)
+		return terr_prefix(err, "owner");
+	if (in->limit) {
+		char *end;
+		errno = 0;
+		long v = strtol(in->limit, &end, 10);
+		if (!*in->limit || *end || errno || v < 1 || v > VALIDATE_MAX_LIST_LIMIT)
+			return terr_set(err, EINVAL, "limit must be a whole number from 1 to %d (got '%.40s')",
+					VALIDATE_MAX_LIST_LIMIT, in->limit);
+		out->limit = v;
+	}
+	if (in->cont) {
+		unsigned long long seq;
+		unsigned fp;
+		int used = 0;
+		if (strlen(in->cont) >= VALIDATE_TOKEN_MAX ||
+		    sscanf(in->cont, "s1.%llx.%8x%n", &seq, &fp, &used) != 2 || in->cont[used] || seq > INT64_MAX)
+			return terr_set(err, EINVAL, "continue: not a token this server gave; "
+					"use the \"continue\" value of the previous page as it is");
+		/* Only the exact text this server makes (sscanf would take
+		 * spaces, signs and 0x too). */
+		char again[VALIDATE_TOKEN_MAX];
+		snprintf(again, sizeof(again), "s1.%llx.%08x", seq, fp);
+		if (strcmp(again, in->cont))
+			return terr_set(err, EINVAL, "continue: not a token this server gave; "
+					"use the \"continue\" value of the previous page as it is");
+		if (fp != query_fingerprint(out))
+			return terr_set(err, EINVAL, "continue: the token belongs to a query with other filters "
+					"(status, owner, all); repeat them as they were, or start again without continue");
+		out->after_seq = (int64_t)seq;
+	}
 	return 0;
 }

@@ -37,6 +37,33 @@ int validate_email(const char *email, char *out, size_t n, struct terr *err);
  * users' emails are). Writes the key to use to out (n bytes). */
 int validate_policy_key(const char *key, char *out, size_t n, struct terr *err);
 
+/* GET /v1/sessions' query (docs/api.md, "List sessions"), parsed.
+ * status_mask: bit (1 << status) of each status asked for, 0 for the
+ * default set (active ones, or every one with all); owner_email: "" for
+ * every owner the caller may see; limit: 0 for no limit (the whole list
+ * at once, as before pagination), else 1..VALIDATE_MAX_LIST_LIMIT;
+ * after_seq: the continue token's position (0: from the start). */
+#define VALIDATE_MAX_LIST_LIMIT 1000
+struct session_query {
+	bool all;
+	unsigned status_mask;
+	char owner_email[256];
+	long limit;
+	int64_t after_seq;
+};
+/* The raw query values (NULL: absent). */
+struct session_query_in {
+	const char *all, *status, *owner, *limit, *cont;
+};
+/* Validates and parses in (each error names the parameter and the rule;
+ * a continue token made for another filter is refused). */
+int validate_session_query(const struct session_query_in *in, struct session_query *out, struct terr *err);
+/* The continue token of a page that ended at the session with sequence
+ * number last_seq, for the same filters as q: opaque to clients, NUL-
+ * terminated into out (VALIDATE_TOKEN_MAX bytes). */
+#define VALIDATE_TOKEN_MAX 48
+void validate_session_token(const struct session_query *q, int64_t last_seq, char out[VALIDATE_TOKEN_MAX]);
+
 #define VALIDATE_MAX_MOUNTS 16
 
 /* A validated create request. */

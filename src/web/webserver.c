@@ -20,11 +20,16 @@
 #include <unistd.h>
 
 #include <jansson.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
 
 #include "common/httpc.h"
 #include "common/httpd.h"
 #include "common/log.h"
 #include "common/pump.h"
+#include "common/redis.h"
 #include "common/sign.h"
 #include "common/util.h"
 
@@ -43,8 +48,12 @@ struct login {
 	int64_t expires_ms;
 };
 
+struct login_store_ops;
+
 struct web {
 	struct httpd *httpd;
+	const struct login_store_ops *store;   /* login_mem_ops or login_redis_ops */
+	struct redis_client *redis;            /* with login_redis_ops */
 	char listen[128];
 	char manager[256];
 	char manager_host[256];             /* Host header / signing host */
@@ -54,7 +63,7 @@ struct web {
 	bool tls;
 	int port;
 	int64_t ttl_ms;
-	pthread_mutex_t mu;
+	pthread_mutex_t mu;                    /* the table (login_mem_ops) */
 	struct login *logins;
 	size_t n_logins;
 };
@@ -90,17 +99,27 @@ static bool origin_ok(struct web *w, const struct httpd_req *req)
 	return !strcmp(origin, expect);
 }
 
-/* ---------- login sessions ---------- */
+/* ---------- where login sessions are kept ----------
+ *
+ * One small interface, two stores: the table in this process's memory
+ * (the default) and Redis (web_config.redis_url), where every webserver
+ * on the same Redis finds the logins of the others. Logins are looked up
+ * by the SHA-256 of the cookie's value, so the store never holds a
+ * cookie a browser could replay. */
+struct login_store_ops {
+	/* Whether logins can be made now; 0 or an error (503). */
+	int (*ready)(struct web *w, struct terr *err);
+	/* 1 and *out when found (out->user the caller's own copy), 0 when
+	 * not (or expired), negative when the store cannot be asked. token:
+	 * the cookie's value, token_hash its SHA-256. */
+	int (*find)(struct web *w, const char *token, const char *token_hash, struct login *out, struct terr *err);
+	/* Keeps a copy of l (l->user stays the caller's), for the cookie
+	 * token whose hash is l->token_hash. */
+	int (*add)(struct web *w, const char *token, const struct login *l, struct terr *err);
+	int (*drop)(struct web *w, const char *token_hash, struct terr *err);
+};
 
-static void cookie_value(const struct httpd_req *req, char *out, size_t n)
-{
-	out[0] = '\0';
-	const char *v = httpd_cookie(req, COOKIE_NAME);
-	if (v && strlen(v) == 2 * TOKEN_BYTES)
-		util_strlcpy(out, v, n);
-}
-
-/* Called with mu held: drops expired logins. */
+/* In memory. Called with mu held: drops expired logins. */
 static void expire_logins(struct web *w, int64_t now)
 {
 	size_t k = 0;
@@ -114,27 +133,29 @@ static void expire_logins(struct web *w, int64_t now)
 	w->n_logins = k;
 }
 
-/* Copies the caller's login; false if none (or out of memory). out->user
- * is the caller's own copy (json_decref it), not a reference to the
- * table's: a jansson value whose reference count two threads change is a
- * data race (json_decref reads the count without an atomic), so the
- * table's values are only touched under mu and each request thread gets
- * a value of its own. */
-static bool find_login(struct web *w, const struct httpd_req *req, struct login *out)
+static int mem_ready(struct web *w, struct terr *err)
 {
-	char tok[2 * TOKEN_BYTES + 1], h[SIGN_HEX_LEN + 1];
-	cookie_value(req, tok, sizeof(tok));
-	if (!tok[0])
-		return false;
-	sign_sha256_hex(tok, strlen(tok), h);
-	bool found = false;
+	(void)w;
+	(void)err;
+	return 0;
+}
+
+/* out->user is the caller's own copy (json_decref it), not a reference
+ * to the table's: a jansson value whose reference count two threads
+ * change is a data race (json_decref reads the count without an atomic),
+ * so the table's values are only touched under mu and each request
+ * thread gets a value of its own. */
+static int mem_find(struct web *w, const char *token, const char *h, struct login *out, struct terr *err)
+{
+	(void)token;
+	int found = 0;
 	pthread_mutex_lock(&w->mu);
 	expire_logins(w, util_now_ms());
-	for (size_t i = 0; i < w->n_logins && !found; i++) {
+	for (size_t i = 0; i < w->n_logins; i++) {
 		if (sign_equal(w->logins[i].token_hash, h)) {
 			*out = w->logins[i];
 			out->user = json_deep_copy(w->logins[i].user);
-			found = out->user != NULL;
+			found = out->user ? 1 : terr_set(err, ENOMEM, "out of memory");
 			break;
 		}
 	}
@@ -142,13 +163,28 @@ static bool find_login(struct web *w, const struct httpd_req *req, struct login 
 	return found;
 }
 
-static void drop_login(struct web *w, const struct httpd_req *req)
+static int mem_add(struct web *w, const char *token, const struct login *l, struct terr *err)
 {
-	char tok[2 * TOKEN_BYTES + 1], h[SIGN_HEX_LEN + 1];
-	cookie_value(req, tok, sizeof(tok));
-	if (!tok[0])
-		return;
-	sign_sha256_hex(tok, strlen(tok), h);
+	(void)token;
+	struct login copy = *l;
+	if (!(copy.user = json_deep_copy(l->user)))
+		return terr_set(err, ENOMEM, "out of memory");
+	pthread_mutex_lock(&w->mu);
+	expire_logins(w, util_now_ms());
+	bool full = w->n_logins >= WEB_MAX_LOGINS;
+	if (!full)
+		w->logins[w->n_logins++] = copy;
+	pthread_mutex_unlock(&w->mu);
+	if (full) {
+		json_decref(copy.user);
+		return terr_set(err, EAGAIN, "too many people are logged in; try again later");
+	}
+	return 0;
+}
+
+static int mem_drop(struct web *w, const char *h, struct terr *err)
+{
+	(void)err;
 	pthread_mutex_lock(&w->mu);
 	for (size_t i = 0; i < w->n_logins; i++) {
 		if (sign_equal(w->logins[i].token_hash, h)) {
@@ -158,6 +194,230 @@ static void drop_login(struct web *w, const struct httpd_req *req)
 		}
 	}
 	pthread_mutex_unlock(&w->mu);
+	return 0;
+}
+
+static const struct login_store_ops login_mem_ops = {mem_ready, mem_find, mem_add, mem_drop};
+
+/* In Redis: key "tessera:login:HASH", the login's fields as JSON,
+ * sealed (AES-256-GCM) with a key derived from the cookie's value, which
+ * Redis never sees: whoever reads Redis finds no keypair to sign with,
+ * only records that the browsers holding the cookies can open. The
+ * record expires with the login. */
+static void login_key(const char *h, char *out, size_t n)
+{
+	snprintf(out, n, REDIS_PREFIX "login:%s", h);
+}
+
+#define SEAL_NONCE 12
+#define SEAL_TAG 16
+
+/* The sealing key of a cookie token: HMAC-SHA256(token, label), so it
+ * is neither the token nor its hash (the record's name). */
+static void seal_key(const char *token, unsigned char key[32])
+{
+	static const char label[] = "tessera webserver login record v1";
+	unsigned int len = 32;
+	HMAC(EVP_sha256(), token, (int)strlen(token), (const unsigned char *)label, sizeof(label) - 1, key, &len);
+}
+
+/* "v1." + hex(nonce | ciphertext | tag) of plain; the token's hash is
+ * authenticated with it, so a record cannot be moved to another name.
+ * NULL on failure; malloc'd, the caller's. */
+static char *seal(const char *token, const char *h, const char *plain, size_t len)
+{
+	unsigned char key[32], *buf = malloc(SEAL_NONCE + len + SEAL_TAG);
+	char *out = malloc(3 + 2 * (SEAL_NONCE + len + SEAL_TAG) + 1);
+	EVP_CIPHER_CTX *c = EVP_CIPHER_CTX_new();
+	int n = 0, fin = 0;
+	bool ok = buf && out && c && RAND_bytes(buf, SEAL_NONCE) == 1;
+	seal_key(token, key);
+	ok = ok && EVP_EncryptInit_ex(c, EVP_aes_256_gcm(), NULL, key, buf) == 1 &&
+	     EVP_EncryptUpdate(c, NULL, &n, (const unsigned char *)h, (int)strlen(h)) == 1 &&
+	     EVP_EncryptUpdate(c, buf + SEAL_NONCE, &n, (const unsigned char *)plain, (int)len) == 1 &&
+	     EVP_EncryptFinal_ex(c, buf + SEAL_NONCE + n, &fin) == 1 &&
+	     EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_GET_TAG, SEAL_TAG, buf + SEAL_NONCE + len) == 1;
+	EVP_CIPHER_CTX_free(c);
+	OPENSSL_cleanse(key, sizeof(key));
+	if (ok) {
+		memcpy(out, "v1.", 3);
+		for (size_t i = 0; i < SEAL_NONCE + len + SEAL_TAG; i++)
+			snprintf(out + 3 + 2 * i, 3, "%02x", buf[i]);
+	}
+	free(buf);
+	if (!ok) {
+		free(out);
+		return NULL;
+	}
+	return out;
+}
+
+static int hexval(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* seal's inverse: the plain text (NUL-terminated, malloc'd), or NULL when
+ * the record is not one sealed for this token and name. */
+static char *unseal(const char *token, const char *h, const char *rec)
+{
+	size_t hl = strlen(rec);
+	if (hl < 3 || strncmp(rec, "v1.", 3) || (hl - 3) % 2 || (hl - 3) / 2 < SEAL_NONCE + SEAL_TAG)
+		return NULL;
+	size_t blen = (hl - 3) / 2, len = blen - SEAL_NONCE - SEAL_TAG;
+	unsigned char *buf = malloc(blen), key[32];
+	char *plain = malloc(len + 1);
+	bool ok = buf && plain;
+	for (size_t i = 0; ok && i < blen; i++) {
+		int a = hexval(rec[3 + 2 * i]), b = hexval(rec[4 + 2 * i]);
+		ok = a >= 0 && b >= 0;
+		if (ok)
+			buf[i] = (unsigned char)(a << 4 | b);
+	}
+	EVP_CIPHER_CTX *c = ok ? EVP_CIPHER_CTX_new() : NULL;
+	int n = 0, fin = 0;
+	seal_key(token, key);
+	ok = ok && c && EVP_DecryptInit_ex(c, EVP_aes_256_gcm(), NULL, key, buf) == 1 &&
+	     EVP_DecryptUpdate(c, NULL, &n, (const unsigned char *)h, (int)strlen(h)) == 1 &&
+	     EVP_DecryptUpdate(c, (unsigned char *)plain, &n, buf + SEAL_NONCE, (int)len) == 1 &&
+	     EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_SET_TAG, SEAL_TAG, buf + SEAL_NONCE + len) == 1 &&
+	     EVP_DecryptFinal_ex(c, (unsigned char *)plain + n, &fin) == 1;
+	EVP_CIPHER_CTX_free(c);
+	OPENSSL_cleanse(key, sizeof(key));
+	free(buf);
+	if (!ok) {
+		free(plain);
+		return NULL;
+	}
+	plain[len] = '\0';
+	return plain;
+}
+
+/* Any failure to reach Redis becomes the one message people see. */
+static int store_down(struct web *w, const struct terr *cause, struct terr *err)
+{
+	log_warn("webserver", "login store: %s", cause->msg);
+	return terr_set(err, EAGAIN, "login store (Redis at %s) unavailable; try again shortly", redis_addr(w->redis));
+}
+
+static int redis_ready(struct web *w, struct terr *err)
+{
+	struct terr e = {0};
+	return redis_ping(w->redis, &e) < 0 ? store_down(w, &e, err) : 0;
+}
+
+static int redis_find(struct web *w, const char *token, const char *h, struct login *out, struct terr *err)
+{
+	char key[SIGN_HEX_LEN + 32], *val = NULL;
+	struct terr e = {0};
+	login_key(h, key, sizeof(key));
+	int rc = redis_get(w->redis, key, &val, NULL, &e);
+	if (rc < 0)
+		return store_down(w, &e, err);
+	if (rc == 0)
+		return 0;
+	char *plain = unseal(token, h, val);
+	free(val);
+	json_t *o = plain ? json_loads(plain, 0, NULL) : NULL;
+	if (plain)
+		OPENSSL_cleanse(plain, strlen(plain));
+	free(plain);
+	const char *csrf = json_string_value(json_object_get(o, "csrf"));
+	const char *ak = json_string_value(json_object_get(o, "access_key"));
+	const char *sk = json_string_value(json_object_get(o, "secret_key"));
+	json_t *user = json_object_get(o, "user");
+	json_int_t exp = json_integer_value(json_object_get(o, "expires_ms"));
+	/* Something else wrote the key, or a login past its time: none. */
+	if (!csrf || !ak || !sk || !json_is_object(user) || exp <= util_now_ms()) {
+		json_decref(o);
+		return 0;
+	}
+	memset(out, 0, sizeof(*out));
+	util_strlcpy(out->token_hash, h, sizeof(out->token_hash));
+	util_strlcpy(out->csrf, csrf, sizeof(out->csrf));
+	util_strlcpy(out->access_key, ak, sizeof(out->access_key));
+	util_strlcpy(out->secret_key, sk, sizeof(out->secret_key));
+	out->user = json_incref(user);
+	out->expires_ms = exp;
+	json_decref(o);
+	return 1;
+}
+
+static int redis_add(struct web *w, const char *token, const struct login *l, struct terr *err)
+{
+	json_t *o = json_pack("{s:s,s:s,s:s,s:O,s:I}", "csrf", l->csrf, "access_key", l->access_key, "secret_key",
+			      l->secret_key, "user", l->user, "expires_ms", (json_int_t)l->expires_ms);
+	char *plain = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	json_decref(o);
+	char *text = plain ? seal(token, l->token_hash, plain, strlen(plain)) : NULL;
+	if (plain)
+		OPENSSL_cleanse(plain, strlen(plain));
+	free(plain);
+	if (!text)
+		return terr_set(err, ENOMEM, "cannot seal the login record (out of memory)");
+	char key[SIGN_HEX_LEN + 32];
+	struct terr e = {0};
+	login_key(l->token_hash, key, sizeof(key));
+	int64_t ttl = l->expires_ms - util_now_ms();
+	int rc = redis_set(w->redis, key, text, strlen(text), ttl > 0 ? ttl : 1, &e);
+	free(text);
+	return rc < 0 ? store_down(w, &e, err) : 0;
+}
+
+static int redis_drop(struct web *w, const char *h, struct terr *err)
+{
+	char key[SIGN_HEX_LEN + 32];
+	struct terr e = {0};
+	login_key(h, key, sizeof(key));
+	return redis_del(w->redis, key, &e) < 0 ? store_down(w, &e, err) : 0;
+}
+
+static const struct login_store_ops login_redis_ops = {redis_ready, redis_find, redis_add, redis_drop};
+
+/* ---------- login sessions ---------- */
+
+static void cookie_value(const struct httpd_req *req, char *out, size_t n)
+{
+	out[0] = '\0';
+	const char *v = httpd_cookie(req, COOKIE_NAME);
+	if (v && strlen(v) == 2 * TOKEN_BYTES)
+		util_strlcpy(out, v, n);
+}
+
+/* The caller's login: 1 and *out (out->user the caller's, json_decref
+ * it), 0 when none, negative when the store cannot be asked. */
+static int find_login(struct web *w, const struct httpd_req *req, struct login *out, struct terr *err)
+{
+	char tok[2 * TOKEN_BYTES + 1], h[SIGN_HEX_LEN + 1];
+	cookie_value(req, tok, sizeof(tok));
+	if (!tok[0])
+		return 0;
+	sign_sha256_hex(tok, strlen(tok), h);
+	return w->store->find(w, tok, h, out, err);
+}
+
+/* find_login, answering 401 (message msg) or 503 itself; true when
+ * found. */
+static bool need_login(struct web *w, const struct httpd_req *req, struct httpd_resp *resp, struct login *out,
+		       const char *msg)
+{
+	struct terr err = {0};
+	int rc = find_login(w, req, out, &err);
+	if (rc < 0)
+		httpd_error_terr(resp, &err);
+	else if (rc == 0)
+		httpd_error(resp, 401, "unauthenticated", "%s", msg);
+	return rc > 0;
+}
+
+static int drop_login(struct web *w, const struct httpd_req *req, struct terr *err)
+{
+	char tok[2 * TOKEN_BYTES + 1], h[SIGN_HEX_LEN + 1];
+	cookie_value(req, tok, sizeof(tok));
+	if (!tok[0])
+		return 0;
+	sign_sha256_hex(tok, strlen(tok), h);
+	return w->store->drop(w, h, err);
 }
 
 static void make_cookie(struct web *w, const char *value, int64_t max_age_s, char *out, size_t n)
@@ -225,6 +485,14 @@ static void web_login(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 		httpd_error(resp, 400, "invalid_argument", "enter your email and your password");
 		return;
 	}
+	struct terr err = {0};
+	/* Before the password is checked: a login that could not be kept
+	 * would count against the person's rate limit for nothing. */
+	if (w->store->ready(w, &err) < 0) {
+		json_decref(in);
+		httpd_error_terr(resp, &err);
+		return;
+	}
 	json_t *fwd = json_pack("{s:s,s:s}", "email", email, "password", password);
 	json_decref(in);
 	char *fbody = json_dumps(fwd, JSON_COMPACT);
@@ -235,7 +503,6 @@ static void web_login(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 	snprintf(h_addr, sizeof(h_addr), "X-Tessera-Client-Addr: %s", addr);
 	const char *extra[] = {h_secret, h_addr, NULL};
 	struct httpc_response mresp = {0};
-	struct terr err = {0};
 	int rc = manager_call(w, "POST", "/v1/auth/login", NULL, NULL, extra, fbody, fbody ? strlen(fbody) : 0,
 			      &mresp, NULL, NULL, NULL, NULL, 30000, &err);
 	free(fbody);
@@ -276,27 +543,20 @@ static void web_login(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 	sign_sha256_hex(token, strlen(token), l.token_hash);
 	util_strlcpy(l.access_key, ak, sizeof(l.access_key));
 	util_strlcpy(l.secret_key, sk, sizeof(l.secret_key));
-	/* The table's own copy (find_login says why); reply keeps user. */
-	l.user = json_deep_copy(user);
+	/* The store keeps its own copy; reply keeps user. */
+	l.user = user;
 	l.expires_ms = util_now_ms() + w->ttl_ms;
 	json_t *reply = json_pack("{s:O,s:s}", "user", user, "csrf_token", l.csrf);
-	json_decref(out);
-	if (!l.user || !reply) {
-		json_decref(l.user);
-		json_decref(reply);
+	if (!reply) {
+		json_decref(out);
 		httpd_error(resp, 500, "internal", "out of memory");
 		return;
 	}
-	pthread_mutex_lock(&w->mu);
-	expire_logins(w, util_now_ms());
-	bool full = w->n_logins >= WEB_MAX_LOGINS;
-	if (!full)
-		w->logins[w->n_logins++] = l;
-	pthread_mutex_unlock(&w->mu);
-	if (full) {
-		json_decref(l.user);
+	rc = w->store->add(w, token, &l, &err);
+	json_decref(out);
+	if (rc < 0) {
 		json_decref(reply);
-		httpd_error(resp, 503, "unavailable", "too many people are logged in; try again later");
+		httpd_error_terr(resp, &err);
 		return;
 	}
 	log_info("web", "%s logged in from %s", json_string_value(json_object_get(user, "email")), addr);
@@ -315,10 +575,8 @@ static bool csrf_ok(const struct httpd_req *req, const struct login *l)
 static void web_me(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 {
 	struct login l;
-	if (!find_login(ctx, req, &l)) {
-		httpd_error(resp, 401, "unauthenticated", "you are not logged in");
+	if (!need_login(ctx, req, resp, &l, "you are not logged in"))
 		return;
-	}
 	httpd_json(resp, 200, json_pack("{s:O,s:s}", "user", l.user, "csrf_token", l.csrf));
 	json_decref(l.user);
 }
@@ -327,14 +585,14 @@ static void web_logout(void *ctx, struct httpd_req *req, struct httpd_resp *resp
 {
 	struct web *w = ctx;
 	struct login l;
-	if (!find_login(w, req, &l)) {
-		httpd_error(resp, 401, "unauthenticated", "you are not logged in");
+	if (!need_login(w, req, resp, &l, "you are not logged in"))
 		return;
-	}
+	struct terr err = {0};
 	if (!csrf_ok(req, &l)) {
 		httpd_error(resp, 403, "forbidden", "missing or wrong CSRF token; reload the page");
+	} else if (drop_login(w, req, &err) < 0) {
+		httpd_error_terr(resp, &err);
 	} else {
-		drop_login(w, req);
 		char cookie[256];
 		make_cookie(w, "", 0, cookie, sizeof(cookie));
 		httpd_json(resp, 200, json_object());
@@ -844,10 +1102,8 @@ static void web_upload(void *ctx, struct httpd_req *req, struct httpd_resp *resp
 {
 	struct web *w = ctx;
 	struct login l;
-	if (!find_login(w, req, &l)) {
-		httpd_error(resp, 401, "unauthenticated", "you are not logged in (or your login expired)");
+	if (!need_login(w, req, resp, &l, "you are not logged in (or your login expired)"))
 		return;
-	}
 	if (!csrf_ok(req, &l)) {
 		json_decref(l.user);
 		httpd_error(resp, 403, "forbidden", "missing or wrong CSRF token; reload the page");
@@ -899,10 +1155,8 @@ static void web_relay(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 {
 	struct web *w = ctx;
 	struct login l;
-	if (!find_login(w, req, &l)) {
-		httpd_error(resp, 401, "unauthenticated", "you are not logged in (or your login expired)");
+	if (!need_login(w, req, resp, &l, "you are not logged in (or your login expired)"))
 		return;
-	}
 	const char *path = req->target + 4;   /* "/api/v1/..." -> "/v1/..." */
 	if (is_write(req->method) && !csrf_ok(req, &l)) {
 		httpd_error(resp, 403, "forbidden", "missing or wrong CSRF token; reload the page");
@@ -1094,6 +1348,19 @@ int web_start(const struct web_config *cfg, struct web **out, struct terr *err)
 	util_strlcpy(w->manager_host, mh, sizeof(w->manager_host));
 	util_strlcpy(w->web_secret, cfg->web_secret, sizeof(w->web_secret));
 	w->ttl_ms = (int64_t)(cfg->login_ttl_s > 0 ? cfg->login_ttl_s : 12 * 3600) * 1000;
+	w->store = &login_mem_ops;
+	if (cfg->redis_url && *cfg->redis_url) {
+		if ((rc = redis_open(cfg->redis_url, &w->redis, err)) < 0) {
+			terr_prefix(err, "redis");
+			goto fail;
+		}
+		w->store = &login_redis_ops;
+		struct terr e = {0};
+		if (redis_ping(w->redis, &e) < 0)
+			log_warn("webserver", "%s; logins will fail until it answers", e.msg);
+		else
+			log_info("webserver", "login sessions are kept in Redis at %s", redis_addr(w->redis));
+	}
 	if (!w->logins) {
 		rc = terr_set(err, ENOMEM, "out of memory");
 		goto fail;
@@ -1165,6 +1432,7 @@ void web_stop(struct web *w)
 	for (size_t i = 0; i < w->n_logins; i++)
 		json_decref(w->logins[i].user);
 	free(w->logins);
+	redis_close(w->redis);
 	pthread_mutex_destroy(&w->mu);
 	free(w);
 }

@@ -11,7 +11,11 @@
  *                      GET /api/v1/events is streamed (server-sent events)
  *   GET  anything else: a file of the UI, else index.html (client routes)
  *
- * Login sessions live in memory (a restart logs everyone out). The cookie
+ * Login sessions live in memory (a restart logs everyone out), or in
+ * Redis with web_config.redis_url: then every webserver on that Redis
+ * shares them, they outlive a restart, and while Redis cannot be reached
+ * logins and logged-in requests are answered 503 ("login store (Redis at
+ * HOST:PORT) unavailable; try again shortly"). The cookie
  * is HttpOnly, SameSite=Strict, Secure on TLS. Every state-changing request
  * must carry the login's CSRF token in X-CSRF-Token; a cross-site Origin is
  * refused. */
@@ -32,6 +36,10 @@ struct web_config {
 	const char *tls_cert;    /* PEM files; both or neither */
 	const char *tls_key;
 	int login_ttl_s;         /* login session lifetime; default 12 h */
+	/* "redis://[:PASSWORD@]HOST:PORT/DB": login sessions are kept in
+	 * Redis, shared by every webserver on it (a logout on one ends the
+	 * login on all). NULL or "": in this process's memory. */
+	const char *redis_url;
 };
 
 /* Starts serving (own threads). On failure nothing is left running. */

@@ -104,5 +104,63 @@ api_raw POST /v1/sessions "{\"image\":\"$IMG\",\"name\":\"apiv\",\"resources\":{
 check "a valid create is accepted ($RESP_CODE)" [ "${RESP_CODE:0:1}" == 2 ]
 api_raw GET /v1/sessions
 check "the new session is listed" contains "$RESP_BODY" '"apiv"'
+# ---- the session list: filters, pages and their continue tokens ----
+# A per-user limit keeps the next five PENDING (apiv holds 0.1 CPU).
+"$TESSERA" config set policy.default '{"max_cpu": 0.15}' >/dev/null
+api_raw POST /v1/sessions "{\"image\":\"$IMG\",\"name\":\"pg\",\"count\":5,\"resources\":{\"cpu\":0.1,\"mem\":\"16m\"}}"
+check "five more sessions are created ($RESP_CODE)" [ "$RESP_CODE" == 201 ]
+wait_status apiv RUNNING >/dev/null
+names() { python3 -c 'import json,sys; print(" ".join(s["name"] for s in json.loads(sys.argv[1])["sessions"]))' "$RESP_BODY"; }
+field() { python3 -c 'import json,sys; print(json.loads(sys.argv[1]).get(sys.argv[2], ""))' "$RESP_BODY" "$1"; }
+api_raw GET /v1/sessions
+whole=$(names)
+check "without limit: the whole list and no continue ($whole)" eval '[[ $(wc -w <<<"$whole") == 6 && -z $(field continue) ]]'
+paged="" pages=0 path="/v1/sessions?limit=2"
+while :; do
+	api_raw GET "$path"
+	[[ $RESP_CODE == 200 ]] || break
+	paged+="$(names) "
+	pages=$((pages + 1))
+	tok=$(field continue)
+	[[ -n $tok ]] || break
+	path="/v1/sessions?limit=2&continue=$tok"
+done
+check "limit=2 gives 3 pages whose sessions are the whole list, in order ($pages: $paged)" \
+	eval '[[ $pages == 3 && "${paged% }" == "$whole" ]]'
+api_raw GET "/v1/sessions?limit=6"
+check "a page that holds the rest has no continue" eval '[[ $(wc -w <<<"$(names)") == 6 && -z $(field continue) ]]'
+api_raw GET "/v1/sessions?status=PENDING"
+check "status=PENDING: the five queued ones ($(names))" [ "$(names)" == "pg-1 pg-2 pg-3 pg-4 pg-5" ]
+api_raw GET "/v1/sessions?status=running"
+check "status=running (any case): apiv ($(names))" [ "$(names)" == "apiv" ]
+api_raw GET "/v1/sessions?status=PENDING,RUNNING&limit=4"
+tok=$(field continue)
+check "a filtered page of 4 ($(names))" [ "$(names)" == "apiv pg-1 pg-2 pg-3" ]
+api_raw GET "/v1/sessions?status=PENDING,RUNNING&limit=4&continue=$tok"
+check "... and its next page ($(names))" [ "$(names)" == "pg-4 pg-5" ]
+api_raw GET "/v1/sessions?owner=admin@tessera.local&status=CANCELLED"
+check "owner and a status no session has: an empty list ($RESP_CODE)" eval '[[ $RESP_CODE == 200 && -z $(names) ]]'
+expect 400 limit "limit 0" GET "/v1/sessions?limit=0"
+expect 400 limit "limit 1001" GET "/v1/sessions?limit=1001"
+expect 400 limit "limit abc" GET "/v1/sessions?limit=abc"
+expect 400 status "unknown status" GET "/v1/sessions?status=SLEEPING"
+expect 400 status "empty status in a list" GET "/v1/sessions?status=PENDING,,RUNNING"
+expect 400 owner "owner not an email" GET "/v1/sessions?owner=nobody"
+expect 404 nobody@example.org "unknown owner" GET "/v1/sessions?owner=nobody@example.org"
+expect 400 continue "a made-up token" GET "/v1/sessions?limit=2&continue=abc"
+expect 400 "other filters" "a token of another filter" GET "/v1/sessions?status=RUNNING&limit=2&continue=$tok"
+expect 400 "unknown query parameter 'sort'" "an unknown parameter" GET "/v1/sessions?sort=name"
+expect 400 all "all=maybe" GET "/v1/sessions?all=maybe"
+# A user who is no admin sees their own sessions only.
+api_raw POST /v1/users '{"email":"pager@example.org","password":"pager-password-1"}'
+user_ak=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["user"]["access_key"])' "$RESP_BODY" 2>/dev/null)
+user_sk=$(field secret_key)
+API_KEY=$user_ak API_SECRET=$user_sk api_raw GET "/v1/sessions?limit=10"
+check "another user's list is empty ($RESP_CODE $(names))" eval '[[ $RESP_CODE == 200 && -z $(names) ]]'
+API_KEY=$user_ak API_SECRET=$user_sk expect 403 admin "a user asks for the admin's sessions" \
+	GET "/v1/sessions?owner=admin@tessera.local"
+API_KEY=$user_ak API_SECRET=$user_sk api_raw GET "/v1/sessions?owner=pager@example.org"
+check "... and may name themself ($RESP_CODE)" [ "$RESP_CODE" == 200 ]
+
 check "the server process is alive" kill -0 "$SERVER_PID"
 e2e_done

@@ -361,6 +361,68 @@ static void check_used(int64_t cpu_m, int64_t fgpu_m, int sessions, int line)
 }
 #define CHECK_USED(cpu_m, fgpu_m, n) check_used((cpu_m), (fgpu_m), (n), __LINE__)
 
+/* The kept renderings (mgr_sessions_page, mgr_session_get_text) agree
+ * with JSON built afresh (mgr_sessions_list, mgr_session_get) for every
+ * session of u: run after each test, so that every change the tests make
+ * to sessions rendered by the run before must have dropped the kept
+ * text. */
+static void check_kept_json(const struct user_rec *u, int line)
+{
+	struct session_query q = {.all = true};
+	char *body = NULL;
+	size_t len = 0;
+	struct terr err = {0};
+	testlib_checks++;
+	if (mgr_sessions_page(mgr, u, &q, &body, &len, &err) < 0) {
+		FAILF("line %d: mgr_sessions_page: %s", line, err.msg);
+		return;
+	}
+	json_t *page = json_loadb(body, len, 0, NULL);
+	free(body);
+	json_t *fresh = mgr_sessions_list(mgr, u, true);
+	testlib_checks++;
+	if (!json_equal(json_object_get(page, "sessions"), fresh) || json_object_get(page, "continue")) {
+		char *a = json_dumps(page, JSON_COMPACT), *b = json_dumps(fresh, JSON_COMPACT);
+		FAILF("line %d: the kept list differs from a fresh one:\n kept  %s\n fresh %s", line, a, b);
+		free(a);
+		free(b);
+	}
+	size_t i;
+	json_t *s;
+	json_array_foreach(fresh, i, s) {
+		const char *id = json_string_value(json_object_get(s, "id"));
+		json_t *one = NULL;
+		char *text = NULL;
+		testlib_checks++;
+		if (mgr_session_get(mgr, u, id, -1, &one, &err) < 0 ||
+		    mgr_session_get_text(mgr, u, id, -1, &text, &len, &err) < 0) {
+			FAILF("line %d: get %s: %s", line, id, err.msg);
+			json_decref(one);
+			continue;
+		}
+		json_t *kept = json_loadb(text, len, 0, NULL);
+		if (!json_equal(kept, one)) {
+			char *a = json_dumps(kept, JSON_COMPACT), *b = json_dumps(one, JSON_COMPACT);
+			FAILF("line %d: the kept session %s differs from a fresh one:\n kept  %s\n fresh %s", line, id, a,
+			      b);
+			free(a);
+			free(b);
+		}
+		json_decref(kept);
+		json_decref(one);
+		free(text);
+	}
+	json_decref(page);
+	json_decref(fresh);
+}
+
+/* A test, then the kept renderings checked for both users. */
+#define RUN_KEPT(name) do { \
+	RUN(name); \
+	check_kept_json(&alice, __LINE__); \
+	check_kept_json(&bob, __LINE__); \
+} while (0)
+
 /* ---------- tests ---------- */
 
 TEST(refused_without_a_node)
@@ -1201,23 +1263,23 @@ int main(void)
 	mgr = open_manager();
 	if (!mgr || make_user("alice@example.org", &alice) < 0 || make_user("bob@example.org", &bob) < 0)
 		return testlib_done();
-	RUN(refused_without_a_node);
-	RUN(register_and_settings);
-	RUN(placement_check);
-	RUN(two_running_one_pending);
-	RUN(other_users);
-	RUN(exec_and_logs);
-	RUN(delete_advances_the_queue);
-	RUN(delete_pending);
-	RUN(failed_start);
-	RUN(change_stream);
-	RUN(restart_keeps_sessions);
-	RUN(names_resolve_among_the_callers_own);
-	RUN(batch_sessions_end_with_their_command);
-	RUN(oom_kills_are_reported_and_the_session_stays);
-	RUN(removed_error_sessions_leave_the_list);
-	RUN(root_needs_the_policy);
-	RUN(usage_samples_history_and_the_idle_policy);
+	RUN_KEPT(refused_without_a_node);
+	RUN_KEPT(register_and_settings);
+	RUN_KEPT(placement_check);
+	RUN_KEPT(two_running_one_pending);
+	RUN_KEPT(other_users);
+	RUN_KEPT(exec_and_logs);
+	RUN_KEPT(delete_advances_the_queue);
+	RUN_KEPT(delete_pending);
+	RUN_KEPT(failed_start);
+	RUN_KEPT(change_stream);
+	RUN_KEPT(restart_keeps_sessions);
+	RUN_KEPT(names_resolve_among_the_callers_own);
+	RUN_KEPT(batch_sessions_end_with_their_command);
+	RUN_KEPT(oom_kills_are_reported_and_the_session_stays);
+	RUN_KEPT(removed_error_sessions_leave_the_list);
+	RUN_KEPT(root_needs_the_policy);
+	RUN_KEPT(usage_samples_history_and_the_idle_policy);
 	manager_close(mgr);
 	json_decref(fake.last_spec);
 	json_decref(fake.containers);

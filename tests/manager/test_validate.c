@@ -486,6 +486,90 @@ TEST(emails)
 	CHECK_INT(validate_email("abc@x.org", small, sizeof(small), &err), -EINVAL);
 }
 
+/* GET /v1/sessions' query: every parameter checked, tokens bound to
+ * their filters and only taken as made. */
+TEST(session_queries)
+{
+	struct session_query q;
+	struct terr err = {0};
+	struct session_query_in none = {0};
+	CHECK_INT(validate_session_query(&none, &q, &err), 0);
+	CHECK(!q.all && !q.status_mask && !q.owner_email[0] && q.limit == 0 && q.after_seq == 0);
+
+	struct session_query_in in = {.all = "true", .status = "pending,Running", .owner = "Bob@Example.org",
+				      .limit = "100"};
+	CHECK_INT(validate_session_query(&in, &q, &err), 0);
+	CHECK(q.all);
+	CHECK_INT(q.status_mask, (1u << SS_PENDING) | (1u << SS_RUNNING));
+	CHECK_STR(q.owner_email, "bob@example.org");
+	CHECK_INT(q.limit, 100);
+
+	/* A token carries the position; the same filters take it back. */
+	char tok[VALIDATE_TOKEN_MAX];
+	validate_session_token(&q, 4242, tok);
+	in.cont = tok;
+	in.limit = "5";   /* the limit may change from page to page */
+	CHECK_INT(validate_session_query(&in, &q, &err), 0);
+	CHECK_INT(q.after_seq, 4242);
+	/* ...other filters do not. */
+	struct session_query_in other = in;
+	other.status = "PENDING";
+	CHECK_INT(validate_session_query(&other, &q, &err), -EINVAL);
+	CHECK_CONTAINS(err.msg, "other filters");
+	other = in;
+	other.owner = NULL;
+	CHECK_INT(validate_session_query(&other, &q, &err), -EINVAL);
+	other = in;
+	other.all = NULL;
+	CHECK_INT(validate_session_query(&other, &q, &err), -EINVAL);
+
+	/* Tokens altered, or not made here. */
+	char bad[VALIDATE_TOKEN_MAX + 8];
+	const char *forms[] = {"", "abc", "s1.", "s1.10", "s2.10.00000000", "s1.-10.00000000", "s1. 10.00000000",
+			       "s1.0x10.00000000", "s1.10.0000000", "s1.10.000000000", "s1.10.00000000x",
+			       "s1.ffffffffffffffff.00000000", NULL};
+	for (int i = 0; forms[i]; i++) {
+		struct session_query_in t = {.cont = forms[i]};
+		memset(&err, 0, sizeof(err));
+		testlib_checks++;
+		if (validate_session_query(&t, &q, &err) != -EINVAL || !strstr(err.msg, "continue"))
+			FAILF("token '%s' was taken (%s)", forms[i], err.msg);
+	}
+	snprintf(bad, sizeof(bad), "%sX", tok);
+	in.cont = bad;
+	CHECK_INT(validate_session_query(&in, &q, &err), -EINVAL);
+
+	/* Every other parameter, each refusal naming it. */
+	struct {
+		struct session_query_in in;
+		const char *names;
+	} refused[] = {
+		{{.all = "yes"}, "all"},
+		{{.status = ""}, "status"},
+		{{.status = "PENDING,"}, "status"},
+		{{.status = ",PENDING"}, "status"},
+		{{.status = "DONE"}, "unknown status 'DONE'"},
+		{{.status = "PENDINGPENDINGPENDINGPENDINGPENDING"}, "status"},
+		{{.owner = "bob"}, "owner"},
+		{{.owner = ""}, "owner"},
+		{{.limit = "0"}, "limit"},
+		{{.limit = "1001"}, "limit"},
+		{{.limit = "-1"}, "limit"},
+		{{.limit = ""}, "limit"},
+		{{.limit = "10x"}, "limit"},
+		{{.limit = "99999999999999999999"}, "limit"},
+	};
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		memset(&err, 0, sizeof(err));
+		testlib_checks++;
+		if (validate_session_query(&refused[i].in, &q, &err) != -EINVAL || !strstr(err.msg, refused[i].names))
+			FAILF("case %zu: got '%s', expected a refusal naming '%s'", i, err.msg, refused[i].names);
+	}
+	struct session_query_in max = {.limit = "1000"};
+	CHECK_INT(validate_session_query(&max, &q, &err), 0);
+	CHECK_INT(q.limit, 1000);
+}
+
 int main(void)
 {
 	RUN(image_refs);
@@ -498,5 +582,6 @@ int main(void)
 	RUN(create_mounts);
 	RUN(emails);
 	RUN(policy_keys);
+	RUN(session_queries);
 	return testlib_done();
 }
