@@ -123,6 +123,10 @@ void mgr_apps_proxy_serves(struct manager *m, int lo, int hi, const char *domain
 	m->proxy_lo = lo;
 	m->proxy_hi = hi;
 	util_strlcpy(m->proxy_domain, domain, sizeof(m->proxy_domain));
+	if (*domain)
+		log_info("manager", "the app proxy serves host mode on the domain %s", domain);
+	else
+		log_info("manager", "the app proxy serves ports %d-%d", lo, hi);
 	struct terr e = {0};
 	if (mgr_apps_check(m, mgr_conf_value(m, "wsproxy_url"), mgr_conf_value(m, "wsproxy_port_range"),
 			   mgr_conf_value(m, "wsproxy_domain"), &e) < 0)
