@@ -85,6 +85,21 @@ const char *mgr_conf_value(struct manager *m, const char *key)
 	return v ? json_string_value(v) : conf_file_value(m, key);
 }
 
+/* What an unset or empty value means, for in_force (buf: n bytes, for
+ * the one that is made). */
+static const char *conf_default(const struct manager *m, const char *key, char *buf, size_t n)
+{
+	if (!strcmp(key, "storage_hosts")) {
+		snprintf(buf, n, "local:%s/folders", m->data_dir);
+		return buf;
+	}
+	if (!strcmp(key, "wsproxy_url"))
+		return "http://127.0.0.1";
+	if (!strcmp(key, "wsproxy_port_range"))
+		return APPROUTES_DEFAULT_RANGE;
+	return "";   /* registry_url: none; wsproxy_domain: port mode */
+}
+
 /* The check of one such value alone, as manager.conf's is checked. */
 static int check_conf(const char *key, const char *s, struct terr *err)
 {
@@ -642,7 +657,9 @@ json_t *mgr_settings_json(struct manager *m)
 			json_t *v = json_object_get(st->conf, conf_keys[i]);
 			const char *e = mgr_conf_value(m, conf_keys[i]);
 			json_object_set_new(o, conf_keys[i], v ? json_deep_copy(v) : json_null());
-			json_object_set_new(eff, conf_keys[i], e ? json_string(e) : json_null());
+			char def[sizeof(m->data_dir) + 16];
+			json_object_set_new(eff, conf_keys[i],
+					    json_string(e && *e ? e : conf_default(m, conf_keys[i], def, sizeof(def))));
 		}
 		json_object_set_new(o, "in_force", eff);
 	}
