@@ -854,7 +854,11 @@ int mgr_image_pull(struct manager *m, const struct user_rec *u, const char *imag
 
 void mgr_run_pull(struct manager *m, const char *pull_id)
 {
-	/* One node after the other: each is a call that lasts the pull. */
+	/* One node after the other: each is a call that lasts the pull. The
+	 * registry as the pull starts, for all of them: a change of
+	 * registry_url applies from the next pull. */
+	char reg_host[sizeof(m->registry_host)];
+	mgr_registry_get(m, reg_host, sizeof(reg_host), NULL, 0);
 	for (size_t k = 0;; k++) {
 		pthread_mutex_lock(&m->mu);
 		struct mpull *p = find_pull(m, pull_id);
@@ -889,8 +893,6 @@ void mgr_run_pull(struct manager *m, const char *pull_id)
 		snprintf(key, sizeof(key), "pull:%s", pull_id);
 		struct image_pull ip = {m, pull_id, node};
 		struct terr err = {0};
-		char reg_host[sizeof(m->registry_host)];
-		mgr_registry_get(m, reg_host, sizeof(reg_host), NULL, 0);
 		int rc = link->pull(ctx, ref, reg_host, key, image_pull_progress, &ip, &err);
 		pull_node_update(m, pull_id, node, rc < 0 ? "failed" : "done", -1, 0, rc < 0 ? err.msg : NULL);
 	}
