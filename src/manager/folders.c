@@ -229,8 +229,12 @@ int mgr_folders_hosts_check(struct manager *m, const char *spec, struct terr *er
 				count > 8 ? ", ..." : "");
 	for (size_t i = 0; i < n; i++) {
 		const struct model_storage_host *now = find_host(m, hosts[i].name);
-		if ((!now || strcmp(now->path, hosts[i].path)) && make_host_dirs(&hosts[i], err) < 0)
-			return terr_prefix(err, "storage_hosts");
+		if ((!now || strcmp(now->path, hosts[i].path)) && make_host_dirs(&hosts[i], err) < 0) {
+			terr_prefix(err, "storage_hosts");
+			if (err)
+				err->code = EINVAL;   /* a bad value (400), whatever mkdir said */
+			return -EINVAL;
+		}
 	}
 	return 0;
 }

@@ -134,8 +134,6 @@ static int check_conf(const char *key, const char *s, struct terr *err)
 	/* wsproxy_domain; "": port mode. */
 	if (*s && approutes_check_domain(s, err) < 0)
 		return terr_prefix(err, "wsproxy_domain");
-	if (strlen(s) > 200)
-		return terr_set(err, EINVAL, "wsproxy_domain is too long (200 characters at most)");
 	return 0;
 }
 

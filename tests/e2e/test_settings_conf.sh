@@ -49,6 +49,10 @@ check "naming the folder" contains "$out" f1
 out=$("$TESSERA" config set storage_hosts "nopath" 2>&1); rc=$?
 check "a bad storage_hosts is refused (exit $rc): $out" [ $rc -ne 0 ]
 check "naming the key" contains "$out" storage_hosts
+: >"$E2E_DIR/a-file"
+out=$("$TESSERA" config set storage_hosts "local:$data/folders,new:$E2E_DIR/newhost,x:$E2E_DIR/a-file/x" 2>&1); rc=$?
+check "a host whose directory cannot be made is refused (exit $rc): $out" [ $rc -ne 0 ]
+check "naming it" contains "$out" "storage host x"
 out=$("$TESSERA" config set wsproxy_port_range 9-3 2>&1); rc=$?
 check "a bad wsproxy_port_range is refused (exit $rc): $out" [ $rc -ne 0 ]
 out=$("$TESSERA" config set registry_url 'http://bad host' 2>&1); rc=$?
