@@ -61,6 +61,11 @@ struct agent {
 	struct runtime *rt;
 	char runtime_desc[128];
 	char asset_dir[PATH_MAX];     /* "" : the running binary's directory */
+	/* The storage hosts folders are bound from: agent.conf's, fixed for
+	 * a separate agent (its own security boundary); in `tessera server`
+	 * the manager's, replaced at run time (agent_set_storage_hosts), hence
+	 * under storage_mu. */
+	pthread_mutex_t storage_mu;
 	struct model_storage_host storage[MODEL_MAX_STORAGE_HOSTS];
 	size_t n_storage;
 	char runner_path[PATH_MAX];
@@ -362,6 +367,7 @@ int agent_open(struct agent **out, const struct agent_config *cfg, struct terr *
 	a->oom_interval_ms = cfg->oom_interval_ms ? cfg->oom_interval_ms : AGENT_OOM_INTERVAL_MS;
 	a->stats_interval_ms = cfg->stats_interval_ms ? cfg->stats_interval_ms : STATS_INTERVAL_MS;
 	pthread_mutex_init(&a->stats_mu, NULL);
+	pthread_mutex_init(&a->storage_mu, NULL);
 	if (cfg->storage_hosts && *cfg->storage_hosts &&
 	    model_storage_hosts_parse(cfg->storage_hosts, a->storage, MODEL_MAX_STORAGE_HOSTS, &a->n_storage, err) < 0) {
 		free(a);
@@ -414,6 +420,7 @@ fail:
 	pthread_mutex_destroy(&a->replaced_mu);
 	pthread_mutex_destroy(&a->net_mu);
 	pthread_mutex_destroy(&a->stats_mu);
+	pthread_mutex_destroy(&a->storage_mu);
 	free(a);
 	return rc;
 }
@@ -449,6 +456,7 @@ void agent_close(struct agent *a)
 	free(a->stats_seen);
 	json_decref(a->stats_last);
 	pthread_mutex_destroy(&a->stats_mu);
+	pthread_mutex_destroy(&a->storage_mu);
 	free(a->oom_seen);
 	free(a->usage_inits);
 	a->rt_ops->close(a->rt);
@@ -497,6 +505,16 @@ int agent_cluster_check(const char *key, json_t *value, int64_t *out, struct ter
 bool agent_cluster_key(const char *key)
 {
 	return !strcmp(key, "log_max_size") || !strcmp(key, "log_max_files");
+}
+
+void agent_set_storage_hosts(struct agent *a, const struct model_storage_host *hosts, size_t n)
+{
+	if (n > MODEL_MAX_STORAGE_HOSTS)
+		n = MODEL_MAX_STORAGE_HOSTS;
+	pthread_mutex_lock(&a->storage_mu);
+	memcpy(a->storage, hosts, n * sizeof(*hosts));
+	a->n_storage = n;
+	pthread_mutex_unlock(&a->storage_mu);
 }
 
 int agent_cluster_set(struct agent *a, const char *key, json_t *value, struct terr *err)
@@ -870,12 +888,16 @@ static int check_mount_source(const struct agent *a, const char *src, struct ter
 		return terr_set(err, errno == ENOENT ? ENOENT : EINVAL, "folder directory %.200s: %s", src, strerror(errno));
 	if (strcmp(real, src))
 		return terr_set(err, EINVAL, "folder directory %.200s is not a plain path (symlinks or '..')", src);
-	for (size_t i = 0; i < a->n_storage; i++) {
+	bool declared = false;
+	pthread_mutex_lock((pthread_mutex_t *)&a->storage_mu);
+	for (size_t i = 0; i < a->n_storage && !declared; i++) {
 		size_t hl = strlen(a->storage[i].path);
 		const char *rest = src + hl;
-		if (strncmp(src, a->storage[i].path, hl) || rest[0] != '/' || !rest[1] || rest[1] == '.' ||
-		    strchr(rest + 1, '/'))
-			continue;
+		declared = !strncmp(src, a->storage[i].path, hl) && rest[0] == '/' && rest[1] && rest[1] != '.' &&
+			   !strchr(rest + 1, '/');
+	}
+	pthread_mutex_unlock((pthread_mutex_t *)&a->storage_mu);
+	if (declared) {
 		struct stat st;
 		if (stat(src, &st) < 0 || !S_ISDIR(st.st_mode))
 			return terr_set(err, EINVAL, "folder directory %.200s is not a directory", src);

@@ -194,6 +194,13 @@ int agent_cluster_check(const char *key, json_t *value, int64_t *out, struct ter
  * value): containers created from now on get it. Thread-safe. */
 int agent_cluster_set(struct agent *a, const char *key, json_t *value, struct terr *err);
 
+/* Replaces the storage hosts folders are bound from (hosts copied).
+ * Only `tessera server` calls it, handing its in-process agent the
+ * manager's storage_hosts setting as it changes: a separate agent binds
+ * from agent.conf's storage_hosts alone, the boundary its machine's admin
+ * sets (docs/admin.md, "Storage hosts as a cluster setting"). Thread-safe. */
+void agent_set_storage_hosts(struct agent *a, const struct model_storage_host *hosts, size_t n);
+
 /* Starts the watcher threads: one reports containers that end by
  * themselves, the other every change of the node's images as
  * {"event":"images","images":[...]} (agent_images' list); and the OOM

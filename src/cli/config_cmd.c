@@ -28,7 +28,11 @@
 	"  policy.default    per-user limits, e.g. '{\"max_sessions\": 2, \"max_fgpu\": 1}'\n" \
 	"                    (also max_private_images, default 10)\n" \
 	"  policy.EMAIL      limits for one user (null removes them)\n" \
-	"  log_max_size, log_max_files  every agent's, in place of agent.conf's (null: agent.conf's)\n"
+	"  log_max_size, log_max_files  every agent's, in place of agent.conf's (null: agent.conf's)\n" \
+	"  storage_hosts     NAME:PATH[,NAME:PATH...]: folders' storage hosts (null: manager.conf's)\n" \
+	"  registry_url      the cluster registry, http://HOST:PORT ('': none; null: manager.conf's)\n" \
+	"  wsproxy_url, wsproxy_port_range, wsproxy_domain  the app proxy's addresses for new app links\n" \
+	"                    (null: manager.conf's)\n"
 #define CONFIG_EXPECTED "expected 'get [KEY]', 'get --prefix PREFIX', 'set KEY VALUE' or 'put-json PREFIX FILE'"
 
 static void print_value(json_t *v)

@@ -14,6 +14,7 @@
 #include "common/pump.h"
 #include "common/sign.h"
 #include "common/util.h"
+#include "manager/approutes.h"
 #include "manager/internal.h"
 #include "manager/validate.h"
 
@@ -825,6 +826,14 @@ static void api_proxy_routes(void *ctx, struct httpd_req *req, struct httpd_resp
 	}
 	if (!query_timeout(req, resp, 30, 60, &timeout_s))
 		return;
+	/* What the proxy serves (proxies before this gave nothing). */
+	const char *ports = httpd_query(req, "ports"), *domain = httpd_query(req, "domain");
+	int lo, hi;
+	struct terr e = {0};
+	if (domain && *domain && approutes_check_domain(domain, &e) == 0)
+		mgr_apps_proxy_serves(ctx, 0, 0, domain);
+	else if (ports && util_parse_port_range(ports, &lo, &hi, &e) == 0)
+		mgr_apps_proxy_serves(ctx, lo, hi, NULL);
 	json_t *o = NULL;
 	if (mgr_proxy_routes(ctx, since, timeout_s, &o) < 0)
 		httpd_error(resp, 503, "unavailable", "the manager is stopping");

@@ -13,29 +13,125 @@
 
 #define TERMINAL_APP "terminal"
 
-int mgr_apps_open(struct manager *m, struct terr *err)
-{
-	const struct manager_config *c = &m->cfg;
-	const char *url = c->wsproxy_url && *c->wsproxy_url ? c->wsproxy_url : "http://127.0.0.1";
-	const char *range = c->wsproxy_port_range && *c->wsproxy_port_range ? c->wsproxy_port_range
-									      : APPROUTES_DEFAULT_RANGE;
-	const char *domain = c->wsproxy_domain ? c->wsproxy_domain : "";
+/* The proxy's addresses parsed: url, range and domain (NULL or "": the
+ * default), each checked and then together. */
+struct apps_base {
+	char scheme[8];
+	char host[256];
+	int port;
 	int lo, hi;
-	if (util_parse_port_range(range, &lo, &hi, err) < 0)
+	char domain[256];
+};
+
+static int parse_base(const char *url, const char *range, const char *domain, struct apps_base *b, struct terr *err)
+{
+	if (!url || !*url)
+		url = "http://127.0.0.1";
+	if (!range || !*range)
+		range = APPROUTES_DEFAULT_RANGE;
+	if (!domain)
+		domain = "";
+	if (util_parse_port_range(range, &b->lo, &b->hi, err) < 0)
 		return terr_prefix(err, "wsproxy_port_range");
 	if (*domain && approutes_check_domain(domain, err) < 0)
 		return terr_prefix(err, "wsproxy_domain");
-	if (approutes_parse_base(url, m->apps_scheme, sizeof(m->apps_scheme), m->apps_host, sizeof(m->apps_host),
-				 &m->apps_base_port, err) < 0)
+	if (strlen(domain) >= sizeof(b->domain))
+		return terr_set(err, EINVAL, "wsproxy_domain is too long");
+	util_strlcpy(b->domain, domain, sizeof(b->domain));
+	if (approutes_parse_base(url, b->scheme, sizeof(b->scheme), b->host, sizeof(b->host), &b->port, err) < 0)
 		return terr_prefix(err, "wsproxy_url");
-	if (!*domain && m->apps_base_port)
+	if (!*domain && b->port)
 		return terr_set(err, EINVAL, "wsproxy_url must have no port (each app gets a port of "
 				"wsproxy_port_range, appended to it), not '%.80s'", url);
-	approutes_init(&m->apps, lo, hi, domain);
+	return 0;
+}
+
+int mgr_apps_open(struct manager *m, struct terr *err)
+{
+	const struct manager_config *c = &m->cfg;
+	struct apps_base b;
+	if (parse_base(c->wsproxy_url, c->wsproxy_port_range, c->wsproxy_domain, &b, err) < 0)
+		return -EINVAL;
+	util_strlcpy(m->apps_scheme, b.scheme, sizeof(m->apps_scheme));
+	util_strlcpy(m->apps_host, b.host, sizeof(m->apps_host));
+	m->apps_base_port = b.port;
+	approutes_init(&m->apps, b.lo, b.hi, b.domain);
 	/* Not 0 after each start: a proxy that polls with the generation of
 	 * a previous run of the manager gets the routes at once. */
 	m->apps.generation = (uint64_t)util_now_ms();
 	return 0;
+}
+
+int mgr_apps_check(struct manager *m, const char *url, const char *range, const char *domain, struct terr *err)
+{
+	struct apps_base b;
+	if (parse_base(url, range, domain, &b, err) < 0)
+		return -EINVAL;
+	if (!m->proxy_known)
+		return 0;   /* no proxy has said yet what it serves */
+	if (m->proxy_domain[0] && strcmp(b.domain, m->proxy_domain))
+		return terr_set(err, EINVAL, "the app proxy serves host mode on the domain %s (its wsproxy.conf's domain): "
+				"wsproxy_domain must be %s", m->proxy_domain, m->proxy_domain);
+	if (!m->proxy_domain[0] && b.domain[0])
+		return terr_set(err, EINVAL, "the app proxy serves port mode (ports %d-%d, its wsproxy.conf's port_range), "
+				"not a domain: wsproxy_domain must be empty while it does", m->proxy_lo, m->proxy_hi);
+	if (!b.domain[0] && (b.lo < m->proxy_lo || b.hi > m->proxy_hi))
+		return terr_set(err, EINVAL, "wsproxy_port_range %d-%d: the app proxy serves ports %d-%d only (its "
+				"wsproxy.conf's port_range); give a range within them", b.lo, b.hi, m->proxy_lo, m->proxy_hi);
+	return 0;
+}
+
+void mgr_apps_apply(struct manager *m)
+{
+	struct apps_base b;
+	struct terr e = {0};
+	if (parse_base(mgr_conf_value(m, "wsproxy_url"), mgr_conf_value(m, "wsproxy_port_range"),
+		       mgr_conf_value(m, "wsproxy_domain"), &b, &e) < 0) {
+		/* Each value was checked alone; a bad pair can only come from
+		 * etcdctl or from two managers' changes crossing. */
+		log_warn("manager", "app links stay on %s://%s: %s", m->apps_scheme, m->apps_host, e.msg);
+		return;
+	}
+	bool same = !strcmp(m->apps_scheme, b.scheme) && !strcmp(m->apps_host, b.host) && m->apps_base_port == b.port &&
+		    m->apps.lo == b.lo && m->apps.hi == b.hi && !strcmp(m->apps.domain, b.domain);
+	if (same)
+		return;
+	util_strlcpy(m->apps_scheme, b.scheme, sizeof(m->apps_scheme));
+	util_strlcpy(m->apps_host, b.host, sizeof(m->apps_host));
+	m->apps_base_port = b.port;
+	/* Routes open already keep their port (or host) until their session
+	 * leaves RUNNING: the proxy serves them still. New ones come from the
+	 * new range. */
+	m->apps.lo = b.lo;
+	m->apps.hi = b.hi;
+	util_strlcpy(m->apps.domain, b.domain, sizeof(m->apps.domain));
+	if (b.domain[0])
+		log_info("manager", "app links from now on: %s://APP.SESSION.apps.%s", b.scheme, b.domain);
+	else
+		log_info("manager", "app links from now on: %s://%s on ports %d-%d", b.scheme, b.host, b.lo, b.hi);
+}
+
+void mgr_apps_proxy_serves(struct manager *m, int lo, int hi, const char *domain)
+{
+	domain = domain ? domain : "";
+	pthread_mutex_lock(&m->mu);
+	if (m->proxy_known && m->proxy_lo == lo && m->proxy_hi == hi && !strcmp(m->proxy_domain, domain)) {
+		pthread_mutex_unlock(&m->mu);
+		return;
+	}
+	m->proxy_known = true;
+	m->proxy_lo = lo;
+	m->proxy_hi = hi;
+	util_strlcpy(m->proxy_domain, domain, sizeof(m->proxy_domain));
+	if (*domain)
+		log_info("manager", "the app proxy serves host mode on the domain %s", domain);
+	else
+		log_info("manager", "the app proxy serves ports %d-%d", lo, hi);
+	struct terr e = {0};
+	if (mgr_apps_check(m, mgr_conf_value(m, "wsproxy_url"), mgr_conf_value(m, "wsproxy_port_range"),
+			   mgr_conf_value(m, "wsproxy_domain"), &e) < 0)
+		log_warn("manager", "the app proxy and this manager disagree: %s", e.msg);
+	pthread_mutex_unlock(&m->mu);
 }
 
 void mgr_apps_free(struct manager *m)

@@ -135,12 +135,41 @@ static void prune_failed(struct manager *m)
 	}
 }
 
+void mgr_registry_get(struct manager *m, char *host, size_t hn, char *base, size_t bn)
+{
+	pthread_mutex_lock(&m->reg_mu);
+	if (host)
+		util_strlcpy(host, m->registry_host, hn);
+	if (base)
+		util_strlcpy(base, m->registry_base, bn);
+	pthread_mutex_unlock(&m->reg_mu);
+}
+
+void mgr_registry_apply(struct manager *m)
+{
+	const char *url = mgr_conf_value(m, "registry_url");
+	char host[sizeof(m->registry_host)] = "", base[sizeof(m->registry_base)] = "";
+	struct terr e = {0};
+	if (url && *url && registry_parse_url(url, host, sizeof(host), base, sizeof(base), &e) < 0) {
+		log_warn("manager", "registry_url '%s' ignored: %s", url, e.msg);
+		return;
+	}
+	pthread_mutex_lock(&m->reg_mu);
+	bool same = !strcmp(host, m->registry_host) && !strcmp(base, m->registry_base);
+	util_strlcpy(m->registry_host, host, sizeof(m->registry_host));
+	util_strlcpy(m->registry_base, base, sizeof(m->registry_base));
+	pthread_mutex_unlock(&m->reg_mu);
+	if (!same)
+		log_info("manager", "the cluster registry from now on: %s", base[0] ? base : "none");
+}
+
 int mgr_commits_load(struct manager *m, struct terr *err)
 {
-	const char *url = m->cfg.registry_url;
+	/* The value in force: a bad manager.conf stops the start. */
+	const char *url = mgr_conf_value(m, "registry_url");
 	if (url && *url && registry_parse_url(url, m->registry_host, sizeof(m->registry_host), m->registry_base,
 					       sizeof(m->registry_base), err) < 0)
-		return -EINVAL;
+		return terr_prefix(err, "registry_url");
 	char *text = NULL;
 	struct terr e = {0};
 	if (m->so->kv_get(m->store, COMMITS_KEY, &text, &e) < 0)
@@ -500,12 +529,15 @@ void mgr_run_commit(struct manager *m, const char *commit_id)
 	}
 	char when[40];
 	util_format_time_ms(c->created_ms, when, sizeof(when));
+	/* The registry in force now: a change applies from the next commit. */
+	char reg_host[sizeof(m->registry_host)];
+	mgr_registry_get(m, reg_host, sizeof(reg_host), NULL, 0);
 	json_t *req = json_pack("{s:s,s:s,s:{s:s,s:s,s:s,s:s,s:s},s:s,s:s}",
 		"container_id", s->rec.container_id, "ref", c->ref,
 		"labels", "tessera.owner", c->owner_id, "tessera.source.session", c->session_id,
 		"tessera.source.image", c->source_image, "tessera.committed", when,
 		"ai.backend.features", "private",
-		"source_image", c->source_image, "registry", m->registry_host);
+		"source_image", c->source_image, "registry", reg_host);
 	const struct agent_link_ops *link = a->link;
 	void *ctx = a->link_ctx;
 	char id[STORE_ID_MAX], agent_id[STORE_NAME_MAX];
@@ -585,11 +617,13 @@ int mgr_commit_forget(struct manager *m, const char *ref)
 
 bool mgr_registry_has(struct manager *m, const char *ref)
 {
-	if (!m->registry_base[0])
+	char base[sizeof(m->registry_base)];
+	mgr_registry_get(m, NULL, 0, base, sizeof(base));
+	if (!base[0])
 		return false;
 	bool has = false;
 	struct terr err = {0};
-	if (registry_has_image(m->registry_base, ref, &has, &err) < 0) {
+	if (registry_has_image(base, ref, &has, &err) < 0) {
 		log_warn("manager", "asking the registry for %s: %s", ref, err.msg);
 		return false;
 	}
@@ -640,7 +674,9 @@ static void start_pull_progress(void *ud, const char *key, const char *ref, int6
 int mgr_pull_for_start(struct manager *m, const char *session_id, const struct agent_link_ops *link, void *ctx,
 		       const char *agent_id, const char *image, struct terr *err)
 {
-	if (!m->registry_host[0] || !link->pull)
+	char reg_host[sizeof(m->registry_host)];
+	mgr_registry_get(m, reg_host, sizeof(reg_host), NULL, 0);
+	if (!reg_host[0] || !link->pull)
 		return 0;   /* the start reports a missing image itself */
 	bool exists = false;
 	struct terr e = {0};
@@ -666,7 +702,7 @@ int mgr_pull_for_start(struct manager *m, const char *session_id, const struct a
 	pthread_mutex_unlock(&m->mu);
 
 	struct start_pull sp = {m, agent_id};
-	int rc = link->pull(ctx, image, m->registry_host, session_id, start_pull_progress, &sp, err);
+	int rc = link->pull(ctx, image, reg_host, session_id, start_pull_progress, &sp, err);
 	if (rc < 0)
 		return terr_prefix(err, "could not pull %s from the registry", image);
 	pthread_mutex_lock(&m->mu);
@@ -754,8 +790,11 @@ int mgr_image_pull(struct manager *m, const struct user_rec *u, const char *imag
 {
 	if (validate_image_ref(image, err) < 0)
 		return -EINVAL;
-	if (!m->registry_base[0])
-		return terr_set(err, EINVAL, "the cluster has no registry (tessera server --registry, registry_url in manager.conf)");
+	char reg_base[sizeof(m->registry_base)];
+	mgr_registry_get(m, NULL, 0, reg_base, sizeof(reg_base));
+	if (!reg_base[0])
+		return terr_set(err, EINVAL, "the cluster has no registry (tessera config set registry_url URL, "
+				"registry_url in manager.conf, tessera server --registry)");
 	pthread_mutex_lock(&m->mu);
 	bool hidden = mgr_commit_hidden(m, u, image);
 	pthread_mutex_unlock(&m->mu);
@@ -815,7 +854,11 @@ int mgr_image_pull(struct manager *m, const struct user_rec *u, const char *imag
 
 void mgr_run_pull(struct manager *m, const char *pull_id)
 {
-	/* One node after the other: each is a call that lasts the pull. */
+	/* One node after the other: each is a call that lasts the pull. The
+	 * registry as the pull starts, for all of them: a change of
+	 * registry_url applies from the next pull. */
+	char reg_host[sizeof(m->registry_host)];
+	mgr_registry_get(m, reg_host, sizeof(reg_host), NULL, 0);
 	for (size_t k = 0;; k++) {
 		pthread_mutex_lock(&m->mu);
 		struct mpull *p = find_pull(m, pull_id);
@@ -850,7 +893,7 @@ void mgr_run_pull(struct manager *m, const char *pull_id)
 		snprintf(key, sizeof(key), "pull:%s", pull_id);
 		struct image_pull ip = {m, pull_id, node};
 		struct terr err = {0};
-		int rc = link->pull(ctx, ref, m->registry_host, key, image_pull_progress, &ip, &err);
+		int rc = link->pull(ctx, ref, reg_host, key, image_pull_progress, &ip, &err);
 		pull_node_update(m, pull_id, node, rc < 0 ? "failed" : "done", -1, 0, rc < 0 ? err.msg : NULL);
 	}
 }

@@ -118,6 +118,9 @@ void mgr_exec_release(void *slot);
 
 /* ---- session apps (apps.c, docs/apps.md) ---- */
 
+/* The proxy's poll said what it serves: ports lo..hi (port mode) or
+ * domain (host mode; NULL: port mode). Takes mu. */
+void mgr_apps_proxy_serves(struct manager *m, int lo, int hi, const char *domain);
 /* The apps of session ref (u: its owner or an admin, resolved as
  * mgr_session_get): [{"name","protocol","port","url"?}], `terminal`
  * first, then its image's service ports; "url" (no token) while the

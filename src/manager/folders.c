@@ -153,33 +153,137 @@ static void sync_quota(struct manager *m, struct mfolder *f)
 		log_warn("manager", "folder %s (%s): %s", f->rec.name, f->rec.id, e.msg);
 }
 
-int mgr_folders_load(struct manager *m, struct terr *err)
+/* spec, or the default host when NULL or "", into hosts. */
+static int parse_hosts(struct manager *m, const char *spec, struct model_storage_host *hosts, size_t *n,
+		       struct terr *err)
 {
-	const char *spec = m->cfg.storage_hosts;
 	char def[sizeof(m->data_dir) + 16];
 	if (!spec || !*spec) {
 		snprintf(def, sizeof(def), "local:%s/folders", m->data_dir);
 		spec = def;
 	}
-	int rc = model_storage_hosts_parse(spec, m->hosts, MGR_MAX_STORAGE_HOSTS, &m->n_hosts, err);
+	return model_storage_hosts_parse(spec, hosts, MGR_MAX_STORAGE_HOSTS, n, err);
+}
+
+/* Makes a host's directory and its trash, as at start. */
+static int make_host_dirs(const struct model_storage_host *h, struct terr *err)
+{
+	/* 0755: the agent and the containers' work user must reach the
+	 * folders below it; each folder's own mode keeps others' data apart
+	 * from the host's other users. */
+	if (util_mkdir_p(h->path, 0755, err) < 0)
+		return terr_prefix(err, "storage host %s", h->name);
+	char trash[1100];
+	snprintf(trash, sizeof(trash), "%s/.trash", h->path);
+	if (util_mkdir_p(trash, 0700, err) < 0)
+		return terr_prefix(err, "storage host %s", h->name);
+	return 0;
+}
+
+static void probe_host(const struct model_storage_host *h, struct fsq_host *q)
+{
+	fsq_probe(h->path, q);
+	if (q->kind == FSQ_API_ONLY)
+		log_warn("manager", "storage host %s: %s", h->name, q->why);
+	else
+		log_info("manager", "storage host %s: %s", h->name, q->why);
+}
+
+static const struct model_storage_host *host_in(const struct model_storage_host *hosts, size_t n, const char *name)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(hosts[i].name, name))
+			return &hosts[i];
+	return NULL;
+}
+
+int mgr_folders_hosts_check(struct manager *m, const char *spec, struct terr *err)
+{
+	struct model_storage_host hosts[MGR_MAX_STORAGE_HOSTS];
+	size_t n = 0;
+	if (parse_hosts(m, spec, hosts, &n, err) < 0)
+		return -EINVAL;
+	/* Every folder stays where it is: a host that holds one (live or in
+	 * its trash) keeps its name and path. */
+	char names[400] = "";
+	size_t len = 0, count = 0;
+	const char *first_host = NULL;
+	for (size_t i = 0; i < m->n_folders; i++) {
+		const struct folder_rec *f = &m->folders[i]->rec;
+		const struct model_storage_host *now = find_host(m, f->host), *then = host_in(hosts, n, f->host);
+		if (!now || (then && !strcmp(then->path, now->path)))
+			continue;   /* undeclared already, or kept */
+		if (!first_host)
+			first_host = now->name;
+		if (count++ < 8 && len < sizeof(names) - 1) {
+			int w = snprintf(names + len, sizeof(names) - len, "%s%s%s", len ? ", " : "", f->name,
+					 f->trashed_ms ? " (in the trash)" : "");
+			if (w > 0)
+				len += (size_t)w;
+		}
+	}
+	if (count)
+		return terr_set(err, EINVAL, "storage_hosts: storage host %s holds %zu folder%s (%s%s); it cannot be "
+				"removed or moved while it does: remove them first (tessera folder rm, then purge or "
+				"wait folder_trash_days)", first_host, count, count == 1 ? "" : "s", names,
+				count > 8 ? ", ..." : "");
+	for (size_t i = 0; i < n; i++) {
+		const struct model_storage_host *now = find_host(m, hosts[i].name);
+		if ((!now || strcmp(now->path, hosts[i].path)) && make_host_dirs(&hosts[i], err) < 0) {
+			terr_prefix(err, "storage_hosts");
+			if (err)
+				err->code = EINVAL;   /* a bad value (400), whatever mkdir said */
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+void mgr_folders_hosts_apply(struct manager *m)
+{
+	struct model_storage_host hosts[MGR_MAX_STORAGE_HOSTS];
+	struct fsq_host quota[MGR_MAX_STORAGE_HOSTS];
+	size_t n = 0;
+	struct terr e = {0};
+	if (parse_hosts(m, mgr_conf_value(m, "storage_hosts"), hosts, &n, &e) < 0) {
+		log_warn("manager", "storage hosts stay as they are: %s", e.msg);
+		return;
+	}
+	bool same = n == m->n_hosts;
+	for (size_t i = 0; i < n; i++) {
+		const struct model_storage_host *now = find_host(m, hosts[i].name);
+		same = same && !strcmp(m->hosts[i].name, hosts[i].name) && !strcmp(m->hosts[i].path, hosts[i].path);
+		if (now && !strcmp(now->path, hosts[i].path)) {
+			quota[i] = m->host_quota[now - m->hosts];   /* probed already */
+			continue;
+		}
+		if (make_host_dirs(&hosts[i], &e) < 0)
+			log_warn("manager", "%s; its folders cannot be made", e.msg);
+		probe_host(&hosts[i], &quota[i]);
+	}
+	if (!same) {
+		memcpy(m->hosts, hosts, n * sizeof(*hosts));
+		memcpy(m->host_quota, quota, n * sizeof(*quota));
+		m->n_hosts = n;
+		for (size_t i = 0; i < m->n_folders; i++)
+			if (!find_host(m, m->folders[i]->rec.host))
+				log_warn("manager", "folder %s (%s) lies on storage host %s, which is no longer declared",
+					 m->folders[i]->rec.name, m->folders[i]->rec.id, m->folders[i]->rec.host);
+		log_info("manager", "storage hosts from now on: %zu, %s the default", n, n ? hosts[0].name : "none");
+	}
+	if (m->local_agent)
+		agent_set_storage_hosts(m->local_agent, m->hosts, m->n_hosts);
+}
+
+int mgr_folders_load(struct manager *m, struct terr *err)
+{
+	int rc = parse_hosts(m, mgr_conf_value(m, "storage_hosts"), m->hosts, &m->n_hosts, err);
 	if (rc < 0)
 		return rc;
 	for (size_t i = 0; i < m->n_hosts; i++) {
-		/* 0755: the agent and the containers' work user must reach
-		 * the folders below it; each folder's own mode keeps others'
-		 * data apart from the host's other users. */
-		if ((rc = util_mkdir_p(m->hosts[i].path, 0755, err)) < 0)
-			return terr_prefix(err, "storage host %s", m->hosts[i].name);
-		char trash[1100];
-		snprintf(trash, sizeof(trash), "%s/.trash", m->hosts[i].path);
-		if ((rc = util_mkdir_p(trash, 0700, err)) < 0)
-			return terr_prefix(err, "storage host %s", m->hosts[i].name);
-		struct fsq_host *q = &m->host_quota[i];
-		fsq_probe(m->hosts[i].path, q);
-		if (q->kind == FSQ_API_ONLY)
-			log_warn("manager", "storage host %s: %s", m->hosts[i].name, q->why);
-		else
-			log_info("manager", "storage host %s: %s", m->hosts[i].name, q->why);
+		if ((rc = make_host_dirs(&m->hosts[i], err)) < 0)
+			return rc;
+		probe_host(&m->hosts[i], &m->host_quota[i]);
 	}
 	if ((rc = m->so->folder_load_all(m->store, load_one, m, err)) < 0)
 		return rc;

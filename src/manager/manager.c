@@ -328,6 +328,7 @@ int manager_open(struct manager **out, const struct manager_config *cfg, struct 
 		return arc;
 	}
 	pthread_mutex_init(&m->mu, NULL);
+	pthread_mutex_init(&m->reg_mu, NULL);
 	pthread_rwlock_init(&m->users_mu, NULL);
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
@@ -363,6 +364,8 @@ int manager_open(struct manager **out, const struct manager_config *cfg, struct 
 	if ((rc = mgr_settings_load(m, err)) < 0 || (rc = mgr_commits_load(m, err)) < 0 ||
 	    (rc = mgr_folders_load(m, err)) < 0)
 		goto fail;
+	/* The wsproxy_* settings over manager.conf's, checked at open. */
+	mgr_apps_apply(m);
 	if ((rc = mgr_images_load(m, err)) < 0 || (rc = mgr_drain_load(m, err)) < 0)
 		goto fail;
 	if ((rc = open_redis(m, err)) < 0)
@@ -622,6 +625,7 @@ void manager_close(struct manager *m)
 	ratelimit_free(m->login_fail_addr);
 	redis_close(m->redis);
 	pthread_mutex_destroy(&m->mu);
+	pthread_mutex_destroy(&m->reg_mu);
 	pthread_rwlock_destroy(&m->users_mu);
 	pthread_cond_destroy(&m->wake);
 	pthread_cond_destroy(&m->changed);

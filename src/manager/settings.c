@@ -20,6 +20,11 @@
  *   log_max_size, log_max_files
  *                     agents' settings of the same names, for every
  *                     node (agent_cluster_check; null: agent.conf's)
+ *   storage_hosts, registry_url, wsproxy_url, wsproxy_port_range,
+ *   wsproxy_domain    manager.conf's keys of the same names, checked as
+ *                     manager.conf's are (null: manager.conf's; the
+ *                     storage hosts' folders and the proxy's ports are
+ *                     checked against the manager's state, check_state)
  * Without etcd they are rows of the store's settings table (the policies
  * together, under "policies"); with etcd (manager.conf's etcd) each is
  * the key ETCD_CONFIG_PREFIX + KEY of etcd, followed by a watch so that
@@ -35,12 +40,102 @@
 #include "common/jsonutil.h"
 #include "common/log.h"
 #include "common/units.h"
+#include "common/util.h"
 #include "manager/state.h"
+#include "registry/registry.h"
 
 /* The scalar settings, each a row of the store (policies are one row). */
 static const char *const scalar_keys[] = {"fgpu_per_device", "fgpu_quantum", "queue_policy", "selector",
 					  "fifo_skip_after", "folder_trash_days", "log_max_size", "log_max_files",
-					  NULL};
+					  "storage_hosts", "registry_url", "wsproxy_url", "wsproxy_port_range",
+					  "wsproxy_domain", NULL};
+
+static const char *const conf_keys[] = {"storage_hosts", "registry_url", "wsproxy_url", "wsproxy_port_range",
+					"wsproxy_domain"};
+#define N_CONF_KEYS (sizeof(conf_keys) / sizeof(conf_keys[0]))
+
+bool mgr_conf_key(const char *key)
+{
+	for (size_t i = 0; i < N_CONF_KEYS; i++)
+		if (!strcmp(conf_keys[i], key))
+			return true;
+	return false;
+}
+
+/* manager.conf's value of such a key (may be NULL). */
+static const char *conf_file_value(const struct manager *m, const char *key)
+{
+	const struct manager_config *c = &m->cfg;
+	if (!strcmp(key, "storage_hosts"))
+		return c->storage_hosts;
+	if (!strcmp(key, "registry_url"))
+		return c->registry_url;
+	if (!strcmp(key, "wsproxy_url"))
+		return c->wsproxy_url;
+	if (!strcmp(key, "wsproxy_port_range"))
+		return c->wsproxy_port_range;
+	if (!strcmp(key, "wsproxy_domain"))
+		return c->wsproxy_domain;
+	return NULL;
+}
+
+const char *mgr_conf_value(struct manager *m, const char *key)
+{
+	json_t *v = m->settings.conf ? json_object_get(m->settings.conf, key) : NULL;
+	return v ? json_string_value(v) : conf_file_value(m, key);
+}
+
+/* What an unset or empty value means, for in_force (buf: n bytes, for
+ * the one that is made). */
+static const char *conf_default(const struct manager *m, const char *key, char *buf, size_t n)
+{
+	if (!strcmp(key, "storage_hosts")) {
+		snprintf(buf, n, "local:%s/folders", m->data_dir);
+		return buf;
+	}
+	if (!strcmp(key, "wsproxy_url"))
+		return "http://127.0.0.1";
+	if (!strcmp(key, "wsproxy_port_range"))
+		return APPROUTES_DEFAULT_RANGE;
+	return "";   /* registry_url: none; wsproxy_domain: port mode */
+}
+
+/* The check of one such value alone, as manager.conf's is checked. */
+static int check_conf(const char *key, const char *s, struct terr *err)
+{
+	if (!strcmp(key, "storage_hosts")) {
+		struct model_storage_host hosts[MGR_MAX_STORAGE_HOSTS];
+		size_t n = 0;
+		return model_storage_hosts_parse(s, hosts, MGR_MAX_STORAGE_HOSTS, &n, err) < 0 ? -EINVAL : 0;
+	}
+	if (!strcmp(key, "registry_url")) {
+		char host[256], base[300];
+		/* "": no registry, whatever manager.conf says. */
+		if (*s && registry_parse_url(s, host, sizeof(host), base, sizeof(base), err) < 0)
+			return terr_prefix(err, "registry_url");
+		return 0;
+	}
+	if (!strcmp(key, "wsproxy_url")) {
+		char scheme[8], host[256];
+		int port;
+		if (!*s)
+			return terr_set(err, EINVAL, "wsproxy_url must be http://HOST or https://HOST, or null for "
+					"manager.conf's");
+		if (approutes_parse_base(s, scheme, sizeof(scheme), host, sizeof(host), &port, err) < 0)
+			return terr_prefix(err, "wsproxy_url");
+		return 0;
+	}
+	if (!strcmp(key, "wsproxy_port_range")) {
+		int lo, hi;
+		if (util_parse_port_range(s, &lo, &hi, err) < 0)
+			return terr_prefix(err, "wsproxy_port_range");
+		return 0;
+	}
+	/* wsproxy_domain; "": port mode. */
+	if (*s && approutes_check_domain(s, err) < 0)
+		return terr_prefix(err, "wsproxy_domain");
+	return 0;
+}
 
 static void settings_defaults(struct msettings *st)
 {
@@ -52,13 +147,15 @@ static void settings_defaults(struct msettings *st)
 	st->folder_trash_days = MGR_DEFAULT_FOLDER_TRASH_DAYS;
 	st->policies = json_object();
 	st->agent = json_object();
+	st->conf = json_object();
 }
 
 static void settings_clear(struct msettings *st)
 {
 	json_decref(st->policies);
 	json_decref(st->agent);
-	st->policies = st->agent = NULL;
+	json_decref(st->conf);
+	st->policies = st->agent = st->conf = NULL;
 }
 
 static int parse_policy(json_t *v, const char *key, struct terr *err)
@@ -150,6 +247,18 @@ static int apply_to(struct msettings *st, const char *key, json_t *value, struct
 			json_object_del(st->agent, key);
 		else if (json_object_set_new(st->agent, key, json_deep_copy(value)) < 0)
 			return terr_set(err, ENOMEM, "out of memory");
+	} else if (mgr_conf_key(key)) {
+		if (json_is_null(value)) {
+			json_object_del(st->conf, key);
+			return 0;
+		}
+		if (!json_is_string(value))
+			return terr_set(err, EINVAL, "%s must be a string, as in manager.conf, or null for manager.conf's",
+					key);
+		if (check_conf(key, json_string_value(value), err) < 0)
+			return -EINVAL;
+		if (json_object_set_new(st->conf, key, json_string(json_string_value(value))) < 0)
+			return terr_set(err, ENOMEM, "out of memory");
 	} else if (!strncmp(key, "policy.", 7)) {
 		/* The key names whom the policy limits; a key no user can have
 		 * (policy.%ff, policy.nobody) would be a policy that never
@@ -168,7 +277,8 @@ static int apply_to(struct msettings *st, const char *key, json_t *value, struct
 	} else {
 		return terr_set(err, ENOENT,
 				"unknown setting '%s' (known: fgpu_per_device, fgpu_quantum, queue_policy, selector, "
-				"fifo_skip_after, folder_trash_days, " AGENT_CLUSTER_KEYS ", policy.default, policy.<email>)",
+				"fifo_skip_after, folder_trash_days, " AGENT_CLUSTER_KEYS ", " MGR_CONF_KEYS
+				", policy.default, policy.<email>)",
 				key);
 	}
 	return 0;
@@ -199,6 +309,42 @@ int mgr_settings_check_flat(json_t *flat, struct terr *err)
 	return 0;
 }
 
+/* The value key would have in force with changes applied ({key: value},
+ * null: manager.conf's). */
+static const char *value_with(struct manager *m, json_t *changes, const char *key)
+{
+	json_t *v = json_object_get(changes, key);
+	if (!v)
+		return mgr_conf_value(m, key);
+	return json_is_null(v) ? conf_file_value(m, key) : json_string_value(v);
+}
+
+/* What a valid change must also fit, in the manager's state (under mu):
+ * storage hosts that hold folders stay, the proxy serves the addresses.
+ * changes: {key: value}, each checked already. */
+static int check_state(struct manager *m, json_t *changes, struct terr *err)
+{
+	if (json_object_get(changes, "storage_hosts") &&
+	    mgr_folders_hosts_check(m, value_with(m, changes, "storage_hosts"), err) < 0)
+		return -EINVAL;
+	if ((json_object_get(changes, "wsproxy_url") || json_object_get(changes, "wsproxy_port_range") ||
+	     json_object_get(changes, "wsproxy_domain")) &&
+	    mgr_apps_check(m, value_with(m, changes, "wsproxy_url"), value_with(m, changes, "wsproxy_port_range"),
+			   value_with(m, changes, "wsproxy_domain"), err) < 0)
+		return -EINVAL;
+	return 0;
+}
+
+static int check_state_one(struct manager *m, const char *key, json_t *value, struct terr *err)
+{
+	if (!mgr_conf_key(key))
+		return 0;
+	json_t *changes = json_pack("{s:O}", key, value);
+	int rc = changes ? check_state(m, changes, err) : terr_set(err, ENOMEM, "out of memory");
+	json_decref(changes);
+	return rc;
+}
+
 static json_t *flat_of(const struct msettings *st)
 {
 	json_t *o = json_pack("{s:I,s:o,s:s,s:s,s:i,s:i}",
@@ -212,6 +358,10 @@ static json_t *flat_of(const struct msettings *st)
 	for (size_t i = 0; i < 2; i++) {
 		json_t *v = json_object_get(st->agent, agent_keys[i]);
 		json_object_set_new(o, agent_keys[i], v ? json_deep_copy(v) : json_null());
+	}
+	for (size_t i = 0; i < N_CONF_KEYS; i++) {
+		json_t *v = json_object_get(st->conf, conf_keys[i]);
+		json_object_set_new(o, conf_keys[i], v ? json_deep_copy(v) : json_null());
 	}
 	const char *who;
 	json_t *p;
@@ -285,8 +435,15 @@ static void etcd_key(char *buf, size_t n, const char *key)
 /* What follows a change of key in m->settings, however it came. */
 static void after_change(struct manager *m, const char *key)
 {
-	if (!strcmp(key, "fgpu_per_device") || !strcmp(key, "*"))
+	bool all = !strcmp(key, "*");
+	if (!strcmp(key, "fgpu_per_device") || all)
 		mgr_apply_fgpu_setting(m);
+	if (!strcmp(key, "storage_hosts") || all)
+		mgr_folders_hosts_apply(m);
+	if (!strcmp(key, "registry_url") || all)
+		mgr_registry_apply(m);
+	if (!strncmp(key, "wsproxy_", 8) || all)
+		mgr_apps_apply(m);
 	if (m->local_agent) {
 		static const char *const agent_keys[] = {"log_max_size", "log_max_files"};
 		for (size_t i = 0; i < 2; i++)
@@ -335,7 +492,7 @@ static int persist(struct manager *m, const char *key, json_t *value, struct ter
 int mgr_settings_set(struct manager *m, const char *key, json_t *value, struct terr *err)
 {
 	int rc = check_one(key, value, err);
-	if (rc < 0)
+	if (rc < 0 || (rc = check_state_one(m, key, value, err)) < 0)
 		return rc;
 	if (m->cfg.etcd && (rc = persist(m, key, value, err)) < 0)
 		return rc;
@@ -412,7 +569,8 @@ static void on_etcd_event(const struct etcd_event *ev, void *ud)
 	json_t *v = ev->type == ETCD_EVENT_PUT ? json_loadb(ev->value, ev->value_len, JSON_DECODE_ANY, NULL) : NULL;
 	struct terr e = {0};
 	int rc;
-	if (ev->type == ETCD_EVENT_DELETE && (!strncmp(key, "policy.", 7) || agent_cluster_key(key))) {
+	if (ev->type == ETCD_EVENT_DELETE && (!strncmp(key, "policy.", 7) || agent_cluster_key(key) ||
+					      mgr_conf_key(key))) {
 		rc = apply_to(st, key, json_null(), &e);
 	} else if (ev->type == ETCD_EVENT_DELETE) {
 		/* A deleted scalar setting is back to its default. */
@@ -491,6 +649,17 @@ json_t *mgr_settings_json(struct manager *m)
 	if (o) {
 		json_object_set_new(o, "log_max_size", lms ? json_deep_copy(lms) : json_null());
 		json_object_set_new(o, "log_max_files", lmf ? json_deep_copy(lmf) : json_null());
+		/* The setting (null: unset) and, apart, the value in force. */
+		json_t *eff = json_object();
+		for (size_t i = 0; i < N_CONF_KEYS; i++) {
+			json_t *v = json_object_get(st->conf, conf_keys[i]);
+			const char *e = mgr_conf_value(m, conf_keys[i]);
+			json_object_set_new(o, conf_keys[i], v ? json_deep_copy(v) : json_null());
+			char def[sizeof(m->data_dir) + 16];
+			json_object_set_new(eff, conf_keys[i],
+					    json_string(e && *e ? e : conf_default(m, conf_keys[i], def, sizeof(def))));
+		}
+		json_object_set_new(o, "in_force", eff);
 	}
 	return o;
 }
@@ -600,7 +769,12 @@ int mgr_config_set(struct manager *m, const char *key, json_t *value, json_t **s
 {
 	int rc;
 	if (m->cfg.etcd) {
-		if ((rc = check_one(key, value, err)) < 0 || (rc = persist_etcd(m, key, value, err)) < 0)
+		if ((rc = check_one(key, value, err)) < 0)
+			return rc;
+		pthread_mutex_lock(&m->mu);
+		rc = check_state_one(m, key, value, err);
+		pthread_mutex_unlock(&m->mu);
+		if (rc < 0 || (rc = persist_etcd(m, key, value, err)) < 0)
 			return rc;
 		pthread_mutex_lock(&m->mu);
 		apply_written(m, key, value);
@@ -629,6 +803,11 @@ int mgr_config_put(struct manager *m, json_t *flat, struct terr *err)
 {
 	/* Everything is checked before anything is written. */
 	int rc = mgr_settings_check_flat(flat, err);
+	if (rc < 0)
+		return rc;
+	pthread_mutex_lock(&m->mu);
+	rc = check_state(m, flat, err);
+	pthread_mutex_unlock(&m->mu);
 	if (rc < 0)
 		return rc;
 	size_t n = json_object_size(flat), i = 0;

@@ -174,6 +174,11 @@ struct msettings {
 	int folder_trash_days;
 	json_t *policies;              /* {"default": {...}, "user@x": {...}} */
 	json_t *agent;                 /* agents' settings that are set: {"log_max_size": ...} */
+	/* manager.conf's keys that are also cluster settings, those set:
+	 * {"storage_hosts": "NAME:PATH,...", "registry_url": ..., "wsproxy_url":
+	 * ..., "wsproxy_port_range": ..., "wsproxy_domain": ...}; an unset one
+	 * is manager.conf's (mgr_conf_value). */
+	json_t *conf;
 };
 
 enum job_type { JOB_START, JOB_DESTROY, JOB_COMMIT, JOB_PULL };
@@ -268,8 +273,10 @@ struct manager {
 	pthread_rwlock_t users_mu;
 	json_t *image_aliases;      /* {"alias": "image ref"}, stored (images.c) */
 	json_t *drained_nodes;      /* ["node id"]: unschedulable, stored (nodes_admin.c) */
-	/* Storage hosts (cfg.storage_hosts, folders.c); the first is the
-	 * default. Fixed at open. */
+	/* Storage hosts (the storage_hosts setting, else cfg.storage_hosts;
+	 * folders.c); the first is the default. Replaced under mu when the
+	 * setting changes (mgr_folders_hosts_apply): pointers into it are
+	 * used under mu only. */
 	struct model_storage_host hosts[MGR_MAX_STORAGE_HOSTS];
 	size_t n_hosts;
 	/* What each host's filesystem enforces (fsquota.h), probed at open. */
@@ -293,8 +300,12 @@ struct manager {
 	size_t n_commits, cap_commits;
 	struct mpull **pulls;
 	size_t n_pulls;
-	/* The cluster registry (cfg.registry_url): "host:port" as image
-	 * names carry it, and its API's URL; both "" without one. */
+	/* The cluster registry (the registry_url setting, else
+	 * cfg.registry_url): "host:port" as image names carry it, and its
+	 * API's URL; both "" without one. Under reg_mu, taken alone (with or
+	 * without mu, nothing else taken inside it): commits and pulls read
+	 * them outside mu (mgr_registry_get). */
+	pthread_mutex_t reg_mu;
 	char registry_host[256];
 	char registry_base[300];
 	/* Links replaced by a re-registration: a dispatcher or handler may
@@ -352,6 +363,13 @@ struct manager {
 	char apps_scheme[8];
 	char apps_host[256];
 	int apps_base_port;             /* 0: none given */
+	/* What the app proxy serves, as its last poll of the routes said
+	 * (?ports=LO-HI or ?domain=D; proxy_lo 0 and proxy_domain "" when no
+	 * proxy has said): wsproxy_port_range and wsproxy_domain settings it
+	 * does not serve are refused (apps.c, mgr_apps_check). */
+	int proxy_lo, proxy_hi;
+	char proxy_domain[256];
+	bool proxy_known;
 	/* The admin's generated password, only between create_admin() and
 	 * manager_serve() writing it to admin.conf on first start. */
 	char first_password[32];
@@ -429,8 +447,15 @@ void mgr_dispatch_join(struct manager *m);
 
 /* ---- commits.c ---- */
 /* Loads the commits (those interrupted by a stop become failed) and
- * parses cfg.registry_url; at open, before the threads. */
+ * parses the registry_url in force; at open, before the threads. */
 int mgr_commits_load(struct manager *m, struct terr *err);
+/* The registry_url in force parsed into registry_host and registry_base
+ * (both "" when none); a bad one (only etcdctl can write one) is logged
+ * and leaves them. Under mu. */
+void mgr_registry_apply(struct manager *m);
+/* Copies of registry_host and registry_base (hn, bn bytes; may be NULL).
+ * Takes reg_mu: with or without mu. */
+void mgr_registry_get(struct manager *m, char *host, size_t hn, char *base, size_t bn);
 void mgr_commits_free(struct manager *m);
 /* The dispatch workers' jobs (called WITHOUT mu). */
 void mgr_run_commit(struct manager *m, const char *commit_id);
@@ -526,8 +551,18 @@ bool mgr_sched_estimate(struct manager *m, const char *owner_id, const struct re
 			char *why, size_t n);
 
 /* ---- apps.c ---- */
-/* Reads and checks the proxy's settings of cfg (at open). */
+/* Reads and checks the proxy's addresses (the wsproxy_* settings, else
+ * cfg's; at open, after mgr_settings_load). */
 int mgr_apps_open(struct manager *m, struct terr *err);
+/* Whether url, range and domain (each NULL or "": the default) are
+ * addresses the manager can make links on, together, and that the proxy
+ * that last polled serves (its range holds range; the same mode and
+ * domain). EINVAL with the key's name. Under mu. */
+int mgr_apps_check(struct manager *m, const char *url, const char *range, const char *domain, struct terr *err);
+/* Makes links on the current wsproxy_* values from now on; routes open
+ * already stay as they are (docs/admin.md, "The app proxy"). Under mu. */
+void mgr_apps_apply(struct manager *m);
+
 void mgr_apps_free(struct manager *m);
 /* Records where the session's app port is (endpoint "HOST:PORT"; NULL or
  * "": none); a change of a session with routes bumps their generation. */
@@ -562,6 +597,15 @@ int mgr_admin_user(struct manager *m, struct user_rec *out);
 
 /* ---- folders.c ---- */
 int mgr_folders_load(struct manager *m, struct terr *err);
+/* Whether spec (NULL or "": local:DATA_DIR/folders) can replace the
+ * storage hosts: it parses, each new host's directory and trash can be
+ * made (they are), and no folder, live or in the trash, lies on a host it
+ * drops or moves (EINVAL naming them). Under mu. */
+int mgr_folders_hosts_check(struct manager *m, const char *spec, struct terr *err);
+/* Replaces the storage hosts by the current storage_hosts value (hosts
+ * kept keep their probe; new ones are made and probed), and hands them to
+ * tessera server's agent. Under mu. */
+void mgr_folders_hosts_apply(struct manager *m);
 void mgr_folders_free(struct manager *m);
 /* Purges trashed folders older than folder_trash_days (the scheduler's
  * safety pass). */
@@ -577,6 +621,13 @@ int mgr_folders_mounts_json(struct manager *m, const struct user_rec *owner, con
 
 /* ---- settings.c ---- */
 int mgr_settings_load(struct manager *m, struct terr *err);
+/* The keys of manager.conf that are cluster settings too. */
+#define MGR_CONF_KEYS "storage_hosts, registry_url, wsproxy_url, wsproxy_port_range, wsproxy_domain"
+bool mgr_conf_key(const char *key);
+/* The value in force of such a key: the setting when set, else
+ * manager.conf's (may be NULL). Borrowed, valid under mu until the next
+ * change. */
+const char *mgr_conf_value(struct manager *m, const char *key);
 /* {"fgpu_per_device": 2, ...} (new ref). */
 json_t *mgr_settings_json(struct manager *m);
 /* Validates and stores one setting (in etcd with cfg.etcd, else in the

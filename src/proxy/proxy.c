@@ -149,6 +149,7 @@ struct proxy {
 	uint64_t generation;       /* of the table, for proxy_get_stats */
 	/* Config, copied. */
 	char *manager, *secret, *domain, *public_host, *ui_dir, *bind;
+	int port_lo, port_hi;      /* port mode's range, told to the manager */
 	unsigned max_conns, per_addr;
 	struct api_client api;
 };
@@ -1484,8 +1485,16 @@ static void *poll_main(void *arg)
 	uint64_t since = 0;
 	bool failing = false;
 	while (!atomic_load(&p->stopping)) {
-		char path[128];
-		snprintf(path, sizeof(path), "/v1/proxy/routes?since=%" PRIu64 "&timeout_s=%d", since, ROUTES_POLL_S);
+		/* What this proxy serves goes with each poll, so that the
+		 * manager refuses wsproxy_* settings it would not serve. A
+		 * domain is DNS labels (checked at start): nothing to escape. */
+		char path[512];
+		if (p->domain)
+			snprintf(path, sizeof(path), "/v1/proxy/routes?since=%" PRIu64 "&timeout_s=%d&domain=%s", since,
+				 ROUTES_POLL_S, p->domain);
+		else
+			snprintf(path, sizeof(path), "/v1/proxy/routes?since=%" PRIu64 "&timeout_s=%d&ports=%d-%d", since,
+				 ROUTES_POLL_S, p->port_lo, p->port_hi);
 		struct body_buf b = {0};
 		struct terr err = {0};
 		long status = 0;
@@ -1628,6 +1637,8 @@ int proxy_start(const struct proxy_config *cfg, struct proxy **out, struct terr 
 	p->manager = dup_or_null(cfg->manager);
 	p->secret = strdup(cfg->cluster_secret);
 	p->domain = dup_or_null(cfg->domain);
+	p->port_lo = cfg->port_lo;
+	p->port_hi = cfg->port_hi;
 	p->public_host = dup_or_null(cfg->public_host);
 	p->ui_dir = dup_or_null(cfg->ui_dir);
 	p->bind = dup_or_null(cfg->bind);

@@ -1,13 +1,20 @@
 /* manager/settings.c: cluster settings on a real manager (manager_open on
  * a temporary data dir, no agent, not serving): validation of every key
  * with messages naming it, policies, persistence across a reopen, and
- * mgr_user_policy's fallback to policy.default. */
+ * mgr_user_policy's fallback to policy.default; manager.conf's keys that
+ * are settings too (storage_hosts, registry_url, wsproxy_*): their checks,
+ * manager.conf's value while unset, and a storage host that holds folders
+ * kept. */
+#include "manager/core.h"
 #include "manager/state.h"
 #include "manager/manager.h"
 #include "testlib.h"
 
 #include <jansson.h>
 #include <stdlib.h>
+#include <errno.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define GiB (1LL << 30)
@@ -369,6 +376,167 @@ static void remove_tree(const char *dir)
 		fprintf(stderr, "could not remove %s\n", dir);
 }
 
+
+/* ---------- manager.conf's keys as settings ---------- */
+
+static const char *in_force(json_t *s, const char *key)
+{
+	return json_string_value(json_object_get(json_object_get(s, "in_force"), key));
+}
+
+TEST(conf_keys_checked)
+{
+	/* each refused as manager.conf refuses it, naming the key */
+	REFUSED(mgr, "storage_hosts", "5", "storage_hosts");
+	REFUSED(mgr, "storage_hosts", "\"\"", "storage_hosts");
+	REFUSED(mgr, "storage_hosts", "\"nopath\"", "storage_hosts");
+	REFUSED(mgr, "storage_hosts", "\"a:relative/dir\"", "storage_hosts");
+	REFUSED(mgr, "storage_hosts", "\"a:/srv/x,a:/srv/y\"", "declared twice");
+	REFUSED(mgr, "storage_hosts", "\"r:/\"", "root directory");
+	REFUSED(mgr, "storage_hosts", "\"a:/srv/../etc\"", "'..'");
+	REFUSED(mgr, "registry_url", "7", "registry_url");
+	REFUSED(mgr, "registry_url", "\"http://bad host:5000\"", "registry_url");
+	REFUSED(mgr, "wsproxy_url", "\"ftp://apps.example\"", "wsproxy_url");
+	REFUSED(mgr, "wsproxy_url", "\"\"", "wsproxy_url");
+	REFUSED(mgr, "wsproxy_url", "true", "wsproxy_url");
+	REFUSED(mgr, "wsproxy_port_range", "\"10300-10205\"", "wsproxy_port_range");
+	REFUSED(mgr, "wsproxy_port_range", "\"abc\"", "wsproxy_port_range");
+	REFUSED(mgr, "wsproxy_port_range", "\"0-10\"", "wsproxy_port_range");
+	REFUSED(mgr, "wsproxy_domain", "\"bad_domain!\"", "wsproxy_domain");
+	/* a port on wsproxy_url only in host mode, as manager.conf */
+	REFUSED(mgr, "wsproxy_url", "\"http://apps.example:8080\"", "must have no port");
+
+	ACCEPTED(mgr, "registry_url", "\"http://127.0.0.1:5999\"");
+	char host[256], base[300];
+	mgr_registry_get(mgr, host, sizeof(host), base, sizeof(base));
+	CHECK_STR(host, "127.0.0.1:5999");
+	CHECK_STR(base, "http://127.0.0.1:5999");
+	ACCEPTED(mgr, "registry_url", "\"\"");   /* none, whatever manager.conf says */
+	mgr_registry_get(mgr, host, sizeof(host), base, sizeof(base));
+	CHECK_STR(host, "");
+	ACCEPTED(mgr, "registry_url", "null");
+
+	ACCEPTED(mgr, "wsproxy_url", "\"https://apps.example\"");
+	ACCEPTED(mgr, "wsproxy_port_range", "\"20000-20010\"");
+	pthread_mutex_lock(&mgr->mu);
+	CHECK_STR(mgr->apps_scheme, "https");
+	CHECK_STR(mgr->apps_host, "apps.example");
+	CHECK_INT(mgr->apps.lo, 20000);
+	CHECK_INT(mgr->apps.hi, 20010);
+	pthread_mutex_unlock(&mgr->mu);
+	/* host mode: a port on the URL is fine */
+	ACCEPTED(mgr, "wsproxy_domain", "\"example.org\"");
+	ACCEPTED(mgr, "wsproxy_url", "\"http://apps.example:8080\"");
+	ACCEPTED(mgr, "wsproxy_url", "null");
+	ACCEPTED(mgr, "wsproxy_domain", "null");
+
+	/* a proxy that said it serves 10205-10300 in port mode: a range
+	 * outside it, or a domain, is refused */
+	mgr_apps_proxy_serves(mgr, 10205, 10300, NULL);
+	REFUSED(mgr, "wsproxy_port_range", "\"20000-20010\"", "10205-10300");
+	REFUSED(mgr, "wsproxy_domain", "\"example.org\"", "port mode");
+	ACCEPTED(mgr, "wsproxy_port_range", "\"10210-10220\"");
+	ACCEPTED(mgr, "wsproxy_port_range", "null");
+	pthread_mutex_lock(&mgr->mu);
+	CHECK_INT(mgr->apps.lo, 10205);
+	CHECK_INT(mgr->apps.hi, 10300);
+	mgr->proxy_known = false;
+	pthread_mutex_unlock(&mgr->mu);
+
+	/* in the flat form (backups), null while unset */
+	json_t *flat = mgr_config_flat(mgr);
+	CHECK(json_is_null(json_object_get(flat, "storage_hosts")));
+	CHECK(json_is_null(json_object_get(flat, "registry_url")));
+	CHECK(json_is_null(json_object_get(flat, "wsproxy_domain")));
+	json_decref(flat);
+}
+
+/* A manager.conf with the keys: its values while the settings are unset,
+ * the settings' once set (kept across a restart), its own again at null. */
+TEST(conf_keys_precedence)
+{
+	char dir[] = "/tmp/tessera-settings-conf-XXXXXX";
+	if (!mkdtemp(dir)) {
+		FAILF("mkdtemp: %s", strerror(errno));
+		return;
+	}
+	char hosts[200];
+	snprintf(hosts, sizeof(hosts), "conf:%s/conf", dir);
+	struct manager_config cfg = {.data_dir = dir, .listen = "127.0.0.1:0", .dispatch_workers = 1,
+				     .registry_url = "http://127.0.0.1:5000", .storage_hosts = hosts,
+				     .wsproxy_url = "http://apps.conf"};
+	struct manager *m = NULL;
+	struct terr err = {0};
+	CHECK_INT(manager_open(&m, &cfg, &err), 0);
+	if (!m)
+		return;
+	json_t *s = settings(m);
+	CHECK(json_is_null(json_object_get(s, "registry_url")));
+	CHECK_STR(in_force(s, "registry_url"), "http://127.0.0.1:5000");
+	CHECK_STR(in_force(s, "storage_hosts"), hosts);
+	json_decref(s);
+	ACCEPTED(m, "registry_url", "\"http://127.0.0.1:6000\"");
+	ACCEPTED(m, "wsproxy_url", "\"http://apps.set\"");
+	manager_close(m);
+	m = NULL;
+	CHECK_INT(manager_open(&m, &cfg, &err), 0);
+	if (!m)
+		return;
+	char host[256];
+	mgr_registry_get(m, host, sizeof(host), NULL, 0);
+	CHECK_STR(host, "127.0.0.1:6000");   /* the setting wins over manager.conf */
+	pthread_mutex_lock(&m->mu);
+	CHECK_STR(m->apps_host, "apps.set");
+	pthread_mutex_unlock(&m->mu);
+	ACCEPTED(m, "registry_url", "null");
+	mgr_registry_get(m, host, sizeof(host), NULL, 0);
+	CHECK_STR(host, "127.0.0.1:5000");   /* manager.conf's again */
+	s = settings(m);
+	CHECK_STR(in_force(s, "registry_url"), "http://127.0.0.1:5000");
+	json_decref(s);
+	manager_close(m);
+	remove_tree(dir);
+}
+
+TEST(storage_hosts_at_run_time)
+{
+	struct user_rec admin;
+	CHECK_INT(mgr_admin_user(mgr, &admin), 0);
+	char spec[1000], def[300], newdir[300];
+	snprintf(def, sizeof(def), "local:%s/folders", data_dir);
+	snprintf(newdir, sizeof(newdir), "%s/new", data_dir);
+	snprintf(spec, sizeof(spec), "\"%s,new:%s\"", def, newdir);
+	struct terr err = {0};
+	json_t *out = NULL;
+	/* no host "new" yet */
+	CHECK_INT(mgr_folder_create(mgr, &admin, "f1", "new", 0, &out, &err), -ENOENT);
+	ACCEPTED(mgr, "storage_hosts", spec);
+	struct stat st;
+	CHECK(stat(newdir, &st) == 0 && S_ISDIR(st.st_mode));   /* made at once */
+	memset(&err, 0, sizeof(err));
+	CHECK_INT(mgr_folder_create(mgr, &admin, "f1", "new", 0, &out, &err), 0);
+	CHECK_STR(json_string_value(json_object_get(out, "host")), "new");
+	json_decref(out);
+	/* dropping or moving it is refused, naming the folder */
+	char only[320];
+	snprintf(only, sizeof(only), "\"%s\"", def);
+	REFUSED(mgr, "storage_hosts", only, "f1");
+	snprintf(spec, sizeof(spec), "\"%s,new:%s/elsewhere\"", def, data_dir);
+	REFUSED(mgr, "storage_hosts", spec, "storage host new holds 1 folder");
+	REFUSED(mgr, "storage_hosts", "null", "f1");   /* manager.conf's: local alone */
+	/* in the trash it still holds it */
+	memset(&err, 0, sizeof(err));
+	CHECK_INT(mgr_folder_delete(mgr, &admin, "f1", false, &err), 0);
+	REFUSED(mgr, "storage_hosts", only, "in the trash");
+	/* the default host may change order: the first is the default */
+	snprintf(spec, sizeof(spec), "\"new:%s,%s\"", newdir, def);
+	ACCEPTED(mgr, "storage_hosts", spec);
+	memset(&err, 0, sizeof(err));
+	CHECK_INT(mgr_folder_create(mgr, &admin, "f2", NULL, 0, &out, &err), 0);
+	CHECK_STR(json_string_value(json_object_get(out, "host")), "new");
+	json_decref(out);
+}
+
 int main(void)
 {
 	if (!mkdtemp(data_dir)) {
@@ -387,6 +555,9 @@ int main(void)
 	RUN(policies);
 	RUN(user_policy_fallback);
 	RUN(persistence);
+	RUN(conf_keys_checked);
+	RUN(conf_keys_precedence);
+	RUN(storage_hosts_at_run_time);
 	manager_close(mgr);
 	remove_tree(data_dir);
 	return testlib_done();

@@ -228,6 +228,36 @@ TEST(two_managers_follow_etcd)
 	CHECK(wait_setting(m2, "selector", "\"dispersed\""));
 	CHECK(wait_setting(m2, "log_max_size", "\"1MiB\""));
 
+	/* manager.conf's keys as settings: a storage host added through m1
+	 * is a host of m2 (its directory made there); the registry too; a
+	 * deletion gives manager.conf's value (none here) back. */
+	char hosts[300], want[320], newdir[200];
+	snprintf(newdir, sizeof(newdir), "%s/new", d1);
+	snprintf(hosts, sizeof(hosts), "\"local:%s/folders,new:%s\"", d2, newdir);
+	set_one(m1, "storage_hosts", hosts);
+	snprintf(want, sizeof(want), "%s", hosts);
+	CHECK(wait_setting(m2, "storage_hosts", want));
+	pthread_mutex_lock(&m2->mu);
+	CHECK_INT(m2->n_hosts, 2);
+	if (m2->n_hosts == 2)
+		CHECK_STR(m2->hosts[1].path, newdir);
+	pthread_mutex_unlock(&m2->mu);
+	CHECK(access(newdir, F_OK) == 0);
+	set_one(m1, "registry_url", "\"http://127.0.0.1:5999\"");
+	CHECK(wait_setting(m2, "registry_url", "\"http://127.0.0.1:5999\""));
+	char reg[256];
+	mgr_registry_get(m2, reg, sizeof(reg), NULL, 0);
+	CHECK_STR(reg, "127.0.0.1:5999");
+	set_one(m1, "registry_url", "null");
+	CHECK(wait_setting(m2, "registry_url", "null"));
+	mgr_registry_get(m2, reg, sizeof(reg), NULL, 0);
+	CHECK_STR(reg, "");
+	/* a bad one written past the API is ignored */
+	CHECK_INT(etcd_put(etcd.endpoint, ETCD_CONFIG_PREFIX "storage_hosts", "\"x:rel\"", 7, &err), 0);
+	set_one(m1, "fifo_skip_after", "6");
+	CHECK(wait_setting(m2, "fifo_skip_after", "6"));
+	CHECK(wait_setting(m2, "storage_hosts", want));
+
 	/* etcd stops and starts: both watches resume by themselves. */
 	testetcd_kill(&etcd);
 	CHECK_INT(testetcd_start_again(&etcd), 0);
