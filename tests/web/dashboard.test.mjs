@@ -233,6 +233,22 @@ try {
     if (cfg.queue_policy !== 'drf' || cfg.fgpu_quantum !== 0.05) throw new Error(`the settings are ${JSON.stringify(cfg)}`);
   });
 
+  await step('the cluster settings show what is in force, refuse a bad value in words and save a good one', async () => {
+    const form = page.getByRole('form', { name: 'Cluster settings' });
+    const hosts = form.getByLabel('Storage hosts');
+    const inForce = await hosts.getAttribute('placeholder');
+    if (!inForce || !inForce.startsWith('local:/')) throw new Error(`the storage hosts field shows ${inForce} as in force`);
+    await hosts.fill('local:relative/path');
+    await form.getByRole('button', { name: 'Save cluster settings' }).click();
+    await form.getByRole('alert').filter({ hasText: 'storage_hosts' }).waitFor({ timeout: WAIT });
+    await hosts.fill('');
+    await form.getByLabel('Session log files').fill('7');
+    await form.getByRole('button', { name: 'Save cluster settings' }).click();
+    await form.getByRole('status').filter({ hasText: 'Saved' }).waitFor({ timeout: WAIT });
+    const cfg = await page.evaluate(async () => (await fetch('/api/v1/config', { credentials: 'same-origin' })).json());
+    if (cfg.log_max_files !== 7 || cfg.storage_hosts !== null) throw new Error(`the settings are ${JSON.stringify(cfg)}`);
+  });
+
   await step('a default policy is set from the Policies table; a bad one is refused in words', async () => {
     await page.getByRole('button', { name: 'Edit the policy of default' }).click();
     const dlg = page.getByRole('dialog', { name: 'Policy: default' });

@@ -1,6 +1,7 @@
 // The admin's settings: everything `tessera config set` sets (docs/admin.md):
-// the scheduler's settings and fGPU, and the per-user and default
-// policies. Every change goes to PUT /v1/config/{key}, which validates it;
+// the scheduler's settings and fGPU, the cluster's addresses (storage
+// hosts, registry, app proxy) and agents' log caps, and the per-user and
+// default policies. Every change goes to PUT /v1/config/{key}, which validates it;
 // its refusal is shown in its words, naming the setting.
 import { useEffect, useId, useState } from 'preact/hooks';
 import { api, fmtBytes, fmtNum } from './api';
@@ -99,6 +100,83 @@ function SchedulerForm({ config, reload, error, setError, notice, setNotice }: {
       <ErrorText error={error} />
       {notice && <p class="notice" role="status">{notice}</p>}
       <div class="actions"><Button type="submit" kind="primary">Save settings</Button></div>
+    </form>
+  );
+}
+
+// The cluster's addresses and agents' log caps: strings, null while unset
+// (then manager.conf's or agent.conf's value is in force, which the field
+// shows as its placeholder). An emptied field sends null: back to the
+// configuration file's value.
+const CLUSTER_FIELDS: { key: string; label: string; hint: string; empty?: string }[] = [
+  { key: 'storage_hosts', label: 'Storage hosts', hint: 'NAME:PATH[,NAME:PATH...]; the first is the default. A host holding folders cannot be dropped.' },
+  { key: 'registry_url', label: 'Registry', hint: 'http://HOST[:PORT]; used from the next commit and pull on.' },
+  { key: 'wsproxy_url', label: 'App proxy address', hint: 'http://HOST or https://HOST, as browsers reach the app proxy.' },
+  { key: 'wsproxy_port_range', label: 'App proxy ports', hint: 'FIRST-LAST, within what the app proxy serves; for apps opened from now on.' },
+  { key: 'wsproxy_domain', label: 'App proxy domain', hint: 'host mode: apps on APP.ID.apps.DOMAIN; empty in the configuration: port mode.' },
+  { key: 'log_max_size', label: 'Session log cap', hint: 'every agent\'s cap of a new session\'s log, e.g. 100MiB (0: none).' },
+  { key: 'log_max_files', label: 'Session log files', hint: 'how many rotated files each session keeps (2 to 100).' },
+];
+
+function clusterValues(config: Config): Record<string, string> {
+  const o: Record<string, string> = {};
+  for (const f of CLUSTER_FIELDS) o[f.key] = config[f.key] === undefined || config[f.key] === null ? '' : String(config[f.key]);
+  return o;
+}
+
+function ClusterSettings({ config, reload }: { config: Config | null; reload: () => void }) {
+  const [error, setError] = useState<string | null>(null);
+  const [notice, setNotice] = useState<string | null>(null);
+  if (!config) return <div class="skeleton form-skeleton" aria-label="Loading the settings" />;
+  return <ClusterForm key={JSON.stringify(clusterValues(config))} config={config} reload={reload}
+    error={error} setError={setError} notice={notice} setNotice={setNotice} />;
+}
+
+function ClusterForm({ config, reload, error, setError, notice, setNotice }: {
+  config: Config; reload: () => void; error: string | null; setError: (e: string | null) => void;
+  notice: string | null; setNotice: (n: string | null) => void;
+}) {
+  const start = clusterValues(config);
+  const [v, setV] = useState<Record<string, string>>(() => start);
+  const inForce = (config.in_force ?? {}) as Record<string, unknown>;
+  const set = (k: string) => (x: string) => setV((o) => ({ ...o, [k]: x }));
+  const save = async (e: Event) => {
+    e.preventDefault();
+    setError(null);
+    setNotice(null);
+    const changed = CLUSTER_FIELDS.map((f) => f.key).filter((k) => v[k].trim() !== start[k]);
+    if (changed.length === 0) { setNotice('Nothing changed.'); return; }
+    for (const k of changed) {
+      const raw = v[k].trim();
+      let value: unknown = raw === '' ? null : raw;
+      if (k === 'log_max_files' && raw !== '') {
+        value = Number(raw);
+        if (!Number.isInteger(value)) { setError(`${k}: enter a whole number.`); return; }
+      }
+      try {
+        await api.setConfig(k, value);
+      } catch (err) {
+        setError(`${k}: ${(err as Error).message}`);
+        reload();
+        return;
+      }
+    }
+    setNotice(`Saved: ${changed.join(', ')}.`);
+    reload();
+  };
+  return (
+    <form class="card settings-form" onSubmit={save} aria-label="Cluster settings">
+      <p class="hint">Empty: the configuration file's value is in force (shown greyed). Every manager and agent applies a change without a restart.</p>
+      <div class="form-grid">
+        {CLUSTER_FIELDS.map((f) => {
+          const cur = inForce[f.key];
+          return <Num key={f.key} type="text" label={f.label} value={v[f.key]} onInput={set(f.key)} hint={f.hint}
+            placeholder={cur === undefined || cur === null ? '' : String(cur)} />;
+        })}
+      </div>
+      <ErrorText error={error} />
+      {notice && <p class="notice" role="status">{notice}</p>}
+      <div class="actions"><Button type="submit" kind="primary">Save cluster settings</Button></div>
     </form>
   );
 }
@@ -261,6 +339,10 @@ export function SettingsSections() {
         <h2 id="settings-title">Scheduler and GPU settings</h2>
         <ErrorText error={error} />
         <SchedulerSettings config={config} reload={load} />
+      </section>
+      <section aria-labelledby="cluster-title">
+        <h2 id="cluster-title">Cluster settings</h2>
+        <ClusterSettings config={config} reload={load} />
       </section>
       <section aria-labelledby="policies-title">
         <h2 id="policies-title">Policies</h2>
