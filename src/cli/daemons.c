@@ -164,11 +164,12 @@ out:
  * why. A port in use stops the server (-1): serving beside whatever holds
  * it would send users to the other one. */
 static int server_start_web(const char *host, long port, const char *manager, const char *secret,
-			    const char *admin_conf, struct web **out)
+			    const char *admin_conf, const char *redis_url, struct web **out)
 {
 	char listen[96];
 	snprintf(listen, sizeof(listen), "%s:%ld", host, port);
-	struct web_config wc = {.listen = listen, .manager = manager, .web_secret = secret};
+	/* With --redis, logins are kept there as a webserver's are. */
+	struct web_config wc = {.listen = listen, .manager = manager, .web_secret = secret, .redis_url = redis_url};
 	struct terr err = {0};
 	*out = NULL;
 	if (web_start(&wc, out, &err) < 0) {
@@ -471,7 +472,8 @@ int cmd_server(int argc, char **argv)
 	}
 	log_info("server", "serving the API on %s", manager_endpoint(m));
 	struct web *web = NULL;
-	if (server_start_web(host, web_port_opt, manager_endpoint(m), mcfg.cluster_secret, admin_conf, &web) < 0) {
+	if (server_start_web(host, web_port_opt, manager_endpoint(m), mcfg.cluster_secret, admin_conf, mcfg.redis_url,
+			     &web) < 0) {
 		manager_close(m);
 		agent_close(a);
 		registry_proc_stop(registry);

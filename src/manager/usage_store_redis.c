@@ -127,6 +127,8 @@ static bool num(const char **p, long long lo, long long hi, long long *v)
 	if (**p != ' ')
 		return false;
 	(*p)++;
+	if (!(**p >= '0' && **p <= '9') && **p != '-')
+		return false;   /* strtoll would skip spaces */
 	char *end;
 	errno = 0;
 	*v = strtoll(*p, &end, 10);
@@ -152,7 +154,7 @@ int usage_sample_decode(const char *text, struct usage_sample *s)
 			char *end;
 			errno = 0;
 			v[0] = strtoll(p, &end, 10);
-			if (end == p || errno || v[0] < 0 || *end != ' ')
+			if (!(*p >= '0' && *p <= '9') || end == p || errno || v[0] < 0 || *end != ' ')
 				return -EINVAL;
 			p = end;
 		} else if (!num(&p, i == 1 || i == 2 ? -2000000000LL : 0, i == 9 ? USAGE_MAX_GPUS : big, &v[i])) {
