@@ -10,7 +10,9 @@
 # history is in Redis: it outlives a manager restart, `session stats`
 # answers while Redis is stopped (from the samples kept in memory
 # meanwhile), and those samples reach Redis once it is back. Heartbeats
-# that another manager wrote to Redis keep an agent ALIVE.
+# that another manager wrote to Redis keep an agent ALIVE. `tessera
+# server --redis URL` keeps its usage history there too, across its
+# restart; a bad URL is one line and a non-zero exit.
 . "$(dirname "$0")/lib.sh"
 REDIS_SERVER=$(command -v redis-server || true)
 REDIS_CLI=$(command -v redis-cli || true)
@@ -241,4 +243,26 @@ check "the node stays ALIVE on heartbeats another manager wrote to Redis" [ "$(n
 kill "$OPID"; wait "$OPID" 2>/dev/null
 check "... and is LOST once they stop" wait_node LOST
 "$TESSERA" session rm keeps >/dev/null 2>&1
+
+# ---- tessera server --redis ----
+out=$("$TESSERA" server --data-dir "$E2E_DIR/bad" --redis http://127.0.0.1:1 2>&1); rc=$?
+check "tessera server --redis with a bad URL: one line, non-zero exit ($rc: $out)" \
+	eval '[[ $rc -ne 0 && $(wc -l <<<"$out") -eq 1 && $out == *"--redis"*"redis://"* ]]'
+kill "$MPID"; wait "$MPID" 2>/dev/null
+srv_url=redis://127.0.0.1:$rport/4
+check "tessera server --redis $srv_url starts" start_server --redis "$srv_url" --stats-interval-ms 500
+"$TESSERA" session create "$TEST_IMAGE" --name srv --cpu 0.1 --mem 32m >"$E2E_DIR/create.out" 2>&1
+check "a session runs on it" wait_status srv RUNNING
+check "its samples arrive" wait_stats srv 'len(d["history"]) >= 3'
+skey=tessera:usage:$(jget srv id)
+check "... kept in Redis ($skey in database 4)" eval '[[ $("$REDIS_CLI" -p "$rport" -n 4 LLEN "$skey") -ge 3 ]]'
+check "the server says where the usage history is kept" \
+	grep -q "Redis at 127.0.0.1:$rport: heartbeats, login limits and usage history are kept there" "$E2E_DIR/server.log"
+first=$(stats srv 'd["history"][0]["t"]')
+stop_server
+check "the server restarts with --redis" start_server --redis "$srv_url" --stats-interval-ms 500
+after=$(stats srv 'd["history"][0]["t"] if d["history"] else None')
+check "the history outlives the server's restart ($first, $after)" [ "$after" == "$first" ]
+"$TESSERA" session rm srv >/dev/null 2>&1
+stop_server
 e2e_done
