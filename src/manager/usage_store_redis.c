@@ -500,7 +500,22 @@ static int rd_since(struct usage_store *st, const char *session_id, int64_t sinc
 	char **items = NULL;
 	size_t n_items = 0;
 	struct terr e = {0};
-	int r = redis_list_range(st->rc, key, 0, -1, &items, &n_items, &e);
+	/* A poll for what came since a recent time (the detail page's, each
+	 * period) reads the tail only: as many entries as that time could
+	 * hold at the shortest period an agent samples at (100 ms), then the
+	 * whole list if the tail's first entry is not old enough. */
+	int64_t span = since_ms > 0 ? util_now_ms() - since_ms : -1;
+	long tail = span >= 0 && span / 100 + 2 < st->max_len ? (long)(span / 100 + 2) : 0;
+	int r = redis_list_range(st->rc, key, tail ? -tail : 0, -1, &items, &n_items, &e);
+	if (r == 0 && tail && n_items == (size_t)tail) {
+		struct usage_sample first;
+		if (usage_sample_decode(items[0], &first) < 0 || first.t > since_ms) {
+			redis_strings_free(items, n_items);
+			items = NULL;
+			n_items = 0;
+			r = redis_list_range(st->rc, key, 0, -1, &items, &n_items, &e);
+		}
+	}
 	outcome(st, r, &e);
 	if (r < 0)   /* the API answers with what memory has */
 		return MEM->since(st->mem, session_id, since_ms, out, n, err);

@@ -256,6 +256,50 @@ TEST(push_since_last)
 	o->close(st);
 }
 
+/* A read since a recent time takes the list's tail, or the whole list
+ * when the tail does not reach back that far. */
+TEST(since_recent)
+{
+	const struct usage_store_ops *o = &usage_store_redis_ops;
+	struct usage_store *st = NULL;
+	struct terr err = {0};
+	CHECK_INT(usage_store_redis_open(&st, cli, 600000, 100, on_outcome, NULL, &err), 0);
+	int64_t now = util_now_ms();
+	/* Every 500 ms for 100 s; then, denser than any agent samples, every
+	 * 10 ms for the last 3 s. */
+	for (int i = 0; i < 200; i++) {
+		struct usage_sample s = sample(now - 103000 + i * 500, 0);
+		CHECK_INT(o->push(st, "tail", &s, &err), 0);
+	}
+	for (int i = 0; i < 300; i++) {
+		struct usage_sample s = sample(now - 3000 + i * 10, 0);
+		CHECK_INT(o->push(st, "tail", &s, &err), 0);
+	}
+	struct usage_sample *h = NULL;
+	size_t n = 0;
+	CHECK_INT(o->since(st, "tail", now - 1000, &h, &n, &err), 0);
+	CHECK_INT((int)n, 99);   /* now - 990 ... now - 10 */
+	CHECK(n && h[0].t == now - 990 && h[n - 1].t == now - 10);
+	free(h);
+	CHECK_INT(o->since(st, "tail", now - 20000, &h, &n, &err), 0);
+	CHECK_INT((int)n, 300 + 33);   /* the dense 300, and every 500 ms from now - 19500 to now - 3500 */
+	free(h);
+	/* Sparse samples only: the tail reaches back far enough. */
+	for (int i = 0; i < 200; i++) {
+		struct usage_sample s = sample(now - 99500 + i * 500, 0);
+		CHECK_INT(o->push(st, "sparse", &s, &err), 0);
+	}
+	CHECK_INT(o->since(st, "sparse", now - 5000, &h, &n, &err), 0);
+	CHECK_INT((int)n, 10);
+	CHECK(n == 10 && h[0].t == now - 4500 && h[9].t == now);
+	free(h);
+	o->drop(st, "sparse");
+	CHECK_INT(o->since(st, "tail", now + 5000, &h, &n, &err), 0);
+	CHECK_INT((int)n, 0);
+	o->drop(st, "tail");
+	o->close(st);
+}
+
 TEST(expires)
 {
 	const struct usage_store_ops *o = &usage_store_redis_ops;
@@ -354,6 +398,7 @@ int main(void)
 	snprintf(url, sizeof(url), "redis://127.0.0.1:%d/1", port);
 	if (redis_open(url, &cli, NULL) == 0) {
 		RUN(push_since_last);
+		RUN(since_recent);
 		RUN(expires);
 		RUN(redis_down_then_up);
 		redis_close(cli);
