@@ -140,7 +140,11 @@ static bool num(const char **p, long long lo, long long hi, long long *v)
 
 static int hexval(char c)
 {
-	return c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10 : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
 }
 
 int usage_sample_decode(const char *text, struct usage_sample *s)
@@ -348,9 +352,10 @@ static int rd_push_round(struct usage_store *st, size_t n, const char *const *id
 				continue;
 			if (nvals == capvals) {
 				capvals *= 2;
-				size_t *a = realloc(voff, capvals * sizeof(*voff)), *b = a ? realloc(vlen, capvals * sizeof(*vlen)) : NULL;
+				size_t *a = realloc(voff, capvals * sizeof(*voff));
 				if (a)
 					voff = a;
+				size_t *b = a ? realloc(vlen, capvals * sizeof(*vlen)) : NULL;
 				if (b)
 					vlen = b;
 				if (!a || !b) {
