@@ -15,9 +15,24 @@
  *    (manager/usage_store.c, the in-memory rings), as the store counts it
  *    and as the C library's heap grew. Goal: at most 64 MiB.
  *
+ * 3. The same history in Redis (manager/usage_store_redis.c, production
+ *    mode), on a redis-server started here (Debian's, a free port, a
+ *    temporary directory, nothing saved): the wall time of one agent
+ *    round of 100 sessions pushed (one pipelined round trip), per session
+ *    per sample, and the manager's CPU time in it, beside the memory
+ *    store's push; the hour of 1,000 sessions as Redis counts it
+ *    (used_memory); a detail page's read of a session's hour. Skipped
+ *    when redis-server is not installed.
+ *
  * Usage: usage-bench [SESSIONS] (default 100 for 1., 1000 for 2.). */
+#include <arpa/inet.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <malloc.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +40,13 @@
 #include <unistd.h>
 
 #include "agent/stats.h"
+#include "common/redis.h"
+#include "common/util.h"
 #include "manager/usage_store.h"
+
+/* The memory store's push, in µs, for the Redis section to show beside
+ * its own (1 GPU). */
+static double mem_push_us = -1;
 
 static double cpu_s(void)
 {
@@ -225,7 +246,141 @@ static void bench_history(int n, int ngpu)
 	snprintf(what, sizeof(what), "%d sessions, %d GPU%s each", n, ngpu, ngpu == 1 ? "" : "s");
 	printf("%-26s %9.1f MiB %9.1f MiB  %5.2f us/push  %6.2f ms/hour read  %s\n", what, counted, heap, push_us,
 	       read_ms, heap <= 64 && counted <= 64 ? "meets the goal (<= 64 MiB)" : "MISSES the goal (<= 64 MiB)");
+	if (ngpu == 1)
+		mem_push_us = push_us;
 	o->close(st);
+}
+
+static double wall_s(void)
+{
+	return (double)util_mono_ms() / 1e3;
+}
+
+/* Redis' used_memory, in bytes (-1 when it cannot be read). */
+static double redis_used(struct redis_client *c)
+{
+	const char *argv[] = {"INFO", "memory"};
+	char *info = NULL;
+	double v = -1;
+	if (redis_command(c, 2, argv, NULL, NULL, &info, NULL) == 1 && info) {
+		const char *p = strstr(info, "used_memory:");
+		if (p)
+			v = strtod(p + 12, NULL);
+	}
+	free(info);
+	return v;
+}
+
+static void bench_redis(void)
+{
+	printf("\nmanager history in Redis (production mode): rounds of 100 sessions, 1 GPU each\n");
+	if (system("command -v redis-server >/dev/null 2>&1") != 0) {
+		printf("skipped: redis-server is not installed (scripts/bootstrap installs it)\n");
+		return;
+	}
+	char dir[] = "/tmp/tessera-usage-bench.XXXXXX";
+	if (!mkdtemp(dir)) {
+		perror("usage-bench: mkdtemp");
+		return;
+	}
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t alen = sizeof(a);
+	bind(fd, (struct sockaddr *)&a, sizeof(a));
+	getsockname(fd, (struct sockaddr *)&a, &alen);
+	close(fd);
+	char port[16], url[64];
+	snprintf(port, sizeof(port), "%d", ntohs(a.sin_port));
+	snprintf(url, sizeof(url), "redis://127.0.0.1:%s", port);
+	pid_t pid = fork();
+	if (pid == 0) {
+		int devnull = open("/dev/null", O_WRONLY);
+		dup2(devnull, 1);
+		dup2(devnull, 2);
+		execlp("redis-server", "redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly",
+		       "no", "--dir", dir, "--daemonize", "no", (char *)NULL);
+		_exit(127);
+	}
+	struct redis_client *c = NULL;
+	struct usage_store *st = NULL;
+	struct terr err = {0};
+	const struct usage_store_ops *o = &usage_store_redis_ops;
+	bool up = false;
+	if (redis_open(url, &c, &err) == 0)
+		for (int i = 0; i < 100 && !up; i++)
+			if (!(up = redis_ping(c, NULL) == 0))
+				usleep(100 * 1000);
+	if (!up || usage_store_redis_open(&st, c, 3600 * 1000, 5000, NULL, NULL, &err) < 0) {
+		printf("skipped: redis-server did not answer %s\n", err.msg);
+		goto out;
+	}
+	enum { ROUND = 100 };
+	static struct usage_sample s[ROUND];
+	static char idbuf[10 * ROUND][40];
+	const char *ids[ROUND];
+	for (int i = 0; i < 10 * ROUND; i++)
+		snprintf(idbuf[i], sizeof(idbuf[i]), "%032x", i);
+	for (int i = 0; i < ROUND; i++) {
+		memset(&s[i], 0, sizeof(s[i]));
+		s[i].mem_limit_bytes = 1 << 30;
+		s[i].n_gpus = 1;
+		snprintf(s[i].gpus[0].uuid, sizeof(s[i].gpus[0].uuid), "GPU-00000000-0000-0000-0000-00000000000%d", i % 8);
+		s[i].gpus[0].mem_limit_bytes = 4LL << 30;
+	}
+	/* An hour at 5 s (721 samples) of 1,000 sessions: ten agents' rounds
+	 * of 100 each time; rounds 100 to 299 of the first agent timed. */
+	double used0 = redis_used(c), wall = 0, cpu = 0;
+	int timed = 0;
+	for (int k = 0; k <= 720; k++) {
+		for (int ag = 0; ag < 10; ag++) {
+			for (int i = 0; i < ROUND; i++) {
+				ids[i] = idbuf[ag * ROUND + i];
+				s[i].t = 1700000000000LL + (int64_t)k * 5000;
+				s[i].cpu_cores = 0.5 + (double)(k % 10) / 100;
+				s[i].cpu_pct = 50;
+				s[i].mem_bytes = 100000000 + (int64_t)k * 4096;
+				s[i].net_rx = s[i].net_tx = (int64_t)k * 1500;
+				s[i].blk_read = (int64_t)k * 4096;
+				s[i].gpus[0].util_pct = 25 + k % 50;
+				s[i].gpus[0].mem_bytes = 1000000 + k;
+			}
+			bool time_it = ag == 0 && k >= 100 && k < 300;
+			double w0 = time_it ? wall_s() : 0, c0 = time_it ? cpu_s() : 0;
+			if (o->push_round(st, ROUND, ids, s, &err) < 0) {
+				printf("usage-bench: push: %s\n", err.msg);
+				goto out;
+			}
+			if (time_it) {
+				wall += wall_s() - w0;
+				cpu += cpu_s() - c0;
+				timed++;
+			}
+		}
+	}
+	double used = redis_used(c) - used0;
+	struct usage_sample *h = NULL;
+	size_t got = 0;
+	double r0 = wall_s();
+	for (int r = 0; r < 50; r++) {
+		o->since(st, idbuf[r], 0, &h, &got, &err);
+		free(h);
+	}
+	double read_ms = (wall_s() - r0) / 50 * 1e3;
+	printf("%-26s %9.1f us  (manager CPU %.1f us; memory store %.2f us per push)\n", "per session per sample",
+	       wall / timed / ROUND * 1e6, cpu / timed / ROUND * 1e6, mem_push_us);
+	printf("%-26s %9.2f ms\n", "one round of 100", wall / timed * 1e3);
+	printf("%-26s %9.1f MiB in Redis (used_memory), %zu samples read back in %.2f ms\n",
+	       "an hour of 1,000 sessions", used / (1 << 20), got, read_ms);
+out:
+	if (st)
+		o->close(st);
+	redis_close(c);
+	kill(pid, SIGTERM);
+	waitpid(pid, NULL, 0);
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "usage-bench: could not remove %s\n", dir);
 }
 
 int main(int argc, char **argv)
@@ -240,5 +395,6 @@ int main(int argc, char **argv)
 	printf("%-26s %13s %13s\n", "", "as counted", "heap grew");
 	bench_history(1000, 0);
 	bench_history(1000, 1);
+	bench_redis();
 	return 0;
 }

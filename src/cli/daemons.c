@@ -22,6 +22,7 @@
 #include "common/conf.h"
 #include "common/log.h"
 #include "common/pidlock.h"
+#include "common/redis.h"
 #include "common/sdnotify.h"
 #include "common/sign.h"
 #include "common/util.h"
@@ -163,11 +164,12 @@ out:
  * why. A port in use stops the server (-1): serving beside whatever holds
  * it would send users to the other one. */
 static int server_start_web(const char *host, long port, const char *manager, const char *secret,
-			    const char *admin_conf, struct web **out)
+			    const char *admin_conf, const char *redis_url, struct web **out)
 {
 	char listen[96];
 	snprintf(listen, sizeof(listen), "%s:%ld", host, port);
-	struct web_config wc = {.listen = listen, .manager = manager, .web_secret = secret};
+	/* With --redis, logins are kept there as a webserver's are. */
+	struct web_config wc = {.listen = listen, .manager = manager, .web_secret = secret, .redis_url = redis_url};
 	struct terr err = {0};
 	*out = NULL;
 	if (web_start(&wc, out, &err) < 0) {
@@ -231,6 +233,8 @@ static void server_usage(FILE *f)
 	usage_line(f, "--stats-retention-s", "S", "how long sessions' usage history is kept (default 3600)", NULL);
 	usage_line(f, "--store", "URI", "the database: postgresql://USER@HOST:PORT/DB (default SQLite in the data dir)",
 		   NULL);
+	usage_line(f, "--redis", "URL", "Redis for heartbeats, login limits and the usage history: "
+		   "redis://HOST:PORT/DB (default: this process's memory)", NULL);
 	usage_line(f, "--verbose", NULL, "debug logging", NULL);
 	fprintf(f, "The local agent (agent.conf's settings as flags, docs/admin.md):\n");
 	for (size_t i = 0; i < agent_settings_count; i++) {
@@ -261,6 +265,7 @@ int cmd_server(int argc, char **argv)
 		{"app-ports", required_argument, NULL, 'A'},
 		{"stats-retention-s", required_argument, NULL, 'T'},
 		{"store", required_argument, NULL, 'S'},
+		{"redis", required_argument, NULL, 'r'},
 	};
 	size_t n_own = sizeof(own_opts) / sizeof(own_opts[0]);
 	struct option *opts = calloc(n_own + agent_settings_count + 1, sizeof(*opts));
@@ -338,6 +343,18 @@ int cmd_server(int argc, char **argv)
 			break;
 		}
 		case 'S': mcfg.store = optarg; break;
+		case 'r': {
+			/* The URL checked here, so a typo is one line before
+			 * anything starts. */
+			struct redis_client *rc;
+			if (redis_open(optarg, &rc, &err) < 0) {
+				fprintf(stderr, "tessera server: --redis: %s\n", err.msg);
+				goto out_opts;
+			}
+			redis_close(rc);
+			mcfg.redis_url = optarg;
+			break;
+		}
 		case 'A':
 			if (util_parse_port_range(optarg, &app_lo, &app_hi, &err) < 0) {
 				fprintf(stderr, "tessera server: --app-ports: %s\n", err.msg);
@@ -455,7 +472,8 @@ int cmd_server(int argc, char **argv)
 	}
 	log_info("server", "serving the API on %s", manager_endpoint(m));
 	struct web *web = NULL;
-	if (server_start_web(host, web_port_opt, manager_endpoint(m), mcfg.cluster_secret, admin_conf, &web) < 0) {
+	if (server_start_web(host, web_port_opt, manager_endpoint(m), mcfg.cluster_secret, admin_conf, mcfg.redis_url,
+			     &web) < 0) {
 		manager_close(m);
 		agent_close(a);
 		registry_proc_stop(registry);

@@ -43,11 +43,6 @@ struct redis_client {
 	struct terr down_err;     /* why, while down_until_ms is ahead */
 };
 
-struct cmd {
-	int argc;
-	const char **argv;
-	const size_t *lens;
-};
 
 /* ---------- the URL ---------- */
 
@@ -272,7 +267,7 @@ static void conn_give(struct redis_client *c, redisContext *ctx, bool ok)
  * is left to the caller. A connection from the pool that turns out to be
  * closed (Redis restarted since it was last used) is replaced once: the
  * commands were then never run. */
-static int run(struct redis_client *c, const struct cmd *cmds, int n, redisReply **replies, struct terr *err)
+static int run(struct redis_client *c, const struct redis_cmd *cmds, int n, redisReply **replies, struct terr *err)
 {
 	for (int attempt = 0; attempt < 2; attempt++) {
 		redisContext *ctx;
@@ -307,7 +302,7 @@ static int run(struct redis_client *c, const struct cmd *cmds, int n, redisReply
 static int run1(struct redis_client *c, int argc, const char **argv, const size_t *lens, redisReply **reply,
 		struct terr *err)
 {
-	struct cmd cmd = {argc, argv, lens};
+	struct redis_cmd cmd = {argc, argv, lens};
 	return run(c, &cmd, 1, reply, err);
 }
 
@@ -427,7 +422,7 @@ int redis_incr_window(struct redis_client *c, const char *key, int64_t window_ms
 	 * would do it in one, but only from Redis 7. */
 	const char *incr[] = {"INCR", key};
 	const char *pttl[] = {"PTTL", key};
-	struct cmd cmds[] = {{2, incr, NULL}, {2, pttl, NULL}};
+	struct redis_cmd cmds[] = {{2, incr, NULL}, {2, pttl, NULL}};
 	redisReply *r[2];
 	int rc = run(c, cmds, 2, r, err);
 	if (rc < 0)
@@ -468,12 +463,12 @@ int redis_list_push_trim(struct redis_client *c, const char *key, const void *va
 	size_t push_lens[] = {5, strlen(key), len};
 	const char *trim[] = {"LTRIM", key, from, "-1"};
 	const char *exp[] = {"PEXPIRE", key, ttl};
-	struct cmd cmds[3] = {{3, push, push_lens}};
+	struct redis_cmd cmds[3] = {{3, push, push_lens}};
 	int n = 1;
 	if (max_len > 0)
-		cmds[n++] = (struct cmd){4, trim, NULL};
+		cmds[n++] = (struct redis_cmd){4, trim, NULL};
 	if (ttl_ms > 0)
-		cmds[n++] = (struct cmd){3, exp, NULL};
+		cmds[n++] = (struct redis_cmd){3, exp, NULL};
 	redisReply *r[3];
 	int rc = run(c, cmds, n, r, err);
 	if (rc < 0)
@@ -484,6 +479,28 @@ int redis_list_push_trim(struct redis_client *c, const char *key, const void *va
 				      r[i]->str);
 		freeReplyObject(r[i]);
 	}
+	return rc;
+}
+
+int redis_pipeline(struct redis_client *c, const struct redis_cmd *cmds, int n, struct terr *err)
+{
+	if (n <= 0)
+		return 0;
+	redisReply **r = malloc((size_t)n * sizeof(*r));
+	if (!r)
+		return terr_set(err, ENOMEM, "out of memory");
+	int rc = run(c, cmds, n, r, err);
+	if (rc < 0) {
+		free(r);
+		return rc;
+	}
+	for (int i = 0; i < n; i++) {
+		if (rc == 0 && r[i]->type == REDIS_REPLY_ERROR)
+			rc = terr_set(err, EPROTO, "Redis at %s: %s: %.*s", c->addr, cmds[i].argv[0], (int)r[i]->len,
+				      r[i]->str);
+		freeReplyObject(r[i]);
+	}
+	free(r);
 	return rc;
 }
 

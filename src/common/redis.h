@@ -73,6 +73,20 @@ int redis_list_range(struct redis_client *c, const char *key, long start, long s
 		     size_t *n, struct terr *err);
 void redis_strings_free(char **items, size_t n);
 
+/* Pipelines: n commands sent in one round trip (a round of samples of
+ * many sessions costs one round trip, not one each). argv[0..argc) with
+ * lengths (NULL lens: NUL-terminated strings); borrowed for the call. */
+struct redis_cmd {
+	int argc;
+	const char **argv;
+	const size_t *lens;
+};
+/* 0 when every command ran; the first error reply is EPROTO with Redis'
+ * words (the commands after it still ran: Redis runs each on its own).
+ * A connection error means some, none or all ran: callers repeat only
+ * what is harmless to repeat. */
+int redis_pipeline(struct redis_client *c, const struct redis_cmd *cmds, int n, struct terr *err);
+
 /* Any command, for what the helpers above do not cover: argv[0..argc)
  * with lengths (NULL lens: NUL-terminated strings). The reply is
  * converted: an integer into *integer (when not NULL), a string or

@@ -261,7 +261,8 @@ void mgr_redis_outcome(struct manager *m, int rc, const struct terr *err)
 {
 	bool was_down = atomic_exchange(&m->redis_down, rc < 0);
 	if (rc < 0 && !was_down)
-		log_warn("manager", "%s; heartbeats and login limits are kept in this manager's memory until it answers",
+		log_warn("manager",
+			 "%s; heartbeats, login limits and usage samples are kept in this manager's memory until it answers",
 			 err && err->msg[0] ? err->msg : "Redis does not answer");
 	else if (rc >= 0 && was_down)
 		log_info("manager", "Redis at %s answers again", redis_addr(m->redis));
@@ -283,13 +284,19 @@ static int open_redis(struct manager *m, struct terr *err)
 		return terr_prefix(err, "redis");
 	ratelimit_use_redis(m->login_fail_pair, m->redis, "login-pair");
 	ratelimit_use_redis(m->login_fail_addr, m->redis, "login-addr");
+	/* The usage history moves to Redis (opened in memory at first:
+	 * nothing was pushed yet). */
+	mgr_usage_close(m);
+	if ((rc = mgr_usage_open(m, err)) < 0)
+		return rc;
 	struct terr e = {0};
 	rc = redis_ping(m->redis, &e);
 	mgr_redis_outcome(m, rc, &e);
 	if (rc == -EACCES)
 		return terr_set(err, EACCES, "%s (check the password in the redis URL)", e.msg);
 	if (rc == 0)
-		log_info("manager", "Redis at %s: heartbeats and login limits are kept there", redis_addr(m->redis));
+		log_info("manager", "Redis at %s: heartbeats, login limits and usage history are kept there",
+			 redis_addr(m->redis));
 	mgr_agents_heartbeats_from_redis(m);
 	return 0;
 }

@@ -14,9 +14,22 @@
 #include "common/util.h"
 #include "manager/state.h"
 
+static void redis_outcome(void *arg, int rc, const struct terr *err)
+{
+	mgr_redis_outcome(arg, rc, err);
+}
+
 int mgr_usage_open(struct manager *m, struct terr *err)
 {
 	int64_t retention_s = m->cfg.stats_retention_s > 0 ? m->cfg.stats_retention_s : MGR_STATS_RETENTION_S;
+	if (m->redis) {
+		/* Where the production issue puts live statistics: the history
+		 * outlives a restart of this manager. One log line per outage
+		 * for every use of Redis (mgr_redis_outcome). */
+		m->usage_ops = &usage_store_redis_ops;
+		return usage_store_redis_open(&m->usage, m->redis, retention_s * 1000, STATS_INTERVAL_MS, redis_outcome,
+					      m, err);
+	}
 	m->usage_ops = &usage_store_memory_ops;
 	return m->usage_ops->open(&m->usage, retention_s * 1000, STATS_INTERVAL_MS, err);
 }
@@ -154,6 +167,33 @@ static void summary_set(struct msession *s, const struct usage_sample *u)
 	s->usage_gpu_pct = known ? sum / known : -1;
 }
 
+/* The samples of one round, gathered under the manager's lock and pushed
+ * after it: a push may be a round trip to Redis. */
+struct round {
+	size_t n, cap;
+	char (*ids)[64];
+	struct usage_sample *s;
+};
+
+static bool round_add(struct round *r, const char *id, const struct usage_sample *u)
+{
+	if (r->n == r->cap) {
+		size_t nc = r->cap ? r->cap * 2 : 16;
+		char (*ids)[64] = realloc(r->ids, nc * sizeof(*ids));
+		if (ids)
+			r->ids = ids;
+		struct usage_sample *s = ids ? realloc(r->s, nc * sizeof(*s)) : NULL;
+		if (s)
+			r->s = s;
+		if (!ids || !s)
+			return false;
+		r->cap = nc;
+	}
+	util_strlcpy(r->ids[r->n], id, sizeof(r->ids[0]));
+	r->s[r->n++] = *u;
+	return true;
+}
+
 void mgr_usage_event(struct manager *m, const char *agent_id, json_t *ev)
 {
 	json_t *samples = json_object_get(ev, "samples");
@@ -161,6 +201,7 @@ void mgr_usage_event(struct manager *m, const char *agent_id, json_t *ev)
 		return;
 	int64_t now = util_now_ms();
 	int period = (int)inum(ev, "period_ms");
+	struct round round = {0};
 	pthread_mutex_lock(&m->mu);
 	struct magent *a = mgr_find_agent(m, agent_id);
 	if (!a || !a->alive) {
@@ -186,6 +227,7 @@ void mgr_usage_event(struct manager *m, const char *agent_id, json_t *ev)
 		d->mem_used = inum(g, "mem_used_bytes");
 	}
 	json_t *o;
+	bool lost = false;
 	json_array_foreach(samples, i, o) {
 		const char *sid = json_string_value(json_object_get(o, "session_id"));
 		const char *cid = json_string_value(json_object_get(o, "container_id"));
@@ -196,9 +238,10 @@ void mgr_usage_event(struct manager *m, const char *agent_id, json_t *ev)
 		struct usage_sample u;
 		if (!sample_parse(o, now, &u))
 			continue;
-		struct terr err = {0};
-		if (m->usage_ops->push(m->usage, s->rec.id, &u, &err) < 0)
-			log_warn("manager", "usage of session %s not kept: %s", s->rec.name, err.msg);
+		if (!lost && !round_add(&round, s->rec.id, &u)) {
+			lost = true;
+			log_warn("manager", "usage of agent %s's round not kept: out of memory", agent_id);
+		}
 		summary_set(s, &u);
 		idle_update(m, s, &u, (int)inum(o, "app_conns"), now);
 	}
@@ -206,6 +249,21 @@ void mgr_usage_event(struct manager *m, const char *agent_id, json_t *ev)
 	m->version++;
 	pthread_cond_broadcast(&m->changed);
 	pthread_mutex_unlock(&m->mu);
+	/* Into the history, the whole round at once (one round trip to
+	 * Redis), with the manager's lock released. */
+	const char **ids = round.n ? malloc(round.n * sizeof(*ids)) : NULL;
+	if (ids) {
+		for (size_t k = 0; k < round.n; k++)
+			ids[k] = round.ids[k];
+		struct terr err = {0};
+		if (m->usage_ops->push_round(m->usage, round.n, ids, round.s, &err) < 0)
+			log_warn("manager", "usage of agent %s's sessions not kept: %s", agent_id, err.msg);
+	} else if (round.n) {
+		log_warn("manager", "usage of agent %s's round not kept: out of memory", agent_id);
+	}
+	free(ids);
+	free(round.ids);
+	free(round.s);
 }
 
 void mgr_usage_left_running(struct manager *m, struct msession *s)
@@ -272,17 +330,17 @@ void mgr_usage_node_json(struct manager *m, const struct magent *a, json_t *o)
 
 /* A sample as the API shows it, with each device's index and share from
  * the session's allocation. */
-static json_t *sample_json(const struct msession *s, const struct usage_sample *u)
+static json_t *sample_json(const struct mshare *shares, int n_shares, const struct usage_sample *u)
 {
 	json_t *gpus = json_array();
 	for (int d = 0; d < u->n_gpus; d++) {
 		const struct usage_gpu *g = &u->gpus[d];
 		int index = -1;
 		int64_t share_m = 0;
-		for (int k = 0; k < s->n_shares; k++)
-			if (!strcmp(s->shares[k].uuid, g->uuid)) {
-				index = s->shares[k].index;
-				share_m = s->shares[k].fgpu_m;
+		for (int k = 0; k < n_shares; k++)
+			if (!strcmp(shares[k].uuid, g->uuid)) {
+				index = shares[k].index;
+				share_m = shares[k].fgpu_m;
 			}
 		json_array_append_new(gpus, json_pack("{s:i,s:s,s:o,s:o,s:I,s:I}", "index", index, "uuid", g->uuid,
 						      "share", jsonutil_milli(share_m), "util_pct",
@@ -300,31 +358,47 @@ static json_t *sample_json(const struct msession *s, const struct usage_sample *
 int mgr_session_stats(struct manager *m, const struct user_rec *u, const char *ref, int64_t since_ms,
 		      json_t **out, struct terr *err)
 {
+	/* What the answer needs of the session, copied under the lock; the
+	 * history is read after it (from Redis: a round trip). */
+	char name[sizeof(((struct msession *)0)->rec.name)], id[sizeof(((struct msession *)0)->rec.id)];
+	struct mshare shares[MGR_MAX_GPUS];
+	int n_shares, period_ms;
+	bool live;
 	pthread_mutex_lock(&m->mu);
 	struct msession *s = mgr_resolve_session(m, ref, u);
 	if (!s) {
 		pthread_mutex_unlock(&m->mu);
 		return terr_set(err, ENOENT, "no session named or with id '%s'", ref);
 	}
+	util_strlcpy(name, s->rec.name, sizeof(name));
+	util_strlcpy(id, s->rec.id, sizeof(id));
+	n_shares = s->n_shares;
+	memcpy(shares, s->shares, sizeof(shares));
+	live = s->rec.status == SS_RUNNING && s->usage_t;
+	struct magent *a = s->rec.agent_id[0] ? mgr_find_agent(m, s->rec.agent_id) : NULL;
+	period_ms = a && a->stats_period_ms ? a->stats_period_ms : STATS_INTERVAL_MS;
+	pthread_mutex_unlock(&m->mu);
+
 	struct usage_sample *hist = NULL;
 	size_t n = 0;
-	int rc = m->usage_ops->since(m->usage, s->rec.id, since_ms, &hist, &n, err);
-	if (rc < 0) {
-		pthread_mutex_unlock(&m->mu);
+	int rc = m->usage_ops->since(m->usage, id, since_ms, &hist, &n, err);
+	if (rc < 0)
 		return rc;
-	}
-	struct magent *a = s->rec.agent_id[0] ? mgr_find_agent(m, s->rec.agent_id) : NULL;
 	json_t *arr = json_array();
 	for (size_t i = 0; i < n; i++)
-		json_array_append_new(arr, sample_json(s, &hist[i]));
-	struct usage_sample last;
+		json_array_append_new(arr, sample_json(shares, n_shares, &hist[i]));
 	json_t *current = json_null();
-	if (s->rec.status == SS_RUNNING && s->usage_t && m->usage_ops->last(m->usage, s->rec.id, &last) == 0)
-		current = sample_json(s, &last);
-	*out = json_pack("{s:s,s:s,s:i,s:I,s:o,s:o}", "session", s->rec.name, "id", s->rec.id, "period_ms",
-			 a && a->stats_period_ms ? a->stats_period_ms : STATS_INTERVAL_MS, "retention_s",
-			 (json_int_t)mgr_usage_retention_s(m), "current", current, "history", arr);
-	pthread_mutex_unlock(&m->mu);
+	if (live) {
+		/* The newest sample: the history's last when it reaches that
+		 * far (no second read), else the store's. */
+		struct usage_sample last;
+		if (n > 0)
+			current = sample_json(shares, n_shares, &hist[n - 1]);
+		else if (m->usage_ops->last(m->usage, id, &last) == 0)
+			current = sample_json(shares, n_shares, &last);
+	}
+	*out = json_pack("{s:s,s:s,s:i,s:I,s:o,s:o}", "session", name, "id", id, "period_ms", period_ms,
+			 "retention_s", (json_int_t)mgr_usage_retention_s(m), "current", current, "history", arr);
 	free(hist);
 	return *out ? 0 : terr_set(err, ENOMEM, "out of memory");
 }

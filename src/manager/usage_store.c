@@ -135,6 +135,23 @@ static int32_t clamp32(double v)
 	return v > 2e9 ? 2000000000 : v < -2e9 ? -2000000000 : (int32_t)(v + (v < 0 ? -0.5 : 0.5));
 }
 
+static int mem_push(struct usage_store *st, const char *session_id, const struct usage_sample *s, struct terr *err);
+
+static int mem_push_round(struct usage_store *st, size_t n, const char *const *ids, const struct usage_sample *s,
+			  struct terr *err)
+{
+	int rc = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct terr e = {0};
+		if (mem_push(st, ids[i], &s[i], &e) < 0 && rc == 0) {
+			rc = -e.code;
+			if (err)
+				*err = e;
+		}
+	}
+	return rc;
+}
+
 static int mem_push(struct usage_store *st, const char *session_id, const struct usage_sample *s, struct terr *err)
 {
 	if (s->n_gpus < 0 || s->n_gpus > USAGE_MAX_GPUS)
@@ -307,6 +324,7 @@ const struct usage_store_ops usage_store_memory_ops = {
 	.open = mem_open,
 	.close = mem_close,
 	.push = mem_push,
+	.push_round = mem_push_round,
 	.since = mem_since,
 	.last = mem_last,
 	.drop = mem_drop,

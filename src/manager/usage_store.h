@@ -1,9 +1,9 @@
 /* The history of sessions' live usage (docs/api.md, "Usage statistics"),
  * behind an ops table: samples pushed as agents report them, read back
- * since a time. The one backend today keeps a ring buffer per session in
- * memory (usage_store_memory_ops, `tessera server` and the manager); a
- * Redis backend (production mode, where live statistics belong) is a
- * second table of the same shape.
+ * since a time. Two backends: a ring buffer per session in memory
+ * (usage_store_memory_ops, the default), and a list per session in Redis
+ * (usage_store_redis_ops, with `redis = ...`: production mode, where live
+ * statistics belong; the history outlives a manager restart).
  *
  * A history keeps retention_ms of samples: older ones are dropped as new
  * ones come, and a history whose newest sample is older than that (its
@@ -50,6 +50,14 @@ struct usage_store_ops {
 	void (*close)(struct usage_store *st);
 	int (*push)(struct usage_store *st, const char *session_id, const struct usage_sample *s,
 		    struct terr *err);
+	/* One agent round: n samples of n different sessions (ids[i] for
+	 * s[i]) at once; for Redis one round trip for all. Callers hold no
+	 * lock of theirs across it (a round trip may wait on the network).
+	 * Returns the first failure (the other samples are kept all the
+	 * same); a backend that kept the samples elsewhere meanwhile (Redis
+	 * down) returns 0. */
+	int (*push_round)(struct usage_store *st, size_t n, const char *const *ids, const struct usage_sample *s,
+			  struct terr *err);
 	/* The samples of session_id with t > since_ms, oldest first (*n 0
 	 * and *out NULL when none). */
 	int (*since)(struct usage_store *st, const char *session_id, int64_t since_ms,
@@ -66,5 +74,25 @@ struct usage_store_ops {
 };
 
 extern const struct usage_store_ops usage_store_memory_ops;
+
+/* The Redis backend (usage_store_redis.c). Its ops' open is NULL: it is
+ * opened with usage_store_redis_open on a client the caller keeps (and
+ * closes after the store). While Redis does not answer, samples go to a
+ * memory store inside it and are written to Redis when it answers again;
+ * reads answer from what it has. outcome, when not NULL, is told of each
+ * Redis call's result (rc < 0: failed) so its owner logs one line per
+ * outage for all its uses of Redis; without one the store logs its own. */
+struct redis_client;
+typedef void (*usage_redis_outcome_fn)(void *arg, int rc, const struct terr *err);
+int usage_store_redis_open(struct usage_store **out, struct redis_client *rc, int64_t retention_ms,
+			   int64_t period_ms, usage_redis_outcome_fn outcome, void *arg, struct terr *err);
+extern const struct usage_store_ops usage_store_redis_ops;
+
+/* A sample in the Redis backend's packed text (exported for its tests and
+ * the benchmark): returns the length written into buf (at most len - 1,
+ * NUL-terminated), or -ENOSPC. decode: 0, or -EINVAL for text that is not
+ * a sample. */
+int usage_sample_encode(const struct usage_sample *s, char *buf, size_t len);
+int usage_sample_decode(const char *text, struct usage_sample *s);
 
 #endif

@@ -58,7 +58,21 @@ backends_start() {
 	esac
 	case $TESSERA_TEST_REDIS in
 	none) ;;
-	*) fail "TESSERA_TEST_REDIS=$TESSERA_TEST_REDIS: this tree has only none"; return 1 ;;
+	redis)  # Debian's redis-server on a free port, nothing saved; heartbeats, logins, limits, usage history
+		command -v redis-server >/dev/null || { fail "TESSERA_TEST_REDIS=redis: redis-server is not installed"; return 1; }
+		local rport rpid
+		rport=$(free_port)
+		mkdir -p "$E2E_DIR/redis"
+		redis-server --port "$rport" --bind 127.0.0.1 --save '' --appendonly no --dir "$E2E_DIR/redis" \
+			--daemonize no >>"$E2E_DIR/redis.log" 2>&1 &
+		rpid=$!
+		backend_on_exit "kill $rpid; wait $rpid"
+		for _ in $(seq 1 100); do redis-cli -p "$rport" ping 2>/dev/null | grep -q PONG && break; sleep 0.1; done
+		redis-cli -p "$rport" ping 2>/dev/null | grep -q PONG || { fail "redis-server did not start (redis.log)"; return 1; }
+		MANAGER_EXTRA+=("redis = redis://127.0.0.1:$rport/0")
+		WEB_EXTRA+=("redis = redis://127.0.0.1:$rport/0")
+		;;
+	*) fail "TESSERA_TEST_REDIS=$TESSERA_TEST_REDIS: this tree has none and redis"; return 1 ;;
 	esac
 	case $TESSERA_TEST_ETCD in
 	none) ;;

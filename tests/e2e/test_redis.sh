@@ -6,8 +6,13 @@
 # and outlives a manager restart; the agent's heartbeats are in Redis.
 # Redis stopped: logins are answered 503 with the store's words, the
 # running session keeps running and its node stays ALIVE. Redis started
-# again: logins work again without restarting anything. Heartbeats that
-# another manager wrote to Redis keep an agent ALIVE.
+# again: logins work again without restarting anything. A session's usage
+# history is in Redis: it outlives a manager restart, `session stats`
+# answers while Redis is stopped (from the samples kept in memory
+# meanwhile), and those samples reach Redis once it is back. Heartbeats
+# that another manager wrote to Redis keep an agent ALIVE. `tessera
+# server --redis URL` keeps its usage history there too, across its
+# restart; a bad URL is one line and a non-zero exit.
 . "$(dirname "$0")/lib.sh"
 REDIS_SERVER=$(command -v redis-server || true)
 REDIS_CLI=$(command -v redis-cli || true)
@@ -51,6 +56,7 @@ listen = 127.0.0.1:$aport
 advertise_url = http://127.0.0.1:$aport
 cpu = 2
 mem = 1GiB
+stats_interval_ms = 500
 CONF
 for n in 1 2; do
 	port=w${n}port
@@ -159,7 +165,7 @@ check "... an existing login's requests too" [ "$(me "$W2" "$E2E_DIR/jar")" == 5
 sleep 3   # ten heartbeat periods: long past the LOST limit
 check "the running session keeps running" [ "$(jget keeps status)" == RUNNING ]
 check "its node stays ALIVE (heartbeats fall back to the manager's memory)" [ "$(node_status)" == ALIVE ]
-check "the manager said so once in its log" eval '[[ $(grep -c "heartbeats and login limits are kept in this manager.s memory" "$E2E_DIR/manager.log") -eq 1 ]]'
+check "the manager said so once in its log" eval '[[ $(grep -c "heartbeats, login limits and usage samples are kept in this manager.s memory" "$E2E_DIR/manager.log") -eq 1 ]]'
 
 # ---- Redis back: everything recovers by itself ----
 check "redis-server starts again (empty: nothing was saved)" start_redis
@@ -170,6 +176,54 @@ hbback() { for _ in $(seq 1 50); do [[ -n $(rcli GET "tessera:agent:$E2E_AGENT_I
 check "heartbeats are written to Redis again" hbback
 check "the node is still ALIVE" [ "$(node_status)" == ALIVE ]
 check "the session still runs" [ "$(jget keeps status)" == RUNNING ]
+
+# ---- the usage history in Redis ----
+# stats NAME PYTHON-EXPR: the expression over `session stats --json` (d).
+stats() {
+	"$TESSERA" session stats "$1" --json 2>/dev/null | python3 -c "
+import json, sys
+d = json.load(sys.stdin)
+print($2)"
+}
+# api_status PATH: the status of a signed GET (within 20 s: it must not hang).
+api_status() {
+	PYTHONPATH=$(dirname "$0") timeout 20 python3 - "$1" <<'PY'
+import os, sys
+from signed import Api, load_conf
+c = load_conf(os.environ["TESSERA_CONFIG"])
+st, body = Api(c["endpoint"], c["access_key"], c["secret_key"]).call("GET", sys.argv[1])
+print(st)
+PY
+}
+wait_stats() { for _ in $(seq 1 150); do [[ "$(stats "$1" "$2" 2>/dev/null)" == True ]] && return 0; sleep 0.2; done; return 1; }
+sid=$(jget keeps id)
+ukey=tessera:usage:$sid
+check "the session's samples arrive (4 or more in its history)" wait_stats keeps 'len(d["history"]) >= 4'
+check "... kept in Redis under $ukey" eval '[[ $(rcli LLEN "$ukey") -ge 4 ]]'
+uttl=$(rcli PTTL "$ukey")
+check "... expiring with the retention (${uttl} ms left of 3600000)" eval '[[ $uttl -gt 0 && $uttl -le 3600000 ]]'
+first=$(stats keeps 'd["history"][0]["t"]')
+kill "$MPID"; wait "$MPID" 2>/dev/null
+check "the manager restarts" start_manager
+after=$(stats keeps 'd["history"][0]["t"] if d["history"] else None')
+check "the history outlives the manager's restart (first sample $first, after the restart $after)" \
+	[ "$after" == "$first" ]
+check "the session's samples come again after the restart" \
+	wait_stats keeps 'd["current"] is not None and d["history"][-1]["t"] > '"$first"
+before=$(stats keeps 'd["history"][-1]["t"]')
+stop_redis
+code=$(api_status "/v1/sessions/keeps/stats")
+check "Redis stopped: GET /v1/sessions/keeps/stats answers ($code)" [ "$code" == 200 ]
+# Redis holds the history: while it is stopped the answer has the samples
+# taken since (what this manager has), not the hour before.
+check "... with the samples kept in memory meanwhile" wait_stats keeps 'len(d["history"]) >= 2 and d["history"][-1]["t"] > '"$before"
+down_t=$(stats keeps 'd["history"][-1]["t"]')
+check "the manager said so once for this outage" eval '[[ $(grep -c "usage samples are kept in this manager.s memory" "$E2E_DIR/manager.log") -eq 2 ]]'
+check "redis-server starts again (empty)" start_redis
+flushed() { for _ in $(seq 1 100); do [[ $(rcli LRANGE "$ukey" 0 -1 | grep -c "^$down_t ") -eq 1 ]] && return 0; sleep 0.1; done; return 1; }
+check "the samples kept meanwhile are written to Redis once it is back" flushed
+check "... and the history reads them from there, in order" \
+	wait_stats keeps 'all(a["t"] < b["t"] for a, b in zip(d["history"], d["history"][1:])) and '"$down_t"' in [x["t"] for x in d["history"]]'
 
 # ---- a heartbeat another manager heard counts ----
 # The agent stops; heartbeats for it appear in Redis as another manager
@@ -189,4 +243,26 @@ check "the node stays ALIVE on heartbeats another manager wrote to Redis" [ "$(n
 kill "$OPID"; wait "$OPID" 2>/dev/null
 check "... and is LOST once they stop" wait_node LOST
 "$TESSERA" session rm keeps >/dev/null 2>&1
+
+# ---- tessera server --redis ----
+out=$("$TESSERA" server --data-dir "$E2E_DIR/bad" --redis http://127.0.0.1:1 2>&1); rc=$?
+check "tessera server --redis with a bad URL: one line, non-zero exit ($rc: $out)" \
+	eval '[[ $rc -ne 0 && $(wc -l <<<"$out") -eq 1 && $out == *"--redis"*"redis://"* ]]'
+kill "$MPID"; wait "$MPID" 2>/dev/null
+srv_url=redis://127.0.0.1:$rport/4
+check "tessera server --redis $srv_url starts" start_server --redis "$srv_url" --stats-interval-ms 500
+"$TESSERA" session create "$TEST_IMAGE" --name srv --cpu 0.1 --mem 32m >"$E2E_DIR/create.out" 2>&1
+check "a session runs on it" wait_status srv RUNNING
+check "its samples arrive" wait_stats srv 'len(d["history"]) >= 3'
+skey=tessera:usage:$(jget srv id)
+check "... kept in Redis ($skey in database 4)" eval '[[ $("$REDIS_CLI" -p "$rport" -n 4 LLEN "$skey") -ge 3 ]]'
+check "the server says where the usage history is kept" \
+	grep -q "Redis at 127.0.0.1:$rport: heartbeats, login limits and usage history are kept there" "$E2E_DIR/server.log"
+first=$(stats srv 'd["history"][0]["t"]')
+stop_server
+check "the server restarts with --redis" start_server --redis "$srv_url" --stats-interval-ms 500
+after=$(stats srv 'd["history"][0]["t"] if d["history"] else None')
+check "the history outlives the server's restart ($first, $after)" [ "$after" == "$first" ]
+"$TESSERA" session rm srv >/dev/null 2>&1
+stop_server
 e2e_done
