@@ -113,10 +113,26 @@ WRAP
 	e2e_log "state in PostgreSQL: $TESSERA_TEST_PG (one database per data dir)"
 }
 
+# Users' networks that earlier runs left behind (a test killed with
+# SIGKILL runs no trap): empty ones made over 15 minutes ago by a test
+# cluster are removed, since Docker has about 30 address pools and a new
+# user's network fails once they are taken. Younger ones may belong to a
+# test still starting its session.
+e2e_sweep_networks() {
+	local n created now; now=$(date +%s)
+	for n in $(docker network ls -q --filter name=tessera-u- --filter label=tessera.cluster 2>/dev/null); do
+		[[ $(docker network inspect -f '{{len .Containers}}' "$n" 2>/dev/null) == 0 ]] || continue
+		created=$(date -d "$(docker network inspect -f '{{.Created}}' "$n" 2>/dev/null | cut -d. -f1)" +%s 2>/dev/null) || continue
+		((now - created > 900)) && docker network rm "$n" >/dev/null 2>&1
+	done
+	return 0
+}
+
 e2e_setup() {
 	E2E_DIR=$(mktemp -d /tmp/tessera-e2e.XXXXXX)
 	E2E_RUN=$(basename "$E2E_DIR")
 	E2E_AGENT_ID=n-$E2E_RUN
+	e2e_sweep_networks
 	e2e_build_image
 	e2e_pg_setup
 	trap e2e_teardown EXIT
