@@ -249,8 +249,12 @@ try {
     await dlg.getByRole('button', { name: 'Close' }).click();
     await page.locator('tr[data-folder="project"]', { hasText: 'bob@folders-ui.test (ro)' }).waitFor({ timeout: WAIT });
     // Closed, the focus is back on the button that opened it.
-    const back = await page.evaluate(() => document.activeElement?.getAttribute('aria-label'));
-    if (back !== 'Share project') throw new Error(`focus went to ${back}`);
+    const back = await page.waitForFunction(() => document.activeElement?.getAttribute('aria-label') === 'Share project',
+      null, { timeout: 5000 }).then(() => 'Share project', () => page.evaluate(() => document.activeElement?.getAttribute('aria-label')));
+    if (back !== 'Share project') {
+      const html = await page.evaluate(() => document.activeElement?.outerHTML.slice(0, 160));
+      throw new Error(`focus went to ${back} (${html})`);
+    }
   });
 
   await step('bob sees the share read-only: uploads and removals disabled, with the reason', async () => {

@@ -2,7 +2,7 @@
 // from the keyboard (native elements, <dialog> for modals), and errors are
 // announced (role="alert").
 import type { ComponentChildren } from 'preact';
-import { useEffect, useId, useRef } from 'preact/hooks';
+import { useId, useLayoutEffect, useRef } from 'preact/hooks';
 
 export function ErrorText({ error }: { error: string | null }) {
   return error ? <p class="error" role="alert">{error}</p> : null;
@@ -71,7 +71,10 @@ export function Dialog(props: { open: boolean; title: string; onClose: () => voi
   // when it closes (if it is still on the page), so keyboard users go on
   // where they were.
   const opener = useRef<HTMLElement | null>(null);
-  useEffect(() => {
+  // A layout effect: it runs right after the render that closed the dialog
+  // (a plain effect waits for the next frame), so the focus never rests on
+  // the page's body in between, where the removed contents left it.
+  useLayoutEffect(() => {
     const d = ref.current;
     if (!d) return;
     if (props.open && !d.open) {

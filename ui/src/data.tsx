@@ -2,7 +2,7 @@
 // folders (their own, those shared with them, the trash) with usage
 // against quota; create, rename, share, remove (to the trash, with a
 // confirmation) and restore; and a folder's file browser (files.tsx).
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useLayoutEffect, useState } from 'preact/hooks';
 import { api, type User } from './api';
 import { Button, Dialog, ErrorText, TextField } from './components';
 import { FileBrowser } from './files';
@@ -38,7 +38,7 @@ function CreateDialog(props: { open: boolean; hosts: string[]; onClose: () => vo
   const [quota, setQuota] = useState('');
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
-  useEffect(() => { if (props.open) { setName(''); setHost(''); setQuota(''); setError(null); } }, [props.open]);
+  useLayoutEffect(() => { if (props.open) { setName(''); setHost(''); setQuota(''); setError(null); } }, [props.open]);
   const submit = async (e: Event) => {
     e.preventDefault();
     const n = name.trim();
@@ -80,7 +80,7 @@ function CreateDialog(props: { open: boolean; hosts: string[]; onClose: () => vo
 function RenameDialog(props: { folder: Folder | null; onClose: () => void; onDone: () => void }) {
   const [name, setName] = useState('');
   const [error, setError] = useState<string | null>(null);
-  useEffect(() => { setName(props.folder?.name ?? ''); setError(null); }, [props.folder]);
+  useLayoutEffect(() => { setName(props.folder?.name ?? ''); setError(null); }, [props.folder]);
   const submit = async (e: Event) => {
     e.preventDefault();
     const n = name.trim();
@@ -110,7 +110,7 @@ function ShareDialog(props: { folder: Folder | null; onClose: () => void; onChan
   const [email, setEmail] = useState('');
   const [perm, setPerm] = useState<'ro' | 'rw'>('ro');
   const [error, setError] = useState<string | null>(null);
-  useEffect(() => { setF(props.folder); setEmail(''); setPerm('ro'); setError(null); }, [props.folder]);
+  useLayoutEffect(() => { setF(props.folder); setEmail(''); setPerm('ro'); setError(null); }, [props.folder]);
   const share = async (e: Event) => {
     e.preventDefault();
     const em = email.trim();
@@ -168,7 +168,7 @@ function RemoveDialog(props: { folder: Folder | null; trashDays: number | null; 
   const [error, setError] = useState<string | null>(null);
   const [mounted, setMounted] = useState(false);
   const [busy, setBusy] = useState(false);
-  useEffect(() => { setError(null); setMounted(false); }, [props.folder]);
+  useLayoutEffect(() => { setError(null); setMounted(false); }, [props.folder]);
   const remove = async (force: boolean) => {
     setBusy(true);
     try {

@@ -4,7 +4,7 @@
 // rename/move and removal with a confirmation. A folder shared read-only
 // can be browsed and downloaded from only: the write actions are disabled
 // and say why.
-import { useEffect, useId, useRef, useState } from 'preact/hooks';
+import { useEffect, useId, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { Button, Dialog, ErrorText, TextField } from './components';
 import { checkEntryName, folders, fmtSize, joinPath, uploadFile, type FileEntry, type Folder } from './folders-api';
 import { sha256Blob } from './sha256';
@@ -208,7 +208,7 @@ export function FileBrowser(props: { folder: Folder; onBack: () => void; onChang
 function MkdirDialog(props: { open: boolean; folder: string; dir: string; onClose: () => void; onDone: () => void }) {
   const [name, setName] = useState('');
   const [error, setError] = useState<string | null>(null);
-  useEffect(() => { if (props.open) { setName(''); setError(null); } }, [props.open]);
+  useLayoutEffect(() => { if (props.open) { setName(''); setError(null); } }, [props.open]);
   const submit = async (e: Event) => {
     e.preventDefault();
     const bad = checkEntryName(name);
@@ -237,7 +237,7 @@ function MoveDialog(props: { entry: FileEntry | null; folder: string; dir: strin
   const [to, setTo] = useState('');
   const [error, setError] = useState<string | null>(null);
   const from = props.entry ? joinPath(props.dir, props.entry.name) : '';
-  useEffect(() => { setTo(from); setError(null); }, [props.entry]);
+  useLayoutEffect(() => { setTo(from); setError(null); }, [props.entry]);
   const submit = async (e: Event) => {
     e.preventDefault();
     const t = to.trim().replace(/^\/+/, '');

@@ -2,7 +2,7 @@
 // node and GPU shares, live usage charts (GET /v1/sessions/{ref}/stats),
 // its log, its apps and its actions. Reload and back work: the URL names
 // the session.
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import type uPlot from 'uplot';
 import {
   api, api2, fmtBytes, fmtConfig, fmtNum, ApiError, type Session, type SessionFull, type SessionStats,
@@ -39,7 +39,7 @@ export function EndSessionDialog(props: { session: Session | null; onClose: () =
   const s = props.session;
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
-  useEffect(() => { setError(null); setBusy(false); }, [s?.id]);
+  useLayoutEffect(() => { setError(null); setBusy(false); }, [s?.id]);
   const verb = s ? endVerb(s) : 'Terminate';
   const go = async () => {
     if (!s) return;
