@@ -66,6 +66,9 @@ struct agent {
 	char runner_path[PATH_MAX];
 	struct res capacity;
 	int64_t pids_limit;
+	/* Docker's own seccomp profile for sessions rather than Tessera's
+	 * (agent_config.seccomp); set at open. */
+	bool seccomp_default;
 	/* The log cap of new containers: agent.conf's values, or the
 	 * cluster's settings of the same names (agent_cluster_set) while
 	 * set; changed by the thread that follows the cluster's settings
@@ -362,6 +365,10 @@ int agent_open(struct agent **out, const struct agent_config *cfg, struct terr *
 	a->oom_interval_ms = cfg->oom_interval_ms ? cfg->oom_interval_ms : AGENT_OOM_INTERVAL_MS;
 	a->stats_interval_ms = cfg->stats_interval_ms ? cfg->stats_interval_ms : STATS_INTERVAL_MS;
 	pthread_mutex_init(&a->stats_mu, NULL);
+	if (agent_settings_parse_seccomp(cfg->seccomp, &a->seccomp_default, "seccomp", err) < 0) {
+		free(a);
+		return -EINVAL;
+	}
 	if (cfg->storage_hosts && *cfg->storage_hosts &&
 	    model_storage_hosts_parse(cfg->storage_hosts, a->storage, MODEL_MAX_STORAGE_HOSTS, &a->n_storage, err) < 0) {
 		free(a);
@@ -1288,6 +1295,7 @@ int agent_start_session(struct agent *a, json_t *spec, char cid[RT_ID_MAX],
 		 * session without a secret (an older manager's). */
 		.publish_port = sp.app_secret ? AGENT_APP_PORT : 0,
 		.publish_host = a->app_host,
+		.seccomp_default = a->seccomp_default,
 	};
 	if (own_net)
 		net_use(a, net, +1);
