@@ -33,7 +33,7 @@ static const char *const allowed[] = {
 	"access", "faccessat", "faccessat2", "chdir", "fchdir", "getcwd",
 	"chmod", "fchmod", "fchmodat", "chown", "chown32", "fchown", "fchown32",
 	"fchownat", "lchown", "lchown32", "creat", "open", "openat", "openat2",
-	"name_to_handle_at", "close", "close_range", "dup", "dup2", "dup3",
+	"close", "close_range", "dup", "dup2", "dup3",
 	"fcntl", "fcntl64", "flock", "link", "linkat", "symlink", "symlinkat",
 	"readlink", "readlinkat", "rename", "renameat", "renameat2", "unlink",
 	"unlinkat", "mkdir", "mkdirat", "rmdir", "mknod", "mknodat", "umask",
@@ -64,7 +64,7 @@ static const char *const allowed[] = {
 	"brk", "mmap", "mmap2", "munmap", "mremap", "mprotect", "madvise",
 	"mincore", "msync", "mlock", "mlock2", "mlockall", "munlock",
 	"munlockall", "membarrier", "memfd_create", "memfd_secret",
-	"remap_file_pages", "pkey_alloc", "pkey_free", "pkey_mprotect",
+	"remap_file_pages",
 	/* processes and threads (clone and clone3 below) */
 	"execve", "execveat", "exit", "exit_group", "fork", "vfork", "wait4",
 	"waitid", "waitpid", "kill", "tkill", "tgkill", "getpid", "getppid",
@@ -125,15 +125,15 @@ static const char *const allowed[] = {
  * that the profile stays Docker's should that set ever grow. */
 struct cap_group {
 	const char *cap;
-	const char *const names[24];
+	const char *const names[32];
 };
 
 static const struct cap_group by_cap[] = {
 	{"CAP_DAC_READ_SEARCH", {"open_by_handle_at"}},
 	{"CAP_SYS_ADMIN", {"bpf", "clone", "clone3", "fanotify_init", "fsconfig", "fsmount", "fsopen",
-			   "fspick", "lookup_dcookie", "mount", "mount_setattr", "move_mount", "open_tree",
-			   "perf_event_open", "quotactl", "quotactl_fd", "setdomainname", "sethostname",
-			   "setns", "syslog", "umount", "umount2", "unshare"}},
+			   "fspick", "lookup_dcookie", "mount", "mount_setattr", "move_mount", "name_to_handle_at",
+			   "open_tree", "perf_event_open", "quotactl", "quotactl_fd", "setdomainname",
+			   "sethostname", "setns", "syslog", "umount", "umount2", "unshare"}},
 	{"CAP_SYS_BOOT", {"reboot"}},
 	{"CAP_SYS_CHROOT", {"chroot"}},
 	{"CAP_SYS_MODULE", {"delete_module", "init_module", "finit_module"}},
@@ -233,10 +233,9 @@ json_t *docker_seccomp_profile(void)
 	if (allow_except(calls, "ioctl", 1, docker_seccomp_refused_ioctls, docker_seccomp_n_refused_ioctls, 0, 0) < 0)
 		goto oom;
 
-	/* Tracing and reading other processes' memory: from kernel 4.8 on,
-	 * where a traced process can no longer step around seccomp. */
-	static const char *const ptrace_calls[] = {"process_vm_readv", "process_vm_writev", "ptrace"};
-	if (add(calls, json_pack("{s:o, s:s, s:{s:s}}", "names", str_list(ptrace_calls, 3), "action", "SCMP_ACT_ALLOW",
+	/* Tracing: from kernel 4.8 on, where a traced process can no longer
+	 * step around seccomp. */
+	if (add(calls, json_pack("{s:[s], s:s, s:{s:s}}", "names", "ptrace", "action", "SCMP_ACT_ALLOW",
 				 "includes", "minKernel", "4.8")) < 0)
 		goto oom;
 
@@ -271,7 +270,7 @@ json_t *docker_seccomp_profile(void)
 		goto oom;
 
 	for (size_t i = 0; i < sizeof(by_cap) / sizeof(by_cap[0]); i++)
-		if (add(calls, json_pack("{s:o, s:s, s:{s:[s]}}", "names", str_list(by_cap[i].names, 24), "action",
+		if (add(calls, json_pack("{s:o, s:s, s:{s:[s]}}", "names", str_list(by_cap[i].names, 32), "action",
 					 "SCMP_ACT_ALLOW", "includes", "caps", by_cap[i].cap)) < 0)
 			goto oom;
 

@@ -242,6 +242,9 @@ TEST(what_docker_default_blocks_stays_blocked)
 		"_sysctl", "umount", "umount2", "unshare", "uselib", "userfaultfd", "ustat", "vm86", "vm86old",
 		"chroot", "fsopen", "fsmount", "fspick", "open_tree", "move_mount", "syslog", "vhangup",
 		"pidfd_getfd", "process_madvise", "sethostname", "setdomainname", "fanotify_init",
+		/* and what Docker 20.10's refuses that later versions allow */
+		"name_to_handle_at", "process_vm_readv", "process_vm_writev", "pkey_alloc", "pkey_free",
+		"pkey_mprotect",
 		NULL,
 	};
 	for (const char *const *b = blocked; *b; b++) {
@@ -278,7 +281,7 @@ TEST(what_docker_default_allows_stays_allowed)
 		"faccessat2", "mmap", "mprotect", "epoll_pwait2", "io_uring_setup", "getrandom", "prctl", "seccomp",
 		"setuid", "setgroups", "socketpair", "sendmmsg", "memfd_create", "pidfd_open", "clock_nanosleep",
 		"sched_setaffinity", "mq_open", "shmget", "fchownat", "mknodat", "getdents64", "copy_file_range",
-		"process_vm_readv", "name_to_handle_at", "landlock_create_ruleset", "futex_waitv",
+		"landlock_create_ruleset", "futex_waitv", "memfd_secret", "process_mrelease", "ptrace",
 		NULL,
 	};
 	for (const char *const *o = ok; *o; o++)
