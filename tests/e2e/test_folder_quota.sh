@@ -176,6 +176,51 @@ check "a directory is what a session can nest, and writing 20 MB there fails: Di
 	contains "$out" "Disk quota exceeded"
 size=$(stat -c %s "$BT/folders/$Q3/nest/big")
 check "... and stops at the quota ($size bytes)" [ "$size" -le $((8 * MiB)) ]
+# The profile as the agent gave the session's container, against this
+# dockerd's own default profile: every system call number is made (in a
+# child process, with bad arguments) as root with a session's
+# capabilities under each; a call Docker's default refuses (EPERM) must
+# be refused under the session's too.
+mkdir -p "$E2E_DIR/probe"
+cat >"$E2E_DIR/probe/calls.py" <<'PY'
+import ctypes, os, signal
+libc = ctypes.CDLL(None, use_errno=True)
+for nr in list(range(0, 340)) + list(range(400, 470)):
+    if nr == 15:   # rt_sigreturn: the child dies either way
+        continue
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        signal.alarm(1)
+        ret = libc.syscall(ctypes.c_long(nr), *[ctypes.c_long(a) for a in (-1, 0, 0, 0, 0)])
+        e = ctypes.get_errno()
+        os.write(w, b"EPERM" if ret < 0 and e == 1 else b"other")
+        os._exit(0)
+    os.close(w)
+    got = os.read(r, 5).decode() or "died"
+    os.close(r)
+    os.waitpid(pid, 0)
+    print(nr, got)
+PY
+cid=$(jget py container_id)
+docker inspect -f '{{range .HostConfig.SecurityOpt}}{{println .}}{{end}}' "$cid" |
+	sed -n 's/^seccomp=//p' >"$E2E_DIR/probe/profile.json"
+check "the session's container has Tessera's profile" grep -q '"SCMP_CMP_MASKED_EQ"' "$E2E_DIR/probe/profile.json"
+as_session=(--rm --security-opt no-new-privileges --cap-drop NET_RAW --cap-drop MKNOD --cap-drop AUDIT_WRITE
+	--cap-drop SYS_CHROOT --cap-drop SETFCAP --cap-drop SETPCAP -v "$E2E_DIR/probe:/probe:ro")
+docker run "${as_session[@]}" tessera/python:3.11 python3 /probe/calls.py >"$E2E_DIR/probe/docker" 2>&1
+docker run "${as_session[@]}" --security-opt "seccomp=$E2E_DIR/probe/profile.json" tessera/python:3.11 \
+	python3 /probe/calls.py >"$E2E_DIR/probe/tessera" 2>&1
+refused=$(grep -c ' EPERM$' "$E2E_DIR/probe/docker")
+check "every call was made under both ($refused refused by Docker's default)" \
+	[ "$(grep -c '^[0-9]* [a-zA-Z]*$' "$E2E_DIR/probe/docker")" -eq 409 -a \
+	"$(grep -c '^[0-9]* [a-zA-Z]*$' "$E2E_DIR/probe/tessera")" -eq 409 -a "$refused" -ge 30 ]
+both() { join <(sort -k1,1 "$E2E_DIR/probe/docker") <(sort -k1,1 "$E2E_DIR/probe/tessera"); }
+looser=$(both | awk '$2 == "EPERM" && $3 != "EPERM" {print $1}' | tr '\n' ' ')
+stricter=$(both | awk '$2 != "EPERM" && $3 == "EPERM" {print $1}' | tr '\n' ' ')
+check "no call Docker's default refuses is let through by the session's profile (${looser:-none})" [ -z "$looser" ]
+e2e_log "calls the session's profile refuses and this dockerd's default does not: ${stricter:-none}"
 T session rm py >/dev/null
 
 head -c $((12 * MiB)) /dev/urandom >"$E2E_DIR/twelve"
