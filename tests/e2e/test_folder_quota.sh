@@ -183,20 +183,27 @@ check "... and stops at the quota ($size bytes)" [ "$size" -le $((8 * MiB)) ]
 # be refused under the session's too.
 mkdir -p "$E2E_DIR/probe"
 cat >"$E2E_DIR/probe/calls.py" <<'PY'
-import ctypes, os, signal
+import ctypes, os, signal, sys
 libc = ctypes.CDLL(None, use_errno=True)
 for nr in list(range(0, 340)) + list(range(400, 470)):
-    if nr == 15:   # rt_sigreturn: the child dies either way
+    # rt_sigreturn kills the child either way; a vfork child would run on
+    # its parent's stack.
+    if nr in (15, 58):
         continue
     r, w = os.pipe()
+    sys.stdout.flush()   # else a child would print the lines again
     pid = os.fork()
     if pid == 0:
-        os.close(r)
-        signal.alarm(1)
-        ret = libc.syscall(ctypes.c_long(nr), *[ctypes.c_long(a) for a in (-1, 0, 0, 0, 0)])
-        e = ctypes.get_errno()
-        os.write(w, b"EPERM" if ret < 0 and e == 1 else b"other")
-        os._exit(0)
+        # fork, vfork and clone make one more process here: each leaves
+        # by _exit, whatever happens.
+        try:
+            os.close(r)
+            signal.alarm(1)
+            ret = libc.syscall(ctypes.c_long(nr), *[ctypes.c_long(a) for a in (-1, 0, 0, 0, 0)])
+            e = ctypes.get_errno()
+            os.write(w, b"EPERM" if ret < 0 and e == 1 else b"other")
+        finally:
+            os._exit(0)
     os.close(w)
     got = os.read(r, 5).decode() or "died"
     os.close(r)
@@ -214,8 +221,8 @@ docker run "${as_session[@]}" --security-opt "seccomp=$E2E_DIR/probe/profile.jso
 	python3 /probe/calls.py >"$E2E_DIR/probe/tessera" 2>&1
 refused=$(grep -c ' EPERM$' "$E2E_DIR/probe/docker")
 check "every call was made under both ($refused refused by Docker's default)" \
-	[ "$(grep -c '^[0-9]* [a-zA-Z]*$' "$E2E_DIR/probe/docker")" -eq 409 -a \
-	"$(grep -c '^[0-9]* [a-zA-Z]*$' "$E2E_DIR/probe/tessera")" -eq 409 -a "$refused" -ge 30 ]
+	[ "$(grep -c '^[0-9]* [a-zA-Z]*$' "$E2E_DIR/probe/docker")" -eq 408 -a \
+	"$(grep -c '^[0-9]* [a-zA-Z]*$' "$E2E_DIR/probe/tessera")" -eq 408 -a "$refused" -ge 30 ]
 both() { join <(sort -k1,1 "$E2E_DIR/probe/docker") <(sort -k1,1 "$E2E_DIR/probe/tessera"); }
 looser=$(both | awk '$2 == "EPERM" && $3 != "EPERM" {print $1}' | tr '\n' ' ')
 stricter=$(both | awk '$2 != "EPERM" && $3 == "EPERM" {print $1}' | tr '\n' ' ')
