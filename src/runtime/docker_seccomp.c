@@ -244,10 +244,11 @@ json_t *docker_seccomp_profile(void)
 	/* Sockets of every family but AF_VSOCK (40), which reaches the
 	 * hypervisor's side of a virtual machine: refused by Docker's default
 	 * profile after 20.10 (20.10's allows it; of two versions this
-	 * profile takes the stricter). As there, a whole-argument
-	 * comparison. */
-	if (add(calls, json_pack("{s:[s], s:s, s:[o]}", "names", "socket", "action", "SCMP_ACT_ALLOW", "args",
-				 cond(0, "SCMP_CMP_NE", 40, 0))) < 0)
+	 * profile takes the stricter). Written as the ioctl rules, since the
+	 * kernel reads the family as an int: Docker's "!= 40" lets
+	 * 40 + (1 << 32) through. */
+	static const uint32_t vsock[] = {40};
+	if (allow_except(calls, "socket", 0, vsock, 1, 0, 0) < 0)
 		goto oom;
 
 	/* personality: only Linux, with or without 32-bit and 2.6-style

@@ -5,8 +5,9 @@
  * A profile given there replaces Docker's default one, so this one is
  * complete: the same allow-list as Docker's default (default action
  * "refuse with EPERM", the system calls it allows, the same conditional
- * rules for clone, clone3 and personality, the same syscalls opened by
- * capabilities, architectures and kernel version), with one difference:
+ * rules for clone, clone3, personality and socket, the same syscalls
+ * opened by capabilities, architectures and kernel version; where
+ * Docker's versions differ, the stricter), with one difference:
  * ioctl is allowed for every request but the four that make a btrfs
  * subvolume or snapshot (BTRFS_IOC_SUBVOL_CREATE, _SUBVOL_CREATE_V2,
  * _SNAP_CREATE, _SNAP_CREATE_V2), which then get EPERM. A subvolume made

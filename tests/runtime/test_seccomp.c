@@ -266,6 +266,10 @@ TEST(what_docker_default_blocks_stays_blocked)
 	/* socket: not AF_VSOCK. */
 	CHECK_INT(call1(&amd64, "socket", 2, 1), 0);
 	CHECK_INT(call1(&amd64, "socket", 40, 1), EPERM);
+	CHECK_INT(call1(&amd64, "socket", (1ull << 32) | 40, 1), EPERM);
+	for (uint64_t fam = 0; fam < 64; fam++)
+		if (fam != 40)
+			CHECK_INT(call1(&amd64, "socket", fam, 1), 0);
 	/* ptrace from kernel 4.8 on only. */
 	CHECK_INT(call1(&amd64, "ptrace", 0, 0), 0);
 	const struct host old = { "amd64", 4, 4, session_caps };
