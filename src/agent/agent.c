@@ -354,6 +354,10 @@ int agent_open(struct agent **out, const struct agent_config *cfg, struct terr *
 	pthread_mutex_init(&a->replaced_mu, NULL);
 	pthread_mutex_init(&a->net_mu, NULL);
 	a->rt_ops = cfg->runtime ? cfg->runtime : &runtime_docker_ops;
+	if (agent_settings_parse_seccomp(cfg->seccomp, &a->seccomp_default, "seccomp", err) < 0) {
+		free(a);
+		return -EINVAL;
+	}
 	if (cfg->asset_dir)
 		util_strlcpy(a->asset_dir, cfg->asset_dir, sizeof(a->asset_dir));
 	a->usage_interval_ms = cfg->gpu_usage_interval_ms > 0 ? cfg->gpu_usage_interval_ms : GPU_USAGE_INTERVAL_MS;
@@ -365,10 +369,6 @@ int agent_open(struct agent **out, const struct agent_config *cfg, struct terr *
 	a->oom_interval_ms = cfg->oom_interval_ms ? cfg->oom_interval_ms : AGENT_OOM_INTERVAL_MS;
 	a->stats_interval_ms = cfg->stats_interval_ms ? cfg->stats_interval_ms : STATS_INTERVAL_MS;
 	pthread_mutex_init(&a->stats_mu, NULL);
-	if (agent_settings_parse_seccomp(cfg->seccomp, &a->seccomp_default, "seccomp", err) < 0) {
-		free(a);
-		return -EINVAL;
-	}
 	if (cfg->storage_hosts && *cfg->storage_hosts &&
 	    model_storage_hosts_parse(cfg->storage_hosts, a->storage, MODEL_MAX_STORAGE_HOSTS, &a->n_storage, err) < 0) {
 		free(a);
