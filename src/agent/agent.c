@@ -71,6 +71,9 @@ struct agent {
 	char runner_path[PATH_MAX];
 	struct res capacity;
 	int64_t pids_limit;
+	/* Docker's own seccomp profile for sessions rather than Tessera's
+	 * (agent_config.seccomp); set at open. */
+	bool seccomp_default;
 	/* The log cap of new containers: agent.conf's values, or the
 	 * cluster's settings of the same names (agent_cluster_set) while
 	 * set; changed by the thread that follows the cluster's settings
@@ -356,6 +359,10 @@ int agent_open(struct agent **out, const struct agent_config *cfg, struct terr *
 	pthread_mutex_init(&a->replaced_mu, NULL);
 	pthread_mutex_init(&a->net_mu, NULL);
 	a->rt_ops = cfg->runtime ? cfg->runtime : &runtime_docker_ops;
+	if (agent_settings_parse_seccomp(cfg->seccomp, &a->seccomp_default, "seccomp", err) < 0) {
+		free(a);
+		return -EINVAL;
+	}
 	if (cfg->asset_dir)
 		util_strlcpy(a->asset_dir, cfg->asset_dir, sizeof(a->asset_dir));
 	a->usage_interval_ms = cfg->gpu_usage_interval_ms > 0 ? cfg->gpu_usage_interval_ms : GPU_USAGE_INTERVAL_MS;
@@ -1310,6 +1317,7 @@ int agent_start_session(struct agent *a, json_t *spec, char cid[RT_ID_MAX],
 		 * session without a secret (an older manager's). */
 		.publish_port = sp.app_secret ? AGENT_APP_PORT : 0,
 		.publish_host = a->app_host,
+		.seccomp_default = a->seccomp_default,
 	};
 	if (own_net)
 		net_use(a, net, +1);

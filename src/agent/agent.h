@@ -67,6 +67,10 @@ struct agent_config {
 	 * must be a folder directory directly under one of these paths. NULL
 	 * or "": folder mounts are refused. */
 	const char *storage_hosts;
+	/* Sessions' system call filter: NULL or "tessera": Docker's default
+	 * profile without the ioctls that make btrfs subvolumes and
+	 * snapshots (runtime/docker_seccomp.h); "default": Docker's own. */
+	const char *seccomp;
 	/* The container runtime; NULL: Docker (runtime_docker_ops). Tests
 	 * put one of their own here. */
 	const struct runtime_ops *runtime;

@@ -48,6 +48,19 @@ int agent_settings_parse_overhead(const char *v, int64_t *bytes, const char *nam
 	return 0;
 }
 
+int agent_settings_parse_seccomp(const char *v, bool *docker_default, const char *name, struct terr *err)
+{
+	if (!v || !*v || !strcmp(v, "tessera")) {
+		*docker_default = false;
+		return 0;
+	}
+	if (!strcmp(v, "default")) {
+		*docker_default = true;
+		return 0;
+	}
+	return terr_set(err, EINVAL, "%s must be \"tessera\" or \"default\", not '%s'", name, v);
+}
+
 int agent_setting_set(struct agent_settings *s, const struct agent_setting *d, const char *value,
 		      const char *name, struct terr *err)
 {
@@ -62,6 +75,13 @@ int agent_setting_set(struct agent_settings *s, const struct agent_setting *d, c
 			return -EINVAL;
 		*(const char **)field = value;
 		return 0;
+	case AGENT_SETTING_SECCOMP: {
+		bool b;
+		if (agent_settings_parse_seccomp(value, &b, name, err) < 0)
+			return -EINVAL;
+		*(const char **)field = value;
+		return 0;
+	}
 	case AGENT_SETTING_SIZE:
 		if (units_parse_size(value, &n, err) < 0)
 			return terr_prefix(err, "%s", name);

@@ -9,6 +9,7 @@
 #ifndef TESSERA_AGENT_AGENT_SETTINGS_H
 #define TESSERA_AGENT_AGENT_SETTINGS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -35,6 +36,7 @@ enum agent_setting_type {
 	AGENT_SETTING_CORES,     /* int64_t milli-cores, > 0 (units_parse_milli) */
 	AGENT_SETTING_INT,       /* int, min..max */
 	AGENT_SETTING_OVERHEAD,  /* const char *: "auto" or a size */
+	AGENT_SETTING_SECCOMP,   /* const char *: "tessera" or "default" */
 };
 
 /* flags of a setting */
@@ -87,6 +89,8 @@ enum agent_setting_type {
 	  "files the log of a session rotates through (log_max_size / N each)") \
 	X(storage_hosts, "storage-hosts", TEXT, agent.storage_hosts, NULL, 0, 0, AGENT_SETTING_FLAG, "NAME:PATH,...", \
 	  "storage hosts of users' folders, as the manager's storage_hosts (tessera server: default local:DATA_DIR/folders)") \
+	X(seccomp, "seccomp", SECCOMP, agent.seccomp, "tessera", 0, 0, AGENT_SETTING_FLAG, "tessera|default", \
+	  "sessions' system call filter: tessera (Docker's default profile, and no btrfs subvolumes, which would escape folder quotas) or default (Docker's own)") \
 	X(app_host, "app-host", TEXT, agent.app_host, NULL, 0, 0, AGENT_SETTING_FLAG, "IP", \
 	  "IP address each session's app port is published on, for the app proxy (default: the host of listen)")
 
@@ -126,5 +130,8 @@ int agent_settings_from_conf(struct agent_settings *s, const struct conf *c, con
  * else a size >= 0. Used by the table and by agent_open, so both accept
  * the same values. name as for agent_setting_set. */
 int agent_settings_parse_overhead(const char *v, int64_t *bytes, const char *name, struct terr *err);
+/* seccomp's value: "tessera" (or NULL or empty) gives *docker_default =
+ * false, "default" true. Used the same way by the table and agent_open. */
+int agent_settings_parse_seccomp(const char *v, bool *docker_default, const char *name, struct terr *err);
 
 #endif

@@ -24,6 +24,7 @@
 #include "common/frames.h"
 #include "common/units.h"
 #include "runtime/docker_progress.h"
+#include "runtime/docker_seccomp.h"
 
 #define DOCKER_DEFAULT_SOCKET "/var/run/docker.sock"
 /* Newest API version this file was written against, and the oldest that has
@@ -49,6 +50,10 @@ struct runtime {
 	char *where;           /* for messages: the socket path or host:port */
 	char api[16];          /* negotiated, e.g. "1.41" */
 	char server[64];       /* engine version, e.g. "20.10.24+dfsg1" */
+	/* "seccomp=<profile>" for HostConfig.SecurityOpt: the sessions'
+	 * profile (docker_seccomp.h), built once here rather than at each
+	 * create. */
+	char *seccomp_opt;
 };
 
 static void freep(void *p) { free(*(void **)p); }
@@ -257,6 +262,7 @@ static void docker_close(struct runtime *rt)
 	free(rt->socket);
 	free(rt->base);
 	free(rt->where);
+	free(rt->seccomp_opt);
 	free(rt);
 }
 
@@ -305,6 +311,16 @@ static int docker_open(struct runtime **out, const char *endpoint,
 	int r = parse_endpoint(rt, endpoint, err);
 	if (r < 0)
 		goto fail;
+	json_t *profile = docker_seccomp_profile();
+	char *text = profile ? json_dumps(profile, JSON_COMPACT) : NULL;
+	json_decref(profile);
+	if (!text || asprintf(&rt->seccomp_opt, "seccomp=%s", text) < 0) {
+		rt->seccomp_opt = NULL;
+		free(text);
+		r = terr_set(err, ENOMEM, "open Docker runtime: out of memory");
+		goto fail;
+	}
+	free(text);
 
 	/* /version is the one path that works unversioned on every daemon. */
 	struct httpc_response resp;
@@ -521,8 +537,10 @@ static const char *const docker_cap_drop[] = {
 };
 
 /* Builds the POST /containers/create body (new reference, NULL on ENOMEM).
+ * seccomp_opt: the SecurityOpt entry of the sessions' seccomp profile,
+ * left out when the spec asks for Docker's default.
  * Tests check it through the fake daemon, which records what it got. */
-static json_t *create_body(const struct rt_container_spec *spec)
+static json_t *create_body(const struct rt_container_spec *spec, const char *seccomp_opt)
 {
 	json_t *b = json_object();
 	json_t *hc = json_object();
@@ -583,8 +601,13 @@ static json_t *create_body(const struct rt_container_spec *spec)
 	}
 	if (spec->pids_limit > 0)
 		json_object_set_new(hc, "PidsLimit", json_integer(spec->pids_limit));
-	/* setuid binaries in arbitrary images must not gain privileges. */
-	json_object_set_new(hc, "SecurityOpt", str_array((const char *const[]){ "no-new-privileges", NULL }));
+	/* setuid binaries in arbitrary images must not gain privileges. The
+	 * seccomp profile is Docker's default but for the ioctls that make
+	 * btrfs subvolumes, which would escape the folders' quotas
+	 * (docker_seccomp.h); it replaces Docker's default whole. */
+	json_object_set_new(hc, "SecurityOpt",
+			    str_array((const char *const[]){ "no-new-privileges",
+							     spec->seccomp_default ? NULL : seccomp_opt, NULL }));
 	json_object_set_new(hc, "CapDrop", str_array(docker_cap_drop));
 	/* A capped log (docs/admin.md, "Session logs"): json-file, whose
 	 * rotated files logs_notice reads, whatever the daemon's default
@@ -638,7 +661,7 @@ static int docker_create(struct runtime *rt, const struct rt_container_spec *spe
 	id[0] = '\0';
 	if (!spec->image || !*spec->image)
 		return terr_set(err, EINVAL, "create container: no image given");
-	autojson json_t *body = create_body(spec);
+	autojson json_t *body = create_body(spec, rt->seccomp_opt);
 	autofree char *path = NULL;
 	autofree char *ename = spec->name ? url_escape(spec->name, false) : NULL;
 	if (!body || (spec->name && !ename))

@@ -58,8 +58,14 @@ struct rt_container_spec {
 	 * publish_port 0: nothing is published. */
 	int publish_port;
 	const char *publish_host;
-	/* Security defaults are applied by the runtime, not chosen here:
-	 * no-new-privileges and a dropped capability set (docs/admin.md). */
+	/* true: the runtime's default syscall filter (Docker's seccomp
+	 * profile) instead of Tessera's, which also refuses the ioctls that
+	 * make btrfs subvolumes and snapshots (docs/security.md, "System
+	 * calls"). */
+	bool seccomp_default;
+	/* The other security defaults are applied by the runtime, not chosen
+	 * here: no-new-privileges and a dropped capability set
+	 * (docs/admin.md). */
 };
 
 struct rt_container_info {

@@ -28,6 +28,7 @@ TEST(defaults)
 	CHECK_STR(s.listen, "0.0.0.0:8091");
 	CHECK_STR(s.agent.data_dir, "/var/lib/tessera-agent");
 	CHECK_STR(s.agent.gpu_context_overhead, "auto");
+	CHECK_STR(s.agent.seccomp, "tessera");
 	CHECK_INT(s.agent.mem_reserve, 512 * MiB);
 	CHECK_INT(s.agent.gpu_usage_interval_ms, 1000);
 	CHECK_INT(s.agent.cpu_m, 0);   /* 0: all online CPUs */
@@ -124,6 +125,19 @@ TEST(types_and_ranges)
 	CHECK_INT(set(&s, "gpu_context_overhead", "lots", &err), -EINVAL);
 	CHECK_STR(err.msg, "gpu_context_overhead must be \"auto\" or a size such as 512MiB, not 'lots'");
 
+	CHECK_INT(set(&s, "seccomp", "default", &err), 0);
+	CHECK_STR(s.agent.seccomp, "default");
+	CHECK_INT(set(&s, "seccomp", "off", &err), -EINVAL);
+	CHECK_STR(err.msg, "seccomp must be \"tessera\" or \"default\", not 'off'");
+	CHECK_STR(s.agent.seccomp, "default");
+	bool docker_default = true;
+	CHECK_INT(agent_settings_parse_seccomp(NULL, &docker_default, "seccomp", &err), 0);
+	CHECK(!docker_default);
+	CHECK_INT(agent_settings_parse_seccomp("default", &docker_default, "--seccomp", &err), 0);
+	CHECK(docker_default);
+	CHECK_INT(agent_settings_parse_seccomp("unconfined", &docker_default, "--seccomp", &err), -EINVAL);
+	CHECK_CONTAINS(err.msg, "--seccomp must be");
+
 	CHECK_INT(set(&s, "docker_socket", "unix:///run/docker.sock", &err), 0);
 	CHECK_STR(s.agent.runtime_endpoint, "unix:///run/docker.sock");
 	CHECK_INT(set(&s, "runner_path", "/opt/runner", &err), 0);
@@ -155,7 +169,7 @@ TEST(conf_and_flags_agree)
 	const char *vals[][2] = {
 		{"id", "node-7"}, {"docker_socket", "unix:///x.sock"}, {"cpu", "3.5"}, {"mem", "2GiB"},
 		{"mem_reserve", "1GiB"}, {"runner_path", "/r"}, {"mock_gpus", "2x8GiB"},
-		{"gpu_context_overhead", "300MiB"}, {"gpu_usage_interval_ms", "250"},
+		{"gpu_context_overhead", "300MiB"}, {"gpu_usage_interval_ms", "250"}, {"seccomp", "default"},
 	};
 	size_t n = sizeof(vals) / sizeof(vals[0]);
 	char text[2048] = "manager = http://m:8090\ncluster_secret = 0123456789abcdef\n"
@@ -184,6 +198,8 @@ TEST(conf_and_flags_agree)
 	CHECK_STR(x->runtime_endpoint, y->runtime_endpoint);
 	CHECK_STR(x->runner_path, y->runner_path);
 	CHECK_STR(x->mock_gpus, y->mock_gpus);
+	CHECK_STR(x->seccomp, "default");
+	CHECK_STR(x->seccomp, y->seccomp);
 	CHECK_STR(x->gpu_context_overhead, y->gpu_context_overhead);
 	CHECK_INT(x->cpu_m, 3500);
 	CHECK_INT(x->cpu_m, y->cpu_m);

@@ -7,7 +7,9 @@
 #    restarts, it is capped by its qgroup, as are folders made from then
 #    on. A session writing 20 MB into a 10 MiB folder gets "Disk quota
 #    exceeded" and the folder stays within its quota; an upload past it is
-#    413; raising the quota lets the write through;
+#    413; raising the quota lets the write through; a session cannot make
+#    a subvolume or snapshot inside its folder (the seccomp profile), and
+#    still gets Docker's default refusals;
 #  - uploads side by side into a folder of the plain host (api-only) that
 #    together pass its quota: some are refused, the usage stays within it;
 #  - a folder removed with --force while a session mounts it: the session
@@ -113,6 +115,120 @@ sync   # the qgroup's count is brought up to date at each commit
 usage=$(T folder info q --json | json_field usage_bytes)
 check "the folder's usage (its qgroup) is what was written, within its quota ($usage)" \
 	[ "$usage" -ge $((9 * MiB)) -a "$usage" -le $((10 * MiB)) ]
+
+# ---- btrfs: no subvolume or snapshot from inside a session ----
+# A subvolume made inside a folder has a qgroup of its own, so what is
+# written there is not charged to the folder's: the sessions' seccomp
+# profile (docs/security.md, "System calls") refuses the four ioctls that
+# make one, whatever the request's high 32 bits (which the kernel
+# ignores). Without it each call below succeeds for the work user. The
+# probe is python's: the images have no btrfs-progs. It also tries calls
+# Docker's default profile refuses, which the profile must refuse too.
+PROBE='
+import ctypes, errno, os, platform, struct, sys
+libc = ctypes.CDLL(None, use_errno=True)
+NR = {"x86_64": {"ioctl": 16, "unshare": 272, "add_key": 248, "keyctl": 250},
+      "aarch64": {"ioctl": 29, "unshare": 97, "add_key": 217, "keyctl": 219}}[platform.machine()]
+def call(what, name, *args):
+    r = libc.syscall(ctypes.c_long(NR[name]), *[ctypes.c_ulong(a) if isinstance(a, int) else a for a in args])
+    print("%s: %s" % (what, "ok" if r >= 0 else os.strerror(ctypes.get_errno())))
+def vol(name, v2, src=0):
+    # btrfs_ioctl_vol_args {s64 fd; char name[4088]} and _v2 {s64 fd;
+    # u64 transid, flags; u64 unused[4]; char name[4040]}: 4096 bytes.
+    head = struct.pack("=qQQ32s", src, 0, 0, b"") if v2 else struct.pack("=q", src)
+    return ctypes.create_string_buffer(head + name.encode().ljust(4096 - len(head), b"\0"), 4096)
+fd = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)
+SUBVOL, SUBVOL2, SNAP, SNAP2, FS_INFO = 0x5000940e, 0x50009418, 0x50009401, 0x50009417, 0x8400941f
+call("subvolume create", "ioctl", fd, SUBVOL, vol("s1", False))
+call("subvolume create v2", "ioctl", fd, SUBVOL2, vol("s2", True))
+call("snapshot", "ioctl", fd, SNAP, vol("s3", False, fd))
+call("snapshot v2", "ioctl", fd, SNAP2, vol("s4", True, fd))
+call("subvolume create, bit 32 set", "ioctl", fd, (1 << 32) | SUBVOL, vol("s5", False))
+call("subvolume create, high bits set", "ioctl", fd, 0xffffffff00000000 | SUBVOL, vol("s6", False))
+call("fs info", "ioctl", fd, FS_INFO, ctypes.create_string_buffer(1024))
+call("fs info, sign-extended", "ioctl", fd, 0xffffffff00000000 | FS_INFO, ctypes.create_string_buffer(1024))
+call("unshare user namespace", "unshare", 0x10000000)
+call("add_key", "add_key", ctypes.c_char_p(b"user"), ctypes.c_char_p(b"k"), ctypes.c_char_p(b"v"), 1, (1 << 32) - 2)
+call("keyctl", "keyctl", 1, 0)
+'
+check "a folder q3 on btrfs with an 8 MiB quota" T folder create q3 --host bt --quota 8m
+Q3=$(T folder info q3 --json | json_field id)
+check "a python session mounts it" \
+	T session create tessera/python:3.11 --name py --cpu 1 --mem 256m --mount q3 --wait
+out=$(T session exec py -- python3 -c "$PROBE" /home/work/q3 2>&1)
+sed "s/^/# /" <<<"$out"
+for what in "subvolume create" "subvolume create v2" "snapshot" "snapshot v2" \
+	"subvolume create, bit 32 set" "subvolume create, high bits set"; do
+	check "a session's $what in its folder: Operation not permitted" \
+		has_line "$out" "$what: Operation not permitted"
+done
+check "no subvolume was made in the folder" not contains "$(btrfs subvolume list "$BT")" "$Q3/"
+check "a btrfs ioctl that makes nothing still works (fs info)" has_line "$out" "fs info: ok"
+check "... with its request sign-extended, as musl passes it" has_line "$out" "fs info, sign-extended: ok"
+for what in "unshare user namespace" add_key keyctl; do
+	check "as under Docker's default profile, $what: Operation not permitted" \
+		has_line "$out" "$what: Operation not permitted"
+done
+check "the session runs under a seccomp filter" \
+	has_line "$(T session exec py -- grep Seccomp: /proc/self/status)" $'Seccomp:\t2'
+out=$(T session exec py -- sh -c 'mkdir -p q3/nest && dd if=/dev/zero of=q3/nest/big bs=1M count=20' 2>&1)
+check "a directory is what a session can nest, and writing 20 MB there fails: Disk quota exceeded" \
+	contains "$out" "Disk quota exceeded"
+size=$(stat -c %s "$BT/folders/$Q3/nest/big")
+check "... and stops at the quota ($size bytes)" [ "$size" -le $((8 * MiB)) ]
+# The profile as the agent gave the session's container, against this
+# dockerd's own default profile: every system call number is made (in a
+# child process, with bad arguments) as root with a session's
+# capabilities under each; a call Docker's default refuses (EPERM) must
+# be refused under the session's too.
+mkdir -p "$E2E_DIR/probe"
+cat >"$E2E_DIR/probe/calls.py" <<'PY'
+import ctypes, os, signal, sys
+libc = ctypes.CDLL(None, use_errno=True)
+for nr in list(range(0, 340)) + list(range(400, 470)):
+    # rt_sigreturn kills the child either way; a vfork child would run on
+    # its parent's stack.
+    if nr in (15, 58):
+        continue
+    r, w = os.pipe()
+    sys.stdout.flush()   # else a child would print the lines again
+    pid = os.fork()
+    if pid == 0:
+        # fork, vfork and clone make one more process here: each leaves
+        # by _exit, whatever happens.
+        try:
+            os.close(r)
+            signal.alarm(1)
+            ret = libc.syscall(ctypes.c_long(nr), *[ctypes.c_long(a) for a in (-1, 0, 0, 0, 0)])
+            e = ctypes.get_errno()
+            os.write(w, b"EPERM" if ret < 0 and e == 1 else b"other")
+        finally:
+            os._exit(0)
+    os.close(w)
+    got = os.read(r, 5).decode() or "died"
+    os.close(r)
+    os.waitpid(pid, 0)
+    print(nr, got)
+PY
+cid=$(jget py container_id)
+docker inspect -f '{{range .HostConfig.SecurityOpt}}{{println .}}{{end}}' "$cid" |
+	sed -n 's/^seccomp=//p' >"$E2E_DIR/probe/profile.json"
+check "the session's container has Tessera's profile" grep -q '"SCMP_CMP_MASKED_EQ"' "$E2E_DIR/probe/profile.json"
+as_session=(--rm --security-opt no-new-privileges --cap-drop NET_RAW --cap-drop MKNOD --cap-drop AUDIT_WRITE
+	--cap-drop SYS_CHROOT --cap-drop SETFCAP --cap-drop SETPCAP -v "$E2E_DIR/probe:/probe:ro")
+docker run "${as_session[@]}" tessera/python:3.11 python3 /probe/calls.py >"$E2E_DIR/probe/docker" 2>&1
+docker run "${as_session[@]}" --security-opt "seccomp=$E2E_DIR/probe/profile.json" tessera/python:3.11 \
+	python3 /probe/calls.py >"$E2E_DIR/probe/tessera" 2>&1
+refused=$(grep -c ' EPERM$' "$E2E_DIR/probe/docker")
+check "every call was made under both ($refused refused by Docker's default)" \
+	[ "$(grep -c '^[0-9]* [a-zA-Z]*$' "$E2E_DIR/probe/docker")" -eq 408 -a \
+	"$(grep -c '^[0-9]* [a-zA-Z]*$' "$E2E_DIR/probe/tessera")" -eq 408 -a "$refused" -ge 30 ]
+both() { join <(sort -k1,1 "$E2E_DIR/probe/docker") <(sort -k1,1 "$E2E_DIR/probe/tessera"); }
+looser=$(both | awk '$2 == "EPERM" && $3 != "EPERM" {print $1}' | tr '\n' ' ')
+stricter=$(both | awk '$2 != "EPERM" && $3 == "EPERM" {print $1}' | tr '\n' ' ')
+check "no call Docker's default refuses is let through by the session's profile (${looser:-none})" [ -z "$looser" ]
+e2e_log "calls the session's profile refuses and this dockerd's default does not: ${stricter:-none}"
+T session rm py >/dev/null
 
 head -c $((12 * MiB)) /dev/urandom >"$E2E_DIR/twelve"
 out=$(T folder upload q "$E2E_DIR/twelve" up.bin 2>&1)

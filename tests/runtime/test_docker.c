@@ -26,6 +26,7 @@
 
 #include "common/httpc.h"
 #include "runtime/runtime.h"
+#include "runtime/docker_seccomp.h"
 #include "testlib.h"
 
 /* ---- fake daemon ------------------------------------------------------- */
@@ -721,6 +722,16 @@ TEST(create_sends_the_full_spec)
 	CHECK_STR(json_string_value(json_object_get(dev, "PathInContainer")), "/dev/null");
 	CHECK_STR(json_string_value(json_object_get(dev, "CgroupPermissions")), "rwm");
 	CHECK(array_has(json_object_get(hc, "SecurityOpt"), "no-new-privileges"));
+	/* Tessera's seccomp profile, whole, as the runtime built it. */
+	json_t *so = json_object_get(hc, "SecurityOpt");
+	CHECK_INT(json_array_size(so), 2);
+	const char *sc = json_string_value(json_array_get(so, 1));
+	CHECK(sc && !strncmp(sc, "seccomp=", 8));
+	json_t *prof = sc ? json_loads(sc + 8, 0, NULL) : NULL;
+	json_t *want = docker_seccomp_profile();
+	CHECK(prof && want && json_equal(prof, want));
+	json_decref(prof);
+	json_decref(want);
 	json_t *drop = json_object_get(hc, "CapDrop");
 	const char *caps[] = { "NET_RAW", "MKNOD", "AUDIT_WRITE", "SYS_CHROOT", "SETFCAP", "SETPCAP" };
 	for (size_t i = 0; i < sizeof(caps) / sizeof(caps[0]); i++)
@@ -761,6 +772,16 @@ TEST(create_sends_the_full_spec)
 	b = json_loads(q.body ? q.body : "", 0, NULL);
 	free(q.body);
 	CHECK(json_object_get(json_object_get(b, "HostConfig"), "LogConfig") == NULL);
+	json_decref(b);
+	/* seccomp = default: Docker's own profile, so no seccomp entry. */
+	spec.seccomp_default = true;
+	CHECK_INT(ops->create(rt, &spec, id, &err), 0);
+	CHECK(fake_find("POST", "/containers/create", &q));
+	b = json_loads(q.body ? q.body : "", 0, NULL);
+	free(q.body);
+	json_t *so2 = json_object_get(json_object_get(b, "HostConfig"), "SecurityOpt");
+	CHECK_INT(json_array_size(so2), 1);
+	CHECK(array_has(so2, "no-new-privileges"));
 	json_decref(b);
 out:
 	ops->close(rt);
