@@ -140,6 +140,7 @@ void mgr_delete_session(struct manager *m, struct msession *s, const char *by)
 	case SS_SCHEDULED:
 	case SS_PREPARING:
 	case SS_RUNNING:
+	case SS_LOST:
 		mgr_set_status(m, s, SS_TERMINATING, "terminating on request of %s", by);
 		mgr_enqueue_destroy(m, s);
 		break;
