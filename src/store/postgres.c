@@ -619,7 +619,7 @@ static int pg_lead(struct store *s, store_wait_fn wait, void *ud, struct terr *e
 		}
 		if (!wait)
 			return terr_set(err, EAGAIN, "%s unreachable: %s", s->where, e.msg);
-		if (wait(ud))
+		if (wait(ud, rc == 0 ? s->where : NULL))
 			return terr_set(err, ECANCELED, "stopped while waiting as a standby");
 	}
 }

@@ -144,9 +144,11 @@ static int waits;
 static struct store *holder;
 
 /* Stands for the daemon's one-second wait for a signal. */
-static bool close_holder_on_third_wait(void *ud)
+static bool close_holder_on_third_wait(void *ud, const char *standby_on)
 {
 	(void)ud;
+	/* the holder is alive: a standby, told where */
+	CHECK(standby_on != NULL && strstr(standby_on, "standby") != NULL);
 	usleep(20 * 1000);
 	if (++waits == 3) {
 		ops->close(holder);
@@ -155,9 +157,10 @@ static bool close_holder_on_third_wait(void *ud)
 	return false;
 }
 
-static bool give_up(void *ud)
+static bool give_up(void *ud, const char *standby_on)
 {
 	(void)ud;
+	(void)standby_on;
 	return true;
 }
 
