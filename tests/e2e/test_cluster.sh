@@ -13,15 +13,19 @@
 #     by itself when one ends); the webserver lists both agents' sessions
 #     and the wsproxy opens an app of a session on an agent's host;
 #   - an agent's namespace cut off (its veth down) and restored: its node
-#     is LOST (its sessions' exec answers so), then it registers again and
-#     its sessions are re-adopted RUNNING in the same containers;
+#     is LOST and its session with it (still holding its share; its exec
+#     answers so), then it registers again and the session is re-adopted
+#     RUNNING in the same container;
 #   - the manager killed with SIGKILL in the middle of 50 creates and
 #     removals, and restarted: every acknowledged create exists, every
 #     acknowledged removal is gone, nothing is duplicated, and no container
 #     is left without a session;
 #   - `tessera config set fgpu_per_device 2` applied by both agents without
 #     a restart: each node offers 2 fGPU and a 1-fGPU session on each sees
-#     half of its GPU's memory.
+#     half of its GPU's memory; with etcd the setting is there, and an
+#     agents' setting (log_max_size) reaches both agents from etcd.
+# Run on SQLite (test_cluster) and in production configuration, on
+# PostgreSQL with etcd (test_cluster_prod): backends_start below.
 # Namespaces, veths, the bridge, daemons and containers are removed by the
 # EXIT trap, whatever happens. Needs root (ip netns).
 . "$(dirname "$0")/lib.sh"
