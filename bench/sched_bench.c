@@ -1,9 +1,10 @@
 /* sched-bench: scheduler throughput on an in-process cluster.
  *
- *   sched-bench --agents N --gpus-per-agent G --sessions S
+ *   sched-bench --agents N --gpus-per-agent G --sessions S [--store URI]
  *
  * A real manager (store, scheduler thread, dispatchers) on a temporary
- * SQLite store; N mock agents registered through an agent link whose
+ * SQLite store, or on the PostgreSQL database URI names (empty: the
+ * schema is made there; bench/run-all starts a throwaway cluster); N mock agents registered through an agent link whose
  * starts succeed at once; S sessions of mixed sizes queued in one request:
  * CPU-only, 0.1 to 1 fGPU, and multi-GPU. The scheduler runs until nothing
  * more fits. Then one placed session is removed and the time until the
@@ -103,9 +104,11 @@ static int fail(const struct terr *err)
 int main(int argc, char **argv)
 {
 	long agents = 100, gpus = 8, sessions = 2000;
+	const char *store = NULL;
 	static const struct option opts[] = {
 		{"agents", required_argument, NULL, 'a'}, {"gpus-per-agent", required_argument, NULL, 'g'},
-		{"sessions", required_argument, NULL, 's'}, {"help", no_argument, NULL, 'h'}, {0},
+		{"sessions", required_argument, NULL, 's'}, {"store", required_argument, NULL, 'S'},
+		{"help", no_argument, NULL, 'h'}, {0},
 	};
 	int c;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -113,9 +116,10 @@ int main(int argc, char **argv)
 		case 'a': agents = strtol(optarg, NULL, 10); break;
 		case 'g': gpus = strtol(optarg, NULL, 10); break;
 		case 's': sessions = strtol(optarg, NULL, 10); break;
+		case 'S': store = optarg; break;
 		default:
 			fprintf(c == 'h' ? stdout : stderr,
-				"usage: sched-bench --agents N --gpus-per-agent G --sessions S\n");
+				"usage: sched-bench --agents N --gpus-per-agent G --sessions S [--store URI]\n");
 			return c == 'h' ? 0 : 2;
 		}
 	}
@@ -129,7 +133,7 @@ int main(int argc, char **argv)
 		perror("mkdtemp");
 		return 1;
 	}
-	struct manager_config cfg = {.data_dir = dir, .listen = "127.0.0.1:0", .dispatch_workers = 4};
+	struct manager_config cfg = {.data_dir = dir, .listen = "127.0.0.1:0", .dispatch_workers = 4, .store = store};
 	struct manager *m = NULL;
 	struct terr err = {0};
 	if (manager_open(&m, &cfg, &err) < 0)
@@ -259,8 +263,8 @@ int main(int argc, char **argv)
 	}
 	struct rusage ru;
 	getrusage(RUSAGE_SELF, &ru);
-	printf("agents %ld x %ld GPUs, %ld sessions: %llu placed in %.3f s\n", agents, gpus, sessions,
-	       (unsigned long long)placed, wall);
+	printf("%s: agents %ld x %ld GPUs, %ld sessions: %llu placed in %.3f s\n",
+	       store && *store ? "PostgreSQL" : "SQLite", agents, gpus, sessions, (unsigned long long)placed, wall);
 	if (successor_ms >= 0)
 		printf("removal -> waiting successor SCHEDULED: %.2f ms\n", successor_ms);
 	else

@@ -75,10 +75,32 @@ static int serve_until_signal(const char *status, const sigset_t *set, struct ma
 	return sig;
 }
 
-/* manager_config.standby_wait: a second's wait for a stop signal. */
-static bool standby_wait(void *ud)
+/* What standby_wait needs: the stop signals, and whether systemd was
+ * told of the standby already. */
+struct standby_ctx {
+	const sigset_t *stop;
+	bool told;
+};
+
+/* manager_config.standby_wait: a second's wait for a stop signal. A
+ * standby is a started service doing what it should (waiting to take
+ * over): under Type=notify it says READY=1 now, or systemd would kill it
+ * after TimeoutStartSec; its STATUS= line says it is a standby, and the
+ * READY=1 sent once it is active replaces that line. While the database
+ * cannot be reached it is not ready (systemd's start timeout and
+ * Restart=on-failure answer for that). */
+static bool standby_wait(void *ud, const char *standby_on)
 {
-	return wait_signal(ud, 1000) >= 0;
+	struct standby_ctx *c = ud;
+	if (standby_on && !c->told) {
+		char status[512];
+		snprintf(status, sizeof(status), "standby: waiting for the active manager on %s", standby_on);
+		sdnotify_ready(status);
+		c->told = true;
+	}
+	if (c->told)
+		sdnotify_watchdog();   /* a ready service with WatchdogSec= pings it */
+	return wait_signal(c->stop, sdnotify_loop_ms(1000)) >= 0;
 }
 
 /* Locks the data dir for this process (common/pidlock.h): two managers
@@ -451,8 +473,9 @@ int cmd_server(int argc, char **argv)
 	}
 	struct manager *m = NULL;
 	struct agent *a = NULL;
+	struct standby_ctx sctx = {.stop = &stop};
 	mcfg.standby_wait = standby_wait;
-	mcfg.standby_ud = &stop;
+	mcfg.standby_ud = &sctx;
 	if (manager_open(&m, &mcfg, &err) < 0) {
 		registry_proc_stop(registry);
 		return fail("server", &err);
@@ -651,8 +674,9 @@ int cmd_manager(int argc, char **argv)
 	}
 	sigset_t stop;
 	block_stop_signals(&stop);
+	struct standby_ctx sctx = {.stop = &stop};
 	mcfg.standby_wait = standby_wait;
-	mcfg.standby_ud = &stop;
+	mcfg.standby_ud = &sctx;
 	struct manager *m = NULL;
 	char admin_conf[PATH_MAX + 32];
 	if (manager_open(&m, &mcfg, &err) < 0 || manager_serve(m, admin_conf, sizeof(admin_conf), &err) < 0) {

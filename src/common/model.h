@@ -39,12 +39,16 @@ static inline void res_sub(struct res *a, const struct res *b)
 /* Writes "1 CPU, 256 MiB" (+ ", 0.5 fGPU" when any) into buf. */
 void res_describe(const struct res *r, char *buf, size_t n);
 
-/* One list of states; the enum and the names derive from it. */
+/* One list of states; the enum and the names derive from it. Stores keep
+ * the names, so the order may change. LOST: was RUNNING on a node the
+ * manager declared LOST; the container may still run, so it still holds
+ * its resources until the node returns (re-adopted RUNNING, or ended). */
 #define SESSION_STATES(X) \
 	X(PENDING)     \
 	X(SCHEDULED)   \
 	X(PREPARING)   \
 	X(RUNNING)     \
+	X(LOST)        \
 	X(TERMINATING) \
 	X(TERMINATED)  \
 	X(CANCELLED)   \
@@ -68,7 +72,7 @@ static inline bool session_status_final(enum session_status s)
 static inline bool session_status_holds(enum session_status s)
 {
 	return s == SS_SCHEDULED || s == SS_PREPARING || s == SS_RUNNING ||
-	       s == SS_TERMINATING;
+	       s == SS_LOST || s == SS_TERMINATING;
 }
 
 /* Shown by `session ls` without --all. */

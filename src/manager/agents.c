@@ -57,6 +57,8 @@ int mgr_agent_load(struct manager *m, const struct agent_rec *r)
 	}
 	a->rec = *r;
 	a->alive = false;   /* until it registers again */
+	a->awaited = true;
+	a->last_seen_mono = util_mono_ms();
 	return index_agent(m, a);
 }
 
@@ -131,6 +133,21 @@ void mgr_agents_heartbeats_from_redis(struct manager *m)
 	}
 }
 
+/* The RUNNING sessions of a node that stopped answering: LOST. Their
+ * containers may well still run (a network cut), so they keep what they
+ * hold; the agent's next registration re-adopts or ends them (reconcile).
+ * Sessions on their way (SCHEDULED, PREPARING) and TERMINATING ones keep
+ * their status: their job is redone by that same reconciliation. */
+static void sessions_lost(struct manager *m, struct magent *a, const char *why)
+{
+	for (size_t i = 0; i < m->n_sessions; i++) {
+		struct msession *s = m->sessions[i];
+		if (s->rec.status != SS_RUNNING || s->start_inflight || strcmp(s->rec.agent_id, a->rec.id))
+			continue;
+		mgr_set_status(m, s, SS_LOST, "node %s lost: %s", a->rec.id, why);
+	}
+}
+
 void mgr_mark_lost_agents(struct manager *m)
 {
 	int64_t now = util_mono_ms();
@@ -144,7 +161,7 @@ void mgr_mark_lost_agents(struct manager *m)
 		char (*ids)[STORE_ID_MAX] = calloc(m->n_agents ? m->n_agents : 1, sizeof(*ids));
 		for (size_t i = 0; ids && i < m->n_agents; i++) {
 			struct magent *a = m->agents[i];
-			if (!a->local && a->alive && now - a->last_seen_mono > limit)
+			if (!a->local && (a->alive || a->awaited) && now - a->last_seen_mono > limit)
 				util_strlcpy(ids[n++], a->rec.id, sizeof(ids[0]));
 		}
 		int64_t *at = n ? calloc(n, sizeof(*at)) : NULL;
@@ -167,13 +184,27 @@ void mgr_mark_lost_agents(struct manager *m)
 		free(at);
 		free(ids);
 	}
+	char why[96];
 	for (size_t i = 0; i < m->n_agents; i++) {
 		struct magent *a = m->agents[i];
-		if (a->local || !a->alive || now - a->last_seen_mono <= limit)
+		if (a->local || now - a->last_seen_mono <= limit)
+			continue;
+		if (a->awaited) {
+			a->awaited = false;
+			log_warn("manager", "agent %s is LOST: not registered %lld ms after the manager started",
+				 a->rec.id, (long long)(now - a->last_seen_mono));
+			snprintf(why, sizeof(why), "not registered %lld s after the manager started",
+				 (long long)((now - a->last_seen_mono) / 1000));
+			sessions_lost(m, a, why);
+			continue;
+		}
+		if (!a->alive)
 			continue;
 		a->alive = false;
 		log_warn("manager", "agent %s is LOST: no heartbeat for %lld ms", a->rec.id,
 			 (long long)(now - a->last_seen_mono));
+		snprintf(why, sizeof(why), "no heartbeat for %lld s", (long long)((now - a->last_seen_mono + 500) / 1000));
+		sessions_lost(m, a, why);
 		mgr_wake_scheduler(m);
 	}
 }
@@ -228,6 +259,18 @@ static void reconcile(struct manager *m, struct magent *a, json_t *containers)
 				mgr_enqueue(m, JOB_START, s->rec.id);
 			}
 			break;
+		case SS_LOST:
+			if (running) {
+				/* Its node is back and the container ran on. */
+				util_strlcpy(s->rec.container_id, cid, sizeof(s->rec.container_id));
+				mgr_apps_set_endpoint(m, s, json_string_value(json_object_get(c, "app_endpoint")));
+				mgr_set_status(m, s, SS_RUNNING, "re-adopted: node %s is back and the container ran on",
+					       a->rec.id);
+				break;
+			}
+			/* It ended (or vanished) while the node was away: as a
+			 * RUNNING one's would. */
+			/* fall through */
 		case SS_RUNNING:
 			if (running) {
 				util_strlcpy(s->rec.container_id, cid, sizeof(s->rec.container_id));
@@ -351,6 +394,7 @@ int mgr_agent_register(struct manager *m, json_t *desc, const struct agent_link_
 	a->link_ctx = link_ctx;
 	a->local = local;
 	a->alive = true;
+	a->awaited = false;
 	a->last_seen_mono = util_mono_ms();
 	a->rec.capacity = cap;
 	/* Devices: fGPU capacity follows the cluster setting; usage is what the
@@ -539,7 +583,7 @@ void mgr_agent_event(struct manager *m, const char *agent_id, json_t *event)
 		} else if (s->rec.status != SS_PENDING && s->rec.status != SS_CANCELLED) {
 			session_oom(m, s, json_integer_value(n));
 		}
-	} else if (ours && (s->rec.status == SS_RUNNING || s->rec.status == SS_PREPARING)) {
+	} else if (ours && (s->rec.status == SS_RUNNING || s->rec.status == SS_LOST || s->rec.status == SS_PREPARING)) {
 		mgr_session_ended(m, s, (int)json_integer_value(json_object_get(event, "exit_code")),
 				  json_is_true(json_object_get(event, "oom_killed")), reason);
 	}

@@ -49,9 +49,9 @@ struct manager_config {
 	const char *store;
 	/* On a shared database (PostgreSQL) one manager is active at a time:
 	 * manager_open waits as a standby while another is, calling
-	 * standby_wait(standby_ud) between tries (true: give up, -ECANCELED);
-	 * NULL: -EBUSY at once. */
-	bool (*standby_wait)(void *ud);
+	 * standby_wait(standby_ud, standby_on) between tries (true: give up,
+	 * -ECANCELED; standby_on as store_wait_fn says); NULL: -EBUSY at once. */
+	bool (*standby_wait)(void *ud, const char *standby_on);
 	void *standby_ud;
 	/* Redis for what can be rebuilt (docs/admin.md, "Production:
 	 * Redis"): "redis://[:PASSWORD@]HOST:PORT/DB"; NULL or "": agents'

@@ -145,6 +145,7 @@ void mgr_delete_session(struct manager *m, struct msession *s, const char *by)
 	case SS_SCHEDULED:
 	case SS_PREPARING:
 	case SS_RUNNING:
+	case SS_LOST:
 		mgr_set_status(m, s, SS_TERMINATING, "terminating on request of %s", by);
 		mgr_enqueue_destroy(m, s);
 		break;
@@ -747,9 +748,13 @@ static int session_target(struct manager *m, const struct user_rec *u, const cha
 	struct magent *a = s ? mgr_find_agent(m, s->rec.agent_id) : NULL;
 	if (!s) {
 		rc = no_session(ref, err);
-	} else if ((need_running && s->rec.status != SS_RUNNING) || !s->rec.container_id[0] || !a || !a->link) {
+	} else if ((need_running && s->rec.status != SS_RUNNING) || !s->rec.container_id[0] || !a) {
 		rc = terr_set(err, EBUSY, "session %s is %s%s", s->rec.name, session_status_name(s->rec.status),
 			      need_running ? "; it must be RUNNING" : " and has no container");
+	} else if (!a->link) {
+		/* Loaded at start; its agent has not registered again yet. */
+		rc = terr_set(err, EAGAIN, "node %s of session %s has not registered with the manager since it "
+			      "started; try again when it has", a->rec.id, s->rec.name);
 	} else if (!a->alive) {
 		rc = terr_set(err, EAGAIN, "node %s of session %s is LOST", a->rec.id, s->rec.name);
 	} else {

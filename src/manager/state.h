@@ -148,6 +148,10 @@ struct magent {
 	struct res used;
 	int n_sessions;
 	int64_t last_seen_mono; /* for LOST detection */
+	/* Loaded from the store at start and not registered since: its
+	 * RUNNING sessions become LOST if it stays away as long as a live
+	 * agent's heartbeats may (last_seen_mono is then the start). */
+	bool awaited;
 	struct mgpu gpus[MGR_MAX_GPUS];
 	int n_gpus;
 	bool mock_gpus;
@@ -499,10 +503,12 @@ void mgr_agents_heartbeats_from_redis(struct manager *m);
 int mgr_agent_load(struct manager *m, const struct agent_rec *r);
 /* Recomputes every agent's fGPU capacity after fgpu_per_device changed. */
 void mgr_apply_fgpu_setting(struct manager *m);
-/* Marks agents whose heartbeats stopped LOST (the scheduler's safety pass).
- * With Redis, an agent whose heartbeat is in Redis (sent to another
- * manager on the same Redis) is not LOST; the lock is dropped while Redis
- * is asked. */
+/* Marks agents whose heartbeats stopped LOST, and their RUNNING sessions
+ * LOST with them; likewise the RUNNING sessions of agents loaded at start
+ * that did not register within that time (the scheduler's safety pass;
+ * m->mu held). With Redis, an agent whose heartbeat is in Redis (sent to
+ * another manager on the same Redis) is not LOST; the lock is dropped
+ * while Redis is asked. */
 void mgr_mark_lost_agents(struct manager *m);
 /* The API's view of every node (new reference). */
 json_t *mgr_nodes_json(struct manager *m);

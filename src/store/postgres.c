@@ -46,6 +46,11 @@
 #define RETRY_MS 1000
 #define MAX_PARAMS 40
 #define MAX_PENDING 10000
+/* Writes inside a transaction are pipelined (libpq's pipeline mode: sent
+ * without waiting for each answer; a scheduler pass writes thousands of
+ * rows, and a round trip each bounded its rate); their results are read,
+ * and the first error reported, at the latest after this many. */
+#define PIPE_MAX 1024
 
 /* One list of statements; the enum and the SQL derive from it. The SQL is
  * a template over a table of columns.h (sqlgen.h). Users are replaced
@@ -105,6 +110,8 @@ struct store {
 	/* Under conn[0].mu: */
 	bool leading;               /* holds LEADER_KEY (lead succeeded) */
 	bool in_txn;
+	bool piped;                 /* conn[0] in pipeline mode (in_txn) */
+	int n_piped;                /* writes sent whose results are unread */
 	struct pending_history *pend, **pend_tail;
 	size_t n_pend;
 	/* Under state_mu: */
@@ -268,6 +275,8 @@ static int conn_up(struct store *s, struct pgconn *pc, struct terr *err)
 	}
 	if (pc == &s->conn[0]) {
 		s->in_txn = false;
+		s->piped = false;
+		s->n_piped = 0;
 		if (s->leading) {
 			int64_t got = 0;
 			int rc = query_int_on(s, pc->c, "SELECT pg_try_advisory_lock(" LEADER_KEY ")", &got, err);
@@ -294,6 +303,54 @@ static bool is_up(struct store *s)
 	return atomic_load(&s->state) == STORE_UP;
 }
 
+/* Reads the results of the pipelined writes (after a sync point, which
+ * inside BEGIN ... COMMIT commits nothing) and leaves pipeline mode, so
+ * that conn[0] takes ordinary calls again (conn[0].mu held). 0, or the
+ * first write's error: -EIO (SQL: the transaction is then aborted, which
+ * the caller's rollback ends), -EAGAIN (the connection is gone). */
+static int pipe_finish(struct store *s, struct terr *err)
+{
+	struct pgconn *l = &s->conn[0];
+	if (!s->piped)
+		return 0;
+	int rc = 0;
+	if (PQpipelineSync(l->c) != 1) {
+		rc = flat(err, terr_set(err, EAGAIN, "%s: %s", s->where, PQerrorMessage(l->c)));
+	} else {
+		for (;;) {
+			PGresult *r = PQgetResult(l->c);
+			if (!r) {
+				/* Between two statements' results. */
+				if (PQstatus(l->c) == CONNECTION_BAD) {
+					if (rc == 0 || err->code != EAGAIN)
+						rc = flat(err, terr_set(err, EAGAIN, "%s: %s", s->where, PQerrorMessage(l->c)));
+					break;
+				}
+				continue;
+			}
+			ExecStatusType es = PQresultStatus(r);
+			if (es == PGRES_PIPELINE_SYNC) {
+				PQclear(r);
+				break;
+			}
+			if (es != PGRES_COMMAND_OK && es != PGRES_TUPLES_OK && es != PGRES_PIPELINE_ABORTED && rc == 0)
+				rc = flat(err, terr_set(err, PQstatus(l->c) == CONNECTION_BAD ? EAGAIN : EIO, "%s: %s",
+							s->where, PQresultErrorMessage(r)));
+			PQclear(r);
+			if (PQstatus(l->c) == CONNECTION_BAD) {
+				if (rc == 0)
+					rc = flat(err, terr_set(err, EAGAIN, "%s: %s", s->where, PQerrorMessage(l->c)));
+				break;
+			}
+		}
+	}
+	if (PQstatus(l->c) != CONNECTION_BAD)
+		PQexitPipelineMode(l->c);
+	s->piped = false;
+	s->n_piped = 0;
+	return rc;
+}
+
 /* Runs statement st with vals on pc (pc->mu held), trying once more on a
  * new connection when the old one is gone and no transaction was open on
  * it. *out: the result, the caller PQclear()s it. */
@@ -302,6 +359,18 @@ static int run(struct store *s, struct pgconn *pc, int st, const char *const *va
 {
 	if (!is_up(s))
 		return unavailable(s, err);
+	if (pc == &s->conn[0] && s->piped) {
+		/* A read or an unpipelined write after pipelined ones: their
+		 * results first (read your writes, errors in order). */
+		int rc = pipe_finish(s, err);
+		if (rc == -EAGAIN) {
+			pc->ready = false;
+			s->in_txn = false;
+			return went_down(s, err->msg, err);
+		}
+		if (rc < 0)
+			return rc;
+	}
 	for (int attempt = 0;; attempt++) {
 		if (!pc->ready) {
 			struct terr e = {0};
@@ -619,7 +688,7 @@ static int pg_lead(struct store *s, store_wait_fn wait, void *ud, struct terr *e
 		}
 		if (!wait)
 			return terr_set(err, EAGAIN, "%s unreachable: %s", s->where, e.msg);
-		if (wait(ud))
+		if (wait(ud, rc == 0 ? s->where : NULL))
 			return terr_set(err, ECANCELED, "stopped while waiting as a standby");
 	}
 }
@@ -716,7 +785,15 @@ static int pg_commit(struct store *s, struct terr *err)
 		rc = is_up(s) ? terr_set(err, EINVAL, "no transaction is open") : unavailable(s, err);
 	else {
 		s->in_txn = false;
-		rc = exec_on(s, l->c, "COMMIT", err);
+		rc = pipe_finish(s, err);
+		if (rc == -EIO) {
+			/* A pipelined write failed: the transaction is aborted. */
+			struct terr ignored = {0};
+			if (exec_on(s, l->c, "ROLLBACK", &ignored) == -EAGAIN)
+				l->ready = false;
+		} else if (rc == 0) {
+			rc = exec_on(s, l->c, "COMMIT", err);
+		}
 		if (rc == -EAGAIN) {
 			l->ready = false;
 			rc = went_down(s, err->msg, err);
@@ -733,6 +810,8 @@ static void pg_rollback(struct store *s)
 	if (s->in_txn) {
 		s->in_txn = false;
 		struct terr e = {0};
+		if (pipe_finish(s, &e) == -EAGAIN)
+			l->ready = false;
 		if (l->ready && exec_on(s, l->c, "ROLLBACK", &e) == -EAGAIN)
 			l->ready = false;
 	}
@@ -741,13 +820,54 @@ static void pg_rollback(struct store *s)
 
 /* ---------- writes (the leader) ---------- */
 
+/* A write inside a transaction, pipelined (PIPE_MAX; conn[0].mu held,
+ * in_txn, the connection ready). Its error, if any, comes at the next
+ * pipe_finish: from a later write, a read, or the commit. */
+static int pipe_write(struct store *s, int st, const struct params *p, struct terr *err)
+{
+	struct pgconn *l = &s->conn[0];
+	if (!is_up(s))
+		return unavailable(s, err);
+	if (!s->piped) {
+		if (PQenterPipelineMode(l->c) != 1)
+			return flat(err, terr_set(err, EIO, "%s: cannot pipeline: %s", s->where, PQerrorMessage(l->c)));
+		s->piped = true;
+	}
+	if (PQsendQueryPrepared(l->c, stmt_def[st].name, p->n, p->v, NULL, NULL, 0) != 1) {
+		char why[300];
+		util_strlcpy(why, PQerrorMessage(l->c), sizeof(why));
+		bool bad = PQstatus(l->c) == CONNECTION_BAD;
+		struct terr ignored = {0};
+		pipe_finish(s, &ignored);
+		if (!bad)
+			return flat(err, terr_set(err, EIO, "%s: %s", s->where, why));
+		l->ready = false;
+		s->in_txn = false;
+		return went_down(s, why, err);
+	}
+	if (++s->n_piped < PIPE_MAX)
+		return 0;
+	int rc = pipe_finish(s, err);
+	if (rc == -EAGAIN) {
+		l->ready = false;
+		s->in_txn = false;
+		return went_down(s, err->msg, err);
+	}
+	return rc;
+}
+
 static int write_stmt(struct store *s, int st, const struct params *p, struct terr *err)
 {
 	struct pgconn *l = &s->conn[0];
 	pthread_mutex_lock(&l->mu);
-	PGresult *r = NULL;
-	int rc = run(s, l, st, p->v, p->n, &r, err);
-	PQclear(r);
+	int rc;
+	if (s->in_txn && l->ready) {
+		rc = pipe_write(s, st, p, err);
+	} else {
+		PGresult *r = NULL;
+		rc = run(s, l, st, p->v, p->n, &r, err);
+		PQclear(r);
+	}
 	pthread_mutex_unlock(&l->mu);
 	return rc;
 }
@@ -861,8 +981,13 @@ static int pg_history_add(struct store *s, const char *session_id, const struct 
 	pthread_mutex_lock(&l->mu);
 	PGresult *r = NULL;
 	bool in_txn = s->in_txn;
-	int rc = run(s, l, ST_HISTORY_ADD, p.v, p.n, &r, err);
-	PQclear(r);
+	int rc;
+	if (in_txn && l->ready) {
+		rc = pipe_write(s, ST_HISTORY_ADD, &p, err);
+	} else {
+		rc = run(s, l, ST_HISTORY_ADD, p.v, p.n, &r, err);
+		PQclear(r);
+	}
 	/* Outside a transaction a history line is a fact that already
 	 * happened (a status change in memory): kept for the reconnection.
 	 * Inside one it belongs to what the caller rolls back. */

@@ -124,8 +124,10 @@ enum store_health {
 };
 
 /* Called by lead between its tries; it may block about a second. true:
- * stop waiting. */
-typedef bool (*store_wait_fn)(void *ud);
+ * stop waiting. standby_on: where the store is (as its log lines name it,
+ * without credentials) when another manager is active on it, so this one
+ * is a standby; NULL when the database cannot be reached. */
+typedef bool (*store_wait_fn)(void *ud, const char *standby_on);
 
 struct store_ops {
 	const char *name;

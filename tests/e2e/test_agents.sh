@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Manager and agent as separate daemons: registration with the cluster
 # secret, placement on the agent, LOST after missed heartbeats, ALIVE again
-# with its sessions kept.
+# with its sessions LOST meanwhile and re-adopted.
 . "$(dirname "$0")/lib.sh"
 e2e_setup
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
@@ -91,10 +91,11 @@ check "registration without the secret is refused ($code)" [ "$code" == "401" ]
 kill -STOP "$APID"
 check "a silent agent becomes LOST" wait_node LOST
 kill -CONT "$APID"; kill "$APID"; wait "$APID" 2>/dev/null
-check "its session is left alone while LOST" [ "$(jget remote status)" == "RUNNING" ]
+check "its session is LOST with it, its container left alone" wait_status remote LOST
+check "and says why" contains "$(jget remote status_info)" "lost: no heartbeat for"
 start_agent
 check "the restarted agent is ALIVE again" wait_node ALIVE
-check "its session is still RUNNING" wait_status remote RUNNING
+check "its session is re-adopted RUNNING" wait_status remote RUNNING
 "$TESSERA" session rm remote >/dev/null
 check "remove through the restarted agent" wait_status remote TERMINATED
 

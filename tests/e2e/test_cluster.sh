@@ -13,26 +13,32 @@
 #     by itself when one ends); the webserver lists both agents' sessions
 #     and the wsproxy opens an app of a session on an agent's host;
 #   - an agent's namespace cut off (its veth down) and restored: its node
-#     is LOST (its sessions' exec answers so), then it registers again and
-#     its sessions are re-adopted RUNNING in the same containers;
+#     is LOST and its session with it (still holding its share; its exec
+#     answers so), then it registers again and the session is re-adopted
+#     RUNNING in the same container;
 #   - the manager killed with SIGKILL in the middle of 50 creates and
 #     removals, and restarted: every acknowledged create exists, every
 #     acknowledged removal is gone, nothing is duplicated, and no container
 #     is left without a session;
 #   - `tessera config set fgpu_per_device 2` applied by both agents without
 #     a restart: each node offers 2 fGPU and a 1-fGPU session on each sees
-#     half of its GPU's memory.
+#     half of its GPU's memory; with etcd the setting is there, and an
+#     agents' setting (log_max_size) reaches both agents from etcd.
+# Run on SQLite (test_cluster) and in production configuration, on
+# PostgreSQL with etcd (test_cluster_prod): backends_start below.
 # Namespaces, veths, the bridge, daemons and containers are removed by the
 # EXIT trap, whatever happens. Needs root (ip netns).
 . "$(dirname "$0")/lib.sh"
 
 # ---- The production components: which store, Redis and etcd ----
-# Today the store is SQLite (in the manager's data_dir) and heartbeats,
-# logins and settings live in the manager's memory and store. A branch that
-# adds a component fills in its case in backends_start: it starts the
-# component from Debian's binaries in $E2E_DIR on a free port, adds its
-# line to manager.conf (MANAGER_EXTRA) and webserver.conf (WEB_EXTRA), and
-# registers its stop command with backend_on_exit.
+# SQLite (in the manager's data_dir), heartbeats and logins in the
+# manager's memory and settings in its store, unless these say otherwise
+# (meson's test_cluster_prod: PostgreSQL and etcd). Each case of
+# backends_start starts its component from Debian's binaries on a free
+# port, adds its line to manager.conf (MANAGER_EXTRA), webserver.conf
+# (WEB_EXTRA) and the agents' confs (AGENT_EXTRA), and registers its stop
+# command with backend_on_exit. Components the agents use listen on the
+# manager's host address ($MIP): the agents' namespaces reach nothing else.
 TESSERA_TEST_STORE=${TESSERA_TEST_STORE:-sqlite}  # sqlite | postgresql
 TESSERA_TEST_REDIS=${TESSERA_TEST_REDIS:-none}    # none (process memory) | redis
 TESSERA_TEST_ETCD=${TESSERA_TEST_ETCD:-none}      # none (settings in the store) | etcd
@@ -42,6 +48,9 @@ if [[ $(id -u) -ne 0 ]] || ! command -v ip >/dev/null; then
 	exit 77
 fi
 
+# With TESSERA_TEST_STORE=postgresql, e2e_setup (lib.sh) starts the
+# throwaway PostgreSQL cluster (tests/pg/pgcluster.sh), or takes the one
+# TESSERA_TEST_PG names, and e2e_teardown stops it.
 e2e_setup
 e2e_build_glibc_image
 free_port() { python3 -c 'import socket,sys; s=socket.socket(); s.bind((sys.argv[1],0)); print(s.getsockname()[1])' "${1:-127.0.0.1}"; }
@@ -49,12 +58,25 @@ secret=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
 
 MANAGER_EXTRA=()
 WEB_EXTRA=()
+AGENT_EXTRA=()
 BACKEND_STOPS=()
+ETCD_URL=
 backend_on_exit() { BACKEND_STOPS+=("$*"); }
+etcdctl_() { ETCDCTL_API=3 etcdctl --endpoints "$ETCD_URL" "$@"; }
 backends_start() {
 	case $TESSERA_TEST_STORE in
 	sqlite) ;;  # DATA_DIR/tessera.db, the manager's default
-	*) fail "TESSERA_TEST_STORE=$TESSERA_TEST_STORE: this tree has only sqlite"; return 1 ;;
+	postgresql)
+		# A database of its own in the test cluster, named in
+		# manager.conf as production does (lib.sh's wrapper then adds
+		# nothing). The manager reaches it on 127.0.0.1 of its host.
+		local pgdb=tessera_cluster_$SUF
+		"${PGBIN:-/usr/lib/postgresql/15/bin}/psql" -qAtX -d "$TESSERA_TEST_PG/postgres" \
+			-c "CREATE DATABASE $pgdb" >/dev/null || { fail "cannot create database $pgdb in $TESSERA_TEST_PG"; return 1; }
+		backend_on_exit "'${PGBIN:-/usr/lib/postgresql/15/bin}/psql' -qAtX -d '$TESSERA_TEST_PG/postgres' -c 'DROP DATABASE IF EXISTS $pgdb WITH (FORCE)'"
+		MANAGER_EXTRA+=("store = $TESSERA_TEST_PG/$pgdb")
+		;;
+	*) fail "TESSERA_TEST_STORE=$TESSERA_TEST_STORE: sqlite or postgresql"; return 1 ;;
 	esac
 	case $TESSERA_TEST_REDIS in
 	none) ;;
@@ -76,7 +98,25 @@ backends_start() {
 	esac
 	case $TESSERA_TEST_ETCD in
 	none) ;;
-	*) fail "TESSERA_TEST_ETCD=$TESSERA_TEST_ETCD: this tree has only none"; return 1 ;;
+	etcd)
+		# One member in $E2E_DIR on free ports of the manager's host
+		# address, where the agents' namespaces reach it.
+		local cport pport
+		cport=$(free_port "$MIP"); pport=$(free_port "$MIP")
+		ETCD_URL=http://$MIP:$cport
+		etcd --name cluster --data-dir "$E2E_DIR/etcd" --listen-client-urls "$ETCD_URL" \
+			--advertise-client-urls "$ETCD_URL" --listen-peer-urls "http://$MIP:$pport" \
+			--initial-advertise-peer-urls "http://$MIP:$pport" --initial-cluster "cluster=http://$MIP:$pport" \
+			>>"$E2E_DIR/etcd.log" 2>&1 &
+		local epid=$!
+		backend_on_exit "kill $epid; wait $epid"
+		local up=0
+		for _ in $(seq 1 300); do etcdctl_ endpoint health >/dev/null 2>&1 && { up=1; break; }; sleep 0.1; done
+		((up)) || { fail "etcd did not start"; tail -5 "$E2E_DIR/etcd.log"; return 1; }
+		MANAGER_EXTRA+=("etcd = $ETCD_URL")
+		AGENT_EXTRA+=("etcd = $ETCD_URL")
+		;;
+	*) fail "TESSERA_TEST_ETCD=$TESSERA_TEST_ETCD: none or etcd"; return 1 ;;
 	esac
 	e2e_log "store $TESSERA_TEST_STORE, redis $TESSERA_TEST_REDIS, etcd $TESSERA_TEST_ETCD"
 }
@@ -114,11 +154,14 @@ net_teardown() {
 	return 0
 }
 cluster_teardown() {
-	local rc=$?
+	local rc=$? p s
+	# The daemons first (e2e_teardown would too), then their backends,
+	# then the rest: containers, the PostgreSQL cluster, the logs.
+	for p in "${E2E_PIDS[@]}"; do kill "$p" 2>/dev/null; done
+	for p in "${E2E_PIDS[@]}"; do wait "$p" 2>/dev/null; done
+	for s in "${BACKEND_STOPS[@]}"; do eval "$s" >/dev/null 2>&1; done
 	e2e_teardown
 	net_teardown
-	local s
-	for s in "${BACKEND_STOPS[@]}"; do eval "$s" >/dev/null 2>&1; done
 	exit $rc
 }
 trap cluster_teardown EXIT
@@ -212,6 +255,7 @@ mock_gpus = 1x8GiB
 cpu = 4
 mem = 4GiB
 CONF
+	for l in "${AGENT_EXTRA[@]}"; do echo "$l"; done >>"$E2E_DIR/$1.conf"
 	ip netns exec "$2" "$TESSERA" agent --config "$E2E_DIR/$1.conf" >>"$E2E_DIR/$1.log" 2>&1 &
 	APID[$1]=$!
 	E2E_PIDS+=("$!")
@@ -296,14 +340,23 @@ cid_before=$(jget q-1 container_id)
 ip link set "$cut_veth" down
 check "the cut-off node $cut becomes LOST" wait_node "$cut" LOST
 check "the other node stays ALIVE" [ "$(node_field "$([[ $cut == "$A1" ]] && echo "$A2" || echo "$A1")" status)" == ALIVE ]
+check "its session q-1 is LOST" wait_status q-1 LOST
+info=$(jget q-1 status_info)
+check "q-1 says why ($info)" contains "$info" "node $cut lost: no heartbeat for"
+check "session ls lists it LOST" has_line "$("$TESSERA" session ls --json | python3 -c '
+import json, sys
+for s in json.load(sys.stdin): print(s["name"], s["status"])')" "q-1 LOST"
+used=$(node_field "$cut" used.fgpu)
+check "it keeps its share of the node ($used fGPU; docs/architecture.md)" [ "${used%.0}" == 1 ]
 out=$("$TESSERA" session exec q-1 -- true 2>&1)
-check "its session's exec says the node is LOST ($out)" contains "$out" "is LOST"
-check "its session keeps its place (RUNNING, docs/architecture.md)" [ "$(jget q-1 status)" == RUNNING ]
+check "its exec says it is LOST ($out)" contains "$out" "is LOST"
 check "the agent itself kept running" kill -0 "${APID[$cut]}"
 ip link set "$cut_veth" up
 check "restored: $cut registers again and is ALIVE" wait_node "$cut" ALIVE
 check "q-1 is re-adopted RUNNING" wait_status q-1 RUNNING
 check "in the same container" [ "$(jget q-1 container_id)" == "$cid_before" ]
+hist=$("$TESSERA" session info q-1 --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["status_history"][-1]["info"])')
+check "its history says it was re-adopted ($hist)" contains "$hist" "re-adopted"
 check "the manager logged the agent's return" grep -q "agent $cut" "$E2E_DIR/manager.log"
 out=$("$TESSERA" session exec q-1 -- echo back)
 check "exec works again ($out)" [ "$out" == back ]
@@ -448,6 +501,9 @@ live=$(python3 -c 'import json,sys; print(" ".join(s["name"] for s in json.load(
 # ---- A setting changed at run time, applied by both agents ----
 out=$("$TESSERA" config set fgpu_per_device 2 2>&1)
 check "tessera config set fgpu_per_device 2 ($out)" [ $? -eq 0 ]
+if [[ -n $ETCD_URL ]]; then
+	check "the setting is in etcd" contains "$(etcdctl_ get /tessera/config/fgpu_per_device)" 2
+fi
 fgpu_both() { [[ "$(node_field "$A1" capacity.fgpu)/$(node_field "$A2" capacity.fgpu)" == "2/2" ]]; }
 for _ in $(seq 1 100); do fgpu_both && break; sleep 0.1; done
 check "both nodes now offer 2 fGPU on their one GPU" fgpu_both
@@ -462,6 +518,18 @@ for i in 1 2 3 4; do
 	check "g-$i on $a sees half of the 8 GiB GPU ($total)" [ "$total" == "$((4 << 30))" ]
 done
 check "four 1-fGPU sessions fit, two on each agent" [ "${per_agent[$A1]:-0}/${per_agent[$A2]:-0}" == "2/2" ]
+if [[ -n $ETCD_URL ]]; then
+	# The agents' own settings come from etcd itself (agent.conf's etcd),
+	# not through the manager.
+	check "$A1 watches the cluster settings in etcd" grep -q "watching the cluster settings" "$E2E_DIR/$A1.log"
+	check "$A2 watches the cluster settings in etcd" grep -q "watching the cluster settings" "$E2E_DIR/$A2.log"
+	out=$("$TESSERA" config set log_max_size 3MiB 2>&1)
+	check "tessera config set log_max_size 3MiB ($out)" [ $? -eq 0 ]
+	applied_both() { grep -q "cluster setting log_max_size applied" "$E2E_DIR/$A1.log" &&
+		grep -q "cluster setting log_max_size applied" "$E2E_DIR/$A2.log"; }
+	for _ in $(seq 1 100); do applied_both && break; sleep 0.1; done
+	check "both agents apply it from etcd without a restart" applied_both
+fi
 started_once() { kill -0 "${APID[$1]}" && [ "$(grep -c 'serving RPC' "$E2E_DIR/$1.log")" -eq 1 ]; }
 check "neither agent was restarted" eval 'started_once "$A1" && started_once "$A2"'
 "$TESSERA" session rm g-1 g-2 g-3 g-4 >/dev/null

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Two managers on one PostgreSQL database (docs/architecture.md, "The
-# store"): the second waits as a standby, saying so, and does not serve;
+# store"): the second waits as a standby, saying so (in its log, and to
+# systemd: READY=1 with a standby STATUS=, heard on a NOTIFY_SOCKET
+# listener, so a Type=notify unit is not killed for not starting), and
+# does not serve;
 # when the active one is killed with SIGKILL it takes over on the same
 # address, the agent registers with it, and every session is there once:
 # no placement made twice, no container started twice.
@@ -41,12 +44,19 @@ check "the schema is recorded" [ "$("$PSQL" -qAtX -d "$DB" -c 'SELECT MAX(versio
 APID=$!; E2E_PIDS+=("$APID")
 for _ in $(seq 1 100); do [[ -s $E2E_DIR/mdata-a/admin.conf ]] && break; sleep 0.1; done
 check "manager a is active" [ -s "$E2E_DIR/mdata-a/admin.conf" ]
-"$TESSERA" manager --config "$E2E_DIR/manager-b.conf" >>"$E2E_DIR/manager-b.log" 2>&1 &
+python3 "$(dirname "$0")/sdnotify_listen.py" "$E2E_DIR/notify-b.sock" "$E2E_DIR/notify-b.out" &
+E2E_PIDS+=("$!")
+for _ in $(seq 1 100); do [[ -S $E2E_DIR/notify-b.sock ]] && break; sleep 0.05; done
+NOTIFY_SOCKET=$E2E_DIR/notify-b.sock "$TESSERA" manager --config "$E2E_DIR/manager-b.conf" >>"$E2E_DIR/manager-b.log" 2>&1 &
 BPID=$!; E2E_PIDS+=("$BPID")
 for _ in $(seq 1 100); do grep -q "waits as a standby" "$E2E_DIR/manager-b.log" && break; sleep 0.1; done
 check "manager b says it waits as a standby" grep -q "another manager is active on PostgreSQL at .*: this one waits as a standby" \
 	"$E2E_DIR/manager-b.log"
 check "the standby does not serve" [ ! -e "$E2E_DIR/mdata-b/admin.conf" ]
+for _ in $(seq 1 100); do grep -q "MSG READY=1" "$E2E_DIR/notify-b.out" 2>/dev/null && break; sleep 0.1; done
+check "the standby tells systemd READY=1" grep -q "^MSG READY=1" "$E2E_DIR/notify-b.out"
+check "with STATUS=standby: waiting for the active manager on the database" \
+	grep -q "^MSG STATUS=standby: waiting for the active manager on PostgreSQL at 127.0.0.1:[0-9]*/standby_" "$E2E_DIR/notify-b.out"
 "$TESSERA" agent --config "$E2E_DIR/agent.conf" >>"$E2E_DIR/agent.log" 2>&1 &
 E2E_PIDS+=($!)
 export TESSERA_CONFIG=$E2E_DIR/mdata-a/admin.conf
@@ -65,6 +75,8 @@ for _ in $(seq 1 300); do [[ -s $E2E_DIR/mdata-b/admin.conf ]] && break; sleep 0
 check "manager b takes over when a is killed" grep -q "the active manager is gone; this one is active now" \
 	"$E2E_DIR/manager-b.log"
 check "and serves on the same address" [ -s "$E2E_DIR/mdata-b/admin.conf" ]
+for _ in $(seq 1 100); do grep -q "MSG STATUS=serving the API" "$E2E_DIR/notify-b.out" && break; sleep 0.1; done
+check "its STATUS= says it serves now" grep -q "^MSG STATUS=serving the API on 127.0.0.1:$mport" "$E2E_DIR/notify-b.out"
 check "it loaded the three sessions" grep -q "state loaded from PostgreSQL at .*: 3 sessions" "$E2E_DIR/manager-b.log"
 for _ in $(seq 1 100); do "$TESSERA" node ls 2>/dev/null | grep -q ALIVE && break; sleep 0.1; done
 check "the agent registers with it" bash -c "'$TESSERA' node ls | grep -q ALIVE"

@@ -10,6 +10,7 @@
  *
  * Nothing here asserts on time: waits are bounded polls on the state. */
 #include "manager/core.h"
+#include "manager/state.h"
 #include "testlib.h"
 
 #include <jansson.h>
@@ -1252,6 +1253,149 @@ TEST(usage_samples_history_and_the_idle_policy)
 	CHECK_INT(err.code, ENOENT);
 }
 
+
+/* ---------- a node LOST and back ---------- */
+
+/* A second, remote node (so it can be LOST) with 32 CPU and no GPU:
+ * sessions asking for more CPU than fake-1 has land there. `containers`
+ * taken, as at registration. */
+static int register_far(json_t *containers, struct terr *err)
+{
+	json_t *desc = json_pack("{s:s,s:s,s:{s:I,s:I},s:o,s:[]}", "id", "fake-far", "version", "test", "capacity",
+				 "cpu_milli", (json_int_t)32000, "mem", (json_int_t)(8 * GiB), "containers", containers,
+				 "gpus");
+	memset(err, 0, sizeof(*err));
+	int rc = mgr_agent_register(mgr, desc, &fake_link, NULL, false, NULL, err);
+	json_decref(desc);
+	return rc;
+}
+
+/* fake-far's heartbeats stop: its last one is made older than the limit
+ * and the safety pass runs, so nothing here waits on a clock. */
+static void far_goes_silent(void)
+{
+	pthread_mutex_lock(&mgr->mu);
+	struct magent *a = mgr_find_agent(mgr, "fake-far");
+	if (a)
+		a->last_seen_mono -= 3600 * 1000;
+	mgr_mark_lost_agents(mgr);
+	pthread_mutex_unlock(&mgr->mu);
+}
+
+/* fake-far's containers as the fake runs them, as a registration lists them. */
+static json_t *far_containers(const char *only_sid)
+{
+	json_t *arr = json_array();
+	pthread_mutex_lock(&fake.mu);
+	json_t *cid = json_object_get(fake.containers, only_sid);
+	if (cid)
+		json_array_append_new(arr, json_pack("{s:s,s:O,s:b}", "session_id", only_sid, "container_id", cid,
+						     "running", true));
+	pthread_mutex_unlock(&fake.mu);
+	return arr;
+}
+
+static double far_used_cpu(void)
+{
+	json_t *nodes = mgr_nodes_list(mgr);
+	double cpu = -1;
+	size_t i;
+	json_t *n;
+	json_array_foreach(nodes, i, n)
+		if (!strcmp(str(n, "id"), "fake-far"))
+			cpu = json_number_value(json_object_get(json_object_get(n, "used"), "cpu"));
+	json_decref(nodes);
+	return cpu;
+}
+
+static const char *last_history_info(json_t *o)
+{
+	json_t *h = json_object_get(o, "status_history");
+	return str(json_array_get(h, json_array_size(h) - 1), "info");
+}
+
+TEST(sessions_of_a_lost_node)
+{
+	struct terr err;
+	CHECK_INT(register_far(json_array(), &err), 0);
+	json_t *arr = create(&alice, request("busybox:latest", "far", 1, 16000, 0), &err);
+	CHECK(arr != NULL);
+	json_decref(arr);
+	if (!WAIT_STATUS("far", "RUNNING"))
+		return;
+	char sid[STORE_ID_MAX];
+	id_of("far", sid);
+	json_t *o = get(&alice, "far");
+	CHECK_STR(str(o, "agent"), "fake-far");
+	char cid[RT_ID_MAX];
+	util_strlcpy(cid, str(o, "container_id") ?: "", sizeof(cid));
+	json_decref(o);
+
+	/* The node stops answering: its RUNNING session is LOST and still
+	 * holds its share (the container may well run on). */
+	far_goes_silent();
+	o = get(&alice, "far");
+	CHECK_STR(str(o, "status"), "LOST");
+	CHECK_CONTAINS(str(o, "status_info"), "node fake-far lost: no heartbeat for");
+	json_decref(o);
+	CHECK(far_used_cpu() == 16.0);
+	char *metrics = mgr_metrics_text(mgr);
+	CHECK_CONTAINS(metrics, "tessera_sessions{status=\"LOST\"} 1");
+	free(metrics);
+	/* its heartbeats are refused until it registers again */
+	json_t *reply = NULL;
+	memset(&err, 0, sizeof(err));
+	CHECK_INT(mgr_agent_heartbeat(mgr, "fake-far", NULL, &reply, &err), -ENOENT);
+	CHECK_CONTAINS(err.msg, "register again");
+	/* nothing new is placed on it meanwhile: a second such session waits */
+	arr = create(&alice, request("busybox:latest", "far-wait", 1, 16000, 0), &err);
+	CHECK(arr != NULL);
+	json_decref(arr);
+	WAIT_STATUS("far-wait", "PENDING");
+
+	/* It comes back with the container: re-adopted RUNNING, same container. */
+	CHECK_INT(register_far(far_containers(sid), &err), 0);
+	o = get(&alice, "far");
+	CHECK_STR(str(o, "status"), "RUNNING");
+	CHECK_STR(str(o, "container_id"), cid);
+	CHECK_CONTAINS(last_history_info(o), "re-adopted");
+	json_decref(o);
+	WAIT_STATUS("far-wait", "RUNNING");
+	CHECK(far_used_cpu() == 32.0);
+	struct terr derr = {0};
+	json_t *gone = NULL;
+	CHECK_INT(mgr_session_delete(mgr, &alice, "far-wait", &gone, &derr), 0);
+	json_decref(gone);
+	WAIT_STATUS("far-wait", "TERMINATED");
+
+	/* LOST again, and the manager restarts meanwhile: still LOST after it. */
+	far_goes_silent();
+	WAIT_STATUS("far", "LOST");
+	manager_close(mgr);
+	mgr = open_manager();
+	if (!mgr)
+		return;
+	o = get(&alice, "far");
+	CHECK_STR(str(o, "status"), "LOST");
+	json_decref(o);
+	CHECK_INT(register_far(far_containers(sid), &err), 0);
+	o = get(&alice, "far");
+	CHECK_STR(str(o, "status"), "RUNNING");
+	CHECK_STR(str(o, "container_id"), cid);
+	json_decref(o);
+
+	/* LOST, then back without the container: ended as a container that
+	 * vanished while its node was away, and its share is free. */
+	far_goes_silent();
+	WAIT_STATUS("far", "LOST");
+	CHECK_INT(register_far(json_array(), &err), 0);
+	o = get(&alice, "far");
+	CHECK_STR(str(o, "status"), "ERROR");
+	CHECK_CONTAINS(str(o, "status_info"), "vanished while node fake-far was away");
+	json_decref(o);
+	CHECK(far_used_cpu() == 0.0);
+}
+
 int main(void)
 {
 	log_set_level(LOG_WARN);
@@ -1280,6 +1424,7 @@ int main(void)
 	RUN_KEPT(removed_error_sessions_leave_the_list);
 	RUN_KEPT(root_needs_the_policy);
 	RUN_KEPT(usage_samples_history_and_the_idle_policy);
+	RUN_KEPT(sessions_of_a_lost_node);
 	manager_close(mgr);
 	json_decref(fake.last_spec);
 	json_decref(fake.containers);

@@ -112,6 +112,62 @@ static enum store_health until_up(struct store *s, uint64_t *epoch)
 	return h;
 }
 
+/* Writes inside a transaction are pipelined (postgres.c, PIPE_MAX): more
+ * than one batch of them, read back inside the transaction (read your
+ * writes) and after the commit; a write that fails is reported by the
+ * commit, which then rolls everything back, and the next transaction
+ * works. */
+TEST(pipelined_writes_in_a_transaction)
+{
+	char p[512];
+	fresh_uri("pipeline", p, sizeof(p));
+	struct store *s = NULL;
+	struct terr err = {0};
+	CHECK_INT(ops->open(&s, p, &err), 0);
+	if (!s)
+		return;
+	CHECK_INT(ops->begin(s, &err), 0);
+	int rc = 0;
+	for (int i = 1; i <= 2500 && rc == 0; i++) {
+		char id[32], name[32];
+		snprintf(id, sizeof(id), "s-pipe-%d", i);
+		snprintf(name, sizeof(name), "pipe-%d", i);
+		struct session_rec r = make_session(id, i, name);
+		rc = ops->session_put(s, &r, &err);
+		struct history_rec h = {.status = SS_PENDING, .info = "created", .at_ms = i};
+		if (rc == 0)
+			rc = ops->history_add(s, id, &h, &err);
+	}
+	CHECK_INT(rc, 0);
+	int64_t max = 0;
+	CHECK_INT(ops->session_max_seq(s, &max, &err), 0);
+	CHECK_INT(max, 2500);
+	CHECK_INT(ops->kv_set(s, "pipe.after-read", "1", &err), 0);
+	CHECK_INT(ops->commit(s, &err), 0);
+	CHECK_INT(raw_int(p, "SELECT count(*) FROM sessions"), 2500);
+	CHECK_INT(raw_int(p, "SELECT count(*) FROM session_history"), 2500);
+	CHECK_INT(raw_int(p, "SELECT count(*) FROM settings WHERE key = 'pipe.after-read'"), 1);
+
+	/* A write the database refuses, in the middle of a transaction. */
+	CHECK_INT(raw_exec(p, "ALTER TABLE settings ADD CONSTRAINT no_bad CHECK (key <> 'pipe.bad')"), 0);
+	CHECK_INT(ops->begin(s, &err), 0);
+	CHECK_INT(ops->kv_set(s, "pipe.before", "1", &err), 0);
+	ops->kv_set(s, "pipe.bad", "1", &err);   /* pipelined: its error may come later */
+	ops->kv_set(s, "pipe.after", "1", &err);
+	memset(&err, 0, sizeof(err));
+	CHECK_INT(ops->commit(s, &err), -EIO);
+	CHECK_CONTAINS(err.msg, "no_bad");
+	CHECK_INT(raw_int(p, "SELECT count(*) FROM settings WHERE key LIKE 'pipe.b%' OR key = 'pipe.after'"), 0);
+	CHECK_INT(ops->health(s, false, NULL), STORE_UP);
+	/* the connection is usable: a new transaction, and a write outside one */
+	CHECK_INT(ops->begin(s, &err), 0);
+	CHECK_INT(ops->kv_set(s, "pipe.next", "1", &err), 0);
+	CHECK_INT(ops->commit(s, &err), 0);
+	CHECK_INT(ops->kv_set(s, "pipe.bad", "1", &err), -EIO);
+	CHECK_INT(raw_int(p, "SELECT count(*) FROM settings WHERE key = 'pipe.next'"), 1);
+	ops->close(s);
+}
+
 TEST(one_leader_per_database)
 {
 	char p[512];
@@ -144,9 +200,11 @@ static int waits;
 static struct store *holder;
 
 /* Stands for the daemon's one-second wait for a signal. */
-static bool close_holder_on_third_wait(void *ud)
+static bool close_holder_on_third_wait(void *ud, const char *standby_on)
 {
 	(void)ud;
+	/* the holder is alive: a standby, told where */
+	CHECK(standby_on != NULL && strstr(standby_on, "standby") != NULL);
 	usleep(20 * 1000);
 	if (++waits == 3) {
 		ops->close(holder);
@@ -155,9 +213,10 @@ static bool close_holder_on_third_wait(void *ud)
 	return false;
 }
 
-static bool give_up(void *ud)
+static bool give_up(void *ud, const char *standby_on)
 {
 	(void)ud;
+	(void)standby_on;
 	return true;
 }
 
@@ -488,6 +547,7 @@ int main(void)
 	RUN(user_put_replaces_a_colliding_email);
 	RUN(socket_uri_and_keyword_forms);
 	RUN(migrates_an_older_database);
+	RUN(pipelined_writes_in_a_transaction);
 	RUN(one_leader_per_database);
 	RUN(standby_waits_then_takes_over);
 	RUN(bad_uri_and_unreachable_server);

@@ -237,7 +237,7 @@ export function SessionPage({ id, user }: { id: string; user: User }) {
   }
   const mine = user.is_admin || s.owner === user.email;
   const ended = ENDED_STATUSES.has(s.status) || s.status === 'TERMINATING';
-  const hasContainer = !!(s as { container_id?: string | null }).container_id || ['RUNNING', 'TERMINATING', 'TERMINATED', 'ERROR'].includes(s.status);
+  const hasContainer = !!(s as { container_id?: string | null }).container_id || ['RUNNING', 'LOST', 'TERMINATING', 'TERMINATED', 'ERROR'].includes(s.status);
   const envNames = Object.keys(s.env ?? {});
   const history = s.status_history ?? [];
   return (

@@ -14,11 +14,12 @@ const ENDED = new Set(['TERMINATED', 'CANCELLED']);
 // killed for passing its memory limit, and whether it was removed.
 type SessionRow = Session & { type?: string; oom_kills?: number; removed?: boolean };
 
-// The status line under a status: why it waits or failed, or, while it
-// runs, that a process of it was killed for exceeding its memory limit.
+// The status line under a status: why it waits, failed or is LOST (its
+// node stopped answering), or, while it runs, that a process of it was
+// killed for exceeding its memory limit.
 function statusInfo(s: SessionRow): string | null {
   if (!s.status_info) return null;
-  if (s.status === 'PENDING' || s.status === 'ERROR') return s.status_info;
+  if (s.status === 'PENDING' || s.status === 'ERROR' || s.status === 'LOST') return s.status_info;
   if ((s.oom_kills ?? 0) > 0 && s.status === 'RUNNING') return s.status_info;
   return null;
 }
@@ -94,7 +95,7 @@ function writeView(v: View) {
   history.replaceState(null, '', `/sessions${qs ? `?${qs}` : ''}`);
 }
 
-const STATUS_ORDER = ['RUNNING', 'PREPARING', 'SCHEDULED', 'PENDING', 'TERMINATING', 'ERROR'];
+const STATUS_ORDER = ['RUNNING', 'LOST', 'PREPARING', 'SCHEDULED', 'PENDING', 'TERMINATING', 'ERROR'];
 function sortValue(s: SessionFull, k: SortKey): number | string {
   switch (k) {
     case 'created': return Date.parse(s.created_at) || 0;
