@@ -83,8 +83,13 @@ static int config_put_json(int argc, char **argv)
 	const char *prefix = argv[1], *file = argv[2];
 	json_error_t je;
 	json_t *in = !strcmp(file, "-") ? json_loadf(stdin, 0, &je) : json_load_file(file, 0, &je);
-	if (!in)
-		return cli_fail("%s: line %d: %s", file, je.line, je.text);
+	if (!in) {
+		/* jansson says line -1 when the file could not be read at all:
+		 * then its own words name the cause. */
+		if (je.line < 1)
+			return cli_fail("%s: %s (nothing was changed)", file, je.text);
+		return cli_fail("%s: line %d: %s (nothing was changed)", file, je.line, je.text);
+	}
 	if (!json_is_object(in)) {
 		json_decref(in);
 		return cli_fail("%s: must be a JSON object of setting -> value, as 'tessera config get --prefix' prints",
