@@ -17,10 +17,30 @@ here=$(cd "$(dirname "$0")" && pwd)
 
 # The units as installed name /usr/local/bin/tessera; verify wants an
 # executable there, so they are checked with ExecStart on the built binary.
+# Not at its own path, though: the manager's, webserver's and wsproxy's
+# PrivateTmp= gives them a /tmp of their own, which hides a build directory
+# under /tmp (a clone made there). The build directory is bind-mounted
+# outside /tmp for them, at the same path on this host and in the systemd
+# container below (the agent gives dockerd paths beside its binary).
+BUILD_DIR=$(cd "$(dirname "$TESSERA")" && pwd)
+UNIT_BUILD=/opt/tessera-test-$E2E_RUN/build
+UNIT_TESSERA=$UNIT_BUILD/$(basename "$TESSERA")
+SD_CT=tessera-sd-$E2E_RUN
+SD_AGENT=$E2E_AGENT_ID-sd
+e2e_cleanup_containers() {
+	docker rm -f "$SD_CT" >/dev/null 2>&1
+	local ids
+	ids=$(docker ps -aq --filter "label=tessera.agent=$SD_AGENT")
+	[[ -n $ids ]] && docker rm -f $ids >/dev/null 2>&1
+	umount "$UNIT_BUILD" 2>/dev/null && rmdir "$UNIT_BUILD" "$(dirname "$UNIT_BUILD")" 2>/dev/null
+	return 0
+}
+mkdir -p "$UNIT_BUILD" && mount --bind "$BUILD_DIR" "$UNIT_BUILD" ||
+	fail "the build directory bind-mounted at $UNIT_BUILD"
 mkdir -p "$E2E_DIR/units"
 for u in tessera-manager tessera-agent tessera-webserver tessera-wsproxy tessera-server; do
 	check "$u.service exists" test -f "$UNITS/$u.service"
-	sed "s#/usr/local/bin/tessera #$TESSERA #" "$UNITS/$u.service" >"$E2E_DIR/units/$u.service"
+	sed "s#/usr/local/bin/tessera #$UNIT_TESSERA #" "$UNITS/$u.service" >"$E2E_DIR/units/$u.service"
 done
 # verify exits 0 on a misspelt key or value (it only warns, as systemd
 # ignores such lines when it loads a unit): any output at all is a failure.
@@ -35,7 +55,7 @@ for f in "$E2E_DIR"/units/*.service; do
 	check "$u is Type=notify" grep -qx 'Type=notify' "$f"
 	check "$u restarts on failure" grep -qx 'Restart=on-failure' "$f"
 	check "$u logs to the journal" grep -qx 'StandardError=journal' "$f"
-	check "$u runs the tessera binary" grep -q "^ExecStart=$TESSERA " "$f"
+	check "$u runs the tessera binary" grep -q "^ExecStart=$UNIT_TESSERA " "$f"
 done
 # The check itself catches a misspelt line.
 sed 's/^ProtectSystem=strict/ProtectSytem=strict/' "$E2E_DIR/units/tessera-manager.service" \
@@ -140,22 +160,12 @@ check "and it stops cleanly ($?)" test $? -eq 0
 # A container whose /usr is this host's (read-only) and whose /etc holds
 # only what systemd and the daemons read, with the units installed as an
 # administrator would (ExecStart on the built binary), boots systemd as
-# its PID 1. The build directory is mounted at its own path (the daemons
+# its PID 1. The build directory is mounted at UNIT_BUILD (the daemons
 # find their files beside the binary); Docker's socket at /dockersock (the
 # agent's docker_socket), since systemd mounts its own /run; the agent's
 # data_dir at its own path too, as the paths it gives dockerd are the
 # host's, and made writable with the drop-in docs/admin.md describes.
 SD_IMAGE=tessera-test-sdroot:e2e-1
-SD_CT=tessera-sd-$E2E_RUN
-SD_AGENT=$E2E_AGENT_ID-sd
-BUILD_DIR=$(cd "$(dirname "$TESSERA")" && pwd)
-e2e_cleanup_containers() {
-	docker rm -f "$SD_CT" >/dev/null 2>&1
-	local ids
-	ids=$(docker ps -aq --filter "label=tessera.agent=$SD_AGENT")
-	[[ -n $ids ]] && docker rm -f $ids >/dev/null 2>&1
-	return 0
-}
 sd_image() {
 	docker image inspect "$SD_IMAGE" >/dev/null 2>&1 && return 0
 	local root=$E2E_DIR/sdroot
@@ -199,10 +209,10 @@ sd_etc() {
 	# tessera-server as installed, but for Docker's socket.
 	mkdir -p "$etc/systemd/system/tessera-server.service.d"
 	printf '[Service]\nExecStart=\nExecStart=%s server --data-dir /var/lib/tessera --port 8090 --node-id %s --docker-socket unix:///dockersock/docker.sock\n' \
-		"$TESSERA" "$SD_AGENT" >"$etc/systemd/system/tessera-server.service.d/docker.conf"
+		"$UNIT_TESSERA" "$SD_AGENT" >"$etc/systemd/system/tessera-server.service.d/docker.conf"
 }
 sd() { docker exec "$SD_CT" "$@"; }
-sd_cli() { docker exec -e TESSERA_CONFIG=/var/lib/tessera/admin.conf "$SD_CT" "$TESSERA" "$@"; }
+sd_cli() { docker exec -e TESSERA_CONFIG=/var/lib/tessera/admin.conf "$SD_CT" "$UNIT_TESSERA" "$@"; }
 sd_boot() {
 	sd_image && sd_etc || return 1
 	# SYS_ADMIN: systemd mounts (its /run, the units' sandboxes);
@@ -210,7 +220,7 @@ sd_boot() {
 	docker run -d --name "$SD_CT" --cap-add SYS_ADMIN --security-opt seccomp=unconfined \
 		--security-opt apparmor=unconfined -e container=docker --tmpfs /run --tmpfs /run/lock --tmpfs /tmp \
 		-v /usr:/usr:ro -v "$E2E_DIR/sdetc:/etc" -v /sys/fs/cgroup:/sys/fs/cgroup:rw \
-		-v "$BUILD_DIR:$BUILD_DIR:ro" -v /var/run/docker.sock:/dockersock/docker.sock \
+		-v "$UNIT_BUILD:$UNIT_BUILD:ro" -v /var/run/docker.sock:/dockersock/docker.sock \
 		-v "$E2E_DIR/sd-agent:$E2E_DIR/sd-agent" "$SD_IMAGE" /lib/systemd/systemd >/dev/null 2>&1 || return 1
 	local st=""
 	for _ in $(seq 1 300); do
