@@ -1,4 +1,4 @@
-import { useEffect, useId, useRef, useState } from 'preact/hooks';
+import { useEffect, useId, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { api, type App, type Session } from './api';
 import { Button, Dialog, ErrorText } from './components';
 
@@ -86,7 +86,9 @@ export function AppLauncherDialog(props: { session: Session | null; onClose: () 
   const portId = useId();
   const epoch = useRef(0);
 
-  useEffect(() => {
+  // A layout effect, as the other resets on opening: it runs before the
+  // dialog can take input (components.tsx, Dialog).
+  useLayoutEffect(() => {
     const mine = ++epoch.current;
     setApps(null);
     setError(null);

@@ -1,4 +1,4 @@
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { api, ApiError, type Commit, type Session } from './api';
 import { Button, Dialog, ErrorText, TextField } from './components';
 
@@ -34,7 +34,9 @@ export function CommitDialog(props: { session: Session | null; onClose: () => vo
   // Bumped on every open and close: a poll of an earlier opening stops.
   const epoch = useRef(0);
 
-  useEffect(() => {
+  // A layout effect, as the other resets on opening: it runs before the
+  // dialog can take input (components.tsx, Dialog).
+  useLayoutEffect(() => {
     epoch.current++;
     setError(null);
     setCommit(null);

@@ -3,7 +3,7 @@
 // read-only (always read-only for a read-only share) at a path, by default
 // /home/work/NAME. It reports the mounts as the API takes them
 // (`mounts` of POST /v1/sessions: "NAME[:PATH][:ro]"), or what is wrong.
-import { useEffect, useId, useState } from 'preact/hooks';
+import { useEffect, useId, useLayoutEffect, useState } from 'preact/hooks';
 import { folders, type Folder } from './folders-api';
 
 export interface Mounts { specs: string[]; error: string | null }
@@ -32,7 +32,9 @@ export function FolderPicker(props: { open: boolean; onChange: (m: Mounts) => vo
   const [choice, setChoice] = useState<Record<string, Choice>>({});
   const id = useId();
 
-  useEffect(() => {
+  // A layout effect, as the other resets on opening: it runs before the
+  // dialog can take input (components.tsx, Dialog).
+  useLayoutEffect(() => {
     if (!props.open) return;
     setChoice({});
     folders.list().then((r) => { setList(r.folders); setLoadError(null); })
