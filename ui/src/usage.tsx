@@ -105,6 +105,17 @@ function cssVar(name: string, fallback: string): string {
   return v || fallback;
 }
 
+// At least the last five minutes across. uPlot's own range for a time axis
+// whose samples span less (one sample: the first seconds of a session) is
+// a day in milliseconds read as seconds: years.
+const MIN_SPAN_S = 300;
+function fitX(u: uPlot, data: uPlot.AlignedData) {
+  const x = data[0] as number[];
+  if (!x.length) return;
+  const max = x[x.length - 1];
+  if (max - x[0] < MIN_SPAN_S) u.setScale('x', { min: max - MIN_SPAN_S, max });
+}
+
 // A live line chart over time (x in Unix seconds). The chart is made once;
 // new points come through `data` and `version` (the caller appends to its
 // arrays and bumps version): uPlot redraws its canvas, nothing else
@@ -143,10 +154,13 @@ export function LiveChart(props: {
       series: [{}, ...props.series.map((s) => ({
         label: s.label, stroke: cssVar(s.colorVar, '#2454c5'), width: 2, dash: s.dash ? [6, 4] : undefined,
         fill: s.dash ? undefined : `${cssVar(s.colorVar, '#2454c5')}22`,
-        value: (_u: uPlot, v: number | null) => (v == null ? '—' : props.fmt(v)), points: { show: false },
+        value: (_u: uPlot, v: number | null) => (v == null ? '—' : props.fmt(v)),
+        // A line needs two samples: the first one shows as a dot.
+        points: { show: (_u: uPlot, _si: number, i0: number, i1: number) => i1 - i0 < 1 },
       }))],
     };
     plot.current = new uPlot(opts, props.data, el);
+    fitX(plot.current, props.data);
     const ro = new ResizeObserver(() => {
       if (plot.current && el.clientWidth > 0) plot.current.setSize({ width: el.clientWidth, height });
     });
@@ -154,7 +168,11 @@ export function LiveChart(props: {
     return () => { ro.disconnect(); plot.current?.destroy(); plot.current = null; };
   }, [props.series.map((s) => s.label).join('|'), theme, hasData]);
 
-  useEffect(() => { plot.current?.setData(props.data); }, [props.version]);
+  useEffect(() => {
+    if (!plot.current) return;
+    plot.current.setData(props.data);
+    fitX(plot.current, props.data);
+  }, [props.version]);
 
   return (
     <figure class="chart" aria-label={`${props.title} over the last hour`}>
