@@ -158,11 +158,15 @@ int folder_files_cmd(int argc, char **argv)
 		json_t *e;
 		printf("%-5s %10s  %-20s  %s\n", "TYPE", "SIZE", "MODIFIED", "NAME");
 		json_array_foreach(ents, i, e) {
-			char sz[32];
+			char sz[32], when[24];
 			const char *type = cli_json_str(e, "type", "");
 			units_format_size(cli_json_int(json_object_get(e, "size")), sz, sizeof(sz));
-			printf("%-5s %10s  %-20.20s  %s%s\n", type, !strcmp(type, "dir") ? "-" : sz,
-			       cli_json_str(e, "mtime", ""), cli_json_str(e, "name", ""),
+			/* To the second, still UTC: "2026-11-24T23:42:37.123Z"
+			 * shows as "2026-11-24T23:42:37Z". */
+			const char *mt = cli_json_str(e, "mtime", "");
+			snprintf(when, sizeof(when), "%.19s%s", mt, strlen(mt) > 19 ? "Z" : "");
+			printf("%-5s %10s  %-20s  %s%s\n", type, !strcmp(type, "dir") ? "-" : sz, when,
+			       cli_json_str(e, "name", ""),
 			       !strcmp(type, "dir") ? "/" : !strcmp(type, "link") ? " (link, not followed)" : "");
 		}
 	}
