@@ -2,6 +2,7 @@
  * `tessera manager --config FILE` and `tessera agent --config FILE`. They
  * parse options, start the components and wait for SIGINT/SIGTERM; running
  * containers are left running on exit (restart safety). */
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <getopt.h>
 #include <limits.h>
@@ -235,6 +236,40 @@ static int server_start_proxy(const char *host, const char *manager, const char 
 	return 0;
 }
 
+/* The app proxy's address for `tessera server`, into out: --app-address
+ * when given (an IP address other than the API's), else 127.0.0.2 for an
+ * API on an IPv4 loopback address or a wildcard (127.0.0.3 when the API
+ * itself is on 127.0.0.2). Every 127/8 address answers on Linux's
+ * loopback with no set-up, and a browser keeps cookies apart per host
+ * name or address, so the web UI's login never goes to an app. Another
+ * API address has no such twin: EINVAL, asking for --app-address. */
+static int server_app_address(const char *api_host, const char *given, char *out, size_t n, struct terr *err)
+{
+	struct in6_addr a6;
+	struct in_addr a4;
+	if (given) {
+		if (inet_pton(AF_INET, given, &a4) != 1 && inet_pton(AF_INET6, given, &a6) != 1)
+			return terr_set(err, EINVAL, "--app-address must be an IP address of this machine, not '%.80s'",
+					given);
+		if (!strcmp(given, "0.0.0.0") || !strcmp(given, "::"))
+			return terr_set(err, EINVAL, "--app-address must be one address that browsers open apps on, "
+					"not the wildcard %s", given);
+		if (!strcmp(given, api_host))
+			return terr_set(err, EINVAL, "--app-address %s is the API's and the web UI's address: apps "
+					"need another one, or the browser sends the web UI's login to every app "
+					"(docs/security.md)", given);
+		return util_strlcpy(out, given, n) < 0 ? terr_set(err, EINVAL, "--app-address is too long") : 0;
+	}
+	bool wildcard = !strcmp(api_host, "0.0.0.0") || !strcmp(api_host, "::") || !*api_host;
+	if (wildcard || (inet_pton(AF_INET, api_host, &a4) == 1 && (ntohl(a4.s_addr) >> 24) == 127)) {
+		util_strlcpy(out, strcmp(api_host, "127.0.0.2") ? "127.0.0.2" : "127.0.0.3", n);
+		return 0;
+	}
+	return terr_set(err, EINVAL, "--listen %s: give session apps an address of their own with --app-address ADDR "
+			"(another address of this machine that browsers reach); on the web UI's address the browser "
+			"would send its login to every app (docs/security.md)", api_host);
+}
+
 static void server_usage(FILE *f)
 {
 	fprintf(f,
@@ -252,6 +287,9 @@ static void server_usage(FILE *f)
 		   "(default auto)", NULL);
 	usage_line(f, "--app-ports", "A-B", "ports the app proxy gives opened session apps (default "
 		   APPROUTES_DEFAULT_RANGE ")", NULL);
+	usage_line(f, "--app-address", "ADDR",
+		   "the app proxy's own IP address, never the web UI's (default 127.0.0.2 when the API is on "
+		   "127.0.0.1 or a wildcard; required with another --listen address)", NULL);
 	usage_line(f, "--stats-retention-s", "S", "how long sessions' usage history is kept (default 3600)", NULL);
 	usage_line(f, "--store", "URI", "the database: postgresql://USER@HOST:PORT/DB (default SQLite in the data dir)",
 		   NULL);
@@ -285,6 +323,7 @@ int cmd_server(int argc, char **argv)
 		{"fgpu-per-device", required_argument, NULL, 'f'},
 		{"registry", required_argument, NULL, 'R'},
 		{"app-ports", required_argument, NULL, 'A'},
+		{"app-address", required_argument, NULL, 'a'},
 		{"stats-retention-s", required_argument, NULL, 'T'},
 		{"store", required_argument, NULL, 'S'},
 		{"redis", required_argument, NULL, 'r'},
@@ -315,6 +354,7 @@ int cmd_server(int argc, char **argv)
 	snprintf(listen_buf, sizeof(listen_buf), "127.0.0.1:8090");
 	long web_port_opt = 8080;
 	const char *registry_opt = "auto";
+	const char *app_address = NULL;
 	int app_lo = PROXY_DEFAULT_RANGE_LO, app_hi = PROXY_DEFAULT_RANGE_HI;
 	int c, ret = 2;
 	struct terr err = {0};
@@ -384,6 +424,7 @@ int cmd_server(int argc, char **argv)
 			}
 			mcfg.wsproxy_port_range = optarg;
 			break;
+		case 'a': app_address = optarg; break;
 		case 'v': log_set_level(LOG_DEBUG); break;
 		case 'h': server_usage(stdout); ret = 0; goto out_opts;
 		default:
@@ -426,13 +467,19 @@ int cmd_server(int argc, char **argv)
 	block_stop_signals(&stop);
 	mcfg.data_dir = data_dir;
 	mcfg.listen = listen_buf;
-	/* Session apps on one machine: the proxy answers on the API's host
-	 * (127.0.0.1 for a wildcard), and the agent publishes sessions' app
-	 * ports there too unless --app-host says otherwise. */
-	bool wildcard = !strcmp(host, "0.0.0.0") || !strcmp(host, "::") || !*host;
+	/* Session apps on one machine: the proxy answers on an address of
+	 * its own, never the web UI's: a browser sends a host's cookies to
+	 * every port of it, so an app on the web UI's address would receive
+	 * the login of whoever opens it (docs/security.md, "App links and
+	 * the login cookie"). The agent publishes sessions' runner ports on
+	 * the API's host unless --app-host says otherwise. */
+	char apps_ip[64];
+	if (server_app_address(host, app_address, apps_ip, sizeof(apps_ip), &err) < 0) {
+		fprintf(stderr, "tessera server: %s\n", err.msg);
+		return 2;
+	}
 	char proxy_url[96];
-	snprintf(proxy_url, sizeof(proxy_url), strchr(host, ':') && !wildcard ? "http://[%s]" : "http://%s",
-		 wildcard ? "127.0.0.1" : host);
+	snprintf(proxy_url, sizeof(proxy_url), strchr(apps_ip, ':') ? "http://[%s]" : "http://%s", apps_ip);
 	mcfg.wsproxy_url = proxy_url;
 	if (!as.agent.app_host)
 		as.agent.app_host = host;
@@ -503,7 +550,7 @@ int cmd_server(int argc, char **argv)
 		return 1;
 	}
 	struct proxy *apps = NULL;
-	if (server_start_proxy(host, manager_endpoint(m), mcfg.cluster_secret, app_lo, app_hi, &apps) < 0) {
+	if (server_start_proxy(apps_ip, manager_endpoint(m), mcfg.cluster_secret, app_lo, app_hi, &apps) < 0) {
 		web_stop(web);
 		manager_close(m);
 		agent_close(a);
@@ -520,6 +567,9 @@ int cmd_server(int argc, char **argv)
 	       manager_endpoint(m), admin_conf, admin_conf, self);
 	if (web)
 		printf("  Web UI:      %s (email and password in %s)\n", web_url(web), admin_conf);
+	if (apps)
+		printf("  Apps:        %s, ports %d-%d (session apps, on an address of their own)\n", proxy_url, app_lo,
+		       app_hi);
 	fflush(stdout);
 	/* Ready once the API, the web UI and the app proxy all listen. */
 	sdnotify_ready(web ? "serving the API and the web UI" : "serving the API");

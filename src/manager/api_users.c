@@ -81,8 +81,10 @@ void api_auth_login(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 		goto out;
 	}
 	ratelimit_reset_pair(fail_by_pair, email, addr_key);
-	httpd_json(resp, 200, json_pack("{s:o,s:s,s:s}", "user", mgr_user_json(&u), "access_key", u.access_key,
-					"secret_key", u.secret_key));
+	/* "apps": where session apps are served, which the webserver must
+	 * not be (it refuses logins on that host: docs/security.md). */
+	httpd_json(resp, 200, json_pack("{s:o,s:s,s:s,s:o}", "user", mgr_user_json(&u), "access_key", u.access_key,
+					"secret_key", u.secret_key, "apps", mgr_apps_origin(m)));
 out:
 	json_decref(body);
 }

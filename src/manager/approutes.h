@@ -34,6 +34,10 @@
 /* The runner's own port in every container: never a user's target. */
 #define APPROUTES_RUNNER_PORT 7611
 #define APPROUTES_DEFAULT_RANGE "10205-10300"
+/* wsproxy_url when unset: a loopback address of the apps' own, never the
+ * web UI's 127.0.0.1 (a browser would send the UI's login cookie to every
+ * app there: docs/security.md, "App links and the login cookie"). */
+#define APPROUTES_DEFAULT_URL "http://127.0.0.2"
 #define APPROUTES_APP_MAX 72       /* "terminal", "jupyter", "port-8888" */
 #define APPROUTES_TARGET_MAX 80    /* "app:NAME" or "port:N" */
 #define APPROUTES_HOST_MAX 384

@@ -26,7 +26,7 @@ struct apps_base {
 static int parse_base(const char *url, const char *range, const char *domain, struct apps_base *b, struct terr *err)
 {
 	if (!url || !*url)
-		url = "http://127.0.0.1";
+		url = APPROUTES_DEFAULT_URL;
 	if (!range || !*range)
 		range = APPROUTES_DEFAULT_RANGE;
 	if (!domain)
@@ -294,6 +294,21 @@ int mgr_session_app_open(struct manager *m, const struct user_rec *u, const char
 	}
 	pthread_mutex_unlock(&m->mu);
 	return rc;
+}
+
+json_t *mgr_apps_origin(struct manager *m)
+{
+	pthread_mutex_lock(&m->mu);
+	json_t *o;
+	if (m->apps.domain[0]) {
+		char d[300];
+		snprintf(d, sizeof(d), "apps.%s", m->apps.domain);
+		o = json_pack("{s:s}", "domain", d);
+	} else {
+		o = json_pack("{s:s}", "host", m->apps_host);
+	}
+	pthread_mutex_unlock(&m->mu);
+	return o;
 }
 
 /* ---------- for the proxy ---------- */

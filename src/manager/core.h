@@ -134,6 +134,11 @@ int mgr_session_apps(struct manager *m, const struct user_rec *u, const char *re
  * in use; EAGAIN too many links made lately. */
 int mgr_session_app_open(struct manager *m, const struct user_rec *u, const char *ref, const char *app,
 			 json_t **reply, struct terr *err);
+/* Where browsers reach session apps, for the webserver's check that it
+ * is not served there itself (docs/security.md, "App links and the login
+ * cookie"): {"host": H} in port mode (wsproxy_url's host, every app on a
+ * port of it), {"domain": "apps.DOMAIN"} in host mode. New reference. */
+json_t *mgr_apps_origin(struct manager *m);
 /* The proxy redeems a token: *reply the route it opens (docs/api.md,
  * POST /v1/proxy/redeem); EACCES with why (unknown, used, expired, the
  * session no longer running). */

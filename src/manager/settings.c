@@ -94,7 +94,7 @@ static const char *conf_default(const struct manager *m, const char *key, char *
 		return buf;
 	}
 	if (!strcmp(key, "wsproxy_url"))
-		return "http://127.0.0.1";
+		return APPROUTES_DEFAULT_URL;
 	if (!strcmp(key, "wsproxy_port_range"))
 		return APPROUTES_DEFAULT_RANGE;
 	return "";   /* registry_url: none; wsproxy_domain: port mode */

@@ -622,7 +622,7 @@ static void forward_head(struct conn *c)
 		conn_close(c);
 		return;
 	}
-	size_t ol = reqparse_strip_cookies(h, hl, COOKIE_PREFIX, out);
+	size_t ol = reqparse_strip_cookies(h, hl, out);
 	conn_write(c, false, out, ol);
 	reqparse_release_head(&c->rp);
 	c->phase = c->rp.req.upgrade ? PH_RAW : PH_BODY;

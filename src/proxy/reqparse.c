@@ -453,11 +453,24 @@ bool reqparse_head_started(const struct reqparse *p)
 	return p->state == REQP_S_HEAD && p->head_len > 0;
 }
 
-/* One Cookie line's value without the pairs named prefix*; *kept how
- * many pairs remained. */
-static size_t strip_pairs(const char *v, size_t n, const char *prefix, char *out, int *kept)
+/* Whether a cookie pair (name=value, or a bare name) is one of
+ * Tessera's own: its name begins with one of the prefixes. */
+static bool own_cookie(const char *pair, size_t n)
 {
-	size_t o = 0, pl = strlen(prefix), i = 0;
+	static const char *const prefixes[] = {REQPARSE_OWN_COOKIE_PREFIXES};
+	for (size_t k = 0; k < sizeof(prefixes) / sizeof(prefixes[0]); k++) {
+		size_t pl = strlen(prefixes[k]);
+		if (n >= pl && !memcmp(pair, prefixes[k], pl))
+			return true;
+	}
+	return false;
+}
+
+/* One Cookie line's value without Tessera's own pairs; *kept how many
+ * pairs remained. */
+static size_t strip_pairs(const char *v, size_t n, char *out, int *kept)
+{
+	size_t o = 0, i = 0;
 	*kept = 0;
 	while (i < n) {
 		while (i < n && (v[i] == ' ' || v[i] == '\t' || v[i] == ';'))
@@ -470,7 +483,7 @@ static size_t strip_pairs(const char *v, size_t n, const char *prefix, char *out
 			e--;
 		if (e == s)
 			continue;
-		if (e - s >= pl && !memcmp(v + s, prefix, pl))
+		if (own_cookie(v + s, e - s))
 			continue;
 		if (*kept) {
 			memcpy(out + o, "; ", 2);
@@ -483,7 +496,7 @@ static size_t strip_pairs(const char *v, size_t n, const char *prefix, char *out
 	return o;
 }
 
-size_t reqparse_strip_cookies(const char *head, size_t len, const char *prefix, char *out)
+size_t reqparse_strip_cookies(const char *head, size_t len, char *out)
 {
 	size_t o = 0, i = 0;
 	while (i < len) {
@@ -491,7 +504,7 @@ size_t reqparse_strip_cookies(const char *head, size_t len, const char *prefix, 
 		size_t le = nl ? (size_t)(nl - head) + 1 : len;
 		const char *line = head + i;
 		size_t ll = le - i;
-		if (ll > 7 && !strncasecmp(line, "Cookie:", 7) && i > 0 && memmem(line, ll, prefix, strlen(prefix))) {
+		if (ll > 7 && !strncasecmp(line, "Cookie:", 7) && i > 0 && memmem(line, ll, "tessera_", 8)) {
 			size_t ve = ll;
 			while (ve > 7 && (line[ve - 1] == '\n' || line[ve - 1] == '\r'))
 				ve--;
@@ -501,7 +514,7 @@ size_t reqparse_strip_cookies(const char *head, size_t len, const char *prefix, 
 			memcpy(out + o, "Cookie: ", 8);
 			o += 8;
 			int kept;
-			o += strip_pairs(line + 7, ve - 7, prefix, out + o, &kept);
+			o += strip_pairs(line + 7, ve - 7, out + o, &kept);
 			if (!kept)
 				o = start;
 			else {

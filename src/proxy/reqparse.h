@@ -94,12 +94,19 @@ void reqparse_release_head(struct reqparse *p);
 /* True while a request's head has begun but is not complete. */
 bool reqparse_head_started(const struct reqparse *p);
 
+/* The names Tessera's own cookies begin with: the web UI's login
+ * (tessera_session, __Host-tessera_session under TLS) and the proxy's
+ * app cookies (tessera_app*). Each contains "tessera_". */
+#define REQPARSE_OWN_COOKIE_PREFIXES "tessera_", "__Host-tessera_", "__Secure-tessera_"
+
 /* Copies a head as received (head[0..len)) into out (2 * len + 16
- * bytes) without the cookies whose name begins with prefix, dropping a
- * Cookie line left empty; the rest is byte for byte the same. Returns the
- * new length. The proxy's own cookies never reach an app: in port mode a
- * browser sends every port's cookies to every port of a host, so an app
- * could otherwise read another app's cookie and replay it. */
-size_t reqparse_strip_cookies(const char *head, size_t len, const char *prefix, char *out);
+ * bytes) without Tessera's own cookies (REQPARSE_OWN_COOKIE_PREFIXES),
+ * dropping a Cookie line left empty; the rest is byte for byte the same.
+ * Returns the new length. No cookie of Tessera's reaches an app: a
+ * browser sends a host's cookies to every port of it, so an app served
+ * on the web UI's host would otherwise receive the user's login, and in
+ * port mode every other app's cookie, and could replay them (docs/
+ * security.md, "App links and the login cookie"). */
+size_t reqparse_strip_cookies(const char *head, size_t len, char *out);
 
 #endif

@@ -5,6 +5,7 @@
 #include "web/webserver.h"
 
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
@@ -36,7 +37,12 @@
 #define WEB_MAX_BODY (1u << 20)
 #define WEB_CONNS_PER_ADDR 256
 #define WEB_MAX_LOGINS 10000
+/* The login cookie's name; under TLS with the __Host- prefix, which a
+ * browser accepts only from a secure origin, with Path=/ and no Domain:
+ * no other host (an app on a sibling name among them) can set or
+ * overwrite it. */
 #define COOKIE_NAME "tessera_session"
+#define COOKIE_NAME_TLS "__Host-tessera_session"
 #define TOKEN_BYTES 32
 
 struct login {
@@ -66,6 +72,11 @@ struct web {
 	pthread_mutex_t mu;                    /* the table (login_mem_ops) */
 	struct login *logins;
 	size_t n_logins;
+	/* Where session apps are served, as the manager's last login
+	 * answer said (apps_origin_set): a Host there is refused. */
+	pthread_mutex_t apps_mu;
+	char apps_host[256];                   /* port mode */
+	char apps_domain[300];                 /* host mode: "apps.DOMAIN" */
 };
 
 /* ---------- small helpers ---------- */
@@ -376,12 +387,85 @@ static const struct login_store_ops login_redis_ops = {redis_ready, redis_find, 
 
 /* ---------- login sessions ---------- */
 
-static void cookie_value(const struct httpd_req *req, char *out, size_t n)
+static const char *cookie_name(const struct web *w)
+{
+	return w->tls ? COOKIE_NAME_TLS : COOKIE_NAME;
+}
+
+static void cookie_value(const struct web *w, const struct httpd_req *req, char *out, size_t n)
 {
 	out[0] = '\0';
-	const char *v = httpd_cookie(req, COOKIE_NAME);
+	const char *v = httpd_cookie(req, cookie_name(w));
 	if (v && strlen(v) == 2 * TOKEN_BYTES)
 		util_strlcpy(out, v, n);
+}
+
+/* ---------- the apps' origin ----------
+ *
+ * A browser sends a host's cookies to every port of it. Were the web UI
+ * reached on the host session apps are served on, its login cookie
+ * would go to every app that user opens (a user's app could then act as
+ * whoever opens its link). The manager says where apps are (its login
+ * answer's "apps"); a login, and every logged-in request, on that host
+ * is refused, naming the fix. */
+
+/* The host name of a Host header value: no port, no brackets, lower
+ * case; "" when there is none. */
+static void host_name_of(const char *host, char *out, size_t n)
+{
+	out[0] = '\0';
+	if (!host || !n)
+		return;
+	size_t len;
+	if (host[0] == '[') {
+		const char *e = strchr(host, ']');
+		if (!e)
+			return;
+		host++;
+		len = (size_t)(e - host);
+	} else {
+		len = strcspn(host, ":");
+	}
+	if (len >= n)
+		return;
+	for (size_t i = 0; i < len; i++)
+		out[i] = (char)tolower((unsigned char)host[i]);
+	out[len] = '\0';
+}
+
+static void apps_origin_set(struct web *w, json_t *apps)
+{
+	const char *host = json_string_value(json_object_get(apps, "host"));
+	const char *domain = json_string_value(json_object_get(apps, "domain"));
+	pthread_mutex_lock(&w->apps_mu);
+	host_name_of(host ? host : "", w->apps_host, sizeof(w->apps_host));
+	if (host && host[0] != '[' && strchr(host, ':'))  /* an IPv6 address, bare */
+		util_strlcpy(w->apps_host, host, sizeof(w->apps_host));
+	host_name_of(domain ? domain : "", w->apps_domain, sizeof(w->apps_domain));
+	pthread_mutex_unlock(&w->apps_mu);
+}
+
+/* Whether req came to the host session apps are served on; the reason,
+ * for a person, into why. */
+static bool on_apps_host(struct web *w, const struct httpd_req *req, char *why, size_t n)
+{
+	char name[256];
+	host_name_of(httpd_header(req, "Host"), name, sizeof(name));
+	if (!name[0])
+		return false;
+	pthread_mutex_lock(&w->apps_mu);
+	size_t nl = strlen(name), dl = strlen(w->apps_domain);
+	bool clash = (w->apps_host[0] && !strcmp(name, w->apps_host)) ||
+		     (dl && (!strcmp(name, w->apps_domain) ||
+			     (nl > dl && name[nl - dl - 1] == '.' && !strcmp(name + nl - dl, w->apps_domain))));
+	pthread_mutex_unlock(&w->apps_mu);
+	if (clash)
+		snprintf(why, n,
+			 "this web UI was opened on %s, where session apps are served: the browser would send your "
+			 "login to every app. Open the web UI on its own address; admins: give the app proxy an "
+			 "address or domain of its own (wsproxy_url, wsproxy_domain; docs/security.md)",
+			 name);
+	return clash;
 }
 
 /* The caller's login: 1 and *out (out->user the caller's, json_decref
@@ -389,7 +473,7 @@ static void cookie_value(const struct httpd_req *req, char *out, size_t n)
 static int find_login(struct web *w, const struct httpd_req *req, struct login *out, struct terr *err)
 {
 	char tok[2 * TOKEN_BYTES + 1], h[SIGN_HEX_LEN + 1];
-	cookie_value(req, tok, sizeof(tok));
+	cookie_value(w, req, tok, sizeof(tok));
 	if (!tok[0])
 		return 0;
 	sign_sha256_hex(tok, strlen(tok), h);
@@ -402,6 +486,11 @@ static bool need_login(struct web *w, const struct httpd_req *req, struct httpd_
 		       const char *msg)
 {
 	struct terr err = {0};
+	char why[600];
+	if (on_apps_host(w, req, why, sizeof(why))) {
+		httpd_error(resp, 421, "misdirected", "%s", why);
+		return false;
+	}
 	int rc = find_login(w, req, out, &err);
 	if (rc < 0)
 		httpd_error_terr(resp, &err);
@@ -413,7 +502,7 @@ static bool need_login(struct web *w, const struct httpd_req *req, struct httpd_
 static int drop_login(struct web *w, const struct httpd_req *req, struct terr *err)
 {
 	char tok[2 * TOKEN_BYTES + 1], h[SIGN_HEX_LEN + 1];
-	cookie_value(req, tok, sizeof(tok));
+	cookie_value(w, req, tok, sizeof(tok));
 	if (!tok[0])
 		return 0;
 	sign_sha256_hex(tok, strlen(tok), h);
@@ -422,7 +511,7 @@ static int drop_login(struct web *w, const struct httpd_req *req, struct terr *e
 
 static void make_cookie(struct web *w, const char *value, int64_t max_age_s, char *out, size_t n)
 {
-	snprintf(out, n, COOKIE_NAME "=%s; Path=/; Max-Age=%lld; HttpOnly; SameSite=Strict%s", value,
+	snprintf(out, n, "%s=%s; Path=/; Max-Age=%lld; HttpOnly; SameSite=Strict%s", cookie_name(w), value,
 		 (long long)max_age_s, w->tls ? "; Secure" : "");
 }
 
@@ -522,6 +611,14 @@ static void web_login(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 			return;
 		}
 		httpd_json(resp, (int)status, out);
+		return;
+	}
+	apps_origin_set(w, json_object_get(out, "apps"));
+	char why[600];
+	if (on_apps_host(w, req, why, sizeof(why))) {
+		json_decref(out);
+		log_warn("web", "a login refused: %s", why);
+		httpd_error(resp, 421, "misdirected", "%s", why);
 		return;
 	}
 	const char *ak = json_string_value(json_object_get(out, "access_key"));
@@ -1335,6 +1432,7 @@ int web_start(const struct web_config *cfg, struct web **out, struct terr *err)
 		return terr_set(err, ENOMEM, "out of memory");
 	w->logins = calloc(WEB_MAX_LOGINS, sizeof(*w->logins));
 	pthread_mutex_init(&w->mu, NULL);
+	pthread_mutex_init(&w->apps_mu, NULL);
 	util_strlcpy(w->listen, listen, sizeof(w->listen));
 	util_strlcpy(w->manager, cfg->manager, sizeof(w->manager));
 	size_t ml = strlen(w->manager);
@@ -1434,5 +1532,6 @@ void web_stop(struct web *w)
 	free(w->logins);
 	redis_close(w->redis);
 	pthread_mutex_destroy(&w->mu);
+	pthread_mutex_destroy(&w->apps_mu);
 	free(w);
 }

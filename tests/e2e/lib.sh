@@ -171,10 +171,13 @@ for _ in range(200):
     lo = random.randrange(20000, 32768 - n)
     socks = []
     try:
+        # Free on the API's address and on the apps' own (tessera
+        # server's app proxy listens on 127.0.0.2).
         for p in range(lo, lo + n):
-            s = socket.socket()
-            s.bind(("127.0.0.1", p))
-            socks.append(s)
+            for addr in ("127.0.0.1", "127.0.0.2"):
+                s = socket.socket()
+                socks.append(s)
+                s.bind((addr, p))
     except OSError:
         continue
     finally:

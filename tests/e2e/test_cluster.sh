@@ -136,6 +136,7 @@ for _ in $(seq 1 50); do
 		break
 	fi
 done
+APPS_IP=127.0.0.2           # the app proxy's own address (the browser is on this host)
 MIP=$NET.1                  # the manager's host (root namespace, on the bridge)
 AIP_A=$NET.2 AIP_B=$NET.3   # the agents' hosts
 # Where dockerd publishes each agent's session app ports. Docker runs in
@@ -212,7 +213,8 @@ app_range=$(e2e_free_port_range 4) || exit 1
 	echo "cluster_secret = $secret"
 	echo "heartbeat_interval_ms = 300"
 	echo "lost_after_heartbeats = 3"
-	echo "wsproxy_url = http://$MIP"
+	# Apps on an address of their own, never the web UI's (docs/security.md).
+	echo "wsproxy_url = http://$APPS_IP"
 	echo "wsproxy_port_range = $app_range"
 	for l in "${MANAGER_EXTRA[@]}"; do echo "$l"; done
 } >"$E2E_DIR/manager.conf"
@@ -233,7 +235,7 @@ export TESSERA_CONFIG=$E2E_DIR/mdata/admin.conf
 } >"$E2E_DIR/webserver.conf"
 "$TESSERA" webserver --config "$E2E_DIR/webserver.conf" >>"$E2E_DIR/webserver.log" 2>&1 &
 E2E_PIDS+=("$!")
-printf '%s\n' "manager = http://$MIP:$mport" "cluster_secret = $secret" "port_range = $app_range" "bind = $MIP" \
+printf '%s\n' "manager = http://$MIP:$mport" "cluster_secret = $secret" "port_range = $app_range" "bind = $APPS_IP" \
 	>"$E2E_DIR/wsproxy.conf"
 "$TESSERA" wsproxy --config "$E2E_DIR/wsproxy.conf" >>"$E2E_DIR/wsproxy.log" 2>&1 &
 E2E_PIDS+=("$!")

@@ -43,7 +43,7 @@ check "a second server on the web port is refused ($rc: $out)" refused "port $we
 
 # Its app proxy's ports: the second manager would hand out links to them.
 second --data-dir "$E2E_DIR/data4" --port 0 --web-port 0 --app-ports "$E2E_APP_PORTS"
-check "a second server on the app ports is refused ($rc: $out)" refused "port ${E2E_APP_PORTS%-*} on 127.0.0.1 is in use by another process"
+check "a second server on the app ports is refused ($rc: $out)" refused "port ${E2E_APP_PORTS%-*} on 127.0.0.2 is in use by another process"
 
 check "the first server still runs" kill -0 "$first_pid"
 check "its API still answers" "$TESSERA" session ls

@@ -30,13 +30,13 @@ check "a bad domain is refused" bad_config "not a DNS name" "$M" "$S" "domain = 
 # A range of free ports.
 range=$(e2e_free_port_range 3) || exit 1
 lo=${range%-*}
-printf '%s\n' "$M" "$S" "port_range = $lo-$((lo + 2))" "bind = 127.0.0.1" > "$conf"
+printf '%s\n' "$M" "$S" "port_range = $lo-$((lo + 2))" "bind = 127.0.0.2" > "$conf"
 "$TESSERA" wsproxy --config "$conf" >>"$E2E_DIR/wsproxy.log" 2>&1 &
 WSP=$!
 E2E_PIDS+=("$WSP")
 for _ in $(seq 1 200); do grep -q 'serving apps' "$E2E_DIR/wsproxy.log" && break; sleep 0.05; done
 check "the daemon serves its range" grep -q "serving apps on 3 ports of $lo-$((lo + 2))" "$E2E_DIR/wsproxy.log"
-page=$(curl -s -w '\n%{http_code}' "http://127.0.0.1:$((lo + 1))/")
+page=$(curl -s -w '\n%{http_code}' "http://127.0.0.2:$((lo + 1))/")
 check "no cookie: 403 saying how to open the app" \
 	bash -c '[[ $(tail -1 <<<"$1") == 403 && $1 == *"session list"* ]]' _ "$page"
 check "an unreachable manager is logged" grep -q 'cannot get the app routes' "$E2E_DIR/wsproxy.log"
@@ -47,7 +47,7 @@ out=$(timeout 20 "$TESSERA" server --data-dir "$E2E_DIR/data-busy" --port 0 --we
 rc=$?
 check "a server whose app ports are taken does not start ($rc)" test "$rc" -ne 0 -a "$rc" -ne 124
 check "it says which port and what to do ($(tail -1 <<<"$out"))" \
-	bash -c '[[ $1 == *"port $2 on 127.0.0.1 is in use"* && $1 == *"--app-ports"* ]]' _ "$out" "$lo"
+	bash -c '[[ $1 == *"port $2 on 127.0.0.2 is in use"* && $1 == *"--app-ports"* ]]' _ "$out" "$lo"
 kill -TERM "$WSP"
 wait "$WSP"
 check "SIGTERM stops it cleanly" test $? -eq 0
@@ -56,9 +56,9 @@ check "SIGTERM stops it cleanly" test $? -eq 0
 start_server --app-ports "$lo-$((lo + 1))" --registry none || exit 1
 check "tessera server runs the proxy on --app-ports" grep -q "serving apps on 2 ports of $lo-$((lo + 1))" \
 	"$E2E_DIR/server.log"
-code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$lo/")
+code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.2:$lo/")
 check "the server's proxy refuses a request without a cookie" test "$code" = 403
-code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$lo/__tessera/setup?token=0123abcd")
+code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.2:$lo/__tessera/setup?token=0123abcd")
 check "an unknown link is refused" test "$code" = 403
 stop_server
 

@@ -47,7 +47,7 @@ static void run(const uint8_t *data, size_t size, size_t step, struct tally *t)
 			char *out = malloc(2 * hl + 16);
 			if (!out)
 				abort();
-			size_t ol = reqparse_strip_cookies(h, hl, "tessera_app", out);
+			size_t ol = reqparse_strip_cookies(h, hl, out);
 			if (ol > 2 * hl + 16)
 				abort();
 			free(out);

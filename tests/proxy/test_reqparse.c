@@ -174,14 +174,34 @@ TEST(cookies_stripped)
 	const char *h = "GET / HTTP/1.1\r\nHost: x\r\nCookie: a=1; tessera_app_10205=SECRET; b=2\r\n"
 			"cookie: tessera_app=x\r\nCookie: c=3\r\n\r\n";
 	char out[512];
-	size_t n = reqparse_strip_cookies(h, strlen(h), "tessera_app", out);
+	size_t n = reqparse_strip_cookies(h, strlen(h), out);
 	out[n] = '\0';
 	CHECK_STR(out, "GET / HTTP/1.1\r\nHost: x\r\nCookie: a=1; b=2\r\nCookie: c=3\r\n\r\n");
 	/* Nothing to strip: the same bytes. */
 	const char *plain = "GET / HTTP/1.1\r\nCookie:a=1;b=2\r\n\r\n";
-	n = reqparse_strip_cookies(plain, strlen(plain), "tessera_app", out);
+	n = reqparse_strip_cookies(plain, strlen(plain), out);
 	out[n] = '\0';
 	CHECK_STR(out, plain);
+}
+
+/* The web UI's login on the same host as an app (issue 27): its cookie,
+ * under either name, never reaches the app; cookies that merely contain
+ * the word stay. */
+TEST(login_cookie_stripped)
+{
+	const char *h = "GET / HTTP/1.1\r\nHost: x\r\n"
+			"Cookie: tessera_session=LOGIN; theme=dark; __Host-tessera_session=LOGIN2; "
+			"__Secure-tessera_x=1; my_tessera_pref=keep; tessera_app_10205=A\r\n\r\n";
+	char out[512];
+	size_t n = reqparse_strip_cookies(h, strlen(h), out);
+	out[n] = '\0';
+	CHECK_STR(out, "GET / HTTP/1.1\r\nHost: x\r\nCookie: theme=dark; my_tessera_pref=keep\r\n\r\n");
+	CHECK(!strstr(out, "LOGIN"));
+	/* A line of Tessera's cookies only goes whole. */
+	const char *only = "GET / HTTP/1.1\r\nCookie: tessera_session=LOGIN\r\nHost: x\r\n\r\n";
+	n = reqparse_strip_cookies(only, strlen(only), out);
+	out[n] = '\0';
+	CHECK_STR(out, "GET / HTTP/1.1\r\nHost: x\r\n\r\n");
 }
 
 int main(void)
@@ -193,5 +213,6 @@ int main(void)
 	RUN(oversize_head_refused);
 	RUN(bad_syntax_refused);
 	RUN(cookies_stripped);
+	RUN(login_cookie_stripped);
 	return testlib_done();
 }

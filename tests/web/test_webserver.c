@@ -40,6 +40,9 @@ static void reply_free(struct reply *r)
 	memset(r, 0, sizeof(*r));
 }
 
+/* The Host header http() sends when set; else 127.0.0.1:PORT. */
+static const char *host_override;
+
 /* One HTTP/1.1 request with Connection: close; extra is "Name: v\r\n"... */
 static struct reply http(int port, const char *method, const char *path, const char *extra, const char *body)
 {
@@ -53,8 +56,13 @@ static struct reply http(int port, const char *method, const char *path, const c
 	}
 	char *req = NULL;
 	size_t blen = body ? strlen(body) : 0;
-	int n = asprintf(&req, "%s %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nConnection: close\r\n%sContent-Length: %zu\r\n\r\n%s",
-			 method, path, port, extra ? extra : "", blen, body ? body : "");
+	char host[300];
+	if (host_override)
+		snprintf(host, sizeof(host), "%s", host_override);
+	else
+		snprintf(host, sizeof(host), "127.0.0.1:%d", port);
+	int n = asprintf(&req, "%s %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n%sContent-Length: %zu\r\n\r\n%s",
+			 method, path, host, extra ? extra : "", blen, body ? body : "");
 	if (n > 0 && write(fd, req, (size_t)n) != n)
 		n = -1;
 	free(req);
@@ -163,6 +171,41 @@ TEST(login_sets_a_strict_httponly_cookie)
 	CHECK_CONTAINS(r.body, "\"csrf_token\"");
 	CHECK_CONTAINS(r.body, "admin@tessera.local");
 	CHECK(!strstr(r.body, "secret_key"));
+	reply_free(&r);
+}
+
+/* The web UI reached on the host session apps are served on (the
+ * manager's wsproxy_url, here its default 127.0.0.2): a login there would
+ * leave a cookie the browser sends to every app, so it is refused, and a
+ * login made elsewhere is not served there either. */
+TEST(no_login_on_the_apps_host)
+{
+	char body[256], v[512], cookie[600], csrf[128];
+	snprintf(body, sizeof(body), "{\"email\":\"admin@tessera.local\",\"password\":\"%s\"}", admin_password);
+	char apps_host[64];
+	snprintf(apps_host, sizeof(apps_host), "127.0.0.2:%d", web_port_n);
+	host_override = apps_host;
+	struct reply r = http(web_port_n, "POST", "/auth/login", "Content-Type: application/json\r\n", body);
+	host_override = NULL;
+	CHECK_INT(r.status, 421);
+	CHECK(hdr(&r, "Set-Cookie", v, sizeof(v)) == NULL);
+	CHECK_CONTAINS(r.body, "where session apps are served");
+	CHECK_CONTAINS(r.body, "wsproxy_url");
+	reply_free(&r);
+	/* Upper case and no port are the same host. */
+	host_override = "127.0.0.2";
+	r = http(web_port_n, "POST", "/auth/login", "Content-Type: application/json\r\n", body);
+	host_override = NULL;
+	CHECK_INT(r.status, 421);
+	reply_free(&r);
+	CHECK_INT(login("admin@tessera.local", admin_password, cookie, sizeof(cookie), csrf, sizeof(csrf)), 200);
+	host_override = apps_host;
+	r = http(web_port_n, "GET", "/auth/me", cookie, NULL);
+	host_override = NULL;
+	CHECK_INT(r.status, 421);
+	reply_free(&r);
+	r = http(web_port_n, "GET", "/auth/me", cookie, NULL);
+	CHECK_INT(r.status, 200);
 	reply_free(&r);
 }
 
@@ -612,6 +655,7 @@ int main(void)
 	}
 	RUN(serves_the_ui_with_security_headers);
 	RUN(login_sets_a_strict_httponly_cookie);
+	RUN(no_login_on_the_apps_host);
 	RUN(wrong_or_malformed_logins_are_refused);
 	RUN(manager_login_route_needs_the_web_secret);
 	RUN(relay_signs_for_the_logged_in_user);
