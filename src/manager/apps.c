@@ -315,9 +315,9 @@ json_t *mgr_apps_origin(struct manager *m)
 
 static json_t *route_json(const struct approute *r, const struct msession *s)
 {
-	json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s}", "session_id", s->rec.id, "app", r->app, "target",
+	json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "session_id", s->rec.id, "app", r->app, "target",
 			      r->target, "endpoint", s->rec.app_endpoint, "secret", s->rec.app_secret, "user_id",
-			      s->rec.owner_id);
+			      s->rec.owner_id, "owner_id", s->rec.owner_id);
 	if (o && r->port)
 		json_object_set_new(o, "port", json_integer(r->port));
 	else if (o)
@@ -371,7 +371,24 @@ int mgr_proxy_routes(struct manager *m, int64_t since, int wait_s, json_t **repl
 		if (s && s->rec.status == SS_RUNNING && s->rec.app_endpoint[0])
 			json_array_append_new(routes, route_json(r, s));
 	}
-	*reply = json_pack("{s:I,s:o}", "generation", (json_int_t)m->apps.generation, "routes", routes);
+	/* Who may use routes besides their sessions' owners, and who may use
+	 * none: the proxy checks each request's cookie against these. */
+	json_t *admins = json_array(), *disabled = json_array();
+	for (size_t i = 0; i < m->n_users; i++) {
+		const struct user_rec *u = &m->users[i];
+		if (u->disabled)
+			json_array_append_new(disabled, json_string(u->id));
+		else if (u->is_admin)
+			json_array_append_new(admins, json_string(u->id));
+	}
+	*reply = json_pack("{s:I,s:o,s:o,s:o}", "generation", (json_int_t)m->apps.generation, "routes", routes,
+			   "admins", admins, "disabled", disabled);
 	pthread_mutex_unlock(&m->mu);
 	return 0;
+}
+
+void mgr_apps_users_changed(struct manager *m)
+{
+	m->apps.generation++;
+	pthread_cond_broadcast(&m->changed);
 }

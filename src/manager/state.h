@@ -570,6 +570,9 @@ int mgr_apps_check(struct manager *m, const char *url, const char *range, const 
 void mgr_apps_apply(struct manager *m);
 
 void mgr_apps_free(struct manager *m);
+/* A user was made, disabled or enabled: the proxy's long poll wakes and
+ * gets the new lists of admins and disabled accounts. Under mu. */
+void mgr_apps_users_changed(struct manager *m);
 /* Records where the session's app port is (endpoint "HOST:PORT"; NULL or
  * "": none); a change of a session with routes bumps their generation. */
 void mgr_apps_set_endpoint(struct manager *m, struct msession *s, const char *endpoint);

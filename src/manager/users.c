@@ -191,6 +191,8 @@ int mgr_user_create(struct manager *m, const char *email, const char *password, 
 	pthread_rwlock_wrlock(&m->users_mu);
 	m->users[m->n_users++] = u;
 	pthread_rwlock_unlock(&m->users_mu);
+	if (u.is_admin)
+		mgr_apps_users_changed(m);   /* the proxy learns of the new admin */
 	pthread_mutex_unlock(&m->mu);
 	log_info("manager", "%s created user %s%s", by, u.email, u.is_admin ? " (admin)" : "");
 	*reply = json_pack("{s:o,s:s}", "user", mgr_user_json(&u), "secret_key", u.secret_key);
@@ -229,8 +231,11 @@ int mgr_user_update(struct manager *m, const char *ref, int disabled, const char
 		return rc;
 	}
 	pthread_rwlock_wrlock(&m->users_mu);
+	bool access_changed = u->disabled != next.disabled;
 	*u = next;
 	pthread_rwlock_unlock(&m->users_mu);
+	if (access_changed)
+		mgr_apps_users_changed(m);   /* the proxy ends a disabled user's app connections */
 	json_t *uj = mgr_user_json(u);
 	pthread_mutex_unlock(&m->mu);
 	log_info("manager", "%s updated user %s%s%s", by->email, next.email,

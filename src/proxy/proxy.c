@@ -83,6 +83,7 @@ struct upstream {
 /* Where a connection's passing requests go: the route they were checked
  * against. */
 struct binding {
+	char user[128];          /* the app cookie's user */
 	char session_id[128];
 	char target[96];
 	char endpoint[300];
@@ -1137,15 +1138,24 @@ static void handle_request(struct conn *c)
 		       "The session of this app has ended, or the app was closed: start or open it again in Tessera.");
 		return;
 	}
+	/* Checked on every request against the manager's latest word, so a
+	 * disabled account's cookie (12 hours) stops at once. */
+	if (!routes_user_allowed(&p->table, r, ck.user)) {
+		refuse(c, 403, "Access revoked",
+		       "This account may no longer open this app: it was disabled, or the session is not its own. "
+		       "Ask an administrator.");
+		return;
+	}
 	/* Passed. */
 	bool same = c->bound && !strcmp(c->b.session_id, r->session_id) && !strcmp(c->b.target, r->target) &&
-		    !strcmp(c->b.endpoint, r->endpoint);
+		    !strcmp(c->b.endpoint, r->endpoint) && !strcmp(c->b.user, ck.user);
 	if (!same && c->up) {
 		/* The route changed under a kept-alive connection. */
 		refuse(c, 403, "Session ended", "The app this connection was for is gone: reload the page.");
 		return;
 	}
 	c->bound = true;
+	util_strlcpy(c->b.user, ck.user, sizeof(c->b.user));
 	util_strlcpy(c->b.session_id, r->session_id, sizeof(c->b.session_id));
 	util_strlcpy(c->b.target, r->target, sizeof(c->b.target));
 	util_strlcpy(c->b.endpoint, r->endpoint, sizeof(c->b.endpoint));
@@ -1384,7 +1394,7 @@ static bool binding_live(const struct proxy *p, const struct conn *c)
 	const struct proxy_route *r = p->domain ? routes_by_host(&p->table, c->route_key)
 						: routes_by_port(&p->table, c->l->port);
 	return r && !strcmp(r->session_id, c->b.session_id) && !strcmp(r->target, c->b.target) &&
-	       !strcmp(r->endpoint, c->b.endpoint);
+	       !strcmp(r->endpoint, c->b.endpoint) && routes_user_allowed(&p->table, r, c->b.user);
 }
 
 static void on_routes(uv_async_t *a)

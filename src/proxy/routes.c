@@ -74,8 +74,11 @@ int routes_parse_one(json_t *o, bool with_user, struct proxy_route *r, struct te
 	    (rc = get_str(o, "target", r->target, sizeof(r->target), true, err)) < 0 ||
 	    (rc = get_str(o, "endpoint", r->endpoint, sizeof(r->endpoint), true, err)) < 0 ||
 	    (rc = get_str(o, "secret", r->secret, sizeof(r->secret), true, err)) < 0 ||
-	    (rc = get_str(o, "host", r->host, sizeof(r->host), false, err)) < 0)
+	    (rc = get_str(o, "host", r->host, sizeof(r->host), false, err)) < 0 ||
+	    (rc = get_str(o, "owner_id", r->owner, sizeof(r->owner), false, err)) < 0)
 		return rc;
+	if (!r->owner[0])
+		util_strlcpy(r->owner, r->user, sizeof(r->owner));
 	if (strncmp(r->target, "app:", 4) && strncmp(r->target, "port:", 5))
 		return terr_set(err, EINVAL, "route: target '%s' is neither app:NAME nor port:N", r->target);
 	json_t *p = json_object_get(o, "port");
@@ -91,6 +94,48 @@ int routes_parse_one(json_t *o, bool with_user, struct proxy_route *r, struct te
 	return resolve(r, err);
 }
 
+/* doc's key (an array of user ids, or absent: none) into *out. */
+static int parse_ids(json_t *doc, const char *key, char ***out, size_t *n, struct terr *err)
+{
+	json_t *arr = json_object_get(doc, key), *v;
+	*out = NULL;
+	*n = 0;
+	if (!arr || json_is_null(arr))
+		return 0;
+	if (!json_is_array(arr))
+		return terr_set(err, EINVAL, "routes: \"%s\" must be an array of user ids", key);
+	if (!json_array_size(arr))
+		return 0;
+	*out = calloc(json_array_size(arr), sizeof(**out));
+	if (!*out)
+		return terr_set(err, ENOMEM, "out of memory");
+	size_t i;
+	json_array_foreach(arr, i, v) {
+		const char *id = json_string_value(v);
+		if (!id || !*id || strlen(id) >= 128)
+			return terr_set(err, EINVAL, "routes: \"%s\"[%zu] must be a user id", key, i);
+		if (!((*out)[i] = strdup(id)))
+			return terr_set(err, ENOMEM, "out of memory");
+		(*n)++;
+	}
+	return 0;
+}
+
+static bool has_id(char *const *ids, size_t n, const char *id)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(ids[i], id))
+			return true;
+	return false;
+}
+
+bool routes_user_allowed(const struct route_table *t, const struct proxy_route *r, const char *user_id)
+{
+	if (!user_id || !*user_id || has_id(t->disabled, t->n_disabled, user_id))
+		return false;
+	return !strcmp(r->owner, user_id) || has_id(t->admins, t->n_admins, user_id);
+}
+
 int routes_parse(json_t *doc, struct route_table *out, struct terr *err)
 {
 	memset(out, 0, sizeof(*out));
@@ -100,6 +145,12 @@ int routes_parse(json_t *doc, struct route_table *out, struct terr *err)
 	if (!json_is_array(arr))
 		return terr_set(err, EINVAL, "routes: \"routes\" must be an array");
 	out->generation = (uint64_t)json_integer_value(gen);
+	int irc;
+	if ((irc = parse_ids(doc, "admins", &out->admins, &out->n_admins, err)) < 0 ||
+	    (irc = parse_ids(doc, "disabled", &out->disabled, &out->n_disabled, err)) < 0) {
+		routes_free(out);
+		return irc;
+	}
 	size_t n = json_array_size(arr);
 	if (n) {
 		out->r = calloc(n, sizeof(*out->r));
@@ -118,11 +169,22 @@ int routes_parse(json_t *doc, struct route_table *out, struct terr *err)
 	return 0;
 }
 
+static void free_ids(char ***ids, size_t *n)
+{
+	for (size_t i = 0; *ids && i < *n; i++)
+		free((*ids)[i]);
+	free(*ids);
+	*ids = NULL;
+	*n = 0;
+}
+
 void routes_free(struct route_table *t)
 {
 	free(t->r);
 	t->r = NULL;
 	t->n = 0;
+	free_ids(&t->admins, &t->n_admins);
+	free_ids(&t->disabled, &t->n_disabled);
 }
 
 const struct proxy_route *routes_by_port(const struct route_table *t, int port)

@@ -15,6 +15,7 @@
 
 struct proxy_route {
 	char user[128];           /* who the token was for: "user_id", else "user" */
+	char owner[128];          /* the session's owner: "owner_id", else user */
 	char session_id[128];
 	char app[80];
 	char target[96];          /* app:NAME or port:N */
@@ -30,6 +31,11 @@ struct route_table {
 	struct proxy_route *r;    /* owned */
 	size_t n;
 	uint64_t generation;
+	/* Who besides a session's owner may use its routes (the enabled
+	 * admins), and who may use none (disabled accounts): user ids, the
+	 * answer's "admins" and "disabled"; owned. */
+	char **admins, **disabled;
+	size_t n_admins, n_disabled;
 };
 
 /* One route object into *out, endpoint resolved. EINVAL naming the field
@@ -47,6 +53,11 @@ const struct proxy_route *routes_by_host(const struct route_table *t, const char
 /* The host part of a Host header, lower case, into out; "" when it is
  * malformed or too long. */
 void routes_host_name(const char *host_header, char *out, size_t n);
+
+/* Whether user_id (an app cookie's user) may use route r now: not a
+ * disabled account, and the session's owner or an admin. The proxy asks
+ * on every request, so a disabled user's cookie stops working at once. */
+bool routes_user_allowed(const struct route_table *t, const struct proxy_route *r, const char *user_id);
 
 /* Adds (a copy of) r unless t has a route for its port or host already;
  * -ENOMEM. */

@@ -276,14 +276,15 @@ static void *runner_main(void *arg)
 static pthread_mutex_t mgr_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t mgr_cv = PTHREAD_COND_INITIALIZER;
 static json_t *mgr_routes;     /* the routes array served */
+static json_t *mgr_users;      /* {"admins": [...], "disabled": [...]} served beside them, or NULL */
 static long mgr_gen = 1;
 
 static json_t *route(const char *session, const char *target, int port, const char *endpoint_port_host)
 {
 	char ep[64];
 	snprintf(ep, sizeof(ep), "%s", endpoint_port_host);
-	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:i}", "session_id", session, "app", target + 4, "target", target,
-			 "endpoint", ep, "secret", APP_SECRET, "port", port);
+	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:s}", "session_id", session, "app", target + 4, "target", target,
+			 "endpoint", ep, "secret", APP_SECRET, "port", port, "owner_id", "u1");
 }
 
 static int mgr_auth(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
@@ -333,6 +334,8 @@ static void mgr_routes_get(void *ctx, struct httpd_req *req, struct httpd_resp *
 	while (mgr_gen == s && pthread_cond_timedwait(&mgr_cv, &mgr_mu, &ts) == 0)
 		;
 	json_t *doc = json_pack("{s:i, s:O}", "generation", mgr_gen, "routes", mgr_routes);
+	if (mgr_users)
+		json_object_update(doc, mgr_users);
 	pthread_mutex_unlock(&mgr_mu);
 	httpd_json(resp, 200, doc);
 }
@@ -344,11 +347,13 @@ static const struct httpd_route mgr_api[] = {
 
 /* Serves routes (stolen) as the next generation and waits until the proxy
  * applied it. */
-static void set_routes(struct proxy *p, json_t *routes)
+static void set_routes_users(struct proxy *p, json_t *routes, json_t *users)
 {
 	pthread_mutex_lock(&mgr_mu);
 	json_decref(mgr_routes);
 	mgr_routes = routes;
+	json_decref(mgr_users);
+	mgr_users = users;
 	long gen = ++mgr_gen;
 	pthread_cond_broadcast(&mgr_cv);
 	pthread_mutex_unlock(&mgr_mu);
@@ -360,6 +365,11 @@ static void set_routes(struct proxy *p, json_t *routes)
 		usleep(10000);
 	}
 	FAILF("the proxy did not take routes generation %ld", gen);
+}
+
+static void set_routes(struct proxy *p, json_t *routes)
+{
+	set_routes_users(p, routes, NULL);
 }
 
 /* ---------- tests ---------- */
@@ -589,6 +599,41 @@ TEST(terminal_page_served)
 	close(fd);
 }
 
+/* A disabled account (issue 27): its open connections end when the
+ * manager says so, and its 12-hour cookie opens nothing after; a cookie
+ * of a user who does not own the session passes only while that user is
+ * an admin. */
+TEST(disabled_user_cut_off)
+{
+	char req[4096], head[4096], body[8192], ep[64];
+	snprintf(ep, sizeof(ep), "127.0.0.1:%d", runner_port);
+	int fd = connect_to(proxy_ports_[0]);
+	snprintf(req, sizeof(req), "GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n%s\r\n", cookie_hdr);
+	CHECK_INT(roundtrip(fd, req, head, sizeof(head), NULL, 0), 101);
+	set_routes_users(px, json_pack("[o]", route("s1", "app:web", proxy_ports_[0], ep)),
+			 json_pack("{s:[s], s:[]}", "disabled", "u1", "admins"));
+	CHECK(closed_by_peer(fd));
+	close(fd);
+	fd = connect_to(proxy_ports_[0]);
+	snprintf(req, sizeof(req), "GET / HTTP/1.1\r\nHost: x\r\n%s\r\n", cookie_hdr);
+	CHECK_INT(roundtrip(fd, req, head, sizeof(head), body, sizeof(body)), 403);
+	CHECK_CONTAINS(body, "disabled");
+	close(fd);
+	/* Enabled again, on a session of u2's: not u1's to open... */
+	json_t *other = route("s1", "app:web", proxy_ports_[0], ep);
+	json_object_set_new(other, "owner_id", json_string("u2"));
+	set_routes_users(px, json_pack("[O]", other), NULL);
+	fd = connect_to(proxy_ports_[0]);
+	CHECK_INT(roundtrip(fd, req, head, sizeof(head), body, sizeof(body)), 403);
+	close(fd);
+	/* ... unless u1 is an admin. */
+	set_routes_users(px, json_pack("[o]", other), json_pack("{s:[s]}", "admins", "u1"));
+	fd = connect_to(proxy_ports_[0]);
+	CHECK_INT(roundtrip(fd, req, head, sizeof(head), body, sizeof(body)), 200);
+	close(fd);
+	set_routes(px, json_pack("[o]", route("s1", "app:web", proxy_ports_[0], ep)));
+}
+
 TEST(route_removal_closes)
 {
 	char req[4096], head[4096];
@@ -750,11 +795,13 @@ int main(void)
 	RUN(upgrade_relayed_raw);
 	RUN(large_response_streams_bounded);
 	RUN(terminal_page_served);
+	RUN(disabled_user_cut_off);
 	RUN(route_removal_closes);
 	RUN(host_mode_routing);
 	proxy_stop(px);
 	httpd_stop(mgr);
 	json_decref(mgr_routes);
+	json_decref(mgr_users);
 	char cmd[600];
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", ui_dir);
 	if (system(cmd) != 0)
