@@ -11,7 +11,8 @@
 # cookies from whatever reaches it (checked by planting the login cookie
 # on the apps' address, as a server that shared one address would have
 # it). The webserver refuses logins on the apps' address, and its login
-# cookie is HttpOnly and SameSite=Strict.
+# cookie is HttpOnly and SameSite=Strict. Then the same user is disabled:
+# her open terminal ends and her app cookie opens nothing more.
 . "$(dirname "$0")/../e2e/lib.sh"
 UI_SRC=${UI_SRC:?UI_SRC must point at the ui/ source dir (its node_modules has playwright-core)}
 if [[ ! -x /usr/bin/chromium ]]; then
@@ -87,4 +88,48 @@ check "the browser had a login cookie to leak" [ -n "$login" ]
 check "no request reached the listener with the admin's login" not grep -qF -- "${login:-none}" "$E2E_DIR/trap.log"
 check "no cookie of Tessera's reached the listener" not grep -qiE 'tessera_(session|app)' "$E2E_DIR/trap.log"
 if grep -qiE 'tessera_(session|app)' "$E2E_DIR/trap.log"; then sed -n '1,40p' "$E2E_DIR/trap.log"; fi
+
+# A disabled account keeps no app: mallory's open terminal ends when an
+# admin disables her, and her app cookie (good for 12 hours) opens nothing.
+tlink=$(TESSERA_CONFIG=$E2E_DIR/mallory.conf "$TESSERA" session app trap terminal 2>&1)
+out=$(PYTHONPATH=$(dirname "$0")/../e2e python3 - "$TESSERA_CONFIG" "$tlink" <<'PY'
+import http.client, sys, time, urllib.parse
+from signed import Api, load_conf
+from wsclient import AppConn, Closed, Timeout
+conf = load_conf(sys.argv[1])
+admin = Api(conf["endpoint"], conf["access_key"], conf["secret_key"])
+u = urllib.parse.urlsplit(sys.argv[2])
+origin = "%s://%s" % (u.scheme, u.netloc)
+c = http.client.HTTPConnection(u.hostname, u.port, timeout=30)
+c.request("GET", u.path + "?" + u.query)
+r = c.getresponse()
+cookie = (r.getheader("Set-Cookie") or "").split(";")[0]
+print("redeemed %d %s" % (r.status, cookie.split("=")[0]))
+ws = AppConn(u.hostname, u.port, line=False, timeout=30)
+st = ws.ws_connect("/ws?term=main&cols=80&rows=24", ["Cookie: " + cookie, "Origin: " + origin])
+print("terminal %d" % st)
+ws.send_text("echo still-$((6*7))\n")
+ws.read_until(r"still-42")
+print("typed")
+st, _ = admin.call("PATCH", "/v1/users/mallory@cookie.test", {"disabled": True})
+print("disabled %d" % st)
+closed = False
+deadline = time.monotonic() + 30
+try:
+    while time.monotonic() < deadline and not ws.close_info:
+        ws.read_frame(deadline)
+    closed = ws.close_info is not None
+except Closed:
+    closed = True
+except Timeout:
+    pass
+print("terminal closed" if closed else "terminal still open")
+st, _, body = AppConn(u.hostname, u.port, line=False, timeout=30).http_get("/", ["Cookie: " + cookie])
+print("again %d %s" % (st, "disabled" in body.decode("utf-8", "replace")))
+PY
+)
+check "mallory opens her terminal with a cookie ($out)" contains "$out" "terminal 101"
+check "the admin disables her ($out)" contains "$out" "disabled 200"
+check "her open terminal is closed ($out)" contains "$out" "terminal closed"
+check "her cookie opens nothing after, saying why ($out)" contains "$out" "again 403 True"
 e2e_done
