@@ -527,13 +527,17 @@ static int admin_restore(int argc, char **argv)
 	if (rc == 0 && t.etcd[0] && b.config)
 		rc = restore_etcd(t.etcd, b.config, &err);
 	pidlock_release(lock);
-	const char *created = json_string_value(json_object_get(b.manifest, "created"));
+	/* Copied: the manifest, which holds the string, goes first. */
+	char created[64];
+	util_strlcpy(created, json_string_value(json_object_get(b.manifest, "created")) ?
+				      json_string_value(json_object_get(b.manifest, "created")) : "?",
+		     sizeof(created));
 	size_t nkeys = b.config ? json_object_size(b.config) : 0;
 	json_decref(b.manifest);
 	json_decref(b.config);
 	if (rc < 0)
 		return cli_fail("%s", err.msg);
-	printf("restored %s from %s (made %s)", t.store[0] ? "the store" : t.db, dir, created ? created : "?");
+	printf("restored %s from %s (made %s)", t.store[0] ? "the store" : t.db, dir, created);
 	if (t.etcd[0])
 		printf(" and %zu settings into etcd at %s", nkeys, t.etcd);
 	printf("; start the manager now\n");

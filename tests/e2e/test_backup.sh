@@ -93,7 +93,11 @@ check "and changes nothing" [ ! -e "$DATA/tessera.db" ]
 out=$("$TESSERA" admin restore "$E2E_DIR/nothing-here" --data-dir "$DATA" 2>&1); rc=$?
 check "a directory without a manifest is refused: $out" refused $rc "$out" manifest.json
 
-check "admin restore" "$TESSERA" admin restore "$E2E_DIR/bk" --data-dir "$DATA"
+out=$("$TESSERA" admin restore "$E2E_DIR/bk" --data-dir "$DATA" 2>&1); rc=$?
+check "admin restore (exit $rc): $out" [ $rc -eq 0 ]
+# The date it prints is the manifest's, read before the manifest is freed.
+made=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["created"])' "$E2E_DIR/bk/manifest.json")
+check "restore says when the backup was made ($made): $out" contains "$out" "(made $made)"
 start_server --cpu 2 || { e2e_done; exit 1; }
 check "keep is RUNNING again" wait_status keep RUNNING
 check "with the same container" [ "$(jget keep container_id)" == "$keep_cid" ]
