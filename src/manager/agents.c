@@ -592,7 +592,21 @@ void mgr_agent_event(struct manager *m, const char *agent_id, json_t *event)
 
 static void local_agent_event(void *ud, const char *agent_id, json_t *event)
 {
-	mgr_agent_event(ud, agent_id, event);
+	struct manager *m = ud;
+	const char *kind = json_string_value(json_object_get(event, "event"));
+	if (kind && !strcmp(kind, AGENT_EVENT_STATS)) {
+		/* The in-process agent sends no heartbeats: its stats round,
+		 * every stats_interval_ms whether sessions run or not, is its
+		 * sign of life, and what last_heartbeat shows for it. */
+		pthread_mutex_lock(&m->mu);
+		struct magent *a = mgr_find_agent(m, agent_id);
+		if (a && a->local) {
+			a->rec.last_seen_ms = util_now_ms();
+			a->last_seen_mono = util_mono_ms();
+		}
+		pthread_mutex_unlock(&m->mu);
+	}
+	mgr_agent_event(m, agent_id, event);
 }
 
 int manager_attach_local_agent(struct manager *m, struct agent *a, struct terr *err)

@@ -121,6 +121,15 @@ n = [x for x in json.load(sys.stdin) if x['id'] == '$E2E_AGENT_ID'][0]
 g = n['gpus'][0]
 print(g['mem_used_bytes'] >= 1 << 30, g['util_pct'] > 0, n['usage']['cpu_cores'] > 0)")
 check "the node's GPU shows it too ($node_gpu)" [ "$node_gpu" == "True True True" ]
+# The server's own agent sends no heartbeats: its stats rounds keep its
+# last_heartbeat current (it stayed at the server's start).
+hb() { "$TESSERA" node ls --json | python3 -c "
+import json, sys
+print([x for x in json.load(sys.stdin) if x['id'] == '$E2E_AGENT_ID'][0]['last_heartbeat'])"; }
+hb1=$(hb)
+hb2=$hb1
+for _ in $(seq 1 100); do hb2=$(hb); [[ $hb2 != "$hb1" ]] && break; sleep 0.1; done
+check "the local agent's last_heartbeat moves on ($hb1 -> $hb2)" bash -c '[[ -n $1 && $2 > $1 ]]' _ "$hb1" "$hb2"
 info=$("$TESSERA" node info "$E2E_AGENT_ID")
 check "node info lists the GPU's live figures ($info)" grep -qE "^0 +GPU-.* 0\.5/2 +[0-9.]+% +1 GiB/8 GiB" <<<"$info"
 "$TESSERA" session rm gpu >/dev/null
