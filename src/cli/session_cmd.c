@@ -11,6 +11,7 @@
 #include "cli/cli.h"
 #include "cli/client.h"
 #include "common/model.h"
+#include "common/util.h"
 #include "cli/views.h"
 #include "cli/table.h"
 #include "common/frames.h"
@@ -176,9 +177,22 @@ static int session_wait_one(const struct api_client *c, json_t **sess, time_t de
 			    long total_s, struct terr *err)
 {
 	int batch = session_is_batch(*sess);
+	char said[1024] = "";   /* the waiting reason last printed */
 	for (;;) {
 		const char *status = cli_json_str(*sess, "status", "?");
 		const char *name = cli_json_str(*sess, "name", "?");
+		/* Why it waits, when the scheduler says and each time that
+		 * changes, on stderr (stdout keeps the list or the JSON): a
+		 * silent wait of minutes looks like a hang. */
+		const char *info = cli_json_str(*sess, "status_info", "");
+		if (!strcmp(status, "PENDING") && *info) {
+			char line[1024];
+			snprintf(line, sizeof(line), "%s: %s", status, info);
+			if (strcmp(line, said)) {
+				fprintf(stderr, "tessera: session %s is %s\n", name, line);
+				util_strlcpy(said, line, sizeof(said));
+			}
+		}
 		int ended = !strcmp(status, "TERMINATED") || !strcmp(status, "ERROR") || !strcmp(status, "CANCELLED");
 		if (batch ? ended : !strcmp(status, "RUNNING"))
 			return 0;
@@ -189,8 +203,14 @@ static int session_wait_one(const struct api_client *c, json_t **sess, time_t de
 		}
 		time_t now = time(NULL);
 		if (now >= deadline) {
-			cli_fail("session %s is still %s after %ld s: %s", name, status, total_s,
-				 cli_json_str(*sess, "status_info", "no details"));
+			if (!strcmp(status, "PENDING"))
+				cli_fail("session %s is still PENDING after %ld s: %s; it stays queued and starts by itself "
+					 "when it can: follow it with `tessera session ls`, or cancel it with "
+					 "`tessera session rm %s`", name, total_s, cli_json_str(*sess, "status_info", "no details"),
+					 name);
+			else
+				cli_fail("session %s is still %s after %ld s: %s", name, status, total_s,
+					 cli_json_str(*sess, "status_info", "no details"));
 			return 1;
 		}
 		long slice = (long)(deadline - now);

@@ -30,6 +30,13 @@ check "with a reason ($out)" contains "$out" "could ever hold"
 # Removing a waiting session cancels it.
 "$TESSERA" session create "$TEST_IMAGE" --name waiting --cpu "$cores" --mem 16m >/dev/null
 check "a full-host session waits" wait_status waiting PENDING
+# `create --wait` on one that cannot start yet says why while it waits,
+# and at its timeout what to do.
+out=$("$TESSERA" session create "$TEST_IMAGE" --name w2 --cpu "$cores" --mem 16m --wait --timeout 3 2>&1); rc=$?
+check "create --wait of a session that cannot start gives up (exit $rc)" [ $rc -ne 0 ]
+check "it says why the session waits ($out)" grep -q "^tessera: session w2 is PENDING: queued behind waiting" <<<"$out"
+check "and at the end what to do ($out)" grep -q "still PENDING after 3 s: .*tessera session rm w2" <<<"$out"
+"$TESSERA" session rm w2 >/dev/null
 "$TESSERA" session rm waiting >/dev/null
 check "removing it while waiting cancels it" wait_status waiting CANCELLED
 e2e_done
