@@ -178,6 +178,7 @@ static int session_wait_one(const struct api_client *c, json_t **sess, time_t de
 {
 	int batch = session_is_batch(*sess);
 	char said[1024] = "";   /* the waiting reason last printed */
+	bool first = true;      /* *sess is create's answer, not yet waited on */
 	for (;;) {
 		const char *status = cli_json_str(*sess, "status", "?");
 		const char *name = cli_json_str(*sess, "name", "?");
@@ -185,7 +186,7 @@ static int session_wait_one(const struct api_client *c, json_t **sess, time_t de
 		 * changes, on stderr (stdout keeps the list or the JSON): a
 		 * silent wait of minutes looks like a hang. */
 		const char *info = cli_json_str(*sess, "status_info", "");
-		if (!strcmp(status, "PENDING") && *info) {
+		if (!first && !strcmp(status, "PENDING") && *info) {
 			char line[1024];
 			snprintf(line, sizeof(line), "%s: %s", status, info);
 			if (strcmp(line, said)) {
@@ -234,6 +235,7 @@ static int session_wait_one(const struct api_client *c, json_t **sess, time_t de
 		}
 		json_decref(*sess);
 		*sess = next;
+		first = false;
 		/* A server that answers at once without waiting must not turn
 		 * this into a busy loop (nor one that has not learnt to wait
 		 * for a batch session's end). */

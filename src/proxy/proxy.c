@@ -53,6 +53,15 @@
 /* A runner that does not accept nor answer its line within this. */
 #define UP_ANSWER_TIMEOUT_MS 15000
 #define UPLINE_MAX 1024
+/* A runner connection refused, or closed before its answer line: tried
+ * again after 50 ms, doubling to 1 s, this many times (about 6 s in all).
+ * A session is RUNNING once its container started, a moment before its
+ * runner listens; in that moment Docker's userland proxy accepts on the
+ * published port and then closes, which a browser must not see as a 502
+ * (issue 28: `session shell` right after `create --wait` failed so). */
+#define UP_RETRIES 9
+#define UP_RETRY_FIRST_MS 50
+#define UP_RETRY_MAX_MS 1000
 #define STATIC_MAX (32 * 1024 * 1024)
 #define COOKIE_PREFIX "tessera_app"
 #define ROUTES_POLL_S 30
@@ -124,6 +133,8 @@ struct conn {
 	char *deferred;          /* DRAIN: the answer to send after the runner's */
 	size_t deferred_len;
 	bool req_upgrade;
+	int up_tries;            /* runner connections tried again for this request */
+	bool retry_wait;         /* the timer counts down to the next try */
 };
 
 struct proxy {
@@ -535,7 +546,7 @@ static void on_timer(uv_timer_t *t)
  * from its first byte; else 120 s since the last byte either way. */
 static void arm_timer(struct conn *c)
 {
-	if (c->closing)
+	if (c->closing || c->retry_wait)
 		return;
 	if (c->phase == PH_RAW) {
 		uv_timer_stop(&c->timer);
@@ -597,6 +608,33 @@ static void alloc_chunk(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 }
 
 static void on_up_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf);
+static void up_connect(struct conn *c);
+
+static void on_retry_timer(uv_timer_t *t)
+{
+	struct conn *c = t->data;
+	c->retry_wait = false;
+	if (!c->closing)
+		up_connect(c);
+}
+
+/* The runner refused or closed before answering: true when another try
+ * is scheduled (the request waits for it), false once tries are spent. */
+static bool up_retry(struct conn *c, const char *what)
+{
+	if (c->closing || c->up_tries >= UP_RETRIES)
+		return false;
+	int delay = UP_RETRY_FIRST_MS << c->up_tries;
+	if (delay > UP_RETRY_MAX_MS)
+		delay = UP_RETRY_MAX_MS;
+	c->up_tries++;
+	log_debug(COMP, "runner %s %s: trying again in %d ms (%d of %d)", c->b.endpoint, what, delay, c->up_tries,
+		  UP_RETRIES);
+	up_close(c);
+	c->retry_wait = true;
+	uv_timer_start(&c->timer, on_retry_timer, (uint64_t)delay, 0);
+	return true;
+}
 
 static void up_start_reading(struct conn *c)
 {
@@ -633,6 +671,7 @@ static void forward_head(struct conn *c)
 static void up_answered(struct conn *c, const char *line)
 {
 	struct upstream *u = c->up;
+	c->up_tries = 0;
 	if (!strcmp(line, "OK")) {
 		u->open = true;
 		forward_head(c);
@@ -673,6 +712,8 @@ static void on_up_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 		u->eof = true;
 		if (!u->open) {
 			/* Closed before its answer line. */
+			if (up_retry(c, "closed before answering"))
+				return;
 			up_close(c);
 			respond_page(c, 502, NULL, "App error",
 				     "The session's runner closed the connection without an answer.", false,
@@ -754,6 +795,8 @@ static void on_up_connected(uv_connect_t *req, int status)
 		return;
 	if (status < 0) {
 		log_debug(COMP, "runner %s: %s", c->b.endpoint, uv_strerror(status));
+		if (status != UV_ECANCELED && up_retry(c, uv_strerror(status)))
+			return;
 		up_close(c);
 		respond_page(c, 502, NULL, "App unreachable",
 			     "The session's runner does not answer: the session may be stopping, or its node is down.",
@@ -1178,6 +1221,7 @@ static void handle_request(struct conn *c)
 	}
 	if (c->up)
 		up_close(c);
+	c->up_tries = 0;
 	up_connect(c);
 }
 

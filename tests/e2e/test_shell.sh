@@ -172,4 +172,16 @@ rc=$?
 check "a removed session has no shell ($rc: $err)" bash -c '[ "$1" -ne 0 ] && [ "$(printf "%s" "$2" | wc -l)" -eq 0 ]' _ "$rc" "$err"
 
 TESSERA_CONFIG=$BOB_CONF "$TESSERA" session rm bs >/dev/null
+
+# A shell opened the moment a session is RUNNING, over and over, with the
+# app proxy's ports reused: its runner may not listen yet (Docker's proxy
+# then accepts and closes), which the app proxy waits out (issue 28).
+bad=0
+for i in $(seq 1 15); do
+	"$TESSERA" session create "$TEST_IMAGE" --name loop$i --cpu 0.2 --mem 32m --wait >/dev/null 2>&1
+	out=$(printf 'echo loop-$((40 + 2))\n' | timeout 60 "$TESSERA" session shell loop$i 2>&1)
+	[[ $out == *loop-42* ]] || { bad=$((bad + 1)); e2e_log "loop $i: $(tail -2 <<<"$out")"; }
+	"$TESSERA" session rm loop$i >/dev/null
+done
+check "15 shells each opened right after create --wait all answer ($bad failed)" [ $bad -eq 0 ]
 e2e_done

@@ -28,7 +28,7 @@
 #define USED_TOKEN "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
 #define BIG_SIZE (64u * 1024 * 1024)
 
-static int runner_port, dead_port;
+static int runner_port, dead_port, late_port;
 static int proxy_ports_[8];
 static char ui_dir[256];
 
@@ -269,6 +269,19 @@ static void *runner_main(void *arg)
 		pthread_create(&t, NULL, runner_conn, (void *)(intptr_t)fd);
 		pthread_detach(t);
 	}
+}
+
+/* A runner behind Docker's userland proxy in the moment after its
+ * container started: the published port accepts, and the first
+ * connection is closed at once (nothing listens inside yet); then it
+ * serves as the runner does. */
+static void *late_runner_main(void *arg)
+{
+	int lfd = (int)(intptr_t)arg;
+	int fd = accept(lfd, NULL, NULL);
+	if (fd >= 0)
+		close(fd);
+	return runner_main(arg);
 }
 
 /* ---------- the manager ---------- */
@@ -516,6 +529,19 @@ TEST(starting_and_errors)
 	close(fd);
 }
 
+/* A runner that closes before answering is tried again (issue 28: a
+ * shell opened right after the session became RUNNING got a 502). */
+TEST(late_runner_tried_again)
+{
+	char req[4096], head[4096], body[8192], ck[APPCOOKIE_MAX + 64];
+	int fd = connect_to(proxy_ports_[5]);
+	make_cookie(ck, sizeof(ck), proxy_ports_[5], "s6", "app:web", (int64_t)time(NULL) + 100);
+	snprintf(req, sizeof(req), "GET /late HTTP/1.1\r\nHost: x\r\n%s\r\n", ck);
+	CHECK_INT(roundtrip(fd, req, head, sizeof(head), body, sizeof(body)), 200);
+	CHECK_CONTAINS(body, "GET /late");
+	close(fd);
+}
+
 TEST(upgrade_relayed_raw)
 {
 	char req[4096], head[4096];
@@ -736,6 +762,9 @@ int main(void)
 	pthread_create(&rt, NULL, runner_main, (void *)(intptr_t)rfd);
 	int dfd = listen_any(&dead_port);
 	close(dfd);
+	int lfd = listen_any(&late_port);
+	pthread_t lt;
+	pthread_create(&lt, NULL, late_runner_main, (void *)(intptr_t)lfd);
 	/* The UI build with a terminal page. */
 	snprintf(ui_dir, sizeof(ui_dir), "/tmp/tessera-proxy-test-%d", (int)getpid());
 	char path[512];
@@ -779,19 +808,22 @@ int main(void)
 		fprintf(stderr, "no 16 free ports for the proxy\n");
 		return 1;
 	}
-	char ep[64], dead[64];
+	char ep[64], dead[64], late[64];
 	snprintf(ep, sizeof(ep), "127.0.0.1:%d", runner_port);
 	snprintf(dead, sizeof(dead), "127.0.0.1:%d", dead_port);
-	set_routes(px, json_pack("[o, o, o, o, o]", route("s1", "app:web", proxy_ports_[0], ep),
+	snprintf(late, sizeof(late), "127.0.0.1:%d", late_port);
+	set_routes(px, json_pack("[o, o, o, o, o, o]", route("s1", "app:web", proxy_ports_[0], ep),
 				 route("s2", "app:starting", proxy_ports_[1], ep),
 				 route("s3", "app:nope", proxy_ports_[2], ep), route("s4", "app:web", proxy_ports_[3], dead),
-				 route("s5", "app:terminal", proxy_ports_[4], ep)));
+				 route("s5", "app:terminal", proxy_ports_[4], ep),
+				 route("s6", "app:web", proxy_ports_[5], late)));
 	RUN(busy_port_refused);
 	RUN(no_cookie_refused);
 	RUN(setup_sets_cookie);
 	RUN(requests_relayed_and_each_checked);
 	RUN(bad_cookies_refused);
 	RUN(starting_and_errors);
+	RUN(late_runner_tried_again);
 	RUN(upgrade_relayed_raw);
 	RUN(large_response_streams_bounded);
 	RUN(terminal_page_served);
