@@ -45,12 +45,15 @@ install: build
 # threaded components' unit tests, tests/meson.build): the TSan build makes
 # only what those two suites run; and every fuzz target for a fixed number
 # of executions (suite fuzz of the clang build, which makes only the fuzz
-# targets).
+# targets); then that no test left a container, network or image in
+# Docker (scripts/check-leftovers).
 test: build $(ASAN_BUILD)/build.ninja $(TSAN_BUILD)/build.ninja $(FUZZ_BUILD)/build.ninja
 	ninja -C $(ASAN_BUILD)
 	ninja -C $(TSAN_BUILD) fgpu-tests tsan-tests
 	ninja -C $(FUZZ_BUILD) fuzz-targets
-	scripts/run-tests $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD):fgpu $(TSAN_BUILD):tsan $(FUZZ_BUILD):fuzz
+	scripts/check-leftovers snapshot $(BUILD)/docker-before-tests.txt
+	rc=0; scripts/run-tests $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD):fgpu $(TSAN_BUILD):tsan $(FUZZ_BUILD):fuzz || rc=1; \
+	scripts/check-leftovers compare $(BUILD)/docker-before-tests.txt || rc=1; exit $$rc
 
 test-unit: build
 	scripts/run-tests --suite unit $(BUILD)

@@ -40,8 +40,10 @@ e2e_build_image() {
 # user's last session; a killed server leaves them).
 e2e_cleanup_containers() {
 	local ids nets
-	# Sessions are labelled by agent id; each test uses its own agent id.
-	ids=$(docker ps -aq --filter "label=tessera.agent=$E2E_AGENT_ID" 2>/dev/null)
+	# Sessions are labelled by agent id; each test's agents are
+	# $E2E_AGENT_ID or $E2E_AGENT_ID-SOMETHING (tests with several).
+	ids=$(docker ps -a --filter label=tessera.agent --format '{{.ID}} {{.Label "tessera.agent"}}' 2>/dev/null |
+		awk -v a="$E2E_AGENT_ID" '$2 == a || index($2, a "-") == 1 { print $1 }')
 	[[ -z "$ids" ]] && return 0
 	nets=$(docker inspect -f '{{.HostConfig.NetworkMode}}' $ids 2>/dev/null | grep '^tessera-u-' | sort -u)
 	docker rm -f $ids >/dev/null 2>&1
