@@ -533,7 +533,9 @@ int mgr_image_check(struct manager *m, const struct user_rec *u, const char *typ
 		char need[128], asked[128];
 		describe_min(&min, need, sizeof(need));
 		describe_min(req, asked, sizeof(asked));
-		return terr_set(err, EINVAL, "%s needs at least %s; asked for %s", resolved, need, asked);
+		/* ERANGE (400, as EINVAL): the one refusal that stands while
+		 * no node can be asked (sessions.c). */
+		return terr_set(err, ERANGE, "%s needs at least %s; asked for %s", resolved, need, asked);
 	}
 	return 0;
 }

@@ -490,9 +490,17 @@ static int check_placeable(struct manager *m, const struct user_rec *owner, cons
 	if (!fits_somewhere)
 		return terr_set(err, EDOM, "no node could ever hold %s per session%s; ask for less (see 'tessera node ls')", need,
 				cr->req.fgpu_m ? " (fGPU must fit on one node's devices)" : "");
-	if (!any_alive)
-		return terr_set(err, EAGAIN, "no node is alive right now; check the agents ('tessera node ls')");
-	return mgr_image_check(m, owner, cr->image, &cr->req, image, image_n, err);
+	int rc = mgr_image_check(m, owner, cr->image, &cr->req, image, image_n, err);
+	if (rc < 0 && !any_alive && err->code != ERANGE) {
+		/* No node to ask about the image (a manager restarted before
+		 * its agents register again, a node down for a moment): the
+		 * session is queued, PENDING "waiting for a node", and its
+		 * image checked when it starts. Below an image's known minimum
+		 * (ERANGE) is refused all the same. */
+		log_info("manager", "image %s not checked now: no node is alive (%s)", image, err->msg);
+		return 0;
+	}
+	return rc;
 }
 
 static void free_news(struct msession **news, size_t n)

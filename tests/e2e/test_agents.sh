@@ -93,9 +93,21 @@ check "a silent agent becomes LOST" wait_node LOST
 kill -CONT "$APID"; kill "$APID"; wait "$APID" 2>/dev/null
 check "its session is LOST with it, its container left alone" wait_status remote LOST
 check "and says why" contains "$(jget remote status_info)" "lost: no heartbeat for"
+# A manager restarted while no agent is alive takes new sessions as
+# PENDING (they used to be refused until an agent registered again).
+kill "$MPID"; wait "$MPID" 2>/dev/null
+"$TESSERA" manager --config "$E2E_DIR/manager.conf" >>"$E2E_DIR/manager.log" 2>&1 &
+MPID=$!; E2E_PIDS+=("$MPID")
+for _ in $(seq 1 100); do "$TESSERA" session ls >/dev/null 2>&1 && break; sleep 0.1; done
+out=$("$TESSERA" session create "$TEST_IMAGE" --name queued --cpu 1 --mem 32m 2>&1); rc=$?
+check "with no node alive after a manager restart, a create is accepted (exit $rc): $out" [ $rc -eq 0 ]
+check "as PENDING, waiting for a node ($(jget queued status): $(jget queued status_info))" \
+	bash -c '[[ $1 == PENDING && $2 == *"no node is alive"* ]]' _ "$(jget queued status)" "$(jget queued status_info)"
 start_agent
 check "the restarted agent is ALIVE again" wait_node ALIVE
 check "its session is re-adopted RUNNING" wait_status remote RUNNING
+check "the queued one starts on it" wait_status queued RUNNING
+"$TESSERA" session rm queued >/dev/null
 "$TESSERA" session rm remote >/dev/null
 check "remove through the restarted agent" wait_status remote TERMINATED
 
