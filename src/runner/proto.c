@@ -213,7 +213,9 @@ int proto_query_get(const char *query, const char *key, char *out, size_t n)
 					c = (char)(hexval(v[0]) * 16 + hexval(v[1]));
 					v += 2;
 				}
-				if (k + 1 >= n)
+				/* A NUL from %00 would end the value early: "main%00x"
+				 * is not the terminal "main". */
+				if (k + 1 >= n || c == '\0')
 					return -EINVAL;
 				out[k++] = c;
 			}

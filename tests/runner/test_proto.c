@@ -184,6 +184,9 @@ TEST(term_query)
 	CHECK_INT(proto_query_get("a", "a", v, sizeof(v)), 1);
 	CHECK_STR(v, "");
 	CHECK_INT(proto_query_get("a=123456789", "a", v, sizeof(v)), -EINVAL);
+	/* A NUL from %00 would cut the value short: "main%00x" is no "main". */
+	CHECK_INT(proto_query_get("a=x%00y", "a", v, sizeof(v)), -EINVAL);
+	CHECK_INT(proto_parse_term_query("term=main%00x", &q, &err), -EINVAL);
 }
 
 int main(void)
