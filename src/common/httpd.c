@@ -414,9 +414,16 @@ static enum MHD_Result stream_begin(struct httpd *h, struct MHD_Connection *conn
  * is the same signed or not, and nothing acts on a request read wrong.
  *  - A path or query argument that decodes to a NUL byte (urldecode.h):
  *    checked on the target as sent, and on libmicrohttpd's own decoded
- *    arguments by their sizes, as they are what httpd_query hands out. */
+ *    arguments by their sizes, as they are what httpd_query hands out.
+ *  - Framing that two readers could take differently (RFC 9112, 6.3):
+ *    Content-Length headers that differ (libmicrohttpd would take the
+ *    first and say nothing; a proxy in front could take the last), or
+ *    Content-Length beside Transfer-Encoding. The connection closes after
+ *    the answer: where the body ends is not known. */
 struct precheck {
 	const char *nul_arg;    /* a query argument's name, whose name or value holds a NUL */
+	const char *cl;         /* the first Content-Length */
+	bool cl_differ, te;
 };
 
 static enum MHD_Result precheck_arg(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size,
@@ -427,6 +434,25 @@ static enum MHD_Result precheck_arg(void *cls, enum MHD_ValueKind kind, const ch
 	if (strlen(key) != key_size || (value && strlen(value) != value_size)) {
 		pc->nul_arg = key;
 		return MHD_NO;
+	}
+	return MHD_YES;
+}
+
+static enum MHD_Result precheck_header(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size,
+				       const char *value, size_t value_size)
+{
+	(void)kind;
+	(void)key_size;
+	(void)value_size;
+	struct precheck *pc = cls;
+	if (!strcasecmp(key, "Content-Length")) {
+		const char *v = value ? value : "";
+		if (pc->cl && strcmp(pc->cl, v))
+			pc->cl_differ = true;
+		if (!pc->cl)
+			pc->cl = v;
+	} else if (!strcasecmp(key, "Transfer-Encoding")) {
+		pc->te = true;
 	}
 	return MHD_YES;
 }
@@ -445,6 +471,14 @@ static int request_precheck(struct MHD_Connection *conn, const char *target, str
 		httpd_error(resp, 400, "invalid_argument",
 			    "the query argument '%.40s' holds a NUL byte (%%00), which no name or path may contain",
 			    pc.nul_arg);
+		return -1;
+	}
+	MHD_get_connection_values_n(conn, MHD_HEADER_KIND, precheck_header, &pc);
+	if (pc.cl_differ || (pc.cl && pc.te)) {
+		httpd_error(resp, 400, "invalid_argument", "%s: where the body ends is ambiguous (RFC 9112, 6.3)",
+			    pc.cl_differ ? "two Content-Length headers that differ"
+					 : "Content-Length beside Transfer-Encoding");
+		httpd_resp_header(resp, "Connection", "close");
 		return -1;
 	}
 	return 0;

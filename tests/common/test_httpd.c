@@ -544,6 +544,43 @@ TEST(nul_in_path_or_query)
 	reply_free(&r);
 }
 
+/* Two Content-Length headers that differ: the body's end is ambiguous
+ * (RFC 9112, 6.3), so 400 before the hook and the handler, and the
+ * connection closed; the same value twice is one length. */
+TEST(conflicting_content_length)
+{
+	int before = handler_runs;
+	char head[512];
+	snprintf(head, sizeof(head),
+		 "POST /v1/echo HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Length: 3\r\n"
+		 "Content-Length: 30\r\nConnection: close\r\n\r\nabc", port);
+	char *raw = raw_exchange(head, NULL, NULL, 0);
+	CHECK(raw && !strncmp(raw, "HTTP/1.1 400", 12));
+	CHECK(raw && strstr(raw, "Content-Length headers that differ"));
+	free(raw);
+	/* Before authentication: a route that needs it answers 400, not 401. */
+	snprintf(head, sizeof(head),
+		 "GET /v1/private HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Length: 0\r\n"
+		 "Content-Length: 5\r\nConnection: close\r\n\r\nhello", port);
+	raw = raw_exchange(head, NULL, NULL, 0);
+	CHECK(raw && !strncmp(raw, "HTTP/1.1 400", 12));
+	free(raw);
+	snprintf(head, sizeof(head),
+		 "PUT /v1/private-sink HTTP/1.1\r\nHost: 127.0.0.1:%d\r\ncontent-length: 2\r\n"
+		 "Content-Length: 3\r\nConnection: close\r\n\r\nabc", port);
+	raw = raw_exchange(head, NULL, NULL, 0);
+	CHECK(raw && !strncmp(raw, "HTTP/1.1 400", 12));
+	free(raw);
+	CHECK_INT(handler_runs, before);
+	/* The same length twice is served. */
+	snprintf(head, sizeof(head),
+		 "POST /v1/echo HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Length: 3\r\n"
+		 "Content-Length: 3\r\nConnection: close\r\n\r\nabc", port);
+	raw = raw_exchange(head, NULL, NULL, 0);
+	CHECK(raw && !strncmp(raw, "HTTP/1.1 201", 12));
+	free(raw);
+}
+
 static void maps(int code, int status, const char *scode, int line)
 {
 	struct httpd_resp resp = {0};
@@ -1370,6 +1407,7 @@ int main(void)
 	RUN(authenticate_hook);
 	RUN(raw_target_and_query);
 	RUN(nul_in_path_or_query);
+	RUN(conflicting_content_length);
 	RUN(error_mapping);
 	RUN(handler_without_response);
 	RUN(body_in_chunks);
