@@ -234,9 +234,10 @@ static int query_int(const char *query, const char *key, int *out, struct terr *
 	*out = 0;
 	if (rc == 0)
 		return 0;
+	/* Digits only: strtol would take spaces and a sign before them. */
 	char *end;
-	long x = rc > 0 ? strtol(v, &end, 10) : 0;
-	if (rc < 0 || !*v || *end || x < 1 || x > 10000)
+	long x = rc > 0 && strspn(v, "0123456789") == strlen(v) ? strtol(v, &end, 10) : 0;
+	if (rc < 0 || !*v || x < 1 || x > 10000)
 		return terr_set(err, EINVAL, "%s must be a number from 1 to 10000", key);
 	*out = (int)x;
 	return 0;
