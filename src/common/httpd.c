@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "common/jsonutil.h"
+#include "common/urldecode.h"
 #include "common/util.h"
 
 /* A connection as the flood limits see it (see "Connection limits"
@@ -117,34 +118,17 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	*con_cls = NULL;
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9') return c - '0';
-	if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-	return -1;
-}
-
-/* Percent-decodes [s, s+n) into a new string; NULL on a bad escape. */
+/* Percent-decodes the path segment [s, s+n) into a new string; NULL on a
+ * bad escape or a NUL byte (which request_precheck refuses before any
+ * route is matched: this is the second line). */
 static char *decode_segment(const char *s, size_t n)
 {
-	char *out = malloc(n + 1), *o = out;
-	if (!out)
+	size_t len;
+	char *out = urldecode(s, n, false, &len);
+	if (out && strlen(out) != len) {
+		free(out);
 		return NULL;
-	for (size_t i = 0; i < n; i++) {
-		if (s[i] == '%') {
-			int hi, lo;
-			if (i + 2 >= n || (hi = hexval(s[i + 1])) < 0 || (lo = hexval(s[i + 2])) < 0) {
-				free(out);
-				return NULL;
-			}
-			*o++ = (char)(hi * 16 + lo);
-			i += 2;
-		} else {
-			*o++ = s[i];
-		}
 	}
-	*o = '\0';
 	return out;
 }
 
@@ -424,6 +408,82 @@ static enum MHD_Result stream_begin(struct httpd *h, struct MHD_Connection *conn
 	return ret;
 }
 
+/* ---------- Checks before routing ----------
+ * What no route may see is refused with 400 as soon as the headers are
+ * in: before routing, the authenticate hook and any handler, so the answer
+ * is the same signed or not, and nothing acts on a request read wrong.
+ *  - A path or query argument that decodes to a NUL byte (urldecode.h):
+ *    checked on the target as sent, and on libmicrohttpd's own decoded
+ *    arguments by their sizes, as they are what httpd_query hands out.
+ *  - Framing that two readers could take differently (RFC 9112, 6.3):
+ *    Content-Length headers that differ (libmicrohttpd would take the
+ *    first and say nothing; a proxy in front could take the last), or
+ *    Content-Length beside Transfer-Encoding. The connection closes after
+ *    the answer: where the body ends is not known. */
+struct precheck {
+	const char *nul_arg;    /* a query argument's name, whose name or value holds a NUL */
+	const char *cl;         /* the first Content-Length */
+	bool cl_differ, te;
+};
+
+static enum MHD_Result precheck_arg(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size,
+				    const char *value, size_t value_size)
+{
+	(void)kind;
+	struct precheck *pc = cls;
+	if (strlen(key) != key_size || (value && strlen(value) != value_size)) {
+		pc->nul_arg = key;
+		return MHD_NO;
+	}
+	return MHD_YES;
+}
+
+static enum MHD_Result precheck_header(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size,
+				       const char *value, size_t value_size)
+{
+	(void)kind;
+	(void)key_size;
+	(void)value_size;
+	struct precheck *pc = cls;
+	if (!strcasecmp(key, "Content-Length")) {
+		const char *v = value ? value : "";
+		if (pc->cl && strcmp(pc->cl, v))
+			pc->cl_differ = true;
+		if (!pc->cl)
+			pc->cl = v;
+	} else if (!strcasecmp(key, "Transfer-Encoding")) {
+		pc->te = true;
+	}
+	return MHD_YES;
+}
+
+/* 0, or fills resp with the error (400; 500 out of memory) and returns -1. */
+static int request_precheck(struct MHD_Connection *conn, const char *target, struct httpd_resp *resp)
+{
+	struct terr err = {0};
+	if (urldecode_check_target(target, &err) < 0) {
+		httpd_error_terr(resp, &err);
+		return -1;
+	}
+	struct precheck pc = {0};
+	MHD_get_connection_values_n(conn, MHD_GET_ARGUMENT_KIND, precheck_arg, &pc);
+	if (pc.nul_arg) {
+		httpd_error(resp, 400, "invalid_argument",
+			    "the query argument '%.40s' holds a NUL byte (%%00), which no name or path may contain",
+			    pc.nul_arg);
+		return -1;
+	}
+	MHD_get_connection_values_n(conn, MHD_HEADER_KIND, precheck_header, &pc);
+	if (pc.cl_differ || (pc.cl && pc.te)) {
+		httpd_error(resp, 400, "invalid_argument", "%s: where the body ends is ambiguous (RFC 9112, 6.3)",
+			    pc.cl_differ ? "two Content-Length headers that differ"
+					 : "Content-Length beside Transfer-Encoding");
+		httpd_resp_header(resp, "Connection", "close");
+		return -1;
+	}
+	return 0;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 				  const char *url, const char *method,
 				  const char *version, const char *upload_data,
@@ -439,6 +499,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 	if (!st->headers_seen) {
 		st->headers_seen = 1;
 		conn_waiting(conn, false);   /* the headers are in: the body's turn */
+		struct httpd_resp presp = {0};
+		if (request_precheck(conn, st->target, &presp) < 0) {
+			st->answered = 1;
+			conn_active(conn);
+			enum MHD_Result pret = send_resp(h, conn, &presp);
+			httpd_resp_free(&presp);
+			return pret;
+		}
 		return stream_begin(h, conn, st, method);
 	}
 	if (st->answered) {

@@ -9,7 +9,10 @@
  * runs), except on routes flagged HTTPD_ROUTE_STREAM_BODY, whose handler
  * runs as soon as the headers are in and takes the body piece by piece
  * through a sink (httpd_req_sink): uploads of any size. Optional: headers
- * on every response, and HTTPS. */
+ * on every response, and HTTPS.
+ * Before routing, the hook and any handler (httpd.c, "Checks before
+ * routing"): a path or query argument that decodes to a NUL byte gets 400,
+ * so req->params, req->path and httpd_query never hold a name cut short. */
 #ifndef TESSERA_COMMON_HTTPD_H
 #define TESSERA_COMMON_HTTPD_H
 

@@ -1,5 +1,6 @@
 #include "common/jsonutil.h"
 
+#include <ctype.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -38,8 +39,25 @@ int jsonutil_get_string(json_t *obj, const char *field, const char *what,
 	return 0;
 }
 
-int jsonutil_get_milli(json_t *obj, const char *field, const char *what,
-		       int64_t *out, bool *present, struct terr *err)
+/* An amount given as a JSON string must be the amount exactly, as the CLI
+ * and the web UI send it: units.c skips spaces around a number (for conf
+ * files and flags), and reads a C string, which a NUL would end early, so
+ * "  1g" and "1g\u0000x" would otherwise pass for "1g". A space between
+ * the number and its unit ("1 g") stays fine. */
+static int amount_text(json_t *v, const char *what, const char *example, struct terr *err)
+{
+	const char *s = json_string_value(v);
+	size_t n = json_string_length(v);
+	if (memchr(s, '\0', n))
+		return terr_set(err, EINVAL, "%s holds a NUL byte; give the amount alone (e.g. %s)", what, example);
+	if (n && (isspace((unsigned char)s[0]) || isspace((unsigned char)s[n - 1])))
+		return terr_set(err, EINVAL, "%s: '%.40s' has spaces before or after it; give the amount alone (e.g. %s)",
+				what, s, example);
+	return 0;
+}
+
+static int get_milli(json_t *obj, const char *field, const char *what, int64_t *out, bool *present, bool exact,
+		     struct terr *err)
 {
 	json_t *v = json_object_get(obj, field);
 	if (!v || json_is_null(v))
@@ -64,6 +82,8 @@ int jsonutil_get_milli(json_t *obj, const char *field, const char *what,
 		if (units_parse_milli(buf, out, err) < 0)
 			return terr_prefix(err, "%s", what);
 	} else if (json_is_string(v)) {
+		if (exact && amount_text(v, what, "\"0.5\"", err) < 0)
+			return -EINVAL;
 		if (units_parse_milli(json_string_value(v), out, err) < 0)
 			return terr_prefix(err, "%s", what);
 	} else {
@@ -74,8 +94,8 @@ int jsonutil_get_milli(json_t *obj, const char *field, const char *what,
 	return 0;
 }
 
-int jsonutil_get_size(json_t *obj, const char *field, const char *what,
-		      int64_t *out, bool *present, struct terr *err)
+static int get_size(json_t *obj, const char *field, const char *what, int64_t *out, bool *present, bool exact,
+		    struct terr *err)
 {
 	json_t *v = json_object_get(obj, field);
 	if (!v || json_is_null(v))
@@ -85,6 +105,8 @@ int jsonutil_get_size(json_t *obj, const char *field, const char *what,
 			return terr_set(err, EINVAL, "%s must not be negative", what);
 		*out = json_integer_value(v);
 	} else if (json_is_string(v)) {
+		if (exact && amount_text(v, what, "\"256m\" or \"1g\"", err) < 0)
+			return -EINVAL;
 		if (units_parse_size(json_string_value(v), out, err) < 0)
 			return terr_prefix(err, "%s", what);
 	} else {
@@ -93,6 +115,30 @@ int jsonutil_get_size(json_t *obj, const char *field, const char *what,
 	if (present)
 		*present = true;
 	return 0;
+}
+
+int jsonutil_get_milli(json_t *obj, const char *field, const char *what, int64_t *out, bool *present,
+		       struct terr *err)
+{
+	return get_milli(obj, field, what, out, present, true, err);
+}
+
+int jsonutil_get_size(json_t *obj, const char *field, const char *what, int64_t *out, bool *present,
+		      struct terr *err)
+{
+	return get_size(obj, field, what, out, present, true, err);
+}
+
+int jsonutil_get_milli_stored(json_t *obj, const char *field, const char *what, int64_t *out, bool *present,
+			      struct terr *err)
+{
+	return get_milli(obj, field, what, out, present, false, err);
+}
+
+int jsonutil_get_size_stored(json_t *obj, const char *field, const char *what, int64_t *out, bool *present,
+			     struct terr *err)
+{
+	return get_size(obj, field, what, out, present, false, err);
 }
 
 int jsonutil_get_int(json_t *obj, const char *field, const char *what,

@@ -23,12 +23,22 @@ json_t *jsonutil_milli(int64_t milli);
  * give -EINVAL naming `what` (e.g. "resources.cpu"). */
 int jsonutil_get_string(json_t *obj, const char *field, const char *what,
 			const char **out, bool *present, struct terr *err);
-/* Number or decimal string -> milli-units (3 decimals at most). */
+/* Number or decimal string -> milli-units (3 decimals at most). A string
+ * (here and in jsonutil_get_size) is the amount alone: spaces before or
+ * after it, or a NUL in it, are refused. */
 int jsonutil_get_milli(json_t *obj, const char *field, const char *what,
 		       int64_t *out, bool *present, struct terr *err);
 /* Integer bytes or a size string ("256m") -> bytes. */
 int jsonutil_get_size(json_t *obj, const char *field, const char *what,
 		      int64_t *out, bool *present, struct terr *err);
+/* The same for an amount this program stored itself after checking it
+ * (a policy): spaces around a string are taken, as the versions before
+ * the exact check took them when it was written, so a limit set then
+ * still holds rather than reading as none. */
+int jsonutil_get_milli_stored(json_t *obj, const char *field, const char *what,
+			      int64_t *out, bool *present, struct terr *err);
+int jsonutil_get_size_stored(json_t *obj, const char *field, const char *what,
+			     int64_t *out, bool *present, struct terr *err);
 int jsonutil_get_int(json_t *obj, const char *field, const char *what,
 		     int64_t *out, bool *present, struct terr *err);
 

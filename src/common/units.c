@@ -4,6 +4,7 @@
 
 #include <ctype.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -222,4 +223,24 @@ void units_format_milli(int64_t milli, char *buf, size_t n)
 	for (int i = 2; i > 0 && digits[i] == '0'; i--)
 		digits[i] = '\0';
 	snprintf(buf, n, "%s%" PRIu64 ".%s", sign, whole, digits);
+}
+
+int units_parse_whole(const char *s, uint64_t max, uint64_t *out)
+{
+	if (!s || !*s)
+		return -EINVAL;
+	uint64_t v = 0;
+	bool over = false;
+	for (const char *p = s; *p; p++) {
+		if (*p < '0' || *p > '9')
+			return -EINVAL;
+		if (!over && (v > (UINT64_MAX - (uint64_t)(*p - '0')) / 10))
+			over = true;
+		else if (!over)
+			v = v * 10 + (uint64_t)(*p - '0');
+	}
+	if (over || v > max)
+		return -ERANGE;
+	*out = v;
+	return 0;
 }

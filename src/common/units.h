@@ -28,4 +28,10 @@ int units_parse_milli(const char *s, int64_t *milli, struct terr *err);
 /* 500 -> "0.5", 2000 -> "2", 125 -> "0.125". */
 void units_format_milli(int64_t milli, char *buf, size_t n);
 
+/* A whole number written as digits only, at most max: "0", "42". Unlike
+ * strtol, refuses spaces, a sign, "0x" and anything after the digits (a
+ * query's limit=" 5" or "+5" is no number). 0, or -EINVAL (not digits) or
+ * -ERANGE (past max). Says nothing: callers word the refusal. */
+int units_parse_whole(const char *s, uint64_t max, uint64_t *out);
+
 #endif

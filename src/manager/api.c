@@ -13,6 +13,7 @@
 #include "common/metrics.h"
 #include "common/pump.h"
 #include "common/sign.h"
+#include "common/units.h"
 #include "common/util.h"
 #include "manager/approutes.h"
 #include "manager/internal.h"
@@ -256,12 +257,12 @@ static bool query_timeout(struct httpd_req *req, struct httpd_resp *resp, long d
 	const char *tmo = httpd_query(req, "timeout_s");
 	long v = def;
 	if (tmo) {
-		char *end;
-		v = strtol(tmo, &end, 10);
-		if (!*tmo || *end || v < 0 || v > max) {
+		uint64_t u;
+		if (units_parse_whole(tmo, (uint64_t)max, &u) < 0) {
 			httpd_error(resp, 400, "invalid_argument", "timeout_s must be 0 to %ld", max);
 			return false;
 		}
+		v = (long)u;
 	}
 	*out = (int)v;
 	return true;
@@ -303,13 +304,12 @@ static void api_session_stats(void *ctx, struct httpd_req *req, struct httpd_res
 	const char *since_s = httpd_query(req, "since");
 	long long since = 0;
 	if (since_s) {
-		char *end;
-		errno = 0;
-		since = strtoll(since_s, &end, 10);
-		if (!*since_s || *end || errno || since < 0) {
+		uint64_t u;
+		if (units_parse_whole(since_s, INT64_MAX, &u) < 0) {
 			httpd_error(resp, 400, "invalid_argument", "since must be a time in Unix milliseconds (an integer of 0 or more)");
 			return;
 		}
+		since = (long long)u;
 	}
 	char idbuf[STORE_ID_MAX];
 	const char *ref = session_ref(ctx, req, resp, idbuf);
@@ -341,12 +341,12 @@ static void api_session_logs(void *ctx, struct httpd_req *req, struct httpd_resp
 	const char *follow_s = httpd_query(req, "follow");
 	long tail = 0;
 	if (tail_s) {
-		char *end;
-		tail = strtol(tail_s, &end, 10);
-		if (*end || tail < 0 || tail > 1000000) {
+		uint64_t u;
+		if (units_parse_whole(tail_s, 1000000, &u) < 0) {
 			httpd_error(resp, 400, "invalid_argument", "tail must be 0 to 1000000 lines");
 			return;
 		}
+		tail = (long)u;
 	}
 	bool follow = false;
 	if (follow_s) {
@@ -817,12 +817,12 @@ static void api_proxy_routes(void *ctx, struct httpd_req *req, struct httpd_resp
 	long long since = -1;
 	int timeout_s;
 	if (since_s) {
-		char *end;
-		since = strtoll(since_s, &end, 10);
-		if (!*since_s || *end || since < 0) {
+		uint64_t u;
+		if (units_parse_whole(since_s, INT64_MAX, &u) < 0) {
 			httpd_error(resp, 400, "invalid_argument", "since must be a generation (an integer of 0 or more)");
 			return;
 		}
+		since = (long long)u;
 	}
 	if (!query_timeout(req, resp, 30, 60, &timeout_s))
 		return;

@@ -687,9 +687,9 @@ void mgr_user_policy(struct manager *m, const char *email, int64_t *max_sessions
 	if (!p)
 		return;
 	jsonutil_get_int(p, "max_sessions", "max_sessions", max_sessions, NULL, NULL);
-	jsonutil_get_milli(p, "max_cpu", "max_cpu", &max->cpu_m, NULL, NULL);
-	jsonutil_get_size(p, "max_mem", "max_mem", &max->mem, NULL, NULL);
-	jsonutil_get_milli(p, "max_fgpu", "max_fgpu", &max->fgpu_m, NULL, NULL);
+	jsonutil_get_milli_stored(p, "max_cpu", "max_cpu", &max->cpu_m, NULL, NULL);
+	jsonutil_get_size_stored(p, "max_mem", "max_mem", &max->mem, NULL, NULL);
+	jsonutil_get_milli_stored(p, "max_fgpu", "max_fgpu", &max->fgpu_m, NULL, NULL);
 }
 
 int64_t mgr_user_max_execs(struct manager *m, const char *email)
@@ -736,7 +736,7 @@ int64_t mgr_user_policy_limit(struct manager *m, const char *email, const char *
 	if (json_is_integer(x))
 		v = json_integer_value(x);
 	else if (x)
-		jsonutil_get_size(p, key, key, &v, NULL, NULL);
+		jsonutil_get_size_stored(p, key, key, &v, NULL, NULL);
 	return v;
 }
 

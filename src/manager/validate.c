@@ -258,13 +258,12 @@ int validate_session_query(const struct session_query_in *in, struct session_que
 	if (in->owner && validate_email(in->owner, out->owner_email, sizeof(out->owner_email), err) < 0)
 		return terr_prefix(err, "owner");
 	if (in->limit) {
-		char *end;
-		errno = 0;
-		long v = strtol(in->limit, &end, 10);
-		if (!*in->limit || *end || errno || v < 1 || v > VALIDATE_MAX_LIST_LIMIT)
+		/* Digits only: strtol would take " 5" and "+5". */
+		uint64_t v;
+		if (units_parse_whole(in->limit, VALIDATE_MAX_LIST_LIMIT, &v) < 0 || v < 1)
 			return terr_set(err, EINVAL, "limit must be a whole number from 1 to %d (got '%.40s')",
 					VALIDATE_MAX_LIST_LIMIT, in->limit);
-		out->limit = v;
+		out->limit = (long)v;
 	}
 	if (in->cont) {
 		unsigned long long seq;

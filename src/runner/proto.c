@@ -213,7 +213,9 @@ int proto_query_get(const char *query, const char *key, char *out, size_t n)
 					c = (char)(hexval(v[0]) * 16 + hexval(v[1]));
 					v += 2;
 				}
-				if (k + 1 >= n)
+				/* A NUL from %00 would end the value early: "main%00x"
+				 * is not the terminal "main". */
+				if (k + 1 >= n || c == '\0')
 					return -EINVAL;
 				out[k++] = c;
 			}
@@ -232,9 +234,10 @@ static int query_int(const char *query, const char *key, int *out, struct terr *
 	*out = 0;
 	if (rc == 0)
 		return 0;
+	/* Digits only: strtol would take spaces and a sign before them. */
 	char *end;
-	long x = rc > 0 ? strtol(v, &end, 10) : 0;
-	if (rc < 0 || !*v || *end || x < 1 || x > 10000)
+	long x = rc > 0 && strspn(v, "0123456789") == strlen(v) ? strtol(v, &end, 10) : 0;
+	if (rc < 0 || !*v || x < 1 || x > 10000)
 		return terr_set(err, EINVAL, "%s must be a number from 1 to 10000", key);
 	*out = (int)x;
 	return 0;

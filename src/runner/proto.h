@@ -63,7 +63,8 @@ int proto_find_head(const char *buf, size_t n, size_t *used);
 int proto_parse_http_head(const char *buf, size_t n, struct proto_http_req *r, struct terr *err);
 
 /* The value of key in a query string (a=1&b=2), %XX and + decoded, into
- * out. 1 when present, 0 when absent, -EINVAL when too long for out. */
+ * out. 1 when present, 0 when absent, -EINVAL when too long for out or
+ * when it decodes to a NUL byte (%00). */
 int proto_query_get(const char *query, const char *key, char *out, size_t n);
 
 struct proto_term_query {

@@ -157,6 +157,8 @@ int relay_start(struct rl_loop *l, int fd_a, int fd_b, const void *to_a, size_t 
 	return 0;
 }
 
+static int linger_count;
+
 struct lingerer {
 	struct rl_watch w;
 	struct rl_loop *loop;
@@ -174,12 +176,18 @@ static void linger_cb(struct rl_watch *w, short revents)
 	rl_del(g->loop, w);
 	close(w->fd);
 	free(g);
+	linger_count--;
 }
 
 void relay_linger(struct rl_loop *l, int fd)
 {
-	struct lingerer *g = calloc(1, sizeof(*g));
 	shutdown(fd, SHUT_WR);
+	/* Lingering costs a slot of the loop for up to RELAY_LINGER_MS, and
+	 * the answers that linger are mostly refusals of connections that
+	 * proved nothing: past RELAY_MAX_LINGER the answer goes out without
+	 * waiting, so a flood of bad lines cannot fill the loop that the
+	 * proxy's relays need. */
+	struct lingerer *g = linger_count < RELAY_MAX_LINGER ? calloc(1, sizeof(*g)) : NULL;
 	if (!g) {
 		close(fd);
 		return;
@@ -191,5 +199,7 @@ void relay_linger(struct rl_loop *l, int fd)
 	if (rl_add(l, &g->w) < 0) {
 		close(fd);
 		free(g);
+		return;
 	}
+	linger_count++;
 }

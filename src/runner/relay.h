@@ -30,8 +30,10 @@ int relay_count(void);
 /* Ends a connection politely: shuts its write side (what was written
  * before is delivered: closing with unread input would reset it and could
  * lose the last answer), then reads and drops what comes until the peer
- * closes or RELAY_LINGER_MS pass, then closes fd. Takes fd. */
+ * closes or RELAY_LINGER_MS pass, then closes fd; at once when
+ * RELAY_MAX_LINGER already linger. Takes fd. */
 #define RELAY_LINGER_MS 3000
+#define RELAY_MAX_LINGER 64   /* past it, closed at once */
 void relay_linger(struct rl_loop *l, int fd);
 
 #endif

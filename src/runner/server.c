@@ -5,9 +5,11 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -17,6 +19,7 @@
 #include "runner/terminal.h"
 
 #define SERVER_CONNECT_MS 5000
+#define SERVER_BACKLOG 1024
 
 enum sconn_stage { SC_HELLO, SC_CONNECTING };
 
@@ -24,6 +27,10 @@ struct sconn {
 	struct rl_watch w;          /* the client */
 	struct rl_watch aw;         /* the app's port, while connecting */
 	enum sconn_stage stage;
+	/* In the list of connections still on their line (SC_HELLO), oldest
+	 * first: who goes when a newcomer finds SERVER_MAX_HELLO waiting. */
+	struct sconn *prev, *next;
+	bool waiting;
 	char buf[PROTO_LINE_MAX];
 	size_t len;                 /* bytes in buf */
 	size_t used;                /* of which the line, once whole */
@@ -35,7 +42,9 @@ static struct rl_loop *srv_loop;
 static struct rl_watch srv_listen;
 static char srv_secret[PROTO_SECRET_LEN + 1];
 static bool srv_have_secret;
-static int srv_nconns;
+static struct sconn *srv_wait_head, *srv_wait_tail;   /* on their line, oldest first */
+static int srv_nwaiting;
+static unsigned long srv_evicted;                     /* closed for newcomers, for the log */
 static bool srv_listening;
 
 int server_read_secret(const char *path, char out[PROTO_SECRET_LEN + 1], bool *have, struct terr *err)
@@ -60,8 +69,40 @@ int server_read_secret(const char *path, char out[PROTO_SECRET_LEN + 1], bool *h
 	return 0;
 }
 
+/* The line is said (or the connection goes): it no longer waits. */
+static void sconn_unwait(struct sconn *c)
+{
+	if (!c->waiting)
+		return;
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		srv_wait_head = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	else
+		srv_wait_tail = c->prev;
+	c->prev = c->next = NULL;
+	c->waiting = false;
+	srv_nwaiting--;
+}
+
+static void sconn_wait(struct sconn *c)
+{
+	c->prev = srv_wait_tail;
+	c->next = NULL;
+	if (srv_wait_tail)
+		srv_wait_tail->next = c;
+	else
+		srv_wait_head = c;
+	srv_wait_tail = c;
+	c->waiting = true;
+	srv_nwaiting++;
+}
+
 static void sconn_free(struct sconn *c, bool close_client)
 {
+	sconn_unwait(c);
 	rl_del(srv_loop, &c->w);
 	rl_del(srv_loop, &c->aw);
 	if (c->aw.fd >= 0)
@@ -69,7 +110,41 @@ static void sconn_free(struct sconn *c, bool close_client)
 	if (close_client)
 		close(c->w.fd);
 	free(c);
-	srv_nconns--;
+}
+
+static void sconn_cb(struct rl_watch *w, short revents);
+
+/* Closes the connection that has waited longest on its line, for a
+ * newcomer: no answer (it has proved nothing, and the runner spends
+ * nothing more on it). Bytes that already came on it are read first, as
+ * they may finish its line: a client that said its line at once (the
+ * proxy) is never taken for an idle one only because the loop had not
+ * read it yet; one that is still short of a line after them goes. false
+ * when none waits. */
+static bool sconn_evict_oldest(void)
+{
+	struct sconn *c;
+	for (;;) {
+		if (!(c = srv_wait_head))
+			return false;
+		int pending = 0;
+		if (ioctl(c->w.fd, FIONREAD, &pending) < 0 || pending <= 0)
+			break;
+		sconn_cb(&c->w, POLLIN);
+		/* Still the head: still waiting, short of a line. Otherwise it
+		 * said its line (or went), and the next oldest is looked at;
+		 * nothing joins the list at its head meanwhile. */
+		if (srv_wait_head == c)
+			break;
+	}
+	sconn_free(c, true);
+	/* Once per power of two: a flood says so in the session's log
+	 * without filling it. */
+	srv_evicted++;
+	if ((srv_evicted & (srv_evicted - 1)) == 0)
+		runner_log("tessera-runner: app port: %lu connections closed so far for not saying their "
+			   "first line before newer ones (a flood of slow connections?)", srv_evicted);
+	return true;
 }
 
 /* Answers one line (STARTING or ERROR) and ends the connection. A fresh
@@ -175,6 +250,8 @@ static void sconn_hello(struct sconn *c, size_t line_len)
 {
 	struct proto_hello h;
 	struct terr err = {0};
+	/* Said: whatever comes of it, the connection no longer waits to. */
+	sconn_unwait(c);
 	if (!srv_have_secret) {
 		sconn_answer(c, "ERROR", "apps are not enabled for this session");
 		return;
@@ -205,7 +282,7 @@ static void sconn_hello(struct sconn *c, size_t line_len)
 			close(fd);
 			return;
 		}
-		term_accept(fd, early, n, rl_now_ms() + SERVER_HELLO_MS);
+		term_accept(fd, early, n, rl_now_ms() + SERVER_TERM_HEAD_MS);
 		return;
 	}
 	c->decl = apps_find(h.app);
@@ -222,8 +299,14 @@ static void sconn_hello(struct sconn *c, size_t line_len)
 static void sconn_cb(struct rl_watch *w, short revents)
 {
 	struct sconn *c = w->data;
+	/* Read ahead of its turn (sconn_evict_oldest) and past its line
+	 * since: what else this round's poll saw for it is not for here. */
+	if (c->stage != SC_HELLO)
+		return;
 	if (!revents) {
-		sconn_answer(c, "ERROR", "no TESSERA-APP/1 line within 10 s");
+		char msg[64];
+		snprintf(msg, sizeof(msg), "no TESSERA-APP/1 line within %d s", SERVER_HELLO_MS / 1000);
+		sconn_answer(c, "ERROR", msg);
 		return;
 	}
 	ssize_t n = read(w->fd, c->buf + c->len, sizeof(c->buf) - c->len);
@@ -242,26 +325,41 @@ static void sconn_cb(struct rl_watch *w, short revents)
 		sconn_hello(c, line_len);
 }
 
+/* New connections are always taken: when SERVER_MAX_HELLO already wait
+ * on their line (or the loop or the descriptors are full), the one that
+ * has waited longest is closed for the newcomer. Refusing newcomers
+ * instead, as the runner once did, let 600 slow connections keep the
+ * proxy's out (its app answered 502). */
 static void server_accept_cb(struct rl_watch *w, short revents)
 {
 	(void)revents;
 	for (int k = 0; k < 64; k++) {
 		int fd = accept4(w->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0 && (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) &&
+		    sconn_evict_oldest())
+			continue;   /* a descriptor is free again: try anew */
 		if (fd < 0) {
 			if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
 				runner_log("tessera-runner: app port: accept: %s", strerror(errno));
 			return;
 		}
-		struct sconn *c = srv_nconns < SERVER_MAX_CONNS ? calloc(1, sizeof(*c)) : NULL;
+		while (srv_nwaiting >= SERVER_MAX_HELLO && sconn_evict_oldest())
+			;
+		struct sconn *c = calloc(1, sizeof(*c));
 		if (!c) {
 			close(fd);
 			continue;
 		}
-		srv_nconns++;
 		rl_init(&c->w, fd, sconn_cb, c);
 		rl_init(&c->aw, -1, sconn_app_cb, c);
 		c->w.events = POLLIN;
+		/* From the accept, not from the last byte: a line said one byte
+		 * at a time gets no more time than one never said. */
 		c->w.deadline = rl_now_ms() + SERVER_HELLO_MS;
+		sconn_wait(c);
+		/* A full loop is full of what has said its line (the waiting
+		 * ones are at most SERVER_MAX_HELLO of its RL_MAX_WATCHES), and
+		 * slots freed now come back only next round: the newcomer goes. */
 		if (rl_add(srv_loop, &c->w) < 0)
 			sconn_free(c, true);
 	}
@@ -286,7 +384,10 @@ static int server_listen(int family, int port, struct terr *err)
 		sa.sin_addr.s_addr = htonl(INADDR_ANY);
 		rc = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
 	}
-	if (rc < 0 || listen(fd, 64) < 0) {
+	/* A deep queue: the loop takes 64 a round, and a burst of a flood
+	 * must not make the kernel drop the proxy's connection before the
+	 * runner sees it. */
+	if (rc < 0 || listen(fd, SERVER_BACKLOG) < 0) {
 		rc = terr_set(err, errno, "cannot listen on port %d: %s", port, strerror(errno));
 		close(fd);
 		return rc;

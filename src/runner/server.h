@@ -15,8 +15,18 @@
 #include "runner/proto.h"
 
 #define SERVER_SECRET_FILE "/run/tessera/app-secret"
-#define SERVER_HELLO_MS 10000
-#define SERVER_MAX_CONNS 256    /* connections still saying their line or connecting */
+/* A connection proves itself with its first line, which the proxy sends
+ * at once: until then it is unauthenticated, and it gets SERVER_HELLO_MS
+ * from its accept (not from its last byte) to say the line. At most
+ * SERVER_MAX_HELLO wait at a time; a newcomer past that closes the one
+ * that has waited longest, so a flood of slow connections pushes out its
+ * own, never the proxy's, which say their line and move on. Connections
+ * past their line (relays, terminals, the app's port being dialled) are
+ * not counted here. */
+#define SERVER_HELLO_MS 5000
+#define SERVER_MAX_HELLO 256
+/* A terminal connection's HTTP upgrade request, after its line. */
+#define SERVER_TERM_HEAD_MS 10000
 
 /* Reads the secret file (before the runner drops its privileges: the file
  * is root's, mode 0400). Absent: *have false, and every connection is

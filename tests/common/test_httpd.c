@@ -500,6 +500,87 @@ TEST(raw_target_and_query)
 	reply_free(&r);
 }
 
+static char *raw_exchange(const char *head, const char *const *pieces, const size_t *lens,
+			  size_t n_pieces);
+
+/* A NUL byte decoded from %00 would cut the C string a handler gets:
+ * "keep%00.tmp" would name "keep". Refused with 400 on every route, in a
+ * {param}, a catch-all and the query's names and values, before the
+ * authenticate hook and before any handler (issue 27). */
+TEST(nul_in_path_or_query)
+{
+	int before = handler_runs;
+	static const char *const targets[] = {
+		"/v1/items/a%00b", "/v1/items/ok/sub/%00", "/v1/files/a/b%00c", "/v1/files/x%00",
+		"/v1/target?q=real%00.txt", "/v1/target?q%00x=1", "/v1/target?x=1&q=%00",
+		"/v1/target?q=%%00", "/v1/private?x=%00", "/v1/nope%00",
+	};
+	for (size_t i = 0; i < sizeof(targets) / sizeof(targets[0]); i++) {
+		struct reply r = call("GET", targets[i], NULL, NULL, 0);
+		testlib_checks++;
+		if (r.status != 400)
+			FAILF("GET %s: %ld, expected 400", targets[i], r.status);
+		CHECK_ERROR_BODY(r, "invalid_argument", "NUL");
+		reply_free(&r);
+	}
+	/* A streamed-body route too, before the hook (no token: 400, not 401). */
+	struct reply r = call("PUT", "/v1/private-sink?x=a%00", NULL, "abc", 3);
+	CHECK_INT(r.status, 400);
+	CHECK_ERROR_BODY(r, "invalid_argument", "NUL");
+	reply_free(&r);
+	r = call("DELETE", "/v1/items/keep%00.tmp", NULL, NULL, 0);
+	CHECK_INT(r.status, 400);
+	reply_free(&r);
+	CHECK_INT(handler_runs, before);
+
+	/* An escaped percent sign followed by 00 is text, not a NUL. */
+	r = call("GET", "/v1/target?q=%2500", NULL, NULL, 0);
+	CHECK_INT(r.status, 200);
+	CHECK_STR(jstr(r.json, "q"), "%00");
+	reply_free(&r);
+	r = call("GET", "/v1/items/a%2500", NULL, NULL, 0);
+	CHECK_INT(r.status, 200);
+	CHECK_STR(jstr(r.json, "id"), "a%00");
+	reply_free(&r);
+}
+
+/* Two Content-Length headers that differ: the body's end is ambiguous
+ * (RFC 9112, 6.3), so 400 before the hook and the handler, and the
+ * connection closed; the same value twice is one length. */
+TEST(conflicting_content_length)
+{
+	int before = handler_runs;
+	char head[512];
+	snprintf(head, sizeof(head),
+		 "POST /v1/echo HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Length: 3\r\n"
+		 "Content-Length: 30\r\nConnection: close\r\n\r\nabc", port);
+	char *raw = raw_exchange(head, NULL, NULL, 0);
+	CHECK(raw && !strncmp(raw, "HTTP/1.1 400", 12));
+	CHECK(raw && strstr(raw, "Content-Length headers that differ"));
+	free(raw);
+	/* Before authentication: a route that needs it answers 400, not 401. */
+	snprintf(head, sizeof(head),
+		 "GET /v1/private HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Length: 0\r\n"
+		 "Content-Length: 5\r\nConnection: close\r\n\r\nhello", port);
+	raw = raw_exchange(head, NULL, NULL, 0);
+	CHECK(raw && !strncmp(raw, "HTTP/1.1 400", 12));
+	free(raw);
+	snprintf(head, sizeof(head),
+		 "PUT /v1/private-sink HTTP/1.1\r\nHost: 127.0.0.1:%d\r\ncontent-length: 2\r\n"
+		 "Content-Length: 3\r\nConnection: close\r\n\r\nabc", port);
+	raw = raw_exchange(head, NULL, NULL, 0);
+	CHECK(raw && !strncmp(raw, "HTTP/1.1 400", 12));
+	free(raw);
+	CHECK_INT(handler_runs, before);
+	/* The same length twice is served. */
+	snprintf(head, sizeof(head),
+		 "POST /v1/echo HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Length: 3\r\n"
+		 "Content-Length: 3\r\nConnection: close\r\n\r\nabc", port);
+	raw = raw_exchange(head, NULL, NULL, 0);
+	CHECK(raw && !strncmp(raw, "HTTP/1.1 201", 12));
+	free(raw);
+}
+
 static void maps(int code, int status, const char *scode, int line)
 {
 	struct httpd_resp resp = {0};
@@ -1325,6 +1406,8 @@ int main(void)
 	RUN(body_limit);
 	RUN(authenticate_hook);
 	RUN(raw_target_and_query);
+	RUN(nul_in_path_or_query);
+	RUN(conflicting_content_length);
 	RUN(error_mapping);
 	RUN(handler_without_response);
 	RUN(body_in_chunks);

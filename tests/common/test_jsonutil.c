@@ -154,8 +154,11 @@ TEST(get_milli)
 	CHECK_INT(jsonutil_get_milli(o, "z", "cpu", &v, &present, &err), 0);
 	CHECK(!present);
 	CHECK_INT(v, 9);
+	/* " 1.5 ": the amount exactly, as a person would refuse it elsewhere
+	 * (units.c skips spaces for conf files; issue 27). */
+	json_object_set_new(o, "nul", json_stringn("1\0x", 3));
 	const char *bad[] = {"neg", "negr", "negs", "four", "fours", "junk", "b", "arr",
-			     "huge", "hugei", "exp"};
+			     "huge", "hugei", "exp", "sp", "nul"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		memset(&err, 0, sizeof(err));
 		int rc = jsonutil_get_milli(o, bad[i], "resources.cpu", &v, &present, &err);
@@ -170,7 +173,8 @@ TEST(get_milli)
 TEST(get_size)
 {
 	json_t *o = obj("{\"m\":\"256m\",\"g\":\"1GiB\",\"b\":1048576,\"f\":\"1.5g\",\"neg\":-5,"
-			"\"x\":\"12x\",\"r\":1.5,\"t\":true,\"z\":null,\"e\":\"\"}");
+			"\"x\":\"12x\",\"r\":1.5,\"t\":true,\"z\":null,\"e\":\"\",\"lead\":\"  1g\","
+			"\"trail\":\"1g \",\"tab\":\"\\t1g\",\"nl\":\"1g\\n\",\"unit\":\"1 g\"}");
 	int64_t v = 3;
 	bool present = false;
 	struct terr err = {0};
@@ -190,7 +194,11 @@ TEST(get_size)
 	present = true;
 	CHECK_INT(jsonutil_get_size(o, "z", "mem", &v, &present, &err), 0);
 	CHECK(!present);
-	const char *bad[] = {"neg", "x", "r", "t", "e"};
+	CHECK_INT(jsonutil_get_size(o, "unit", "mem", &v, NULL, &err), 0);   /* a space before the unit is fine */
+	CHECK_INT(v, 1LL << 30);
+	v = 3;
+	json_object_set_new(o, "nul", json_stringn("1g\0x", 4));
+	const char *bad[] = {"neg", "x", "r", "t", "e", "lead", "trail", "tab", "nl", "nul"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		memset(&err, 0, sizeof(err));
 		int rc = jsonutil_get_size(o, bad[i], "resources.mem", &v, &present, &err);

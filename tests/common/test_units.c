@@ -184,6 +184,33 @@ TEST(milli_format)
 	CHECK_STR(b, "-9223372036854775.808");
 }
 
+/* Whole numbers of query arguments: digits only (strtol would take
+ * spaces, a sign and "0x" before them). */
+TEST(whole_numbers)
+{
+	uint64_t v = 7;
+	CHECK_INT(units_parse_whole("0", 10, &v), 0);
+	CHECK_INT(v, 0);
+	CHECK_INT(units_parse_whole("42", 42, &v), 0);
+	CHECK_INT(v, 42);
+	CHECK_INT(units_parse_whole("0042", 100, &v), 0);
+	CHECK_INT(v, 42);
+	CHECK_INT(units_parse_whole("18446744073709551615", UINT64_MAX, &v), 0);
+	CHECK(v == UINT64_MAX);
+	v = 7;
+	static const char *const bad[] = {"", " 5", "5 ", "+5", "-5", "\t5", "0x10", "5x", "1e3", "1.0", "\n5"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		testlib_checks++;
+		if (units_parse_whole(bad[i], 1000, &v) != -EINVAL)
+			FAILF("'%s' was taken as a number", bad[i]);
+	}
+	CHECK_INT(units_parse_whole(NULL, 1000, &v), -EINVAL);
+	CHECK_INT(units_parse_whole("43", 42, &v), -ERANGE);
+	CHECK_INT(units_parse_whole("18446744073709551616", UINT64_MAX, &v), -ERANGE);
+	CHECK_INT(units_parse_whole("99999999999999999999999", 5, &v), -ERANGE);
+	CHECK_INT(v, 7);
+}
+
 int main(void)
 {
 	RUN(size_plain_bytes);
@@ -192,5 +219,6 @@ int main(void)
 	RUN(size_format);
 	RUN(milli_parse);
 	RUN(milli_format);
+	RUN(whole_numbers);
 	return testlib_done();
 }

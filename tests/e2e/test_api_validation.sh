@@ -78,6 +78,12 @@ expect 400 resources.cpu "cpu 0" POST /v1/sessions "{\"image\":\"$IMG\",\"resour
 expect 400 resources.cpu "cpu \"abc\"" POST /v1/sessions "{\"image\":\"$IMG\",\"resources\":{\"cpu\":\"abc\"}}"
 expect 400 resources.mem "mem -5" POST /v1/sessions "{\"image\":\"$IMG\",\"resources\":{\"mem\":-5}}"
 expect 400 resources.mem "mem \"12x\"" POST /v1/sessions "{\"image\":\"$IMG\",\"resources\":{\"mem\":\"12x\"}}"
+# An amount is the amount alone (issue 27: "  1g" was taken as 1g).
+expect 400 resources.mem "mem \"  1g\" (leading spaces)" POST /v1/sessions "{\"image\":\"$IMG\",\"resources\":{\"mem\":\"  1g\"}}"
+expect 400 resources.mem "mem \"1g \" (a trailing space)" POST /v1/sessions "{\"image\":\"$IMG\",\"resources\":{\"mem\":\"1g \"}}"
+expect 400 resources.cpu "cpu \" 1\"" POST /v1/sessions "{\"image\":\"$IMG\",\"resources\":{\"cpu\":\" 1\"}}"
+expect 400 quota "folder quota \" 1g\"" POST /v1/folders '{"name":"spaced","quota":" 1g"}'
+expect 400 max_mem "policy max_mem \" 1g\"" PUT /v1/config/policy.default '{"value":{"max_mem":" 1g"}}'
 expect 400 image "image missing" POST /v1/sessions '{"resources":{"cpu":1}}'
 expect 400 image "image 5" POST /v1/sessions '{"image":5}'
 expect 400 name "bad name" POST /v1/sessions "{\"image\":\"$IMG\",\"name\":\"-bad\"}"
@@ -143,6 +149,13 @@ check "owner and a status no session has: an empty list ($RESP_CODE)" eval '[[ $
 expect 400 limit "limit 0" GET "/v1/sessions?limit=0"
 expect 400 limit "limit 1001" GET "/v1/sessions?limit=1001"
 expect 400 limit "limit abc" GET "/v1/sessions?limit=abc"
+# Whole numbers in a query are digits only (strtol took spaces and signs).
+expect 400 limit "limit with a space before it" GET "/v1/sessions?limit=%205"
+expect 400 limit "limit +5" GET "/v1/sessions?limit=%2B5"
+expect 400 timeout_s "timeout_s with a space before it" GET "/v1/sessions/apiv?wait=1&timeout_s=%201"
+expect 400 tail "tail +1" GET "/v1/sessions/apiv/logs?tail=%2B1"
+expect 400 tail "tail empty" GET "/v1/sessions/apiv/logs?tail="
+expect 400 since "stats since with a space" GET "/v1/sessions/apiv/stats?since=%200"
 expect 400 status "unknown status" GET "/v1/sessions?status=SLEEPING"
 expect 400 status "empty status in a list" GET "/v1/sessions?status=PENDING,,RUNNING"
 expect 400 owner "owner not an email" GET "/v1/sessions?owner=nobody"

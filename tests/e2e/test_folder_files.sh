@@ -129,6 +129,44 @@ st, r = a.call("GET", "/v1/folders/files/files?path=..")
 say("'..'" in msg(r), "the refusal says why: %s" % msg(r))
 say(os.path.exists(os.path.join(folder_dir, "sub/moved.bin")), "nothing moved")
 
+# A NUL byte from %00 would end the path early (issue 27): the server
+# removed the whole keep/ for "keep%00.tmp" and listed real/ for
+# "real%00.txt". Every route refuses it with 400, before touching anything.
+for d in ("keep", "real"):
+    st, r = a.call("POST", "/v1/folders/files/mkdir", {"path": d})
+    say(st in (200, 201), "mkdir %s (%d %s)" % (d, st, msg(r)))
+    st, r = upload(a, "files", d + "/inside.txt", b"still here")
+    say(st == 201, "upload %s/inside.txt (%d %s)" % (d, st, msg(r)))
+st, r = a.call("DELETE", "/v1/folders/files/files?path=keep%00.tmp&recursive=1")
+say(st == 400 and "NUL" in msg(r), "delete keep%%00.tmp: 400 (%d %s)" % (st, msg(r)))
+say(os.path.isfile(os.path.join(folder_dir, "keep/inside.txt")), "keep/ and its file are still there")
+st, r = a.call("GET", "/v1/folders/files/files?path=real%00.txt")
+say(st == 400 and "NUL" in msg(r), "list real%%00.txt: 400, not real/'s listing (%d %s)" % (st, msg(r)))
+for q in ["/v1/folders/files/download?path=real/inside.txt%00x", "/v1/folders/files%00x/files",
+          "/v1/folders/files/files?path%00=real"]:
+    st, r = a.call("GET", q)
+    say(st == 400 and "NUL" in msg(r), "GET %s: 400 (%d %s)" % (q, st, msg(r)))
+st, r = upload(a, "files", "real/new%00.txt", b"x")
+say(st == 400, "upload real/new%%00.txt: 400 (%d)" % st)
+st, r = a.call("POST", "/v1/folders/files/mkdir?x=%00", {"path": "made"})
+say(st == 400 and not os.path.exists(os.path.join(folder_dir, "made")), "mkdir with a %%00 argument: 400, nothing made (%d)" % st)
+say(sorted(os.listdir(os.path.join(folder_dir, "real"))) == ["inside.txt"], "nothing was written into real/")
+# Before authentication too: unsigned, the answer is the same 400.
+st, _, data = a.send("DELETE", "/v1/folders/files/files?path=keep%00.tmp&recursive=1")
+say(st == 400, "unsigned, %%00 is 400 before the signature is checked (%d)" % st)
+# The web UI's relay answers the same before its login check.
+web = conf.get("web_url", "").rstrip("/")
+if web:
+    import urllib.request, urllib.error
+    try:
+        urllib.request.urlopen(web + "/api/v1/folders/files/files?path=real%00.txt", timeout=30)
+        st = 200
+    except urllib.error.HTTPError as e:
+        st = e.code
+    say(st == 400, "the web UI's /api relay: 400 for %%00 (%d)" % st)
+else:
+    say(False, "admin.conf names the web UI (web_url)")
+
 # A body that does not match the hash it was signed with is refused whole.
 q = "/v1/folders/files/upload?path=forged.bin"
 h = a.sign("PUT", q, b"good")

@@ -234,6 +234,8 @@ TEST(policies)
 	REFUSED(mgr, "policy.default", "{\"max_cpu\": -1}", "max_cpu");
 	REFUSED(mgr, "policy.default", "{\"max_fgpu\": 0.0001}", "max_fgpu");
 	REFUSED(mgr, "policy.default", "{\"max_mem\": \"lots\"}", "max_mem");
+	REFUSED(mgr, "policy.default", "{\"max_mem\": \"  8g\"}", "spaces");   /* the amount alone */
+	REFUSED(mgr, "policy.default", "{\"max_cpu\": \"4 \"}", "max_cpu");
 	REFUSED(mgr, "policy.a@b", "{\"max_mem\": -5}", "max_mem");
 	REFUSED(mgr, "policy.a@b", "{\"nope\": 1}", "policy.a@b");
 	REFUSED(mgr, "policy.a@b", "{\"allow_root\": 1}", "allow_root must be true or false");
@@ -304,6 +306,15 @@ TEST(user_policy_fallback)
 	CHECK_INT(max.cpu_m, 0);
 	CHECK_INT(max.mem, 0);
 	CHECK_INT(max.fgpu_m, 500);
+	/* A policy an earlier version stored with spaces around an amount
+	 * still limits: read as it was written, never as no limit. */
+	json_object_set_new(mgr->settings.policies, "old@y",
+			    json_pack("{s:s,s:s,s:s}", "max_mem", " 1g", "max_cpu", "2 ", "max_fgpu", " 0.5"));
+	mgr_user_policy(mgr, "old@y", &max_sessions, &max);
+	CHECK_INT(max.mem, 1 * GiB);
+	CHECK_INT(max.cpu_m, 2000);
+	CHECK_INT(max.fgpu_m, 500);
+	json_object_del(mgr->settings.policies, "old@y");
 	/* root: false unless a policy says so, the user's own first */
 	CHECK(!mgr_user_allow_root(mgr, "alice@example.com"));
 	CHECK(!mgr_user_allow_root(mgr, "own@y"));

@@ -323,6 +323,15 @@ TEST(create_mem)
 	CREATE_BAD("{\"image\":\"busybox\",\"resources\":{\"mem\":17592186044417}}", "resources.mem");
 	CREATE_BAD("{\"image\":\"busybox\",\"resources\":{\"mem\":1.5}}", "resources.mem");
 	CREATE_BAD("{\"image\":\"busybox\",\"resources\":{\"mem\":{}}}", "resources.mem");
+	/* Exactly the amount: no spaces around it, no NUL ending it early
+	 * (units.c skips spaces for conf files and flags; issue 27). */
+	CREATE_BAD("{\"image\":\"busybox\",\"resources\":{\"mem\":\"  1g\"}}", "resources.mem");
+	CREATE_BAD("{\"image\":\"busybox\",\"resources\":{\"mem\":\"1g \"}}", "spaces");
+	CREATE_BAD("{\"image\":\"busybox\",\"resources\":{\"mem\":\"\\t1g\"}}", "resources.mem");
+	CREATE_BAD("{\"image\":\"busybox\",\"resources\":{\"cpu\":\" 1\"}}", "resources.cpu");
+	CREATE_BAD("{\"image\":\"busybox\",\"resources\":{\"cpu\":\"1\\n\"}}", "resources.cpu");
+	CREATE_BAD("{\"image\":\"busybox\",\"resources\":{\"fgpu\":\" 0.5\"}}", "resources.fgpu");
+	MEM_IS("\"1 g\"", 1LL << 30);   /* a space between number and unit is fine */
 }
 
 TEST(create_count_and_name)
@@ -558,6 +567,11 @@ TEST(session_queries)
 		{{.limit = ""}, "limit"},
 		{{.limit = "10x"}, "limit"},
 		{{.limit = "99999999999999999999"}, "limit"},
+		/* strtol takes spaces and a sign before the digits. */
+		{{.limit = " 5"}, "limit"},
+		{{.limit = "+5"}, "limit"},
+		{{.limit = "\t5"}, "limit"},
+		{{.limit = "5 "}, "limit"},
 	};
 	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
 		memset(&err, 0, sizeof(err));

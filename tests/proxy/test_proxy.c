@@ -413,6 +413,25 @@ TEST(no_cookie_refused)
 	close(fd);
 }
 
+/* Framing comes before the cookie (RFC 9112, 6.3): two Content-Length
+ * headers that differ are 400 and the connection ends, with or without a
+ * cookie, never the 403 of a missing one (issue 27, item 9). */
+TEST(conflicting_lengths_refused_before_the_cookie)
+{
+	int fd = connect_to(proxy_ports_[0]);
+	char head[4096], body[8192];
+	CHECK_INT(roundtrip(fd, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nContent-Length: 30\r\n\r\nabc",
+			    head, sizeof(head), body, sizeof(body)), 400);
+	CHECK_CONTAINS(body, "conflicting Content-Length");
+	CHECK(closed_by_peer(fd));
+	close(fd);
+	fd = connect_to(proxy_ports_[0]);
+	CHECK_INT(roundtrip(fd, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n",
+			    head, sizeof(head), body, sizeof(body)), 400);
+	CHECK(closed_by_peer(fd));
+	close(fd);
+}
+
 TEST(setup_sets_cookie)
 {
 	int fd = connect_to(proxy_ports_[0]);
@@ -819,6 +838,7 @@ int main(void)
 				 route("s6", "app:web", proxy_ports_[5], late)));
 	RUN(busy_port_refused);
 	RUN(no_cookie_refused);
+	RUN(conflicting_lengths_refused_before_the_cookie);
 	RUN(setup_sets_cookie);
 	RUN(requests_relayed_and_each_checked);
 	RUN(bad_cookies_refused);

@@ -184,6 +184,14 @@ TEST(term_query)
 	CHECK_INT(proto_query_get("a", "a", v, sizeof(v)), 1);
 	CHECK_STR(v, "");
 	CHECK_INT(proto_query_get("a=123456789", "a", v, sizeof(v)), -EINVAL);
+	/* A NUL from %00 would cut the value short: "main%00x" is no "main". */
+	CHECK_INT(proto_query_get("a=x%00y", "a", v, sizeof(v)), -EINVAL);
+	CHECK_INT(proto_parse_term_query("term=main%00x", &q, &err), -EINVAL);
+	/* Numbers are digits only: no sign, no spaces (strtol takes both). */
+	CHECK_INT(proto_parse_term_query("cols=%2B80", &q, &err), -EINVAL);
+	CHECK_INT(proto_parse_term_query("cols=+80", &q, &err), -EINVAL);
+	CHECK_INT(proto_parse_term_query("rows=%2024", &q, &err), -EINVAL);
+	CHECK_INT(proto_parse_term_query("rows=24%20", &q, &err), -EINVAL);
 }
 
 int main(void)
