@@ -250,7 +250,7 @@ TEST(bad_labels_listed_without_minimum)
 TEST(minimum_refused)
 {
 	struct terr err;
-	CHECK_INT(create(&alice, "tessera/python-ml:3.11-torch1.13", 500, 256 * MiB, "small", &err, NULL), EINVAL);
+	CHECK_INT(create(&alice, "tessera/python-ml:3.11-torch1.13", 500, 256 * MiB, "small", &err, NULL), ERANGE);
 	CHECK_STR(err.msg, "tessera/python-ml:3.11-torch1.13 needs at least 1 CPU and 1 GiB memory; "
 			   "asked for 0.5 CPU and 256 MiB memory");
 	CHECK_INT(create(&alice, "tessera/python-ml:3.11-torch1.13", 1000, GiB, "enough", &err, NULL), 0);
@@ -314,7 +314,7 @@ TEST(aliases)
 	CHECK_INT(create(&alice, "pytorch", 1000, GiB, "aliased", &err, img), 0);
 	CHECK_STR(img, "tessera/python-ml:3.11-torch1.13");
 	/* the alias's image keeps its minimum */
-	CHECK_INT(create(&alice, "pytorch", 100, GiB, "aliased-small", &err, NULL), EINVAL);
+	CHECK_INT(create(&alice, "pytorch", 100, GiB, "aliased-small", &err, NULL), ERANGE);
 	CHECK_CONTAINS(err.msg, "needs at least 1 CPU");
 
 	/* kept across a restart */
