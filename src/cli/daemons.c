@@ -120,8 +120,8 @@ static int lock_data_dir(const char *verb, const char *data_dir, const char *hin
 		char who[48] = "another process";
 		if (holder)
 			snprintf(who, sizeof(who), "process %ld", holder);
-		fprintf(stderr, "tessera %s: data dir %s is in use by %s (another tessera server or manager); %s\n",
-			verb, data_dir, who, hint);
+		fprintf(stderr, "tessera %s: data dir %s is in use by %s (another tessera daemon); %s\n", verb,
+			data_dir, who, hint);
 		return -1;
 	}
 	if (fd < 0)
@@ -800,6 +800,18 @@ int cmd_agent(int argc, char **argv)
 		if (hl && hl < sizeof(report_host))
 			memcpy(report_host, adv, hl), report_host[hl] = '\0';
 		as.agent.app_report_host = report_host;
+	}
+
+	/* One agent per data dir: its sessions' fGPU limits and turn files
+	 * live there, and two agents would take each other's. */
+	if (as.agent.data_dir && *as.agent.data_dir) {
+		/* 0755 as agent_open makes it (lock_data_dir's is 0700). */
+		if (util_mkdir_p(as.agent.data_dir, 0755, &err) < 0) {
+			fail("agent", &err);
+			goto out_conf;
+		}
+		if (lock_data_dir("agent", as.agent.data_dir, "stop it, or set another data_dir") < 0)
+			goto out_conf;
 	}
 
 	sigset_t stop;

@@ -46,6 +46,7 @@ manager = http://127.0.0.1:$m1
 cluster_secret = $secret
 listen = 127.0.0.1:${!port}
 advertise_url = http://127.0.0.1:${!port}
+data_dir = $E2E_DIR/agent-data-$a
 cpu = 1
 mem = 512MiB
 etcd = $ETCD

@@ -76,9 +76,10 @@ manager_conf "$mport" "$E2E_DIR/mdata2" >"$E2E_DIR/manager-same-port.conf"
 out=$(timeout 30 "$TESSERA" manager --config "$E2E_DIR/manager-same-port.conf" 2>&1); rc=$?
 check "a second manager on the API port is refused ($rc: $out)" refused "port $mport on 127.0.0.1 is in use by another process"
 
-agent_conf() {  # agent_conf ID
-	printf 'id = %s\nmanager = http://127.0.0.1:%s\ncluster_secret = %s\nlisten = 127.0.0.1:%s\nadvertise_url = http://127.0.0.1:%s\ncpu = 1\nmem = 256MiB\n' \
-		"$1" "$mport" "$secret" "$aport" "$aport"
+agent_conf() {  # agent_conf ID [PORT]
+	local p=${2:-$aport}
+	printf 'id = %s\nmanager = http://127.0.0.1:%s\ncluster_secret = %s\nlisten = 127.0.0.1:%s\nadvertise_url = http://127.0.0.1:%s\ncpu = 1\nmem = 256MiB\ndata_dir = %s\n' \
+		"$1" "$mport" "$secret" "$p" "$p" "$E2E_DIR/agent-$1"
 }
 agent_conf "$E2E_AGENT_ID" >"$E2E_DIR/agent.conf"
 "$TESSERA" agent --config "$E2E_DIR/agent.conf" >>"$E2E_DIR/agent.log" 2>&1 &
@@ -94,6 +95,10 @@ check "the agent registers" node_alive
 agent_conf "$E2E_AGENT_ID-2" >"$E2E_DIR/agent2.conf"
 out=$(timeout 30 "$TESSERA" agent --config "$E2E_DIR/agent2.conf" 2>&1); rc=$?
 check "a second agent on the RPC port is refused ($rc: $out)" refused "port $aport on 127.0.0.1 is in use by another process"
+# One data dir, one agent: its sessions' fGPU files and turn files are there.
+agent_conf "$E2E_AGENT_ID" "$(free_port)" >"$E2E_DIR/agent3.conf"
+out=$(timeout 30 "$TESSERA" agent --config "$E2E_DIR/agent3.conf" 2>&1); rc=$?
+check "a second agent on the first one's data dir is refused ($rc: $out)" refused "data dir $E2E_DIR/agent-$E2E_AGENT_ID is in use by process $APID"
 check "the first agent still runs" kill -0 "$APID"
 check "the first manager still runs" kill -0 "$MPID"
 e2e_done

@@ -54,6 +54,7 @@ manager = http://127.0.0.1:$mport
 cluster_secret = $secret
 listen = 127.0.0.1:$aport
 advertise_url = http://127.0.0.1:$aport
+data_dir = $E2E_DIR/agent-data
 cpu = 2
 mem = 1GiB
 stats_interval_ms = 500
