@@ -294,3 +294,96 @@ int approutes_token_redeem(struct approutes *r, const char *token, int64_t now_m
 	}
 	return terr_set(err, EACCES, "this link is not valid; open the app again for a new one");
 }
+
+/* ---------- across restarts ---------- */
+
+json_t *approutes_to_json(const struct approutes *r)
+{
+	json_t *routes = json_array(), *tokens = json_array();
+	for (size_t i = 0; i < r->n; i++) {
+		const struct approute *a = &r->r[i];
+		json_t *o = json_pack("{s:s,s:s,s:s}", "session_id", a->session_id, "app", a->app, "target", a->target);
+		if (a->port)
+			json_object_set_new(o, "port", json_integer(a->port));
+		else
+			json_object_set_new(o, "host", json_string(a->host));
+		json_array_append_new(routes, o);
+	}
+	for (size_t i = 0; i < r->n_tokens; i++) {
+		const struct apptoken *t = &r->t[i];
+		json_array_append_new(tokens, json_pack("{s:s,s:s,s:s,s:s,s:s,s:I,s:I,s:b}", "hash", t->hash, "user_id",
+							t->user_id, "session_id", t->session_id, "app", t->app,
+							"target", t->target, "made_ms", (json_int_t)t->made_ms,
+							"expires_ms", (json_int_t)t->expires_ms, "used", t->used));
+	}
+	return json_pack("{s:o,s:o}", "routes", routes, "tokens", tokens);
+}
+
+/* doc's string key into dst (n bytes): false when missing, empty or too
+ * long. */
+static bool take_str(json_t *o, const char *key, char *dst, size_t n)
+{
+	const char *v = json_string_value(json_object_get(o, key));
+	return v && *v && util_strlcpy(dst, v, n) == 0;
+}
+
+size_t approutes_load_json(struct approutes *r, json_t *doc, int64_t now_ms)
+{
+	size_t added = 0, i;
+	json_t *o;
+	json_array_foreach(json_object_get(doc, "routes"), i, o) {
+		struct approute nr = {0};
+		json_t *port = json_object_get(o, "port");
+		if (!take_str(o, "session_id", nr.session_id, sizeof(nr.session_id)) ||
+		    !take_str(o, "app", nr.app, sizeof(nr.app)) || !take_str(o, "target", nr.target, sizeof(nr.target)))
+			continue;
+		if (json_is_integer(port) && json_integer_value(port) > 0 && json_integer_value(port) <= 65535)
+			nr.port = (int)json_integer_value(port);
+		else if (!take_str(o, "host", nr.host, sizeof(nr.host)))
+			continue;
+		if (approutes_find(r, nr.session_id, nr.target) || (nr.port && port_taken(r, nr.port)))
+			continue;
+		bool host_taken = false;
+		for (size_t k = 0; !nr.port && k < r->n; k++)
+			host_taken |= !strcmp(r->r[k].host, nr.host);
+		if (host_taken)
+			continue;
+		if (r->n == r->cap) {
+			size_t ncap = r->cap ? r->cap * 2 : 16;
+			struct approute *g = realloc(r->r, ncap * sizeof(*g));
+			if (!g)
+				break;
+			r->r = g;
+			r->cap = ncap;
+		}
+		r->r[r->n++] = nr;
+		added++;
+	}
+	if (added)
+		r->generation++;
+	json_array_foreach(json_object_get(doc, "tokens"), i, o) {
+		struct apptoken t = {0};
+		json_t *made = json_object_get(o, "made_ms"), *exp = json_object_get(o, "expires_ms");
+		if (!take_str(o, "hash", t.hash, sizeof(t.hash)) || strlen(t.hash) != APPROUTES_TOKEN_HEX ||
+		    !take_str(o, "user_id", t.user_id, sizeof(t.user_id)) ||
+		    !take_str(o, "session_id", t.session_id, sizeof(t.session_id)) ||
+		    !take_str(o, "app", t.app, sizeof(t.app)) || !take_str(o, "target", t.target, sizeof(t.target)) ||
+		    !json_is_integer(made) || !json_is_integer(exp))
+			continue;
+		t.made_ms = json_integer_value(made);
+		t.expires_ms = json_integer_value(exp);
+		t.used = json_is_true(json_object_get(o, "used"));
+		if (now_ms - t.made_ms > APPROUTES_TOKEN_KEEP_MS || r->n_tokens >= APPROUTES_MAX_TOKENS)
+			continue;
+		if (r->n_tokens == r->cap_tokens) {
+			size_t ncap = r->cap_tokens ? r->cap_tokens * 2 : 16;
+			struct apptoken *g = realloc(r->t, ncap * sizeof(*g));
+			if (!g)
+				break;
+			r->t = g;
+			r->cap_tokens = ncap;
+		}
+		r->t[r->n_tokens++] = t;
+	}
+	return added;
+}

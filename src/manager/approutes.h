@@ -20,6 +20,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "common/err.h"
 #include "store/store.h"
 
@@ -113,5 +115,15 @@ int approutes_token_issue(struct approutes *r, const char *user_id, const char *
  * "this link is not valid" (unknown, or forgotten). */
 int approutes_token_redeem(struct approutes *r, const char *token, int64_t now_ms, struct apptoken *out,
 			   struct terr *err);
+
+/* What survives a restart of the manager (its store's key "app_routes"):
+ * every route, and the tokens still remembered (their hashes, never a
+ * token). New reference. */
+json_t *approutes_to_json(const struct approutes *r);
+/* Adds doc's routes (keeping their ports or hosts, whatever the range is
+ * now) and the tokens not yet forgotten at now_ms to r; entries that do
+ * not parse, or whose port or host r has already, are skipped. Returns
+ * how many routes were added. */
+size_t approutes_load_json(struct approutes *r, json_t *doc, int64_t now_ms);
 
 #endif

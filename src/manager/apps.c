@@ -7,11 +7,15 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/jsonutil.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "manager/state.h"
 
 #define TERMINAL_APP "terminal"
+/* The store's key for the open routes and remembered tokens, so that a
+ * restarted manager (or a standby taking over) serves them on. */
+#define APPS_KEY "app_routes"
 
 /* The proxy's addresses parsed: url, range and domain (NULL or "": the
  * default), each checked and then together. */
@@ -134,6 +138,49 @@ void mgr_apps_proxy_serves(struct manager *m, int lo, int hi, const char *domain
 	pthread_mutex_unlock(&m->mu);
 }
 
+/* Saves the routes and tokens (under mu). A failure is logged: the apps
+ * work on, and only a restart would forget them. */
+static void apps_persist(struct manager *m)
+{
+	if (!m->so || !m->store)
+		return;
+	json_t *doc = approutes_to_json(&m->apps);
+	char *text = jsonutil_dump(doc);
+	json_decref(doc);
+	struct terr err = {0};
+	if (!text || m->so->kv_set(m->store, APPS_KEY, text, &err) < 0)
+		log_warn("manager", "cannot save the open app routes (a restart would close them): %s",
+			 text ? err.msg : "out of memory");
+	free(text);
+}
+
+void mgr_apps_load(struct manager *m)
+{
+	char *text = NULL;
+	struct terr e = {0};
+	if (m->so->kv_get(m->store, APPS_KEY, &text, &e) < 0)
+		return;   /* none saved */
+	json_t *doc = json_loads(text, 0, NULL);
+	free(text);
+	size_t added = approutes_load_json(&m->apps, doc, util_now_ms());
+	json_decref(doc);
+	/* Only the routes of sessions that may still serve them: RUNNING, or
+	 * LOST until their node is back (then RUNNING, or ended and dropped). */
+	for (size_t i = 0; i < m->n_sessions; i++) {
+		struct msession *s = m->sessions[i];
+		if (s->rec.status != SS_RUNNING && s->rec.status != SS_LOST)
+			approutes_drop_session(&m->apps, s->rec.id);
+	}
+	for (size_t i = 0; i < m->apps.n;) {
+		if (!mgr_find_session(m, m->apps.r[i].session_id))
+			approutes_drop_session(&m->apps, m->apps.r[i].session_id);
+		else
+			i++;
+	}
+	if (added)
+		log_info("manager", "%zu open app routes kept from before the restart", m->apps.n);
+}
+
 void mgr_apps_free(struct manager *m)
 {
 	approutes_free(&m->apps);
@@ -158,8 +205,10 @@ void mgr_apps_set_endpoint(struct manager *m, struct msession *s, const char *en
 void mgr_apps_left_running(struct manager *m, struct msession *s)
 {
 	s->rec.app_endpoint[0] = '\0';
-	if (approutes_drop_session(&m->apps, s->rec.id))
+	if (approutes_drop_session(&m->apps, s->rec.id)) {
+		apps_persist(m);
 		pthread_cond_broadcast(&m->changed);
+	}
 }
 
 /* ---------- a session's apps ---------- */
@@ -290,6 +339,7 @@ int mgr_session_app_open(struct manager *m, const struct user_rec *u, const char
 			snprintf(where, sizeof(where), "host %s", r->host);
 		log_info("manager", "app %s of session %s (%.8s) opened by %s on %s", name, s->rec.name, s->rec.id,
 			 u->email, where);
+		apps_persist(m);
 		pthread_cond_broadcast(&m->changed);
 	}
 	pthread_mutex_unlock(&m->mu);
@@ -345,6 +395,8 @@ int mgr_proxy_redeem(struct manager *m, const char *token, json_t **reply, struc
 		*reply = o;
 		log_info("manager", "app link of %s for %s of session %s redeemed", u->email, t.app, s->rec.name);
 	}
+	if (rc == 0 || err->code == EACCES)
+		apps_persist(m);   /* the token is used up (or was forgotten) */
 	pthread_mutex_unlock(&m->mu);
 	return rc;
 }

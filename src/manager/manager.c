@@ -138,11 +138,13 @@ void mgr_set_status(struct manager *m, struct msession *s, enum session_status s
 		mgr_wake_scheduler(m);
 	}
 	m->version++;
-	/* Its app routes go when it leaves RUNNING (docs/apps.md). */
-	if (old == SS_RUNNING && st != SS_RUNNING) {
+	/* Its app routes go when it leaves RUNNING (docs/apps.md), but for
+	 * LOST: a node back in time gives the session, and its users' open
+	 * links and cookies, back (the proxy serves RUNNING sessions only). */
+	if ((old == SS_RUNNING || old == SS_LOST) && st != SS_RUNNING && st != SS_LOST)
 		mgr_apps_left_running(m, s);
+	if (old == SS_RUNNING && st != SS_RUNNING)
 		mgr_usage_left_running(m, s);
-	}
 
 	mgr_persist(m, s);
 	if (old != st) {
@@ -371,8 +373,10 @@ int manager_open(struct manager **out, const struct manager_config *cfg, struct 
 	if ((rc = mgr_settings_load(m, err)) < 0 || (rc = mgr_commits_load(m, err)) < 0 ||
 	    (rc = mgr_folders_load(m, err)) < 0)
 		goto fail;
-	/* The wsproxy_* settings over manager.conf's, checked at open. */
+	/* The wsproxy_* settings over manager.conf's, checked at open; then
+	 * the apps open before a restart. */
 	mgr_apps_apply(m);
+	mgr_apps_load(m);
 	if ((rc = mgr_images_load(m, err)) < 0 || (rc = mgr_drain_load(m, err)) < 0)
 		goto fail;
 	if ((rc = open_redis(m, err)) < 0)

@@ -570,6 +570,9 @@ int mgr_apps_check(struct manager *m, const char *url, const char *range, const 
 void mgr_apps_apply(struct manager *m);
 
 void mgr_apps_free(struct manager *m);
+/* The routes and tokens saved before a restart, for the sessions still
+ * RUNNING or LOST (at open, after the sessions and the settings). */
+void mgr_apps_load(struct manager *m);
 /* A user was made, disabled or enabled: the proxy's long poll wakes and
  * gets the new lists of admins and disabled accounts. Under mu. */
 void mgr_apps_users_changed(struct manager *m);

@@ -7,7 +7,8 @@
 # the range; the proxy (credential wsproxy, cluster secret) redeems it
 # once, for the user who opened it; other users get the answer of a
 # missing session; bad apps get 400; the proxy's route list follows the
-# session's end; a restarted manager still knows where the app port is.
+# session's end; a restarted manager still knows where the app port is,
+# and keeps the open routes and the links not yet used.
 . "$(dirname "$0")/lib.sh"
 e2e_setup
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
@@ -249,8 +250,11 @@ if phase == "first":
         say(st == 400, "routes%s is 400 (%d)" % (q, st))
     st, r = a.call("GET", "/v1/sessions/box/apps")
     say(st == 200 and r["apps"][0].get("url") == "http://127.0.0.1:10205/", "the open terminal lists its URL")
+    # A link made just before the manager restarts is redeemed after it.
+    st, r = a.call("POST", "/v1/sessions/box/apps/8888")
+    pending = (r or {}).get("url", "").split("token=", 1)[-1]
     json.dump({"sid": sess["id"], "cid": cid, "alice": ua, "a_secret": a.secret_key,
-               "a_key": a.access_key, "secret": file_secret}, open(state_path, "w"))
+               "a_key": a.access_key, "secret": file_secret, "pending": pending}, open(state_path, "w"))
 
 elif phase == "after_restart":
     if not os.path.exists(state_path):
@@ -258,9 +262,20 @@ elif phase == "after_restart":
         sys.exit(0)
     s = json.load(open(state_path))
     a = Api(ep, s["a_key"], s["a_secret"])
-    # The manager restarted; the agent came back: routes were kept in
-    # memory only, the endpoint in the store.
+    # The manager restarted; the agent came back: the routes and tokens
+    # were kept in the store, the endpoint given back by the agent.
     status = wait_running(a, s["sid"])
+    routes = []
+    for _ in range(100):
+        st, r = proxy.call("GET", "/v1/proxy/routes")
+        routes = sorted((x["port"], x["target"]) for x in (r or {}).get("routes", []))
+        if len(routes) == 2:
+            break
+        time.sleep(0.1)
+    say(routes == [(10205, "app:terminal"), (10206, "port:8888")],
+        "the open apps' routes outlived the manager's restart, on their ports (%s)" % routes)
+    st, r = proxy.call("POST", "/v1/proxy/redeem", {"token": s["pending"]})
+    say(st == 200 and r.get("port") == 10206, "a link made before the restart is redeemed after it (%d %s)" % (st, r))
     st, r = a.call("POST", "/v1/sessions/box/apps/terminal")
     say(st == 200, "after a manager restart A opens the terminal again (%d %s)" % (st, err_of(r)))
     st, r = proxy.call("POST", "/v1/proxy/redeem", {"token": (r or {}).get("url", "").split("token=", 1)[-1]})
@@ -268,7 +283,7 @@ elif phase == "after_restart":
         "the agent reported the app endpoint again and the secret survived (%d %s)" % (st, (r or {}).get("endpoint")))
     st, r = proxy.call("GET", "/v1/proxy/routes")
     gen = r["generation"]
-    say(st == 200 and [x["session_id"] for x in r["routes"]] == [s["sid"]], "the route is listed (gen %d)" % gen)
+    say(st == 200 and {x["session_id"] for x in r["routes"]} == {s["sid"]}, "its routes are listed (gen %d)" % gen)
 
     # A long poll returns once the session is removed, without its route.
     got = {}

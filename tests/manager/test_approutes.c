@@ -230,6 +230,47 @@ TEST(token_limit)
 	approutes_free(&r);
 }
 
+/* What a restarted manager reads back: the routes on their ports (even
+ * outside a new range), the tokens with their state, never a token. */
+TEST(restart_keeps_routes_and_tokens)
+{
+	struct approutes r, back;
+	struct terr err = {0};
+	approutes_init(&r, 10205, 10300, NULL);
+	const struct approute *out;
+	CHECK_INT(approutes_open(&r, SID_A, "terminal", "app:terminal", &out, &err), 0);
+	CHECK_INT(approutes_open(&r, SID_A, "port-8888", "port:8888", &out, &err), 0);
+	char t1[APPROUTES_TOKEN_HEX + 1], t2[APPROUTES_TOKEN_HEX + 1];
+	int64_t now = 1000000;
+	CHECK_INT(approutes_token_issue(&r, "user-a", SID_A, "terminal", "app:terminal", now, t1, &err), 0);
+	CHECK_INT(approutes_token_issue(&r, "user-a", SID_A, "port-8888", "port:8888", now, t2, &err), 0);
+	struct apptoken used;
+	CHECK_INT(approutes_token_redeem(&r, t1, now + 10, &used, &err), 0);
+	json_t *doc = approutes_to_json(&r);
+	char *text = json_dumps(doc, 0);
+	CHECK(text && !strstr(text, t1) && !strstr(text, t2));
+	free(text);
+	approutes_init(&back, 20000, 20010, NULL);
+	CHECK_INT((int)approutes_load_json(&back, doc, now + 1000), 2);
+	CHECK_INT(approutes_find(&back, SID_A, "port:8888")->port, 10206);
+	CHECK_INT(approutes_token_redeem(&back, t2, now + 2000, &used, &err), 0);
+	CHECK_STR(used.target, "port:8888");
+	CHECK_INT(approutes_token_redeem(&back, t1, now + 2000, &used, &err), -EACCES);
+	CHECK_CONTAINS(err.msg, "already used");
+	/* Loaded twice: nothing doubles. */
+	CHECK_INT((int)approutes_load_json(&back, doc, now + 1000), 0);
+	CHECK_INT((int)back.n, 2);
+	/* Tokens past their memory are not brought back. */
+	struct approutes late;
+	approutes_init(&late, 10205, 10300, NULL);
+	approutes_load_json(&late, doc, now + APPROUTES_TOKEN_KEEP_MS + 1);
+	CHECK_INT((int)late.n_tokens, 0);
+	json_decref(doc);
+	approutes_free(&r);
+	approutes_free(&back);
+	approutes_free(&late);
+}
+
 int main(void)
 {
 	RUN(settings);
@@ -238,5 +279,6 @@ int main(void)
 	RUN(host_routes);
 	RUN(tokens);
 	RUN(token_limit);
+	RUN(restart_keeps_routes_and_tokens);
 	return testlib_done();
 }
