@@ -64,9 +64,33 @@ int mgr_agent_load(struct manager *m, const struct agent_rec *r)
 
 void mgr_apply_fgpu_setting(struct manager *m)
 {
+	/* Capacity in the new unit; what running sessions hold counted anew
+	 * in it from their physical shares (docs/scheduling.md, "Changing
+	 * fgpu_per_device"). */
 	for (size_t i = 0; i < m->n_agents; i++) {
 		struct magent *a = m->agents[i];
 		a->rec.capacity.fgpu_m = (int64_t)a->n_gpus * mgr_per_device_m(m);
+	}
+	mgr_recount_held(m);
+	mgr_wake_scheduler(m);
+}
+
+void mgr_recount_held(struct manager *m)
+{
+	for (size_t i = 0; i < m->n_agents; i++) {
+		struct magent *a = m->agents[i];
+		memset(&a->used, 0, sizeof(a->used));
+		a->n_sessions = 0;
+		for (int d = 0; d < a->n_gpus; d++)
+			a->gpus[d].used_m = 0;
+	}
+	for (size_t i = 0; i < m->n_sessions; i++) {
+		struct msession *s = m->sessions[i];
+		struct magent *a = s->rec.agent_id[0] ? mgr_find_agent(m, s->rec.agent_id) : NULL;
+		if (!a || !session_status_holds(s->rec.status))
+			continue;
+		mgr_held_move(m, a, s, +1);
+		a->n_sessions++;
 	}
 }
 
@@ -421,7 +445,7 @@ int mgr_agent_register(struct manager *m, json_t *desc, const struct agent_link_
 	for (size_t si = 0; si < m->n_sessions; si++) {
 		struct msession *s = m->sessions[si];
 		if (!strcmp(s->rec.agent_id, a->rec.id) && session_status_holds(s->rec.status))
-			mgr_shares_move(a, s, +1);
+			mgr_shares_move(m, a, s, +1);
 	}
 	util_strlcpy(a->rec.url, url ? url : (local ? "inproc:" : ""), sizeof(a->rec.url));
 	util_strlcpy(a->rec.version, version ? version : "", sizeof(a->rec.version));

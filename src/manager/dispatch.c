@@ -60,8 +60,10 @@ static json_t *session_spec(struct manager *m, struct msession *s)
 	json_t *gpus = json_array();
 	for (int i = 0; a && i < s->n_shares; i++) {
 		struct mgpu *g = mgr_agent_gpu(a, s->shares[i].uuid);
-		int64_t mem = g ? (int64_t)((__int128)g->memory * s->shares[i].fgpu_m / per_dev) : 0;
-		int64_t sm = s->shares[i].fgpu_m * 100 / per_dev;
+		/* Of the unit it was placed in: its physical part of the device. */
+		int64_t unit = s->shares[i].per_dev_m > 0 ? s->shares[i].per_dev_m : per_dev;
+		int64_t mem = g ? (int64_t)((__int128)g->memory * s->shares[i].fgpu_m / unit) : 0;
+		int64_t sm = s->shares[i].fgpu_m * 100 / unit;
 		json_array_append_new(gpus, json_pack("{s:i,s:s,s:I,s:I,s:I}", "index", s->shares[i].index,
 			"uuid", s->shares[i].uuid, "fgpu_milli", (json_int_t)s->shares[i].fgpu_m,
 			"memory_limit", (json_int_t)mem, "sm_limit_percent", (json_int_t)(sm < 1 ? 1 : sm > 100 ? 100 : sm)));

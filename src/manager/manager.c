@@ -57,10 +57,13 @@ void mgr_shares_to_json(struct msession *s)
 	if (s->n_shares == 0)
 		return;
 	json_t *arr = json_array();
-	for (int i = 0; i < s->n_shares; i++)
-		json_array_append_new(arr, json_pack("{s:i,s:s,s:I}", "index", s->shares[i].index,
-						     "uuid", s->shares[i].uuid, "fgpu_milli",
-						     (json_int_t)s->shares[i].fgpu_m));
+	for (int i = 0; i < s->n_shares; i++) {
+		json_t *o = json_pack("{s:i,s:s,s:I}", "index", s->shares[i].index, "uuid", s->shares[i].uuid,
+				      "fgpu_milli", (json_int_t)s->shares[i].fgpu_m);
+		if (s->shares[i].per_dev_m > 0)
+			json_object_set_new(o, "per_device_milli", json_integer(s->shares[i].per_dev_m));
+		json_array_append_new(arr, o);
+	}
 	s->rec.alloc_json = jsonutil_dump(arr);
 	json_decref(arr);
 }
@@ -78,18 +81,51 @@ void mgr_shares_from_json(struct msession *s)
 		sh->index = (int)json_integer_value(json_object_get(v, "index"));
 		util_strlcpy(sh->uuid, json_string_value(json_object_get(v, "uuid")) ?: "", sizeof(sh->uuid));
 		sh->fgpu_m = json_integer_value(json_object_get(v, "fgpu_milli"));
+		sh->per_dev_m = json_integer_value(json_object_get(v, "per_device_milli"));
 	}
 	json_decref(arr);
 }
 
+int64_t mgr_share_now_m(const struct manager *m, const struct mshare *sh)
+{
+	int64_t now = mgr_per_device_m(m);
+	if (sh->per_dev_m <= 0 || sh->per_dev_m == now)
+		return sh->fgpu_m;
+	/* fgpu_m / per_dev_m of the device, in today's unit, rounded up: a
+	 * running session keeps its physical share, and the node counts it
+	 * at least whole. */
+	return (int64_t)(((__int128)sh->fgpu_m * now + sh->per_dev_m - 1) / sh->per_dev_m);
+}
+
+int64_t mgr_session_fgpu_now_m(const struct manager *m, const struct msession *s)
+{
+	if (s->n_shares == 0)
+		return s->rec.req.fgpu_m;   /* not placed yet: as asked */
+	int64_t sum = 0;
+	for (int i = 0; i < s->n_shares; i++)
+		sum += mgr_share_now_m(m, &s->shares[i]);
+	return sum;
+}
+
 /* Moves a session's device shares in or out of its agent's devices. */
-void mgr_shares_move(struct magent *a, const struct msession *s, int sign)
+void mgr_shares_move(const struct manager *m, struct magent *a, const struct msession *s, int sign)
 {
 	for (int i = 0; i < s->n_shares; i++) {
 		struct mgpu *g = mgr_agent_gpu(a, s->shares[i].uuid);
 		if (g)
-			g->used_m += sign * s->shares[i].fgpu_m;
+			g->used_m += sign * mgr_share_now_m(m, &s->shares[i]);
 	}
+}
+
+void mgr_held_move(const struct manager *m, struct magent *a, const struct msession *s, int sign)
+{
+	struct res held = s->rec.req;
+	held.fgpu_m = mgr_session_fgpu_now_m(m, s);
+	if (sign > 0)
+		res_add(&a->used, &held);
+	else
+		res_sub(&a->used, &held);
+	mgr_shares_move(m, a, s, sign);
 }
 
 /* ---------- state changes ---------- */
@@ -128,12 +164,10 @@ void mgr_set_status(struct manager *m, struct msession *s, enum session_status s
 	 * is gone. The one place that moves them. */
 	struct magent *a = s->rec.agent_id[0] ? mgr_find_agent(m, s->rec.agent_id) : NULL;
 	if (a && !session_status_holds(old) && session_status_holds(st)) {
-		res_add(&a->used, &s->rec.req);
-		mgr_shares_move(a, s, +1);
+		mgr_held_move(m, a, s, +1);
 		a->n_sessions++;
 	} else if (a && session_status_holds(old) && !session_status_holds(st)) {
-		res_sub(&a->used, &s->rec.req);
-		mgr_shares_move(a, s, -1);
+		mgr_held_move(m, a, s, -1);
 		a->n_sessions--;
 		mgr_wake_scheduler(m);
 	}
@@ -407,15 +441,9 @@ int manager_open(struct manager **out, const struct manager_config *cfg, struct 
 		    sign_random_hex(32, s->rec.app_secret, sizeof(s->rec.app_secret), NULL) == 0)
 			mgr_persist(m, s);
 	}
-	/* Resources held by sessions loaded from the store. */
-	for (size_t i = 0; i < m->n_sessions; i++) {
-		struct msession *s = m->sessions[i];
-		struct magent *a = s->rec.agent_id[0] ? mgr_find_agent(m, s->rec.agent_id) : NULL;
-		if (a && session_status_holds(s->rec.status)) {
-			res_add(&a->used, &s->rec.req);
-			a->n_sessions++;
-		}
-	}
+	/* Resources held by sessions loaded from the store (the devices'
+	 * shares once each agent registers and says what devices it has). */
+	mgr_recount_held(m);
 	log_info("manager", "state loaded from %s: %zu sessions, %zu agents, %zu users", m->store_where,
 		 m->n_sessions, m->n_agents, m->n_users);
 

@@ -129,7 +129,7 @@ static bool snapshot_build(struct manager *m, struct snapshot *sn, const char *e
 		sa->devs = &sn->devs[i * MGR_MAX_GPUS];
 		sa->n_devs = (size_t)a->n_gpus;
 		for (int d = 0; d < a->n_gpus; d++)
-			sa->devs[d].free_m = per_dev - a->gpus[d].used_m;
+			sa->devs[d].free_m = per_dev > a->gpus[d].used_m ? per_dev - a->gpus[d].used_m : 0;
 	}
 	sn->params = (struct sched_params){
 		.selector = m->settings.selector,
@@ -172,6 +172,7 @@ static void schedule_pass(struct manager *m)
 			sh->index = (int)sn.out[i].shares[d].device;
 			util_strlcpy(sh->uuid, a->gpus[sh->index].uuid, sizeof(sh->uuid));
 			sh->fgpu_m = sn.out[i].shares[d].fgpu_m;
+			sh->per_dev_m = mgr_per_device_m(m);
 		}
 		mgr_shares_to_json(s);
 		s->failed_passes = 0;

@@ -34,7 +34,9 @@
 struct mshare {
 	int index;              /* device index on its agent */
 	char uuid[64];
-	int64_t fgpu_m;
+	int64_t fgpu_m;         /* in the unit of its placement: */
+	int64_t per_dev_m;      /* fgpu_per_device * 1000 then; 0: unknown
+	                         * (saved by an earlier version): today's */
 };
 
 /* An immutable text shared between the kept JSON of a session and the
@@ -136,7 +138,8 @@ struct mgpu {
 	int64_t memory;
 	int sms;
 	int64_t context_overhead; /* bytes a CUDA context takes (agent's measure) */
-	int64_t used_m;         /* milli-fGPU given out */
+	int64_t used_m;         /* milli-fGPU given out, in today's unit
+	                         * (mgr_share_now_m of each share) */
 	double util_pct;        /* live (usage.c); < 0: not measured */
 	int64_t mem_used;       /* live, bytes */
 };
@@ -435,8 +438,21 @@ int64_t mgr_per_device_m(const struct manager *m);
 /* Writes a session's shares to rec.alloc_json and back. */
 void mgr_shares_to_json(struct msession *s);
 void mgr_shares_from_json(struct msession *s);
+/* A share in today's fGPU unit: the same physical part of its device,
+ * rounded up to the milli-fGPU (docs/scheduling.md, "Changing
+ * fgpu_per_device"). */
+int64_t mgr_share_now_m(const struct manager *m, const struct mshare *sh);
+/* The fGPU a session holds on its node, in today's unit. */
+int64_t mgr_session_fgpu_now_m(const struct manager *m, const struct msession *s);
 /* Adds (sign +1) or removes (-1) a session's shares on its agent's devices. */
-void mgr_shares_move(struct magent *a, const struct msession *s, int sign);
+void mgr_shares_move(const struct manager *m, struct magent *a, const struct msession *s, int sign);
+/* What s holds moved onto (+1) or off (-1) its node: its CPU and memory
+ * as asked, its fGPU in today's unit, its device shares. */
+void mgr_held_move(const struct manager *m, struct magent *a, const struct msession *s, int sign);
+/* Every node's used resources, session count and device shares counted
+ * again from the sessions that hold them (at open; after a change of
+ * fgpu_per_device). Under mu. */
+void mgr_recount_held(struct manager *m);
 
 /* ---- dispatch.c ---- */
 void mgr_enqueue(struct manager *m, enum job_type type, const char *session_id);

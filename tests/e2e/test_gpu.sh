@@ -146,6 +146,28 @@ check "a bad setting is refused ($out)" contains "$out" "fgpu_per_device"
 "$TESSERA" session rm p4-1 p4-2 p4-3 >/dev/null
 wait_status p4-1 TERMINATED
 
+# The ratio changed under a running session (docs/scheduling.md, "Changing
+# fgpu_per_device"): it keeps its physical half of the device, which the
+# node counts in the new unit, and the other half is what is free.
+mem_of() { "$TESSERA" session exec "$1" -- gpu-info --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["devices"][0]["memory_total"])'; }
+"$TESSERA" session create "$GPU_TEST_IMAGE" --name half --fgpu 0.5 --cpu 0.1 --mem 32m --wait >/dev/null
+check "0.5 fGPU at 1 per device sees 4 GiB" [ "$(mem_of half)" == "$((4 << 30))" ]
+"$TESSERA" config set fgpu_per_device 2 >/dev/null
+check "at 2 per device the node offers 2 fGPU" [ "$(node_json capacity.fgpu)" == "2" ]
+check "of which the running half holds 1 ($(node_json used.fgpu))" [ "$(node_json used.fgpu)" == "1" ]
+check "its device says 1 of 2 used ($(node_json gpus.0.fgpu_used))" [ "$(node_json gpus.0.fgpu_used)" == "1" ]
+check "the running session keeps its 4 GiB" [ "$(mem_of half)" == "$((4 << 30))" ]
+"$TESSERA" session create "$GPU_TEST_IMAGE" --name other-half --fgpu 1 --cpu 0.1 --mem 32m --wait >/dev/null
+check "1 new fGPU, the free half, starts" wait_status other-half RUNNING
+check "and sees 4 GiB" [ "$(mem_of other-half)" == "$((4 << 30))" ]
+"$TESSERA" session create "$GPU_TEST_IMAGE" --name no-room --fgpu 0.5 --cpu 0.1 --mem 32m >/dev/null
+check "nothing is left for another" wait_status no-room PENDING
+"$TESSERA" session rm half >/dev/null
+check "the running half's end frees 1 new fGPU" wait_status no-room RUNNING
+"$TESSERA" session rm other-half no-room >/dev/null
+wait_status no-room TERMINATED
+"$TESSERA" config set fgpu_per_device 1 >/dev/null
+
 # A session over a whole device and half of another: the whole one is not
 # throttled, the half is paced to 50% (each device its own SM limit).
 stop_server TERM
