@@ -46,6 +46,15 @@ static void print_value(json_t *v)
 	}
 }
 
+/* Where a prefix ends a key's first part: "policy" names the keys
+ * "policy.NAME" as NAME, without a dot to begin with; "wsproxy_", "" and
+ * "policy." are cut as they are. */
+static bool prefix_takes_dot(const char *prefix)
+{
+	size_t pl = strlen(prefix);
+	return pl && prefix[pl - 1] != '.' && prefix[pl - 1] != '_';
+}
+
 /* tessera config get --prefix P: the flat form, keys without P. */
 static int config_get_prefix(const char *prefix)
 {
@@ -64,8 +73,12 @@ static int config_get_prefix(const char *prefix)
 		json_t *v;
 		size_t pl = strlen(prefix);
 		json_object_foreach(out, k, v) {
-			if (!strncmp(k, prefix, pl))
-				json_object_set(sel, k + pl, v);
+			if (strncmp(k, prefix, pl))
+				continue;
+			const char *rest = k + pl;
+			if (prefix_takes_dot(prefix) && *rest == '.')
+				rest++;
+			json_object_set(sel, rest, v);
 		}
 		cli_print_json(sel);
 	}
@@ -101,7 +114,9 @@ static int config_put_json(int argc, char **argv)
 	int rc = CLI_EXIT_OK;
 	json_object_foreach(in, k, v) {
 		char key[512];
-		if ((size_t)snprintf(key, sizeof(key), "%s%s", prefix, k) >= sizeof(key)) {
+		/* As get cut it: "policy" + "default" is "policy.default". */
+		const char *dot = prefix_takes_dot(prefix) && *k != '.' && *k != '_' && *k ? "." : "";
+		if ((size_t)snprintf(key, sizeof(key), "%s%s%s", prefix, dot, k) >= sizeof(key)) {
 			rc = cli_fail("%s: key '%.60s...' is too long", file, k);
 			break;
 		}

@@ -69,7 +69,7 @@ check "naming the proxy's range" contains "$out" "$lo-$hi"
 out=$("$TESSERA" config set wsproxy_domain apps.example.org 2>&1); rc=$?
 check "host mode is refused while the proxy serves ports (exit $rc): $out" [ $rc -ne 0 ]
 url1=$("$TESSERA" session app s1 terminal 2>&1)
-check "an app link on the old address ($url1)" contains "$url1" "http://127.0.0.1:$lo/"
+check "an app link on the old address ($url1)" contains "$url1" "http://127.0.0.2:$lo/"
 check "config set wsproxy_url" "$TESSERA" config set wsproxy_url http://localhost
 check "config set wsproxy_port_range within the proxy's" "$TESSERA" config set wsproxy_port_range "$hi-$hi"
 url2=$("$TESSERA" session app s1 --port 8002 2>&1)
@@ -102,6 +102,17 @@ check "and changes nothing" [ "$(flat)" == "$mid" ]
 check "put-json restores the backup" "$TESSERA" config put-json '' "$E2E_DIR/settings.json"
 check "config get --prefix '' is the backup again" [ "$(flat)" == "$(cat "$E2E_DIR/settings.json")" ]
 check "wsproxy_url is back" [ "$(in_force wsproxy_url)" == http://localhost ]
+
+# A prefix that names the first part of keys: `--prefix policy` gives
+# {"default": ...}, never a key with a leading dot, and put-json takes it back.
+"$TESSERA" config set policy.default '{"max_sessions": 7}' >/dev/null
+pol=$("$TESSERA" config get --prefix policy)
+check "config get --prefix policy has no key with a leading dot ($pol)" \
+	python3 -c 'import json,sys; d=json.loads(sys.argv[1]); sys.exit(0 if d and not any(k.startswith(".") for k in d) and "default" in d else 1)' "$pol"
+"$TESSERA" config set policy.default '{"max_sessions": 3}' >/dev/null
+printf '%s' "$pol" >"$E2E_DIR/policy.json"
+check "put-json policy takes it back" "$TESSERA" config put-json policy "$E2E_DIR/policy.json"
+check "as policy.default" python3 -c 'import json,sys; sys.exit(0 if json.loads(sys.argv[1])["policy.default"]["max_sessions"] == 7 else 1)' "$("$TESSERA" config get --prefix '')"
 
 "$TESSERA" session rm s1 >/dev/null 2>&1
 e2e_done
