@@ -235,10 +235,14 @@ static const char *owner_of(struct manager *m, const char *ref, const struct img
 }
 
 /* Whether u may launch (and see) it: private images are their owner's
- * and the admins'. */
+ * and the admins'. One whose owner is no user of this installation (a
+ * private image of another installation on the same Docker, whose owner
+ * would show as a bare id) is nobody's here, not even an admin's. */
 static bool visible_to(struct manager *m, const char *ref, const struct img_meta *meta, const struct user_rec *u)
 {
 	const char *owner = owner_of(m, ref, meta);
+	if (owner && !mgr_find_user(m, owner))
+		return false;
 	return !owner || u->is_admin || !strcmp(owner, u->id);
 }
 

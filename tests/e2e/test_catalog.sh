@@ -59,7 +59,10 @@ LAB=tessera-e2e-cat/$R-ml:3.11
 PLAIN=tessera-e2e-cat/$R-plain:1
 PRIV=tessera-e2e-cat/$R-priv:1
 RETAG=tessera-e2e-cat/$R-retag:2
-cleanup_images() { docker rmi -f "$LAB" "$PLAIN" "$PRIV" "$RETAG" >/dev/null 2>&1; return 0; }
+# A private image of another installation on the same Docker: its owner is
+# no user here.
+FOREIGN=tessera-private/someone-else/$R-foreign:1
+cleanup_images() { docker rmi -f "$LAB" "$PLAIN" "$PRIV" "$RETAG" "$FOREIGN" >/dev/null 2>&1; return 0; }
 trap 'e2e_teardown; cleanup_images' EXIT
 
 ROOTFS=$E2E_DIR/rootfs.tar
@@ -147,6 +150,14 @@ check "the alias is gone" not "$TESSERA" session create "$R-alias" --name aliase
 docker tag "$PLAIN" "$RETAG"
 check "rescan" "$TESSERA" image rescan
 check "the new tag is listed" listed "$ADMIN_CONF" "$RETAG"
+
+# Another installation's private image is nobody's here: not listed, even
+# to an admin (it showed with a bare user id as its owner), not launched.
+printf 'FROM %s\nLABEL tessera.owner=0123456789abcdef0123456789abcdef\n' "$TEST_IMAGE" |
+	docker build -q -t "$FOREIGN" - >/dev/null
+check "rescan" "$TESSERA" image rescan
+check "another installation's private image is not listed to an admin" not listed "$ADMIN_CONF" "$FOREIGN"
+check "nor launched" not "$TESSERA" session create "$FOREIGN" --name foreign --cpu 0.5 --mem 64m
 
 # Removal: admins; not while a session uses it.
 check "users may not remove a public image" not as_b image rm "$RETAG"
