@@ -271,12 +271,14 @@ int mgr_image_check(struct manager *m, const struct user_rec *u, const char *typ
 /* ---- private images and the cluster registry (commits.c) ---- */
 
 /* Commits the RUNNING session ref (u: its owner or an admin) into a
- * private image of the session's owner, as a background job: name
- * (NULL: tessera-private/<owner's local part>/<session name>) and tag
- * (NULL: the UTC time, YYYYMMDD-HHMMSS). *commit: the commit's JSON,
- * status "committing". ENOENT no such session; EBUSY not RUNNING; EAGAIN
- * node LOST; EINVAL bad name or tag; EEXIST the image exists; EPERM the
- * owner has max_private_images already. */
+ * private image of the session's owner, as a background job, always
+ * under the owner's namespace tessera-private/<local part>-<12 hex of
+ * the owner's id>/: name (NULL: the session's name) goes under it, or
+ * names it already; tag (NULL: the UTC time, YYYYMMDD-HHMMSS). *commit:
+ * the commit's JSON, status "committing". ENOENT no such session; EBUSY
+ * not RUNNING; EAGAIN node LOST; EINVAL bad name or tag, or a name under
+ * tessera-private/ outside the owner's namespace; EEXIST the image
+ * exists; EPERM the owner has max_private_images already. */
 int mgr_session_commit(struct manager *m, const struct user_rec *u, const char *ref, const char *name,
 		       const char *tag, json_t **commit, struct terr *err);
 /* One commit by id (u: its owner or an admin); with wait_s >= 0, first
