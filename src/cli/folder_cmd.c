@@ -329,8 +329,8 @@ static int folder_share(int argc, char **argv)
 {
 	struct fopts o;
 	bool done;
-	int rc = parse("share", argc, argv, BIT(O_WITH) | BIT(O_PERM), 1,
-		       "share NAME --with EMAIL [--permission ro|rw]", &o, &done);
+	int rc = parse("share", argc, argv, BIT(O_WITH) | BIT(O_PERM) | BIT(O_FORCE), 1,
+		       "share NAME --with EMAIL [--permission ro|rw] [--force]", &o, &done);
 	if (done)
 		return rc;
 	if (!o.with)
@@ -340,6 +340,8 @@ static int folder_share(int argc, char **argv)
 		return cli_usage_fail("folder", "--permission must be ro or rw");
 	char *path = folder_path(o.args[0], "/shares");
 	json_t *body = json_pack("{s:s,s:s}", "email", o.with, "permission", perm);
+	if (o.force)
+		json_object_set_new(body, "force", json_true());
 	rc = call("POST", path, body, NULL);
 	if (rc == CLI_EXIT_OK)
 		printf("folder %s shared with %s (%s)\n", o.args[0], o.with, perm);
@@ -352,13 +354,14 @@ static int folder_unshare(int argc, char **argv)
 {
 	struct fopts o;
 	bool done;
-	int rc = parse("unshare", argc, argv, BIT(O_WITH), 1, "unshare NAME --with EMAIL", &o, &done);
+	int rc = parse("unshare", argc, argv, BIT(O_WITH) | BIT(O_FORCE), 1, "unshare NAME --with EMAIL [--force]", &o,
+		       &done);
 	if (done)
 		return rc;
 	if (!o.with)
 		return cli_usage_fail("folder", "unshare needs --with EMAIL");
 	char *esc = api_escape(o.with), *suffix = NULL;
-	if (!esc || asprintf(&suffix, "/shares/%s", esc) < 0)
+	if (!esc || asprintf(&suffix, "/shares/%s%s", esc, o.force ? "?force=1" : "") < 0)
 		suffix = NULL;
 	char *path = suffix ? folder_path(o.args[0], suffix) : NULL;
 	rc = call("DELETE", path, NULL, NULL);
@@ -378,8 +381,10 @@ static const struct cli_verb folder_verbs[] = {
 	{"restore", folder_restore, "restore NAME", "bring a folder back from the trash"},
 	{"rename", folder_rename, "rename OLD NEW", "rename a folder"},
 	{"set-quota", folder_set_quota, "set-quota NAME SIZE", "change a folder's quota (0: none)"},
-	{"share", folder_share, "share NAME --with EMAIL [--permission ro|rw]", "share a folder (default ro)"},
-	{"unshare", folder_unshare, "unshare NAME --with EMAIL", "take a share away"},
+	{"share", folder_share, "share NAME --with EMAIL [--permission ro|rw] [--force]",
+	 "share a folder (default ro; --force: rw to ro even while mounted, ending those sessions)"},
+	{"unshare", folder_unshare, "unshare NAME --with EMAIL [--force]",
+	 "take a share away (--force: even while mounted, ending those sessions)"},
 	{"files", folder_files_cmd, "files NAME [PATH] [--json]", "list a directory of a folder"},
 	{"upload", folder_upload_cmd, "upload NAME LOCAL [REMOTE] [--overwrite]", "upload a file (any size)"},
 	{"download", folder_download_cmd, "download NAME REMOTE [LOCAL]", "download a file (any size)"},

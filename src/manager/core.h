@@ -175,11 +175,14 @@ int mgr_folder_delete(struct manager *m, const struct user_rec *u, const char *n
 int mgr_folder_restore(struct manager *m, const struct user_rec *u, const char *name, json_t **out,
 		       struct terr *err);
 /* Shares with the user of email (perm "ro" or "rw"; again: changes it),
- * or takes the share away. */
+ * or takes the share away. Taking it away (or rw to ro) while sessions of
+ * that user mount it (writable) is EBUSY, naming them to an admin and
+ * counting them to anyone else, unless force: then those sessions are
+ * ended (a bind mount outlives the share). */
 int mgr_folder_share(struct manager *m, const struct user_rec *u, const char *name, const char *email,
-		     const char *perm, json_t **out, struct terr *err);
+		     const char *perm, bool force, json_t **out, struct terr *err);
 int mgr_folder_unshare(struct manager *m, const struct user_rec *u, const char *name, const char *email,
-		       json_t **out, struct terr *err);
+		       bool force, json_t **out, struct terr *err);
 /* The quota policy (pure): quota as asked (-1: the default) against the
  * policy's max_folder_bytes (0: none) into *effective. -1 gives
  * max_bytes; with a max, 0 (no quota) and more than the max are EPERM. */

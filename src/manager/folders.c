@@ -742,13 +742,62 @@ out:
 	return rc;
 }
 
+/* The sessions of user_id, not yet ended, that mount folder f in a way
+ * a share of perm no longer allows (perm NULL: no share, every mount;
+ * "ro": the writable ones; "rw": none). Up to max of them into list;
+ * their number, and their names as "a, b" into names (n bytes; may be
+ * cut). A mount is a bind mount made at the session's start: taking the
+ * share away does not reach it, so the caller refuses or ends them. */
+static int sessions_losing(struct manager *m, const struct mfolder *f, const char *user_id, const char *perm,
+			   struct msession **list, size_t max, char *names, size_t n)
+{
+	int count = 0;
+	char needle[64];
+	snprintf(needle, sizeof(needle), "\"folder_id\":\"%s\"", f->rec.id);
+	names[0] = '\0';
+	if (perm && !strcmp(perm, "rw"))
+		return 0;
+	for (size_t i = 0; i < m->n_sessions; i++) {
+		struct msession *s = m->sessions[i];
+		const struct session_rec *r = &s->rec;
+		if (session_status_final(r->status) || strcmp(r->owner_id, user_id) || !r->mounts_json ||
+		    !strstr(r->mounts_json, needle))
+			continue;
+		json_t *mounts = json_loads(r->mounts_json, 0, NULL);
+		bool loses = false;
+		size_t k;
+		json_t *x;
+		json_array_foreach(mounts, k, x) {
+			if (strcmp(json_string_value(json_object_get(x, "folder_id")) ?: "", f->rec.id))
+				continue;
+			/* A mount that cannot be read counts as writable. */
+			loses = loses || !perm || !json_is_true(json_object_get(x, "ro"));
+		}
+		json_decref(mounts);
+		if (!loses)
+			continue;
+		if ((size_t)count < max)
+			list[count] = s;
+		size_t l = strlen(names);
+		snprintf(names + l, n - l, "%s%s", count ? ", " : "", r->name);
+		count++;
+	}
+	return count;
+}
+
+/* At most this many sessions are ended by one forced share change (more
+ * are refused: a user does not run that many mounting one folder). */
+#define SHARE_FORCE_MAX 256
+
 static int set_share(struct manager *m, const struct user_rec *u, const char *name, const char *email,
-		     const char *perm, json_t **out, struct terr *err)
+		     const char *perm, bool force, json_t **out, struct terr *err)
 {
 	int rc = 0;
 	pthread_mutex_lock(&m->mu);
 	struct mfolder *f = managed(m, u, name, false, err);
 	json_t *arr = NULL;
+	struct msession **losing = NULL;
+	int n_losing = 0;
 	if (!f) {
 		rc = -err->code;
 		goto out;
@@ -761,6 +810,36 @@ static int set_share(struct manager *m, const struct user_rec *u, const char *na
 	if (!strcmp(to->id, f->rec.owner_id)) {
 		rc = terr_set(err, EINVAL, "%s owns folder %s", email, name);
 		goto out;
+	}
+	/* Unsharing (or making read-only) while the user's sessions mount it
+	 * (writable): refused, naming them, as folder rm is, unless force,
+	 * which ends them (docs/folders.md, "Sharing"). Their names only to
+	 * an admin: the owner sees their number (docs/security.md). */
+	const char *had = share_of(f, to->id);
+	if (had && (!perm || (!strcmp(perm, "ro") && !strcmp(had, "rw")))) {
+		char who[1024];
+		losing = calloc(SHARE_FORCE_MAX, sizeof(*losing));
+		if (!losing) {
+			rc = terr_set(err, ENOMEM, "out of memory");
+			goto out;
+		}
+		n_losing = sessions_losing(m, f, to->id, perm, losing, SHARE_FORCE_MAX, who, sizeof(who));
+		char whose[1200];
+		if (u->is_admin)
+			snprintf(whose, sizeof(whose), "session(s) %s of %s", who, email);
+		else
+			snprintf(whose, sizeof(whose), "%d session(s) of %s", n_losing, email);
+		if (n_losing > SHARE_FORCE_MAX) {
+			rc = terr_set(err, EBUSY, "folder %s is mounted by %s; end some of them first", name, whose);
+			goto out;
+		}
+		if (n_losing && !force) {
+			rc = terr_set(err, EBUSY,
+				      "folder %s is mounted %sby %s, and a share taken away does not reach a running "
+				      "session; end them first, or %s with force, which ends them", name,
+				      perm ? "writable " : "", whose, perm ? "share it read-only" : "unshare it");
+			goto out;
+		}
 	}
 	arr = json_loads(f->rec.shares, 0, NULL);
 	if (!json_is_array(arr)) {
@@ -797,25 +876,35 @@ static int set_share(struct manager *m, const struct user_rec *u, const char *na
 		util_strlcpy(f->rec.shares, old, sizeof(f->rec.shares));
 		goto out;
 	}
+	if (n_losing) {
+		char by[400];
+		snprintf(by, sizeof(by), "%s (folder %s %s)", u->email, name,
+			 perm ? "now shared read-only" : "no longer shared");
+		for (int i = 0; i < n_losing; i++)
+			mgr_delete_session(m, losing[i], by);
+		log_info("manager", "folder %s (%s): %s by %s, which ended %d session(s) of %s that mounted it",
+			 f->rec.name, f->rec.id, perm ? "shared read-only" : "unshared", u->email, n_losing, email);
+	}
 	*out = folder_json(m, f, u);
 out:
+	free(losing);
 	json_decref(arr);
 	pthread_mutex_unlock(&m->mu);
 	return rc;
 }
 
 int mgr_folder_share(struct manager *m, const struct user_rec *u, const char *name, const char *email,
-		     const char *perm, json_t **out, struct terr *err)
+		     const char *perm, bool force, json_t **out, struct terr *err)
 {
 	if (!perm || (strcmp(perm, "ro") && strcmp(perm, "rw")))
 		return terr_set(err, EINVAL, "permission must be ro or rw");
-	return set_share(m, u, name, email, perm, out, err);
+	return set_share(m, u, name, email, perm, force, out, err);
 }
 
 int mgr_folder_unshare(struct manager *m, const struct user_rec *u, const char *name, const char *email,
-		       json_t **out, struct terr *err)
+		       bool force, json_t **out, struct terr *err)
 {
-	return set_share(m, u, name, email, NULL, out, err);
+	return set_share(m, u, name, email, NULL, force, out, err);
 }
 
 int mgr_folder_resolve(struct manager *m, const struct user_rec *u, const char *name, bool want_write,
