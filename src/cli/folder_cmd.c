@@ -160,11 +160,16 @@ static void print_info(json_t *f)
 	       str(f, "name"), str(f, "id"), str(f, "host"), str(f, "owner"), str(f, "permission"), use, quota,
 	       enf_text,
 	       json_is_true(json_object_get(f, "automount")) ? "yes (mounted at /home/work/NAME in every session)" : "no");
+	/* Your sessions by name, other users' as a number (an admin's: all
+	 * by name). */
 	json_t *mb = json_object_get(f, "mounted_by");
-	if (json_array_size(mb)) {
+	json_int_t others = json_integer_value(json_object_get(f, "mounted_by_others"));
+	if (json_array_size(mb) || others > 0) {
 		printf("mounted by:  ");
 		for (size_t k = 0; k < json_array_size(mb); k++)
 			printf("%s%s", k ? ", " : "", json_string_value(json_array_get(mb, k)) ?: "");
+		if (others > 0)
+			printf("%s%lld session(s) of other users", json_array_size(mb) ? " and " : "", (long long)others);
 		printf("\n");
 	}
 	json_t *sh = json_object_get(f, "shared_with");

@@ -212,7 +212,24 @@ TEST(shares)
 	json_t *out = NULL;
 	CHECK_INT(mgr_folder_share(mgr, &alice, "data", "carol@f.test", "ro", false, &out, &err), 0);
 	json_decref(out);
-	CHECK_INT(mgr_folder_share(mgr, &alice, "data", "nobody@f.test", "ro", false, &out, &err), -ENOENT);
+	/* An email without an account: answered and listed as any share (the
+	 * owner does not learn whether the address has an account); it is the
+	 * account's that is made with that email later. */
+	CHECK_INT(mgr_folder_share(mgr, &alice, "data", "later@f.test", "rw", false, &out, &err), 0);
+	json_t *sw = json_object_get(out, "shared_with");
+	CHECK_INT((int)json_array_size(sw), 2);
+	CHECK_STR(json_string_value(json_object_get(json_array_get(sw, 1), "email")), "later@f.test");
+	json_decref(out);
+	struct user_rec later;
+	CHECK_INT(make_user("later@f.test", &later), 0);
+	char lpath[1024];
+	CHECK_INT(mgr_folder_resolve(mgr, &later, "data", true, lpath, sizeof(lpath), NULL, &err), 0);
+	CHECK_INT(mgr_folder_unshare(mgr, &alice, "data", "later@f.test", false, &out, &err), 0);
+	CHECK_INT((int)json_array_size(json_object_get(out, "shared_with")), 1);
+	json_decref(out);
+	CHECK_INT(mgr_folder_resolve(mgr, &later, "data", false, lpath, sizeof(lpath), NULL, &err), -ENOENT);
+	CHECK_INT(mgr_folder_unshare(mgr, &alice, "data", "nobody@f.test", false, &out, &err), -ENOENT);
+	CHECK_STR(err.msg, "folder data is not shared with nobody@f.test");
 	CHECK_INT(mgr_folder_share(mgr, &alice, "data", "carol@f.test", "rx", false, &out, &err), -EINVAL);
 	json_t *list = mgr_folders_list(mgr, &carol, false, false);
 	CHECK_INT((int)json_array_size(list), 1);
