@@ -2335,6 +2335,28 @@ static int registry_ref(const char *registry, const char *ref, char *buf, size_t
 	return 0;
 }
 
+/* Whether the image ref on this node carries tessera.owner = owner (a
+ * private image of that user's; false when owner is NULL or "", or when
+ * the labels cannot be read). */
+static bool image_owned_by(struct agent *a, const char *ref, const char *owner)
+{
+	char **sl = NULL;
+	size_t n = 0;
+	struct terr ignored = {0};
+	if (!owner || !*owner || !a->rt_ops->image_labels ||
+	    a->rt_ops->image_labels(a->rt, ref, &sl, &n, &ignored) < 0)
+		return false;
+	size_t klen = strlen(IMG_LABEL_OWNER);
+	bool mine = false;
+	for (size_t i = 0; i < n; i++) {
+		if (!strncmp(sl[i], IMG_LABEL_OWNER, klen) && sl[i][klen] == '=' && !strcmp(sl[i] + klen + 1, owner))
+			mine = true;
+		free(sl[i]);
+	}
+	free(sl);
+	return mine;
+}
+
 int agent_commit(struct agent *a, json_t *req, json_t **result, struct terr *err)
 {
 	const char *cid = json_string_value(json_object_get(req, "container_id"));
@@ -2344,6 +2366,18 @@ int agent_commit(struct agent *a, json_t *req, json_t **result, struct terr *err
 	json_t *labels = json_object_get(req, "labels");
 	if (!cid || !*cid || !ref || !*ref || strlen(ref) > 255 || (labels && !json_is_object(labels)))
 		return terr_set(err, EINVAL, "a commit needs container_id, ref (at most 255 characters) and labels as an object");
+	/* Docker's commit moves an existing tag to the new image. The
+	 * manager names commits into the owner's namespace only; here, on
+	 * the node, a ref that exists already is refused unless it is a
+	 * private image of the same owner, so a commit never takes over a
+	 * public image or another user's (docs/images.md, "Private images"). */
+	const char *owner = json_string_value(json_object_get(labels, IMG_LABEL_OWNER));
+	bool exists = false;
+	if (a->rt_ops->image_exists(a->rt, ref, &exists, err) < 0)
+		return terr_prefix(err, "cannot tell whether image %s exists on this node", ref);
+	if (exists && !image_owned_by(a, ref, owner))
+		return terr_set(err, EEXIST, "image %s exists on this node and is not a private image of this "
+				"session's owner; a commit does not move it", ref);
 	size_t nl = json_object_size(labels), k = 0;
 	struct rt_label *lv = calloc(nl + 5, sizeof(*lv));
 	if (!lv)

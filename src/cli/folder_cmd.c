@@ -160,11 +160,16 @@ static void print_info(json_t *f)
 	       str(f, "name"), str(f, "id"), str(f, "host"), str(f, "owner"), str(f, "permission"), use, quota,
 	       enf_text,
 	       json_is_true(json_object_get(f, "automount")) ? "yes (mounted at /home/work/NAME in every session)" : "no");
+	/* Your sessions by name, other users' as a number (an admin's: all
+	 * by name). */
 	json_t *mb = json_object_get(f, "mounted_by");
-	if (json_array_size(mb)) {
+	json_int_t others = json_integer_value(json_object_get(f, "mounted_by_others"));
+	if (json_array_size(mb) || others > 0) {
 		printf("mounted by:  ");
 		for (size_t k = 0; k < json_array_size(mb); k++)
 			printf("%s%s", k ? ", " : "", json_string_value(json_array_get(mb, k)) ?: "");
+		if (others > 0)
+			printf("%s%lld session(s) of other users", json_array_size(mb) ? " and " : "", (long long)others);
 		printf("\n");
 	}
 	json_t *sh = json_object_get(f, "shared_with");
@@ -329,8 +334,8 @@ static int folder_share(int argc, char **argv)
 {
 	struct fopts o;
 	bool done;
-	int rc = parse("share", argc, argv, BIT(O_WITH) | BIT(O_PERM), 1,
-		       "share NAME --with EMAIL [--permission ro|rw]", &o, &done);
+	int rc = parse("share", argc, argv, BIT(O_WITH) | BIT(O_PERM) | BIT(O_FORCE), 1,
+		       "share NAME --with EMAIL [--permission ro|rw] [--force]", &o, &done);
 	if (done)
 		return rc;
 	if (!o.with)
@@ -340,6 +345,8 @@ static int folder_share(int argc, char **argv)
 		return cli_usage_fail("folder", "--permission must be ro or rw");
 	char *path = folder_path(o.args[0], "/shares");
 	json_t *body = json_pack("{s:s,s:s}", "email", o.with, "permission", perm);
+	if (o.force)
+		json_object_set_new(body, "force", json_true());
 	rc = call("POST", path, body, NULL);
 	if (rc == CLI_EXIT_OK)
 		printf("folder %s shared with %s (%s)\n", o.args[0], o.with, perm);
@@ -352,13 +359,14 @@ static int folder_unshare(int argc, char **argv)
 {
 	struct fopts o;
 	bool done;
-	int rc = parse("unshare", argc, argv, BIT(O_WITH), 1, "unshare NAME --with EMAIL", &o, &done);
+	int rc = parse("unshare", argc, argv, BIT(O_WITH) | BIT(O_FORCE), 1, "unshare NAME --with EMAIL [--force]", &o,
+		       &done);
 	if (done)
 		return rc;
 	if (!o.with)
 		return cli_usage_fail("folder", "unshare needs --with EMAIL");
 	char *esc = api_escape(o.with), *suffix = NULL;
-	if (!esc || asprintf(&suffix, "/shares/%s", esc) < 0)
+	if (!esc || asprintf(&suffix, "/shares/%s%s", esc, o.force ? "?force=1" : "") < 0)
 		suffix = NULL;
 	char *path = suffix ? folder_path(o.args[0], suffix) : NULL;
 	rc = call("DELETE", path, NULL, NULL);
@@ -378,8 +386,10 @@ static const struct cli_verb folder_verbs[] = {
 	{"restore", folder_restore, "restore NAME", "bring a folder back from the trash"},
 	{"rename", folder_rename, "rename OLD NEW", "rename a folder"},
 	{"set-quota", folder_set_quota, "set-quota NAME SIZE", "change a folder's quota (0: none)"},
-	{"share", folder_share, "share NAME --with EMAIL [--permission ro|rw]", "share a folder (default ro)"},
-	{"unshare", folder_unshare, "unshare NAME --with EMAIL", "take a share away"},
+	{"share", folder_share, "share NAME --with EMAIL [--permission ro|rw] [--force]",
+	 "share a folder (default ro; --force: rw to ro even while mounted, ending those sessions)"},
+	{"unshare", folder_unshare, "unshare NAME --with EMAIL [--force]",
+	 "take a share away (--force: even while mounted, ending those sessions)"},
 	{"files", folder_files_cmd, "files NAME [PATH] [--json]", "list a directory of a folder"},
 	{"upload", folder_upload_cmd, "upload NAME LOCAL [REMOTE] [--overwrite]", "upload a file (any size)"},
 	{"download", folder_download_cmd, "download NAME REMOTE [LOCAL]", "download a file (any size)"},

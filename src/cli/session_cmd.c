@@ -70,7 +70,13 @@
 	"private image of the session's owner, listed and launchable by the owner\n" \
 	"and admins only (docs/images.md, \"Private images\").\n" \
 	"\n" \
-	"  --name IMAGE_NAME   repository (default tessera-private/<owner>/<session>)\n" \
+	"Private images live under the owner's own name space,\n" \
+	"tessera-private/<owner's email up to the @>-<12 characters of the\n" \
+	"owner's id>/; a commit writes nowhere else.\n" \
+	"\n" \
+	"  --name IMAGE_NAME   name under the owner's name space (default the\n" \
+	"                      session's name); a full tessera-private/ name must\n" \
+	"                      be in that name space\n" \
 	"  --tag TAG           tag (default the UTC time, YYYYMMDD-HHMMSS)\n" \
 	"  --wait              wait until the image is ready (or the commit failed)\n" \
 	"  --timeout SECONDS   with --wait: give up after this long (default 1800)\n" \

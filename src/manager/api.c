@@ -456,19 +456,33 @@ static void api_resources(void *ctx, struct httpd_req *req, struct httpd_resp *r
 
 /* ---------- routes: settings ---------- */
 
+/* The settings a user who is not an admin reads: what the web UI's
+ * launch dialog (the fGPU step) and data page (the trash's days) show
+ * them, and, as policy.default and policy.<their email>, their own
+ * limits. The rest (storage hosts' paths, the registry's and the app
+ * proxy's addresses, the scheduler's and agents' settings) is the
+ * admins' (docs/security.md). */
+static const char *const user_settings[] = {"fgpu_per_device", "fgpu_quantum", "folder_trash_days", NULL};
+
+static bool user_setting(const char *key, const char *email)
+{
+	for (size_t i = 0; user_settings[i]; i++)
+		if (!strcmp(key, user_settings[i]))
+			return true;
+	return !strncmp(key, "policy.", 7) && (!strcmp(key + 7, "default") || !strcmp(key + 7, email));
+}
+
 /* ?flat=1: {"fgpu_per_device": 1, ..., "policy.default": {...}}, the form
  * `tessera config get --prefix` prints and put-json takes. */
 static void api_config_get_flat(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 {
 	json_t *o = mgr_config_flat(ctx);
 	if (o && !caller(req)->is_admin) {
-		char own[300];
-		snprintf(own, sizeof(own), "policy.%s", caller(req)->email);
 		const char *k;
 		json_t *v;
 		void *tmp;
 		json_object_foreach_safe(o, tmp, k, v) {
-			if (!strncmp(k, "policy.", 7) && strcmp(k, "policy.default") && strcmp(k, own))
+			if (!user_setting(k, caller(req)->email))
 				json_object_del(o, k);
 		}
 	}
@@ -486,6 +500,15 @@ static void api_config_get(void *ctx, struct httpd_req *req, struct httpd_resp *
 		return;
 	}
 	json_t *o = mgr_config_get(ctx);
+	if (o && !caller(req)->is_admin) {
+		const char *k;
+		json_t *v;
+		void *tmp;
+		json_object_foreach_safe(o, tmp, k, v) {
+			if (strcmp(k, "policies") && !user_setting(k, ""))
+				json_object_del(o, k);
+		}
+	}
 	/* Policies are keyed by email: a user who is not an admin sees the
 	 * default and their own, not who else has an account. */
 	json_t *pol = json_object_get(o, "policies");

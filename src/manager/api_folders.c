@@ -141,13 +141,16 @@ void api_folder_share(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 	json_t *body = api_parse_body(req, resp);
 	if (!body)
 		return;
-	static const char *const known[] = {"email", "permission", NULL};
+	static const char *const known[] = {"email", "permission", "force", NULL};
 	struct terr err = {0};
 	const char *email = NULL, *perm = "ro";
 	bool has = false;
 	char norm[256];
 	json_t *out = NULL;
-	int rc = check_fields(body, known, "email, permission", &err);
+	json_t *force = json_object_get(body, "force");
+	int rc = check_fields(body, known, "email, permission, force", &err);
+	if (rc == 0 && force && !json_is_boolean(force))
+		rc = terr_set(&err, EINVAL, "force must be true or false");
 	if (rc == 0)
 		rc = jsonutil_get_string(body, "email", "email", &email, &has, &err);
 	if (rc == 0 && !has)
@@ -157,7 +160,7 @@ void api_folder_share(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 	if (rc == 0)
 		rc = jsonutil_get_string(body, "permission", "permission", &perm, NULL, &err);
 	if (rc == 0)
-		rc = mgr_folder_share(ctx, caller(req), req->params[0], norm, perm, &out, &err);
+		rc = mgr_folder_share(ctx, caller(req), req->params[0], norm, perm, json_is_true(force), &out, &err);
 	answer(resp, rc, 200, out, &err);
 	json_decref(body);
 }
@@ -169,6 +172,6 @@ void api_folder_unshare(void *ctx, struct httpd_req *req, struct httpd_resp *res
 	json_t *out = NULL;
 	int rc = validate_email(req->params[1], norm, sizeof(norm), &err);
 	if (rc == 0)
-		rc = mgr_folder_unshare(ctx, caller(req), req->params[0], norm, &out, &err);
+		rc = mgr_folder_unshare(ctx, caller(req), req->params[0], norm, query_flag(req, "force"), &out, &err);
 	answer(resp, rc, 200, out, &err);
 }

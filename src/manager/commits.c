@@ -26,6 +26,11 @@
 #define COMMITS_FAILED_KEPT 50
 /* Finished pulls kept for those who read their result late. */
 #define PULLS_KEPT 20
+/* Where private images live: PRIVATE_PREFIX<owner's namespace>/...
+ * (owner_namespace); no other commit may write there. */
+#define PRIVATE_PREFIX "tessera-private/"
+/* Hex characters of the owner's id in their namespace. */
+#define NAMESPACE_ID_CHARS 12
 
 static const char *const commit_status_names[] = {
 	[COMMIT_COMMITTING] = "committing", [COMMIT_READY] = "ready", [COMMIT_FAILED] = "failed",
@@ -67,6 +72,16 @@ static struct mcommit *find_commit_ref(struct manager *m, const char *ref)
 		if (m->commits[i]->status != COMMIT_FAILED && same_ref(m->commits[i]->ref, ref))
 			return m->commits[i];
 	return NULL;
+}
+
+/* Whether a commit's ref lies under PRIVATE_PREFIX, where every commit
+ * made since issue 27 lies. A record of an earlier commit may name a
+ * public image (a commit could then take any name); such a record must
+ * not make that name private once the image under it is someone else's
+ * again (re-tagged by an admin): the image's own label decides there. */
+static bool under_private_prefix(const char *ref)
+{
+	return !strncmp(ref, PRIVATE_PREFIX, strlen(PRIVATE_PREFIX));
 }
 
 static json_t *commit_store_json(const struct mcommit *c)
@@ -272,7 +287,7 @@ static bool may_see(const struct user_rec *u, const char *owner_id)
 const char *mgr_commit_owner(struct manager *m, const char *ref)
 {
 	const struct mcommit *c = find_commit_ref(m, ref);
-	return c ? c->owner_id : NULL;
+	return c && under_private_prefix(c->ref) ? c->owner_id : NULL;
 }
 
 bool mgr_commit_hidden(struct manager *m, const struct user_rec *u, const char *ref)
@@ -380,6 +395,60 @@ static int check_name(const char *name, struct terr *err)
 	return 0;
 }
 
+/* The owner's namespace under PRIVATE_PREFIX: their email up to the '@'
+ * (for people to read) and the first NAMESPACE_ID_CHARS of their id (so
+ * that alice@a.example and alice@b.example, or "a.b" and "a-b", do not
+ * share one), e.g. "alice-3f9a0c1e2b4d". Docker's grammar holds: both
+ * parts are runs of [a-z0-9] (ids are lower-case hex) joined by '-'. */
+static void owner_namespace(const struct user_rec *owner, char *out, size_t n)
+{
+	char who[64], id[NAMESPACE_ID_CHARS + 2];
+	const char *at = strchr(owner->email, '@');
+	name_component(owner->email, at ? (size_t)(at - owner->email) : strlen(owner->email), "user", who,
+		       sizeof(who));
+	name_component(owner->id, NAMESPACE_ID_CHARS, "0", id, sizeof(id));
+	snprintf(out, n, "%s-%s", who, id);
+}
+
+/* The full name of a commit of owner's: PRIVATE_PREFIX, the owner's
+ * namespace, then `name` (or the session's name). A name given with
+ * PRIVATE_PREFIX must already be in the owner's namespace: a commit writes
+ * nowhere else, so it never moves a tag of a public image or of another
+ * user's private one (docs/images.md, "Private images"). */
+static int private_name(struct manager *m, const struct user_rec *owner, const char *name, const char *session,
+			char *full, size_t n, struct terr *err)
+{
+	char ns[128];
+	owner_namespace(owner, ns, sizeof(ns));
+	/* Ids are random: two users with one namespace would take about
+	 * 2^24 users of the same local part. Still, none of them writes into
+	 * the other's images then. */
+	for (size_t i = 0; i < m->n_users; i++) {
+		char other[128];
+		if (strcmp(m->users[i].id, owner->id) == 0)
+			continue;
+		owner_namespace(&m->users[i], other, sizeof(other));
+		if (!strcmp(other, ns))
+			return terr_set(err, EEXIST, "the private images of %s and of %s would share the name space "
+					PRIVATE_PREFIX "%s/; an admin must change one of the two emails",
+					owner->email, m->users[i].email, ns);
+	}
+	size_t plen = strlen(PRIVATE_PREFIX), nslen = strlen(ns);
+	if (name && !strncmp(name, PRIVATE_PREFIX, plen)) {
+		if (strncmp(name + plen, ns, nslen) || name[plen + nslen] != '/' || !name[plen + nslen + 1])
+			return terr_set(err, EINVAL,
+					"image name '%s' is not among the private images of %s: those are named "
+					PRIVATE_PREFIX "%s/NAME; give just NAME", name, owner->email, ns);
+		snprintf(full, n, "%s", name);
+		return 0;
+	}
+	char what[64];
+	if (!name)
+		name_component(session, strlen(session), "session", what, sizeof(what));
+	snprintf(full, n, PRIVATE_PREFIX "%s/%s", ns, name ? name : what);
+	return 0;
+}
+
 static int owned_private_images(struct manager *m, const char *owner_id)
 {
 	int n = 0;
@@ -422,16 +491,10 @@ int mgr_session_commit(struct manager *m, const struct user_rec *u, const char *
 		rc = terr_set(err, ENOMEM, "out of memory");
 		goto out;
 	}
-	char full[300];
-	if (name) {
-		snprintf(full, sizeof(full), "%s", name);
-	} else {
-		char who[64], what[64];
-		const char *at = strchr(owner->email, '@');
-		name_component(owner->email, at ? (size_t)(at - owner->email) : strlen(owner->email), "user", who,
-			       sizeof(who));
-		name_component(s->rec.name, strlen(s->rec.name), "session", what, sizeof(what));
-		snprintf(full, sizeof(full), "tessera-private/%s/%s", who, what);
+	char full[600];
+	if ((rc = private_name(m, owner, name, s->rec.name, full, sizeof(full), err)) < 0) {
+		free(c);
+		goto out;
 	}
 	char stamp[32];
 	if (!tag) {

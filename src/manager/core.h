@@ -180,11 +180,14 @@ int mgr_folder_delete(struct manager *m, const struct user_rec *u, const char *n
 int mgr_folder_restore(struct manager *m, const struct user_rec *u, const char *name, json_t **out,
 		       struct terr *err);
 /* Shares with the user of email (perm "ro" or "rw"; again: changes it),
- * or takes the share away. */
+ * or takes the share away. Taking it away (or rw to ro) while sessions of
+ * that user mount it (writable) is EBUSY, naming them to an admin and
+ * counting them to anyone else, unless force: then those sessions are
+ * ended (a bind mount outlives the share). */
 int mgr_folder_share(struct manager *m, const struct user_rec *u, const char *name, const char *email,
-		     const char *perm, json_t **out, struct terr *err);
+		     const char *perm, bool force, json_t **out, struct terr *err);
 int mgr_folder_unshare(struct manager *m, const struct user_rec *u, const char *name, const char *email,
-		       json_t **out, struct terr *err);
+		       bool force, json_t **out, struct terr *err);
 /* The quota policy (pure): quota as asked (-1: the default) against the
  * policy's max_folder_bytes (0: none) into *effective. -1 gives
  * max_bytes; with a max, 0 (no quota) and more than the max are EPERM. */
@@ -276,12 +279,14 @@ int mgr_image_check(struct manager *m, const struct user_rec *u, const char *typ
 /* ---- private images and the cluster registry (commits.c) ---- */
 
 /* Commits the RUNNING session ref (u: its owner or an admin) into a
- * private image of the session's owner, as a background job: name
- * (NULL: tessera-private/<owner's local part>/<session name>) and tag
- * (NULL: the UTC time, YYYYMMDD-HHMMSS). *commit: the commit's JSON,
- * status "committing". ENOENT no such session; EBUSY not RUNNING; EAGAIN
- * node LOST; EINVAL bad name or tag; EEXIST the image exists; EPERM the
- * owner has max_private_images already. */
+ * private image of the session's owner, as a background job, always
+ * under the owner's namespace tessera-private/<local part>-<12 hex of
+ * the owner's id>/: name (NULL: the session's name) goes under it, or
+ * names it already; tag (NULL: the UTC time, YYYYMMDD-HHMMSS). *commit:
+ * the commit's JSON, status "committing". ENOENT no such session; EBUSY
+ * not RUNNING; EAGAIN node LOST; EINVAL bad name or tag, or a name under
+ * tessera-private/ outside the owner's namespace; EEXIST the image
+ * exists; EPERM the owner has max_private_images already. */
 int mgr_session_commit(struct manager *m, const struct user_rec *u, const char *ref, const char *name,
 		       const char *tag, json_t **commit, struct terr *err);
 /* One commit by id (u: its owner or an admin); with wait_s >= 0, first

@@ -301,8 +301,19 @@ void mgr_folders_free(struct manager *m)
 	m->n_folders = m->cap_folders = 0;
 }
 
-/* "ro", "rw" or NULL: what the folder's shares give user_id. */
-static const char *share_of(const struct mfolder *f, const char *user_id)
+/* Whether share entry x is u's: {"user_id"} names a user; {"email"} is a
+ * share with an email that had no account when it was made (set_share),
+ * which is the account's that has that email now, if any. Emails are
+ * kept lower-cased, users' and shares' alike. */
+static bool share_is(json_t *x, const char *user_id, const char *email)
+{
+	const char *id = json_string_value(json_object_get(x, "user_id"));
+	const char *em = json_string_value(json_object_get(x, "email"));
+	return id ? user_id && !strcmp(id, user_id) : em && email && !strcmp(em, email);
+}
+
+/* "ro", "rw" or NULL: what the folder's shares give u. */
+static const char *share_of(const struct mfolder *f, const struct user_rec *u)
 {
 	static const char *const perms[] = {"ro", "rw"};
 	json_t *arr = json_loads(f->rec.shares, 0, NULL);
@@ -310,9 +321,8 @@ static const char *share_of(const struct mfolder *f, const char *user_id)
 	size_t i;
 	json_t *x;
 	json_array_foreach(arr, i, x) {
-		const char *id = json_string_value(json_object_get(x, "user_id"));
 		const char *p = json_string_value(json_object_get(x, "permission"));
-		if (id && p && !strcmp(id, user_id))
+		if (p && share_is(x, u->id, u->email))
 			res = !strcmp(p, "rw") ? perms[1] : perms[0];
 	}
 	json_decref(arr);
@@ -325,7 +335,7 @@ static const char *permission_of(const struct mfolder *f, const struct user_rec 
 {
 	if (!strcmp(f->rec.owner_id, u->id) || u->is_admin)
 		return "owner";
-	return share_of(f, u->id);
+	return share_of(f, u);
 }
 
 /* The folder u names: an own folder by name, else one shared with u by
@@ -339,7 +349,7 @@ static struct mfolder *resolve(struct manager *m, const struct user_rec *u, cons
 			continue;
 		if (!strcmp(f->rec.owner_id, u->id))
 			return f;
-		if (!shared && share_of(f, u->id))
+		if (!shared && share_of(f, u))
 			shared = f;
 	}
 	if (shared)
@@ -393,24 +403,32 @@ static int64_t usage_of(struct manager *m, struct mfolder *f)
 	return f->usage_bytes;
 }
 
-/* Sessions not yet ended that mount folder id, as "a, b" into out (n
- * bytes; may be cut) and, when names is not NULL, appended to that JSON
- * array; their number. */
-static int mounting_sessions(struct manager *m, const char *id, char *out, size_t n, json_t *names)
+/* Sessions not yet ended that mount folder id: the names of those u may
+ * see (their own; an admin, or u NULL, all of them) as "a, b" into out (n bytes; may
+ * be cut) and, when names is not NULL, appended to that JSON array; how
+ * many others (other users' sessions, whose names are theirs: a folder's
+ * owner learns only their number) into *others; their number in all. */
+static int mounting_sessions(struct manager *m, const char *id, const struct user_rec *u, char *out, size_t n,
+			     json_t *names, int *others)
 {
-	int count = 0;
+	int count = 0, named = 0;
 	char needle[64];
 	snprintf(needle, sizeof(needle), "\"folder_id\":\"%s\"", id);
 	out[0] = '\0';
+	*others = 0;
 	for (size_t i = 0; i < m->n_sessions; i++) {
 		const struct session_rec *r = &m->sessions[i]->rec;
 		if (session_status_final(r->status) || !r->mounts_json || !strstr(r->mounts_json, needle))
 			continue;
+		count++;
+		if (u && !u->is_admin && strcmp(r->owner_id, u->id)) {
+			(*others)++;
+			continue;
+		}
 		size_t l = strlen(out);
-		snprintf(out + l, n - l, "%s%s", count ? ", " : "", r->name);
+		snprintf(out + l, n - l, "%s%s", named++ ? ", " : "", r->name);
 		if (names)
 			json_array_append_new(names, json_string(r->name));
-		count++;
 	}
 	return count;
 }
@@ -423,19 +441,23 @@ static json_t *folder_json(struct manager *m, struct mfolder *f, const struct us
 	size_t i;
 	json_t *x;
 	json_array_foreach(arr, i, x) {
-		const struct user_rec *su = mgr_find_user(m, json_string_value(json_object_get(x, "user_id")));
-		if (su)
-			json_array_append_new(shared, json_pack("{s:s,s:O}", "email", su->email, "permission",
+		/* A share with an email that has no account reads as any other. */
+		const char *id = json_string_value(json_object_get(x, "user_id"));
+		const struct user_rec *su = id ? mgr_find_user(m, id) : NULL;
+		const char *email = su ? su->email : id ? NULL : json_string_value(json_object_get(x, "email"));
+		if (email)
+			json_array_append_new(shared, json_pack("{s:s,s:O}", "email", email, "permission",
 								 json_object_get(x, "permission")));
 	}
 	json_decref(arr);
 	const char *perm = permission_of(f, u);
-	/* The sessions (of anyone: the owner sees the names of sessions a
-	 * share holder runs) that mount it, live or trashed. */
+	/* The sessions that mount it, live or trashed: u's own by name (an
+	 * admin's: all), other users' as a number. */
 	char who[1024];
+	int others = 0;
 	json_t *mounted = json_array();
-	mounting_sessions(m, f->rec.id, who, sizeof(who), mounted);
-	return json_pack("{s:s,s:s,s:s,s:s,s:I,s:I,s:s,s:s,s:o,s:b,s:o,s:o,s:o}",
+	mounting_sessions(m, f->rec.id, u, who, sizeof(who), mounted, &others);
+	return json_pack("{s:s,s:s,s:s,s:s,s:I,s:I,s:s,s:s,s:o,s:b,s:o,s:o,s:o,s:i}",
 			 "id", f->rec.id, "name", f->rec.name, "host", f->rec.host,
 			 "owner", owner ? owner->email : "",
 			 "quota_bytes", (json_int_t)f->rec.quota_bytes,
@@ -444,7 +466,8 @@ static json_t *folder_json(struct manager *m, struct mfolder *f, const struct us
 			 "permission", perm ? perm : "ro", "shared_with", shared,
 			 "automount", f->rec.name[0] == '.',
 			 "created_at", mgr_time_json(f->rec.created_ms),
-			 "trashed_at", mgr_time_json(f->rec.trashed_ms), "mounted_by", mounted);
+			 "trashed_at", mgr_time_json(f->rec.trashed_ms), "mounted_by", mounted,
+			 "mounted_by_others", others);
 }
 
 static int persist(struct manager *m, struct mfolder *f, struct terr *err)
@@ -567,7 +590,7 @@ json_t *mgr_folders_list(struct manager *m, const struct user_rec *u, bool all, 
 			continue;
 		bool mine = !strcmp(f->rec.owner_id, u->id);
 		/* Trash: one's own only; admins every one with all. */
-		bool visible = mine || (all && u->is_admin) || (!trash && share_of(f, u->id));
+		bool visible = mine || (all && u->is_admin) || (!trash && share_of(f, u));
 		if (visible)
 			json_array_append_new(arr, folder_json(m, f, u));
 	}
@@ -685,8 +708,13 @@ int mgr_folder_delete(struct manager *m, const struct user_rec *u, const char *n
 		rc = -err->code;
 		goto out;
 	}
-	if (mounting_sessions(m, f->rec.id, who, sizeof(who), NULL) > 0 && !force) {
-		rc = terr_set(err, EBUSY, "folder %s is mounted by session(s) %s; remove them first or force", name, who);
+	int others = 0;
+	if (mounting_sessions(m, f->rec.id, u, who, sizeof(who), NULL, &others) > 0 && !force) {
+		char theirs[96] = "";
+		if (others)
+			snprintf(theirs, sizeof(theirs), "%s%d session(s) of other users", who[0] ? " and " : "", others);
+		rc = terr_set(err, EBUSY, "folder %s is mounted by %s%s%s; remove them first or force", name,
+			      who[0] ? "session(s) " : "", who, theirs);
 		goto out;
 	}
 	if ((rc = folder_dir(m, &f->rec, false, from, sizeof(from), err)) < 0 ||
@@ -742,25 +770,104 @@ out:
 	return rc;
 }
 
+/* The sessions of user_id, not yet ended, that mount folder f in a way
+ * a share of perm no longer allows (perm NULL: no share, every mount;
+ * "ro": the writable ones; "rw": none). Up to max of them into list;
+ * their number, and their names as "a, b" into names (n bytes; may be
+ * cut). A mount is a bind mount made at the session's start: taking the
+ * share away does not reach it, so the caller refuses or ends them. */
+static int sessions_losing(struct manager *m, const struct mfolder *f, const char *user_id, const char *perm,
+			   struct msession **list, size_t max, char *names, size_t n)
+{
+	int count = 0;
+	char needle[64];
+	snprintf(needle, sizeof(needle), "\"folder_id\":\"%s\"", f->rec.id);
+	names[0] = '\0';
+	if (perm && !strcmp(perm, "rw"))
+		return 0;
+	for (size_t i = 0; i < m->n_sessions; i++) {
+		struct msession *s = m->sessions[i];
+		const struct session_rec *r = &s->rec;
+		if (session_status_final(r->status) || strcmp(r->owner_id, user_id) || !r->mounts_json ||
+		    !strstr(r->mounts_json, needle))
+			continue;
+		json_t *mounts = json_loads(r->mounts_json, 0, NULL);
+		bool loses = false;
+		size_t k;
+		json_t *x;
+		json_array_foreach(mounts, k, x) {
+			if (strcmp(json_string_value(json_object_get(x, "folder_id")) ?: "", f->rec.id))
+				continue;
+			/* A mount that cannot be read counts as writable. */
+			loses = loses || !perm || !json_is_true(json_object_get(x, "ro"));
+		}
+		json_decref(mounts);
+		if (!loses)
+			continue;
+		if ((size_t)count < max)
+			list[count] = s;
+		size_t l = strlen(names);
+		snprintf(names + l, n - l, "%s%s", count ? ", " : "", r->name);
+		count++;
+	}
+	return count;
+}
+
+/* At most this many sessions are ended by one forced share change (more
+ * are refused: a user does not run that many mounting one folder). */
+#define SHARE_FORCE_MAX 256
+
 static int set_share(struct manager *m, const struct user_rec *u, const char *name, const char *email,
-		     const char *perm, json_t **out, struct terr *err)
+		     const char *perm, bool force, json_t **out, struct terr *err)
 {
 	int rc = 0;
 	pthread_mutex_lock(&m->mu);
 	struct mfolder *f = managed(m, u, name, false, err);
 	json_t *arr = NULL;
+	struct msession **losing = NULL;
+	int n_losing = 0;
 	if (!f) {
 		rc = -err->code;
 		goto out;
 	}
+	/* An email without an account is answered as one with: the share is
+	 * kept under the email (it is that account's if one is made with it)
+	 * and listed the same, so the answer does not tell the owner whether
+	 * the address has an account (docs/security.md). */
 	const struct user_rec *to = mgr_find_user_by_email(m, email);
-	if (!to) {
-		rc = terr_set(err, ENOENT, "no user %s", email);
-		goto out;
-	}
-	if (!strcmp(to->id, f->rec.owner_id)) {
+	if (to && !strcmp(to->id, f->rec.owner_id)) {
 		rc = terr_set(err, EINVAL, "%s owns folder %s", email, name);
 		goto out;
+	}
+	/* Unsharing (or making read-only) while the user's sessions mount it
+	 * (writable): refused, naming them, as folder rm is, unless force,
+	 * which ends them (docs/folders.md, "Sharing"). Their names only to
+	 * an admin: the owner sees their number (docs/security.md). */
+	const char *had = to ? share_of(f, to) : NULL;
+	if (had && (!perm || (!strcmp(perm, "ro") && !strcmp(had, "rw")))) {
+		char who[1024];
+		losing = calloc(SHARE_FORCE_MAX, sizeof(*losing));
+		if (!losing) {
+			rc = terr_set(err, ENOMEM, "out of memory");
+			goto out;
+		}
+		n_losing = sessions_losing(m, f, to->id, perm, losing, SHARE_FORCE_MAX, who, sizeof(who));
+		char whose[1200];
+		if (u->is_admin)
+			snprintf(whose, sizeof(whose), "session(s) %s of %s", who, email);
+		else
+			snprintf(whose, sizeof(whose), "%d session(s) of %s", n_losing, email);
+		if (n_losing > SHARE_FORCE_MAX) {
+			rc = terr_set(err, EBUSY, "folder %s is mounted by %s; end some of them first", name, whose);
+			goto out;
+		}
+		if (n_losing && !force) {
+			rc = terr_set(err, EBUSY,
+				      "folder %s is mounted %sby %s, and a share taken away does not reach a running "
+				      "session; end them first, or %s with force, which ends them", name,
+				      perm ? "writable " : "", whose, perm ? "share it read-only" : "unshare it");
+			goto out;
+		}
 	}
 	arr = json_loads(f->rec.shares, 0, NULL);
 	if (!json_is_array(arr)) {
@@ -770,11 +877,13 @@ static int set_share(struct manager *m, const struct user_rec *u, const char *na
 	size_t i;
 	json_t *x;
 	bool found = false;
-	json_array_foreach(arr, i, x) {
-		if (!strcmp(json_string_value(json_object_get(x, "user_id")) ?: "", to->id)) {
+	for (i = 0; i < json_array_size(arr);) {
+		x = json_array_get(arr, i);
+		if (share_is(x, to ? to->id : NULL, email)) {
 			found = true;
 			json_array_remove(arr, i);
-			break;
+		} else {
+			i++;
 		}
 	}
 	if (!perm && !found) {
@@ -782,7 +891,8 @@ static int set_share(struct manager *m, const struct user_rec *u, const char *na
 		goto out;
 	}
 	if (perm)
-		json_array_append_new(arr, json_pack("{s:s,s:s}", "user_id", to->id, "permission", perm));
+		json_array_append_new(arr, json_pack("{s:s,s:s}", to ? "user_id" : "email", to ? to->id : email,
+						     "permission", perm));
 	char *text = json_dumps(arr, JSON_COMPACT);
 	if (!text || strlen(text) >= sizeof(f->rec.shares)) {
 		free(text);
@@ -797,25 +907,35 @@ static int set_share(struct manager *m, const struct user_rec *u, const char *na
 		util_strlcpy(f->rec.shares, old, sizeof(f->rec.shares));
 		goto out;
 	}
+	if (n_losing) {
+		char by[400];
+		snprintf(by, sizeof(by), "%s (folder %s %s)", u->email, name,
+			 perm ? "now shared read-only" : "no longer shared");
+		for (int i = 0; i < n_losing; i++)
+			mgr_delete_session(m, losing[i], by);
+		log_info("manager", "folder %s (%s): %s by %s, which ended %d session(s) of %s that mounted it",
+			 f->rec.name, f->rec.id, perm ? "shared read-only" : "unshared", u->email, n_losing, email);
+	}
 	*out = folder_json(m, f, u);
 out:
+	free(losing);
 	json_decref(arr);
 	pthread_mutex_unlock(&m->mu);
 	return rc;
 }
 
 int mgr_folder_share(struct manager *m, const struct user_rec *u, const char *name, const char *email,
-		     const char *perm, json_t **out, struct terr *err)
+		     const char *perm, bool force, json_t **out, struct terr *err)
 {
 	if (!perm || (strcmp(perm, "ro") && strcmp(perm, "rw")))
 		return terr_set(err, EINVAL, "permission must be ro or rw");
-	return set_share(m, u, name, email, perm, out, err);
+	return set_share(m, u, name, email, perm, force, out, err);
 }
 
 int mgr_folder_unshare(struct manager *m, const struct user_rec *u, const char *name, const char *email,
-		       json_t **out, struct terr *err)
+		       bool force, json_t **out, struct terr *err)
 {
-	return set_share(m, u, name, email, NULL, out, err);
+	return set_share(m, u, name, email, NULL, force, out, err);
 }
 
 int mgr_folder_resolve(struct manager *m, const struct user_rec *u, const char *name, bool want_write,
@@ -948,10 +1068,11 @@ void mgr_folders_purge_trash(struct manager *m)
 	for (size_t i = 0; i < m->n_folders;) {
 		struct mfolder *f = m->folders[i];
 		char who[1024];
+		int others;
 		/* A folder removed with --force while sessions mount it stays
 		 * until they have ended: they keep writing to it meanwhile. */
 		if (!f->rec.trashed_ms || now - f->rec.trashed_ms < keep_ms ||
-		    mounting_sessions(m, f->rec.id, who, sizeof(who), NULL) > 0) {
+		    mounting_sessions(m, f->rec.id, NULL, who, sizeof(who), NULL, &others) > 0) {
 			i++;
 			continue;
 		}

@@ -484,7 +484,8 @@ void mgr_run_pull(struct manager *m, const char *pull_id);
  * for u ("no such image"). */
 bool mgr_commit_hidden(struct manager *m, const struct user_rec *u, const char *ref);
 /* The owner's user id of the private image ref that a commit made (one
- * not failed), or NULL; valid while mu is held. */
+ * not failed, under tessera-private/: an older commit's record of a
+ * public name does not count), or NULL; valid while mu is held. */
 const char *mgr_commit_owner(struct manager *m, const char *ref);
 /* The session's last commit's JSON, or null (new reference). */
 json_t *mgr_commit_last_json(struct manager *m, const char *session_id);

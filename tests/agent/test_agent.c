@@ -137,7 +137,8 @@ static int f_image_exists(struct runtime *rt, const char *ref, bool *exists, str
 {
 	(void)rt;
 	(void)err;
-	*exists = strcmp(ref, "nosuch:latest") != 0;
+	/* Commits go to "tp/..." names, new ones. */
+	*exists = strcmp(ref, "nosuch:latest") != 0 && strncmp(ref, "tp/", 3) != 0;
 	return 0;
 }
 
@@ -507,6 +508,9 @@ static int f_image_labels(struct runtime *rt, const char *ref, char ***labels, s
 		(*labels)[(*n)++] = strdup("ai.backend.service-ports=jupyter:http:8081,mlflow-ui:preopen:5000");
 	if (!strcmp(ref, "badapps:latest"))
 		(*labels)[(*n)++] = strdup("ai.backend.service-ports=jupyter:http:22");
+	/* A private image of user u1's, committed earlier. */
+	if (!strcmp(ref, "mine:1"))
+		(*labels)[(*n)++] = strdup("tessera.owner=u1");
 	return 0;
 }
 
@@ -1775,6 +1779,23 @@ TEST(a_commit_labels_the_image_and_pushes_it)
 	out = NULL;
 	CHECK_INT(agent_commit(a, req, &out, &err), 0);
 	CHECK(!img_has("push 127.0.0.1:5000/tp/alice/s:v1"));
+	json_decref(out);
+	/* A ref the node has already is not moved: a public image (no
+	 * owner) or another user's; only the same owner's private one may be
+	 * committed again. */
+	img.n = 0;
+	out = NULL;
+	json_object_set_new(req, "ref", json_string("public:1"));
+	CHECK_INT(agent_commit(a, req, &out, &err), -EEXIST);
+	CHECK_CONTAINS(err.msg, "image public:1 exists on this node");
+	CHECK(!img_has("commit c1 public:1"));
+	json_object_set_new(req, "ref", json_string("mine:1"));
+	json_object_set_new(json_object_get(req, "labels"), "tessera.owner", json_string("u2"));
+	CHECK_INT(agent_commit(a, req, &out, &err), -EEXIST);
+	CHECK(!img_has("commit c1 mine:1"));
+	json_object_set_new(json_object_get(req, "labels"), "tessera.owner", json_string("u1"));
+	CHECK_INT(agent_commit(a, req, &out, &err), 0);
+	CHECK(img_has("commit c1 mine:1"));
 	json_decref(out);
 	/* A request without a container or with labels of the wrong type. */
 	json_object_set_new(req, "labels", json_string("x"));

@@ -53,8 +53,9 @@ for _ in $(seq 1 100); do [[ -s $E2E_DIR/mdata/admin.conf ]] && break; sleep 0.1
 export TESSERA_CONFIG=$E2E_DIR/mdata/admin.conf
 T() { "$TESSERA" "$@"; }
 has_image() { docker image inspect "$1" >/dev/null 2>&1; }
-REF=tessera-private/admin/csrc:c1
-cleanup() { docker rmi -f "$REF" >/dev/null 2>&1; return 0; }
+matches() { [[ $1 =~ $2 ]]; }
+REF=   # tessera-private/admin-<12 hex of the admin's id>/csrc:c1, from the commit
+cleanup() { [[ -n $REF ]] && docker rmi -f "$REF" >/dev/null 2>&1; return 0; }
 for _ in $(seq 1 100); do curl -fsS "http://127.0.0.1:$rport/v2/" -o /dev/null 2>&1 && break; sleep 0.1; done
 for _ in $(seq 1 100); do T node ls 2>/dev/null | grep -q ALIVE && break; sleep 0.1; done
 
@@ -66,8 +67,10 @@ T session create "$TEST_IMAGE" --name csrc --cpu 1 --mem 32m --wait --root \
 check "a session runs on the remote agent" wait_status csrc RUNNING
 for _ in $(seq 1 100); do T session exec csrc -- cat /usr/local/c/f >/dev/null 2>&1 && break; sleep 0.1; done
 out=$(T session commit csrc --tag c1 --wait 2>&1)
+REF=$(sed -n 's/ is ready.*//p' <<<"$out")
+check "named in the admin's name space ($REF)" matches "$REF" '^tessera-private/admin-[0-9a-f]{12}/csrc:c1$'
 check "committed through the agent and pushed ($out)" contains "$out" "$REF is ready (pushed to the cluster registry)"
-tags=$(curl -fsS "http://127.0.0.1:$rport/v2/tessera-private/admin/csrc/tags/list")
+tags=$(curl -fsS "http://127.0.0.1:$rport/v2/${REF%:c1}/tags/list")
 check "the registry at registry_url has it" contains "$tags" '"c1"'
 
 docker rmi "$REF" >/dev/null

@@ -7,7 +7,11 @@
 # and event stream do not show A's session, and afterwards A's session is
 # untouched; B's view of the settings has no policy of A's. A route that
 # names a user's object is added to ROUTES or USER_ROUTES below (or to
-# the commit and image checks).
+# the commit and image checks). Nor do folders and settings leak names
+# (issue 27): B's share of a folder with A's email and with an email
+# without an account get one answer; a folder's owner reads another user's
+# sessions that mount it as a number, not their names; a user who is not
+# an admin reads only the settings the web UI needs, no storage paths.
 . "$(dirname "$0")/lib.sh"
 e2e_setup
 start_server || { e2e_done; exit 1; }
@@ -183,6 +187,78 @@ ua_now = [u for u in r["users"] if u["id"] == ua["id"]]
 say(ua_now and not ua_now[0]["disabled"], "A's account is untouched")
 st, r = a.call("DELETE", "/v1/sessions/" + sess["id"])
 say(st == 200, "A removes the session (%d)" % st)
+
+# ---- folders and settings name no other account or session ----
+st, _ = b.call("POST", "/v1/folders", {"name": "bshare"})
+say(st == 201, "B creates a folder (%d)" % st)
+
+def share_round(email):
+    """B shares, reads, unshares and unshares again, with email put out of
+    the answers: the same for an account's email and for one of nobody."""
+    out = []
+    for method, path, body in (("POST", "/v1/folders/bshare/shares", {"email": email, "permission": "ro"}),
+                               ("GET", "/v1/folders/bshare", None),
+                               ("DELETE", "/v1/folders/bshare/shares/" + email, None),
+                               ("DELETE", "/v1/folders/bshare/shares/" + email, None)):
+        st, r = b.call(method, path, body)
+        out.append((method, st, json.dumps(r, sort_keys=True).replace(email, "EMAIL")))
+    return out
+
+known, unknown = share_round(ua["email"]), share_round("nobody@cross.test")
+for k, u in zip(known, unknown):
+    say(k == u, "B: %s on a share with A's email is answered as with an email of nobody: %d %s" %
+        (k[0], k[1], k[2][:100]))
+    if k != u:
+        print("#   A's:    %r\n#   nobody: %r" % (k, u))
+
+# A mounts B's folder: B reads that a session of another user does, not
+# which; A reads its own by name; an admin reads every name.
+st, _ = b.call("POST", "/v1/folders/bshare/shares", {"email": ua["email"], "permission": "rw"})
+say(st == 200, "B shares the folder with A (%d)" % st)
+st, r = a.call("POST", "/v1/sessions", {"image": image, "name": "alice-mounts", "mounts": ["bshare"],
+                                        "resources": {"cpu": 0.1, "mem": "16m"}})
+say(st == 201, "A starts a session that mounts it (%d)" % st)
+msess = (r or {}).get("sessions", [{}])[0]
+st, r = b.call("GET", "/v1/folders/bshare")
+say(st == 200 and r.get("mounted_by") == [] and r.get("mounted_by_others") == 1 and
+    "alice-mounts" not in json.dumps(r),
+    "B's folder: mounted by one session of another user, unnamed (%s, %s)" %
+    ((r or {}).get("mounted_by"), (r or {}).get("mounted_by_others")))
+fid = (r or {}).get("id", "")
+st, r = a.call("GET", "/v1/folders/bshare")
+say(st == 200 and r.get("mounted_by") == ["alice-mounts"] and r.get("mounted_by_others") == 0,
+    "A reads its own session by name (%s)" % (r or {}).get("mounted_by"))
+st, r = admin.call("GET", "/v1/folders/" + fid)
+say(st == 200 and r.get("mounted_by") == ["alice-mounts"], "an admin reads every name (%s)" % (r or {}).get("mounted_by"))
+st, c, msg = answer(b, "DELETE", "/v1/folders/bshare", None)
+say(st == 409 and "1 session(s) of other users" in msg and "alice-mounts" not in msg,
+    "B's folder rm: refused, counting A's session without its name (%d %s)" % (st, msg))
+st, c, msg = answer(b, "DELETE", "/v1/folders/bshare/shares/" + ua["email"], None)
+say(st == 409 and "1 session(s) of %s" % ua["email"] in msg and "alice-mounts" not in msg,
+    "B's unshare: refused while A's session mounts it, counted (%d %s)" % (st, msg))
+st, r = b.call("DELETE", "/v1/folders/bshare/shares/%s?force=1" % ua["email"])
+say(st == 200, "B's unshare with force (%d)" % st)
+status = ""
+for _ in range(300):
+    st, r = a.call("GET", "/v1/sessions/" + msess.get("id", "none"))
+    status = (r or {}).get("status", "")
+    if status in ("TERMINATED", "CANCELLED"):
+        break
+    time.sleep(0.1)
+say(status in ("TERMINATED", "CANCELLED"), "... which ended A's session (%s)" % status)
+
+# Settings: B reads what the UI needs; the admin reads everything.
+st, r = admin.call("GET", "/v1/config")
+say(st == 200 and "in_force" in r and "storage_hosts" in r, "the admin reads every setting")
+data_dir = json.dumps((r or {}).get("in_force", {}).get("storage_hosts", "")).strip('"').split(":", 1)[-1]
+allowed = {"fgpu_per_device", "fgpu_quantum", "folder_trash_days", "policies"}
+st, r = b.call("GET", "/v1/config")
+say(st == 200 and set(r) == allowed and data_dir not in json.dumps(r),
+    "B's GET /v1/config holds only %s, no storage path (%s)" % (sorted(allowed), sorted(r or {})))
+st, r = b.call("GET", "/v1/config?flat=1")
+say(st == 200 and set(k for k in r if not k.startswith("policy.")) == allowed - {"policies"} and
+    data_dir not in json.dumps(r),
+    "B's GET /v1/config?flat=1 too (%s)" % sorted(r or {}))
 print("# matrix done")
 PY
 )

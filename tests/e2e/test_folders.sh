@@ -5,7 +5,10 @@
 # files owned by the work user, a read-only share mounted read-only, a
 # user without a share who can neither see nor mount the folder, folder
 # rm refused while mounted (naming the session), --force, restore, and a
-# committed session's image without the folder's files.
+# committed session's image without the folder's files. A share taken
+# away (or made read-only) while the user's session mounts the folder is
+# refused, naming it, since the bind mount would outlive the share, and
+# --force ends that session (issue 27).
 . "$(dirname "$0")/lib.sh"
 e2e_setup
 start_server || { e2e_done; exit 1; }
@@ -158,6 +161,32 @@ check "a system directory is refused as a mount path ($out)" contains "$out" "sy
 check "unshare" T folder unshare data --with bob@folders.test
 out=$(TESSERA_CONFIG=$BOB T session create "$TEST_IMAGE" --name bs2 --cpu 0.1 --mem 16m --mount data 2>&1)
 check "after unshare bob cannot mount it ($out)" contains "$out" "no folder data"
+
+# ---- a share taken away reaches running sessions (issue 27) ----
+check "data is shared with bob read-write" T folder share data --with bob@folders.test --permission rw
+check "bob's session mounts data writable" env TESSERA_CONFIG="$BOB" "$TESSERA" session create "$TEST_IMAGE" \
+	--name bw --cpu 0.1 --mem 16m --mount data --wait
+bob_writes() { TESSERA_CONFIG=$BOB T session exec bw -- sh -c "echo $1 > /home/work/data/$1" >/dev/null 2>&1; }
+check "bob writes into it" bob_writes bw-1
+out=$(T folder share data --with bob@folders.test --permission ro 2>&1)
+check "making it read-only is refused while bob's session mounts it writable ($out)" \
+	contains "$out" "folder data is mounted writable by session(s) bw of bob@folders.test"
+out=$(T folder unshare data --with bob@folders.test 2>&1)
+check "unshare is refused while bob's session mounts it, naming the session ($out)" \
+	contains "$out" "folder data is mounted by session(s) bw of bob@folders.test"
+check "... saying how to go on" contains "$out" "unshare it with force, which ends them"
+check "... in one line" [ "$(wc -l <<<"$out")" -eq 1 ]
+check "... and the share is still there" contains "$(T folder info data)" "bob@folders.test (rw)"
+check "bob still writes" bob_writes bw-2
+check "unshare --force" T folder unshare data --with bob@folders.test --force
+bw_status() { TESSERA_CONFIG=$BOB T session info bw --json | pyget status; }
+for _ in $(seq 1 300); do [[ $(bw_status) == TERMINATED ]] && break; sleep 0.1; done
+check "... ended bob's session ($(bw_status))" [ "$(bw_status)" == TERMINATED ]
+check "... on the owner's request, saying why" contains "$(TESSERA_CONFIG=$BOB T session info bw)" \
+	"(folder data no longer shared)"
+check "bob writes no more" not bob_writes bw-3
+check "... and nothing came after the unshare" [ ! -e "$DATA/folders/$(T folder info data --json | pyget id)/bw-3" ]
+check "the share is gone" not contains "$(T folder info data)" "bob@folders.test"
 
 # ---- rm --force, trash, restore ----
 check "a session mounts .local again" T session create "$TEST_IMAGE" --name holder --cpu 0.1 --mem 16m --wait

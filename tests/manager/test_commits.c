@@ -24,6 +24,7 @@
 #include "common/httpd.h"
 #include "common/log.h"
 #include "common/util.h"
+#include "store/store.h"
 
 #define WAIT_MS 20000
 
@@ -204,6 +205,26 @@ static const struct httpd_route reg_routes[] = {
 
 static char data_dir[] = "/tmp/tessera-commits-XXXXXX";
 
+static struct manager_config cfg;
+
+/* The manager on data_dir, with the fake agent registered. */
+static int open_manager(void)
+{
+	struct terr err = {0};
+	if (manager_open(&mgr, &cfg, &err) < 0) {
+		FAILF("manager_open: %s", err.msg);
+		return -1;
+	}
+	json_t *desc = json_pack("{s:s,s:s,s:{s:I,s:I},s:[],s:[],s:b}", "id", "fake-1", "version", "test",
+				 "capacity", "cpu_milli", (json_int_t)8000, "mem", (json_int_t)(8LL << 30),
+				 "containers", "gpus", "mock_gpus", true);
+	int rc = mgr_agent_register(mgr, desc, &fake_link, NULL, true, NULL, &err);
+	json_decref(desc);
+	if (rc < 0)
+		FAILF("register: %s", err.msg);
+	return rc;
+}
+
 static int make_user(const char *email, struct user_rec *out)
 {
 	json_t *reply = NULL;
@@ -279,6 +300,23 @@ static json_t *commit_wait(const struct user_rec *u, const char *session, const 
 	return c;
 }
 
+/* "tessera-private/<local part>-<12 hex of the id>/": where u's private
+ * images live. */
+static const char *ns_of(const struct user_rec *u)
+{
+	static char buf[4][128];
+	static int k;
+	char *b = buf[k++ % 4];
+	snprintf(b, sizeof(buf[0]), "tessera-private/%.*s-%.12s/", (int)(strchr(u->email, '@') - u->email), u->email,
+		 u->id);
+	return b;
+}
+
+static bool starts_with(const char *s, const char *prefix)
+{
+	return s && !strncmp(s, prefix, strlen(prefix));
+}
+
 static const char *label(const char *key)
 {
 	return json_string_value(json_object_get(json_object_get(fake.last_commit, "labels"), key));
@@ -296,9 +334,12 @@ TEST(commit_becomes_ready)
 	json_t *c = commit_wait(&alice, "work.1", NULL, NULL, &err);
 	CHECK(c != NULL);
 	CHECK_STR(str(c, "status"), "ready");
-	/* The default name: the owner's local part and the session's name,
-	 * as Docker's grammar takes them; the tag is the time. */
-	CHECK(!strncmp(str(c, "ref") ?: "", "tessera-private/alice/work-1:", 29));
+	/* The default name: the owner's namespace (local part and id) and
+	 * the session's name, as Docker's grammar takes them; the tag is the
+	 * time. */
+	char want[256];
+	snprintf(want, sizeof(want), "%swork-1:", ns_of(&alice));
+	CHECK(starts_with(str(c, "ref"), want));
 	CHECK_STR(str(c, "owner"), "alice@example.com");
 	CHECK_STR(str(c, "visibility"), "private");
 	CHECK(json_is_true(json_object_get(c, "in_registry")));
@@ -340,7 +381,9 @@ TEST(who_may_commit)
 	json_decref(bs);
 	c = commit_wait(&admin, bobs_id, NULL, "v1", &err);
 	CHECK_STR(str(c, "status"), "ready");
-	CHECK_STR(str(c, "ref"), "tessera-private/bob/bobs:v1");
+	char want[256];
+	snprintf(want, sizeof(want), "%sbobs:v1", ns_of(&bob));
+	CHECK_STR(str(c, "ref"), want);
 	CHECK_STR(str(c, "owner"), "bob@example.com");
 	CHECK_STR(str(c, "committed_by"), admin.email);
 	CHECK_STR(label("tessera.owner"), bob.id);
@@ -348,6 +391,27 @@ TEST(who_may_commit)
 	/* The same image twice is refused. */
 	c = NULL;
 	CHECK_INT(mgr_session_commit(mgr, &bob, "bobs", NULL, "v1", &c, &err), -EEXIST);
+	/* A name goes under the owner's namespace, whoever commits: a public
+	 * image's name ("busybox") names no public image then. */
+	c = commit_wait(&admin, bobs_id, "busybox", "latest", &err);
+	snprintf(want, sizeof(want), "%sbusybox:latest", ns_of(&bob));
+	CHECK_STR(str(c, "ref"), want);
+	CHECK_STR(str(fake.last_commit, "ref"), want);
+	json_decref(c);
+	/* ... and the full name in it is taken as it is. */
+	snprintf(want, sizeof(want), "%sown", ns_of(&bob));
+	c = commit_wait(&bob, "bobs", want, "v1", &err);
+	CHECK_STR(str(c, "status"), "ready");
+	CHECK(starts_with(str(c, "ref"), want));
+	json_decref(c);
+	c = NULL;
+	/* Another user's namespace, or one of nobody, is refused. */
+	snprintf(want, sizeof(want), "%swork-1", ns_of(&alice));
+	CHECK_INT(mgr_session_commit(mgr, &bob, "bobs", want, "v9", &c, &err), -EINVAL);
+	CHECK_CONTAINS(err.msg, "is not among the private images of bob@example.com");
+	CHECK_CONTAINS(err.msg, ns_of(&bob));
+	CHECK_INT(mgr_session_commit(mgr, &bob, "bobs", "tessera-private/bob/bobs", "v9", &c, &err), -EINVAL);
+	CHECK_INT(mgr_session_commit(mgr, &admin, bobs_id, "tessera-private/admin/x", "v9", &c, &err), -EINVAL);
 	/* Bad names and tags. */
 	CHECK_INT(mgr_session_commit(mgr, &bob, "bobs", "Upper/Case", NULL, &c, &err), -EINVAL);
 	CHECK_INT(mgr_session_commit(mgr, &bob, "bobs", "reg.example:5000/x", NULL, &c, &err), -EINVAL);
@@ -373,7 +437,9 @@ TEST(commit_fails_with_the_reason)
 	json_t *l = mgr_commits_json(mgr, &alice);
 	CHECK_INT(json_array_size(l), 1);
 	CHECK_STR(str(json_array_get(l, 0), "status"), "failed");
-	CHECK_STR(str(json_array_get(l, 0), "ref"), "alice/fail:x");
+	char want[256];
+	snprintf(want, sizeof(want), "%salice/fail:x", ns_of(&alice));
+	CHECK_STR(str(json_array_get(l, 0), "ref"), want);
 	json_decref(l);
 	l = mgr_commits_json(mgr, &bob);
 	CHECK_INT(json_array_size(l), 0);
@@ -514,8 +580,10 @@ TEST(image_rm_frees_a_private_image_slot)
 	json_t *l = mgr_images_list(mgr, &alice, false), *e, *found = NULL;
 	mgr_commits_annotate(mgr, l);
 	size_t i;
+	char want[256];
+	snprintf(want, sizeof(want), "%swork-1:2", ns_of(&alice));
 	json_array_foreach(l, i, e)
-		if (!strncmp(str(e, "ref"), "tessera-private/alice/work-1:", 29) && strstr(str(e, "ref"), ":2"))
+		if (starts_with(str(e, "ref"), want))
 			found = e;
 	CHECK(found);
 	char first[256];
@@ -546,6 +614,54 @@ TEST(image_rm_frees_a_private_image_slot)
 	json_decref(c);
 }
 
+/* Before issue 27 a commit could take any name, and its record said
+ * whose the image was where the image's labels did not. A record of such
+ * a commit onto a public name ("busybox:latest", by bob) outlives the
+ * admin's re-tag of the public image: the catalog must list that image
+ * as public, and others must launch it. */
+TEST(an_old_record_of_a_public_name_keeps_it_public)
+{
+	struct terr err = {0};
+	manager_close(mgr);
+	mgr = NULL;
+	const struct store_ops *so = NULL;
+	struct store *st = NULL;
+	char where[256], *text = NULL;
+	CHECK_INT(store_open(NULL, data_dir, &so, &st, where, sizeof(where), &err), 0);
+	if (!st)
+		return;
+	CHECK_INT(so->kv_get(st, "commits", &text, &err), 0);
+	json_t *arr = text ? json_loads(text, 0, NULL) : NULL;
+	free(text);
+	json_array_append_new(arr, json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:b,s:I,s:I}", "id",
+					     "0123456789abcdef0123456789abcdef", "ref", "busybox:latest", "owner_id",
+					     bob.id, "session_id", "0", "session_name", "bobs", "source_image",
+					     "busybox:latest", "agent_id", "fake-1", "by", "bob@example.com", "status",
+					     "ready", "pushed", 0, "created_ms", (json_int_t)1, "finished_ms",
+					     (json_int_t)2));
+	text = json_dumps(arr, JSON_COMPACT);
+	json_decref(arr);
+	CHECK_INT(so->kv_set(st, "commits", text ? text : "[]", &err), 0);
+	free(text);
+	so->close(st);
+	if (open_manager() < 0)
+		return;
+	const struct user_rec *who[] = {&alice, &bob, &admin};
+	for (size_t k = 0; k < 3; k++) {
+		json_t *l = mgr_images_list(mgr, who[k], false), *e, *found = NULL;
+		size_t i;
+		json_array_foreach(l, i, e)
+			if (!strcmp(str(e, "ref"), "busybox:latest"))
+				found = e;
+		CHECK(found != NULL);
+		CHECK_STR(str(found, "visibility"), "public");
+		CHECK(json_is_null(json_object_get(found, "owner")));
+		json_decref(l);
+	}
+	CHECK_INT(create(&alice, "busybox:latest", "after-retag", &err), 0);
+	WAIT_STATUS(&alice, "after-retag", "RUNNING");
+}
+
 int main(void)
 {
 	log_set_level(LOG_WARN);
@@ -563,20 +679,10 @@ int main(void)
 	}
 	char reg_url[64];
 	snprintf(reg_url, sizeof(reg_url), "http://127.0.0.1:%d", httpd_port(reg));
-	struct manager_config cfg = {.data_dir = data_dir, .listen = "127.0.0.1:0", .dispatch_workers = 2,
-				     .registry_url = reg_url};
-	if (manager_open(&mgr, &cfg, &err) < 0) {
-		fprintf(stderr, "manager_open: %s\n", err.msg);
+	cfg = (struct manager_config){.data_dir = data_dir, .listen = "127.0.0.1:0", .dispatch_workers = 2,
+				      .registry_url = reg_url};
+	if (open_manager() < 0)
 		return 1;
-	}
-	json_t *desc = json_pack("{s:s,s:s,s:{s:I,s:I},s:[],s:[],s:b}", "id", "fake-1", "version", "test",
-				 "capacity", "cpu_milli", (json_int_t)8000, "mem", (json_int_t)(8LL << 30),
-				 "containers", "gpus", "mock_gpus", true);
-	if (mgr_agent_register(mgr, desc, &fake_link, NULL, true, NULL, &err) < 0) {
-		fprintf(stderr, "register: %s\n", err.msg);
-		return 1;
-	}
-	json_decref(desc);
 	if (make_user("alice@example.com", &alice) < 0 || make_user("bob@example.com", &bob) < 0)
 		return 1;
 	/* the first admin, made at first start */
@@ -598,6 +704,7 @@ int main(void)
 	RUN(failed_pull_is_an_error);
 	RUN(image_pull_job);
 	RUN(image_rm_frees_a_private_image_slot);
+	RUN(an_old_record_of_a_public_name_keeps_it_public);
 
 	manager_close(mgr);
 	httpd_stop(reg);

@@ -210,10 +210,27 @@ TEST(shares)
 {
 	struct terr err = {0};
 	json_t *out = NULL;
-	CHECK_INT(mgr_folder_share(mgr, &alice, "data", "carol@f.test", "ro", &out, &err), 0);
+	CHECK_INT(mgr_folder_share(mgr, &alice, "data", "carol@f.test", "ro", false, &out, &err), 0);
 	json_decref(out);
-	CHECK_INT(mgr_folder_share(mgr, &alice, "data", "nobody@f.test", "ro", &out, &err), -ENOENT);
-	CHECK_INT(mgr_folder_share(mgr, &alice, "data", "carol@f.test", "rx", &out, &err), -EINVAL);
+	/* An email without an account: answered and listed as any share (the
+	 * owner does not learn whether the address has an account); it is the
+	 * account's that is made with that email later. */
+	CHECK_INT(mgr_folder_share(mgr, &alice, "data", "later@f.test", "rw", false, &out, &err), 0);
+	json_t *sw = json_object_get(out, "shared_with");
+	CHECK_INT((int)json_array_size(sw), 2);
+	CHECK_STR(json_string_value(json_object_get(json_array_get(sw, 1), "email")), "later@f.test");
+	json_decref(out);
+	struct user_rec later;
+	CHECK_INT(make_user("later@f.test", &later), 0);
+	char lpath[1024];
+	CHECK_INT(mgr_folder_resolve(mgr, &later, "data", true, lpath, sizeof(lpath), NULL, &err), 0);
+	CHECK_INT(mgr_folder_unshare(mgr, &alice, "data", "later@f.test", false, &out, &err), 0);
+	CHECK_INT((int)json_array_size(json_object_get(out, "shared_with")), 1);
+	json_decref(out);
+	CHECK_INT(mgr_folder_resolve(mgr, &later, "data", false, lpath, sizeof(lpath), NULL, &err), -ENOENT);
+	CHECK_INT(mgr_folder_unshare(mgr, &alice, "data", "nobody@f.test", false, &out, &err), -ENOENT);
+	CHECK_STR(err.msg, "folder data is not shared with nobody@f.test");
+	CHECK_INT(mgr_folder_share(mgr, &alice, "data", "carol@f.test", "rx", false, &out, &err), -EINVAL);
 	json_t *list = mgr_folders_list(mgr, &carol, false, false);
 	CHECK_INT((int)json_array_size(list), 1);
 	CHECK_STR(json_string_value(json_object_get(json_array_get(list, 0), "permission")), "ro");
@@ -403,7 +420,7 @@ TEST(quota_accounting)
 
 	/* Who may upload: a read-only share may not, an unseen folder is
 	 * missing; a folder without a quota holds nothing. */
-	CHECK_INT(mgr_folder_share(mgr, &alice, "q", "carol@f.test", "ro", &out, &err), 0);
+	CHECK_INT(mgr_folder_share(mgr, &alice, "q", "carol@f.test", "ro", false, &out, &err), 0);
 	json_decref(out);
 	CHECK_INT(mgr_folder_upload_begin(mgr, &carol, "q", 1, dir, sizeof(dir), &d, &err), -EPERM);
 	CHECK_INT(mgr_folder_upload_begin(mgr, &bob, "q", 1, dir, sizeof(dir), &d, &err), -ENOENT);
@@ -508,6 +525,85 @@ TEST(forced_rm_while_mounted)
 	json_decref(v);
 }
 
+static const char *status_of(const struct user_rec *u, const char *name)
+{
+	static char st[32];
+	json_t *s = NULL;
+	struct terr err = {0};
+	st[0] = '\0';
+	if (mgr_session_get(mgr, u, name, 0, &s, &err) == 0)
+		util_strlcpy(st, json_string_value(json_object_get(s, "status")) ?: "", sizeof(st));
+	json_decref(s);
+	return st;
+}
+
+static bool ends(const struct user_rec *u, const char *name)
+{
+	for (int i = 0; i < 3000; i++) {
+		if (!strcmp(status_of(u, name), "TERMINATED"))
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
+/* A share taken away (or made read-only) while the user's sessions mount
+ * the folder (writable): a bind mount outlives the share, so it is
+ * refused, counting the sessions (their names are not the owner's to
+ * see), unless forced, which ends those sessions and no others. */
+TEST(unshare_while_mounted)
+{
+	struct terr err = {0};
+	json_t *out = NULL;
+	CHECK_INT(mgr_folder_create(mgr, &alice, "lent", NULL, 0, &out, &err), 0);
+	json_decref(out);
+	CHECK_INT(mgr_folder_share(mgr, &alice, "lent", "carol@f.test", "rw", false, &out, &err), 0);
+	json_decref(out);
+	json_t *m = start_with(&carol, "{\"image\":\"busybox:latest\",\"name\":\"c-rw\",\"mounts\":[\"lent\"]}", &err);
+	CHECK(m != NULL);
+	json_decref(m);
+	m = start_with(&carol, "{\"image\":\"busybox:latest\",\"name\":\"c-ro\",\"mounts\":[\"lent:ro\"]}", &err);
+	CHECK(m != NULL);
+	json_decref(m);
+	m = start_with(&carol, "{\"image\":\"busybox:latest\",\"name\":\"c-none\"}", &err);
+	json_decref(m);
+	/* rw -> ro: the writable mount stands in the way. */
+	CHECK_INT(mgr_folder_share(mgr, &alice, "lent", "carol@f.test", "ro", false, &out, &err), -EBUSY);
+	CHECK_CONTAINS(err.msg, "folder lent is mounted writable by 1 session(s) of carol@f.test");
+	CHECK_CONTAINS(err.msg, "force");
+	CHECK(!strstr(err.msg, "c-rw"));
+	/* Unsharing: both mounts do. Nothing changed meanwhile. */
+	CHECK_INT(mgr_folder_unshare(mgr, &alice, "lent", "carol@f.test", false, &out, &err), -EBUSY);
+	CHECK_CONTAINS(err.msg, "folder lent is mounted by 2 session(s) of carol@f.test");
+	char path[1024];
+	CHECK_INT(mgr_folder_resolve(mgr, &carol, "lent", true, path, sizeof(path), NULL, &err), 0);
+	CHECK_STR(status_of(&carol, "c-rw"), "RUNNING");
+	/* Forced rw -> ro ends the writable one only. */
+	CHECK_INT(mgr_folder_share(mgr, &alice, "lent", "carol@f.test", "ro", true, &out, &err), 0);
+	json_decref(out);
+	CHECK(ends(&carol, "c-rw"));
+	CHECK_STR(status_of(&carol, "c-ro"), "RUNNING");
+	CHECK_INT(mgr_folder_resolve(mgr, &carol, "lent", true, path, sizeof(path), NULL, &err), -EPERM);
+	/* Forced unshare ends the read-only one; a session without the
+	 * folder keeps running. */
+	CHECK_INT(mgr_folder_unshare(mgr, &alice, "lent", "carol@f.test", false, &out, &err), -EBUSY);
+	CHECK_CONTAINS(err.msg, "1 session(s) of carol@f.test");
+	CHECK_INT(mgr_folder_unshare(mgr, &alice, "lent", "carol@f.test", true, &out, &err), 0);
+	json_decref(out);
+	CHECK(ends(&carol, "c-ro"));
+	CHECK_STR(status_of(&carol, "c-none"), "RUNNING");
+	CHECK_INT(mgr_folder_resolve(mgr, &carol, "lent", false, path, sizeof(path), NULL, &err), -ENOENT);
+	/* Sharing again with nothing mounted needs no force. */
+	CHECK_INT(mgr_folder_share(mgr, &alice, "lent", "carol@f.test", "rw", false, &out, &err), 0);
+	json_decref(out);
+	CHECK_INT(mgr_folder_unshare(mgr, &alice, "lent", "carol@f.test", false, &out, &err), 0);
+	json_decref(out);
+	CHECK_INT(mgr_session_delete(mgr, &carol, "c-none", &out, &err), 0);
+	json_decref(out);
+	CHECK(ends(&carol, "c-none"));
+	CHECK_INT(mgr_folder_delete(mgr, &alice, "lent", false, &err), 0);
+}
+
 /* The policy's max_folders and max_folder_bytes, and folder_trash_days. */
 TEST(policy_limits)
 {
@@ -596,6 +692,7 @@ int main(void)
 	RUN(rm_restore_rename);
 	RUN(quota_accounting);
 	RUN(forced_rm_while_mounted);
+	RUN(unshare_while_mounted);
 	RUN(policy_limits);
 	RUN(restart_keeps_folders);
 	manager_close(mgr);

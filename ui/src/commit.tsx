@@ -3,15 +3,16 @@ import { api, ApiError, type Commit, type Session } from './api';
 import { Button, Dialog, ErrorText, TextField } from './components';
 
 // The manager's default image name for a commit, computed as it does
-// (src/manager/commits.c): each part lower-cased, runs of other characters
-// turned into one '-'; the owner's email up to the '@'.
+// (src/manager/commits.c): the session's name lower-cased, runs of other
+// characters turned into one '-'. The manager puts it under the owner's
+// own name space, tessera-private/<email up to the @>-<12 characters of
+// the owner's id>/, and answers with the full name.
 function nameComponent(s: string, fallback: string): string {
   const out = s.toLowerCase().split(/[^a-z0-9]+/).filter(Boolean).join('-');
   return out || fallback;
 }
-export function defaultImageName(owner: string, session: string): string {
-  const at = owner.indexOf('@');
-  return `tessera-private/${nameComponent(at >= 0 ? owner.slice(0, at) : owner, 'user')}/${nameComponent(session, 'session')}`;
+export function defaultImageName(session: string): string {
+  return nameComponent(session, 'session');
 }
 // The default tag: the UTC time, YYYYMMDD-HHMMSS.
 export function defaultTag(d = new Date()): string {
@@ -42,7 +43,7 @@ export function CommitDialog(props: { session: Session | null; onClose: () => vo
     setCommit(null);
     setBusy(false);
     if (s) {
-      setName(defaultImageName(s.owner, s.name));
+      setName(defaultImageName(s.name));
       setTag(defaultTag());
     }
   }, [s?.id]);
@@ -70,7 +71,7 @@ export function CommitDialog(props: { session: Session | null; onClose: () => vo
     if (!s) return;
     setError(null);
     const n = name.trim(), t = tag.trim();
-    if (!n) { setError('Give the image a name, e.g. ' + defaultImageName(s.owner, s.name) + '.'); return; }
+    if (!n) { setError('Give the image a name, e.g. ' + defaultImageName(s.name) + '.'); return; }
     if (!t) { setError('Give the image a tag, e.g. ' + defaultTag() + '.'); return; }
     const mine = epoch.current;
     setBusy(true);
@@ -97,7 +98,7 @@ export function CommitDialog(props: { session: Session | null; onClose: () => vo
             and can launch sessions from it. The session keeps running.
           </p>
           <TextField label="Image name" value={name} onInput={setName} disabled={busy || commit !== null}
-            hint="Lower case; no registry host and no tag." />
+            hint={`Lower case; no registry host and no tag. It is saved under ${s.owner ? `${s.owner}’s` : 'the owner’s'} own name space, tessera-private/…/${name.trim() || 'NAME'}.`} />
           <TextField label="Tag" value={tag} onInput={setTag} disabled={busy || commit !== null} hint="Letters, digits, '_', '.' and '-'." />
           {commit?.status === 'committing' && (
             <p class="commit-state" role="status">

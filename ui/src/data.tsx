@@ -110,24 +110,35 @@ function ShareDialog(props: { folder: Folder | null; onClose: () => void; onChan
   const [email, setEmail] = useState('');
   const [perm, setPerm] = useState<'ro' | 'rw'>('ro');
   const [error, setError] = useState<string | null>(null);
-  useLayoutEffect(() => { setF(props.folder); setEmail(''); setPerm('ro'); setError(null); }, [props.folder]);
-  const share = async (e: Event) => {
-    e.preventDefault();
-    const em = email.trim();
+  // A change the server refused (409) because that user's sessions mount
+  // the folder: offered again with force, which ends those sessions.
+  const [blocked, setBlocked] = useState<{ email: string; perm: 'ro' | null } | null>(null);
+  useLayoutEffect(() => { setF(props.folder); setEmail(''); setPerm('ro'); setError(null); setBlocked(null); }, [props.folder]);
+  const refused = (err: unknown, what: string, again: { email: string; perm: 'ro' | null }) => {
+    const e = err as Error & { status?: number };
+    setBlocked(e.status === 409 ? again : null);
+    setError(`Cannot ${what}: ${e.message}`);
+  };
+  const share = async (e: Event | null, force = false) => {
+    e?.preventDefault();
+    const em = force && blocked ? blocked.email : email.trim();
     if (!/^[^\s@]+@[^\s@]+$/.test(em)) { setError('Enter the email of the user to share with.'); return; }
+    const p = force ? 'ro' : perm;
     try {
-      setF(await folders.share(f!.name, em, perm));
+      setF(await folders.share(f!.name, em, p, force));
       setEmail('');
       setError(null);
+      setBlocked(null);
       props.onChanged();
-    } catch (err) { setError(`Cannot share: ${(err as Error).message}`); }
+    } catch (err) { refused(err, 'share', { email: em, perm: 'ro' }); }
   };
-  const unshare = async (em: string) => {
+  const unshare = async (em: string, force = false) => {
     try {
-      setF(await folders.unshare(f!.name, em));
+      setF(await folders.unshare(f!.name, em, force));
       setError(null);
+      setBlocked(null);
       props.onChanged();
-    } catch (err) { setError(`Cannot unshare: ${(err as Error).message}`); }
+    } catch (err) { refused(err, 'unshare', { email: em, perm: null }); }
   };
   const shares = f?.shared_with ?? [];
   // The form first: the dialog's focus lands on Email, never on an
@@ -142,7 +153,14 @@ function ShareDialog(props: { folder: Folder | null; onClose: () => void; onChan
           <label><input type="radio" name="perm" value="rw" checked={perm === 'rw'} onChange={() => setPerm('rw')} /> Read-write</label>
         </fieldset>
         <ErrorText error={error} />
+        {blocked && (
+          <p>A share taken away does not reach a session that has the folder mounted: going on ends
+            {' '}{blocked.email}’s sessions that mount it{blocked.perm ? ' writable' : ''}.</p>
+        )}
         <div class="actions">
+          {blocked && (blocked.perm
+            ? <Button kind="danger" onClick={() => share(null, true)}>Share read-only anyway (ends them)</Button>
+            : <Button kind="danger" onClick={() => unshare(blocked.email, true)}>Unshare anyway (ends them)</Button>)}
           <Button type="submit" kind="primary">Share</Button>
         </div>
       </form>

@@ -23,9 +23,11 @@ export const folders = {
   rename: (name: string, to: string) => call<Folder>('PATCH', base(name), { name: to }),
   remove: (name: string, force: boolean) => call<unknown>('DELETE', `${base(name)}${force ? '?force=1' : ''}`),
   restore: (name: string) => call<Folder>('POST', `${base(name)}/restore`),
-  share: (name: string, email: string, permission: 'ro' | 'rw') =>
-    call<Folder>('POST', `${base(name)}/shares`, { email, permission }),
-  unshare: (name: string, email: string) => call<Folder>('DELETE', `${base(name)}/shares/${enc(email)}`),
+  // force: take away what that user's sessions mount, ending them (409 otherwise).
+  share: (name: string, email: string, permission: 'ro' | 'rw', force = false) =>
+    call<Folder>('POST', `${base(name)}/shares`, force ? { email, permission, force } : { email, permission }),
+  unshare: (name: string, email: string, force = false) =>
+    call<Folder>('DELETE', `${base(name)}/shares/${enc(email)}${force ? '?force=1' : ''}`),
   files: (name: string, path: string) =>
     call<{ path: string; entries: FileEntry[] }>('GET', `${base(name)}/files${path ? `?path=${enc(path)}` : ''}`),
   mkdir: (name: string, path: string) => call<unknown>('POST', `${base(name)}/mkdir`, { path, parents: false }),
