@@ -349,6 +349,19 @@ static void app_endpoint_of(const struct agent *a, const struct rt_container_inf
 	snprintf(buf, n, strchr(h, ':') ? "[%s]:%d" : "%s:%d", h, c->published_port);
 }
 
+int64_t agent_pids_limit(int64_t setting, int64_t session_cpu_m, int64_t node_cpu_m)
+{
+	if (setting > 0)
+		return setting;
+	int64_t cpu_m = session_cpu_m > 0 ? session_cpu_m : node_cpu_m;
+	/* Rounded up, so that a fraction of a core still counts. */
+	int64_t n = cpu_m > 0 && cpu_m <= AGENT_PIDS_LIMIT_MAX ? (cpu_m * AGENT_PIDS_PER_CPU + 999) / 1000
+							       : AGENT_PIDS_LIMIT_MAX;
+	if (n < AGENT_PIDS_MIN)
+		n = AGENT_PIDS_MIN;
+	return n > AGENT_PIDS_LIMIT_MAX ? AGENT_PIDS_LIMIT_MAX : n;
+}
+
 int agent_open(struct agent **out, const struct agent_config *cfg, struct terr *err)
 {
 	struct agent *a = calloc(1, sizeof(*a));
@@ -366,7 +379,7 @@ int agent_open(struct agent **out, const struct agent_config *cfg, struct terr *
 	if (cfg->asset_dir)
 		util_strlcpy(a->asset_dir, cfg->asset_dir, sizeof(a->asset_dir));
 	a->usage_interval_ms = cfg->gpu_usage_interval_ms > 0 ? cfg->gpu_usage_interval_ms : GPU_USAGE_INTERVAL_MS;
-	a->pids_limit = cfg->pids_limit > 0 ? cfg->pids_limit : 4096;
+	a->pids_limit = cfg->pids_limit > 0 ? cfg->pids_limit : 0;
 	a->conf_log_max_size = cfg->log_max_size > 0 ? cfg->log_max_size : 0;
 	a->conf_log_max_files = cfg->log_max_files >= 2 ? cfg->log_max_files : 5;
 	atomic_store(&a->log_max_size, a->conf_log_max_size);
@@ -1309,7 +1322,7 @@ int agent_start_session(struct agent *a, json_t *spec, char cid[RT_ID_MAX],
 		.hostname = name,
 		.nano_cpus = cpu_m * 1000000,
 		.memory_bytes = mem,
-		.pids_limit = a->pids_limit,
+		.pids_limit = agent_pids_limit(a->pids_limit, cpu_m, a->capacity.cpu_m),
 		.log_max_size = atomic_load(&a->log_max_size),
 		.log_max_files = atomic_load(&a->log_max_files),
 		.network = own_net ? net : NULL,

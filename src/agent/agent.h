@@ -28,7 +28,7 @@ struct agent_config {
 	int64_t cpu_m;                /* 0: all online CPUs */
 	int64_t mem;                  /* 0: all memory minus mem_reserve */
 	int64_t mem_reserve;          /* kept for the host */
-	int64_t pids_limit;           /* per container; 0: 4096 */
+	int64_t pids_limit;           /* per container; 0: auto (agent_pids_limit) */
 	/* Each session's log (what Docker keeps of its output): at most
 	 * log_max_size bytes in log_max_files rotating files, the oldest
 	 * dropped; log_max_size 0: no cap. log_max_files < 2: 5. */
@@ -225,6 +225,20 @@ int agent_stats_interval_ms(const struct agent *a);
  * per-session and per-GPU gauges. */
 struct metrics_text;
 void agent_metrics_write(struct agent *a, struct metrics_text *t);
+
+/* A session's pids limit (processes and threads), agent.conf pids_limit:
+ * a fixed number for every session, or 0 ("auto"): AGENT_PIDS_PER_CPU
+ * per CPU core the session was given, at least AGENT_PIDS_MIN, and for a
+ * session without a CPU limit what the node's offered cores give. So the
+ * sessions of a node hold together about AGENT_PIDS_PER_CPU processes
+ * per core it offers (plus the floor of the smallest), and a fork bomb in
+ * a small session stops at a few hundred, not at thousands that starve
+ * the host and Docker (docs/admin.md, "Session isolation"). */
+#define AGENT_PIDS_PER_CPU 512
+#define AGENT_PIDS_MIN 256
+#define AGENT_PIDS_LIMIT_MIN 16
+#define AGENT_PIDS_LIMIT_MAX 4194304
+int64_t agent_pids_limit(int64_t setting, int64_t session_cpu_m, int64_t node_cpu_m);
 
 #define AGENT_OOM_INTERVAL_MS 1000
 #define AGENT_RUNNER_TARGET "/opt/tessera/bin/tessera-runner"

@@ -869,6 +869,47 @@ TEST(containers_get_the_log_cap)
 	agent_close(a);
 }
 
+/* The pids limit (issue 27: a fork bomb under a flat 4096 wedged a
+ * small node): auto gives a session AGENT_PIDS_PER_CPU per core of its
+ * own, at least AGENT_PIDS_MIN, and one without a CPU limit what the
+ * node's cores give; a number in agent.conf is every session's. */
+TEST(the_pids_limit_fits_the_session_and_the_node)
+{
+	CHECK_INT(agent_pids_limit(0, 1500, 4000), 768);
+	CHECK_INT(agent_pids_limit(0, 500, 2000), 256);
+	CHECK_INT(agent_pids_limit(0, 10, 2000), AGENT_PIDS_MIN);
+	CHECK_INT(agent_pids_limit(0, 1001, 2000), 513);   /* a part of a core rounds up */
+	CHECK_INT(agent_pids_limit(0, 0, 2000), 1024);     /* no CPU limit: the node's two cores */
+	CHECK_INT(agent_pids_limit(0, 64000, 64000), 32768);
+	CHECK_INT(agent_pids_limit(0, INT64_MAX / 1000000, 2000), AGENT_PIDS_LIMIT_MAX);
+	CHECK_INT(agent_pids_limit(64, 1500, 4000), 64);
+	CHECK_INT(agent_pids_limit(100000, 10, 2000), 100000);
+
+	for (int fixed = 0; fixed < 2; fixed++) {
+		fake_reset();
+		struct agent_config cfg = {
+			.id = "node-a", .cpu_m = 2000, .mem = 8 * GiB, .data_dir = data_dir,
+			.asset_dir = getenv("TESSERA_TEST_BUILD_ROOT"), .runtime = &fake_ops,
+			.pids_limit = fixed ? 64 : 0,
+		};
+		struct agent *a = NULL;
+		struct terr err = {0};
+		if (agent_open(&a, &cfg, &err) < 0) {
+			FAILF("agent_open: %s", err.msg);
+			return;
+		}
+		json_t *spec = spec_for("s10", NULL, 0, 0);   /* 1.5 cores */
+		char cid[RT_ID_MAX];
+		CHECK_INT(agent_start_session(a, spec, cid, NULL, &err), 0);
+		json_decref(spec);
+		struct fake_container *c = fake_find(cid);
+		CHECK(c != NULL);
+		if (c)
+			CHECK_INT(c->pids_limit, fixed ? 64 : 768);
+		agent_close(a);
+	}
+}
+
 /* Session apps (docs/apps.md): with the manager's app secret, the
  * secret in a 0400 file mounted read-only, only the app port published,
  * on app_host, where it was published read back and listed, and the
@@ -1019,7 +1060,8 @@ TEST(a_gpu_session_gets_its_share_and_the_fgpu_files)
 	CHECK_STR(c->agent_id, "node-a");
 	CHECK_INT(c->nano_cpus, 1500000000LL);
 	CHECK_INT(c->memory, 64 * MiB);
-	CHECK_INT(c->pids_limit, 4096);
+	/* pids_limit auto: 512 per core of the session's 1.5. */
+	CHECK_INT(c->pids_limit, 768);
 	/* The runner, told to drop to the work user (no startup command). */
 	CHECK_STR(c->entry[0], AGENT_RUNNER_TARGET);
 	CHECK_INT(c->n_entry, 3);
@@ -1835,6 +1877,7 @@ int main(void)
 	RUN(a_session_gets_its_app_port_and_secret);
 	RUN(exec_streams_through_the_runner_or_without_an_old_one);
 	RUN(containers_get_the_log_cap);
+	RUN(the_pids_limit_fits_the_session_and_the_node);
 	RUN(folder_mounts_only_from_declared_storage_hosts);
 	RUN(a_gpu_session_gets_its_share_and_the_fgpu_files);
 	RUN(a_share_without_a_compute_limit_gets_the_whole_device);
