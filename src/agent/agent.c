@@ -1,5 +1,6 @@
 #include "agent/agent.h"
 #include "agent/agent_settings.h"
+#include "agent/cgkill.h"
 #include "agent/oomwatch.h"
 #include "agent/stats.h"
 
@@ -136,6 +137,12 @@ struct agent {
 	atomic_bool oom_poke;
 	struct oom_seen *oom_seen;
 	size_t n_oom_seen;
+
+	/* Removals that Docker did not stop in time and the agent ended by
+	 * killing the container's cgroups (cgkill.h), and those where that
+	 * failed too: the metrics tessera_agent_cgroup_kills_total and
+	 * _failures_total. */
+	_Atomic int64_t cgroup_kills, cgroup_kill_failures;
 
 	/* The stats thread (stats_main): every stats_interval_ms, each
 	 * running session's usage (stats.h), sent as one "stats" event.
@@ -1381,14 +1388,63 @@ static void remove_session_dir(struct agent *a, const char *sid)
 	util_remove_tree(dir);
 }
 
+/* Stops a container before its removal: Docker's SIGKILL, and when Docker
+ * has not stopped it within AGENT_KILL_WAIT_MS, its cgroups killed here
+ * (cgkill.h). A fork bomb in a session of 0.5 CPU kept Docker's kill
+ * from finishing for 12 minutes (issue 27); the kernel does it at once.
+ * pid: its init on the host, from an inspect made before the kill (after
+ * a kill that hangs, Docker answers no inspect either); 0 when unknown.
+ * The removal goes on either way: once the processes are gone, Docker's
+ * own kill ends and the removal with it. */
+static void stop_container(struct agent *a, const char *session_id, const char *cid, int pid)
+{
+	if (!a->rt_ops->kill)
+		return;
+	struct terr kerr = {0};
+	int rc = a->rt_ops->kill(a->rt, cid, AGENT_KILL_WAIT_MS, &kerr);
+	if (rc == 0 || rc == -ENOENT)
+		return;
+	struct cgkill_report r;
+	struct terr cerr = {0};
+	int c = cgkill_container(pid, cid, &r, &cerr);
+	if (c == 0) {
+		atomic_fetch_add(&a->cgroup_kills, 1);
+		log_warn("agent",
+			 "session %s: Docker did not stop container %.12s within %d s (%s); killed its cgroup "
+			 "directly (%s%s%s): %d processes",
+			 session_id, cid, AGENT_KILL_WAIT_MS / 1000, kerr.msg, r.used_kill ? "cgroup.kill" : "",
+			 r.used_kill && r.used_freezer ? ", " : "", r.used_freezer ? "freeze, SIGKILL, thaw" : "",
+			 r.found);
+	} else if (c == -ENOENT) {
+		log_info("agent", "session %s: Docker did not stop container %.12s within %d s (%s): %s", session_id,
+			 cid, AGENT_KILL_WAIT_MS / 1000, kerr.msg, cerr.msg);
+	} else {
+		atomic_fetch_add(&a->cgroup_kill_failures, 1);
+		log_error("agent",
+			  "session %s: Docker did not stop container %.12s within %d s (%s), nor could its cgroup be "
+			  "killed: %s",
+			  session_id, cid, AGENT_KILL_WAIT_MS / 1000, kerr.msg, cerr.msg);
+	}
+}
+
+void agent_cgroup_kill_counts(struct agent *a, int64_t *kills, int64_t *failures)
+{
+	*kills = atomic_load(&a->cgroup_kills);
+	*failures = atomic_load(&a->cgroup_kill_failures);
+}
+
 int agent_destroy_session(struct agent *a, const char *session_id, const char *container_id,
 			  struct terr *err)
 {
 	struct rt_container_info info;
 	struct terr ignored = {0};
 	if (container_id && *container_id) {
-		/* Which network it was on, for after its removal. */
-		bool known = a->rt_ops->inspect(a->rt, container_id, &info, &ignored) == 0;
+		/* Which network it was on, for after its removal; and whether
+		 * and as which pid it runs, for the kill. */
+		int irc = a->rt_ops->inspect(a->rt, container_id, &info, &ignored);
+		bool known = irc == 0;
+		if (known ? info.running : irc != -ENOENT)
+			stop_container(a, session_id, container_id, known ? info.pid : 0);
 		int rc = a->rt_ops->remove(a->rt, container_id, err);
 		if (rc == -ENOENT)
 			rc = 0;
@@ -1409,6 +1465,8 @@ int agent_destroy_session(struct agent *a, const char *session_id, const char *c
 	for (size_t i = 0; i < n && rc == 0; i++) {
 		if (!agent_owns(a, list[i].cluster_id))
 			continue;
+		if (list[i].running)
+			stop_container(a, session_id, list[i].id, 0);
 		rc = a->rt_ops->remove(a->rt, list[i].id, err);
 		if (rc == -ENOENT)
 			rc = 0;

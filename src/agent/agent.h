@@ -125,9 +125,16 @@ int agent_start_session(struct agent *a, json_t *spec, char cid[RT_ID_MAX],
 			char app_endpoint[AGENT_APP_ENDPOINT_MAX], struct terr *err);
 /* Removes the session's container (found by id, else by label), and its
  * owner's network when no other running container is on it and no start
- * for it is under way. Absent is success. */
+ * for it is under way. Absent is success. A running container is first
+ * killed through the runtime, and when that has not stopped it within
+ * AGENT_KILL_WAIT_MS, through its cgroups (agent/cgkill.h; counted in
+ * agent_cgroup_kill_counts). */
 int agent_destroy_session(struct agent *a, const char *session_id,
 			  const char *container_id, struct terr *err);
+#define AGENT_KILL_WAIT_MS 5000
+/* Removals whose container the agent killed through its cgroups, and
+ * those where that failed too (any thread). */
+void agent_cgroup_kill_counts(struct agent *a, int64_t *kills, int64_t *failures);
 /* Starts argv in the container, as the user its session runs as (label
  * AGENT_LABEL_RUN_AS) and in that user's working directory; *out (the
  * caller pump_closes it) streams its output in the frames of

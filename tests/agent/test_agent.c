@@ -86,6 +86,10 @@ static struct {
 	/* The next start fails once with this (a network race), then works. */
 	char start_fails_once[128];
 	int start_fail_code;
+	/* kill: how often, and what it answers (-ETIMEDOUT: a Docker that
+	 * does not stop the container in time). */
+	int kills;
+	int kill_rc;
 } fake = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 static struct fake_container *fake_find(const char *id_or_name)
@@ -106,6 +110,7 @@ static void fake_reset(void)
 	fake.exec_user[0] = fake.exec_workdir[0] = '\0';
 	fake.network_ensures = 0;
 	fake.start_fails_once[0] = '\0';
+	fake.kills = fake.kill_rc = 0;
 	fake.init_pid = getpid();
 	pthread_mutex_unlock(&fake.mu);
 }
@@ -252,6 +257,23 @@ static int f_remove(struct runtime *rt, const char *id, struct terr *err)
 		rc = terr_set(err, ENOENT, "No such container: %s", id);
 	else
 		*c = fake.c[--fake.n];
+	pthread_mutex_unlock(&fake.mu);
+	return rc;
+}
+
+static int f_kill(struct runtime *rt, const char *id, long timeout_ms, struct terr *err)
+{
+	(void)rt;
+	pthread_mutex_lock(&fake.mu);
+	fake.kills++;
+	struct fake_container *c = fake_find(id);
+	int rc = fake.kill_rc;
+	if (!c)
+		rc = terr_set(err, ENOENT, "No such container: %s", id);
+	else if (rc < 0)
+		terr_set(err, -rc, "context deadline exceeded after %ld ms", timeout_ms);
+	else
+		c->running = false;
 	pthread_mutex_unlock(&fake.mu);
 	return rc;
 }
@@ -573,7 +595,7 @@ static int f_watch(struct runtime *rt, const char *key, const char *value, rt_ev
 static const struct runtime_ops fake_ops = {
 	.name = "test-runtime", .open = f_open, .close = f_close, .version = f_version,
 	.image_exists = f_image_exists, .image_env = f_image_env, .image_list = f_image_list,
-	.create = f_create, .start = f_start, .remove = f_remove, .inspect = f_inspect,
+	.create = f_create, .start = f_start, .remove = f_remove, .kill = f_kill, .inspect = f_inspect,
 	.list = f_list, .exec_stream = f_exec, .logs_stream = f_logs, .commit = f_commit, .watch = f_watch,
 	.image_labels = f_image_labels, .tag = f_tag, .image_remove = f_image_remove, .push = f_push,
 	.pull = f_pull,
@@ -908,6 +930,53 @@ TEST(the_pids_limit_fits_the_session_and_the_node)
 			CHECK_INT(c->pids_limit, fixed ? 64 : 768);
 		agent_close(a);
 	}
+}
+
+/* Removal (issue 27): a running container is killed through the runtime
+ * before it is removed; when the runtime does not stop it in time, the
+ * agent goes for its cgroups, here those of the fake container's "init",
+ * which is this test process: they are the test's own (or the host's
+ * roots), which the agent never kills, so the test lives on, nothing is
+ * counted as killed, and the container is removed all the same. A
+ * container that does not run is not killed first. */
+TEST(a_removal_kills_first_and_never_its_own_cgroup)
+{
+	fake_reset();
+	struct agent *a = open_mock_agent();
+	if (!a)
+		return;
+	json_t *spec = spec_for("k1", NULL, 0, 0);
+	char cid[RT_ID_MAX];
+	struct terr err = {0};
+	CHECK_INT(agent_start_session(a, spec, cid, NULL, &err), 0);
+	CHECK_INT(agent_destroy_session(a, "k1", cid, &err), 0);
+	CHECK_INT(fake.kills, 1);
+	CHECK(fake_find(cid) == NULL);
+
+	fake.kill_rc = -ETIMEDOUT;
+	CHECK_INT(agent_start_session(a, spec, cid, NULL, &err), 0);
+	CHECK_INT(agent_destroy_session(a, "k1", cid, &err), 0);
+	CHECK_INT(fake.kills, 2);
+	CHECK(fake_find(cid) == NULL);
+	int64_t kills = -1, failures = -1;
+	agent_cgroup_kill_counts(a, &kills, &failures);
+	CHECK_INT(kills, 0);
+	CHECK_INT(failures, 0);
+
+	/* Found by label (no container id recorded): the same. */
+	CHECK_INT(agent_start_session(a, spec, cid, NULL, &err), 0);
+	CHECK_INT(agent_destroy_session(a, "k1", NULL, &err), 0);
+	CHECK_INT(fake.kills, 3);
+	CHECK(fake_find(cid) == NULL);
+
+	/* Made but not running: removed without a kill. */
+	fake_add("c-stopped", "k2", "node-a", "");
+	fake_find("c-stopped")->running = false;
+	CHECK_INT(agent_destroy_session(a, "k2", "c-stopped", &err), 0);
+	CHECK_INT(fake.kills, 3);
+	CHECK(fake_find("c-stopped") == NULL);
+	json_decref(spec);
+	agent_close(a);
 }
 
 /* Session apps (docs/apps.md): with the manager's app secret, the
@@ -1878,6 +1947,7 @@ int main(void)
 	RUN(exec_streams_through_the_runner_or_without_an_old_one);
 	RUN(containers_get_the_log_cap);
 	RUN(the_pids_limit_fits_the_session_and_the_node);
+	RUN(a_removal_kills_first_and_never_its_own_cgroup);
 	RUN(folder_mounts_only_from_declared_storage_hosts);
 	RUN(a_gpu_session_gets_its_share_and_the_fgpu_files);
 	RUN(a_share_without_a_compute_limit_gets_the_whole_device);
