@@ -19,6 +19,9 @@
 #   session is TERMINATED. (On a cgroup v2 host a frozen process takes a
 #   SIGKILL, so there Docker's last resort could end them too: the log
 #   line and the counter still tell that the agent did.)
+# - a session whose processes pass its memory limit again and again (the
+#   bomb's session wrote one history line per OOM kill, 185) has a few
+#   history lines for its kills, which still add up to its oom_kills.
 # Nothing here asserts on time: waits are bounded polls on the state.
 . "$(dirname "$0")/lib.sh"
 e2e_setup
@@ -117,5 +120,37 @@ check "its removal ends" until_ok 60 plain_done
 curl -s "$EP/metrics" >"$E2E_DIR/metrics.txt"
 check "without a cgroup kill" \
 	grep -qx "tessera_agent_cgroup_kills_total{node=\"$E2E_AGENT_ID\"} 1" "$E2E_DIR/metrics.txt"
+
+# ---- OOM kills again and again: a bounded history -------------------------
+# busybox tail keeps a line whole in memory: 100 MiB without a newline
+# passes a 32 MiB limit; a kill every few seconds (more on a busy host),
+# each seen by the agent's OOM count (read every second) on its own, so
+# that one history line per count change, as before, would be 6 or more.
+check "a session whose processes keep passing its memory limit starts" \
+	"$T" session create "$TEST_IMAGE" --name hog --cpu 0.3 --mem 32m \
+	--startup-command 'while :; do head -c 100m /dev/zero | tail; sleep 1; done' --wait
+many() { (($(jget hog oom_kills 2>/dev/null || echo 0) >= 6)); }
+check "its processes are killed again and again" until_ok 200 many
+"$T" session rm hog >/dev/null
+hog_done() { [ "$(jget hog status)" == TERMINATED ]; }
+check "it is removed" until_ok 60 hog_done
+"$T" session info hog --json >"$E2E_DIR/hog.json"
+read -r kills lines told total < <(python3 - "$E2E_DIR/hog.json" <<'PY'
+import json, re, sys
+s = json.load(open(sys.argv[1]))
+told = 0
+lines = 0
+for h in s["status_history"]:
+    m = re.match(r"(a process was|(\d+) processes were) killed for exceeding", h["info"])
+    if m:
+        lines += 1
+        told += int(m.group(2) or 1)
+print(s["oom_kills"], lines, told, len(s["status_history"]))
+PY
+)
+e2e_log "$kills OOM kills, $lines history lines for them, $total history entries"
+check "a few history lines tell them ($lines for $kills kills)" [ "$lines" -ge 1 -a "$lines" -le 4 ]
+check "and add up to all of them ($told of $kills)" [ "$told" == "$kills" ]
+check "the whole history stays short ($total entries)" [ "$total" -le 12 ]
 
 e2e_done
