@@ -7,6 +7,7 @@
 #include <limits.h>
 #include <stdarg.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1699,14 +1700,42 @@ int agent_image_remove(struct agent *a, const char *ref, struct terr *err)
 	return a->rt_ops->image_remove(a->rt, ref, err);
 }
 
+bool agent_signal_words(int exit_code, char *buf, size_t n)
+{
+	/* 128+N: the runner, PID 1, ended by signal N. It handles TERM, INT,
+	 * HUP, QUIT, USR1 and USR2 itself and exits 0 after TERM; and a
+	 * process in its PID namespace cannot signal it unless it handles
+	 * the signal: a SIGKILL came from the node (docker kill, kill -9 as
+	 * root), since an OOM kill of it sets the OOM flag instead. */
+	if (exit_code <= 128 || exit_code > 128 + 64)
+		return false;
+	int sig = exit_code - 128;
+	const char *abbrev = sigabbrev_np(sig);
+	char name[32];
+	if (abbrev)
+		snprintf(name, sizeof(name), "SIG%s", abbrev);
+	else
+		snprintf(name, sizeof(name), "signal %d", sig);
+	if (sig == SIGKILL)
+		snprintf(buf, n, "killed by %s from outside the session (docker kill or kill -9 on its node)", name);
+	else if (abbrev)
+		snprintf(buf, n, "killed by %s (signal %d)", name, sig);
+	else
+		snprintf(buf, n, "killed by %s", name);
+	return true;
+}
+
 /* Words for why a container ended, for status_info. */
 static void death_reason(const struct rt_container_info *info, char *buf, size_t n)
 {
+	char killed[128];
 	if (info->oom_killed)
 		snprintf(buf, n, "container was OOM-killed (exceeded its memory limit), exit code %d",
 			 info->exit_code);
 	else if (info->error[0])
 		snprintf(buf, n, "container ended with exit code %d: %s", info->exit_code, info->error);
+	else if (agent_signal_words(info->exit_code, killed, sizeof(killed)))
+		snprintf(buf, n, "container was %s, exit code %d", killed, info->exit_code);
 	else
 		snprintf(buf, n, "container ended by itself with exit code %d", info->exit_code);
 }

@@ -121,6 +121,10 @@ int agent_list_containers(struct agent *a, json_t **out, struct terr *err);
  * default network when the spec has no owner_id, as from an older
  * manager), running as AGENT_WORK_USER unless "root" is true; cid gets
  * its id. */
+/* Words for a container whose PID 1 (the runner) was ended by a signal,
+ * from its exit code 128+N: "killed by SIGKILL from outside the session
+ * (...)" or "killed by SIGSEGV (signal 11)"; false for another code. */
+bool agent_signal_words(int exit_code, char *buf, size_t n);
 int agent_start_session(struct agent *a, json_t *spec, char cid[RT_ID_MAX],
 			char app_endpoint[AGENT_APP_ENDPOINT_MAX], struct terr *err);
 /* Removes the session's container (found by id, else by label), and its

@@ -281,9 +281,13 @@ static void reconcile(struct manager *m, struct magent *a, json_t *containers)
 			} else if (c) {
 				int code = (int)json_integer_value(json_object_get(c, "exit_code"));
 				bool oom = json_is_true(json_object_get(c, "oom_killed"));
-				char why[200];
-				snprintf(why, sizeof(why), "container %s while node %s was away (exit code %d)",
-					 oom ? "was OOM-killed" : "ended", a->rec.id, code);
+				char why[300], killed[128];
+				if (!oom && agent_signal_words(code, killed, sizeof(killed)))
+					snprintf(why, sizeof(why), "container was %s while node %s was away (exit code %d)",
+						 killed, a->rec.id, code);
+				else
+					snprintf(why, sizeof(why), "container %s while node %s was away (exit code %d)",
+						 oom ? "was OOM-killed" : "ended", a->rec.id, code);
 				mgr_session_ended(m, s, code, oom, why);
 			} else {
 				s->rec.container_id[0] = '\0';

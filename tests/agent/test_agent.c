@@ -932,6 +932,26 @@ TEST(the_pids_limit_fits_the_session_and_the_node)
 	}
 }
 
+/* A container whose runner was ended by a signal says so (issue 27: one
+ * killed from outside said "ended by itself"); a SIGKILL, which nothing
+ * inside a session can send its PID 1, came from outside. */
+TEST(a_signal_death_is_told_as_a_kill)
+{
+	char w[160];
+	CHECK(agent_signal_words(137, w, sizeof(w)));
+	CHECK_STR(w, "killed by SIGKILL from outside the session (docker kill or kill -9 on its node)");
+	CHECK(agent_signal_words(139, w, sizeof(w)));
+	CHECK_STR(w, "killed by SIGSEGV (signal 11)");
+	CHECK(agent_signal_words(128 + 64, w, sizeof(w)));
+	CHECK(!agent_signal_words(0, w, sizeof(w)));
+	CHECK(!agent_signal_words(1, w, sizeof(w)));
+	CHECK(!agent_signal_words(127, w, sizeof(w)));
+	CHECK(!agent_signal_words(128, w, sizeof(w)));
+	CHECK(!agent_signal_words(128 + 65, w, sizeof(w)));
+	CHECK(!agent_signal_words(255, w, sizeof(w)));
+	CHECK(!agent_signal_words(-1, w, sizeof(w)));
+}
+
 /* Removal (issue 27): a running container is killed through the runtime
  * before it is removed; when the runtime does not stop it in time, the
  * agent goes for its cgroups, here those of the fake container's "init",
@@ -1948,6 +1968,7 @@ int main(void)
 	RUN(containers_get_the_log_cap);
 	RUN(the_pids_limit_fits_the_session_and_the_node);
 	RUN(a_removal_kills_first_and_never_its_own_cgroup);
+	RUN(a_signal_death_is_told_as_a_kill);
 	RUN(folder_mounts_only_from_declared_storage_hosts);
 	RUN(a_gpu_session_gets_its_share_and_the_fgpu_files);
 	RUN(a_share_without_a_compute_limit_gets_the_whole_device);

@@ -1088,6 +1088,41 @@ TEST(oom_kills_are_reported_and_the_session_stays)
 	json_decref(o);
 }
 
+/* A container that a registration reports ended by a signal while its
+ * node was away says it was killed, and by what (issue 27: a container
+ * killed from outside read as one that ended). */
+TEST(a_container_killed_while_away_says_so)
+{
+	char id[STORE_ID_MAX];
+	if (!RUNNING_SESSION(&alice, "shot", NULL, id))
+		return;
+	json_t *o = get(&alice, "shot");
+	bool here = !strcmp(str(o, "agent") ?: "", "fake-1");
+	json_decref(o);
+	if (!here) {
+		FAILF("shot is not on fake-1");
+		return;
+	}
+	pthread_mutex_lock(&fake.mu);
+	json_t *containers = json_array();
+	const char *sid;
+	json_t *cid;
+	json_object_foreach(fake.containers, sid, cid) {
+		bool shot = !strcmp(sid, id);
+		json_array_append_new(containers, json_pack("{s:s,s:O,s:b,s:i,s:b}", "session_id", sid, "container_id",
+							    cid, "running", !shot, "exit_code", shot ? 137 : 0,
+							    "oom_killed", false));
+	}
+	pthread_mutex_unlock(&fake.mu);
+	struct terr err;
+	CHECK_INT(register_fake(mgr, containers, &err), 0);
+	o = get(&alice, "shot");
+	CHECK_STR(str(o, "status"), "ERROR");
+	CHECK_STR(str(o, "status_info"), "container was killed by SIGKILL from outside the session (docker kill or "
+					 "kill -9 on its node) while node fake-1 was away (exit code 137)");
+	json_decref(o);
+}
+
 /* A session's history keeps at most MGR_SESSION_NOTES_MAX lines without a
  * change of status, the last saying so; status changes are always kept. */
 TEST(a_history_keeps_a_bounded_number_of_notes)
@@ -1513,6 +1548,7 @@ int main(void)
 	RUN_KEPT(batch_sessions_end_with_their_command);
 	RUN_KEPT(oom_kills_are_reported_and_the_session_stays);
 	RUN_KEPT(a_history_keeps_a_bounded_number_of_notes);
+	RUN_KEPT(a_container_killed_while_away_says_so);
 	RUN_KEPT(removed_error_sessions_leave_the_list);
 	RUN_KEPT(root_needs_the_policy);
 	RUN_KEPT(usage_samples_history_and_the_idle_policy);
