@@ -134,7 +134,7 @@ time_docker() {  # time_docker NAME
 	local t0 t1 rc
 	t0=$EPOCHREALTIME
 	docker run -d --name "$1" --label "tessera.bench=$RUN" --cpus "$CPU" -m "$MEM" \
-		--pids-limit 4096 --security-opt no-new-privileges "$IMAGE" sleep 100000 >"$WORK/docker.out" 2>&1
+		--pids-limit 256 --security-opt no-new-privileges "$IMAGE" sleep 100000 >"$WORK/docker.out" 2>&1
 	rc=$?
 	t1=$EPOCHREALTIME
 	if ((rc != 0)); then

@@ -1,11 +1,13 @@
 #include "agent/agent.h"
 #include "agent/agent_settings.h"
+#include "agent/cgkill.h"
 #include "agent/oomwatch.h"
 #include "agent/stats.h"
 
 #include <limits.h>
 #include <stdarg.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -136,6 +138,12 @@ struct agent {
 	atomic_bool oom_poke;
 	struct oom_seen *oom_seen;
 	size_t n_oom_seen;
+
+	/* Removals that Docker did not stop in time and the agent ended by
+	 * killing the container's cgroups (cgkill.h), and those where that
+	 * failed too: the metrics tessera_agent_cgroup_kills_total and
+	 * _failures_total. */
+	_Atomic int64_t cgroup_kills, cgroup_kill_failures;
 
 	/* The stats thread (stats_main): every stats_interval_ms, each
 	 * running session's usage (stats.h), sent as one "stats" event.
@@ -349,6 +357,19 @@ static void app_endpoint_of(const struct agent *a, const struct rt_container_inf
 	snprintf(buf, n, strchr(h, ':') ? "[%s]:%d" : "%s:%d", h, c->published_port);
 }
 
+int64_t agent_pids_limit(int64_t setting, int64_t session_cpu_m, int64_t node_cpu_m)
+{
+	if (setting > 0)
+		return setting;
+	int64_t cpu_m = session_cpu_m > 0 ? session_cpu_m : node_cpu_m;
+	/* Rounded up, so that a fraction of a core still counts. */
+	int64_t n = cpu_m > 0 && cpu_m <= AGENT_PIDS_LIMIT_MAX ? (cpu_m * AGENT_PIDS_PER_CPU + 999) / 1000
+							       : AGENT_PIDS_LIMIT_MAX;
+	if (n < AGENT_PIDS_MIN)
+		n = AGENT_PIDS_MIN;
+	return n > AGENT_PIDS_LIMIT_MAX ? AGENT_PIDS_LIMIT_MAX : n;
+}
+
 int agent_open(struct agent **out, const struct agent_config *cfg, struct terr *err)
 {
 	struct agent *a = calloc(1, sizeof(*a));
@@ -366,7 +387,7 @@ int agent_open(struct agent **out, const struct agent_config *cfg, struct terr *
 	if (cfg->asset_dir)
 		util_strlcpy(a->asset_dir, cfg->asset_dir, sizeof(a->asset_dir));
 	a->usage_interval_ms = cfg->gpu_usage_interval_ms > 0 ? cfg->gpu_usage_interval_ms : GPU_USAGE_INTERVAL_MS;
-	a->pids_limit = cfg->pids_limit > 0 ? cfg->pids_limit : 4096;
+	a->pids_limit = cfg->pids_limit > 0 ? cfg->pids_limit : 0;
 	a->conf_log_max_size = cfg->log_max_size > 0 ? cfg->log_max_size : 0;
 	a->conf_log_max_files = cfg->log_max_files >= 2 ? cfg->log_max_files : 5;
 	atomic_store(&a->log_max_size, a->conf_log_max_size);
@@ -1309,7 +1330,7 @@ int agent_start_session(struct agent *a, json_t *spec, char cid[RT_ID_MAX],
 		.hostname = name,
 		.nano_cpus = cpu_m * 1000000,
 		.memory_bytes = mem,
-		.pids_limit = a->pids_limit,
+		.pids_limit = agent_pids_limit(a->pids_limit, cpu_m, a->capacity.cpu_m),
 		.log_max_size = atomic_load(&a->log_max_size),
 		.log_max_files = atomic_load(&a->log_max_files),
 		.network = own_net ? net : NULL,
@@ -1368,14 +1389,63 @@ static void remove_session_dir(struct agent *a, const char *sid)
 	util_remove_tree(dir);
 }
 
+/* Stops a container before its removal: Docker's SIGKILL, and when Docker
+ * has not stopped it within AGENT_KILL_WAIT_MS, its cgroups killed here
+ * (cgkill.h). A fork bomb in a session of 0.5 CPU kept Docker's kill
+ * from finishing for 12 minutes (issue 27); the kernel does it at once.
+ * pid: its init on the host, from an inspect made before the kill (after
+ * a kill that hangs, Docker answers no inspect either); 0 when unknown.
+ * The removal goes on either way: once the processes are gone, Docker's
+ * own kill ends and the removal with it. */
+static void stop_container(struct agent *a, const char *session_id, const char *cid, int pid)
+{
+	if (!a->rt_ops->kill)
+		return;
+	struct terr kerr = {0};
+	int rc = a->rt_ops->kill(a->rt, cid, AGENT_KILL_WAIT_MS, &kerr);
+	if (rc == 0 || rc == -ENOENT)
+		return;
+	struct cgkill_report r;
+	struct terr cerr = {0};
+	int c = cgkill_container(pid, cid, &r, &cerr);
+	if (c == 0) {
+		atomic_fetch_add(&a->cgroup_kills, 1);
+		log_warn("agent",
+			 "session %s: Docker did not stop container %.12s within %d s (%s); killed its cgroup "
+			 "directly (%s%s%s): %d processes",
+			 session_id, cid, AGENT_KILL_WAIT_MS / 1000, kerr.msg, r.used_kill ? "cgroup.kill" : "",
+			 r.used_kill && r.used_freezer ? ", " : "", r.used_freezer ? "freeze, SIGKILL, thaw" : "",
+			 r.found);
+	} else if (c == -ENOENT) {
+		log_info("agent", "session %s: Docker did not stop container %.12s within %d s (%s): %s", session_id,
+			 cid, AGENT_KILL_WAIT_MS / 1000, kerr.msg, cerr.msg);
+	} else {
+		atomic_fetch_add(&a->cgroup_kill_failures, 1);
+		log_error("agent",
+			  "session %s: Docker did not stop container %.12s within %d s (%s), nor could its cgroup be "
+			  "killed: %s",
+			  session_id, cid, AGENT_KILL_WAIT_MS / 1000, kerr.msg, cerr.msg);
+	}
+}
+
+void agent_cgroup_kill_counts(struct agent *a, int64_t *kills, int64_t *failures)
+{
+	*kills = atomic_load(&a->cgroup_kills);
+	*failures = atomic_load(&a->cgroup_kill_failures);
+}
+
 int agent_destroy_session(struct agent *a, const char *session_id, const char *container_id,
 			  struct terr *err)
 {
 	struct rt_container_info info;
 	struct terr ignored = {0};
 	if (container_id && *container_id) {
-		/* Which network it was on, for after its removal. */
-		bool known = a->rt_ops->inspect(a->rt, container_id, &info, &ignored) == 0;
+		/* Which network it was on, for after its removal; and whether
+		 * and as which pid it runs, for the kill. */
+		int irc = a->rt_ops->inspect(a->rt, container_id, &info, &ignored);
+		bool known = irc == 0;
+		if (known ? info.running : irc != -ENOENT)
+			stop_container(a, session_id, container_id, known ? info.pid : 0);
 		int rc = a->rt_ops->remove(a->rt, container_id, err);
 		if (rc == -ENOENT)
 			rc = 0;
@@ -1396,6 +1466,8 @@ int agent_destroy_session(struct agent *a, const char *session_id, const char *c
 	for (size_t i = 0; i < n && rc == 0; i++) {
 		if (!agent_owns(a, list[i].cluster_id))
 			continue;
+		if (list[i].running)
+			stop_container(a, session_id, list[i].id, 0);
 		rc = a->rt_ops->remove(a->rt, list[i].id, err);
 		if (rc == -ENOENT)
 			rc = 0;
@@ -1628,14 +1700,42 @@ int agent_image_remove(struct agent *a, const char *ref, struct terr *err)
 	return a->rt_ops->image_remove(a->rt, ref, err);
 }
 
+bool agent_signal_words(int exit_code, char *buf, size_t n)
+{
+	/* 128+N: the runner, PID 1, ended by signal N. It handles TERM, INT,
+	 * HUP, QUIT, USR1 and USR2 itself and exits 0 after TERM; and a
+	 * process in its PID namespace cannot signal it unless it handles
+	 * the signal: a SIGKILL came from the node (docker kill, kill -9 as
+	 * root), since an OOM kill of it sets the OOM flag instead. */
+	if (exit_code <= 128 || exit_code > 128 + 64)
+		return false;
+	int sig = exit_code - 128;
+	const char *abbrev = sigabbrev_np(sig);
+	char name[32];
+	if (abbrev)
+		snprintf(name, sizeof(name), "SIG%s", abbrev);
+	else
+		snprintf(name, sizeof(name), "signal %d", sig);
+	if (sig == SIGKILL)
+		snprintf(buf, n, "killed by %s from outside the session (docker kill or kill -9 on its node)", name);
+	else if (abbrev)
+		snprintf(buf, n, "killed by %s (signal %d)", name, sig);
+	else
+		snprintf(buf, n, "killed by %s", name);
+	return true;
+}
+
 /* Words for why a container ended, for status_info. */
 static void death_reason(const struct rt_container_info *info, char *buf, size_t n)
 {
+	char killed[128];
 	if (info->oom_killed)
 		snprintf(buf, n, "container was OOM-killed (exceeded its memory limit), exit code %d",
 			 info->exit_code);
 	else if (info->error[0])
 		snprintf(buf, n, "container ended with exit code %d: %s", info->exit_code, info->error);
+	else if (agent_signal_words(info->exit_code, killed, sizeof(killed)))
+		snprintf(buf, n, "container was %s, exit code %d", killed, info->exit_code);
 	else
 		snprintf(buf, n, "container ended by itself with exit code %d", info->exit_code);
 }

@@ -28,7 +28,7 @@ struct agent_config {
 	int64_t cpu_m;                /* 0: all online CPUs */
 	int64_t mem;                  /* 0: all memory minus mem_reserve */
 	int64_t mem_reserve;          /* kept for the host */
-	int64_t pids_limit;           /* per container; 0: 4096 */
+	int64_t pids_limit;           /* per container; 0: auto (agent_pids_limit) */
 	/* Each session's log (what Docker keeps of its output): at most
 	 * log_max_size bytes in log_max_files rotating files, the oldest
 	 * dropped; log_max_size 0: no cap. log_max_files < 2: 5. */
@@ -121,13 +121,24 @@ int agent_list_containers(struct agent *a, json_t **out, struct terr *err);
  * default network when the spec has no owner_id, as from an older
  * manager), running as AGENT_WORK_USER unless "root" is true; cid gets
  * its id. */
+/* Words for a container whose PID 1 (the runner) was ended by a signal,
+ * from its exit code 128+N: "killed by SIGKILL from outside the session
+ * (...)" or "killed by SIGSEGV (signal 11)"; false for another code. */
+bool agent_signal_words(int exit_code, char *buf, size_t n);
 int agent_start_session(struct agent *a, json_t *spec, char cid[RT_ID_MAX],
 			char app_endpoint[AGENT_APP_ENDPOINT_MAX], struct terr *err);
 /* Removes the session's container (found by id, else by label), and its
  * owner's network when no other running container is on it and no start
- * for it is under way. Absent is success. */
+ * for it is under way. Absent is success. A running container is first
+ * killed through the runtime, and when that has not stopped it within
+ * AGENT_KILL_WAIT_MS, through its cgroups (agent/cgkill.h; counted in
+ * agent_cgroup_kill_counts). */
 int agent_destroy_session(struct agent *a, const char *session_id,
 			  const char *container_id, struct terr *err);
+#define AGENT_KILL_WAIT_MS 5000
+/* Removals whose container the agent killed through its cgroups, and
+ * those where that failed too (any thread). */
+void agent_cgroup_kill_counts(struct agent *a, int64_t *kills, int64_t *failures);
 /* Starts argv in the container, as the user its session runs as (label
  * AGENT_LABEL_RUN_AS) and in that user's working directory; *out (the
  * caller pump_closes it) streams its output in the frames of
@@ -225,6 +236,20 @@ int agent_stats_interval_ms(const struct agent *a);
  * per-session and per-GPU gauges. */
 struct metrics_text;
 void agent_metrics_write(struct agent *a, struct metrics_text *t);
+
+/* A session's pids limit (processes and threads), agent.conf pids_limit:
+ * a fixed number for every session, or 0 ("auto"): AGENT_PIDS_PER_CPU
+ * per CPU core the session was given, at least AGENT_PIDS_MIN, and for a
+ * session without a CPU limit what the node's offered cores give. So the
+ * sessions of a node hold together about AGENT_PIDS_PER_CPU processes
+ * per core it offers (plus the floor of the smallest), and a fork bomb in
+ * a small session stops at a few hundred, not at thousands that starve
+ * the host and Docker (docs/admin.md, "Session isolation"). */
+#define AGENT_PIDS_PER_CPU 512
+#define AGENT_PIDS_MIN 256
+#define AGENT_PIDS_LIMIT_MIN 16
+#define AGENT_PIDS_LIMIT_MAX 4194304
+int64_t agent_pids_limit(int64_t setting, int64_t session_cpu_m, int64_t node_cpu_m);
 
 #define AGENT_OOM_INTERVAL_MS 1000
 #define AGENT_RUNNER_TARGET "/opt/tessera/bin/tessera-runner"

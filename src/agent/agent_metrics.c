@@ -57,6 +57,14 @@ void agent_metrics_write(struct agent *a, struct metrics_text *t)
 	const char *ln[] = {"node", id, NULL};
 	metrics_family(t, "tessera_agent_sessions", "gauge", "Running sessions in the last usage round.");
 	metrics_sample(t, "tessera_agent_sessions", ln, (double)json_array_size(samples));
+	int64_t kills, kill_failures;
+	agent_cgroup_kill_counts(a, &kills, &kill_failures);
+	metrics_family(t, "tessera_agent_cgroup_kills_total", "counter",
+		       "Removals whose container Docker did not stop in time and the agent killed through its cgroups.");
+	metrics_sample(t, "tessera_agent_cgroup_kills_total", ln, (double)kills);
+	metrics_family(t, "tessera_agent_cgroup_kill_failures_total", "counter",
+		       "Removals whose container neither Docker nor the agent's cgroup kill could stop.");
+	metrics_sample(t, "tessera_agent_cgroup_kill_failures_total", ln, (double)kill_failures);
 	metrics_family(t, "tessera_agent_stats_interval_seconds", "gauge", "The period of the usage rounds.");
 	metrics_sample(t, "tessera_agent_stats_interval_seconds", ln, agent_stats_interval_ms(a) / 1000.0);
 	if (node) {

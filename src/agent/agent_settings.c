@@ -21,7 +21,8 @@ const size_t agent_settings_count = sizeof(agent_settings_table) / sizeof(agent_
  * here once, so that the untyped stores below cannot write a wrong one. */
 #define AGENT_SETTING_KIND(type) \
 	(AGENT_SETTING_##type == AGENT_SETTING_INT ? 1 \
-	 : AGENT_SETTING_##type == AGENT_SETTING_SIZE || AGENT_SETTING_##type == AGENT_SETTING_CORES ? 2 : 3)
+	 : AGENT_SETTING_##type == AGENT_SETTING_SIZE || AGENT_SETTING_##type == AGENT_SETTING_CORES || \
+	   AGENT_SETTING_##type == AGENT_SETTING_PIDS ? 2 : 3)
 #define AGENT_SETTING_CHECK(key, flag, type, field, def, min, max, flags, metavar, help) \
 	_Static_assert(_Generic(((struct agent_settings *)0)->field, int: 1, int64_t: 2, const char *: 3, \
 				default: 0) == AGENT_SETTING_KIND(type), \
@@ -92,6 +93,21 @@ int agent_setting_set(struct agent_settings *s, const struct agent_setting *d, c
 			return terr_set(err, EINVAL, "%s must be a positive number like 2 or 0.5", name);
 		*(int64_t *)field = n;
 		return 0;
+	case AGENT_SETTING_PIDS: {
+		/* auto: sized per session by agent_pids_limit (agent.h). */
+		if (!strcmp(value, "auto")) {
+			*(int64_t *)field = 0;
+			return 0;
+		}
+		/* Digits only: strtoll alone would take " 64" or "+64". */
+		char *end = NULL;
+		long long v = value[0] >= '0' && value[0] <= '9' ? strtoll(value, &end, 10) : -1;
+		if (v < 0 || *end || v < d->min || v > d->max)
+			return terr_set(err, EINVAL, "%s must be \"auto\" or an integer from %lld to %lld, not '%s'",
+					name, d->min, d->max, value);
+		*(int64_t *)field = v;
+		return 0;
+	}
 	case AGENT_SETTING_INT: {
 		char *end;
 		long long v = strtoll(value, &end, 10);

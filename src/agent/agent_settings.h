@@ -37,6 +37,7 @@ enum agent_setting_type {
 	AGENT_SETTING_INT,       /* int, min..max */
 	AGENT_SETTING_OVERHEAD,  /* const char *: "auto" or a size */
 	AGENT_SETTING_SECCOMP,   /* const char *: "tessera" or "default" */
+	AGENT_SETTING_PIDS,      /* int64_t: "auto" (0) or a number min..max */
 };
 
 /* flags of a setting */
@@ -91,6 +92,10 @@ enum agent_setting_type {
 	  "storage hosts of users' folders, as the manager's storage_hosts (tessera server: default local:DATA_DIR/folders)") \
 	X(seccomp, "seccomp", SECCOMP, agent.seccomp, "tessera", 0, 0, AGENT_SETTING_FLAG, "tessera|default", \
 	  "sessions' system call filter: tessera (Docker's default profile, and no btrfs subvolumes, which would escape folder quotas) or default (Docker's own)") \
+	X(pids_limit, "pids-limit", PIDS, agent.pids_limit, "auto", AGENT_PIDS_LIMIT_MIN, AGENT_PIDS_LIMIT_MAX, \
+	  AGENT_SETTING_FLAG, "auto|N", \
+	  "processes and threads one session may have: auto (" AGENT_SETTINGS_STR(AGENT_PIDS_PER_CPU) \
+	  " per CPU core of the session, at least " AGENT_SETTINGS_STR(AGENT_PIDS_MIN) ") or a number for every session") \
 	X(app_host, "app-host", TEXT, agent.app_host, NULL, 0, 0, AGENT_SETTING_FLAG, "IP", \
 	  "IP address each session's app port is published on, for the app proxy (default: the host of listen)")
 

@@ -26,7 +26,8 @@ static bool list_has(const char *s, size_t n, const char *word)
 }
 
 /* The cgroup path of controller in /proc/PID/cgroup text ("ID:CONTROLLERS:
- * PATH" lines): the v1 line naming it, else the v2 "0::" line. */
+ * PATH" lines): the v1 line naming it, else the v2 "0::" line; controller
+ * NULL: the v2 line only. */
 static bool cgroup_path(const char *text, const char *controller, char *out, size_t n, bool *v2)
 {
 	bool found_v2 = false;
@@ -38,7 +39,7 @@ static bool cgroup_path(const char *text, const char *controller, char *out, siz
 		const char *c2 = c1 ? memchr(c1 + 1, ':', len - (size_t)(c1 + 1 - line)) : NULL;
 		if (c2) {
 			size_t plen = len - (size_t)(c2 + 1 - line);
-			if (list_has(c1 + 1, (size_t)(c2 - c1 - 1), controller)) {
+			if (controller && list_has(c1 + 1, (size_t)(c2 - c1 - 1), controller)) {
 				if (plen >= n)
 					return false;
 				memcpy(out, c2 + 1, plen);
@@ -91,13 +92,19 @@ static bool hierarchy_mount(const char *mountinfo, bool v2, const char *controll
 	return false;
 }
 
+bool stats_cgroup_path(const char *proc_cgroup, const char *controller, char *out, size_t n, bool *v2)
+{
+	*v2 = false;
+	return cgroup_path(proc_cgroup, controller, out, n, v2);
+}
+
 int stats_cgroup_dir(const char *proc_cgroup, const char *mountinfo, const char *controller, char *out,
 		     size_t n, bool *v2, struct terr *err)
 {
 	char path[4096], root[4096], point[4096];
 	*v2 = false;
 	if (!cgroup_path(proc_cgroup, controller, path, sizeof(path), v2))
-		return terr_set(err, ENOENT, "the process is in no %s cgroup", controller);
+		return terr_set(err, ENOENT, "the process is in no %s cgroup", controller ? controller : "v2");
 	if (!hierarchy_mount(mountinfo, *v2, controller, root, point, sizeof(root)))
 		return terr_set(err, ENOENT, "no cgroup%s mount %s%sfound", *v2 ? "2" : "", *v2 ? "" : "of ",
 				*v2 ? "" : controller);

@@ -36,6 +36,12 @@
  * *v2 tells which it is. -ENOENT when there is none. */
 int stats_cgroup_dir(const char *proc_cgroup, const char *mountinfo, const char *controller,
 		     char *out, size_t n, bool *v2, struct terr *err);
+/* The cgroup's path as proc_cgroup names it ("/docker/ID"), seen from its
+ * hierarchy's root, chosen as stats_cgroup_dir chooses. controller NULL,
+ * here and in stats_cgroup_dir: the v2 unified hierarchy's, even on a
+ * host that mounts v1 hierarchies beside it. false when there is none or
+ * it does not fit. */
+bool stats_cgroup_path(const char *proc_cgroup, const char *controller, char *out, size_t n, bool *v2);
 
 /* The number a one-value file holds (cpuacct.usage, memory.current,
  * memory.limit_in_bytes); "max" gives -1. -EINVAL when none. */

@@ -305,9 +305,13 @@ static void reconcile(struct manager *m, struct magent *a, json_t *containers)
 			} else if (c) {
 				int code = (int)json_integer_value(json_object_get(c, "exit_code"));
 				bool oom = json_is_true(json_object_get(c, "oom_killed"));
-				char why[200];
-				snprintf(why, sizeof(why), "container %s while node %s was away (exit code %d)",
-					 oom ? "was OOM-killed" : "ended", a->rec.id, code);
+				char why[300], killed[128];
+				if (!oom && agent_signal_words(code, killed, sizeof(killed)))
+					snprintf(why, sizeof(why), "container was %s while node %s was away (exit code %d)",
+						 killed, a->rec.id, code);
+				else
+					snprintf(why, sizeof(why), "container %s while node %s was away (exit code %d)",
+						 oom ? "was OOM-killed" : "ended", a->rec.id, code);
 				mgr_session_ended(m, s, code, oom, why);
 			} else {
 				s->rec.container_id[0] = '\0';
@@ -543,23 +547,56 @@ void mgr_session_ended(struct manager *m, struct msession *s, int exit_code, boo
 		mgr_set_status(m, s, SS_ERROR, "batch command failed with exit code %d", exit_code);
 }
 
-/* An agent counted OOM kills in a session's container: `total` is its
- * cgroup's count so far, so a repeated or late report adds nothing. The
- * session keeps its status: its main process may well live on. */
-static void session_oom(struct manager *m, struct msession *s, int64_t total)
+/* Words for the kills no history line has told yet (rec.oom_kills less
+ * oom_noted) into buf; false when there are none. */
+static bool oom_words(const struct msession *s, char *buf, size_t n)
 {
-	if (total <= s->rec.oom_kills)
-		return;
-	int64_t added = total - s->rec.oom_kills;
-	s->rec.oom_kills = total;
+	int64_t total = s->rec.oom_kills, added = total - s->oom_noted;
+	if (added <= 0)
+		return false;
 	char limit[64], all[48] = "";
 	mem_limit_words(s, limit, sizeof(limit));
 	if (total > added)
 		snprintf(all, sizeof(all), " (%lld in all)", (long long)total);
 	if (added == 1)
-		mgr_session_note(m, s, "a process was killed for exceeding %s%s", limit, all);
+		snprintf(buf, n, "a process was killed for exceeding %s%s", limit, all);
 	else
-		mgr_session_note(m, s, "%lld processes were killed for exceeding %s%s", (long long)added, limit, all);
+		snprintf(buf, n, "%lld processes were killed for exceeding %s%s", (long long)added, limit, all);
+	return true;
+}
+
+void mgr_oom_flush(struct manager *m, struct msession *s)
+{
+	char words[200];
+	if (!oom_words(s, words, sizeof(words)))
+		return;
+	s->oom_noted = s->rec.oom_kills;
+	s->oom_noted_ms = util_mono_ms();
+	mgr_session_note(m, s, "%s", words);
+}
+
+/* An agent counted OOM kills in a session's container: `total` is its
+ * cgroup's count so far, so a repeated or late report adds nothing. The
+ * session keeps its status: its main process may well live on. A line
+ * in its history at most once per MGR_OOM_NOTE_WINDOW_MS; the kills in
+ * between are counted (oom_kills, status_info) and told together by the
+ * next line. */
+static void session_oom(struct manager *m, struct msession *s, int64_t total)
+{
+	if (total <= s->rec.oom_kills)
+		return;
+	s->rec.oom_kills = total;
+	int64_t now = util_mono_ms();
+	if (!s->oom_noted_ms || now - s->oom_noted_ms >= MGR_OOM_NOTE_WINDOW_MS) {
+		mgr_oom_flush(m, s);
+		return;
+	}
+	char words[200];
+	oom_words(s, words, sizeof(words));
+	snprintf(s->rec.status_info, sizeof(s->rec.status_info), "%s so far", words);
+	m->version++;
+	mgr_persist(m, s);
+	pthread_cond_broadcast(&m->changed);
 }
 
 void mgr_agent_event(struct manager *m, const char *agent_id, json_t *event)

@@ -147,6 +147,10 @@ void mgr_wake_scheduler(struct manager *m)
 void mgr_set_status(struct manager *m, struct msession *s, enum session_status st, const char *fmt, ...)
 {
 	enum session_status old = s->rec.status;
+	/* Kills held back by the OOM lines' window go into the history
+	 * before its end does. */
+	if (session_status_final(st) && !session_status_final(old))
+		mgr_oom_flush(m, s);
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(s->rec.status_info, sizeof(s->rec.status_info), fmt, ap);
@@ -231,6 +235,12 @@ static int load_session(void *ud, const struct session_rec *r)
 {
 	struct manager *m = ud;
 	struct msession *s = calloc(1, sizeof(*s));
+	if (s) {
+		/* Its history's notes are counted when one is next added; its
+		 * OOM kills so far were told before the restart. */
+		s->notes = -1;
+		s->oom_noted = r->oom_kills;
+	}
 	if (!s || session_rec_copy(&s->rec, r) < 0 || mgr_session_append(m, s) < 0) {
 		if (s)
 			session_rec_clear(&s->rec);

@@ -172,6 +172,22 @@ void mgr_delete_session(struct manager *m, struct msession *s, const char *by)
 	}
 }
 
+/* Lines of s's stored history without a change of status (one store
+ * read, once per session loaded at start). */
+static int count_notes(struct manager *m, const struct msession *s)
+{
+	struct history_rec *h = NULL;
+	size_t n = 0;
+	struct terr err = {0};
+	if (m->so->history_get(m->store, s->rec.id, &h, &n, &err) < 0)
+		return -1;
+	int notes = 0;
+	for (size_t i = 1; i < n; i++)
+		notes += h[i].status == h[i - 1].status;
+	free(h);
+	return notes;
+}
+
 void mgr_session_note(struct manager *m, struct msession *s, const char *fmt, ...)
 {
 	va_list ap;
@@ -180,11 +196,22 @@ void mgr_session_note(struct manager *m, struct msession *s, const char *fmt, ..
 	va_end(ap);
 	m->version++;
 	mgr_persist(m, s);
-	struct history_rec h = {.status = s->rec.status, .at_ms = util_now_ms()};
-	util_strlcpy(h.info, s->rec.status_info, sizeof(h.info));
-	struct terr err = {0};
-	if (m->so->history_add(m->store, s->rec.id, &h, &err) < 0)
-		log_error("manager", "cannot save history of %s: %s", s->rec.name, err.msg);
+	if (s->notes < 0)
+		s->notes = count_notes(m, s);
+	/* Capped, so that no event repeated for days grows a session's
+	 * history without end; status changes are always written. */
+	if (s->notes >= 0 && s->notes < MGR_SESSION_NOTES_MAX) {
+		struct history_rec h = {.status = s->rec.status, .at_ms = util_now_ms()};
+		util_strlcpy(h.info, s->rec.status_info, sizeof(h.info));
+		/* A note cut at the end loses only words. */
+		if (s->notes + 1 == MGR_SESSION_NOTES_MAX)
+			strncat(h.info, " (the last such line this history keeps)", sizeof(h.info) - strlen(h.info) - 1);
+		struct terr err = {0};
+		if (m->so->history_add(m->store, s->rec.id, &h, &err) < 0)
+			log_error("manager", "cannot save history of %s: %s", s->rec.name, err.msg);
+		else
+			s->notes++;
+	}
 	log_info("manager", "session %s (%.8s): %s: %s", s->rec.name, s->rec.id,
 		 session_status_name(s->rec.status), s->rec.status_info);
 	pthread_cond_broadcast(&m->changed);

@@ -105,6 +105,12 @@ struct msession {
 	struct mtext *json, *json_full;
 	/* "OWNER_ID\x1fNAME": its key in manager.session_by_name. */
 	char name_key[STORE_ID_MAX + STORE_NAME_MAX + 2];
+	/* Its history's lines without a change of status (mgr_session_note),
+	 * -1 until counted (a session loaded at start); and the OOM kills
+	 * those lines have told, and when the last such line was written
+	 * (agents.c, session_oom). */
+	int notes;
+	int64_t oom_noted, oom_noted_ms;
 };
 
 /* Drops s's rendered JSON: called wherever its record, shares or history
@@ -392,11 +398,22 @@ static inline bool mgr_session_is_batch(const struct msession *s)
 {
 	return !strcmp(s->rec.type, STORE_TYPE_BATCH);
 }
-/* Appends a history record and a status_info line without a change of
- * status (a process OOM-killed in a RUNNING session); persists, logs,
- * wakes long polls and event streams. */
+/* Sets status_info without a change of status (a process OOM-killed in a
+ * RUNNING session) and appends it to the history, unless the session's
+ * history has MGR_SESSION_NOTES_MAX such lines already (the last one
+ * says so); persists, logs, wakes long polls and event streams. */
 void mgr_session_note(struct manager *m, struct msession *s, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+#define MGR_SESSION_NOTES_MAX 20
+/* OOM kills become history lines at most once per this window: the first
+ * at once, those within the window after it as one line with their count
+ * when the next kill comes after the window or the session ends
+ * (mgr_oom_flush). A fork bomb under its memory limit wrote one line a
+ * second before, 185 in one session (issue 27). */
+#define MGR_OOM_NOTE_WINDOW_MS 60000
+/* Writes the OOM kills no history line has told yet (called as a session
+ * ends, by mgr_set_status). */
+void mgr_oom_flush(struct manager *m, struct msession *s);
 /* A session's container ended by itself (exit code, the runtime's OOM
  * flag, its words for why): an interactive session becomes ERROR; a
  * batch one TERMINATED when its command exited 0, else ERROR with the

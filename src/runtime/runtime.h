@@ -152,6 +152,11 @@ struct runtime_ops {
 	int (*start)(struct runtime *rt, const char *id, struct terr *err);
 	/* Force-removes (kills) the container; -ENOENT when it does not exist. */
 	int (*remove)(struct runtime *rt, const char *id, struct terr *err);
+	/* SIGKILLs the container and waits until the runtime has seen it
+	 * stop, for at most timeout_ms: -ETIMEDOUT past it (the runtime may
+	 * still be at it), -ENOENT when it does not exist, 0 also when it was
+	 * not running. Optional (NULL: removal kills as it removes). */
+	int (*kill)(struct runtime *rt, const char *id, long timeout_ms, struct terr *err);
 	/* -ENOENT when it does not exist. */
 	int (*inspect)(struct runtime *rt, const char *id,
 		       struct rt_container_info *out, struct terr *err);

@@ -86,6 +86,10 @@ static struct {
 	/* The next start fails once with this (a network race), then works. */
 	char start_fails_once[128];
 	int start_fail_code;
+	/* kill: how often, and what it answers (-ETIMEDOUT: a Docker that
+	 * does not stop the container in time). */
+	int kills;
+	int kill_rc;
 } fake = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 static struct fake_container *fake_find(const char *id_or_name)
@@ -106,6 +110,7 @@ static void fake_reset(void)
 	fake.exec_user[0] = fake.exec_workdir[0] = '\0';
 	fake.network_ensures = 0;
 	fake.start_fails_once[0] = '\0';
+	fake.kills = fake.kill_rc = 0;
 	fake.init_pid = getpid();
 	pthread_mutex_unlock(&fake.mu);
 }
@@ -253,6 +258,23 @@ static int f_remove(struct runtime *rt, const char *id, struct terr *err)
 		rc = terr_set(err, ENOENT, "No such container: %s", id);
 	else
 		*c = fake.c[--fake.n];
+	pthread_mutex_unlock(&fake.mu);
+	return rc;
+}
+
+static int f_kill(struct runtime *rt, const char *id, long timeout_ms, struct terr *err)
+{
+	(void)rt;
+	pthread_mutex_lock(&fake.mu);
+	fake.kills++;
+	struct fake_container *c = fake_find(id);
+	int rc = fake.kill_rc;
+	if (!c)
+		rc = terr_set(err, ENOENT, "No such container: %s", id);
+	else if (rc < 0)
+		terr_set(err, -rc, "context deadline exceeded after %ld ms", timeout_ms);
+	else
+		c->running = false;
 	pthread_mutex_unlock(&fake.mu);
 	return rc;
 }
@@ -577,7 +599,7 @@ static int f_watch(struct runtime *rt, const char *key, const char *value, rt_ev
 static const struct runtime_ops fake_ops = {
 	.name = "test-runtime", .open = f_open, .close = f_close, .version = f_version,
 	.image_exists = f_image_exists, .image_env = f_image_env, .image_list = f_image_list,
-	.create = f_create, .start = f_start, .remove = f_remove, .inspect = f_inspect,
+	.create = f_create, .start = f_start, .remove = f_remove, .kill = f_kill, .inspect = f_inspect,
 	.list = f_list, .exec_stream = f_exec, .logs_stream = f_logs, .commit = f_commit, .watch = f_watch,
 	.image_labels = f_image_labels, .tag = f_tag, .image_remove = f_image_remove, .push = f_push,
 	.pull = f_pull,
@@ -873,6 +895,114 @@ TEST(containers_get_the_log_cap)
 	agent_close(a);
 }
 
+/* The pids limit (issue 27: a fork bomb under a flat 4096 wedged a
+ * small node): auto gives a session AGENT_PIDS_PER_CPU per core of its
+ * own, at least AGENT_PIDS_MIN, and one without a CPU limit what the
+ * node's cores give; a number in agent.conf is every session's. */
+TEST(the_pids_limit_fits_the_session_and_the_node)
+{
+	CHECK_INT(agent_pids_limit(0, 1500, 4000), 768);
+	CHECK_INT(agent_pids_limit(0, 500, 2000), 256);
+	CHECK_INT(agent_pids_limit(0, 10, 2000), AGENT_PIDS_MIN);
+	CHECK_INT(agent_pids_limit(0, 1001, 2000), 513);   /* a part of a core rounds up */
+	CHECK_INT(agent_pids_limit(0, 0, 2000), 1024);     /* no CPU limit: the node's two cores */
+	CHECK_INT(agent_pids_limit(0, 64000, 64000), 32768);
+	CHECK_INT(agent_pids_limit(0, INT64_MAX / 1000000, 2000), AGENT_PIDS_LIMIT_MAX);
+	CHECK_INT(agent_pids_limit(64, 1500, 4000), 64);
+	CHECK_INT(agent_pids_limit(100000, 10, 2000), 100000);
+
+	for (int fixed = 0; fixed < 2; fixed++) {
+		fake_reset();
+		struct agent_config cfg = {
+			.id = "node-a", .cpu_m = 2000, .mem = 8 * GiB, .data_dir = data_dir,
+			.asset_dir = getenv("TESSERA_TEST_BUILD_ROOT"), .runtime = &fake_ops,
+			.pids_limit = fixed ? 64 : 0,
+		};
+		struct agent *a = NULL;
+		struct terr err = {0};
+		if (agent_open(&a, &cfg, &err) < 0) {
+			FAILF("agent_open: %s", err.msg);
+			return;
+		}
+		json_t *spec = spec_for("s10", NULL, 0, 0);   /* 1.5 cores */
+		char cid[RT_ID_MAX];
+		CHECK_INT(agent_start_session(a, spec, cid, NULL, &err), 0);
+		json_decref(spec);
+		struct fake_container *c = fake_find(cid);
+		CHECK(c != NULL);
+		if (c)
+			CHECK_INT(c->pids_limit, fixed ? 64 : 768);
+		agent_close(a);
+	}
+}
+
+/* A container whose runner was ended by a signal says so (issue 27: one
+ * killed from outside said "ended by itself"); a SIGKILL, which nothing
+ * inside a session can send its PID 1, came from outside. */
+TEST(a_signal_death_is_told_as_a_kill)
+{
+	char w[160];
+	CHECK(agent_signal_words(137, w, sizeof(w)));
+	CHECK_STR(w, "killed by SIGKILL from outside the session (docker kill or kill -9 on its node)");
+	CHECK(agent_signal_words(139, w, sizeof(w)));
+	CHECK_STR(w, "killed by SIGSEGV (signal 11)");
+	CHECK(agent_signal_words(128 + 64, w, sizeof(w)));
+	CHECK(!agent_signal_words(0, w, sizeof(w)));
+	CHECK(!agent_signal_words(1, w, sizeof(w)));
+	CHECK(!agent_signal_words(127, w, sizeof(w)));
+	CHECK(!agent_signal_words(128, w, sizeof(w)));
+	CHECK(!agent_signal_words(128 + 65, w, sizeof(w)));
+	CHECK(!agent_signal_words(255, w, sizeof(w)));
+	CHECK(!agent_signal_words(-1, w, sizeof(w)));
+}
+
+/* Removal (issue 27): a running container is killed through the runtime
+ * before it is removed; when the runtime does not stop it in time, the
+ * agent goes for its cgroups, here those of the fake container's "init",
+ * which is this test process: they are the test's own (or the host's
+ * roots), which the agent never kills, so the test lives on, nothing is
+ * counted as killed, and the container is removed all the same. A
+ * container that does not run is not killed first. */
+TEST(a_removal_kills_first_and_never_its_own_cgroup)
+{
+	fake_reset();
+	struct agent *a = open_mock_agent();
+	if (!a)
+		return;
+	json_t *spec = spec_for("k1", NULL, 0, 0);
+	char cid[RT_ID_MAX];
+	struct terr err = {0};
+	CHECK_INT(agent_start_session(a, spec, cid, NULL, &err), 0);
+	CHECK_INT(agent_destroy_session(a, "k1", cid, &err), 0);
+	CHECK_INT(fake.kills, 1);
+	CHECK(fake_find(cid) == NULL);
+
+	fake.kill_rc = -ETIMEDOUT;
+	CHECK_INT(agent_start_session(a, spec, cid, NULL, &err), 0);
+	CHECK_INT(agent_destroy_session(a, "k1", cid, &err), 0);
+	CHECK_INT(fake.kills, 2);
+	CHECK(fake_find(cid) == NULL);
+	int64_t kills = -1, failures = -1;
+	agent_cgroup_kill_counts(a, &kills, &failures);
+	CHECK_INT(kills, 0);
+	CHECK_INT(failures, 0);
+
+	/* Found by label (no container id recorded): the same. */
+	CHECK_INT(agent_start_session(a, spec, cid, NULL, &err), 0);
+	CHECK_INT(agent_destroy_session(a, "k1", NULL, &err), 0);
+	CHECK_INT(fake.kills, 3);
+	CHECK(fake_find(cid) == NULL);
+
+	/* Made but not running: removed without a kill. */
+	fake_add("c-stopped", "k2", "node-a", "");
+	fake_find("c-stopped")->running = false;
+	CHECK_INT(agent_destroy_session(a, "k2", "c-stopped", &err), 0);
+	CHECK_INT(fake.kills, 3);
+	CHECK(fake_find("c-stopped") == NULL);
+	json_decref(spec);
+	agent_close(a);
+}
+
 /* Session apps (docs/apps.md): with the manager's app secret, the
  * secret in a 0400 file mounted read-only, only the app port published,
  * on app_host, where it was published read back and listed, and the
@@ -1023,7 +1153,8 @@ TEST(a_gpu_session_gets_its_share_and_the_fgpu_files)
 	CHECK_STR(c->agent_id, "node-a");
 	CHECK_INT(c->nano_cpus, 1500000000LL);
 	CHECK_INT(c->memory, 64 * MiB);
-	CHECK_INT(c->pids_limit, 4096);
+	/* pids_limit auto: 512 per core of the session's 1.5. */
+	CHECK_INT(c->pids_limit, 768);
 	/* The runner, told to drop to the work user (no startup command). */
 	CHECK_STR(c->entry[0], AGENT_RUNNER_TARGET);
 	CHECK_INT(c->n_entry, 3);
@@ -1856,6 +1987,9 @@ int main(void)
 	RUN(a_session_gets_its_app_port_and_secret);
 	RUN(exec_streams_through_the_runner_or_without_an_old_one);
 	RUN(containers_get_the_log_cap);
+	RUN(the_pids_limit_fits_the_session_and_the_node);
+	RUN(a_removal_kills_first_and_never_its_own_cgroup);
+	RUN(a_signal_death_is_told_as_a_kill);
 	RUN(folder_mounts_only_from_declared_storage_hosts);
 	RUN(a_gpu_session_gets_its_share_and_the_fgpu_files);
 	RUN(a_share_without_a_compute_limit_gets_the_whole_device);

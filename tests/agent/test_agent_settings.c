@@ -33,6 +33,7 @@ TEST(defaults)
 	CHECK_INT(s.agent.gpu_usage_interval_ms, 1000);
 	CHECK_INT(s.agent.cpu_m, 0);   /* 0: all online CPUs */
 	CHECK_INT(s.agent.mem, 0);     /* 0: all memory minus the reserve */
+	CHECK_INT(s.agent.pids_limit, 0);   /* 0: auto, sized per session */
 	CHECK(s.agent.runtime_endpoint == NULL);
 	CHECK(s.agent.runner_path == NULL);
 	CHECK(s.agent.mock_gpus == NULL);
@@ -138,6 +139,21 @@ TEST(types_and_ranges)
 	CHECK_INT(agent_settings_parse_seccomp("unconfined", &docker_default, "--seccomp", &err), -EINVAL);
 	CHECK_CONTAINS(err.msg, "--seccomp must be");
 
+	/* pids_limit: auto or a number, digits only. */
+	CHECK_INT(set(&s, "pids_limit", "64", &err), 0);
+	CHECK_INT(s.agent.pids_limit, 64);
+	CHECK_INT(set(&s, "pids_limit", "auto", &err), 0);
+	CHECK_INT(s.agent.pids_limit, 0);
+	CHECK_INT(set(&s, "pids_limit", "4194304", &err), 0);
+	CHECK_INT(s.agent.pids_limit, 4194304);
+	const char *bad_pids[] = {"15", "0", "-1", " 64", "+64", "64 ", "1e3", "", "4194305", "lots",
+				  "99999999999999999999"};
+	for (size_t i = 0; i < sizeof(bad_pids) / sizeof(bad_pids[0]); i++) {
+		CHECK_INT(set(&s, "pids_limit", bad_pids[i], &err), -EINVAL);
+		CHECK_CONTAINS(err.msg, "pids_limit must be \"auto\" or an integer from 16 to 4194304");
+	}
+	CHECK_INT(s.agent.pids_limit, 4194304);
+
 	CHECK_INT(set(&s, "docker_socket", "unix:///run/docker.sock", &err), 0);
 	CHECK_STR(s.agent.runtime_endpoint, "unix:///run/docker.sock");
 	CHECK_INT(set(&s, "runner_path", "/opt/runner", &err), 0);
@@ -170,6 +186,7 @@ TEST(conf_and_flags_agree)
 		{"id", "node-7"}, {"docker_socket", "unix:///x.sock"}, {"cpu", "3.5"}, {"mem", "2GiB"},
 		{"mem_reserve", "1GiB"}, {"runner_path", "/r"}, {"mock_gpus", "2x8GiB"},
 		{"gpu_context_overhead", "300MiB"}, {"gpu_usage_interval_ms", "250"}, {"seccomp", "default"},
+		{"pids_limit", "300"},
 	};
 	size_t n = sizeof(vals) / sizeof(vals[0]);
 	char text[2048] = "manager = http://m:8090\ncluster_secret = 0123456789abcdef\n"
@@ -208,6 +225,8 @@ TEST(conf_and_flags_agree)
 	CHECK_INT(x->mem_reserve, y->mem_reserve);
 	CHECK_INT(x->gpu_usage_interval_ms, 250);
 	CHECK_INT(x->gpu_usage_interval_ms, y->gpu_usage_interval_ms);
+	CHECK_INT(x->pids_limit, 300);
+	CHECK_INT(x->pids_limit, y->pids_limit);
 	CHECK_STR(from_conf.manager, "http://m:8090");
 	CHECK_STR(from_conf.advertise_url, "http://a:8091");
 	CHECK_STR(from_conf.listen, "0.0.0.0:8091");

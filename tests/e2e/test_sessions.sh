@@ -58,11 +58,22 @@ assert all(k in s for k in (\"id\",\"name\",\"status\",\"status_info\",\"image\"
 check "--count 2 creates batch-1" wait_status batch-1 RUNNING
 check "--count 2 creates batch-2" wait_status batch-2 RUNNING
 
-# A container that ends by itself becomes ERROR with the reason and code.
+# pids_limit auto (docs/admin.md, "Session isolation"): 512 per CPU core
+# of the session, at least 256.
+check "a session of 0.1 CPU gets the floor of the pids limit" \
+	[ "$(docker inspect -f '{{.HostConfig.PidsLimit}}' "$(jget batch-1 container_id)")" == 256 ]
+check "one of 0.5 CPU too" [ "$(docker inspect -f '{{.HostConfig.PidsLimit}}' "$(jget web container_id)")" == 256 ]
+
+# A container killed from outside becomes ERROR saying so, with the signal
+# and the code (issue 27: it said "ended by itself").
 cid=$(jget batch-1 container_id)
 docker kill --signal KILL "$cid" >/dev/null
 check "a container killed outside becomes ERROR" wait_status batch-1 ERROR
-check "ERROR says why" contains "$(jget batch-1 status_info)" "exit code"
+info=$(jget batch-1 status_info)
+check "ERROR says it was killed, by which signal, from outside ($info)" \
+	[ "$info" == "container was killed by SIGKILL from outside the session (docker kill or kill -9 on its node), exit code 137" ]
+check "and not that it ended by itself" not contains "$info" "by itself"
+check "its exit code is 137" [ "$(jget batch-1 exit_code)" == 137 ]
 
 "$TESSERA" session rm web batch-2 >/dev/null
 check "rm makes it TERMINATED" wait_status web TERMINATED

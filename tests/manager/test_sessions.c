@@ -1057,18 +1057,122 @@ TEST(oom_kills_are_reported_and_the_session_stays)
 	o = get(&alice, "hog");
 	CHECK_INT(history_len(o), hist + 1);
 	json_decref(o);
-	agent_event(id, json_pack("{s:s,s:i}", "event", "oom", "oom_kills", 3));
+	/* Kills within MGR_OOM_NOTE_WINDOW_MS of that line are counted, not
+	 * written: a fork bomb under its memory limit wrote a line per
+	 * second before (issue 27). */
+	for (int k = 3; k <= 185; k++)
+		agent_event(id, json_pack("{s:s,s:i}", "event", "oom", "oom_kills", k));
 	o = get(&alice, "hog");
 	CHECK_STR(str(o, "status"), "RUNNING");
-	CHECK_STR(str(o, "status_info"), "2 processes were killed for exceeding the 256 MiB memory limit (3 in all)");
-	CHECK_INT(history_len(o), hist + 2);
+	CHECK_STR(str(o, "status_info"),
+		  "184 processes were killed for exceeding the 256 MiB memory limit (185 in all) so far");
+	CHECK_INT(json_integer_value(json_object_get(o, "oom_kills")), 185);
+	CHECK_INT(history_len(o), hist + 1);
 	json_decref(o);
 	/* Another agent cannot speak for it. */
-	json_t *ev = json_pack("{s:s,s:s,s:i}", "session_id", id, "event", "oom", "oom_kills", 9);
+	json_t *ev = json_pack("{s:s,s:s,s:i}", "session_id", id, "event", "oom", "oom_kills", 900);
 	mgr_agent_event(mgr, "elsewhere", ev);
 	json_decref(ev);
 	o = get(&alice, "hog");
-	CHECK_INT(json_integer_value(json_object_get(o, "oom_kills")), 3);
+	CHECK_INT(json_integer_value(json_object_get(o, "oom_kills")), 185);
+	json_decref(o);
+	/* Past the window, the next kill writes one line for all held. */
+	pthread_mutex_lock(&mgr->mu);
+	struct msession *s = mgr_find_session(mgr, id);
+	if (s)
+		s->oom_noted_ms -= MGR_OOM_NOTE_WINDOW_MS;
+	pthread_mutex_unlock(&mgr->mu);
+	agent_event(id, json_pack("{s:s,s:i}", "event", "oom", "oom_kills", 186));
+	agent_event(id, json_pack("{s:s,s:i}", "event", "oom", "oom_kills", 190));
+	o = get(&alice, "hog");
+	CHECK_INT(history_len(o), hist + 2);
+	last = json_array_get(json_object_get(o, "status_history"), (size_t)hist + 1);
+	CHECK_STR(str(last, "info"), "185 processes were killed for exceeding the 256 MiB memory limit (186 in all)");
+	json_decref(o);
+	/* Its end writes those still held, then the end itself. */
+	json_t *d = NULL;
+	struct terr err = {0};
+	CHECK_INT(mgr_session_delete(mgr, &alice, "hog", &d, &err), 0);
+	json_decref(d);
+	WAIT_STATUS(id, "TERMINATED");
+	o = get(&alice, id);
+	json_t *h = json_object_get(o, "status_history");
+	size_t n = json_array_size(h);
+	CHECK(n >= (size_t)hist + 4);
+	bool told = false;
+	for (size_t i = (size_t)hist + 2; i < n; i++)
+		told = told || !strcmp(str(json_array_get(h, i), "info"),
+				       "4 processes were killed for exceeding the 256 MiB memory limit (190 in all)");
+	CHECK(told);
+	CHECK_STR(str(json_array_get(h, n - 1), "status"), "TERMINATED");
+	json_decref(o);
+}
+
+/* A container that a registration reports ended by a signal while its
+ * node was away says it was killed, and by what (issue 27: a container
+ * killed from outside read as one that ended). */
+TEST(a_container_killed_while_away_says_so)
+{
+	char id[STORE_ID_MAX];
+	if (!RUNNING_SESSION(&alice, "shot", NULL, id))
+		return;
+	json_t *o = get(&alice, "shot");
+	bool here = !strcmp(str(o, "agent") ?: "", "fake-1");
+	json_decref(o);
+	if (!here) {
+		FAILF("shot is not on fake-1");
+		return;
+	}
+	pthread_mutex_lock(&fake.mu);
+	json_t *containers = json_array();
+	const char *sid;
+	json_t *cid;
+	json_object_foreach(fake.containers, sid, cid) {
+		bool shot = !strcmp(sid, id);
+		json_array_append_new(containers, json_pack("{s:s,s:O,s:b,s:i,s:b}", "session_id", sid, "container_id",
+							    cid, "running", !shot, "exit_code", shot ? 137 : 0,
+							    "oom_killed", false));
+	}
+	pthread_mutex_unlock(&fake.mu);
+	struct terr err;
+	CHECK_INT(register_fake(mgr, containers, &err), 0);
+	o = get(&alice, "shot");
+	CHECK_STR(str(o, "status"), "ERROR");
+	CHECK_STR(str(o, "status_info"), "container was killed by SIGKILL from outside the session (docker kill or "
+					 "kill -9 on its node) while node fake-1 was away (exit code 137)");
+	json_decref(o);
+}
+
+/* A session's history keeps at most MGR_SESSION_NOTES_MAX lines without a
+ * change of status, the last saying so; status changes are always kept. */
+TEST(a_history_keeps_a_bounded_number_of_notes)
+{
+	char id[STORE_ID_MAX];
+	if (!RUNNING_SESSION(&alice, "noisy", NULL, id))
+		return;
+	json_t *o = get(&alice, "noisy");
+	int hist = history_len(o);
+	json_decref(o);
+	for (int i = 0; i < MGR_SESSION_NOTES_MAX + 30; i++) {
+		pthread_mutex_lock(&mgr->mu);
+		struct msession *s = mgr_find_session(mgr, id);
+		if (s)
+			mgr_session_note(mgr, s, "note %d", i);
+		pthread_mutex_unlock(&mgr->mu);
+	}
+	o = get(&alice, "noisy");
+	CHECK_INT(history_len(o), hist + MGR_SESSION_NOTES_MAX);
+	CHECK_STR(str(o, "status_info"), "note 49");
+	json_t *last = json_array_get(json_object_get(o, "status_history"), (size_t)hist + MGR_SESSION_NOTES_MAX - 1);
+	CHECK_STR(str(last, "info"), "note 19 (the last such line this history keeps)");
+	json_decref(o);
+	json_t *d = NULL;
+	struct terr err = {0};
+	CHECK_INT(mgr_session_delete(mgr, &alice, "noisy", &d, &err), 0);
+	json_decref(d);
+	WAIT_STATUS(id, "TERMINATED");
+	o = get(&alice, id);
+	CHECK_INT(history_len(o), hist + MGR_SESSION_NOTES_MAX + 2);   /* TERMINATING, TERMINATED */
 	json_decref(o);
 }
 
@@ -1463,6 +1567,8 @@ int main(void)
 	RUN_KEPT(names_resolve_among_the_callers_own);
 	RUN_KEPT(batch_sessions_end_with_their_command);
 	RUN_KEPT(oom_kills_are_reported_and_the_session_stays);
+	RUN_KEPT(a_history_keeps_a_bounded_number_of_notes);
+	RUN_KEPT(a_container_killed_while_away_says_so);
 	RUN_KEPT(removed_error_sessions_leave_the_list);
 	RUN_KEPT(root_needs_the_policy);
 	RUN_KEPT(usage_samples_history_and_the_idle_policy);

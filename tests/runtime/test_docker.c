@@ -177,6 +177,15 @@ static void route(int fd, const char *method, const char *full, const char *body
 		reply(fd, 304, NULL);
 	} else if (!strcmp(method, "DELETE") && !strncmp(path, "/containers/c0ffee?", 19)) {
 		reply(fd, 204, NULL);
+	} else if (!strcmp(method, "POST") && !strcmp(path, "/containers/c0ffee/kill?signal=KILL")) {
+		reply(fd, 204, NULL);
+	} else if (!strcmp(method, "POST") && !strcmp(path, "/containers/stopped1/kill?signal=KILL")) {
+		reply_message(fd, 409, "Cannot kill container: stopped1: Container stopped1 is not running");
+	} else if (!strcmp(method, "POST") && !strcmp(path, "/containers/stuck1/kill?signal=KILL")) {
+		/* A Docker whose kill does not end (its shim stuck): answered
+		 * long after the caller gave up. */
+		sleep(2);
+		reply(fd, 204, NULL);
 	} else if (!strcmp(method, "GET") && !strcmp(path, "/containers/c0ffee/json")) {
 		reply(fd, 200,
 		      "{\"Id\":\"c0ffee\",\"Name\":\"/sess-1\",\"Image\":\"sha256:abc\","
@@ -836,6 +845,14 @@ TEST(start_remove_inspect)
 	struct fake_req q;
 	CHECK(fake_find("DELETE", "/containers/", &q));
 	CHECK_STR(q.path, "/v1.41/containers/c0ffee?force=1&v=1");
+	/* kill: SIGKILL, waited for within the caller's time; not running
+	 * is what was wanted; past the time, -ETIMEDOUT. */
+	CHECK_INT(ops->kill(rt, "c0ffee", 5000, &err), 0);
+	CHECK(fake_find("POST", "/v1.41/containers/c0ffee/kill?signal=KILL", &q));
+	CHECK_INT(ops->kill(rt, "stopped1", 5000, &err), 0);
+	CHECK_INT(ops->kill(rt, "gone", 5000, &err), -ENOENT);
+	CHECK_INT(ops->kill(rt, "stuck1", 200, &err), -ETIMEDOUT);
+	CHECK_CONTAINS(err.msg, "kill container");
 
 	struct rt_container_info info;
 	CHECK_INT(ops->inspect(rt, "c0ffee", &info, &err), 0);
