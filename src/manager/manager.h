@@ -109,8 +109,7 @@ struct reset_admin_result {
 int manager_reset_admin(const struct manager_config *cfg, const struct reset_admin *ra,
 			struct reset_admin_result *res, struct terr *err);
 /* Writes admin.conf (0600, whole or not at all) for admin: endpoint,
- * keypair, email, password when not NULL, and the web_url of the file it
- * replaces. */
+ * keypair (its main key), email, and password when not NULL. */
 int mgr_admin_conf_write(const char *path, const char *endpoint, const struct user_rec *admin,
 			 const char *password, struct terr *err);
 

@@ -234,31 +234,29 @@ static bool password_from(const char *path, const char *email, const char *hash,
 int mgr_admin_conf_write(const char *path, const char *endpoint, const struct user_rec *admin,
 			 const char *password, struct terr *err)
 {
-	/* web_url (tessera server's web UI) is kept from the file replaced:
-	 * the server adds it again once its web UI serves. */
-	struct conf old = {0};
-	char web[512] = "";
-	if (conf_load(path, &old, NULL) == 0 && conf_get(&old, "web_url"))
-		util_strlcpy(web, conf_get(&old, "web_url"), sizeof(web));
-	conf_free(&old);
-	const char *keys[6] = {"endpoint", "access_key", "secret_key", "email"};
-	const char *vals[6] = {endpoint, admin->access_key, admin->secret_key, admin->email};
-	size_t n = 4;
-	if (password) {
-		keys[n] = "password";
-		vals[n++] = password;
-	}
-	if (web[0]) {
-		keys[n] = "web_url";
-		vals[n++] = web;
-	}
-	return conf_write(path, 0600, keys, vals, n, err);
+	/* No web_url: tessera server adds it once its web UI serves, and
+	 * what waits for the server reads it as "the web UI is up". */
+	const char *keys[] = {"endpoint", "access_key", "secret_key", "email", "password"};
+	const char *vals[] = {endpoint, admin->access_key, admin->secret_key, admin->email, password};
+	return conf_write(path, 0600, keys, vals, password ? 5 : 4, err);
 }
 
 int mgr_admin_conf_update(struct manager *m, const char *path, struct terr *err)
 {
+	/* The admin the file names (reset-admin --email may have chosen one),
+	 * while an enabled admin; else the first one. */
 	struct user_rec admin;
-	if (mgr_admin_user(m, &admin) < 0)
+	struct conf old = {0};
+	bool named = false;
+	if (conf_load(path, &old, NULL) == 0 && conf_get(&old, "email")) {
+		pthread_mutex_lock(&m->mu);
+		const struct user_rec *u = find_by_email(m, conf_get(&old, "email"));
+		if ((named = u && u->is_admin && !u->disabled))
+			admin = *u;
+		pthread_mutex_unlock(&m->mu);
+	}
+	conf_free(&old);
+	if (!named && mgr_admin_user(m, &admin) < 0)
 		return 0;
 	char password[PWHASH_MAX_LEN + 1] = "", pending[4300];
 	pending_path(path, pending, sizeof(pending));
