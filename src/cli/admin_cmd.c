@@ -54,9 +54,12 @@
 	"  --data-dir DIR   a data directory of tessera server (default as tessera server's)\n" \
 	"  --store URI      with --data-dir: its postgresql:// store (tessera server --store)\n" \
 	"  --etcd URL       with --data-dir: the etcd its settings are in\n" \
-	"backup copies while the manager runs; restore refuses to run while a manager\n" \
-	"runs on that data directory (stop it first), and checks the whole backup\n" \
-	"before it changes anything.\n"
+	"  --email EMAIL    reset-admin: this user (made an administrator) instead of admin@tessera.local\n" \
+	"  --password-stdin reset-admin: the new password, one line on stdin\n" \
+	"  --new-key        reset-admin: a new key for admin.conf; the admin's others revoked\n" \
+	"backup copies while the manager runs; restore and reset-admin refuse to run\n" \
+	"while a manager runs on that data directory (stop it first); restore checks\n" \
+	"the whole backup before it changes anything.\n"
 #define ADMIN_EXPECTED "expected 'backup DIR', 'restore DIR' or 'reset-admin'"
 #define BACKUP_FORMAT "tessera-backup"
 #define BACKUP_FORMAT_VERSION 1

@@ -223,7 +223,7 @@ static bool password_from(const char *path, const char *email, const char *hash,
 	if (conf_load(path, &c, NULL) == 0) {
 		const char *e = conf_get(&c, "email"), *p = conf_get(&c, "password");
 		ok = e && p && !strcasecmp(e, email) && hash[0] && pwhash_verify(hash, p) &&
-		     util_strlcpy(out, p, n) < (int)n;
+		     util_strlcpy(out, p, n) == 0;
 	}
 	conf_free(&c);
 	if (!ok && n)
