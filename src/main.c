@@ -24,7 +24,9 @@ struct command {
 	X("node",    cmd_node,    "list nodes (agents) with capacity and usage") \
 	X("image",   cmd_image,   "list, build, pull, alias and remove images; rescan the nodes' images") \
 	X("config",  cmd_config,  "read or change cluster settings (fGPU per device, queue policy, ...)") \
-	X("admin",   cmd_admin,   "back up and restore the manager's database and settings (on its host)")
+	X("user",    cmd_user,    "users (administrators): create, list, change, remove; reset a password") \
+	X("key",     cmd_key,     "your API keys: create, list, revoke") \
+	X("admin",   cmd_admin,   "back up and restore the manager's store; reset the admin's password (on its host)")
 
 #define AS_ENTRY(name, fn, summary) {name, fn, summary},
 static const struct command commands[] = {TESSERA_COMMANDS(AS_ENTRY)};

@@ -1,5 +1,7 @@
 /* tessera admin backup DIR | restore DIR: the manager's database and the
- * cluster configuration, with a manifest (docs/admin.md, "Backups").
+ * cluster configuration, with a manifest (docs/admin.md, "Backups");
+ * tessera admin reset-admin: a lost admin password set again straight in
+ * the store, admin.conf written (docs/admin.md, "A lost admin password").
  *
  * These run on the manager's host, next to its data directory, not
  * through the API: a restore must work when no manager runs (it refuses
@@ -30,6 +32,7 @@
 #include "cli/client.h"
 #include "common/conf.h"
 #include "common/etcd.h"
+#include "common/httpd.h"
 #include "common/jsonutil.h"
 #include "common/pidlock.h"
 #include "common/util.h"
@@ -39,15 +42,25 @@
 #define ADMIN_USAGE \
 	"usage: tessera admin backup DIR [--config FILE | --data-dir DIR [--store URI] [--etcd URL]]\n" \
 	"       tessera admin restore DIR [--config FILE | --data-dir DIR [--store URI] [--etcd URL]]\n" \
-	"The manager's database and the cluster settings, with a manifest.\n" \
+	"       tessera admin reset-admin [--config FILE | --data-dir DIR [--store URI]]\n" \
+	"                                 [--email EMAIL] [--password-stdin] [--new-key]\n" \
+	"backup and restore: the manager's database and the cluster settings, with a\n" \
+	"manifest. reset-admin: sets a new web password for the admin (admin@tessera.local,\n" \
+	"or --email) straight in the database, enables the account, and writes\n" \
+	"DATA_DIR/admin.conf with it; the password is generated and printed once, or read\n" \
+	"from stdin (--password-stdin). --new-key also replaces the admin's API keys with\n" \
+	"a new one (the old ones are revoked). The manager must be stopped.\n" \
 	"  --config FILE    the manager's manager.conf (its data_dir, store and etcd)\n" \
 	"  --data-dir DIR   a data directory of tessera server (default as tessera server's)\n" \
 	"  --store URI      with --data-dir: its postgresql:// store (tessera server --store)\n" \
 	"  --etcd URL       with --data-dir: the etcd its settings are in\n" \
-	"backup copies while the manager runs; restore refuses to run while a manager\n" \
-	"runs on that data directory (stop it first), and checks the whole backup\n" \
-	"before it changes anything.\n"
-#define ADMIN_EXPECTED "expected 'backup DIR' or 'restore DIR'"
+	"  --email EMAIL    reset-admin: this user (made an administrator) instead of admin@tessera.local\n" \
+	"  --password-stdin reset-admin: the new password, one line on stdin\n" \
+	"  --new-key        reset-admin: a new key for admin.conf; the admin's others revoked\n" \
+	"backup copies while the manager runs; restore and reset-admin refuse to run\n" \
+	"while a manager runs on that data directory (stop it first); restore checks\n" \
+	"the whole backup before it changes anything.\n"
+#define ADMIN_EXPECTED "expected 'backup DIR', 'restore DIR' or 'reset-admin'"
 #define BACKUP_FORMAT "tessera-backup"
 #define BACKUP_FORMAT_VERSION 1
 
@@ -58,30 +71,49 @@ struct target {
 	char etcd[256];        /* "" : settings in the database */
 	char db[PATH_MAX + 16];
 	char lock[PATH_MAX + 16];
+	char endpoint[300];    /* the API as manager.conf's listen says; "" when not from one */
 };
 
-static int parse_target(int argc, char **argv, struct target *t, const char **dir)
+/* reset-admin's own options. */
+struct reset_opts {
+	const char *email;
+	bool password_stdin, new_key;
+};
+
+/* reset (reset-admin) NULL: backup or restore, which take DIR. */
+static int parse_target(int argc, char **argv, struct target *t, const char **dir, struct reset_opts *reset)
 {
 	memset(t, 0, sizeof(*t));
-	const char *config = NULL, *data_dir = NULL, *store = NULL, *etcd = NULL;
+	const char *config = NULL, *data_dir = NULL, *store = NULL, *etcd = NULL, *email = NULL;
 	*dir = NULL;
 	for (int i = 1; i < argc; i++) {
 		const char **opt = !strcmp(argv[i], "--config") ? &config : !strcmp(argv[i], "--data-dir") ? &data_dir
-				   : !strcmp(argv[i], "--store") ? &store : !strcmp(argv[i], "--etcd") ? &etcd : NULL;
+				   : !strcmp(argv[i], "--store") ? &store : !strcmp(argv[i], "--etcd") ? &etcd
+				   : reset && !strcmp(argv[i], "--email") ? &email : NULL;
 		if (opt && i + 1 < argc) {
 			*opt = argv[++i];
 		} else if (opt) {
 			return cli_usage_fail("admin", "%s needs a value", argv[i]);
+		} else if (reset && !strcmp(argv[i], "--password-stdin")) {
+			reset->password_stdin = true;
+		} else if (reset && !strcmp(argv[i], "--new-key")) {
+			reset->new_key = true;
 		} else if (argv[i][0] == '-' && argv[i][1]) {
 			return cli_usage_fail("admin", "unknown option '%s'", argv[i]);
-		} else if (!*dir) {
+		} else if (!*dir && !reset) {
 			*dir = argv[i];
 		} else {
-			return cli_usage_fail("admin", "%s", ADMIN_EXPECTED);
+			return reset ? cli_usage_fail("admin", "reset-admin takes no argument ('%s')", argv[i])
+				     : cli_usage_fail("admin", "%s", ADMIN_EXPECTED);
 		}
 	}
-	if (!*dir || !**dir)
+	if (reset) {
+		reset->email = email;
+		if (etcd)
+			return cli_usage_fail("admin", "reset-admin needs no --etcd: users are in the database");
+	} else if (!*dir || !**dir) {
 		return cli_usage_fail("admin", "%s", ADMIN_EXPECTED);
+	}
 	if (config && (data_dir || store || etcd))
 		return cli_usage_fail("admin", "give --config, or --data-dir with --store and --etcd, not both");
 	if (config) {
@@ -91,6 +123,14 @@ static int parse_target(int argc, char **argv, struct target *t, const char **di
 			return cli_fail("%s", err.msg);
 		const char *d = conf_get(&c, "data_dir"), *s = conf_get(&c, "store"), *e = conf_get(&c, "etcd");
 		snprintf(t->data_dir, sizeof(t->data_dir), "%s", d ? d : "/var/lib/tessera");
+		/* As the manager names its API (manager_serve): 0.0.0.0 is
+		 * reached on 127.0.0.1. */
+		char host[256] = "0.0.0.0";
+		int port = 8090;
+		if (conf_get(&c, "listen"))
+			httpd_parse_listen(conf_get(&c, "listen"), host, sizeof(host), &port, NULL);
+		snprintf(t->endpoint, sizeof(t->endpoint), "http://%s:%d", strcmp(host, "0.0.0.0") ? host : "127.0.0.1",
+			 port);
 		if (s && strncmp(s, "sqlite", 6))
 			snprintf(t->store, sizeof(t->store), "%s", s);
 		if (e)
@@ -257,7 +297,7 @@ static int admin_backup(int argc, char **argv)
 {
 	struct target t;
 	const char *dir;
-	int rc = parse_target(argc, argv, &t, &dir);
+	int rc = parse_target(argc, argv, &t, &dir, NULL);
 	if (rc)
 		return rc;
 	struct terr err = {0};
@@ -489,7 +529,7 @@ static int admin_restore(int argc, char **argv)
 {
 	struct target t;
 	const char *dir;
-	int rc = parse_target(argc, argv, &t, &dir);
+	int rc = parse_target(argc, argv, &t, &dir, NULL);
 	if (rc)
 		return rc;
 	struct terr err = {0};
@@ -544,9 +584,90 @@ static int admin_restore(int argc, char **argv)
 	return CLI_EXIT_OK;
 }
 
+/* Reads the new password, one line, from stdin. */
+static int read_stdin_password(char *out, size_t n)
+{
+	if (!fgets(out, (int)n, stdin))
+		return cli_fail("--password-stdin: no password on stdin; nothing was changed");
+	size_t len = strcspn(out, "\r\n");
+	if (out[len] == '\0' && !feof(stdin))
+		return cli_fail("--password-stdin: the password is longer than %zu characters; nothing was changed", n - 2);
+	out[len] = '\0';
+	if (!len)
+		return cli_fail("--password-stdin: the line on stdin is empty; nothing was changed");
+	return CLI_EXIT_OK;
+}
+
+static int admin_reset_admin(int argc, char **argv)
+{
+	struct target t;
+	const char *dir;
+	struct reset_opts ro = {0};
+	int rc = parse_target(argc, argv, &t, &dir, &ro);
+	if (rc)
+		return rc;
+	char password[300] = "";
+	if (ro.password_stdin && (rc = read_stdin_password(password, sizeof(password))) != CLI_EXIT_OK)
+		return rc;
+	struct terr err = {0};
+	if (!t.store[0] && access(t.db, F_OK) < 0)
+		return cli_fail("no database at %s (is the data directory right? --config, --data-dir); nothing was "
+				"changed", t.db);
+	/* Held until admin.conf is written: no manager starts meanwhile
+	 * (nor runs: it keeps the users in memory and would never see the
+	 * new password). */
+	long holder = 0;
+	int lock = -1;
+	if (util_mkdir_p(t.data_dir, 0700, &err) < 0 || (lock = pidlock_acquire(t.lock, &holder, &err)) < 0) {
+		if (lock == -EBUSY)
+			return cli_fail("a manager (pid %ld) runs on %s: stop it first (systemctl stop tessera-manager, "
+					"or tessera-server); nothing was changed", holder, t.data_dir);
+		return cli_fail("%s; nothing was changed", err.msg);
+	}
+	struct manager_config mc = {.data_dir = t.data_dir, .store = t.store[0] ? t.store : NULL};
+	struct reset_admin ra = {.email = ro.email, .password = ro.password_stdin ? password : NULL,
+				 .new_key = ro.new_key};
+	struct reset_admin_result res;
+	if ((rc = manager_reset_admin(&mc, &ra, &res, &err)) < 0) {
+		pidlock_release(lock);
+		explicit_bzero(password, sizeof(password));
+		return cli_fail("%s", err.msg);
+	}
+	const char *pw = ro.password_stdin ? password : res.generated_password;
+	/* The endpoint of the admin.conf replaced, else manager.conf's
+	 * listen, else tessera server's default: the manager writes its own
+	 * at its next start anyway. */
+	char conf_path[PATH_MAX + 32], endpoint[300];
+	snprintf(conf_path, sizeof(conf_path), "%s/admin.conf", t.data_dir);
+	struct conf old = {0};
+	if (conf_load(conf_path, &old, NULL) == 0 && conf_get(&old, "endpoint"))
+		util_strlcpy(endpoint, conf_get(&old, "endpoint"), sizeof(endpoint));
+	else
+		util_strlcpy(endpoint, t.endpoint[0] ? t.endpoint : "http://127.0.0.1:8090", sizeof(endpoint));
+	conf_free(&old);
+	rc = mgr_admin_conf_write(conf_path, endpoint, &res.user, pw, &err);
+	pidlock_release(lock);
+	if (rc < 0) {
+		/* The store has the new password already: say it, once. */
+		fprintf(stderr, "tessera: %s; the new password of %s is set in the store%s%s\n", err.msg, res.user.email,
+			res.generated_password[0] ? ": " : "", res.generated_password);
+		explicit_bzero(password, sizeof(password));
+		return CLI_EXIT_FAIL;
+	}
+	printf("%s: %s of %s%s; %s written\n", res.where,
+	       res.created ? "made the admin (there was none), with a new password" : "new password", res.user.email,
+	       ro.new_key ? (res.revoked_keys ? ", a new API key (its other keys revoked)" : ", a new API key") : "",
+	       conf_path);
+	if (res.generated_password[0])
+		printf("password: %s (generated; also in %s)\n", res.generated_password, conf_path);
+	explicit_bzero(password, sizeof(password));
+	return CLI_EXIT_OK;
+}
+
 static const struct cli_verb admin_verbs[] = {
 	{"backup", admin_backup, NULL, NULL},   /* ADMIN_USAGE describes them */
 	{"restore", admin_restore, NULL, NULL},
+	{"reset-admin", admin_reset_admin, NULL, NULL},
 };
 
 static const struct cli_noun admin_noun = {

@@ -13,7 +13,10 @@ int cmd_session(int argc, char **argv);
 int cmd_node(int argc, char **argv);
 int cmd_folder(int argc, char **argv);
 int cmd_config(int argc, char **argv);
-/* tessera admin backup|restore (admin_cmd.c): on the manager's host. */
+/* tessera user (admins) and tessera key (everyone's own keys): user_cmd.c. */
+int cmd_user(int argc, char **argv);
+int cmd_key(int argc, char **argv);
+/* tessera admin backup|restore|reset-admin (admin_cmd.c): on the manager's host. */
 int cmd_admin(int argc, char **argv);
 int cmd_image(int argc, char **argv);
 /* Verbs of `tessera image`, one file each (image_cmd.c has the table). */

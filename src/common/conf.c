@@ -310,6 +310,17 @@ int conf_write(const char *path, mode_t mode, const char *const *keys,
 		free(tmp);
 		return terr_set(err, e, "cannot write %s: %s", path, strerror(e));
 	}
+	/* The rename itself reaches the disk with the directory: without
+	 * this a power loss could bring back the old file (or none) after
+	 * the caller went on as if the new one were there. */
+	char *slash = strrchr(tmp, '/');
+	if (slash)
+		*(slash == tmp ? slash + 1 : slash) = '\0';
+	int dfd = open(slash ? tmp : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0) {
+		fsync(dfd);
+		close(dfd);
+	}
 	free(tmp);
 	return 0;
 }

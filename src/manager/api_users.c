@@ -8,7 +8,10 @@
  *    email locks out their own address, not the account's owner. The
  *    counts are the manager's (mgr_login_limits): in Redis when it has
  *    one, so every manager on it shares them.
- *  - GET/POST /v1/users, PATCH /v1/users/{id}: admin only.
+ *  - GET/POST /v1/users, GET/PATCH/DELETE /v1/users/{id}, POST
+ *    /v1/users/{id}/password: admin only.
+ *  - GET/POST /v1/keypairs, DELETE /v1/keypairs/{access_key}: a user's
+ *    own API keys (admins may revoke anyone's).
  * Translation only, as in api.c: the users themselves are the core's
  * (users.c). */
 #include <pthread.h>
@@ -160,9 +163,10 @@ void api_user_update(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 	json_t *body = api_parse_body(req, resp);
 	if (!body)
 		return;
-	static const char *const allowed[] = {"disabled", "password", NULL};
+	static const char *const allowed[] = {"disabled", "password", "is_admin", NULL};
 	struct terr err = {0};
 	json_t *dis = json_object_get(body, "disabled"), *pw = json_object_get(body, "password");
+	json_t *adm = json_object_get(body, "is_admin");
 	if (check_fields(body, allowed, &err) < 0) {
 		httpd_error_terr(resp, &err);
 		goto out;
@@ -171,20 +175,120 @@ void api_user_update(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 		httpd_error(resp, 400, "invalid_argument", "disabled must be true or false");
 		goto out;
 	}
+	if (adm && !json_is_boolean(adm)) {
+		httpd_error(resp, 400, "invalid_argument", "is_admin must be true or false");
+		goto out;
+	}
 	if (pw && !json_is_string(pw)) {
 		httpd_error(resp, 400, "invalid_argument", "password must be a string");
 		goto out;
 	}
-	if (!dis && !pw) {
-		httpd_error(resp, 400, "invalid_argument", "nothing to change: give disabled and/or password");
+	if (!dis && !pw && !adm) {
+		httpd_error(resp, 400, "invalid_argument", "nothing to change: give disabled, is_admin and/or password");
 		goto out;
 	}
 	json_t *user = NULL;
-	if (mgr_user_update(ctx, req->params[0], dis ? json_is_true(dis) : -1, json_string_value(pw), me(req), &user,
-			    &err) < 0)
+	if (mgr_user_update(ctx, req->params[0], dis ? json_is_true(dis) : -1, adm ? json_is_true(adm) : -1,
+			    json_string_value(pw), me(req), &user, &err) < 0)
 		httpd_error_terr(resp, &err);
 	else
 		httpd_json(resp, 200, json_pack("{s:o}", "user", user));
 out:
 	json_decref(body);
+}
+
+void api_user_get(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
+{
+	if (!require_admin(req, resp))
+		return;
+	struct terr err = {0};
+	json_t *out = NULL;
+	if (mgr_user_get(ctx, req->params[0], &out, &err) < 0)
+		httpd_error_terr(resp, &err);
+	else
+		httpd_json(resp, 200, out);
+}
+
+void api_user_delete(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
+{
+	if (!require_admin(req, resp))
+		return;
+	struct terr err = {0};
+	json_t *reply = NULL;
+	if (mgr_user_remove(ctx, req->params[0], me(req), &reply, &err) < 0)
+		httpd_error_terr(resp, &err);
+	else
+		httpd_json(resp, 200, reply);
+}
+
+/* POST /v1/users/{id}/password {"password"?}: absent, one is generated
+ * and answered this once. */
+void api_user_password(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
+{
+	if (!require_admin(req, resp))
+		return;
+	json_t *body = req->body_len ? api_parse_body(req, resp) : json_object();
+	if (!body)
+		return;
+	static const char *const allowed[] = {"password", NULL};
+	struct terr err = {0};
+	json_t *pw = json_object_get(body, "password"), *reply = NULL;
+	if (check_fields(body, allowed, &err) < 0)
+		httpd_error_terr(resp, &err);
+	else if (pw && !json_is_null(pw) && !json_is_string(pw))
+		httpd_error(resp, 400, "invalid_argument", "password must be a string");
+	else if (mgr_user_set_password(ctx, req->params[0], json_string_value(pw), me(req), &reply, &err) < 0)
+		httpd_error_terr(resp, &err);
+	else
+		httpd_json(resp, 200, reply);
+	json_decref(body);
+}
+
+/* ---------- API keys (every user, their own) ---------- */
+
+void api_key_list(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
+{
+	httpd_json(resp, 200, mgr_keys_list(ctx, me(req)));
+}
+
+/* A key's label: what its owner calls it, shown in lists. */
+static int check_label(json_t *v, struct terr *err)
+{
+	if (!v || json_is_null(v))
+		return 0;
+	const char *l = json_string_value(v);
+	if (!l)
+		return terr_set(err, EINVAL, "label must be a string");
+	if (strlen(l) >= STORE_NAME_MAX)
+		return terr_set(err, EINVAL, "label is %zu bytes; at most %d", strlen(l), STORE_NAME_MAX - 1);
+	for (const unsigned char *p = (const unsigned char *)l; *p; p++)
+		if (*p < 0x20 || *p == 0x7f)
+			return terr_set(err, EINVAL, "label must not hold control characters");
+	return 0;
+}
+
+void api_key_create(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
+{
+	json_t *body = req->body_len ? api_parse_body(req, resp) : json_object();
+	if (!body)
+		return;
+	static const char *const allowed[] = {"label", NULL};
+	struct terr err = {0};
+	json_t *label = json_object_get(body, "label"), *reply = NULL;
+	if (check_fields(body, allowed, &err) < 0 || check_label(label, &err) < 0 ||
+	    mgr_key_create(ctx, me(req), json_string_value(label), &reply, &err) < 0)
+		httpd_error_terr(resp, &err);
+	else
+		httpd_json(resp, 201, reply);
+	json_decref(body);
+}
+
+void api_key_revoke(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
+{
+	struct terr err = {0};
+	json_t *reply = NULL;
+	if (mgr_key_revoke(ctx, me(req), req->params[0], &reply, &err) < 0)
+		httpd_error_terr(resp, &err);
+	else
+		httpd_json(resp, 200, reply);
 }

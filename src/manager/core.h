@@ -369,7 +369,9 @@ int mgr_config_put(struct manager *m, json_t *flat, struct terr *err);
 
 /* ---- users (users.c) ---- */
 
-/* Copies the user with this access key into *out; -ENOENT when none. */
+/* Copies the user with this access key (any of their live keys) into
+ * *out, its access_key and secret_key those of that key; -ENOENT when
+ * none. */
 int mgr_user_by_access_key(struct manager *m, const char *access_key, struct user_rec *out);
 /* Checks a password (argon2id, outside the lock); the user into *out.
  * EACCES "wrong email or password" for an unknown email or a wrong
@@ -385,11 +387,43 @@ json_t *mgr_users_list(struct manager *m);
  * the email is taken. */
 int mgr_user_create(struct manager *m, const char *email, const char *password, bool is_admin,
 		    const char *by, json_t **reply, struct terr *err);
-/* Changes the user with this id or email: disabled (< 0: unchanged) and/or
- * the password (NULL: unchanged). ENOENT when none; EBUSY when `by`
- * would disable their own account. *user: its public fields after. */
-int mgr_user_update(struct manager *m, const char *ref, int disabled, const char *password,
+/* Changes the user with this id or email: disabled and is_admin (< 0:
+ * unchanged) and/or the password (NULL: unchanged). ENOENT when none;
+ * EBUSY when `by` would disable their own account or take their own
+ * administrator role. *user: its public fields after. */
+int mgr_user_update(struct manager *m, const char *ref, int disabled, int is_admin, const char *password,
 		    const struct user_rec *by, json_t **user, struct terr *err);
+/* Sets the password of the user with this id or email (NULL: one is
+ * generated). *reply {"user", "password" when generated}. */
+int mgr_user_set_password(struct manager *m, const char *ref, const char *password, const struct user_rec *by,
+			  json_t **reply, struct terr *err);
+/* {"user", "keypairs" (no secrets), "sessions" not ended and "folders"
+ * not trashed it owns ([{"name", "id", ...}])}. ENOENT when none. */
+int mgr_user_get(struct manager *m, const char *ref, json_t **out, struct terr *err);
+/* Removes a user and revokes their keys. EBUSY, naming them, while they
+ * have sessions not ended or own folders not in the trash, and when `by`
+ * is the user. Their ended sessions stay in the history; *reply
+ * {"removed": <user>, "revoked_keys", "ended_sessions_kept"}. */
+int mgr_user_remove(struct manager *m, const char *ref, const struct user_rec *by, json_t **reply,
+		    struct terr *err);
+
+/* ---- API keys (users.c; docs/api.md, "API keys") ---- */
+
+/* The most keys one user may have. */
+#define MGR_MAX_KEYS 20
+/* The caller's keys: {"keypairs": [{"access_key", "label", "created_at",
+ * "main", "current"}], "endpoint", "max"}; u->access_key is the key the
+ * request was signed with ("current"). */
+json_t *mgr_keys_list(struct manager *m, const struct user_rec *u);
+/* A new key of u's: *reply {"keypair", "secret_key", "endpoint"}, the
+ * secret this once. EBUSY past MGR_MAX_KEYS. */
+int mgr_key_create(struct manager *m, const struct user_rec *u, const char *label, json_t **reply,
+		   struct terr *err);
+/* Revokes a key of by's (admins: anyone's; another's is ENOENT as a
+ * missing one). The user's main key is replaced by a new one.
+ * *reply {"revoked", "main_replaced"}. */
+int mgr_key_revoke(struct manager *m, const struct user_rec *by, const char *access_key, json_t **reply,
+		   struct terr *err);
 /* A user's public fields (no secret, no hash). */
 json_t *mgr_user_json(const struct user_rec *u);
 

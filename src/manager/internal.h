@@ -33,6 +33,12 @@ void api_auth_login(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
 void api_user_list(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
 void api_user_create(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
 void api_user_update(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
+void api_user_get(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
+void api_user_delete(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
+void api_user_password(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
+void api_key_list(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
+void api_key_create(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
+void api_key_revoke(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
 
 /* ---- api_folders.c: folders (docs/api.md, "Folders") ---- */
 void api_folder_create(void *ctx, struct httpd_req *req, struct httpd_resp *resp);

@@ -231,6 +231,11 @@ static int load_user(void *ud, const struct user_rec *u)
 	return mgr_user_load(ud, u);
 }
 
+static int load_key(void *ud, const struct keypair_rec *k)
+{
+	return mgr_key_load(ud, k);
+}
+
 static int load_session(void *ud, const struct session_rec *r)
 {
 	struct manager *m = ud;
@@ -405,6 +410,8 @@ int manager_open(struct manager **out, const struct manager_config *cfg, struct 
 		m->so->health(m->store, false, &m->store_epoch);
 	m->store_ok = true;
 	if ((rc = m->so->user_load_all(m->store, load_user, m, err)) < 0 ||
+	    (rc = m->so->keypair_load_all(m->store, load_key, m, err)) < 0 ||
+	    (rc = mgr_keys_check_main(m, err)) < 0 ||
 	    (rc = m->so->session_load_all(m->store, load_session, m, err)) < 0 ||
 	    (rc = m->so->agent_load_all(m->store, load_agent, m, err)) < 0 ||
 	    (rc = m->so->session_max_seq(m->store, &m->next_seq, err)) < 0)
@@ -488,25 +495,8 @@ int manager_serve(struct manager *m, char *admin_conf_path, size_t n, struct ter
 		strcpy(host, "127.0.0.1");
 	snprintf(m->endpoint, sizeof(m->endpoint), "http://%s:%d", host, httpd_port(m->http));
 
-	struct user_rec copy;
-	bool admin = mgr_admin_user(m, &copy) == 0;
 	snprintf(admin_conf_path, n, "%s/admin.conf", m->data_dir);
-	if (admin) {
-		/* The plain admin password exists only in admin.conf: new on first
-		 * start, else kept from the file being replaced. */
-		struct conf old = {0};
-		const char *password = m->first_password[0] ? m->first_password : NULL;
-		if (!password && conf_load(admin_conf_path, &old, NULL) == 0 &&
-		    conf_get(&old, "email") && !strcmp(conf_get(&old, "email"), copy.email))
-			password = conf_get(&old, "password");
-		const char *keys[] = {"endpoint", "access_key", "secret_key", "email", "password"};
-		const char *vals[] = {m->endpoint, copy.access_key, copy.secret_key, copy.email, password};
-		rc = conf_write(admin_conf_path, 0600, keys, vals, password ? 5 : 4, err);
-		conf_free(&old);
-		if (rc < 0)
-			return rc;
-	}
-	return 0;
+	return mgr_admin_conf_update(m, admin_conf_path, err);
 }
 
 int manager_migrate_only(const struct manager_config *cfg, int *version, char *where, size_t n,
@@ -655,6 +645,9 @@ void manager_close(struct manager *m)
 	}
 	free(m->agents);
 	free(m->users);
+	for (size_t i = 0; i < m->n_keys; i++)
+		explicit_bzero(m->keys[i].secret_key, sizeof(m->keys[i].secret_key));
+	free(m->keys);
 	mgr_settings_free(m);
 	mgr_drain_free(m);
 	mgr_folders_free(m);

@@ -87,6 +87,32 @@ int manager_serve(struct manager *m, char *admin_conf_path, size_t n, struct ter
 int manager_migrate_only(const struct manager_config *cfg, int *version, char *where, size_t n,
 			 struct terr *err);
 
+/* tessera admin reset-admin, on the manager's host with no manager
+ * running: sets an admin's password straight in the store. */
+struct reset_admin {
+	const char *email;      /* NULL: admin@tessera.local, else the first admin */
+	const char *password;   /* NULL: one is generated */
+	bool new_key;           /* a new main key; the admin's other keys are revoked */
+};
+struct reset_admin_result {
+	struct user_rec user;   /* as stored: its main key, email */
+	char generated_password[32];   /* "" when one was given */
+	size_t revoked_keys;
+	bool created;           /* there was no admin: one was made */
+	char where[512];        /* the store, as messages name it */
+};
+/* Opens the store cfg names (SQLite in data_dir, or cfg->store), refuses
+ * (-EBUSY) while a manager is active on a shared one (the caller holds
+ * the data dir's lock for SQLite), and sets the admin's password
+ * (enabling the account and its admin role), its new key when asked. A
+ * user that is not there: -ENOENT. The store is closed again. */
+int manager_reset_admin(const struct manager_config *cfg, const struct reset_admin *ra,
+			struct reset_admin_result *res, struct terr *err);
+/* Writes admin.conf (0600, whole or not at all) for admin: endpoint,
+ * keypair (its main key), email, and password when not NULL. */
+int mgr_admin_conf_write(const char *path, const char *endpoint, const struct user_rec *admin,
+			 const char *password, struct terr *err);
+
 /* True once another manager became the active one on the shared database
  * while this one had lost it: the daemon must stop (its state is stale). */
 bool manager_fenced(struct manager *m);

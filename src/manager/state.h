@@ -278,7 +278,10 @@ struct manager {
 	size_t n_agents, cap_agents;
 	struct user_rec *users;
 	size_t n_users;
-	/* Guards users and n_users for mgr_user_by_access_key alone, which
+	/* Every user's API keys (users.c), oldest first. */
+	struct keypair_rec *keys;
+	size_t n_keys;
+	/* Guards users, n_users, keys and n_keys for mgr_user_by_access_key alone, which
 	 * every signed request calls: it takes this for reading instead of
 	 * mu, so that authentication does not queue behind the manager's
 	 * work. Every change to users holds mu and this for writing, so a
@@ -384,7 +387,8 @@ struct manager {
 	char proxy_domain[256];
 	bool proxy_known;
 	/* The admin's generated password, only between create_admin() and
-	 * manager_serve() writing it to admin.conf on first start. */
+	 * manager_serve() writing it to admin.conf on first start (and in
+	 * admin.conf.pending meanwhile). */
 	char first_password[32];
 };
 
@@ -634,12 +638,24 @@ void mgr_image_service_ports(struct manager *m, const char *image, struct img_se
 const struct user_rec *mgr_find_user(struct manager *m, const char *id);
 const struct user_rec *mgr_find_user_by_email(struct manager *m, const char *email);
 const struct user_rec *mgr_find_user_by_key(struct manager *m, const char *access_key);
-/* Appends a loaded user (copied). */
+/* Appends a loaded user, a loaded key (copied). */
 int mgr_user_load(struct manager *m, const struct user_rec *u);
-/* First start: creates the admin user, its password into m->first_password. */
+int mgr_key_load(struct manager *m, const struct keypair_rec *k);
+/* After loading: adds to the keys each user's main key that is not
+ * among them (written to the store too). */
+int mgr_keys_check_main(struct manager *m, struct terr *err);
+/* First start: creates the admin user, its password into
+ * m->first_password and DATA_DIR/admin.conf.pending (before the user is
+ * stored). */
 int mgr_create_admin(struct manager *m, struct terr *err);
 /* Copies the first enabled admin into *out (takes mu); -ENOENT if none. */
 int mgr_admin_user(struct manager *m, struct user_rec *out);
+/* Writes admin.conf at path for the first enabled admin, with the
+ * manager's endpoint and the password when it is known (made at this
+ * start, or the one of the file replaced or of admin.conf.pending, if it
+ * still opens the account); logs where to turn when it is not. Removes
+ * admin.conf.pending once written. 0 when there is no admin. */
+int mgr_admin_conf_update(struct manager *m, const char *path, struct terr *err);
 
 /* ---- folders.c ---- */
 int mgr_folders_load(struct manager *m, struct terr *err);

@@ -92,9 +92,19 @@ static const struct store_column folder_cols[] = {
 };
 TABLE(store_folders_table, "folders", NULL, folder_rec, folder_cols);
 
+/* Added in schema version 3 (migrate.c copies each user's key into it). */
+static const struct store_column keypair_cols[] = {
+	COL(keypair_rec, access_key, STORE_COL_TEXT,  "PRIMARY KEY",         access_key),
+	COL(keypair_rec, user_id,    STORE_COL_TEXT,  "NOT NULL",            user_id),
+	COL(keypair_rec, secret_key, STORE_COL_TEXT,  "NOT NULL",            secret_key),
+	COL(keypair_rec, label,      STORE_COL_TEXT,  "NOT NULL DEFAULT ''", label),
+	COL(keypair_rec, created_ms, STORE_COL_INT64, "NOT NULL",            created_ms),
+};
+TABLE(store_keypairs_table, "keypairs", NULL, keypair_rec, keypair_cols);
+
 const struct store_table *const store_tables[] = {
 	&store_users_table, &store_sessions_table, &store_history_table, &store_agents_table,
-	&store_folders_table, NULL,
+	&store_folders_table, &store_keypairs_table, NULL,
 };
 
 int store_tables_check(struct terr *err)

@@ -7,6 +7,8 @@
  *     such migration);
  *   MIG_SQL: SQL written for each dialect, for what adding columns cannot
  *     express.
+ * A MIG_CREATE or MIG_ADD_COLUMNS step may carry SQL too, run after it
+ * (a new table filled from an old one).
  * Since MIG_CREATE makes the newest tables, a new database passes through
  * the later MIG_ADD_COLUMNS steps with nothing to add: the list is what
  * an old database needs, and a new one ends at the same schema. */
@@ -24,8 +26,15 @@ struct migration {
 	int version;
 	const char *description;
 	enum mig_kind kind;
-	const char *sqlite_sql, *pg_sql;  /* MIG_SQL only */
+	const char *sqlite_sql, *pg_sql;  /* MIG_SQL; after the others when not NULL */
 };
+
+/* Each user's one key (users.access_key) becomes their first API key. */
+#define COPY_USER_KEYS \
+	"INSERT INTO keypairs(access_key,user_id,secret_key,label,created_ms) " \
+	"SELECT access_key,id,secret_key,'',created_ms FROM users " \
+	"WHERE access_key NOT IN (SELECT access_key FROM keypairs)"
+
 
 /* Append only; versions are 1, 2, 3... in order. */
 static const struct migration migrations[] = {
@@ -34,6 +43,8 @@ static const struct migration migrations[] = {
 	 * user_version 0 to 2) lack some of the columns added since. */
 	{2, "columns added before schema_version existed (sessions.alloc_json to mounts_json)",
 	 MIG_ADD_COLUMNS, NULL, NULL},
+	/* Several API keys per user, each revocable (docs/api.md, "API keys"). */
+	{3, "table keypairs, each user's key its first", MIG_CREATE, COPY_USER_KEYS, COPY_USER_KEYS},
 };
 
 #define N_MIGRATIONS (sizeof(migrations) / sizeof(migrations[0]))
@@ -87,13 +98,17 @@ static int apply(const struct store_mig_conn *c, const struct migration *m, stru
 			rc = exec_owned(c, store_sql_create_table(c->d, *t), err);
 		if (rc == 0)
 			rc = c->exec(c->ctx, index_sql, err);
-		return rc;
+		break;
 	case MIG_ADD_COLUMNS:
-		return add_missing_columns(c, err);
+		rc = add_missing_columns(c, err);
+		break;
 	case MIG_SQL:
-		return c->exec(c->ctx, c->d == &store_dialect_postgresql ? m->pg_sql : m->sqlite_sql, err);
+		break;
 	}
-	return 0;
+	const char *sql = c->d == &store_dialect_postgresql ? m->pg_sql : m->sqlite_sql;
+	if (rc == 0 && sql)
+		rc = c->exec(c->ctx, sql, err);
+	return rc;
 }
 
 int store_schema_version(const struct store_mig_conn *c, int *out, struct terr *err)

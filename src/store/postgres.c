@@ -61,6 +61,11 @@
 	X(USER_DEL_OTHERS, NULL, "DELETE FROM users WHERE id<>? AND (email=? OR access_key=?)") \
 	X(USER_PUT, &store_users_table, "INSERT INTO %T(%C) VALUES(%P) ON CONFLICT(id) DO UPDATE SET %U") \
 	X(USER_ALL, &store_users_table, "SELECT %R FROM %T ORDER BY created_ms, id") \
+	X(USER_DEL, NULL, "DELETE FROM users WHERE id=?") \
+	X(USER_KEYS_DEL, NULL, "DELETE FROM keypairs WHERE user_id=?") \
+	X(KEY_PUT, &store_keypairs_table, "INSERT INTO %T(%C) VALUES(%P) ON CONFLICT(access_key) DO UPDATE SET %U") \
+	X(KEY_DEL, NULL, "DELETE FROM keypairs WHERE access_key=?") \
+	X(KEY_ALL, &store_keypairs_table, "SELECT %R FROM %T ORDER BY created_ms, access_key") \
 	X(SESSION_PUT, &store_sessions_table, "INSERT INTO %T(%C) VALUES(%P) ON CONFLICT(id) DO UPDATE SET %U") \
 	X(SESSION_ALL, &store_sessions_table, "SELECT %R FROM %T ORDER BY seq") \
 	X(SESSION_MAXSEQ, NULL, "SELECT COALESCE(MAX(seq),0) FROM sessions") \
@@ -901,6 +906,43 @@ static int pg_user_put(struct store *s, const struct user_rec *u, struct terr *e
 	return rc;
 }
 
+static int pg_user_delete(struct store *s, const char *id, struct terr *err)
+{
+	struct params p = {0};
+	struct pgconn *l = &s->conn[0];
+	pthread_mutex_lock(&l->mu);
+	bool own = !s->in_txn;
+	pthread_mutex_unlock(&l->mu);
+	int rc = own ? pg_begin(s, err) : 0;
+	if (rc < 0)
+		return rc;
+	param_text(&p, id);
+	rc = write_stmt(s, ST_USER_KEYS_DEL, &p, err);
+	if (rc == 0)
+		rc = write_stmt(s, ST_USER_DEL, &p, err);
+	if (own) {
+		if (rc == 0)
+			rc = pg_commit(s, err);
+		else
+			pg_rollback(s);
+	}
+	return rc;
+}
+
+static int pg_keypair_put(struct store *s, const struct keypair_rec *k, struct terr *err)
+{
+	struct params p;
+	bind_record(&p, &store_keypairs_table, NULL, k);
+	return write_stmt(s, ST_KEY_PUT, &p, err);
+}
+
+static int pg_keypair_delete(struct store *s, const char *access_key, struct terr *err)
+{
+	struct params p = {0};
+	param_text(&p, access_key);
+	return write_stmt(s, ST_KEY_DEL, &p, err);
+}
+
 static int pg_session_put(struct store *s, const struct session_rec *r, struct terr *err)
 {
 	struct params p;
@@ -1047,6 +1089,20 @@ static int pg_user_load_all(struct store *s, store_user_cb cb, void *ud, struct 
 	return read_rows(s, ST_USER_ALL, NULL, user_row, &l, "users", err);
 }
 
+static int keypair_row(void *ud, PGresult *r, int i)
+{
+	struct load_ctx *l = ud;
+	struct keypair_rec k = {0};
+	int rc = read_record(r, i, &store_keypairs_table, &k);
+	return rc < 0 ? rc : ((store_keypair_cb)l->cb)(l->ud, &k);
+}
+
+static int pg_keypair_load_all(struct store *s, store_keypair_cb cb, void *ud, struct terr *err)
+{
+	struct load_ctx l = {(void *)cb, ud};
+	return read_rows(s, ST_KEY_ALL, NULL, keypair_row, &l, "keys", err);
+}
+
 static int session_row(void *ud, PGresult *r, int i)
 {
 	struct load_ctx *l = ud;
@@ -1172,6 +1228,10 @@ const struct store_ops store_pg_ops = {
 	.rollback = pg_rollback,
 	.user_put = pg_user_put,
 	.user_load_all = pg_user_load_all,
+	.user_delete = pg_user_delete,
+	.keypair_put = pg_keypair_put,
+	.keypair_delete = pg_keypair_delete,
+	.keypair_load_all = pg_keypair_load_all,
 	.session_put = pg_session_put,
 	.session_load_all = pg_session_load_all,
 	.session_max_seq = pg_session_max_seq,

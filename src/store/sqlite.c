@@ -27,6 +27,11 @@
 #define STORE_STATEMENTS(X) \
 	X(USER_PUT, &store_users_table, "INSERT OR REPLACE INTO %T(%C) VALUES(%P)") \
 	X(USER_ALL, &store_users_table, "SELECT %R FROM %T ORDER BY created_ms") \
+	X(USER_DEL, NULL, "DELETE FROM users WHERE id=?") \
+	X(USER_KEYS_DEL, NULL, "DELETE FROM keypairs WHERE user_id=?") \
+	X(KEY_PUT, &store_keypairs_table, "INSERT OR REPLACE INTO %T(%C) VALUES(%P)") \
+	X(KEY_DEL, NULL, "DELETE FROM keypairs WHERE access_key=?") \
+	X(KEY_ALL, &store_keypairs_table, "SELECT %R FROM %T ORDER BY created_ms, access_key") \
 	/* An upsert: a status change updates the row in place instead of
 	 * deleting and re-inserting it with its index entries. */ \
 	X(SESSION_PUT, &store_sessions_table, "INSERT INTO %T(%C) VALUES(%P) ON CONFLICT(id) DO UPDATE SET %U") \
@@ -326,6 +331,59 @@ static int sqlite_user_load_all(struct store *s, store_user_cb cb, void *ud, str
 	return rc == SQLITE_DONE ? 0 : db_error(s, err, "load users");
 }
 
+static int sqlite_user_delete(struct store *s, const char *id, struct terr *err)
+{
+	bool own = sqlite3_get_autocommit(s->db);
+	int rc = own ? sqlite_begin(s, err) : 0;
+	sqlite3_stmt *st = rc == 0 ? stmt(s, ST_USER_KEYS_DEL) : NULL;
+	if (st) {
+		bind_text(st, 1, id);
+		rc = step_done(s, st, err, "delete the user's keys");
+	}
+	if (rc == 0) {
+		st = stmt(s, ST_USER_DEL);
+		bind_text(st, 1, id);
+		rc = step_done(s, st, err, "delete user");
+	}
+	if (own && rc == 0)
+		rc = sqlite_commit(s, err);
+	if (own && rc < 0)
+		sqlite_rollback(s);
+	return rc;
+}
+
+static int sqlite_keypair_put(struct store *s, const struct keypair_rec *k, struct terr *err)
+{
+	sqlite3_stmt *st = stmt(s, ST_KEY_PUT);
+	bind_record(st, &store_keypairs_table, NULL, k);
+	return step_done(s, st, err, "save key");
+}
+
+static int sqlite_keypair_delete(struct store *s, const char *access_key, struct terr *err)
+{
+	sqlite3_stmt *st = stmt(s, ST_KEY_DEL);
+	bind_text(st, 1, access_key);
+	return step_done(s, st, err, "delete key");
+}
+
+static int sqlite_keypair_load_all(struct store *s, store_keypair_cb cb, void *ud, struct terr *err)
+{
+	sqlite3_stmt *st = stmt(s, ST_KEY_ALL);
+	int rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct keypair_rec k = {0};
+		int cr = read_record(st, &store_keypairs_table, &k);
+		if (cr == 0)
+			cr = cb(ud, &k);
+		if (cr < 0) {
+			sqlite3_reset(st);
+			return terr_set(err, -cr, "loading keys failed");
+		}
+	}
+	sqlite3_reset(st);
+	return rc == SQLITE_DONE ? 0 : db_error(s, err, "load keys");
+}
+
 static int sqlite_session_put(struct store *s, const struct session_rec *r, struct terr *err)
 {
 	sqlite3_stmt *st = stmt(s, ST_SESSION_PUT);
@@ -503,6 +561,10 @@ const struct store_ops store_sqlite_ops = {
 	.rollback = sqlite_rollback,
 	.user_put = sqlite_user_put,
 	.user_load_all = sqlite_user_load_all,
+	.user_delete = sqlite_user_delete,
+	.keypair_put = sqlite_keypair_put,
+	.keypair_delete = sqlite_keypair_delete,
+	.keypair_load_all = sqlite_keypair_load_all,
 	.session_put = sqlite_session_put,
 	.session_load_all = sqlite_session_load_all,
 	.session_max_seq = sqlite_session_max_seq,

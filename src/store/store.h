@@ -36,6 +36,20 @@ struct user_rec {
 	int64_t created_ms;
 };
 
+/* One of a user's API keys (keypairs table): a user may have several,
+ * each revoked on its own (a revoked key's row is deleted, its secret
+ * with it). The key in the user's own access_key/secret_key (its "main"
+ * key: the one the webserver signs with for the user's browsers, and
+ * admin.conf holds for the admin) is one of them too. */
+struct keypair_rec {
+	char access_key[64];
+	char user_id[STORE_ID_MAX];
+	/* Kept as is, as users.secret_key is: a signature is checked with it. */
+	char secret_key[128];
+	char label[STORE_NAME_MAX];     /* the user's name for it ("laptop"); may be "" */
+	int64_t created_ms;
+};
+
 struct session_rec {
 	char id[STORE_ID_MAX];
 	int64_t seq;                    /* creation order: the FIFO key */
@@ -113,6 +127,7 @@ struct folder_rec {
 
 typedef int (*store_folder_cb)(void *ud, const struct folder_rec *f);
 typedef int (*store_user_cb)(void *ud, const struct user_rec *u);
+typedef int (*store_keypair_cb)(void *ud, const struct keypair_rec *k);
 typedef int (*store_session_cb)(void *ud, const struct session_rec *s);
 typedef int (*store_agent_cb)(void *ud, const struct agent_rec *a);
 
@@ -145,6 +160,15 @@ struct store_ops {
 
 	int (*user_put)(struct store *s, const struct user_rec *u, struct terr *err);
 	int (*user_load_all)(struct store *s, store_user_cb cb, void *ud, struct terr *err);
+	/* Deletes the user's row and every key of theirs (one transaction
+	 * unless the caller's is open). */
+	int (*user_delete)(struct store *s, const char *id, struct terr *err);
+
+	/* API keys: insert or replace by access key; delete by access key
+	 * (revocation); every key, oldest first. */
+	int (*keypair_put)(struct store *s, const struct keypair_rec *k, struct terr *err);
+	int (*keypair_delete)(struct store *s, const char *access_key, struct terr *err);
+	int (*keypair_load_all)(struct store *s, store_keypair_cb cb, void *ud, struct terr *err);
 
 	/* Insert or replace the whole row. */
 	int (*session_put)(struct store *s, const struct session_rec *r, struct terr *err);

@@ -1285,8 +1285,14 @@ static void web_relay(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 	size_t len = mresp.len;
 	json_t *o = NULL;
 	/* A keypair's secret (POST /v1/users answers one) never goes to a
-	 * browser: the webserver alone signs. */
-	if (body && strstr(body, "\"secret_key\"")) {
+	 * browser: the webserver alone signs. The one exception is a key the
+	 * user makes for themselves on the Credentials page (POST
+	 * /v1/keypairs): it is for their CLI, shown once, and never the key
+	 * the webserver signs with (that one is made at account creation or
+	 * by a revocation, whose answers carry no secret). */
+	bool own_new_key = !strcmp(req->method, "POST") && (!strcmp(path, "/v1/keypairs") ||
+							     !strncmp(path, "/v1/keypairs?", 13));
+	if (body && !own_new_key && strstr(body, "\"secret_key\"")) {
 		o = json_loadb(body, len, 0, NULL);
 		if (json_is_object(o) && json_object_del(o, "secret_key") == 0) {
 			body = json_dumps(o, JSON_COMPACT);

@@ -2,8 +2,11 @@
 #include "common/conf.h"
 #include "testlib.h"
 
+#include <signal.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static int parse(const char *text, struct conf *c, struct terr *err)
@@ -170,6 +173,47 @@ TEST(write_atomic_and_private)
 	rmdir(dir);
 }
 
+/* A write that fails part way (here the file size limit, as a full
+ * disk would) leaves the file it was to replace whole and no temp file:
+ * admin.conf is never half written. */
+TEST(write_cut_short_leaves_the_old_file)
+{
+	char dir[] = "/tmp/test_conf.XXXXXX";
+	CHECK(mkdtemp(dir) != NULL);
+	char path[256];
+	snprintf(path, sizeof(path), "%s/admin.conf", dir);
+	static const char *const keys[] = {"endpoint", "access_key", "secret_key", "email", "password"};
+	static const char *const old[] = {"http://h:1", "AK1", "S1", "admin@tessera.local", "first password"};
+	struct terr err = {0};
+	CHECK_INT(conf_write(path, 0600, keys, old, 5, &err), 0);
+	char big[4096];
+	memset(big, 'x', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	const char *next[] = {"http://h:2", "AK2", big, "admin@tessera.local", "second password"};
+	pid_t pid = fork();
+	if (pid == 0) {
+		signal(SIGXFSZ, SIG_IGN);
+		struct rlimit lim = {64, 64};
+		setrlimit(RLIMIT_FSIZE, &lim);
+		struct terr e = {0};
+		_exit(conf_write(path, 0600, keys, next, 5, &e) == -EFBIG ? 0 : 1);
+	}
+	int st = 0;
+	CHECK(pid > 0 && waitpid(pid, &st, 0) == pid);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);   /* the write failed, with EFBIG */
+	struct conf c;
+	CHECK_INT(conf_load(path, &c, &err), 0);
+	CHECK_INT(c.n, 5);
+	for (int i = 0; i < 5; i++)
+		CHECK_STR(conf_get(&c, keys[i]), old[i]);
+	conf_free(&c);
+	char cmd[300];
+	snprintf(cmd, sizeof(cmd), "test \"$(ls -A %s)\" = admin.conf", dir);
+	CHECK_INT(system(cmd), 0);
+	unlink(path);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	RUN(comments_blanks_and_spacing);
@@ -178,5 +222,6 @@ int main(void)
 	RUN(unknown_keys);
 	RUN(load_names_the_path);
 	RUN(write_atomic_and_private);
+	RUN(write_cut_short_leaves_the_old_file);
 	return testlib_done();
 }

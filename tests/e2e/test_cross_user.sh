@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The cross-user matrix: user B tries every route that names one of user
 # A's objects (session by id and by name: get, wait, delete, logs, exec;
-# A's account: the admin-only user and config routes) and must get exactly
+# A's account: the admin-only user and config routes; A's API key) and must get exactly
 # the answer a missing object gets (same status, code and message, the
 # reference aside), so B cannot even learn that A's objects exist. B's list
 # and event stream do not show A's session, and afterwards A's session is
@@ -65,6 +65,11 @@ ROUTES = [
 USER_ROUTES = [
     ("PATCH", "/v1/users/{user}", {"disabled": True}),
     ("PATCH", "/v1/users/{user}", {"password": "taken-over-1"}),
+    ("PATCH", "/v1/users/{user}", {"is_admin": True}),
+    ("GET", "/v1/users/{user}", None),
+    ("DELETE", "/v1/users/{user}", None),
+    ("POST", "/v1/users/{user}/password", {"password": "taken-over-2"}),
+    ("POST", "/v1/users/{user}/password", None),
     ("PUT", "/v1/config/policy.{user}", {"value": {"max_sessions": 0}}),
     ("PUT", "/v1/config", {"settings": {"policy.{user}": {"max_sessions": 0}}}),
 ]
@@ -111,6 +116,11 @@ same_as_missing(OWNER_ROUTES, [("session name with owner=B", {"{ref}": sess["nam
                 {"{ref}": "no-such-session", "{owner}": ub["email"]})
 same_as_missing(USER_ROUTES, [("user id", {"{user}": ua["id"]}), ("email", {"{user}": ua["email"]})],
                 {"{user}": "nobody@cross.test"})
+# A's API key: B may not revoke it, and learns nothing of it.
+same_as_missing([("DELETE", "/v1/keypairs/{key}", None)], [("API key", {"{key}": ua["access_key"]})],
+                {"{key}": "TKNOSUCHKEY000000000"})
+st, r = b.call("GET", "/v1/keypairs")
+say(st == 200 and ua["access_key"] not in json.dumps(r), "B's key list does not show A's key")
 # Policies are keyed by email: B sees the default and its own, in both
 # forms of the settings, never A's.
 st, _ = admin.call("PUT", "/v1/config", {"settings": {"policy.%s" % ua["email"]: {"max_sessions": 5},

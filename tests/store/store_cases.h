@@ -609,4 +609,107 @@ TEST(user_put_replaces_a_colliding_email)
 	ops->close(s);
 }
 
+struct keys {
+	struct keypair_rec k[8];
+	size_t n;
+};
+
+static int collect_key(void *ud, const struct keypair_rec *k)
+{
+	struct keys *c = ud;
+	if (c->n >= 8)
+		return -ENOSPC;
+	c->k[c->n++] = *k;
+	return 0;
+}
+
+/* API keys: several per user, replaced by access key, revoked one by
+ * one; removing a user removes their keys and no one else's. */
+TEST(keypairs_round_trip_and_user_delete)
+{
+	char p[512];
+	fresh_uri("keys", p, sizeof(p));
+	struct store *s = NULL;
+	struct terr err = {0};
+	CHECK_INT(ops->open(&s, p, &err), 0);
+	if (!s)
+		return;
+	struct user_rec a = {.id = "u1", .email = "a@x", .access_key = "AK1", .secret_key = "S1", .created_ms = 1};
+	struct user_rec b = {.id = "u2", .email = "b@x", .access_key = "AK3", .secret_key = "S3", .created_ms = 2};
+	CHECK_INT(ops->user_put(s, &a, &err), 0);
+	CHECK_INT(ops->user_put(s, &b, &err), 0);
+	struct keypair_rec k1 = {.access_key = "AK1", .user_id = "u1", .secret_key = "S1", .created_ms = 1};
+	struct keypair_rec k2 = {.access_key = "AK2", .user_id = "u1", .secret_key = "S2", .label = "laptop",
+				 .created_ms = 5};
+	struct keypair_rec k3 = {.access_key = "AK3", .user_id = "u2", .secret_key = "S3", .created_ms = 3};
+	CHECK_INT(ops->keypair_put(s, &k2, &err), 0);
+	CHECK_INT(ops->keypair_put(s, &k1, &err), 0);
+	CHECK_INT(ops->keypair_put(s, &k3, &err), 0);
+	snprintf(k2.label, sizeof(k2.label), "old laptop");
+	CHECK_INT(ops->keypair_put(s, &k2, &err), 0);
+	struct keys c = {0};
+	CHECK_INT(ops->keypair_load_all(s, collect_key, &c, &err), 0);
+	CHECK_INT(c.n, 3);
+	if (c.n == 3) {
+		/* oldest first */
+		CHECK_STR(c.k[0].access_key, "AK1");
+		CHECK_STR(c.k[0].user_id, "u1");
+		CHECK_STR(c.k[0].secret_key, "S1");
+		CHECK_STR(c.k[0].label, "");
+		CHECK_STR(c.k[1].access_key, "AK3");
+		CHECK_STR(c.k[2].access_key, "AK2");
+		CHECK_STR(c.k[2].label, "old laptop");
+		CHECK_INT(c.k[2].created_ms, 5);
+	}
+	CHECK_INT(ops->keypair_delete(s, "AK1", &err), 0);
+	c.n = 0;
+	CHECK_INT(ops->keypair_load_all(s, collect_key, &c, &err), 0);
+	CHECK_INT(c.n, 2);
+	CHECK_INT(ops->user_delete(s, "u1", &err), 0);
+	c.n = 0;
+	CHECK_INT(ops->keypair_load_all(s, collect_key, &c, &err), 0);
+	CHECK_INT(c.n, 1);
+	if (c.n == 1)
+		CHECK_STR(c.k[0].access_key, "AK3");
+	struct users u = {0};
+	CHECK_INT(ops->user_load_all(s, collect_user, &u, &err), 0);
+	CHECK_INT(u.n, 1);
+	if (u.n == 1)
+		CHECK_STR(u.u[0].id, "u2");
+	ops->close(s);
+}
+
+/* A database from before schema version 3 (no keypairs table): each
+ * user's one key becomes their first API key, secret and all. */
+TEST(migration_3_makes_each_users_key_their_first)
+{
+	char p[512];
+	fresh_uri("keys_mig", p, sizeof(p));
+	struct store *s = NULL;
+	struct terr err = {0};
+	CHECK_INT(ops->open(&s, p, &err), 0);
+	if (!s)
+		return;
+	struct user_rec a = {.id = "u1", .email = "a@x", .access_key = "AKA", .secret_key = "SKA", .created_ms = 9};
+	CHECK_INT(ops->user_put(s, &a, &err), 0);
+	ops->close(s);
+	CHECK_INT(raw_exec(p, "DROP TABLE keypairs"), 0);
+	CHECK_INT(raw_exec(p, "DELETE FROM schema_version WHERE version > 2"), 0);
+	s = NULL;
+	CHECK_INT(ops->open(&s, p, &err), 0);
+	if (!s)
+		return;
+	CHECK_INT(raw_int(p, "SELECT MAX(version) FROM schema_version"), store_schema_latest());
+	struct keys c = {0};
+	CHECK_INT(ops->keypair_load_all(s, collect_key, &c, &err), 0);
+	CHECK_INT(c.n, 1);
+	if (c.n == 1) {
+		CHECK_STR(c.k[0].access_key, "AKA");
+		CHECK_STR(c.k[0].user_id, "u1");
+		CHECK_STR(c.k[0].secret_key, "SKA");
+		CHECK_INT(c.k[0].created_ms, 9);
+	}
+	ops->close(s);
+}
+
 #endif

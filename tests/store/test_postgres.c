@@ -545,6 +545,8 @@ int main(void)
 	RUN(newer_schema_refused);
 	RUN(folders_round_trip);
 	RUN(user_put_replaces_a_colliding_email);
+	RUN(keypairs_round_trip_and_user_delete);
+	RUN(migration_3_makes_each_users_key_their_first);
 	RUN(socket_uri_and_keyword_forms);
 	RUN(migrates_an_older_database);
 	RUN(pipelined_writes_in_a_transaction);

@@ -206,6 +206,9 @@ static void check_old_db(const char *path)
 		CHECK_STR(u.u[0].password_hash, "$argon2id$old");
 		CHECK_INT(u.u[0].created_ms, 7);
 	}
+	/* The user's one key is now their first API key (migration 3). */
+	CHECK_INT(query_int(path, "SELECT COUNT(*) FROM keypairs WHERE access_key='AKOLD' AND user_id='u1' "
+			    "AND secret_key='SKOLD'"), 1);
 	struct sessions c = {0};
 	CHECK_INT(ops->session_load_all(s, collect_session, &c, &err), 0);
 	CHECK_INT(c.n, 2);
@@ -392,6 +395,8 @@ int main(void)
 	RUN(newer_schema_refused);
 	RUN(folders_round_trip);
 	RUN(user_put_replaces_a_colliding_email);
+	RUN(keypairs_round_trip_and_user_delete);
+	RUN(migration_3_makes_each_users_key_their_first);
 	int rc = testlib_done();
 	char cmd[128];
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);

@@ -8,13 +8,15 @@ import { AdminPage } from './admin';
 import { DataPage } from './data';
 import { SessionPage } from './session';
 import { NodesPage } from './nodes';
+import { CredentialsPage } from './credentials';
 import './style.css';
 
-type Page = 'sessions' | 'admin' | 'nodes' | 'data';
+type Page = 'sessions' | 'admin' | 'nodes' | 'data' | 'credentials';
 
 function pageFromPath(): Page {
   const p = location.pathname;
-  return p.startsWith('/data') ? 'data' : p.startsWith('/admin') ? 'admin' : p.startsWith('/nodes') ? 'nodes' : 'sessions';
+  return p.startsWith('/data') ? 'data' : p.startsWith('/credentials') ? 'credentials' : p.startsWith('/admin') ? 'admin'
+    : p.startsWith('/nodes') ? 'nodes' : 'sessions';
 }
 // A session's own page: /sessions/ID.
 function sessionFromPath(): string | null {
@@ -48,8 +50,9 @@ function App() {
   if (user === undefined) return <p class="loading">Loading…</p>;
   if (user === null)
     return <LoginPage onLogin={(u, token) => { setCsrf(token); setUser(u); }} />;
-  // The Data page is everyone's; Nodes and Admin are admins' only.
-  const current: Page = page === 'data' ? 'data' : page !== 'sessions' && user.is_admin ? page : 'sessions';
+  // The Data and Credentials pages are everyone's; Nodes and Admin are admins' only.
+  const current: Page = page === 'data' || page === 'credentials' ? page
+    : page !== 'sessions' && user.is_admin ? page : 'sessions';
   const navLink = (p: Page, label: string) => (
     <a href={`/${p}`} aria-current={current === p ? 'page' : undefined}
       onClick={(e) => { e.preventDefault(); go(p); }}>{label}</a>
@@ -62,6 +65,7 @@ function App() {
           <a href="/sessions" aria-current={current === 'sessions' ? 'page' : undefined}
             onClick={(e) => { e.preventDefault(); go('sessions'); }}>Sessions</a>
           {navLink('data', 'Data')}
+          {navLink('credentials', 'Credentials')}
           {user.is_admin && navLink('nodes', 'Nodes')}
           {user.is_admin && (
             <a href="/admin" aria-current={current === 'admin' ? 'page' : undefined}
@@ -73,6 +77,7 @@ function App() {
       </header>
       <main>{current === 'admin' ? <AdminPage /> : current === 'nodes' ? <NodesPage />
         : current === 'data' ? <DataPage user={user} />
+        : current === 'credentials' ? <CredentialsPage user={user} onSignedOut={() => { setCsrf(''); setUser(null); }} />
         : sessionId ? <SessionPage key={sessionId} id={sessionId} user={user} /> : <SessionsPage user={user} />}</main>
     </>
   );
