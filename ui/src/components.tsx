@@ -8,6 +8,19 @@ export function ErrorText({ error }: { error: string | null }) {
   return error ? <p class="error" role="alert">{error}</p> : null;
 }
 
+// An email in a narrow column: it may break only before its '@' (never
+// inside a word), and a part wider than the column is cut with an
+// ellipsis, the whole address in the title.
+export function Email({ email }: { email: string }) {
+  const at = email.lastIndexOf('@');
+  if (at <= 0) return <span class="email" title={email}><span class="email-part">{email}</span></span>;
+  return (
+    <span class="email" title={email}>
+      <span class="email-part">{email.slice(0, at)}</span><wbr /><span class="email-part">{email.slice(at)}</span>
+    </span>
+  );
+}
+
 export function Button(props: {
   children: ComponentChildren; onClick?: () => void; kind?: 'primary' | 'danger' | 'plain';
   type?: 'button' | 'submit'; disabled?: boolean; label?: string;
