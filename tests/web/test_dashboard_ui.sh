@@ -25,7 +25,8 @@ e2e_setup
 # Two environments for the launch dialog's checks: one whose image needs
 # half a GPU (its fGPU must start there), one that needs none. Labelled as
 # the recipes label theirs (docs/images.md, "Labels") on the tests' busybox
-# file system, as test_ui.sh makes its own; kept for later runs like TEST_IMAGE.
+# file system, as test_ui.sh makes its own; removed at the end, so that
+# they show in no other test's launch dialog (nor its screenshots).
 GPU_DEMO=tessera-ui-demo/gpu-min:1 CPU_DEMO=tessera-ui-demo/cpu-min:1
 ui_demo_image() {  # ui_demo_image REF LABEL...
 	local ref=$1; shift
@@ -65,4 +66,5 @@ while read -r line; do
 done < "$E2E_DIR/browser.log"
 check "the browser test ran to its end" grep -q '^# done' "$E2E_DIR/browser.log"
 check "the node is schedulable again at the end" bash -c '"$1" node ls --json | grep -q "\"schedulable\": *true"' _ "$TESSERA"
+check "the demo images are removed" docker rmi "$GPU_DEMO" "$CPU_DEMO" >/dev/null
 e2e_done
