@@ -159,9 +159,12 @@ json_t *mgr_resources(struct manager *m, const struct user_rec *u)
 			if (per_dev - a->gpus[d].used_m > largest_dev)
 				largest_dev = per_dev - a->gpus[d].used_m;
 	}
-	json_t *o = json_pack("{s:{s:o,s:o,s:o,s:o},s:{s:I,s:o,s:I,s:o},s:{s:o,s:o,s:o,s:{s:o,s:I}}}",
+	/* allow_root too: the launch dialog turns its root option off, with
+	 * the reason, rather than let a launch fail with 403. */
+	json_t *o = json_pack("{s:{s:o,s:o,s:o,s:o,s:b},s:{s:I,s:o,s:I,s:o},s:{s:o,s:o,s:o,s:{s:o,s:I}}}",
 		"policy", "max_sessions", limit_json(max_sessions, false), "max_cpu", limit_json(max.cpu_m, true),
 		"max_mem", limit_json(max.mem, false), "max_fgpu", limit_json(max.fgpu_m, true),
+		"allow_root", mgr_user_allow_root(m, u->email),
 		"used", "sessions", (json_int_t)n_used, "cpu", jsonutil_milli(used.cpu_m), "mem", (json_int_t)used.mem,
 		"fgpu", jsonutil_milli(used.fgpu_m),
 		"cluster", "capacity", mgr_res_json(&capacity), "free", mgr_res_json(&free_),

@@ -47,8 +47,14 @@ if phase == "one":
 
     st, r = rita.call("GET", "/v1/resources")
     say(st == 200, "GET /v1/resources answers 200 (%d)" % st)
-    say(r["policy"] == {"max_sessions": 3, "max_cpu": 2, "max_mem": 1 << 30, "max_fgpu": None},
-        "its policy: the limits, null where none (%s)" % r["policy"])
+    say(r["policy"] == {"max_sessions": 3, "max_cpu": 2, "max_mem": 1 << 30, "max_fgpu": None, "allow_root": False},
+        "its policy: the limits, null where none, no root (%s)" % r["policy"])
+    # allow_root is what the launch dialog reads to offer root or say why not.
+    st, _ = admin.call("PUT", "/v1/config/policy.rita@res.test",
+                       {"value": {"max_sessions": 3, "max_cpu": 2, "max_mem": "1g", "allow_root": True}})
+    st2, r2 = rita.call("GET", "/v1/resources")
+    say(st == 200 and st2 == 200 and r2["policy"].get("allow_root") is True,
+        "a policy with allow_root says so in GET /v1/resources (%d, %s)" % (st, r2.get("policy")))
     say(r["used"] == {"sessions": 0, "cpu": 0, "mem": 0, "fgpu": 0}, "nothing used yet (%s)" % r["used"])
     cl = r["cluster"]
     say(cl["capacity"]["fgpu"] == 2 and cl["free"]["fgpu"] == 2 and cl["largest_fgpu_free_on_one_device"] == 2,

@@ -11,6 +11,7 @@ const { chromium } = require('playwright-core');
 
 const WEB = env('WEB_URL'), EMAIL = env('ADMIN_EMAIL'), PASSWORD = env('ADMIN_PASSWORD');
 const IMAGE = env('IMAGE'), SHOTS = env('SHOTS'), NODE = env('NODE_ID');
+const GPU_DEMO = env('GPU_DEMO'), CPU_DEMO = env('CPU_DEMO');
 mkdirSync(SHOTS, { recursive: true });
 const WAIT = 60000;
 const WIDE = { width: 1280, height: 860 }, NARROW = { width: 400, height: 860 };
@@ -39,6 +40,31 @@ async function shots(page, name, schemes = ['light', 'dark']) {
 async function noSidewaysScroll(page, what) {
   const r = await page.evaluate(() => ({ sw: document.documentElement.scrollWidth, iw: innerWidth }));
   if (r.sw > r.iw) throw new Error(`${what}: the page is ${r.sw} px wide in a ${r.iw} px window`);
+}
+// A call of the API as the logged-in page makes it (its login's CSRF token).
+const apiCall = (page, method, url, body) => page.evaluate(async ({ method, url, body }) => {
+  const me = await (await fetch('/auth/me', { credentials: 'same-origin' })).json();
+  const r = await fetch(url, {
+    method, credentials: 'same-origin', body: body === undefined ? undefined : JSON.stringify(body),
+    headers: { 'Content-Type': 'application/json', 'X-CSRF-Token': me.csrf_token },
+  });
+  return { status: r.status, body: await r.text() };
+}, { method, url, body });
+async function openLaunch(page) {
+  // A dialog a failed step left open is closed first (Escape), so that
+  // each step reports its own failure.
+  if (await page.locator('dialog[open]').count()) {
+    await page.keyboard.press('Escape');
+    await page.locator('dialog[open]').waitFor({ state: 'detached', timeout: WAIT });
+  }
+  await page.getByRole('button', { name: 'Start' }).click();
+  const dlg = page.getByRole('dialog', { name: 'Start a session' });
+  await dlg.waitFor();
+  return dlg;
+}
+async function closeLaunch(page, dlg) {
+  await dlg.getByRole('button', { name: 'Cancel', exact: true }).click();
+  await dlg.waitFor({ state: 'hidden', timeout: WAIT });
 }
 const tileUsed = (page, res) => page.locator(`.res-tile[data-resource="${res}"] .res-used strong`).textContent();
 
@@ -122,6 +148,194 @@ try {
     await row.getByRole('button', { name: 'Terminate' }).waitFor({ timeout: WAIT });
   });
 
+  // ---- The launch dialog (issue 28, item 6). ----
+  await step('reopened, the launch dialog asks for 1 session again, not the last launch\'s 3', async () => {
+    const dlg = await openLaunch(page);
+    const n = await dlg.getByRole('spinbutton', { name: 'Sessions' }).inputValue();
+    if (n !== '1') throw new Error(`Sessions shows ${n} after a launch of 3`);
+    await closeLaunch(page, dlg);
+  });
+
+  await step('at 1280x800 the launch dialog\'s Launch button is in sight, whatever the body scrolls', async () => {
+    await page.setViewportSize({ width: 1280, height: 800 });
+    const dlg = await openLaunch(page);
+    await dlg.getByRole('group', { name: 'Environment' }).waitFor({ timeout: WAIT });
+    for (const where of ['top', 'bottom']) {
+      if (where === 'bottom') await dlg.evaluate((d) => d.querySelectorAll('*').forEach((e) => { if (e.scrollHeight > e.clientHeight) e.scrollTop = e.scrollHeight; }));
+      for (const name of ['Launch', 'Cancel']) {
+        const btn = dlg.getByRole('button', { name, exact: true });
+        const box = await btn.boundingBox();
+        if (!box || box.y < 0 || box.x < 0 || box.y + box.height > 800 || box.x + box.width > 1280)
+          throw new Error(`${name} is at ${JSON.stringify(box)} in a 1280x800 window (body at its ${where})`);
+        // On top there, not hidden under or clipped by the scrolled body.
+        const hit = await btn.evaluate((b) => {
+          const r = b.getBoundingClientRect();
+          const e = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
+          return !!e && (e === b || b.contains(e));
+        });
+        if (!hit) throw new Error(`${name} is covered or clipped (body at its ${where})`);
+      }
+    }
+    await closeLaunch(page, dlg);
+    await page.setViewportSize(WIDE);
+  });
+
+  const pickEnv = async (dlg, title) => {
+    const envs = dlg.getByRole('group', { name: 'Environment' });
+    await envs.locator('label.env').filter({ has: page.locator('.env-title', { hasText: new RegExp(`^${title}$`) }) }).click({ timeout: WAIT });
+  };
+  await step('the GPU field starts at the chosen image\'s minimum: 0.5 fGPU for one that needs it, 0 for one that needs none', async () => {
+    const dlg = await openLaunch(page);
+    const gpu = dlg.getByRole('spinbutton', { name: 'GPU' });
+    await pickEnv(dlg, 'GPU minimum');
+    await page.waitForFunction((el) => el.value === '0.5', await gpu.elementHandle(), { timeout: WAIT }).catch(async () => {
+      throw new Error(`GPU shows ${await gpu.inputValue()} for ${GPU_DEMO}, whose minimum is 0.5 fGPU`);
+    });
+    await pickEnv(dlg, 'CPU only');
+    await page.waitForFunction((el) => el.value === '0', await gpu.elementHandle(), { timeout: WAIT }).catch(async () => {
+      throw new Error(`GPU shows ${await gpu.inputValue()} for ${CPU_DEMO}, which needs no GPU`);
+    });
+    await closeLaunch(page, dlg);
+  });
+
+  await step('a request below the image\'s minimum turns Launch off, with the reason next to the field, as it is typed', async () => {
+    const dlg = await openLaunch(page);
+    await pickEnv(dlg, 'GPU minimum');
+    const launchBtn = dlg.getByRole('button', { name: 'Launch', exact: true });
+    const field = (label) => dlg.locator('.field.slider', { has: page.getByRole('spinbutton', { name: label, exact: true }) });
+    await dlg.getByRole('spinbutton', { name: 'GPU' }).waitFor();
+    for (const [label, bad, good, words] of [
+      ['CPU', '0.25', '0.5', 'at least 0.5 CPU'],
+      ['Memory', '0.125', '0.25', 'at least 256 MiB'],
+      ['GPU', '0.2', '0.5', 'at least 0.5 fGPU'],
+    ]) {
+      await dlg.getByRole('spinbutton', { name: label, exact: true }).fill(bad);
+      if (!await launchBtn.isDisabled()) throw new Error(`Launch is on with ${label} ${bad}, below ${GPU_DEMO}'s minimum`);
+      const err = field(label).locator('.field-error');
+      await err.waitFor({ timeout: WAIT });
+      const text = await err.textContent();
+      if (!text.includes(words)) throw new Error(`the ${label} field says '${text}', not '${words}'`);
+      await dlg.getByRole('spinbutton', { name: label, exact: true }).fill(good);
+      await err.waitFor({ state: 'detached', timeout: WAIT });
+    }
+    if (await launchBtn.isDisabled()) throw new Error('Launch stays off once the request meets the minimum');
+    await closeLaunch(page, dlg);
+  });
+
+  await step('the Image field\'s placeholder names no image that does not exist', async () => {
+    const catalog = await page.evaluate(async () => (await (await fetch('/api/v1/images', { credentials: 'same-origin' })).json()).images);
+    const refs = new Set(catalog.flatMap((i) => [i.ref, ...(i.aliases ?? [])]));
+    // With environments on offer, and with a catalog of unlabelled images
+    // only (no environment: the placeholder is what guides then).
+    for (const onlyUnlabelled of [false, true]) {
+      if (onlyUnlabelled) {
+        await page.route('**/api/v1/images', async (route) => {
+          const resp = await route.fetch();
+          const body = await resp.json();
+          body.images = body.images.filter((i) => i.frameworks.length === 0 && i.family === i.name);
+          await route.fulfill({ response: resp, json: body });
+        });
+      }
+      const dlg = await openLaunch(page);
+      const image = dlg.getByLabel('Image', { exact: true });
+      if (!onlyUnlabelled) await dlg.getByRole('group', { name: 'Environment' }).waitFor({ timeout: WAIT });
+      else await page.waitForTimeout(300);   // the routed catalog in place
+      const ph = (await image.getAttribute('placeholder')) ?? '';
+      const named = ph.match(/[A-Za-z0-9][\w.\-/]*:[\w.\-]+/g) ?? [];
+      const missing = named.filter((n) => !refs.has(n));
+      if (missing.length) throw new Error(`the placeholder '${ph}' names ${missing.join(', ')}, which no node has`);
+      await closeLaunch(page, dlg);
+      if (onlyUnlabelled) await page.unroute('**/api/v1/images');
+    }
+  });
+
+  const waitEnded = (name) => page.evaluate(async (name) => {
+    for (let i = 0; i < 20; i++) {
+      const s = await (await fetch(`/api/v1/sessions/${name}?wait=1&timeout_s=30`, { credentials: 'same-origin' })).json();
+      if (['TERMINATED', 'ERROR', 'CANCELLED'].includes(s.status)) {
+        const log = await (await fetch(`/api/v1/sessions/${name}/logs`, { credentials: 'same-origin' })).text();
+        return { ...s, log };
+      }
+    }
+    return { status: 'still not ended' };
+  }, name);
+  const fillSmall = async (dlg, name) => {
+    await dlg.getByLabel('Image', { exact: true }).fill(IMAGE);
+    await dlg.getByLabel('Name').fill(name);
+    await dlg.getByRole('spinbutton', { name: 'CPU' }).fill('0.25');
+    await dlg.getByRole('spinbutton', { name: 'Memory' }).fill('0.25');
+    await dlg.getByRole('spinbutton', { name: 'GPU' }).fill('0');
+  };
+
+  await step('a batch session from the dialog needs a command, runs it and ends TERMINATED', async () => {
+    const dlg = await openLaunch(page);
+    await fillSmall(dlg, 'batch1');
+    await dlg.getByRole('radio', { name: 'Batch' }).check();
+    const launchBtn = dlg.getByRole('button', { name: 'Launch', exact: true });
+    if (!await launchBtn.isDisabled()) throw new Error('Launch is on for a batch session without a command');
+    const err = await dlg.locator('.field', { has: page.getByLabel('Startup command') }).locator('.field-error').textContent();
+    if (!err.includes('startup command')) throw new Error(`the command field says '${err}'`);
+    await dlg.getByLabel('Startup command').fill('echo batch-says-$((6*7)); echo "uid=$(id -u)"');
+    await dlg.locator('.estimate.fits').waitFor({ timeout: WAIT });
+    await launchBtn.click();
+    await dlg.waitFor({ state: 'hidden', timeout: WAIT });
+    const s = await waitEnded('batch1');
+    if (s.status !== 'TERMINATED' || s.type !== 'batch' || s.exit_code !== 0 || s.root)
+      throw new Error(`batch1 is ${s.status}, type ${s.type}, exit code ${s.exit_code}, root ${s.root}`);
+    if (!s.log.includes('batch-says-42') || !s.log.includes('uid=1000')) throw new Error(`batch1's log: ${s.log.slice(0, 200)}`);
+  });
+
+  await step('root is off, with the reason, where the policy forbids it', async () => {
+    const dlg = await openLaunch(page);
+    const root = dlg.getByRole('checkbox', { name: 'Run as root' });
+    await page.waitForFunction((el) => el.disabled, await root.elementHandle(), { timeout: WAIT });
+    const why = await dlg.locator('.root-option .hint').textContent();
+    if (!why.includes('policy does not allow')) throw new Error(`the root option says '${why}'`);
+    await closeLaunch(page, dlg);
+  });
+
+  await step('with a policy that allows root, a batch session as root runs as uid 0 and ends', async () => {
+    const r = await apiCall(page, 'PUT', `/api/v1/config/${encodeURIComponent(`policy.${EMAIL}`)}`, { value: { allow_root: true } });
+    if (r.status !== 200) throw new Error(`setting the admin's policy answered ${r.status}: ${r.body}`);
+    const dlg = await openLaunch(page);
+    const root = dlg.getByRole('checkbox', { name: 'Run as root' });
+    await page.waitForFunction((el) => !el.disabled, await root.elementHandle(), { timeout: WAIT });
+    await fillSmall(dlg, 'rootjob');
+    await dlg.getByRole('radio', { name: 'Batch' }).check();
+    await dlg.getByLabel('Startup command').fill('echo "uid=$(id -u)"');
+    await root.check();
+    await dlg.locator('.estimate.fits').waitFor({ timeout: WAIT });
+    await dlg.getByRole('button', { name: 'Launch', exact: true }).click();
+    await dlg.waitFor({ state: 'hidden', timeout: WAIT });
+    const s = await waitEnded('rootjob');
+    if (s.status !== 'TERMINATED' || !s.root || s.exit_code !== 0) throw new Error(`rootjob is ${s.status}, root ${s.root}, exit code ${s.exit_code}`);
+    if (!s.log.includes('uid=0')) throw new Error(`rootjob's log: ${s.log.slice(0, 200)}`);
+  });
+
+  await step('a root launch the server refuses (403: the policy changed meanwhile) shows its words by Launch, and root turns off', async () => {
+    const dlg = await openLaunch(page);
+    const root = dlg.getByRole('checkbox', { name: 'Run as root' });
+    await page.waitForFunction((el) => !el.disabled, await root.elementHandle(), { timeout: WAIT });
+    await fillSmall(dlg, 'rootjob2');
+    await dlg.getByLabel('Startup command').fill('sleep 1');
+    await root.check();
+    const r = await apiCall(page, 'PUT', `/api/v1/config/${encodeURIComponent(`policy.${EMAIL}`)}`, { value: null });
+    if (r.status !== 200) throw new Error(`removing the admin's policy answered ${r.status}: ${r.body}`);
+    const launchBtn = dlg.getByRole('button', { name: 'Launch', exact: true });
+    await launchBtn.click();
+    const alert = dlg.locator('.launch-foot').getByRole('alert');
+    await alert.waitFor({ timeout: WAIT });
+    const text = await alert.textContent();
+    if (!text.includes('Cannot launch') || !text.includes('root')) throw new Error(`the dialog says '${text}'`);
+    const box = await alert.boundingBox();
+    const vp = page.viewportSize();
+    if (!box || box.y < 0 || box.y + box.height > vp.height) throw new Error(`the error is out of sight at ${JSON.stringify(box)}`);
+    await page.waitForFunction((el) => el.disabled && !el.checked, await root.elementHandle(), { timeout: WAIT });
+    const st = await page.evaluate(async () => (await fetch('/api/v1/sessions/rootjob2', { credentials: 'same-origin' })).status);
+    if (st !== 404) throw new Error(`rootjob2 exists (GET answered ${st})`);
+    await closeLaunch(page, dlg);
+  });
+
   await step('the status filter is kept in the URL and survives a reload', async () => {
     await page.locator('.filters').getByLabel('Status').selectOption('RUNNING');
     await page.waitForURL(/status=RUNNING/);
@@ -154,10 +368,12 @@ try {
     await page.locator('.log-box .log-line', { hasText: 'marker-LOGLINE' }).first().waitFor({ timeout: WAIT });
     const before = Number(await page.locator('.log-box').getAttribute('data-lines'));
     await page.waitForFunction((n) => Number(document.querySelector('.log-box')?.getAttribute('data-lines')) > n, before, { timeout: WAIT });
-    await page.getByLabel('Search the log').fill('tick 2 ');
-    await page.locator('.log-box mark', { hasText: 'tick 2 ' }).first().waitFor({ timeout: WAIT });
+    // The search trims its words: "tick 2 marker" finds tick 2 alone,
+    // however many lines the logger wrote by now (tick 20, 21, ...).
+    await page.getByLabel('Search the log').fill('tick 2 marker');
+    await page.locator('.log-box mark', { hasText: 'tick 2 marker' }).first().waitFor({ timeout: WAIT });
     const lines = await page.locator('.log-box .log-line').allTextContents();
-    if (lines.some((l) => !l.includes('tick 2 '))) throw new Error(`the search shows other lines: ${lines.slice(0, 3).join(' | ')}`);
+    if (lines.some((l) => !l.includes('tick 2 marker'))) throw new Error(`the search shows other lines: ${lines.slice(0, 3).join(' | ')}`);
     await page.getByLabel('Search the log').fill('');
   });
 
@@ -185,6 +401,35 @@ try {
       throw new Error(`GET stats answered ${probe.status}: ${probe.body.slice(0, 200)}`);
     }
     await shots(page, 'session_detail', ['dark']);
+  });
+
+  // The memory chart's y-axis labels ("250 MiB" with the logger's 256 MiB
+  // limit) are drawn on the canvas: their ink, found pixel by pixel left
+  // of the plot, must lie inside the chart, off its left edge (a label
+  // too wide for its axis starts left of the canvas: "50 MiB" is left).
+  await step('the memory chart\'s y-axis labels are whole, inside the chart', async () => {
+    await page.waitForFunction(() => {
+      const fig = [...document.querySelectorAll('figure.chart')].find((f) => f.querySelector('figcaption')?.textContent === 'Memory');
+      return fig && Number(fig.querySelector('.chart-box')?.getAttribute('data-points')) > 0 && fig.querySelector('canvas') && fig.querySelector('.u-over');
+    }, null, { timeout: 90000 });
+    await page.waitForTimeout(300);   // drawn
+    const r = await page.evaluate(() => {
+      const fig = [...document.querySelectorAll('figure.chart')].find((f) => f.querySelector('figcaption')?.textContent === 'Memory');
+      const cv = fig.querySelector('canvas'), over = fig.querySelector('.u-over');
+      const cr = cv.getBoundingClientRect(), or = over.getBoundingClientRect();
+      const k = cv.width / cr.width;
+      const x1 = Math.floor((or.left - cr.left) * k), y0 = Math.ceil((or.top - cr.top) * k), y1 = Math.floor((or.bottom - cr.top) * k);
+      const px = cv.getContext('2d').getImageData(0, y0, Math.max(1, x1), Math.max(1, y1 - y0)).data;
+      let left = Infinity, right = -1, n = 0;
+      for (let y = 0; y < y1 - y0; y++) {
+        for (let x = 0; x < x1; x++) {
+          if (px[(y * x1 + x) * 4 + 3] > 0) { n++; left = Math.min(left, x); right = Math.max(right, x); }
+        }
+      }
+      return { k, axisWidth: x1, left, right, n };
+    });
+    if (r.n === 0) throw new Error('no label is drawn left of the plot');
+    if (r.left < 2 * r.k) throw new Error(`the labels' ink starts at x=${r.left} of the canvas: cut at its left edge (axis ${r.axisWidth} px wide)`);
   });
 
   await step('the session\'s page survives a reload, and Back returns to the list', async () => {
@@ -281,6 +526,39 @@ try {
       await shots(page, `${name}_narrow`, schemes);
     });
   }
+  // A long email in a narrow column: a line may break before its '@'
+  // only, never inside a word; cut short, the title has it all.
+  await step('at 400 pixels a long email in the users table breaks before its @ only, never mid-word', async () => {
+    const email = 'maximiliane.alexandra.longname@research-and-development.example.org';
+    const made = await apiCall(page, 'POST', '/api/v1/users', { email, password: 'long-email-pw-1' });
+    if (made.status !== 201) throw new Error(`creating ${email} answered ${made.status}: ${made.body}`);
+    await page.goto(new URL('/admin', WEB).href);
+    const cell = page.locator('td[data-label="Email"]', { hasText: 'maximiliane' });
+    await cell.waitFor({ timeout: WAIT });
+    const r = await cell.evaluate((td) => {
+      // Each character's line, by the top of its box.
+      const walker = document.createTreeWalker(td, NodeFilter.SHOW_TEXT);
+      const chars = [];
+      for (let t = walker.nextNode(); t; t = walker.nextNode()) {
+        for (let i = 0; i < t.data.length; i++) {
+          const range = document.createRange();
+          range.setStart(t, i); range.setEnd(t, i + 1);
+          const rect = range.getClientRects()[0];
+          if (rect) chars.push({ c: t.data[i], top: Math.round(rect.top) });
+        }
+      }
+      const text = chars.map((c) => c.c).join('');
+      const breaks = [];
+      for (let i = 1; i < chars.length; i++) if (chars[i].top > chars[i - 1].top + 2) breaks.push(i);
+      const titled = td.querySelector('[title]')?.getAttribute('title') ?? td.getAttribute('title');
+      return { text, breaks, titled, width: td.getBoundingClientRect().width };
+    });
+    if (r.text !== email) throw new Error(`the cell holds '${r.text}'`);
+    const bad = r.breaks.filter((i) => r.text[i] !== '@');
+    if (bad.length) throw new Error(`the email breaks mid-word: ${r.breaks.map((i) => `'${r.text.slice(0, i)}' | '${r.text.slice(i)}'`).join('; ')}`);
+    if (r.titled !== email) throw new Error(`the email's title is '${r.titled}'`);
+  });
+
   await step('at 400 pixels the launch dialog has no sideways scroll', async () => {
     await page.goto(new URL('/sessions', WEB).href);
     await page.getByRole('button', { name: 'Start' }).click();

@@ -86,6 +86,7 @@ try {
     await page.keyboard.press('ArrowRight');
     const n = await dlg.getByRole('spinbutton', { name: 'Sessions' }).inputValue();
     if (n !== '3') throw new Error(`Sessions field shows ${n} after two ArrowRight presses`);
+    await dlg.locator('.estimate.fits, .estimate.waits').waitFor({ timeout: WAIT });   // the picture with its estimate
     await shot(page, 'session_launch_dialog');
     await dlg.getByRole('button', { name: 'Launch' }).click();
     await dlg.waitFor({ state: 'hidden', timeout: WAIT });
@@ -145,6 +146,9 @@ try {
     await dlg.getByRole('spinbutton', { name: 'Sessions' }).fill('1');
     // The whole dialog in the picture (docs/user-guide.md).
     await page.setViewportSize({ width: 1280, height: 900 });
+    await dlg.locator('.estimate.fits, .estimate.waits').waitFor({ timeout: WAIT });
+    await dlg.locator('.launch-body').evaluate((b) => { b.scrollTop = 0; });
+    await page.evaluate(() => document.activeElement?.blur?.());
     await shot(page, 'launch_environment_version');
     await page.setViewportSize({ width: 1100, height: 640 });
     await dlg.getByRole('button', { name: 'Launch' }).click();

@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, type User } from './api';
-import { Button, Dialog, ErrorText, TextField } from './components';
+import { Button, Dialog, Email, ErrorText, TextField } from './components';
 import { SettingsSections } from './settings';
 
 function Users() {
@@ -50,7 +50,7 @@ function Users() {
         <tbody>
           {users.map((u) => (
             <tr key={u.id}>
-              <td data-label="Email">{u.email}</td>
+              <td data-label="Email"><Email email={u.email} /></td>
               <td data-label="Role">{u.is_admin ? 'administrator' : 'user'}</td>
               <td data-label="State">{u.disabled ? 'disabled' : 'active'}</td>
               <td class="actions" data-label="Actions">

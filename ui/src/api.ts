@@ -150,7 +150,8 @@ export type NodeFull = Omit<Node, 'gpus'> & {
   gpus?: (Gpu & { util_pct?: number; mem_used_bytes?: number })[];
 };
 export interface ResourceSummary {
-  policy: { max_sessions: number | null; max_cpu: number | null; max_mem: number | null; max_fgpu: number | null };
+  // allow_root: absent from a manager older than the launch dialog's root option.
+  policy: { max_sessions: number | null; max_cpu: number | null; max_mem: number | null; max_fgpu: number | null; allow_root?: boolean };
   used: { sessions: number; cpu: number; mem: number; fgpu: number };
   cluster: {
     capacity: Resources; free: Resources; largest_fgpu_free_on_one_device: number;

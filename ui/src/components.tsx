@@ -8,30 +8,52 @@ export function ErrorText({ error }: { error: string | null }) {
   return error ? <p class="error" role="alert">{error}</p> : null;
 }
 
+// An email in a narrow column: it may break only before its '@' (never
+// inside a word), and a part wider than the column is cut with an
+// ellipsis, the whole address in the title.
+export function Email({ email }: { email: string }) {
+  const at = email.lastIndexOf('@');
+  if (at <= 0) return <span class="email" title={email}><span class="email-part">{email}</span></span>;
+  return (
+    <span class="email" title={email}>
+      <span class="email-part">{email.slice(0, at)}</span><wbr /><span class="email-part">{email.slice(at)}</span>
+    </span>
+  );
+}
+
 export function Button(props: {
   children: ComponentChildren; onClick?: () => void; kind?: 'primary' | 'danger' | 'plain';
-  type?: 'button' | 'submit'; disabled?: boolean; label?: string;
+  type?: 'button' | 'submit'; disabled?: boolean; label?: string; describedBy?: string;
 }) {
   return (
     <button type={props.type ?? 'button'} class={`btn ${props.kind ?? 'plain'}`} onClick={props.onClick}
-      disabled={props.disabled} aria-label={props.label}>
+      disabled={props.disabled} aria-label={props.label} aria-describedby={props.describedBy}>
       {props.children}
     </button>
   );
 }
 
+// A field's problem, said under it while the user types (and named by
+// the input's aria-describedby), so that a request is fixed before it is sent.
+function FieldError({ id, error }: { id: string; error?: string | null }) {
+  return error ? <small class="error field-error" id={id}>{error}</small> : null;
+}
+
 export function TextField(props: {
   label: string; value: string; onInput: (v: string) => void; type?: string; list?: string;
   autocomplete?: string; required?: boolean; placeholder?: string; hint?: string; disabled?: boolean;
+  error?: string | null; mono?: boolean;
 }) {
   const id = useId();
   return (
-    <div class="field">
+    <div class={`field${props.error ? ' invalid' : ''}`}>
       <label for={id}>{props.label}</label>
       <input id={id} type={props.type ?? 'text'} value={props.value} list={props.list}
         autocomplete={props.autocomplete} required={props.required} placeholder={props.placeholder}
-        disabled={props.disabled}
+        disabled={props.disabled} class={props.mono ? 'mono' : undefined}
+        aria-invalid={props.error ? true : undefined} aria-describedby={props.error ? `${id}-error` : undefined}
         onInput={(e) => props.onInput((e.target as HTMLInputElement).value)} />
+      <FieldError id={`${id}-error`} error={props.error} />
       {props.hint && <small class="hint">{props.hint}</small>}
     </div>
   );
@@ -41,7 +63,7 @@ export function TextField(props: {
 // visible label.
 export function SliderField(props: {
   label: string; value: number; min: number; max: number; step: number; unit?: string;
-  onChange: (v: number) => void; disabled?: boolean; hint?: string;
+  onChange: (v: number) => void; disabled?: boolean; hint?: string; error?: string | null;
 }) {
   const id = useId();
   const labelId = `${id}-label`;
@@ -50,16 +72,18 @@ export function SliderField(props: {
     if (!Number.isNaN(v)) props.onChange(v);
   };
   return (
-    <div class="field slider">
+    <div class={`field slider${props.error ? ' invalid' : ''}`}>
       <label id={labelId} for={id}>{props.label}</label>
       <div class="slider-row">
         <input type="range" aria-labelledby={labelId} min={props.min} max={props.max} step={props.step}
           value={props.value} disabled={props.disabled}
           onInput={(e) => set((e.target as HTMLInputElement).value)} />
         <input id={id} type="number" min={props.min} max={props.max} step={props.step} value={props.value}
-          disabled={props.disabled} onInput={(e) => set((e.target as HTMLInputElement).value)} />
+          disabled={props.disabled} onInput={(e) => set((e.target as HTMLInputElement).value)}
+          aria-invalid={props.error ? true : undefined} aria-describedby={props.error ? `${id}-error` : undefined} />
         {props.unit && <span class="unit" aria-hidden="true">{props.unit}</span>}
       </div>
+      <FieldError id={`${id}-error`} error={props.error} />
       {props.hint && <small class="hint">{props.hint}</small>}
     </div>
   );

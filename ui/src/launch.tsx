@@ -1,5 +1,5 @@
-import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
-import { api, api2, fmtNum, type Estimate, type Image, type Node, type ResourceSummary, type User } from './api';
+import { useEffect, useId, useLayoutEffect, useRef, useState } from 'preact/hooks';
+import { api, api2, ApiError, fmtNum, type Estimate, type Image, type Node, type ResourceSummary, type User } from './api';
 import { Button, Dialog, ErrorText, SliderField, TextField } from './components';
 import { FolderPicker, type Mounts } from './folderpicker';
 
@@ -101,9 +101,12 @@ export function launchable(images: Image[], user: User | undefined): Image[] {
     (i.visibility !== 'private' || (user !== undefined && i.owner === user.email)));
 }
 
-// The last choices, kept in this browser (localStorage) for the next launch.
+// The last choices, kept in this browser (localStorage) for the next
+// launch: the environment, version, CPU and memory. Not the GPU (it starts
+// at the chosen image's minimum) nor the number of sessions (it starts at
+// 1: a count kept from the last launch made several sessions unasked).
 const LAST_KEY = 'tessera.launch.last';
-interface LastChoice { family?: string; ref?: string; cpu?: number; memGiB?: number; fgpu?: number; count?: number }
+interface LastChoice { family?: string; ref?: string; cpu?: number; memGiB?: number }
 function readLast(): LastChoice {
   try { const v = JSON.parse(localStorage.getItem(LAST_KEY) ?? '{}'); return v && typeof v === 'object' ? v : {}; } catch { return {}; }
 }
@@ -118,6 +121,9 @@ const PRESETS: { name: string; cpu: number; memGiB: number; gpus: number; what: 
   { name: 'One GPU', cpu: 2, memGiB: 8, gpus: 1, what: '2 CPU · 8 GiB · 1 GPU' },
 ];
 
+const MiB = 2 ** 20;
+const ROOT_FORBIDDEN = 'Your policy does not allow sessions that run as root: they run as the image\u2019s work user (uid 1000). An administrator can allow it (policy: "Allow sessions as root").';
+
 export function LaunchDialog(props: {
   open: boolean; nodes: Node[]; onClose: () => void; onLaunched: () => void;
   resources?: ResourceSummary | null; user?: User;
@@ -131,6 +137,12 @@ export function LaunchDialog(props: {
   const [memGiB, setMemGiB] = useState(1);
   const [fgpu, setFgpu] = useState(0);
   const [count, setCount] = useState(1);
+  const [batch, setBatch] = useState(false);
+  const [command, setCommand] = useState('');
+  const [root, setRoot] = useState(false);
+  // Whether the user's policy allows root: undefined while unknown (the
+  // option is offered and the server decides, with a 403 shown as is).
+  const [rootAllowed, setRootAllowed] = useState<boolean | undefined>(undefined);
   const [step, setStep] = useState(0.1);
   const [perDevice, setPerDevice] = useState(1);
   const [estimate, setEstimate] = useState<Estimate | null>(null);
@@ -139,6 +151,7 @@ export function LaunchDialog(props: {
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
   const [mounts, setMounts] = useState<Mounts>({ specs: [], error: null });
+  const uid = useId();
 
   const alive = props.nodes.filter((n) => n.status === 'ALIVE');
   const pool = alive.length ? alive : props.nodes;
@@ -173,6 +186,23 @@ export function LaunchDialog(props: {
   const minCpu = Math.min(maxCpu, Math.max(0.25, Math.ceil(min.cpu * 4) / 4));
   const minMem = Math.min(maxMem, Math.max(0.25, Math.ceil((min.mem / GiB) * 4) / 4));
   const minGpu = Math.min(maxGpu, min.fgpu);
+  const rootOn = root && rootAllowed !== false;
+
+  // What is wrong with the request as it stands, said next to its field
+  // while the user types; Launch stays off until it is right. The image's
+  // minimum is the catalog's (the server refuses below it with 400).
+  const memBytes = Math.round(memGiB * 1024) * MiB;
+  const problems: { cpu?: string; mem?: string; fgpu?: string; count?: string; command?: string } = {};
+  if (!(cpu > 0)) problems.cpu = 'CPU must be more than 0.';
+  else if (cpu < min.cpu - 1e-9) problems.cpu = `This image needs at least ${fmtNum(min.cpu)} CPU; ${fmtNum(cpu)} is below it.`;
+  if (memBytes < 6 * MiB) problems.mem = 'Memory must be at least 6 MiB.';
+  else if (memBytes < min.mem) problems.mem = `This image needs at least ${fmtSize(min.mem)}; ${fmtSize(memBytes)} is below it.`;
+  if (!(fgpu >= 0)) problems.fgpu = 'GPU cannot be negative.';
+  else if (fgpu < min.fgpu - 1e-9) problems.fgpu = `This image needs at least ${fmtNum(min.fgpu)} fGPU; ${fmtNum(fgpu)} is below it.`;
+  if (!Number.isInteger(count) || count < 1 || count > 100) problems.count = 'Sessions must be a whole number from 1 to 100.';
+  if (batch && !command.trim()) problems.command = 'A batch session needs a startup command: it runs it and ends with it.';
+  const blocked = problems.cpu ?? problems.mem ?? problems.fgpu ?? problems.count ?? problems.command ??
+    (!(typed.trim() || ref) ? 'Choose an environment and a version, or type an image name.' : null);
 
   // Picking from the lists is a choice over a name typed before.
   const pickFamily = (f: Family) => {
@@ -191,12 +221,21 @@ export function LaunchDialog(props: {
     if (!props.open) return;
     setError(null);
     // Each launch starts from the lists: a name typed for the last one
-    // (and its session name) would be reused unseen.
+    // (and its session name) would be reused unseen. So would a count of
+    // sessions, a batch command or root: each launch starts without them.
     setTyped('');
     setName('');
+    setCount(1);
+    setBatch(false);
+    setCommand('');
+    setRoot(false);
+    setFgpu(0);
     const last = readLast();
     setEstimate(null);
     setEstimateError(null);
+    setRootAllowed(props.resources?.policy.allow_root);
+    api2.resources().then((r) => setRootAllowed(typeof r.policy.allow_root === 'boolean' ? r.policy.allow_root : undefined))
+      .catch(() => { /* unknown: the server decides */ });
     api.images().then((r) => {
       setCatalog(r.images);
       const envs0 = families(launchable(r.images, props.user));
@@ -219,26 +258,35 @@ export function LaunchDialog(props: {
     const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
     setCpu((v) => Math.min(num(last.cpu) ?? v, maxCpu));
     setMemGiB((v) => Math.min(num(last.memGiB) ?? v, maxMem));
-    setFgpu((v) => (maxGpu > 0 ? Math.min(num(last.fgpu) ?? (v || 1), maxGpu) : 0));
-    setCount((v) => Math.min(Math.max(1, Math.round(num(last.count) ?? v)), maxCount));
   }, [props.open]);
+
+  // The GPU starts at the chosen image's minimum (0 for an image that
+  // needs none), at each opening and at each other image chosen; a name
+  // typed that is no image of the catalog leaves it as it is.
+  useEffect(() => {
+    if (!props.open || !chosen) return;
+    setFgpu(minGpu);
+  }, [props.open, chosen?.ref, minGpu]);
 
   // The chosen image's minimum lifts the values below it.
   useEffect(() => {
     setCpu((v) => Math.max(v, minCpu));
     setMemGiB((v) => Math.max(v, minMem));
-    setFgpu((v) => Math.max(v, minGpu));
-  }, [minCpu, minMem, minGpu]);
+  }, [minCpu, minMem]);
 
-  // The request as it stands, for the estimate and the launch.
+  // The request as it stands, for the estimate and the launch; null
+  // while something is wrong with it (said next to the field).
   const request = (): Record<string, unknown> | null => {
     const image = typed.trim() || ref;
-    if (!image || !Number.isInteger(count) || count < 1 || count > 100) return null;
+    if (!image || blocked) return null;
     const req: Record<string, unknown> = {
       image, count,
       resources: { cpu: fmtNum(cpu), mem: `${Math.round(memGiB * 1024)}MiB`, fgpu: fmtNum(fgpu) },
     };
     if (name.trim()) req.name = name.trim();
+    if (batch) req.type = 'batch';
+    if (command.trim()) req.startup_command = command;
+    if (rootOn) req.root = true;
     return req;
   };
 
@@ -262,7 +310,7 @@ export function LaunchDialog(props: {
       });
     }, 400);
     return () => clearTimeout(t);
-  }, [props.open, typed, ref, cpu, memGiB, fgpu, count, name]);
+  }, [props.open, typed, ref, cpu, memGiB, fgpu, count, name, batch, command, rootOn]);
 
   const applyPreset = (p: typeof PRESETS[number]) => {
     setCpu(Math.max(minCpu, Math.min(p.cpu, maxCpu)));
@@ -273,32 +321,43 @@ export function LaunchDialog(props: {
   const launch = async (e: Event) => {
     e.preventDefault();
     setError(null);
-    const image = typed.trim() || ref;
-    if (!image) { setError('Choose an environment and a version, or type an image name.'); return; }
-    if (!Number.isInteger(count) || count < 1 || count > 100) { setError('Sessions must be a whole number from 1 to 100.'); return; }
-    const req: Record<string, unknown> = {
-      image, count,
-      resources: { cpu: fmtNum(cpu), mem: `${Math.round(memGiB * 1024)}MiB`, fgpu: fmtNum(fgpu) },
-    };
-    if (name.trim()) req.name = name.trim();
+    const req = request();
+    if (!req) { setError(blocked ?? 'Choose an environment and a version, or type an image name.'); return; }
     if (mounts.error) { setError(mounts.error); return; }
     if (mounts.specs.length) req.mounts = mounts.specs;
     setBusy(true);
     try {
       await api.launch(req);
-      writeLast({ family: typed.trim() ? undefined : family, ref: typed.trim() ? undefined : ref, cpu, memGiB, fgpu, count });
+      writeLast({ family: typed.trim() ? undefined : family, ref: typed.trim() ? undefined : ref, cpu, memGiB });
       props.onLaunched();
     } catch (err) {
+      // The server's words, as they are. A 403 for root means the policy
+      // changed since the dialog read it: read it again, so that the
+      // option says why it is off.
       setError(`Cannot launch: ${(err as Error).message}`);
+      if (err instanceof ApiError && err.status === 403 && req.root) {
+        api2.resources().then((r) => {
+          if (r.policy.allow_root === false) { setRootAllowed(false); setRoot(false); }
+        }).catch(() => { /* the error above says it */ });
+      }
     } finally {
       setBusy(false);
     }
   };
 
+  // A name for the Image field's placeholder: never one that does not
+  // exist. With environments offered, a neutral hint; else an image of the
+  // catalog the user may launch, if any.
+  const nameable = catalog.filter((i) => (!i.status || i.status === 'ready') && i.visibility !== 'hidden' &&
+    (i.visibility !== 'private' || i.owner === props.user?.email));
+  const placeholder = envs.length ? 'or type an image name or alias'
+    : nameable.length ? `e.g. ${nameable[0].ref}` : 'an image name, NAME:TAG';
+
   const overridden = typed.trim() !== '';
   return (
     <Dialog open={props.open} title="Start a session" onClose={props.onClose}>
-      <form onSubmit={launch} class="launch">
+      <form onSubmit={launch} class="launch" noValidate>
+        <div class="launch-body">
         <div class="launch-cols">
         <div class="launch-image">
         {envs.length > 0 && (
@@ -345,7 +404,7 @@ export function LaunchDialog(props: {
           </fieldset>
         )}
         <TextField label="Image" value={typed} onInput={setTyped} list="tessera-images"
-          placeholder={envs.length ? 'or type any image name' : 'e.g. python:3.11'}
+          placeholder={placeholder}
           hint={overridden ? 'This name is launched instead of the environment above.'
             : 'Your private images, an alias, or any image on the nodes.'} />
         <datalist id="tessera-images">
@@ -369,29 +428,60 @@ export function LaunchDialog(props: {
           })}
         </fieldset>
         <SliderField label="CPU" value={cpu} min={minCpu} max={maxCpu} step={0.25} unit="cores" onChange={setCpu}
+          error={problems.cpu}
           hint={[min.cpu ? `This image needs at least ${fmtNum(min.cpu)} CPU.` : '',
             capHint('CPU', cpuCap, used?.cpu, (n) => `${fmtNum(n)}`)].filter(Boolean).join(' ')} />
         <SliderField label="Memory" value={memGiB} min={minMem} max={maxMem} step={0.25} unit="GiB" onChange={setMemGiB}
+          error={problems.mem}
           hint={[min.mem ? `This image needs at least ${fmtSize(min.mem)}.` : '',
             capHint('memory', memCap, used ? used.mem / GiB : undefined, (n) => `${fmtNum(Math.round(n * 100) / 100)} GiB`)].filter(Boolean).join(' ')} />
         <SliderField label="GPU" value={fgpu} min={minGpu} max={maxGpu} step={step} unit="fGPU" onChange={setFgpu}
-          disabled={maxGpu === 0} hint={maxGpu === 0 ? (gpuCap.by === 'policy' && nodeGpu > 0 ? 'Your policy allows no GPU.' : 'No node offers a GPU.')
-            : capHint('fGPU', gpuCap, used?.fgpu, (n) => `${fmtNum(n)}`)} />
+          error={problems.fgpu}
+          disabled={maxGpu === 0} hint={[min.fgpu ? `This image needs at least ${fmtNum(min.fgpu)} fGPU.` : '',
+            maxGpu === 0 ? (gpuCap.by === 'policy' && nodeGpu > 0 ? 'Your policy allows no GPU.' : 'No node offers a GPU.')
+              : capHint('fGPU', gpuCap, used?.fgpu, (n) => `${fmtNum(n)}`)].filter(Boolean).join(' ')} />
         <SliderField label="Sessions" value={count} min={1} max={maxCount} step={1} onChange={(v) => setCount(Math.round(v))}
+          error={problems.count}
           hint={pol?.max_sessions != null ? `Your policy allows ${pol.max_sessions} session${pol.max_sessions === 1 ? '' : 's'} at once${used?.sessions ? ` (${used.sessions} now)` : ''}.` : undefined} />
+        <fieldset class="session-kind">
+          <legend>Type</legend>
+          <label class="check-inline"><input type="radio" name="session-type" value="interactive" checked={!batch}
+            onChange={() => setBatch(false)} /> Interactive</label>
+          <label class="check-inline"><input type="radio" name="session-type" value="batch" checked={batch}
+            onChange={() => setBatch(true)} /> Batch</label>
+          <small class="hint">{batch ? 'Runs its startup command and ends with it: TERMINATED when it exits 0, else ERROR.'
+            : 'Runs until you end it.'}</small>
+        </fieldset>
+        <TextField label="Startup command" value={command} onInput={setCommand} mono
+          placeholder={batch ? 'e.g. python3 train.py' : 'optional'} error={problems.command}
+          hint={batch ? 'Run with /bin/sh -c in the session.' : 'Optional: run with /bin/sh -c after the session starts.'} />
+        <div class="field check root-option">
+          <label class="check-inline">
+            <input type="checkbox" checked={rootOn} disabled={rootAllowed === false}
+              aria-describedby={`${uid}-root`} onChange={(e) => setRoot((e.target as HTMLInputElement).checked)} />
+            Run as root
+          </label>
+          <small class="hint" id={`${uid}-root`}>{rootAllowed === false ? ROOT_FORBIDDEN
+            : 'The session\u2019s processes run as root rather than the image\u2019s work user (uid 1000).'}</small>
+        </div>
         <FolderPicker open={props.open} onChange={(m) => { setMounts(m); setError(null); }} />
-        <div class={`estimate${estimate ? (estimate.fits_now ? ' fits' : ' waits') : ''}`} role="status" aria-live="polite">
-          {estimateError ? <span class="error">{estimateError}</span>
-            : !estimate ? <span class="hint">Checking whether it fits…</span>
-              : estimate.fits_now ? <span><strong>Fits now:</strong> it starts at once.</span>
-                : <span><strong>Will wait:</strong> {estimate.reason ?? 'it waits in the queue'}. It starts by itself when resources free up.</span>}
         </div>
         </div>
         </div>
-        <ErrorText error={error} />
-        <div class="actions">
-          <Button onClick={props.onClose}>Cancel</Button>
-          <Button type="submit" kind="primary" disabled={busy}>Launch</Button>
+        <div class="launch-foot">
+          <div class={`estimate${estimate ? (estimate.fits_now ? ' fits' : ' waits') : ''}`} role="status" aria-live="polite">
+            {blocked ? <span class="hint">Correct the request to see whether it fits.</span>
+              : estimateError ? <span class="error">{estimateError}</span>
+              : !estimate ? <span class="hint">Checking whether it fits…</span>
+                : estimate.fits_now ? <span><strong>Fits now:</strong> it starts at once.</span>
+                  : <span><strong>Will wait:</strong> {estimate.reason ?? 'it waits in the queue'}. It starts by itself when resources free up.</span>}
+          </div>
+          <ErrorText error={error} />
+          <div class="actions">
+            {blocked && <span class="launch-why" id={`${uid}-why`}>{blocked}</span>}
+            <Button onClick={props.onClose}>Cancel</Button>
+            <Button type="submit" kind="primary" disabled={busy || !!blocked} describedBy={blocked ? `${uid}-why` : undefined}>Launch</Button>
+          </div>
         </div>
       </form>
     </Dialog>

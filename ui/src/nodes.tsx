@@ -4,7 +4,7 @@
 // running.
 import { useId, useState } from 'preact/hooks';
 import { api2, fmtBytes, fmtNum, type NodeFull, type SessionFull } from './api';
-import { Button, Dialog, ErrorText } from './components';
+import { Button, Dialog, Email, ErrorText } from './components';
 import { useClusterState } from './sessions';
 import { navigate, sessionHref } from './session';
 
@@ -80,7 +80,7 @@ function NodeCard({ n, sessions, onDrain }: { n: NodeFull; sessions: SessionFull
             <li key={s.id}>
               <a href={sessionHref(s.id)} onClick={(e) => { e.preventDefault(); navigate(sessionHref(s.id)); }}>{s.name}</a>
               <span class={`status st-${s.status.toLowerCase()}`}>{s.status}</span>
-              <span class="hint">{s.owner}</span>
+              <span class="hint"><Email email={s.owner} /></span>
             </li>
           ))}
         </ul>

@@ -8,7 +8,7 @@ import {
   api, api2, fmtBytes, fmtConfig, fmtNum, ApiError, type Session, type SessionFull, type SessionStats,
   type UsageSample, type User,
 } from './api';
-import { Button, Dialog, ErrorText } from './components';
+import { Button, Dialog, Email, ErrorText } from './components';
 import { AppChips, AppLauncherDialog } from './apps';
 import { CommitDialog } from './commit';
 import { LogViewer } from './logs';
@@ -274,7 +274,7 @@ export function SessionPage({ id, user }: { id: string; user: User }) {
             <dt>Image</dt><dd class="mono wrap">{s.image}</dd>
             <dt>Resources</dt><dd>{fmtConfig(s.resources)}</dd>
             <dt>Type</dt><dd>{s.type ?? 'interactive'}{s.root ? ' · runs as root' : ''}</dd>
-            <dt>Owner</dt><dd>{s.owner}</dd>
+            <dt>Owner</dt><dd><Email email={s.owner} /></dd>
             <dt>Node</dt><dd>{s.agent ?? '— (not placed)'}</dd>
             <dt>GPUs</dt><dd>{(s.gpus ?? []).length === 0 ? 'none' : (
               <ul class="plain">{s.gpus!.map((g) => <li key={g.uuid}>GPU {g.index}: {fmtNum(g.fgpu)} fGPU <span class="hint mono">{g.uuid}</span></li>)}</ul>

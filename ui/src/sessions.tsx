@@ -1,6 +1,6 @@
 import { useEffect, useId, useState } from 'preact/hooks';
 import { api, fmtAge, fmtConfig, type Node, type Session, type SessionFull, type User } from './api';
-import { Button, ErrorText } from './components';
+import { Button, Email, ErrorText } from './components';
 import { LaunchDialog } from './launch';
 import { CommitDialog } from './commit';
 import { AppChips, AppLauncherDialog, useSessionApps } from './apps';
@@ -228,7 +228,7 @@ export function SessionsPage({ user }: { user: User }) {
                 <td data-label="Name">
                   <a class="session-link" href={sessionHref(s.id)} onClick={(e) => { e.preventDefault(); open(s); }}>{s.name}</a>
                   {s.type === 'batch' && <span class="info badge" title="ends when its command ends"> batch</span>}
-                  {user.is_admin && <div class="owner-line" title="owner">{s.owner}</div>}
+                  {user.is_admin && <div class="owner-line"><Email email={s.owner} /></div>}
                   {s.status === 'RUNNING' && <AppChips apps={apps.get(s.id)} />}
                 </td>
                 <td data-label="Image">{s.image}</td>

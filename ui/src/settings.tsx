@@ -5,7 +5,7 @@
 // its refusal is shown in its words, naming the setting.
 import { useEffect, useId, useState } from 'preact/hooks';
 import { api, fmtBytes, fmtNum } from './api';
-import { Button, Dialog, ErrorText } from './components';
+import { Button, Dialog, Email, ErrorText } from './components';
 
 type Config = Record<string, unknown> & { policies?: Record<string, Record<string, unknown>> };
 
@@ -306,7 +306,7 @@ function Policies({ config, reload }: { config: Config | null; reload: () => voi
           <tbody>
             {names.map((who) => (
               <tr key={who} data-policy={who}>
-                <td data-label="Applies to">{who === 'default' ? <strong>Everyone without their own (default)</strong> : who}</td>
+                <td data-label="Applies to">{who === 'default' ? <strong>Everyone without their own (default)</strong> : <Email email={who} />}</td>
                 <td data-label="Limits">{pols[who] ? describe(pols[who]) : 'no limits'}</td>
                 <td data-label="Actions"><div class="row-actions horizontal">
                   <Button onClick={() => setEditing(who)} label={`Edit the policy of ${who}`}>Edit</Button>

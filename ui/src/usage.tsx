@@ -116,6 +116,25 @@ function fitX(u: uPlot, data: uPlot.AlignedData) {
   if (max - x[0] < MIN_SPAN_S) u.setScale('x', { min: max - MIN_SPAN_S, max });
 }
 
+// The y axis as wide as its widest label, plus its ticks and their gap:
+// a fixed width cut "250 MiB" to "50 MiB". uPlot asks at each redraw,
+// once per layout cycle (cycleNum 1, 2, ...): the first cycle measures
+// and later ones keep its answer, so that the layout settles.
+function yAxisSize(u: uPlot, values: string[] | null, axisIdx: number, cycleNum: number): number {
+  const axis = u.axes[axisIdx] as uPlot.Axis & { _size?: number; font: [string, number] | string };
+  if (cycleNum > 1 && axis._size) return axis._size;
+  const ticks = (axis.ticks as { size?: number } | undefined)?.size ?? 10;
+  let widest = 0;
+  if (values && values.length) {
+    u.ctx.save();
+    u.ctx.font = Array.isArray(axis.font) ? axis.font[0] : axis.font;
+    for (const v of values) widest = Math.max(widest, u.ctx.measureText(String(v ?? '')).width);
+    u.ctx.restore();
+    widest /= devicePixelRatio || 1;   // the font is scaled to device pixels
+  }
+  return Math.ceil(ticks + (axis.gap ?? 5) + widest + 6);
+}
+
 // A live line chart over time (x in Unix seconds). The chart is made once;
 // new points come through `data` and `version` (the caller appends to its
 // arrays and bumps version): uPlot redraws its canvas, nothing else
@@ -150,7 +169,7 @@ export function LiveChart(props: {
       width: Math.max(200, el.clientWidth), height, legend: { show: true, live: true },
       cursor: { drag: { x: false, y: false } },
       scales: { x: { time: true }, y: props.yRange ? { range: props.yRange } : { range: (_u, _min, max) => [0, Math.max(props.yMin ?? 1, max * 1.1)] } },
-      axes: [{ ...axis }, { ...axis, size: 56, values: (_u, vals) => vals.map((v) => props.fmt(v)) }],
+      axes: [{ ...axis }, { ...axis, size: yAxisSize, values: (_u, vals) => vals.map((v) => props.fmt(v)) }],
       series: [{}, ...props.series.map((s) => ({
         label: s.label, stroke: cssVar(s.colorVar, '#2454c5'), width: 2, dash: s.dash ? [6, 4] : undefined,
         fill: s.dash ? undefined : `${cssVar(s.colorVar, '#2454c5')}22`,
