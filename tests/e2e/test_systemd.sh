@@ -141,7 +141,7 @@ check "wsproxy: READY=1 once its ports answer, STATUS, STOPPING=1" notified wspr
 
 sport=$(free_port); swport=$(free_port)
 range=$(e2e_free_port_range 2) || exit 1
-notify_run server "127.0.0.1:$sport 127.0.0.1:$swport 127.0.0.1:${range%-*}" \
+notify_run server "127.0.0.1:$sport 127.0.0.1:$swport 127.0.0.2:${range%-*}" \
 	"$TESSERA" server --data-dir "$E2E_DIR/sdata" --port "$sport" --web-port "$swport" --app-ports "$range" \
 	--registry none --node-id "$E2E_AGENT_ID"
 check "server: READY=1 once API, web UI and app proxy answer, STATUS, STOPPING=1" notified server
