@@ -122,13 +122,14 @@ check "without a cgroup kill" \
 	grep -qx "tessera_agent_cgroup_kills_total{node=\"$E2E_AGENT_ID\"} 1" "$E2E_DIR/metrics.txt"
 
 # ---- OOM kills again and again: a bounded history -------------------------
-# busybox tail keeps a line whole in memory: 100 MiB without a newline
-# passes a 32 MiB limit; a kill every few seconds (more on a busy host),
-# each seen by the agent's OOM count (read every second) on its own, so
-# that one history line per count change, as before, would be 6 or more.
+# busybox dd with bs=100M fills a 100 MiB buffer from /dev/zero at once,
+# past a 32 MiB limit in a fraction of a second even on a busy host; a kill
+# every second or two, each seen by the agent's OOM count (read every
+# second) on its own, so that one history line per count change, as
+# before, would be 6 or more.
 check "a session whose processes keep passing its memory limit starts" \
-	"$T" session create "$TEST_IMAGE" --name hog --cpu 0.3 --mem 32m \
-	--startup-command 'while :; do head -c 100m /dev/zero | tail; sleep 1; done' --wait
+	"$T" session create "$TEST_IMAGE" --name hog --cpu 0.5 --mem 32m \
+	--startup-command 'while :; do dd if=/dev/zero of=/dev/null bs=100M count=1; sleep 1; done' --wait
 many() { (($(jget hog oom_kills 2>/dev/null || echo 0) >= 6)); }
 check "its processes are killed again and again" until_ok 200 many
 "$T" session rm hog >/dev/null
