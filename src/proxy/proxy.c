@@ -1046,8 +1046,14 @@ static void redeem_done(uv_work_t *w, int status)
 	} else {
 		cookie_name(c, name, sizeof(name));
 		char extra[APPCOOKIE_MAX + 200];
+		/* Lax, not Strict: the link is opened from another site (the
+		 * web UI, on an address of its own, or a message), and a
+		 * browser keeps a Strict cookie from every request of a
+		 * navigation another site started, this redirect's GET / too:
+		 * the app would answer "Sign-in needed". Lax still keeps it
+		 * from other sites' frames, scripts and form posts. */
 		snprintf(extra, sizeof(extra),
-			 "Set-Cookie: %s=%s; Max-Age=%d; Path=/; HttpOnly; SameSite=Strict\r\nLocation: /\r\n", name,
+			 "Set-Cookie: %s=%s; Max-Age=%d; Path=/; HttpOnly; SameSite=Lax\r\nLocation: /\r\n", name,
 			 value, APPCOOKIE_TTL_S);
 		respond_page(c, 302, extra, "Opening the app", "Opening the app...", false, false);
 		log_info(COMP, "user %s opened %s of session %s on %s", ck.user, ck.target, ck.session_id, ck.route);

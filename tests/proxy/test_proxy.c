@@ -442,7 +442,7 @@ TEST(setup_sets_cookie)
 	snprintf(want, sizeof(want), "Set-Cookie: tessera_app_%d=", proxy_ports_[0]);
 	CHECK_CONTAINS(head, want);
 	CHECK_CONTAINS(head, "HttpOnly");
-	CHECK_CONTAINS(head, "SameSite=Strict");
+	CHECK_CONTAINS(head, "SameSite=Lax");
 	CHECK_CONTAINS(head, "Path=/");
 	CHECK_CONTAINS(head, "Location: /\r\n");
 	/* The cookie as the browser sends it back. */
