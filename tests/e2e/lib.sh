@@ -8,6 +8,9 @@ TEST_IMAGE=tessera-test:e2e-2
 E2E_FAILS=0
 E2E_CHECKS=0
 E2E_PIDS=()
+# Images a test made (commits, builds), removed when it ends, after its
+# containers: an image a container still uses would only lose its tag.
+E2E_IMAGES=()
 
 e2e_log() { printf '# %s\n' "$*"; }
 ok()   { E2E_CHECKS=$((E2E_CHECKS + 1)); printf 'ok   %s\n' "$*"; }
@@ -148,6 +151,8 @@ e2e_teardown() {
 	for p in "${E2E_PIDS[@]}"; do kill "$p" 2>/dev/null; done
 	for p in "${E2E_PIDS[@]}"; do wait "$p" 2>/dev/null; done
 	e2e_cleanup_containers
+	local img
+	for img in "${E2E_IMAGES[@]}"; do docker rmi -f "$img" >/dev/null 2>&1; done
 	if [[ -n "$E2E_PG_OWN_DIR" ]]; then
 		"$E2E_PGCLUSTER" stop "$E2E_PG_OWN_DIR"
 		((E2E_FAILS)) && cp "$E2E_PG_OWN_DIR/postgres.log" "$E2E_DIR/postgres.log" 2>/dev/null

@@ -247,5 +247,5 @@ check "... on the same port" curl -fsS "http://$REGISTRY/v2/" -o /dev/null
 T session rm src nopull >/dev/null 2>&1
 stop_server
 check "the registry stops with the server" not pgrep -f "docker-registry serve $DATA/registry/config.yml"
-cleanup_images
+E2E_IMAGES+=("${IMAGES[@]}")   # removed after the sessions' containers (e2e_teardown)
 e2e_done

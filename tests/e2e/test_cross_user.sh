@@ -281,5 +281,5 @@ while IFS= read -r line; do
 done <<<"$out"
 check "the matrix ran to its end" contains "$out" "# matrix done"
 private=$(sed -n 's/^# private image //p' <<<"$out")
-[[ -n "$private" ]] && docker rmi -f "$private" >/dev/null 2>&1
+[[ -n "$private" ]] && E2E_IMAGES+=("$private")   # removed after its sessions (e2e_teardown)
 e2e_done

@@ -18,7 +18,7 @@ PY=tessera/python:3.11
 ADMIN_CONF=$TESSERA_CONFIG
 DATA=$E2E_DIR/data
 IMAGES=()
-trap 'for i in "${IMAGES[@]}"; do docker rmi -f "$i" >/dev/null 2>&1; done; e2e_teardown' EXIT
+trap 'e2e_teardown; for i in "${IMAGES[@]}"; do docker rmi -f "$i" >/dev/null 2>&1; done' EXIT
 
 conf() { sed -n "s/^$1 *= *//p" "$ADMIN_CONF"; }
 ENDPOINT=$(conf endpoint)

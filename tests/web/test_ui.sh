@@ -59,7 +59,7 @@ done < "$E2E_DIR/browser.log"
 check "the browser test ran to its end" grep -q '^# done' "$E2E_DIR/browser.log"
 # The private image "Convert to image" made (the server's state goes with
 # $E2E_DIR; the image is Docker's).
-sed -n 's/^# image \(tessera-private\/.*\)$/\1/p' "$E2E_DIR/browser.log" | while read -r ref; do
-	docker rmi -f "$ref" >/dev/null 2>&1
-done
+while read -r ref; do
+	E2E_IMAGES+=("$ref")   # removed after the sessions that run it (e2e_teardown)
+done < <(sed -n 's/^# image \(tessera-private\/.*\)$/\1/p' "$E2E_DIR/browser.log")
 e2e_done
