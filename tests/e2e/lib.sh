@@ -138,6 +138,9 @@ e2e_setup() {
 	E2E_RUN=$(basename "$E2E_DIR")
 	E2E_AGENT_ID=n-$E2E_RUN
 	e2e_sweep_networks
+	# The users' networks there before: any other one left empty at the
+	# end is this test's (tests run one at a time), removed by e2e_teardown.
+	E2E_NETS_BEFORE=$(docker network ls -q --no-trunc --filter name=tessera-u- 2>/dev/null)
 	e2e_build_image
 	e2e_pg_setup
 	trap e2e_teardown EXIT
@@ -151,8 +154,15 @@ e2e_teardown() {
 	for p in "${E2E_PIDS[@]}"; do kill "$p" 2>/dev/null; done
 	for p in "${E2E_PIDS[@]}"; do wait "$p" 2>/dev/null; done
 	e2e_cleanup_containers
-	local img
+	local img net
 	for img in "${E2E_IMAGES[@]}"; do docker rmi -f "$img" >/dev/null 2>&1; done
+	# Users' networks this test's agents made and left empty (two agents on
+	# one Docker each leave the other's).
+	for net in $(docker network ls -q --no-trunc --filter name=tessera-u- 2>/dev/null); do
+		grep -qxF "$net" <<<"$E2E_NETS_BEFORE" && continue
+		[[ $(docker network inspect -f '{{len .Containers}}' "$net" 2>/dev/null) == 0 ]] &&
+			docker network rm "$net" >/dev/null 2>&1
+	done
 	if [[ -n "$E2E_PG_OWN_DIR" ]]; then
 		"$E2E_PGCLUSTER" stop "$E2E_PG_OWN_DIR"
 		((E2E_FAILS)) && cp "$E2E_PG_OWN_DIR/postgres.log" "$E2E_DIR/postgres.log" 2>/dev/null
