@@ -126,6 +126,25 @@ int cli_connect(struct cli_config *cfg, struct api_client *c, struct terr *err)
 	return 0;
 }
 
+int cli_call(const char *method, const char *path, json_t *body, json_t **reply)
+{
+	struct cli_config cfg = {0};
+	struct api_client c;
+	struct terr err = {0};
+	json_t *r = NULL;
+	int rc = CLI_EXIT_OK;
+	if (!path)
+		rc = cli_fail("out of memory");
+	else if (cli_connect(&cfg, &c, &err) < 0 || api_call(&c, method, path, body, 0, &r, NULL, &err) < 0)
+		rc = cli_fail("%s", err.msg);
+	cli_config_free(&cfg);
+	if (reply)
+		*reply = r;
+	else
+		json_decref(r);
+	return rc;
+}
+
 int cli_fail(const char *fmt, ...)
 {
 	va_list ap;

@@ -40,6 +40,12 @@ char *cli_client_conf_path(void);
  * "no endpoint configured; run 'tessera login' or set TESSERA_CONFIG". */
 int cli_connect(struct cli_config *cfg, struct api_client *c, struct terr *err);
 
+/* One signed API call with the configuration loaded anew: CLI_EXIT_OK,
+ * or CLI_EXIT_FAIL after printing why (path NULL: out of memory). *reply
+ * the answer (new reference, may be NULL) when reply is not NULL. path
+ * and body are borrowed. */
+int cli_call(const char *method, const char *path, json_t *body, json_t **reply);
+
 /* Prints "tessera: <message>" on stderr; returns CLI_EXIT_FAIL. */
 int cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Same for usage errors, adding a hint to run `tessera VERB --help`;

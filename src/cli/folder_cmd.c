@@ -97,25 +97,6 @@ static char *folder_path(const char *name, const char *suffix)
 	return path;
 }
 
-/* One call; *reply the answer (may be NULL when unwanted). */
-static int call(const char *method, const char *path, json_t *body, json_t **reply)
-{
-	struct cli_config cfg = {0};
-	struct api_client c;
-	struct terr err = {0};
-	json_t *r = NULL;
-	int rc = CLI_EXIT_OK;
-	if (!path)
-		rc = cli_fail("out of memory");
-	else if (cli_connect(&cfg, &c, &err) < 0 || api_call(&c, method, path, body, 0, &r, NULL, &err) < 0)
-		rc = cli_fail("%s", err.msg);
-	cli_config_free(&cfg);
-	if (reply)
-		*reply = r;
-	else
-		json_decref(r);
-	return rc;
-}
 
 static const char *str(json_t *o, const char *k)
 {
@@ -201,7 +182,7 @@ static int folder_create(int argc, char **argv)
 		json_object_set_new(body, "quota", json_integer(q));
 	}
 	json_t *reply = NULL;
-	rc = call("POST", "/v1/folders", body, &reply);
+	rc = cli_call("POST", "/v1/folders", body, &reply);
 	if (rc == CLI_EXIT_OK) {
 		if (o.json)
 			cli_print_json(reply);
@@ -224,7 +205,7 @@ static int folder_ls(int argc, char **argv)
 	char path[64];
 	snprintf(path, sizeof(path), "/v1/folders?trash=%d&all=%d", o.trash, o.all);
 	json_t *reply = NULL;
-	rc = call("GET", path, NULL, &reply);
+	rc = cli_call("GET", path, NULL, &reply);
 	json_t *folders = json_object_get(reply, "folders");
 	if (rc == CLI_EXIT_OK && !json_is_array(folders))
 		rc = cli_fail("unexpected answer from the manager: no 'folders' array");
@@ -245,7 +226,7 @@ static int folder_info(int argc, char **argv)
 		return rc;
 	char *path = folder_path(o.args[0], NULL);
 	json_t *reply = NULL;
-	rc = call("GET", path, NULL, &reply);
+	rc = cli_call("GET", path, NULL, &reply);
 	if (rc == CLI_EXIT_OK) {
 		if (o.json)
 			cli_print_json(reply);
@@ -265,7 +246,7 @@ static int folder_rm(int argc, char **argv)
 	if (done)
 		return rc;
 	char *path = folder_path(o.args[0], o.force ? "?force=1" : NULL);
-	rc = call("DELETE", path, NULL, NULL);
+	rc = cli_call("DELETE", path, NULL, NULL);
 	if (rc == CLI_EXIT_OK)
 		printf("folder %s moved to the trash (tessera folder restore %s brings it back)\n", o.args[0], o.args[0]);
 	free(path);
@@ -280,7 +261,7 @@ static int folder_restore(int argc, char **argv)
 	if (done)
 		return rc;
 	char *path = folder_path(o.args[0], "/restore");
-	rc = call("POST", path, NULL, NULL);
+	rc = cli_call("POST", path, NULL, NULL);
 	if (rc == CLI_EXIT_OK)
 		printf("folder %s restored\n", o.args[0]);
 	free(path);
@@ -296,7 +277,7 @@ static int folder_rename(int argc, char **argv)
 		return rc;
 	char *path = folder_path(o.args[0], NULL);
 	json_t *body = json_pack("{s:s}", "name", o.args[1]);
-	rc = call("PATCH", path, body, NULL);
+	rc = cli_call("PATCH", path, body, NULL);
 	if (rc == CLI_EXIT_OK)
 		printf("folder %s renamed to %s\n", o.args[0], o.args[1]);
 	json_decref(body);
@@ -318,7 +299,7 @@ static int folder_set_quota(int argc, char **argv)
 	char *path = folder_path(o.args[0], NULL);
 	json_t *body = json_pack("{s:I}", "quota", (json_int_t)q);
 	json_t *reply = NULL;
-	rc = call("PATCH", path, body, &reply);
+	rc = cli_call("PATCH", path, body, &reply);
 	if (rc == CLI_EXIT_OK) {
 		char text[32];
 		size_text(reply, "quota_bytes", text, sizeof(text));
@@ -347,7 +328,7 @@ static int folder_share(int argc, char **argv)
 	json_t *body = json_pack("{s:s,s:s}", "email", o.with, "permission", perm);
 	if (o.force)
 		json_object_set_new(body, "force", json_true());
-	rc = call("POST", path, body, NULL);
+	rc = cli_call("POST", path, body, NULL);
 	if (rc == CLI_EXIT_OK)
 		printf("folder %s shared with %s (%s)\n", o.args[0], o.with, perm);
 	json_decref(body);
@@ -369,7 +350,7 @@ static int folder_unshare(int argc, char **argv)
 	if (!esc || asprintf(&suffix, "/shares/%s%s", esc, o.force ? "?force=1" : "") < 0)
 		suffix = NULL;
 	char *path = suffix ? folder_path(o.args[0], suffix) : NULL;
-	rc = call("DELETE", path, NULL, NULL);
+	rc = cli_call("DELETE", path, NULL, NULL);
 	if (rc == CLI_EXIT_OK)
 		printf("folder %s no longer shared with %s\n", o.args[0], o.with);
 	free(esc);

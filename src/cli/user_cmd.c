@@ -87,25 +87,6 @@ static int parse(const char *noun, const char *verb, int argc, char **argv, unsi
 	return CLI_EXIT_OK;
 }
 
-/* One call; *reply the answer (may be NULL when unwanted). */
-static int call(const char *method, const char *path, json_t *body, json_t **reply)
-{
-	struct cli_config cfg = {0};
-	struct api_client c;
-	struct terr err = {0};
-	json_t *r = NULL;
-	int rc = CLI_EXIT_OK;
-	if (!path)
-		rc = cli_fail("out of memory");
-	else if (cli_connect(&cfg, &c, &err) < 0 || api_call(&c, method, path, body, 0, &r, NULL, &err) < 0)
-		rc = cli_fail("%s", err.msg);
-	cli_config_free(&cfg);
-	if (reply)
-		*reply = r;
-	else
-		json_decref(r);
-	return rc;
-}
 
 /* "/v1/users/<escaped ref><suffix>", malloc'd. */
 static char *user_path(const char *ref, const char *suffix)
@@ -155,7 +136,7 @@ static int user_ls(int argc, char **argv)
 	if (done)
 		return rc;
 	json_t *reply = NULL;
-	rc = call("GET", "/v1/users", NULL, &reply);
+	rc = cli_call("GET", "/v1/users", NULL, &reply);
 	json_t *users = json_object_get(reply, "users");
 	if (rc == CLI_EXIT_OK && !json_is_array(users))
 		rc = cli_fail("unexpected answer from the manager: no 'users' array");
@@ -221,7 +202,7 @@ static int user_info(int argc, char **argv)
 		return rc;
 	char *path = user_path(o.args[0], NULL);
 	json_t *reply = NULL;
-	rc = call("GET", path, NULL, &reply);
+	rc = cli_call("GET", path, NULL, &reply);
 	free(path);
 	if (rc == CLI_EXIT_OK && o.json) {
 		cli_print_json(reply);
@@ -262,7 +243,7 @@ static int user_create(int argc, char **argv)
 	if (o.password_stdin)
 		json_object_set_new(body, "password", json_string(pw));
 	json_t *reply = NULL;
-	rc = call("POST", "/v1/users", body, &reply);
+	rc = cli_call("POST", "/v1/users", body, &reply);
 	if (rc == CLI_EXIT_OK && o.json) {
 		cli_print_json(reply);
 	} else if (rc == CLI_EXIT_OK) {
@@ -297,7 +278,7 @@ static int user_set(int argc, char **argv)
 		json_object_set_new(body, "disabled", json_boolean(o.disabled));
 	char *path = user_path(o.args[0], NULL);
 	json_t *reply = NULL;
-	rc = call("PATCH", path, body, &reply);
+	rc = cli_call("PATCH", path, body, &reply);
 	free(path);
 	json_t *u = json_object_get(reply, "user");
 	if (rc == CLI_EXIT_OK && o.json)
@@ -320,7 +301,7 @@ static int user_rm(int argc, char **argv)
 		return rc;
 	char *path = user_path(o.args[0], NULL);
 	json_t *reply = NULL;
-	rc = call("DELETE", path, NULL, &reply);
+	rc = cli_call("DELETE", path, NULL, &reply);
 	free(path);
 	if (rc == CLI_EXIT_OK && o.json)
 		cli_print_json(reply);
@@ -351,7 +332,7 @@ static int user_reset_password(int argc, char **argv)
 		json_object_set_new(body, "password", json_string(pw));
 	char *path = user_path(o.args[0], "/password");
 	json_t *reply = NULL;
-	rc = call("POST", path, body, &reply);
+	rc = cli_call("POST", path, body, &reply);
 	free(path);
 	if (rc == CLI_EXIT_OK && o.json)
 		cli_print_json(reply);
@@ -398,7 +379,7 @@ static int key_ls(int argc, char **argv)
 	if (done)
 		return rc;
 	json_t *reply = NULL;
-	rc = call("GET", "/v1/keypairs", NULL, &reply);
+	rc = cli_call("GET", "/v1/keypairs", NULL, &reply);
 	json_t *keys = json_object_get(reply, "keypairs");
 	if (rc == CLI_EXIT_OK && !json_is_array(keys))
 		rc = cli_fail("unexpected answer from the manager: no 'keypairs' array");
@@ -422,7 +403,7 @@ static int key_create(int argc, char **argv)
 	if (o.label)
 		json_object_set_new(body, "label", json_string(o.label));
 	json_t *reply = NULL;
-	rc = call("POST", "/v1/keypairs", body, &reply);
+	rc = cli_call("POST", "/v1/keypairs", body, &reply);
 	if (rc == CLI_EXIT_OK && o.json) {
 		cli_print_json(reply);
 	} else if (rc == CLI_EXIT_OK) {
@@ -449,7 +430,7 @@ static int key_rm(int argc, char **argv)
 		path = NULL;
 	free(esc);
 	json_t *reply = NULL;
-	rc = call("DELETE", path, NULL, &reply);
+	rc = cli_call("DELETE", path, NULL, &reply);
 	free(path);
 	if (rc == CLI_EXIT_OK)
 		printf("API key %s revoked%s\n", o.args[0],
