@@ -73,7 +73,8 @@ static int image_call(const char *method, const char *path, json_t *body, json_t
 	"usage: tessera image ls [--all] [--json]\n" \
 	"\n" \
 	"Lists the images you may launch: name, tag, environment (family),\n" \
-	"framework versions, size, minimum resources, the nodes that hold it,\n" \
+	"framework versions, the CUDA version they were built for (tessera.cuda;\n" \
+	"'-' for a CPU image), size, minimum resources, the nodes that hold it,\n" \
 	"owner and visibility.\n" \
 	"  --all    admins: also the images labelled hidden (ai.backend.features private)\n" \
 	"  --json   print the API's JSON array\n"
@@ -138,9 +139,9 @@ static int image_ls(int argc, char **argv)
 	}
 	size_t n = json_array_size(images);
 	json_t **sorted = calloc(n ? n : 1, sizeof(*sorted));
-	static const char *const headers[] = {"name", "tag", "family", "frameworks", "size", "minimum", "nodes", "owner",
-					      "visibility"};
-	struct cli_table *t = sorted ? cli_table_new(9, headers) : NULL;
+	static const char *const headers[] = {"name", "tag", "family", "frameworks", "cuda", "size", "minimum", "nodes",
+					      "owner", "visibility"};
+	struct cli_table *t = sorted ? cli_table_new(10, headers) : NULL;
 	if (!t) {
 		free(sorted);
 		json_decref(reply);
@@ -171,7 +172,7 @@ static int image_ls(int argc, char **argv)
 		snprintf(vis, sizeof(vis), "%s%s%s", cli_json_str(e, "visibility", "public"), strcmp(status, "ready") ? " " : "",
 			 strcmp(status, "ready") ? status : "");
 		const char *cells[] = {cli_json_str(e, "name", "?"), *tag ? tag : NULL, cli_json_str(e, "family", NULL),
-				       fw[0] ? fws : NULL, size, min, nodes[0] ? nodess : NULL,
+				       fw[0] ? fws : NULL, cli_json_str(e, "cuda", NULL), size, min, nodes[0] ? nodess : NULL,
 				       cli_json_str(e, "owner", NULL), vis};
 		cli_table_add(t, cells);
 	}

@@ -263,6 +263,21 @@ static void parse_features(const char *v, struct img_meta *m)
 	}
 }
 
+/* tessera.cuda: the CUDA version the image's frameworks were built for,
+ * MAJOR.MINOR (each 1 to 3 digits, no leading zero in MAJOR), as the
+ * recipe's `cuda` key takes it. Anything else is refused with a warning:
+ * the launcher shows it as a mark, where a stray text would mislead. */
+static void parse_cuda(struct img_meta *m, const char *v)
+{
+	size_t a = strspn(v, "0123456789");
+	size_t b = v[a] == '.' ? strspn(v + a + 1, "0123456789") : 0;
+	if (a == 0 || a > 3 || b == 0 || b > 3 || v[a + 1 + b] != '\0' || (v[0] == '0' && a > 1)) {
+		warn(m, "%s '%s' is not a CUDA version such as 12.4", IMG_LABEL_CUDA, shown(v));
+		return;
+	}
+	scopy(m->cuda, sizeof(m->cuda), v);
+}
+
 /* A text label copied as is; a label longer than its field or not
  * printable is refused with a warning. */
 static void text(struct img_meta *m, const char *key, const char *v, char *dst, size_t n)
@@ -318,6 +333,8 @@ void img_labels_parse(const struct img_label *labels, size_t n, struct img_meta 
 				warn(out, "%s is not printable text", k);
 			else
 				parse_frameworks(v, out);
+		} else if (!strcmp(k, IMG_LABEL_CUDA)) {
+			parse_cuda(out, v);
 		} else if (!strcmp(k, IMG_LABEL_RECIPE_HASH)) {
 			text(out, k, v, out->recipe_hash, sizeof(out->recipe_hash));
 		} else if (!strcmp(k, IMG_LABEL_OWNER)) {

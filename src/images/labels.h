@@ -33,6 +33,7 @@
 #define IMG_LABEL_FAMILY "tessera.family"
 #define IMG_LABEL_TITLE "tessera.title"
 #define IMG_LABEL_FRAMEWORKS "tessera.frameworks"
+#define IMG_LABEL_CUDA "tessera.cuda"
 #define IMG_LABEL_RECIPE_HASH "tessera.recipe.hash"
 #define IMG_LABEL_OWNER "tessera.owner"
 #define IMG_LABEL_SOURCE_SESSION "tessera.source.session"
@@ -77,6 +78,7 @@ struct img_meta {
 	char title[128];
 	struct img_framework frameworks[IMG_MAX_FRAMEWORKS];
 	size_t n_frameworks;
+	char cuda[16];                   /* tessera.cuda, "12.4"; "" when none or unreadable */
 	struct img_service_port ports[IMG_MAX_SERVICE_PORTS];
 	size_t n_ports;
 	char recipe_hash[80];

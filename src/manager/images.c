@@ -307,6 +307,10 @@ static json_t *entry_json(struct manager *m, const struct centry *e)
 		json_object_set_new(o, "runtime_type", json_string(e->meta.runtime_type));
 	if (e->meta.runtime_path[0])
 		json_object_set_new(o, "runtime_path", json_string(e->meta.runtime_path));
+	/* The CUDA version its frameworks were built for (tessera.cuda),
+	 * for the launcher's mark; absent for a CPU image. */
+	if (e->meta.cuda[0])
+		json_object_set_new(o, "cuda", json_string(e->meta.cuda));
 	return o;
 }
 

@@ -82,7 +82,8 @@ import() {  # import REF [LABEL...]
 check "labelled image imported" import "$LAB" ai.backend.kernelspec=1 ai.backend.base-distro=debian12 \
 	ai.backend.resource.min.cpu=0.5 ai.backend.resource.min.mem=64m \
 	'ai.backend.service-ports="jupyter:http:8081,mlflow-ui:preopen:5000"' \
-	tessera.family=e2e-ml 'tessera.title="E2E ML"' 'tessera.frameworks="python=3.11.2,torch=1.13.1"'
+	tessera.family=e2e-ml 'tessera.title="E2E ML"' 'tessera.frameworks="python=3.11.2,torch=1.13.1"' \
+	tessera.cuda=12.4
 check "unlabelled image imported" import "$PLAIN"
 check "private image imported" import "$PRIV" "tessera.owner=$A_ID"
 
@@ -106,13 +107,15 @@ col() { awk -v n="$2" '{print $n}' <<<"$1"; }
 check "ls: tag and family" test "$(col "$(row ml)" 2) $(col "$(row ml)" 3)" = "3.11 e2e-ml"
 check "ls: the framework versions" contains "$(row ml)" "python 3.11.2, torch 1.13.1"
 check "ls: the minimum" contains "$(row ml)" "0.5 CPU, 64 MiB"
+check "ls: the CUDA version after the frameworks" matches "$(row ml)" "torch 1\.13\.1 +12\.4 "
+check "ls: '-' for an image without one" matches "$(row plain)" "^[^ ]+ +1 +[^ ]+ +- +- "
 check "ls: an unlabelled image is its own family" test "$(col "$(row plain)" 3)" = "tessera-e2e-cat/$R-plain"
 check "ls: the private image, its owner and visibility" matches "$(row priv)" "usera@example.org +private"
 J=$("$TESSERA" image ls --json)
 ml() { python3 -c 'import json,sys
 e=[i for i in json.load(sys.stdin) if i["ref"]==sys.argv[1]][0]
-print(e["title"], e["min"]["cpu"], e["min"]["mem"], e["service_ports"][1]["name"], e["base_distro"], e["nodes"][0])' "$LAB" <<<"$J"; }
-check "ls --json: title, minimum, service ports, distro, node" test "$(ml)" = "E2E ML 0.5 67108864 mlflow-ui debian12 $E2E_AGENT_ID"
+print(e["title"], e["min"]["cpu"], e["min"]["mem"], e["service_ports"][1]["name"], e["base_distro"], e["cuda"], e["nodes"][0])' "$LAB" <<<"$J"; }
+check "ls --json: title, minimum, service ports, distro, CUDA, node" test "$(ml)" = "E2E ML 0.5 67108864 mlflow-ui debian12 12.4 $E2E_AGENT_ID"
 
 # The private image: its owner's and the admins', nobody else's.
 check "the owner lists it" listed "$E2E_DIR/usera.conf" "$PRIV"

@@ -46,7 +46,35 @@ TEST(backend_ai_labels)
 	CHECK_INT(m.ports[3].ports[1], 8181);
 	CHECK_STR(m.warning, "");
 	CHECK_STR(m.family, "");
+	CHECK_STR(m.cuda, "");   /* Backend.AI's images carry no tessera.cuda */
 	CHECK_STR(m.owner, "");
+}
+
+/* tessera.cuda is MAJOR.MINOR or nothing: what the launcher shows as
+ * "CUDA 12.4" must be a version. A bad one is a warning and no CUDA mark;
+ * the rest of the image (its minimum) is read as ever. */
+TEST(cuda_label)
+{
+	static const char *const good[] = {"12.4", "11.8", "9.0", "12.10", "100.999"};
+	for (size_t i = 0; i < N(good); i++) {
+		struct img_label l[] = {L("tessera.cuda", good[i])};
+		struct img_meta m;
+		img_labels_parse(l, 1, &m);
+		CHECK_STR(m.cuda, good[i]);
+		CHECK_STR(m.warning, "");
+	}
+	static const char *const bad[] = {"", "12", "12.", ".4", "12.4.1", "v12.4", "012.4", "1234.1", "12.4 ",
+					  " 12.4", "12.x", "12,4", "12.\x01", "12.1234", "cuda12.4"};
+	for (size_t i = 0; i < N(bad); i++) {
+		struct img_label l[] = {L("ai.backend.resource.min.cpu", "1"), L("tessera.cuda", bad[i])};
+		struct img_meta m;
+		img_labels_parse(l, N(l), &m);
+		CHECK_STR(m.cuda, "");
+		CHECK_CONTAINS(m.warning, "tessera.cuda");
+		CHECK_CONTAINS(m.warning, "is not a CUDA version such as 12.4");
+		CHECK(m.has_min);
+		CHECK_INT(m.min_cpu_m, 1000);
+	}
 }
 
 TEST(memory_units)
@@ -71,6 +99,7 @@ TEST(tessera_labels)
 		L("tessera.title", "Python ML"),
 		L("tessera.frameworks", "python=3.11.2, torch=1.13.1,scikit-learn=1.2.1,numpy=1.24.2,notebook=6.4.12"),
 		L("tessera.recipe.hash", "ab12"),
+		L("tessera.cuda", "12.4"),
 		L("tessera.owner", "u-123"),
 		L("tessera.source.session", "s-1"),
 		L("tessera.source.image", "tessera/python:3.11"),
@@ -85,6 +114,7 @@ TEST(tessera_labels)
 	CHECK_STR(m.frameworks[1].name, "torch");
 	CHECK_STR(m.frameworks[1].version, "1.13.1");
 	CHECK_STR(m.frameworks[4].name, "notebook");
+	CHECK_STR(m.cuda, "12.4");
 	CHECK_STR(m.owner, "u-123");
 	CHECK_STR(m.source_image, "tessera/python:3.11");
 	CHECK(m.hidden);
@@ -247,6 +277,7 @@ int main(void)
 	RUN(runner_spec_keeps_the_apps);
 	RUN(memory_units);
 	RUN(tessera_labels);
+	RUN(cuda_label);
 	RUN(bad_labels);
 	RUN(service_port_rules);
 	RUN(references);

@@ -217,6 +217,17 @@ TEST(labels_read)
 	CHECK_INT(json_integer_value(json_array_get(json_object_get(sp, "ports"), 0)), 8081);
 	CHECK_STR(json_string_value(json_array_get(json_object_get(e, "nodes"), 0)), "node-1");
 	CHECK(json_is_null(json_object_get(e, "owner")));
+	/* A CPU image has no CUDA version: no "cuda" at all. */
+	CHECK(json_object_get(e, "cuda") == NULL);
+	json_decref(e);
+	/* A CUDA build says which (tessera.cuda), for the launcher's mark. */
+	e = listed(&alice, false, "tessera/python-ml:3.13-torch2.6-cuda12.4");
+	CHECK(e != NULL);
+	if (!e)
+		return;
+	CHECK_STR(str(e, "cuda"), "12.4");
+	CHECK_STR(str(e, "family"), "python-ml");
+	CHECK(json_object_get(e, "warning") == NULL);
 	json_decref(e);
 }
 
@@ -241,6 +252,8 @@ TEST(bad_labels_listed_without_minimum)
 	CHECK(e != NULL);
 	CHECK_CONTAINS(str(e, "warning"), "ai.backend.resource.min.mem");
 	CHECK_CONTAINS(str(e, "warning"), "ai.backend.service-ports");
+	CHECK_CONTAINS(str(e, "warning"), "tessera.cuda 'twelve' is not a CUDA version");
+	CHECK(json_object_get(e, "cuda") == NULL);
 	CHECK(json_number_value(json_object_get(json_object_get(e, "min"), "cpu")) == 0.0);
 	json_decref(e);
 	struct terr err;
@@ -420,10 +433,13 @@ int main(void)
 			  "ai.backend.resource.min.mem", "1g", "ai.backend.service-ports",
 			  "jupyter:http:8081,mlflow-ui:preopen:5000", "tessera.family", "python-ml",
 			  "tessera.title", "Python ML", "tessera.frameworks", "python=3.11.2,torch=1.13.1")));
+	json_array_append_new(fake.images, image("tessera/python-ml:3.13-torch2.6-cuda12.4",
+		json_pack("{s:s,s:s,s:s,s:s}", "ai.backend.kernelspec", "1", "tessera.family", "python-ml",
+			  "tessera.frameworks", "python=3.13.5,torch=2.6.0", "tessera.cuda", "12.4")));
 	json_array_append_new(fake.images, image("busybox:latest", NULL));
 	json_array_append_new(fake.images, image("odd:1",
-		json_pack("{s:s,s:s,s:s}", "ai.backend.resource.min.cpu", "2", "ai.backend.resource.min.mem", "lots",
-			  "ai.backend.service-ports", "ssh:tcp:22")));
+		json_pack("{s:s,s:s,s:s,s:s}", "ai.backend.resource.min.cpu", "2", "ai.backend.resource.min.mem", "lots",
+			  "ai.backend.service-ports", "ssh:tcp:22", "tessera.cuda", "twelve")));
 	json_array_append_new(fake.images, image("me/private:v1", json_pack("{s:s}", "tessera.owner", alice.id)));
 	json_array_append_new(fake.images, image("tools:1", json_pack("{s:s}", "ai.backend.features", "batch private")));
 	if (register_fake() < 0)
