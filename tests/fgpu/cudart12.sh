@@ -55,8 +55,12 @@ fetch() {
 		-o "Dir::State::Lists=$a/lists" -o Dir::State::status=/dev/null
 		-o "Dir::Cache::archives=$a/archives" -o Debug::NoLocking=1
 		-o APT::Sandbox::User="$(id -un)")
-	apt-get "${o[@]}" -qq update >"$a/update.log" 2>&1 ||
-		{ echo "cannot read $MIRROR $SUITE non-free: $(tail -1 "$a/update.log")"; return 1; }
+	# apt-get update succeeds when it cannot reach the archive (it warns)
+	if ! apt-get "${o[@]}" -qq update >"$a/update.log" 2>&1 ||
+		grep -q '^[WE]:.*\(Failed to fetch\|Could not\|Unable\)' "$a/update.log"; then
+		echo "cannot read $MIRROR $SUITE non-free: $(grep -m1 '^[WE]:' "$a/update.log")"
+		return 1
+	fi
 	(cd "$CUDART12_DIR" && apt-get "${o[@]}" -qq download "$@") >"$a/download.log" 2>&1 ||
 		{ echo "cannot download $*: $(tail -1 "$a/download.log")"; return 1; }
 	local p deb
