@@ -153,6 +153,13 @@ test)
 	check "every lookup reached the mock through the fGPU library" \
 		'[[ -s $log ]] && ! awk '"'"'$4 != "libtessera-fgpu.so"'"'"' "$log" | grep -q .'
 	check "it asked for cuGetExportTable" 'grep -q "^cuGetExportTable " "$log"'
+	# Names the library holds that it did not ask for are variant names
+	# (_v2, _ptsz, _ptds): it asks for every base name it knows at once.
+	unasked=$(strings -n 3 "$RT_LIB_DIR/libcudart.so.12" | grep -E '^cu[A-Z][A-Za-z0-9_]*$' |
+		sort -u | comm -23 - <(awk '{print $1}' "$log" | sort -u) |
+		grep -Ev '_(v[0-9]+|ptsz|ptds)$' | tr '\n' ' ')
+	check "every cu* name in the library was asked for, or is a variant's${unasked:+ (not: $unasked)}" \
+		'[[ -z $unasked ]]'
 	if ! diff <(requests "$CUDART12_LIST") <(awk '{print $1, $2, $3}' "$log") >"$log.diff"; then
 		echo "FAIL the runtime's lookups differ from $CUDART12_LIST (- the list, + now);"
 		echo "     tests/fgpu/cudart12.sh generate makes it anew:"
