@@ -896,6 +896,7 @@ int img_recipe_labels(const struct recipe *r, const char *frameworks,
 		{"tessera.title", r->title},
 		{"tessera.frameworks", frameworks && *frameworks ? frameworks : NULL},
 		{"tessera.recipe.hash", r->hash},
+		{"tessera.cuda", r->cuda},
 	};
 	size_t nf = sizeof(fixed) / sizeof(fixed[0]);
 	struct recipe_pair *l = calloc(nf + r->n_labels, sizeof(*l));
