@@ -602,6 +602,90 @@ TEST(pip_names)
 	CHECK_STR(buf, "mlf");
 }
 
+TEST(pip_trusted_host)
+{
+	char h[64];
+	CHECK(img_pip_trusted_host("http://127.0.0.1:8080/simple", h, sizeof(h)));
+	CHECK_STR(h, "127.0.0.1:8080");
+	CHECK(img_pip_trusted_host("http://u:p@pypi.example.org/simple/", h, sizeof(h)));
+	CHECK_STR(h, "pypi.example.org");
+	CHECK(!img_pip_trusted_host("https://pypi.example.org/simple", h, sizeof(h)));
+	CHECK_STR(h, "");
+	CHECK(!img_pip_trusted_host("http:///simple", h, sizeof(h)));
+	CHECK(!img_pip_trusted_host("http://a-very-long-host-name.example.org/simple", h, 8));
+}
+
+/* What a recipe needs before it can be built: a pip index, its site files
+ * in the cache (with their sha256). */
+TEST(recipe_needs)
+{
+	char dir[] = "/tmp/test-recipe-needs.XXXXXX";
+	if (!mkdtemp(dir)) {
+		FAILF("mkdtemp failed");
+		return;
+	}
+	/* sha256 of "x\n" */
+	static const char x_sha[] = "73cb3858a687a8494ca3323053016282f3dad39d42cf62ca4e79dda2aac7d9ac";
+	char text[1024];
+	snprintf(text, sizeof(text),
+		 "name = a/b\ntag = 1\nsuite = bookworm\npackages = python3\n"
+		 "pip = tensorflow==2.20.* mlflow\n"
+		 "site-file = plain.tar\n"
+		 "site-file = checked.tar sha256=%s\n", x_sha);
+	struct recipe r;
+	struct terr err = {0};
+	CHECK_INT(recipe_parse(text, strlen(text), "t", &r, &err), 0);
+	struct img_build_opts o = {.cache_dir = dir, .config_path = "/etc/x/images.conf"};
+	char needs[2048];
+	CHECK_INT(img_recipe_needs(&r, &o, needs, sizeof(needs)), 3);
+	CHECK_STR(needs,
+		  "needs a pip index for tensorflow==2.20.* mlflow: --pip-index URL or pip_index in /etc/x/images.conf\n"
+		  "needs site file plain.tar: tessera image build --site-file PATH\n"
+		  "needs site file checked.tar: tessera image build --site-file PATH");
+	o.pip_index = "http://127.0.0.1:1/simple";
+	/* Kept through img_site_file_add: its sha256, and a wrong one refused. */
+	char src[256], dest[512], hex[RECIPE_HASH_HEX + 1];
+	snprintf(src, sizeof(src), "%s/plain.tar", dir);
+	FILE *f = fopen(src, "w");
+	fputs("x\n", f);
+	fclose(f);
+	CHECK_INT(img_site_file_add(&o, src, NULL, dest, sizeof(dest), hex, &err), 0);
+	CHECK_STR(hex, "73cb3858a687a8494ca3323053016282f3dad39d42cf62ca4e79dda2aac7d9ac");
+	char want_dest[512];
+	snprintf(want_dest, sizeof(want_dest), "%s/site/plain.tar", dir);
+	CHECK_STR(dest, want_dest);
+	snprintf(src, sizeof(src), "%s/checked.tar", dir);
+	f = fopen(src, "w");
+	fputs("not x\n", f);
+	fclose(f);
+	CHECK(img_site_file_add(&o, src, x_sha, dest, sizeof(dest), hex, &err) < 0);
+	CHECK_CONTAINS(err.msg, "not the 73cb3858");
+	CHECK_INT(img_recipe_needs(&r, &o, needs, sizeof(needs)), 1);
+	CHECK_STR(needs, "needs site file checked.tar: tessera image build --site-file PATH");
+	/* A kept file without the recipe's sha256 is not it. */
+	char kept[512];
+	snprintf(kept, sizeof(kept), "%s/site/checked.tar", dir);
+	rename(src, kept);
+	CHECK_INT(img_recipe_needs(&r, &o, needs, sizeof(needs)), 1);
+	CHECK_CONTAINS(needs, "needs site file checked.tar: the one in ");
+	CHECK_CONTAINS(needs, ", not 73cb3858");
+	f = fopen(kept, "w");
+	fputs("x\n", f);
+	fclose(f);
+	CHECK_INT(img_recipe_needs(&r, &o, needs, sizeof(needs)), 0);
+	CHECK_STR(needs, "");
+	/* A name no recipe can have is not kept. */
+	snprintf(src, sizeof(src), "%s/.hidden", dir);
+	f = fopen(src, "w");
+	fclose(f);
+	CHECK(img_site_file_add(&o, src, NULL, dest, sizeof(dest), hex, &err) < 0);
+	CHECK_CONTAINS(err.msg, "a recipe cannot name '.hidden'");
+	recipe_free(&r);
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	CHECK_INT(system(cmd), 0);
+}
+
 /* Each new key enters the hash; recipes without them keep theirs. */
 TEST(cuda_and_pip_keys_hash)
 {
@@ -670,5 +754,7 @@ int main(void)
 	RUN(cuda_and_pip_errors);
 	RUN(cuda_and_pip_keys_hash);
 	RUN(pip_names);
+	RUN(pip_trusted_host);
+	RUN(recipe_needs);
 	return testlib_done();
 }
