@@ -81,10 +81,12 @@ bench: build
 
 # Every recipe under images/ built into this machine's Docker (root; images
 # whose recipe hash is unchanged are skipped; docs/images.md). The ML
-# images are GBs: `make test` builds only tessera/python:3.11.
+# images are GBs: `make test` builds only tessera/python:3.11. Recipes that
+# need what this machine lacks (a pip index, a site file) are skipped with
+# a line saying what (--skip-unready; `tessera image build --check`).
 RECIPES ?= $(sort $(wildcard images/*/*.recipe))
 images: build
-	$(BUILD)/tessera image build $(RECIPES)
+	$(BUILD)/tessera image build --skip-unready $(RECIPES)
 
 # Sessions of the ML images: a tensor computation, torch's version and the
 # python3-torch package's (tests/images/test_ml_images.sh). Then Debian's
