@@ -81,15 +81,20 @@ bench: build
 
 # Every recipe under images/ built into this machine's Docker (root; images
 # whose recipe hash is unchanged are skipped; docs/images.md). The ML
-# images are GBs: `make test` builds only tessera/python:3.11.
+# images are GBs: `make test` builds only tessera/python:3.11. Recipes that
+# need what this machine lacks (a pip index, a site file) are skipped with
+# a line saying what (--skip-unready; `tessera image build --check`).
 RECIPES ?= $(sort $(wildcard images/*/*.recipe))
 images: build
-	$(BUILD)/tessera image build $(RECIPES)
+	$(BUILD)/tessera image build --skip-unready $(RECIPES)
 
 # Sessions of the ML images: a tensor computation, torch's version and the
-# python3-torch package's (tests/images/test_ml_images.sh).
+# python3-torch package's (tests/images/test_ml_images.sh). Then Debian's
+# CUDA runtime 12.4 (non-free, fetched here, never by `make test`) on the
+# mock driver under the fGPU library (tests/fgpu/cudart12.sh).
 images-test: images
 	TESSERA_BIN=$(BUILD)/tessera TESSERA_ML_IMAGES_REQUIRED=1 tests/images/test_ml_images.sh
+	TESSERA_CUDART12_FETCH=1 TESSERA_CUDART12_REQUIRED=1 meson test -C $(BUILD) --print-errorlogs cudart12_mock
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(FUZZ_BUILD)

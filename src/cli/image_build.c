@@ -9,12 +9,14 @@
 
 #include "cli/cli.h"
 #include "cli/client.h"
+#include "common/conf.h"
 #include "common/units.h"
 #include "images/build.h"
 #include "images/recipe.h"
 
 #define IMAGE_BUILD_USAGE \
 	"usage: tessera image build [options] RECIPE...\n" \
+	"       tessera image build --site-file PATH...\n" \
 	"\n" \
 	"Builds each recipe (e.g. images/python/3.11.recipe) into this machine's\n" \
 	"Docker: debootstrap of its Debian suite, its packages installed with apt,\n" \
@@ -22,10 +24,20 @@
 	"whose tessera.recipe.hash label matches the recipe is up to date and not\n" \
 	"built again.\n" \
 	"  --force                 build even when up to date\n" \
-	"  --check                 only read the recipes: print image, hash and state\n" \
+	"  --check                 only read the recipes: print image, hash, state and\n" \
+	"                          what each still needs to be built\n" \
+	"  --skip-unready          skip, with what it needs, a recipe that cannot be\n" \
+	"                          built as configured (a pip index, a site file)\n" \
+	"  --pip-index URL         the site's Python package index (PEP 503) for\n" \
+	"                          recipes with pip\n" \
+	"  --site-file PATH        keep the file in the cache's site/ folder for the\n" \
+	"                          recipes' site-file (repeatable)\n" \
+	"  --config FILE           the images' configuration (default " IMG_DEFAULT_CONFIG "):\n" \
+	"                          pip_index, mirror, security_mirror, cache_dir\n" \
 	"  --mirror URL            Debian archive (default: the one apt uses here)\n" \
 	"  --security-mirror URL   Debian security archive ('none': leave it out)\n" \
-	"  --cache-dir DIR         downloads and build roots (default " IMG_DEFAULT_CACHE_DIR ")\n"
+	"  --cache-dir DIR         downloads, site files and build roots\n" \
+	"                          (default " IMG_DEFAULT_CACHE_DIR ")\n"
 
 struct view {
 	const char *ref;
@@ -101,7 +113,19 @@ static void format_ms(int64_t ms, char *buf, size_t n)
 		snprintf(buf, n, "%lds", s);
 }
 
-static int build_one(const char *path, const struct img_build_opts *base, bool check)
+/* Each line of text (lines separated by '\n') as "REF: PREFIX LINE". */
+static void print_lines(FILE *f, const char *ref, const char *prefix, const char *text)
+{
+	for (const char *l = text; *l;) {
+		size_t n = strcspn(l, "\n");
+		fprintf(f, "%s%s: %s%.*s\n", f == stderr ? "tessera: " : "", ref, prefix, (int)n, l);
+		l += n;
+		if (*l)
+			l++;
+	}
+}
+
+static int build_one(const char *path, const struct img_build_opts *base, bool check, bool skip_unready)
 {
 	struct recipe r;
 	struct terr err = {0};
@@ -121,6 +145,9 @@ static int build_one(const char *path, const struct img_build_opts *base, bool c
 		else
 			state = strcmp(hash, r.hash) ? "out of date" : "up to date";
 		printf("%s %s %s\n", ref, r.hash, state);
+		char needs[2048];
+		if (img_recipe_needs(&r, base, needs, sizeof(needs)) > 0)
+			print_lines(stdout, ref, "", needs);
 		recipe_free(&r);
 		return rc;
 	}
@@ -135,7 +162,12 @@ static int build_one(const char *path, const struct img_build_opts *base, bool c
 		fprintf(stderr, "\r%*s\r", (int)v.width, "");
 	char size[32] = "";
 	units_format_size(res.size, size, sizeof(size));
-	if (br < 0) {
+	if (br < 0 && res.unready && skip_unready) {
+		print_lines(stdout, ref, "skipped, ", res.needs);
+	} else if (br < 0 && res.unready) {
+		print_lines(stderr, ref, "", res.needs);
+		rc = CLI_EXIT_FAIL;
+	} else if (br < 0) {
 		rc = cli_fail("%s: %s", ref, err.msg);
 	} else if (res.up_to_date) {
 		printf("%s: up to date (%.19s, %s)\n", ref, res.id, size);
@@ -159,11 +191,89 @@ static int build_one(const char *path, const struct img_build_opts *base, bool c
 	return rc;
 }
 
+/* A package index pip can be pointed at: http:// or https://, printable,
+ * without spaces (it goes into a command line and pip.conf). */
+static bool valid_index(const char *u)
+{
+	if (strncmp(u, "http://", 7) && strncmp(u, "https://", 8))
+		return false;
+	const char *host = u + (u[4] == 's' ? 8 : 7);
+	if (!*host || *host == '/')
+		return false;
+	for (const char *c = u; *c; c++)
+		if ((unsigned char)*c <= ' ' || (unsigned char)*c >= 0x7f)
+			return false;
+	return strlen(u) < 512;
+}
+
+/* The images' configuration: the explicit file must be there, the
+ * default one may be absent. Flags already in o win over its keys. */
+static int read_images_conf(const char *path, bool explicit_path, struct img_build_opts *o, struct conf *c,
+			    const char **index_from)
+{
+	static const char *const known[] = {"pip_index", "mirror", "security_mirror", "cache_dir", NULL};
+	struct terr err = {0};
+	if (conf_load(path, c, &err) < 0) {
+		if (!explicit_path && err.code == ENOENT)
+			return 0;
+		return cli_fail("%s", err.msg);
+	}
+	if (conf_check_keys(c, known, path, &err) < 0)
+		return cli_fail("%s", err.msg);
+	const char *v;
+	if (!o->pip_index && (v = conf_get(c, "pip_index")) && *v) {
+		o->pip_index = v;
+		*index_from = path;
+	}
+	if (!o->mirror && (v = conf_get(c, "mirror")) && *v)
+		o->mirror = v;
+	if (!o->security_mirror && (v = conf_get(c, "security_mirror")) && *v)
+		o->security_mirror = strcmp(v, "none") ? v : "";
+	if (!o->cache_dir && (v = conf_get(c, "cache_dir")) && *v)
+		o->cache_dir = v;
+	return 0;
+}
+
+#define MAX_SITE_FILES 64
+
+/* --site-file PATH: into the cache, checked against the sha256 that a
+ * recipe of this command line gives for its name. */
+static int add_site_file(const char *path, const struct img_build_opts *o, char **recipes, int n_recipes)
+{
+	const char *name = strrchr(path, '/');
+	name = name ? name + 1 : path;
+	const char *want = NULL;
+	char want_from[600] = "";
+	struct recipe r;
+	for (int i = 0; i < n_recipes && !want; i++) {
+		struct terr ignored = {0};
+		if (recipe_load(recipes[i], &r, &ignored) < 0)
+			continue;   /* build_one reports it */
+		for (size_t k = 0; k < r.n_site_files && !want; k++)
+			if (!strcmp(r.site_files[k].key, name) && r.site_files[k].value) {
+				snprintf(want_from, sizeof(want_from), "%s", r.site_files[k].value);
+				want = want_from;
+			}
+		recipe_free(&r);
+	}
+	char dest[4096], hex[RECIPE_HASH_HEX + 1];
+	struct terr err = {0};
+	if (img_site_file_add(o, path, want, dest, sizeof(dest), hex, &err) < 0)
+		return cli_fail("%s", err.msg);
+	printf("site file %s: kept as %s (sha256 %s)\n", name, dest, hex);
+	fflush(stdout);
+	return CLI_EXIT_OK;
+}
+
 int cmd_image_build(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{"force", no_argument, NULL, 'f'},
 		{"check", no_argument, NULL, 'c'},
+		{"skip-unready", no_argument, NULL, 'k'},
+		{"pip-index", required_argument, NULL, 'p'},
+		{"site-file", required_argument, NULL, 'S'},
+		{"config", required_argument, NULL, 'C'},
 		{"mirror", required_argument, NULL, 'm'},
 		{"security-mirror", required_argument, NULL, 's'},
 		{"cache-dir", required_argument, NULL, 'd'},
@@ -171,7 +281,10 @@ int cmd_image_build(int argc, char **argv)
 		{0},
 	};
 	struct img_build_opts o = {0};
-	bool check = false;
+	bool check = false, skip_unready = false;
+	const char *config = NULL, *index_from = "--pip-index";
+	const char *site_files[MAX_SITE_FILES];
+	int n_site = 0;
 	optind = 0;
 	opterr = 0;
 	for (int c; (c = getopt_long(argc, argv, "h", opts, NULL)) != -1;) {
@@ -184,6 +297,20 @@ int cmd_image_build(int argc, char **argv)
 			break;
 		case 'c':
 			check = true;
+			break;
+		case 'k':
+			skip_unready = true;
+			break;
+		case 'p':
+			o.pip_index = optarg;
+			break;
+		case 'S':
+			if (n_site == MAX_SITE_FILES)
+				return cli_usage_fail("image build", "at most %d --site-file", MAX_SITE_FILES);
+			site_files[n_site++] = optarg;
+			break;
+		case 'C':
+			config = optarg;
 			break;
 		case 'm':
 			o.mirror = optarg;
@@ -200,11 +327,25 @@ int cmd_image_build(int argc, char **argv)
 			return cli_usage_fail("image build", "option '%s' is unknown", argv[optind - 1]);
 		}
 	}
-	if (optind >= argc)
+	if (optind >= argc && !n_site)
 		return cli_usage_fail("image build", "missing RECIPE (e.g. images/python/3.11.recipe)");
-	int rc = CLI_EXIT_OK;
-	for (int i = optind; i < argc; i++)
-		if (build_one(argv[i], &o, check) != CLI_EXIT_OK)
+	o.config_path = config ? config : IMG_DEFAULT_CONFIG;
+	struct conf conf = {0};
+	int rc = read_images_conf(o.config_path, config != NULL, &o, &conf, &index_from);
+	if (rc == CLI_EXIT_OK && o.pip_index && !valid_index(o.pip_index))
+		rc = cli_fail("pip index '%.200s' (%s) is not an http:// or https:// URL", o.pip_index, index_from);
+	if (rc != CLI_EXIT_OK) {
+		conf_free(&conf);
+		return rc;
+	}
+	/* A site file that could not be kept fails the command; the recipes
+	 * are built all the same (one that needs it says so). */
+	for (int i = 0; i < n_site; i++)
+		if (add_site_file(site_files[i], &o, argv + optind, argc - optind) != CLI_EXIT_OK)
 			rc = CLI_EXIT_FAIL;
+	for (int i = optind; i < argc; i++)
+		if (build_one(argv[i], &o, check, skip_unready) != CLI_EXIT_OK)
+			rc = CLI_EXIT_FAIL;
+	conf_free(&conf);
 	return rc;
 }

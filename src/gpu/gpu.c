@@ -338,66 +338,99 @@ int gpu_charge_sessions(const char *probe_path, const char *lib_dir, const char 
 	return rc;
 }
 
+/* The path of an `ldconfig -p` line for this architecture (x86-64) whose
+ * soname is name, or (name ending in '.') starts with name; NULL if not. */
+static char *ldconfig_line_path(const char *line, size_t len, const char *name)
+{
+	/* Lines look like: "\tlibcuda.so.1 (libc6,x86-64) => /usr/lib/x86_64-linux-gnu/libcuda.so.1" */
+	char buf[1024];
+	if (len >= sizeof(buf))
+		return NULL;
+	memcpy(buf, line, len);
+	buf[len] = '\0';
+	char *p = buf;
+	while (*p == ' ' || *p == '\t')
+		p++;
+	char *sp = strchr(p, ' ');
+	char *arrow = strstr(buf, "=> ");
+	if (!sp || !arrow || !strstr(buf, "x86-64"))
+		return NULL;
+	*sp = '\0';
+	size_t nlen = strlen(name);
+	bool prefix = nlen > 0 && name[nlen - 1] == '.';
+	if (prefix ? strncmp(p, name, nlen) != 0 : strcmp(p, name) != 0)
+		return NULL;
+	const char *path = arrow + 2;
+	while (*path == ' ' || *path == '\t')
+		path++;
+	size_t plen = strlen(path);
+	while (plen && (path[plen - 1] == ' ' || path[plen - 1] == '\t' || path[plen - 1] == '\r'))
+		plen--;
+	return plen ? strndup(path, plen) : NULL;
+}
+
 int gpu_parse_ldconfig(const char *text, const char *const *wanted, char ***out, size_t *n,
 		       struct terr *err)
 {
-	size_t nw = 0;
-	while (wanted[nw])
-		nw++;
-	char **res = calloc(nw + 1, sizeof(char *));
+	size_t cap = 8, k = 0;
+	char **res = calloc(cap + 1, sizeof(char *));
 	if (!res)
 		return terr_set(err, ENOMEM, "out of memory");
-	size_t found = 0;
-	/* Lines look like: "\tlibcuda.so.1 (libc6,x86-64) => /usr/lib/x86_64-linux-gnu/libcuda.so.1" */
-	for (const char *line = text; line && *line;) {
-		const char *eol = strchr(line, '\n');
-		size_t len = eol ? (size_t)(eol - line) : strlen(line);
-		char buf[1024];
-		if (len < sizeof(buf)) {
-			memcpy(buf, line, len);
-			buf[len] = '\0';
-			char *p = buf;
-			while (*p == ' ' || *p == '\t')
-				p++;
-			char *sp = strchr(p, ' ');
-			char *arrow = strstr(buf, "=> ");
-			if (sp && arrow && strstr(buf, "x86-64")) {
-				*sp = '\0';
-				for (size_t w = 0; w < nw; w++) {
-					if (res[w] || strcmp(p, wanted[w]))
-						continue;
-					const char *path = arrow + 2;
-					while (*path == ' ' || *path == '\t')
-						path++;
-					size_t plen = strlen(path);
-					while (plen && (path[plen - 1] == ' ' || path[plen - 1] == '\t' || path[plen - 1] == '\r'))
-						plen--;
-					res[w] = strndup(path, plen);
-					found++;
-				}
+	for (size_t w = 0; wanted[w]; w++) {
+		size_t wl = strlen(wanted[w]);
+		bool prefix = wl > 0 && wanted[w][wl - 1] == '.';
+		for (const char *line = text; line && *line;) {
+			const char *eol = strchr(line, '\n');
+			size_t len = eol ? (size_t)(eol - line) : strlen(line);
+			char *path = ldconfig_line_path(line, len, wanted[w]);
+			line = eol ? eol + 1 : NULL;
+			if (!path)
+				continue;
+			bool dup = false;
+			for (size_t i = 0; i < k && !dup; i++)
+				dup = strcmp(res[i], path) == 0;
+			if (dup) {
+				free(path);
+				continue;
 			}
+			if (k == cap) {
+				char **grown = realloc(res, (2 * cap + 1) * sizeof(char *));
+				if (!grown) {
+					free(path);
+					for (size_t i = 0; i < k; i++)
+						free(res[i]);
+					free(res);
+					return terr_set(err, ENOMEM, "out of memory");
+				}
+				res = grown;
+				cap *= 2;
+			}
+			res[k++] = path;
+			res[k] = NULL;
+			if (!prefix)
+				break;   /* an exact soname: the first line wins */
 		}
-		line = eol ? eol + 1 : NULL;
 	}
-	/* Compact: keep the found ones in wanted order. */
-	size_t k = 0;
-	for (size_t w = 0; w < nw; w++)
-		if (res[w])
-			res[k++] = res[w];
-	res[k] = NULL;
 	*out = res;
 	*n = k;
-	(void)found;
 	return 0;
 }
 
 int gpu_driver_files(char ***out, size_t *n, struct terr *err)
 {
 	/* The libraries CUDA programs load from the driver (the set
-	 * nvidia-container-toolkit mounts for the "compute,utility" caps). */
+	 * nvidia-container-toolkit mounts for the "compute,utility" caps that
+	 * CUDA needs): libcuda dlopens the PTX JIT (kernels a program ships as
+	 * PTX only, or for an older GPU: PyTorch's and TensorFlow's builds
+	 * for a GPU newer than they know), NVVM (JIT link-time optimisation)
+	 * and, on a GPU in confidential-computing mode, the PKCS#11 libraries.
+	 * A name ending in '.' is a library whose soname carries the driver's
+	 * version (libnvidia-gpucomp.so.550.163.01): every one the ld cache
+	 * has, so the one the driver asks for by its version is there. */
 	static const char *const wanted[] = {
 		"libcuda.so.1", "libnvidia-ml.so.1", "libnvidia-ptxjitcompiler.so.1",
-		"libnvidia-nvvm.so.4", "libcudadebugger.so.1", "libnvidia-gpucomp.so", NULL,
+		"libnvidia-nvvm.so.4", "libcudadebugger.so.1", "libnvidia-gpucomp.so.",
+		"libnvidia-pkcs11.so.", "libnvidia-pkcs11-openssl3.so.", NULL,
 	};
 	FILE *p = popen("ldconfig -p 2>/dev/null || /sbin/ldconfig -p 2>/dev/null", "r");
 	if (!p)

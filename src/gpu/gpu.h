@@ -68,8 +68,10 @@ int gpu_charge_sessions(const char *probe_path, const char *lib_dir, const char 
 			int timeout_ms, char *out, size_t out_len, struct terr *err);
 
 /* From `ldconfig -p` output, the paths of the wanted sonames for this
- * architecture (x86-64), first match each. *out malloc'd; caller frees
- * each string and the array. */
+ * architecture (x86-64), in wanted order: the first match of each, or for
+ * a wanted name ending in '.' (a soname with the driver's version in it)
+ * every soname that starts with it. *out malloc'd; caller frees each
+ * string and the array. */
 int gpu_parse_ldconfig(const char *text, const char *const *wanted, char ***out, size_t *n,
 		       struct terr *err);
 

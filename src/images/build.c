@@ -13,6 +13,7 @@
 #include <ftw.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +26,7 @@
 #include <unistd.h>
 
 #include <jansson.h>
+#include <openssl/evp.h>
 
 #include "common/util.h"
 
@@ -236,6 +238,182 @@ static void host_mirrors(char *mirror, size_t mn, char *security, size_t sn)
 	}
 }
 
+/* ---- pip ---- */
+
+bool img_pip_trusted_host(const char *url, char *host, size_t n)
+{
+	if (n)
+		host[0] = '\0';
+	if (strncmp(url, "http://", 7))
+		return false;
+	const char *h = url + 7;
+	const char *at = NULL;
+	size_t len = strcspn(h, "/?#");
+	/* user:password@host: the host is after the '@'. */
+	for (size_t i = 0; i < len; i++)
+		if (h[i] == '@')
+			at = h + i;
+	if (at) {
+		len -= (size_t)(at + 1 - h);
+		h = at + 1;
+	}
+	if (!len || len >= n)
+		return false;
+	memcpy(host, h, len);
+	host[len] = '\0';
+	return true;
+}
+
+/* ---- site files and readiness ---- */
+
+void img_site_dir(const struct img_build_opts *o, char *buf, size_t n)
+{
+	snprintf(buf, n, "%s/site", o && o->cache_dir ? o->cache_dir : IMG_DEFAULT_CACHE_DIR);
+}
+
+/* Reads fd to its end into the digest, and into out_fd when >= 0. */
+static int digest_fd(int fd, int out_fd, char hex[RECIPE_HASH_HEX + 1], const char *what, struct terr *err)
+{
+	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	char *buf = malloc(1 << 20);
+	int rc = 0;
+	if (!ctx || !buf || EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1)
+		rc = terr_set(err, ENOMEM, "out of memory");
+	while (rc == 0) {
+		ssize_t got = read(fd, buf, 1 << 20);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0) {
+			rc = terr_set(err, errno, "cannot read %s: %s", what, strerror(errno));
+			break;
+		}
+		if (got == 0)
+			break;
+		EVP_DigestUpdate(ctx, buf, (size_t)got);
+		for (ssize_t off = 0; out_fd >= 0 && off < got;) {
+			ssize_t w = write(out_fd, buf + off, (size_t)(got - off));
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w <= 0) {
+				rc = terr_set(err, w < 0 ? errno : EIO, "cannot write the copy of %s: %s", what,
+					      strerror(w < 0 ? errno : EIO));
+				break;
+			}
+			off += w;
+		}
+	}
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen = 0;
+	if (rc == 0 && (EVP_DigestFinal_ex(ctx, md, &mdlen) != 1 || mdlen * 2 != RECIPE_HASH_HEX))
+		rc = terr_set(err, EIO, "sha256 failed");
+	for (unsigned int i = 0; rc == 0 && i < mdlen; i++)
+		snprintf(hex + 2 * i, 3, "%02x", md[i]);
+	EVP_MD_CTX_free(ctx);
+	free(buf);
+	return rc;
+}
+
+int img_sha256_file(const char *path, char hex[RECIPE_HASH_HEX + 1], struct terr *err)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return terr_set(err, errno, "cannot read %s: %s", path, strerror(errno));
+	int rc = digest_fd(fd, -1, hex, path, err);
+	close(fd);
+	return rc;
+}
+
+int img_site_file_add(const struct img_build_opts *o, const char *path, const char *want,
+		      char *dest, size_t dest_n, char hex[RECIPE_HASH_HEX + 1], struct terr *err)
+{
+	const char *name = strrchr(path, '/');
+	name = name ? name + 1 : path;
+	struct stat st;
+	if (stat(path, &st) < 0)
+		return terr_set(err, errno, "site file %s: %s", path, strerror(errno));
+	if (!S_ISREG(st.st_mode))
+		return terr_set(err, EINVAL, "site file %s is not a regular file", path);
+	/* The names recipes can ask for (recipe.c's site-file check). */
+	bool ok = *name && isalnum((unsigned char)name[0]) && strlen(name) <= 200;
+	for (const char *c = name; ok && *c; c++)
+		ok = isalnum((unsigned char)*c) || strchr("._+-", *c);
+	if (!ok)
+		return terr_set(err, EINVAL, "site file %s: a recipe cannot name '%s' (letters, digits, '.', '_', "
+				"'+', '-'; at most 200)", path, name);
+	char dir[PATH_MAX], tmp[PATH_MAX];
+	img_site_dir(o, dir, sizeof(dir));
+	if (util_mkdir_p(dir, 0755, err) < 0)
+		return -EIO;
+	if (snprintf(dest, dest_n, "%s/%s", dir, name) >= (int)dest_n ||
+	    snprintf(tmp, sizeof(tmp), "%s/.%s.%d.part", dir, name, (int)getpid()) >= (int)sizeof(tmp))
+		return terr_set(err, ENAMETOOLONG, "cache directory path too long: %.100s", dir);
+	int in = open(path, O_RDONLY | O_CLOEXEC);
+	if (in < 0)
+		return terr_set(err, errno, "cannot read %s: %s", path, strerror(errno));
+	int out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (out < 0) {
+		int e = errno;
+		close(in);
+		return terr_set(err, e, "cannot write %s: %s", tmp, strerror(e));
+	}
+	int rc = digest_fd(in, out, hex, path, err);
+	close(in);
+	if (close(out) < 0 && rc == 0)
+		rc = terr_set(err, errno, "cannot write %s: %s", tmp, strerror(errno));
+	if (rc == 0 && want && strcmp(want, hex))
+		rc = terr_set(err, EINVAL, "site file %s has sha256 %s, not the %s its recipe names", path, hex, want);
+	if (rc == 0 && rename(tmp, dest) < 0)
+		rc = terr_set(err, errno, "cannot rename %s to %s: %s", tmp, dest, strerror(errno));
+	if (rc < 0)
+		unlink(tmp);
+	return rc;
+}
+
+static void add_line(char *buf, size_t n, int *count, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+static void add_line(char *buf, size_t n, int *count, const char *fmt, ...)
+{
+	size_t used = strlen(buf);
+	if (used && used + 1 < n)
+		buf[used++] = '\n', buf[used] = '\0';
+	va_list ap;
+	va_start(ap, fmt);
+	if (used < n)
+		vsnprintf(buf + used, n - used, fmt, ap);
+	va_end(ap);
+	(*count)++;
+}
+
+int img_recipe_needs(const struct recipe *r, const struct img_build_opts *o, char *buf, size_t n)
+{
+	int count = 0;
+	if (n)
+		buf[0] = '\0';
+	if (r->n_pip && !(o && o->pip_index && *o->pip_index)) {
+		char reqs[1024] = "";
+		for (size_t i = 0; i < r->n_pip; i++)
+			snprintf(reqs + strlen(reqs), sizeof(reqs) - strlen(reqs), "%s%s", i ? " " : "", r->pip[i]);
+		add_line(buf, n, &count, "needs a pip index for %s: --pip-index URL or pip_index in %s", reqs,
+			 o && o->config_path ? o->config_path : IMG_DEFAULT_CONFIG);
+	}
+	char dir[PATH_MAX];
+	img_site_dir(o, dir, sizeof(dir));
+	for (size_t i = 0; i < r->n_site_files; i++) {
+		const struct recipe_pair *f = &r->site_files[i];
+		char path[PATH_MAX + 256], hex[RECIPE_HASH_HEX + 1] = "";
+		struct stat st;
+		struct terr ignored = {0};
+		snprintf(path, sizeof(path), "%s/%s", dir, f->key);
+		if (stat(path, &st) < 0 || !S_ISREG(st.st_mode))
+			add_line(buf, n, &count, "needs site file %s: tessera image build --site-file PATH", f->key);
+		else if (f->value && (img_sha256_file(path, hex, &ignored) < 0 || strcmp(hex, f->value)))
+			add_line(buf, n, &count, "needs site file %s: the one in %s has sha256 %s, not %s: "
+				 "tessera image build --site-file PATH", f->key, dir, hex[0] ? hex : "(unreadable)",
+				 f->value);
+	}
+	return count;
+}
+
 /* ---- running commands ---- */
 
 struct builder {
@@ -247,6 +425,7 @@ struct builder {
 	char suite_dir[PATH_MAX / 2];
 	char build_dir[PATH_MAX / 2];
 	char root[PATH_MAX / 2];
+	char site_dir[PATH_MAX / 2];
 	char mirror[512], security[512];
 	int log_fd;
 	struct img_progress prog;
@@ -527,24 +706,61 @@ static void on_debootstrap(struct builder *b, const char *line, void *ud)
 static int stage_bootstrap(struct builder *b)
 {
 	enter_stage(b, IMG_STAGE_BOOTSTRAP);
-	char cache_arg[PATH_MAX];
+	char cache_arg[PATH_MAX], components[128] = "--components=";
 	snprintf(cache_arg, sizeof(cache_arg), "--cache-dir=%s/debootstrap", b->suite_dir);
-	const char *argv[] = {"debootstrap", "--variant=minbase", "--components=main", cache_arg,
+	for (size_t i = 0; i < b->r->n_components; i++)
+		snprintf(components + strlen(components), sizeof(components) - strlen(components), "%s%s",
+			 i ? "," : "", b->r->components[i]);
+	const char *argv[] = {"debootstrap", "--variant=minbase", components, cache_arg,
 			      b->r->suite, b->root, b->mirror, NULL};
 	return run(b, &(struct cmd){.argv = argv, .on_line = on_debootstrap});
 }
 
+/* The recipe's site files, read-only at IMG_SITE_MOUNT/NAME in the root
+ * for the packages, pip and run stages: bind mounts of the cache's copies
+ * (no copy of gigabytes), in the build's own mount namespace; the clean
+ * stage unmounts them before it empties /tmp, so they are not in the
+ * image. */
+static int mount_site_files(struct builder *b)
+{
+	if (!b->r->n_site_files)
+		return 0;
+	char dir[PATH_MAX];
+	if (root_path(b, IMG_SITE_MOUNT, dir, sizeof(dir)) < 0 || util_mkdir_p(dir, 0755, b->err) < 0)
+		return -EIO;
+	for (size_t i = 0; i < b->r->n_site_files; i++) {
+		char src[PATH_MAX], dst[PATH_MAX];
+		const char *name = b->r->site_files[i].key;
+		if (snprintf(src, sizeof(src), "%s/%s", b->site_dir, name) >= (int)sizeof(src) ||
+		    snprintf(dst, sizeof(dst), "%s/%s", dir, name) >= (int)sizeof(dst))
+			return terr_set(b->err, ENAMETOOLONG, "path too long: %s/%s", dir, name);
+		int fd = open(dst, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0444);
+		if (fd < 0)
+			return terr_set(b->err, errno, "cannot make %s: %s", dst, strerror(errno));
+		close(fd);
+		if (mount(src, dst, NULL, MS_BIND, NULL) < 0)
+			return terr_set(b->err, errno, "cannot bind %s: %s", src, strerror(errno));
+		if (mount(NULL, dst, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY, NULL) < 0)
+			return terr_set(b->err, errno, "cannot make %s read-only: %s", dst, strerror(errno));
+		dprintf(b->log_fd, "# site file %s at %s/%s (read-only)\n", src, IMG_SITE_MOUNT, name);
+	}
+	return 0;
+}
+
 static int setup_root(struct builder *b)
 {
+	char comps[128] = "";
+	for (size_t i = 0; i < b->r->n_components; i++)
+		snprintf(comps + strlen(comps), sizeof(comps) - strlen(comps), " %s", b->r->components[i]);
 	char sources[2048];
-	int n = snprintf(sources, sizeof(sources), "deb %s %s main\n", b->mirror, b->r->suite);
+	int n = snprintf(sources, sizeof(sources), "deb %s %s%s\n", b->mirror, b->r->suite, comps);
 	/* sid has neither updates nor security suites. */
 	if (strcmp(b->r->suite, "sid")) {
-		n += snprintf(sources + n, sizeof(sources) - (size_t)n, "deb %s %s-updates main\n",
-			      b->mirror, b->r->suite);
+		n += snprintf(sources + n, sizeof(sources) - (size_t)n, "deb %s %s-updates%s\n",
+			      b->mirror, b->r->suite, comps);
 		if (b->security[0])
-			snprintf(sources + n, sizeof(sources) - (size_t)n, "deb %s %s-security main\n",
-				 b->security, b->r->suite);
+			snprintf(sources + n, sizeof(sources) - (size_t)n, "deb %s %s-security%s\n",
+				 b->security, b->r->suite, comps);
 	}
 	/* The build's name resolution is the host's; Docker gives containers
 	 * their own resolv.conf. */
@@ -581,7 +797,7 @@ static int setup_root(struct builder *b)
 	/* apt downloads into the cache, so rebuilds do not download again. */
 	if (mount(cache_apt, archives, NULL, MS_BIND, NULL) < 0)
 		return terr_set(b->err, errno, "cannot bind %s: %s", cache_apt, strerror(errno));
-	return 0;
+	return mount_site_files(b);
 }
 
 static void on_simulate(struct builder *b, const char *line, void *ud)
@@ -661,13 +877,98 @@ static void on_install(struct builder *b, const char *line, void *ud)
 		report(b);
 }
 
+/* The recipe's debconf answers, before any package asks: a file for
+ * debconf-set-selections (package debconf, which minbase has; the
+ * debconf-utils wrapper is not needed). */
+static int set_debconf(struct builder *b)
+{
+	if (!b->r->n_debconf)
+		return 0;
+	size_t len = 1;
+	for (size_t i = 0; i < b->r->n_debconf; i++)
+		len += strlen(b->r->debconf[i].value) + 1;
+	char *text = malloc(len);
+	if (!text)
+		return terr_set(b->err, ENOMEM, "out of memory");
+	text[0] = '\0';
+	for (size_t i = 0; i < b->r->n_debconf; i++) {
+		strcat(text, b->r->debconf[i].value);
+		strcat(text, "\n");
+	}
+	int r = write_root_file(b, "/tmp/tessera-debconf", text, 0600);
+	free(text);
+	snprintf(b->what, sizeof(b->what), "debconf-set-selections");
+	report(b);
+	const char *argv[] = {"debconf-set-selections", "/tmp/tessera-debconf", NULL};
+	if (r == 0)
+		r = run(b, &(struct cmd){.argv = argv, .in_root = true});
+	unlink_root(b, "/tmp/tessera-debconf");
+	return r;
+}
+
+/* host-provides: an empty package, tessera-host-driver, that Provides
+ * what the node's driver mount gives a session at run time (libcuda1,
+ * libcuda.so.1), so that Debian packages depending on the driver install
+ * without it. Made with dpkg-deb and installed with dpkg in the root,
+ * before the recipe's packages; it stays, so that apt in a session sees
+ * those dependencies satisfied too. */
+static int install_host_driver(struct builder *b)
+{
+	const struct recipe *r = b->r;
+	if (!r->n_host_provides)
+		return 0;
+	char provides[2048] = "";
+	for (size_t i = 0; i < r->n_host_provides; i++)
+		snprintf(provides + strlen(provides), sizeof(provides) - strlen(provides), "%s%s (= %s)",
+			 i ? ", " : "", r->host_provides[i].key, r->host_provides[i].value);
+	char control[4096];
+	snprintf(control, sizeof(control),
+		 "Package: tessera-host-driver\n"
+		 "Version: 1.0\n"
+		 "Architecture: all\n"
+		 "Maintainer: Tessera <root@localhost>\n"
+		 "Section: misc\n"
+		 "Priority: optional\n"
+		 "Provides: %s\n"
+		 "Description: the node's GPU driver, mounted by the Tessera agent at run time\n"
+		 " Made by tessera image build from the recipe's host-provides: the driver's\n"
+		 " libraries (libcuda.so.1 and the like) are not in the image but come from\n"
+		 " the host's driver mount when a session starts.\n",
+		 provides);
+	char dir[PATH_MAX];
+	if (root_path(b, "/tmp/tessera-host-driver/DEBIAN", dir, sizeof(dir)) < 0 ||
+	    util_mkdir_p(dir, 0755, b->err) < 0)
+		return -EIO;
+	snprintf(b->what, sizeof(b->what), "tessera-host-driver");
+	report(b);
+	const char *build[] = {"dpkg-deb", "--build", "/tmp/tessera-host-driver", "/tmp/tessera-host-driver.deb", NULL};
+	const char *install[] = {"dpkg", "-i", "/tmp/tessera-host-driver.deb", NULL};
+	int rc = write_root_file(b, "/tmp/tessera-host-driver/DEBIAN/control", control, 0644);
+	if (rc == 0)
+		rc = run(b, &(struct cmd){.argv = build, .in_root = true});
+	if (rc == 0)
+		rc = run(b, &(struct cmd){.argv = install, .in_root = true});
+	char path[PATH_MAX];
+	if (root_path(b, "/tmp/tessera-host-driver", path, sizeof(path)) == 0)
+		remove_tree(path);
+	unlink_root(b, "/tmp/tessera-host-driver.deb");
+	if (rc < 0)
+		terr_prefix(b->err, "%s: host-provides", r->path);
+	return rc;
+}
+
 static int stage_packages(struct builder *b)
 {
 	enter_stage(b, IMG_STAGE_PACKAGES);
+	int r = set_debconf(b);
+	if (r == 0)
+		r = install_host_driver(b);
+	if (r < 0)
+		return r;
 	snprintf(b->what, sizeof(b->what), "apt-get update");
 	report(b);
 	const char *update[] = {"apt-get", "update", NULL};
-	int r = run(b, &(struct cmd){.argv = update, .in_root = true});
+	r = run(b, &(struct cmd){.argv = update, .in_root = true});
 	if (r < 0)
 		return r;
 	size_t n = b->r->n_packages;
@@ -698,6 +999,67 @@ static int stage_packages(struct builder *b)
 	return r;
 }
 
+/* /etc/pip.conf of every image: pip for the session user, the seeds' way
+ * (docs/images.md, "pip in sessions"). Debian marks its Python externally
+ * managed (PEP 668), which makes every pip install, `--user` included,
+ * fail with "externally-managed-environment"; break-system-packages lets
+ * it go on. index is the site's package index the pip stage used (NULL:
+ * none), kept so that sessions install from the same mirror. */
+static int write_pip_conf(struct builder *b, const char *index)
+{
+	char text[1024];
+	int n = snprintf(text, sizeof(text),
+			 "# Written by tessera image build (docs/images.md, \"pip in sessions\").\n"
+			 "[global]\n"
+			 "break-system-packages = true\n");
+	if (index) {
+		char host[256];
+		n += snprintf(text + n, sizeof(text) - (size_t)n, "index-url = %s\n", index);
+		if (img_pip_trusted_host(index, host, sizeof(host)))
+			snprintf(text + n, sizeof(text) - (size_t)n, "trusted-host = %s\n", host);
+	}
+	return write_root_file(b, "/etc/pip.conf", text, 0644);
+}
+
+static void on_purelib(struct builder *b, const char *line, void *ud)
+{
+	(void)b;
+	if (line[0] == '/')
+		copy_n(ud, PATH_MAX, line, strlen(line));
+}
+
+/* The session user (work, uid 1000) owns /usr/local and the site-packages
+ * directory pip uses there, so that a plain `pip install PKG` in a session
+ * (no root, no sudo) installs into the image's own site-packages, which a
+ * session converted into an image keeps; `pip install --user` goes to
+ * ~/.local as ever. Done again in the clean stage, for what the pip stage
+ * and the run steps put under /usr/local as root (the user may upgrade
+ * it). */
+static int session_pip(struct builder *b, bool first)
+{
+	if (first) {
+		int r = write_pip_conf(b, NULL);
+		if (r < 0)
+			return r;
+		/* Debian's python3 installs into /usr/local/lib/python3.X/
+		 * dist-packages (its posix_local scheme), which pip creates only
+		 * when it first installs there: made now, to be the user's. */
+		char py[PATH_MAX], purelib[PATH_MAX] = "";
+		root_path(b, "/usr/bin/python3", py, sizeof(py));
+		const char *argv[] = {"python3", "-c", "import sysconfig; print(sysconfig.get_path('purelib'))", NULL};
+		if (access(py, X_OK) == 0 &&
+		    run(b, &(struct cmd){.argv = argv, .in_root = true, .on_line = on_purelib, .ud = purelib,
+					 .quiet_fail = true}) == 0 &&
+		    !strncmp(purelib, "/usr/local/", 11) && !strstr(purelib, "..")) {
+			char dir[PATH_MAX];
+			if (root_path(b, purelib, dir, sizeof(dir)) < 0 || util_mkdir_p(dir, 0755, b->err) < 0)
+				return -EIO;
+		}
+	}
+	const char *chown_argv[] = {"chown", "-R", "1000:1000", "/usr/local", NULL};
+	return run(b, &(struct cmd){.argv = chown_argv, .in_root = true});
+}
+
 static int stage_user(struct builder *b)
 {
 	enter_stage(b, IMG_STAGE_USER);
@@ -706,7 +1068,127 @@ static int stage_user(struct builder *b)
 	const char *user[] = {"useradd", "--uid", "1000", "--gid", "1000", "--create-home",
 			      "--home-dir", IMG_HOME, "--shell", "/bin/bash", "work", NULL};
 	int r = run(b, &(struct cmd){.argv = group, .in_root = true});
-	return r < 0 ? r : run(b, &(struct cmd){.argv = user, .in_root = true});
+	if (r == 0)
+		r = run(b, &(struct cmd){.argv = user, .in_root = true});
+	return r < 0 ? r : session_pip(b, true);
+}
+
+/* The environment of the run steps and the pip stage: the recipe's,
+ * then what the build needs where the recipe does not set it, then
+ * extra (NULL-terminated, may be NULL). A NULL-terminated malloc'd
+ * array; env_free releases it. */
+static char **step_env(struct builder *b, const char *const *extra)
+{
+	const struct recipe *r = b->r;
+	size_t ne = r->n_env + 16;
+	char **env = calloc(ne, sizeof(*env));
+	if (!env)
+		return NULL;
+	size_t k = 0;
+	bool ok = true;
+	for (size_t i = 0; i < r->n_env && ok; i++)
+		ok = asprintf(&env[k++], "%s=%s", r->env[i].key, r->env[i].value) >= 0;
+	const char *fixed[] = {"PATH=" IMG_PATH, "DEBIAN_FRONTEND=noninteractive", "HOME=/root", NULL};
+	for (size_t i = 0; fixed[i] && ok; i++) {
+		bool set = false;
+		for (size_t j = 0; j < r->n_env; j++)
+			set |= !strncmp(fixed[i], r->env[j].key, strlen(r->env[j].key)) &&
+			       fixed[i][strlen(r->env[j].key)] == '=';
+		if (!set)
+			ok = (env[k++] = strdup(fixed[i])) != NULL;
+	}
+	for (size_t i = 0; extra && extra[i] && ok && k + 1 < ne; i++)
+		ok = (env[k++] = strdup(extra[i])) != NULL;
+	if (!ok) {
+		for (size_t i = 0; i < ne; i++)
+			free(env[i]);
+		free(env);
+		return NULL;
+	}
+	return env;
+}
+
+static void env_free(char **env)
+{
+	for (size_t i = 0; env && env[i]; i++)
+		free(env[i]);
+	free(env);
+}
+
+static void on_pip_line(struct builder *b, const char *line, void *ud)
+{
+	(void)ud;
+	if (!strncmp(line, "Collecting ", 11)) {
+		set_what(b, line + 11, strcspn(line + 11, " "));
+		report(b);
+	} else if (!strncmp(line, "Installing collected packages", 29)) {
+		set_what(b, "installing", 10);
+		report(b);
+	}
+}
+
+/* The recipe's pip requirements from the site's index only, as root in
+ * the root with the image's python3: into /usr/local (Debian's scheme
+ * for pip as root), which the clean stage gives to the session user with
+ * the rest of /usr/local. */
+static int stage_pip(struct builder *b)
+{
+	enter_stage(b, IMG_STAGE_PIP);
+	const struct recipe *r = b->r;
+	const char *index = b->o->pip_index;
+	if (!r->n_pip)
+		return 0;
+	if (!index || !*index)   /* img_build checked; a second guard */
+		return terr_set(b->err, EINVAL, "%s: pip needs a package index", r->path);
+	/* --break-system-packages as a variable, not an option: the pip of
+	 * Debian 11 (20.3) predates it and refuses options it does not know,
+	 * while every pip ignores variables it does not know. */
+	const char *extra[] = {"PIP_BREAK_SYSTEM_PACKAGES=1", "PIP_DISABLE_PIP_VERSION_CHECK=1",
+			       "PIP_NO_INPUT=1", NULL};
+	char **env = step_env(b, extra);
+	if (!env)
+		return terr_set(b->err, ENOMEM, "out of memory");
+	const char *version[] = {"python3", "-m", "pip", "--version", NULL};
+	int rc = run(b, &(struct cmd){.argv = version, .in_root = true, .env = (const char *const *)env,
+				      .quiet_fail = true});
+	if (rc < 0) {
+		env_free(env);
+		return terr_set(b->err, ENOENT, "%s: pip needs python3 -m pip in the image: add python3-pip to packages",
+				r->path);
+	}
+	char host[256];
+	bool trusted = img_pip_trusted_host(index, host, sizeof(host));
+	const char **argv = calloc(r->n_pip + 16, sizeof(*argv));
+	if (!argv) {
+		env_free(env);
+		return terr_set(b->err, ENOMEM, "out of memory");
+	}
+	size_t a = 0;
+	argv[a++] = "python3";
+	argv[a++] = "-m";
+	argv[a++] = "pip";
+	argv[a++] = "install";
+	argv[a++] = "--no-cache-dir";
+	argv[a++] = "--progress-bar";
+	argv[a++] = "off";
+	argv[a++] = "--index-url";
+	argv[a++] = index;
+	if (trusted) {
+		argv[a++] = "--trusted-host";
+		argv[a++] = host;
+	}
+	for (size_t i = 0; i < r->n_pip; i++)
+		argv[a++] = r->pip[i];
+	argv[a] = NULL;
+	b->prog.total = 0;
+	rc = run(b, &(struct cmd){.argv = argv, .in_root = true, .env = (const char *const *)env,
+				  .on_line = on_pip_line});
+	free(argv);
+	env_free(env);
+	if (rc < 0)
+		return terr_prefix(b->err, "%s: pip", r->path);
+	/* Sessions install from the same index. */
+	return write_pip_conf(b, index);
 }
 
 static int stage_run(struct builder *b)
@@ -714,25 +1196,10 @@ static int stage_run(struct builder *b)
 	enter_stage(b, IMG_STAGE_RUN);
 	const struct recipe *r = b->r;
 	b->prog.total = (long)r->n_run;
-	/* The recipe's environment, then what the build needs. */
-	size_t ne = r->n_env + 8;
-	char **env = calloc(ne, sizeof(*env));
+	char **env = step_env(b, NULL);
 	if (!env)
 		return terr_set(b->err, ENOMEM, "out of memory");
-	size_t k = 0;
 	int rc = 0;
-	for (size_t i = 0; i < r->n_env && rc == 0; i++)
-		if (asprintf(&env[k++], "%s=%s", r->env[i].key, r->env[i].value) < 0)
-			rc = terr_set(b->err, ENOMEM, "out of memory");
-	const char *fixed[] = {"PATH=" IMG_PATH, "DEBIAN_FRONTEND=noninteractive", "HOME=/root", NULL};
-	for (size_t i = 0; fixed[i] && rc == 0; i++) {
-		bool set = false;
-		for (size_t j = 0; j < r->n_env; j++)
-			set |= !strncmp(fixed[i], r->env[j].key, strlen(r->env[j].key)) &&
-			       fixed[i][strlen(r->env[j].key)] == '=';
-		if (!set && !(env[k++] = strdup(fixed[i])))
-			rc = terr_set(b->err, ENOMEM, "out of memory");
-	}
 	for (size_t i = 0; i < r->n_run && rc == 0; i++) {
 		snprintf(b->what, sizeof(b->what), "%.*s", (int)strcspn(r->run[i].value, "\n"),
 			 r->run[i].value);
@@ -744,9 +1211,7 @@ static int stage_run(struct builder *b)
 		else
 			b->prog.done++;
 	}
-	for (size_t i = 0; i < ne; i++)
-		free(env[i]);
-	free(env);
+	env_free(env);
 	return rc;
 }
 
@@ -756,7 +1221,30 @@ static void on_version(struct builder *b, const char *line, void *ud)
 	copy_n(ud, 128, line, strlen(line));
 }
 
-/* tessera.frameworks from the installed packages' versions. */
+/* The version pip installed of a recipe's pip requirement named like
+ * pkg (PEP 503's comparison), into ver; false when pkg is none of them or
+ * it is not installed. */
+static bool pip_version(struct builder *b, const char *pkg, char *ver)
+{
+	char want[128], name[128];
+	recipe_pip_name(pkg, want, sizeof(want));
+	for (size_t i = 0; want[0] && i < b->r->n_pip; i++) {
+		recipe_pip_name(b->r->pip[i], name, sizeof(name));
+		if (strcmp(name, want))
+			continue;
+		const char *argv[] = {"python3", "-c",
+				      "import importlib.metadata, sys; print(importlib.metadata.version(sys.argv[1]))",
+				      name, NULL};
+		ver[0] = '\0';
+		return run(b, &(struct cmd){.argv = argv, .in_root = true, .on_line = on_version, .ud = ver,
+					    .quiet_fail = true}) == 0 && ver[0];
+	}
+	return false;
+}
+
+/* tessera.frameworks from the installed packages' versions: Debian's
+ * (the upstream part), or, for a name among the recipe's pip
+ * requirements that no Debian package of the image has, pip's. */
 static int read_frameworks(struct builder *b)
 {
 	char *out = b->res->frameworks;
@@ -767,10 +1255,13 @@ static int read_frameworks(struct builder *b)
 		char ver[128] = "", up[128];
 		const char *argv[] = {"dpkg-query", "--show", "--showformat=${Version}\n", f->value, NULL};
 		if (run(b, &(struct cmd){.argv = argv, .in_root = true, .on_line = on_version, .ud = ver,
-					 .quiet_fail = true}) < 0 || !ver[0])
+					 .quiet_fail = true}) == 0 && ver[0])
+			recipe_upstream_version(ver, up, sizeof(up));
+		else if (pip_version(b, f->value, ver))
+			copy_n(up, sizeof(up), ver, strlen(ver));
+		else
 			return terr_set(b->err, ENOENT, "%s:%d: frameworks: package %s is not installed in the image",
 					b->r->path, f->line, f->value);
-		recipe_upstream_version(ver, up, sizeof(up));
 		int w = snprintf(out + n, cap - n, "%s%s=%s", n ? "," : "", f->key, up);
 		if (w < 0 || (size_t)w >= cap - n)
 			return terr_set(b->err, ENAMETOOLONG, "frameworks: too many to fit a label");
@@ -783,6 +1274,8 @@ static int stage_clean(struct builder *b)
 {
 	enter_stage(b, IMG_STAGE_CLEAN);
 	int r = read_frameworks(b);
+	if (r == 0)
+		r = session_pip(b, false);
 	if (r < 0)
 		return r;
 	/* The cache first: what follows must not reach into it. */
@@ -791,6 +1284,14 @@ static int stage_clean(struct builder *b)
 	root_path(b, "/proc", proc, sizeof(proc));
 	if (umount2(archives, MNT_DETACH) < 0 || umount2(proc, MNT_DETACH) < 0)
 		return terr_set(b->err, errno, "cannot unmount in %s: %s", b->root, strerror(errno));
+	/* The site files leave with their mounts, before /tmp is emptied. */
+	for (size_t i = 0; i < b->r->n_site_files; i++) {
+		char mp[PATH_MAX];
+		if (snprintf(mp, sizeof(mp), "%s%s/%s", b->root, IMG_SITE_MOUNT, b->r->site_files[i].key) <
+			    (int)sizeof(mp) &&
+		    umount2(mp, MNT_DETACH) < 0)
+			return terr_set(b->err, errno, "cannot unmount %s: %s", mp, strerror(errno));
+	}
 	unlink_root(b, POLICY_RC_D);
 	unlink_root(b, BUILD_APT_CONF);
 	unlink_root(b, BUILD_DPKG_CFG);
@@ -896,6 +1397,7 @@ int img_recipe_labels(const struct recipe *r, const char *frameworks,
 		{"tessera.title", r->title},
 		{"tessera.frameworks", frameworks && *frameworks ? frameworks : NULL},
 		{"tessera.recipe.hash", r->hash},
+		{"tessera.cuda", r->cuda},
 	};
 	size_t nf = sizeof(fixed) / sizeof(fixed[0]);
 	struct recipe_pair *l = calloc(nf + r->n_labels, sizeof(*l));
@@ -1213,6 +1715,7 @@ static int prepare(struct builder *b)
 	    snprintf(b->root, sizeof(b->root), "%s/root", b->build_dir) >= (int)sizeof(b->root) ||
 	    snprintf(b->res->log_path, sizeof(b->res->log_path), "%s/logs/%s.log", cache, slug) >=
 		    (int)sizeof(b->res->log_path) ||
+	    snprintf(b->site_dir, sizeof(b->site_dir), "%s/site", cache) >= (int)sizeof(b->site_dir) ||
 	    snprintf(dir, sizeof(dir), "%s/debootstrap", b->suite_dir) >= (int)sizeof(dir))
 		return terr_set(b->err, ENAMETOOLONG, "cache directory path too long: %.100s", cache);
 	if (util_mkdir_p(dir, 0755, b->err) < 0)
@@ -1290,6 +1793,11 @@ int img_build(const struct recipe *r, const struct img_build_opts *opts,
 		if (u != 0)
 			return u < 0 ? u : 0;
 	}
+	/* A recipe that needs what is not there fails before anything runs. */
+	if (img_recipe_needs(r, opts, res->needs, sizeof(res->needs)) > 0) {
+		res->unready = true;
+		return terr_set(err, EAGAIN, "%.*s", (int)strcspn(res->needs, "\n"), res->needs);
+	}
 	if (geteuid() != 0)
 		return terr_set(err, EPERM, "building images needs root (debootstrap and chroot)");
 
@@ -1329,6 +1837,8 @@ int img_build(const struct recipe *r, const struct img_build_opts *opts,
 		rc = stage_packages(&b);
 	if (rc >= 0)
 		rc = stage_user(&b);
+	if (rc >= 0)
+		rc = stage_pip(&b);
 	if (rc >= 0)
 		rc = stage_run(&b);
 	if (rc >= 0)

@@ -19,6 +19,7 @@
 	X(BOOTSTRAP, "bootstrap") \
 	X(PACKAGES, "packages") \
 	X(USER, "user") \
+	X(PIP, "pip") \
 	X(RUN, "run") \
 	X(CLEAN, "clean") \
 	X(IMPORT, "import")
@@ -46,6 +47,12 @@ typedef void (*img_progress_fn)(const struct img_progress *p, void *ud);
 
 #define IMG_DEFAULT_CACHE_DIR "/var/cache/tessera/images"
 #define IMG_DEFAULT_MIRROR "http://deb.debian.org/debian"
+/* The images' configuration (docs/images.md, "images.conf"): pip_index,
+ * mirror, security_mirror, cache_dir; the flags of `tessera image build`
+ * win over it. */
+#define IMG_DEFAULT_CONFIG "/etc/tessera/images.conf"
+/* Where a build's site files are seen in the chroot (read-only). */
+#define IMG_SITE_MOUNT "/tmp/tessera-site"
 
 struct img_build_opts {
 	/* The Debian archive and its security archive; NULL: those apt uses
@@ -56,6 +63,13 @@ struct img_build_opts {
 	/* Downloaded packages and the build's root filesystem live here;
 	 * NULL: IMG_DEFAULT_CACHE_DIR. */
 	const char *cache_dir;
+	/* The site's Python package index (PEP 503 simple index, http:// or
+	 * https://) for recipes with pip; NULL: none, such recipes cannot be
+	 * built. */
+	const char *pip_index;
+	/* The images' configuration file, named where a message says where
+	 * pip_index can be set; NULL: IMG_DEFAULT_CONFIG. */
+	const char *config_path;
 	/* Rebuild even when an image with the recipe's hash exists. */
 	bool force;
 	/* Called from the building thread; may be NULL. */
@@ -71,7 +85,32 @@ struct img_build_result {
 	char frameworks[512];     /* the tessera.frameworks label written */
 	char log_path[512];       /* the full output of the build's commands */
 	int64_t stage_ms[IMG_STAGE_COUNT];   /* time each stage took */
+	/* Nothing was built because the recipe cannot be built as configured:
+	 * what it needs, a "needs ..." line each (img_recipe_needs). */
+	bool unready;
+	char needs[2048];
 };
+
+/* What r still needs before it can be built with o, one line per thing
+ * ("needs a pip index for tensorflow==2.20.* mlflow: --pip-index URL or
+ * pip_index in /etc/tessera/images.conf", "needs site file NAME: tessera
+ * image build --site-file PATH"), '\n'-separated into buf ("" when it is
+ * ready). Reads the site files of the cache (their sha256 where the recipe
+ * gives one). Returns the number of lines. */
+int img_recipe_needs(const struct recipe *r, const struct img_build_opts *o, char *buf, size_t n);
+
+/* The cache's folder of site files: CACHE_DIR/site. */
+void img_site_dir(const struct img_build_opts *o, char *buf, size_t n);
+
+/* SHA-256 of a file, 64 lower-case hex digits. */
+int img_sha256_file(const char *path, char hex[RECIPE_HASH_HEX + 1], struct terr *err);
+
+/* Copies the file at path into the cache's site folder under its own
+ * name (atomically: a copy, then a rename), checking its sha256 against
+ * want (NULL: any). Fills dest with where it went and hex with its
+ * sha256. */
+int img_site_file_add(const struct img_build_opts *o, const char *path, const char *want,
+		      char *dest, size_t dest_n, char hex[RECIPE_HASH_HEX + 1], struct terr *err);
 
 /* The hash label of the image ref in the local Docker: 0 with *found
  * false when there is no such image, 0 with hash filled (empty when the
@@ -79,7 +118,9 @@ struct img_build_result {
 int img_existing_hash(const char *ref, bool *found, char *hash, size_t n,
 		      struct terr *err);
 
-/* Builds r into the local Docker (or finds it up to date). Needs root:
+/* Builds r into the local Docker (or finds it up to date). A recipe that
+ * is not ready (img_recipe_needs) fails with -EAGAIN, res->unready and
+ * res->needs set, before anything is done. Needs root:
  * it moves the calling process into a mount namespace of its own (so
  * that the mounts of the build vanish with it, however it ends) and runs
  * debootstrap, chroot and docker. Single-threaded callers only. */
@@ -98,6 +139,11 @@ bool img_apt_progress(struct img_progress *p, const char *line, char *what, size
  * array of n pairs with malloc'd strings; the caller frees all. */
 int img_recipe_labels(const struct recipe *r, const char *frameworks,
 		      struct recipe_pair **out, size_t *n, struct terr *err);
+
+/* The --trusted-host of pip for an index URL: its host[:port] when the
+ * URL is plain http:// (pip refuses those hosts otherwise), false for
+ * https:// and anything else. */
+bool img_pip_trusted_host(const char *url, char *host, size_t n);
 
 /* The Debian archive and security archive apt uses, read from the text of
  * a sources file: deb822 (.sources) when deb822, else one-line (.list).

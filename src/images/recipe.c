@@ -527,6 +527,304 @@ static int on_env(struct parse *p, const char *key, const char *v, int line)
 	return add_pair(p, &p->r->env, &p->r->n_env, name, strlen(name), v, line);
 }
 
+/* ---- the keys of CUDA and pip images ---- */
+
+/* Debian's archive areas, in the order sources.list lists them. */
+static const char *const known_components[] = {"main", "contrib", "non-free", "non-free-firmware"};
+#define N_COMPONENTS (sizeof(known_components) / sizeof(known_components[0]))
+
+static int on_components(struct parse *p, const char *key, const char *v, int line)
+{
+	(void)key;
+	int at[N_COMPONENTS] = {0};
+	const char *s = v;
+	for (;;) {
+		while (*s && isspace((unsigned char)*s))
+			s++;
+		if (!*s)
+			break;
+		size_t n = strcspn(s, " \t\r\n");
+		size_t nth = 0;
+		for (const char *c = v; c < s; c++)
+			nth += *c == '\n';
+		int wl = nth < p->n_lines ? p->lines[nth] : line;
+		size_t k = 0;
+		while (k < N_COMPONENTS && !(strlen(known_components[k]) == n && !memcmp(known_components[k], s, n)))
+			k++;
+		if (k == N_COMPONENTS)
+			return fail(p, wl, "unknown archive component '%.*s' (known: main, contrib, non-free, "
+				    "non-free-firmware)", (int)(n > 64 ? 64 : n), s);
+		if (at[k])
+			return fail(p, wl, "component '%s' is listed twice", known_components[k]);
+		at[k] = wl;
+		s += n;
+	}
+	if (!at[0])
+		return fail(p, line, "components must include main (the root filesystem comes from it)");
+	struct recipe *r = p->r;
+	r->components = calloc(N_COMPONENTS, sizeof(*r->components));
+	if (!r->components)
+		return oom(p);
+	for (size_t k = 0; k < N_COMPONENTS; k++)
+		if (at[k] && !(r->components[r->n_components++] = strdup(known_components[k])))
+			return oom(p);
+	return 0;
+}
+
+/* debconf's question types (debconf-devel(7), "Templates"). */
+static const char *const debconf_types[] = {"select", "multiselect", "string", "boolean", "note",
+					    "text", "password", "title", "error"};
+
+/* OWNER QUESTION TYPE VALUE, as debconf-set-selections reads it: three
+ * words, then the value (which may have spaces: "I Decline"). */
+static int on_debconf(struct parse *p, const char *key, const char *v, int line)
+{
+	(void)key;
+	if (strchr(v, '\n'))
+		return fail(p, line, "debconf takes one line (OWNER QUESTION TYPE VALUE)");
+	const char *f[3];
+	size_t fn[3];
+	const char *s = v;
+	for (int i = 0; i < 3; i++) {
+		while (*s == ' ' || *s == '\t')
+			s++;
+		f[i] = s;
+		fn[i] = strcspn(s, " \t");
+		s += fn[i];
+		if (!fn[i])
+			return fail(p, line, "debconf '%.64s': expected OWNER QUESTION TYPE VALUE "
+				    "(e.g. nvidia-cudnn nvidia-cudnn/question select I Decline)", v);
+	}
+	while (*s == ' ' || *s == '\t')
+		s++;
+	const char *value = s;
+	if (!valid_package(f[0], fn[0]))
+		return fail(p, line, "debconf owner '%.*s' is not a Debian package name", (int)(fn[0] > 64 ? 64 : fn[0]),
+			    f[0]);
+	bool q_ok = memchr(f[1], '/', fn[1]) != NULL && f[1][0] != '/' && f[1][fn[1] - 1] != '/';
+	for (size_t i = 0; i < fn[1]; i++)
+		q_ok &= isalnum((unsigned char)f[1][i]) || strchr("._+-/:", f[1][i]) != NULL;
+	if (!q_ok)
+		return fail(p, line, "debconf question '%.*s' is not a debconf question name (e.g. nvidia-cudnn/question)",
+			    (int)(fn[1] > 64 ? 64 : fn[1]), f[1]);
+	bool t_ok = false;
+	for (size_t i = 0; i < sizeof(debconf_types) / sizeof(debconf_types[0]); i++)
+		t_ok |= strlen(debconf_types[i]) == fn[2] && !memcmp(debconf_types[i], f[2], fn[2]);
+	if (!t_ok)
+		return fail(p, line, "debconf type '%.*s' is not one of select, multiselect, string, boolean, "
+			    "note, text, password, title, error", (int)(fn[2] > 32 ? 32 : fn[2]), f[2]);
+	if (fn[2] == 7 && !memcmp(f[2], "boolean", 7) && strcmp(value, "true") && strcmp(value, "false"))
+		return fail(p, line, "debconf boolean %.*s: the value is true or false", (int)(fn[1] > 64 ? 64 : fn[1]),
+			    f[1]);
+	if (fn[2] == 6 && !memcmp(f[2], "select", 6) && !*value)
+		return fail(p, line, "debconf select %.*s has no value", (int)(fn[1] > 64 ? 64 : fn[1]), f[1]);
+	char id[256], full[1024];
+	if (fn[0] + fn[1] + 2 > sizeof(id) || strlen(v) >= sizeof(full))
+		return fail(p, line, "debconf line too long");
+	snprintf(id, sizeof(id), "%.*s %.*s", (int)fn[0], f[0], (int)fn[1], f[1]);
+	for (size_t i = 0; i < p->r->n_debconf; i++)
+		if (!strcmp(p->r->debconf[i].key, id))
+			return fail(p, line, "debconf %s is set twice (first on line %d)", id, p->r->debconf[i].line);
+	snprintf(full, sizeof(full), "%s %.*s%s%s", id, (int)fn[2], f[2], *value ? " " : "", value);
+	return add_pair(p, &p->r->debconf, &p->r->n_debconf, id, strlen(id), full, line);
+}
+
+/* NAME=VERSION: a versioned Provides of the builder's tessera-host-driver. */
+static int add_host_provide(struct parse *p, const char *w, size_t n, int line)
+{
+	const char *eq = memchr(w, '=', n);
+	size_t nn = eq ? (size_t)(eq - w) : n;
+	char ver[128];
+	size_t vn = eq ? n - nn - 1 : 0;
+	if (!eq || !valid_package(w, nn) || vn == 0 || vn >= sizeof(ver))
+		return fail(p, line, "host-provides entry '%.*s': expected NAME=VERSION (e.g. libcuda1=550), "
+			    "NAME a Debian package name", (int)(n > 64 ? 64 : n), w);
+	memcpy(ver, eq + 1, vn);
+	ver[vn] = '\0';
+	if (!valid_version(ver))
+		return fail(p, line, "host-provides entry '%.*s': '%s' is not a Debian version",
+			    (int)(n > 64 ? 64 : n), w, ver);
+	if (nn == strlen("tessera-host-driver") && !memcmp(w, "tessera-host-driver", nn))
+		return fail(p, line, "host-provides: tessera-host-driver is the package that provides the others");
+	for (size_t i = 0; i < p->r->n_host_provides; i++)
+		if (strlen(p->r->host_provides[i].key) == nn && !memcmp(p->r->host_provides[i].key, w, nn))
+			return fail(p, line, "host-provides: '%.*s' is listed twice", (int)(nn > 64 ? 64 : nn), w);
+	return add_pair(p, &p->r->host_provides, &p->r->n_host_provides, w, nn, ver, line);
+}
+
+static int on_host_provides(struct parse *p, const char *key, const char *v, int line)
+{
+	(void)key;
+	return each_word(p, v, line, add_host_provide);
+}
+
+/* A file name of the site's cache: one path component of plain
+ * characters (it is a file name on the host and in the chroot). */
+static bool valid_site_name(const char *s, size_t n)
+{
+	if (n == 0 || n > 200 || !isalnum((unsigned char)s[0]))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)s[i]) && !strchr("._+-", s[i]))
+			return false;
+	return true;
+}
+
+static int on_site_file(struct parse *p, const char *key, const char *v, int line)
+{
+	(void)key;
+	if (strchr(v, '\n'))
+		return fail(p, line, "site-file takes one line (FILENAME [sha256=HEX])");
+	size_t nn = strcspn(v, " \t");
+	if (!valid_site_name(v, nn))
+		return fail(p, line, "site-file '%.*s' is not a file name (letters, digits, '.', '_', '+', '-'; "
+			    "no '/'; at most 200)", (int)(nn > 64 ? 64 : nn), v);
+	const char *s = v + nn;
+	while (*s == ' ' || *s == '\t')
+		s++;
+	char sha[RECIPE_HASH_HEX + 1] = "";
+	if (*s) {
+		size_t sn = strcspn(s, " \t");
+		bool ok = sn == 7 + RECIPE_HASH_HEX && !strncmp(s, "sha256=", 7);
+		for (size_t i = 7; ok && i < sn; i++)
+			ok = isxdigit((unsigned char)s[i]);
+		const char *rest = s + sn;
+		while (*rest == ' ' || *rest == '\t')
+			rest++;
+		if (!ok || *rest)
+			return fail(p, line, "site-file %.*s: after the name comes sha256=HEX (64 hex digits) or nothing",
+				    (int)(nn > 64 ? 64 : nn), v);
+		for (size_t i = 0; i < RECIPE_HASH_HEX; i++)
+			sha[i] = (char)tolower((unsigned char)s[7 + i]);
+		sha[RECIPE_HASH_HEX] = '\0';
+	}
+	for (size_t i = 0; i < p->r->n_site_files; i++)
+		if (strlen(p->r->site_files[i].key) == nn && !memcmp(p->r->site_files[i].key, v, nn))
+			return fail(p, line, "site file %.*s is listed twice (first on line %d)", (int)(nn > 64 ? 64 : nn),
+				    v, p->r->site_files[i].line);
+	int r = add_pair(p, &p->r->site_files, &p->r->n_site_files, v, nn, sha, line);
+	if (r == 0 && !sha[0]) {
+		struct recipe_pair *last = &p->r->site_files[p->r->n_site_files - 1];
+		free(last->value);
+		last->value = NULL;
+	}
+	return r;
+}
+
+/* pip's distribution names compare normalized (PEP 503): lower case,
+ * runs of '-', '_' and '.' one '-'. */
+static void pip_normalize(const char *s, size_t n, char *out, size_t on)
+{
+	size_t o = 0;
+	for (size_t i = 0; i < n && o + 1 < on; i++) {
+		if (strchr("-_.", s[i])) {
+			if (o == 0 || out[o - 1] != '-')
+				out[o++] = '-';
+		} else {
+			out[o++] = (char)tolower((unsigned char)s[i]);
+		}
+	}
+	out[o] = '\0';
+}
+
+/* The name's length when w is a requirement this builder takes: NAME,
+ * maybe [EXTRA,...], maybe version clauses (OP VERSION, comma-separated,
+ * OP one of PEP 440's), without spaces, markers, URLs or options; 0
+ * otherwise. */
+static size_t pip_requirement(const char *w, size_t n)
+{
+	size_t i = 0;
+	if (n == 0 || !isalnum((unsigned char)w[0]))
+		return 0;
+	while (i < n && (isalnum((unsigned char)w[i]) || strchr("._-", w[i])))
+		i++;
+	size_t name_n = i;
+	if (!isalnum((unsigned char)w[name_n - 1]))
+		return 0;
+	if (i < n && w[i] == '[') {
+		size_t close = i + 1;
+		while (close < n && w[close] != ']')
+			close++;
+		if (close == n || close == i + 1)
+			return 0;
+		for (size_t k = i + 1; k < close; k++)
+			if (!isalnum((unsigned char)w[k]) && !strchr("._-,", w[k]))
+				return 0;
+		i = close + 1;
+	}
+	while (i < n) {
+		static const char *const ops[] = {"===", "==", "!=", "<=", ">=", "~=", "<", ">"};
+		size_t ol = 0;
+		for (size_t k = 0; k < sizeof(ops) / sizeof(ops[0]) && !ol; k++)
+			if (n - i >= strlen(ops[k]) && !memcmp(w + i, ops[k], strlen(ops[k])))
+				ol = strlen(ops[k]);
+		if (!ol)
+			return 0;
+		i += ol;
+		size_t vs = i;
+		while (i < n && (isalnum((unsigned char)w[i]) || strchr(".*+!_-", w[i])))
+			i++;
+		if (i == vs)
+			return 0;
+		if (i < n) {
+			if (w[i] != ',' || i + 1 == n)
+				return 0;
+			i++;
+		}
+	}
+	return name_n;
+}
+
+static int add_pip(struct parse *p, const char *w, size_t n, int line)
+{
+	size_t nn = pip_requirement(w, n);
+	if (!nn)
+		return fail(p, line, "pip requirement '%.*s' is not NAME[EXTRAS][VERSIONS] (e.g. tensorflow==2.20.*, "
+			    "mlflow>=2,<3; no spaces, markers, URLs or options)", (int)(n > 64 ? 64 : n), w);
+	char norm[128], other[128];
+	pip_normalize(w, nn, norm, sizeof(norm));
+	struct recipe *r = p->r;
+	for (size_t i = 0; i < r->n_pip; i++) {
+		pip_normalize(r->pip[i], pip_requirement(r->pip[i], strlen(r->pip[i])), other, sizeof(other));
+		if (!strcmp(norm, other))
+			return fail(p, line, "pip: '%.*s' is listed twice", (int)(nn > 64 ? 64 : nn), w);
+	}
+	char *word = strndup(w, n);
+	char **np = word ? realloc(r->pip, (r->n_pip + 1) * sizeof(*np)) : NULL;
+	if (!np) {
+		free(word);
+		return oom(p);
+	}
+	r->pip = np;
+	r->pip[r->n_pip++] = word;
+	return 0;
+}
+
+static int on_pip(struct parse *p, const char *key, const char *v, int line)
+{
+	(void)key;
+	return each_word(p, v, line, add_pip);
+}
+
+void recipe_pip_name(const char *requirement, char *buf, size_t n)
+{
+	if (!n)
+		return;
+	buf[0] = '\0';
+	size_t nn = pip_requirement(requirement, strlen(requirement));
+	if (nn)
+		pip_normalize(requirement, nn, buf, n);
+}
+
+static int on_cuda(struct parse *p, const char *key, const char *v, int line)
+{
+	size_t a = strspn(v, "0123456789");
+	size_t b = v[a] == '.' ? strspn(v + a + 1, "0123456789") : 0;
+	if (a == 0 || a > 3 || b == 0 || b > 3 || v[a + 1 + b] != '\0' || (v[0] == '0' && a > 1))
+		return fail(p, line, "cuda '%.32s' is not a CUDA version MAJOR.MINOR (e.g. 12.4)", v);
+	return set_once(p, &p->r->cuda, key, v, line);
+}
+
 /* Every key, once: the parser's dispatch, the unknown-key message and
  * the documentation (docs/images.md) follow this table. A key ending in
  * '.' is a prefix (env.NAME, label.KEY). */
@@ -548,7 +846,13 @@ static int on_env(struct parse *p, const char *key, const char *v, int line)
 	X("cmd", on_cmd) \
 	X("env.", on_env) \
 	X("label.", on_label) \
-	X("run", on_run)
+	X("run", on_run) \
+	X("components", on_components) \
+	X("debconf", on_debconf) \
+	X("host-provides", on_host_provides) \
+	X("site-file", on_site_file) \
+	X("pip", on_pip) \
+	X("cuda", on_cuda)
 
 struct key_entry {
 	const char *key;
@@ -561,7 +865,7 @@ static const struct key_entry recipe_keys[] = {RECIPE_KEYS(AS_KEY)};
 /* Keys that may appear more than once. */
 static bool key_repeats(const char *k)
 {
-	return !strcmp(k, "run");
+	return !strcmp(k, "run") || !strcmp(k, "debconf") || !strcmp(k, "site-file");
 }
 
 static const struct key_entry *find_key(const char *k)
@@ -728,6 +1032,13 @@ static int fill_defaults(struct parse *p)
 	}
 	if (!r->cmd)
 		r->cmd = strdup("/bin/bash");
+	if (!r->n_components) {
+		free(r->components);
+		r->components = calloc(1, sizeof(*r->components));
+		if (!r->components || !(r->components[0] = strdup("main")))
+			return oom(p);
+		r->n_components = 1;
+	}
 	if (!r->family || !r->title || !r->distro || !r->cmd)
 		return oom(p);
 	return 0;
@@ -830,6 +1141,21 @@ char *recipe_canonical(const struct recipe *r)
 	}
 	for (size_t i = 0; i < r->n_run; i++)
 		sb_item(&b, "run", NULL, r->run[i].value);
+	/* The keys of CUDA and pip images come last, and only when set, so
+	 * that recipes without them keep their hashes (and their images). */
+	if (!(r->n_components == 1 && !strcmp(r->components[0], "main")))
+		for (size_t i = 0; i < r->n_components; i++)
+			sb_item(&b, "component", NULL, r->components[i]);
+	for (size_t i = 0; i < r->n_debconf; i++)
+		sb_item(&b, "debconf", NULL, r->debconf[i].value);
+	for (size_t i = 0; i < r->n_host_provides; i++)
+		sb_item(&b, "host-provides.", r->host_provides[i].key, r->host_provides[i].value);
+	for (size_t i = 0; i < r->n_site_files; i++)
+		sb_item(&b, "site-file.", r->site_files[i].key,
+			r->site_files[i].value ? r->site_files[i].value : "-");
+	for (size_t i = 0; i < r->n_pip; i++)
+		sb_item(&b, "pip", NULL, r->pip[i]);
+	sb_item(&b, "cuda", NULL, r->cuda);
 	if (!b.ok) {
 		free(b.s);
 		return NULL;
@@ -954,7 +1280,7 @@ void recipe_free(struct recipe *r)
 		return;
 	char **fields[] = {&r->path, &r->name, &r->tag, &r->title, &r->family, &r->suite,
 			   &r->distro, &r->runtime_type, &r->runtime_path, &r->min_cpu,
-			   &r->min_mem, &r->min_cuda_shares, &r->service_ports, &r->cmd};
+			   &r->min_mem, &r->min_cuda_shares, &r->service_ports, &r->cmd, &r->cuda};
 	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
 		free(*fields[i]);
 	for (size_t i = 0; i < r->n_packages; i++)
@@ -964,6 +1290,15 @@ void recipe_free(struct recipe *r)
 	pairs_free(r->env, r->n_env);
 	pairs_free(r->labels, r->n_labels);
 	pairs_free(r->run, r->n_run);
+	for (size_t i = 0; i < r->n_components; i++)
+		free(r->components[i]);
+	free(r->components);
+	pairs_free(r->debconf, r->n_debconf);
+	pairs_free(r->host_provides, r->n_host_provides);
+	pairs_free(r->site_files, r->n_site_files);
+	for (size_t i = 0; i < r->n_pip; i++)
+		free(r->pip[i]);
+	free(r->pip);
 	memset(r, 0, sizeof(*r));
 }
 

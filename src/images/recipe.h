@@ -11,8 +11,9 @@
  *   env.LANG = C.UTF-8
  *   run      = ln -s /usr/bin/python3 /usr/local/bin/python
  *
- * Keys are [A-Za-z0-9_.-]+ at the start of a line; `env.NAME`, `label.KEY`
- * and `run` may appear more than once (every other key once). Errors name
+ * Keys are [A-Za-z0-9_.-]+ at the start of a line; `env.NAME`, `label.KEY`,
+ * `run`, `debconf` and `site-file` may appear more than once (every other
+ * key once). Errors name
  * the file and the line: "images/x.recipe:7: unknown key 'pakages'". */
 #ifndef TESSERA_IMAGES_RECIPE_H
 #define TESSERA_IMAGES_RECIPE_H
@@ -51,6 +52,7 @@ struct recipe {
 	char *min_cuda_shares;   /* ai.backend.resource.min.cuda.shares */
 	char *service_ports;     /* ai.backend.service-ports, validated */
 	char *cmd;               /* the image's CMD, words split on spaces */
+	char *cuda;              /* "12.4": the tessera.cuda label; NULL: none */
 	/* Lists. */
 	char **packages;         /* Debian package names, maybe "=VERSION" */
 	size_t n_packages;
@@ -62,6 +64,28 @@ struct recipe {
 	size_t n_labels;
 	struct recipe_pair *run;          /* shell steps; key is NULL */
 	size_t n_run;
+	/* Archive components of the image's sources.list and of the build,
+	 * in Debian's order (main, contrib, non-free, non-free-firmware);
+	 * "main" alone when the recipe has no `components`. */
+	char **components;
+	size_t n_components;
+	/* debconf-set-selections lines: key is "OWNER QUESTION" (the
+	 * question's identity, for the duplicate check), value the whole line
+	 * "OWNER QUESTION TYPE VALUE" with single spaces between the first
+	 * four fields. */
+	struct recipe_pair *debconf;
+	size_t n_debconf;
+	/* host-provides: NAME -> VERSION, what the node's driver mount gives
+	 * a session (the builder's tessera-host-driver package provides them). */
+	struct recipe_pair *host_provides;
+	size_t n_host_provides;
+	/* site-file: FILENAME -> sha256 (64 lower-case hex digits), value
+	 * NULL when the recipe gives none. */
+	struct recipe_pair *site_files;
+	size_t n_site_files;
+	/* pip requirements, as written ("tensorflow==2.20.*"). */
+	char **pip;
+	size_t n_pip;
 	char hash[RECIPE_HASH_HEX + 1];   /* sha256 of the canonical content */
 };
 
@@ -83,6 +107,11 @@ int recipe_ref(const struct recipe *r, char *buf, size_t n);
  * in a fixed order, comments and layout gone. malloc'd; NULL when out of
  * memory. */
 char *recipe_canonical(const struct recipe *r);
+
+/* The distribution name of a pip requirement ("Foo_Bar[x]>=1" -> "foo-bar"),
+ * normalized as PEP 503 compares names; "" when it is no requirement the
+ * recipe parser takes. Writes at most n bytes, always NUL-terminated. */
+void recipe_pip_name(const char *requirement, char *buf, size_t n);
 
 /* Debian's version of a suite ("bookworm" -> "12"); NULL when unknown. */
 const char *recipe_suite_version(const char *suite);

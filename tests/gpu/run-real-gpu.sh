@@ -155,6 +155,21 @@ PY
 else
 	echo "skip torch checks: python3 has no CUDA-enabled torch"
 fi
+# A program built against the CUDA runtime 12 (cudart12-probe: cudaMemGetInfo,
+# cudaMalloc up to the share and past it), with the system's libcudart.so.12
+# or Debian's, fetched by tests/fgpu/cudart12.sh fetch into the build.
+CUDART_PROBE=$BUILD/tests/fgpu/cudart12-probe
+CUDART_DIR=$BUILD/tests/fgpu/cudart12/root/usr/lib/x86_64-linux-gnu
+if [[ -x $CUDART_PROBE ]] &&
+	{ [[ -e $CUDART_DIR/libcudart.so.12 ]] || ldconfig -p | grep -q 'libcudart\.so\.12 '; }; then
+	out=$(shim 100 env LD_LIBRARY_PATH="$CUDART_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+		"$CUDART_PROBE" "$SHARE")
+	sed 's/^/     /' <<<"$out"
+	check "CUDA runtime 12: cudaMemGetInfo shows the share, cudaMalloc fits it and fails past it" \
+		'[[ $(tail -1 <<<"$out") == "all checks passed" ]]'
+else
+	echo "skip CUDA runtime checks: no libcudart.so.12 (tests/fgpu/cudart12.sh fetch gets Debian's)"
+fi
 
 tp() { field kernels_per_s "$("$@")"; }
 ms_per() { awk -v k="$1" 'BEGIN { printf "%.3f", 1000 / k }'; }

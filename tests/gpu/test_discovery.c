@@ -366,6 +366,50 @@ TEST(parse_ldconfig)
 	free(out);
 }
 
+/* Libraries whose soname has the driver's version in it, as the ld cache
+ * lists them (libnvidia-gpucomp, the PKCS#11 ones: never a plain
+ * "libnvidia-gpucomp.so" line): a wanted name ending in '.' takes every
+ * x86-64 one, in the order of the cache, each once; exact names still
+ * take their first line. */
+TEST(parse_ldconfig_versioned_sonames)
+{
+	static const char text[] =
+		"\tlibnvidia-gpucomp.so.550.163.01 (libc6,x86-64) => "
+		"/usr/lib/x86_64-linux-gnu/libnvidia-gpucomp.so.550.163.01\n"
+		"\tlibnvidia-gpucomp.so.550.163.01 (libc6) => "
+		"/usr/lib/i386-linux-gnu/libnvidia-gpucomp.so.550.163.01\n"
+		"\tlibnvidia-gpucomp.so.535.216.03 (libc6,x86-64) => "
+		"/usr/lib/x86_64-linux-gnu/libnvidia-gpucomp.so.535.216.03\n"
+		"\tlibnvidia-gpucomp.so.550.163.01 (libc6,x86-64) => "
+		"/usr/lib/x86_64-linux-gnu/libnvidia-gpucomp.so.550.163.01\n"
+		"\tlibnvidia-pkcs11-openssl3.so.550.163.01 (libc6,x86-64) => "
+		"/usr/lib/x86_64-linux-gnu/libnvidia-pkcs11-openssl3.so.550.163.01\n"
+		"\tlibnvidia-pkcs11.so.550.163.01 (libc6,x86-64) => "
+		"/usr/lib/x86_64-linux-gnu/libnvidia-pkcs11.so.550.163.01\n"
+		"\tlibcuda.so.1 (libc6,x86-64) => /usr/lib/x86_64-linux-gnu/libcuda.so.1\n"
+		"\tlibcuda.so.1 (libc6,x86-64) => /opt/other/libcuda.so.1\n";
+	static const char *const wanted[] = {
+		"libcuda.so.1", "libnvidia-gpucomp.so.", "libnvidia-pkcs11.so.",
+		"libnvidia-gpucomp.so", NULL,
+	};
+	char **out = NULL;
+	size_t n = 0;
+	struct terr err = {0};
+	CHECK_INT(gpu_parse_ldconfig(text, wanted, &out, &n, &err), 0);
+	CHECK_INT(n, 4);
+	if (out && n == 4) {
+		CHECK_STR(out[0], "/usr/lib/x86_64-linux-gnu/libcuda.so.1");
+		CHECK_STR(out[1], "/usr/lib/x86_64-linux-gnu/libnvidia-gpucomp.so.550.163.01");
+		CHECK_STR(out[2], "/usr/lib/x86_64-linux-gnu/libnvidia-gpucomp.so.535.216.03");
+		/* "libnvidia-pkcs11.so." is no prefix of the openssl3 one */
+		CHECK_STR(out[3], "/usr/lib/x86_64-linux-gnu/libnvidia-pkcs11.so.550.163.01");
+		CHECK(out[4] == NULL);
+	}
+	for (size_t i = 0; out && i < n; i++)
+		free(out[i]);
+	free(out);
+}
+
 int main(int argc, char **argv)
 {
 	(void)argc;
@@ -387,5 +431,6 @@ int main(int argc, char **argv)
 	RUN(context_overhead_is_measured_in_a_probe_process);
 	RUN(filter_visible);
 	RUN(parse_ldconfig);
+	RUN(parse_ldconfig_versioned_sonames);
 	return testlib_done();
 }

@@ -456,6 +456,287 @@ TEST(stage_names)
 	CHECK_STR(img_stage_name(IMG_STAGE_COUNT), "?");
 }
 
+/* The keys of CUDA and pip images (docs/images.md, "Recipes"). */
+TEST(cuda_and_pip_keys)
+{
+	static const char text[] =
+		"name = tessera/python-cuda\n"
+		"tag = 3.13-torch2.6\n"
+		"suite = trixie\n"
+		"packages = python3 python3-pip\n"
+		"components = non-free main\n"
+		"    contrib\n"
+		"debconf = nvidia-cudnn nvidia-cudnn/question select I Decline\n"
+		"debconf = nvidia-cudnn  nvidia-cudnn/license-preseed\tboolean true\n"
+		"debconf = tzdata tzdata/Areas select Etc\n"
+		"host-provides = libcuda1=550 libcuda.so.1=550.54.14-1\n"
+		"site-file = cudnn-linux-x86_64-9.0.0.312_cuda12-archive.tar.xz "
+		"sha256=ABCDEF0123456789abcdef0123456789abcdef0123456789abcdef0123456789\n"
+		"site-file = extra_1.0+x.tar.gz\n"
+		"pip = tensorflow==2.20.* mlflow\n"
+		"    torch[opt,cuda]>=2.6,<2.7 Jinja2~=3.1 a===1.0 b!=2.0.post1\n"
+		"cuda = 12.4\n";
+	struct recipe r;
+	struct terr err = {0};
+	CHECK_INT(recipe_parse(text, strlen(text), "t.recipe", &r, &err), 0);
+	if (err.msg[0])
+		FAILF("%s", err.msg);
+	/* In Debian's order, whatever the recipe's. */
+	CHECK_INT(r.n_components, 3);
+	CHECK_STR(r.components[0], "main");
+	CHECK_STR(r.components[1], "contrib");
+	CHECK_STR(r.components[2], "non-free");
+	CHECK_INT(r.n_debconf, 3);
+	CHECK_STR(r.debconf[0].value, "nvidia-cudnn nvidia-cudnn/question select I Decline");
+	CHECK_STR(r.debconf[1].value, "nvidia-cudnn nvidia-cudnn/license-preseed boolean true");
+	CHECK_STR(r.debconf[1].key, "nvidia-cudnn nvidia-cudnn/license-preseed");
+	CHECK_INT(r.debconf[2].line, 9);
+	CHECK_INT(r.n_host_provides, 2);
+	CHECK_STR(r.host_provides[0].key, "libcuda1");
+	CHECK_STR(r.host_provides[0].value, "550");
+	CHECK_STR(r.host_provides[1].key, "libcuda.so.1");
+	CHECK_STR(r.host_provides[1].value, "550.54.14-1");
+	CHECK_INT(r.n_site_files, 2);
+	CHECK_STR(r.site_files[0].key, "cudnn-linux-x86_64-9.0.0.312_cuda12-archive.tar.xz");
+	CHECK_STR(r.site_files[0].value, "abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789");
+	CHECK_STR(r.site_files[1].key, "extra_1.0+x.tar.gz");
+	CHECK(r.site_files[1].value == NULL);
+	CHECK_INT(r.n_pip, 6);
+	CHECK_STR(r.pip[0], "tensorflow==2.20.*");
+	CHECK_STR(r.pip[1], "mlflow");
+	CHECK_STR(r.pip[2], "torch[opt,cuda]>=2.6,<2.7");
+	CHECK_STR(r.cuda, "12.4");
+	struct recipe_pair *l = NULL;
+	size_t n = 0;
+	CHECK_INT(img_recipe_labels(&r, NULL, &l, &n, &err), 0);
+	CHECK_STR(label(l, n, "tessera.cuda"), "12.4");
+	for (size_t j = 0; j < n; j++) {
+		free(l[j].key);
+		free(l[j].value);
+	}
+	free(l);
+	recipe_free(&r);
+
+	/* Without them: main only, no CUDA label. */
+	CHECK_INT(recipe_parse(minimal, strlen(minimal), "t.recipe", &r, &err), 0);
+	CHECK_INT(r.n_components, 1);
+	CHECK_STR(r.components[0], "main");
+	CHECK(r.cuda == NULL && r.n_pip == 0 && r.n_site_files == 0 && r.n_debconf == 0 && r.n_host_provides == 0);
+	CHECK_INT(img_recipe_labels(&r, NULL, &l, &n, &err), 0);
+	CHECK(label(l, n, "tessera.cuda") == NULL);
+	for (size_t j = 0; j < n; j++) {
+		free(l[j].key);
+		free(l[j].value);
+	}
+	free(l);
+	recipe_free(&r);
+}
+
+TEST(cuda_and_pip_errors)
+{
+	static const struct {
+		const char *text;
+		const char *msg;
+	} cases[] = {
+		{"components = main universe\n", "t.recipe:1: unknown archive component 'universe' (known: main, contrib, non-free, non-free-firmware)"},
+		{"components = main\n  contrib main\n", "t.recipe:2: component 'main' is listed twice"},
+		{"components = contrib non-free\n", "t.recipe:1: components must include main"},
+		{"components = main\ncomponents = main\n", "t.recipe:2: components is set twice (first on line 1)"},
+		{"debconf = a1 a1/q select\n", "t.recipe:1: debconf select a1/q has no value"},
+		{"debconf = a1 a1/q\n", "t.recipe:1: debconf 'a1 a1/q': expected OWNER QUESTION TYPE VALUE"},
+		{"debconf = a1 question select x\n", "t.recipe:1: debconf question 'question' is not a debconf question name"},
+		{"debconf = A1 a1/q select x\n", "t.recipe:1: debconf owner 'A1' is not a Debian package name"},
+		{"debconf = a1 a1/q choice x\n", "t.recipe:1: debconf type 'choice' is not one of select"},
+		{"debconf = a1 a1/q boolean yes\n", "t.recipe:1: debconf boolean a1/q: the value is true or false"},
+		{"debconf = a1 a1/q string x\n  y\n", "t.recipe:1: debconf takes one line"},
+		{"# c\ndebconf = a1 a1/q string x\ndebconf = a1 a1/q string y\n",
+		 "t.recipe:3: debconf a1 a1/q is set twice (first on line 2)"},
+		{"host-provides = libcuda1\n", "t.recipe:1: host-provides entry 'libcuda1': expected NAME=VERSION"},
+		{"host-provides = libcuda1=\n", "t.recipe:1: host-provides entry 'libcuda1=': expected NAME=VERSION"},
+		{"host-provides = LibCuda=1\n", "t.recipe:1: host-provides entry 'LibCuda=1'"},
+		{"host-provides = libcuda1=x5\n", "t.recipe:1: host-provides entry 'libcuda1=x5': 'x5' is not a Debian version"},
+		{"host-provides = a1=1\n  a1=2\n", "t.recipe:2: host-provides: 'a1' is listed twice"},
+		{"host-provides = tessera-host-driver=1\n", "t.recipe:1: host-provides: tessera-host-driver is the package"},
+		{"site-file = ../etc/passwd\n", "t.recipe:1: site-file '../etc/passwd' is not a file name"},
+		{"site-file = a/b.tar\n", "t.recipe:1: site-file 'a/b.tar' is not a file name"},
+		{"site-file = .hidden\n", "t.recipe:1: site-file '.hidden'"},
+		{"site-file = a.tar md5=00\n", "t.recipe:1: site-file a.tar: after the name comes sha256=HEX"},
+		{"site-file = a.tar sha256=abc\n", "t.recipe:1: site-file a.tar: after the name comes sha256=HEX"},
+		{"site-file = a.tar sha256=0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdeg\n",
+		 "t.recipe:1: site-file a.tar: after the name"},
+		{"site-file = a.tar sha256=0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef x\n",
+		 "t.recipe:1: site-file a.tar: after the name"},
+		{"\nsite-file = a.tar\nsite-file = a.tar\n", "t.recipe:3: site file a.tar is listed twice (first on line 2)"},
+		{"pip = mlflow\n  --index-url=http://x\n", "t.recipe:2: pip requirement '--index-url=http://x' is not NAME[EXTRAS][VERSIONS]"},
+		{"pip = torch@https://x/torch.whl\n", "t.recipe:1: pip requirement 'torch@https://x/torch.whl'"},
+		{"pip = a==\n", "t.recipe:1: pip requirement 'a=='"},
+		{"pip = a==1,\n", "t.recipe:1: pip requirement 'a==1,'"},
+		{"pip = a[]\n", "t.recipe:1: pip requirement 'a[]'"},
+		{"pip = a;python_version<'3.12'\n", "t.recipe:1: pip requirement"},
+		{"pip = ./dist/a.whl\n", "t.recipe:1: pip requirement './dist/a.whl'"},
+		{"pip = a- \n", "t.recipe:1: pip requirement 'a-'"},
+		{"pip = Foo_Bar==1 foo.bar\n", "t.recipe:1: pip: 'foo.bar' is listed twice"},
+		{"cuda = 12\n", "t.recipe:1: cuda '12' is not a CUDA version MAJOR.MINOR (e.g. 12.4)"},
+		{"cuda = 12.4.1\n", "t.recipe:1: cuda '12.4.1' is not a CUDA version"},
+		{"cuda = v12.4\n", "t.recipe:1: cuda 'v12.4'"},
+		{"cuda = 12.x\n", "t.recipe:1: cuda '12.x'"},
+		{"cuda = 12.4\ncuda = 12.6\n", "t.recipe:2: cuda is set twice (first on line 1)"},
+		{"label.tessera.cuda = 12.4\n", "t.recipe:1: labels tessera.* are written by the builder"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		CHECK_CONTAINS(parse_err(cases[i].text), cases[i].msg);
+}
+
+TEST(pip_names)
+{
+	char buf[64];
+	recipe_pip_name("Foo_Bar[x]>=1", buf, sizeof(buf));
+	CHECK_STR(buf, "foo-bar");
+	recipe_pip_name("tensorflow==2.20.*", buf, sizeof(buf));
+	CHECK_STR(buf, "tensorflow");
+	recipe_pip_name("a..b__c", buf, sizeof(buf));
+	CHECK_STR(buf, "a-b-c");
+	recipe_pip_name("--index-url", buf, sizeof(buf));
+	CHECK_STR(buf, "");
+	recipe_pip_name("mlflow", buf, 4);
+	CHECK_STR(buf, "mlf");
+}
+
+TEST(pip_trusted_host)
+{
+	char h[64];
+	CHECK(img_pip_trusted_host("http://127.0.0.1:8080/simple", h, sizeof(h)));
+	CHECK_STR(h, "127.0.0.1:8080");
+	CHECK(img_pip_trusted_host("http://u:p@pypi.example.org/simple/", h, sizeof(h)));
+	CHECK_STR(h, "pypi.example.org");
+	CHECK(!img_pip_trusted_host("https://pypi.example.org/simple", h, sizeof(h)));
+	CHECK_STR(h, "");
+	CHECK(!img_pip_trusted_host("http:///simple", h, sizeof(h)));
+	CHECK(!img_pip_trusted_host("http://a-very-long-host-name.example.org/simple", h, 8));
+}
+
+/* What a recipe needs before it can be built: a pip index, its site files
+ * in the cache (with their sha256). */
+TEST(recipe_needs)
+{
+	char dir[] = "/tmp/test-recipe-needs.XXXXXX";
+	if (!mkdtemp(dir)) {
+		FAILF("mkdtemp failed");
+		return;
+	}
+	/* sha256 of "x\n" */
+	static const char x_sha[] = "73cb3858a687a8494ca3323053016282f3dad39d42cf62ca4e79dda2aac7d9ac";
+	char text[1024];
+	snprintf(text, sizeof(text),
+		 "name = a/b\ntag = 1\nsuite = bookworm\npackages = python3\n"
+		 "pip = tensorflow==2.20.* mlflow\n"
+		 "site-file = plain.tar\n"
+		 "site-file = checked.tar sha256=%s\n", x_sha);
+	struct recipe r;
+	struct terr err = {0};
+	CHECK_INT(recipe_parse(text, strlen(text), "t", &r, &err), 0);
+	struct img_build_opts o = {.cache_dir = dir, .config_path = "/etc/x/images.conf"};
+	char needs[2048];
+	CHECK_INT(img_recipe_needs(&r, &o, needs, sizeof(needs)), 3);
+	CHECK_STR(needs,
+		  "needs a pip index for tensorflow==2.20.* mlflow: --pip-index URL or pip_index in /etc/x/images.conf\n"
+		  "needs site file plain.tar: tessera image build --site-file PATH\n"
+		  "needs site file checked.tar: tessera image build --site-file PATH");
+	o.pip_index = "http://127.0.0.1:1/simple";
+	/* Kept through img_site_file_add: its sha256, and a wrong one refused. */
+	char src[256], dest[512], hex[RECIPE_HASH_HEX + 1];
+	snprintf(src, sizeof(src), "%s/plain.tar", dir);
+	FILE *f = fopen(src, "w");
+	fputs("x\n", f);
+	fclose(f);
+	CHECK_INT(img_site_file_add(&o, src, NULL, dest, sizeof(dest), hex, &err), 0);
+	CHECK_STR(hex, "73cb3858a687a8494ca3323053016282f3dad39d42cf62ca4e79dda2aac7d9ac");
+	char want_dest[512];
+	snprintf(want_dest, sizeof(want_dest), "%s/site/plain.tar", dir);
+	CHECK_STR(dest, want_dest);
+	snprintf(src, sizeof(src), "%s/checked.tar", dir);
+	f = fopen(src, "w");
+	fputs("not x\n", f);
+	fclose(f);
+	CHECK(img_site_file_add(&o, src, x_sha, dest, sizeof(dest), hex, &err) < 0);
+	CHECK_CONTAINS(err.msg, "not the 73cb3858");
+	CHECK_INT(img_recipe_needs(&r, &o, needs, sizeof(needs)), 1);
+	CHECK_STR(needs, "needs site file checked.tar: tessera image build --site-file PATH");
+	/* A kept file without the recipe's sha256 is not it. */
+	char kept[512];
+	snprintf(kept, sizeof(kept), "%s/site/checked.tar", dir);
+	rename(src, kept);
+	CHECK_INT(img_recipe_needs(&r, &o, needs, sizeof(needs)), 1);
+	CHECK_CONTAINS(needs, "needs site file checked.tar: the one in ");
+	CHECK_CONTAINS(needs, ", not 73cb3858");
+	f = fopen(kept, "w");
+	fputs("x\n", f);
+	fclose(f);
+	CHECK_INT(img_recipe_needs(&r, &o, needs, sizeof(needs)), 0);
+	CHECK_STR(needs, "");
+	/* A name no recipe can have is not kept. */
+	snprintf(src, sizeof(src), "%s/.hidden", dir);
+	f = fopen(src, "w");
+	fclose(f);
+	CHECK(img_site_file_add(&o, src, NULL, dest, sizeof(dest), hex, &err) < 0);
+	CHECK_CONTAINS(err.msg, "a recipe cannot name '.hidden'");
+	recipe_free(&r);
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	CHECK_INT(system(cmd), 0);
+}
+
+/* Each new key enters the hash; recipes without them keep theirs. */
+TEST(cuda_and_pip_keys_hash)
+{
+	char a[RECIPE_HASH_HEX + 1], b[RECIPE_HASH_HEX + 1], t[512];
+	hash_of(minimal, a);
+	/* The default, written out, is the default. */
+	snprintf(t, sizeof(t), "%scomponents = main\n", minimal);
+	hash_of(t, b);
+	CHECK_STR(a, b);
+	/* A recipe without the new keys hashes as it did before them: the
+	 * canonical form has none of their items. */
+	struct recipe r;
+	struct terr err = {0};
+	CHECK_INT(recipe_parse(minimal, strlen(minimal), "t", &r, &err), 0);
+	char *c = recipe_canonical(&r);
+	CHECK(c && !strstr(c, "component") && !strstr(c, "pip") && !strstr(c, "cuda"));
+	free(c);
+	recipe_free(&r);
+	static const char *const added[] = {
+		"components = main contrib\n",
+		"components = main non-free\n",
+		"debconf = a1 a1/q select x\n",
+		"debconf = a1 a1/q select y\n",
+		"host-provides = libcuda1=550\n",
+		"host-provides = libcuda1=535\n",
+		"site-file = a.tar\n",
+		"site-file = b.tar\n",
+		"site-file = a.tar sha256=0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\n",
+		"pip = mlflow\n",
+		"pip = mlflow==2.0\n",
+		"cuda = 12.4\n",
+		"cuda = 12.6\n",
+	};
+	char seen[sizeof(added) / sizeof(added[0])][RECIPE_HASH_HEX + 1];
+	for (size_t i = 0; i < sizeof(added) / sizeof(added[0]); i++) {
+		snprintf(t, sizeof(t), "%s%s", minimal, added[i]);
+		hash_of(t, seen[i]);
+		if (!strcmp(a, seen[i]))
+			FAILF("hash unchanged by: %s", added[i]);
+		for (size_t j = 0; j < i; j++)
+			if (!strcmp(seen[j], seen[i]))
+				FAILF("same hash for '%s' and '%s'", added[j], added[i]);
+	}
+	/* Spacing inside a debconf line and the order of components are layout. */
+	snprintf(t, sizeof(t), "%sdebconf = a1   a1/q\tselect x y\ncomponents = contrib main\n", minimal);
+	hash_of(t, a);
+	snprintf(t, sizeof(t), "%scomponents = main contrib\ndebconf = a1 a1/q select x y\n", minimal);
+	hash_of(t, b);
+	CHECK_STR(a, b);
+}
+
 int main(void)
 {
 	RUN(minimal_recipe_and_defaults);
@@ -469,5 +750,11 @@ int main(void)
 	RUN(mirrors_from_apt_sources);
 	RUN(apt_progress);
 	RUN(stage_names);
+	RUN(cuda_and_pip_keys);
+	RUN(cuda_and_pip_errors);
+	RUN(cuda_and_pip_keys_hash);
+	RUN(pip_names);
+	RUN(pip_trusted_host);
+	RUN(recipe_needs);
 	return testlib_done();
 }

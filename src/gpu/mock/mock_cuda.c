@@ -52,12 +52,16 @@
  * mock_cuda.h lists the mock's source files and what each holds; this one
  * has cuInit, devices, contexts (limits and green contexts too), the test
  * hooks, modules, error strings and cuGetProcAddress. */
+#include <dlfcn.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <stdio.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "gpu/mock/mock_cuda.h"
 
@@ -1560,10 +1564,49 @@ static void *mock_handed_out(const struct mock_symbol *s)
 	return mock_trampolines + i * MOCK_TRAMPOLINE_BYTES;
 }
 
+/* TESSERA_MOCK_PROC_LOG=FILE appends one line per lookup: the name, version
+ * and flags asked for, and the file of the code that asked (the fGPU
+ * library, when it is in between). This is how the tests see what a CUDA
+ * runtime asks the driver for (tests/fgpu/cudart12_entry_points.txt). */
+static void mock_proc_log(const char *symbol, int version, cuuint64_t flags, void *caller)
+{
+	const char *path = getenv("TESSERA_MOCK_PROC_LOG");
+	if (!path || !*path)
+		return;
+	Dl_info info;
+	const char *from = "?";
+	if (dladdr(caller, &info) && info.dli_fname) {
+		const char *slash = strrchr(info.dli_fname, '/');
+		from = slash ? slash + 1 : info.dli_fname;
+	}
+	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return;
+	/* one write per line: lines of concurrent callers do not mix */
+	char line[512];
+	int n = snprintf(line, sizeof(line), "%s %d %llu %s\n", symbol && *symbol ? symbol : "\"\"",
+			 version, (unsigned long long)flags, from);
+	if (n > 0 && (size_t)n < sizeof(line) && write(fd, line, (size_t)n) < 0)
+		n = -1;   /* a test hook: a failed write only loses the line */
+	close(fd);
+}
+
+/* What the real driver does, as Debian's 550.163.01 (CUDA 12.4) answers
+ * (docs/fgpu.md, "The CUDA runtime on the mock"): flags other than the
+ * two stream flags are CUDA_ERROR_INVALID_VALUE; a version is compared
+ * unsigned (-1 asks for the newest); a name not found, or found only in
+ * a newer version, is CUDA_ERROR_NOT_FOUND from cuGetProcAddress with
+ * *pfn untouched, and CUDA_SUCCESS from cuGetProcAddress_v2 with *pfn NULL
+ * and the reason in symbolStatus. The CUDA 12 runtime relies on the
+ * latter: it asks for every entry point it knows and keeps NULL for the
+ * ones a driver lacks. */
 static CUresult mock_proc_address(const char *symbol, void **pfn, int version,
-				  cuuint64_t flags, CUdriverProcAddressQueryResult *status)
+				  cuuint64_t flags, bool v2, CUdriverProcAddressQueryResult *status)
 {
 	if (!symbol || !pfn)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (flags & ~(cuuint64_t)(CU_GET_PROC_ADDRESS_LEGACY_STREAM |
+				  CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM))
 		return CUDA_ERROR_INVALID_VALUE;
 	bool want_ptsz = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
 	const struct mock_symbol *best = NULL;
@@ -1573,7 +1616,7 @@ static CUresult mock_proc_address(const char *symbol, void **pfn, int version,
 		if (strcmp(s->base, symbol) != 0)
 			continue;
 		known = true;
-		if (s->since > version)
+		if ((unsigned)s->since > (unsigned)version)
 			continue;
 		/* A per-thread variant wins when asked for; otherwise never. */
 		if (s->ptsz && !want_ptsz)
@@ -1582,23 +1625,32 @@ static CUresult mock_proc_address(const char *symbol, void **pfn, int version,
 		    (s->ptsz == best->ptsz && s->since > best->since))
 			best = s;
 	}
-	*pfn = best ? mock_handed_out(best) : NULL;
 	if (status)
 		*status = best ? CU_GET_PROC_ADDRESS_SUCCESS
 			: known ? CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT
 				: CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
-	return best ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
+	if (best) {
+		*pfn = mock_handed_out(best);
+		return CUDA_SUCCESS;
+	}
+	if (!v2)
+		return CUDA_ERROR_NOT_FOUND;
+	*pfn = NULL;
+	return CUDA_SUCCESS;
 }
 
-MOCK_API CUresult cuGetProcAddress(const char *symbol, void **pfn, int version,
-				   cuuint64_t flags)
+/* noinline: the return address is the caller's (mock_proc_log). */
+MOCK_API __attribute__((noinline)) CUresult cuGetProcAddress(const char *symbol, void **pfn,
+							     int version, cuuint64_t flags)
 {
-	return mock_proc_address(symbol, pfn, version, flags, NULL);
+	mock_proc_log(symbol, version, flags, __builtin_return_address(0));
+	return mock_proc_address(symbol, pfn, version, flags, false, NULL);
 }
 
-MOCK_API CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version,
-				      cuuint64_t flags,
-				      CUdriverProcAddressQueryResult *status)
+MOCK_API __attribute__((noinline)) CUresult cuGetProcAddress_v2(const char *symbol, void **pfn,
+								int version, cuuint64_t flags,
+								CUdriverProcAddressQueryResult *status)
 {
-	return mock_proc_address(symbol, pfn, version, flags, status);
+	mock_proc_log(symbol, version, flags, __builtin_return_address(0));
+	return mock_proc_address(symbol, pfn, version, flags, true, status);
 }
