@@ -1,10 +1,14 @@
 /* Recipes (images/recipe.h): the format, its errors with their lines, the
  * defaults, the hash; the labels and mirrors of images/build.h. The
  * recipes of images/ are read too, so a broken one fails here first. */
+#include <glob.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "images/build.h"
+#include "images/labels.h"
 #include "images/recipe.h"
 #include "testlib.h"
 
@@ -278,13 +282,19 @@ static const char *label(const struct recipe_pair *l, size_t n, const char *key)
 TEST(shipped_recipes)
 {
 	static const struct {
-		const char *path, *ref, *distro, *ports, *family;
+		const char *path, *ref, *distro, *ports, *family, *cuda;
 	} cases[] = {
-		{"images/python/3.11.recipe", "tessera/python:3.11", "debian12", "jupyter:http:8081,mlflow-ui:preopen:5000", "python"},
+		{"images/python/3.11.recipe", "tessera/python:3.11", "debian12", "jupyter:http:8081", "python", NULL},
 		{"images/python-ml/3.11-torch1.13.recipe", "tessera/python-ml:3.11-torch1.13", "debian12",
-		 "jupyter:http:8081,mlflow-ui:preopen:5000", "python-ml"},
+		 "jupyter:http:8081", "python-ml", NULL},
 		{"images/python-ml/3.13-torch2.6.recipe", "tessera/python-ml:3.13-torch2.6", "debian13",
-		 "jupyter:http:8081,mlflow-ui:preopen:5000", "python-ml"},
+		 "jupyter:http:8081", "python-ml", NULL},
+		{"images/python-ml/3.13-torch2.6-cuda12.4.recipe", "tessera/python-ml:3.13-torch2.6-cuda12.4", "debian13",
+		 "jupyter:http:8081", "python-ml", "12.4"},
+		{"images/python-pytorch/3.13-torch2.6-cuda12.4.recipe", "tessera/python-pytorch:3.13-torch2.6-cuda12.4",
+		 "debian13", "jupyter:http:8081,mlflow-ui:http:5000", "python-pytorch", "12.4"},
+		{"images/python-tensorflow/3.13-tf2.20.recipe", "tessera/python-tensorflow:3.13-tf2.20", "debian13",
+		 "jupyter:http:8081,mlflow-ui:http:5000", "python-tensorflow", "12.5"},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		char path[512], ref[256];
@@ -312,6 +322,12 @@ TEST(shipped_recipes)
 		CHECK_STR(label(l, n, "tessera.frameworks"), "python=3.11.2,torch=1.13.1");
 		CHECK_STR(label(l, n, "tessera.recipe.hash"), r.hash);
 		CHECK(label(l, n, "tessera.title") != NULL);
+		/* A CUDA build says which CUDA (the launcher's mark); a CPU
+		 * image has no such label. */
+		if (cases[i].cuda)
+			CHECK_STR(label(l, n, "tessera.cuda") ? label(l, n, "tessera.cuda") : "(none)", cases[i].cuda);
+		else
+			CHECK(label(l, n, "tessera.cuda") == NULL);
 		for (size_t j = 0; j < n; j++) {
 			free(l[j].key);
 			free(l[j].value);
@@ -331,6 +347,158 @@ TEST(shipped_recipes)
 	struct terr err = {0};
 	CHECK(recipe_load("/nonexistent/x.recipe", &r, &err) < 0);
 	CHECK_CONTAINS(err.msg, "cannot read /nonexistent/x.recipe");
+}
+
+/* What the CUDA recipes ask of the builder: Debian's route takes contrib
+ * and non-free, leaves the driver to the node, declines nvidia-cudnn's
+ * download and names NVIDIA's archive; the index's route needs pip. */
+TEST(cuda_recipes_needs)
+{
+	char path[512];
+	struct recipe r;
+	struct terr err = {0};
+	snprintf(path, sizeof(path), "%s/images/python-ml/3.13-torch2.6-cuda12.4.recipe", SOURCE_ROOT);
+	if (recipe_load(path, &r, &err) < 0) {
+		FAILF("%s", err.msg);
+		return;
+	}
+	CHECK_INT(r.n_components, 3);
+	if (r.n_components == 3) {
+		CHECK_STR(r.components[1], "contrib");
+		CHECK_STR(r.components[2], "non-free");
+	}
+	const char *provided[] = {"libcuda1", "libcuda.so.1", "libnvidia-ml.so.1"};
+	for (size_t k = 0; k < sizeof(provided) / sizeof(provided[0]); k++) {
+		bool found = false;
+		for (size_t i = 0; i < r.n_host_provides; i++)
+			found |= !strcmp(r.host_provides[i].key, provided[k]);
+		if (!found)
+			FAILF("host-provides lacks %s", provided[k]);
+		testlib_checks++;
+	}
+	CHECK_INT(r.n_debconf, 1);
+	if (r.n_debconf == 1)
+		CHECK_STR(r.debconf[0].value, "nvidia-cudnn nvidia-cudnn/question select I Decline");
+	CHECK_INT(r.n_site_files, 1);
+	if (r.n_site_files == 1)
+		CHECK_STR(r.site_files[0].key, "cudnn-linux-x86_64-9.0.0.312_cuda12-archive.tar.xz");
+	CHECK_INT(r.n_pip, 0);
+	bool installs = false;
+	for (size_t i = 0; i < r.n_run; i++)
+		installs |= strstr(r.run[i].value, "update-nvidia-cudnn --update --tmpdir /tmp/tessera-site") != NULL;
+	CHECK(installs);
+	recipe_free(&r);
+
+	static const char *const pip_recipes[] = {"images/python-pytorch/3.13-torch2.6-cuda12.4.recipe",
+						  "images/python-tensorflow/3.13-tf2.20.recipe"};
+	for (size_t k = 0; k < sizeof(pip_recipes) / sizeof(pip_recipes[0]); k++) {
+		snprintf(path, sizeof(path), "%s/%s", SOURCE_ROOT, pip_recipes[k]);
+		if (recipe_load(path, &r, &err) < 0) {
+			FAILF("%s", err.msg);
+			continue;
+		}
+		CHECK(r.n_pip > 0);
+		bool has_pip = false;
+		for (size_t i = 0; i < r.n_packages; i++)
+			has_pip |= !strcmp(r.packages[i], "python3-pip");
+		CHECK(has_pip);   /* the pip stage runs python3 -m pip */
+		bool mlflow = false;
+		for (size_t i = 0; i < r.n_pip; i++)
+			mlflow |= !strncmp(r.pip[i], "mlflow", 6);
+		CHECK(mlflow);
+		recipe_free(&r);
+	}
+}
+
+/* The first app r declares that the runner could not start: an http or
+ * tcp app other than jupyter (the runner's built-in) whose service
+ * definition no run step writes (docs/apps.md: without one it "cannot be
+ * started"). A preopen app is the user's to start, so it is one too
+ * unless a run step writes a definition for it: an image declares an app
+ * only when the program is in it. NULL when every app is startable. */
+static const char *unstartable_app(const struct recipe *r, char *buf, size_t n)
+{
+	struct img_service_port ports[IMG_MAX_SERVICE_PORTS];
+	size_t np = 0;
+	struct terr err = {0};
+	if (!r->service_ports ||
+	    img_service_ports_parse(r->service_ports, ports, IMG_MAX_SERVICE_PORTS, &np, &err) < 0)
+		return NULL;
+	for (size_t i = 0; i < np; i++) {
+		if (!img_service_port_is_app(&ports[i]) || !strcmp(ports[i].name, "jupyter"))
+			continue;
+		char def[160];
+		snprintf(def, sizeof(def), "/etc/backend.ai/service-defs/%s.json", ports[i].name);
+		bool written = false;
+		for (size_t k = 0; k < r->n_run; k++)
+			written |= strstr(r->run[k].value, def) && strstr(r->run[k].value, "\"command\"");
+		if (!written) {
+			snprintf(buf, n, "%s", ports[i].name);
+			return buf;
+		}
+	}
+	return NULL;
+}
+
+/* Apps an image does not have are not offered: every recipe under
+ * images/ that declares an app other than jupyter writes its service
+ * definition. */
+TEST(shipped_apps_have_service_defs)
+{
+	char pattern[512], buf[64];
+	snprintf(pattern, sizeof(pattern), "%s/images/*/*.recipe", SOURCE_ROOT);
+	glob_t g;
+	CHECK_INT(glob(pattern, 0, NULL, &g), 0);
+	CHECK(g.gl_pathc >= 6);
+	size_t with_apps = 0;
+	for (size_t i = 0; i < g.gl_pathc; i++) {
+		struct recipe r;
+		struct terr err = {0};
+		if (recipe_load(g.gl_pathv[i], &r, &err) < 0) {
+			FAILF("%s", err.msg);
+			continue;
+		}
+		const char *app = unstartable_app(&r, buf, sizeof(buf));
+		testlib_checks++;
+		if (app)
+			FAILF("%s declares the app %s but no run step writes /etc/backend.ai/service-defs/%s.json",
+			      g.gl_pathv[i], app, app);
+		with_apps += r.service_ports && strstr(r.service_ports, "mlflow-ui") != NULL;
+		recipe_free(&r);
+	}
+	globfree(&g);
+	CHECK(with_apps >= 2);   /* the check saw the MLflow images */
+
+	/* The check itself: an app without its definition, a preopen one, a
+	 * definition of another app; jupyter needs none. */
+	static const char *const bad[] = {
+		"service-ports = jupyter:http:8081,mlflow-ui:preopen:5000\n",
+		"service-ports = jupyter:http:8081,mlflow-ui:http:5000\n",
+		"service-ports = mlflow-ui:http:5000\nrun = mkdir -p /etc/backend.ai/service-defs\n"
+		"    echo '{\"command\": [\"tb\"]}' >/etc/backend.ai/service-defs/tensorboard.json\n",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char text[512];
+		snprintf(text, sizeof(text), "%s%s", minimal, bad[i]);
+		struct recipe r;
+		struct terr err = {0};
+		if (recipe_parse(text, strlen(text), "t.recipe", &r, &err) < 0) {
+			FAILF("%s", err.msg);
+			continue;
+		}
+		const char *app = unstartable_app(&r, buf, sizeof(buf));
+		CHECK_STR(app ? app : "(none)", "mlflow-ui");
+		recipe_free(&r);
+	}
+	static const char good[] = "service-ports = jupyter:http:8081,mlflow-ui:http:5000\n"
+				   "run = echo '{\"command\": [\"mlflow\", \"ui\"]}' >/etc/backend.ai/service-defs/mlflow-ui.json\n";
+	char text[512];
+	snprintf(text, sizeof(text), "%s%s", minimal, good);
+	struct recipe r;
+	struct terr err = {0};
+	CHECK_INT(recipe_parse(text, strlen(text), "t.recipe", &r, &err), 0);
+	CHECK(unstartable_app(&r, buf, sizeof(buf)) == NULL);
+	recipe_free(&r);
 }
 
 TEST(labels_of_the_recipe)
@@ -746,6 +914,8 @@ int main(void)
 	RUN(canonical_form);
 	RUN(upstream_versions);
 	RUN(shipped_recipes);
+	RUN(cuda_recipes_needs);
+	RUN(shipped_apps_have_service_defs);
 	RUN(labels_of_the_recipe);
 	RUN(mirrors_from_apt_sources);
 	RUN(apt_progress);
