@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # Session apps end to end (docs/apps.md) through a real `tessera server`
-# and its proxy, with a tessera/python:3.11 session:
+# and its proxy, with a session of tessera/python:3.11 relabelled to
+# declare, beside Jupyter, a preopen app `stand-in` on port 5000 (the
+# image itself declares only the apps it has, and a stand-in server is
+# no MLflow):
+# - its apps are exactly the terminal and what its label declares;
 # - Jupyter: `session app S jupyter` gives a one-time URL; its setup sets
 #   the cookie; /api/status answers 503 "starting" pages (never 502) until
 #   Jupyter answers 200; a kernel made with POST /api/kernels runs
 #   print(6*7) over its WebSocket channels and prints 42;
-# - a preopen app (the MLflow flow with a stand-in server): a 503 page
+# - a preopen app (the MLflow flow, a stand-in server): a 503 page
 #   while nothing listens on port 5000, the directory listing once
 #   `python3 -m http.server 5000` runs, started in the web terminal
 #   through the proxy; `session app S --port 8888` likewise;
@@ -22,6 +26,14 @@ if ! docker image inspect "$PY_IMAGE" >/dev/null 2>&1; then
 	exit 1
 fi
 e2e_setup
+# The image with the test's preopen app: a label over tessera/python:3.11,
+# removed when the test ends (after its sessions).
+R=${E2E_RUN,,}
+APPS_IMAGE=tessera-e2e-apps/${R//./-}:py
+E2E_IMAGES+=("$APPS_IMAGE")
+printf 'FROM %s\nLABEL ai.backend.service-ports="jupyter:http:8081,stand-in:preopen:5000"\n' "$PY_IMAGE" |
+	docker build -q -t "$APPS_IMAGE" - >/dev/null 2>&1
+check "$APPS_IMAGE is made from $PY_IMAGE with a preopen app" docker image inspect -f . "$APPS_IMAGE"
 start_server --app-ports "$(e2e_free_port_range 8)" --registry none || { e2e_done; exit 1; }
 
 # open_app ARGS...: `tessera session app ARGS`, then the URL's setup.
@@ -52,11 +64,12 @@ poll() {
 	return 1
 }
 
-"$TESSERA" session create "$PY_IMAGE" --name s --cpu 1 --mem 1g --wait >/dev/null 2>&1
-check "a $PY_IMAGE session runs" wait_status s RUNNING
-apps=$("$TESSERA" session apps s 2>&1)
-check "its apps: the terminal, jupyter and mlflow-ui ($(tr '\n' '|' <<<"$apps"))" \
-	bash -c '[[ "$1" == *terminal* && "$1" == *jupyter*http*8081* && "$1" == *mlflow-ui*preopen*5000* ]]' _ "$apps"
+"$TESSERA" session create "$APPS_IMAGE" --name s --cpu 1 --mem 1g --wait >/dev/null 2>&1
+check "a $APPS_IMAGE session runs" wait_status s RUNNING
+apps=$("$TESSERA" session apps s --json 2>&1)
+names=$(python3 -c 'import json, sys; print(" ".join("%s:%s:%s" % (a["name"], a["protocol"], a.get("port")) for a in json.load(sys.stdin)))' <<<"$apps" 2>&1)
+check "its apps are the terminal and those its label declares, no other ($names)" \
+	[ "$names" == "terminal:pty:None jupyter:http:8081 stand-in:preopen:5000" ]
 
 # ---- Jupyter ----
 open_app s jupyter
@@ -186,8 +199,8 @@ echo 'echo term-$((6*7))' >&4
 check "the terminal upgrades through the proxy and runs what is typed" wait_term 'term-42'
 
 # ---- a preopen app: nothing listens, then a server started in the terminal ----
-open_app s mlflow-ui
-check "session app s mlflow-ui: its setup sets the cookie ($SETUP)" bash -c '[ "$1" == 302 ] && [ -n "$2" ]' _ "$SETUP" "$COOKIE"
+open_app s stand-in
+check "session app s stand-in: its setup sets the cookie ($SETUP)" bash -c '[ "$1" == 302 ] && [ -n "$2" ]' _ "$SETUP" "$COOKIE"
 c=$(code "$ORIGIN" / "$COOKIE")
 check "before its server runs: 503 ($c)" [ "$c" == 503 ]
 check "with a page saying nothing listens on port 5000 yet" grep -q "nothing listens on port 5000 yet" "$E2E_DIR/body"

@@ -1,11 +1,21 @@
 #!/usr/bin/env bash
-# The ML images of images/python-ml (built by `make images`): a session of
-# each runs a small tensor computation and prints torch.__version__ and
-# the installed python3-torch package's version, which is what the
-# launcher shows (Debian's 1.13.1 build calls itself 1.13.0a0).
-# `make images-test` runs it and requires the images
-# (TESSERA_ML_IMAGES_REQUIRED=1); as a Meson test it is skipped when they
-# are not built, so that `make test` never builds GBs of images.
+# The ML images of images/ (built by `make images`), a session of each:
+# - Debian's CPU PyTorch images (images/python-ml): a small tensor
+#   computation, torch.__version__ and the installed python3-torch
+#   package's version, which is what the launcher shows (Debian's 1.13.1
+#   build calls itself 1.13.0a0), scikit-learn, Python and Jupyter;
+# - the CUDA images, where built: they need what this machine may lack (a
+#   pip index, the cuDNN archive: `tessera image build --check` says what),
+#   so each is checked when it is there and skipped, with the reason,
+#   when not: Debian's CUDA PyTorch (torch built for CUDA 12.4, cuDNN
+#   found), PyTorch and TensorFlow from the site's index (their versions,
+#   the CUDA their wheels were built for, a computation) and, in those two,
+#   MLflow: its service definition, and the MLflow UI app opened through
+#   the proxy answers with MLflow's own page.
+# Every image declares only the apps it has, and its CUDA label.
+# `make images-test` runs it and requires the CPU images
+# (TESSERA_ML_IMAGES_REQUIRED=1); as a Meson test it is skipped when none
+# is built, so that `make test` never builds GBs of images.
 . "$(dirname "$0")/../e2e/lib.sh"
 
 # image, python3-torch version, scikit-learn version, Python version
@@ -13,11 +23,15 @@ CASES=(
 	"tessera/python-ml:3.11-torch1.13 1.13.1 1.2. 3.11."
 	"tessera/python-ml:3.13-torch2.6 2.6.0 1.4. 3.13."
 )
+CUDA_DEBIAN=tessera/python-ml:3.13-torch2.6-cuda12.4
+CUDA_TORCH=tessera/python-pytorch:3.13-torch2.6-cuda12.4
+CUDA_TF=tessera/python-tensorflow:3.13-tf2.20
+built() { docker image inspect "$1" >/dev/null 2>&1; }
 
 missing=()
 for c in "${CASES[@]}"; do
 	read -r image _ <<<"$c"
-	docker image inspect "$image" >/dev/null 2>&1 || missing+=("$image")
+	built "$image" || missing+=("$image")
 done
 if ((${#missing[@]})); then
 	if [[ -n "${TESSERA_ML_IMAGES_REQUIRED:-}" ]]; then
@@ -29,7 +43,8 @@ if ((${#missing[@]})); then
 fi
 
 e2e_setup
-start_server || { e2e_done; exit 1; }
+start_server --app-ports "$(e2e_free_port_range 8)" --registry none || { e2e_done; exit 1; }
+label() { docker image inspect --format "{{index .Config.Labels \"$2\"}}" "$1"; }
 
 PROBE='
 import subprocess, torch, sklearn
@@ -60,10 +75,121 @@ for c in "${CASES[@]}"; do
 	check "$image: Python $py_ver ($ver)" contains "$ver" "Python $py_ver"
 	ver=$("$TESSERA" session exec "$name" -- jupyter notebook --version 2>&1)
 	check "$image: Jupyter Notebook 6.4 ($ver)" contains "$ver" "6.4."
-	fw=$(docker image inspect --format '{{index .Config.Labels "tessera.frameworks"}}' "$image")
+	fw=$(label "$image" tessera.frameworks)
 	check "$image: the launcher's label says torch=$torch_pkg ($fw)" contains "$fw" ",torch=$torch_pkg,"
-	ports=$(docker image inspect --format '{{index .Config.Labels "ai.backend.service-ports"}}' "$image")
-	check "$image: Jupyter and MLflow UI are declared ($ports)" [ "$ports" == "jupyter:http:8081,mlflow-ui:preopen:5000" ]
+	ports=$(label "$image" ai.backend.service-ports)
+	check "$image: only Jupyter is declared, the one app it has ($ports)" [ "$ports" == "jupyter:http:8081" ]
+	check "$image: no CUDA label (a CPU build)" [ -z "$(label "$image" tessera.cuda)" ]
 	"$TESSERA" session rm "$name" >/dev/null
 done
+
+# ---- the CUDA images, where built ----
+
+# open_app ARGS...: `tessera session app ARGS`, then the URL's setup: sets
+# ORIGIN and COOKIE. poll ORIGIN PATH COOKIE: GETs until 200 (5 minutes:
+# MLflow's first start imports much), SEEN the statuses meanwhile.
+open_app() {
+	URL=$("$TESSERA" session app "$@" 2>"$E2E_DIR/app.err")
+	ORIGIN=${URL%%/__tessera/*}
+	SETUP=$(curl -s -o /dev/null -D "$E2E_DIR/setup.h" -w '%{http_code}' "$URL")
+	COOKIE=$(sed -n 's/^[Ss]et-[Cc]ookie: *\(tessera_app[^;]*\).*/\1/p' "$E2E_DIR/setup.h" | tr -d '\r' | head -n 1)
+}
+poll() {
+	local c
+	SEEN=""
+	for _ in $(seq 1 300); do
+		c=$(curl -s -o "$E2E_DIR/body" -w '%{http_code}' -b "$3" "$1$2")
+		[[ " $SEEN " == *" $c "* ]] || SEEN="$SEEN $c"
+		[[ $c == 200 ]] && return 0
+		sleep 1
+	done
+	return 1
+}
+# mlflow_app NAME IMAGE: the image's MLflow and its UI through the proxy.
+mlflow_app() {
+	local name=$1 image=$2 out
+	out=$("$TESSERA" session exec "$name" -- python3 -c 'import json, mlflow
+d = json.load(open("/etc/backend.ai/service-defs/mlflow-ui.json"))
+print("mlflow", mlflow.__version__)
+print("command", " ".join(d["command"]))' 2>&1)
+	echo "$out" | sed "s|^|# $image: |"
+	check "$image: MLflow 3 imports" has_prefix_line "$out" "mlflow 3\."
+	check "$image: its service definition runs mlflow ui" \
+		has_line "$out" "command mlflow ui --host 127.0.0.1 --port {ports[0]}"
+	open_app "$name" mlflow-ui
+	check "$image: session app mlflow-ui sets the app's cookie ($SETUP)" bash -c '[ "$1" == 302 ] && [ -n "$2" ]' _ "$SETUP" "$COOKIE"
+	poll "$ORIGIN" / "$COOKIE"
+	check "$image: the MLflow UI answers 200 through the proxy once started (seen:$SEEN)" [ $? -eq 0 ]
+	check "$image: with MLflow's own page" grep -qi "mlflow" "$E2E_DIR/body"
+}
+
+if built "$CUDA_DEBIAN"; then
+	image=$CUDA_DEBIAN
+	"$TESSERA" session create "$image" --name cd --cpu 1 --mem 2g --wait >/dev/null 2>&1
+	check "a session of $image starts" wait_status cd RUNNING
+	out=$("$TESSERA" session exec cd --timeout 300 -- python3 -c 'import subprocess, torch
+pkg = subprocess.run(["dpkg-query", "--show", "--showformat=${Version}", "python3-torch-cuda"],
+                     capture_output=True, text=True).stdout
+print("python3-torch-cuda", pkg)
+print("torch.version.cuda", torch.version.cuda)
+print("cudnn", torch.backends.cudnn.version())
+print("sum", torch.ones(2, 3).sum().item())
+print("cuda.is_available", torch.cuda.is_available())' 2>&1)
+	echo "$out" | sed "s|^|# $image: |"
+	check "$image: python3-torch-cuda 2.6.0" has_prefix_line "$out" "python3-torch-cuda 2\.6\.0"
+	check "$image: torch is built for CUDA 12.4" has_line "$out" "torch.version.cuda 12.4"
+	check "$image: torch finds cuDNN 9.0 (the site's archive)" has_line "$out" "cudnn 90000"
+	check "$image: a computation on the CPU" has_line "$out" "sum 6.0"
+	check "$image: tessera.cuda is 12.4" [ "$(label "$image" tessera.cuda)" == "12.4" ]
+	check "$image: only Jupyter is declared" [ "$(label "$image" ai.backend.service-ports)" == "jupyter:http:8081" ]
+	"$TESSERA" session rm cd >/dev/null
+else
+	e2e_log "skip $CUDA_DEBIAN: not built (it needs the cuDNN archive: tessera image build --site-file PATH)"
+fi
+
+if built "$CUDA_TORCH"; then
+	image=$CUDA_TORCH
+	"$TESSERA" session create "$image" --name ct --cpu 1 --mem 2g --wait >/dev/null 2>&1
+	check "a session of $image starts" wait_status ct RUNNING
+	out=$("$TESSERA" session exec ct --timeout 300 -- python3 -c 'import torch
+print("torch", torch.__version__)
+print("torch.version.cuda", torch.version.cuda)
+print("cudnn", torch.backends.cudnn.version())
+print("sum", torch.ones(2, 3).sum().item())' 2>&1)
+	echo "$out" | sed "s|^|# $image: |"
+	check "$image: torch 2.6" has_prefix_line "$out" "torch 2\.6\."
+	check "$image: built for CUDA 12.4" has_line "$out" "torch.version.cuda 12.4"
+	check "$image: cuDNN 9 from its wheels" has_prefix_line "$out" "cudnn 9[0-9][0-9][0-9][0-9]"
+	check "$image: a computation on the CPU" has_line "$out" "sum 6.0"
+	check "$image: tessera.cuda is 12.4" [ "$(label "$image" tessera.cuda)" == "12.4" ]
+	fw=$(label "$image" tessera.frameworks)
+	check "$image: the launcher's label has pip's torch and mlflow ($fw)" bash -c '[[ "$1" == *,torch=2.6.* && "$1" == *,mlflow=3.* ]]' _ "$fw"
+	check "$image: Jupyter and the MLflow UI are declared" \
+		[ "$(label "$image" ai.backend.service-ports)" == "jupyter:http:8081,mlflow-ui:http:5000" ]
+	mlflow_app ct "$image"
+	"$TESSERA" session rm ct >/dev/null
+else
+	e2e_log "skip $CUDA_TORCH: not built (it needs a pip index: tessera image build --pip-index URL)"
+fi
+
+if built "$CUDA_TF"; then
+	image=$CUDA_TF
+	"$TESSERA" session create "$image" --name tf --cpu 1 --mem 2g --wait >/dev/null 2>&1
+	check "a session of $image starts" wait_status tf RUNNING
+	out=$("$TESSERA" session exec tf --timeout 300 -- python3 -c 'import tensorflow as tf
+print("tensorflow", tf.__version__)
+print("cuda", tf.sysconfig.get_build_info().get("cuda_version"))
+print("sum", float(tf.reduce_sum(tf.ones((2, 3)))))' 2>&1)
+	echo "$out" | sed "s|^|# $image: |"
+	check "$image: TensorFlow 2.20" has_prefix_line "$out" "tensorflow 2\.20\."
+	check "$image: built for CUDA 12.5" has_prefix_line "$out" "cuda 12\.5"
+	check "$image: a computation on the CPU" has_line "$out" "sum 6.0"
+	check "$image: tessera.cuda is 12.5" [ "$(label "$image" tessera.cuda)" == "12.5" ]
+	check "$image: Jupyter and the MLflow UI are declared" \
+		[ "$(label "$image" ai.backend.service-ports)" == "jupyter:http:8081,mlflow-ui:http:5000" ]
+	mlflow_app tf "$image"
+	"$TESSERA" session rm tf >/dev/null
+else
+	e2e_log "skip $CUDA_TF: not built (it needs a pip index: tessera image build --pip-index URL)"
+fi
 e2e_done
