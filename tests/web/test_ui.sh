@@ -32,8 +32,11 @@ ui_demo_image "$UI_ML:3.11-torch1.13" "${ML_LABELS[@]}" \
 	'tessera.frameworks="python=3.11.2,torch=1.13.1,scikit-learn=1.2.1,numpy=1.24.2,notebook=6.4.12"'
 ui_demo_image "$UI_ML:3.13-torch2.6" "${ML_LABELS[@]}" \
 	'tessera.frameworks="python=3.13.5,torch=2.6.0,scikit-learn=1.4.2,numpy=2.2.4,notebook=6.4.12"'
+# A CUDA build (tessera.cuda): the launcher marks its version "CUDA 12.4".
+ui_demo_image "$UI_ML:3.13-torch2.6-cuda12.4" "${ML_LABELS[@]/,mlflow-ui:preopen:5000/}" tessera.cuda=12.4 \
+	'tessera.frameworks="python=3.13.5,torch=2.6.0,scikit-learn=1.4.2,numpy=2.2.4,notebook=6.4.12"'
 check "the demo images are there" docker image inspect -f . "$UI_ML:3.11-torch1.13" "$UI_ML:3.13-torch2.6" \
-	>/dev/null
+	"$UI_ML:3.13-torch2.6-cuda12.4" >/dev/null
 
 start_server --mock-gpus 1x8GiB --fgpu-per-device 2 --web-port 0 || { e2e_done; exit 1; }
 # The server adds web_url to admin.conf once the web UI listens, a moment

@@ -137,6 +137,10 @@ try {
     for (const want of ['Python 3.11.2', 'PyTorch 1.13.1', 'scikit-learn 1.2.1', 'needs 1 CPU · 1.0 GiB']) {
       if (!text.includes(want)) throw new Error(`the version row says '${text}', without '${want}'`);
     }
+    // A CUDA build's row says which CUDA (tessera.cuda); a CPU build's says none.
+    if (text.includes('CUDA')) throw new Error(`the CPU build's row says '${text}'`);
+    const cudaRow = versions.locator('label.version', { hasText: /^3\.13-torch2\.6-cuda12\.4/ });
+    await cudaRow.locator('.tag-cuda', { hasText: /^CUDA 12\.4$/ }).waitFor({ timeout: WAIT });
     const cpu = dlg.getByRole('spinbutton', { name: 'CPU' });
     const mem = dlg.getByRole('spinbutton', { name: 'Memory' });
     if (await cpu.getAttribute('min') !== '1') throw new Error(`CPU starts at ${await cpu.getAttribute('min')}, not the image's 1`);

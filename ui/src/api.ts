@@ -18,6 +18,9 @@ export interface Framework { name: string; version: string }
 export interface Image {
   ref: string; name: string; tag: string; family: string; title: string; frameworks: Framework[];
   base_distro?: string; size: number; min: Resources; nodes: string[]; aliases?: string[];
+  // The CUDA version its frameworks were built for (label tessera.cuda,
+  // "12.4"); absent for a CPU image.
+  cuda?: string;
   owner: string | null; visibility: 'public' | 'private' | 'hidden'; status?: string; warning?: string;
 }
 

@@ -395,6 +395,8 @@ export function LaunchDialog(props: {
                   <span class="version-tag">{env.other ? img.name : img.tag || 'latest'}</span>
                   <span class="version-fw">{env.other ? img.tag : frameworksLine(img, 4) || img.ref}</span>
                   <span class="version-meta">
+                    {img.cuda && <span class="tag-cuda"
+                      title={`Built for CUDA ${img.cuda}: it uses a GPU when the session has one`}>CUDA {img.cuda}</span>}
                     {img.visibility === 'private' && <span class="tag-private">private</span>}
                     {fmtMin(img.min)}{img.size ? `${fmtMin(img.min) ? ' · ' : ''}${fmtSize(img.size)}` : ''}
                   </span>
