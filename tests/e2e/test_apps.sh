@@ -18,6 +18,9 @@
 #   URL used twice, or no cookie: 403;
 # - after `session rm S`: the app port answers 403 (session ended) and the
 #   terminal's open WebSocket is closed.
+# - the recipes' MLflow UI service definition (images/python-pytorch), as
+#   the recipe writes it, in an image with a stand-in mlflow: the runner
+#   starts it on first use and it opens through the proxy.
 . "$(dirname "$0")/lib.sh"
 PY_IMAGE=tessera/python:3.11
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -304,4 +307,51 @@ exec 4>&-
 wait "$TERM_PID" 2>/dev/null
 
 TESSERA_CONFIG=$BOB_CONF "$TESSERA" session rm bs >/dev/null
+
+# ---- the recipes' MLflow UI app: their service definition, as written ----
+# images/python-pytorch's run step writes it (images/python-tensorflow's
+# is the same line); MLflow itself is not here (no index), so a stand-in
+# `mlflow` on PATH serves a page saying how it was started. What is
+# checked is the definition: valid JSON the runner takes, its command,
+# the variable it sets, and the address it binds being one the runner
+# reaches.
+RECIPE=$HERE/../../images/python-pytorch/3.13-torch2.6-cuda12.4.recipe
+def=$(sed -n "s|^ *printf '%s\\\\n' '\(.*\)' >/etc/backend.ai/service-defs/mlflow-ui.json\$|\1|p" "$RECIPE")
+check "the recipe's mlflow-ui service definition is JSON with a command ($def)" \
+	python3 -c 'import json, sys; d = json.loads(sys.argv[1]); assert d["command"][:2] == ["mlflow", "ui"]' "$def"
+ctx=$E2E_DIR/mlflow-image
+mkdir -p "$ctx"
+printf '%s\n' "$def" >"$ctx/mlflow-ui.json"
+cat >"$ctx/mlflow" <<'STANDIN'
+#!/usr/bin/env python3
+# The test's stand-in for `mlflow ui --host H --port P`.
+import http.server, os, sys
+a = sys.argv[1:]
+host, port = a[a.index("--host") + 1], int(a[a.index("--port") + 1])
+body = ("stand-in mlflow %s on %s:%d middleware-off=%s cwd=%s" % (
+    a[0], host, port, os.environ.get("MLFLOW_SERVER_DISABLE_SECURITY_MIDDLEWARE"), os.getcwd())).encode()
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+http.server.HTTPServer((host, port), H).serve_forever()
+STANDIN
+chmod 755 "$ctx/mlflow"
+printf 'FROM %s\nCOPY mlflow /usr/local/bin/mlflow\nCOPY mlflow-ui.json /etc/backend.ai/service-defs/mlflow-ui.json\nLABEL ai.backend.service-ports="jupyter:http:8081,mlflow-ui:http:5000"\n' \
+	"$PY_IMAGE" >"$ctx/Dockerfile"
+MLFLOW_IMAGE=tessera-e2e-apps/${R//./-}:mlflow
+E2E_IMAGES+=("$MLFLOW_IMAGE")
+docker build -q -t "$MLFLOW_IMAGE" "$ctx" >/dev/null 2>&1
+check "$MLFLOW_IMAGE: the definition and a stand-in mlflow over $PY_IMAGE" docker image inspect -f . "$MLFLOW_IMAGE"
+"$TESSERA" session create "$MLFLOW_IMAGE" --name m --cpu 1 --mem 1g --wait >/dev/null 2>&1
+check "a $MLFLOW_IMAGE session runs" wait_status m RUNNING
+open_app m mlflow-ui
+check "session app m mlflow-ui: its setup sets the cookie ($SETUP)" bash -c '[ "$1" == 302 ] && [ -n "$2" ]' _ "$SETUP" "$COOKIE"
+poll "$ORIGIN" / "$COOKIE"
+check "the runner starts it from the definition on first use: 200 (seen:$SEEN)" [ $? -eq 0 ]
+check "as mlflow ui on 127.0.0.1:5000, MLflow's middleware off, in /home/work ($(cat "$E2E_DIR/body"))" \
+	grep -qx "stand-in mlflow ui on 127.0.0.1:5000 middleware-off=true cwd=/home/work" "$E2E_DIR/body"
+"$TESSERA" session rm m >/dev/null
 e2e_done
