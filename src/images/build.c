@@ -236,6 +236,32 @@ static void host_mirrors(char *mirror, size_t mn, char *security, size_t sn)
 	}
 }
 
+/* ---- pip ---- */
+
+bool img_pip_trusted_host(const char *url, char *host, size_t n)
+{
+	if (n)
+		host[0] = '\0';
+	if (strncmp(url, "http://", 7))
+		return false;
+	const char *h = url + 7;
+	const char *at = NULL;
+	size_t len = strcspn(h, "/?#");
+	/* user:password@host: the host is after the '@'. */
+	for (size_t i = 0; i < len; i++)
+		if (h[i] == '@')
+			at = h + i;
+	if (at) {
+		len -= (size_t)(at + 1 - h);
+		h = at + 1;
+	}
+	if (!len || len >= n)
+		return false;
+	memcpy(host, h, len);
+	host[len] = '\0';
+	return true;
+}
+
 /* ---- running commands ---- */
 
 struct builder {
@@ -698,6 +724,67 @@ static int stage_packages(struct builder *b)
 	return r;
 }
 
+/* /etc/pip.conf of every image: pip for the session user, the seeds' way
+ * (docs/images.md, "pip in sessions"). Debian marks its Python externally
+ * managed (PEP 668), which makes every pip install, `--user` included,
+ * fail with "externally-managed-environment"; break-system-packages lets
+ * it go on. index is the site's package index the pip stage used (NULL:
+ * none), kept so that sessions install from the same mirror. */
+static int write_pip_conf(struct builder *b, const char *index)
+{
+	char text[1024];
+	int n = snprintf(text, sizeof(text),
+			 "# Written by tessera image build (docs/images.md, \"pip in sessions\").\n"
+			 "[global]\n"
+			 "break-system-packages = true\n");
+	if (index) {
+		char host[256];
+		n += snprintf(text + n, sizeof(text) - (size_t)n, "index-url = %s\n", index);
+		if (img_pip_trusted_host(index, host, sizeof(host)))
+			snprintf(text + n, sizeof(text) - (size_t)n, "trusted-host = %s\n", host);
+	}
+	return write_root_file(b, "/etc/pip.conf", text, 0644);
+}
+
+static void on_purelib(struct builder *b, const char *line, void *ud)
+{
+	(void)b;
+	if (line[0] == '/')
+		copy_n(ud, PATH_MAX, line, strlen(line));
+}
+
+/* The session user (work, uid 1000) owns /usr/local and the site-packages
+ * directory pip uses there, so that a plain `pip install PKG` in a session
+ * (no root, no sudo) installs into the image's own site-packages, which a
+ * session converted into an image keeps; `pip install --user` goes to
+ * ~/.local as ever. Done again in the clean stage, for what the pip stage
+ * and the run steps put under /usr/local as root (the user may upgrade
+ * it). */
+static int session_pip(struct builder *b, bool first)
+{
+	if (first) {
+		int r = write_pip_conf(b, NULL);
+		if (r < 0)
+			return r;
+		/* Debian's python3 installs into /usr/local/lib/python3.X/
+		 * dist-packages (its posix_local scheme), which pip creates only
+		 * when it first installs there: made now, to be the user's. */
+		char py[PATH_MAX], purelib[PATH_MAX] = "";
+		root_path(b, "/usr/bin/python3", py, sizeof(py));
+		const char *argv[] = {"python3", "-c", "import sysconfig; print(sysconfig.get_path('purelib'))", NULL};
+		if (access(py, X_OK) == 0 &&
+		    run(b, &(struct cmd){.argv = argv, .in_root = true, .on_line = on_purelib, .ud = purelib,
+					 .quiet_fail = true}) == 0 &&
+		    !strncmp(purelib, "/usr/local/", 11) && !strstr(purelib, "..")) {
+			char dir[PATH_MAX];
+			if (root_path(b, purelib, dir, sizeof(dir)) < 0 || util_mkdir_p(dir, 0755, b->err) < 0)
+				return -EIO;
+		}
+	}
+	const char *chown_argv[] = {"chown", "-R", "1000:1000", "/usr/local", NULL};
+	return run(b, &(struct cmd){.argv = chown_argv, .in_root = true});
+}
+
 static int stage_user(struct builder *b)
 {
 	enter_stage(b, IMG_STAGE_USER);
@@ -706,7 +793,9 @@ static int stage_user(struct builder *b)
 	const char *user[] = {"useradd", "--uid", "1000", "--gid", "1000", "--create-home",
 			      "--home-dir", IMG_HOME, "--shell", "/bin/bash", "work", NULL};
 	int r = run(b, &(struct cmd){.argv = group, .in_root = true});
-	return r < 0 ? r : run(b, &(struct cmd){.argv = user, .in_root = true});
+	if (r == 0)
+		r = run(b, &(struct cmd){.argv = user, .in_root = true});
+	return r < 0 ? r : session_pip(b, true);
 }
 
 static int stage_run(struct builder *b)
@@ -783,6 +872,8 @@ static int stage_clean(struct builder *b)
 {
 	enter_stage(b, IMG_STAGE_CLEAN);
 	int r = read_frameworks(b);
+	if (r == 0)
+		r = session_pip(b, false);
 	if (r < 0)
 		return r;
 	/* The cache first: what follows must not reach into it. */

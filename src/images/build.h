@@ -99,6 +99,11 @@ bool img_apt_progress(struct img_progress *p, const char *line, char *what, size
 int img_recipe_labels(const struct recipe *r, const char *frameworks,
 		      struct recipe_pair **out, size_t *n, struct terr *err);
 
+/* The --trusted-host of pip for an index URL: its host[:port] when the
+ * URL is plain http:// (pip refuses those hosts otherwise), false for
+ * https:// and anything else. */
+bool img_pip_trusted_host(const char *url, char *host, size_t n);
+
 /* The Debian archive and security archive apt uses, read from the text of
  * a sources file: deb822 (.sources) when deb822, else one-line (.list).
  * Fills mirror / security (empty when the text names none). */
