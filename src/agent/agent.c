@@ -725,8 +725,12 @@ static void container_name(const char *name, const char *id, char *buf, size_t n
 struct plan {
 	char *env[256 + 16];
 	size_t n_env;
-	struct rt_mount mounts[32];
+	/* The agent's own (runner, gpu-info, profile, the GPU files, the
+	 * app secret; on real GPUs the driver's files, about 20 in all) and
+	 * AGENT_MAX_FOLDER_MOUNTS folders. */
+	struct rt_mount mounts[48];
 	size_t n_mounts;
+	bool mounts_overflow;         /* one did not fit: the start is refused */
 	const char *devices[GPU_MAX_DEVICES + 8];
 	size_t n_devices;
 	char *owned[128];
@@ -762,6 +766,8 @@ static void plan_mount(struct plan *p, const char *src, const char *dst, bool ro
 {
 	if (p->n_mounts < sizeof(p->mounts) / sizeof(p->mounts[0]))
 		p->mounts[p->n_mounts++] = (struct rt_mount){src, dst, ro};
+	else
+		p->mounts_overflow = true;
 }
 
 static void plan_free(struct plan *p)
@@ -1316,6 +1322,10 @@ int agent_start_session(struct agent *a, json_t *spec, char cid[RT_ID_MAX],
 		goto out;
 	if (sp.app_secret)
 		apps = image_apps(a, image);
+	if (p.mounts_overflow) {
+		rc = terr_set(err, E2BIG, "the session needs more than %zu mounts", sizeof(p.mounts) / sizeof(p.mounts[0]));
+		goto out;
+	}
 	p.env[p.n_env] = NULL;
 	p.devices[p.n_devices] = NULL;
 

@@ -281,7 +281,7 @@ int64_t agent_pids_limit(int64_t setting, int64_t session_cpu_m, int64_t node_cp
  * none (src/runner/runner.c). */
 #define AGENT_WORK_UID_GID "1000:1000"
 #define AGENT_WORK_HOME "/home/work"
-/* Folder mounts one session may have (the plan's 32 mounts hold them
+/* Folder mounts one session may have (the plan's 48 mounts hold them
  * beside the agent's own). */
 #define AGENT_MAX_FOLDER_MOUNTS 16
 /* A user's network on a node: this prefix, up to 16 characters of the
