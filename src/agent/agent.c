@@ -96,6 +96,8 @@ struct agent {
 	 * that needs them is refused with a message). */
 	char shim_path[PATH_MAX];
 	char gpu_info_path[PATH_MAX];
+	char profile_path[PATH_MAX];  /* AGENT_PROFILE_TARGET's file (write_profile) */
+	char mock_smi_path[PATH_MAX]; /* mock GPUs: the mock driver's nvidia-smi */
 	char mock_cuda_path[PATH_MAX];
 	char mock_nvml_path[PATH_MAX];
 	/* tessera-gpu-probe and the directory of the driver it loads ("":
@@ -253,6 +255,37 @@ static int setup_context_overhead(struct agent *a, const struct agent_config *cf
 	return 0;
 }
 
+/* The file every session gets at AGENT_PROFILE_TARGET: appends the
+ * platform's tools to PATH where a login shell's /etc/profile has set it
+ * without them. Plain sh, as every image's shell reads it. Written anew
+ * at each start (by rename, so a running session keeps the file it has);
+ * without a data_dir sessions go without it. */
+static int write_file(const char *path, const char *text, mode_t mode, struct terr *err);
+
+static void write_profile(struct agent *a)
+{
+	if (!a->data_dir[0])
+		return;
+	char path[PATH_MAX], tmp[PATH_MAX + 16];
+	struct terr err = {0};
+	if (snprintf(path, sizeof(path), "%s/profile-tessera.sh", a->data_dir) >= (int)sizeof(path))
+		return;
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	if (util_mkdir_p(a->data_dir, 0755, &err) < 0 ||
+	    write_file(tmp, "# Tessera: the platform's tools (gpu-info; nvidia-smi on mock GPUs) stay on\n"
+		       "# PATH in login shells, whose /etc/profile sets PATH without them.\n"
+		       "case \":$PATH:\" in\n"
+		       "*:" FGPU_BIN_DIR ":*) ;;\n"
+		       "*) PATH=\"${PATH:+$PATH:}" FGPU_BIN_DIR "\"; export PATH ;;\n"
+		       "esac\n", 0644, &err) < 0 || rename(tmp, path) < 0) {
+		log_warn("agent", "login shells in sessions will lack %s on PATH: cannot write %s: %s",
+			 FGPU_BIN_DIR, path, err.msg[0] ? err.msg : strerror(errno));
+		unlink(tmp);
+		return;
+	}
+	util_strlcpy(a->profile_path, path, sizeof(a->profile_path));
+}
+
 /* GPU devices and the files GPU sessions need. */
 static int setup_gpus(struct agent *a, const struct agent_config *cfg, struct terr *err)
 {
@@ -279,6 +312,11 @@ static int setup_gpus(struct agent *a, const struct agent_config *cfg, struct te
 		    (rc = find_asset(a, FGPU_MOCK_NVML_NAME, "src/gpu/" FGPU_MOCK_NVML_NAME, a->mock_nvml_path,
 				     sizeof(a->mock_nvml_path), err)) < 0)
 			return terr_prefix(err, "the mock GPU driver is required with mock GPUs");
+		struct terr smi_err = {0};
+		if (find_asset(a, FGPU_MOCK_SMI_NAME, "src/gpu/" FGPU_MOCK_SMI_NAME, a->mock_smi_path,
+			       sizeof(a->mock_smi_path), &smi_err) < 0)
+			log_warn("agent", "the mock driver's nvidia-smi not found; mock GPU sessions will not have it: %s",
+				 smi_err.msg);
 	} else if ((rc = gpu_driver_files(&a->driver_files, &a->n_driver_files, err)) < 0) {
 		return rc;
 	}
@@ -413,6 +451,7 @@ int agent_open(struct agent **out, const struct agent_config *cfg, struct terr *
 
 	if (cfg->data_dir)
 		util_strlcpy(a->data_dir, cfg->data_dir, sizeof(a->data_dir));
+	write_profile(a);
 	if ((rc = app_hosts_setup(a, cfg, err)) < 0)
 		goto fail;
 	if ((rc = setup_gpus(a, cfg, err)) < 0 || (a->gpus.n > 0 && (rc = setup_turn_files(a, err)) < 0))
@@ -686,8 +725,12 @@ static void container_name(const char *name, const char *id, char *buf, size_t n
 struct plan {
 	char *env[256 + 16];
 	size_t n_env;
-	struct rt_mount mounts[32];
+	/* The agent's own (runner, gpu-info, profile, the GPU files, the
+	 * app secret; on real GPUs the driver's files, about 20 in all) and
+	 * AGENT_MAX_FOLDER_MOUNTS folders. */
+	struct rt_mount mounts[48];
 	size_t n_mounts;
+	bool mounts_overflow;         /* one did not fit: the start is refused */
 	const char *devices[GPU_MAX_DEVICES + 8];
 	size_t n_devices;
 	char *owned[128];
@@ -723,6 +766,8 @@ static void plan_mount(struct plan *p, const char *src, const char *dst, bool ro
 {
 	if (p->n_mounts < sizeof(p->mounts) / sizeof(p->mounts[0]))
 		p->mounts[p->n_mounts++] = (struct rt_mount){src, dst, ro};
+	else
+		p->mounts_overflow = true;
 }
 
 static void plan_free(struct plan *p)
@@ -855,6 +900,8 @@ static int plan_gpus(struct agent *a, struct plan *p, const char *sid, json_t *g
 		plan_mount(p, plan_keep(p, strdup(path)), FGPU_MOCK_SPEC_PATH, true);
 		plan_mount(p, a->mock_cuda_path, FGPU_MOCK_CUDA_PATH, true);
 		plan_mount(p, a->mock_nvml_path, FGPU_MOCK_NVML_PATH, true);
+		if (a->mock_smi_path[0])
+			plan_mount(p, a->mock_smi_path, FGPU_MOCK_SMI_PATH, true);
 		snprintf(path, sizeof(path), "%s/mock-state", dir);
 		if ((rc = util_mkdir_p(path, 0777, err)) < 0)
 			return rc;
@@ -1259,6 +1306,8 @@ int agent_start_session(struct agent *a, json_t *spec, char cid[RT_ID_MAX],
 	plan_mount(&p, a->runner_path, AGENT_RUNNER_TARGET, true);
 	if (a->gpu_info_path[0])
 		plan_mount(&p, a->gpu_info_path, FGPU_GPU_INFO_PATH, true);
+	if (a->profile_path[0])
+		plan_mount(&p, a->profile_path, AGENT_PROFILE_TARGET, true);
 	/* The user's folders (checked by check_spec). Docker makes a missing
 	 * target and its parents (as root) before the runner starts; the
 	 * runner gives /home/work back to the work user. */
@@ -1273,6 +1322,10 @@ int agent_start_session(struct agent *a, json_t *spec, char cid[RT_ID_MAX],
 		goto out;
 	if (sp.app_secret)
 		apps = image_apps(a, image);
+	if (p.mounts_overflow) {
+		rc = terr_set(err, E2BIG, "the session needs more than %zu mounts", sizeof(p.mounts) / sizeof(p.mounts[0]));
+		goto out;
+	}
 	p.env[p.n_env] = NULL;
 	p.devices[p.n_devices] = NULL;
 

@@ -253,6 +253,12 @@ int64_t agent_pids_limit(int64_t setting, int64_t session_cpu_m, int64_t node_cp
 
 #define AGENT_OOM_INTERVAL_MS 1000
 #define AGENT_RUNNER_TARGET "/opt/tessera/bin/tessera-runner"
+/* Login shells (the terminal app, `session shell`, `bash -l`) run
+ * /etc/profile, which in Debian's and Alpine's images sets PATH anew and
+ * so drops the platform's tools; it sources the .sh files of
+ * /etc/profile.d after that, and this one puts them back
+ * (write_profile in agent.c). */
+#define AGENT_PROFILE_TARGET "/etc/profile.d/tessera.sh"
 #define AGENT_LABEL_SESSION "tessera.session"
 #define AGENT_LABEL_AGENT "tessera.agent"
 #define AGENT_LABEL_NAME "tessera.name"
@@ -275,7 +281,7 @@ int64_t agent_pids_limit(int64_t setting, int64_t session_cpu_m, int64_t node_cp
  * none (src/runner/runner.c). */
 #define AGENT_WORK_UID_GID "1000:1000"
 #define AGENT_WORK_HOME "/home/work"
-/* Folder mounts one session may have (the plan's 32 mounts hold them
+/* Folder mounts one session may have (the plan's 48 mounts hold them
  * beside the agent's own). */
 #define AGENT_MAX_FOLDER_MOUNTS 16
 /* A user's network on a node: this prefix, up to 16 characters of the

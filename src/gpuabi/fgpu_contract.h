@@ -15,6 +15,8 @@
  *                        all processes of the container share. The shim
  *                        creates the region file itself on first use.
  *   FGPU_GPU_INFO_PATH   the gpu-info tool, read-only.
+ *   FGPU_MOCK_SMI_PATH   mock GPUs only: the mock driver's nvidia-smi,
+ *                        read-only (real GPUs: the host's, at its path).
  *   FGPU_TURN_DIR        the node's GPU turn files, read-only: two empty
  *                        files per physical GPU of the node, named by its
  *                        UUID and UUID FGPU_TURN_WAIT_SUFFIX, the same
@@ -76,6 +78,7 @@
 #define FGPU_REGION_PATH      FGPU_RUN_DIR "/" FGPU_REGION_NAME
 #define FGPU_BIN_DIR          "/opt/tessera/bin"
 #define FGPU_GPU_INFO_PATH    FGPU_BIN_DIR "/gpu-info"
+#define FGPU_MOCK_SMI_PATH    FGPU_BIN_DIR "/nvidia-smi"
 #define FGPU_TURN_DIR         "/run/tessera-turns"
 #define FGPU_TURN_WAIT_SUFFIX ".wait"   /* "UUID" and "UUID.wait" per GPU */
 
@@ -93,6 +96,7 @@
 #define FGPU_MOCK_CUDA_NAME   "libcuda.so.1"
 #define FGPU_MOCK_NVML_NAME   "libnvidia-ml.so.1"
 #define FGPU_GPU_INFO_NAME    "gpu-info"
+#define FGPU_MOCK_SMI_NAME    "tessera-mock-nvidia-smi"
 #define FGPU_GPU_PROBE_NAME   "tessera-gpu-probe"
 
 /* Environment. */

@@ -43,6 +43,14 @@ typedef struct nvmlMemory_v2_st {
 	unsigned long long used;
 } nvmlMemory_v2_t;
 
+/* nvmlDeviceGetUtilizationRates: percent of the last sample period in
+ * which a kernel ran (gpu) and device memory was read or written
+ * (memory). */
+typedef struct nvmlUtilization_st {
+	unsigned int gpu;
+	unsigned int memory;
+} nvmlUtilization_t;
+
 /* One process using a device (nvmlProcessInfo_v2_t, what
  * nvmlDeviceGetComputeRunningProcesses_v2/_v3 fill). */
 typedef struct nvmlProcessInfo_st {

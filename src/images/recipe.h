@@ -24,8 +24,9 @@
 
 /* Bumped when the builder changes what it makes of the same recipe (the
  * user, the cleaning, the image config), so that existing images are
- * rebuilt: it is part of every recipe's hash. */
-#define RECIPE_BUILD_VERSION 1
+ * rebuilt: it is part of every recipe's hash. 2: /etc/pip.conf and
+ * /usr/local given to the user work (pip for the session user). */
+#define RECIPE_BUILD_VERSION 2
 
 #define RECIPE_HASH_HEX 64
 

@@ -324,6 +324,77 @@ static void runner_accounts_add(const char *path, const char *what, unsigned id,
 		close(fd);
 }
 
+/* Whether path is a mount point now, from /proc/self/mountinfo (its
+ * fifth field, with the kernel's octal escapes undone). */
+static bool runner_is_mount_point(const char *path)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	if (!f)
+		return false;
+	char line[8192];
+	bool found = false;
+	while (!found && fgets(line, sizeof(line), f)) {
+		char *field = line;
+		for (int i = 0; i < 4 && field; i++) {
+			field = strchr(field, ' ');
+			if (field)
+				field++;
+		}
+		if (!field)
+			continue;
+		char mp[4096];
+		size_t n = 0;
+		for (const char *c = field; *c && *c != ' ' && n + 1 < sizeof(mp); c++) {
+			if (c[0] == '\\' && c[1] >= '0' && c[1] <= '3' && c[2] >= '0' && c[2] <= '7' &&
+			    c[3] >= '0' && c[3] <= '7') {
+				mp[n++] = (char)((c[1] - '0') * 64 + (c[2] - '0') * 8 + (c[3] - '0'));
+				c += 3;
+			} else {
+				mp[n++] = *c;
+			}
+		}
+		mp[n] = '\0';
+		found = !strcmp(mp, path);
+	}
+	fclose(f);
+	return found;
+}
+
+/* A session converted into an image (docker commit) leaves in it the
+ * empty, root-owned directories Docker made in /home/work for the folders
+ * mounted there (/home/work/.local, /home/work/data): in a session of that
+ * image without those folders the work user could not use them (pip
+ * install --user into a root-owned ~/.local fails). Such a directory,
+ * empty and not a mount point now, is given to the user, as the home
+ * itself is. */
+static void runner_give_mount_leftovers(const char *home, unsigned uid, unsigned gid)
+{
+	DIR *d = opendir(home);
+	if (!d)
+		return;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		char path[4096];
+		struct stat st;
+		if (snprintf(path, sizeof(path), "%s/%s", home, e->d_name) >= (int)sizeof(path) ||
+		    lstat(path, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != 0 || st.st_nlink > 2)
+			continue;
+		DIR *sub = opendir(path);
+		if (!sub)
+			continue;
+		bool empty = true;
+		struct dirent *se;
+		while (empty && (se = readdir(sub)))
+			empty = !strcmp(se->d_name, ".") || !strcmp(se->d_name, "..");
+		closedir(sub);
+		if (empty && !runner_is_mount_point(path) && chown(path, uid, gid) < 0)
+			runner_log("tessera-runner: cannot give %s to %u:%u: %s", path, uid, gid, strerror(errno));
+	}
+	closedir(d);
+}
+
 /* Gives the image a work user of uid:gid unless it has one, and its home;
  * then drops to it for good. `root` is "" in a container (the image's
  * root), a directory in tests. Returns false when the drop fails: then
@@ -369,6 +440,8 @@ static bool runner_become_user(const char *root, unsigned uid, unsigned gid)
 		if (chown(home, uid, gid) < 0)
 			runner_log("tessera-runner: cannot give %s to %u:%u: %s", home, uid, gid, strerror(errno));
 	}
+	if (uid != 0)
+		runner_give_mount_leftovers(home, uid, gid);
 
 	gid_t g = gid;
 	if (setgroups(1, &g) < 0 || setgid(gid) < 0 || setuid(uid) < 0) {

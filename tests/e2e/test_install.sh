@@ -31,7 +31,7 @@ check "the agent finds every file it mounts and runs" not grep -q "not found" "$
 "$TESSERA" session create "$GPU_TEST_IMAGE" --name inst --fgpu 0.5 --cpu 0.1 --mem 64m --wait >/dev/null
 check "a GPU session runs from the installed files" wait_status inst RUNNING
 mounts=$(docker inspect -f '{{range .Mounts}}{{.Source}} {{end}}' "$(jget inst container_id)")
-for f in tessera-runner libtessera-fgpu.so gpu-info libcuda.so.1 libnvidia-ml.so.1; do
+for f in tessera-runner libtessera-fgpu.so gpu-info libcuda.so.1 libnvidia-ml.so.1 tessera-mock-nvidia-smi; do
 	check "$f is mounted from the prefix" contains "$mounts" "$prefix/lib/tessera/$f"
 done
 out=$("$TESSERA" session exec inst -- gpu-info 2>&1)

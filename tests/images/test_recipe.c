@@ -427,13 +427,13 @@ static const char *unstartable_app(const struct recipe *r, char *buf, size_t n)
 	for (size_t i = 0; i < np; i++) {
 		if (!img_service_port_is_app(&ports[i]) || !strcmp(ports[i].name, "jupyter"))
 			continue;
-		char def[160];
-		snprintf(def, sizeof(def), "/etc/backend.ai/service-defs/%s.json", ports[i].name);
+		char def[2048];
+		snprintf(def, sizeof(def), "/etc/backend.ai/service-defs/%.1900s.json", ports[i].name);
 		bool written = false;
 		for (size_t k = 0; k < r->n_run; k++)
 			written |= strstr(r->run[k].value, def) && strstr(r->run[k].value, "\"command\"");
 		if (!written) {
-			snprintf(buf, n, "%s", ports[i].name);
+			snprintf(buf, n, "%.*s", (int)(n ? n - 1 : 0), ports[i].name);
 			return buf;
 		}
 	}

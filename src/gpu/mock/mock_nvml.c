@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "gpu/mock/mockspec.h"
 #include "gpuabi/nvml_abi.h"
@@ -221,6 +222,70 @@ MOCK_API nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t dev,
 							      nvmlProcessInfo_t *infos)
 {
 	return nvmlDeviceGetComputeRunningProcesses_v3(dev, count, infos);
+}
+
+/* Utilisation as the real NVML gives it: the share of the last sample
+ * period in which a kernel ran, from the simulated kernel time the
+ * session's processes have run (mock_usage_busy). A process's first call
+ * waits one period (1/6 s, the real driver's shortest) to have a sample;
+ * later calls close the period when 1/6 s has passed since it opened (it
+ * may be longer: the real driver samples all the time, the mock only when
+ * asked) and otherwise answer the last period's figure, so a tool asking
+ * for each device in turn gets one period for all. The mock does not model
+ * memory traffic: memory utilisation is 0. */
+#define NVML_UTIL_PERIOD_NS (1000000000LL / 6)
+
+static pthread_mutex_t nvml_util_lock = PTHREAD_MUTEX_INITIALIZER;
+static int64_t nvml_util_start_ns;             /* the open period's start; 0: none */
+static uint64_t nvml_util_start_busy[MOCK_MAX_DEVICES];
+static unsigned int nvml_util_pct[MOCK_MAX_DEVICES];
+
+static int64_t nvml_mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void nvml_util_open_period(int64_t now)
+{
+	nvml_util_start_ns = now;
+	for (int d = 0; d < nvml_spec.count; d++)
+		nvml_util_start_busy[d] = mock_usage_busy_get(d);
+}
+
+MOCK_API nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t dev, nvmlUtilization_t *u)
+{
+	if (!nvml_ready())
+		return NVML_ERROR_UNINITIALIZED;
+	int i = nvml_index(dev);
+	if (i < 0 || !u)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	pthread_mutex_lock(&nvml_util_lock);
+	int64_t now = nvml_mono_ns();
+	if (!nvml_util_start_ns) {
+		nvml_util_open_period(now);
+		struct timespec ts = { .tv_nsec = NVML_UTIL_PERIOD_NS };
+		while (nanosleep(&ts, &ts) != 0)
+			;
+		now = nvml_mono_ns();
+	}
+	if (now - nvml_util_start_ns >= NVML_UTIL_PERIOD_NS) {
+		double span = (double)(now - nvml_util_start_ns);
+		for (int d = 0; d < nvml_spec.count; d++) {
+			uint64_t b = mock_usage_busy_get(d);
+			double pct = b > nvml_util_start_busy[d]
+				? (double)(b - nvml_util_start_busy[d]) / span * 100.0 : 0;
+			/* Launches add their simulated time when submitted, so a
+			 * period can hold more than its length. */
+			nvml_util_pct[d] = pct > 100 ? 100 : (unsigned int)(pct + 0.5);
+		}
+		nvml_util_open_period(now);
+	}
+	u->gpu = nvml_util_pct[i];
+	u->memory = 0;
+	pthread_mutex_unlock(&nvml_util_lock);
+	return NVML_SUCCESS;
 }
 
 MOCK_API nvmlReturn_t nvmlSystemGetDriverVersion(char *version, unsigned int len)

@@ -383,6 +383,13 @@ void mock_usage_busy(int dev, uint64_t ns)
 				   __ATOMIC_RELAXED);
 }
 
+uint64_t mock_usage_busy_get(int dev)
+{
+	if (!mock_state)
+		return 0;
+	return __atomic_load_n(&mock_state->busy_ns[mock_usage_spec->dev[dev].host_index], __ATOMIC_RELAXED);
+}
+
 int mock_usage_read_fd(int fd, int64_t used[MOCK_MAX_DEVICES], uint64_t busy_ns[MOCK_MAX_DEVICES])
 {
 	/* Read without the flock: the figures are for display, and a reader

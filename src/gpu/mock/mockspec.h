@@ -68,6 +68,9 @@ int64_t mock_usage_get(int dev);
 int mock_usage_processes(int dev, int32_t *pids, int64_t *bytes, int max);
 /* Adds ns of simulated kernel time run on dev (a launch, mock_submit). */
 void mock_usage_busy(int dev, uint64_t ns);
+/* The simulated kernel time run on dev by the session's processes, ever
+ * (0 with private usage, where no other process's is known). */
+uint64_t mock_usage_busy_get(int dev);
 /* For the agent, from the host: a session's state file open at fd, read
  * with pread: the bytes its processes hold and the simulated kernel time
  * run, per host device index. -ENODATA for a file of another layout (or
