@@ -137,14 +137,17 @@ elif ((HAVE_PY)); then
 	URL=$("$TESSERA" session app be --port 8000) || exit 1
 	COOKIE=$("${LOAD[@]}" cookie "$URL") || exit 1
 	PPORT=$(sed -E 's|^http://[^:/]+:([0-9]+)/.*|\1|' <<<"$URL")
+	# The proxy serves apps on an address of its own (127.0.0.2 on one
+	# machine: another origin than the UI's), the one the link names.
+	PHOST=$(sed -E 's|^http://([^:/]+):.*|\1|' <<<"$URL")
 	PATHS=$(python3 -c '
 import json, sys
-ip, ep, secret, pport, cookie = sys.argv[1:6]
+ip, ep, secret, pport, cookie, phost = sys.argv[1:7]
 h, p = ep.rsplit(":", 1)
 print(json.dumps({
   "direct": {"host": ip, "port": 8000},
   "runner": {"host": h, "port": int(p), "line": "TESSERA-APP/1 %s port:8000" % secret},
-  "wsproxy": {"host": "127.0.0.1", "port": int(pport), "cookie": cookie}}))' "$IP" "$EP" "$SECRET" "$PPORT" "$COOKIE")
+  "wsproxy": {"host": phost, "port": int(pport), "cookie": cookie}}))' "$IP" "$EP" "$SECRET" "$PPORT" "$COOKIE" "$PHOST")
 	if [[ -n $NGINX ]]; then
 		NPORT=$(free_port)
 		mkdir -p "$WORK/nginx/logs" "$WORK/nginx/tmp"

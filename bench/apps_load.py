@@ -93,7 +93,12 @@ class Conn:
 def lat_all(paths, n):
     """p50 of n keep-alive GETs on each path, one request per path in
     turn, so that whatever else loads the machine hits every path alike."""
-    conns = {k: Conn(p) for k, p in paths.items()}
+    conns = {}
+    for k, p in paths.items():
+        try:
+            conns[k] = Conn(p)
+        except OSError as e:
+            raise RuntimeError("%s path (%s:%d): %s" % (k, p["host"], p["port"], e))
     xs = {k: [] for k in paths}
     for i in range(n + 50):  # 50 warm-up requests each
         for k, c in conns.items():

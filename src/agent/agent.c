@@ -383,7 +383,12 @@ static int app_hosts_setup(struct agent *a, const struct agent_config *cfg, stru
 }
 
 /* "HOST:PORT" where a container's app port is published, "" when it is
- * not (made by an older agent, or not running). */
+ * not (made by an older agent, or not running). When the container has
+ * an address on its network, ",IP:PORT@KEY" follows: the app port
+ * straight over the bridge, for a proxy whose util_netns_key is KEY (on
+ * this host, in this network namespace) to use without the published
+ * port's userland proxy (docs/apps.md, "The direct path"). Left off when
+ * it would not fit: the published port alone still works. */
 static void app_endpoint_of(const struct agent *a, const struct rt_container_info *c, char *buf, size_t n)
 {
 	buf[0] = '\0';
@@ -392,7 +397,15 @@ static void app_endpoint_of(const struct agent *a, const struct rt_container_inf
 	const char *h = c->published_host[0] ? c->published_host : a->app_host;
 	if (!strcmp(h, "0.0.0.0") || !strcmp(h, "::"))
 		h = a->app_report_host;
-	snprintf(buf, n, strchr(h, ':') ? "[%s]:%d" : "%s:%d", h, c->published_port);
+	int len = snprintf(buf, n, strchr(h, ':') ? "[%s]:%d" : "%s:%d", h, c->published_port);
+	char key[UTIL_NETNS_KEY_LEN + 1];
+	util_netns_key(key);
+	if (!c->ip[0] || !key[0] || len < 0 || (size_t)len >= n)
+		return;
+	int more = snprintf(buf + len, n - (size_t)len, strchr(c->ip, ':') ? ",[%s]:%d@%s" : ",%s:%d@%s", c->ip,
+			    AGENT_APP_PORT, key);
+	if (more < 0 || (size_t)more >= n - (size_t)len)
+		buf[len] = '\0';
 }
 
 int64_t agent_pids_limit(int64_t setting, int64_t session_cpu_m, int64_t node_cpu_m)

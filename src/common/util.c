@@ -6,6 +6,7 @@
 #include <libgen.h>
 #include <limits.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -211,4 +212,28 @@ int util_find_ui_dir(const char *file, char *out, size_t n, struct terr *err)
 	}
 	return terr_set(err, ENOENT, "cannot find the built UI (%s) beside %s or in /usr/share/tessera/ui; "
 			"run 'make build' or set ui_dir", file, dir);
+}
+
+void util_netns_key(char out[UTIL_NETNS_KEY_LEN + 1])
+{
+	out[0] = '\0';
+	char boot[64] = "";
+	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+	if (!f)
+		return;
+	bool ok = fgets(boot, sizeof(boot), f) != NULL;
+	fclose(f);
+	struct stat st;
+	if (!ok || stat("/proc/self/ns/net", &st) < 0)
+		return;
+	char buf[128];
+	int n = snprintf(buf, sizeof(buf), "%s|%llu|%llu", boot, (unsigned long long)st.st_dev,
+			 (unsigned long long)st.st_ino);
+	/* FNV-1a: a name, not a secret; both sides compute it alike. */
+	uint64_t h = 1469598103934665603ULL;
+	for (int i = 0; i < n; i++) {
+		h ^= (unsigned char)buf[i];
+		h *= 1099511628211ULL;
+	}
+	snprintf(out, UTIL_NETNS_KEY_LEN + 1, "%016llx", (unsigned long long)h);
 }

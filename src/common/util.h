@@ -49,6 +49,16 @@ int util_strlcpy(char *dst, const char *src, size_t n);
  * it looked. Shared by the webserver and the app proxy (terminal.html). */
 int util_find_ui_dir(const char *file, char *out, size_t n, struct terr *err);
 
+/* 16 hex digits naming this kernel boot and this process's network
+ * namespace (/proc/sys/kernel/random/boot_id, /proc/self/ns/net): two
+ * processes that get the same key route an address the same way. The
+ * agent tags a container's bridge address with it and the app proxy uses
+ * that address only when its own key matches (docs/apps.md, "The direct
+ * path"); elsewhere the address may be another host's container. ""
+ * when either file cannot be read. */
+#define UTIL_NETNS_KEY_LEN 16
+void util_netns_key(char out[UTIL_NETNS_KEY_LEN + 1]);
+
 /* A TCP port range "A-B" (1 <= A <= B <= 65535, digits only) into *lo and
  * *hi: the app proxy's ports, in the manager's, the proxy's and `tessera
  * server`'s settings. -EINVAL naming what is wrong. */

@@ -28,7 +28,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -87,6 +90,7 @@ struct upstream {
 	bool open;               /* answered OK */
 	bool eof;                /* the runner closed its side */
 	bool reading;
+	bool direct;             /* dialled the container's address */
 };
 
 /* Where a connection's passing requests go: the route they were checked
@@ -99,6 +103,9 @@ struct binding {
 	char secret[65];
 	struct sockaddr_storage addr;
 	socklen_t addr_len;
+	char direct[80];         /* the route's direct path, when usable here */
+	struct sockaddr_storage direct_addr;
+	socklen_t direct_len;
 };
 
 struct addr_count {
@@ -135,6 +142,19 @@ struct conn {
 	bool req_upgrade;
 	int up_tries;            /* runner connections tried again for this request */
 	bool retry_wait;         /* the timer counts down to the next try */
+	bool direct_off;         /* this request's direct try failed: published port */
+};
+
+/* Direct paths that did not answer (unreachable, timed out): skipped
+ * for DIRECT_BAD_MS, so only the first connection pays the wait. */
+#define DIRECT_BAD_SLOTS 32
+#define DIRECT_BAD_MS 30000
+/* SYNs sent to a direct address before giving up on it: 1 retransmit,
+ * about 3 s, rather than the kernel's 2 minutes. */
+#define DIRECT_SYNCNT 1
+struct direct_bad {
+	char ep[80];
+	uint64_t until;          /* uv_now */
 };
 
 struct proxy {
@@ -159,6 +179,8 @@ struct proxy {
 	atomic_bool stopping;
 	size_t peak_queued;
 	uint64_t generation;       /* of the table, for proxy_get_stats */
+	struct direct_bad dbad[DIRECT_BAD_SLOTS];  /* loop thread only */
+	size_t dbad_next;
 	/* Config, copied. */
 	char *manager, *secret, *domain, *public_host, *ui_dir, *bind;
 	int port_lo, port_hi;      /* port mode's range, told to the manager */
@@ -787,12 +809,43 @@ static void on_up_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 	up_update_reading(c);
 }
 
+static bool direct_is_bad(struct proxy *p, const char *ep)
+{
+	uint64_t now = uv_now(&p->loop);
+	for (size_t i = 0; i < DIRECT_BAD_SLOTS; i++)
+		if (p->dbad[i].until > now && !strcmp(p->dbad[i].ep, ep))
+			return true;
+	return false;
+}
+
+static void direct_mark_bad(struct proxy *p, const char *ep)
+{
+	struct direct_bad *d = &p->dbad[p->dbad_next++ % DIRECT_BAD_SLOTS];
+	util_strlcpy(d->ep, ep, sizeof(d->ep));
+	d->until = uv_now(&p->loop) + DIRECT_BAD_MS;
+}
+
 static void on_up_connected(uv_connect_t *req, int status)
 {
 	struct upstream *u = req->data;
 	struct conn *c = u->c;
 	if (!c || c->closing || c->up != u)
 		return;
+	if (status < 0 && u->direct && status != UV_ECANCELED) {
+		/* The container's address did not take the connection: the
+		 * published port, at once. Refused means the address answered
+		 * (the runner may not listen yet), so only this request falls
+		 * back; anything else is remembered for a while. */
+		c->direct_off = true;
+		if (status != UV_ECONNREFUSED) {
+			log_info(COMP, "runner %s: the direct path %s: %s; using the published port", c->b.endpoint,
+				 c->b.direct, uv_strerror(status));
+			direct_mark_bad(c->p, c->b.direct);
+		}
+		up_close(c);
+		up_connect(c);
+		return;
+	}
 	if (status < 0) {
 		log_debug(COMP, "runner %s: %s", c->b.endpoint, uv_strerror(status));
 		if (status != UV_ECANCELED && up_retry(c, uv_strerror(status)))
@@ -827,14 +880,39 @@ static void up_connect(struct conn *c)
 		return;
 	}
 	u->c = c;
-	uv_tcp_init(&c->p->loop, &u->tcp);
+	/* The container's address when the route has one usable here: no
+	 * userland proxy between (docs/apps.md, "The direct path"). */
+	u->direct = c->b.direct_len && !c->direct_off && !direct_is_bad(c->p, c->b.direct);
+	const struct sockaddr *to = (const struct sockaddr *)(u->direct ? &c->b.direct_addr : &c->b.addr);
+	if (uv_tcp_init_ex(&c->p->loop, &u->tcp, to->sa_family) < 0) {
+		free(u);
+		conn_close(c);
+		return;
+	}
+	if (u->direct) {
+		uv_os_fd_t fd;
+		int syn = DIRECT_SYNCNT;
+		if (uv_fileno((uv_handle_t *)&u->tcp, &fd) == 0)
+			(void)setsockopt(fd, IPPROTO_TCP, TCP_SYNCNT, &syn, sizeof(syn));
+	}
 	u->tcp.data = u;
 	u->creq.data = u;
 	c->up = u;
 	c->handles++;
 	c->phase = PH_WAIT;
 	arm_timer(c);
-	int rc = uv_tcp_connect(&u->creq, &u->tcp, (const struct sockaddr *)&c->b.addr, on_up_connected);
+	int rc = uv_tcp_connect(&u->creq, &u->tcp, to, on_up_connected);
+	if (rc < 0 && u->direct) {
+		/* No route to the container's address from here (an error
+		 * connect(2) gives at once): the published port. */
+		log_info(COMP, "runner %s: the direct path %s: %s; using the published port", c->b.endpoint,
+			 c->b.direct, uv_strerror(rc));
+		c->direct_off = true;
+		direct_mark_bad(c->p, c->b.direct);
+		up_close(c);
+		up_connect(c);
+		return;
+	}
 	if (rc < 0) {
 		up_close(c);
 		respond_page(c, 502, NULL, "App unreachable", "The session's runner does not answer.", false,
@@ -1211,6 +1289,11 @@ static void handle_request(struct conn *c)
 	util_strlcpy(c->b.secret, r->secret, sizeof(c->b.secret));
 	c->b.addr = r->addr;
 	c->b.addr_len = r->addr_len;
+	util_strlcpy(c->b.direct, r->direct, sizeof(c->b.direct));
+	c->b.direct_addr = r->direct_addr;
+	c->b.direct_len = r->direct_len;
+	if (!same)
+		c->direct_off = false;
 	if (!strcmp(r->target, "app:terminal") && !path_is(rq->target, "/ws")) {
 		if (c->up) {
 			/* Served by the proxy while the runner still answers an

@@ -2,7 +2,9 @@
 #include "proxy/routes.h"
 
 #include <ctype.h>
+#include <arpa/inet.h>
 #include <netdb.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,15 +31,21 @@ static int get_str(json_t *o, const char *k, char *out, size_t n, bool required,
 	return 0;
 }
 
-/* "HOST:PORT" or "[V6]:PORT", resolved numerically first, else by name. */
-static int resolve(struct proxy_route *r, struct terr *err)
+/* "HOST:PORT" or "[V6]:PORT" (ep, len bytes), resolved numerically
+ * first, else by name, into *addr. */
+static int resolve_ep(const char *ep, size_t len, struct sockaddr_storage *addr, socklen_t *addr_len,
+		      struct terr *err)
 {
-	char host[300];
-	const char *colon = strrchr(r->endpoint, ':');
-	if (!colon || colon == r->endpoint || !colon[1])
-		return terr_set(err, EINVAL, "route: endpoint '%s' is not HOST:PORT", r->endpoint);
-	size_t hl = (size_t)(colon - r->endpoint);
-	const char *h = r->endpoint;
+	char buf[300], host[300];
+	if (len >= sizeof(buf))
+		return terr_set(err, EINVAL, "route: endpoint is too long");
+	memcpy(buf, ep, len);
+	buf[len] = '\0';
+	const char *colon = strrchr(buf, ':');
+	if (!colon || colon == buf || !colon[1])
+		return terr_set(err, EINVAL, "route: endpoint '%s' is not HOST:PORT", buf);
+	size_t hl = (size_t)(colon - buf);
+	const char *h = buf;
 	if (*h == '[' && hl >= 2 && h[hl - 1] == ']') {
 		h++;
 		hl -= 2;
@@ -47,16 +55,57 @@ static int resolve(struct proxy_route *r, struct terr *err)
 	char *end;
 	long port = strtol(colon + 1, &end, 10);
 	if (*end || port < 1 || port > 65535)
-		return terr_set(err, EINVAL, "route: endpoint '%s' has no valid port", r->endpoint);
+		return terr_set(err, EINVAL, "route: endpoint '%s' has no valid port", buf);
 	struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai = NULL;
 	int g = getaddrinfo(host, colon + 1, &hints, &ai);
 	if (g || !ai)
-		return terr_set(err, EHOSTUNREACH, "route: cannot resolve the endpoint '%s': %s", r->endpoint,
+		return terr_set(err, EHOSTUNREACH, "route: cannot resolve the endpoint '%s': %s", buf,
 				gai_strerror(g));
-	memcpy(&r->addr, ai->ai_addr, ai->ai_addrlen);
-	r->addr_len = ai->ai_addrlen;
+	memcpy(addr, ai->ai_addr, ai->ai_addrlen);
+	*addr_len = ai->ai_addrlen;
 	freeaddrinfo(ai);
 	return 0;
+}
+
+static pthread_once_t key_once = PTHREAD_ONCE_INIT;
+static char own_key[UTIL_NETNS_KEY_LEN + 1];
+static void key_init(void)
+{
+	util_netns_key(own_key);
+}
+
+/* The published HOST:PORT always; the direct ",IP:PORT@KEY" only when it
+ * is numeric and KEY is ours. A direct part for another host is kept in
+ * the endpoint text but never dialled: there IP may be anyone's. */
+static int resolve(struct proxy_route *r, struct terr *err)
+{
+	const char *comma = strchr(r->endpoint, ',');
+	size_t plen = comma ? (size_t)(comma - r->endpoint) : strlen(r->endpoint);
+	int rc = resolve_ep(r->endpoint, plen, &r->addr, &r->addr_len, err);
+	if (rc < 0 || !comma)
+		return rc;
+	const char *d = comma + 1, *at = strrchr(d, '@');
+	if (!at || at == d || strlen(at + 1) != UTIL_NETNS_KEY_LEN || strchr(d, ',') ||
+	    (size_t)(at - d) >= sizeof(r->direct))
+		return terr_set(err, EINVAL, "route: endpoint '%s': the part after ',' is not IP:PORT@KEY", r->endpoint);
+	pthread_once(&key_once, key_init);
+	if (!own_key[0] || strcmp(at + 1, own_key))
+		return 0;
+	memcpy(r->direct, d, (size_t)(at - d));
+	r->direct[at - d] = '\0';
+	/* Numeric only: a name would be resolved where it means something
+	 * else. */
+	char host[80];
+	util_strlcpy(host, r->direct[0] == '[' ? r->direct + 1 : r->direct, sizeof(host));
+	char *c = strrchr(host, ':');
+	if (c)
+		*c = '\0';
+	if (host[0] && host[strlen(host) - 1] == ']')
+		host[strlen(host) - 1] = '\0';
+	unsigned char tmp[16];
+	if (inet_pton(AF_INET, host, tmp) != 1 && inet_pton(AF_INET6, host, tmp) != 1)
+		return terr_set(err, EINVAL, "route: endpoint '%s': the direct address is not numeric", r->endpoint);
+	return resolve_ep(r->direct, strlen(r->direct), &r->direct_addr, &r->direct_len, err);
 }
 
 int routes_parse_one(json_t *o, bool with_user, struct proxy_route *r, struct terr *err)

@@ -23,8 +23,14 @@ struct proxy_route {
 	char secret[65];          /* the session's app secret, 64 hex */
 	int port;                 /* port mode; 0 in host mode */
 	char host[384];           /* host mode, lower case; "" in port mode */
-	struct sockaddr_storage addr;  /* endpoint resolved */
+	struct sockaddr_storage addr;  /* endpoint's published HOST:PORT resolved */
 	socklen_t addr_len;
+	/* The endpoint's ",IP:PORT@KEY" (docs/apps.md, "The direct path"),
+	 * resolved when KEY is this process's util_netns_key; direct_len 0
+	 * when there is none or it is for another host or namespace. */
+	char direct[80];
+	struct sockaddr_storage direct_addr;
+	socklen_t direct_len;
 };
 
 struct route_table {
@@ -38,7 +44,10 @@ struct route_table {
 	size_t n_admins, n_disabled;
 };
 
-/* One route object into *out, endpoint resolved. EINVAL naming the field
+/* One route object into *out, endpoint resolved. The endpoint is
+ * "HOST:PORT" (the runner's published app port), optionally followed by
+ * ",IP:PORT@KEY" (its container's address, for a proxy with that netns
+ * key). EINVAL naming the field
  * that is missing or wrong. with_user: "user_id" or "user" required (redeem). */
 int routes_parse_one(json_t *obj, bool with_user, struct proxy_route *out, struct terr *err);
 /* {"generation": N, "routes": [...]} into *out (owned; routes_free). A

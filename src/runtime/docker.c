@@ -253,6 +253,24 @@ static const char *jstr(json_t *obj, const char *key)
 	return s ? s : "";
 }
 
+/* NetworkSettings.Networks[network].IPAddress, else the first network's
+ * address (inspect and list carry the same object). */
+static void network_ip(json_t *ns, const char *network, char *out, size_t n)
+{
+	json_t *nets = json_object_get(ns, "Networks");
+	const char *ip = jstr(json_object_get(nets, network), "IPAddress");
+	if (!*ip) {
+		const char *k;
+		json_t *v;
+		json_object_foreach(nets, k, v) {
+			ip = jstr(v, "IPAddress");
+			if (*ip)
+				break;
+		}
+	}
+	copy_str(out, n, ip);
+}
+
 /* ---- open / close / version -------------------------------------------- */
 
 static void docker_close(struct runtime *rt)
@@ -801,6 +819,8 @@ static int docker_inspect(struct runtime *rt, const char *id,
 			copy_str(out->published_host, sizeof(out->published_host), jstr(b0, "HostIp"));
 		}
 	}
+	if (out->running)
+		network_ip(json_object_get(j, "NetworkSettings"), out->network, out->ip, sizeof(out->ip));
 	return 0;
 }
 
@@ -864,6 +884,8 @@ static int docker_list(struct runtime *rt, const char *label_key,
 			o->published_port = pub;
 			copy_str(o->published_host, sizeof(o->published_host), jstr(pt, "IP"));
 		}
+		if (o->running)
+			network_ip(json_object_get(c, "NetworkSettings"), o->network, o->ip, sizeof(o->ip));
 	}
 	*out = v;
 	*n = count;

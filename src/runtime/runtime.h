@@ -89,6 +89,10 @@ struct rt_container_info {
 	int published_private;
 	char published_host[64];
 	int published_port;
+	/* Its address on its network (the one NetworkMode names), while it
+	 * runs: what the host reaches it at over the bridge, without the
+	 * published port's userland proxy; "" when it has none. */
+	char ip[64];
 };
 
 /* A network of the runtime's own (a Docker bridge) that sessions are put

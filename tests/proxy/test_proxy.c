@@ -6,6 +6,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,8 +29,9 @@
 #define USED_TOKEN "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
 #define BIG_SIZE (64u * 1024 * 1024)
 
-static int runner_port, dead_port, late_port;
-static int proxy_ports_[8];
+static int runner_port, dead_port, late_port, direct_port;
+static int proxy_ports_[10];
+static atomic_int direct_accepted;  /* connections the "container address" took */
 static char ui_dir[256];
 
 /* ---------- socket helpers ---------- */
@@ -284,6 +286,22 @@ static void *late_runner_main(void *arg)
 	return runner_main(arg);
 }
 
+/* The same runner at the container's address (the route's direct
+ * path), counting the connections it takes. */
+static void *direct_runner_main(void *arg)
+{
+	int lfd = (int)(intptr_t)arg;
+	for (;;) {
+		int fd = accept(lfd, NULL, NULL);
+		if (fd < 0)
+			return NULL;
+		atomic_fetch_add(&direct_accepted, 1);
+		pthread_t t;
+		pthread_create(&t, NULL, runner_conn, (void *)(intptr_t)fd);
+		pthread_detach(t);
+	}
+}
+
 /* ---------- the manager ---------- */
 
 static pthread_mutex_t mgr_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -294,7 +312,7 @@ static long mgr_gen = 1;
 
 static json_t *route(const char *session, const char *target, int port, const char *endpoint_port_host)
 {
-	char ep[64];
+	char ep[160];
 	snprintf(ep, sizeof(ep), "%s", endpoint_port_host);
 	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:s}", "session_id", session, "app", target + 4, "target", target,
 			 "endpoint", ep, "secret", APP_SECRET, "port", port, "owner_id", "u1");
@@ -561,6 +579,43 @@ TEST(late_runner_tried_again)
 	close(fd);
 }
 
+static int get_web(int port, const char *session)
+{
+	char req[4096], head[4096], body[8192], ck[APPCOOKIE_MAX + 64];
+	int fd = connect_to(port);
+	make_cookie(ck, sizeof(ck), port, session, "app:web", (int64_t)time(NULL) + 100);
+	snprintf(req, sizeof(req), "GET /d HTTP/1.1\r\nHost: x\r\n%s\r\n", ck);
+	int st = roundtrip(fd, req, head, sizeof(head), body, sizeof(body));
+	if (st == 200 && !strstr(body, "GET /d"))
+		st = -1;
+	close(fd);
+	return st;
+}
+
+/* Issue 30: the container's address when the route has one for this
+ * host (its netns key is ours), the published port when it has none
+ * usable: another host's key, or an address that does not answer. */
+TEST(direct_path_used_and_fallback)
+{
+	/* s7: a direct path for this host: taken, twice (both requests). */
+	int before = atomic_load(&direct_accepted);
+	CHECK_INT(get_web(proxy_ports_[6], "s7"), 200);
+	CHECK_INT(get_web(proxy_ports_[6], "s7"), 200);
+	CHECK_INT(atomic_load(&direct_accepted) - before, 2);
+	/* s8: the same address, another host's key: never dialled. */
+	before = atomic_load(&direct_accepted);
+	CHECK_INT(get_web(proxy_ports_[7], "s8"), 200);
+	CHECK_INT(atomic_load(&direct_accepted), before);
+	/* s9: an address nothing answers at (TEST-NET-1, RFC 5737): the
+	 * published port, for this request and (remembered) the next. */
+	CHECK_INT(get_web(proxy_ports_[8], "s9"), 200);
+	CHECK_INT(get_web(proxy_ports_[8], "s9"), 200);
+	/* s10: the address refuses (nothing listens there yet): the
+	 * published port answers. */
+	CHECK_INT(get_web(proxy_ports_[9], "s10"), 200);
+	CHECK_INT(atomic_load(&direct_accepted), before);
+}
+
 TEST(upgrade_relayed_raw)
 {
 	char req[4096], head[4096];
@@ -784,6 +839,9 @@ int main(void)
 	int lfd = listen_any(&late_port);
 	pthread_t lt;
 	pthread_create(&lt, NULL, late_runner_main, (void *)(intptr_t)lfd);
+	int xfd = listen_any(&direct_port);
+	pthread_t xt;
+	pthread_create(&xt, NULL, direct_runner_main, (void *)(intptr_t)xfd);
 	/* The UI build with a terminal page. */
 	snprintf(ui_dir, sizeof(ui_dir), "/tmp/tessera-proxy-test-%d", (int)getpid());
 	char path[512];
@@ -823,19 +881,34 @@ int main(void)
 			return 1;
 		}
 	}
-	if (!px || proxy_ports(px, proxy_ports_, 8) < 8) {
+	if (!px || proxy_ports(px, proxy_ports_, 10) < 10) {
 		fprintf(stderr, "no 16 free ports for the proxy\n");
 		return 1;
 	}
-	char ep[64], dead[64], late[64];
+	char ep[64], dead[64], late[64], key[UTIL_NETNS_KEY_LEN + 1];
 	snprintf(ep, sizeof(ep), "127.0.0.1:%d", runner_port);
 	snprintf(dead, sizeof(dead), "127.0.0.1:%d", dead_port);
 	snprintf(late, sizeof(late), "127.0.0.1:%d", late_port);
-	set_routes(px, json_pack("[o, o, o, o, o, o]", route("s1", "app:web", proxy_ports_[0], ep),
+	util_netns_key(key);
+	if (!key[0]) {
+		fprintf(stderr, "no netns key (/proc not mounted?)\n");
+		return 1;
+	}
+	/* Published port, then the direct path (docs/apps.md). */
+	char direct[160], other_host[160], nowhere[160], refused[160];
+	snprintf(direct, sizeof(direct), "%s,127.0.0.1:%d@%s", ep, direct_port, key);
+	snprintf(other_host, sizeof(other_host), "%s,127.0.0.1:%d@%016x", ep, direct_port, 0x5eed);
+	snprintf(nowhere, sizeof(nowhere), "%s,192.0.2.1:7611@%s", ep, key);
+	snprintf(refused, sizeof(refused), "%s,127.0.0.1:%d@%s", ep, dead_port, key);
+	set_routes(px, json_pack("[o, o, o, o, o, o, o, o, o, o]", route("s1", "app:web", proxy_ports_[0], ep),
 				 route("s2", "app:starting", proxy_ports_[1], ep),
 				 route("s3", "app:nope", proxy_ports_[2], ep), route("s4", "app:web", proxy_ports_[3], dead),
 				 route("s5", "app:terminal", proxy_ports_[4], ep),
-				 route("s6", "app:web", proxy_ports_[5], late)));
+				 route("s6", "app:web", proxy_ports_[5], late),
+				 route("s7", "app:web", proxy_ports_[6], direct),
+				 route("s8", "app:web", proxy_ports_[7], other_host),
+				 route("s9", "app:web", proxy_ports_[8], nowhere),
+				 route("s10", "app:web", proxy_ports_[9], refused)));
 	RUN(busy_port_refused);
 	RUN(no_cookie_refused);
 	RUN(conflicting_lengths_refused_before_the_cookie);
@@ -844,6 +917,7 @@ int main(void)
 	RUN(bad_cookies_refused);
 	RUN(starting_and_errors);
 	RUN(late_runner_tried_again);
+	RUN(direct_path_used_and_fallback);
 	RUN(upgrade_relayed_raw);
 	RUN(large_response_streams_bounded);
 	RUN(terminal_page_served);

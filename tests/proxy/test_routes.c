@@ -1,7 +1,10 @@
 /* The route table (proxy/routes.h): parsing the manager's answers and
  * routing by port and by Host. */
+#include <netinet/in.h>
+#include <stdio.h>
 #include <string.h>
 
+#include "common/util.h"
 #include "proxy/routes.h"
 #include "testlib.h"
 
@@ -75,6 +78,51 @@ static int parse_err(const char *text)
 	return rc;
 }
 
+static int parse_ep(const char *ep, struct proxy_route *r, struct terr *err)
+{
+	json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:i}", "session_id", "s", "target", "app:x", "endpoint", ep, "secret",
+			      "aa", "port", 10205);
+	int rc = routes_parse_one(o, false, r, err);
+	json_decref(o);
+	return rc;
+}
+
+/* The endpoint's direct part (issue 30, docs/apps.md "The direct path"):
+ * resolved only for this host's netns key, never by name. */
+TEST(direct_path_parsed_for_this_host_only)
+{
+	char key[UTIL_NETNS_KEY_LEN + 1], ep[200];
+	util_netns_key(key);
+	CHECK_INT((int)strlen(key), UTIL_NETNS_KEY_LEN);
+	struct proxy_route r;
+	struct terr err = {0};
+	snprintf(ep, sizeof(ep), "127.0.0.1:32768,172.18.0.5:7611@%s", key);
+	CHECK_INT(parse_ep(ep, &r, &err), 0);
+	CHECK_STR(r.direct, "172.18.0.5:7611");
+	CHECK_INT((int)r.direct_len, (int)sizeof(struct sockaddr_in));
+	CHECK_INT(ntohs(((struct sockaddr_in *)&r.addr)->sin_port), 32768);
+	CHECK_INT(ntohs(((struct sockaddr_in *)&r.direct_addr)->sin_port), 7611);
+	snprintf(ep, sizeof(ep), "127.0.0.1:32768,[fd00::5]:7611@%s", key);
+	CHECK_INT(parse_ep(ep, &r, &err), 0);
+	CHECK_STR(r.direct, "[fd00::5]:7611");
+	CHECK_INT((int)r.direct_len, (int)sizeof(struct sockaddr_in6));
+	/* Another host's: kept in the text, not dialled. */
+	CHECK_INT(parse_ep("127.0.0.1:32768,172.18.0.5:7611@0123456789abcdef", &r, &err), 0);
+	CHECK_STR(r.direct, "");
+	CHECK_INT((int)r.direct_len, 0);
+	CHECK_INT(parse_ep("127.0.0.1:32768", &r, &err), 0);
+	CHECK_INT((int)r.direct_len, 0);
+	/* Malformed. */
+	CHECK_INT(parse_ep("127.0.0.1:32768,172.18.0.5:7611", &r, &err), -EINVAL);
+	CHECK(strstr(err.msg, "IP:PORT@KEY") != NULL);
+	CHECK_INT(parse_ep("127.0.0.1:32768,172.18.0.5:7611@abc", &r, &err), -EINVAL);
+	snprintf(ep, sizeof(ep), "127.0.0.1:32768,localhost:7611@%s", key);
+	CHECK_INT(parse_ep(ep, &r, &err), -EINVAL);
+	CHECK(strstr(err.msg, "not numeric") != NULL);
+	snprintf(ep, sizeof(ep), "127.0.0.1:32768,172.18.0.5:x@%s", key);
+	CHECK_INT(parse_ep(ep, &r, &err), -EINVAL);
+}
+
 TEST(bad_routes_refused)
 {
 	CHECK_INT(parse_err("{\"session_id\": \"s\", \"target\": \"app:x\", \"endpoint\": \"127.0.0.1:5\","
@@ -106,5 +154,6 @@ int main(void)
 	RUN(routes_by_port_and_host);
 	RUN(redeemed_route_added_once);
 	RUN(bad_routes_refused);
+	RUN(direct_path_parsed_for_this_host_only);
 	return testlib_done();
 }
