@@ -5,16 +5,19 @@
 # each on four paths to the same app (bench/apps_backend.py, run inside a
 # tessera/python:3.11 session and listening on the container's address):
 #    direct   client -> the container's address (the bridge), no proxy
-#    runner   client -> the runner's published port (the TESSERA-APP/1
-#             line first) -> the app on 127.0.0.1 in the container
+#    runner   client -> the runner's app port at the container's address
+#             (the TESSERA-APP/1 line first) -> the app on 127.0.0.1 in
+#             the container: the hop the proxy makes on one host
+#    published the same through the port Docker published (its userland
+#             docker-proxy): the hop across hosts, and the fallback
 #    wsproxy  client -> tessera's app proxy (a route opened with `tessera
 #             session app --port`, its cookie) -> runner -> app: the real
 #             chain a browser uses
 #    nginx    client -> Debian's nginx (reverse proxy, HTTP/1.1, Upgrade
 #             headers, no buffering, 1 worker) -> the container's address
 #  nginx cannot send the runner's line, so it proxies to the app directly:
-#  its path has one hop fewer than wsproxy's. What the proxy itself adds is
-#  wsproxy minus runner; what nginx adds, nginx minus direct.
+#  its path has one hop fewer than wsproxy's (the runner). What the proxy
+#  itself adds is wsproxy minus runner; what nginx adds, nginx minus direct.
 #  3. the proxy's memory per idle WebSocket at 10,000 connections
 #     (build/bench/proxy-idle: the proxy's code with a stand-in runner),
 #  4. the time a user waits from `session create` to the first answer
@@ -146,7 +149,8 @@ ip, ep, secret, pport, cookie, phost = sys.argv[1:7]
 h, p = ep.rsplit(":", 1)
 print(json.dumps({
   "direct": {"host": ip, "port": 8000},
-  "runner": {"host": h, "port": int(p), "line": "TESSERA-APP/1 %s port:8000" % secret},
+  "runner": {"host": ip, "port": 7611, "line": "TESSERA-APP/1 %s port:8000" % secret},
+  "published": {"host": h, "port": int(p), "line": "TESSERA-APP/1 %s port:8000" % secret},
   "wsproxy": {"host": phost, "port": int(pport), "cookie": cookie}}))' "$IP" "$EP" "$SECRET" "$PPORT" "$COOKIE" "$PHOST")
 	if [[ -n $NGINX ]]; then
 		NPORT=$(free_port)
@@ -301,7 +305,7 @@ if matrix:
         print("%-9s %16.1f %16.0f %16.0f" % (k, med(v["lat_us"]), med(v["http_mbs"]), med(v["ws_mbs"])))
     m = {k: {x: med(y) for x, y in v.items()} for k, v in matrix.items()}
     added = m["wsproxy"]["lat_us"] - m["runner"]["lat_us"]
-    print("added per request: wsproxy - runner %.1f us (the proxy); wsproxy - direct %.1f us (proxy + docker's port + runner)"
+    print("added per request: wsproxy - runner %.1f us (the proxy); wsproxy - direct %.1f us (the proxy and the runner's hop)"
           % (added, m["wsproxy"]["lat_us"] - m["direct"]["lat_us"]))
     if "nginx" in m:
         print("added per request: nginx - direct %.1f us" % (m["nginx"]["lat_us"] - m["direct"]["lat_us"]))
