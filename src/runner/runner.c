@@ -106,6 +106,11 @@ struct runner {
 	bool killed;             /* grace ran out, SIGKILL sent */
 	int64_t deadline_ms;     /* end of the grace period */
 	int64_t grace_ms;
+	/* A SIGCHLD came since the last reap. Reaping only then, not at
+	 * every turn of the loop: a relayed download turns it once per
+	 * segment, and a waitpid each time was a quarter of its system
+	 * calls (issue 30). */
+	bool reap;
 };
 
 static int64_t runner_now_ms(void)
@@ -621,8 +626,10 @@ static void runner_signal_cb(struct rl_watch *w, short revents)
 	struct signalfd_siginfo si;
 	while (read(w->fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
 		int sig = (int)si.ssi_signo;
-		if (sig == SIGCHLD)
-			continue;   /* reaped at the top of the loop */
+		if (sig == SIGCHLD) {
+			r->reap = true;   /* reaped at the top of the loop */
+			continue;
+		}
 		runner_forward(r, sig);
 		if ((sig == SIGTERM || sig == SIGINT) && !r->stopping) {
 			r->stopping = true;
@@ -722,8 +729,15 @@ int main(int argc, char **argv)
 			return 127;
 	}
 
+	r.reap = true;
 	for (;;) {
-		bool none_left = runner_reap(&r);
+		/* While stopping, every turn: children re-parented to us
+		 * after a kill count too. */
+		bool none_left = false;
+		if (r.reap || r.stopping) {
+			r.reap = false;
+			none_left = runner_reap(&r);
+		}
 		if (r.batch && r.cmd_pid == 0)
 			return r.cmd_status;
 		if (r.stopping && none_left)
