@@ -6,7 +6,12 @@
  * the writer down instead of the runner's memory growing. An end of stream
  * on one side is passed on as a half-close (shutdown SHUT_WR) once what
  * was read before it is written; the relay ends, closing both sockets
- * together, when both directions are done or either side fails. */
+ * together, when both directions are done or either side fails.
+ *
+ * The bytes move by splice(2) through a pipe per direction (RELAY_BUF
+ * is then only the first bytes given to relay_start): four descriptors
+ * more per connection, not polled. A runner out of descriptors relays
+ * that connection by read/send through the buffers instead. */
 #ifndef TESSERA_RUNNER_RELAY_H
 #define TESSERA_RUNNER_RELAY_H
 
