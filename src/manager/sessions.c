@@ -307,16 +307,32 @@ json_t *mgr_sessions_visible_json(struct manager *m, const struct user_rec *u, b
 
 /* ---------- rendered once: the cached JSON ---------- */
 
-/* s's list JSON, rendered into its cache when absent: a new reference
- * (mtext_unref it, with or without the lock), NULL when out of memory. */
-static struct mtext *kept_json(struct manager *m, struct msession *s)
+/* s's list JSON, rendered into its cache when absent (borrowed: m->mu
+ * held), NULL when out of memory. A rendering equal to the text the last
+ * change dropped keeps that one: same bytes, same pointer. */
+static struct mtext *kept_text(struct manager *m, struct msession *s)
 {
 	if (!s->json) {
 		json_t *o = mgr_session_json(m, s);
-		s->json = o ? mtext_new(jsonutil_dump(o)) : NULL;
+		char *text = o ? jsonutil_dump(o) : NULL;
 		json_decref(o);
+		struct mtext *prev = s->json_prev;
+		s->json_prev = NULL;
+		if (text && prev && strlen(text) == prev->len && !memcmp(text, prev->s, prev->len)) {
+			free(text);
+			s->json = prev;
+		} else {
+			mtext_unref(prev);
+			s->json = mtext_new(text);
+		}
 	}
-	return mtext_ref(s->json);
+	return s->json;
+}
+
+/* The same, a new reference (mtext_unref it, with or without the lock). */
+static struct mtext *kept_json(struct manager *m, struct msession *s)
+{
+	return mtext_ref(kept_text(m, s));
 }
 
 /* The same with the status history (one store query, once per change). */
@@ -461,6 +477,139 @@ int mgr_sessions_page(struct manager *m, const struct user_rec *u, const struct 
 	if (!b.ok) {
 		free(b.p);
 		return terr_set(err, ENOMEM, "out of memory");
+	}
+	*body = b.p;
+	*len = b.len;
+	return 0;
+}
+
+/* ---------- the event stream ---------- */
+
+/* Whether u's stream shows s: the list API's default view. */
+static bool stream_shows(const struct user_rec *u, const struct msession *s)
+{
+	return (u->is_admin || !strcmp(s->rec.owner_id, u->id)) && session_status_listed(s->rec.status) &&
+	       !s->rec.removed;
+}
+
+void mgr_stream_free(struct mgr_stream *st)
+{
+	for (size_t i = 0; i < st->n_sent; i++)
+		mtext_unref(st->sent[i]);
+	free(st->sent);
+	mtext_unref(st->nodes);
+	st->sent = NULL;
+	st->n_sent = 0;
+	st->nodes = NULL;
+}
+
+int mgr_stream_next(struct manager *m, const struct user_rec *u, struct mgr_stream *st, int wait_s, char **body,
+		    size_t *len)
+{
+	*body = NULL;
+	*len = 0;
+	struct timespec dl;
+	clock_gettime(CLOCK_MONOTONIC, &dl);
+	dl.tv_sec += wait_s;
+	struct mtext **texts = NULL, *nodes = NULL;
+	size_t n = 0;
+	bool sessions_changed = false, nodes_changed = false;
+	pthread_mutex_lock(&m->mu);
+	for (;;) {
+		bool first = st->seen == MGR_STATE_UNSEEN;
+		while (!first && !m->stopping && m->version == st->seen &&
+		       pthread_cond_timedwait(&m->changed, &m->mu, &dl) == 0)
+			;
+		if (m->stopping) {
+			pthread_mutex_unlock(&m->mu);
+			return -ECANCELED;
+		}
+		if (m->version == st->seen) {
+			pthread_mutex_unlock(&m->mu);
+			return 0;   /* waited wait_s: no change */
+		}
+		st->seen = m->version;
+		/* What changed for u: its sessions' kept texts (each rendered
+		 * once per change, whoever asks first) against those it was
+		 * sent, by pointer; and the nodes' view. No rendering per
+		 * stream, no copy under the lock. */
+		n = 0;
+		sessions_changed = first;
+		for (size_t i = 0; i < m->n_sessions; i++) {
+			struct msession *s = m->sessions[i];
+			if (!stream_shows(u, s))
+				continue;
+			struct mtext *t = kept_text(m, s);
+			if (!t) {
+				pthread_mutex_unlock(&m->mu);
+				return -ENOMEM;
+			}
+			if (n >= st->n_sent || st->sent[n] != t)
+				sessions_changed = true;
+			n++;
+		}
+		sessions_changed = sessions_changed || n != st->n_sent;
+		nodes = mgr_nodes_kept(m, u->is_admin);
+		if (!nodes) {
+			pthread_mutex_unlock(&m->mu);
+			return -ENOMEM;
+		}
+		nodes_changed = first || nodes != st->nodes;
+		if (sessions_changed || nodes_changed)
+			break;
+		/* A change u does not see (another user's session, a stats
+		 * round on a node without its sessions): nothing to send. */
+		mtext_unref(nodes);
+		nodes = NULL;
+	}
+	if (sessions_changed) {
+		texts = malloc((n ? n : 1) * sizeof(*texts));
+		if (!texts) {
+			pthread_mutex_unlock(&m->mu);
+			mtext_unref(nodes);
+			return -ENOMEM;
+		}
+		size_t k = 0;
+		for (size_t i = 0; i < m->n_sessions && k < n; i++)
+			if (stream_shows(u, m->sessions[i]))
+				texts[k++] = mtext_ref(m->sessions[i]->json);
+	}
+	pthread_mutex_unlock(&m->mu);
+
+	struct textbuf b = {.ok = true};
+	size_t want = 64 + (nodes_changed ? nodes->len : 0);
+	for (size_t i = 0; sessions_changed && i < n; i++)
+		want += texts[i]->len + 1;
+	if ((b.p = malloc(want)))
+		b.cap = want;
+	tb_str(&b, "{");
+	if (sessions_changed) {
+		tb_str(&b, "\"sessions\":[");
+		for (size_t i = 0; i < n; i++) {
+			if (i)
+				tb_add(&b, ",", 1);
+			tb_add(&b, texts[i]->s, texts[i]->len);
+		}
+		tb_str(&b, "]");
+	}
+	if (nodes_changed) {
+		tb_str(&b, sessions_changed ? ",\"nodes\":" : "\"nodes\":");
+		tb_add(&b, nodes->s, nodes->len);
+	}
+	tb_str(&b, "}");
+	/* What it was sent is what the next call compares with. */
+	if (sessions_changed) {
+		for (size_t i = 0; i < st->n_sent; i++)
+			mtext_unref(st->sent[i]);
+		free(st->sent);
+		st->sent = texts;
+		st->n_sent = n;
+	}
+	mtext_unref(st->nodes);
+	st->nodes = nodes;
+	if (!b.ok) {
+		free(b.p);
+		return -ENOMEM;
 	}
 	*body = b.p;
 	*len = b.len;
