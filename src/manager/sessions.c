@@ -273,6 +273,45 @@ json_t *mgr_session_json(struct manager *m, const struct msession *s)
 	return o;
 }
 
+/* Where a start's time went, from the status history h (in order): each
+ * stretch between two lines up to the first RUNNING is counted to the
+ * phase of the line that began it: PENDING the queue (waiting for a node
+ * and being placed), SCHEDULED the dispatch (placed, until a dispatcher
+ * asks the node), PREPARING the image pull (its "pulling" line, until its
+ * "pulled" one) or the container (the node creating and starting it).
+ * {"total_ms", "phases": [{"phase", "ms"}, ...]} in the order they came;
+ * null before the session first ran. */
+json_t *mgr_start_breakdown(const struct history_rec *h, size_t n)
+{
+	size_t run = 0;
+	while (run < n && h[run].status != SS_RUNNING)
+		run++;
+	if (run == n || run == 0)
+		return json_null();
+	static const char *const names[] = {"queue", "dispatch", "image", "container", "other"};
+	int64_t ms[5] = {0};
+	int order[5], n_order = 0;
+	for (size_t i = 0; i < run; i++) {
+		int k = h[i].status == SS_PENDING     ? 0
+			: h[i].status == SS_SCHEDULED ? 1
+			: h[i].status == SS_PREPARING ? (!strncmp(h[i].info, "pulling ", 8) ? 2 : 3)
+						      : 4;
+		int64_t d = h[i + 1].at_ms - h[i].at_ms;
+		bool seen = false;
+		for (int j = 0; j < n_order; j++)
+			seen = seen || order[j] == k;
+		if (!seen)
+			order[n_order++] = k;
+		ms[k] += d > 0 ? d : 0;
+	}
+	json_t *phases = json_array();
+	for (int j = 0; j < n_order; j++)
+		json_array_append_new(phases, json_pack("{s:s,s:I}", "phase", names[order[j]], "ms",
+							(json_int_t)ms[order[j]]));
+	int64_t total = h[run].at_ms - h[0].at_ms;
+	return json_pack("{s:I,s:o}", "total_ms", (json_int_t)(total > 0 ? total : 0), "phases", phases);
+}
+
 static json_t *session_json_with_history(struct manager *m, const struct msession *s)
 {
 	json_t *o = mgr_session_json(m, s);
@@ -284,9 +323,12 @@ static json_t *session_json_with_history(struct manager *m, const struct msessio
 		for (size_t i = 0; i < n; i++)
 			json_array_append_new(arr, json_pack("{s:s,s:o,s:s}", "status", session_status_name(h[i].status),
 							     "at", mgr_time_json(h[i].at_ms), "info", h[i].info));
-		free(h);
+	} else {
+		n = 0;
 	}
 	json_object_set_new(o, "status_history", arr);
+	json_object_set_new(o, "start_breakdown", mgr_start_breakdown(h, n));
+	free(h);
 	json_object_set_new(o, "last_commit", mgr_commit_last_json(m, s->rec.id));
 	return o;
 }
@@ -349,13 +391,15 @@ static struct mtext *kept_json_full(struct manager *m, struct msession *s)
 				json_array_append_new(arr, json_pack("{s:s,s:o,s:s}", "status",
 								     session_status_name(h[i].status), "at",
 								     mgr_time_json(h[i].at_ms), "info", h[i].info));
-			free(h);
 		} else {
 			/* Shown without its history until the session next
 			 * changes: a store that cannot be read is in the log. */
 			log_error("manager", "cannot read the history of %s: %s", s->rec.name, err.msg);
+			n = 0;
 		}
 		json_object_set_new(o, "status_history", arr);
+		json_object_set_new(o, "start_breakdown", mgr_start_breakdown(h, n));
+		free(h);
 		s->json_full = o ? mtext_new(jsonutil_dump(o)) : NULL;
 		json_decref(o);
 	}

@@ -458,6 +458,10 @@ void mgr_delete_session(struct manager *m, struct msession *s, const char *by);
 json_t *mgr_session_json(struct manager *m, const struct msession *s);
 /* The sessions a user sees listed (admins: everyone's), new reference. */
 json_t *mgr_sessions_visible_json(struct manager *m, const struct user_rec *u, bool all);
+/* Where a start's time went, from a session's status history (in order):
+ * {"total_ms", "phases": [{"phase", "ms"}]}, or null before it first ran
+ * (docs/api.md, "start_breakdown"). */
+json_t *mgr_start_breakdown(const struct history_rec *h, size_t n);
 
 /* ---- manager.c: state changes every file uses ---- */
 /* {"cpu","mem","fgpu"} and an RFC 3339 time (null for 0), new references. */
