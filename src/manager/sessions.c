@@ -371,6 +371,17 @@ static struct mtext *kept_text(struct manager *m, struct msession *s)
 	return s->json;
 }
 
+void mgr_sessions_render(struct manager *m, const char (*ids)[64], size_t n)
+{
+	pthread_mutex_lock(&m->mu);
+	for (size_t i = 0; i < n; i++) {
+		struct msession *s = mgr_find_session(m, ids[i]);
+		if (s)
+			kept_text(m, s);
+	}
+	pthread_mutex_unlock(&m->mu);
+}
+
 /* The same, a new reference (mtext_unref it, with or without the lock). */
 static struct mtext *kept_json(struct manager *m, struct msession *s)
 {

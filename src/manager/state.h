@@ -462,6 +462,11 @@ json_t *mgr_sessions_visible_json(struct manager *m, const struct user_rec *u, b
  * {"total_ms", "phases": [{"phase", "ms"}]}, or null before it first ran
  * (docs/api.md, "start_breakdown"). */
 json_t *mgr_start_breakdown(const struct history_rec *h, size_t n);
+/* Renders the kept list JSON of the sessions with these ids (those not
+ * rendered yet), taking the lock for them: a round of usage renders its
+ * sessions MGR_RENDER_BATCH at a time, so that no request waits for all. */
+#define MGR_RENDER_BATCH 32
+void mgr_sessions_render(struct manager *m, const char (*ids)[64], size_t n);
 
 /* ---- manager.c: state changes every file uses ---- */
 /* {"cpu","mem","fgpu"} and an RFC 3339 time (null for 0), new references. */
