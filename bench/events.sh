@@ -105,14 +105,17 @@ clients() {
 		CLIENT_PIDS+=($!)
 	done
 	sleep 2   # connected, first state read: not measured
-	for k in $(seq 1 "$CLIENTS"); do : >"$WORK/client-$k"; done
+	BYTES0=$(client_total)
 }
 
-client_bytes() {
+client_total() {
 	local total=0 k
-	for k in $(seq 1 "$CLIENTS"); do total=$((total + $(stat -c %s "$WORK/client-$k"))); done
-	echo $((total / CLIENTS))
+	for k in $(seq 1 "$CLIENTS"); do total=$((total + $(stat -c %s "$WORK/client-$k" 2>/dev/null || echo 0))); done
+	echo "$total"
 }
+
+# What each client received since clients() returned.
+client_bytes() { echo $((($(client_total) - BYTES0) / CLIENTS)); }
 
 # measure PATH: "RPS P99_MS" from wrk.
 measure() {
