@@ -1863,6 +1863,37 @@ static int docker_network_remove(struct runtime *rt, const char *name, struct te
 	return r;
 }
 
+static int docker_network_list(struct runtime *rt, const char *label_key, const char *label_value, char ***names,
+			       size_t *n, struct terr *err)
+{
+	*names = NULL;
+	*n = 0;
+	autojson json_t *filters = label_filter(label_key, label_value);
+	autofree char *fjson = filters ? json_dumps(filters, JSON_COMPACT) : NULL;
+	autofree char *ef = fjson ? url_escape(fjson, false) : NULL;
+	autofree char *path = NULL;
+	if (!ef || asprintf(&path, "/networks?filters=%s", ef) < 0) {
+		path = NULL;
+		return terr_set(err, ENOMEM, "list networks: out of memory");
+	}
+	autojson json_t *arr = NULL;
+	int r = dk_call_json(rt, "GET", path, NULL, "list networks", &arr, err);
+	if (r < 0)
+		return r;
+	char **v = calloc(json_array_size(arr) + 1, sizeof(char *));
+	if (!v)
+		return terr_set(err, ENOMEM, "list networks: out of memory");
+	size_t i, k = 0;
+	json_t *x;
+	json_array_foreach(arr, i, x) {
+		if (*jstr(x, "Name") && (v[k] = strdup(jstr(x, "Name"))))
+			k++;
+	}
+	*names = v;
+	*n = k;
+	return 0;
+}
+
 const struct runtime_ops runtime_docker_ops = {
 	.name = "docker",
 	.open = docker_open,
@@ -1890,4 +1921,5 @@ const struct runtime_ops runtime_docker_ops = {
 	.watch_images = docker_watch_images,
 	.network_ensure = docker_network_ensure,
 	.network_remove = docker_network_remove,
+	.network_list = docker_network_list,
 };

@@ -244,6 +244,10 @@ struct runtime_ops {
 	/* Removes the network; -ENOENT when it does not exist, -EBUSY while
 	 * running containers are attached to it. */
 	int (*network_remove)(struct runtime *rt, const char *name, struct terr *err);
+	/* The names of the networks carrying label key=value (*names and
+	 * each name malloc'd, the caller frees). Optional. */
+	int (*network_list)(struct runtime *rt, const char *label_key, const char *label_value, char ***names,
+			    size_t *n, struct terr *err);
 };
 
 extern const struct runtime_ops runtime_docker_ops;
