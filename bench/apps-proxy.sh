@@ -232,6 +232,14 @@ rm_session() {
 		[[ -z $id || -z $(docker ps -aq --filter "label=tessera.session=$id") ]] && break
 		sleep 0.05
 	done
+	# And until the manager has let its resources go (TERMINATED): on a
+	# 2-core machine the next round's session (1 CPU) beside the kept
+	# one of part 4's second half would otherwise queue for them.
+	for _ in $(seq 1 200); do
+		"$TESSERA" session info "$1" --json 2>/dev/null | grep -q '"status": *"TERMINATED"' && break
+		"$TESSERA" session info "$1" >/dev/null 2>&1 || break
+		sleep 0.05
+	done
 }
 TERM_RES=()
 DOCK_RES=()
