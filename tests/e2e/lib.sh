@@ -39,8 +39,8 @@ e2e_build_image() {
 }
 
 # Removes every container a test run left (by our agent label), and the
-# users' networks they were on (the agent removes a network with its
-# user's last session; a killed server leaves them).
+# users' networks they were on (the agent keeps a user's network after
+# their sessions; e2e_teardown also removes the empty ones this test made).
 e2e_cleanup_containers() {
 	local ids nets
 	# Sessions are labelled by agent id; each test's agents are
