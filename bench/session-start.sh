@@ -10,6 +10,11 @@
 #   BENCH_GOAL=1.15   the ratio to meet
 #   BENCH_KEEP=1      keep the server's data dir and log
 #
+# A third row, for where the time goes: `docker run -d` of the same on a
+# bridge network of its own with one port published on 127.0.0.1, as a
+# session's container is (its user's network; the runner's app port),
+# alternated with the other two.
+#
 # Starts its own `tessera server` (temporary data dir, free port, node id
 # bench-<random>) and removes it, its containers and the baseline containers
 # on exit, Ctrl-C included. Removals happen outside the timed part.
@@ -71,6 +76,10 @@ cleanup() {
 	ids=$(docker ps -aq --filter "label=tessera.agent=$NODE" 2>/dev/null)
 	ids+=" $(docker ps -aq --filter "label=tessera.bench=$RUN" 2>/dev/null)"
 	[[ -n ${ids// /} ]] && docker rm -f $ids >/dev/null 2>&1
+	# The user's network, which the agent keeps after each session
+	# (docs/architecture.md, "Users' networks"): this run's only.
+	[[ -s $WORK/networks ]] && docker network rm $(sort -u "$WORK/networks") >/dev/null 2>&1
+	docker network rm "bench-$RUN" >/dev/null 2>&1
 	if [[ ${BENCH_KEEP:-0} == 1 ]]; then
 		echo "session-start: kept $WORK (server.log, data/)" >&2
 	else
@@ -121,9 +130,11 @@ time_tessera() {  # time_tessera NAME
 
 untimed_tessera_rm() {  # NAME: removes and waits until the container is gone
 	"$TESSERA" session info "$1" --json >"$WORK/info-$1.json" 2>/dev/null
-	"$TESSERA" session rm "$1" >/dev/null 2>&1
 	local id
 	id=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["id"])' "$WORK/info-$1.json" 2>/dev/null)
+	[[ -n $id ]] && docker inspect -f '{{.HostConfig.NetworkMode}}' \
+		$(docker ps -aq --filter "label=tessera.session=$id") 2>/dev/null | grep '^tessera-u-' >>"$WORK/networks"
+	"$TESSERA" session rm "$1" >/dev/null 2>&1
 	for _ in $(seq 1 200); do
 		[[ -z $(docker ps -aq --filter "label=tessera.session=$id") ]] && break
 		sleep 0.05
@@ -147,6 +158,26 @@ time_docker() {  # time_docker NAME
 
 untimed_docker_rm() { docker rm -f "$1" >/dev/null 2>&1; }
 
+# The same on a network like a user's (made once, untimed, as the agent
+# keeps its users'), with a port published like the runner's.
+time_docker_net() {  # time_docker_net NAME
+	local t0 t1 rc
+	t0=$EPOCHREALTIME
+	docker run -d --name "$1" --label "tessera.bench=$RUN" --cpus "$CPU" -m "$MEM" \
+		--pids-limit 256 --security-opt no-new-privileges --network "bench-$RUN" -p 127.0.0.1::7611 \
+		"$IMAGE" sleep 100000 >"$WORK/docker.out" 2>&1
+	rc=$?
+	t1=$EPOCHREALTIME
+	if ((rc != 0)); then
+		echo "session-start: docker run on a network failed:" >&2
+		cat "$WORK/docker.out" >&2
+		return 1
+	fi
+	elapsed_ms "$t0" "$t1"
+}
+docker network create --label "tessera.bench=$RUN" -o com.docker.network.bridge.enable_icc=true "bench-$RUN" >/dev/null ||
+	{ echo "session-start: cannot make the network bench-$RUN" >&2; exit 1; }
+
 echo "session start: $IMAGE, --cpu $CPU --mem $MEM, $ROUNDS rounds alternated (+1 warm-up), $(nproc) CPUs, docker $(docker version --format '{{.Server.Version}}' 2>/dev/null)"
 
 # Warm-up, not counted: first container of the image, first API calls.
@@ -155,9 +186,12 @@ untimed_tessera_rm "w-t"
 rm -f "$WORK/info-w-t.json"
 time_docker "bench-$RUN-w" >/dev/null || exit 1
 untimed_docker_rm "bench-$RUN-w"
+time_docker_net "bench-$RUN-nw" >/dev/null || exit 1
+untimed_docker_rm "bench-$RUN-nw"
 
 T=()
 D=()
+N=()
 for ((i = 1; i <= ROUNDS; i++)); do
 	# Alternate who goes first so drift on the machine hits both alike.
 	if ((i % 2)); then
@@ -171,21 +205,25 @@ for ((i = 1; i <= ROUNDS; i++)); do
 		t=$(time_tessera "r$i") || exit 1
 		untimed_tessera_rm "r$i"
 	fi
+	n=$(time_docker_net "bench-$RUN-n$i") || exit 1
+	untimed_docker_rm "bench-$RUN-n$i"
 	T+=("$t")
 	D+=("$d")
-	printf '  round %2d/%d: tessera %8s ms   docker run -d %8s ms\n' "$i" "$ROUNDS" "$t" "$d"
+	N+=("$n")
+	printf '  round %2d/%d: tessera %8s ms   docker run -d %8s ms   on a network, port %8s ms\n' "$i" "$ROUNDS" "$t" "$d" "$n"
 done
 
 # The table, and where tessera's time goes (from each session's history:
 # created -> SCHEDULED -> PREPARING -> RUNNING, server timestamps).
-python3 - "$GOAL" "$WORK" "${T[*]}" "${D[*]}" <<'PY'
-import glob, json, statistics, sys
+python3 - "$GOAL" "$WORK" "${T[*]}" "${D[*]}" "${N[*]}" <<'PY'
+import glob, json, re, statistics, sys
 from datetime import datetime
 
 goal = float(sys.argv[1])
 work = sys.argv[2]
 t = [float(x) for x in sys.argv[3].split()]
 d = [float(x) for x in sys.argv[4].split()]
+nd = [float(x) for x in sys.argv[5].split()]
 
 def p90(xs):
     s = sorted(xs)
@@ -193,7 +231,7 @@ def p90(xs):
     k = max(0, min(len(s) - 1, -(-9 * len(s) // 10) - 1))
     return s[k]
 
-rows = [("tessera", t), ("docker run -d", d)]
+rows = [("tessera", t), ("docker run -d", d), ("  net + port", nd)]
 print()
 print(f"{'':16}{'median':>10}{'min':>10}{'p90':>10}   (ms, n={len(t)})")
 for name, xs in rows:
@@ -202,15 +240,33 @@ ratio = statistics.median(t) / statistics.median(d)
 print(f"ratio of medians tessera / docker run -d: {ratio:.2f}")
 verdict = "MEETS" if ratio <= goal else "MISSES"
 print(f"verdict: {verdict} the goal ratio <= {goal:.2f}")
+print(f"(docker run -d on a network of its own with a published port / on the default bridge: "
+      f"{statistics.median(nd) / statistics.median(d):.2f}; tessera / that: {statistics.median(t) / statistics.median(nd):.2f})")
 
 def at(s):
     return datetime.strptime(s.replace("Z", "+0000"), "%Y-%m-%dT%H:%M:%S.%f%z").timestamp() * 1000
 
+# The agent's own line per start: "session ID started in N ms: image N ms
+# (kept|looked at), network N ms (kept|asked Docker|none), create N ms,
+# start N ms, app port N ms" (monotonic clock, ms).
+agent = {}
+line_re = re.compile(r"session (\S+) started in (\d+) ms: image (\d+) ms \(([^)]*)\), network (\d+) ms "
+                     r"\(([^)]*)\), create (\d+) ms, start (\d+) ms, app port (\d+) ms")
+try:
+    for line in open(work + "/server.log", errors="replace"):
+        m = line_re.search(line)
+        if m:
+            agent[m.group(1)] = m
+except OSError:
+    pass
+steps = {"image": [], "network": [], "create": [], "start": [], "app port": [], "other": []}
+seen = {"image": [], "network": []}
 phases = {"created -> SCHEDULED": [], "SCHEDULED -> PREPARING": [],
           "PREPARING -> RUNNING": [], "server total": [], "client + HTTP": []}
 for f in sorted(glob.glob(work + "/info-r*.json")):
     try:
-        h = json.load(open(f))["status_history"]
+        info = json.load(open(f))
+        h = info["status_history"]
         first = {}
         for e in h:
             first.setdefault(e["status"], at(e["at"]))
@@ -223,9 +279,25 @@ for f in sorted(glob.glob(work + "/info-r*.json")):
     phases["server total"].append(r - c)
     n = int(f.rsplit("-r", 1)[1].split(".")[0])
     phases["client + HTTP"].append(t[n - 1] - (r - c))
+    m = agent.get(info.get("id"))
+    if m:
+        total, im, nw, cr, st, ap = (int(m.group(k)) for k in (2, 3, 5, 7, 8, 9))
+        for k, v in (("image", im), ("network", nw), ("create", cr), ("start", st), ("app port", ap)):
+            steps[k].append(v)
+        steps["other"].append(total - (im + nw + cr + st + ap))
+        seen["image"].append(m.group(4))
+        seen["network"].append(m.group(6))
 if phases["server total"]:
     print()
     print("where tessera's time goes (medians, ms; server timestamps have ms resolution):")
     for k, xs in phases.items():
         print(f"  {k:24}{statistics.median(xs):8.1f}")
+        if k == "PREPARING -> RUNNING" and steps["create"]:
+            # Inside it, the agent's steps (its log); each a median of
+            # its own, so they need not add up to the line above.
+            for s, ys in steps.items():
+                note = ""
+                if s in seen:
+                    note = "   (" + ", ".join(f"{w}: {seen[s].count(w)}" for w in sorted(set(seen[s]))) + ")"
+                print(f"    agent: {s:16}{statistics.median(ys):8.1f}{note}")
 PY

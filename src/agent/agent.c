@@ -129,6 +129,24 @@ struct agent {
 	pthread_mutex_t net_mu;
 	struct net_use { char name[96]; int starts; } *net_uses;
 	size_t n_net_uses;
+	/* Users' networks this agent made or found, kept after their last
+	 * session so that the next start asks Docker nothing about them;
+	 * forgotten when Docker reports one removed or a create says it is
+	 * gone, and then made again (net_mu). */
+	struct net_known { char name[96]; } *net_known;
+	size_t n_net_known;
+
+	/* What starts need of each image (its PATH, the runner's --apps),
+	 * kept by reference while the image event stream is followed
+	 * (img_live), and all forgotten at any image event or when that
+	 * stream ends: a pull or tag may have moved any reference. img_gen
+	 * counts those, so that a look begun before one is not kept. Under
+	 * img_mu. */
+	pthread_mutex_t img_mu;
+	struct image_seen *img_seen;
+	size_t n_img_seen;
+	uint64_t img_gen, img_tick;
+	bool img_live;
 
 	/* The OOM thread (oom_main): each running session's memory cgroup
 	 * kill count, as last reported. Only that thread touches the table;
@@ -159,6 +177,18 @@ struct agent {
 	pthread_mutex_t stats_mu;
 	json_t *stats_last;
 };
+
+/* One image as starts need it (agent.img_seen). */
+struct image_seen {
+	char ref[256];
+	char id[RT_ID_MAX];
+	char *path;                   /* its PATH; NULL: it sets none */
+	char *apps;                   /* the runner's --apps; NULL: no apps */
+	uint64_t used;                /* img_tick when last used: the oldest goes first */
+};
+
+/* Images kept at most (a node runs sessions of a few images). */
+#define AGENT_IMAGES_KEPT 64
 
 /* One running container the stats thread follows. */
 struct stats_seen {
@@ -421,6 +451,8 @@ int64_t agent_pids_limit(int64_t setting, int64_t session_cpu_m, int64_t node_cp
 	return n > AGENT_PIDS_LIMIT_MAX ? AGENT_PIDS_LIMIT_MAX : n;
 }
 
+static void images_forget(struct agent *a);
+
 int agent_open(struct agent **out, const struct agent_config *cfg, struct terr *err)
 {
 	struct agent *a = calloc(1, sizeof(*a));
@@ -430,6 +462,7 @@ int agent_open(struct agent **out, const struct agent_config *cfg, struct terr *
 	pthread_mutex_init(&a->cluster_mu, NULL);
 	pthread_mutex_init(&a->replaced_mu, NULL);
 	pthread_mutex_init(&a->net_mu, NULL);
+	pthread_mutex_init(&a->img_mu, NULL);
 	a->rt_ops = cfg->runtime ? cfg->runtime : &runtime_docker_ops;
 	if (agent_settings_parse_seccomp(cfg->seccomp, &a->seccomp_default, "seccomp", err) < 0) {
 		free(a);
@@ -499,6 +532,7 @@ fail:
 	pthread_mutex_destroy(&a->cluster_mu);
 	pthread_mutex_destroy(&a->replaced_mu);
 	pthread_mutex_destroy(&a->net_mu);
+	pthread_mutex_destroy(&a->img_mu);
 	pthread_mutex_destroy(&a->stats_mu);
 	pthread_mutex_destroy(&a->storage_mu);
 	free(a);
@@ -544,9 +578,13 @@ void agent_close(struct agent *a)
 		free(a->driver_files[i]);
 	free(a->driver_files);
 	free(a->net_uses);
+	free(a->net_known);
+	images_forget(a);
+	free(a->img_seen);
 	pthread_mutex_destroy(&a->cluster_mu);
 	pthread_mutex_destroy(&a->replaced_mu);
 	pthread_mutex_destroy(&a->net_mu);
+	pthread_mutex_destroy(&a->img_mu);
 	free(a);
 }
 
@@ -936,22 +974,151 @@ static int plan_gpus(struct agent *a, struct plan *p, const char *sid, json_t *g
 	return 0;
 }
 
+/* ---- images: what a start needs of one, kept ------------------------- */
+
+static void image_seen_free(struct image_seen *e)
+{
+	free(e->path);
+	free(e->apps);
+	e->path = e->apps = NULL;
+}
+
+/* Forgets every image kept (img_mu held or no other thread running). */
+static void images_forget_locked(struct agent *a)
+{
+	for (size_t i = 0; i < a->n_img_seen; i++)
+		image_seen_free(&a->img_seen[i]);
+	a->n_img_seen = 0;
+	a->img_gen++;
+}
+
+static void images_forget(struct agent *a)
+{
+	pthread_mutex_lock(&a->img_mu);
+	images_forget_locked(a);
+	pthread_mutex_unlock(&a->img_mu);
+}
+
+/* The runner's --apps for the image's ai.backend.service-ports, when it
+ * has a valid one: its entries that are apps, each with its first port
+ * (img_service_ports_runner_spec: Backend.AI's pty and internal entries
+ * and port lists are not for the runner). Caller frees; NULL when none.
+ * A label that does not parse is left out with a warning (once per
+ * look at the image, as it is kept): the session still starts, with the
+ * terminal only. */
+static char *image_apps(const char *image, char **labels, size_t n)
+{
+	char *spec = NULL;
+	struct terr err = {0};
+	size_t klen = strlen(IMG_LABEL_SERVICE_PORTS);
+	for (size_t i = 0; i < n && !spec; i++) {
+		if (strncmp(labels[i], IMG_LABEL_SERVICE_PORTS, klen) || labels[i][klen] != '=')
+			continue;
+		struct img_service_port ports[IMG_MAX_SERVICE_PORTS];
+		size_t np = 0;
+		const char *v = labels[i] + klen + 1;
+		if (*v && img_service_ports_parse(v, ports, IMG_MAX_SERVICE_PORTS, &np, &err) == 0)
+			img_service_ports_runner_spec(ports, np, &spec, &err);
+		else if (*v)
+			log_warn("agent", "image %s: %s is not used: %s", image, IMG_LABEL_SERVICE_PORTS, err.msg);
+	}
+	return spec;
+}
+
+/* Asks the runtime what a start needs of image ref (one inspect with
+ * image_config, else image_env and image_labels) into *e. */
+static int image_look(struct agent *a, const char *ref, struct image_seen *e, struct terr *err)
+{
+	struct rt_image_config c = {0};
+	int rc;
+	if (a->rt_ops->image_config) {
+		rc = a->rt_ops->image_config(a->rt, ref, &c, err);
+	} else {
+		rc = a->rt_ops->image_env(a->rt, ref, &c.env, &c.n_env, err);
+		struct terr ignored = {0};
+		if (rc == 0 && a->rt_ops->image_labels &&
+		    a->rt_ops->image_labels(a->rt, ref, &c.labels, &c.n_labels, &ignored) < 0)
+			c.labels = NULL, c.n_labels = 0;
+	}
+	if (rc < 0)
+		return rc;
+	memset(e, 0, sizeof(*e));
+	util_strlcpy(e->ref, ref, sizeof(e->ref));
+	util_strlcpy(e->id, c.id, sizeof(e->id));
+	for (size_t i = 0; i < c.n_env && !e->path; i++)
+		if (!strncmp(c.env[i], "PATH=", 5))
+			e->path = strdup(c.env[i] + 5);
+	e->apps = image_apps(ref, c.labels, c.n_labels);
+	rt_image_config_free(&c);
+	return 0;
+}
+
+static char *strdup_or_null(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+/* What a start needs of image ref: from what is kept when it is (no
+ * call to the runtime), else from a look, then kept. *out owns copies
+ * (image_seen_free); *kept says which. -ENOENT when there is no such
+ * image. Kept only while the image stream is followed: its events are
+ * what says a reference moved. (The stream is counted as followed from
+ * the moment it is asked for; an image changed in the milliseconds
+ * before Docker starts sending it would be missed: only at an agent's
+ * start or a reconnect, when next to nothing is kept.) */
+static int image_facts(struct agent *a, const char *ref, struct image_seen *out, bool *kept, struct terr *err)
+{
+	*kept = false;
+	pthread_mutex_lock(&a->img_mu);
+	for (size_t i = 0; a->img_live && i < a->n_img_seen; i++) {
+		struct image_seen *e = &a->img_seen[i];
+		if (strcmp(e->ref, ref))
+			continue;
+		e->used = ++a->img_tick;
+		*out = *e;
+		out->path = strdup_or_null(e->path);
+		out->apps = strdup_or_null(e->apps);
+		pthread_mutex_unlock(&a->img_mu);
+		*kept = true;
+		return 0;
+	}
+	uint64_t gen = a->img_gen;
+	pthread_mutex_unlock(&a->img_mu);
+
+	int rc = image_look(a, ref, out, err);
+	if (rc < 0)
+		return rc;
+	pthread_mutex_lock(&a->img_mu);
+	if (a->img_live && gen == a->img_gen) {
+		if (!a->img_seen)
+			a->img_seen = calloc(AGENT_IMAGES_KEPT, sizeof(*a->img_seen));
+		struct image_seen *slot = NULL;
+		if (a->img_seen && a->n_img_seen < AGENT_IMAGES_KEPT) {
+			slot = &a->img_seen[a->n_img_seen++];
+		} else if (a->img_seen) {
+			slot = &a->img_seen[0];
+			for (size_t i = 1; i < a->n_img_seen; i++)
+				if (a->img_seen[i].used < slot->used)
+					slot = &a->img_seen[i];
+			image_seen_free(slot);
+		}
+		if (slot) {
+			*slot = *out;
+			slot->path = strdup_or_null(out->path);
+			slot->apps = strdup_or_null(out->apps);
+			slot->used = ++a->img_tick;
+		}
+	}
+	pthread_mutex_unlock(&a->img_mu);
+	return 0;
+}
+
 /* PATH of the image with the platform's tools appended, so gpu-info works
  * in `exec` too (docker exec does not go through the runner). */
-static void plan_path(struct agent *a, struct plan *p, const char *image)
+static void plan_path(struct plan *p, const struct image_seen *img)
 {
-	char **env = NULL;
-	size_t n = 0;
-	struct terr err = {0};
-	const char *path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
-	if (a->rt_ops->image_env(a->rt, image, &env, &n, &err) == 0)
-		for (size_t i = 0; i < n; i++)
-			if (!strncmp(env[i], "PATH=", 5))
-				path = env[i] + 5;
+	const char *path = img->path ? img->path : "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 	plan_env(p, "PATH=%s:%s", path, FGPU_BIN_DIR);
-	for (size_t i = 0; i < n; i++)
-		free(env[i]);
-	free(env);
 }
 
 /* A session spec, read by check_spec; strings borrow from the JSON. */
@@ -1156,9 +1323,64 @@ static void net_use(struct agent *a, const char *name, int delta)
 	pthread_mutex_unlock(&a->net_mu);
 }
 
-/* Makes the user's network unless it exists. */
+/* Whether network name is known to exist (net_mu held). */
+static struct net_known *net_known_find(struct agent *a, const char *name)
+{
+	for (size_t i = 0; i < a->n_net_known; i++)
+		if (!strcmp(a->net_known[i].name, name))
+			return &a->net_known[i];
+	return NULL;
+}
+
+/* Forgets network name: the next start of its user ensures it again. */
+static void net_forget(struct agent *a, const char *name)
+{
+	pthread_mutex_lock(&a->net_mu);
+	struct net_known *k = net_known_find(a, name);
+	if (k)
+		*k = a->net_known[--a->n_net_known];
+	pthread_mutex_unlock(&a->net_mu);
+}
+
+/* When Docker has no address pool left for a new network: removes this
+ * installation's users' networks that no running container and no start
+ * of this agent uses (Docker refuses those with running containers:
+ * -EBUSY), and says whether it removed any. A user's network is kept
+ * after their last session only for the speed of their next start, so
+ * an idle one gives way to a user who has none (net_mu held). */
+static bool network_reclaim(struct agent *a, const char *cluster, const char *keep)
+{
+	char **names = NULL;
+	size_t n = 0;
+	struct terr err = {0};
+	if (!cluster[0] || !a->rt_ops->network_list || !a->rt_ops->network_remove ||
+	    a->rt_ops->network_list(a->rt, AGENT_LABEL_CLUSTER, cluster, &names, &n, &err) < 0)
+		return false;
+	int removed = 0;
+	for (size_t i = 0; i < n; i++) {
+		bool in_use = !strcmp(names[i], keep) ||
+			      strncmp(names[i], AGENT_NETWORK_PREFIX, strlen(AGENT_NETWORK_PREFIX)) != 0;
+		for (size_t k = 0; k < a->n_net_uses && !in_use; k++)
+			in_use = !strcmp(a->net_uses[k].name, names[i]);
+		if (!in_use && a->rt_ops->network_remove(a->rt, names[i], &err) == 0) {
+			struct net_known *kn = net_known_find(a, names[i]);
+			if (kn)
+				*kn = a->net_known[--a->n_net_known];
+			removed++;
+		}
+		free(names[i]);
+	}
+	free(names);
+	if (removed)
+		log_info("agent", "Docker had no address pool left for network %s: removed %d idle users' network%s",
+			 keep, removed, removed == 1 ? "" : "s");
+	return removed > 0;
+}
+
+/* Makes the user's network unless it is known to exist or exists.
+ * *asked: whether Docker was asked. */
 static int network_ensure(struct agent *a, const char *name, const char *cluster, const char *owner_id,
-			  struct terr *err)
+			  bool *asked, struct terr *err)
 {
 	struct rt_label labels[] = {
 		{AGENT_LABEL_OWNER_ID, owner_id},
@@ -1171,29 +1393,21 @@ static int network_ensure(struct agent *a, const char *name, const char *cluster
 	/* One at a time: Docker's duplicate check is not atomic, and two
 	 * starts of one user would otherwise make two networks of one name. */
 	pthread_mutex_lock(&a->net_mu);
-	int rc = a->rt_ops->network_ensure(a->rt, &ns, err);
+	*asked = false;
+	int rc = 0;
+	if (!net_known_find(a, name)) {
+		*asked = true;
+		rc = a->rt_ops->network_ensure(a->rt, &ns, err);
+		if (rc < 0 && rc != -EEXIST && strstr(err->msg, "pool") && network_reclaim(a, cluster, name))
+			rc = a->rt_ops->network_ensure(a->rt, &ns, err);
+		struct net_known *grown = rc == 0 ? realloc(a->net_known, (a->n_net_known + 1) * sizeof(*grown)) : NULL;
+		if (grown) {
+			a->net_known = grown;
+			util_strlcpy(grown[a->n_net_known++].name, name, sizeof(grown->name));
+		}
+	}
 	pthread_mutex_unlock(&a->net_mu);
 	return rc < 0 ? terr_prefix(err, "cannot make the network of the session's owner") : 0;
-}
-
-/* After a container of it is gone: removes a user's network that no
- * running container uses (the runtime refuses while one does) and no start
- * of this agent is about to use. Failures are logged only: a network left
- * behind is removed at the next session end of that user, and costs
- * nothing meanwhile. */
-static void network_release(struct agent *a, const char *name)
-{
-	if (!a->rt_ops->network_remove || strncmp(name, AGENT_NETWORK_PREFIX, strlen(AGENT_NETWORK_PREFIX)))
-		return;
-	pthread_mutex_lock(&a->net_mu);
-	bool in_use = false;
-	for (size_t i = 0; i < a->n_net_uses; i++)
-		in_use |= !strcmp(a->net_uses[i].name, name);
-	struct terr err = {0};
-	int rc = in_use ? 0 : a->rt_ops->network_remove(a->rt, name, &err);
-	pthread_mutex_unlock(&a->net_mu);
-	if (rc < 0 && rc != -ENOENT && rc != -EBUSY)
-		log_warn("agent", "cannot remove network %s: %s", name, err.msg);
 }
 
 /* A failure worth another ensure and try: the network named at create is
@@ -1242,36 +1456,6 @@ static int plan_app_secret(struct agent *a, struct plan *p, const char *sid, con
 	return 0;
 }
 
-/* The runner's --apps for the image's ai.backend.service-ports, when it
- * has a valid one: its entries that are apps, each with its first port
- * (img_service_ports_runner_spec: Backend.AI's pty and internal entries
- * and port lists are not for the runner). Caller frees; NULL when none.
- * A label that does not parse is left out with a warning: the session
- * still starts, with the terminal only. */
-static char *image_apps(struct agent *a, const char *image)
-{
-	char **labels = NULL, *spec = NULL;
-	size_t n = 0;
-	struct terr err = {0};
-	if (!a->rt_ops->image_labels || a->rt_ops->image_labels(a->rt, image, &labels, &n, &err) < 0)
-		return NULL;
-	size_t klen = strlen(IMG_LABEL_SERVICE_PORTS);
-	for (size_t i = 0; i < n; i++) {
-		if (!spec && !strncmp(labels[i], IMG_LABEL_SERVICE_PORTS, klen) && labels[i][klen] == '=') {
-			struct img_service_port ports[IMG_MAX_SERVICE_PORTS];
-			size_t np = 0;
-			const char *v = labels[i] + klen + 1;
-			if (*v && img_service_ports_parse(v, ports, IMG_MAX_SERVICE_PORTS, &np, &err) == 0)
-				img_service_ports_runner_spec(ports, np, &spec, &err);
-			else if (*v)
-				log_warn("agent", "image %s: %s is not used: %s", image, IMG_LABEL_SERVICE_PORTS, err.msg);
-		}
-		free(labels[i]);
-	}
-	free(labels);
-	return spec;
-}
-
 /* Reads back where Docker published the app port of the started
  * container cid. A runtime that published nothing leaves it "". */
 static void read_app_endpoint(struct agent *a, const char *cid, char app_endpoint[AGENT_APP_ENDPOINT_MAX])
@@ -1285,10 +1469,22 @@ static void read_app_endpoint(struct agent *a, const char *cid, char app_endpoin
 	app_endpoint_of(a, &info, app_endpoint, AGENT_APP_ENDPOINT_MAX);
 }
 
+/* Milliseconds since *t, and *t moved to now: the steps of a start, for
+ * its log line. */
+static int64_t lap_ms(int64_t *t)
+{
+	int64_t now = util_mono_ms(), d = now - *t;
+	*t = now;
+	return d;
+}
+
 int agent_start_session(struct agent *a, json_t *spec, char cid[RT_ID_MAX],
 			char app_endpoint[AGENT_APP_ENDPOINT_MAX], struct terr *err)
 {
-	char *apps = NULL;
+	int64_t t0 = util_mono_ms(), t = t0;
+	int64_t ms_image, ms_net = 0, ms_create = 0, ms_start = 0, ms_port = 0;
+	bool img_kept = false, net_asked = false;
+	struct image_seen img = {0};
 	if (app_endpoint)
 		app_endpoint[0] = '\0';
 	struct session_spec sp;
@@ -1315,7 +1511,13 @@ int agent_start_session(struct agent *a, json_t *spec, char cid[RT_ID_MAX],
 	 * too, not only under the runner. The user's own HOME wins. */
 	if (!sp.root && !json_object_get(env, "HOME"))
 		plan_env(&p, "HOME=%s", AGENT_WORK_HOME);
-	plan_path(a, &p, image);
+	/* An image that cannot be looked at leaves the image's defaults: the
+	 * create below says what is wrong with it. */
+	struct terr ierr = {0};
+	if (image_facts(a, image, &img, &img_kept, &ierr) < 0)
+		memset(&img, 0, sizeof(img));
+	ms_image = lap_ms(&t);
+	plan_path(&p, &img);
 	plan_mount(&p, a->runner_path, AGENT_RUNNER_TARGET, true);
 	if (a->gpu_info_path[0])
 		plan_mount(&p, a->gpu_info_path, FGPU_GPU_INFO_PATH, true);
@@ -1333,8 +1535,7 @@ int agent_start_session(struct agent *a, json_t *spec, char cid[RT_ID_MAX],
 		goto out;
 	if (sp.app_secret && (rc = plan_app_secret(a, &p, id, sp.app_secret, err)) < 0)
 		goto out;
-	if (sp.app_secret)
-		apps = image_apps(a, image);
+	const char *apps = sp.app_secret ? img.apps : NULL;
 	if (p.mounts_overflow) {
 		rc = terr_set(err, E2BIG, "the session needs more than %zu mounts", sizeof(p.mounts) / sizeof(p.mounts[0]));
 		goto out;
@@ -1409,10 +1610,17 @@ int agent_start_session(struct agent *a, json_t *spec, char cid[RT_ID_MAX],
 	if (own_net)
 		net_use(a, net, +1);
 	/* Three tries at most: again when the network vanished or was
-	 * doubled meanwhile. */
+	 * doubled meanwhile. The network is made once and kept (known to
+	 * this agent: no call to Docker); when it vanished, the create
+	 * says so and it is made again. The create joins the container
+	 * to it (NetworkMode): no connect of its own. */
 	for (int attempt = 0; attempt < 3; attempt++) {
-		if (own_net && (rc = network_ensure(a, net, cluster, sp.owner_id, err)) < 0)
+		bool asked = false;
+		lap_ms(&t);
+		if (own_net && (rc = network_ensure(a, net, cluster, sp.owner_id, &asked, err)) < 0)
 			break;
+		net_asked |= asked;
+		ms_net += lap_ms(&t);
 		rc = a->rt_ops->create(a->rt, &cs, cid, err);
 		if (rc == -EEXIST) {
 			/* A container of this session survived an earlier attempt (the
@@ -1427,19 +1635,32 @@ int agent_start_session(struct agent *a, json_t *spec, char cid[RT_ID_MAX],
 			a->rt_ops->remove(a->rt, cname, &ignored);
 			rc = a->rt_ops->create(a->rt, &cs, cid, err);
 		}
+		ms_create += lap_ms(&t);
 		if (rc == 0 && (rc = a->rt_ops->start(a->rt, cid, err)) < 0) {
 			struct terr ignored;
 			a->rt_ops->remove(a->rt, cid, &ignored);
 		}
+		ms_start += lap_ms(&t);
 		if (!own_net || !network_retry(rc, err))
 			break;
+		net_forget(a, net);
 	}
 	if (own_net)
 		net_use(a, net, -1);
-	if (rc == 0 && sp.app_secret && app_endpoint)
+	if (rc == 0 && sp.app_secret && app_endpoint) {
 		read_app_endpoint(a, cid, app_endpoint);
+		ms_port = lap_ms(&t);
+	}
+	/* Where a start's time went (bench/session-start.sh reads it). */
+	if (rc == 0)
+		log_info("agent",
+			 "session %s started in %lld ms: image %lld ms (%s), network %lld ms (%s), create %lld ms, "
+			 "start %lld ms, app port %lld ms",
+			 id, (long long)(util_mono_ms() - t0), (long long)ms_image, img_kept ? "kept" : "looked at",
+			 (long long)ms_net, !own_net ? "none" : net_asked ? "asked Docker" : "kept",
+			 (long long)ms_create, (long long)ms_start, (long long)ms_port);
 out:
-	free(apps);
+	image_seen_free(&img);
 	plan_free(&p);
 	return rc;
 }
@@ -1506,8 +1727,8 @@ int agent_destroy_session(struct agent *a, const char *session_id, const char *c
 	struct rt_container_info info;
 	struct terr ignored = {0};
 	if (container_id && *container_id) {
-		/* Which network it was on, for after its removal; and whether
-		 * and as which pid it runs, for the kill. */
+		/* Whether and as which pid it runs, for the kill. (Its
+		 * network stays, for the user's next session.) */
 		int irc = a->rt_ops->inspect(a->rt, container_id, &info, &ignored);
 		bool known = irc == 0;
 		if (known ? info.running : irc != -ENOENT)
@@ -1515,11 +1736,8 @@ int agent_destroy_session(struct agent *a, const char *session_id, const char *c
 		int rc = a->rt_ops->remove(a->rt, container_id, err);
 		if (rc == -ENOENT)
 			rc = 0;
-		if (rc == 0) {
+		if (rc == 0)
 			remove_session_dir(a, session_id);
-			if (known)
-				network_release(a, info.network);
-		}
 		return rc;
 	}
 	/* No container id recorded (the start never reported back): find it by
@@ -1537,8 +1755,6 @@ int agent_destroy_session(struct agent *a, const char *session_id, const char *c
 		rc = a->rt_ops->remove(a->rt, list[i].id, err);
 		if (rc == -ENOENT)
 			rc = 0;
-		if (rc == 0)
-			network_release(a, list[i].network);
 	}
 	free(list);
 	if (rc == 0)
@@ -1749,9 +1965,20 @@ int agent_logs_stream(struct agent *a, const char *container_id, int tail, bool 
 	return a->rt_ops->logs_stream(a->rt, container_id, tail, follow, out, err);
 }
 
+/* The manager asks this before each start (to pull what is missing):
+ * answered from the images kept for starts, and a look at one that is
+ * not kept keeps it for the start that follows. */
 int agent_image_exists(struct agent *a, const char *ref, bool *exists, struct terr *err)
 {
-	return a->rt_ops->image_exists(a->rt, ref, exists, err);
+	struct image_seen img;
+	bool kept;
+	int rc = image_facts(a, ref, &img, &kept, err);
+	*exists = rc == 0;
+	if (rc == 0)
+		image_seen_free(&img);
+	else if (rc != -ENOENT)
+		return a->rt_ops->image_exists(a->rt, ref, exists, err);
+	return 0;
 }
 
 int agent_images(struct agent *a, json_t **images, struct terr *err)
@@ -2057,8 +2284,13 @@ static void report_images(struct agent *a)
 
 static int on_image_event(const struct rt_event *ev, void *ud)
 {
-	if (ev->image)
-		report_images(ud);
+	struct agent *a = ud;
+	if (ev->image) {
+		images_forget(a);
+		report_images(a);
+	} else if (ev->network && !strcmp(ev->action, "destroy")) {
+		net_forget(a, ev->network_name);
+	}
 	return 0;
 }
 
@@ -2072,7 +2304,21 @@ static void *image_watch_main(void *arg)
 			report_images(a);
 		first = false;
 		struct terr err = {0};
+		/* Images are kept for starts only while their events come;
+		 * networks are known again from the next start of each user
+		 * (their removals were not seen while the stream was down). */
+		pthread_mutex_lock(&a->img_mu);
+		a->img_live = a->rt_ops->watch_images != NULL;
+		images_forget_locked(a);
+		pthread_mutex_unlock(&a->img_mu);
+		pthread_mutex_lock(&a->net_mu);
+		a->n_net_known = 0;
+		pthread_mutex_unlock(&a->net_mu);
 		int rc = a->rt_ops->watch_images ? a->rt_ops->watch_images(a->rt, on_image_event, a, &a->stop, &err) : 0;
+		pthread_mutex_lock(&a->img_mu);
+		a->img_live = false;
+		images_forget_locked(a);
+		pthread_mutex_unlock(&a->img_mu);
 		if (stopping(a) || !a->rt_ops->watch_images)
 			break;
 		if (rc < 0)

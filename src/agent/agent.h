@@ -117,19 +117,18 @@ int agent_list_containers(struct agent *a, json_t **out, struct terr *err);
  * published HOST:PORT goes into app_endpoint (may be NULL; "" without
  * apps).
  * Creates and starts the container, with only its devices and the fGPU
- * limits of its shares, on its owner's network (made when missing; the
- * default network when the spec has no owner_id, as from an older
- * manager), running as AGENT_WORK_USER unless "root" is true; cid gets
- * its id. */
+ * limits of its shares, on its owner's network (made when missing and
+ * kept afterwards; the default network when the spec has no owner_id, as
+ * from an older manager), running as AGENT_WORK_USER unless "root" is
+ * true; cid gets its id. */
 /* Words for a container whose PID 1 (the runner) was ended by a signal,
  * from its exit code 128+N: "killed by SIGKILL from outside the session
  * (...)" or "killed by SIGSEGV (signal 11)"; false for another code. */
 bool agent_signal_words(int exit_code, char *buf, size_t n);
 int agent_start_session(struct agent *a, json_t *spec, char cid[RT_ID_MAX],
 			char app_endpoint[AGENT_APP_ENDPOINT_MAX], struct terr *err);
-/* Removes the session's container (found by id, else by label), and its
- * owner's network when no other running container is on it and no start
- * for it is under way. Absent is success. A running container is first
+/* Removes the session's container (found by id, else by label); its
+ * owner's network stays, for their next session. Absent is success. A running container is first
  * killed through the runtime, and when that has not stopped it within
  * AGENT_KILL_WAIT_MS, through its cgroups (agent/cgkill.h; counted in
  * agent_cgroup_kill_counts). */

@@ -609,6 +609,21 @@ static void session_print_info(json_t *s)
 	}
 	session_info_line("Created:", cli_json_str(s, "created_at", NULL));
 	session_info_line("Started:", cli_json_str(s, "started_at", NULL));
+	/* Where the start's time went (docs/api.md, "start_breakdown"):
+	 * "0.54 s: queue 0.01 s, dispatch 0.00 s, container 0.53 s". */
+	json_t *sb = json_object_get(s, "start_breakdown");
+	if (json_is_object(sb)) {
+		char line[512];
+		int w = snprintf(line, sizeof(line), "%.2f s:", (double)cli_json_int(json_object_get(sb, "total_ms")) / 1000);
+		size_t pi;
+		json_t *ph;
+		json_array_foreach(json_object_get(sb, "phases"), pi, ph)
+			if (w > 0 && (size_t)w < sizeof(line))
+				w += snprintf(line + w, sizeof(line) - (size_t)w, "%s %s %.2f s", pi ? "," : "",
+					      cli_json_str(ph, "phase", "?"),
+					      (double)cli_json_int(json_object_get(ph, "ms")) / 1000);
+		session_info_line("Start took:", line);
+	}
 	session_info_line("Terminated:", cli_json_str(s, "terminated_at", NULL));
 	json_t *env = json_object_get(s, "env");
 	if (json_object_size(env)) {

@@ -722,6 +722,44 @@ json_t *mgr_nodes_json(struct manager *m)
 	return arr;
 }
 
+/* A kept text replaced by a new rendering unless the bytes are the same:
+ * then the old text (and pointer) stays, and streams see no change. */
+static void keep_text(struct mtext **kept, char *text)
+{
+	if (text && *kept && strlen(text) == (*kept)->len && !memcmp(text, (*kept)->s, (*kept)->len)) {
+		free(text);
+		return;
+	}
+	struct mtext *t = mtext_new(text);
+	if (t) {
+		mtext_unref(*kept);
+		*kept = t;
+	}
+}
+
+struct mtext *mgr_nodes_kept(struct manager *m, bool admin)
+{
+	if (m->nodes_text_ver != m->version || !m->nodes_text[0] || !m->nodes_text[1]) {
+		/* The users' view has no live figures and no heartbeat times:
+		 * a stats round or a heartbeat changes nothing a user's stream
+		 * shows, so it is not woken for every round of every node
+		 * (admins see the figures on the Nodes page). */
+		json_t *users = json_array(), *admins = json_array();
+		for (size_t i = 0; i < m->n_agents; i++) {
+			json_array_append_new(admins, node_json(m, m->agents[i]));
+			json_t *o = node_json_base(m, m->agents[i]);
+			json_object_del(o, "last_heartbeat");
+			json_array_append_new(users, o);
+		}
+		keep_text(&m->nodes_text[0], jsonutil_dump(users));
+		keep_text(&m->nodes_text[1], jsonutil_dump(admins));
+		json_decref(users);
+		json_decref(admins);
+		m->nodes_text_ver = m->version;
+	}
+	return mtext_ref(m->nodes_text[admin ? 1 : 0]);
+}
+
 json_t *mgr_nodes_list(struct manager *m)
 {
 	pthread_mutex_lock(&m->mu);

@@ -721,12 +721,13 @@ static void api_image_pull_get(void *ctx, struct httpd_req *req, struct httpd_re
 
 /* ---------- routes: live events ---------- */
 
-/* One event stream: whenever anything visible changes, the whole state
- * the caller may see, coalesced; a keepalive comment when idle. */
+/* One event stream: whenever anything the caller sees changes, the parts
+ * that changed (sessions, nodes), built from the kept texts that every
+ * stream and the list API share; a keepalive comment when idle. */
 struct event_stream {
 	struct manager *m;
 	struct user_rec user;
-	uint64_t seen;
+	struct mgr_stream st;
 	char *buf;
 	size_t len, off;
 };
@@ -740,14 +741,18 @@ static long event_stream_read(void *cls, char *out, size_t max)
 		free(es->buf);
 		es->buf = NULL;
 		es->len = es->off = 0;
-		json_t *state = NULL;
-		if (mgr_state_next(es->m, &es->user, &es->seen, EVENT_KEEPALIVE_S, &state) < 0)
+		char *text = NULL;
+		size_t len = 0;
+		if (mgr_stream_next(es->m, &es->user, &es->st, EVENT_KEEPALIVE_S, &text, &len) < 0)
 			return HTTPD_STREAM_END;
-		if (state) {
-			char *text = jsonutil_dump(state);
-			json_decref(state);
-			if (!text || asprintf(&es->buf, "event: state\ndata: %s\n\n", text) < 0)
-				es->buf = NULL;
+		static const char head[] = "event: state\ndata: ", tail[] = "\n\n";
+		if (text) {
+			es->buf = malloc(sizeof(head) - 1 + len + sizeof(tail));
+			if (es->buf) {
+				memcpy(es->buf, head, sizeof(head) - 1);
+				memcpy(es->buf + sizeof(head) - 1, text, len);
+				memcpy(es->buf + sizeof(head) - 1 + len, tail, sizeof(tail));
+			}
 			free(text);
 		} else {
 			es->buf = strdup(": keepalive\n\n");
@@ -765,6 +770,7 @@ static long event_stream_read(void *cls, char *out, size_t max)
 static void event_stream_free(void *cls)
 {
 	struct event_stream *es = cls;
+	mgr_stream_free(&es->st);
 	free(es->buf);
 	free(es);
 }
@@ -778,7 +784,7 @@ static void api_events(void *ctx, struct httpd_req *req, struct httpd_resp *resp
 	}
 	es->m = ctx;
 	es->user = *caller(req);
-	es->seen = MGR_STATE_UNSEEN;
+	es->st.seen = MGR_STATE_UNSEEN;
 	resp->status = 200;
 	resp->stream = event_stream_read;
 	resp->stream_cls = es;

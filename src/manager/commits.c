@@ -772,6 +772,12 @@ int mgr_pull_for_start(struct manager *m, const char *session_id, const struct a
 	if ((s = mgr_find_session(m, session_id)) && s->rec.status == SS_PREPARING) {
 		snprintf(s->rec.status_info, sizeof(s->rec.status_info), "pulled %s; creating the container on node %s",
 			 image, agent_id);
+		/* The pull's end, a line too: the start's breakdown counts the
+		 * pull up to here (sessions.c, mgr_start_breakdown). */
+		struct history_rec hp = {.status = SS_PREPARING, .at_ms = util_now_ms()};
+		util_strlcpy(hp.info, s->rec.status_info, sizeof(hp.info));
+		if (m->so->history_add(m->store, s->rec.id, &hp, &e) < 0)
+			log_error("manager", "cannot save history of %s: %s", s->rec.name, e.msg);
 		mgr_persist(m, s);
 		m->version++;
 		pthread_cond_broadcast(&m->changed);

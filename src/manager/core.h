@@ -427,16 +427,35 @@ int mgr_key_revoke(struct manager *m, const struct user_rec *by, const char *acc
 /* A user's public fields (no secret, no hash). */
 json_t *mgr_user_json(const struct user_rec *u);
 
-/* ---- changes (manager.c) ---- */
+/* ---- changes: the event stream (sessions.c) ---- */
 
-/* Starts mgr_state_next's *seen: the first call answers at once. */
+/* Starts a stream's seen: the first call answers at once. */
 #define MGR_STATE_UNSEEN UINT64_MAX
 
-/* What u may see ({"sessions": [...], "nodes": [...]}) once it changed
- * since *seen: waits up to wait_s seconds for a change without holding the
- * lock, then *state is the snapshot and *seen its version, or *state is
- * NULL when nothing changed. -ECANCELED once the manager is closing. */
-int mgr_state_next(struct manager *m, const struct user_rec *u, uint64_t *seen, int wait_s,
-		   json_t **state);
+struct mtext;
+
+/* One event stream's place (GET /v1/events): the manager's version it
+ * last looked at and the texts it last sent, each a reference to a kept
+ * text (the session's list JSON, the nodes' view), compared by pointer:
+ * a change no one of them shows costs a pass over the sessions, not a
+ * rendering. Zero it, with seen = MGR_STATE_UNSEEN; mgr_stream_free. */
+struct mgr_stream {
+	uint64_t seen;
+	struct mtext **sent;
+	size_t n_sent;
+	struct mtext *nodes;
+};
+
+/* The next state message of u's stream: waits up to wait_s seconds
+ * (without holding the lock) for a change that u sees, then *body (malloc'd,
+ * *len bytes) is {"sessions": [...], "nodes": [...]} with only the parts
+ * that changed since the last one (both the first time); *body NULL: no
+ * change in that time. Sessions as the list API gives them (the kept
+ * texts), without the ended and removed ones; nodes without their live
+ * figures unless u is an admin (docs/api.md, "Events"). -ECANCELED once
+ * the manager is closing, -ENOMEM. */
+int mgr_stream_next(struct manager *m, const struct user_rec *u, struct mgr_stream *st, int wait_s, char **body,
+		    size_t *len);
+void mgr_stream_free(struct mgr_stream *st);
 
 #endif

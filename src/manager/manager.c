@@ -197,33 +197,6 @@ void mgr_set_status(struct manager *m, struct msession *s, enum session_status s
 	pthread_cond_broadcast(&m->changed);
 }
 
-/* ---------- changes ---------- */
-
-int mgr_state_next(struct manager *m, const struct user_rec *u, uint64_t *seen, int wait_s, json_t **state)
-{
-	*state = NULL;
-	pthread_mutex_lock(&m->mu);
-	if (*seen != MGR_STATE_UNSEEN) {
-		struct timespec dl;
-		clock_gettime(CLOCK_MONOTONIC, &dl);
-		dl.tv_sec += wait_s;
-		while (!m->stopping && m->version == *seen &&
-		       pthread_cond_timedwait(&m->changed, &m->mu, &dl) == 0)
-			;
-	}
-	if (m->stopping) {
-		pthread_mutex_unlock(&m->mu);
-		return -ECANCELED;
-	}
-	if (m->version != *seen) {
-		*seen = m->version;
-		*state = json_pack("{s:o,s:o}", "sessions", mgr_sessions_visible_json(m, u, false),
-				   "nodes", mgr_nodes_json(m));
-	}
-	pthread_mutex_unlock(&m->mu);
-	return 0;
-}
-
 /* ---------- startup ---------- */
 
 static int load_user(void *ud, const struct user_rec *u)
@@ -625,10 +598,12 @@ void manager_close(struct manager *m)
 	mgr_dispatch_join(m);
 	for (size_t i = 0; i < m->n_sessions; i++) {
 		session_rec_clear(&m->sessions[i]->rec);
-		mgr_session_changed(m->sessions[i]);
+		mgr_session_texts_free(m->sessions[i]);
 		free(m->sessions[i]);
 	}
 	free(m->sessions);
+	for (int i = 0; i < 2; i++)
+		mtext_unref(m->nodes_text[i]);
 	strmap_free(&m->session_by_id);
 	strmap_free(&m->session_by_name);
 	strmap_free(&m->agent_by_id);

@@ -273,6 +273,45 @@ json_t *mgr_session_json(struct manager *m, const struct msession *s)
 	return o;
 }
 
+/* Where a start's time went, from the status history h (in order): each
+ * stretch between two lines up to the first RUNNING is counted to the
+ * phase of the line that began it: PENDING the queue (waiting for a node
+ * and being placed), SCHEDULED the dispatch (placed, until a dispatcher
+ * asks the node), PREPARING the image pull (its "pulling" line, until its
+ * "pulled" one) or the container (the node creating and starting it).
+ * {"total_ms", "phases": [{"phase", "ms"}, ...]} in the order they came;
+ * null before the session first ran. */
+json_t *mgr_start_breakdown(const struct history_rec *h, size_t n)
+{
+	size_t run = 0;
+	while (run < n && h[run].status != SS_RUNNING)
+		run++;
+	if (run == n || run == 0)
+		return json_null();
+	static const char *const names[] = {"queue", "dispatch", "image", "container", "other"};
+	int64_t ms[5] = {0};
+	int order[5], n_order = 0;
+	for (size_t i = 0; i < run; i++) {
+		int k = h[i].status == SS_PENDING     ? 0
+			: h[i].status == SS_SCHEDULED ? 1
+			: h[i].status == SS_PREPARING ? (!strncmp(h[i].info, "pulling ", 8) ? 2 : 3)
+						      : 4;
+		int64_t d = h[i + 1].at_ms - h[i].at_ms;
+		bool seen = false;
+		for (int j = 0; j < n_order; j++)
+			seen = seen || order[j] == k;
+		if (!seen)
+			order[n_order++] = k;
+		ms[k] += d > 0 ? d : 0;
+	}
+	json_t *phases = json_array();
+	for (int j = 0; j < n_order; j++)
+		json_array_append_new(phases, json_pack("{s:s,s:I}", "phase", names[order[j]], "ms",
+							(json_int_t)ms[order[j]]));
+	int64_t total = h[run].at_ms - h[0].at_ms;
+	return json_pack("{s:I,s:o}", "total_ms", (json_int_t)(total > 0 ? total : 0), "phases", phases);
+}
+
 static json_t *session_json_with_history(struct manager *m, const struct msession *s)
 {
 	json_t *o = mgr_session_json(m, s);
@@ -284,9 +323,12 @@ static json_t *session_json_with_history(struct manager *m, const struct msessio
 		for (size_t i = 0; i < n; i++)
 			json_array_append_new(arr, json_pack("{s:s,s:o,s:s}", "status", session_status_name(h[i].status),
 							     "at", mgr_time_json(h[i].at_ms), "info", h[i].info));
-		free(h);
+	} else {
+		n = 0;
 	}
 	json_object_set_new(o, "status_history", arr);
+	json_object_set_new(o, "start_breakdown", mgr_start_breakdown(h, n));
+	free(h);
 	json_object_set_new(o, "last_commit", mgr_commit_last_json(m, s->rec.id));
 	return o;
 }
@@ -307,16 +349,43 @@ json_t *mgr_sessions_visible_json(struct manager *m, const struct user_rec *u, b
 
 /* ---------- rendered once: the cached JSON ---------- */
 
-/* s's list JSON, rendered into its cache when absent: a new reference
- * (mtext_unref it, with or without the lock), NULL when out of memory. */
-static struct mtext *kept_json(struct manager *m, struct msession *s)
+/* s's list JSON, rendered into its cache when absent (borrowed: m->mu
+ * held), NULL when out of memory. A rendering equal to the text the last
+ * change dropped keeps that one: same bytes, same pointer. */
+static struct mtext *kept_text(struct manager *m, struct msession *s)
 {
 	if (!s->json) {
 		json_t *o = mgr_session_json(m, s);
-		s->json = o ? mtext_new(jsonutil_dump(o)) : NULL;
+		char *text = o ? jsonutil_dump(o) : NULL;
 		json_decref(o);
+		struct mtext *prev = s->json_prev;
+		s->json_prev = NULL;
+		if (text && prev && strlen(text) == prev->len && !memcmp(text, prev->s, prev->len)) {
+			free(text);
+			s->json = prev;
+		} else {
+			mtext_unref(prev);
+			s->json = mtext_new(text);
+		}
 	}
-	return mtext_ref(s->json);
+	return s->json;
+}
+
+void mgr_sessions_render(struct manager *m, const char (*ids)[64], size_t n)
+{
+	pthread_mutex_lock(&m->mu);
+	for (size_t i = 0; i < n; i++) {
+		struct msession *s = mgr_find_session(m, ids[i]);
+		if (s)
+			kept_text(m, s);
+	}
+	pthread_mutex_unlock(&m->mu);
+}
+
+/* The same, a new reference (mtext_unref it, with or without the lock). */
+static struct mtext *kept_json(struct manager *m, struct msession *s)
+{
+	return mtext_ref(kept_text(m, s));
 }
 
 /* The same with the status history (one store query, once per change). */
@@ -333,13 +402,15 @@ static struct mtext *kept_json_full(struct manager *m, struct msession *s)
 				json_array_append_new(arr, json_pack("{s:s,s:o,s:s}", "status",
 								     session_status_name(h[i].status), "at",
 								     mgr_time_json(h[i].at_ms), "info", h[i].info));
-			free(h);
 		} else {
 			/* Shown without its history until the session next
 			 * changes: a store that cannot be read is in the log. */
 			log_error("manager", "cannot read the history of %s: %s", s->rec.name, err.msg);
+			n = 0;
 		}
 		json_object_set_new(o, "status_history", arr);
+		json_object_set_new(o, "start_breakdown", mgr_start_breakdown(h, n));
+		free(h);
 		s->json_full = o ? mtext_new(jsonutil_dump(o)) : NULL;
 		json_decref(o);
 	}
@@ -461,6 +532,139 @@ int mgr_sessions_page(struct manager *m, const struct user_rec *u, const struct 
 	if (!b.ok) {
 		free(b.p);
 		return terr_set(err, ENOMEM, "out of memory");
+	}
+	*body = b.p;
+	*len = b.len;
+	return 0;
+}
+
+/* ---------- the event stream ---------- */
+
+/* Whether u's stream shows s: the list API's default view. */
+static bool stream_shows(const struct user_rec *u, const struct msession *s)
+{
+	return (u->is_admin || !strcmp(s->rec.owner_id, u->id)) && session_status_listed(s->rec.status) &&
+	       !s->rec.removed;
+}
+
+void mgr_stream_free(struct mgr_stream *st)
+{
+	for (size_t i = 0; i < st->n_sent; i++)
+		mtext_unref(st->sent[i]);
+	free(st->sent);
+	mtext_unref(st->nodes);
+	st->sent = NULL;
+	st->n_sent = 0;
+	st->nodes = NULL;
+}
+
+int mgr_stream_next(struct manager *m, const struct user_rec *u, struct mgr_stream *st, int wait_s, char **body,
+		    size_t *len)
+{
+	*body = NULL;
+	*len = 0;
+	struct timespec dl;
+	clock_gettime(CLOCK_MONOTONIC, &dl);
+	dl.tv_sec += wait_s;
+	struct mtext **texts = NULL, *nodes = NULL;
+	size_t n = 0;
+	bool sessions_changed = false, nodes_changed = false;
+	pthread_mutex_lock(&m->mu);
+	for (;;) {
+		bool first = st->seen == MGR_STATE_UNSEEN;
+		while (!first && !m->stopping && m->version == st->seen &&
+		       pthread_cond_timedwait(&m->changed, &m->mu, &dl) == 0)
+			;
+		if (m->stopping) {
+			pthread_mutex_unlock(&m->mu);
+			return -ECANCELED;
+		}
+		if (m->version == st->seen) {
+			pthread_mutex_unlock(&m->mu);
+			return 0;   /* waited wait_s: no change */
+		}
+		st->seen = m->version;
+		/* What changed for u: its sessions' kept texts (each rendered
+		 * once per change, whoever asks first) against those it was
+		 * sent, by pointer; and the nodes' view. No rendering per
+		 * stream, no copy under the lock. */
+		n = 0;
+		sessions_changed = first;
+		for (size_t i = 0; i < m->n_sessions; i++) {
+			struct msession *s = m->sessions[i];
+			if (!stream_shows(u, s))
+				continue;
+			struct mtext *t = kept_text(m, s);
+			if (!t) {
+				pthread_mutex_unlock(&m->mu);
+				return -ENOMEM;
+			}
+			if (n >= st->n_sent || st->sent[n] != t)
+				sessions_changed = true;
+			n++;
+		}
+		sessions_changed = sessions_changed || n != st->n_sent;
+		nodes = mgr_nodes_kept(m, u->is_admin);
+		if (!nodes) {
+			pthread_mutex_unlock(&m->mu);
+			return -ENOMEM;
+		}
+		nodes_changed = first || nodes != st->nodes;
+		if (sessions_changed || nodes_changed)
+			break;
+		/* A change u does not see (another user's session, a stats
+		 * round on a node without its sessions): nothing to send. */
+		mtext_unref(nodes);
+		nodes = NULL;
+	}
+	if (sessions_changed) {
+		texts = malloc((n ? n : 1) * sizeof(*texts));
+		if (!texts) {
+			pthread_mutex_unlock(&m->mu);
+			mtext_unref(nodes);
+			return -ENOMEM;
+		}
+		size_t k = 0;
+		for (size_t i = 0; i < m->n_sessions && k < n; i++)
+			if (stream_shows(u, m->sessions[i]))
+				texts[k++] = mtext_ref(m->sessions[i]->json);
+	}
+	pthread_mutex_unlock(&m->mu);
+
+	struct textbuf b = {.ok = true};
+	size_t want = 64 + (nodes_changed ? nodes->len : 0);
+	for (size_t i = 0; sessions_changed && i < n; i++)
+		want += texts[i]->len + 1;
+	if ((b.p = malloc(want)))
+		b.cap = want;
+	tb_str(&b, "{");
+	if (sessions_changed) {
+		tb_str(&b, "\"sessions\":[");
+		for (size_t i = 0; i < n; i++) {
+			if (i)
+				tb_add(&b, ",", 1);
+			tb_add(&b, texts[i]->s, texts[i]->len);
+		}
+		tb_str(&b, "]");
+	}
+	if (nodes_changed) {
+		tb_str(&b, sessions_changed ? ",\"nodes\":" : "\"nodes\":");
+		tb_add(&b, nodes->s, nodes->len);
+	}
+	tb_str(&b, "}");
+	/* What it was sent is what the next call compares with. */
+	if (sessions_changed) {
+		for (size_t i = 0; i < st->n_sent; i++)
+			mtext_unref(st->sent[i]);
+		free(st->sent);
+		st->sent = texts;
+		st->n_sent = n;
+	}
+	mtext_unref(st->nodes);
+	st->nodes = nodes;
+	if (!b.ok) {
+		free(b.p);
+		return -ENOMEM;
 	}
 	*body = b.p;
 	*len = b.len;

@@ -103,6 +103,11 @@ struct msession {
 	 * reference under the lock and copies the text after it, so the lock
 	 * is held for a lookup, not for the copy. */
 	struct mtext *json, *json_full;
+	/* The list JSON dropped by the last change, until the next rendering:
+	 * a rendering equal to it keeps it instead (the same text, the same
+	 * pointer), so that event streams, which compare texts by pointer,
+	 * see no change where the bytes did not change. */
+	struct mtext *json_prev;
 	/* "OWNER_ID\x1fNAME": its key in manager.session_by_name. */
 	char name_key[STORE_ID_MAX + STORE_NAME_MAX + 2];
 	/* Its history's lines without a change of status (mgr_session_note),
@@ -119,9 +124,20 @@ struct msession {
  * text keeps it until it lets go. */
 static inline void mgr_session_changed(struct msession *s)
 {
-	mtext_unref(s->json);
+	if (s->json) {
+		mtext_unref(s->json_prev);
+		s->json_prev = s->json;
+	}
 	mtext_unref(s->json_full);
 	s->json = s->json_full = NULL;
+}
+
+/* Every kept text of s dropped (s is being freed). */
+static inline void mgr_session_texts_free(struct msession *s)
+{
+	mgr_session_changed(s);
+	mtext_unref(s->json_prev);
+	s->json_prev = NULL;
 }
 
 /* A data folder and its measured usage (folders.c). */
@@ -245,6 +261,10 @@ struct manager {
 	struct manager_config cfg;
 	struct msettings settings;
 	uint64_t version;           /* bumped on every visible change (events) */
+	/* The nodes as event streams show them (mgr_nodes_kept): [0] the
+	 * users' view, [1] the admins'; rendered at nodes_text_ver. */
+	struct mtext *nodes_text[2];
+	uint64_t nodes_text_ver;
 	char data_dir[4096];
 	char endpoint[256];
 	/* This installation's identity, made at first start and kept in the
@@ -438,6 +458,15 @@ void mgr_delete_session(struct manager *m, struct msession *s, const char *by);
 json_t *mgr_session_json(struct manager *m, const struct msession *s);
 /* The sessions a user sees listed (admins: everyone's), new reference. */
 json_t *mgr_sessions_visible_json(struct manager *m, const struct user_rec *u, bool all);
+/* Where a start's time went, from a session's status history (in order):
+ * {"total_ms", "phases": [{"phase", "ms"}]}, or null before it first ran
+ * (docs/api.md, "start_breakdown"). */
+json_t *mgr_start_breakdown(const struct history_rec *h, size_t n);
+/* Renders the kept list JSON of the sessions with these ids (those not
+ * rendered yet), taking the lock for them: a round of usage renders its
+ * sessions MGR_RENDER_BATCH at a time, so that no request waits for all. */
+#define MGR_RENDER_BATCH 32
+void mgr_sessions_render(struct manager *m, const char (*ids)[64], size_t n);
 
 /* ---- manager.c: state changes every file uses ---- */
 /* {"cpu","mem","fgpu"} and an RFC 3339 time (null for 0), new references. */
@@ -550,6 +579,12 @@ void mgr_apply_fgpu_setting(struct manager *m);
 void mgr_mark_lost_agents(struct manager *m);
 /* The API's view of every node (new reference). */
 json_t *mgr_nodes_json(struct manager *m);
+/* The nodes as an event stream shows them (m->mu held): kept as one text
+ * per view, rendered again once per change of m->version and kept as it
+ * was when the rendering is the same. admin: GET /v1/nodes's view; else
+ * without the live figures (docs/api.md, "Events"). A new reference, NULL
+ * when out of memory. */
+struct mtext *mgr_nodes_kept(struct manager *m, bool admin);
 
 /* ---- metrics.c ---- */
 int mgr_metrics_open(struct manager *m, struct terr *err);   /* at open */

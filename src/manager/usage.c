@@ -245,7 +245,16 @@ void mgr_usage_event(struct manager *m, const char *agent_id, json_t *ev)
 		summary_set(s, &u);
 		idle_update(m, s, &u, (int)inum(o, "app_conns"), now);
 	}
-	/* Live figures are news for the event streams (the UI's bars). */
+	pthread_mutex_unlock(&m->mu);
+	/* The round's sessions rendered again now, a few at a time under
+	 * the lock: the first list request or stream after the round would
+	 * otherwise render them all in one hold of the lock (1,000 sessions:
+	 * milliseconds every request waits). Only then are the streams woken:
+	 * live figures are news for them (the UI's bars). */
+	for (size_t k = 0; k < round.n; k += MGR_RENDER_BATCH)
+		mgr_sessions_render(m, (const char (*)[64])round.ids + k,
+				    round.n - k < MGR_RENDER_BATCH ? round.n - k : MGR_RENDER_BATCH);
+	pthread_mutex_lock(&m->mu);
 	m->version++;
 	pthread_cond_broadcast(&m->changed);
 	pthread_mutex_unlock(&m->mu);

@@ -430,11 +430,12 @@ static int docker_image_exists(struct runtime *rt, const char *ref,
 	return r;
 }
 
-/* Config.Env ("K=V" already) or Config.Labels (an object, written
- * "K=V") of an image. */
-static int image_config_strings(struct runtime *rt, const char *ref, bool labels, char ***out_v,
-				size_t *n, struct terr *err)
+/* Config.Env ("K=V" already) and Config.Labels (an object, written
+ * "K=V") of an image, and its id, from one inspect. */
+static int docker_image_config(struct runtime *rt, const char *ref, struct rt_image_config *out,
+			       struct terr *err)
 {
+	memset(out, 0, sizeof(*out));
 	autofree char *eref = url_escape(ref, true);
 	autofree char *path = NULL;
 	if (!eref || asprintf(&path, "/images/%s/json", eref) < 0)
@@ -445,29 +446,60 @@ static int image_config_strings(struct runtime *rt, const char *ref, bool labels
 		return r;
 	json_t *cfg = json_object_get(root, "Config");
 	json_t *arr = json_object_get(cfg, "Env"), *obj = json_object_get(cfg, "Labels");
-	size_t cnt = labels ? json_object_size(obj) : json_array_size(arr), k = 0;
-	char **out = calloc(cnt + 1, sizeof(char *));
-	if (!out) {
+	copy_str(out->id, sizeof(out->id), jstr(root, "Id"));
+	out->env = calloc(json_array_size(arr) + 1, sizeof(char *));
+	out->labels = calloc(json_object_size(obj) + 1, sizeof(char *));
+	if (!out->env || !out->labels) {
 		json_decref(root);
+		rt_image_config_free(out);
 		return terr_set(err, ENOMEM, "inspect image: out of memory");
 	}
-	if (labels) {
-		const char *key;
-		json_t *v;
-		json_object_foreach(obj, key, v) {
-			if (json_is_string(v) && k < cnt && asprintf(&out[k], "%s=%s", key, json_string_value(v)) >= 0)
-				k++;
-		}
-	} else {
-		for (size_t i = 0; i < cnt; i++) {
-			const char *v = json_string_value(json_array_get(arr, i));
-			if (v && (out[k] = strdup(v)))
-				k++;
-		}
+	const char *key;
+	json_t *v;
+	json_object_foreach(obj, key, v) {
+		if (json_is_string(v) && asprintf(&out->labels[out->n_labels], "%s=%s", key, json_string_value(v)) >= 0)
+			out->n_labels++;
+	}
+	for (size_t i = 0; i < json_array_size(arr); i++) {
+		const char *e = json_string_value(json_array_get(arr, i));
+		if (e && (out->env[out->n_env] = strdup(e)))
+			out->n_env++;
 	}
 	json_decref(root);
-	*out_v = out;
-	*n = k;
+	return 0;
+}
+
+void rt_image_config_free(struct rt_image_config *c)
+{
+	for (size_t i = 0; c->env && i < c->n_env; i++)
+		free(c->env[i]);
+	for (size_t i = 0; c->labels && i < c->n_labels; i++)
+		free(c->labels[i]);
+	free(c->env);
+	free(c->labels);
+	memset(c, 0, sizeof(*c));
+}
+
+/* One half of image_config, handed over as a plain array. */
+static int image_config_strings(struct runtime *rt, const char *ref, bool labels, char ***out_v,
+				size_t *n, struct terr *err)
+{
+	struct rt_image_config c;
+	int r = docker_image_config(rt, ref, &c, err);
+	if (r < 0)
+		return r;
+	if (labels) {
+		*out_v = c.labels;
+		*n = c.n_labels;
+		c.labels = NULL;
+		c.n_labels = 0;
+	} else {
+		*out_v = c.env;
+		*n = c.n_env;
+		c.env = NULL;
+		c.n_env = 0;
+	}
+	rt_image_config_free(&c);
 	return 0;
 }
 
@@ -1570,6 +1602,11 @@ static int watch_line(struct watch_ctx *w, const char *p, size_t n)
 		ev.image = true;
 		copy_str(ev.action, sizeof(ev.action), action);
 		r = w->cb(&ev, w->ud);
+	} else if (*action && !strcmp(type, "network")) {
+		ev.network = true;
+		copy_str(ev.action, sizeof(ev.action), action);
+		copy_str(ev.network_name, sizeof(ev.network_name), jstr(attrs, "name"));
+		r = w->cb(&ev, w->ud);
 	} else if (*action && *cid && (!*type || strcmp(type, "container") == 0)) {
 		copy_str(ev.action, sizeof(ev.action), action);
 		copy_str(ev.container_id, sizeof(ev.container_id), cid);
@@ -1680,12 +1717,14 @@ static int docker_watch(struct runtime *rt, const char *label_key,
 }
 
 /* A stream of its own: Docker ANDs the filters of different keys, so the
- * containers' label filter would drop every image event. */
+ * containers' label filter would drop every image event. The values of
+ * one key are ORed: images' actions and networks' "destroy" (no image
+ * event is called that, and no network event any of the others). */
 static int docker_watch_images(struct runtime *rt, rt_event_cb cb, void *ud, const atomic_bool *stop,
 			       struct terr *err)
 {
-	autojson json_t *filters = json_pack("{s:[s], s:[s,s,s,s,s,s]}", "type", "image", "event", "pull", "tag",
-					     "untag", "delete", "import", "load");
+	autojson json_t *filters = json_pack("{s:[s,s], s:[s,s,s,s,s,s,s]}", "type", "image", "network", "event",
+					     "pull", "tag", "untag", "delete", "import", "load", "destroy");
 	if (!filters)
 		return terr_set(err, ENOMEM, "watch image events: out of memory");
 	return watch_stream(rt, filters, cb, ud, stop, "watch image events", err);
@@ -1846,6 +1885,37 @@ static int docker_network_remove(struct runtime *rt, const char *name, struct te
 	return r;
 }
 
+static int docker_network_list(struct runtime *rt, const char *label_key, const char *label_value, char ***names,
+			       size_t *n, struct terr *err)
+{
+	*names = NULL;
+	*n = 0;
+	autojson json_t *filters = label_filter(label_key, label_value);
+	autofree char *fjson = filters ? json_dumps(filters, JSON_COMPACT) : NULL;
+	autofree char *ef = fjson ? url_escape(fjson, false) : NULL;
+	autofree char *path = NULL;
+	if (!ef || asprintf(&path, "/networks?filters=%s", ef) < 0) {
+		path = NULL;
+		return terr_set(err, ENOMEM, "list networks: out of memory");
+	}
+	autojson json_t *arr = NULL;
+	int r = dk_call_json(rt, "GET", path, NULL, "list networks", &arr, err);
+	if (r < 0)
+		return r;
+	char **v = calloc(json_array_size(arr) + 1, sizeof(char *));
+	if (!v)
+		return terr_set(err, ENOMEM, "list networks: out of memory");
+	size_t i, k = 0;
+	json_t *x;
+	json_array_foreach(arr, i, x) {
+		if (*jstr(x, "Name") && (v[k] = strdup(jstr(x, "Name"))))
+			k++;
+	}
+	*names = v;
+	*n = k;
+	return 0;
+}
+
 const struct runtime_ops runtime_docker_ops = {
 	.name = "docker",
 	.open = docker_open,
@@ -1854,6 +1924,7 @@ const struct runtime_ops runtime_docker_ops = {
 	.image_exists = docker_image_exists,
 	.image_env = docker_image_env,
 	.image_labels = docker_image_labels,
+	.image_config = docker_image_config,
 	.image_list = docker_image_list,
 	.create = docker_create,
 	.start = docker_start,
@@ -1872,4 +1943,5 @@ const struct runtime_ops runtime_docker_ops = {
 	.watch_images = docker_watch_images,
 	.network_ensure = docker_network_ensure,
 	.network_remove = docker_network_remove,
+	.network_list = docker_network_list,
 };

@@ -103,6 +103,17 @@ struct rt_network_spec {
 	size_t n_labels;
 };
 
+/* An image as a start needs it (runtime_ops.image_config). */
+struct rt_image_config {
+	char id[RT_ID_MAX];    /* "sha256:..." */
+	char **env;            /* "K=V", n_env of them */
+	size_t n_env;
+	char **labels;         /* "key=value", n_labels of them */
+	size_t n_labels;
+};
+
+void rt_image_config_free(struct rt_image_config *c);
+
 struct rt_exec_result {
 	int exit_code;
 	char *out;             /* stdout, NUL-terminated, owned (free) */
@@ -113,6 +124,8 @@ struct rt_exec_result {
 
 struct rt_event {
 	bool image;            /* an image event: action is Docker's, the rest empty */
+	bool network;          /* a network's "destroy": network names it, the rest empty */
+	char network_name[128];
 	char container_id[RT_ID_MAX];
 	char action[32];       /* "die", "oom", "start", "destroy" */
 	char session_id[64];   /* label tessera.session */
@@ -145,6 +158,12 @@ struct runtime_ops {
 	/* The image's labels as "key=value" strings, the same way (may be
 	 * NULL in a runtime without labels). */
 	int (*image_labels)(struct runtime *rt, const char *ref, char ***labels, size_t *n,
+			    struct terr *err);
+	/* The image's id, environment and labels, from one look at the
+	 * image (image_env and image_labels each look once); -ENOENT when it
+	 * does not exist. Optional (NULL: the agent asks those two). The
+	 * caller frees with rt_image_config_free. */
+	int (*image_config)(struct runtime *rt, const char *ref, struct rt_image_config *out,
 			    struct terr *err);
 	/* Lists the images that have a reference: *images (new ref) is
 	 * [{"id","tags":["repo:tag",...],"digests":["repo@sha256:...",...],
@@ -213,7 +232,10 @@ struct runtime_ops {
 		     const char *label_value, rt_event_cb cb, void *ud,
 		     const atomic_bool *stop, struct terr *err);
 	/* The same for every image's events (rt_event.image set, action
-	 * Docker's: pull, tag, untag, delete, import, load). */
+	 * Docker's: pull, tag, untag, delete, import, load), and every
+	 * network's removal (rt_event.network set, action "destroy",
+	 * network_name the network's): what a cache of images and networks
+	 * must forget. */
 	int (*watch_images)(struct runtime *rt, rt_event_cb cb, void *ud,
 			    const atomic_bool *stop, struct terr *err);
 	/* Networks, optional (NULL: the runtime has none of its own, and
@@ -226,6 +248,10 @@ struct runtime_ops {
 	/* Removes the network; -ENOENT when it does not exist, -EBUSY while
 	 * running containers are attached to it. */
 	int (*network_remove)(struct runtime *rt, const char *name, struct terr *err);
+	/* The names of the networks carrying label key=value (*names and
+	 * each name malloc'd, the caller frees). Optional. */
+	int (*network_list)(struct runtime *rt, const char *label_key, const char *label_value, char ***names,
+			    size_t *n, struct terr *err);
 };
 
 extern const struct runtime_ops runtime_docker_ops;

@@ -90,6 +90,16 @@ static struct {
 	 * does not stop the container in time). */
 	int kills;
 	int kill_rc;
+	/* Looks at images (image_config), and the image and network events
+	 * queued for the images' stream (fake_image_event); images_live:
+	 * that stream is being followed. */
+	int image_looks;
+	struct rt_event img_events[8];
+	int n_img_events;
+	bool img_events_sent;   /* the queue was emptied and its events handled */
+	bool images_live;
+	/* Networks Docker has room for (address pools); 0: 8. */
+	int network_pools;
 } fake = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 static struct fake_container *fake_find(const char *id_or_name)
@@ -111,6 +121,8 @@ static void fake_reset(void)
 	fake.network_ensures = 0;
 	fake.start_fails_once[0] = '\0';
 	fake.kills = fake.kill_rc = 0;
+	fake.image_looks = fake.n_img_events = fake.network_pools = 0;
+	fake.images_live = fake.img_events_sent = false;
 	fake.init_pid = getpid();
 	pthread_mutex_unlock(&fake.mu);
 }
@@ -160,6 +172,23 @@ static int f_image_env(struct runtime *rt, const char *ref, char ***env, size_t 
 	return 0;
 }
 
+static int f_image_labels(struct runtime *rt, const char *ref, char ***labels, size_t *n, struct terr *err);
+
+/* As Docker's: both of the above from one look, counted. */
+static int f_image_config(struct runtime *rt, const char *ref, struct rt_image_config *out, struct terr *err)
+{
+	memset(out, 0, sizeof(*out));
+	pthread_mutex_lock(&fake.mu);
+	fake.image_looks++;
+	pthread_mutex_unlock(&fake.mu);
+	if (!strcmp(ref, "nosuch:latest"))
+		return terr_set(err, ENOENT, "No such image: %s", ref);
+	snprintf(out->id, sizeof(out->id), "sha256:%.60s", ref);
+	f_image_env(rt, ref, &out->env, &out->n_env, err);
+	f_image_labels(rt, ref, &out->labels, &out->n_labels, err);
+	return 0;
+}
+
 static int f_image_list(struct runtime *rt, json_t **images, struct terr *err)
 {
 	(void)rt;
@@ -167,6 +196,8 @@ static int f_image_list(struct runtime *rt, json_t **images, struct terr *err)
 	*images = json_array();
 	return 0;
 }
+
+static int fake_network(const char *name);
 
 static int f_create(struct runtime *rt, const struct rt_container_spec *s, char id[RT_ID_MAX], struct terr *err)
 {
@@ -176,6 +207,9 @@ static int f_create(struct runtime *rt, const struct rt_container_spec *s, char 
 	int rc = 0;
 	if (!strcmp(s->image, "nosuch:latest")) {
 		rc = terr_set(err, ENOENT, "No such image: nosuch:latest");
+	} else if (s->network && *s->network && fake_network(s->network) < 0) {
+		/* Docker 20.10's answer (404) to a NetworkMode that names none. */
+		rc = terr_set(err, ENOENT, "create container: network %s not found", s->network);
 	} else if (fake_find(s->name)) {
 		rc = terr_set(err, EEXIST, "Conflict. The container name \"/%s\" is already in use", s->name);
 	} else if (fake.n == FAKE_MAX) {
@@ -416,7 +450,12 @@ static int f_network_ensure(struct runtime *rt, const struct rt_network_spec *ns
 	(void)err;
 	pthread_mutex_lock(&fake.mu);
 	fake.network_ensures++;
-	if (fake_network(ns->name) < 0 && fake.n_networks < 8) {
+	if (fake_network(ns->name) < 0 && fake.n_networks >= (fake.network_pools ? fake.network_pools : 8)) {
+		pthread_mutex_unlock(&fake.mu);
+		return terr_set(err, EIO, "create network: could not find an available, non-overlapping IPv4 address "
+				"pool among the defaults to assign to the network");
+	}
+	if (fake_network(ns->name) < 0) {
 		int i = fake.n_networks++;
 		fake.network_creates++;
 		snprintf(fake.networks[i], sizeof(fake.networks[i]), "%s", ns->name);
@@ -450,6 +489,27 @@ static int f_network_remove(struct runtime *rt, const char *name, struct terr *e
 	}
 	pthread_mutex_unlock(&fake.mu);
 	return rc;
+}
+
+/* Networks by one label, as Docker's list filtered by it. */
+static int f_network_list(struct runtime *rt, const char *key, const char *value, char ***names, size_t *n,
+			  struct terr *err)
+{
+	(void)rt;
+	(void)err;
+	char want[256];
+	snprintf(want, sizeof(want), "%s=%s", key, value);
+	pthread_mutex_lock(&fake.mu);
+	*names = calloc(fake.n_networks + 1, sizeof(char *));
+	*n = 0;
+	for (int i = 0; i < fake.n_networks; i++) {
+		/* labels are "k=v,k=v": the cluster's is last. */
+		const char *l = strstr(fake.network_labels[i], want);
+		if (l && (l == fake.network_labels[i] || l[-1] == ',') && !l[strlen(want)])
+			(*names)[(*n)++] = strdup(fake.networks[i]);
+	}
+	pthread_mutex_unlock(&fake.mu);
+	return 0;
 }
 
 static int f_logs(struct runtime *rt, const char *id, int tail, bool follow, struct pump **out,
@@ -596,6 +656,33 @@ static int f_watch(struct runtime *rt, const char *key, const char *value, rt_ev
 	return 0;
 }
 
+/* The images' stream: held open until the agent stops, sending what
+ * fake_image_event queued. */
+static int f_watch_images(struct runtime *rt, rt_event_cb cb, void *ud, const atomic_bool *stop, struct terr *err)
+{
+	(void)rt;
+	(void)err;
+	pthread_mutex_lock(&fake.mu);
+	fake.images_live = true;
+	pthread_mutex_unlock(&fake.mu);
+	while (!atomic_load_explicit(stop, memory_order_relaxed)) {
+		struct rt_event evs[8];
+		pthread_mutex_lock(&fake.mu);
+		int n = fake.n_img_events;
+		memcpy(evs, fake.img_events, sizeof(evs));
+		fake.n_img_events = 0;
+		pthread_mutex_unlock(&fake.mu);
+		for (int i = 0; i < n; i++)
+			cb(&evs[i], ud);
+		pthread_mutex_lock(&fake.mu);
+		if (fake.n_img_events == 0)
+			fake.img_events_sent = true;
+		pthread_mutex_unlock(&fake.mu);
+		usleep(5 * 1000);
+	}
+	return 0;
+}
+
 static const struct runtime_ops fake_ops = {
 	.name = "test-runtime", .open = f_open, .close = f_close, .version = f_version,
 	.image_exists = f_image_exists, .image_env = f_image_env, .image_list = f_image_list,
@@ -603,8 +690,13 @@ static const struct runtime_ops fake_ops = {
 	.list = f_list, .exec_stream = f_exec, .logs_stream = f_logs, .commit = f_commit, .watch = f_watch,
 	.image_labels = f_image_labels, .tag = f_tag, .image_remove = f_image_remove, .push = f_push,
 	.pull = f_pull,
-	.network_ensure = f_network_ensure, .network_remove = f_network_remove,
+	.network_ensure = f_network_ensure, .network_remove = f_network_remove, .network_list = f_network_list,
+	.image_config = f_image_config,
 };
+
+/* The same runtime with an images' stream, so that the agent keeps what
+ * it learns of images (tests that follow it). */
+static struct runtime_ops fake_ops_images;
 
 /* ---- helpers ------------------------------------------------------------ */
 
@@ -1691,8 +1783,53 @@ TEST(containers_of_another_installation_are_left_alone)
 }
 
 
+/* Queues an event on the images' stream: an image's, or a network's. */
+static void fake_image_event(bool network, const char *action, const char *name)
+{
+	pthread_mutex_lock(&fake.mu);
+	struct rt_event *e = &fake.img_events[fake.n_img_events++];
+	memset(e, 0, sizeof(*e));
+	e->image = !network;
+	e->network = network;
+	snprintf(e->action, sizeof(e->action), "%s", action);
+	snprintf(e->network_name, sizeof(e->network_name), "%s", name ? name : "");
+	fake.img_events_sent = false;
+	pthread_mutex_unlock(&fake.mu);
+}
+
+/* Until the images' stream has handed every queued event to the agent
+ * (and the agent has acted on it: the callback returned); false after
+ * 5 s. */
+static bool wait_image_events(void)
+{
+	for (int i = 0; i < 500; i++) {
+		pthread_mutex_lock(&fake.mu);
+		bool done = fake.n_img_events == 0 && fake.img_events_sent;
+		pthread_mutex_unlock(&fake.mu);
+		if (done)
+			return true;
+		usleep(10 * 1000);
+	}
+	return false;
+}
+
+/* Until the agent follows the images' stream; false after 5 s. */
+static bool wait_images_live(void)
+{
+	for (int i = 0; i < 500; i++) {
+		pthread_mutex_lock(&fake.mu);
+		bool live = fake.images_live;
+		pthread_mutex_unlock(&fake.mu);
+		if (live)
+			return true;
+		usleep(10 * 1000);
+	}
+	return false;
+}
+
 /* Each user's sessions on a network of their own, made once, labelled
- * with the cluster and the user, and removed with their last container. */
+ * with the cluster and the user, and kept after their last container:
+ * the user's next start asks Docker nothing about it. */
 TEST(sessions_get_their_owners_network)
 {
 	fake_reset();
@@ -1719,6 +1856,7 @@ TEST(sessions_get_their_owners_network)
 	pthread_mutex_lock(&fake.mu);
 	CHECK_INT(fake.n_networks, 2);
 	CHECK_INT(fake.network_creates, 2);
+	CHECK_INT(fake.network_ensures, 2);   /* s2's was known */
 	CHECK(fake_network(net_a) >= 0);
 	CHECK(fake_network(net_b) >= 0);
 	if (fake_network(net_a) >= 0)
@@ -1734,16 +1872,124 @@ TEST(sessions_get_their_owners_network)
 	}
 	pthread_mutex_unlock(&fake.mu);
 
-	/* The network stays while another session of its user runs. */
+	/* The networks stay after their users' last sessions. */
 	CHECK_INT(agent_destroy_session(a, "s1", c1, &err), 0);
-	CHECK(fake_network(net_a) >= 0);
 	CHECK_INT(agent_destroy_session(a, "s2", c2, &err), 0);
-	CHECK(fake_network(net_a) < 0);
-	CHECK(fake_network(net_b) >= 0);
 	/* Found by its label (no container id recorded): the same. */
 	CHECK_INT(agent_destroy_session(a, "s3", NULL, &err), 0);
-	CHECK(fake_network(net_b) < 0);
-	CHECK_INT(fake.network_removes, 2);
+	CHECK(fake_network(net_a) >= 0);
+	CHECK(fake_network(net_b) >= 0);
+	CHECK_INT(fake.network_removes, 0);
+	/* The user's next session: on the kept network, Docker not asked. */
+	spec = spec_for("s4", NULL, 0, 0);
+	json_object_set_new(spec, "owner_id", json_string("aaaabbbbccccddddeeeeffff00001111"));
+	CHECK_INT(agent_start_session(a, spec, c1, NULL, &err), 0);
+	json_decref(spec);
+	CHECK_INT(fake.network_ensures, 2);
+	CHECK(fake_find(c1) && !strcmp(fake_find(c1)->network, net_a));
+	agent_close(a);
+}
+
+/* A kept network removed under the agent (`docker network rm`): the
+ * create that names it is refused (404), the agent makes it again and
+ * creates once more; followed through the images' stream, its removal
+ * is heard and the next start makes it first. Either way the session
+ * runs on its user's network, never on another. */
+TEST(a_network_removed_under_the_agent_is_made_again)
+{
+	fake_reset();
+	struct agent *a = open_mock_agent();
+	if (!a)
+		return;
+	agent_set_cluster_id(a, "0123456789abcdef0123456789abcdef");
+	const char *net_a = AGENT_NETWORK_PREFIX "aaaabbbbccccdddd-01234567";
+	char c1[RT_ID_MAX];
+	struct terr err = {0};
+	json_t *spec = spec_for("s1", NULL, 0, 0);
+	json_object_set_new(spec, "owner_id", json_string("aaaabbbbccccddddeeeeffff00001111"));
+	CHECK_INT(agent_start_session(a, spec, c1, NULL, &err), 0);
+	CHECK_INT(agent_destroy_session(a, "s1", c1, &err), 0);
+	CHECK_INT(fake_ops.network_remove(NULL, net_a, &err), 0);
+
+	json_object_set_new(spec, "id", json_string("s2"));
+	CHECK_INT(agent_start_session(a, spec, c1, NULL, &err), 0);
+	CHECK_INT(fake.network_creates, 2);
+	CHECK_INT(fake.creates, 3);   /* s1; s2 refused, then made */
+	struct fake_container *c = fake_find(c1);
+	CHECK(c && c->running && !strcmp(c->network, net_a));
+	CHECK_INT(agent_destroy_session(a, "s2", c1, &err), 0);
+	agent_close(a);
+
+	/* Heard from the images' stream. */
+	fake_reset();
+	struct agent_config cfg = {
+		.id = "node-a", .cpu_m = 4000, .mem = 8 * GiB, .data_dir = data_dir,
+		.asset_dir = getenv("TESSERA_TEST_BUILD_ROOT"), .runtime = &fake_ops_images,
+	};
+	if (agent_open(&a, &cfg, &err) < 0) {
+		FAILF("agent_open: %s", err.msg);
+		json_decref(spec);
+		return;
+	}
+	agent_set_cluster_id(a, "0123456789abcdef0123456789abcdef");
+	CHECK_INT(agent_watch_start(a, on_event, NULL, &err), 0);
+	CHECK(wait_images_live());
+	json_object_set_new(spec, "id", json_string("s3"));
+	CHECK_INT(agent_start_session(a, spec, c1, NULL, &err), 0);
+	CHECK_INT(agent_destroy_session(a, "s3", c1, &err), 0);
+	CHECK_INT(fake_ops.network_remove(NULL, net_a, &err), 0);
+	fake_image_event(true, "destroy", net_a);
+	CHECK(wait_image_events());
+	json_object_set_new(spec, "id", json_string("s4"));
+	CHECK_INT(agent_start_session(a, spec, c1, NULL, &err), 0);
+	CHECK_INT(fake.network_ensures, 2);
+	CHECK_INT(fake.network_creates, 2);
+	CHECK_INT(fake.creates, 2);   /* no refused create this time */
+	c = fake_find(c1);
+	CHECK(c && c->running && !strcmp(c->network, net_a));
+	json_decref(spec);
+	agent_close(a);
+}
+
+/* Docker out of address pools for a new user's network: the idle
+ * networks of this installation (no running container) make room;
+ * those in use stay. */
+TEST(idle_networks_give_way_when_docker_has_no_pool_left)
+{
+	fake_reset();
+	fake.network_pools = 2;
+	struct agent *a = open_mock_agent();
+	if (!a)
+		return;
+	agent_set_cluster_id(a, "0123456789abcdef0123456789abcdef");
+	char c1[RT_ID_MAX], c2[RT_ID_MAX], c3[RT_ID_MAX];
+	struct terr err = {0};
+	json_t *spec = spec_for("s1", NULL, 0, 0);
+	json_object_set_new(spec, "owner_id", json_string("aaaa"));
+	CHECK_INT(agent_start_session(a, spec, c1, NULL, &err), 0);
+	json_object_set_new(spec, "id", json_string("s2"));
+	json_object_set_new(spec, "owner_id", json_string("bbbb"));
+	CHECK_INT(agent_start_session(a, spec, c2, NULL, &err), 0);
+	CHECK_INT(agent_destroy_session(a, "s1", c1, &err), 0);   /* aaaa's network idle */
+	json_object_set_new(spec, "id", json_string("s3"));
+	json_object_set_new(spec, "owner_id", json_string("cccc"));
+	CHECK_INT(agent_start_session(a, spec, c3, NULL, &err), 0);
+	CHECK(fake_network(AGENT_NETWORK_PREFIX "aaaa-01234567") < 0);
+	CHECK(fake_network(AGENT_NETWORK_PREFIX "bbbb-01234567") >= 0);
+	CHECK(fake_network(AGENT_NETWORK_PREFIX "cccc-01234567") >= 0);
+	/* None idle: the error is Docker's, said. */
+	json_object_set_new(spec, "id", json_string("s4"));
+	json_object_set_new(spec, "owner_id", json_string("dddd"));
+	err = (struct terr){0};
+	CHECK(agent_start_session(a, spec, c1, NULL, &err) < 0);
+	CHECK_CONTAINS(err.msg, "address pool");
+	/* aaaa comes back: their network is made again, where it went. */
+	CHECK_INT(agent_destroy_session(a, "s3", c3, &err), 0);
+	json_object_set_new(spec, "id", json_string("s5"));
+	json_object_set_new(spec, "owner_id", json_string("aaaa"));
+	CHECK_INT(agent_start_session(a, spec, c1, NULL, &err), 0);
+	CHECK(fake_find(c1) && !strcmp(fake_find(c1)->network, AGENT_NETWORK_PREFIX "aaaa-01234567"));
+	json_decref(spec);
 	agent_close(a);
 }
 
@@ -1774,14 +2020,87 @@ TEST(a_start_retries_when_its_network_changed_under_it)
 	json_object_set_new(spec, "id", json_string("s2"));
 	json_object_set_new(spec, "name", json_string("nb2"));
 	CHECK_INT(agent_start_session(a, spec, cid, NULL, &err), 0);
-	CHECK_INT(fake.network_ensures, 4);
+	CHECK_INT(fake.network_ensures, 3);   /* known at first, then asked */
 
 	snprintf(fake.start_fails_once, sizeof(fake.start_fails_once), "OCI runtime create failed");
 	fake.start_fail_code = EIO;
 	json_object_set_new(spec, "id", json_string("s3"));
 	json_object_set_new(spec, "name", json_string("nb3"));
 	CHECK_INT(agent_start_session(a, spec, cid, NULL, &err), -EIO);
-	CHECK_INT(fake.network_ensures, 5);
+	CHECK_INT(fake.network_ensures, 3);
+	json_decref(spec);
+	agent_close(a);
+}
+
+/* What a start needs of its image is looked at once while the images'
+ * stream is followed (the manager's "does it exist?" included), and
+ * looked at again after any image event; without the stream, at every
+ * start. */
+TEST(an_image_is_looked_at_once_while_its_events_come)
+{
+	fake_reset();
+	struct agent_config cfg = {
+		.id = "node-a", .cpu_m = 4000, .mem = 8 * GiB, .data_dir = data_dir,
+		.asset_dir = getenv("TESSERA_TEST_BUILD_ROOT"), .runtime = &fake_ops_images,
+	};
+	struct agent *a = NULL;
+	struct terr err = {0};
+	if (agent_open(&a, &cfg, &err) < 0) {
+		FAILF("agent_open: %s", err.msg);
+		return;
+	}
+	CHECK_INT(agent_watch_start(a, on_event, NULL, &err), 0);
+	CHECK(wait_images_live());
+	static const char secret[] = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+	json_t *spec = spec_for("s1", NULL, 0, 0);
+	json_object_set_new(spec, "image", json_string("apps:latest"));
+	json_object_set_new(spec, "app_secret", json_string(secret));
+	bool exists = false;
+	CHECK_INT(agent_image_exists(a, "apps:latest", &exists, &err), 0);
+	CHECK(exists);
+	char cid[RT_ID_MAX], ep[AGENT_APP_ENDPOINT_MAX];
+	CHECK_INT(agent_start_session(a, spec, cid, ep, &err), 0);
+	json_object_set_new(spec, "id", json_string("s2"));
+	json_object_set_new(spec, "name", json_string("nb2"));
+	CHECK_INT(agent_start_session(a, spec, cid, ep, &err), 0);
+	CHECK_INT(fake.image_looks, 1);
+	/* What was kept is what a look gives. */
+	struct fake_container *c = fake_find(cid);
+	if (c) {
+		char want[128];
+		snprintf(want, sizeof(want), "/image/bin:/bin:%s", FGPU_BIN_DIR);
+		CHECK_STR(env_of(c, "PATH"), want);
+		CHECK_INT(c->n_entry, 5);
+		CHECK_STR(c->entry[4], "jupyter:http:8081,mlflow-ui:preopen:5000");
+	}
+	/* An image event (a pull or tag may move any reference). */
+	fake_image_event(false, "tag", NULL);
+	CHECK(wait_image_events());
+	json_object_set_new(spec, "id", json_string("s3"));
+	json_object_set_new(spec, "name", json_string("nb3"));
+	CHECK_INT(agent_start_session(a, spec, cid, ep, &err), 0);
+	CHECK_INT(fake.image_looks, 2);
+	/* An image that does not exist is not kept: asked each time. */
+	CHECK_INT(agent_image_exists(a, "nosuch:latest", &exists, &err), 0);
+	CHECK(!exists);
+	CHECK_INT(agent_image_exists(a, "nosuch:latest", &exists, &err), 0);
+	CHECK_INT(fake.image_looks, 4);
+	agent_close(a);
+
+	/* No images' stream: nothing is kept. */
+	fake_reset();
+	cfg.runtime = &fake_ops;
+	if (agent_open(&a, &cfg, &err) < 0) {
+		FAILF("agent_open: %s", err.msg);
+		json_decref(spec);
+		return;
+	}
+	CHECK_INT(agent_watch_start(a, on_event, NULL, &err), 0);
+	CHECK_INT(agent_start_session(a, spec, cid, ep, &err), 0);
+	json_object_set_new(spec, "id", json_string("s4"));
+	json_object_set_new(spec, "name", json_string("nb4"));
+	CHECK_INT(agent_start_session(a, spec, cid, ep, &err), 0);
+	CHECK_INT(fake.image_looks, 2);
 	json_decref(spec);
 	agent_close(a);
 }
@@ -1983,6 +2302,8 @@ int main(void)
 		perror("mkdtemp");
 		return 1;
 	}
+	fake_ops_images = fake_ops;
+	fake_ops_images.watch_images = f_watch_images;
 	RUN(describes_its_node_and_mock_gpus);
 	RUN(a_session_gets_its_app_port_and_secret);
 	RUN(exec_streams_through_the_runner_or_without_an_old_one);
@@ -2000,6 +2321,9 @@ int main(void)
 	RUN(the_usage_thread_inspects_a_container_once_per_start_of_its_init);
 	RUN(containers_of_another_installation_are_left_alone);
 	RUN(sessions_get_their_owners_network);
+	RUN(a_network_removed_under_the_agent_is_made_again);
+	RUN(idle_networks_give_way_when_docker_has_no_pool_left);
+	RUN(an_image_is_looked_at_once_while_its_events_come);
 	RUN(a_spec_without_owner_id_keeps_the_default_network);
 	RUN(a_start_retries_when_its_network_changed_under_it);
 	RUN(sessions_and_execs_run_as_the_work_user_unless_root);

@@ -39,8 +39,8 @@ e2e_build_image() {
 }
 
 # Removes every container a test run left (by our agent label), and the
-# users' networks they were on (the agent removes a network with its
-# user's last session; a killed server leaves them).
+# users' networks they were on (the agent keeps a user's network after
+# their sessions; e2e_teardown also removes the empty ones this test made).
 e2e_cleanup_containers() {
 	local ids nets
 	# Sessions are labelled by agent id; each test's agents are
@@ -318,4 +318,33 @@ e2e_build_glibc_image() {
 	fi
 	tar -C "$root" -c . | docker import -c 'ENV PATH=/bin' -c 'CMD ["/bin/sh"]' - "$GPU_TEST_IMAGE" >/dev/null
 	rm -rf "$root"
+}
+
+# ---- session apps through the proxy (test_apps, test_image_pip, test_ml_images) ----
+# open_app ARGS...: `tessera session app ARGS`, then the URL's setup.
+# Sets URL, ORIGIN (http://HOST:PORT), SETUP (the setup's status) and
+# COOKIE (NAME=VALUE of its Set-Cookie, or "").
+open_app() {
+	URL=$("$TESSERA" session app "$@" 2>"$E2E_DIR/app.err")
+	ORIGIN=${URL%%/__tessera/*}
+	SETUP=$(curl -s -o /dev/null -D "$E2E_DIR/setup.h" -w '%{http_code}' "$URL")
+	COOKIE=$(sed -n 's/^[Ss]et-[Cc]ookie: *\(tessera_app[^;]*\).*/\1/p' "$E2E_DIR/setup.h" | tr -d '\r' | head -n 1)
+}
+# code ORIGIN PATH [COOKIE]: the status of a GET, its body in $E2E_DIR/body.
+code() {
+	curl -s -o "$E2E_DIR/body" -w '%{http_code}' ${3:+-b "$3"} "$1$2"
+}
+# poll ORIGIN PATH COOKIE: GETs until 200 (up to 5 minutes: Jupyter's
+# first start is slow on a loaded machine). Sets SEEN, the distinct
+# statuses answered meanwhile; succeeds on 200.
+poll() {
+	local c
+	SEEN=""
+	for _ in $(seq 1 300); do
+		c=$(code "$1" "$2" "$3")
+		[[ " $SEEN " == *" $c "* ]] || SEEN="$SEEN $c"
+		[[ $c == 200 ]] && return 0
+		sleep 1
+	done
+	return 1
 }

@@ -39,34 +39,6 @@ printf 'FROM %s\nLABEL ai.backend.service-ports="jupyter:http:8081,stand-in:preo
 check "$APPS_IMAGE is made from $PY_IMAGE with a preopen app" docker image inspect -f . "$APPS_IMAGE"
 start_server --app-ports "$(e2e_free_port_range 8)" --registry none || { e2e_done; exit 1; }
 
-# open_app ARGS...: `tessera session app ARGS`, then the URL's setup.
-# Sets URL, ORIGIN (http://HOST:PORT), SETUP (the setup's status) and
-# COOKIE (NAME=VALUE of its Set-Cookie, or "").
-open_app() {
-	URL=$("$TESSERA" session app "$@" 2>"$E2E_DIR/app.err")
-	ORIGIN=${URL%%/__tessera/*}
-	SETUP=$(curl -s -o /dev/null -D "$E2E_DIR/setup.h" -w '%{http_code}' "$URL")
-	COOKIE=$(sed -n 's/^[Ss]et-[Cc]ookie: *\(tessera_app[^;]*\).*/\1/p' "$E2E_DIR/setup.h" | tr -d '\r' | head -n 1)
-}
-# code ORIGIN PATH [COOKIE]: the status of a GET, its body in $E2E_DIR/body.
-code() {
-	curl -s -o "$E2E_DIR/body" -w '%{http_code}' ${3:+-b "$3"} "$1$2"
-}
-# poll ORIGIN PATH COOKIE: GETs until 200 (up to 5 minutes: Jupyter's
-# first start is slow on a loaded machine). Sets SEEN, the distinct
-# statuses answered meanwhile; succeeds on 200.
-poll() {
-	local c
-	SEEN=""
-	for _ in $(seq 1 300); do
-		c=$(code "$1" "$2" "$3")
-		[[ " $SEEN " == *" $c "* ]] || SEEN="$SEEN $c"
-		[[ $c == 200 ]] && return 0
-		sleep 1
-	done
-	return 1
-}
-
 "$TESSERA" session create "$APPS_IMAGE" --name s --cpu 1 --mem 1g --wait >/dev/null 2>&1
 check "a $APPS_IMAGE session runs" wait_status s RUNNING
 apps=$("$TESSERA" session apps s --json 2>&1)

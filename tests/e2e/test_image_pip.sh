@@ -247,25 +247,6 @@ out=$(sx sh -c "grep -A3 '^Name: debconf/priority' /var/cache/debconf/config.dat
 check "the recipe's debconf answer is in debconf's database ($(tr '\n' ' ' <<<"$out"))" has_line "$out" "Value: critical"
 
 # ---- the MLflow UI app through the proxy ----
-# open_app ARGS...: `tessera session app ARGS`, then the URL's setup (as
-# test_apps.sh); poll ORIGIN PATH COOKIE: GETs until 200.
-open_app() {
-	URL=$("$TESSERA" session app "$@" 2>"$E2E_DIR/app.err")
-	ORIGIN=${URL%%/__tessera/*}
-	SETUP=$(curl -s -o /dev/null -D "$E2E_DIR/setup.h" -w '%{http_code}' "$URL")
-	COOKIE=$(sed -n 's/^[Ss]et-[Cc]ookie: *\(tessera_app[^;]*\).*/\1/p' "$E2E_DIR/setup.h" | tr -d '\r' | head -n 1)
-}
-poll() {
-	local c
-	SEEN=""
-	for _ in $(seq 1 120); do
-		c=$(curl -s -o "$E2E_DIR/body" -w '%{http_code}' -b "$3" "$1$2")
-		[[ " $SEEN " == *" $c "* ]] || SEEN="$SEEN $c"
-		[[ $c == 200 ]] && return 0
-		sleep 1
-	done
-	return 1
-}
 apps=$("$TESSERA" session apps p 2>&1)
 check "its apps have mlflow-ui ($(tr '\n' '|' <<<"$apps"))" contains "$apps" "mlflow-ui"
 open_app p mlflow-ui

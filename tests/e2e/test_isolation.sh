@@ -156,7 +156,8 @@ check "session info says who it runs as" contains "$("$TESSERA" session info r1)
 out=$(as_bob "$TESSERA" session create "$TEST_IMAGE" --name r2 --root 2>&1)
 check "another user's policy still refuses it" contains "$out" "does not allow sessions that run as root"
 
-# A user's network goes with their last session on the node.
+# A user's network stays after their last session on the node: their
+# next session starts on it, with nothing made.
 bob_net() { docker network ls -q --filter "label=tessera.owner_id=$BOB_ID"; }
 had_net=$(bob_net)
 as_bob "$TESSERA" session rm b1 >/dev/null
@@ -164,9 +165,30 @@ for _ in $(seq 1 300); do
 	[[ $(TESSERA_CONFIG=$BOB_CONF jget b1 status) == TERMINATED ]] && break
 	sleep 0.1
 done
-check "bob's network is removed with his last session" [ -n "$had_net" -a -z "$(bob_net)" ]
+check "bob's network stays after his last session" [ -n "$had_net" -a "$(bob_net)" == "$had_net" ]
+
+# Removed under the agent (`docker network rm`): bob's next session
+# makes it again, and is kept apart from alice's as before.
+docker network rm "$had_net" >/dev/null
+serve b2 from-b2 "$BOB_CONF"
+check "bob's next session runs after his network was removed" \
+	[ "$(TESSERA_CONFIG=$BOB_CONF jget b2 status)" == RUNNING ]
+A2=$(ip_of a2)
+B2=$(ip_of b2 "$BOB_CONF")
+remade_net() {
+	local b2 a2
+	b2=$(net_of b2 "$BOB_CONF") a2=$(net_of a2)
+	[[ $b2 == tessera-u-* && $b2 != "$a2" && -n $(bob_net) && $(bob_net) != "$had_net" ]]
+}
+check "it is on a new network of bob's own" remade_net
+b2_apart() {
+	contains "$(fetch "$BOB_CONF" b2 "$B2" 8080)" from-b2 && not contains "$(fetch a2 "$B2" 8080)" from-b2 &&
+		contains "$(fetch a1 "$A2" 8080)" from-a2 && not contains "$(fetch "$BOB_CONF" b2 "$A2" 8080)" from-a2
+}
+check "b2 and alice's a2 cannot reach each other, each user's own still can" b2_apart
+
 "$TESSERA" session rm a1 >/dev/null
 wait_status a1 TERMINATED
-check "alice's network stays while a2 runs" [ "$(docker network inspect -f '{{.Name}}' "$(net_of a2)")" == "$(net_of a2)" ]
+check "alice's network stays" [ "$(docker network inspect -f '{{.Name}}' "$(net_of a2)")" == "$(net_of a2)" ]
 
 e2e_done

@@ -84,4 +84,15 @@ check "ls --all shows TERMINATED" has_prefix_line "$("$TESSERA" session ls --all
 hist=$("$TESSERA" session info web --json | python3 -c 'import json,sys; print(" ".join(h["status"] for h in json.load(sys.stdin)["status_history"]))')
 check "history walks the state machine ($hist)" [ "$hist" == "PENDING SCHEDULED PREPARING RUNNING TERMINATING TERMINATED" ]
 
+# Where its start's time went (issue 30): the API's start_breakdown adds up
+# to its total, and session info prints it.
+sb=$("$TESSERA" session info web --json | python3 -c '
+import json, sys
+b = json.load(sys.stdin)["start_breakdown"]
+print(" ".join(p["phase"] for p in b["phases"]), sum(p["ms"] for p in b["phases"]) == b["total_ms"] >= 0)')
+check "start_breakdown has queue, dispatch, container, adding up ($sb)" [ "$sb" == "queue dispatch container True" ]
+took=$("$TESSERA" session info web | grep '^Start took:')
+check "session info prints it ($took)" \
+	grep -qE '^Start took: +[0-9]+\.[0-9]{2} s: queue [0-9.]+ s, dispatch [0-9.]+ s, container [0-9.]+ s$' <<<"$took"
+
 e2e_done

@@ -85,26 +85,6 @@ done
 
 # ---- the CUDA images, where built ----
 
-# open_app ARGS...: `tessera session app ARGS`, then the URL's setup: sets
-# ORIGIN and COOKIE. poll ORIGIN PATH COOKIE: GETs until 200 (5 minutes:
-# MLflow's first start imports much), SEEN the statuses meanwhile.
-open_app() {
-	URL=$("$TESSERA" session app "$@" 2>"$E2E_DIR/app.err")
-	ORIGIN=${URL%%/__tessera/*}
-	SETUP=$(curl -s -o /dev/null -D "$E2E_DIR/setup.h" -w '%{http_code}' "$URL")
-	COOKIE=$(sed -n 's/^[Ss]et-[Cc]ookie: *\(tessera_app[^;]*\).*/\1/p' "$E2E_DIR/setup.h" | tr -d '\r' | head -n 1)
-}
-poll() {
-	local c
-	SEEN=""
-	for _ in $(seq 1 300); do
-		c=$(curl -s -o "$E2E_DIR/body" -w '%{http_code}' -b "$3" "$1$2")
-		[[ " $SEEN " == *" $c "* ]] || SEEN="$SEEN $c"
-		[[ $c == 200 ]] && return 0
-		sleep 1
-	done
-	return 1
-}
 # mlflow_app NAME IMAGE: the image's MLflow and its UI through the proxy.
 mlflow_app() {
 	local name=$1 image=$2 out

@@ -205,6 +205,9 @@ static void route(int fd, const char *method, const char *full, const char *body
 		      "\"Labels\":{\"tessera.session\":\"sb\",\"tessera.agent\":\"a1\"}}]");
 	} else if (!strcmp(method, "GET") && !strcmp(path, "/images/busybox:latest/json")) {
 		reply(fd, 200, "{\"Id\":\"sha256:abc\",\"RepoTags\":[\"busybox:latest\"]}");
+	} else if (!strcmp(method, "GET") && !strcmp(path, "/images/cfg:1/json")) {
+		reply(fd, 200, "{\"Id\":\"sha256:c0f\",\"Config\":{\"Env\":[\"PATH=/opt/x:/bin\",\"LANG=C\"],"
+			       "\"Labels\":{\"ai.backend.service-ports\":\"jupyter:http:8888\",\"n\":1}}}");
 	} else if (!strcmp(method, "GET") && !strcmp(path, "/images/json")) {
 		reply(fd, 200,
 		      "[{\"Id\":\"1\",\"RepoTags\":[\"busybox:latest\",\"busybox:1.36\"]},"
@@ -312,6 +315,16 @@ static void route(int fd, const char *method, const char *full, const char *body
 		reply_message(fd, 403, "error while removing network: network net-busy id n4 has active endpoints");
 	} else if (!strcmp(method, "DELETE") && !strncmp(path, "/networks/", 10)) {
 		reply_message(fd, 404, "network not found");
+	} else if (!strcmp(method, "GET") && !strncmp(path, "/events?", 8) && strstr(path, "network")) {
+		/* The images' and networks' stream: one of each, then the end. */
+		const char *h = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+				"Transfer-Encoding: chunked\r\n\r\n";
+		write_all(fd, h, strlen(h));
+		chunk(fd, "{\"Type\":\"image\",\"Action\":\"tag\",\"Actor\":{\"ID\":\"sha256:c0f\","
+			  "\"Attributes\":{\"name\":\"cfg:1\"}}}\n");
+		chunk(fd, "{\"Type\":\"network\",\"Action\":\"destroy\",\"Actor\":{\"ID\":\"n9\","
+			  "\"Attributes\":{\"name\":\"tessera-u-x\",\"type\":\"bridge\"}}}\n");
+		chunk(fd, "");
 	} else if (!strcmp(method, "GET") && !strncmp(path, "/events?", 8)) {
 		const char *h = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
 				"Transfer-Encoding: chunked\r\n\r\n";
@@ -1278,6 +1291,62 @@ TEST(watch_delivers_events_and_stops)
 	ops->close(rt);
 }
 
+/* The images' stream also says which network was removed: what the
+ * agent's kept networks must forget. */
+TEST(watch_images_reports_images_and_removed_networks)
+{
+	struct runtime *rt = open_rt();
+	if (!rt)
+		return;
+	fake_clear();
+	struct terr err;
+	terr_clear(&err);
+	struct ev_log l = { 0 };
+	atomic_bool stop = false;
+	CHECK_INT(ops->watch_images(rt, on_event, &l, &stop, &err), -EIO);
+	CHECK_INT(l.n, 2);
+	CHECK(l.ev[0].image && !l.ev[0].network);
+	CHECK_STR(l.ev[0].action, "tag");
+	CHECK(l.ev[1].network && !l.ev[1].image);
+	CHECK_STR(l.ev[1].action, "destroy");
+	CHECK_STR(l.ev[1].network_name, "tessera-u-x");
+	struct fake_req q;
+	CHECK(fake_find("GET", "/events", &q));
+	char filters[512] = "";
+	CHECK(query_param(q.path, "filters", filters, sizeof(filters)));
+	json_t *f = json_loads(filters, 0, NULL);
+	CHECK(f != NULL);
+	CHECK(array_has(json_object_get(f, "type"), "image") && array_has(json_object_get(f, "type"), "network"));
+	CHECK(array_has(json_object_get(f, "event"), "tag") && array_has(json_object_get(f, "event"), "destroy"));
+	json_decref(f);
+	ops->close(rt);
+}
+
+/* A start's look at its image: id, environment and labels, in one call. */
+TEST(image_config_reads_id_env_and_labels_at_once)
+{
+	struct runtime *rt = open_rt();
+	if (!rt)
+		return;
+	fake_clear();
+	struct terr err;
+	struct rt_image_config c;
+	CHECK_INT(ops->image_config(rt, "cfg:1", &c, &err), 0);
+	CHECK_STR(c.id, "sha256:c0f");
+	CHECK_INT((int)c.n_env, 2);
+	if (c.n_env == 2) {
+		CHECK_STR(c.env[0], "PATH=/opt/x:/bin");
+		CHECK_STR(c.env[1], "LANG=C");
+	}
+	/* Labels that are not strings are left out. */
+	CHECK_INT((int)c.n_labels, 1);
+	if (c.n_labels == 1)
+		CHECK_STR(c.labels[0], "ai.backend.service-ports=jupyter:http:8888");
+	rt_image_config_free(&c);
+	CHECK_INT(ops->image_config(rt, "nosuch:1", &c, &err), -ENOENT);
+	ops->close(rt);
+}
+
 struct par_arg {
 	struct runtime *rt;
 	int failures;
@@ -1389,6 +1458,8 @@ int main(void)
 	RUN(logs_interleaved_with_tail);
 	RUN(logs_say_when_rotation_dropped_their_start);
 	RUN(watch_delivers_events_and_stops);
+	RUN(watch_images_reports_images_and_removed_networks);
+	RUN(image_config_reads_id_env_and_labels_at_once);
 	RUN(ops_from_several_threads);
 	fake_stop();
 	return testlib_done();

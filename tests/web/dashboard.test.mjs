@@ -362,6 +362,11 @@ try {
       if (!hist.some((h) => h.includes(want))) throw new Error(`the status history has no ${want}: ${hist.join(' | ')}`);
     const cfg = await page.locator('dl.props').textContent();
     if (!cfg.includes(IMAGE) || !cfg.includes(NODE)) throw new Error(`the configuration does not name the image and node: ${cfg}`);
+    // Where its start's time went, from the status history: the total,
+    // then the queue, the dispatch and the container, in seconds.
+    const took = (await page.locator('[data-testid="start-breakdown"]').textContent()).trim();
+    if (!/^\d+\.\d\d s: queue \d+\.\d\d s · dispatch \d+\.\d\d s · .*container \d+\.\d\d s$/.test(took))
+      throw new Error(`the start's breakdown reads "${took}"`);
   });
 
   await step('the session\'s page follows its log and finds a line', async () => {

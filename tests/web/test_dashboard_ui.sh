@@ -8,7 +8,7 @@
 # batch sessions, as root where the policy allows it (a 403 shown by
 # Launch where not); a PENDING row says Cancel (and its dialog what that
 # does); the list's filters live in the URL; a session's page shows its
-# status history, its log (followed, searchable) and its live usage plot,
+# status history and where its start's time went, its log (followed, searchable) and its live usage plot,
 # the memory chart's y-axis labels whole; a long email breaks at its '@'
 # only; the Nodes page drains and undrains a node (its sessions keep
 # running); the settings refuse a bad value in the server's words; at 400 pixels no

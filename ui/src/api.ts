@@ -140,12 +140,16 @@ export interface SessionStats {
 export interface RowUsage { cpu_pct: number; mem_pct: number; gpu_pct: number | null; t: number }
 export interface IdleInfo { timeout_s: number; deadline: number | null }
 export interface HistoryEntry { status: string; at: string; info: string }
+// Where a start's time went (GET /v1/sessions/{ref}, docs/api.md): queue,
+// dispatch, image (a pull from the registry), container; null before it ran.
+export interface StartBreakdown { total_ms: number; phases: { phase: string; ms: number }[] }
 export interface SessionFull extends Session {
   type?: string; oom_kills?: number; removed?: boolean; env?: Record<string, string>;
   startup_command?: string | null; exit_code?: number | null; started_at?: string | null; terminated_at?: string | null;
   gpus?: { index: number; uuid: string; fgpu: number }[];
   mounts?: { folder: string; path: string; ro: boolean; automount: boolean }[];
   status_history?: HistoryEntry[]; usage?: RowUsage; idle?: IdleInfo; root?: boolean;
+  start_breakdown?: StartBreakdown | null;
 }
 export interface NodeUsage { cpu_cores: number; mem_bytes: number; t: number }
 export type NodeFull = Omit<Node, 'gpus'> & {

@@ -201,6 +201,11 @@ function UsageCharts({ s }: { s: SessionFull }) {
   );
 }
 
+// Milliseconds as seconds with two decimals: "0.54 s".
+function fmtSecs(ms: number): string {
+  return `${(ms / 1000).toFixed(2)} s`;
+}
+
 export function SessionPage({ id, user }: { id: string; user: User }) {
   const { sessions } = useClusterState();
   const [s, setS] = useState<SessionFull | null>(null);
@@ -286,6 +291,10 @@ export function SessionPage({ id, user }: { id: string; user: User }) {
             {s.startup_command && <><dt>Startup command</dt><dd class="mono wrap">{s.startup_command}</dd></>}
             <dt>Created</dt><dd>{fmtTime(s.created_at)}</dd>
             <dt>Started</dt><dd>{fmtTime(s.started_at)}</dd>
+            {s.start_breakdown && <><dt>Start took</dt><dd data-testid="start-breakdown"
+              title="queue: waiting for a node; dispatch: placed, until the node is asked; image: pulled from the registry; container: the node creating and starting it">
+              {fmtSecs(s.start_breakdown.total_ms)}: {s.start_breakdown.phases.map((p) => `${p.phase} ${fmtSecs(p.ms)}`).join(' · ')}
+            </dd></>}
             {s.terminated_at && <><dt>Ended</dt><dd>{fmtTime(s.terminated_at)}</dd></>}
             {s.exit_code != null && <><dt>Exit code</dt><dd>{s.exit_code}</dd></>}
           </dl>

@@ -49,9 +49,12 @@ export function useClusterState() {
       if (timer === undefined) timer = window.setInterval(refresh, 2000);
     };
     refresh();
-    // Live usage (each RUNNING session's "usage") changes without an
-    // event: the list is read again every 5 s besides the stream.
-    const usageTimer = window.setInterval(() => { if (!document.hidden) refresh(); }, 5000);
+    // The stream sends each round of live usage of the sessions the user
+    // sees (docs/api.md, "Live events"): the list is read again every 5 s
+    // only while no stream is open (connecting, or none in this browser).
+    const usageTimer = window.setInterval(() => {
+      if (!document.hidden && (!es || es.readyState !== EventSource.OPEN)) refresh();
+    }, 5000);
     if (typeof EventSource !== 'undefined') {
       es = new EventSource('/api/v1/events');
       es.addEventListener('state', (ev) => {
