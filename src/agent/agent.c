@@ -963,8 +963,11 @@ static int plan_gpus(struct agent *a, struct plan *p, const char *sid, json_t *g
 		for (size_t i = 0; i < sizeof(ctl) / sizeof(ctl[0]); i++)
 			if (access(ctl[i], F_OK) == 0)
 				p->devices[p->n_devices++] = ctl[i];
-		for (size_t i = 0; i < a->n_driver_files; i++)
-			plan_mount(p, a->driver_files[i], a->driver_files[i], true);
+		for (size_t i = 0; i < a->n_driver_files; i++) {
+			char target[PATH_MAX];
+			if (gpu_driver_target(a->driver_files[i], target, sizeof(target)))
+				plan_mount(p, a->driver_files[i], plan_keep(p, strdup(target)), true);
+		}
 	}
 	plan_env(p, "NVIDIA_VISIBLE_DEVICES=%s", uuids);
 	plan_env(p, "CUDA_VISIBLE_DEVICES=%s", uuids);

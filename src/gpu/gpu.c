@@ -14,6 +14,7 @@
 
 #include "common/util.h"
 #include "gpu/mock/mockspec.h"
+#include "gpuabi/fgpu_contract.h"
 #include "gpuabi/uuid.h"
 
 int gpu_inventory_mock(const char *spec, struct gpu_inventory *inv, struct terr *err)
@@ -472,4 +473,13 @@ int gpu_driver_files(char ***out, size_t *n, struct terr *err)
 		break;
 	}
 	return 0;
+}
+
+bool gpu_driver_target(const char *host_path, char *buf, size_t n)
+{
+	const char *base = strrchr(host_path, '/');
+	base = base ? base + 1 : host_path;
+	bool lib = !strncmp(base, "lib", 3) && strstr(base, ".so");
+	int len = snprintf(buf, n, "%s/%s", lib ? FGPU_DRIVER_LIB_DIR : "/usr/bin", base);
+	return *base && len > 0 && (size_t)len < n;
 }

@@ -79,4 +79,12 @@ int gpu_parse_ldconfig(const char *text, const char *const *wanted, char ***out,
  * driver libraries found by the ld cache and nvidia-smi. */
 int gpu_driver_files(char ***out, size_t *n, struct terr *err);
 
+/* Where a host driver file goes in a session: a library into the
+ * multiarch directory that Debian's and Ubuntu's loader searches
+ * (FGPU_DRIVER_LIB_DIR, where the mock driver goes too), a program into
+ * /usr/bin, whatever the host's own path (RHEL-like hosts keep the driver
+ * in /usr/lib64, which those images' loader never searches). Writes the
+ * path into buf (n bytes); false when it does not fit. */
+bool gpu_driver_target(const char *host_path, char *buf, size_t n);
+
 #endif

@@ -410,6 +410,22 @@ TEST(parse_ldconfig_versioned_sonames)
 	free(out);
 }
 
+/* ---------- gpu_driver_target ---------- */
+
+TEST(driver_targets)
+{
+	char t[64];
+	CHECK(gpu_driver_target("/usr/lib64/libcuda.so.1", t, sizeof(t)));
+	CHECK_STR(t, "/usr/lib/x86_64-linux-gnu/libcuda.so.1");
+	CHECK(gpu_driver_target("/usr/lib/x86_64-linux-gnu/libnvidia-gpucomp.so.550.163.01", t, sizeof(t)));
+	CHECK_STR(t, "/usr/lib/x86_64-linux-gnu/libnvidia-gpucomp.so.550.163.01");
+	CHECK(gpu_driver_target("/usr/local/bin/nvidia-smi", t, sizeof(t)));
+	CHECK_STR(t, "/usr/bin/nvidia-smi");
+	CHECK(!gpu_driver_target("/usr/lib64/", t, sizeof(t)));
+	char small[16];
+	CHECK(!gpu_driver_target("/usr/lib64/libcuda.so.1", small, sizeof(small)));
+}
+
 int main(int argc, char **argv)
 {
 	(void)argc;
@@ -432,5 +448,6 @@ int main(int argc, char **argv)
 	RUN(filter_visible);
 	RUN(parse_ldconfig);
 	RUN(parse_ldconfig_versioned_sonames);
+	RUN(driver_targets);
 	return testlib_done();
 }
