@@ -15,7 +15,8 @@ e2e_setup
 
 # An environment of two versions for the launch dialog's pickers, labelled as the
 # recipes label theirs (docs/images.md, "Labels"), on the tests' busybox
-# file system: small, made here, kept for later runs like TEST_IMAGE.
+# file system: small, made here and removed when the test ends (after its
+# sessions, e2e_teardown), as make test's leftover check wants.
 UI_ML=tessera-ui-demo/pytorch
 ui_demo_image() {  # ui_demo_image REF LABEL...
 	local ref=$1; shift
@@ -35,6 +36,7 @@ ui_demo_image "$UI_ML:3.13-torch2.6" "${ML_LABELS[@]}" \
 # A CUDA build (tessera.cuda): the launcher marks its version "CUDA 12.4".
 ui_demo_image "$UI_ML:3.13-torch2.6-cuda12.4" "${ML_LABELS[@]/,mlflow-ui:preopen:5000/}" tessera.cuda=12.4 \
 	'tessera.frameworks="python=3.13.5,torch=2.6.0,scikit-learn=1.4.2,numpy=2.2.4,notebook=6.4.12"'
+E2E_IMAGES+=("$UI_ML:3.11-torch1.13" "$UI_ML:3.13-torch2.6" "$UI_ML:3.13-torch2.6-cuda12.4")
 check "the demo images are there" docker image inspect -f . "$UI_ML:3.11-torch1.13" "$UI_ML:3.13-torch2.6" \
 	"$UI_ML:3.13-torch2.6-cuda12.4" >/dev/null
 
