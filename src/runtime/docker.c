@@ -864,20 +864,28 @@ static json_t *label_filter(const char *key, const char *value)
 	return json_pack("{s:[s]}", "label", kv);
 }
 
+/* PREFIX followed by the URL-escaped filter on label KEY=VALUE: the path
+ * of a list call; NULL when out of memory. */
+static char *label_filter_path(const char *prefix, const char *key, const char *value)
+{
+	autojson json_t *filters = label_filter(key, value);
+	autofree char *fjson = filters ? json_dumps(filters, JSON_COMPACT) : NULL;
+	autofree char *ef = fjson ? url_escape(fjson, false) : NULL;
+	char *path = NULL;
+	if (!ef || asprintf(&path, "%s%s", prefix, ef) < 0)
+		return NULL;
+	return path;
+}
+
 static int docker_list(struct runtime *rt, const char *label_key,
 		       const char *label_value, struct rt_container_info **out,
 		       size_t *n, struct terr *err)
 {
 	*out = NULL;
 	*n = 0;
-	autojson json_t *filters = label_filter(label_key, label_value);
-	autofree char *fjson = filters ? json_dumps(filters, JSON_COMPACT) : NULL;
-	autofree char *ef = fjson ? url_escape(fjson, false) : NULL;
-	autofree char *path = NULL;
-	if (!ef || asprintf(&path, "/containers/json?all=1&filters=%s", ef) < 0) {
-		path = NULL;
+	autofree char *path = label_filter_path("/containers/json?all=1&filters=", label_key, label_value);
+	if (!path)
 		return terr_set(err, ENOMEM, "list containers: out of memory");
-	}
 	autojson json_t *arr = NULL;
 	int r = dk_call_json(rt, "GET", path, NULL, "list containers", &arr, err);
 	if (r < 0)
@@ -1890,14 +1898,9 @@ static int docker_network_list(struct runtime *rt, const char *label_key, const 
 {
 	*names = NULL;
 	*n = 0;
-	autojson json_t *filters = label_filter(label_key, label_value);
-	autofree char *fjson = filters ? json_dumps(filters, JSON_COMPACT) : NULL;
-	autofree char *ef = fjson ? url_escape(fjson, false) : NULL;
-	autofree char *path = NULL;
-	if (!ef || asprintf(&path, "/networks?filters=%s", ef) < 0) {
-		path = NULL;
+	autofree char *path = label_filter_path("/networks?filters=", label_key, label_value);
+	if (!path)
 		return terr_set(err, ENOMEM, "list networks: out of memory");
-	}
 	autojson json_t *arr = NULL;
 	int r = dk_call_json(rt, "GET", path, NULL, "list networks", &arr, err);
 	if (r < 0)
