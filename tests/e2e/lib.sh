@@ -139,7 +139,10 @@ e2e_setup() {
 	E2E_AGENT_ID=n-$E2E_RUN
 	e2e_sweep_networks
 	# The users' networks there before: any other one left empty at the
-	# end is this test's (tests run one at a time), removed by e2e_teardown.
+	# end is removed by e2e_teardown. It may be the network of a test
+	# running beside this one, between its sessions: that test's agent
+	# makes it again at its next start, as it would for an admin who
+	# pruned Docker's networks (tests/e2e/meson.build).
 	E2E_NETS_BEFORE=$(docker network ls -q --no-trunc --filter name=tessera-u- 2>/dev/null)
 	e2e_build_image
 	e2e_pg_setup

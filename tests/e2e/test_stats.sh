@@ -158,12 +158,14 @@ check "a negative idle timeout is refused ($out)" contains "$out" "idle_timeout_
 "$TESSERA" config set policy.default '{"idle_timeout_s": 2, "idle_cpu_pct": 5}' >/dev/null
 "$TESSERA" session create "$TEST_IMAGE" --name sleepy --cpu 0.5 --mem 32m --startup-command 'sleep 600' --wait >/dev/null
 check "sleepy RUNNING" wait_status sleepy RUNNING
-check "it shows its idle timeout" [ "$(jget sleepy idle.timeout_s)" == "2" ]
 check "an idle session is ended" wait_status sleepy TERMINATED
 info=$(jget sleepy status_info)
 check "saying why ($info)" contains "$info" "idle for 2 s: no app connection, no exec, CPU under 5 %"
 check "a busy one is not" [ "$(jget burn status)" == "RUNNING" ]
 check "and has no deadline ($(jget burn idle.deadline))" [ -z "$(jget burn idle.deadline)" ]
+# Shown on the busy one: the idle one may be gone by the time anything
+# reads it, 2 s after it started on a loaded machine.
+check "it shows the idle timeout ($(jget burn idle.timeout_s))" [ "$(jget burn idle.timeout_s)" == "2" ]
 "$TESSERA" config set policy.default '{}' >/dev/null
 "$TESSERA" session rm burn >/dev/null
 stop_server
