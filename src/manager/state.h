@@ -21,7 +21,7 @@
 #include "images/labels.h"
 #include "manager/approutes.h"
 #include "manager/link.h"
-#include "manager/usage_store.h"
+#include "manager/usage_store/usage_store.h"
 #include "manager/manager.h"
 #include "sched/sched.h"
 #include <stdatomic.h>
