@@ -12,11 +12,12 @@
  *    parsing alone). Goal: at most 0.1 % of a core per session at a 5 s
  *    period, i.e. 5 ms of CPU per session per sample.
  * 2. The manager's memory for one hour of history at 5 s of 1,000 sessions
- *    (manager/usage_store.c, the in-memory rings), as the store counts it
- *    and as the C library's heap grew. Goal: at most 64 MiB.
+ *    (manager/usage_store/usage_store.c, the in-memory rings), as the
+ *    store counts it and as the C library's heap grew. Goal: at most
+ *    64 MiB.
  *
- * 3. The same history in Redis (manager/usage_store_redis.c, production
- *    mode), on a redis-server started here (Debian's, a free port, a
+ * 3. The same history in Redis (manager/usage_store/usage_store_redis.c,
+ *    production mode), on a redis-server started here (Debian's, a free port, a
  *    temporary directory, nothing saved): the wall time of one agent
  *    round of 100 sessions pushed (one pipelined round trip), per session
  *    per sample, and the manager's CPU time in it, beside the memory
@@ -42,7 +43,7 @@
 #include "agent/stats.h"
 #include "common/redis.h"
 #include "common/util.h"
-#include "manager/usage_store.h"
+#include "manager/usage_store/usage_store.h"
 
 /* The memory store's push, in µs, for the Redis section to show beside
  * its own (1 GPU). */

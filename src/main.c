@@ -1,10 +1,12 @@
 /* tessera: one binary, one command table. main() only parses the verb and
- * dispatches; every verb lives in its component (cli/, manager/, agent/). */
+ * dispatches; every verb lives in its component (cli/ the client's,
+ * daemons/ the daemons'). */
 #include <stdio.h>
 #include <string.h>
 
 #include "cli/cli.h"
 #include "common/httpc.h"
+#include "daemons/daemons.h"
 
 struct command {
 	const char *name;

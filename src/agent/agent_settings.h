@@ -1,5 +1,5 @@
 /* The agent's settings, defined once. agent.conf (`tessera agent`) and the
- * flags of `tessera server` (src/cli/daemons.c) are both read through this
+ * flags of `tessera server` (src/daemons/) are both read through this
  * table, so a setting has one name, one default, one range and one
  * validation wherever it is given. A flag is the key with '-' for '_'
  * (`gpu_usage_interval_ms` -> `--gpu-usage-interval-ms`); `id` keeps the

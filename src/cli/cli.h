@@ -39,13 +39,6 @@ char *cli_session_path(const char *ref, const char *owner, const char *suffix);
 int cmd_node_drain(int argc, char **argv);
 int cmd_node_undrain(int argc, char **argv);
 
-/* Daemons (cli/daemons.c): parse options, then run manager/agent code. */
-int cmd_server(int argc, char **argv);
-int cmd_manager(int argc, char **argv);
-int cmd_agent(int argc, char **argv);
-int cmd_webserver(int argc, char **argv);
-int cmd_wsproxy(int argc, char **argv);
-
 /* ---- nouns and their verbs (cli.c) ---- */
 
 /* One verb of a noun: `tessera session create ...`. */

@@ -1,5 +1,5 @@
 /* `tessera image build RECIPE...`: images from recipes, on this machine
- * (images/build.h). Progress goes to stderr, one line updated in place on
+ * (imagebuild/build.h). Progress goes to stderr, one line updated in place on
  * a terminal, a line per step otherwise (logs, make); the result of each
  * recipe goes to stdout. */
 #include <getopt.h>
@@ -11,8 +11,8 @@
 #include "cli/client.h"
 #include "common/conf.h"
 #include "common/units.h"
-#include "images/build.h"
-#include "images/recipe.h"
+#include "imagebuild/build.h"
+#include "imagebuild/recipe.h"
 
 #define IMAGE_BUILD_USAGE \
 	"usage: tessera image build [options] RECIPE...\n" \

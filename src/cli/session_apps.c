@@ -20,7 +20,7 @@
 #include "cli/cli.h"
 #include "cli/client.h"
 #include "cli/table.h"
-#include "cli/wsconn.h"
+#include "common/wsconn.h"
 
 #define OWNER_HELP \
 	"  --owner EMAIL   NAME is a session of this user (admins): a name is\n" \

@@ -22,7 +22,7 @@
 #include "common/log.h"
 #include "common/sign.h"
 #include "common/util.h"
-#include "manager/internal.h"
+#include "manager/http/internal.h"
 #include "manager/state.h"
 #include "store/migrate.h"
 

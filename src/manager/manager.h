@@ -4,11 +4,16 @@
 #ifndef TESSERA_MANAGER_MANAGER_H
 #define TESSERA_MANAGER_MANAGER_H
 
-#include "agent/agent.h"
+#include <jansson.h>
+
 #include "common/err.h"
 #include "store/store.h"
 
 struct manager;
+/* The in-process agent of manager_attach_local_agent (agent/agent.h):
+ * declared, not included, so what includes this header (the daemons, the
+ * CLI's admin verbs, tests) does not take in the agent's interface. */
+struct agent;
 
 struct manager_config {
 	const char *data_dir;          /* holds tessera.db and admin.conf */

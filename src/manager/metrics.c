@@ -7,7 +7,7 @@
 
 #include "common/metrics.h"
 #include "common/util.h"
-#include "manager/internal.h"
+#include "manager/http/internal.h"
 #include "manager/state.h"
 
 /* Seconds: API requests answer in milliseconds, a few take seconds (a

@@ -1,8 +1,8 @@
 /* The manager's state: the one struct and the records it keeps, private to
  * the files that hold the state (manager.c, sessions.c, agents.c, users.c,
  * settings.c, scheduler.c, dispatch.c) and to white-box tests and the
- * scheduler benchmark. The HTTP layer (api.c, api_users.c) does not include
- * it: it goes through core.h. Everything here is guarded by manager.mu, and
+ * scheduler benchmark. The HTTP layer (http/) does not include it: it goes
+ * through core.h. Everything here is guarded by manager.mu, and
  * every function declared here is called with mu held unless it says
  * otherwise. */
 #ifndef TESSERA_MANAGER_STATE_H
@@ -21,11 +21,9 @@
 #include "images/labels.h"
 #include "manager/approutes.h"
 #include "manager/link.h"
-#include "manager/usage_store.h"
+#include "manager/usage_store/usage_store.h"
 #include "manager/manager.h"
 #include "sched/sched.h"
-#include <stdatomic.h>
-
 #include "store/store.h"
 
 #define MGR_MAX_GPUS 16

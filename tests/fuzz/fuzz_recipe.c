@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "images/recipe.h"
+#include "imagebuild/recipe.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,5 +1,5 @@
 /* Fuzz target: what the CLI's session shell reads from the app proxy and
- * the runner (src/cli/wsconn.h). The first byte picks the parser:
+ * the runner (src/common/wsconn.h). The first byte picks the parser:
  *   0: a stream of server frames, fed in pieces (the second byte sets the
  *      piece size) to the message reader;
  *   1: an HTTP answer's head and body: the upgrade check, the setup's
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/wsconn.h"
+#include "common/wsconn.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,9 +1,9 @@
-/* manager/usage_store.c, the in-memory usage history: a ring per session
- * that keeps retention / period samples, oldest first, read since a time;
+/* manager/usage_store/usage_store.c, the in-memory usage history: a ring
+ * per session that keeps retention / period samples, oldest first, read since a time;
  * repeats and older samples ignored; GPUs' figures with an unknown
  * utilisation; a session whose devices changed starts again; expiry,
  * drop, and the memory it reports. */
-#include "manager/usage_store.h"
+#include "manager/usage_store/usage_store.h"
 #include "testlib.h"
 
 #include <stdlib.h>

@@ -1,5 +1,5 @@
-/* manager/usage_store_redis.c, the usage history in Redis, against a real
- * redis-server (Debian's, started here on a free port in a temporary
+/* manager/usage_store/usage_store_redis.c, the usage history in Redis,
+ * against a real redis-server (Debian's, started here on a free port in a temporary
  * directory, nothing saved): the packed text both ways (odd UUIDs, unknown
  * utilisation, text that is no sample); push, since, last; the list
  * trimmed to retention / period and expiring after the retention; a round
@@ -21,7 +21,7 @@
 
 #include "common/redis.h"
 #include "common/util.h"
-#include "manager/usage_store.h"
+#include "manager/usage_store/usage_store.h"
 #include "testlib.h"
 
 static int free_port(void)

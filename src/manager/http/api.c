@@ -16,7 +16,7 @@
 #include "common/units.h"
 #include "common/util.h"
 #include "manager/approutes.h"
-#include "manager/internal.h"
+#include "manager/http/internal.h"
 #include "manager/validate.h"
 
 /* Who may call a route. AUTH_PUBLIC routes (password login) check their

@@ -1,5 +1,5 @@
-/* Recipes (images/recipe.h): the format, its errors with their lines, the
- * defaults, the hash; the labels and mirrors of images/build.h. The
+/* Recipes (imagebuild/recipe.h): the format, its errors with their lines, the
+ * defaults, the hash; the labels and mirrors of imagebuild/build.h. The
  * recipes of images/ are read too, so a broken one fails here first. */
 #include <glob.h>
 #include <stdbool.h>
@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "images/build.h"
+#include "imagebuild/build.h"
 #include "images/labels.h"
-#include "images/recipe.h"
+#include "imagebuild/recipe.h"
 #include "testlib.h"
 
 #ifndef SOURCE_ROOT

@@ -3,15 +3,15 @@
  * packages in a chroot, the user `work`, the recipe's run steps, cleaning,
  * then `tar | docker import` with the labels. Needs root and the docker
  * CLI; the caller is the `tessera image build` verb. */
-#ifndef TESSERA_IMAGES_BUILD_H
-#define TESSERA_IMAGES_BUILD_H
+#ifndef TESSERA_IMAGEBUILD_BUILD_H
+#define TESSERA_IMAGEBUILD_BUILD_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "common/err.h"
-#include "images/recipe.h"
+#include "imagebuild/recipe.h"
 
 /* The stages, in order: one list for the enum, the names the progress
  * shows, and docs/images.md. */

@@ -4,7 +4,7 @@
  * a percent), a GPU's utilisation in hundredths of a percent in 16 bits,
  * the device UUIDs and limits once per ring, not per sample. An hour at
  * 5 s of 1,000 sessions is about 40 MB (bench/usage_bench.c measures it). */
-#include "manager/usage_store.h"
+#include "manager/usage_store/usage_store.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -1,5 +1,5 @@
 /* WebSocket client connection and the proxy's setup GET (wsconn.h). */
-#include "cli/wsconn.h"
+#include "common/wsconn.h"
 
 #include <ctype.h>
 #include <fcntl.h>

@@ -1,8 +1,8 @@
-/* Image recipes (images/recipe.h). Hand-written like common/conf.c: the
+/* Image recipes (imagebuild/recipe.h). Hand-written like common/conf.c: the
  * grammar is a few lines (key = value, indented continuation lines) and
  * the checks are specific to Docker names, Debian packages and Backend.AI's
  * label formats, which no library knows. */
-#include "images/recipe.h"
+#include "imagebuild/recipe.h"
 
 #include <ctype.h>
 #include <stdarg.h>

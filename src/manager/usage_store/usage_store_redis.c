@@ -29,7 +29,7 @@
  * and answer from memory alone while Redis does not answer. A sample
  * written twice (a pipeline cut in the middle, then written again) is
  * read once: times grow along a history. */
-#include "manager/usage_store.h"
+#include "manager/usage_store/usage_store.h"
 
 #include <errno.h>
 #include <stdatomic.h>

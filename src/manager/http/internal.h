@@ -4,8 +4,8 @@
  * handlers only translate: parse and validate the request, call the core
  * (core.h), answer its JSON or its error. They never see struct manager's
  * fields nor take its lock. */
-#ifndef TESSERA_MANAGER_INTERNAL_H
-#define TESSERA_MANAGER_INTERNAL_H
+#ifndef TESSERA_MANAGER_HTTP_INTERNAL_H
+#define TESSERA_MANAGER_HTTP_INTERNAL_H
 
 #include <stdbool.h>
 

@@ -1,11 +1,11 @@
-/* Building images from recipes (images/build.h). The work is done by
+/* Building images from recipes (imagebuild/build.h). The work is done by
  * Debian's own tools, run as child processes: debootstrap, apt-get and
  * dpkg-query in a chroot, tar and the docker CLI. This file sequences
  * them, reads their output for the progress, and cleans up. The image is
  * handed to Docker with `docker import` rather than the Engine API: the
  * root filesystem is gigabytes, and the project's HTTP client sends
  * bodies from memory only. */
-#include "images/build.h"
+#include "imagebuild/build.h"
 
 #include <ctype.h>
 #include <dirent.h>

@@ -5,7 +5,7 @@
 
 #include "common/jsonutil.h"
 #include "common/units.h"
-#include "manager/internal.h"
+#include "manager/http/internal.h"
 #include "manager/validate.h"
 
 static const struct user_rec *caller(struct httpd_req *req)

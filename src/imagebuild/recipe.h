@@ -15,8 +15,8 @@
  * `run`, `debconf` and `site-file` may appear more than once (every other
  * key once). Errors name
  * the file and the line: "images/x.recipe:7: unknown key 'pakages'". */
-#ifndef TESSERA_IMAGES_RECIPE_H
-#define TESSERA_IMAGES_RECIPE_H
+#ifndef TESSERA_IMAGEBUILD_RECIPE_H
+#define TESSERA_IMAGEBUILD_RECIPE_H
 
 #include <stddef.h>
 

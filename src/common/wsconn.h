@@ -8,10 +8,10 @@
  * the distributions we build on. Frames come from common/ws.h.
  *
  * The pure pieces (URL, request, response head, frame reader, frame
- * encoding) take buffers and touch no socket, so tests/cli/test_wsconn.c
+ * encoding) take buffers and touch no socket, so tests/common/test_wsconn.c
  * checks them byte for byte; wsconn_open / wsconn_http_get do the I/O. */
-#ifndef TESSERA_CLI_WSCONN_H
-#define TESSERA_CLI_WSCONN_H
+#ifndef TESSERA_COMMON_WSCONN_H
+#define TESSERA_COMMON_WSCONN_H
 
 #include <stdbool.h>
 #include <stddef.h>

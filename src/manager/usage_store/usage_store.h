@@ -13,8 +13,8 @@
  *
  * Ownership: samples are copied in and out; *out of since is malloc'd,
  * the caller frees it. */
-#ifndef TESSERA_MANAGER_USAGE_STORE_H
-#define TESSERA_MANAGER_USAGE_STORE_H
+#ifndef TESSERA_MANAGER_USAGE_STORE_USAGE_STORE_H
+#define TESSERA_MANAGER_USAGE_STORE_USAGE_STORE_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,4 +1,4 @@
-/* The CLI's WebSocket client (src/cli/wsconn.c): URLs, the handshake
+/* The CLI's WebSocket client (src/common/wsconn.c): URLs, the handshake
  * request and the check of its answer (a good and a bad accept key),
  * messages read from bytes (fragmented, with control frames between the
  * fragments, fed a byte at a time), frames it sends as a server reads
@@ -12,7 +12,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "cli/wsconn.h"
+#include "common/wsconn.h"
 #include "common/ws.h"
 #include "testlib.h"
 

@@ -11,7 +11,7 @@
 
 #include "common/jsonutil.h"
 #include "folders/fspath.h"
-#include "manager/internal.h"
+#include "manager/http/internal.h"
 #include "manager/state.h"
 
 /* The sessions' work user: files made through the API are theirs. */
