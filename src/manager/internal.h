@@ -19,6 +19,12 @@ struct auth_info {
 	struct user_rec user;         /* copy; valid when !cluster */
 };
 
+/* The authenticated user of a request from a user (not an agent). */
+static inline const struct user_rec *caller(struct httpd_req *req)
+{
+	return &((struct auth_info *)req->auth)->user;
+}
+
 /* ---- api.c ---- */
 extern const struct httpd_route manager_routes[];
 extern const size_t manager_n_routes;
@@ -27,6 +33,9 @@ int api_authenticate(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
 /* The request's body (jsonutil_parse_body), new reference; NULL after
  * answering 400. */
 json_t *api_parse_body(struct httpd_req *req, struct httpd_resp *resp);
+/* EINVAL unless body is a JSON object whose every field is one of known
+ * (NULL-terminated); list names them for the error. */
+int api_check_fields(json_t *body, const char *const *known, const char *list, struct terr *err);
 
 /* ---- api_users.c: password login and users admin (docs/api.md) ---- */
 void api_auth_login(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
