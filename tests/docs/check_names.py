@@ -12,12 +12,13 @@ split at white space for the first three kinds, so `pgcluster.sh run` and
 - a path: a word with a '/', made of [A-Za-z0-9_.+-/] only, whose first
   part is a folder at the top of the tree (`src/agent/agent.c`,
   `tests/e2e/`, `configs/systemd/`) or a folder of src/ (`common/err.c`,
-  `store/store.h`): it exists, as a file or a folder, there. Other
+  `store/store.h`): it exists, as a file or a folder, there (or as a
+  module: `common/err` for err.c and err.h). Other
   paths (`/etc/...`, `build/...`, `mock/`, `text/event-stream`) are the
   running system's, the build's or relative to what the text says, and
   are left alone.
 - a file name: a word without '/' ending in a source extension (.c .h .sh
-  .py .ts .map .sql .md .html .recipe): some file of that name is in the
+  .py .ts .map .md .html .recipe): some file of that name is in the
   tree (outside build folders).
 - a function: `name()`: name is called or defined in src/'s C code
   (comments left out), so the C library's `poll()` passes and a name
@@ -36,6 +37,14 @@ split at white space for the first three kinds, so `pgcluster.sh run` and
   names below.
 
 A failure prints PAGE:LINE, the span and which name is missing where.
+
+A page with the sentence "Includes go one way: ..." (architecture.md's
+source layout) also has it checked against the #include lines of src/:
+its clauses, split at ';', are "`a`, `b` → `x`, `y` (why)" (names in
+parentheses are the why, not folders), "`a` and every other component but
+`b` → `x`" and "the static `a` includes only `x/...`"; each folder of src/
+that includes another's header must be said to, and what is said must be
+so.
 """
 import os
 import re
@@ -192,6 +201,60 @@ def problems(tree, span):
     return out
 
 
+def include_graph(root):
+    """{folder of src/: the other folders of src/ its files include}"""
+    src = os.path.join(root, 'src')
+    comps = sorted(x for x in os.listdir(src) if os.path.isdir(os.path.join(src, x)))
+    graph = {c: set() for c in comps}
+    for c in comps:
+        for path in tree_files(os.path.join(src, c)):
+            if path.endswith(('.c', '.h')):
+                for m in re.finditer(r'^\s*#\s*include\s+"([A-Za-z0-9_]+)/', read(path), re.M):
+                    if m.group(1) in graph and m.group(1) != c:
+                        graph[c].add(m.group(1))
+    return graph
+
+
+def include_sentence_problems(text, graph):
+    """What the "Includes go one way" sentence says that the includes do not
+    do, and the reverse: (offset, message) pairs."""
+    m = re.search(r'Includes go one way:(.*?\.)(\s*\n\s*\n|\s*$)', text, re.S)
+    if not m:
+        return []
+    said = {c: set() for c in graph}
+    out = []
+    off = m.start()
+    for clause in m.group(1).rstrip('.').split(';'):
+        flat = ' '.join(clause.split())
+        bare = re.sub(r'\([^()]*\)', '', flat)  # the why in parentheses
+        only = re.match(r'^\s*the static `(\w+)` includes only (.*)$', bare)
+        if only:
+            lhs, rhs = [only.group(1)], [n.split('/')[0] for n in re.findall(r'`([^`]+)`', only.group(2))]
+        elif '→' in bare:
+            left, right = bare.split('→', 1)
+            lhs = re.findall(r'`(\w+)`', left)
+            rhs = re.findall(r'`(\w+)`', right)
+            but = re.search(r'every other component but (.*)$', left)
+            if but:
+                named = re.findall(r'`(\w+)`', but.group(1))
+                lhs = [c for c in graph if c not in named]
+        else:
+            out.append((off, 'cannot read the clause "%s" (its form is in tests/docs/check_names.py)' % flat))
+            continue
+        for name in lhs + rhs:
+            if name not in graph:
+                out.append((off, 'the clause "%s" names %s, not a folder of src/' % (flat, name)))
+        for a in lhs:
+            said.setdefault(a, set()).update(r for r in rhs if r != a)
+    for c in sorted(graph):
+        for d in sorted(graph[c] - said.get(c, set())):
+            out.append((off, '%s includes %s, which the sentence does not say' % (c, d)))
+        for d in sorted(said.get(c, set()) - graph[c]):
+            if d in graph:
+                out.append((off, 'the sentence says %s includes %s; none of its files does' % (c, d)))
+    return out
+
+
 def main():
     if len(sys.argv) < 3:
         sys.exit(__doc__)
@@ -206,12 +269,14 @@ def main():
                 line = text.count('\n', 0, off) + 1
                 print('%s:%d: `%s`: %s' % (page, line, ' '.join(span.split()), p))
                 failed += 1
+        for off, p in include_sentence_problems(text, include_graph(root)):
+            print('%s:%d: "Includes go one way": %s' % (page, text.count('\n', 0, off) + 1, p))
+            failed += 1
     if failed:
-        print('%d name(s) in backticks not found in the tree (tests/docs/check_names.py says how each kind '
-              'is recognised): correct the page, or the check where it takes a name for what it is not'
-              % failed)
+        print('%d problem(s) (tests/docs/check_names.py says how each kind of name is recognised): correct '
+              'the page, or the check where it takes a name for what it is not' % failed)
         return 1
-    print('%d backticked spans of %s checked' % (checked, ', '.join(sys.argv[2:])))
+    print('%d backticked spans of %s checked, and which folder includes which' % (checked, ', '.join(sys.argv[2:])))
     return 0
 
 
