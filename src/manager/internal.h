@@ -1,6 +1,7 @@
 /* The manager's HTTP layer, shared by api.c (the route table,
- * authentication, sessions, nodes, settings, events, agents) and
- * api_users.c (password login, users), and given to manager_serve. The
+ * authentication, sessions, nodes, settings, events, agents),
+ * api_users.c (password login, users), api_folders.c and api_files.c
+ * (folders and their files), and given to manager_serve. The
  * handlers only translate: parse and validate the request, call the core
  * (core.h), answer its JSON or its error. They never see struct manager's
  * fields nor take its lock. */
