@@ -209,6 +209,37 @@ sys.exit("no free port range")
 PY
 }
 
+# A free TCP port on ADDRESS (127.0.0.1 unless given).
+free_port() {  # free_port [ADDRESS]
+	python3 -c 'import socket,sys; s=socket.socket(); s.bind((sys.argv[1],0)); print(s.getsockname()[1])' "${1:-127.0.0.1}"
+}
+
+# Config files of a manager and agents started as separate daemons
+# (e2e_manager_conf, e2e_agent_conf): the lines every such test writes,
+# then the test's own settings, each KEY=VALUE argument as a "KEY = VALUE"
+# line (the value may hold '=' and spaces), in the order given.
+e2e_conf_lines() {  # e2e_conf_lines KEY=VALUE...
+	local kv
+	for kv in "$@"; do
+		[[ $kv == *=* ]] || { echo "e2e_conf_lines: '$kv' is not KEY=VALUE" >&2; return 1; }
+		printf '%s = %s\n' "${kv%%=*}" "${kv#*=}"
+	done
+}
+# A manager listening on 127.0.0.1:PORT, its data in DATA_DIR.
+e2e_manager_conf() {  # e2e_manager_conf FILE PORT SECRET DATA_DIR [KEY=VALUE...]
+	local file=$1 port=$2 secret=$3 data=$4
+	shift 4
+	e2e_conf_lines "listen=127.0.0.1:$port" "data_dir=$data" "cluster_secret=$secret" "$@" >"$file"
+}
+# Agent ID listening and advertised on 127.0.0.1:PORT, registering with
+# the manager on 127.0.0.1:MANAGER_PORT, its data in DATA_DIR.
+e2e_agent_conf() {  # e2e_agent_conf FILE ID MANAGER_PORT PORT SECRET DATA_DIR [KEY=VALUE...]
+	local file=$1 id=$2 mport=$3 port=$4 secret=$5 data=$6
+	shift 6
+	e2e_conf_lines "id=$id" "manager=http://127.0.0.1:$mport" "cluster_secret=$secret" \
+		"listen=127.0.0.1:$port" "advertise_url=http://127.0.0.1:$port" "data_dir=$data" "$@" >"$file"
+}
+
 # Starts `tessera server` on a free port; waits for admin.conf (with web_url).
 # Unless the arguments name --app-ports, its app proxy gets 8 free ports
 # (e2e_free_port_range): parallel tests must not all ask for the default

@@ -4,26 +4,12 @@
 # with its sessions LOST meanwhile and re-adopted.
 . "$(dirname "$0")/lib.sh"
 e2e_setup
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 mport=$(free_port); aport=$(free_port)
 secret=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
-cat >"$E2E_DIR/manager.conf" <<CONF
-listen = 127.0.0.1:$mport
-data_dir = $E2E_DIR/mdata
-cluster_secret = $secret
-heartbeat_interval_ms = 300
-lost_after_heartbeats = 3
-CONF
-cat >"$E2E_DIR/agent.conf" <<CONF
-id = $E2E_AGENT_ID
-manager = http://127.0.0.1:$mport
-cluster_secret = $secret
-listen = 127.0.0.1:$aport
-advertise_url = http://127.0.0.1:$aport
-data_dir = $E2E_DIR/agent-data
-cpu = 2
-mem = 1GiB
-CONF
+e2e_manager_conf "$E2E_DIR/manager.conf" "$mport" "$secret" "$E2E_DIR/mdata" \
+	heartbeat_interval_ms=300 lost_after_heartbeats=3
+e2e_agent_conf "$E2E_DIR/agent.conf" "$E2E_AGENT_ID" "$mport" "$aport" "$secret" "$E2E_DIR/agent-data" \
+	cpu=2 mem=1GiB
 # Another installation's container with this agent's id (tessera.cluster
 # tells them apart): the agent, registering the first time, lists it before
 # it knows its cluster; the manager must leave it out.

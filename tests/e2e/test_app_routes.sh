@@ -11,7 +11,6 @@
 # and keeps the open routes and the links not yet used.
 . "$(dirname "$0")/lib.sh"
 e2e_setup
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 mport=$(free_port); aport=$(free_port)
 secret=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
 APPS_IMAGE=tessera-test-apps:e2e-2
@@ -21,24 +20,10 @@ if ! docker image inspect "$APPS_IMAGE" >/dev/null 2>&1; then
 	printf 'FROM %s\nLABEL ai.backend.service-ports="ipython:pty:3000,jupyter:http:8081,vscode:http:[8180,8181],mlflow-ui:preopen:5000"\n' "$TEST_IMAGE" |
 		docker build -q -t "$APPS_IMAGE" - >/dev/null 2>&1
 fi
-cat >"$E2E_DIR/manager.conf" <<CONF
-listen = 127.0.0.1:$mport
-data_dir = $E2E_DIR/mdata
-cluster_secret = $secret
-heartbeat_interval_ms = 300
-wsproxy_url = http://127.0.0.1
-wsproxy_port_range = 10205-10206
-CONF
-cat >"$E2E_DIR/agent.conf" <<CONF
-id = $E2E_AGENT_ID
-manager = http://127.0.0.1:$mport
-cluster_secret = $secret
-listen = 127.0.0.1:$aport
-advertise_url = http://127.0.0.1:$aport
-data_dir = $E2E_DIR/adata
-cpu = 2
-mem = 1GiB
-CONF
+e2e_manager_conf "$E2E_DIR/manager.conf" "$mport" "$secret" "$E2E_DIR/mdata" \
+	heartbeat_interval_ms=300 wsproxy_url=http://127.0.0.1 wsproxy_port_range=10205-10206
+e2e_agent_conf "$E2E_DIR/agent.conf" "$E2E_AGENT_ID" "$mport" "$aport" "$secret" "$E2E_DIR/adata" \
+	cpu=2 mem=1GiB
 start_manager() {
 	"$TESSERA" manager --config "$E2E_DIR/manager.conf" >>"$E2E_DIR/manager.log" 2>&1 &
 	MPID=$!; E2E_PIDS+=("$MPID")

@@ -15,7 +15,6 @@ if [[ ! -x $PGBIN/initdb ]] || ! id postgres >/dev/null 2>&1; then
 	echo "SKIP: Debian's postgresql-15 (and its postgres user) is not installed"
 	exit 77
 fi
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 PGPORT=$(free_port)
 PGDIR=$E2E_DIR/pg
 mkdir -p "$PGDIR"

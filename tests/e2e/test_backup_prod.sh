@@ -9,7 +9,6 @@
 TESSERA_TEST_STORE=postgresql
 . "$(dirname "$0")/lib.sh"
 e2e_setup
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 PSQL=${PGBIN:-/usr/lib/postgresql/15/bin}/psql
 DBNAME=backup_$$
 "$PSQL" -qAtX -d "$TESSERA_TEST_PG/postgres" -c "CREATE DATABASE $DBNAME" >/dev/null ||
@@ -29,25 +28,10 @@ check "etcd is up" etcdctl_ endpoint health
 
 secret=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
 mport=$(free_port); aport=$(free_port)
-cat >"$E2E_DIR/manager.conf" <<CONF
-listen = 127.0.0.1:$mport
-data_dir = $E2E_DIR/mdata
-cluster_secret = $secret
-heartbeat_interval_ms = 300
-store = $DB
-etcd = $ETCD
-CONF
-cat >"$E2E_DIR/agent.conf" <<CONF
-id = $E2E_AGENT_ID
-manager = http://127.0.0.1:$mport
-cluster_secret = $secret
-listen = 127.0.0.1:$aport
-advertise_url = http://127.0.0.1:$aport
-data_dir = $E2E_DIR/agent-data
-cpu = 2
-mem = 1GiB
-etcd = $ETCD
-CONF
+e2e_manager_conf "$E2E_DIR/manager.conf" "$mport" "$secret" "$E2E_DIR/mdata" \
+	heartbeat_interval_ms=300 "store=$DB" "etcd=$ETCD"
+e2e_agent_conf "$E2E_DIR/agent.conf" "$E2E_AGENT_ID" "$mport" "$aport" "$secret" "$E2E_DIR/agent-data" \
+	cpu=2 mem=1GiB "etcd=$ETCD"
 start_manager() {
 	"$TESSERA" manager --config "$E2E_DIR/manager.conf" >>"$E2E_DIR/manager.log" 2>&1 &
 	MPID=$!

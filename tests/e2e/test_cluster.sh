@@ -53,7 +53,6 @@ fi
 # TESSERA_TEST_PG names, and e2e_teardown stops it.
 e2e_setup
 e2e_build_glibc_image
-free_port() { python3 -c 'import socket,sys; s=socket.socket(); s.bind((sys.argv[1],0)); print(s.getsockname()[1])' "${1:-127.0.0.1}"; }
 secret=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
 
 MANAGER_EXTRA=()

@@ -13,7 +13,6 @@ if [[ ! -x $REGISTRY_BIN ]]; then
 	e2e_done
 	exit 77
 fi
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 mport=$(free_port); aport=$(free_port); rport=$(free_port)
 secret=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
 mkdir -p "$E2E_DIR/registry"
@@ -29,22 +28,10 @@ http:
 CONF
 "$REGISTRY_BIN" serve "$E2E_DIR/registry/config.yml" >>"$E2E_DIR/registry.log" 2>&1 &
 E2E_PIDS+=("$!")
-cat >"$E2E_DIR/manager.conf" <<CONF
-listen = 127.0.0.1:$mport
-data_dir = $E2E_DIR/mdata
-cluster_secret = $secret
-registry_url = http://127.0.0.1:$rport
-CONF
-cat >"$E2E_DIR/agent.conf" <<CONF
-id = $E2E_AGENT_ID
-manager = http://127.0.0.1:$mport
-cluster_secret = $secret
-listen = 127.0.0.1:$aport
-advertise_url = http://127.0.0.1:$aport
-data_dir = $E2E_DIR/agent-data
-cpu = 2
-mem = 1GiB
-CONF
+e2e_manager_conf "$E2E_DIR/manager.conf" "$mport" "$secret" "$E2E_DIR/mdata" \
+	"registry_url=http://127.0.0.1:$rport"
+e2e_agent_conf "$E2E_DIR/agent.conf" "$E2E_AGENT_ID" "$mport" "$aport" "$secret" "$E2E_DIR/agent-data" \
+	cpu=2 mem=1GiB
 "$TESSERA" manager --config "$E2E_DIR/manager.conf" >>"$E2E_DIR/manager.log" 2>&1 &
 E2E_PIDS+=("$!")
 "$TESSERA" agent --config "$E2E_DIR/agent.conf" >>"$E2E_DIR/agent.log" 2>&1 &

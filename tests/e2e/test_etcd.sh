@@ -8,7 +8,6 @@
 # settings from and back into etcd.
 . "$(dirname "$0")/lib.sh"
 e2e_setup
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 cport=$(free_port); pport=$(free_port)
 ETCD=http://127.0.0.1:$cport
 export ETCDCTL_API=3
@@ -27,30 +26,16 @@ secret=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
 m1=$(free_port); m2=$(free_port); a1=$(free_port); a2=$(free_port)
 for m in 1 2; do
 	port=m$m
-	cat >"$E2E_DIR/manager$m.conf" <<CONF
-listen = 127.0.0.1:${!port}
-data_dir = $E2E_DIR/mdata$m
-cluster_secret = $secret
-heartbeat_interval_ms = 300
-etcd = $ETCD
-CONF
+	e2e_manager_conf "$E2E_DIR/manager$m.conf" "${!port}" "$secret" "$E2E_DIR/mdata$m" \
+		heartbeat_interval_ms=300 "etcd=$ETCD"
 	"$TESSERA" manager --config "$E2E_DIR/manager$m.conf" >>"$E2E_DIR/manager$m.log" 2>&1 &
 	E2E_PIDS+=("$!")
 	[[ $m == 1 ]] && M1PID=$!
 done
 for a in 1 2; do
 	port=a$a
-	cat >"$E2E_DIR/agent$a.conf" <<CONF
-id = $E2E_AGENT_ID-$a
-manager = http://127.0.0.1:$m1
-cluster_secret = $secret
-listen = 127.0.0.1:${!port}
-advertise_url = http://127.0.0.1:${!port}
-data_dir = $E2E_DIR/agent-data-$a
-cpu = 1
-mem = 512MiB
-etcd = $ETCD
-CONF
+	e2e_agent_conf "$E2E_DIR/agent$a.conf" "$E2E_AGENT_ID-$a" "$m1" "${!port}" "$secret" "$E2E_DIR/agent-data-$a" \
+		cpu=1 mem=512MiB "etcd=$ETCD"
 	"$TESSERA" agent --config "$E2E_DIR/agent$a.conf" >>"$E2E_DIR/agent$a.log" 2>&1 &
 	E2E_PIDS+=("$!")
 done

@@ -9,7 +9,6 @@
 # carries the keys.
 . "$(dirname "$0")/lib.sh"
 e2e_setup
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 cport=$(free_port); pport=$(free_port)
 ETCD=http://127.0.0.1:$cport
 export ETCDCTL_API=3
@@ -25,14 +24,8 @@ secret=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
 m1=$(free_port); m2=$(free_port)
 for m in 1 2; do
 	port=m$m
-	cat >"$E2E_DIR/manager$m.conf" <<CONF
-listen = 127.0.0.1:${!port}
-data_dir = $E2E_DIR/mdata$m
-cluster_secret = $secret
-etcd = $ETCD
-storage_hosts = local:$E2E_DIR/shared/folders
-registry_url = http://127.0.0.1:5000
-CONF
+	e2e_manager_conf "$E2E_DIR/manager$m.conf" "${!port}" "$secret" "$E2E_DIR/mdata$m" \
+		"etcd=$ETCD" "storage_hosts=local:$E2E_DIR/shared/folders" registry_url=http://127.0.0.1:5000
 	"$TESSERA" manager --config "$E2E_DIR/manager$m.conf" >>"$E2E_DIR/manager$m.log" 2>&1 &
 	E2E_PIDS+=("$!")
 done

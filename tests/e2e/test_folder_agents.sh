@@ -6,17 +6,11 @@
 # the other way round); the files are the work user's on the storage host.
 . "$(dirname "$0")/lib.sh"
 e2e_setup
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 mport=$(free_port)
 secret=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
 SHARED=$E2E_DIR/shared/folders
-cat >"$E2E_DIR/manager.conf" <<CONF
-listen = 127.0.0.1:$mport
-data_dir = $E2E_DIR/mdata
-cluster_secret = $secret
-heartbeat_interval_ms = 300
-storage_hosts = nfs:$SHARED
-CONF
+e2e_manager_conf "$E2E_DIR/manager.conf" "$mport" "$secret" "$E2E_DIR/mdata" \
+	heartbeat_interval_ms=300 "storage_hosts=nfs:$SHARED"
 "$TESSERA" manager --config "$E2E_DIR/manager.conf" >>"$E2E_DIR/manager.log" 2>&1 &
 E2E_PIDS+=("$!")
 A1=$E2E_AGENT_ID-a
@@ -32,17 +26,8 @@ e2e_cleanup_containers() {
 # One CPU each: two sessions of one CPU land on different agents.
 for a in "$A1" "$A2"; do
 	port=$(free_port)
-	cat >"$E2E_DIR/$a.conf" <<CONF
-id = $a
-manager = http://127.0.0.1:$mport
-cluster_secret = $secret
-listen = 127.0.0.1:$port
-advertise_url = http://127.0.0.1:$port
-data_dir = $E2E_DIR/$a
-cpu = 1
-mem = 1GiB
-storage_hosts = nfs:$SHARED
-CONF
+	e2e_agent_conf "$E2E_DIR/$a.conf" "$a" "$mport" "$port" "$secret" "$E2E_DIR/$a" \
+		cpu=1 mem=1GiB "storage_hosts=nfs:$SHARED"
 	"$TESSERA" agent --config "$E2E_DIR/$a.conf" >>"$E2E_DIR/$a.log" 2>&1 &
 	E2E_PIDS+=("$!")
 done

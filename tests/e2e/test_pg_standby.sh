@@ -10,32 +10,17 @@
 TESSERA_TEST_STORE=postgresql
 . "$(dirname "$0")/lib.sh"
 e2e_setup
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 mport=$(free_port); aport=$(free_port)
 secret=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
 PSQL=${PGBIN:-/usr/lib/postgresql/15/bin}/psql
 "$PSQL" -qAtX -d "$TESSERA_TEST_PG/postgres" -c "CREATE DATABASE standby_$$" >/dev/null
 DB=$TESSERA_TEST_PG/standby_$$
 for m in a b; do
-	cat >"$E2E_DIR/manager-$m.conf" <<CONF
-listen = 127.0.0.1:$mport
-data_dir = $E2E_DIR/mdata-$m
-cluster_secret = $secret
-heartbeat_interval_ms = 300
-lost_after_heartbeats = 3
-store = $DB
-CONF
+	e2e_manager_conf "$E2E_DIR/manager-$m.conf" "$mport" "$secret" "$E2E_DIR/mdata-$m" \
+		heartbeat_interval_ms=300 lost_after_heartbeats=3 "store=$DB"
 done
-cat >"$E2E_DIR/agent.conf" <<CONF
-id = $E2E_AGENT_ID
-manager = http://127.0.0.1:$mport
-cluster_secret = $secret
-listen = 127.0.0.1:$aport
-advertise_url = http://127.0.0.1:$aport
-data_dir = $E2E_DIR/agent-data
-cpu = 2
-mem = 1GiB
-CONF
+e2e_agent_conf "$E2E_DIR/agent.conf" "$E2E_AGENT_ID" "$mport" "$aport" "$secret" "$E2E_DIR/agent-data" \
+	cpu=2 mem=1GiB
 
 check "--migrate-only migrates the empty database and exits 0" \
 	"$TESSERA" manager --config "$E2E_DIR/manager-a.conf" --migrate-only

@@ -6,7 +6,6 @@
 # dir is free again.
 . "$(dirname "$0")/lib.sh"
 e2e_setup
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 conf_value() { sed -n "s/^$2 = //p" "$1"; }
 
 start_server || { e2e_done; exit 1; }
@@ -60,28 +59,23 @@ stop_server TERM
 # The cluster daemons: a manager's data dir and API port, an agent's RPC port.
 mport=$(free_port); aport=$(free_port)
 secret=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
-manager_conf() {  # manager_conf PORT DATA_DIR
-	printf 'listen = 127.0.0.1:%s\ndata_dir = %s\ncluster_secret = %s\n' "$1" "$2" "$secret"
-}
-manager_conf "$mport" "$E2E_DIR/mdata" >"$E2E_DIR/manager.conf"
+e2e_manager_conf "$E2E_DIR/manager.conf" "$mport" "$secret" "$E2E_DIR/mdata"
 "$TESSERA" manager --config "$E2E_DIR/manager.conf" >>"$E2E_DIR/manager.log" 2>&1 &
 MPID=$!; E2E_PIDS+=("$MPID")
 for _ in $(seq 1 100); do [[ -s $E2E_DIR/mdata/admin.conf ]] && break; sleep 0.1; done
 check "the manager is up" [ -s "$E2E_DIR/mdata/admin.conf" ]
 
-manager_conf "$(free_port)" "$E2E_DIR/mdata" >"$E2E_DIR/manager-same-dir.conf"
+e2e_manager_conf "$E2E_DIR/manager-same-dir.conf" "$(free_port)" "$secret" "$E2E_DIR/mdata"
 out=$(timeout 30 "$TESSERA" manager --config "$E2E_DIR/manager-same-dir.conf" 2>&1); rc=$?
 check "a second manager on the data dir is refused ($rc: $out)" refused "data dir $E2E_DIR/mdata is in use by process $MPID"
-manager_conf "$mport" "$E2E_DIR/mdata2" >"$E2E_DIR/manager-same-port.conf"
+e2e_manager_conf "$E2E_DIR/manager-same-port.conf" "$mport" "$secret" "$E2E_DIR/mdata2"
 out=$(timeout 30 "$TESSERA" manager --config "$E2E_DIR/manager-same-port.conf" 2>&1); rc=$?
 check "a second manager on the API port is refused ($rc: $out)" refused "port $mport on 127.0.0.1 is in use by another process"
 
-agent_conf() {  # agent_conf ID [PORT]
-	local p=${2:-$aport}
-	printf 'id = %s\nmanager = http://127.0.0.1:%s\ncluster_secret = %s\nlisten = 127.0.0.1:%s\nadvertise_url = http://127.0.0.1:%s\ncpu = 1\nmem = 256MiB\ndata_dir = %s\n' \
-		"$1" "$mport" "$secret" "$p" "$p" "$E2E_DIR/agent-$1"
+agent_conf() {  # agent_conf FILE ID [PORT]
+	e2e_agent_conf "$1" "$2" "$mport" "${3:-$aport}" "$secret" "$E2E_DIR/agent-$2" cpu=1 mem=256MiB
 }
-agent_conf "$E2E_AGENT_ID" >"$E2E_DIR/agent.conf"
+agent_conf "$E2E_DIR/agent.conf" "$E2E_AGENT_ID"
 "$TESSERA" agent --config "$E2E_DIR/agent.conf" >>"$E2E_DIR/agent.log" 2>&1 &
 APID=$!; E2E_PIDS+=("$APID")
 export TESSERA_CONFIG=$E2E_DIR/mdata/admin.conf
@@ -92,11 +86,11 @@ sys.exit(0 if any(n["id"] == sys.argv[1] and n["status"] == "ALIVE" for n in jso
 }
 for _ in $(seq 1 100); do node_alive && break; sleep 0.1; done
 check "the agent registers" node_alive
-agent_conf "$E2E_AGENT_ID-2" >"$E2E_DIR/agent2.conf"
+agent_conf "$E2E_DIR/agent2.conf" "$E2E_AGENT_ID-2"
 out=$(timeout 30 "$TESSERA" agent --config "$E2E_DIR/agent2.conf" 2>&1); rc=$?
 check "a second agent on the RPC port is refused ($rc: $out)" refused "port $aport on 127.0.0.1 is in use by another process"
 # One data dir, one agent: its sessions' fGPU files and turn files are there.
-agent_conf "$E2E_AGENT_ID" "$(free_port)" >"$E2E_DIR/agent3.conf"
+agent_conf "$E2E_DIR/agent3.conf" "$E2E_AGENT_ID" "$(free_port)"
 out=$(timeout 30 "$TESSERA" agent --config "$E2E_DIR/agent3.conf" 2>&1); rc=$?
 check "a second agent on the first one's data dir is refused ($rc: $out)" refused "data dir $E2E_DIR/agent-$E2E_AGENT_ID is in use by process $APID"
 check "the first agent still runs" kill -0 "$APID"

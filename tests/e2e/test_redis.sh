@@ -21,7 +21,6 @@ if [[ -z $REDIS_SERVER || -z $REDIS_CLI ]]; then
 	exit 77
 fi
 e2e_setup
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 rport=$(free_port); mport=$(free_port); aport=$(free_port); w1port=$(free_port); w2port=$(free_port)
 secret=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
 redis_url=redis://127.0.0.1:$rport/3
@@ -40,25 +39,10 @@ start_redis() {
 stop_redis() { kill "$RPID" 2>/dev/null; wait "$RPID" 2>/dev/null; return 0; }
 rcli() { "$REDIS_CLI" -p "$rport" -n 3 "$@"; }
 
-cat >"$E2E_DIR/manager.conf" <<CONF
-listen = 127.0.0.1:$mport
-data_dir = $E2E_DIR/mdata
-cluster_secret = $secret
-heartbeat_interval_ms = 300
-lost_after_heartbeats = 3
-redis = $redis_url
-CONF
-cat >"$E2E_DIR/agent.conf" <<CONF
-id = $E2E_AGENT_ID
-manager = http://127.0.0.1:$mport
-cluster_secret = $secret
-listen = 127.0.0.1:$aport
-advertise_url = http://127.0.0.1:$aport
-data_dir = $E2E_DIR/agent-data
-cpu = 2
-mem = 1GiB
-stats_interval_ms = 500
-CONF
+e2e_manager_conf "$E2E_DIR/manager.conf" "$mport" "$secret" "$E2E_DIR/mdata" \
+	heartbeat_interval_ms=300 lost_after_heartbeats=3 "redis=$redis_url"
+e2e_agent_conf "$E2E_DIR/agent.conf" "$E2E_AGENT_ID" "$mport" "$aport" "$secret" "$E2E_DIR/agent-data" \
+	cpu=2 mem=1GiB stats_interval_ms=500
 for n in 1 2; do
 	port=w${n}port
 	cat >"$E2E_DIR/web$n.conf" <<CONF

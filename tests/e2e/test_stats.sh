@@ -171,28 +171,13 @@ check "it shows the idle timeout ($(jget burn idle.timeout_s))" [ "$(jget burn i
 stop_server
 
 # --- A manager and an agent daemon: samples ride on the heartbeats.
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 mport=$(free_port); aport=$(free_port)
 secret=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
 token=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
-cat >"$E2E_DIR/manager.conf" <<CONF
-listen = 127.0.0.1:$mport
-data_dir = $E2E_DIR/mdata
-cluster_secret = $secret
-heartbeat_interval_ms = 300
-metrics_token = $token
-CONF
-cat >"$E2E_DIR/agent.conf" <<CONF
-id = $E2E_AGENT_ID
-manager = http://127.0.0.1:$mport
-cluster_secret = $secret
-listen = 127.0.0.1:$aport
-advertise_url = http://127.0.0.1:$aport
-data_dir = $E2E_DIR/adata
-cpu = 2
-mem = 1GiB
-stats_interval_ms = 500
-CONF
+e2e_manager_conf "$E2E_DIR/manager.conf" "$mport" "$secret" "$E2E_DIR/mdata" \
+	heartbeat_interval_ms=300 "metrics_token=$token"
+e2e_agent_conf "$E2E_DIR/agent.conf" "$E2E_AGENT_ID" "$mport" "$aport" "$secret" "$E2E_DIR/adata" \
+	cpu=2 mem=1GiB stats_interval_ms=500
 "$TESSERA" manager --config "$E2E_DIR/manager.conf" >>"$E2E_DIR/manager.log" 2>&1 &
 E2E_PIDS+=("$!")
 "$TESSERA" agent --config "$E2E_DIR/agent.conf" >>"$E2E_DIR/agent.log" 2>&1 &

@@ -84,7 +84,6 @@ done
 # Readiness. notify_run NAME "HOST:PORT..." COMMAND...: runs the daemon
 # with NOTIFY_SOCKET on a listener (sdnotify_listen.py), waits for READY=1,
 # stops it with SIGTERM, and leaves what arrived in $E2E_DIR/NAME.notify.
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 notify_run() {
 	local name=$1 targets=$2; shift 2
 	local sock=$E2E_DIR/$name.sock out=$E2E_DIR/$name.notify
@@ -113,15 +112,12 @@ notified() {  # notified NAME: READY=1, every port answering then, STATUS=, STOP
 secret=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
 
 mport=$(free_port)
-printf '%s\n' "listen = 127.0.0.1:$mport" "data_dir = $E2E_DIR/mdata" "cluster_secret = $secret" \
-	>"$E2E_DIR/manager.conf"
+e2e_manager_conf "$E2E_DIR/manager.conf" "$mport" "$secret" "$E2E_DIR/mdata"
 notify_run manager "127.0.0.1:$mport" "$TESSERA" manager --config "$E2E_DIR/manager.conf"
 check "manager: READY=1 once its API answers, STATUS, STOPPING=1" notified manager
 
 aport=$(free_port)
-printf '%s\n' "id = $E2E_AGENT_ID" "manager = http://127.0.0.1:$mport" "cluster_secret = $secret" \
-	"listen = 127.0.0.1:$aport" "advertise_url = http://127.0.0.1:$aport" "data_dir = $E2E_DIR/adata" \
-	"cpu = 1" "mem = 256MiB" >"$E2E_DIR/agent.conf"
+e2e_agent_conf "$E2E_DIR/agent.conf" "$E2E_AGENT_ID" "$mport" "$aport" "$secret" "$E2E_DIR/adata" cpu=1 mem=256MiB
 # No manager runs now: the agent is ready once it serves RPC, registering later.
 notify_run agent "127.0.0.1:$aport" "$TESSERA" agent --config "$E2E_DIR/agent.conf"
 check "agent: READY=1 once its RPC server answers, STATUS, STOPPING=1" notified agent

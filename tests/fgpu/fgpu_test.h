@@ -1,6 +1,7 @@
 /* Shared by the fGPU tests: driver prototypes (from the shim's own hook
- * list, so tests and shim cannot disagree), the mock's test hooks, and a
- * helper that writes a limits file and points the shim at it.
+ * list, so tests and shim cannot disagree), the mock's test hooks, a
+ * helper that writes a limits file and points the shim at it, and one
+ * that runs a program (gpu-info, the mock's nvidia-smi) under the shim.
  *
  * The test programs link against the mock libcuda.so.1/libnvidia-ml.so.1;
  * meson runs them with LD_PRELOAD=libtessera-fgpu.so, so every hooked call
@@ -12,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "fgpu/hooks.h"
@@ -114,6 +116,22 @@ static inline const char *ft_setup(const char *text)
 	snprintf(path, sizeof(path), "%s/fgpu.region", dir);
 	setenv("TESSERA_FGPU_REGION", path, 1);
 	return dir;
+}
+
+/* Runs the program at the path environment variable var names, with args
+ * (shell words; stderr merged), what it prints into out (n bytes,
+ * NUL-terminated). Its exit status, -1 if it did not exit. */
+static inline int ft_run(const char *var, const char *args, char *out, size_t n)
+{
+	char cmd[1024];
+	snprintf(cmd, sizeof(cmd), "'%s' %s 2>&1", getenv(var), args);
+	FILE *p = popen(cmd, "r");
+	if (!p)
+		return -1;
+	size_t got = fread(out, 1, n - 1, p);
+	out[got] = '\0';
+	int st = pclose(p);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
 static inline void ft_cleanup(const char *dir)

@@ -18,15 +18,7 @@ static char out[16384];
 /* Runs nvidia-smi with args (stderr merged); returns the exit status. */
 static int smi(const char *args)
 {
-	char cmd[1024];
-	snprintf(cmd, sizeof(cmd), "'%s' %s 2>&1", getenv("MOCK_NVIDIA_SMI"), args);
-	FILE *p = popen(cmd, "r");
-	if (!p)
-		return -1;
-	size_t n = fread(out, 1, sizeof(out) - 1, p);
-	out[n] = '\0';
-	int st = pclose(p);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	return ft_run("MOCK_NVIDIA_SMI", args, out, sizeof(out));
 }
 
 static int count_lines(const char *s)

@@ -124,11 +124,6 @@ int api_authenticate(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 	return 0;
 }
 
-static const struct user_rec *caller(struct httpd_req *req)
-{
-	return &((struct auth_info *)req->auth)->user;
-}
-
 json_t *api_parse_body(struct httpd_req *req, struct httpd_resp *resp)
 {
 	struct terr err = {0};
@@ -136,6 +131,37 @@ json_t *api_parse_body(struct httpd_req *req, struct httpd_resp *resp)
 	if (!body)
 		httpd_error_terr(resp, &err);
 	return body;
+}
+
+int api_check_fields(json_t *body, const char *const *known, const char *list, struct terr *err)
+{
+	if (!json_is_object(body))
+		return terr_set(err, EINVAL, "the body must be a JSON object");
+	const char *k;
+	json_t *v;
+	json_object_foreach(body, k, v) {
+		bool ok = false;
+		for (int i = 0; known[i] && !ok; i++)
+			ok = !strcmp(known[i], k);
+		if (!ok)
+			return terr_set(err, EINVAL, "unknown field '%s' (known: %s)", k, list);
+	}
+	return 0;
+}
+
+static bool is_admin(struct httpd_req *req)
+{
+	return caller(req)->is_admin;
+}
+
+/* For the admins' routes: false after answering 403 "only an admin may
+ * <what>". */
+static bool admin_only(struct httpd_req *req, struct httpd_resp *resp, const char *what)
+{
+	if (is_admin(req))
+		return true;
+	httpd_error(resp, 403, "forbidden", "only an admin may %s", what);
+	return false;
 }
 
 /* ---------- routes: users ---------- */
@@ -426,10 +452,8 @@ static void api_node_list(void *ctx, struct httpd_req *req, struct httpd_resp *r
 /* PATCH /v1/nodes/{id} {"schedulable": bool} (admins): drain or undrain. */
 static void api_node_update(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 {
-	if (!caller(req)->is_admin) {
-		httpd_error(resp, 403, "forbidden", "only an admin may drain or undrain a node");
+	if (!admin_only(req, resp, "drain or undrain a node"))
 		return;
-	}
 	json_t *body = api_parse_body(req, resp);
 	if (!body)
 		return;
@@ -477,7 +501,7 @@ static bool user_setting(const char *key, const char *email)
 static void api_config_get_flat(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 {
 	json_t *o = mgr_config_flat(ctx);
-	if (o && !caller(req)->is_admin) {
+	if (o && !is_admin(req)) {
 		const char *k;
 		json_t *v;
 		void *tmp;
@@ -500,7 +524,7 @@ static void api_config_get(void *ctx, struct httpd_req *req, struct httpd_resp *
 		return;
 	}
 	json_t *o = mgr_config_get(ctx);
-	if (o && !caller(req)->is_admin) {
+	if (o && !is_admin(req)) {
 		const char *k;
 		json_t *v;
 		void *tmp;
@@ -512,7 +536,7 @@ static void api_config_get(void *ctx, struct httpd_req *req, struct httpd_resp *
 	/* Policies are keyed by email: a user who is not an admin sees the
 	 * default and their own, not who else has an account. */
 	json_t *pol = json_object_get(o, "policies");
-	if (o && pol && !caller(req)->is_admin) {
+	if (o && pol && !is_admin(req)) {
 		json_t *mine = json_object();
 		json_t *d = json_object_get(pol, "default"), *own = json_object_get(pol, caller(req)->email);
 		if (mine && d)
@@ -530,10 +554,8 @@ static void api_config_get(void *ctx, struct httpd_req *req, struct httpd_resp *
 
 static void api_config_set(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 {
-	if (!caller(req)->is_admin) {
-		httpd_error(resp, 403, "forbidden", "only an admin may change cluster settings");
+	if (!admin_only(req, resp, "change cluster settings"))
 		return;
-	}
 	json_t *body = api_parse_body(req, resp);
 	if (!body)
 		return;
@@ -552,10 +574,8 @@ static void api_config_set(void *ctx, struct httpd_req *req, struct httpd_resp *
 /* put-json: {"settings": {KEY: value, ...}}, all checked before any is set. */
 static void api_config_put(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 {
-	if (!caller(req)->is_admin) {
-		httpd_error(resp, 403, "forbidden", "only an admin may change cluster settings");
+	if (!admin_only(req, resp, "change cluster settings"))
 		return;
-	}
 	json_t *body = api_parse_body(req, resp);
 	if (!body)
 		return;
@@ -586,14 +606,6 @@ static void api_image_list(void *ctx, struct httpd_req *req, struct httpd_resp *
 	json_array_extend(images, commits);
 	json_decref(commits);
 	httpd_json(resp, 200, json_pack("{s:o}", "images", images));
-}
-
-static bool admin_only(struct httpd_req *req, struct httpd_resp *resp, const char *what)
-{
-	if (caller(req)->is_admin)
-		return true;
-	httpd_error(resp, 403, "forbidden", "only an admin may %s", what);
-	return false;
 }
 
 static void api_image_rescan(void *ctx, struct httpd_req *req, struct httpd_resp *resp)

@@ -17,11 +17,6 @@
 /* The sessions' work user: files made through the API are theirs. */
 static const struct fsp_owner work_owner = {1000, 1000};
 
-static const struct user_rec *caller(struct httpd_req *req)
-{
-	return &((struct auth_info *)req->auth)->user;
-}
-
 static bool query_flag(struct httpd_req *req, const char *name)
 {
 	const char *v = httpd_query(req, name);
@@ -321,23 +316,6 @@ void api_folder_upload(void *ctx, struct httpd_req *req, struct httpd_resp *resp
 	httpd_req_sink(req, upload_write, upload_end, u);
 }
 
-/* Every field of body is one of known (NULL-terminated). */
-static int check_fields(json_t *body, const char *const *known, const char *list, struct terr *err)
-{
-	if (!json_is_object(body))
-		return terr_set(err, EINVAL, "the body must be a JSON object");
-	const char *k;
-	json_t *v;
-	json_object_foreach(body, k, v) {
-		bool ok = false;
-		for (int i = 0; known[i] && !ok; i++)
-			ok = !strcmp(known[i], k);
-		if (!ok)
-			return terr_set(err, EINVAL, "unknown field '%s' (known: %s)", k, list);
-	}
-	return 0;
-}
-
 static int body_path(json_t *body, const char *field, const char **out, struct terr *err)
 {
 	bool has = false;
@@ -370,7 +348,7 @@ void api_folder_mkdir(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 	struct terr err = {0};
 	const char *path = NULL;
 	bool parents = false;
-	int rc = check_fields(body, known, "path, parents", &err);
+	int rc = api_check_fields(body, known, "path, parents", &err);
 	if (rc == 0)
 		rc = body_path(body, "path", &path, &err);
 	if (rc == 0)
@@ -396,7 +374,7 @@ void api_folder_move(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 	struct terr err = {0};
 	const char *from = NULL, *to = NULL;
 	bool overwrite = false;
-	int rc = check_fields(body, known, "from, to, overwrite", &err);
+	int rc = api_check_fields(body, known, "from, to, overwrite", &err);
 	if (rc == 0)
 		rc = body_path(body, "from", &from, &err);
 	if (rc == 0)

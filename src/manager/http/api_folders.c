@@ -8,11 +8,6 @@
 #include "manager/http/internal.h"
 #include "manager/validate.h"
 
-static const struct user_rec *caller(struct httpd_req *req)
-{
-	return &((struct auth_info *)req->auth)->user;
-}
-
 static bool query_flag(struct httpd_req *req, const char *name)
 {
 	const char *v = httpd_query(req, name);
@@ -27,23 +22,6 @@ static void answer(struct httpd_resp *resp, int rc, int status, json_t *o, const
 		httpd_json(resp, status, o);
 }
 
-/* Every field of body is one of known (NULL-terminated). */
-static int check_fields(json_t *body, const char *const *known, const char *list, struct terr *err)
-{
-	if (!json_is_object(body))
-		return terr_set(err, EINVAL, "the body must be a JSON object");
-	const char *k;
-	json_t *v;
-	json_object_foreach(body, k, v) {
-		bool ok = false;
-		for (int i = 0; known[i] && !ok; i++)
-			ok = !strcmp(known[i], k);
-		if (!ok)
-			return terr_set(err, EINVAL, "unknown field '%s' (known: %s)", k, list);
-	}
-	return 0;
-}
-
 void api_folder_create(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 {
 	json_t *body = api_parse_body(req, resp);
@@ -55,7 +33,7 @@ void api_folder_create(void *ctx, struct httpd_req *req, struct httpd_resp *resp
 	bool has_name = false, has_quota = false;
 	int64_t quota = -1;
 	json_t *out = NULL;
-	int rc = check_fields(body, known, "name, host, quota", &err);
+	int rc = api_check_fields(body, known, "name, host, quota", &err);
 	if (rc == 0)
 		rc = jsonutil_get_string(body, "name", "name", &name, &has_name, &err);
 	if (rc == 0 && !has_name)
@@ -97,7 +75,7 @@ void api_folder_update(void *ctx, struct httpd_req *req, struct httpd_resp *resp
 	bool has_name = false, has_quota = false;
 	int64_t quota = -1;
 	json_t *out = NULL;
-	int rc = check_fields(body, known, "name, quota", &err);
+	int rc = api_check_fields(body, known, "name, quota", &err);
 	if (rc == 0)
 		rc = jsonutil_get_string(body, "name", "name", &name, &has_name, &err);
 	if (rc == 0)
@@ -148,7 +126,7 @@ void api_folder_share(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 	char norm[256];
 	json_t *out = NULL;
 	json_t *force = json_object_get(body, "force");
-	int rc = check_fields(body, known, "email, permission, force", &err);
+	int rc = api_check_fields(body, known, "email, permission, force", &err);
 	if (rc == 0 && force && !json_is_boolean(force))
 		rc = terr_set(&err, EINVAL, "force must be true or false");
 	if (rc == 0)

@@ -25,11 +25,6 @@
 #include "manager/http/internal.h"
 #include "auth/ratelimit.h"
 
-static const struct user_rec *me(struct httpd_req *req)
-{
-	return &((struct auth_info *)req->auth)->user;
-}
-
 /* ---------- POST /v1/auth/login ---------- */
 
 void api_auth_login(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
@@ -96,7 +91,7 @@ out:
 
 static bool require_admin(struct httpd_req *req, struct httpd_resp *resp)
 {
-	if (me(req)->is_admin)
+	if (caller(req)->is_admin)
 		return true;
 	httpd_error(resp, 403, "forbidden", "only administrators may manage users");
 	return false;
@@ -148,7 +143,7 @@ void api_user_create(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 		goto out;
 	}
 	json_t *reply = NULL;
-	if (mgr_user_create(ctx, email, json_string_value(pw), json_is_true(adm), me(req)->email, &reply, &err) < 0)
+	if (mgr_user_create(ctx, email, json_string_value(pw), json_is_true(adm), caller(req)->email, &reply, &err) < 0)
 		httpd_error_terr(resp, &err);
 	else
 		httpd_json(resp, 201, reply);
@@ -189,7 +184,7 @@ void api_user_update(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 	}
 	json_t *user = NULL;
 	if (mgr_user_update(ctx, req->params[0], dis ? json_is_true(dis) : -1, adm ? json_is_true(adm) : -1,
-			    json_string_value(pw), me(req), &user, &err) < 0)
+			    json_string_value(pw), caller(req), &user, &err) < 0)
 		httpd_error_terr(resp, &err);
 	else
 		httpd_json(resp, 200, json_pack("{s:o}", "user", user));
@@ -215,7 +210,7 @@ void api_user_delete(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 		return;
 	struct terr err = {0};
 	json_t *reply = NULL;
-	if (mgr_user_remove(ctx, req->params[0], me(req), &reply, &err) < 0)
+	if (mgr_user_remove(ctx, req->params[0], caller(req), &reply, &err) < 0)
 		httpd_error_terr(resp, &err);
 	else
 		httpd_json(resp, 200, reply);
@@ -237,7 +232,7 @@ void api_user_password(void *ctx, struct httpd_req *req, struct httpd_resp *resp
 		httpd_error_terr(resp, &err);
 	else if (pw && !json_is_null(pw) && !json_is_string(pw))
 		httpd_error(resp, 400, "invalid_argument", "password must be a string");
-	else if (mgr_user_set_password(ctx, req->params[0], json_string_value(pw), me(req), &reply, &err) < 0)
+	else if (mgr_user_set_password(ctx, req->params[0], json_string_value(pw), caller(req), &reply, &err) < 0)
 		httpd_error_terr(resp, &err);
 	else
 		httpd_json(resp, 200, reply);
@@ -248,7 +243,7 @@ void api_user_password(void *ctx, struct httpd_req *req, struct httpd_resp *resp
 
 void api_key_list(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 {
-	httpd_json(resp, 200, mgr_keys_list(ctx, me(req)));
+	httpd_json(resp, 200, mgr_keys_list(ctx, caller(req)));
 }
 
 /* A key's label: what its owner calls it, shown in lists. */
@@ -276,7 +271,7 @@ void api_key_create(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 	struct terr err = {0};
 	json_t *label = json_object_get(body, "label"), *reply = NULL;
 	if (check_fields(body, allowed, &err) < 0 || check_label(label, &err) < 0 ||
-	    mgr_key_create(ctx, me(req), json_string_value(label), &reply, &err) < 0)
+	    mgr_key_create(ctx, caller(req), json_string_value(label), &reply, &err) < 0)
 		httpd_error_terr(resp, &err);
 	else
 		httpd_json(resp, 201, reply);
@@ -287,7 +282,7 @@ void api_key_revoke(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 {
 	struct terr err = {0};
 	json_t *reply = NULL;
-	if (mgr_key_revoke(ctx, me(req), req->params[0], &reply, &err) < 0)
+	if (mgr_key_revoke(ctx, caller(req), req->params[0], &reply, &err) < 0)
 		httpd_error_terr(resp, &err);
 	else
 		httpd_json(resp, 200, reply);

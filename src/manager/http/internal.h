@@ -1,6 +1,7 @@
 /* The manager's HTTP layer, shared by api.c (the route table,
- * authentication, sessions, nodes, settings, events, agents) and
- * api_users.c (password login, users), and given to manager_serve. The
+ * authentication, sessions, nodes, settings, events, agents),
+ * api_users.c (password login, users), api_folders.c and api_files.c
+ * (folders and their files), and given to manager_serve. The
  * handlers only translate: parse and validate the request, call the core
  * (core.h), answer its JSON or its error. They never see struct manager's
  * fields nor take its lock. */
@@ -19,6 +20,12 @@ struct auth_info {
 	struct user_rec user;         /* copy; valid when !cluster */
 };
 
+/* The authenticated user of a request from a user (not an agent). */
+static inline const struct user_rec *caller(struct httpd_req *req)
+{
+	return &((struct auth_info *)req->auth)->user;
+}
+
 /* ---- api.c ---- */
 extern const struct httpd_route manager_routes[];
 extern const size_t manager_n_routes;
@@ -27,6 +34,9 @@ int api_authenticate(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
 /* The request's body (jsonutil_parse_body), new reference; NULL after
  * answering 400. */
 json_t *api_parse_body(struct httpd_req *req, struct httpd_resp *resp);
+/* EINVAL unless body is a JSON object whose every field is one of known
+ * (NULL-terminated); list names them for the error. */
+int api_check_fields(json_t *body, const char *const *known, const char *list, struct terr *err);
 
 /* ---- api_users.c: password login and users admin (docs/api.md) ---- */
 void api_auth_login(void *ctx, struct httpd_req *req, struct httpd_resp *resp);

@@ -1,8 +1,6 @@
 /* gpu-info through the shim: --json shows the share, --alloc past it
  * fails with "out of memory" and a non-zero exit. GPU_INFO and the
  * preload come from meson's test environment; the children inherit it. */
-#include <sys/wait.h>
-
 #include "fgpu/fgpu_test.h"
 #include "testlib.h"
 
@@ -11,15 +9,7 @@ static char out[8192];
 /* Runs gpu-info with args (stderr merged); returns the exit status. */
 static int gpu_info(const char *args)
 {
-	char cmd[1024];
-	snprintf(cmd, sizeof(cmd), "'%s' %s 2>&1", getenv("GPU_INFO"), args);
-	FILE *p = popen(cmd, "r");
-	if (!p)
-		return -1;
-	size_t n = fread(out, 1, sizeof(out) - 1, p);
-	out[n] = '\0';
-	int st = pclose(p);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	return ft_run("GPU_INFO", args, out, sizeof(out));
 }
 
 TEST(json_shows_the_share)
