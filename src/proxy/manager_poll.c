@@ -261,13 +261,7 @@ static int collect(const char *data, size_t len, void *ud)
 static void poll_sleep(struct proxy *p, int ms)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
+	util_deadline_ms(&ts, ms);
 	pthread_mutex_lock(&p->mu);
 	if (!atomic_load(&p->stopping))
 		pthread_cond_timedwait(&p->cv, &p->mu, &ts);

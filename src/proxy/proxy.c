@@ -116,7 +116,7 @@ int proxy_start(const struct proxy_config *cfg, struct proxy **out, struct terr 
 	if (!p)
 		return terr_set(err, ENOMEM, "out of memory");
 	pthread_mutex_init(&p->mu, NULL);
-	pthread_cond_init(&p->cv, NULL);
+	util_cond_init_mono(&p->cv);
 	p->manager = dup_or_null(cfg->manager);
 	p->secret = strdup(cfg->cluster_secret);
 	p->domain = dup_or_null(cfg->domain);
