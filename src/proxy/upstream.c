@@ -6,6 +6,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 
+#include "common/apphello.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "proxy/internal.h"
@@ -276,9 +277,10 @@ static void on_up_connected(uv_connect_t *req, int status)
 	}
 	uv_tcp_nodelay(&u->tcp, 1);
 	uv_tcp_keepalive(&u->tcp, 1, 60);
-	char *hello = NULL;
-	int n = asprintf(&hello, "TESSERA-APP/1 %s %s\r\n", c->b.secret, c->b.target);
+	char *hello = malloc(APPHELLO_LINE_MAX + 1);
+	int n = hello ? apphello_format(hello, APPHELLO_LINE_MAX + 1, c->b.secret, c->b.target) : -ENOMEM;
 	if (n < 0) {
+		free(hello);
 		conn_close(c);
 		return;
 	}
