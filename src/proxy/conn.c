@@ -275,14 +275,14 @@ static void on_timer(uv_timer_t *t)
 	if (c->phase == PH_WAIT && c->up && !c->up->open) {
 		up_close(c);
 		pages_respond(c, 502, NULL, "App unreachable",
-			     "The session's runner does not answer: the session may be stopping, or its node is down.",
-			     false, true);
+			      "The session's runner does not answer: the session may be stopping, or its node is down.",
+			      false, true);
 		conn_answered(c);
 		return;
 	}
 	if (c->head_timer && c->phase == PH_HEAD && !(c->up && c->q_client)) {
 		pages_respond(c, 408, NULL, "Request timeout", "The request was not complete within 10 seconds.",
-			     false, true);
+			      false, true);
 		if (c->q_client == 0)
 			conn_finish(c);
 		return;
@@ -371,8 +371,8 @@ static void handle_request(struct conn *c)
 	int rc = appcookie_find(reqparse_header(rq, "Cookie"), name, value, sizeof(value));
 	if (rc < 0) {
 		conn_refuse(c, 403, "Sign-in needed",
-		       "No access to this app yet: open the app from Tessera's session list or with "
-		       "`tessera session app SESSION APP`.");
+			    "No access to this app yet: open the app from Tessera's session list or with "
+			    "`tessera session app SESSION APP`.");
 		return;
 	}
 	struct appcookie ck;
@@ -380,34 +380,35 @@ static void handle_request(struct conn *c)
 	rc = appcookie_verify(p->secret, value, key, (int64_t)time(NULL), &ck, &err);
 	if (rc == -EKEYEXPIRED) {
 		conn_refuse(c, 403, "Access expired",
-		       "Your access to this app expired (it lasts 12 hours): open the app again from Tessera's "
-		       "session list or `tessera session app`.");
+			    "Your access to this app expired (it lasts 12 hours): open the app again from Tessera's "
+			    "session list or `tessera session app`.");
 		return;
 	}
 	if (rc == -EXDEV) {
 		conn_refuse(c, 403, "Another app's access",
-		       "This browser's access is for another app: open this app from Tessera's session list or "
-		       "`tessera session app`.");
+			    "This browser's access is for another app: open this app from Tessera's session list or "
+			    "`tessera session app`.");
 		return;
 	}
 	if (rc < 0) {
 		conn_refuse(c, 403, "Access not valid",
-		       "The access cookie is not valid: open the app again from Tessera's session list or "
-		       "`tessera session app`.");
+			    "The access cookie is not valid: open the app again from Tessera's session list or "
+			    "`tessera session app`.");
 		return;
 	}
 	const struct proxy_route *r = p->domain ? routes_by_host(&p->table, key) : routes_by_port(&p->table, c->l->port);
 	if (!r || strcmp(r->session_id, ck.session_id) || strcmp(r->target, ck.target)) {
 		conn_refuse(c, 403, "Session ended",
-		       "The session of this app has ended, or the app was closed: start or open it again in Tessera.");
+			    "The session of this app has ended, or the app was closed: start or open it again in "
+			    "Tessera.");
 		return;
 	}
 	/* Checked on every request against the manager's latest word, so a
 	 * disabled account's cookie (12 hours) stops at once. */
 	if (!routes_user_allowed(&p->table, r, ck.user)) {
 		conn_refuse(c, 403, "Access revoked",
-		       "This account may no longer open this app: it was disabled, or the session is not its own. "
-		       "Ask an administrator.");
+			    "This account may no longer open this app: it was disabled, or the session is not its own. "
+			    "Ask an administrator.");
 		return;
 	}
 	/* Passed. */

@@ -78,8 +78,8 @@ static void redeem_done(uv_work_t *w, int status)
 	bool same = p->domain ? !strcmp(r->route.host, c->route_key) : (r->route.port == c->l->port);
 	if (!same) {
 		pages_respond(c, 403, NULL, "Wrong address",
-			     "This link is for another app's address: open the app again from Tessera's session list.",
-			     false, false);
+			      "This link is for another app's address: open the app again from Tessera's session list.",
+			      false, false);
 		free(r);
 		conn_answered(c);
 		conn_update_reading(c);
@@ -155,8 +155,8 @@ void mpoll_redeem(struct conn *c)
 	if (!r || !setup_token(rq->target, r->token, sizeof(r->token))) {
 		free(r);
 		conn_refuse(c, 403, "Link not valid",
-		       "This link has no valid token: open the app from Tessera's session list or "
-		       "`tessera session app`.");
+			    "This link has no valid token: open the app from Tessera's session list or "
+			    "`tessera session app`.");
 		return;
 	}
 	r->c = c;

@@ -137,7 +137,7 @@ void pages_serve_static(struct conn *c)
 	size_t pl = strcspn(t, "?#");
 	if (strcmp(c->rp.req.method, "GET") && strcmp(c->rp.req.method, "HEAD")) {
 		pages_respond(c, 405, "Allow: GET, HEAD\r\n", "Method not allowed", "The terminal page is read only.",
-			     false, false);
+			      false, false);
 		conn_answered(c);
 		return;
 	}

@@ -154,8 +154,8 @@ static void on_up_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 				return;
 			up_close(c);
 			pages_respond(c, 502, NULL, "App error",
-				     "The session's runner closed the connection without an answer.", false,
-				     c->rp.req.upgrade);
+				      "The session's runner closed the connection without an answer.", false,
+				      c->rp.req.upgrade);
 			conn_answered(c);
 			conn_update_reading(c);
 			conn_process(c);
@@ -196,7 +196,7 @@ static void on_up_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 				free(buf->base);
 				up_close(c);
 				pages_respond(c, 502, NULL, "App error", "The session's runner answered with garbage.", false,
-					     c->rp.req.upgrade);
+					      c->rp.req.upgrade);
 				conn_answered(c);
 				conn_update_reading(c);
 				conn_process(c);
@@ -268,8 +268,8 @@ static void on_up_connected(uv_connect_t *req, int status)
 			return;
 		up_close(c);
 		pages_respond(c, 502, NULL, "App unreachable",
-			     "The session's runner does not answer: the session may be stopping, or its node is down.",
-			     false, c->rp.req.upgrade);
+			      "The session's runner does not answer: the session may be stopping, or its node is down.",
+			      false, c->rp.req.upgrade);
 		conn_answered(c);
 		conn_update_reading(c);
 		conn_process(c);
@@ -333,7 +333,7 @@ void up_connect(struct conn *c)
 	if (rc < 0) {
 		up_close(c);
 		pages_respond(c, 502, NULL, "App unreachable", "The session's runner does not answer.", false,
-			     c->rp.req.upgrade);
+			      c->rp.req.upgrade);
 		conn_answered(c);
 	}
 }
