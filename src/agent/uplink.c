@@ -65,13 +65,7 @@ void uplink_event(void *ud, const char *agent_id, json_t *event)
 static bool uplink_wait(struct uplink *u, int ms)
 {
 	struct timespec until;
-	clock_gettime(CLOCK_MONOTONIC, &until);
-	until.tv_sec += ms / 1000;
-	until.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (until.tv_nsec >= 1000000000L) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000L;
-	}
+	util_deadline_ms(&until, ms);
 	pthread_mutex_lock(&u->mu);
 	while (!u->stopping && pthread_cond_timedwait(&u->cv, &u->mu, &until) == 0)
 		;
@@ -217,11 +211,7 @@ int uplink_start(struct uplink **out, const struct uplink_config *cfg, struct te
 	u->client = (struct api_client){.endpoint = cfg->manager, .access_key = u->credential,
 					.secret_key = cfg->cluster_secret};
 	pthread_mutex_init(&u->mu, NULL);
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&u->cv, &ca);
-	pthread_condattr_destroy(&ca);
+	util_cond_init_mono(&u->cv);
 	u->pending = json_array();
 	if (!u->pending) {
 		uplink_free(u);

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/util.h"
+
 struct pump {
 	pthread_mutex_t mu;
 	pthread_cond_t can_read;    /* data, ready or the end arrived */
@@ -69,7 +71,7 @@ int pump_start(struct pump **out, size_t cap, pump_fn fn, void *ud, void (*ud_fr
 	p->ud_free = ud_free;
 	atomic_init(&p->cancel, false);
 	pthread_mutex_init(&p->mu, NULL);
-	pthread_cond_init(&p->can_read, NULL);
+	util_cond_init_mono(&p->can_read);
 	pthread_cond_init(&p->can_write, NULL);
 	if (pthread_create(&p->thread, NULL, pump_main, p) != 0) {
 		pump_free(p);
@@ -138,15 +140,8 @@ int pump_wait_ready(struct pump *p, struct terr *err)
 long pump_read(struct pump *p, char *buf, size_t max, int timeout_ms)
 {
 	struct timespec dl;
-	if (timeout_ms >= 0) {
-		clock_gettime(CLOCK_REALTIME, &dl);
-		dl.tv_sec += timeout_ms / 1000;
-		dl.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-		if (dl.tv_nsec >= 1000000000L) {
-			dl.tv_sec++;
-			dl.tv_nsec -= 1000000000L;
-		}
-	}
+	if (timeout_ms >= 0)
+		util_deadline_ms(&dl, timeout_ms);
 	pthread_mutex_lock(&p->mu);
 	while (p->len == 0 && !p->ended) {
 		if (timeout_ms < 0) {

@@ -2,9 +2,11 @@
 #ifndef TESSERA_COMMON_UTIL_H
 #define TESSERA_COMMON_UTIL_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include "common/err.h"
 
@@ -14,6 +16,13 @@
 int64_t util_now_ms(void);
 /* Monotonic milliseconds (for timeouts, never stored). */
 int64_t util_mono_ms(void);
+/* Timed waits on a condition variable, on one clock: CLOCK_MONOTONIC,
+ * which setting the wall clock does not move (a wait on CLOCK_REALTIME
+ * would end early, or hang, when it jumps). util_cond_init_mono makes a
+ * condition variable whose pthread_cond_timedwait takes such deadlines;
+ * util_deadline_ms is now on that clock plus ms. */
+void util_cond_init_mono(pthread_cond_t *cv);
+void util_deadline_ms(struct timespec *ts, int64_t ms);
 /* RFC 3339 UTC with milliseconds: "2026-11-22T08:40:00.123Z" (n >= 32). */
 void util_format_time_ms(int64_t ms, char *buf, size_t n);
 

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/approute_msg.h"
 #include "common/jsonutil.h"
 #include "common/log.h"
 #include "common/util.h"
@@ -363,16 +364,20 @@ json_t *mgr_apps_origin(struct manager *m)
 
 /* ---------- for the proxy ---------- */
 
-static json_t *route_json(const struct approute *r, const struct msession *s)
+/* What the proxy is sent of route r of session s (common/approute_msg.h,
+ * the format the proxy reads with), for its owner. */
+static void route_msg(const struct approute *r, const struct msession *s, struct approute_msg *out)
 {
-	json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "session_id", s->rec.id, "app", r->app, "target",
-			      r->target, "endpoint", s->rec.app_endpoint, "secret", s->rec.app_secret, "user_id",
-			      s->rec.owner_id, "owner_id", s->rec.owner_id);
-	if (o && r->port)
-		json_object_set_new(o, "port", json_integer(r->port));
-	else if (o)
-		json_object_set_new(o, "host", json_string(r->host));
-	return o;
+	memset(out, 0, sizeof(*out));
+	util_strlcpy(out->session_id, s->rec.id, sizeof(out->session_id));
+	util_strlcpy(out->app, r->app, sizeof(out->app));
+	util_strlcpy(out->target, r->target, sizeof(out->target));
+	util_strlcpy(out->endpoint, s->rec.app_endpoint, sizeof(out->endpoint));
+	util_strlcpy(out->secret, s->rec.app_secret, sizeof(out->secret));
+	util_strlcpy(out->user, s->rec.owner_id, sizeof(out->user));
+	util_strlcpy(out->owner, s->rec.owner_id, sizeof(out->owner));
+	out->port = r->port;
+	util_strlcpy(out->host, r->host, sizeof(out->host));
 }
 
 int mgr_proxy_redeem(struct manager *m, const char *token, json_t **reply, struct terr *err)
@@ -388,11 +393,13 @@ int mgr_proxy_redeem(struct manager *m, const char *token, json_t **reply, struc
 	else if (rc == 0 && (!u || u->disabled))
 		rc = terr_set(err, EACCES, "the user this link was made for is disabled or gone");
 	if (rc == 0) {
-		json_t *o = route_json(r, s);
-		json_object_set_new(o, "user", json_string(u->email));
-		json_object_set_new(o, "user_id", json_string(u->id));
-		json_object_set_new(o, "session", json_string(s->rec.name));
-		*reply = o;
+		/* The route, for the link's user. */
+		struct approute_msg msg;
+		route_msg(r, s, &msg);
+		util_strlcpy(msg.user, u->id, sizeof(msg.user));
+		msg.email = u->email;
+		msg.session_name = s->rec.name;
+		*reply = approute_msg_to_json(&msg);
 		log_info("manager", "app link of %s for %s of session %s redeemed", u->email, t.app, s->rec.name);
 	}
 	if (rc == 0 || err->code == EACCES)
@@ -416,25 +423,30 @@ int mgr_proxy_routes(struct manager *m, int64_t since, int wait_s, json_t **repl
 		pthread_mutex_unlock(&m->mu);
 		return -ECANCELED;
 	}
-	json_t *routes = json_array();
-	for (size_t i = 0; i < m->apps.n; i++) {
+	struct approute_list l = {.generation = m->apps.generation};
+	l.r = calloc(m->apps.n ? m->apps.n : 1, sizeof(*l.r));
+	l.admins = calloc(m->n_users ? m->n_users : 1, sizeof(*l.admins));
+	l.disabled = calloc(m->n_users ? m->n_users : 1, sizeof(*l.disabled));
+	for (size_t i = 0; l.r && i < m->apps.n; i++) {
 		const struct approute *r = &m->apps.r[i];
 		struct msession *s = mgr_find_session(m, r->session_id);
 		if (s && s->rec.status == SS_RUNNING && s->rec.app_endpoint[0])
-			json_array_append_new(routes, route_json(r, s));
+			route_msg(r, s, &l.r[l.n++]);
 	}
 	/* Who may use routes besides their sessions' owners, and who may use
-	 * none: the proxy checks each request's cookie against these. */
-	json_t *admins = json_array(), *disabled = json_array();
-	for (size_t i = 0; i < m->n_users; i++) {
-		const struct user_rec *u = &m->users[i];
+	 * none: the proxy checks each request's cookie against these. The
+	 * ids are borrowed from the users. */
+	for (size_t i = 0; l.admins && l.disabled && i < m->n_users; i++) {
+		struct user_rec *u = &m->users[i];
 		if (u->disabled)
-			json_array_append_new(disabled, json_string(u->id));
+			l.disabled[l.n_disabled++] = u->id;
 		else if (u->is_admin)
-			json_array_append_new(admins, json_string(u->id));
+			l.admins[l.n_admins++] = u->id;
 	}
-	*reply = json_pack("{s:I,s:o,s:o,s:o}", "generation", (json_int_t)m->apps.generation, "routes", routes,
-			   "admins", admins, "disabled", disabled);
+	*reply = l.r && l.admins && l.disabled ? approute_list_to_json(&l) : NULL;
+	free(l.r);
+	free(l.admins);
+	free(l.disabled);
 	pthread_mutex_unlock(&m->mu);
 	return 0;
 }

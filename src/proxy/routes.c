@@ -10,26 +10,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/approute_msg.h"
 #include "common/util.h"
-
-static int get_str(json_t *o, const char *k, char *out, size_t n, bool required, struct terr *err)
-{
-	json_t *v = json_object_get(o, k);
-	out[0] = '\0';
-	if (!v || json_is_null(v)) {
-		if (required)
-			return terr_set(err, EINVAL, "route: \"%s\" is missing", k);
-		return 0;
-	}
-	if (!json_is_string(v) || !json_string_length(v) || json_string_length(v) >= n)
-		return terr_set(err, EINVAL, "route: \"%s\" must be a string of 1 to %zu characters", k, n - 1);
-	const char *s = json_string_value(v);
-	for (const char *c = s; *c; c++)
-		if ((unsigned char)*c <= 0x20 || *c == 0x7f || *c == '|')
-			return terr_set(err, EINVAL, "route: \"%s\" holds a character it may not", k);
-	memcpy(out, s, json_string_length(v) + 1);
-	return 0;
-}
 
 /* "HOST:PORT" or "[V6]:PORT" (ep, len bytes), resolved numerically
  * first, else by name, into *addr. */
@@ -108,66 +90,30 @@ static int resolve(struct proxy_route *r, struct terr *err)
 	return resolve_ep(r->direct, strlen(r->direct), &r->direct_addr, &r->direct_len, err);
 }
 
-int routes_parse_one(json_t *o, bool with_user, struct proxy_route *r, struct terr *err)
+/* The message's fields into a route of the table (same names). */
+static void from_msg(const struct approute_msg *m, struct proxy_route *r)
 {
-	int rc;
 	memset(r, 0, sizeof(*r));
-	if (!json_is_object(o))
-		return terr_set(err, EINVAL, "route: not an object");
-	/* The user's id names them in the cookie (an email can change);
-	 * "user" alone does too. */
-	if ((rc = get_str(o, "user_id", r->user, sizeof(r->user), false, err)) < 0 ||
-	    (!r->user[0] && (rc = get_str(o, "user", r->user, sizeof(r->user), with_user, err)) < 0) ||
-	    (rc = get_str(o, "session_id", r->session_id, sizeof(r->session_id), true, err)) < 0 ||
-	    (rc = get_str(o, "app", r->app, sizeof(r->app), false, err)) < 0 ||
-	    (rc = get_str(o, "target", r->target, sizeof(r->target), true, err)) < 0 ||
-	    (rc = get_str(o, "endpoint", r->endpoint, sizeof(r->endpoint), true, err)) < 0 ||
-	    (rc = get_str(o, "secret", r->secret, sizeof(r->secret), true, err)) < 0 ||
-	    (rc = get_str(o, "host", r->host, sizeof(r->host), false, err)) < 0 ||
-	    (rc = get_str(o, "owner_id", r->owner, sizeof(r->owner), false, err)) < 0)
-		return rc;
-	if (!r->owner[0])
-		util_strlcpy(r->owner, r->user, sizeof(r->owner));
-	if (strncmp(r->target, "app:", 4) && strncmp(r->target, "port:", 5))
-		return terr_set(err, EINVAL, "route: target '%s' is neither app:NAME nor port:N", r->target);
-	json_t *p = json_object_get(o, "port");
-	if (p && !json_is_null(p)) {
-		if (!json_is_integer(p) || json_integer_value(p) < 0 || json_integer_value(p) > 65535)
-			return terr_set(err, EINVAL, "route: \"port\" must be an integer from 0 to 65535");
-		r->port = (int)json_integer_value(p);
-	}
-	if (!r->port && !r->host[0])
-		return terr_set(err, EINVAL, "route: neither \"port\" nor \"host\" is set");
-	for (char *c = r->host; *c; c++)
-		*c = (char)tolower((unsigned char)*c);
-	return resolve(r, err);
+	memcpy(r->user, m->user, sizeof(r->user));
+	memcpy(r->owner, m->owner, sizeof(r->owner));
+	memcpy(r->session_id, m->session_id, sizeof(r->session_id));
+	memcpy(r->app, m->app, sizeof(r->app));
+	memcpy(r->target, m->target, sizeof(r->target));
+	memcpy(r->endpoint, m->endpoint, sizeof(r->endpoint));
+	memcpy(r->secret, m->secret, sizeof(r->secret));
+	r->port = m->port;
+	memcpy(r->host, m->host, sizeof(r->host));
 }
 
-/* doc's key (an array of user ids, or absent: none) into *out. */
-static int parse_ids(json_t *doc, const char *key, char ***out, size_t *n, struct terr *err)
+int routes_parse_one(json_t *o, bool with_user, struct proxy_route *r, struct terr *err)
 {
-	json_t *arr = json_object_get(doc, key), *v;
-	*out = NULL;
-	*n = 0;
-	if (!arr || json_is_null(arr))
-		return 0;
-	if (!json_is_array(arr))
-		return terr_set(err, EINVAL, "routes: \"%s\" must be an array of user ids", key);
-	if (!json_array_size(arr))
-		return 0;
-	*out = calloc(json_array_size(arr), sizeof(**out));
-	if (!*out)
-		return terr_set(err, ENOMEM, "out of memory");
-	size_t i;
-	json_array_foreach(arr, i, v) {
-		const char *id = json_string_value(v);
-		if (!id || !*id || strlen(id) >= 128)
-			return terr_set(err, EINVAL, "routes: \"%s\"[%zu] must be a user id", key, i);
-		if (!((*out)[i] = strdup(id)))
-			return terr_set(err, ENOMEM, "out of memory");
-		(*n)++;
-	}
-	return 0;
+	struct approute_msg m;
+	memset(r, 0, sizeof(*r));
+	int rc = approute_msg_from_json(o, with_user, &m, err);
+	if (rc < 0)
+		return rc;
+	from_msg(&m, r);
+	return resolve(r, err);
 }
 
 static bool has_id(char *const *ids, size_t n, const char *id)
@@ -188,33 +134,34 @@ bool routes_user_allowed(const struct route_table *t, const struct proxy_route *
 int routes_parse(json_t *doc, struct route_table *out, struct terr *err)
 {
 	memset(out, 0, sizeof(*out));
-	json_t *gen = json_object_get(doc, "generation"), *arr = json_object_get(doc, "routes");
-	if (!json_is_integer(gen) || json_integer_value(gen) < 0)
-		return terr_set(err, EINVAL, "routes: \"generation\" must be a non-negative integer");
-	if (!json_is_array(arr))
-		return terr_set(err, EINVAL, "routes: \"routes\" must be an array");
-	out->generation = (uint64_t)json_integer_value(gen);
-	int irc;
-	if ((irc = parse_ids(doc, "admins", &out->admins, &out->n_admins, err)) < 0 ||
-	    (irc = parse_ids(doc, "disabled", &out->disabled, &out->n_disabled, err)) < 0) {
+	struct approute_list l;
+	int rc = approute_list_from_json(doc, &l, err);
+	if (rc < 0)
+		return rc;
+	/* The ids pass to the table as they are. */
+	out->generation = l.generation;
+	out->admins = l.admins;
+	out->n_admins = l.n_admins;
+	out->disabled = l.disabled;
+	out->n_disabled = l.n_disabled;
+	l.admins = l.disabled = NULL;
+	l.n_admins = l.n_disabled = 0;
+	if (l.n && !(out->r = calloc(l.n, sizeof(*out->r)))) {
+		approute_list_free(&l);
 		routes_free(out);
-		return irc;
+		return terr_set(err, ENOMEM, "out of memory");
 	}
-	size_t n = json_array_size(arr);
-	if (n) {
-		out->r = calloc(n, sizeof(*out->r));
-		if (!out->r)
-			return terr_set(err, ENOMEM, "out of memory");
-	}
-	for (size_t i = 0; i < n; i++) {
-		int rc = routes_parse_one(json_array_get(arr, i), false, &out->r[i], err);
-		if (rc < 0) {
+	for (size_t i = 0; i < l.n; i++) {
+		from_msg(&l.r[i], &out->r[i]);
+		if ((rc = resolve(&out->r[i], err)) < 0) {
 			terr_prefix(err, "routes[%zu]", i);
+			approute_list_free(&l);
 			routes_free(out);
 			return rc;
 		}
 		out->n++;
 	}
+	approute_list_free(&l);
 	return 0;
 }
 

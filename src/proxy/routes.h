@@ -2,7 +2,8 @@
  * GET /v1/proxy/routes and POST /v1/proxy/redeem return, parsed and
  * checked, and looked up by port (port mode) or Host (host mode). Pure
  * but for name resolution of endpoints (routes_parse runs off the event
- * loop). */
+ * loop). The format itself, which the manager writes with too, is
+ * common/approute_msg.h; this adds resolving and the lookups. */
 #ifndef TESSERA_PROXY_ROUTES_H
 #define TESSERA_PROXY_ROUTES_H
 

@@ -9,14 +9,7 @@
 
 bool appdef_valid_name(const char *s, size_t len)
 {
-	if (len == 0 || len >= APP_NAME_MAX || s[0] == '.' || s[0] == '-')
-		return false;
-	for (size_t i = 0; i < len; i++) {
-		unsigned char c = (unsigned char)s[i];
-		if (!isalnum(c) && c != '_' && c != '.' && c != '-')
-			return false;
-	}
-	return true;
+	return apphello_valid_name(s, len);
 }
 
 const char *appdef_proto_name(enum app_proto p)

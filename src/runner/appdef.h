@@ -11,11 +11,12 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "common/apphello.h"
 #include "common/err.h"
 
-#define APP_NAME_MAX 64       /* with the NUL */
-#define APP_MAX 32            /* declared apps per image */
-#define APP_RUNNER_PORT 7611  /* the runner's own port: no app may take it */
+#define APP_NAME_MAX APPHELLO_NAME_MAX        /* with the NUL */
+#define APP_MAX 32                            /* declared apps per image */
+#define APP_RUNNER_PORT APPHELLO_RUNNER_PORT  /* the runner's own port: no app may take it */
 
 enum app_proto { APP_HTTP, APP_TCP, APP_PREOPEN };
 
@@ -26,7 +27,8 @@ struct app_decl {
 };
 
 /* Whether s is an app name: [A-Za-z0-9_.-], 1 to 63 characters, not
- * starting with '.' or '-'. */
+ * starting with '.' or '-' (apphello_valid_name: the rule the
+ * TESSERA-APP/1 line's app:NAME is checked by). */
 bool appdef_valid_name(const char *s, size_t len);
 
 /* Parses `name:proto:port,...` (spaces around entries allowed; empty:

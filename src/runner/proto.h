@@ -1,6 +1,8 @@
 /* The runner's app port protocol (docs/apps.md, "The runner's app port"):
- * the `TESSERA-APP/1 <secret> <target>` line, the secret's comparison,
- * and the HTTP request head the terminal's WebSocket upgrade comes in.
+ * finding the `TESSERA-APP/1 <secret> <target>` line (parsed by
+ * common/apphello.h, the codec the proxy writes it with), the secret's
+ * comparison, and the HTTP request head the terminal's WebSocket upgrade
+ * comes in.
  *
  * Pure functions, unit-tested in tests/runner/test_proto.c. */
 #ifndef TESSERA_RUNNER_PROTO_H
@@ -9,31 +11,20 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "common/apphello.h"
 #include "common/err.h"
 #include "runner/appdef.h"
 
-#define PROTO_LINE_MAX 1024      /* a line, \r\n included */
-#define PROTO_SECRET_LEN 64      /* hex characters */
+#define PROTO_LINE_MAX APPHELLO_LINE_MAX      /* a line, \r\n included */
+#define PROTO_SECRET_LEN APPHELLO_SECRET_LEN  /* hex characters */
 #define PROTO_HEAD_MAX 8192      /* an HTTP request head */
 #define PROTO_TERM_ID_MAX 32
-
-struct proto_hello {
-	char secret[PROTO_SECRET_LEN + 1];
-	bool is_port;                /* port:N, else app:NAME */
-	char app[APP_NAME_MAX];      /* app:NAME */
-	int port;                    /* port:N */
-};
 
 /* Looks for the end of the line in buf[0..n): its length without \r\n in
  * *line_len and the bytes taken with \r\n in *used. Returns 1 when a line
  * is whole, 0 when more bytes are needed, -EMSGSIZE when PROTO_LINE_MAX
  * bytes hold no line end. A bare \n ends a line too. */
 int proto_find_line(const char *buf, size_t n, size_t *line_len, size_t *used);
-
-/* Parses the line (without its \r\n): `TESSERA-APP/1 SECRET TARGET`,
- * SECRET 64 hex characters, TARGET `app:NAME` or `port:N` (1-65535, not
- * 7611). -EINVAL with a message for anything else. */
-int proto_parse_hello(const char *line, size_t len, struct proto_hello *h, struct terr *err);
 
 /* a and b, each PROTO_SECRET_LEN characters, equal? In time that does not
  * depend on where they differ. */

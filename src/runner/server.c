@@ -248,7 +248,7 @@ static void sconn_apps_list(char *out, size_t n)
 /* The line is whole: check it and go where it says. */
 static void sconn_hello(struct sconn *c, size_t line_len)
 {
-	struct proto_hello h;
+	struct apphello h;
 	struct terr err = {0};
 	/* Said: whatever comes of it, the connection no longer waits to. */
 	sconn_unwait(c);
@@ -256,7 +256,7 @@ static void sconn_hello(struct sconn *c, size_t line_len)
 		sconn_answer(c, "ERROR", "apps are not enabled for this session");
 		return;
 	}
-	if (proto_parse_hello(c->buf, line_len, &h, &err) < 0) {
+	if (apphello_parse(c->buf, line_len, &h, &err) < 0) {
 		sconn_answer(c, "ERROR", err.msg);
 		return;
 	}

@@ -1,5 +1,6 @@
 /* common/util.c: removing a directory tree; how a shell reaches the
- * running executable. */
+ * running executable; deadlines of timed waits. */
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -90,9 +91,36 @@ TEST(self_command_is_the_name_only_when_path_finds_this_binary)
 	util_remove_tree(base);
 }
 
+/* A deadline is on the monotonic clock, and a condition variable made by
+ * util_cond_init_mono waits until it: not before, and not much after. */
+TEST(deadline_is_monotonic_and_cond_waits_for_it)
+{
+	struct timespec now, dl;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	util_deadline_ms(&dl, 1999);
+	int64_t ahead = ((int64_t)dl.tv_sec - now.tv_sec) * 1000 + (dl.tv_nsec - now.tv_nsec) / 1000000;
+	CHECK(ahead >= 1998 && ahead <= 2100);
+	CHECK(dl.tv_nsec >= 0 && dl.tv_nsec < 1000000000L);
+	pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+	pthread_cond_t cv;
+	util_cond_init_mono(&cv);
+	int64_t t0 = util_mono_ms();
+	util_deadline_ms(&dl, 50);
+	pthread_mutex_lock(&mu);
+	int rc;
+	while ((rc = pthread_cond_timedwait(&cv, &mu, &dl)) == 0)
+		;
+	pthread_mutex_unlock(&mu);
+	int64_t took = util_mono_ms() - t0;
+	CHECK_INT(rc, ETIMEDOUT);
+	CHECK(took >= 49 && took < 5000);
+	pthread_cond_destroy(&cv);
+}
+
 int main(void)
 {
 	RUN(remove_tree_removes_all_and_follows_no_link);
 	RUN(self_command_is_the_name_only_when_path_finds_this_binary);
+	RUN(deadline_is_monotonic_and_cond_waits_for_it);
 	return testlib_done();
 }

@@ -1,5 +1,6 @@
 /* Fuzz target: what the runner parses from its app port and its image
- * (src/runner/proto.h, appdef.h): the TESSERA-APP/1 line, the terminal's
+ * (src/runner/proto.h, appdef.h, and src/common/apphello.h, the codec
+ * the proxy writes the line with): the TESSERA-APP/1 line, the terminal's
  * request head and query, the --apps spec, a service definition. The
  * first byte picks the parser; whatever the bytes, none may crash, and
  * what they accept must hold what their headers promise. */
@@ -7,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/apphello.h"
 #include "runner/appdef.h"
 #include "runner/proto.h"
 
@@ -26,8 +28,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		int rc = proto_find_line(s, n, &len, &used);
 		if (rc == 1 && (used > n || len > used || used > PROTO_LINE_MAX))
 			abort();
-		struct proto_hello h;
-		if (rc == 1 && proto_parse_hello(s, len, &h, &err) == 0) {
+		struct apphello h;
+		if (rc == 1 && apphello_parse(s, len, &h, &err) == 0) {
 			if (strlen(h.secret) != PROTO_SECRET_LEN)
 				abort();
 			if (h.is_port ? (h.port < 1 || h.port > 65535 || h.port == APP_RUNNER_PORT)

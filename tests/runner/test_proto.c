@@ -1,13 +1,13 @@
-/* The runner's app port protocol: the TESSERA-APP/1 line, the secret,
- * the terminal's request head and query. */
+/* The runner's app port protocol: the TESSERA-APP/1 line (parsed by
+ * common/apphello.c), the secret, the terminal's request head and query. */
 #include "runner/proto.h"
 #include "testlib.h"
 
 #define S64 "0123456789abcdef0123456789ABCDEF0123456789abcdef0123456789abcdef"
 
-static int hello(const char *line, struct proto_hello *h, struct terr *err)
+static int hello(const char *line, struct apphello *h, struct terr *err)
 {
-	return proto_parse_hello(line, strlen(line), h, err);
+	return apphello_parse(line, strlen(line), h, err);
 }
 
 TEST(find_line)
@@ -34,7 +34,7 @@ TEST(find_line)
 
 TEST(hello_parses_targets)
 {
-	struct proto_hello h;
+	struct apphello h;
 	struct terr err = {0};
 	CHECK_INT(hello("TESSERA-APP/1 " S64 " app:jupyter", &h, &err), 0);
 	CHECK_STR(h.secret, S64);
@@ -76,17 +76,17 @@ TEST(hello_refuses)
 		{"TESSERA-APP/1 " S64 " port:7611", "port 7611 is the runner's own"},
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		struct proto_hello h;
+		struct apphello h;
 		struct terr err = {0};
 		if (hello(bad[i].line, &h, &err) != -EINVAL)
 			FAILF("\"%s\" was taken", bad[i].line);
 		CHECK_CONTAINS(err.msg, bad[i].msg);
 	}
 	/* A NUL inside the line is not a name character either. */
-	struct proto_hello h;
+	struct apphello h;
 	struct terr err = {0};
 	const char line[] = "TESSERA-APP/1 " S64 " app:ju\0x";
-	CHECK_INT(proto_parse_hello(line, sizeof(line) - 1, &h, &err), -EINVAL);
+	CHECK_INT(apphello_parse(line, sizeof(line) - 1, &h, &err), -EINVAL);
 }
 
 TEST(secret)
