@@ -3,6 +3,7 @@
  * network; and its removal (agent_start_session, agent_destroy_session). */
 #include "agent/internal.h"
 #include "agent/cgkill.h"
+#include "agent/session_spec.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -18,6 +19,9 @@
 #include "common/units.h"
 #include "common/util.h"
 #include "gpuabi/fgpu_contract.h"
+
+/* A spec can list every device of a node. */
+_Static_assert(SESSION_SPEC_MAX_GPUS >= GPU_MAX_DEVICES, "session_spec.h holds too few devices");
 
 int64_t agent_pids_limit(int64_t setting, int64_t session_cpu_m, int64_t node_cpu_m)
 {
@@ -125,8 +129,8 @@ const struct gpu_device *node_device(const struct agent *a, const char *uuid)
  * mock spec) and every mount and device the fGPU contract names
  * (gpuabi/fgpu_contract.h). gpus has passed check_spec: its devices are
  * the node's, each once. */
-static int plan_gpus(struct agent *a, struct plan *p, const char *sid, json_t *gpus, int64_t fgpu_m,
-		     struct terr *err)
+static int plan_gpus(struct agent *a, struct plan *p, const char *sid, const struct session_spec_gpu *gpus,
+		     size_t n, int64_t fgpu_m, struct terr *err)
 {
 	char dir[PATH_MAX], path[PATH_MAX + 64];
 	int rc;
@@ -134,7 +138,6 @@ static int plan_gpus(struct agent *a, struct plan *p, const char *sid, json_t *g
 		return terr_set(err, ENAMETOOLONG, "data_dir path too long");
 	if ((rc = util_mkdir_p(dir, 0755, err)) < 0)
 		return rc;
-	size_t n = json_array_size(gpus);
 	char uuids[GPU_MAX_DEVICES * 64] = "";
 	char fgpu[32];
 	units_format_milli(fgpu_m, fgpu, sizeof(fgpu));
@@ -147,10 +150,9 @@ static int plan_gpus(struct agent *a, struct plan *p, const char *sid, json_t *g
 		sid, FGPU_KEY_VERSION, FGPU_CONF_VERSION, FGPU_KEY_FGPU, fgpu, FGPU_KEY_DEVICES, n);
 	int64_t sm = 100, min_mem = INT64_MAX, ctx_overhead = 0;
 	for (size_t i = 0; i < n; i++) {
-		json_t *g = json_array_get(gpus, i);
-		const char *uuid = json_string_value(json_object_get(g, "uuid"));
-		int64_t mem = json_integer_value(json_object_get(g, "memory_limit"));
-		int64_t pct = json_integer_value(json_object_get(g, "sm_limit_percent"));
+		const char *uuid = gpus[i].uuid;
+		int64_t mem = gpus[i].memory_limit;
+		int64_t pct = gpus[i].sm_limit_percent;
 		const struct gpu_device *dev = node_device(a, uuid);   /* check_spec found it */
 		char key[64];
 		snprintf(key, sizeof(key), FGPU_KEY_DEVICE_FMT_UUID, (int)i);
@@ -253,18 +255,6 @@ static void plan_path(struct plan *p, const struct image_seen *img)
 	plan_env(p, "PATH=%s:%s", path, FGPU_BIN_DIR);
 }
 
-/* A session spec, read by check_spec; strings borrow from the JSON. */
-struct session_spec {
-	const char *id, *name, *image, *owner, *startup;   /* owner, startup: may be NULL */
-	const char *owner_id;                              /* may be NULL: no network of its own */
-	const char *app_secret;                            /* may be NULL: no apps (older manager) */
-	bool root;                                         /* run as root (the owner's policy allows it) */
-	bool batch;                                        /* ends with startup */
-	json_t *env, *gpus;                                /* borrowed; may be NULL */
-	json_t *mounts;                                    /* borrowed; checked by check_mounts */
-	int64_t cpu_m, mem, fgpu_m;
-};
-
 /* A folder mount's source must be a folder's own directory on a
  * declared storage host: HOSTPATH/ID, a real directory reached without
  * symlinks, never the host's trash nor anything else of this machine. */
@@ -293,129 +283,26 @@ static int check_mount_source(const struct agent *a, const char *src, struct ter
 	return terr_set(err, EPERM, "%.200s is not a folder on a storage host this node declares (storage_hosts)", src);
 }
 
-static int check_mounts(const struct agent *a, json_t *mounts, struct terr *err)
+static int64_t node_device_memory(void *ctx, const char *uuid)
 {
-	if (!mounts || json_is_null(mounts))
-		return 0;
-	if (!json_is_array(mounts) || json_array_size(mounts) > AGENT_MAX_FOLDER_MOUNTS)
-		return terr_set(err, EINVAL, "mounts must be an array of at most %d folders", AGENT_MAX_FOLDER_MOUNTS);
-	size_t i;
-	json_t *x;
-	json_array_foreach(mounts, i, x) {
-		const char *src = json_string_value(json_object_get(x, "source"));
-		const char *dst = json_string_value(json_object_get(x, "target"));
-		json_t *ro = json_object_get(x, "readonly");
-		if (!src || !dst || (ro && !json_is_boolean(ro)))
-			return terr_set(err, EINVAL, "mounts[%zu] needs source, target and a boolean readonly", i);
-		int rc = model_validate_mount_target(dst, err);
-		if (rc == 0)
-			rc = check_mount_source(a, src, err);
-		if (rc < 0)
-			return terr_prefix(err, "mounts[%zu]", i);
-	}
-	return 0;
+	const struct gpu_device *dev = node_device(ctx, uuid);
+	return dev ? dev->memory : -1;
 }
 
-/* The manager validated the request the spec comes from; the agent still
- * checks what it turns into paths, limits and buffers, since a spec can
- * also come from any holder of the cluster secret or an older manager. */
+static int node_mount_source(void *ctx, const char *source, struct terr *err)
+{
+	return check_mount_source(ctx, source, err);
+}
+
+/* The spec read by the one codec (session_spec.h), checked against this
+ * node: its devices and its storage hosts. */
 static int check_spec(const struct agent *a, json_t *spec, struct session_spec *out, struct terr *err)
 {
-	const char *id = json_string_value(json_object_get(spec, "id"));
-	const char *name = json_string_value(json_object_get(spec, "name"));
-	const char *image = json_string_value(json_object_get(spec, "image"));
-	json_t *res = json_object_get(spec, "resources");
-	json_t *env = json_object_get(spec, "env");
-	json_t *gpus = json_object_get(spec, "gpus");
-	json_t *startup = json_object_get(spec, "startup_command");
-	json_t *owner = json_object_get(spec, "owner");
-	json_t *owner_id = json_object_get(spec, "owner_id");
-	json_t *root = json_object_get(spec, "root");
-	*out = (struct session_spec){
-		.id = id, .name = name, .image = image, .owner = json_string_value(owner),
-		.owner_id = json_string_value(owner_id), .root = json_is_true(root),
-		.startup = json_string_value(startup), .env = env, .gpus = gpus,
-		.cpu_m = json_integer_value(json_object_get(res, "cpu_milli")),
-		.mem = json_integer_value(json_object_get(res, "mem")),
-		.fgpu_m = json_integer_value(json_object_get(res, "fgpu_milli")),
-		.batch = json_is_true(json_object_get(spec, "batch")),
-		.app_secret = json_string_value(json_object_get(spec, "app_secret")),
+	const struct session_spec_node node = {
+		.id = a->id, .n_gpus = a->gpus.n, .device_memory = node_device_memory,
+		.mount_source = node_mount_source, .ctx = (void *)a,
 	};
-	if (!id || !name || !image || !json_is_object(res))
-		return terr_set(err, EINVAL, "session spec needs id, name, image and resources");
-	out->mounts = json_object_get(spec, "mounts");
-	if (check_mounts(a, out->mounts, err) < 0)
-		return -EINVAL;
-	/* The id names the session's directory under data_dir. */
-	if (model_validate_name(id, "session id", err) < 0 || model_validate_name(name, "session name", err) < 0)
-		return -EINVAL;
-	if (!*image || strlen(image) > 255)
-		return terr_set(err, EINVAL, "image must be 1 to 255 characters");
-	if ((owner && !json_is_string(owner) && !json_is_null(owner)) ||
-	    (startup && !json_is_string(startup) && !json_is_null(startup)))
-		return terr_set(err, EINVAL, "owner and startup_command must be strings");
-	/* The owner's id names their network. */
-	if (owner_id && !json_is_null(owner_id) &&
-	    (!out->owner_id || model_validate_name(out->owner_id, "owner_id", err) < 0))
-		return terr_set(err, EINVAL, "owner_id must be a user id (letters, digits, '.', '_', '-')");
-	if (root && !json_is_boolean(root))
-		return terr_set(err, EINVAL, "root must be true or false");
-	json_t *secret = json_object_get(spec, "app_secret");
-	bool secret_ok = !secret || json_is_null(secret);
-	if (out->app_secret && strlen(out->app_secret) == AGENT_APP_SECRET_HEX) {
-		secret_ok = true;
-		for (const char *c = out->app_secret; *c; c++)
-			secret_ok &= (*c >= '0' && *c <= '9') || (*c >= 'a' && *c <= 'f');
-	}
-	if (!secret_ok)
-		return terr_set(err, EINVAL, "app_secret must be %d lower-case hex characters", AGENT_APP_SECRET_HEX);
-	static const char *const amounts[] = {"cpu_milli", "mem", "fgpu_milli"};
-	for (size_t i = 0; i < sizeof(amounts) / sizeof(amounts[0]); i++) {
-		json_t *v = json_object_get(res, amounts[i]);
-		if (v && (!json_is_integer(v) || json_integer_value(v) < 0))
-			return terr_set(err, EINVAL, "resources.%s must be an integer of 0 or more", amounts[i]);
-	}
-	if (out->batch && (!out->startup || !*out->startup))
-		return terr_set(err, EINVAL, "a batch session needs a startup_command");
-	if (out->cpu_m > INT64_MAX / 1000000)
-		return terr_set(err, EINVAL, "resources.cpu_milli is too large");
-	if (env && !json_is_object(env))
-		return terr_set(err, EINVAL, "env must be an object of strings");
-	if (json_object_size(env) > 256)
-		return terr_set(err, EINVAL, "env has %zu variables; at most 256", json_object_size(env));
-	const char *key;
-	json_t *val;
-	json_object_foreach(env, key, val) {
-		if (!*key || strchr(key, '=') || !json_is_string(val))
-			return terr_set(err, EINVAL, "env variable '%.80s' needs a name without '=' and a string value",
-					key);
-	}
-	if (!gpus || json_is_null(gpus))
-		return 0;
-	if (!json_is_array(gpus))
-		return terr_set(err, EINVAL, "gpus must be an array");
-	size_t n = json_array_size(gpus);
-	if (n > (size_t)a->gpus.n)
-		return terr_set(err, EINVAL, "the session asks for %zu GPUs; node %s has %d", n, a->id, a->gpus.n);
-	if (n > 0 && out->fgpu_m <= 0)
-		return terr_set(err, EINVAL, "a session with gpus needs resources.fgpu_milli above 0");
-	for (size_t i = 0; i < n; i++) {
-		json_t *g = json_array_get(gpus, i);
-		const char *uuid = json_string_value(json_object_get(g, "uuid"));
-		json_t *mem = json_object_get(g, "memory_limit"), *pct = json_object_get(g, "sm_limit_percent");
-		const struct gpu_device *dev = node_device(a, uuid);
-		if (!dev)
-			return terr_set(err, EINVAL, "device %.80s is not on node %s", uuid ? uuid : "(no uuid)", a->id);
-		for (size_t j = 0; j < i; j++)
-			if (!strcmp(uuid, json_string_value(json_object_get(json_array_get(gpus, j), "uuid")) ?: ""))
-				return terr_set(err, EINVAL, "device %s is listed twice", uuid);
-		if (!json_is_integer(mem) || json_integer_value(mem) <= 0 || json_integer_value(mem) > dev->memory)
-			return terr_set(err, EINVAL, "gpus[%zu].memory_limit must be 1 to %lld bytes (the device's memory)",
-					i, (long long)dev->memory);
-		if (pct && (!json_is_integer(pct) || json_integer_value(pct) < 1 || json_integer_value(pct) > 100))
-			return terr_set(err, EINVAL, "gpus[%zu].sm_limit_percent must be an integer from 1 to 100", i);
-	}
-	return 0;
+	return session_spec_from_json(spec, &node, out, err);
 }
 
 /* The session's app secret in a file of its own under data_dir, mode
@@ -490,7 +377,7 @@ int agent_start_session(struct agent *a, json_t *spec, char cid[RT_ID_MAX],
 	if (rc < 0)
 		return rc;
 	const char *id = sp.id, *name = sp.name, *image = sp.image, *owner = sp.owner, *startup = sp.startup;
-	json_t *env = sp.env, *gpus = sp.gpus;
+	json_t *env = sp.env;
 	int64_t cpu_m = sp.cpu_m, mem = sp.mem, fgpu_m = sp.fgpu_m;
 
 	struct plan p = {0};
@@ -524,12 +411,9 @@ int agent_start_session(struct agent *a, json_t *spec, char cid[RT_ID_MAX],
 	/* The user's folders (checked by check_spec). Docker makes a missing
 	 * target and its parents (as root) before the runner starts; the
 	 * runner gives /home/work back to the work user. */
-	size_t mi;
-	json_t *mx;
-	json_array_foreach(sp.mounts, mi, mx)
-		plan_mount(&p, json_string_value(json_object_get(mx, "source")),
-			   json_string_value(json_object_get(mx, "target")), json_is_true(json_object_get(mx, "readonly")));
-	if (json_array_size(gpus) > 0 && (rc = plan_gpus(a, &p, id, gpus, fgpu_m, err)) < 0)
+	for (size_t i = 0; i < sp.n_mounts; i++)
+		plan_mount(&p, sp.mounts[i].source, sp.mounts[i].target, sp.mounts[i].readonly);
+	if (sp.n_gpus > 0 && (rc = plan_gpus(a, &p, id, sp.gpus, sp.n_gpus, fgpu_m, err)) < 0)
 		goto out;
 	if (sp.app_secret && (rc = plan_app_secret(a, &p, id, sp.app_secret, err)) < 0)
 		goto out;
