@@ -1,9 +1,9 @@
 /* What the agent's files share (agent.c, agent_start.c, agent_network.c,
  * agent_exec.c, agent_images.c, agent_watch.c, agent_usage.c): struct
- * agent, which five threads use (the callers', the container and image
- * watchers, the usage, OOM and stats threads; each field says what
- * guards it), and the functions one file calls in another. Private to
- * src/agent/ and its white-box tests; agent.h is the agent's interface. */
+ * agent, which the callers' threads and the agent's own (the container
+ * and image watchers, the usage, OOM and stats threads) use, each field
+ * saying what guards it; and the functions one file calls in another.
+ * Private to src/agent/: agent.h is the agent's interface. */
 #ifndef TESSERA_AGENT_INTERNAL_H
 #define TESSERA_AGENT_INTERNAL_H
 
