@@ -78,15 +78,26 @@ static json_t *session_spec(struct manager *m, struct msession *s)
 	json_t *recorded = s->rec.mounts_json ? json_loads(s->rec.mounts_json, 0, NULL) : NULL;
 	size_t n_recorded = json_array_size(recorded);
 	struct session_spec_mount *mounts = n_recorded ? calloc(n_recorded, sizeof(*mounts)) : NULL;
+	if (n_recorded && !mounts) {
+		/* Out of memory: no spec, rather than one without its folders. */
+		json_decref(recorded);
+		json_decref(env);
+		return NULL;
+	}
 	size_t i;
 	json_t *x;
 	json_array_foreach(recorded, i, x) {
-		if (!mounts)
-			break;
+		json_t *source = json_object_get(x, "source"), *target = json_object_get(x, "target");
+		json_t *ro = json_object_get(x, "ro");
+		/* A record that lacks one of the three is left out, as it always
+		 * was; one of the wrong type goes without source and target, and
+		 * the agent refuses the start: never a read-write mount for want
+		 * of a boolean "ro". */
+		if (!source || !target || !ro)
+			continue;
+		bool ok = json_is_boolean(ro);
 		mounts[spec.n_mounts++] = (struct session_spec_mount){
-			.source = json_string_value(json_object_get(x, "source")),
-			.target = json_string_value(json_object_get(x, "target")),
-			.readonly = json_is_true(json_object_get(x, "ro")),
+			ok ? json_string_value(source) : NULL, ok ? json_string_value(target) : NULL, json_is_true(ro),
 		};
 	}
 	spec.mounts = mounts;
