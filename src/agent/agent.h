@@ -110,7 +110,8 @@ int agent_list_containers(struct agent *a, json_t **out, struct terr *err);
 /* spec (borrowed): {"id","name","owner","owner_id","root","image",
  * "resources":{"cpu_milli","mem","fgpu_milli"},"env":{...},"startup_command",
  * "gpus":[{"index","uuid","fgpu_milli","memory_limit","sm_limit_percent"}],
- * "app_secret"}. With app_secret (64 hex characters; absent from an
+ * "app_secret"}, read by session_spec_from_json (agent/session_spec.h,
+ * whose writer the manager uses). With app_secret (64 hex characters; absent from an
  * older manager: then the session has no apps), the container gets it
  * read-only at AGENT_APP_SECRET_PATH, its app port published on app_host,
  * and the runner the image's ai.backend.service-ports as --apps; the

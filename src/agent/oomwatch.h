@@ -4,7 +4,7 @@
  * stand for several kills at once: the container's memory cgroup counts
  * every one of them (`oom_kill` in cgroup v2's memory.events, and in
  * cgroup v1's memory.oom_control since Linux 4.13). The agent's OOM thread
- * (agent.c) reads the count of each running session once a second, and
+ * (agent_usage.c) reads the count of each running session once a second, and
  * at once when Docker reports an `oom`, and tells the manager the total
  * when it grows. Pure functions over text, so that both cgroup versions
  * are tested on any machine. */

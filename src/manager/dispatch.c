@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent/session_spec.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "manager/state.h"
@@ -35,59 +36,76 @@ void mgr_enqueue_destroy(struct manager *m, struct msession *s)
 	mgr_enqueue(m, JOB_DESTROY, s->rec.id);
 }
 
+/* The start spec of s, in the one codec that the agent reads
+ * (agent/session_spec.h). */
 static json_t *session_spec(struct manager *m, struct msession *s)
 {
 	const struct user_rec *owner = mgr_find_user(m, s->rec.owner_id);
 	json_t *env = s->rec.env_json ? json_loads(s->rec.env_json, 0, NULL) : NULL;
 	/* owner_id names the user's network on the node; root says who the
 	 * session's processes are (the policy was checked at create). */
-	json_t *spec = json_pack("{s:s,s:s,s:s,s:s,s:b,s:s,s:{s:I,s:I,s:I},s:o,s:s?}",
-		"id", s->rec.id, "name", s->rec.name, "owner", owner ? owner->email : "",
-		"owner_id", s->rec.owner_id, "root", s->rec.run_as_root,
-		"image", s->rec.image,
-		"resources", "cpu_milli", (json_int_t)s->rec.req.cpu_m, "mem", (json_int_t)s->rec.req.mem,
-		"fgpu_milli", (json_int_t)s->rec.req.fgpu_m,
-		"env", env ? env : json_object(),
-		"startup_command", s->rec.startup_command);
-	/* Session apps: the runner's secret (an older session has none, and
-	 * then no apps). */
-	if (s->rec.app_secret[0])
-		json_object_set_new(spec, "app_secret", json_string(s->rec.app_secret));
+	struct session_spec spec = {
+		.id = s->rec.id, .name = s->rec.name, .owner = owner ? owner->email : "",
+		.owner_id = s->rec.owner_id, .root = s->rec.run_as_root, .image = s->rec.image,
+		.cpu_m = s->rec.req.cpu_m, .mem = s->rec.req.mem, .fgpu_m = s->rec.req.fgpu_m,
+		.env = env, .startup = s->rec.startup_command,
+		/* Session apps: the runner's secret (an older session has none,
+		 * and then no apps). */
+		.app_secret = s->rec.app_secret[0] ? s->rec.app_secret : NULL,
+		/* A batch container ends with its command (agent.h). */
+		.batch = mgr_session_is_batch(s),
+	};
 	/* The device shares, with the limits each implies: memory and SMs in
 	 * proportion to the share of the device. */
 	struct magent *a = mgr_find_agent(m, s->rec.agent_id);
 	int64_t per_dev = mgr_per_device_m(m);
-	json_t *gpus = json_array();
+	struct session_spec_gpu gpus[MGR_MAX_GPUS];
 	for (int i = 0; a && i < s->n_shares; i++) {
 		struct mgpu *g = mgr_agent_gpu(a, s->shares[i].uuid);
 		/* Of the unit it was placed in: its physical part of the device. */
 		int64_t unit = s->shares[i].per_dev_m > 0 ? s->shares[i].per_dev_m : per_dev;
 		int64_t mem = g ? (int64_t)((__int128)g->memory * s->shares[i].fgpu_m / unit) : 0;
 		int64_t sm = s->shares[i].fgpu_m * 100 / unit;
-		json_array_append_new(gpus, json_pack("{s:i,s:s,s:I,s:I,s:I}", "index", s->shares[i].index,
-			"uuid", s->shares[i].uuid, "fgpu_milli", (json_int_t)s->shares[i].fgpu_m,
-			"memory_limit", (json_int_t)mem, "sm_limit_percent", (json_int_t)(sm < 1 ? 1 : sm > 100 ? 100 : sm)));
+		gpus[spec.n_gpus++] = (struct session_spec_gpu){
+			.index = s->shares[i].index, .uuid = s->shares[i].uuid, .fgpu_m = s->shares[i].fgpu_m,
+			.memory_limit = mem, .sm_limit_percent = (int)(sm < 1 ? 1 : sm > 100 ? 100 : sm),
+		};
 	}
-	json_object_set_new(spec, "gpus", gpus);
-	/* A batch container ends with its command (agent.h). Left out for an
-	 * interactive one, so that an older agent reads the spec as before. */
-	if (mgr_session_is_batch(s))
-		json_object_set_new(spec, "batch", json_true());
+	spec.gpus = gpus;
 	/* Its folders (docs/folders.md): host directories under a storage
-	 * host, which the agent checks again before it binds them. */
+	 * host, which the agent checks again before it binds them. All of
+	 * them, even past what an agent takes: the agent refuses those. */
 	json_t *recorded = s->rec.mounts_json ? json_loads(s->rec.mounts_json, 0, NULL) : NULL;
-	if (json_array_size(recorded)) {
-		json_t *mounts = json_array();
-		size_t i;
-		json_t *x;
-		json_array_foreach(recorded, i, x)
-			json_array_append_new(mounts, json_pack("{s:O,s:O,s:O}", "source", json_object_get(x, "source"),
-								"target", json_object_get(x, "target"),
-								"readonly", json_object_get(x, "ro")));
-		json_object_set_new(spec, "mounts", mounts);
+	size_t n_recorded = json_array_size(recorded);
+	struct session_spec_mount *mounts = n_recorded ? calloc(n_recorded, sizeof(*mounts)) : NULL;
+	if (n_recorded && !mounts) {
+		/* Out of memory: no spec, rather than one without its folders. */
+		json_decref(recorded);
+		json_decref(env);
+		return NULL;
 	}
+	size_t i;
+	json_t *x;
+	json_array_foreach(recorded, i, x) {
+		json_t *source = json_object_get(x, "source"), *target = json_object_get(x, "target");
+		json_t *ro = json_object_get(x, "ro");
+		/* A record that lacks one of the three is left out, as it always
+		 * was; one of the wrong type goes without source and target, and
+		 * the agent refuses the start: never a read-write mount for want
+		 * of a boolean "ro". */
+		if (!source || !target || !ro)
+			continue;
+		bool ok = json_is_boolean(ro);
+		mounts[spec.n_mounts++] = (struct session_spec_mount){
+			ok ? json_string_value(source) : NULL, ok ? json_string_value(target) : NULL, json_is_true(ro),
+		};
+	}
+	spec.mounts = mounts;
+	json_t *out = session_spec_to_json(&spec);
+	free(mounts);
 	json_decref(recorded);
-	return spec;
+	json_decref(env);
+	return out;
 }
 
 static void run_start(struct manager *m, const char *sid)

@@ -1,0 +1,645 @@
+/* A session's start: its spec checked, its container planned
+ * (environment, mounts, GPUs, app secret) and made on its owner's
+ * network; and its removal (agent_start_session, agent_destroy_session). */
+#include "agent/internal.h"
+#include "agent/cgkill.h"
+#include "agent/session_spec.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include "common/log.h"
+#include "common/model.h"
+#include "common/units.h"
+#include "common/util.h"
+#include "gpuabi/fgpu_contract.h"
+
+/* A spec can list every device of a node. */
+_Static_assert(SESSION_SPEC_MAX_GPUS >= GPU_MAX_DEVICES, "session_spec.h holds too few devices");
+
+int64_t agent_pids_limit(int64_t setting, int64_t session_cpu_m, int64_t node_cpu_m)
+{
+	if (setting > 0)
+		return setting;
+	int64_t cpu_m = session_cpu_m > 0 ? session_cpu_m : node_cpu_m;
+	/* Rounded up, so that a fraction of a core still counts. */
+	int64_t n = cpu_m > 0 && cpu_m <= AGENT_PIDS_LIMIT_MAX ? (cpu_m * AGENT_PIDS_PER_CPU + 999) / 1000
+							       : AGENT_PIDS_LIMIT_MAX;
+	if (n < AGENT_PIDS_MIN)
+		n = AGENT_PIDS_MIN;
+	return n > AGENT_PIDS_LIMIT_MAX ? AGENT_PIDS_LIMIT_MAX : n;
+}
+
+/* Container names must be unique on the host; the session id makes them so
+ * and the name makes `docker ps` readable. */
+static void container_name(const char *name, const char *id, char *buf, size_t n)
+{
+	snprintf(buf, n, "tessera-%s-%.8s", name, id);
+}
+
+/* What goes into one container: grows as features add to it and owns
+ * every string it holds. */
+struct plan {
+	char *env[256 + 16];
+	size_t n_env;
+	/* The agent's own (runner, gpu-info, profile, the GPU files, the
+	 * app secret; on real GPUs the driver's files, about 20 in all) and
+	 * AGENT_MAX_FOLDER_MOUNTS folders. */
+	struct rt_mount mounts[48];
+	size_t n_mounts;
+	bool mounts_overflow;         /* one did not fit: the start is refused */
+	const char *devices[GPU_MAX_DEVICES + 8];
+	size_t n_devices;
+	char *owned[128];
+	size_t n_owned;
+};
+
+static char *plan_keep(struct plan *p, char *s)
+{
+	if (s && p->n_owned < sizeof(p->owned) / sizeof(p->owned[0]))
+		p->owned[p->n_owned++] = s;
+	else if (s) {
+		free(s);
+		s = NULL;
+	}
+	return s;
+}
+
+static void plan_env(struct plan *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void plan_env(struct plan *p, const char *fmt, ...)
+{
+	char *v = NULL;
+	va_list ap;
+	va_start(ap, fmt);
+	int r = vasprintf(&v, fmt, ap);
+	va_end(ap);
+	if (r >= 0 && p->n_env < sizeof(p->env) / sizeof(p->env[0]) - 1)
+		p->env[p->n_env++] = plan_keep(p, v);
+	else if (r >= 0)
+		free(v);
+}
+
+static void plan_mount(struct plan *p, const char *src, const char *dst, bool ro)
+{
+	if (p->n_mounts < sizeof(p->mounts) / sizeof(p->mounts[0]))
+		p->mounts[p->n_mounts++] = (struct rt_mount){src, dst, ro};
+	else
+		p->mounts_overflow = true;
+}
+
+static void plan_free(struct plan *p)
+{
+	for (size_t i = 0; i < p->n_owned; i++)
+		free(p->owned[i]);
+}
+
+int write_file(const char *path, const char *text, mode_t mode, struct terr *err)
+{
+	FILE *f = fopen(path, "we");
+	if (!f)
+		return terr_set(err, errno, "cannot write %s: %s", path, strerror(errno));
+	fputs(text, f);
+	fchmod(fileno(f), mode);
+	if (fclose(f) != 0)
+		return terr_set(err, EIO, "cannot write %s", path);
+	return 0;
+}
+
+int session_dir(const struct agent *a, const char *sid, char *buf, size_t n)
+{
+	return snprintf(buf, n, "%s/sessions/%s", a->data_dir, sid) < (int)n ? 0 : -ENAMETOOLONG;
+}
+
+/* The node's device with that UUID; NULL when there is none. */
+const struct gpu_device *node_device(const struct agent *a, const char *uuid)
+{
+	for (int k = 0; uuid && k < a->gpus.n; k++)
+		if (!strcmp(a->gpus.dev[k].uuid, uuid))
+			return &a->gpus.dev[k];
+	return NULL;
+}
+
+/* GPU session: the per-session files (limits, preload, shared region,
+ * mock spec) and every mount and device the fGPU contract names
+ * (gpuabi/fgpu_contract.h). gpus has passed check_spec: its devices are
+ * the node's, each once. */
+static int plan_gpus(struct agent *a, struct plan *p, const char *sid, const struct session_spec_gpu *gpus,
+		     size_t n, int64_t fgpu_m, struct terr *err)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 64];
+	int rc;
+	if (session_dir(a, sid, dir, sizeof(dir)) < 0)
+		return terr_set(err, ENAMETOOLONG, "data_dir path too long");
+	if ((rc = util_mkdir_p(dir, 0755, err)) < 0)
+		return rc;
+	char uuids[GPU_MAX_DEVICES * 64] = "";
+	char fgpu[32];
+	units_format_milli(fgpu_m, fgpu, sizeof(fgpu));
+	char *conf = NULL;
+	size_t conf_len = 0;
+	FILE *cf = open_memstream(&conf, &conf_len);
+	if (!cf)
+		return terr_set(err, ENOMEM, "out of memory");
+	fprintf(cf, "# fGPU limits of session %s (written by the agent)\n%s = %d\n%s = %s\n%s = %zu\n",
+		sid, FGPU_KEY_VERSION, FGPU_CONF_VERSION, FGPU_KEY_FGPU, fgpu, FGPU_KEY_DEVICES, n);
+	int64_t sm = 100, min_mem = INT64_MAX, ctx_overhead = 0;
+	for (size_t i = 0; i < n; i++) {
+		const char *uuid = gpus[i].uuid;
+		int64_t mem = gpus[i].memory_limit;
+		int64_t pct = gpus[i].sm_limit_percent;
+		const struct gpu_device *dev = node_device(a, uuid);   /* check_spec found it */
+		char key[64];
+		snprintf(key, sizeof(key), FGPU_KEY_DEVICE_FMT_UUID, (int)i);
+		fprintf(cf, "%s = %s\n", key, dev->uuid);
+		snprintf(key, sizeof(key), FGPU_KEY_DEVICE_FMT_LIMIT, (int)i);
+		fprintf(cf, "%s = %lld\n", key, (long long)mem);
+		/* Each device its own compute share: a session holding whole
+		 * devices and part of another is paced on that part only. */
+		snprintf(key, sizeof(key), FGPU_KEY_DEVICE_FMT_SM, (int)i);
+		if (pct < 1 || pct > 100)
+			pct = 100;   /* not given: the whole device's compute */
+		fprintf(cf, "%s = %lld\n", key, (long long)pct);
+		/* The session-wide figure (and TESSERA_GPU_SM_LIMIT, which can
+		 * only tighten) stays the one device's share, or 100 for
+		 * several, so that whole devices are never throttled. */
+		if (n == 1)
+			sm = pct;
+		if (mem < min_mem)
+			min_mem = mem;
+		if (dev->context_overhead > ctx_overhead)
+			ctx_overhead = dev->context_overhead;
+		if (i)
+			strcat(uuids, ",");
+		strcat(uuids, dev->uuid);
+		if (!a->gpus.mock) {
+			char node[64];
+			snprintf(node, sizeof(node), "/dev/nvidia%d", dev->minor);
+			p->devices[p->n_devices++] = plan_keep(p, strdup(node));
+		}
+	}
+	fprintf(cf, "%s = %lld\n", FGPU_KEY_SM_LIMIT, (long long)sm);
+	/* One figure for all of the session's devices: the largest. */
+	fprintf(cf, "%s = %lld\n", FGPU_KEY_CTX_OVERHEAD, (long long)ctx_overhead);
+	fclose(cf);
+	snprintf(path, sizeof(path), "%s/fgpu.conf", dir);
+	rc = write_file(path, conf ? conf : "", 0644, err);
+	free(conf);
+	if (rc < 0)
+		return rc;
+	plan_mount(p, plan_keep(p, strdup(path)), FGPU_CONF_PATH, true);
+	snprintf(path, sizeof(path), "%s/ld.so.preload", dir);
+	if ((rc = write_file(path, FGPU_LIB_PATH "\n", 0644, err)) < 0)
+		return rc;
+	plan_mount(p, plan_keep(p, strdup(path)), FGPU_PRELOAD_PATH, true);
+	plan_mount(p, a->shim_path, FGPU_LIB_PATH, true);
+	/* The shared accounting region: writable by every process of the
+	 * container, whatever user it runs as. */
+	snprintf(path, sizeof(path), "%s/run", dir);
+	if ((rc = util_mkdir_p(path, 0777, err)) < 0)
+		return rc;
+	chmod(path, 01777);
+	plan_mount(p, plan_keep(p, strdup(path)), FGPU_RUN_DIR, false);
+	/* The node's GPU turns, the same for every session: read-only, as
+	 * no tenant may change what the others lock. */
+	plan_mount(p, a->turn_dir, FGPU_TURN_DIR, true);
+
+	if (a->gpus.mock) {
+		/* The mock driver sees the host's spec but only this session's
+		 * devices, as a container sees only its device nodes. */
+		char spec[sizeof(a->gpus.mock_spec) + sizeof(uuids) + 32];
+		if (snprintf(spec, sizeof(spec), "%s\nvisible = %s\n", a->gpus.mock_spec, uuids) >= (int)sizeof(spec))
+			return terr_set(err, ENAMETOOLONG, "mock GPU spec too long");
+		snprintf(path, sizeof(path), "%s/mock-gpus", dir);
+		if ((rc = write_file(path, spec, 0644, err)) < 0)
+			return rc;
+		plan_mount(p, plan_keep(p, strdup(path)), FGPU_MOCK_SPEC_PATH, true);
+		plan_mount(p, a->mock_cuda_path, FGPU_MOCK_CUDA_PATH, true);
+		plan_mount(p, a->mock_nvml_path, FGPU_MOCK_NVML_PATH, true);
+		if (a->mock_smi_path[0])
+			plan_mount(p, a->mock_smi_path, FGPU_MOCK_SMI_PATH, true);
+		snprintf(path, sizeof(path), "%s/mock-state", dir);
+		if ((rc = util_mkdir_p(path, 0777, err)) < 0)
+			return rc;
+		chmod(path, 01777);
+		plan_mount(p, plan_keep(p, strdup(path)), FGPU_MOCK_STATE_DIR, false);
+	} else {
+		static const char *const ctl[] = {"/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools"};
+		for (size_t i = 0; i < sizeof(ctl) / sizeof(ctl[0]); i++)
+			if (access(ctl[i], F_OK) == 0)
+				p->devices[p->n_devices++] = ctl[i];
+		for (size_t i = 0; i < a->n_driver_files; i++) {
+			char target[PATH_MAX];
+			if (gpu_driver_target(a->driver_files[i], target, sizeof(target)))
+				plan_mount(p, a->driver_files[i], plan_keep(p, strdup(target)), true);
+		}
+	}
+	plan_env(p, "NVIDIA_VISIBLE_DEVICES=%s", uuids);
+	plan_env(p, "CUDA_VISIBLE_DEVICES=%s", uuids);
+	plan_env(p, "%s=%s", FGPU_ENV_FGPU, fgpu);
+	plan_env(p, "%s=%lld", FGPU_ENV_MEMORY_LIMIT, (long long)min_mem);
+	plan_env(p, "%s=%lld", FGPU_ENV_SM_LIMIT, (long long)sm);
+	return 0;
+}
+
+/* PATH of the image with the platform's tools appended, so gpu-info works
+ * in `exec` too (docker exec does not go through the runner). */
+static void plan_path(struct plan *p, const struct image_seen *img)
+{
+	const char *path = img->path ? img->path : "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+	plan_env(p, "PATH=%s:%s", path, FGPU_BIN_DIR);
+}
+
+/* A folder mount's source must be a folder's own directory on a
+ * declared storage host: HOSTPATH/ID, a real directory reached without
+ * symlinks, never the host's trash nor anything else of this machine. */
+static int check_mount_source(const struct agent *a, const char *src, struct terr *err)
+{
+	char real[PATH_MAX];
+	if (!realpath(src, real))
+		return terr_set(err, errno == ENOENT ? ENOENT : EINVAL, "folder directory %.200s: %s", src, strerror(errno));
+	if (strcmp(real, src))
+		return terr_set(err, EINVAL, "folder directory %.200s is not a plain path (symlinks or '..')", src);
+	bool declared = false;
+	pthread_mutex_lock((pthread_mutex_t *)&a->storage_mu);
+	for (size_t i = 0; i < a->n_storage && !declared; i++) {
+		size_t hl = strlen(a->storage[i].path);
+		const char *rest = src + hl;
+		declared = !strncmp(src, a->storage[i].path, hl) && rest[0] == '/' && rest[1] && rest[1] != '.' &&
+			   !strchr(rest + 1, '/');
+	}
+	pthread_mutex_unlock((pthread_mutex_t *)&a->storage_mu);
+	if (declared) {
+		struct stat st;
+		if (stat(src, &st) < 0 || !S_ISDIR(st.st_mode))
+			return terr_set(err, EINVAL, "folder directory %.200s is not a directory", src);
+		return 0;
+	}
+	return terr_set(err, EPERM, "%.200s is not a folder on a storage host this node declares (storage_hosts)", src);
+}
+
+static int64_t node_device_memory(void *ctx, const char *uuid)
+{
+	const struct gpu_device *dev = node_device(ctx, uuid);
+	return dev ? dev->memory : -1;
+}
+
+static int node_mount_source(void *ctx, const char *source, struct terr *err)
+{
+	return check_mount_source(ctx, source, err);
+}
+
+/* The spec read by the one codec (session_spec.h), checked against this
+ * node: its devices and its storage hosts. */
+static int check_spec(const struct agent *a, json_t *spec, struct session_spec *out, struct terr *err)
+{
+	const struct session_spec_node node = {
+		.id = a->id, .n_gpus = a->gpus.n, .device_memory = node_device_memory,
+		.mount_source = node_mount_source, .ctx = (void *)a,
+	};
+	return session_spec_from_json(spec, &node, out, err);
+}
+
+/* The session's app secret in a file of its own under data_dir, mode
+ * 0400 and root's, made anew (a file left by an interrupted start is
+ * replaced, never reused with other permissions); mounted read-only at
+ * AGENT_APP_SECRET_PATH for the runner, which reads it before it drops
+ * to the work user. */
+static int plan_app_secret(struct agent *a, struct plan *p, const char *sid, const char *secret,
+			   struct terr *err)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 32];
+	int rc;
+	if (!a->data_dir[0])
+		return terr_set(err, EINVAL, "the agent has no data_dir to keep the session's app secret in");
+	if (session_dir(a, sid, dir, sizeof(dir)) < 0)
+		return terr_set(err, ENAMETOOLONG, "data_dir path too long");
+	if ((rc = util_mkdir_p(dir, 0755, err)) < 0)
+		return rc;
+	snprintf(path, sizeof(path), "%s/app-secret", dir);
+	if (unlink(path) < 0 && errno != ENOENT)
+		return terr_set(err, errno, "cannot replace %s: %s", path, strerror(errno));
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0400);
+	if (fd < 0)
+		return terr_set(err, errno, "cannot write %s: %s", path, strerror(errno));
+	size_t len = strlen(secret);
+	bool ok = write(fd, secret, len) == (ssize_t)len;
+	/* Root's when the agent runs as root (it does on a node); another
+	 * agent's user still leaves it 0400, unreadable to others. */
+	if (ok && geteuid() == 0 && fchown(fd, 0, 0) < 0)
+		ok = false;
+	if (close(fd) < 0 || !ok) {
+		unlink(path);
+		return terr_set(err, EIO, "cannot write %s", path);
+	}
+	plan_mount(p, plan_keep(p, strdup(path)), AGENT_APP_SECRET_PATH, true);
+	return 0;
+}
+
+/* Reads back where Docker published the app port of the started
+ * container cid. A runtime that published nothing leaves it "". */
+static void read_app_endpoint(struct agent *a, const char *cid, char app_endpoint[AGENT_APP_ENDPOINT_MAX])
+{
+	struct rt_container_info info;
+	struct terr err = {0};
+	if (a->rt_ops->inspect(a->rt, cid, &info, &err) < 0) {
+		log_warn("agent", "cannot read the app port of %.12s: %s", cid, err.msg);
+		return;
+	}
+	app_endpoint_of(a, &info, app_endpoint, AGENT_APP_ENDPOINT_MAX);
+}
+
+/* Milliseconds since *t, and *t moved to now: the steps of a start, for
+ * its log line. */
+static int64_t lap_ms(int64_t *t)
+{
+	int64_t now = util_mono_ms(), d = now - *t;
+	*t = now;
+	return d;
+}
+
+int agent_start_session(struct agent *a, json_t *spec, char cid[RT_ID_MAX],
+			char app_endpoint[AGENT_APP_ENDPOINT_MAX], struct terr *err)
+{
+	int64_t t0 = util_mono_ms(), t = t0;
+	int64_t ms_image, ms_net = 0, ms_create = 0, ms_start = 0, ms_port = 0;
+	bool img_kept = false, net_asked = false;
+	struct image_seen img = {0};
+	if (app_endpoint)
+		app_endpoint[0] = '\0';
+	struct session_spec sp;
+	int rc = check_spec(a, spec, &sp, err);
+	if (rc < 0)
+		return rc;
+	const char *id = sp.id, *name = sp.name, *image = sp.image, *owner = sp.owner, *startup = sp.startup;
+	json_t *env = sp.env;
+	int64_t cpu_m = sp.cpu_m, mem = sp.mem, fgpu_m = sp.fgpu_m;
+
+	struct plan p = {0};
+	/* Environment: the user's, then ours (the API refuses user variables
+	 * starting with TESSERA_). */
+	const char *key;
+	json_t *val;
+	json_object_foreach(env, key, val) {
+		if (p.n_env >= 256)
+			break;
+		plan_env(&p, "%s=%s", key, json_string_value(val) ? json_string_value(val) : "");
+	}
+	plan_env(&p, "TESSERA_SESSION_ID=%s", id);
+	plan_env(&p, "TESSERA_SESSION_NAME=%s", name);
+	/* docker exec takes the container's environment: HOME holds there
+	 * too, not only under the runner. The user's own HOME wins. */
+	if (!sp.root && !json_object_get(env, "HOME"))
+		plan_env(&p, "HOME=%s", AGENT_WORK_HOME);
+	/* An image that cannot be looked at leaves the image's defaults: the
+	 * create below says what is wrong with it. */
+	struct terr ierr = {0};
+	if (image_facts(a, image, &img, &img_kept, &ierr) < 0)
+		memset(&img, 0, sizeof(img));
+	ms_image = lap_ms(&t);
+	plan_path(&p, &img);
+	plan_mount(&p, a->runner_path, AGENT_RUNNER_TARGET, true);
+	if (a->gpu_info_path[0])
+		plan_mount(&p, a->gpu_info_path, FGPU_GPU_INFO_PATH, true);
+	if (a->profile_path[0])
+		plan_mount(&p, a->profile_path, AGENT_PROFILE_TARGET, true);
+	/* The user's folders (checked by check_spec). Docker makes a missing
+	 * target and its parents (as root) before the runner starts; the
+	 * runner gives /home/work back to the work user. */
+	for (size_t i = 0; i < sp.n_mounts; i++)
+		plan_mount(&p, sp.mounts[i].source, sp.mounts[i].target, sp.mounts[i].readonly);
+	if (sp.n_gpus > 0 && (rc = plan_gpus(a, &p, id, sp.gpus, sp.n_gpus, fgpu_m, err)) < 0)
+		goto out;
+	if (sp.app_secret && (rc = plan_app_secret(a, &p, id, sp.app_secret, err)) < 0)
+		goto out;
+	const char *apps = sp.app_secret ? img.apps : NULL;
+	if (p.mounts_overflow) {
+		rc = terr_set(err, E2BIG, "the session needs more than %zu mounts", sizeof(p.mounts) / sizeof(p.mounts[0]));
+		goto out;
+	}
+	p.env[p.n_env] = NULL;
+	p.devices[p.n_devices] = NULL;
+
+	/* The runner starts as root (to give images without a work user
+	 * one), then drops to it for good, before anything of the session
+	 * runs (src/runner/runner.c). */
+	const char *run_as = sp.root ? "0:0" : AGENT_WORK_UID_GID;
+	/* runner --user U:G [--apps SPEC] [--batch] [-- /bin/sh -c CMD]. A
+	 * batch session's runner exits with its command's status, which
+	 * ends the container and so the session (agent.h). */
+	const char *entry[16];
+	size_t ne = 0;
+	entry[ne++] = AGENT_RUNNER_TARGET;
+	entry[ne++] = "--user";
+	entry[ne++] = run_as;
+	if (apps) {
+		entry[ne++] = "--apps";
+		entry[ne++] = apps;
+	}
+	if (sp.batch)
+		entry[ne++] = "--batch";
+	if (sp.batch || (startup && *startup)) {
+		entry[ne++] = "--";
+		entry[ne++] = "/bin/sh";
+		entry[ne++] = "-c";
+		entry[ne++] = startup;
+	}
+	entry[ne] = NULL;
+	char cluster[64];
+	cluster_id_copy(a, cluster);
+	struct rt_label labels[] = {
+		{AGENT_LABEL_SESSION, id}, {AGENT_LABEL_AGENT, a->id},
+		{AGENT_LABEL_NAME, name}, {AGENT_LABEL_OWNER, owner ? owner : ""},
+		{AGENT_LABEL_RUN_AS, run_as},
+		{AGENT_LABEL_CLUSTER, cluster},   /* last: left out while unknown */
+	};
+	char cname[160], net[96] = "";
+	container_name(name, id, cname, sizeof(cname));
+	/* Each user's sessions on a network of their own: Docker keeps
+	 * bridge networks apart, so no session reaches another user's. */
+	bool own_net = sp.owner_id && a->rt_ops->network_ensure;
+	if (own_net)
+		network_name(cluster, sp.owner_id, net, sizeof(net));
+	struct rt_container_spec cs = {
+		.name = cname,
+		.image = image,
+		.entrypoint = entry,
+		.cmd = NULL,
+		.env = (const char *const *)p.env,
+		.labels = labels,
+		.n_labels = sizeof(labels) / sizeof(labels[0]) - (cluster[0] ? 0 : 1),
+		.mounts = p.mounts,
+		.n_mounts = p.n_mounts,
+		.devices = p.n_devices ? p.devices : NULL,
+		.hostname = name,
+		.nano_cpus = cpu_m * 1000000,
+		.memory_bytes = mem,
+		.pids_limit = agent_pids_limit(a->pids_limit, cpu_m, a->capacity.cpu_m),
+		.log_max_size = atomic_load(&a->log_max_size),
+		.log_max_files = atomic_load(&a->log_max_files),
+		.network = own_net ? net : NULL,
+		/* Only the runner's app port, only on app_host; none for a
+		 * session without a secret (an older manager's). */
+		.publish_port = sp.app_secret ? AGENT_APP_PORT : 0,
+		.publish_host = a->app_host,
+		.seccomp_default = a->seccomp_default,
+	};
+	if (own_net)
+		net_use(a, net, +1);
+	/* Three tries at most: again when the network vanished or was
+	 * doubled meanwhile. The network is made once and kept (known to
+	 * this agent: no call to Docker); when it vanished, the create
+	 * says so and it is made again. The create joins the container
+	 * to it (NetworkMode): no connect of its own. */
+	for (int attempt = 0; attempt < 3; attempt++) {
+		bool asked = false;
+		lap_ms(&t);
+		if (own_net && (rc = network_ensure(a, net, cluster, sp.owner_id, &asked, err)) < 0)
+			break;
+		net_asked |= asked;
+		ms_net += lap_ms(&t);
+		rc = a->rt_ops->create(a->rt, &cs, cid, err);
+		if (rc == -EEXIST) {
+			/* A container of this session survived an earlier attempt (the
+			 * manager died mid-start): replace it rather than fail. */
+			struct terr ignored;
+			struct rt_container_info old = {0};
+			if (a->rt_ops->inspect(a->rt, cname, &old, &ignored) == 0) {
+				pthread_mutex_lock(&a->replaced_mu);
+				util_strlcpy(a->replaced[a->n_replaced++ % 8], old.id, RT_ID_MAX);
+				pthread_mutex_unlock(&a->replaced_mu);
+			}
+			a->rt_ops->remove(a->rt, cname, &ignored);
+			rc = a->rt_ops->create(a->rt, &cs, cid, err);
+		}
+		ms_create += lap_ms(&t);
+		if (rc == 0 && (rc = a->rt_ops->start(a->rt, cid, err)) < 0) {
+			struct terr ignored;
+			a->rt_ops->remove(a->rt, cid, &ignored);
+		}
+		ms_start += lap_ms(&t);
+		if (!own_net || !network_retry(rc, err))
+			break;
+		net_forget(a, net);
+	}
+	if (own_net)
+		net_use(a, net, -1);
+	if (rc == 0 && sp.app_secret && app_endpoint) {
+		read_app_endpoint(a, cid, app_endpoint);
+		ms_port = lap_ms(&t);
+	}
+	/* Where a start's time went (bench/session-start.sh reads it). */
+	if (rc == 0)
+		log_info("agent",
+			 "session %s started in %lld ms: image %lld ms (%s), network %lld ms (%s), create %lld ms, "
+			 "start %lld ms, app port %lld ms",
+			 id, (long long)(util_mono_ms() - t0), (long long)ms_image, img_kept ? "kept" : "looked at",
+			 (long long)ms_net, !own_net ? "none" : net_asked ? "asked Docker" : "kept",
+			 (long long)ms_create, (long long)ms_start, (long long)ms_port);
+out:
+	image_seen_free(&img);
+	plan_free(&p);
+	return rc;
+}
+
+/* The per-session files go with the container. */
+static void remove_session_dir(struct agent *a, const char *sid)
+{
+	if (!a->data_dir[0] || !sid || !*sid || strchr(sid, '/') || strstr(sid, ".."))
+		return;
+	char dir[PATH_MAX];
+	if (session_dir(a, sid, dir, sizeof(dir)) < 0)
+		return;
+	util_remove_tree(dir);
+}
+
+/* Stops a container before its removal: Docker's SIGKILL, and when Docker
+ * has not stopped it within AGENT_KILL_WAIT_MS, its cgroups killed here
+ * (cgkill.h). A fork bomb in a session of 0.5 CPU kept Docker's kill
+ * from finishing for 12 minutes (issue 27); the kernel does it at once.
+ * pid: its init on the host, from an inspect made before the kill (after
+ * a kill that hangs, Docker answers no inspect either); 0 when unknown.
+ * The removal goes on either way: once the processes are gone, Docker's
+ * own kill ends and the removal with it. */
+static void stop_container(struct agent *a, const char *session_id, const char *cid, int pid)
+{
+	if (!a->rt_ops->kill)
+		return;
+	struct terr kerr = {0};
+	int rc = a->rt_ops->kill(a->rt, cid, AGENT_KILL_WAIT_MS, &kerr);
+	if (rc == 0 || rc == -ENOENT)
+		return;
+	struct cgkill_report r;
+	struct terr cerr = {0};
+	int c = cgkill_container(pid, cid, &r, &cerr);
+	if (c == 0) {
+		atomic_fetch_add(&a->cgroup_kills, 1);
+		log_warn("agent",
+			 "session %s: Docker did not stop container %.12s within %d s (%s); killed its cgroup "
+			 "directly (%s%s%s): %d processes",
+			 session_id, cid, AGENT_KILL_WAIT_MS / 1000, kerr.msg, r.used_kill ? "cgroup.kill" : "",
+			 r.used_kill && r.used_freezer ? ", " : "", r.used_freezer ? "freeze, SIGKILL, thaw" : "",
+			 r.found);
+	} else if (c == -ENOENT) {
+		log_info("agent", "session %s: Docker did not stop container %.12s within %d s (%s): %s", session_id,
+			 cid, AGENT_KILL_WAIT_MS / 1000, kerr.msg, cerr.msg);
+	} else {
+		atomic_fetch_add(&a->cgroup_kill_failures, 1);
+		log_error("agent",
+			  "session %s: Docker did not stop container %.12s within %d s (%s), nor could its cgroup be "
+			  "killed: %s",
+			  session_id, cid, AGENT_KILL_WAIT_MS / 1000, kerr.msg, cerr.msg);
+	}
+}
+
+void agent_cgroup_kill_counts(struct agent *a, int64_t *kills, int64_t *failures)
+{
+	*kills = atomic_load(&a->cgroup_kills);
+	*failures = atomic_load(&a->cgroup_kill_failures);
+}
+
+int agent_destroy_session(struct agent *a, const char *session_id, const char *container_id,
+			  struct terr *err)
+{
+	struct rt_container_info info;
+	struct terr ignored = {0};
+	if (container_id && *container_id) {
+		/* Whether and as which pid it runs, for the kill. (Its
+		 * network stays, for the user's next session.) */
+		int irc = a->rt_ops->inspect(a->rt, container_id, &info, &ignored);
+		bool known = irc == 0;
+		if (known ? info.running : irc != -ENOENT)
+			stop_container(a, session_id, container_id, known ? info.pid : 0);
+		int rc = a->rt_ops->remove(a->rt, container_id, err);
+		if (rc == -ENOENT)
+			rc = 0;
+		if (rc == 0)
+			remove_session_dir(a, session_id);
+		return rc;
+	}
+	/* No container id recorded (the start never reported back): find it by
+	 * its session label. */
+	struct rt_container_info *list = NULL;
+	size_t n = 0;
+	int rc = a->rt_ops->list(a->rt, AGENT_LABEL_SESSION, session_id, &list, &n, err);
+	if (rc < 0)
+		return rc;
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		if (!agent_owns(a, list[i].cluster_id))
+			continue;
+		if (list[i].running)
+			stop_container(a, session_id, list[i].id, 0);
+		rc = a->rt_ops->remove(a->rt, list[i].id, err);
+		if (rc == -ENOENT)
+			rc = 0;
+	}
+	free(list);
+	if (rc == 0)
+		remove_session_dir(a, session_id);
+	return rc;
+}
