@@ -102,7 +102,7 @@ static void write_profile(struct agent *a)
 		return;
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
 	if (util_mkdir_p(a->data_dir, 0755, &err) < 0 ||
-	    write_file(tmp, "# Tessera: the platform's tools (gpu-info; nvidia-smi on mock GPUs) stay on\n"
+	    agent_write_file(tmp, "# Tessera: the platform's tools (gpu-info; nvidia-smi on mock GPUs) stay on\n"
 		       "# PATH in login shells, whose /etc/profile sets PATH without them.\n"
 		       "case \":$PATH:\" in\n"
 		       "*:" FGPU_BIN_DIR ":*) ;;\n"
@@ -219,7 +219,7 @@ static int app_hosts_setup(struct agent *a, const struct agent_config *cfg, stru
  * this host, in this network namespace) to use without the published
  * port's userland proxy (docs/apps.md, "The direct path"). Left off when
  * it would not fit: the published port alone still works. */
-void app_endpoint_of(const struct agent *a, const struct rt_container_info *c, char *buf, size_t n)
+void agent_app_endpoint_of(const struct agent *a, const struct rt_container_info *c, char *buf, size_t n)
 {
 	buf[0] = '\0';
 	if (!c->running || c->published_private != AGENT_APP_PORT || c->published_port <= 0)
@@ -346,7 +346,7 @@ void agent_close(struct agent *a)
 	free(a->driver_files);
 	free(a->net_uses);
 	free(a->net_known);
-	images_forget(a);
+	agent_images_forget(a);
 	free(a->img_seen);
 	pthread_mutex_destroy(&a->cluster_mu);
 	pthread_mutex_destroy(&a->replaced_mu);
@@ -439,7 +439,7 @@ void agent_set_cluster_id(struct agent *a, const char *cluster_id)
 	pthread_mutex_unlock(&a->cluster_mu);
 }
 
-void cluster_id_copy(struct agent *a, char out[64])
+void agent_cluster_id_copy(struct agent *a, char out[64])
 {
 	pthread_mutex_lock(&a->cluster_mu);
 	memcpy(out, a->cluster_id, 64);
@@ -452,7 +452,7 @@ void cluster_id_copy(struct agent *a, char out[64])
 bool agent_owns(struct agent *a, const char *cluster_label)
 {
 	char mine[64];
-	cluster_id_copy(a, mine);
+	agent_cluster_id_copy(a, mine);
 	return !mine[0] || !cluster_label[0] || !strcmp(mine, cluster_label);
 }
 
@@ -474,7 +474,7 @@ int agent_list_containers(struct agent *a, json_t **out, struct terr *err)
 		if (!list[i].session_id[0] || !agent_owns(a, list[i].cluster_id))
 			continue;
 		char ep[AGENT_APP_ENDPOINT_MAX];
-		app_endpoint_of(a, &list[i], ep, sizeof(ep));
+		agent_app_endpoint_of(a, &list[i], ep, sizeof(ep));
 		json_array_append_new(arr, json_pack("{s:s,s:s,s:b,s:i,s:b,s:s,s:s,s:s}",
 			"session_id", list[i].session_id, "container_id", list[i].id,
 			"running", list[i].running, "exit_code", list[i].exit_code,
@@ -490,7 +490,7 @@ int agent_list_containers(struct agent *a, json_t **out, struct terr *err)
  * a quarter of that (hundreds of images with many labels) is not sent
  * inline but fetched by the manager over the RPC route. Takes images
  * (may be NULL); returns it, or JSON null in its place. */
-json_t *images_inline(json_t *images)
+json_t *agent_images_inline(json_t *images)
 {
 	char *text = images ? json_dumps(images, JSON_COMPACT) : NULL;
 	size_t len = text ? strlen(text) : 0;
@@ -516,7 +516,7 @@ int agent_describe(struct agent *a, json_t **out, struct terr *err)
 	struct terr ierr = {0};
 	if (a->rt_ops->image_list(a->rt, &images, &ierr) < 0)
 		log_warn("agent", "listing images: %s", ierr.msg);
-	images = images_inline(images);
+	images = agent_images_inline(images);
 	json_t *gpus = json_array();
 	for (int i = 0; i < a->gpus.n; i++) {
 		const struct gpu_device *d = &a->gpus.dev[i];

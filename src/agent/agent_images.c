@@ -13,7 +13,7 @@
 
 /* ---- images: what a start needs of one, kept ------------------------- */
 
-void image_seen_free(struct image_seen *e)
+void agent_image_seen_free(struct image_seen *e)
 {
 	free(e->path);
 	free(e->apps);
@@ -21,18 +21,18 @@ void image_seen_free(struct image_seen *e)
 }
 
 /* Forgets every image kept (img_mu held or no other thread running). */
-void images_forget_locked(struct agent *a)
+void agent_images_forget_locked(struct agent *a)
 {
 	for (size_t i = 0; i < a->n_img_seen; i++)
-		image_seen_free(&a->img_seen[i]);
+		agent_image_seen_free(&a->img_seen[i]);
 	a->n_img_seen = 0;
 	a->img_gen++;
 }
 
-void images_forget(struct agent *a)
+void agent_images_forget(struct agent *a)
 {
 	pthread_mutex_lock(&a->img_mu);
-	images_forget_locked(a);
+	agent_images_forget_locked(a);
 	pthread_mutex_unlock(&a->img_mu);
 }
 
@@ -103,7 +103,7 @@ static char *strdup_or_null(const char *s)
  * the moment it is asked for; an image changed in the milliseconds
  * before Docker starts sending it would be missed: only at an agent's
  * start or a reconnect, when next to nothing is kept.) */
-int image_facts(struct agent *a, const char *ref, struct image_seen *out, bool *kept, struct terr *err)
+int agent_image_facts(struct agent *a, const char *ref, struct image_seen *out, bool *kept, struct terr *err)
 {
 	*kept = false;
 	pthread_mutex_lock(&a->img_mu);
@@ -137,7 +137,7 @@ int image_facts(struct agent *a, const char *ref, struct image_seen *out, bool *
 			for (size_t i = 1; i < a->n_img_seen; i++)
 				if (a->img_seen[i].used < slot->used)
 					slot = &a->img_seen[i];
-			image_seen_free(slot);
+			agent_image_seen_free(slot);
 		}
 		if (slot) {
 			*slot = *out;
@@ -157,10 +157,10 @@ int agent_image_exists(struct agent *a, const char *ref, bool *exists, struct te
 {
 	struct image_seen img;
 	bool kept;
-	int rc = image_facts(a, ref, &img, &kept, err);
+	int rc = agent_image_facts(a, ref, &img, &kept, err);
 	*exists = rc == 0;
 	if (rc == 0)
-		image_seen_free(&img);
+		agent_image_seen_free(&img);
 	else if (rc != -ENOENT)
 		return a->rt_ops->image_exists(a->rt, ref, exists, err);
 	return 0;

@@ -14,13 +14,13 @@
  * AGENT_NETWORK_PREFIX, the user's id (16 characters: unique enough among
  * one cluster's users), '-', the cluster's (8), so that installations
  * sharing a Docker keep apart. */
-void network_name(const char *cluster, const char *owner_id, char *buf, size_t n)
+void agent_network_name(const char *cluster, const char *owner_id, char *buf, size_t n)
 {
 	snprintf(buf, n, AGENT_NETWORK_PREFIX "%.16s%s%.8s", owner_id, cluster[0] ? "-" : "", cluster);
 }
 
 /* Counts a start on network name (delta +1) or its end (-1). */
-void net_use(struct agent *a, const char *name, int delta)
+void agent_net_use(struct agent *a, const char *name, int delta)
 {
 	pthread_mutex_lock(&a->net_mu);
 	struct net_use *u = NULL;
@@ -54,7 +54,7 @@ static struct net_known *net_known_find(struct agent *a, const char *name)
 }
 
 /* Forgets network name: the next start of its user ensures it again. */
-void net_forget(struct agent *a, const char *name)
+void agent_net_forget(struct agent *a, const char *name)
 {
 	pthread_mutex_lock(&a->net_mu);
 	struct net_known *k = net_known_find(a, name);
@@ -100,7 +100,7 @@ static bool network_reclaim(struct agent *a, const char *cluster, const char *ke
 
 /* Makes the user's network unless it is known to exist or exists.
  * *asked: whether Docker was asked. */
-int network_ensure(struct agent *a, const char *name, const char *cluster, const char *owner_id,
+int agent_network_ensure(struct agent *a, const char *name, const char *cluster, const char *owner_id,
 			  bool *asked, struct terr *err)
 {
 	struct rt_label labels[] = {
@@ -135,7 +135,7 @@ int network_ensure(struct agent *a, const char *name, const char *cluster, const
  * gone (another agent on this Docker removed it between our ensure and our
  * start), or has a twin (another agent made it at the same moment as we
  * did: Docker's duplicate check is not atomic), which ensure removes. */
-bool network_retry(int rc, const struct terr *err)
+bool agent_network_retry(int rc, const struct terr *err)
 {
 	return rc < 0 && strstr(err->msg, "network") &&
 	       (rc == -ENOENT || strstr(err->msg, "ambiguous"));

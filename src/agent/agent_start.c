@@ -99,7 +99,7 @@ static void plan_free(struct plan *p)
 		free(p->owned[i]);
 }
 
-int write_file(const char *path, const char *text, mode_t mode, struct terr *err)
+int agent_write_file(const char *path, const char *text, mode_t mode, struct terr *err)
 {
 	FILE *f = fopen(path, "we");
 	if (!f)
@@ -111,13 +111,13 @@ int write_file(const char *path, const char *text, mode_t mode, struct terr *err
 	return 0;
 }
 
-int session_dir(const struct agent *a, const char *sid, char *buf, size_t n)
+int agent_session_dir(const struct agent *a, const char *sid, char *buf, size_t n)
 {
 	return snprintf(buf, n, "%s/sessions/%s", a->data_dir, sid) < (int)n ? 0 : -ENAMETOOLONG;
 }
 
 /* The node's device with that UUID; NULL when there is none. */
-const struct gpu_device *node_device(const struct agent *a, const char *uuid)
+const struct gpu_device *agent_node_device(const struct agent *a, const char *uuid)
 {
 	for (int k = 0; uuid && k < a->gpus.n; k++)
 		if (!strcmp(a->gpus.dev[k].uuid, uuid))
@@ -134,7 +134,7 @@ static int plan_gpus(struct agent *a, struct plan *p, const char *sid, const str
 {
 	char dir[PATH_MAX], path[PATH_MAX + 64];
 	int rc;
-	if (session_dir(a, sid, dir, sizeof(dir)) < 0)
+	if (agent_session_dir(a, sid, dir, sizeof(dir)) < 0)
 		return terr_set(err, ENAMETOOLONG, "data_dir path too long");
 	if ((rc = util_mkdir_p(dir, 0755, err)) < 0)
 		return rc;
@@ -153,7 +153,7 @@ static int plan_gpus(struct agent *a, struct plan *p, const char *sid, const str
 		const char *uuid = gpus[i].uuid;
 		int64_t mem = gpus[i].memory_limit;
 		int64_t pct = gpus[i].sm_limit_percent;
-		const struct gpu_device *dev = node_device(a, uuid);   /* check_spec found it */
+		const struct gpu_device *dev = agent_node_device(a, uuid);   /* check_spec found it */
 		char key[64];
 		snprintf(key, sizeof(key), FGPU_KEY_DEVICE_FMT_UUID, (int)i);
 		fprintf(cf, "%s = %s\n", key, dev->uuid);
@@ -188,13 +188,13 @@ static int plan_gpus(struct agent *a, struct plan *p, const char *sid, const str
 	fprintf(cf, "%s = %lld\n", FGPU_KEY_CTX_OVERHEAD, (long long)ctx_overhead);
 	fclose(cf);
 	snprintf(path, sizeof(path), "%s/fgpu.conf", dir);
-	rc = write_file(path, conf ? conf : "", 0644, err);
+	rc = agent_write_file(path, conf ? conf : "", 0644, err);
 	free(conf);
 	if (rc < 0)
 		return rc;
 	plan_mount(p, plan_keep(p, strdup(path)), FGPU_CONF_PATH, true);
 	snprintf(path, sizeof(path), "%s/ld.so.preload", dir);
-	if ((rc = write_file(path, FGPU_LIB_PATH "\n", 0644, err)) < 0)
+	if ((rc = agent_write_file(path, FGPU_LIB_PATH "\n", 0644, err)) < 0)
 		return rc;
 	plan_mount(p, plan_keep(p, strdup(path)), FGPU_PRELOAD_PATH, true);
 	plan_mount(p, a->shim_path, FGPU_LIB_PATH, true);
@@ -216,7 +216,7 @@ static int plan_gpus(struct agent *a, struct plan *p, const char *sid, const str
 		if (snprintf(spec, sizeof(spec), "%s\nvisible = %s\n", a->gpus.mock_spec, uuids) >= (int)sizeof(spec))
 			return terr_set(err, ENAMETOOLONG, "mock GPU spec too long");
 		snprintf(path, sizeof(path), "%s/mock-gpus", dir);
-		if ((rc = write_file(path, spec, 0644, err)) < 0)
+		if ((rc = agent_write_file(path, spec, 0644, err)) < 0)
 			return rc;
 		plan_mount(p, plan_keep(p, strdup(path)), FGPU_MOCK_SPEC_PATH, true);
 		plan_mount(p, a->mock_cuda_path, FGPU_MOCK_CUDA_PATH, true);
@@ -285,7 +285,7 @@ static int check_mount_source(const struct agent *a, const char *src, struct ter
 
 static int64_t node_device_memory(void *ctx, const char *uuid)
 {
-	const struct gpu_device *dev = node_device(ctx, uuid);
+	const struct gpu_device *dev = agent_node_device(ctx, uuid);
 	return dev ? dev->memory : -1;
 }
 
@@ -317,7 +317,7 @@ static int plan_app_secret(struct agent *a, struct plan *p, const char *sid, con
 	int rc;
 	if (!a->data_dir[0])
 		return terr_set(err, EINVAL, "the agent has no data_dir to keep the session's app secret in");
-	if (session_dir(a, sid, dir, sizeof(dir)) < 0)
+	if (agent_session_dir(a, sid, dir, sizeof(dir)) < 0)
 		return terr_set(err, ENAMETOOLONG, "data_dir path too long");
 	if ((rc = util_mkdir_p(dir, 0755, err)) < 0)
 		return rc;
@@ -351,7 +351,7 @@ static void read_app_endpoint(struct agent *a, const char *cid, char app_endpoin
 		log_warn("agent", "cannot read the app port of %.12s: %s", cid, err.msg);
 		return;
 	}
-	app_endpoint_of(a, &info, app_endpoint, AGENT_APP_ENDPOINT_MAX);
+	agent_app_endpoint_of(a, &info, app_endpoint, AGENT_APP_ENDPOINT_MAX);
 }
 
 /* Milliseconds since *t, and *t moved to now: the steps of a start, for
@@ -399,7 +399,7 @@ int agent_start_session(struct agent *a, json_t *spec, char cid[RT_ID_MAX],
 	/* An image that cannot be looked at leaves the image's defaults: the
 	 * create below says what is wrong with it. */
 	struct terr ierr = {0};
-	if (image_facts(a, image, &img, &img_kept, &ierr) < 0)
+	if (agent_image_facts(a, image, &img, &img_kept, &ierr) < 0)
 		memset(&img, 0, sizeof(img));
 	ms_image = lap_ms(&t);
 	plan_path(&p, &img);
@@ -451,7 +451,7 @@ int agent_start_session(struct agent *a, json_t *spec, char cid[RT_ID_MAX],
 	}
 	entry[ne] = NULL;
 	char cluster[64];
-	cluster_id_copy(a, cluster);
+	agent_cluster_id_copy(a, cluster);
 	struct rt_label labels[] = {
 		{AGENT_LABEL_SESSION, id}, {AGENT_LABEL_AGENT, a->id},
 		{AGENT_LABEL_NAME, name}, {AGENT_LABEL_OWNER, owner ? owner : ""},
@@ -464,7 +464,7 @@ int agent_start_session(struct agent *a, json_t *spec, char cid[RT_ID_MAX],
 	 * bridge networks apart, so no session reaches another user's. */
 	bool own_net = sp.owner_id && a->rt_ops->network_ensure;
 	if (own_net)
-		network_name(cluster, sp.owner_id, net, sizeof(net));
+		agent_network_name(cluster, sp.owner_id, net, sizeof(net));
 	struct rt_container_spec cs = {
 		.name = cname,
 		.image = image,
@@ -490,7 +490,7 @@ int agent_start_session(struct agent *a, json_t *spec, char cid[RT_ID_MAX],
 		.seccomp_default = a->seccomp_default,
 	};
 	if (own_net)
-		net_use(a, net, +1);
+		agent_net_use(a, net, +1);
 	/* Three tries at most: again when the network vanished or was
 	 * doubled meanwhile. The network is made once and kept (known to
 	 * this agent: no call to Docker); when it vanished, the create
@@ -499,7 +499,7 @@ int agent_start_session(struct agent *a, json_t *spec, char cid[RT_ID_MAX],
 	for (int attempt = 0; attempt < 3; attempt++) {
 		bool asked = false;
 		lap_ms(&t);
-		if (own_net && (rc = network_ensure(a, net, cluster, sp.owner_id, &asked, err)) < 0)
+		if (own_net && (rc = agent_network_ensure(a, net, cluster, sp.owner_id, &asked, err)) < 0)
 			break;
 		net_asked |= asked;
 		ms_net += lap_ms(&t);
@@ -523,12 +523,12 @@ int agent_start_session(struct agent *a, json_t *spec, char cid[RT_ID_MAX],
 			a->rt_ops->remove(a->rt, cid, &ignored);
 		}
 		ms_start += lap_ms(&t);
-		if (!own_net || !network_retry(rc, err))
+		if (!own_net || !agent_network_retry(rc, err))
 			break;
-		net_forget(a, net);
+		agent_net_forget(a, net);
 	}
 	if (own_net)
-		net_use(a, net, -1);
+		agent_net_use(a, net, -1);
 	if (rc == 0 && sp.app_secret && app_endpoint) {
 		read_app_endpoint(a, cid, app_endpoint);
 		ms_port = lap_ms(&t);
@@ -542,7 +542,7 @@ int agent_start_session(struct agent *a, json_t *spec, char cid[RT_ID_MAX],
 			 (long long)ms_net, !own_net ? "none" : net_asked ? "asked Docker" : "kept",
 			 (long long)ms_create, (long long)ms_start, (long long)ms_port);
 out:
-	image_seen_free(&img);
+	agent_image_seen_free(&img);
 	plan_free(&p);
 	return rc;
 }
@@ -553,7 +553,7 @@ static void remove_session_dir(struct agent *a, const char *sid)
 	if (!a->data_dir[0] || !sid || !*sid || strchr(sid, '/') || strstr(sid, ".."))
 		return;
 	char dir[PATH_MAX];
-	if (session_dir(a, sid, dir, sizeof(dir)) < 0)
+	if (agent_session_dir(a, sid, dir, sizeof(dir)) < 0)
 		return;
 	util_remove_tree(dir);
 }

@@ -1,6 +1,6 @@
 /* The measuring threads that agent_watch_start starts: what the driver
- * holds beyond the sessions' accounting (usage_main), OOM kills
- * (oom_main) and every session's live usage (stats_main). */
+ * holds beyond the sessions' accounting (agent_usage_main), OOM kills
+ * (agent_oom_main) and every session's live usage (agent_stats_main). */
 #include "agent/internal.h"
 #include "agent/oomwatch.h"
 
@@ -81,7 +81,7 @@ static bool usage_session_args(struct agent *a, const struct rt_container_info *
 	char dir[PATH_MAX + 80], path[PATH_MAX + 160], *text = NULL;
 	size_t len = 0;
 	struct terr err = {0};
-	if (session_dir(a, c->session_id, dir, sizeof(dir)) < 0)
+	if (agent_session_dir(a, c->session_id, dir, sizeof(dir)) < 0)
 		return false;
 	snprintf(path, sizeof(path), "%s/fgpu.conf", dir);
 	struct fgpu_conf conf;
@@ -165,7 +165,7 @@ static void usage_round(struct agent *a)
 		if (a->gpus.mock) {
 			/* Each mock session has its own devices and usage file. */
 			char dir[PATH_MAX + 80], spec[PATH_MAX + 128], state[PATH_MAX + 128];
-			session_dir(a, list[i].session_id, dir, sizeof(dir));
+			agent_session_dir(a, list[i].session_id, dir, sizeof(dir));
 			snprintf(spec, sizeof(spec), "%s/mock-gpus", dir);
 			snprintf(state, sizeof(state), "%s/mock-state/gpus.state", dir);
 			if (access(state, F_OK) == 0)
@@ -183,13 +183,13 @@ static void usage_round(struct agent *a)
 	usage_inits_prune(a);
 }
 
-void *usage_main(void *arg)
+void *agent_usage_main(void *arg)
 {
 	struct agent *a = arg;
-	while (!stopping(a)) {
+	while (!agent_stopping(a)) {
 		usage_round(a);
 		/* Slept in steps so that agent_close does not wait a round. */
-		for (int left = a->usage_interval_ms; left > 0 && !stopping(a); left -= 100)
+		for (int left = a->usage_interval_ms; left > 0 && !agent_stopping(a); left -= 100)
 			usleep((left < 100 ? left : 100) * 1000);
 	}
 	return NULL;
@@ -274,15 +274,15 @@ static void oom_round(struct agent *a)
 	a->n_oom_seen = kept;
 }
 
-void *oom_main(void *arg)
+void *agent_oom_main(void *arg)
 {
 	struct agent *a = arg;
-	while (!stopping(a)) {
+	while (!agent_stopping(a)) {
 		atomic_store_explicit(&a->oom_poke, false, memory_order_relaxed);
 		oom_round(a);
 		/* In steps, so that a Docker `oom` event or agent_close does
 		 * not wait out the period. */
-		for (int left = a->oom_interval_ms; left > 0 && !stopping(a) &&
+		for (int left = a->oom_interval_ms; left > 0 && !agent_stopping(a) &&
 		     !atomic_load_explicit(&a->oom_poke, memory_order_relaxed); left -= 100)
 			usleep((left < 100 ? left : 100) * 1000);
 	}
@@ -336,7 +336,7 @@ static void stats_gpus_setup(struct agent *a, struct stats_seen *e)
 	} else if (e->gpus_read) {
 		return;
 	}
-	if (session_dir(a, e->session_id, dir, sizeof(dir)) < 0)
+	if (agent_session_dir(a, e->session_id, dir, sizeof(dir)) < 0)
 		return;
 	if (!e->gpus_read) {
 		e->gpus_read = true;
@@ -349,7 +349,7 @@ static void stats_gpus_setup(struct agent *a, struct stats_seen *e)
 		if (rc < 0)
 			return;
 		for (int d = 0; d < conf.ndev && e->ndev < STATS_MAX_GPUS; d++) {
-			const struct gpu_device *g = node_device(a, conf.dev[d].uuid);
+			const struct gpu_device *g = agent_node_device(a, conf.dev[d].uuid);
 			if (!g)
 				continue;
 			util_strlcpy(e->dev[e->ndev].uuid, conf.dev[d].uuid, sizeof(e->dev[0].uuid));
@@ -543,12 +543,12 @@ static void stats_round(struct agent *a)
 	json_decref(event);
 }
 
-void *stats_main(void *arg)
+void *agent_stats_main(void *arg)
 {
 	struct agent *a = arg;
-	while (!stopping(a)) {
+	while (!agent_stopping(a)) {
 		stats_round(a);
-		for (int left = a->stats_interval_ms; left > 0 && !stopping(a); left -= 100)
+		for (int left = a->stats_interval_ms; left > 0 && !agent_stopping(a); left -= 100)
 			usleep((left < 100 ? left : 100) * 1000);
 	}
 	return NULL;

@@ -91,7 +91,7 @@ static int on_runtime_event(const struct rt_event *ev, void *ud)
 	return 0;
 }
 
-bool stopping(const struct agent *a)
+bool agent_stopping(const struct agent *a)
 {
 	return atomic_load_explicit(&a->stop, memory_order_relaxed);
 }
@@ -99,16 +99,16 @@ bool stopping(const struct agent *a)
 static void *watch_main(void *arg)
 {
 	struct agent *a = arg;
-	while (!stopping(a)) {
+	while (!agent_stopping(a)) {
 		struct terr err = {0};
 		int rc = a->rt_ops->watch(a->rt, AGENT_LABEL_AGENT, a->id, on_runtime_event, a, &a->stop, &err);
-		if (stopping(a))
+		if (agent_stopping(a))
 			break;
 		if (rc < 0)
 			log_warn("agent", "event stream from the runtime failed, retrying: %s", err.msg);
 		/* The stream ended; reconnect after a pause so a dead dockerd
 		 * is not hammered. */
-		for (int i = 0; i < 10 && !stopping(a); i++)
+		for (int i = 0; i < 10 && !agent_stopping(a); i++)
 			usleep(100 * 1000);
 	}
 	return NULL;
@@ -121,7 +121,7 @@ static void report_images(struct agent *a)
 	struct terr err = {0};
 	if (a->rt_ops->image_list(a->rt, &images, &err) < 0)
 		log_warn("agent", "listing images after a change: %s", err.msg);
-	json_t *event = json_pack("{s:s,s:o}", "event", AGENT_EVENT_IMAGES, "images", images_inline(images));
+	json_t *event = json_pack("{s:s,s:o}", "event", AGENT_EVENT_IMAGES, "images", agent_images_inline(images));
 	if (event && a->on_event)
 		a->on_event(a->event_ud, a->id, event);
 	json_decref(event);
@@ -131,10 +131,10 @@ static int on_image_event(const struct rt_event *ev, void *ud)
 {
 	struct agent *a = ud;
 	if (ev->image) {
-		images_forget(a);
+		agent_images_forget(a);
 		report_images(a);
 	} else if (ev->network && !strcmp(ev->action, "destroy")) {
-		net_forget(a, ev->network_name);
+		agent_net_forget(a, ev->network_name);
 	}
 	return 0;
 }
@@ -143,7 +143,7 @@ static void *image_watch_main(void *arg)
 {
 	struct agent *a = arg;
 	bool first = true;
-	while (!stopping(a)) {
+	while (!agent_stopping(a)) {
 		/* Changes while the stream was down are sent as one list. */
 		if (!first)
 			report_images(a);
@@ -154,7 +154,7 @@ static void *image_watch_main(void *arg)
 		 * (their removals were not seen while the stream was down). */
 		pthread_mutex_lock(&a->img_mu);
 		a->img_live = a->rt_ops->watch_images != NULL;
-		images_forget_locked(a);
+		agent_images_forget_locked(a);
 		pthread_mutex_unlock(&a->img_mu);
 		pthread_mutex_lock(&a->net_mu);
 		a->n_net_known = 0;
@@ -162,13 +162,13 @@ static void *image_watch_main(void *arg)
 		int rc = a->rt_ops->watch_images ? a->rt_ops->watch_images(a->rt, on_image_event, a, &a->stop, &err) : 0;
 		pthread_mutex_lock(&a->img_mu);
 		a->img_live = false;
-		images_forget_locked(a);
+		agent_images_forget_locked(a);
 		pthread_mutex_unlock(&a->img_mu);
-		if (stopping(a) || !a->rt_ops->watch_images)
+		if (agent_stopping(a) || !a->rt_ops->watch_images)
 			break;
 		if (rc < 0)
 			log_warn("agent", "image event stream from the runtime failed, retrying: %s", err.msg);
-		for (int i = 0; i < 10 && !stopping(a); i++)
+		for (int i = 0; i < 10 && !agent_stopping(a); i++)
 			usleep(100 * 1000);
 	}
 	return NULL;
@@ -188,19 +188,19 @@ int agent_watch_start(struct agent *a, agent_event_fn fn, void *ud, struct terr 
 			 "manager only at registration and on 'tessera image rescan'");
 	if (a->oom_interval_ms < 0)
 		log_info("agent", "OOM kills are not counted (oom_interval_ms < 0)");
-	else if (pthread_create(&a->oom_thread, NULL, oom_main, a) == 0)
+	else if (pthread_create(&a->oom_thread, NULL, agent_oom_main, a) == 0)
 		a->oom_running = true;
 	else
 		log_warn("agent", "cannot start the OOM thread: processes killed for exceeding a session's "
 			 "memory limit will not be reported");
 	if (a->stats_interval_ms < 0)
 		log_info("agent", "live usage is not collected (stats_interval_ms < 0)");
-	else if (pthread_create(&a->stats_thread, NULL, stats_main, a) == 0)
+	else if (pthread_create(&a->stats_thread, NULL, agent_stats_main, a) == 0)
 		a->stats_running = true;
 	else
 		log_warn("agent", "cannot start the stats thread: sessions' live usage will not be reported");
 	if (a->gpus.n > 0 && a->probe_path[0]) {
-		if (pthread_create(&a->usage_thread, NULL, usage_main, a) == 0)
+		if (pthread_create(&a->usage_thread, NULL, agent_usage_main, a) == 0)
 			a->usage_running = true;
 		else
 			log_warn("agent", "cannot start the GPU usage thread: what the driver holds "

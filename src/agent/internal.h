@@ -132,7 +132,7 @@ struct agent {
 	uint64_t img_gen, img_tick;
 	bool img_live;
 
-	/* The OOM thread (oom_main): each running session's memory cgroup
+	/* The OOM thread (agent_oom_main): each running session's memory cgroup
 	 * kill count, as last reported. Only that thread touches the table;
 	 * the watcher pokes it when Docker reports an `oom` (relaxed: a
 	 * hint to read now, no data). */
@@ -149,7 +149,7 @@ struct agent {
 	 * _failures_total. */
 	_Atomic int64_t cgroup_kills, cgroup_kill_failures;
 
-	/* The stats thread (stats_main): every stats_interval_ms, each
+	/* The stats thread (agent_stats_main): every stats_interval_ms, each
 	 * running session's usage (stats.h), sent as one "stats" event.
 	 * Only that thread touches stats_seen; the last round's event is
 	 * kept under stats_mu for the agent's /metrics (agent_stats_last). */
@@ -199,36 +199,36 @@ struct oom_seen {
 };
 
 /* ---- agent.c ---- */
-void app_endpoint_of(const struct agent *a, const struct rt_container_info *c, char *buf, size_t n);
-void cluster_id_copy(struct agent *a, char out[64]);
+void agent_app_endpoint_of(const struct agent *a, const struct rt_container_info *c, char *buf, size_t n);
+void agent_cluster_id_copy(struct agent *a, char out[64]);
 bool agent_owns(struct agent *a, const char *cluster_label);
-json_t *images_inline(json_t *images);
+json_t *agent_images_inline(json_t *images);
 
 /* ---- agent_start.c ---- */
-int write_file(const char *path, const char *text, mode_t mode, struct terr *err);
-int session_dir(const struct agent *a, const char *sid, char *buf, size_t n);
-const struct gpu_device *node_device(const struct agent *a, const char *uuid);
+int agent_write_file(const char *path, const char *text, mode_t mode, struct terr *err);
+int agent_session_dir(const struct agent *a, const char *sid, char *buf, size_t n);
+const struct gpu_device *agent_node_device(const struct agent *a, const char *uuid);
 
 /* ---- agent_network.c ---- */
-void network_name(const char *cluster, const char *owner_id, char *buf, size_t n);
-void net_use(struct agent *a, const char *name, int delta);
-void net_forget(struct agent *a, const char *name);
-int network_ensure(struct agent *a, const char *name, const char *cluster, const char *owner_id,
+void agent_network_name(const char *cluster, const char *owner_id, char *buf, size_t n);
+void agent_net_use(struct agent *a, const char *name, int delta);
+void agent_net_forget(struct agent *a, const char *name);
+int agent_network_ensure(struct agent *a, const char *name, const char *cluster, const char *owner_id,
 		   bool *asked, struct terr *err);
-bool network_retry(int rc, const struct terr *err);
+bool agent_network_retry(int rc, const struct terr *err);
 
 /* ---- agent_images.c ---- */
-void image_seen_free(struct image_seen *e);
-void images_forget_locked(struct agent *a);
-void images_forget(struct agent *a);
-int image_facts(struct agent *a, const char *ref, struct image_seen *out, bool *kept, struct terr *err);
+void agent_image_seen_free(struct image_seen *e);
+void agent_images_forget_locked(struct agent *a);
+void agent_images_forget(struct agent *a);
+int agent_image_facts(struct agent *a, const char *ref, struct image_seen *out, bool *kept, struct terr *err);
 
 /* ---- agent_watch.c ---- */
-bool stopping(const struct agent *a);
+bool agent_stopping(const struct agent *a);
 
 /* ---- agent_usage.c: the thread bodies agent_watch_start starts ---- */
-void *usage_main(void *arg);
-void *oom_main(void *arg);
-void *stats_main(void *arg);
+void *agent_usage_main(void *arg);
+void *agent_oom_main(void *arg);
+void *agent_stats_main(void *arg);
 
 #endif
