@@ -11,8 +11,9 @@
 #include "manager/state.h"
 
 static int mock_start(void *ctx, json_t *spec, char cid[RT_ID_MAX], char app_endpoint[AGENT_APP_ENDPOINT_MAX],
-		      struct terr *err)
+		      struct agent_start_times *times, struct terr *err)
 {
+	(void)times;
 	(void)ctx;
 	(void)err;
 	snprintf(app_endpoint, AGENT_APP_ENDPOINT_MAX, "127.0.0.1:49999");

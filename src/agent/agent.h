@@ -128,6 +128,19 @@ int agent_list_containers(struct agent *a, json_t **out, struct terr *err);
 bool agent_signal_words(int exit_code, char *buf, size_t n);
 int agent_start_session(struct agent *a, json_t *spec, char cid[RT_ID_MAX],
 			char app_endpoint[AGENT_APP_ENDPOINT_MAX], struct terr *err);
+/* Where a successful start's time went on the node, in milliseconds of
+ * the agent's monotonic clock: total_ms from the spec's arrival; of it,
+ * the image's facts, the user's network, Docker's create and start of
+ * the container, and reading where the runner's app port was published.
+ * The manager turns them into the start's breakdown (docs/api.md,
+ * "start_breakdown"); the rest of total_ms is the start's planning. */
+struct agent_start_times {
+	int64_t total_ms, image_ms, network_ms, create_ms, start_ms, port_ms;
+};
+/* agent_start_session, with the times into *times (zeroed on failure). */
+int agent_start_session_timed(struct agent *a, json_t *spec, char cid[RT_ID_MAX],
+			      char app_endpoint[AGENT_APP_ENDPOINT_MAX], struct agent_start_times *times,
+			      struct terr *err);
 /* Removes the session's container (found by id, else by label); its
  * owner's network stays, for their next session. Absent is success. A running container is first
  * killed through the runtime, and when that has not stopped it within

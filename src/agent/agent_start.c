@@ -366,7 +366,16 @@ static int64_t lap_ms(int64_t *t)
 int agent_start_session(struct agent *a, json_t *spec, char cid[RT_ID_MAX],
 			char app_endpoint[AGENT_APP_ENDPOINT_MAX], struct terr *err)
 {
+	return agent_start_session_timed(a, spec, cid, app_endpoint, NULL, err);
+}
+
+int agent_start_session_timed(struct agent *a, json_t *spec, char cid[RT_ID_MAX],
+			      char app_endpoint[AGENT_APP_ENDPOINT_MAX], struct agent_start_times *times,
+			      struct terr *err)
+{
 	int64_t t0 = util_mono_ms(), t = t0;
+	if (times)
+		memset(times, 0, sizeof(*times));
 	int64_t ms_image, ms_net = 0, ms_create = 0, ms_start = 0, ms_port = 0;
 	bool img_kept = false, net_asked = false;
 	struct image_seen img = {0};
@@ -541,6 +550,11 @@ int agent_start_session(struct agent *a, json_t *spec, char cid[RT_ID_MAX],
 			 id, (long long)(util_mono_ms() - t0), (long long)ms_image, img_kept ? "kept" : "looked at",
 			 (long long)ms_net, !own_net ? "none" : net_asked ? "asked Docker" : "kept",
 			 (long long)ms_create, (long long)ms_start, (long long)ms_port);
+	if (rc == 0 && times)
+		*times = (struct agent_start_times){
+			.total_ms = util_mono_ms() - t0, .image_ms = ms_image, .network_ms = ms_net,
+			.create_ms = ms_create, .start_ms = ms_start, .port_ms = ms_port,
+		};
 out:
 	agent_image_seen_free(&img);
 	plan_free(&p);

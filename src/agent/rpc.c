@@ -63,11 +63,16 @@ static void rpc_start(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 	if (!spec)
 		return;
 	char cid[RT_ID_MAX], endpoint[AGENT_APP_ENDPOINT_MAX];
+	struct agent_start_times t;
 	struct terr err = {0};
-	if (agent_start_session(rc->agent, spec, cid, endpoint, &err) < 0)
+	if (agent_start_session_timed(rc->agent, spec, cid, endpoint, &t, &err) < 0)
 		httpd_error_terr(resp, &err);
 	else
-		httpd_json(resp, 201, json_pack("{s:s,s:s}", "container_id", cid, "app_endpoint", endpoint));
+		httpd_json(resp, 201, json_pack("{s:s,s:s,s:{s:I,s:I,s:I,s:I,s:I,s:I}}", "container_id", cid,
+						"app_endpoint", endpoint, "times", "total_ms", (json_int_t)t.total_ms,
+						"image_ms", (json_int_t)t.image_ms, "network_ms", (json_int_t)t.network_ms,
+						"create_ms", (json_int_t)t.create_ms, "start_ms", (json_int_t)t.start_ms,
+						"port_ms", (json_int_t)t.port_ms));
 	json_decref(spec);
 }
 

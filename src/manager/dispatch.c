@@ -2,6 +2,7 @@
  * container, hundreds of milliseconds on Docker), taken from one FIFO job
  * list by `dispatch_workers` threads, each call made without the manager
  * lock (docs/architecture.md, "Dispatch workers"). */
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,6 +109,33 @@ static json_t *session_spec(struct manager *m, struct msession *s)
 	return out;
 }
 
+/* Where the node's part of a start went, as two PREPARING lines of the
+ * history before RUNNING (mgr_start_breakdown splits the container phase
+ * at them): the container created, and started. The node's times are
+ * its own clock's durations; they are placed back from the answer's
+ * arrival (so the first stretch also holds the request's way there and
+ * the answer's way back), never before the request was sent. An agent
+ * that gave no times adds no line. */
+static void note_node_times(struct manager *m, struct msession *s, const char *agent_name,
+			    const struct agent_start_times *t, int64_t asked_at, int64_t answered_at)
+{
+	if (t->total_ms <= 0)
+		return;
+	int64_t started = answered_at - t->port_ms;
+	int64_t created = started - t->start_ms;
+	if (created < asked_at)
+		created = asked_at;
+	if (started < created)
+		started = created;
+	char line[sizeof(s->rec.status_info)];
+	snprintf(line, sizeof(line), MGR_LINE_CREATED "%s (image %" PRId64 " ms, network %" PRId64
+		 " ms, Docker's create %" PRId64 " ms)", agent_name, t->image_ms, t->network_ms, t->create_ms);
+	mgr_session_note_past(m, s, created, line);
+	snprintf(line, sizeof(line), MGR_LINE_STARTED "%s (Docker's start %" PRId64 " ms)", agent_name,
+		 t->start_ms);
+	mgr_session_note_past(m, s, started, line);
+}
+
 static void run_start(struct manager *m, const char *sid)
 {
 	pthread_mutex_lock(&m->mu);
@@ -133,11 +161,14 @@ static void run_start(struct manager *m, const char *sid)
 	pthread_mutex_unlock(&m->mu);
 
 	char cid[RT_ID_MAX] = "", endpoint[AGENT_APP_ENDPOINT_MAX] = "";
+	struct agent_start_times times = {0};
 	struct terr err = {0};
 	/* An image the node lacks comes from the cluster registry first. */
 	int rc = mgr_pull_for_start(m, sid, link, ctx, agent_name, image, &err);
+	int64_t asked_at = util_now_ms();
 	if (rc == 0)
-		rc = link->start(ctx, spec, cid, endpoint, &err);
+		rc = link->start(ctx, spec, cid, endpoint, &times, &err);
+	int64_t answered_at = util_now_ms();
 	json_decref(spec);
 
 	pthread_mutex_lock(&m->mu);
@@ -151,6 +182,7 @@ static void run_start(struct manager *m, const char *sid)
 	} else if (s->rec.status == SS_PREPARING) {
 		if (rc == 0) {
 			mgr_apps_set_endpoint(m, s, endpoint);
+			note_node_times(m, s, agent_name, &times, asked_at, answered_at);
 			mgr_set_status(m, s, SS_RUNNING, "running on node %s", agent_name);
 		}
 		else

@@ -10,9 +10,9 @@
 /* ---- in-process agent ---- */
 
 static int local_start(void *ctx, json_t *spec, char cid[RT_ID_MAX], char app_endpoint[AGENT_APP_ENDPOINT_MAX],
-		       struct terr *err)
+		       struct agent_start_times *times, struct terr *err)
 {
-	return agent_start_session(ctx, spec, cid, app_endpoint, err);
+	return agent_start_session_timed(ctx, spec, cid, app_endpoint, times, err);
 }
 
 static int local_destroy(void *ctx, const char *sid, const char *cid, struct terr *err)
@@ -129,9 +129,10 @@ static int remote_call(struct remote_link *l, enum agent_rpc rpc, const char *ar
 }
 
 static int remote_start(void *ctx, json_t *spec, char cid[RT_ID_MAX], char app_endpoint[AGENT_APP_ENDPOINT_MAX],
-			struct terr *err)
+			struct agent_start_times *times, struct terr *err)
 {
 	json_t *resp = NULL;
+	memset(times, 0, sizeof(*times));
 	int rc = remote_call(ctx, AGENT_RPC_START, NULL, NULL, spec, 120000, &resp, err);
 	if (rc < 0)
 		return rc;
@@ -144,6 +145,17 @@ static int remote_start(void *ctx, json_t *spec, char cid[RT_ID_MAX], char app_e
 	/* An older agent answers no app_endpoint: the session has no apps. */
 	const char *ep = json_string_value(json_object_get(resp, "app_endpoint"));
 	snprintf(app_endpoint, AGENT_APP_ENDPOINT_MAX, "%s", ep && strlen(ep) < AGENT_APP_ENDPOINT_MAX ? ep : "");
+	/* An older agent's answer has no times; a figure that is not a
+	 * whole number of milliseconds from 0 to 10 minutes is left at 0. */
+	json_t *t = json_object_get(resp, "times");
+	int64_t *const fields[] = {&times->total_ms, &times->image_ms, &times->network_ms,
+				   &times->create_ms, &times->start_ms, &times->port_ms};
+	static const char *const names[] = {"total_ms", "image_ms", "network_ms", "create_ms", "start_ms", "port_ms"};
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		json_t *v = json_object_get(t, names[i]);
+		if (json_is_integer(v) && json_integer_value(v) >= 0 && json_integer_value(v) <= 600000)
+			*fields[i] = json_integer_value(v);
+	}
 	json_decref(resp);
 	return 0;
 }

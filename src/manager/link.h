@@ -14,11 +14,12 @@
 
 struct agent_link_ops {
 	const char *name;
-	/* Creates and starts the session's container: its id into cid, and
+	/* Creates and starts the session's container: its id into cid,
 	 * where its app port is published ("HOST:PORT", "" for none) into
-	 * app_endpoint. */
+	 * app_endpoint, and where the node's time went into *times (all
+	 * zero from an agent that does not say). */
 	int (*start)(void *ctx, json_t *spec, char cid[RT_ID_MAX], char app_endpoint[AGENT_APP_ENDPOINT_MAX],
-		     struct terr *err);
+		     struct agent_start_times *times, struct terr *err);
 	int (*destroy)(void *ctx, const char *session_id, const char *cid, struct terr *err);
 	/* Starts command (borrowed array of strings); *out streams its
 	 * output in the frames of common/frames.h (agent_exec_stream). What

@@ -188,21 +188,17 @@ static int count_notes(struct manager *m, const struct msession *s)
 	return notes;
 }
 
-void mgr_session_note(struct manager *m, struct msession *s, const char *fmt, ...)
+/* Appends a note (a line of s's current status) at at_ms, unless the
+ * history has MGR_SESSION_NOTES_MAX of them already. */
+static void note_write(struct manager *m, struct msession *s, int64_t at_ms, const char *info)
 {
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(s->rec.status_info, sizeof(s->rec.status_info), fmt, ap);
-	va_end(ap);
-	m->version++;
-	mgr_persist(m, s);
 	if (s->notes < 0)
 		s->notes = count_notes(m, s);
 	/* Capped, so that no event repeated for days grows a session's
 	 * history without end; status changes are always written. */
 	if (s->notes >= 0 && s->notes < MGR_SESSION_NOTES_MAX) {
-		struct history_rec h = {.status = s->rec.status, .at_ms = util_now_ms()};
-		util_strlcpy(h.info, s->rec.status_info, sizeof(h.info));
+		struct history_rec h = {.status = s->rec.status, .at_ms = at_ms};
+		util_strlcpy(h.info, info, sizeof(h.info));
 		/* A note cut at the end loses only words. */
 		if (s->notes + 1 == MGR_SESSION_NOTES_MAX)
 			strncat(h.info, " (the last such line this history keeps)", sizeof(h.info) - strlen(h.info) - 1);
@@ -212,9 +208,31 @@ void mgr_session_note(struct manager *m, struct msession *s, const char *fmt, ..
 		else
 			s->notes++;
 	}
+}
+
+void mgr_session_note(struct manager *m, struct msession *s, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(s->rec.status_info, sizeof(s->rec.status_info), fmt, ap);
+	va_end(ap);
+	m->version++;
+	mgr_persist(m, s);
+	note_write(m, s, util_now_ms(), s->rec.status_info);
 	log_info("manager", "session %s (%.8s): %s: %s", s->rec.name, s->rec.id,
 		 session_status_name(s->rec.status), s->rec.status_info);
 	pthread_cond_broadcast(&m->changed);
+}
+
+void mgr_session_note_past(struct manager *m, struct msession *s, int64_t at_ms, const char *info)
+{
+	/* Not counted against the cap, as the pull's lines are not: a
+	 * start writes two, once. */
+	struct history_rec h = {.status = s->rec.status, .at_ms = at_ms};
+	util_strlcpy(h.info, info, sizeof(h.info));
+	struct terr err = {0};
+	if (m->so->history_add(m->store, s->rec.id, &h, &err) < 0)
+		log_error("manager", "cannot save history of %s: %s", s->rec.name, err.msg);
 }
 
 /* ---------- rendering ---------- */
@@ -278,7 +296,8 @@ json_t *mgr_session_json(struct manager *m, const struct msession *s)
  * phase of the line that began it: PENDING the queue (waiting for a node
  * and being placed), SCHEDULED the dispatch (placed, until a dispatcher
  * asks the node), PREPARING the image pull (its "pulling" line, until its
- * "pulled" one) or the container (the node creating and starting it).
+ * "pulled" one) or the container (the node creating and starting it,
+ * split below where the node said how long each step took).
  * {"total_ms", "phases": [{"phase", "ms"}, ...]} in the order they came;
  * null before the session first ran. */
 json_t *mgr_start_breakdown(const struct history_rec *h, size_t n)
@@ -288,14 +307,25 @@ json_t *mgr_start_breakdown(const struct history_rec *h, size_t n)
 		run++;
 	if (run == n || run == 0)
 		return json_null();
-	static const char *const names[] = {"queue", "dispatch", "image", "container", "other"};
-	int64_t ms[5] = {0};
-	int order[5], n_order = 0;
+	/* "container" is the node's whole part where it did not say how it
+	 * went (an older agent); with its times it is "create" (the start's
+	 * planning, the image's facts, the user's network, Docker's create:
+	 * up to MGR_LINE_CREATED), "start" (Docker's start, up to
+	 * MGR_LINE_STARTED) and "app port" (reading where the runner's app
+	 * port was published, up to RUNNING). */
+	static const char *const names[] = {"queue", "dispatch", "image", "container", "other",
+					    "create", "start", "app port"};
+	int64_t ms[8] = {0};
+	int order[8], n_order = 0;
 	for (size_t i = 0; i < run; i++) {
 		int k = h[i].status == SS_PENDING     ? 0
 			: h[i].status == SS_SCHEDULED ? 1
-			: h[i].status == SS_PREPARING ? (!strncmp(h[i].info, "pulling ", 8) ? 2 : 3)
-						      : 4;
+			: h[i].status != SS_PREPARING ? 4
+			: !strncmp(h[i].info, "pulling ", 8) ? 2
+			: !strncmp(h[i].info, MGR_LINE_CREATED, strlen(MGR_LINE_CREATED)) ? 6
+			: !strncmp(h[i].info, MGR_LINE_STARTED, strlen(MGR_LINE_STARTED)) ? 7
+			: !strncmp(h[i + 1].info, MGR_LINE_CREATED, strlen(MGR_LINE_CREATED)) ? 5
+											       : 3;
 		int64_t d = h[i + 1].at_ms - h[i].at_ms;
 		bool seen = false;
 		for (int j = 0; j < n_order; j++)

@@ -427,6 +427,17 @@ static inline bool mgr_session_is_batch(const struct msession *s)
 void mgr_session_note(struct manager *m, struct msession *s, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 #define MGR_SESSION_NOTES_MAX 20
+/* A line of s's history at a moment already past (at_ms, on the
+ * manager's clock, not before the line before it), of its current
+ * status; status_info is left as it is, and the line is not one of the
+ * capped notes (a start writes two, once). Where a stage the node timed
+ * began (dispatch.c). */
+void mgr_session_note_past(struct manager *m, struct msession *s, int64_t at_ms, const char *info);
+/* The PREPARING lines that split a start's container phase (written by
+ * dispatch.c from the node's times, read by mgr_start_breakdown): what
+ * follows the prefix names the node. */
+#define MGR_LINE_CREATED "container created on node "
+#define MGR_LINE_STARTED "container started on node "
 /* OOM kills become history lines at most once per this window: the first
  * at once, those within the window after it as one line with their count
  * when the next kill comes after the window or the session ends

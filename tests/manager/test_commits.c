@@ -55,8 +55,9 @@ static bool fake_has(const char *ref)
 }
 
 static int f_start(void *ctx, json_t *spec, char cid[RT_ID_MAX], char app_endpoint[AGENT_APP_ENDPOINT_MAX],
-		   struct terr *err)
+		   struct agent_start_times *times, struct terr *err)
 {
+	(void)times;
 	(void)ctx;
 	app_endpoint[0] = '\0';
 	const char *image = json_string_value(json_object_get(spec, "image"));

@@ -35,8 +35,9 @@ static struct {
 } fake = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 static int f_start(void *ctx, json_t *spec, char cid[RT_ID_MAX], char app_endpoint[AGENT_APP_ENDPOINT_MAX],
-		   struct terr *err)
+		   struct agent_start_times *times, struct terr *err)
 {
+	(void)times;
 	(void)ctx;
 	(void)err;
 	app_endpoint[0] = '\0';

@@ -43,8 +43,11 @@ static struct fake {
 static const char *const fake_images[] = {"busybox:latest", "broken:1", NULL};
 
 static int f_start(void *ctx, json_t *spec, char cid[RT_ID_MAX], char app_endpoint[AGENT_APP_ENDPOINT_MAX],
-		        struct terr *err)
+		        struct agent_start_times *times, struct terr *err)
 {
+	/* As a node that timed its start says (dispatch.c turns them into
+	 * history lines). */
+	*times = (struct agent_start_times){.total_ms = 3, .create_ms = 1, .start_ms = 1, .port_ms = 1};
 	(void)ctx;
 	snprintf(app_endpoint, AGENT_APP_ENDPOINT_MAX, "127.0.0.1:49999");
 	const char *id = json_string_value(json_object_get(spec, "id"));
@@ -1423,11 +1426,36 @@ TEST(start_breakdown_from_the_history)
 			"\"total_ms\":2500}");
 	free(text);
 	json_decref(b);
+	/* The node said where its time went: the container phase split at
+	 * the lines dispatch.c writes from its times. */
+	struct history_rec timed[] = {
+		{.status = SS_PENDING, .info = "created", .at_ms = 1000},
+		{.status = SS_SCHEDULED, .info = "placed on node n1", .at_ms = 1002},
+		{.status = SS_PREPARING, .info = "creating the container on node n1", .at_ms = 1003},
+		{.status = SS_PREPARING, .info = MGR_LINE_CREATED "n1 (image 0 ms, network 0 ms, Docker's create 20 ms)",
+		 .at_ms = 1030},
+		{.status = SS_PREPARING, .info = MGR_LINE_STARTED "n1 (Docker's start 300 ms)", .at_ms = 1330},
+		{.status = SS_RUNNING, .info = "running on node n1", .at_ms = 1332},
+	};
+	b = mgr_start_breakdown(timed, sizeof(timed) / sizeof(timed[0]));
+	text = json_dumps(b, JSON_COMPACT | JSON_SORT_KEYS);
+	CHECK_STR(text, "{\"phases\":[{\"ms\":2,\"phase\":\"queue\"},{\"ms\":1,\"phase\":\"dispatch\"},"
+			"{\"ms\":27,\"phase\":\"create\"},{\"ms\":300,\"phase\":\"start\"},"
+			"{\"ms\":2,\"phase\":\"app port\"}],\"total_ms\":332}");
+	free(text);
+	json_decref(b);
 	/* A session that ran: its answer has the breakdown, its list entry not. */
 	json_t *o = get(&alice, "late");
 	json_t *sb = json_object_get(o, "start_breakdown");
 	CHECK(json_is_object(sb));
 	CHECK_STR(str(json_array_get(json_object_get(sb, "phases"), 0), "phase"), "queue");
+	/* Its node timed the start: the container phase comes split. */
+	bool split = false;
+	size_t k;
+	json_t *ph;
+	json_array_foreach(json_object_get(sb, "phases"), k, ph)
+		split = split || !strcmp(str(ph, "phase"), "start");
+	CHECK(split);
 	json_int_t sum = 0;
 	size_t i;
 	json_t *p;

@@ -363,9 +363,10 @@ try {
     const cfg = await page.locator('dl.props').textContent();
     if (!cfg.includes(IMAGE) || !cfg.includes(NODE)) throw new Error(`the configuration does not name the image and node: ${cfg}`);
     // Where its start's time went, from the status history: the total,
-    // then the queue, the dispatch and the container, in seconds.
+    // then the queue, the dispatch and the node's create, start and app
+    // port, in seconds.
     const took = (await page.locator('[data-testid="start-breakdown"]').textContent()).trim();
-    if (!/^\d+\.\d\d s: queue \d+\.\d\d s · dispatch \d+\.\d\d s · .*container \d+\.\d\d s$/.test(took))
+    if (!/^\d+\.\d\d s: queue \d+\.\d\d s · dispatch \d+\.\d\d s · .*create \d+\.\d\d s · start \d+\.\d\d s · app port \d+\.\d\d s$/.test(took))
       throw new Error(`the start's breakdown reads "${took}"`);
   });
 
