@@ -199,6 +199,10 @@ int mgr_folder_set_quota(struct manager *m, const struct user_rec *u, const char
 			 json_t **out, struct terr *err);
 
 /* An upload's hold on its folder's quota (mgr_folder_upload_begin). */
+/* An RFC 3339 time of ms since the epoch (null for 0), a new reference:
+ * how every answer writes a moment (manager.c). */
+json_t *mgr_time_json(int64_t ms);
+
 struct mgr_upload_hold {
 	char folder_id[STORE_ID_MAX];
 	int64_t quota;      /* the folder's quota at the start; 0: none, nothing held */

@@ -478,9 +478,8 @@ json_t *mgr_start_breakdown(const struct history_rec *h, size_t n);
 void mgr_sessions_render(struct manager *m, const char (*ids)[64], size_t n);
 
 /* ---- manager.c: state changes every file uses ---- */
-/* {"cpu","mem","fgpu"} and an RFC 3339 time (null for 0), new references. */
+/* {"cpu","mem","fgpu"}, a new reference (mgr_time_json: core.h). */
 json_t *mgr_res_json(const struct res *r);
-json_t *mgr_time_json(int64_t ms);
 /* Changes status with words for status_info; persists, records history,
  * moves resources, wakes the scheduler and long polls. */
 void mgr_set_status(struct manager *m, struct msession *s, enum session_status st,

@@ -12,7 +12,6 @@
 #include "common/jsonutil.h"
 #include "folders/fspath.h"
 #include "manager/http/internal.h"
-#include "manager/state.h"
 
 /* The sessions' work user: files made through the API are theirs. */
 static const struct fsp_owner work_owner = {1000, 1000};
