@@ -222,12 +222,21 @@ static int app_hosts_setup(struct agent *a, const struct agent_config *cfg, stru
 void agent_app_endpoint_of(const struct agent *a, const struct rt_container_info *c, char *buf, size_t n)
 {
 	buf[0] = '\0';
-	if (!c->running || c->published_private != AGENT_APP_PORT || c->published_port <= 0)
+	if (!c->running)
 		return;
-	const char *h = c->published_host[0] ? c->published_host : a->app_host;
-	if (!strcmp(h, "0.0.0.0") || !strcmp(h, "::"))
-		h = a->app_report_host;
-	int len = snprintf(buf, n, strchr(h, ':') ? "[%s]:%d" : "%s:%d", h, c->published_port);
+	/* Published (app_publish, or a container started while it was on):
+	 * "HOST:PORT" first. Not published: the direct part alone, which
+	 * only a proxy on this node can use. */
+	bool published = c->published_private == AGENT_APP_PORT && c->published_port > 0;
+	if (!published && a->app_publish)
+		return;
+	int len = 0;
+	if (published) {
+		const char *h = c->published_host[0] ? c->published_host : a->app_host;
+		if (!strcmp(h, "0.0.0.0") || !strcmp(h, "::"))
+			h = a->app_report_host;
+		len = snprintf(buf, n, strchr(h, ':') ? "[%s]:%d" : "%s:%d", h, c->published_port);
+	}
 	char key[UTIL_NETNS_KEY_LEN + 1];
 	util_netns_key(key);
 	if (!c->ip[0] || !key[0] || len < 0 || (size_t)len >= n)
@@ -249,7 +258,8 @@ int agent_open(struct agent **out, const struct agent_config *cfg, struct terr *
 	pthread_mutex_init(&a->net_mu, NULL);
 	pthread_mutex_init(&a->img_mu, NULL);
 	a->rt_ops = cfg->runtime ? cfg->runtime : &runtime_docker_ops;
-	if (agent_settings_parse_seccomp(cfg->seccomp, &a->seccomp_default, "seccomp", err) < 0) {
+	if (agent_settings_parse_app_publish(cfg->app_publish, true, &a->app_publish, "app_publish", err) < 0 ||
+	    agent_settings_parse_seccomp(cfg->seccomp, &a->seccomp_default, "seccomp", err) < 0) {
 		free(a);
 		return -EINVAL;
 	}

@@ -62,6 +62,12 @@ struct agent_config {
 	 * is then the host reported in app_endpoint. */
 	const char *app_host;
 	const char *app_report_host;
+	/* "no": the app port is not published at all; the app proxy must run
+	 * on this node (in its network namespace), where it reaches the
+	 * container's address (docs/admin.md, "How the proxy reaches a
+	 * session's runner"): no docker-proxy, and a start Docker makes
+	 * faster. NULL or "yes": published on app_host. */
+	const char *app_publish;
 	/* Storage hosts of users' folders as the manager declares them
 	 * ("NAME:PATH[,...]", docs/admin.md "Storage"): a session's mount
 	 * must be a folder directory directly under one of these paths. NULL

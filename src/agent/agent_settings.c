@@ -62,6 +62,19 @@ int agent_settings_parse_seccomp(const char *v, bool *docker_default, const char
 	return terr_set(err, EINVAL, "%s must be \"tessera\" or \"default\", not '%s'", name, v);
 }
 
+int agent_settings_parse_app_publish(const char *v, bool dflt, bool *publish, const char *name, struct terr *err)
+{
+	if (!v || !*v) {
+		*publish = dflt;
+		return 0;
+	}
+	if (!strcmp(v, "yes") || !strcmp(v, "no")) {
+		*publish = !strcmp(v, "yes");
+		return 0;
+	}
+	return terr_set(err, EINVAL, "%s must be \"yes\" or \"no\", not '%s'", name, v);
+}
+
 int agent_setting_set(struct agent_settings *s, const struct agent_setting *d, const char *value,
 		      const char *name, struct terr *err)
 {
@@ -79,6 +92,13 @@ int agent_setting_set(struct agent_settings *s, const struct agent_setting *d, c
 	case AGENT_SETTING_SECCOMP: {
 		bool b;
 		if (agent_settings_parse_seccomp(value, &b, name, err) < 0)
+			return -EINVAL;
+		*(const char **)field = value;
+		return 0;
+	}
+	case AGENT_SETTING_APP_PUBLISH: {
+		bool b;
+		if (agent_settings_parse_app_publish(value, true, &b, name, err) < 0)
 			return -EINVAL;
 		*(const char **)field = value;
 		return 0;

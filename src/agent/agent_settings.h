@@ -37,6 +37,7 @@ enum agent_setting_type {
 	AGENT_SETTING_INT,       /* int, min..max */
 	AGENT_SETTING_OVERHEAD,  /* const char *: "auto" or a size */
 	AGENT_SETTING_SECCOMP,   /* const char *: "tessera" or "default" */
+	AGENT_SETTING_APP_PUBLISH, /* const char *: "yes" or "no" */
 	AGENT_SETTING_PIDS,      /* int64_t: "auto" (0) or a number min..max */
 };
 
@@ -97,7 +98,9 @@ enum agent_setting_type {
 	  "processes and threads one session may have: auto (" AGENT_SETTINGS_STR(AGENT_PIDS_PER_CPU) \
 	  " per CPU core of the session, at least " AGENT_SETTINGS_STR(AGENT_PIDS_MIN) ") or a number for every session") \
 	X(app_host, "app-host", TEXT, agent.app_host, NULL, 0, 0, AGENT_SETTING_FLAG, "IP", \
-	  "IP address each session's app port is published on, for the app proxy (default: the host of listen)")
+	  "IP address each session's app port is published on, for the app proxy (default: the host of listen)") \
+	X(app_publish, "app-publish", APP_PUBLISH, agent.app_publish, NULL, 0, 0, AGENT_SETTING_FLAG, "yes|no", \
+	  "publish each session's app port on app_host for an app proxy on another host (yes: tessera agent's default), or not: the proxy on this node reaches the container's address (no: tessera server's default; no docker-proxy, a faster start)")
 
 #define AGENT_SETTINGS_STR(x) AGENT_SETTINGS_STR_(x)
 #define AGENT_SETTINGS_STR_(x) #x
@@ -138,5 +141,8 @@ int agent_settings_parse_overhead(const char *v, int64_t *bytes, const char *nam
 /* seccomp's value: "tessera" (or NULL or empty) gives *docker_default =
  * false, "default" true. Used the same way by the table and agent_open. */
 int agent_settings_parse_seccomp(const char *v, bool *docker_default, const char *name, struct terr *err);
+/* app_publish's value: "yes" gives *publish = true, "no" false, NULL or
+ * empty dflt. The same way by the table and agent_open. */
+int agent_settings_parse_app_publish(const char *v, bool dflt, bool *publish, const char *name, struct terr *err);
 
 #endif

@@ -492,9 +492,10 @@ int agent_start_session_timed(struct agent *a, json_t *spec, char cid[RT_ID_MAX]
 		.log_max_size = atomic_load(&a->log_max_size),
 		.log_max_files = atomic_load(&a->log_max_files),
 		.network = own_net ? net : NULL,
-		/* Only the runner's app port, only on app_host; none for a
-		 * session without a secret (an older manager's). */
-		.publish_port = sp.app_secret ? AGENT_APP_PORT : 0,
+		/* Only the runner's app port, only on app_host, and only
+		 * where a proxy on another host may need it (app_publish);
+		 * none for a session without a secret (an older manager's). */
+		.publish_port = sp.app_secret && a->app_publish ? AGENT_APP_PORT : 0,
 		.publish_host = a->app_host,
 		.seccomp_default = a->seccomp_default,
 	};

@@ -72,6 +72,9 @@ struct agent {
 	/* Session apps: the address containers' app ports are published on,
 	 * and the host reported for them when that is a wildcard. */
 	char app_host[64];
+	/* agent_config.app_publish: whether sessions' app ports are
+	 * published on app_host; set at open. */
+	bool app_publish;
 	char app_report_host[256];
 	struct gpu_inventory gpus;
 	char **driver_files;          /* real GPUs: host files to bind read-only */

@@ -422,6 +422,12 @@ static int server_configure(struct server_opts *o, struct server *s)
 	mcfg->wsproxy_url = s->proxy_url;
 	if (!o->as.agent.app_host)
 		o->as.agent.app_host = o->host;
+	/* The app proxy runs in this process, on the sessions' node: it
+	 * reaches each container's address, so nothing is published (no
+	 * docker-proxy, a faster start) unless --app-publish yes asks for
+	 * it, for a proxy elsewhere. */
+	if (!o->as.agent.app_publish)
+		o->as.agent.app_publish = "no";
 	s->acfg = o->as.agent;
 	snprintf(s->agent_dir, sizeof(s->agent_dir), "%s/agent", o->data_dir);
 	s->acfg.data_dir = s->agent_dir;

@@ -56,14 +56,17 @@ static void key_init(void)
 	util_netns_key(own_key);
 }
 
-/* The published HOST:PORT always; the direct ",IP:PORT@KEY" only when it
+/* The published HOST:PORT, when there is one (empty before the ',' of a
+ * node whose app_publish is no); the direct ",IP:PORT@KEY" only when it
  * is numeric and KEY is ours. A direct part for another host is kept in
- * the endpoint text but never dialled: there IP may be anyone's. */
+ * the endpoint text but never dialled: there IP may be anyone's. A route
+ * with neither usable here stays in the table (one bad route must not
+ * refuse the others): its requests get a page that says why. */
 static int resolve(struct proxy_route *r, struct terr *err)
 {
 	const char *comma = strchr(r->endpoint, ',');
 	size_t plen = comma ? (size_t)(comma - r->endpoint) : strlen(r->endpoint);
-	int rc = resolve_ep(r->endpoint, plen, &r->addr, &r->addr_len, err);
+	int rc = plen || !comma ? resolve_ep(r->endpoint, plen, &r->addr, &r->addr_len, err) : 0;
 	if (rc < 0 || !comma)
 		return rc;
 	const char *d = comma + 1, *at = strrchr(d, '@');

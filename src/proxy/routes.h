@@ -25,7 +25,7 @@ struct proxy_route {
 	int port;                 /* port mode; 0 in host mode */
 	char host[384];           /* host mode, lower case; "" in port mode */
 	struct sockaddr_storage addr;  /* endpoint's published HOST:PORT resolved */
-	socklen_t addr_len;
+	socklen_t addr_len;            /* 0: not published (its node's app_publish is no) */
 	/* The endpoint's ",IP:PORT@KEY" (docs/apps.md, "The direct path"),
 	 * resolved when KEY is this process's util_netns_key; direct_len 0
 	 * when there is none or it is for another host or namespace. */

@@ -247,7 +247,7 @@ static void on_up_connected(uv_connect_t *req, int status)
 	struct conn *c = u->c;
 	if (!c || c->closing || c->up != u)
 		return;
-	if (status < 0 && u->direct && status != UV_ECANCELED) {
+	if (status < 0 && u->direct && status != UV_ECANCELED && c->b.addr_len) {
 		/* The container's address did not take the connection: the
 		 * published port, at once. Refused means the address answered
 		 * (the runner may not listen yet), so only this request falls
@@ -298,8 +298,21 @@ void up_connect(struct conn *c)
 	}
 	u->c = c;
 	/* The container's address when the route has one usable here: no
-	 * userland proxy between (docs/apps.md, "The direct path"). */
-	u->direct = c->b.direct_len && !c->direct_off && !direct_is_bad(c->p, c->b.direct);
+	 * userland proxy between (docs/apps.md, "The direct path"); the only
+	 * way when the port is not published, whatever happened before. */
+	u->direct = c->b.direct_len &&
+		    (!c->b.addr_len || (!c->direct_off && !direct_is_bad(c->p, c->b.direct)));
+	if (!u->direct && !c->b.addr_len) {
+		/* Not published, and this proxy is not on the session's node
+		 * (or not in its network namespace). */
+		free(u);
+		pages_respond(c, 502, NULL, "App unreachable from this proxy",
+			      "The session's app port is not published (its node's app_publish is no): only an "
+			      "app proxy on the session's node can reach it.",
+			      false, c->rp.req.upgrade);
+		conn_answered(c);
+		return;
+	}
 	const struct sockaddr *to = (const struct sockaddr *)(u->direct ? &c->b.direct_addr : &c->b.addr);
 	if (uv_tcp_init_ex(&c->p->loop, &u->tcp, to->sa_family) < 0) {
 		free(u);
@@ -319,7 +332,7 @@ void up_connect(struct conn *c)
 	c->phase = PH_WAIT;
 	conn_arm_timer(c);
 	int rc = uv_tcp_connect(&u->creq, &u->tcp, to, on_up_connected);
-	if (rc < 0 && u->direct) {
+	if (rc < 0 && u->direct && c->b.addr_len) {
 		/* No route to the container's address from here (an error
 		 * connect(2) gives at once): the published port. */
 		log_info(COMP, "runner %s: the direct path %s: %s; using the published port", c->b.endpoint,

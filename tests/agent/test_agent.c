@@ -327,6 +327,9 @@ static void fake_info(const struct fake_container *c, struct rt_container_info *
 	snprintf(out->cluster_id, sizeof(out->cluster_id), "%s", c->cluster_id);
 	snprintf(out->run_as, sizeof(out->run_as), "%s", c->run_as);
 	snprintf(out->network, sizeof(out->network), "%s", c->network);
+	/* Its address on its network, as Docker's inspect gives it. */
+	if (c->running)
+		snprintf(out->ip, sizeof(out->ip), "172.30.0.2");
 	if (c->running && c->host_port) {
 		out->published_private = c->publish_port;
 		out->published_port = c->host_port;
@@ -1124,8 +1127,11 @@ TEST(a_session_gets_its_app_port_and_secret)
 	if (c) {
 		CHECK_INT(c->publish_port, AGENT_APP_PORT);
 		CHECK_STR(c->publish_host, "10.1.2.3");
-		char want[64];
-		snprintf(want, sizeof(want), "10.1.2.3:%d", c->host_port);
+		/* Published on app_host, then the direct path, for a proxy in
+		 * this network namespace (docs/apps.md). */
+		char want[128], key[UTIL_NETNS_KEY_LEN + 1];
+		util_netns_key(key);
+		snprintf(want, sizeof(want), "10.1.2.3:%d,172.30.0.2:%d@%s", c->host_port, AGENT_APP_PORT, key);
 		CHECK_STR(ep, want);
 		int m = mount_at(c, AGENT_APP_SECRET_PATH);
 		CHECK(m >= 0);
@@ -1188,6 +1194,29 @@ TEST(a_session_gets_its_app_port_and_secret)
 	CHECK_CONTAINS(err.msg, "app_secret");
 	json_decref(spec);
 	agent_close(a);
+
+	/* app_publish no: nothing published; the endpoint is the direct
+	 * path alone, which only a proxy on this node can use. */
+	cfg.app_publish = "no";
+	CHECK_INT(agent_open(&a, &cfg, &err), 0);
+	spec = spec_for("sdirect", NULL, 0, 0);
+	json_object_set_new(spec, "image", json_string("apps:latest"));
+	json_object_set_new(spec, "app_secret", json_string(secret));
+	CHECK_INT(agent_start_session(a, spec, cid, ep, &err), 0);
+	c = fake_find(cid);
+	if (c)
+		CHECK_INT(c->publish_port, 0);
+	char want_direct[128], key[UTIL_NETNS_KEY_LEN + 1];
+	util_netns_key(key);
+	snprintf(want_direct, sizeof(want_direct), ",172.30.0.2:%d@%s", AGENT_APP_PORT, key);
+	CHECK_STR(ep, want_direct);
+	json_decref(spec);
+	agent_close(a);
+	cfg.app_publish = "maybe";
+	err = (struct terr){0};
+	CHECK_INT(agent_open(&a, &cfg, &err), -EINVAL);
+	CHECK_CONTAINS(err.msg, "app_publish must be \"yes\" or \"no\"");
+	cfg.app_publish = NULL;
 
 	/* app_host must be an IP address. */
 	cfg.app_host = "node1.example.org";

@@ -30,7 +30,7 @@
 #define BIG_SIZE (64u * 1024 * 1024)
 
 static int runner_port, dead_port, late_port, direct_port;
-static int proxy_ports_[10];
+static int proxy_ports_[12];
 static atomic_int direct_accepted;  /* connections the "container address" took */
 static char ui_dir[256];
 
@@ -614,6 +614,14 @@ TEST(direct_path_used_and_fallback)
 	 * published port answers. */
 	CHECK_INT(get_web(proxy_ports_[9], "s10"), 200);
 	CHECK_INT(atomic_load(&direct_accepted), before);
+	/* s11: not published, the direct path on this host: the only way,
+	 * and taken. s12: not published, another host's: a 502 that says
+	 * only a proxy on the session's node reaches it, and the route table
+	 * (every other route of this answer) still taken. */
+	CHECK_INT(get_web(proxy_ports_[10], "s11"), 200);
+	CHECK_INT(atomic_load(&direct_accepted) - before, 1);
+	CHECK_INT(get_web(proxy_ports_[11], "s12"), 502);
+	CHECK_INT(get_web(proxy_ports_[0], "s1"), 200);
 }
 
 TEST(upgrade_relayed_raw)
@@ -881,7 +889,7 @@ int main(void)
 			return 1;
 		}
 	}
-	if (!px || proxy_ports(px, proxy_ports_, 10) < 10) {
+	if (!px || proxy_ports(px, proxy_ports_, 12) < 12) {
 		fprintf(stderr, "no 16 free ports for the proxy\n");
 		return 1;
 	}
@@ -895,12 +903,15 @@ int main(void)
 		return 1;
 	}
 	/* Published port, then the direct path (docs/apps.md). */
-	char direct[160], other_host[160], nowhere[160], refused[160];
+	char direct[160], other_host[160], nowhere[160], refused[160], only_direct[160], only_other[160];
 	snprintf(direct, sizeof(direct), "%s,127.0.0.1:%d@%s", ep, direct_port, key);
 	snprintf(other_host, sizeof(other_host), "%s,127.0.0.1:%d@%016x", ep, direct_port, 0x5eed);
 	snprintf(nowhere, sizeof(nowhere), "%s,192.0.2.1:7611@%s", ep, key);
 	snprintf(refused, sizeof(refused), "%s,127.0.0.1:%d@%s", ep, dead_port, key);
-	set_routes(px, json_pack("[o, o, o, o, o, o, o, o, o, o]", route("s1", "app:web", proxy_ports_[0], ep),
+	/* Not published (the node's app_publish is no): the direct part only. */
+	snprintf(only_direct, sizeof(only_direct), ",127.0.0.1:%d@%s", direct_port, key);
+	snprintf(only_other, sizeof(only_other), ",127.0.0.1:%d@%016x", direct_port, 0x5eed);
+	set_routes(px, json_pack("[o, o, o, o, o, o, o, o, o, o, o, o]", route("s1", "app:web", proxy_ports_[0], ep),
 				 route("s2", "app:starting", proxy_ports_[1], ep),
 				 route("s3", "app:nope", proxy_ports_[2], ep), route("s4", "app:web", proxy_ports_[3], dead),
 				 route("s5", "app:terminal", proxy_ports_[4], ep),
@@ -908,7 +919,9 @@ int main(void)
 				 route("s7", "app:web", proxy_ports_[6], direct),
 				 route("s8", "app:web", proxy_ports_[7], other_host),
 				 route("s9", "app:web", proxy_ports_[8], nowhere),
-				 route("s10", "app:web", proxy_ports_[9], refused)));
+				 route("s10", "app:web", proxy_ports_[9], refused),
+				 route("s11", "app:web", proxy_ports_[10], only_direct),
+				 route("s12", "app:web", proxy_ports_[11], only_other)));
 	RUN(busy_port_refused);
 	RUN(no_cookie_refused);
 	RUN(conflicting_lengths_refused_before_the_cookie);
