@@ -63,6 +63,10 @@ check "--count 2 creates batch-2" wait_status batch-2 RUNNING
 check "a session of 0.1 CPU gets the floor of the pids limit" \
 	[ "$(docker inspect -f '{{.HostConfig.PidsLimit}}' "$(jget batch-1 container_id)")" == 256 ]
 check "one of 0.5 CPU too" [ "$(docker inspect -f '{{.HostConfig.PidsLimit}}' "$(jget web container_id)")" == 256 ]
+# tessera server's own proxy reaches the container's address: nothing is
+# published (app_publish = no; docs/admin.md).
+pb=$(docker inspect -f '{{json .HostConfig.PortBindings}}' "$(jget web container_id)")
+check "no port of a tessera server session is published ($pb)" [ "$pb" == "{}" -o "$pb" == null ]
 
 # A container killed from outside becomes ERROR saying so, with the signal
 # and the code (issue 27: it said "ended by itself").
