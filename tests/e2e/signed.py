@@ -41,7 +41,13 @@ class Api:
         if body or method in ("POST", "PUT", "PATCH"):
             c.putheader("Content-Type", "application/json")
             c.putheader("Content-Length", str(len(body)))
-        c.endheaders(body)
+        try:
+            c.endheaders(body)
+        except (BrokenPipeError, ConnectionResetError):
+            # The server answered before it took the whole body (a 413
+            # for an upload past a folder's quota) and closed: its answer
+            # is there to read all the same, as curl reads it.
+            pass
         r = c.getresponse()
         data = r.read()
         c.close()
