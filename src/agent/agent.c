@@ -257,6 +257,7 @@ int agent_open(struct agent **out, const struct agent_config *cfg, struct terr *
 	pthread_mutex_init(&a->replaced_mu, NULL);
 	pthread_mutex_init(&a->net_mu, NULL);
 	pthread_mutex_init(&a->img_mu, NULL);
+	pthread_mutex_init(&a->starts_mu, NULL);
 	a->rt_ops = cfg->runtime ? cfg->runtime : &runtime_docker_ops;
 	if (agent_settings_parse_app_publish(cfg->app_publish, true, &a->app_publish, "app_publish", err) < 0 ||
 	    agent_settings_parse_seccomp(cfg->seccomp, &a->seccomp_default, "seccomp", err) < 0) {
@@ -328,6 +329,7 @@ fail:
 	pthread_mutex_destroy(&a->replaced_mu);
 	pthread_mutex_destroy(&a->net_mu);
 	pthread_mutex_destroy(&a->img_mu);
+	pthread_mutex_destroy(&a->starts_mu);
 	pthread_mutex_destroy(&a->stats_mu);
 	pthread_mutex_destroy(&a->storage_mu);
 	free(a);
@@ -362,6 +364,7 @@ void agent_close(struct agent *a)
 	pthread_mutex_destroy(&a->replaced_mu);
 	pthread_mutex_destroy(&a->net_mu);
 	pthread_mutex_destroy(&a->img_mu);
+	pthread_mutex_destroy(&a->starts_mu);
 	free(a);
 }
 
@@ -492,6 +495,7 @@ int agent_list_containers(struct agent *a, json_t **out, struct terr *err)
 			"cluster_id", list[i].cluster_id, "app_endpoint", ep));
 	}
 	free(list);
+	agent_starts_json(a, arr);
 	*out = arr;
 	return 0;
 }

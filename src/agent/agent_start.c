@@ -363,6 +363,68 @@ static int64_t lap_ms(int64_t *t)
 	return d;
 }
 
+/* Tracks a start of session sid: its slot, or -1 when all are taken. */
+static int start_track(struct agent *a, const char *sid)
+{
+	int slot = -1;
+	pthread_mutex_lock(&a->starts_mu);
+	for (int i = 0; i < AGENT_STARTS_MAX && slot < 0; i++)
+		if (!a->starts[i].sid[0]) {
+			slot = i;
+			util_strlcpy(a->starts[i].sid, sid, sizeof(a->starts[i].sid));
+			a->starts[i].cancelled = false;
+		}
+	pthread_mutex_unlock(&a->starts_mu);
+	return slot;
+}
+
+/* Whether the start in slot was cancelled meanwhile; forgets it when
+ * done. */
+static bool start_cancelled(struct agent *a, int slot, bool done)
+{
+	if (slot < 0)
+		return false;
+	pthread_mutex_lock(&a->starts_mu);
+	bool c = a->starts[slot].cancelled;
+	if (done)
+		a->starts[slot].sid[0] = '\0';
+	pthread_mutex_unlock(&a->starts_mu);
+	return c;
+}
+
+/* A removal of sid: any start of it under way is cancelled. */
+static void starts_cancel(struct agent *a, const char *sid)
+{
+	pthread_mutex_lock(&a->starts_mu);
+	for (int i = 0; i < AGENT_STARTS_MAX; i++)
+		if (a->starts[i].sid[0] && !strcmp(a->starts[i].sid, sid))
+			a->starts[i].cancelled = true;
+	pthread_mutex_unlock(&a->starts_mu);
+}
+
+void agent_starts_json(struct agent *a, json_t *arr)
+{
+	char cluster[64];
+	agent_cluster_id_copy(a, cluster);
+	pthread_mutex_lock(&a->starts_mu);
+	for (int i = 0; i < AGENT_STARTS_MAX; i++) {
+		if (!a->starts[i].sid[0])
+			continue;
+		bool listed = false;
+		size_t k;
+		json_t *c;
+		json_array_foreach(arr, k, c)
+			listed = listed || !strcmp(json_string_value(json_object_get(c, "session_id")) ?: "",
+						   a->starts[i].sid);
+		if (!listed)
+			json_array_append_new(arr, json_pack("{s:s,s:b,s:s,s:b,s:i,s:b,s:s,s:s,s:s}", "session_id",
+							     a->starts[i].sid, "starting", 1, "container_id", "",
+							     "running", 0, "exit_code", 0, "oom_killed", 0, "state",
+							     "starting", "cluster_id", cluster, "app_endpoint", ""));
+	}
+	pthread_mutex_unlock(&a->starts_mu);
+}
+
 int agent_start_session(struct agent *a, json_t *spec, char cid[RT_ID_MAX],
 			char app_endpoint[AGENT_APP_ENDPOINT_MAX], struct terr *err)
 {
@@ -385,6 +447,7 @@ int agent_start_session_timed(struct agent *a, json_t *spec, char cid[RT_ID_MAX]
 	int rc = check_spec(a, spec, &sp, err);
 	if (rc < 0)
 		return rc;
+	int slot = start_track(a, sp.id);
 	const char *id = sp.id, *name = sp.name, *image = sp.image, *owner = sp.owner, *startup = sp.startup;
 	json_t *env = sp.env;
 	int64_t cpu_m = sp.cpu_m, mem = sp.mem, fgpu_m = sp.fgpu_m;
@@ -539,6 +602,14 @@ int agent_start_session_timed(struct agent *a, json_t *spec, char cid[RT_ID_MAX]
 	}
 	if (own_net)
 		agent_net_use(a, net, -1);
+	if (rc == 0 && start_cancelled(a, slot, false)) {
+		/* Removed while it started (the manager that asked is gone, and
+		 * the one after it was told to remove the session): no
+		 * container may outlive that. */
+		struct terr ignored = {0};
+		a->rt_ops->remove(a->rt, cid, &ignored);
+		rc = terr_set(err, ECANCELED, "session %s was removed while it started", id);
+	}
 	if (rc == 0 && sp.app_secret && app_endpoint) {
 		read_app_endpoint(a, cid, app_endpoint);
 		ms_port = lap_ms(&t);
@@ -557,6 +628,7 @@ int agent_start_session_timed(struct agent *a, json_t *spec, char cid[RT_ID_MAX]
 			.create_ms = ms_create, .start_ms = ms_start, .port_ms = ms_port,
 		};
 out:
+	start_cancelled(a, slot, true);
 	agent_image_seen_free(&img);
 	plan_free(&p);
 	return rc;
@@ -623,6 +695,8 @@ int agent_destroy_session(struct agent *a, const char *session_id, const char *c
 {
 	struct rt_container_info info;
 	struct terr ignored = {0};
+	if (session_id && *session_id)
+		starts_cancel(a, session_id);
 	if (container_id && *container_id) {
 		/* Whether and as which pid it runs, for the kill. (Its
 		 * network stays, for the user's next session.) */

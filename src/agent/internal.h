@@ -29,6 +29,9 @@ struct usage_init {
 	uint64_t start;               /* fgpu_proc_start_time of pid */
 	bool seen;                    /* listed in the current round */
 };
+/* Starts one agent tracks at once (more start untracked, as before). */
+#define AGENT_STARTS_MAX 64
+
 struct agent {
 	char id[64];
 	/* The installation it serves (agent_set_cluster_id); "" until known.
@@ -129,6 +132,18 @@ struct agent {
 	 * stream ends: a pull or tag may have moved any reference. img_gen
 	 * counts those, so that a look begun before one is not kept. Under
 	 * img_mu. */
+	/* Starts under way (agent_start_session_timed), by session id: a
+	 * removal that comes while one runs (a manager that restarted and
+	 * forgot the start, then was told to remove the session) marks it
+	 * cancelled, and the start removes the container it made rather
+	 * than leave it to no session. The agent's container list names
+	 * them too (agent_starts_json). Under starts_mu. */
+	pthread_mutex_t starts_mu;
+	struct start_inflight {
+		char sid[64];
+		bool cancelled;
+	} starts[AGENT_STARTS_MAX];
+
 	pthread_mutex_t img_mu;
 	struct image_seen *img_seen;
 	size_t n_img_seen;
@@ -222,6 +237,10 @@ bool agent_network_retry(int rc, const struct terr *err);
 
 /* ---- agent_images.c ---- */
 void agent_image_seen_free(struct image_seen *e);
+/* agent_start.c: the starts under way as container-list entries
+ * {"session_id", "starting": true, "container_id": "", "running": false,
+ * ...}, appended to arr for those it does not list yet. */
+void agent_starts_json(struct agent *a, json_t *arr);
 void agent_images_forget_locked(struct agent *a);
 void agent_images_forget(struct agent *a);
 int agent_image_facts(struct agent *a, const char *ref, struct image_seen *out, bool *kept, struct terr *err);

@@ -265,6 +265,12 @@ static void reconcile(struct manager *m, struct magent *a, json_t *containers)
 		if (strcmp(s->rec.agent_id, a->rec.id) || s->start_inflight)
 			continue;
 		json_t *c = find_container(containers, s->rec.id);
+		/* A start still under way on the agent (its answer went to the
+		 * manager before this one): only a removal acts on it, which the
+		 * agent carries out when the start ends; otherwise as if no
+		 * container were there, as before. */
+		if (c && json_is_true(json_object_get(c, "starting")) && s->rec.status != SS_TERMINATING)
+			c = NULL;
 		bool running = c && json_is_true(json_object_get(c, "running"));
 		const char *cid = c ? json_string_value(json_object_get(c, "container_id")) : NULL;
 		switch (s->rec.status) {

@@ -83,6 +83,9 @@ static struct {
 	int n_networks, network_creates, network_removes;
 	char exec_user[32], exec_workdir[64];
 	int network_ensures;
+	/* Called at each create, before the fake makes the container: what
+	 * arrives while a start is under way. */
+	void (*on_create)(void);
 	/* The next start fails once with this (a network race), then works. */
 	char start_fails_once[128];
 	int start_fail_code;
@@ -202,6 +205,8 @@ static int fake_network(const char *name);
 static int f_create(struct runtime *rt, const struct rt_container_spec *s, char id[RT_ID_MAX], struct terr *err)
 {
 	(void)rt;
+	if (fake.on_create)
+		fake.on_create();
 	pthread_mutex_lock(&fake.mu);
 	fake.creates++;
 	int rc = 0;
@@ -1223,6 +1228,66 @@ TEST(a_session_gets_its_app_port_and_secret)
 	err = (struct terr){0};
 	CHECK_INT(agent_open(&a, &cfg, &err), -EINVAL);
 	CHECK_CONTAINS(err.msg, "app_host must be an IP address");
+}
+
+/* A removal that comes while the session's start is under way, before
+ * its container is made (a manager that restarted, forgot the start and
+ * was then told to remove the session): the agent lists the start as
+ * "starting", the removal succeeds, and the start removes the container
+ * it made. */
+static struct agent *mid_agent;
+static json_t *mid_list;
+static int mid_destroy_rc = 1;
+static void removal_mid_start(void)
+{
+	struct terr err = {0};
+	json_decref(mid_list);
+	mid_list = NULL;
+	agent_list_containers(mid_agent, &mid_list, &err);
+	mid_destroy_rc = agent_destroy_session(mid_agent, "smid", NULL, &err);
+}
+
+TEST(a_removal_during_a_start_leaves_no_container)
+{
+	fake_reset();
+	struct agent_config cfg = {
+		.id = "node-a", .cpu_m = 4000, .mem = 8 * GiB, .data_dir = data_dir,
+		.asset_dir = getenv("TESSERA_TEST_BUILD_ROOT"), .runtime = &fake_ops,
+	};
+	struct terr err = {0};
+	if (agent_open(&mid_agent, &cfg, &err) < 0) {
+		FAILF("agent_open: %s", err.msg);
+		return;
+	}
+	fake.on_create = removal_mid_start;
+	json_t *spec = spec_for("smid", NULL, 0, 0);
+	char cid[RT_ID_MAX];
+	err = (struct terr){0};
+	CHECK_INT(agent_start_session(mid_agent, spec, cid, NULL, &err), -ECANCELED);
+	CHECK_CONTAINS(err.msg, "removed while it started");
+	fake.on_create = NULL;
+	json_decref(spec);
+	CHECK_INT(mid_destroy_rc, 0);
+	/* Listed while it started, before its container was made, as
+	 * "starting", so that the manager's reconciliation sees it. */
+	bool starting = false;
+	size_t i;
+	json_t *c;
+	json_array_foreach(mid_list, i, c)
+		starting = starting || (!strcmp(json_string_value(json_object_get(c, "session_id")) ?: "", "smid") &&
+					json_is_true(json_object_get(c, "starting")));
+	CHECK(starting);
+	json_decref(mid_list);
+	mid_list = NULL;
+	/* Nothing of it is left, and the agent lists nothing. */
+	pthread_mutex_lock(&fake.mu);
+	CHECK_INT(fake.n, 0);
+	pthread_mutex_unlock(&fake.mu);
+	json_t *list = NULL;
+	CHECK_INT(agent_list_containers(mid_agent, &list, &err), 0);
+	CHECK_INT((int)json_array_size(list), 0);
+	json_decref(list);
+	agent_close(mid_agent);
 }
 
 TEST(describes_its_node_and_mock_gpus)
@@ -2335,6 +2400,7 @@ int main(void)
 	fake_ops_images.watch_images = f_watch_images;
 	RUN(describes_its_node_and_mock_gpus);
 	RUN(a_session_gets_its_app_port_and_secret);
+	RUN(a_removal_during_a_start_leaves_no_container);
 	RUN(exec_streams_through_the_runner_or_without_an_old_one);
 	RUN(containers_get_the_log_cap);
 	RUN(the_pids_limit_fits_the_session_and_the_node);
