@@ -755,10 +755,7 @@ int mgr_pull_for_start(struct manager *m, const char *session_id, const struct a
 		 agent_id);
 	/* A line of its own in the status history: the pull is a stage of
 	 * PREPARING worth seeing afterwards (how long it took). */
-	struct history_rec h = {.status = SS_PREPARING, .at_ms = util_now_ms()};
-	util_strlcpy(h.info, s->rec.status_info, sizeof(h.info));
-	if (m->so->history_add(m->store, s->rec.id, &h, &e) < 0)
-		log_error("manager", "cannot save history of %s: %s", s->rec.name, e.msg);
+	mgr_session_note_past(m, s, util_now_ms(), s->rec.status_info);
 	mgr_persist(m, s);
 	m->version++;
 	pthread_cond_broadcast(&m->changed);
@@ -774,10 +771,7 @@ int mgr_pull_for_start(struct manager *m, const char *session_id, const struct a
 			 image, agent_id);
 		/* The pull's end, a line too: the start's breakdown counts the
 		 * pull up to here (sessions.c, mgr_start_breakdown). */
-		struct history_rec hp = {.status = SS_PREPARING, .at_ms = util_now_ms()};
-		util_strlcpy(hp.info, s->rec.status_info, sizeof(hp.info));
-		if (m->so->history_add(m->store, s->rec.id, &hp, &e) < 0)
-			log_error("manager", "cannot save history of %s: %s", s->rec.name, e.msg);
+		mgr_session_note_past(m, s, util_now_ms(), s->rec.status_info);
 		mgr_persist(m, s);
 		m->version++;
 		pthread_cond_broadcast(&m->changed);

@@ -188,17 +188,21 @@ static int count_notes(struct manager *m, const struct msession *s)
 	return notes;
 }
 
-/* Appends a note (a line of s's current status) at at_ms, unless the
- * history has MGR_SESSION_NOTES_MAX of them already. */
-static void note_write(struct manager *m, struct msession *s, int64_t at_ms, const char *info)
+void mgr_session_note(struct manager *m, struct msession *s, const char *fmt, ...)
 {
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(s->rec.status_info, sizeof(s->rec.status_info), fmt, ap);
+	va_end(ap);
+	m->version++;
+	mgr_persist(m, s);
 	if (s->notes < 0)
 		s->notes = count_notes(m, s);
 	/* Capped, so that no event repeated for days grows a session's
 	 * history without end; status changes are always written. */
 	if (s->notes >= 0 && s->notes < MGR_SESSION_NOTES_MAX) {
-		struct history_rec h = {.status = s->rec.status, .at_ms = at_ms};
-		util_strlcpy(h.info, info, sizeof(h.info));
+		struct history_rec h = {.status = s->rec.status, .at_ms = util_now_ms()};
+		util_strlcpy(h.info, s->rec.status_info, sizeof(h.info));
 		/* A note cut at the end loses only words. */
 		if (s->notes + 1 == MGR_SESSION_NOTES_MAX)
 			strncat(h.info, " (the last such line this history keeps)", sizeof(h.info) - strlen(h.info) - 1);
@@ -208,17 +212,6 @@ static void note_write(struct manager *m, struct msession *s, int64_t at_ms, con
 		else
 			s->notes++;
 	}
-}
-
-void mgr_session_note(struct manager *m, struct msession *s, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(s->rec.status_info, sizeof(s->rec.status_info), fmt, ap);
-	va_end(ap);
-	m->version++;
-	mgr_persist(m, s);
-	note_write(m, s, util_now_ms(), s->rec.status_info);
 	log_info("manager", "session %s (%.8s): %s: %s", s->rec.name, s->rec.id,
 		 session_status_name(s->rec.status), s->rec.status_info);
 	pthread_cond_broadcast(&m->changed);
@@ -226,8 +219,7 @@ void mgr_session_note(struct manager *m, struct msession *s, const char *fmt, ..
 
 void mgr_session_note_past(struct manager *m, struct msession *s, int64_t at_ms, const char *info)
 {
-	/* Not counted against the cap, as the pull's lines are not: a
-	 * start writes two, once. */
+	/* Not counted against the cap: a start writes a few, once. */
 	struct history_rec h = {.status = s->rec.status, .at_ms = at_ms};
 	util_strlcpy(h.info, info, sizeof(h.info));
 	struct terr err = {0};

@@ -430,8 +430,9 @@ void mgr_session_note(struct manager *m, struct msession *s, const char *fmt, ..
 /* A line of s's history at a moment already past (at_ms, on the
  * manager's clock, not before the line before it), of its current
  * status; status_info is left as it is, and the line is not one of the
- * capped notes (a start writes two, once). Where a stage the node timed
- * began (dispatch.c). */
+ * capped notes (a start writes at most four, once): where a stage of a
+ * start began, the pull's (commits.c) and those the node timed
+ * (dispatch.c). */
 void mgr_session_note_past(struct manager *m, struct msession *s, int64_t at_ms, const char *info);
 /* The PREPARING lines that split a start's container phase (written by
  * dispatch.c from the node's times, read by mgr_start_breakdown): what
