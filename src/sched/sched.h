@@ -26,6 +26,7 @@ struct sched_device {
 
 struct sched_agent {
 	const char *id;
+	size_t group;         /* its resource group: index into the world's groups */
 	bool alive;
 	bool drained;         /* unschedulable (admin's drain): nothing new is
 	                       * placed on it; what runs there keeps running */
@@ -50,13 +51,73 @@ struct sched_user {
 	struct res max;
 };
 
+/* Usage over time, decayed (sched_usage_decay): resource-seconds of what
+ * was held, each kind on its own, so that fair share can take the
+ * dominant one. */
+struct sched_usage {
+	double cpu_s;         /* CPU-seconds (cores x s) */
+	double mem_s;         /* GiB-seconds */
+	double fgpu_s;        /* fGPU-seconds */
+};
+
+/* A project (team): its quota, enforced beside each user's policy, and
+ * its fair-share weight and usage. */
+struct sched_project {
+	const char *id;
+	const char *name;     /* for wait reasons */
+	struct res used;      /* held by its placed sessions */
+	int64_t sessions;     /* placed, not ended */
+	int64_t max_sessions; /* quota; 0 = no limit */
+	struct res max;       /* quota; 0 = no limit per kind */
+	double weight;        /* fair-share weight, > 0 */
+	struct sched_usage usage;
+	uint64_t groups;      /* resource groups allowed, bit g = group g;
+	                       * 0 = every group */
+};
+
+/* A user within a project, for fair share between the project's users. */
+struct sched_member {
+	size_t project, user;
+	double weight;        /* > 0 */
+	struct sched_usage usage;
+	struct res used;      /* held by its placed sessions */
+};
+
 struct sched_request {
 	const char *session_id;
 	const char *name;
 	struct res req;
 	size_t user;          /* index into users */
+	size_t project;       /* index into projects */
+	size_t member;        /* index into members */
+	size_t group;         /* the resource group it may run in */
+	int priority;         /* higher first; 0 by default */
 	int64_t seq;          /* creation order */
 	int failed_passes;    /* passes it waited at the head of the queue */
+};
+
+/* A session holding resources (SCHEDULED or RUNNING): what preemption
+ * may end to make room. */
+struct sched_running {
+	const char *session_id;
+	const char *name;
+	size_t agent;
+	struct res req;
+	size_t n_shares;
+	struct sched_gpu_share shares[SCHED_MAX_DEVICES];
+	size_t user, project, member;
+	int priority;
+	bool preemptible;
+	int64_t runtime_ms;   /* how long it has run; a victim needs at least
+	                       * the params' preempt_min_runtime_ms */
+};
+
+/* A session the pass wants ended so that a waiting request can start:
+ * victims of one request are on one agent. */
+struct sched_eviction {
+	size_t running;       /* index into the world's running */
+	size_t request;       /* the request it makes room for */
+	char why[SCHED_REASON_MAX];   /* for the victim's history, in words */
 };
 
 struct sched_placement {
@@ -72,6 +133,7 @@ struct sched_placement {
  * scarcer free fraction of CPU and memory. Built by sched_plan; selectors
  * search it. */
 struct sched_index;
+struct sched_world;
 
 /* Chooses among agents that can hold the request: fills shares and returns
  * the agent index, or -1. */
@@ -86,10 +148,10 @@ struct sched_selector_ops {
 struct sched_queue_ops {
 	const char *name;
 	bool blocking;
-	/* Next request to try among the untried (tried[i] false); -1 when none. */
+	/* Next request to try among the untried (tried[i] false) of the
+	 * highest priority left; -1 when none. */
 	ssize_t (*next)(const struct sched_request *reqs, size_t n, const bool *tried,
-			const struct sched_user *users, const struct sched_agent *agents,
-			size_t n_agents);
+			const struct sched_world *w);
 };
 
 /* Best fit: the device (or node, for multi-device and CPU-only requests)
@@ -100,9 +162,32 @@ extern const struct sched_selector_ops sched_dispersed;
 extern const struct sched_queue_ops sched_fifo;
 extern const struct sched_queue_ops sched_lifo;
 extern const struct sched_queue_ops sched_drf;
+/* Fair share over time: projects by their weighted dominant share of
+ * decayed usage and what they hold now, then users within the project
+ * the same way (docs/scheduling.md). */
+extern const struct sched_queue_ops sched_fairshare;
 
 const struct sched_selector_ops *sched_selector_find(const char *name);
 const struct sched_queue_ops *sched_queue_find(const char *name);
+
+/* Everything a pass plans over. Agents', users', projects' and members'
+ * free/used are updated as it places. n_projects may be 0 (no projects:
+ * requests' project and member are then ignored), as may n_members and
+ * n_running. */
+struct sched_world {
+	struct sched_agent *agents;
+	size_t n_agents;
+	struct sched_user *users;
+	size_t n_users;
+	struct sched_project *projects;
+	size_t n_projects;
+	struct sched_member *members;
+	size_t n_members;
+	const struct sched_running *running;
+	size_t n_running;
+	const char *const *group_names;   /* [n_groups], for wait reasons */
+	size_t n_groups;
+};
 
 struct sched_params {
 	const struct sched_selector_ops *selector;
@@ -111,17 +196,53 @@ struct sched_params {
 	int64_t quantum_m;            /* fGPU step; 0 = 10 (0.01). Divides 1000. */
 	int fifo_skip_after;          /* >0: a blocking head that failed this many
 	                               * passes lets later requests pass */
+	bool preempt;                 /* plan evictions (sched_plan's evictions) */
+	int64_t preempt_min_runtime_ms;   /* a victim has run at least this long */
 };
 
-/* Plans one pass. reqs must be in creation order. Fills out[] (capacity
- * n_reqs), returns the number of placements; updates agents' and users'
- * free/used as it goes. reasons (n_reqs entries, may be NULL) gets, for
- * every request left waiting, why in words; blocked_head (may be NULL) gets
- * the index of the request that blocked the queue, or -1. */
-size_t sched_plan(const struct sched_params *p, struct sched_agent *agents, size_t n_agents,
-		  struct sched_user *users, const struct sched_request *reqs, size_t n_reqs,
-		  struct sched_placement *out, char (*reasons)[SCHED_REASON_MAX],
-		  ssize_t *blocked_head);
+/* The outcome of one pass besides its placements. */
+struct sched_result {
+	char (*reasons)[SCHED_REASON_MAX];   /* [n_reqs] or NULL: why each request
+	                                      * left waiting waits, in words */
+	ssize_t blocked_head;                /* the request that blocked the
+	                                      * queue, or -1 */
+	struct sched_eviction *evictions;    /* [n_running] or NULL: filled when
+	                                      * params.preempt */
+	size_t n_evictions;
+};
+
+/* Plans one pass. reqs must be in creation order. Requests go by priority
+ * (higher first), then in the queue policy's order. A request is placed
+ * only on an alive, undrained agent of its group, within its user's policy
+ * and its project's quota. Fills out[] (capacity n_reqs) and returns the
+ * number of placements. res (may be NULL) gets the reasons, the blocking
+ * head and, with params.preempt, the evictions: for a request that fits
+ * nowhere, the fewest and cheapest running sessions on one agent whose end
+ * would make room for it, each preemptible, run at least
+ * preempt_min_runtime_ms, and either of lower priority or of a project
+ * over its fair share while the request's project is under its own. The
+ * room they free is held for that request for the rest of the pass. */
+size_t sched_plan(const struct sched_params *p, struct sched_world *w,
+		  const struct sched_request *reqs, size_t n_reqs,
+		  struct sched_placement *out, struct sched_result *res);
+
+/* Decays u by dt_s seconds of half-life half_life_s (<= 0: no decay) and
+ * charges what req held over those seconds. */
+void sched_usage_charge(struct sched_usage *u, const struct res *req, double dt_s, double half_life_s);
+
+/* Fair-share figures of projects (like Slurm's sshare): each one's target
+ * share (its weight over the sum of weights), its share of the decayed
+ * usage (dominant resource), its current share of the alive capacity
+ * (dominant resource), all in 0..1, and its rank in the fair-share order
+ * (1 = next served). Arrays have w->n_projects entries. */
+struct sched_share {
+	double target, usage_share, current_share;
+	size_t rank;
+};
+void sched_fairshare_projects(const struct sched_world *w, struct sched_share *out);
+/* The same for the members of a project, among themselves. out has
+ * w->n_members entries; those of other projects are left untouched. */
+void sched_fairshare_members(const struct sched_world *w, size_t project, struct sched_share *out);
 
 /* Device shares for want_m on these devices, or false when they cannot
  * hold it. pack: partial share on the fullest device that fits, else the
