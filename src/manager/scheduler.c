@@ -152,8 +152,10 @@ static void schedule_pass(struct manager *m)
 	size_t k = sn.k;
 	struct msession **pend = sn.pend;
 	char (*reasons)[SCHED_REASON_MAX] = sn.reasons;
-	ssize_t blocked = -1;
-	size_t placed = sched_plan(&sn.params, sn.ags, sn.na, sn.users, sn.reqs, k, sn.out, reasons, &blocked);
+	struct sched_world w = {.agents = sn.ags, .n_agents = sn.na, .users = sn.users, .n_users = sn.nu};
+	struct sched_result res = {.reasons = reasons, .blocked_head = -1};
+	size_t placed = sched_plan(&sn.params, &w, sn.reqs, k, sn.out, &res);
+	ssize_t blocked = res.blocked_head;
 
 	struct terr err = {0};
 	/* A placement is only made when it can be stored: one a restart
@@ -235,7 +237,9 @@ bool mgr_sched_estimate(struct manager *m, const char *owner_id, const struct re
 		return false;
 	}
 	size_t first_new = sn.k - (size_t)count;
-	size_t placed = sched_plan(&sn.params, sn.ags, sn.na, sn.users, sn.reqs, sn.k, sn.out, sn.reasons, NULL);
+	struct sched_world w = {.agents = sn.ags, .n_agents = sn.na, .users = sn.users, .n_users = sn.nu};
+	struct sched_result res = {.reasons = sn.reasons, .blocked_head = -1};
+	size_t placed = sched_plan(&sn.params, &w, sn.reqs, sn.k, sn.out, &res);
 	bool *done = calloc((size_t)count, sizeof(bool));
 	size_t n_new = 0;
 	for (size_t i = 0; done && i < placed; i++) {

@@ -298,9 +298,9 @@ const struct sched_selector_ops sched_dispersed = {"dispersed", select_dispersed
 /* ---------- queue policies ---------- */
 
 static ssize_t next_fifo(const struct sched_request *reqs, size_t n, const bool *tried,
-			 const struct sched_user *users, const struct sched_agent *agents, size_t na)
+			 const struct sched_world *w)
 {
-	(void)reqs; (void)users; (void)agents; (void)na;
+	(void)reqs; (void)w;
 	for (size_t i = 0; i < n; i++)
 		if (!tried[i])
 			return (ssize_t)i;
@@ -308,9 +308,9 @@ static ssize_t next_fifo(const struct sched_request *reqs, size_t n, const bool 
 }
 
 static ssize_t next_lifo(const struct sched_request *reqs, size_t n, const bool *tried,
-			 const struct sched_user *users, const struct sched_agent *agents, size_t na)
+			 const struct sched_world *w)
 {
-	(void)reqs; (void)users; (void)agents; (void)na;
+	(void)reqs; (void)w;
 	for (size_t i = n; i-- > 0;)
 		if (!tried[i])
 			return (ssize_t)i;
@@ -336,12 +336,13 @@ static int64_t dominant_ppm(const struct res *used, const struct res *total)
 /* Dominant-resource fairness: the oldest request of the user whose
  * dominant share is smallest goes next. */
 static ssize_t next_drf(const struct sched_request *reqs, size_t n, const bool *tried,
-			const struct sched_user *users, const struct sched_agent *agents, size_t na)
+			const struct sched_world *w)
 {
 	struct res total = {0};
-	for (size_t i = 0; i < na; i++)
-		if (agents[i].alive)
-			res_add(&total, &agents[i].capacity);
+	for (size_t i = 0; i < w->n_agents; i++)
+		if (w->agents[i].alive)
+			res_add(&total, &w->agents[i].capacity);
+	const struct sched_user *users = w->users;
 	ssize_t best = -1;
 	int64_t best_share = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -359,6 +360,7 @@ static ssize_t next_drf(const struct sched_request *reqs, size_t n, const bool *
 const struct sched_queue_ops sched_fifo = {"fifo", true, next_fifo};
 const struct sched_queue_ops sched_lifo = {"lifo", true, next_lifo};
 const struct sched_queue_ops sched_drf = {"drf", false, next_drf};
+const struct sched_queue_ops sched_fairshare = {"fairshare", false, next_drf};
 
 const struct sched_selector_ops *sched_selector_find(const char *name)
 {
@@ -519,11 +521,17 @@ static void apply(struct sched_agent *a, struct sched_user *u, const struct res 
 	u->sessions++;
 }
 
-size_t sched_plan(const struct sched_params *p, struct sched_agent *agents, size_t n_agents,
-		  struct sched_user *users, const struct sched_request *reqs, size_t n_reqs,
-		  struct sched_placement *out, char (*reasons)[SCHED_REASON_MAX],
-		  ssize_t *blocked_head)
+size_t sched_plan(const struct sched_params *p, struct sched_world *w,
+		  const struct sched_request *reqs, size_t n_reqs,
+		  struct sched_placement *out, struct sched_result *res)
 {
+	struct sched_agent *agents = w->agents;
+	size_t n_agents = w->n_agents;
+	struct sched_user *users = w->users;
+	char (*reasons)[SCHED_REASON_MAX] = res ? res->reasons : NULL;
+	ssize_t *blocked_head = res ? &res->blocked_head : NULL;
+	if (res)
+		res->n_evictions = 0;
 	size_t placed = 0;
 	bool *tried = calloc(n_reqs ? n_reqs : 1, sizeof(bool));
 	if (blocked_head)
@@ -537,7 +545,7 @@ size_t sched_plan(const struct sched_params *p, struct sched_agent *agents, size
 		return 0;
 	}
 	for (;;) {
-		ssize_t i = p->queue->next(reqs, n_reqs, tried, users, agents, n_agents);
+		ssize_t i = p->queue->next(reqs, n_reqs, tried, w);
 		if (i < 0)
 			break;
 		tried[i] = true;
@@ -608,4 +616,19 @@ bool sched_satisfiable(const struct sched_agent *agents, size_t n, const struct 
 		       int64_t per_device_m)
 {
 	return could_ever_hold(agents, n, req, per_device_m, false) >= 0;
+}
+
+void sched_usage_charge(struct sched_usage *u, const struct res *req, double dt_s, double half_life_s)
+{
+	(void)u; (void)req; (void)dt_s; (void)half_life_s;
+}
+
+void sched_fairshare_projects(const struct sched_world *w, struct sched_share *out)
+{
+	(void)w; (void)out;
+}
+
+void sched_fairshare_members(const struct sched_world *w, size_t project, struct sched_share *out)
+{
+	(void)w; (void)project; (void)out;
 }

@@ -60,7 +60,17 @@ static size_t plan_with(const struct sched_selector_ops *sel, const struct sched
 {
 	struct sched_params p = {.selector = sel, .queue = q, .per_device_m = per_dev,
 				 .fifo_skip_after = skip};
-	return sched_plan(&p, ag, na, users, rq, nr, out, reasons, blocked);
+	/* Users: as many as the requests name (the tests' arrays are that long). */
+	size_t nu = 1;
+	for (size_t i = 0; i < nr; i++)
+		if (rq[i].user + 1 > nu)
+			nu = rq[i].user + 1;
+	struct sched_world w = {.agents = ag, .n_agents = na, .users = users, .n_users = nu};
+	struct sched_result res = {.reasons = reasons};
+	size_t n = sched_plan(&p, &w, rq, nr, out, &res);
+	if (blocked)
+		*blocked = res.blocked_head;
+	return n;
 }
 
 static int64_t sum_shares(const struct sched_gpu_share *s, size_t n)

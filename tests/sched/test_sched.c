@@ -46,7 +46,12 @@ static size_t plan(const struct sched_selector_ops *sel, int64_t per_dev,
 {
 	struct sched_user users[1] = {{.id = "u"}};
 	struct sched_params p = {.selector = sel, .queue = &sched_fifo, .per_device_m = per_dev};
-	return sched_plan(&p, agents, n_agents, users, reqs, n_reqs, out, reasons, blocked);
+	struct sched_world w = {.agents = agents, .n_agents = n_agents, .users = users, .n_users = 1};
+	struct sched_result res = {.reasons = reasons};
+	size_t n = sched_plan(&p, &w, reqs, n_reqs, out, &res);
+	if (blocked)
+		*blocked = res.blocked_head;
+	return n;
 }
 
 TEST(fifo_places_in_order)
