@@ -709,6 +709,7 @@ static json_t *node_json_base(struct manager *m, const struct magent *a)
 		"last_heartbeat", mgr_time_json(a->rec.last_seen_ms), "gpus", gpus, "mock_gpus", a->mock_gpus);
 	/* Drained (nodes_admin.c): nothing new is placed on it. */
 	json_object_set_new(o, "schedulable", json_boolean(!mgr_node_drained(m, a->rec.id)));
+	json_object_set_new(o, "group", json_string(mgr_node_group(m, a->rec.id)));
 	return o;
 }
 

@@ -401,7 +401,8 @@ int manager_open(struct manager **out, const struct manager_config *cfg, struct 
 	 * the apps open before a restart. */
 	mgr_apps_apply(m);
 	mgr_apps_load(m);
-	if ((rc = mgr_images_load(m, err)) < 0 || (rc = mgr_drain_load(m, err)) < 0)
+	if ((rc = mgr_images_load(m, err)) < 0 || (rc = mgr_drain_load(m, err)) < 0 ||
+	    (rc = mgr_node_groups_load(m, err)) < 0 || (rc = mgr_projects_load(m, err)) < 0)
 		goto fail;
 	if ((rc = open_redis(m, err)) < 0)
 		goto fail;
@@ -625,6 +626,8 @@ void manager_close(struct manager *m)
 	free(m->keys);
 	mgr_settings_free(m);
 	mgr_drain_free(m);
+	mgr_node_groups_free(m);
+	mgr_projects_free(m);
 	mgr_folders_free(m);
 	/* Emptied as execs end; anything left belongs to no stream now. */
 	while (m->exec_counts) {

@@ -208,6 +208,26 @@ struct msettings {
 	json_t *conf;
 };
 
+/* A project (projects.c) and its fair-share usage (decayed; scheduler.c
+ * charges it, fairshare.c keeps it in the store). */
+struct mproject {
+	struct project_rec rec;
+	struct sched_usage usage;
+};
+
+/* A user's membership of a project, and their usage within it. */
+struct mmember {
+	struct member_rec rec;
+	struct sched_usage usage;
+};
+
+/* What a user may do in a project (mgr_project_role). */
+enum mgr_role { ROLE_NONE, ROLE_MEMBER, ROLE_MANAGER };
+
+/* The resource group of a node no admin put in one, and of a session
+ * that asks for none. */
+#define MGR_DEFAULT_GROUP "default"
+
 enum job_type { JOB_START, JOB_DESTROY, JOB_COMMIT, JOB_PULL };
 
 struct job {
@@ -315,6 +335,15 @@ struct manager {
 	size_t n_hosts;
 	/* What each host's filesystem enforces (fsquota.h), probed at open. */
 	struct fsq_host host_quota[MGR_MAX_STORAGE_HOSTS];
+	/* Projects and memberships (projects.c), as stored. */
+	struct mproject **projects;
+	size_t n_projects;
+	struct mmember **members;
+	size_t n_members;
+	/* Nodes' resource groups (nodes_admin.c): {"node id": "group"}, kept
+	 * in the store's settings table; a node not named is in
+	 * MGR_DEFAULT_GROUP. */
+	json_t *node_groups;
 	/* Every folder, live and trashed (folders.c), as stored. */
 	struct mfolder **folders;
 	size_t n_folders, cap_folders;
@@ -767,5 +796,39 @@ void mgr_settings_free(struct manager *m);
 /* How many execs a user (by email) may run at once: max_concurrent_execs
  * of their policy, MGR_DEFAULT_MAX_EXECS when it has none, 0 = no limit. */
 int64_t mgr_user_max_execs(struct manager *m, const char *email);
+
+/* ---- projects.c ---- */
+struct mproject *mgr_find_project(struct manager *m, const char *id);
+struct mproject *mgr_find_project_by_name(struct manager *m, const char *name);
+struct mmember *mgr_find_member(struct manager *m, const char *project_id, const char *user_id);
+/* The user's role in p (admins: ROLE_MANAGER of every project). */
+enum mgr_role mgr_project_role(struct manager *m, const struct mproject *p, const struct user_rec *u);
+/* Whether u may see (and act on) s: its owner, an admin, or a manager of
+ * its project. */
+bool mgr_session_visible(struct manager *m, const struct user_rec *u, const struct msession *s);
+/* The user's personal project, NULL if none (a removed user). */
+struct mproject *mgr_personal_project(struct manager *m, const char *user_id);
+/* Makes u's personal project when missing (stored). */
+int mgr_personal_project_ensure(struct manager *m, const struct user_rec *u, struct terr *err);
+/* Drops a removed user's memberships. */
+void mgr_project_user_removed(struct manager *m, const char *user_id);
+/* Loads projects and members, makes missing personal projects and gives
+ * sessions stored before projects their owner's. After users, sessions
+ * and folders are loaded. */
+int mgr_projects_load(struct manager *m, struct terr *err);
+void mgr_projects_free(struct manager *m);
+/* The project a new session of u goes to: the one named (u must be in
+ * it; admins may name any team project), else u's one team project, else
+ * their personal one; *out borrowed. Errors say what to do. */
+int mgr_project_choose(struct manager *m, const struct user_rec *u, const char *name, struct mproject **out,
+		       struct terr *err);
+bool mgr_project_allows_group(const struct mproject *p, const char *group);
+json_t *mgr_project_json(struct manager *m, const struct mproject *p, const struct user_rec *viewer);
+
+/* ---- nodes_admin.c ---- */
+/* The resource group of node id (MGR_DEFAULT_GROUP when none set). */
+const char *mgr_node_group(const struct manager *m, const char *id);
+int mgr_node_groups_load(struct manager *m, struct terr *err);
+void mgr_node_groups_free(struct manager *m);
 
 #endif
