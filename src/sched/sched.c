@@ -1,5 +1,7 @@
 #include "sched/sched.h"
 
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -132,13 +134,18 @@ static void buckets_set(struct buckets *b, int32_t id, int32_t level)
 
 #define HOST_LEVELS 1000   /* host fullness buckets: 0.1% wide */
 
+/* The index of one resource group: only its agents are filed, so a
+ * request never walks nodes it may not use. Ids are positions among the
+ * group's agents (ids[]), not the world's indexes. */
 struct sched_index {
-	struct sched_agent *agents;
+	struct sched_agent *agents;   /* the world's */
+	const size_t *ids;            /* [n]: the world's index of each agent here */
+	const int32_t *local;         /* [the world's n_agents]: position in its group */
 	size_t n;
 	int64_t per_device_m, quantum_m;
-	struct buckets devs;   /* id = agent * SCHED_MAX_DEVICES + device; level = free / quantum */
-	struct buckets whole;  /* id = agent; level = fully free devices */
-	/* id = agent; level = its scarcest free fraction of CPU and memory, so
+	struct buckets devs;   /* id = local * SCHED_MAX_DEVICES + device; level = free / quantum */
+	struct buckets whole;  /* id = local; level = fully free devices */
+	/* id = local; level = its scarcest free fraction of CPU and memory, so
 	 * best fit follows the dominant dimension for CPU-only requests. */
 	struct buckets host;
 };
@@ -154,19 +161,21 @@ static size_t agent_devs(const struct sched_agent *a)
 	return a->n_devs > SCHED_MAX_DEVICES ? SCHED_MAX_DEVICES : a->n_devs;
 }
 
-/* Re-files one agent and its devices after its free amounts changed. */
+/* Re-files one agent (the world's index i) and its devices after its free
+ * amounts changed. */
 static void index_update(struct sched_index *ix, size_t i)
 {
 	const struct sched_agent *a = &ix->agents[i];
 	if (!usable(a))
 		return;
+	int32_t li = ix->local[i];
 	int32_t whole = 0;
 	for (size_t d = 0; d < agent_devs(a); d++) {
 		int64_t f = a->devs[d].free_m;
-		buckets_set(&ix->devs, (int32_t)(i * SCHED_MAX_DEVICES + d), (int32_t)(f / ix->quantum_m));
+		buckets_set(&ix->devs, (int32_t)(li * SCHED_MAX_DEVICES + (int32_t)d), (int32_t)(f / ix->quantum_m));
 		whole += f == ix->per_device_m;
 	}
-	buckets_set(&ix->whole, (int32_t)i, whole);
+	buckets_set(&ix->whole, li, whole);
 	int64_t frac = HOST_LEVELS;
 	if (a->capacity.cpu_m > 0)
 		frac = a->free.cpu_m * HOST_LEVELS / a->capacity.cpu_m;
@@ -175,24 +184,28 @@ static void index_update(struct sched_index *ix, size_t i)
 		if (m < frac)
 			frac = m;
 	}
-	buckets_set(&ix->host, (int32_t)i, (int32_t)frac);
+	buckets_set(&ix->host, li, (int32_t)frac);
 }
 
 static void index_free(struct sched_index *ix)
 {
+	if (!ix)
+		return;
 	buckets_free(&ix->devs);
 	buckets_free(&ix->whole);
 	buckets_free(&ix->host);
 	free(ix);
 }
 
-static struct sched_index *index_build(struct sched_agent *agents, size_t n, int64_t per_device_m,
-				       int64_t quantum_m)
+static struct sched_index *index_build(struct sched_agent *agents, const size_t *ids, size_t n,
+				       const int32_t *local, int64_t per_device_m, int64_t quantum_m)
 {
 	struct sched_index *ix = calloc(1, sizeof(*ix));
 	if (!ix)
 		return NULL;
 	ix->agents = agents;
+	ix->ids = ids;
+	ix->local = local;
 	ix->n = n;
 	ix->per_device_m = per_device_m > 0 ? per_device_m : 1000;
 	ix->quantum_m = quantum_m > 0 ? quantum_m : 10;
@@ -203,7 +216,7 @@ static struct sched_index *index_build(struct sched_agent *agents, size_t n, int
 		return NULL;
 	}
 	for (size_t i = 0; i < n; i++)
-		index_update(ix, i);
+		index_update(ix, ids[i]);
 	return ix;
 }
 
@@ -233,7 +246,7 @@ static int32_t walk(const struct buckets *b, int32_t from, int32_t to, bool up,
 static bool accept_device(struct sched_index *ix, int32_t id, const struct res *req, void *ud)
 {
 	(void)ud;
-	const struct sched_agent *a = &ix->agents[id / SCHED_MAX_DEVICES];
+	const struct sched_agent *a = &ix->agents[ix->ids[id / SCHED_MAX_DEVICES]];
 	return a->devs[id % SCHED_MAX_DEVICES].free_m >= req->fgpu_m && host_fits(a, req);
 }
 
@@ -242,7 +255,7 @@ struct multi_ctx { bool pack; struct sched_gpu_share *shares; size_t *n_shares; 
 static bool accept_multi(struct sched_index *ix, int32_t id, const struct res *req, void *ud)
 {
 	struct multi_ctx *mc = ud;
-	const struct sched_agent *a = &ix->agents[id];
+	const struct sched_agent *a = &ix->agents[ix->ids[id]];
 	return host_fits(a, req) &&
 	       sched_gpu_fit(a->devs, agent_devs(a), req->fgpu_m, ix->per_device_m, mc->pack, mc->shares,
 			     mc->n_shares);
@@ -251,7 +264,7 @@ static bool accept_multi(struct sched_index *ix, int32_t id, const struct res *r
 static bool accept_host(struct sched_index *ix, int32_t id, const struct res *req, void *ud)
 {
 	(void)ud;
-	return host_fits(&ix->agents[id], req);
+	return host_fits(&ix->agents[ix->ids[id]], req);
 }
 
 static ssize_t index_select(struct sched_index *ix, const struct res *req, bool pack,
@@ -267,17 +280,19 @@ static ssize_t index_select(struct sched_index *ix, const struct res *req, bool 
 		shares[0].device = (size_t)(id % SCHED_MAX_DEVICES);
 		shares[0].fgpu_m = req->fgpu_m;
 		*n_shares = 1;
-		return id / SCHED_MAX_DEVICES;
+		return (ssize_t)ix->ids[id / SCHED_MAX_DEVICES];
 	}
 	if (req->fgpu_m > 0) {
 		/* Whole devices: the node with the fewest (or most) fully free
 		 * devices that still has enough. */
 		struct multi_ctx mc = {pack, shares, n_shares};
 		int32_t k = (int32_t)(req->fgpu_m / ix->per_device_m);
-		return walk(&ix->whole, k, ix->whole.levels - 1, pack, accept_multi, ix, req, &mc);
+		int32_t id = walk(&ix->whole, k, ix->whole.levels - 1, pack, accept_multi, ix, req, &mc);
+		return id < 0 ? -1 : (ssize_t)ix->ids[id];
 	}
 	/* CPU only: by how full the node is in its scarcest dimension. */
-	return walk(&ix->host, 0, ix->host.levels - 1, pack, accept_host, ix, req, NULL);
+	int32_t id = walk(&ix->host, 0, ix->host.levels - 1, pack, accept_host, ix, req, NULL);
+	return id < 0 ? -1 : (ssize_t)ix->ids[id];
 }
 
 static ssize_t select_concentrated(struct sched_index *ix, const struct res *req,
@@ -298,9 +313,9 @@ const struct sched_selector_ops sched_dispersed = {"dispersed", select_dispersed
 /* ---------- queue policies ---------- */
 
 static ssize_t next_fifo(const struct sched_request *reqs, size_t n, const bool *tried,
-			 const struct sched_world *w)
+			 const struct sched_world *w, void *state)
 {
-	(void)reqs; (void)w;
+	(void)reqs; (void)w; (void)state;
 	for (size_t i = 0; i < n; i++)
 		if (!tried[i])
 			return (ssize_t)i;
@@ -308,9 +323,9 @@ static ssize_t next_fifo(const struct sched_request *reqs, size_t n, const bool 
 }
 
 static ssize_t next_lifo(const struct sched_request *reqs, size_t n, const bool *tried,
-			 const struct sched_world *w)
+			 const struct sched_world *w, void *state)
 {
-	(void)reqs; (void)w;
+	(void)reqs; (void)w; (void)state;
 	for (size_t i = n; i-- > 0;)
 		if (!tried[i])
 			return (ssize_t)i;
@@ -333,15 +348,22 @@ static int64_t dominant_ppm(const struct res *used, const struct res *total)
 	return d;
 }
 
-/* Dominant-resource fairness: the oldest request of the user whose
- * dominant share is smallest goes next. */
-static ssize_t next_drf(const struct sched_request *reqs, size_t n, const bool *tried,
-			const struct sched_world *w)
+static struct res alive_capacity(const struct sched_world *w)
 {
 	struct res total = {0};
 	for (size_t i = 0; i < w->n_agents; i++)
 		if (w->agents[i].alive)
 			res_add(&total, &w->agents[i].capacity);
+	return total;
+}
+
+/* Dominant-resource fairness: the oldest request of the user whose
+ * dominant share is smallest goes next. */
+static ssize_t next_drf(const struct sched_request *reqs, size_t n, const bool *tried,
+			const struct sched_world *w, void *state)
+{
+	(void)state;
+	struct res total = alive_capacity(w);
 	const struct sched_user *users = w->users;
 	ssize_t best = -1;
 	int64_t best_share = 0;
@@ -357,10 +379,388 @@ static ssize_t next_drf(const struct sched_request *reqs, size_t n, const bool *
 	return best;
 }
 
-const struct sched_queue_ops sched_fifo = {"fifo", true, next_fifo};
-const struct sched_queue_ops sched_lifo = {"lifo", true, next_lifo};
-const struct sched_queue_ops sched_drf = {"drf", false, next_drf};
-const struct sched_queue_ops sched_fairshare = {"fairshare", false, next_drf};
+/* ---------- fair share ----------
+ *
+ * The formula (docs/scheduling.md, "Fair share"). For a project p among
+ * the world's projects:
+ *
+ *   target  t_p = weight_p / sum of all projects' weights
+ *   usage   u_p = max over kinds k (CPU, memory, fGPU) of
+ *                 usage_p[k] / sum over projects of usage[k]
+ *                 (decayed resource-seconds: sched_usage_charge)
+ *   current c_p = max over kinds k of used_p[k] / alive capacity[k]
+ *   key     f_p = (u_p + c_p) / 2 / t_p
+ *
+ * The project with the smallest key is served next: the decayed usage
+ * makes up for the past (a project that ran little lately comes first),
+ * and the current share, which sched_plan updates as it places, lets the
+ * order turn within one pass instead of giving every free slot to the
+ * project that was behind when the pass began. Within the project its
+ * members go the same way, among themselves: t_m = weight_m / sum of the
+ * project's members' weights, u_m = dominant share of the project's
+ * members' decayed usage, c_m = dominant share of what the project holds
+ * now; then the member's oldest request. */
+
+struct fs_world {
+	struct res total;              /* alive capacity */
+	struct sched_usage ptot;       /* sum of the projects' usage */
+	double wsum;                   /* sum of the projects' weights */
+	struct sched_usage *mtot;      /* [n_projects]: sum of its members' usage */
+	double *mwsum;                 /* [n_projects]: sum of its members' weights */
+};
+
+static double dom_res(const struct res *u, const struct res *t)
+{
+	double d = 0;
+	const int64_t uu[3] = {u->cpu_m, u->mem, u->fgpu_m};
+	const int64_t tt[3] = {t->cpu_m, t->mem, t->fgpu_m};
+	for (int i = 0; i < 3; i++)
+		if (tt[i] > 0 && (double)uu[i] / (double)tt[i] > d)
+			d = (double)uu[i] / (double)tt[i];
+	return d;
+}
+
+static double dom_usage(const struct sched_usage *u, const struct sched_usage *t)
+{
+	double d = 0;
+	const double uu[3] = {u->cpu_s, u->mem_s, u->fgpu_s};
+	const double tt[3] = {t->cpu_s, t->mem_s, t->fgpu_s};
+	for (int i = 0; i < 3; i++)
+		if (tt[i] > 0 && uu[i] / tt[i] > d)
+			d = uu[i] / tt[i];
+	return d;
+}
+
+static void usage_add(struct sched_usage *a, const struct sched_usage *b)
+{
+	a->cpu_s += b->cpu_s;
+	a->mem_s += b->mem_s;
+	a->fgpu_s += b->fgpu_s;
+}
+
+static void fs_world_free(struct fs_world *f)
+{
+	free(f->mtot);
+	free(f->mwsum);
+}
+
+static int fs_world_init(struct fs_world *f, const struct sched_world *w)
+{
+	memset(f, 0, sizeof(*f));
+	f->total = alive_capacity(w);
+	size_t np = w->n_projects;
+	f->mtot = calloc(np ? np : 1, sizeof(*f->mtot));
+	f->mwsum = calloc(np ? np : 1, sizeof(*f->mwsum));
+	if (!f->mtot || !f->mwsum) {
+		fs_world_free(f);
+		return -1;
+	}
+	for (size_t p = 0; p < np; p++) {
+		usage_add(&f->ptot, &w->projects[p].usage);
+		if (w->projects[p].weight > 0)
+			f->wsum += w->projects[p].weight;
+	}
+	for (size_t m = 0; m < w->n_members; m++) {
+		const struct sched_member *mb = &w->members[m];
+		if (mb->project >= np)
+			continue;
+		usage_add(&f->mtot[mb->project], &mb->usage);
+		if (mb->weight > 0)
+			f->mwsum[mb->project] += mb->weight;
+	}
+	return 0;
+}
+
+static double project_target(const struct sched_world *w, const struct fs_world *f, size_t p)
+{
+	double wt = w->projects[p].weight;
+	return f->wsum > 0 && wt > 0 ? wt / f->wsum : 0;
+}
+
+static double project_current(const struct sched_world *w, const struct fs_world *f, size_t p)
+{
+	return dom_res(&w->projects[p].used, &f->total);
+}
+
+static double share_key(double usage, double current, double target)
+{
+	return target > 0 ? (usage + current) / 2 / target : HUGE_VAL;
+}
+
+static double project_key(const struct sched_world *w, const struct fs_world *f, size_t p)
+{
+	return share_key(dom_usage(&w->projects[p].usage, &f->ptot), project_current(w, f, p),
+			 project_target(w, f, p));
+}
+
+static double member_target(const struct sched_world *w, const struct fs_world *f, size_t m)
+{
+	const struct sched_member *mb = &w->members[m];
+	return mb->project < w->n_projects && f->mwsum[mb->project] > 0 && mb->weight > 0
+		       ? mb->weight / f->mwsum[mb->project] : 0;
+}
+
+static double member_usage(const struct sched_world *w, const struct fs_world *f, size_t m)
+{
+	const struct sched_member *mb = &w->members[m];
+	return mb->project < w->n_projects ? dom_usage(&mb->usage, &f->mtot[mb->project]) : 0;
+}
+
+static double member_current(const struct sched_world *w, size_t m)
+{
+	const struct sched_member *mb = &w->members[m];
+	return mb->project < w->n_projects ? dom_res(&mb->used, &w->projects[mb->project].used) : 0;
+}
+
+static double member_key(const struct sched_world *w, const struct fs_world *f, size_t m)
+{
+	return share_key(member_usage(w, f, m), member_current(w, m), member_target(w, f, m));
+}
+
+/* Ranks by key, smallest first (ties: the lower index); rank[i] 1-based. */
+static void rank_keys(const double *key, const size_t *which, size_t n, size_t *rank)
+{
+	for (size_t i = 0; i < n; i++) {
+		size_t r = 1;
+		for (size_t j = 0; j < n; j++)
+			if (key[j] < key[i] || (key[j] == key[i] && which[j] < which[i]))
+				r++;
+		rank[i] = r;
+	}
+}
+
+void sched_fairshare_projects(const struct sched_world *w, struct sched_share *out)
+{
+	struct fs_world f;
+	size_t np = w->n_projects;
+	double *key = calloc(np ? np : 1, sizeof(double));
+	size_t *which = calloc(np ? np : 1, sizeof(size_t)), *rank = calloc(np ? np : 1, sizeof(size_t));
+	if (!key || !which || !rank || fs_world_init(&f, w) < 0) {
+		free(key), free(which), free(rank);
+		memset(out, 0, np * sizeof(*out));
+		return;
+	}
+	for (size_t p = 0; p < np; p++) {
+		out[p].target = project_target(w, &f, p);
+		out[p].usage_share = dom_usage(&w->projects[p].usage, &f.ptot);
+		out[p].current_share = project_current(w, &f, p);
+		key[p] = project_key(w, &f, p);
+		which[p] = p;
+	}
+	rank_keys(key, which, np, rank);
+	for (size_t p = 0; p < np; p++)
+		out[p].rank = rank[p];
+	fs_world_free(&f);
+	free(key), free(which), free(rank);
+}
+
+void sched_fairshare_members(const struct sched_world *w, size_t project, struct sched_share *out)
+{
+	struct fs_world f;
+	size_t nm = w->n_members, k = 0;
+	double *key = calloc(nm ? nm : 1, sizeof(double));
+	size_t *which = calloc(nm ? nm : 1, sizeof(size_t)), *rank = calloc(nm ? nm : 1, sizeof(size_t));
+	if (!key || !which || !rank || fs_world_init(&f, w) < 0) {
+		free(key), free(which), free(rank);
+		return;
+	}
+	for (size_t m = 0; m < nm; m++) {
+		if (w->members[m].project != project)
+			continue;
+		out[m].target = member_target(w, &f, m);
+		out[m].usage_share = member_usage(w, &f, m);
+		out[m].current_share = member_current(w, m);
+		key[k] = member_key(w, &f, m);
+		which[k++] = m;
+	}
+	rank_keys(key, which, k, rank);
+	for (size_t i = 0; i < k; i++)
+		out[which[i]].rank = rank[i];
+	fs_world_free(&f);
+	free(key), free(which), free(rank);
+}
+
+void sched_usage_charge(struct sched_usage *u, const struct res *req, double dt_s, double half_life_s)
+{
+	if (dt_s <= 0)
+		return;
+	/* Held at a constant rate r over dt and decayed continuously, the
+	 * charge is the integral of r * 2^(-(dt - s) / h) for s in [0, dt],
+	 * r * h / ln 2 * (1 - 2^(-dt / h)): the same whether the caller
+	 * charges every second or once a minute. */
+	double keep = 1, span = dt_s;
+	if (half_life_s > 0) {
+		keep = exp2(-dt_s / half_life_s);
+		span = half_life_s / 0.69314718055994530942 * (1 - keep);   /* ln 2 */
+	}
+	u->cpu_s = u->cpu_s * keep + (req ? (double)req->cpu_m / 1000.0 * span : 0);
+	u->mem_s = u->mem_s * keep + (req ? (double)req->mem / (double)(1LL << 30) * span : 0);
+	u->fgpu_s = u->fgpu_s * keep + (req ? (double)req->fgpu_m / 1000.0 * span : 0);
+}
+
+/* The fair-share policy's state for one priority level: its requests
+ * grouped by slot (a member of a project; a project's requests without a
+ * member; with no projects, a user), each slot's untried ones oldest
+ * first, and each project's slots that still have some, so that next
+ * costs the projects and their live slots, not the queue. */
+struct fs_state {
+	const struct sched_request *reqs;
+	struct fs_world f;
+	size_t np;             /* projects + 1: the last holds requests without a valid one */
+	size_t ns;
+	size_t *order;         /* [n]: request positions by slot */
+	size_t *cur, *end;     /* [ns]: each slot's range in order */
+	size_t *slot_project;  /* [ns] */
+	size_t *pslots;        /* [ns]: slots by project */
+	size_t *pfirst, *plive;/* [np]: first in pslots, how many still have requests */
+};
+
+static size_t fs_project_of(const struct sched_world *w, const struct sched_request *r)
+{
+	return r->project < w->n_projects ? r->project : w->n_projects;
+}
+
+static size_t fs_slot_of(const struct sched_world *w, const struct sched_request *r)
+{
+	if (!w->n_projects)
+		return r->user < w->n_users ? r->user : w->n_users;
+	size_t p = fs_project_of(w, r);
+	if (r->member < w->n_members && w->members[r->member].project == p)
+		return r->member;
+	return w->n_members + p;
+}
+
+static void fs_stop(void *state)
+{
+	struct fs_state *st = state;
+	if (!st)
+		return;
+	fs_world_free(&st->f);
+	free(st->order);
+	free(st->cur);
+	free(st->end);
+	free(st->slot_project);
+	free(st->pslots);
+	free(st->pfirst);
+	free(st->plive);
+	free(st);
+}
+
+static void *fs_start(const struct sched_request *reqs, size_t n, const struct sched_world *w)
+{
+	struct fs_state *st = calloc(1, sizeof(*st));
+	if (!st)
+		return NULL;
+	st->reqs = reqs;
+	st->np = w->n_projects + 1;
+	st->ns = w->n_projects ? w->n_members + st->np : w->n_users + 1;
+	size_t ns = st->ns, np = st->np;
+	st->order = calloc(n ? n : 1, sizeof(size_t));
+	st->cur = calloc(ns, sizeof(size_t));
+	st->end = calloc(ns, sizeof(size_t));
+	st->slot_project = calloc(ns, sizeof(size_t));
+	st->pslots = calloc(ns, sizeof(size_t));
+	st->pfirst = calloc(np + 1, sizeof(size_t));
+	st->plive = calloc(np, sizeof(size_t));
+	if (fs_world_init(&st->f, w) < 0) {
+		free(st->order);
+		st->order = NULL;
+	}
+	if (!st->order || !st->cur || !st->end || !st->slot_project || !st->pslots || !st->pfirst || !st->plive) {
+		fs_stop(st);
+		return NULL;
+	}
+	/* Counting sort of the requests by slot, keeping queue order. */
+	for (size_t i = 0; i < n; i++) {
+		size_t s = fs_slot_of(w, &reqs[i]);
+		st->end[s]++;
+		st->slot_project[s] = w->n_projects ? fs_project_of(w, &reqs[i]) : 0;
+	}
+	size_t at = 0;
+	for (size_t s = 0; s < ns; s++) {
+		size_t c = st->end[s];
+		st->cur[s] = st->end[s] = at;
+		at += c;
+	}
+	for (size_t i = 0; i < n; i++)
+		st->order[st->end[fs_slot_of(w, &reqs[i])]++] = i;
+	/* Each project's slots that have requests. */
+	for (size_t s = 0; s < ns; s++)
+		if (st->end[s] > st->cur[s])
+			st->pfirst[st->slot_project[s] + 1]++;
+	for (size_t p = 0; p < np; p++)
+		st->pfirst[p + 1] += st->pfirst[p];
+	for (size_t s = 0; s < ns; s++) {
+		if (st->end[s] == st->cur[s])
+			continue;
+		size_t p = st->slot_project[s];
+		st->pslots[st->pfirst[p] + st->plive[p]++] = s;
+	}
+	return st;
+}
+
+static double fs_slot_key(const struct sched_world *w, const struct fs_state *st, size_t s)
+{
+	if (!w->n_projects)
+		return s < w->n_users ? dom_res(&w->users[s].used, &st->f.total) : HUGE_VAL;
+	return s < w->n_members ? member_key(w, &st->f, s) : HUGE_VAL;
+}
+
+static ssize_t next_fairshare(const struct sched_request *reqs, size_t n, const bool *tried,
+			      const struct sched_world *w, void *state)
+{
+	struct fs_state *st = state;
+	if (!st)
+		return next_fifo(reqs, n, tried, w, NULL);   /* no memory: oldest first */
+	ssize_t best_p = -1;
+	double best_key = 0;
+	int64_t best_seq = 0;
+	for (size_t p = 0; p < st->np; p++) {
+		size_t *sl = &st->pslots[st->pfirst[p]];
+		/* Drop the slots whose requests have all been tried. */
+		int64_t oldest = INT64_MAX;
+		for (size_t k = 0; k < st->plive[p];) {
+			size_t s = sl[k];
+			while (st->cur[s] < st->end[s] && tried[st->order[st->cur[s]]])
+				st->cur[s]++;
+			if (st->cur[s] == st->end[s]) {
+				sl[k] = sl[--st->plive[p]];
+				continue;
+			}
+			if (reqs[st->order[st->cur[s]]].seq < oldest)
+				oldest = reqs[st->order[st->cur[s]]].seq;
+			k++;
+		}
+		if (!st->plive[p])
+			continue;
+		double key = !w->n_projects ? 0 : p < w->n_projects ? project_key(w, &st->f, p) : HUGE_VAL;
+		if (best_p < 0 || key < best_key || (key == best_key && oldest < best_seq)) {
+			best_p = (ssize_t)p;
+			best_key = key;
+			best_seq = oldest;
+		}
+	}
+	if (best_p < 0)
+		return -1;
+	size_t *sl = &st->pslots[st->pfirst[best_p]];
+	ssize_t best_s = -1;
+	for (size_t k = 0; k < st->plive[best_p]; k++) {
+		size_t s = sl[k];
+		double key = fs_slot_key(w, st, s);
+		int64_t seq = reqs[st->order[st->cur[s]]].seq;
+		if (best_s < 0 || key < best_key || (key == best_key && seq < best_seq)) {
+			best_s = (ssize_t)s;
+			best_key = key;
+			best_seq = seq;
+		}
+	}
+	return (ssize_t)st->order[st->cur[best_s]];
+}
+
+const struct sched_queue_ops sched_fifo = {"fifo", true, next_fifo, NULL, NULL};
+const struct sched_queue_ops sched_lifo = {"lifo", true, next_lifo, NULL, NULL};
+const struct sched_queue_ops sched_drf = {"drf", false, next_drf, NULL, NULL};
+const struct sched_queue_ops sched_fairshare = {"fairshare", false, next_fairshare, fs_start, fs_stop};
 
 const struct sched_selector_ops *sched_selector_find(const char *name)
 {
@@ -373,7 +773,7 @@ const struct sched_selector_ops *sched_selector_find(const char *name)
 
 const struct sched_queue_ops *sched_queue_find(const char *name)
 {
-	static const struct sched_queue_ops *const all[] = {&sched_fifo, &sched_lifo, &sched_drf};
+	static const struct sched_queue_ops *const all[] = {&sched_fifo, &sched_lifo, &sched_drf, &sched_fairshare};
 	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
 		if (!strcmp(all[i]->name, name))
 			return all[i];
@@ -389,9 +789,16 @@ static void fmt_fgpu(int64_t m, char *buf, size_t n)
 	snprintf(buf, n, "%s fGPU", num);
 }
 
-/* Why a request that passed the user policy fits nowhere, in words. */
-static void explain_wait(const struct sched_agent *agents, size_t n, const struct res *req,
-			 int64_t per_device_m, char *buf, size_t len)
+/* The agents of one resource group (the world's indexes). */
+struct group_agents {
+	const size_t *ids;
+	size_t n;
+};
+
+/* Why a request that passed the user policy fits nowhere in its group, in
+ * words. grp: "" or " of group NAME" (when the cluster has several). */
+static void explain_wait(const struct sched_agent *agents, struct group_agents g, const char *grp,
+			 const struct res *req, int64_t per_device_m, char *buf, size_t len)
 {
 	char need[96];
 	struct res host_req = *req;
@@ -400,8 +807,8 @@ static void explain_wait(const struct sched_agent *agents, size_t n, const struc
 	size_t alive = 0, host_fit = 0, drained = 0;
 	struct res best = {0};
 	int64_t best_dev = 0, most_whole = 0;
-	for (size_t i = 0; i < n; i++) {
-		const struct sched_agent *a = &agents[i];
+	for (size_t k = 0; k < g.n; k++) {
+		const struct sched_agent *a = &agents[g.ids[k]];
 		if (!a->alive)
 			continue;
 		if (a->drained) {
@@ -424,29 +831,33 @@ static void explain_wait(const struct sched_agent *agents, size_t n, const struc
 			most_whole = whole;
 	}
 	if (alive == 0) {
-		snprintf(buf, len, drained ? "waiting for a node: every alive node is drained (an admin stopped new "
-			 "sessions there)" : "waiting for a node: no node is alive");
+		if (drained)
+			snprintf(buf, len, "waiting for a node%s: every alive node%s is drained (an admin stopped new "
+				 "sessions there)", grp, grp);
+		else
+			snprintf(buf, len, "waiting for a node%s: no node%s is alive", grp, grp);
 		return;
 	}
 	if (host_fit == 0 || req->fgpu_m == 0) {
 		char most[96];
 		res_describe(&best, most, sizeof(most));
-		snprintf(buf, len, "waiting for resources: needs %s; the most free on any node is %s", need, most);
+		snprintf(buf, len, "waiting for resources: needs %s; the most free on any node%s is %s", need, grp,
+			 most);
 		return;
 	}
 	char want[48], have[48];
 	fmt_fgpu(req->fgpu_m, want, sizeof(want));
 	fmt_fgpu(best_dev, have, sizeof(have));
 	if (req->fgpu_m <= per_device_m) {
-		snprintf(buf, len, "waiting for a GPU: needs %s on one device; the most free on one device of any node is %s",
-			 want, have);
+		snprintf(buf, len, "waiting for a GPU: needs %s on one device; the most free on one device of any "
+			 "node%s is %s", want, grp, have);
 	} else {
 		char part[48];
 		fmt_fgpu(req->fgpu_m % per_device_m, part, sizeof(part));
 		snprintf(buf, len, "waiting for GPUs: needs %s = %lld whole free devices%s%s on one node; "
-			 "the most whole free devices on a node is %lld",
+			 "the most whole free devices on a node%s is %lld",
 			 want, (long long)(req->fgpu_m / per_device_m),
-			 req->fgpu_m % per_device_m ? " + " : "", req->fgpu_m % per_device_m ? part : "",
+			 req->fgpu_m % per_device_m ? " + " : "", req->fgpu_m % per_device_m ? part : "", grp,
 			 (long long)most_whole);
 	}
 }
@@ -481,20 +892,52 @@ static bool policy_allows(const struct sched_user *u, const struct res *req, cha
 	return true;
 }
 
+/* Whether the project's quota allows one more; the reason when not. */
+static bool quota_allows(const struct sched_project *p, const struct res *req, char *why, size_t n)
+{
+	char lim[48], use[48];
+	const char *name = p->name ? p->name : p->id ? p->id : "?";
+	if (p->max_sessions > 0 && p->sessions + 1 > p->max_sessions) {
+		snprintf(why, n, "waiting for project %s's session quota: %lld of %lld running", name,
+			 (long long)p->sessions, (long long)p->max_sessions);
+		return false;
+	}
+	if (p->max.cpu_m > 0 && p->used.cpu_m + req->cpu_m > p->max.cpu_m) {
+		units_format_milli(p->max.cpu_m, lim, sizeof(lim));
+		units_format_milli(p->used.cpu_m, use, sizeof(use));
+		snprintf(why, n, "waiting for project %s's CPU quota: %s of %s in use", name, use, lim);
+		return false;
+	}
+	if (p->max.mem > 0 && p->used.mem + req->mem > p->max.mem) {
+		units_format_size(p->max.mem, lim, sizeof(lim));
+		units_format_size(p->used.mem, use, sizeof(use));
+		snprintf(why, n, "waiting for project %s's memory quota: %s of %s in use", name, use, lim);
+		return false;
+	}
+	if (p->max.fgpu_m > 0 && p->used.fgpu_m + req->fgpu_m > p->max.fgpu_m) {
+		units_format_milli(p->max.fgpu_m, lim, sizeof(lim));
+		units_format_milli(p->used.fgpu_m, use, sizeof(use));
+		snprintf(why, n, "waiting for project %s's fGPU quota: %s of %s in use", name, use, lim);
+		return false;
+	}
+	return true;
+}
+
 /* ---------- the pass ---------- */
 
-/* Index of an agent that could hold req with nothing running on it (only
- * alive ones when asked), or -1. */
-static ssize_t could_ever_hold(const struct sched_agent *agents, size_t n, const struct res *req,
+/* Index of an agent of the group that could hold req with nothing running
+ * on it (only usable ones when asked), or -1. */
+static ssize_t could_ever_hold(const struct sched_agent *agents, struct group_agents g, const struct res *req,
 			       int64_t per_device_m, bool alive_only)
 {
 	struct sched_device all_free[SCHED_MAX_DEVICES];
-	for (size_t i = 0; i < n; i++) {
+	for (size_t k = 0; k < g.n; k++) {
+		size_t i = g.ids ? g.ids[k] : k;
 		const struct sched_agent *a = &agents[i];
 		if ((alive_only && !usable(a)) || req->cpu_m > a->capacity.cpu_m ||
 		    req->mem > a->capacity.mem)
 			continue;
-		size_t nd = a->n_devs > SCHED_MAX_DEVICES ? SCHED_MAX_DEVICES : a->n_devs;
+		size_t nd = agent_devs(a);
 		for (size_t d = 0; d < nd; d++)
 			all_free[d].free_m = per_device_m;
 		if (sched_gpu_fit(all_free, nd, req->fgpu_m, per_device_m, true, NULL, NULL))
@@ -503,22 +946,572 @@ static ssize_t could_ever_hold(const struct sched_agent *agents, size_t n, const
 	return -1;
 }
 
-static bool any_alive(const struct sched_agent *agents, size_t n)
+static bool any_alive(const struct sched_agent *agents, struct group_agents g)
 {
-	for (size_t i = 0; i < n; i++)
-		if (usable(&agents[i]))
+	for (size_t k = 0; k < g.n; k++)
+		if (usable(&agents[g.ids[k]]))
 			return true;
 	return false;
 }
 
-static void apply(struct sched_agent *a, struct sched_user *u, const struct res *req,
-		  const struct sched_gpu_share *shares, size_t n_shares)
+/* A request shape that found no victims in this pass: a later request of
+ * the same group and project, of no higher priority and at least as large
+ * in every kind, finds none either (the candidates only dwindle as the
+ * pass goes), so it is not searched again. */
+struct no_victims {
+	size_t group, project;
+	int priority;
+	struct res req;
+};
+#define NO_VICTIMS_MAX 16
+
+/* Everything one pass keeps besides the world. */
+struct pass {
+	const struct sched_params *p;
+	struct sched_world *w;
+	const struct sched_request *reqs;
+	size_t n_groups;                  /* groups the agents and requests name */
+	size_t *gstart;                   /* [n_groups + 1]: ranges in gids */
+	size_t *gids;                     /* [n_agents]: agents by group */
+	int32_t *local;                   /* [n_agents]: position within its group */
+	struct sched_index **ix;          /* [n_groups]: built on first use */
+	int64_t per_dev;
+	/* Preemption: built on its first use. */
+	bool pre_ready;
+	struct fs_world f;
+	size_t *rstart, *rids;            /* running sessions by agent: [n_agents + 1], [n_running] */
+	bool *chosen;                     /* [n_running]: a victim (or counted on) this pass */
+	struct res *leaving;              /* [n_projects]: what its chosen victims hold */
+	int min_victim_priority;          /* lowest priority of a possible victim */
+	size_t n_ending;                  /* running sessions already ending */
+	struct no_victims nov[NO_VICTIMS_MAX];
+	size_t n_nov;
+	struct sched_result *res;
+};
+
+static struct group_agents group_of(const struct pass *ps, size_t g)
 {
-	res_sub(&a->free, req);
+	struct group_agents ga = {NULL, 0};
+	if (g < ps->n_groups) {
+		ga.ids = &ps->gids[ps->gstart[g]];
+		ga.n = ps->gstart[g + 1] - ps->gstart[g];
+	}
+	return ga;
+}
+
+/* " of group NAME" when the cluster has several groups, else "". */
+static const char *group_words(const struct pass *ps, size_t g, char *buf, size_t n)
+{
+	const struct sched_world *w = ps->w;
+	if (w->n_groups <= 1 && ps->n_groups <= 1) {
+		buf[0] = '\0';
+		return buf;
+	}
+	if (g < w->n_groups && w->group_names && w->group_names[g])
+		snprintf(buf, n, " of group %s", w->group_names[g]);
+	else
+		snprintf(buf, n, " of group #%zu", g);
+	return buf;
+}
+
+static const char *group_name(const struct sched_world *w, size_t g, char *buf, size_t n)
+{
+	if (g < w->n_groups && w->group_names && w->group_names[g])
+		return w->group_names[g];
+	snprintf(buf, n, "#%zu", g);
+	return buf;
+}
+
+static int pass_init(struct pass *ps, const struct sched_params *p, struct sched_world *w,
+		     const struct sched_request *reqs, size_t n_reqs)
+{
+	memset(ps, 0, sizeof(*ps));
+	ps->p = p;
+	ps->w = w;
+	ps->reqs = reqs;
+	ps->per_dev = p->per_device_m;
+	size_t g = w->n_groups ? w->n_groups : 1;
+	for (size_t i = 0; i < w->n_agents; i++)
+		if (w->agents[i].group + 1 > g)
+			g = w->agents[i].group + 1;
+	(void)n_reqs;
+	ps->n_groups = g;
+	size_t na = w->n_agents;
+	ps->gstart = calloc(g + 1, sizeof(size_t));
+	ps->gids = calloc(na ? na : 1, sizeof(size_t));
+	ps->local = calloc(na ? na : 1, sizeof(int32_t));
+	ps->ix = calloc(g, sizeof(*ps->ix));
+	if (!ps->gstart || !ps->gids || !ps->local || !ps->ix)
+		return -1;
+	for (size_t i = 0; i < na; i++)
+		ps->gstart[w->agents[i].group + 1]++;
+	for (size_t k = 0; k < g; k++)
+		ps->gstart[k + 1] += ps->gstart[k];
+	size_t *fill = calloc(g, sizeof(size_t));
+	if (!fill)
+		return -1;
+	for (size_t i = 0; i < na; i++) {
+		size_t gi = w->agents[i].group;
+		ps->local[i] = (int32_t)fill[gi];
+		ps->gids[ps->gstart[gi] + fill[gi]++] = i;
+	}
+	free(fill);
+	return 0;
+}
+
+static void pass_free(struct pass *ps)
+{
+	for (size_t g = 0; ps->ix && g < ps->n_groups; g++)
+		index_free(ps->ix[g]);
+	free(ps->ix);
+	free(ps->gstart);
+	free(ps->gids);
+	free(ps->local);
+	if (ps->pre_ready)
+		fs_world_free(&ps->f);
+	free(ps->rstart);
+	free(ps->rids);
+	free(ps->chosen);
+	free(ps->leaving);
+}
+
+/* The group's index, built on first use; NULL when the group has no agent
+ * (or on no memory: then nothing is placed in it this pass). */
+static struct sched_index *group_index(struct pass *ps, size_t g)
+{
+	if (g >= ps->n_groups || ps->gstart[g + 1] == ps->gstart[g])
+		return NULL;
+	if (!ps->ix[g])
+		ps->ix[g] = index_build(ps->w->agents, &ps->gids[ps->gstart[g]], ps->gstart[g + 1] - ps->gstart[g],
+					ps->local, ps->p->per_device_m, ps->p->quantum_m);
+	return ps->ix[g];
+}
+
+static void account(struct sched_world *w, const struct sched_request *r, int sign)
+{
+	struct res d = r->req;
+	if (sign < 0)
+		d = (struct res){-d.cpu_m, -d.mem, -d.fgpu_m};
+	if (r->user < w->n_users) {
+		res_add(&w->users[r->user].used, &d);
+		w->users[r->user].sessions += sign;
+	}
+	if (r->project < w->n_projects) {
+		res_add(&w->projects[r->project].used, &d);
+		w->projects[r->project].sessions += sign;
+		if (r->member < w->n_members && w->members[r->member].project == r->project)
+			res_add(&w->members[r->member].used, &d);
+	}
+}
+
+/* ---------- preemption ---------- */
+
+static int pre_init(struct pass *ps)
+{
+	struct sched_world *w = ps->w;
+	size_t na = w->n_agents, nr = w->n_running;
+	if (fs_world_init(&ps->f, w) < 0)
+		return -1;
+	ps->pre_ready = true;
+	ps->rstart = calloc(na + 1, sizeof(size_t));
+	ps->rids = calloc(nr ? nr : 1, sizeof(size_t));
+	ps->chosen = calloc(nr ? nr : 1, sizeof(bool));
+	ps->leaving = calloc(w->n_projects ? w->n_projects : 1, sizeof(struct res));
+	if (!ps->rstart || !ps->rids || !ps->chosen || !ps->leaving)
+		return -1;
+	ps->min_victim_priority = INT32_MAX;
+	for (size_t k = 0; k < nr; k++) {
+		const struct sched_running *rn = &w->running[k];
+		if (rn->agent >= na)
+			continue;
+		ps->rstart[rn->agent + 1]++;
+		ps->n_ending += rn->ending;
+		if (rn->preemptible && !rn->ending && rn->runtime_ms >= ps->p->preempt_min_runtime_ms &&
+		    rn->priority < ps->min_victim_priority)
+			ps->min_victim_priority = rn->priority;
+	}
+	for (size_t i = 0; i < na; i++)
+		ps->rstart[i + 1] += ps->rstart[i];
+	size_t *fill = calloc(na ? na : 1, sizeof(size_t));
+	if (!fill)
+		return -1;
+	for (size_t k = 0; k < nr; k++) {
+		size_t a = w->running[k].agent;
+		if (a < na)
+			ps->rids[ps->rstart[a] + fill[a]++] = k;
+	}
+	free(fill);
+	return 0;
+}
+
+/* A project's current dominant share with extra added (may be negative). */
+static double share_with(const struct pass *ps, size_t p, const struct res *extra)
+{
+	struct res u = ps->w->projects[p].used;
+	res_sub(&u, &ps->leaving[p]);
+	if (extra)
+		res_add(&u, extra);
+	return dom_res(&u, &ps->f.total);
+}
+
+enum why_rule { RULE_NONE, RULE_ENDING, RULE_PRIORITY, RULE_RECLAIM };
+
+/* Whether running session k may make room for request r, and by which
+ * rule. under: r's project stays under its target with r placed. */
+static enum why_rule victim_rule(const struct pass *ps, const struct sched_request *r, bool under, size_t k)
+{
+	const struct sched_running *rn = &ps->w->running[k];
+	if (ps->chosen[k])
+		return RULE_NONE;
+	if (rn->ending)
+		return RULE_ENDING;
+	if (!rn->preemptible || rn->runtime_ms < ps->p->preempt_min_runtime_ms)
+		return RULE_NONE;
+	if (rn->priority < r->priority)
+		return RULE_PRIORITY;
+	if (under && rn->project < ps->w->n_projects && rn->project != r->project) {
+		struct res minus = {-rn->req.cpu_m, -rn->req.mem, -rn->req.fgpu_m};
+		if (share_with(ps, rn->project, &minus) >= project_target(ps->w, &ps->f, rn->project))
+			return RULE_RECLAIM;
+	}
+	return RULE_NONE;
+}
+
+/* What a set of victims costs: fewer new victims first, then the lowest
+ * highest priority among them, then the least run time lost, then the
+ * smallest. Sessions already ending cost nothing. */
+struct vcost {
+	size_t n;
+	int max_prio;
+	int64_t runtime;
+	int64_t fgpu, cpu;
+};
+
+static struct vcost set_cost(const struct sched_world *w, const size_t *set, size_t n)
+{
+	struct vcost c = {0, INT32_MIN, 0, 0, 0};
+	for (size_t i = 0; i < n; i++) {
+		const struct sched_running *rn = &w->running[set[i]];
+		if (rn->ending)
+			continue;
+		c.n++;
+		if (rn->priority > c.max_prio)
+			c.max_prio = rn->priority;
+		c.runtime += rn->runtime_ms;
+		c.fgpu += rn->req.fgpu_m;
+		c.cpu += rn->req.cpu_m;
+	}
+	return c;
+}
+
+static int cost_cmp(const struct vcost *a, const struct vcost *b)
+{
+	if (a->n != b->n)
+		return a->n < b->n ? -1 : 1;
+	if (a->max_prio != b->max_prio)
+		return a->max_prio < b->max_prio ? -1 : 1;
+	if (a->runtime != b->runtime)
+		return a->runtime < b->runtime ? -1 : 1;
+	if (a->fgpu != b->fgpu)
+		return a->fgpu < b->fgpu ? -1 : 1;
+	if (a->cpu != b->cpu)
+		return a->cpu < b->cpu ? -1 : 1;
+	return 0;
+}
+
+/* Whether r fits on agent a once the sessions of set have ended: their
+ * CPU and memory back, their shares back on their own devices, then the
+ * exact device fit. shares (may be NULL) gets where r would go. */
+static bool fits_without(const struct pass *ps, const struct sched_agent *a, const struct res *req,
+			 const size_t *set, size_t n, struct sched_device *devs, struct sched_gpu_share *shares,
+			 size_t *n_shares)
+{
+	struct res free_ = a->free;
+	size_t nd = agent_devs(a);
+	for (size_t d = 0; d < nd; d++)
+		devs[d] = a->devs[d];
+	for (size_t i = 0; i < n; i++) {
+		const struct sched_running *rn = &ps->w->running[set[i]];
+		res_add(&free_, &rn->req);
+		for (size_t s = 0; s < rn->n_shares && s < SCHED_MAX_DEVICES; s++)
+			if (rn->shares[s].device < nd)
+				devs[rn->shares[s].device].free_m += rn->shares[s].fgpu_m;
+	}
+	if (req->cpu_m > free_.cpu_m || req->mem > free_.mem || req->fgpu_m > free_.fgpu_m)
+		return false;
+	return sched_gpu_fit(devs, nd, req->fgpu_m, ps->per_dev, true, shares, n_shares);
+}
+
+/* Candidates in the given order: adds until r fits, then drops those
+ * not needed, the most costly first. Returns the set's size, 0 when even
+ * all of them do not make room. */
+static size_t greedy_set(const struct pass *ps, const struct sched_agent *a, const struct res *req,
+			 const size_t *cand, size_t nc, size_t *set)
+{
+	struct sched_device devs[SCHED_MAX_DEVICES];
+	size_t n = 0;
+	bool ok = false;
+	for (size_t i = 0; i < nc && !ok; i++) {
+		set[n++] = cand[i];
+		ok = fits_without(ps, a, req, set, n, devs, NULL, NULL);
+	}
+	if (!ok)
+		return 0;
+	/* Drop what is not needed, the most costly first (the candidates
+	 * come cheapest first in every order but the size one, which is
+	 * close enough: pruning there only keeps the set small). */
+	for (size_t i = n; i-- > 0 && n > 1;) {
+		size_t keep = set[i];
+		set[i] = set[n - 1];
+		n--;
+		if (fits_without(ps, a, req, set, n, devs, NULL, NULL))
+			continue;
+		set[n++] = set[i];
+		set[i] = keep;
+	}
+	return n;
+}
+
+/* Sort keys for candidates. */
+static const struct sched_world *sort_w;
+static size_t sort_dev;
+
+static int cheaper_first(const void *x, const void *y)
+{
+	const struct sched_running *a = &sort_w->running[*(const size_t *)x], *b = &sort_w->running[*(const size_t *)y];
+	if (a->ending != b->ending)
+		return a->ending ? -1 : 1;
+	if (a->priority != b->priority)
+		return a->priority < b->priority ? -1 : 1;
+	if (a->runtime_ms != b->runtime_ms)
+		return a->runtime_ms < b->runtime_ms ? -1 : 1;
+	if (a->req.fgpu_m != b->req.fgpu_m)
+		return a->req.fgpu_m < b->req.fgpu_m ? -1 : 1;
+	return a->req.cpu_m < b->req.cpu_m ? -1 : a->req.cpu_m > b->req.cpu_m;
+}
+
+static int64_t share_on(const struct sched_running *rn, size_t dev)
+{
+	int64_t t = 0;
+	for (size_t s = 0; s < rn->n_shares && s < SCHED_MAX_DEVICES; s++)
+		if (rn->shares[s].device == dev)
+			t += rn->shares[s].fgpu_m;
+	return t;
+}
+
+/* Largest first (on sort_dev when set, else in fGPU then CPU), then cheaper. */
+static int larger_first(const void *x, const void *y)
+{
+	const struct sched_running *a = &sort_w->running[*(const size_t *)x], *b = &sort_w->running[*(const size_t *)y];
+	int64_t sa = sort_dev < SCHED_MAX_DEVICES ? share_on(a, sort_dev) : a->req.fgpu_m;
+	int64_t sb = sort_dev < SCHED_MAX_DEVICES ? share_on(b, sort_dev) : b->req.fgpu_m;
+	if (sa != sb)
+		return sa > sb ? -1 : 1;
+	if (sort_dev >= SCHED_MAX_DEVICES && a->req.cpu_m != b->req.cpu_m)
+		return a->req.cpu_m > b->req.cpu_m ? -1 : 1;
+	return cheaper_first(x, y);
+}
+
+/* The fewest and cheapest victims on agent ai for r; n (0: none) into set. */
+static size_t agent_victims(struct pass *ps, size_t ai, const struct sched_request *r, bool under, size_t *set,
+			    size_t *cand, size_t *order, size_t *trial)
+{
+	const struct sched_world *w = ps->w;
+	const struct sched_agent *a = &w->agents[ai];
+	size_t nc = 0;
+	for (size_t k = ps->rstart[ai]; k < ps->rstart[ai + 1]; k++)
+		if (victim_rule(ps, r, under, ps->rids[k]) != RULE_NONE)
+			cand[nc++] = ps->rids[k];
+	if (!nc)
+		return 0;
+	struct sched_device devs[SCHED_MAX_DEVICES];
+	if (!fits_without(ps, a, &r->req, cand, nc, devs, NULL, NULL))
+		return 0;
+	/* The exact fewest-and-cheapest set is a knapsack; a few greedy
+	 * orders, each pruned, find it in the cases that matter (one victim
+	 * that suffices, the largest on one device, the cheapest) at a cost
+	 * linear in the node's sessions. */
+	size_t best_n = 0;
+	struct vcost best_c = {0};
+	size_t orders = 2 + (r->req.fgpu_m > 0 && r->req.fgpu_m <= ps->per_dev ? agent_devs(a) : 0);
+	sort_w = w;
+	for (size_t o = 0; o < orders; o++) {
+		memcpy(order, cand, nc * sizeof(size_t));
+		if (o == 0) {
+			qsort(order, nc, sizeof(size_t), cheaper_first);
+		} else if (o == 1) {
+			sort_dev = SCHED_MAX_DEVICES;
+			qsort(order, nc, sizeof(size_t), larger_first);
+		} else {
+			sort_dev = o - 2;
+			if (a->devs[sort_dev].free_m >= r->req.fgpu_m)
+				continue;   /* the device already has room: the host lacks it */
+			qsort(order, nc, sizeof(size_t), larger_first);
+		}
+		size_t n = greedy_set(ps, a, &r->req, order, nc, trial);
+		if (!n)
+			continue;
+		struct vcost c = set_cost(w, trial, n);
+		if (!best_n || cost_cmp(&c, &best_c) < 0) {
+			best_n = n;
+			best_c = c;
+			memcpy(set, trial, n * sizeof(size_t));
+		}
+	}
+	return best_n;
+}
+
+static bool no_victims_known(const struct pass *ps, const struct sched_request *r)
+{
+	for (size_t i = 0; i < ps->n_nov; i++) {
+		const struct no_victims *nv = &ps->nov[i];
+		if (nv->group == r->group && nv->project == r->project && r->priority <= nv->priority &&
+		    r->req.cpu_m >= nv->req.cpu_m && r->req.mem >= nv->req.mem && r->req.fgpu_m >= nv->req.fgpu_m)
+			return true;
+	}
+	return false;
+}
+
+static void no_victims_note(struct pass *ps, const struct sched_request *r)
+{
+	struct no_victims nv = {r->group, r->project, r->priority, r->req};
+	ps->nov[ps->n_nov < NO_VICTIMS_MAX ? ps->n_nov++ : (size_t)(r->seq % NO_VICTIMS_MAX)] = nv;
+}
+
+static void pct(double x, char *buf, size_t n)
+{
+	snprintf(buf, n, "%.0f%%", x * 100);
+}
+
+/* For a request that fits nowhere in its group: chooses victims on one
+ * agent, reports them, holds the room they free for the request, and
+ * says so in why. False when there are none to choose. */
+static bool preempt_for(struct pass *ps, size_t ri, char *why)
+{
+	const struct sched_request *r = &ps->reqs[ri];
+	struct sched_world *w = ps->w;
+	struct sched_result *res = ps->res;
+	if (!ps->pre_ready && pre_init(ps) < 0)
+		return false;
+	if (no_victims_known(ps, r))
+		return false;
+	bool has_project = r->project < w->n_projects;
+	bool under = has_project && share_with(ps, r->project, &r->req) <= project_target(w, &ps->f, r->project);
+	/* Nothing to search when no session could be a victim: none of
+	 * lower priority, the reclaim rule out, none already ending. */
+	if (!under && r->priority <= ps->min_victim_priority && !ps->n_ending)
+		return false;
+	struct group_agents g = group_of(ps, r->group);
+	size_t *cand = malloc(4 * (w->n_running + 1) * sizeof(size_t));
+	if (!cand)
+		return false;
+	size_t *order = cand + w->n_running + 1, *trial = order + w->n_running + 1, *set = trial + w->n_running + 1;
+	ssize_t best_a = -1;
+	size_t best_n = 0;
+	struct vcost best_c = {0};
+	size_t *best_set = malloc((w->n_running + 1) * sizeof(size_t));
+	if (!best_set) {
+		free(cand);
+		return false;
+	}
+	for (size_t k = 0; k < g.n; k++) {
+		size_t ai = g.ids[k];
+		if (!usable(&w->agents[ai]) || ps->rstart[ai] == ps->rstart[ai + 1])
+			continue;
+		size_t n = agent_victims(ps, ai, r, under, set, cand, order, trial);
+		if (!n)
+			continue;
+		struct vcost c = set_cost(w, set, n);
+		if (best_a < 0 || cost_cmp(&c, &best_c) < 0) {
+			best_a = (ssize_t)ai;
+			best_n = n;
+			best_c = c;
+			memcpy(best_set, set, n * sizeof(size_t));
+		}
+	}
+	free(cand);
+	if (best_a < 0) {
+		free(best_set);
+		no_victims_note(ps, r);
+		return false;
+	}
+	struct sched_agent *a = &w->agents[best_a];
+	/* Hold the room: the request takes its place as if the victims were
+	 * gone, but what is free now stays no freer than now (the victims
+	 * hold their room until they end), so no other request is placed in
+	 * it, nor in the victims' room beyond what the request takes. */
+	struct sched_device devs[SCHED_MAX_DEVICES];
+	struct sched_gpu_share shares[SCHED_MAX_DEVICES];
+	size_t n_shares = 0;
+	fits_without(ps, a, &r->req, best_set, best_n, devs, shares, &n_shares);
+	struct res after = a->free;
+	for (size_t i = 0; i < best_n; i++)
+		res_add(&after, &w->running[best_set[i]].req);
+	res_sub(&after, &r->req);
+	if (after.cpu_m < a->free.cpu_m) a->free.cpu_m = after.cpu_m;
+	if (after.mem < a->free.mem) a->free.mem = after.mem;
+	if (after.fgpu_m < a->free.fgpu_m) a->free.fgpu_m = after.fgpu_m;
 	for (size_t s = 0; s < n_shares; s++)
-		a->devs[shares[s].device].free_m -= shares[s].fgpu_m;
-	res_add(&u->used, req);
-	u->sessions++;
+		devs[shares[s].device].free_m -= shares[s].fgpu_m;
+	for (size_t d = 0; d < agent_devs(a); d++)
+		if (devs[d].free_m < a->devs[d].free_m)
+			a->devs[d].free_m = devs[d].free_m;
+	if (ps->ix[r->group])
+		index_update(ps->ix[r->group], (size_t)best_a);
+	account(w, r, +1);
+	/* Each victim's rule as the search judged it, before any of them
+	 * counts as leaving. */
+	enum why_rule *rules = calloc(best_n, sizeof(*rules));
+	for (size_t i = 0; rules && i < best_n; i++)
+		rules[i] = victim_rule(ps, r, under, best_set[i]);
+	size_t n_new = 0;
+	for (size_t i = 0; i < best_n; i++) {
+		size_t k = best_set[i];
+		const struct sched_running *rn = &w->running[k];
+		enum why_rule rule = rules ? rules[i] : victim_rule(ps, r, under, k);
+		ps->chosen[k] = true;
+		if (rule == RULE_ENDING)
+			continue;
+		n_new++;
+		struct sched_eviction *ev = &res->evictions[res->n_evictions++];
+		ev->running = k;
+		ev->request = ri;
+		if (rule == RULE_PRIORITY) {
+			snprintf(ev->why, sizeof(ev->why), "preempted by session %s (priority %d over %d)", r->name,
+				 r->priority, rn->priority);
+		} else {
+			const struct sched_project *rp = &w->projects[r->project], *vp = &w->projects[rn->project];
+			char a1[16], a2[16], b1[16], b2[16];
+			/* The figures before this request and this victim: the
+			 * state the rule was judged against. */
+			struct res minus = {-r->req.cpu_m, -r->req.mem, -r->req.fgpu_m};
+			pct(share_with(ps, r->project, &minus), a1, sizeof(a1));
+			pct(project_target(w, &ps->f, r->project), a2, sizeof(a2));
+			pct(share_with(ps, rn->project, NULL), b1, sizeof(b1));
+			pct(project_target(w, &ps->f, rn->project), b2, sizeof(b2));
+			snprintf(ev->why, sizeof(ev->why),
+				 "preempted by session %s: project %s is under its fair share (%s of %s) and project %s "
+				 "over it (%s of %s)", r->name, rp->name ? rp->name : rp->id, a1, a2,
+				 vp->name ? vp->name : vp->id, b1, b2);
+		}
+		if (rn->project < w->n_projects)
+			res_add(&ps->leaving[rn->project], &rn->req);
+	}
+	snprintf(why, SCHED_REASON_MAX, "waiting for %zu %s%s to end on node %s", best_n,
+		 n_new == best_n ? "preempted session" : "session", best_n == 1 ? "" : "s", a->id);
+	free(rules);
+	free(best_set);
+	return true;
+}
+
+/* ---------- the plan ---------- */
+
+static int by_priority(const void *x, const void *y)
+{
+	const struct sched_request *const *a = x, *const *b = y;
+	if ((*a)->priority != (*b)->priority)
+		return (*a)->priority > (*b)->priority ? -1 : 1;
+	return *a < *b ? -1 : *a > *b;   /* stable: creation order within a level */
 }
 
 size_t sched_plan(const struct sched_params *p, struct sched_world *w,
@@ -526,76 +1519,132 @@ size_t sched_plan(const struct sched_params *p, struct sched_world *w,
 		  struct sched_placement *out, struct sched_result *res)
 {
 	struct sched_agent *agents = w->agents;
-	size_t n_agents = w->n_agents;
-	struct sched_user *users = w->users;
 	char (*reasons)[SCHED_REASON_MAX] = res ? res->reasons : NULL;
-	ssize_t *blocked_head = res ? &res->blocked_head : NULL;
-	if (res)
+	if (res) {
+		res->blocked_head = -1;
 		res->n_evictions = 0;
-	size_t placed = 0;
-	bool *tried = calloc(n_reqs ? n_reqs : 1, sizeof(bool));
-	if (blocked_head)
-		*blocked_head = -1;
-	if (!tried)
-		return 0;
-	ssize_t blocker = -1;
-	struct sched_index *ix = index_build(agents, n_agents, p->per_device_m, p->quantum_m);
-	if (!ix) {
-		free(tried);
-		return 0;
 	}
-	for (;;) {
-		ssize_t i = p->queue->next(reqs, n_reqs, tried, w);
-		if (i < 0)
+	bool can_preempt = p->preempt && res && res->evictions && w->n_running > 0;
+	size_t placed = 0;
+	struct pass ps;
+	memset(&ps, 0, sizeof(ps));
+	bool *tried = calloc(n_reqs ? n_reqs : 1, sizeof(bool));
+	/* Priority levels: requests by priority (higher first), creation
+	 * order within a level; each level is handed to the queue policy on
+	 * its own, so a policy orders only among equals. */
+	const struct sched_request **byp = calloc(n_reqs ? n_reqs : 1, sizeof(*byp));
+	struct sched_request *lv = NULL;
+	size_t *lv_orig = NULL;
+	bool *lv_tried = NULL;
+	if (!tried || !byp || pass_init(&ps, p, w, reqs, n_reqs) < 0)
+		goto out;
+	ps.res = res;
+	bool levels = false;
+	for (size_t i = 0; i < n_reqs; i++) {
+		byp[i] = &reqs[i];
+		levels |= reqs[i].priority != reqs[0].priority;
+	}
+	if (levels) {
+		qsort(byp, n_reqs, sizeof(*byp), by_priority);
+		lv = malloc(n_reqs * sizeof(*lv));
+		lv_orig = malloc(n_reqs * sizeof(*lv_orig));
+		lv_tried = calloc(n_reqs, sizeof(bool));
+		if (!lv || !lv_orig || !lv_tried)
+			goto out;
+		for (size_t i = 0; i < n_reqs; i++) {
+			lv[i] = *byp[i];
+			lv_orig[i] = (size_t)(byp[i] - reqs);
+		}
+	}
+	ssize_t blocker = -1;
+	for (size_t lo = 0; lo < n_reqs && blocker < 0;) {
+		size_t hi = n_reqs;
+		const struct sched_request *lreqs = reqs;
+		bool *ltried = tried;
+		if (levels) {
+			hi = lo + 1;
+			while (hi < n_reqs && lv[hi].priority == lv[lo].priority)
+				hi++;
+			lreqs = &lv[lo];
+			ltried = &lv_tried[lo];
+		}
+		void *qs = p->queue->start ? p->queue->start(lreqs, hi - lo, w) : NULL;
+		for (;;) {
+			ssize_t j = p->queue->next(lreqs, hi - lo, ltried, w, qs);
+			if (j < 0)
+				break;
+			ltried[j] = true;
+			size_t i = levels ? lv_orig[lo + (size_t)j] : (size_t)j;
+			tried[i] = true;
+			const struct sched_request *r = &reqs[i];
+			struct sched_user *u = &w->users[r->user];
+			struct sched_project *proj = r->project < w->n_projects ? &w->projects[r->project] : NULL;
+			char *why = reasons ? reasons[i] : NULL;
+			char scratch[SCHED_REASON_MAX], gw[96], gn[32];
+			if (!why)
+				why = scratch;
+			why[0] = '\0';
+			/* Waits without holding up others: a group the project
+			 * may not use, the user's policy, the project's quota. */
+			if (proj && proj->groups && (r->group >= 64 || !(proj->groups & (1ULL << r->group)))) {
+				snprintf(why, SCHED_REASON_MAX, "waiting: project %s may not use resource group %s",
+					 proj->name ? proj->name : proj->id, group_name(w, r->group, gn, sizeof(gn)));
+				continue;
+			}
+			if (!policy_allows(u, &r->req, why, SCHED_REASON_MAX))
+				continue;
+			if (proj && !quota_allows(proj, &r->req, why, SCHED_REASON_MAX))
+				continue;
+			struct sched_placement *pl = &out[placed];
+			struct sched_index *ix = group_index(&ps, r->group);
+			ssize_t a = ix ? p->selector->select(ix, &r->req, pl->shares, &pl->n_shares) : -1;
+			if (a >= 0) {
+				pl->request = i;
+				pl->agent = (size_t)a;
+				struct sched_agent *ag = &agents[a];
+				res_sub(&ag->free, &r->req);
+				for (size_t s = 0; s < pl->n_shares; s++)
+					ag->devs[pl->shares[s].device].free_m -= pl->shares[s].fgpu_m;
+				account(w, r, +1);
+				index_update(ix, (size_t)a);
+				placed++;
+				continue;
+			}
+			/* It would wait: only now are victims looked for. */
+			if (can_preempt && preempt_for(&ps, i, why))
+				continue;
+			struct group_agents g = group_of(&ps, r->group);
+			group_words(&ps, r->group, gw, sizeof(gw));
+			explain_wait(agents, g, gw, &r->req, p->per_device_m, why, SCHED_REASON_MAX);
+			if (!p->queue->blocking)
+				continue;
+			/* No alive node could hold it even empty: it waits for a LOST
+			 * node to come back (or a larger node to register) without
+			 * holding the queue meanwhile, since the alive nodes can serve
+			 * the sessions behind it. */
+			if (any_alive(agents, g) && could_ever_hold(agents, g, &r->req, p->per_device_m, true) < 0) {
+				ssize_t lost = could_ever_hold(agents, g, &r->req, p->per_device_m, false);
+				if (lost >= 0 && agents[lost].alive && agents[lost].drained)
+					snprintf(why, SCHED_REASON_MAX,
+						 "waiting for node %s: it is drained (an admin stopped new sessions there) and "
+						 "no other node%s is large enough", agents[lost].id, gw);
+				else if (lost >= 0)
+					snprintf(why, SCHED_REASON_MAX,
+						 "waiting for node %s to return: no alive node%s is large enough",
+						 agents[lost].id, gw);
+				else
+					snprintf(why, SCHED_REASON_MAX,
+						 "waiting for a larger node: no node%s could hold it even when empty", gw);
+				continue;
+			}
+			if (p->fifo_skip_after > 0 && r->failed_passes >= p->fifo_skip_after)
+				continue;   /* waited long enough at the head: let others pass */
+			blocker = (ssize_t)i;
 			break;
-		tried[i] = true;
-		const struct sched_request *r = &reqs[i];
-		struct sched_user *u = &users[r->user];
-		char *why = reasons ? reasons[i] : NULL;
-		char scratch[SCHED_REASON_MAX];
-		if (!why)
-			why = scratch;
-		why[0] = '\0';
-		/* A user over their policy waits without holding up others. */
-		if (!policy_allows(u, &r->req, why, SCHED_REASON_MAX))
-			continue;
-		struct sched_placement *pl = &out[placed];
-		ssize_t a = p->selector->select(ix, &r->req, pl->shares, &pl->n_shares);
-		if (a >= 0) {
-			pl->request = (size_t)i;
-			pl->agent = (size_t)a;
-			apply(&agents[a], u, &r->req, pl->shares, pl->n_shares);
-			index_update(ix, (size_t)a);
-			placed++;
-			continue;
 		}
-		explain_wait(agents, n_agents, &r->req, p->per_device_m, why, SCHED_REASON_MAX);
-		if (!p->queue->blocking)
-			continue;
-		/* No alive node could hold it even empty: it waits for a LOST
-		 * node to come back (or a larger node to register) without
-		 * holding the queue meanwhile, since the alive nodes can serve
-		 * the sessions behind it. */
-		if (any_alive(agents, n_agents) &&
-		    could_ever_hold(agents, n_agents, &r->req, p->per_device_m, true) < 0) {
-			ssize_t lost = could_ever_hold(agents, n_agents, &r->req, p->per_device_m, false);
-			if (lost >= 0 && agents[lost].alive && agents[lost].drained)
-				snprintf(why, SCHED_REASON_MAX,
-					 "waiting for node %s: it is drained (an admin stopped new sessions there) and no "
-					 "other node is large enough", agents[lost].id);
-			else if (lost >= 0)
-				snprintf(why, SCHED_REASON_MAX,
-					 "waiting for node %s to return: no alive node is large enough",
-					 agents[lost].id);
-			else
-				snprintf(why, SCHED_REASON_MAX,
-					 "waiting for a larger node: no node could hold it even when empty");
-			continue;
-		}
-		if (p->fifo_skip_after > 0 && r->failed_passes >= p->fifo_skip_after)
-			continue;   /* waited long enough at the head: let others pass */
-		blocker = i;
-		break;
+		if (p->queue->stop)
+			p->queue->stop(qs);
+		lo = hi;
 	}
 	if (blocker >= 0) {
 		for (size_t k = 0; k < n_reqs; k++) {
@@ -605,30 +1654,22 @@ size_t sched_plan(const struct sched_params *p, struct sched_world *w,
 				 p->queue == &sched_lifo ? "last in, first out" : "first in, first out");
 		}
 	}
-	if (blocked_head)
-		*blocked_head = blocker;
-	index_free(ix);
+	if (res)
+		res->blocked_head = blocker;
+out:
+	pass_free(&ps);
 	free(tried);
+	free(byp);
+	free(lv);
+	free(lv_orig);
+	free(lv_tried);
 	return placed;
 }
 
 bool sched_satisfiable(const struct sched_agent *agents, size_t n, const struct res *req,
 		       int64_t per_device_m)
 {
-	return could_ever_hold(agents, n, req, per_device_m, false) >= 0;
+	struct group_agents all = {NULL, n};
+	return could_ever_hold(agents, all, req, per_device_m, false) >= 0;
 }
 
-void sched_usage_charge(struct sched_usage *u, const struct res *req, double dt_s, double half_life_s)
-{
-	(void)u; (void)req; (void)dt_s; (void)half_life_s;
-}
-
-void sched_fairshare_projects(const struct sched_world *w, struct sched_share *out)
-{
-	(void)w; (void)out;
-}
-
-void sched_fairshare_members(const struct sched_world *w, size_t project, struct sched_share *out)
-{
-	(void)w; (void)project; (void)out;
-}

@@ -110,6 +110,11 @@ struct sched_running {
 	bool preemptible;
 	int64_t runtime_ms;   /* how long it has run; a victim needs at least
 	                       * the params' preempt_min_runtime_ms */
+	bool ending;          /* already being ended (an earlier pass's victim,
+	                       * or deleted): its room is coming free, so a
+	                       * waiting request may count on it (and wait for
+	                       * it, holding that room) at no cost; never
+	                       * reported as an eviction again */
 };
 
 /* A session the pass wants ended so that a waiting request can start:
@@ -148,10 +153,20 @@ struct sched_selector_ops {
 struct sched_queue_ops {
 	const char *name;
 	bool blocking;
-	/* Next request to try among the untried (tried[i] false) of the
-	 * highest priority left; -1 when none. */
+	/* Next request to try among the untried (tried[i] false); -1 when
+	 * none. sched_plan calls it with one priority level at a time (reqs
+	 * is then that level's requests, in creation order), and marks the
+	 * request it returns tried before the next call. state: what start
+	 * made for this level, or NULL. */
 	ssize_t (*next)(const struct sched_request *reqs, size_t n, const bool *tried,
-			const struct sched_world *w);
+			const struct sched_world *w, void *state);
+	/* Optional (NULL for a policy that keeps nothing between calls): made
+	 * once per level before the first next and freed by stop after the
+	 * last, so that a policy can keep its order instead of rescanning the
+	 * queue at every call. NULL from start on no memory: next then gets
+	 * NULL and must still answer. */
+	void *(*start)(const struct sched_request *reqs, size_t n, const struct sched_world *w);
+	void (*stop)(void *state);
 };
 
 /* Best fit: the device (or node, for multi-device and CPU-only requests)
