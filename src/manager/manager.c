@@ -161,6 +161,8 @@ void mgr_set_status(struct manager *m, struct msession *s, enum session_status s
 		metrics_hist_observe(&m->pending_hist, (double)(now - s->rec.created_ms) / 1000.0);
 	if (st == SS_RUNNING && !s->rec.started_ms)
 		s->rec.started_ms = now;
+	if (st == SS_RUNNING && old != SS_RUNNING)
+		s->running_since_ms = now;
 	if (session_status_final(st) && !s->rec.terminated_ms)
 		s->rec.terminated_ms = now;
 

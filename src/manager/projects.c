@@ -69,6 +69,19 @@ bool mgr_session_visible(struct manager *m, const struct user_rec *u, const stru
 	return mgr_project_role(m, mgr_find_project(m, s->rec.project_id), u) == ROLE_MANAGER;
 }
 
+bool mgr_manages_a_project(struct manager *m, const struct user_rec *u)
+{
+	for (size_t i = 0; i < m->n_members; i++) {
+		const struct mmember *mb = m->members[i];
+		if (!strcmp(mb->rec.user_id, u->id) && !strcmp(mb->rec.role, STORE_ROLE_MANAGER)) {
+			const struct mproject *p = mgr_find_project(m, mb->rec.project_id);
+			if (p && !p->rec.personal)
+				return true;
+		}
+	}
+	return false;
+}
+
 struct mproject *mgr_personal_project(struct manager *m, const char *user_id)
 {
 	for (size_t i = 0; i < m->n_projects; i++) {

@@ -114,6 +114,10 @@ struct msession {
 	 * (agents.c, session_oom). */
 	int notes;
 	int64_t oom_noted, oom_noted_ms;
+	/* When it last became RUNNING (0: not since this manager started;
+	 * started_ms is then the best known): preemption spares sessions
+	 * younger than preemption_min_runtime_s. */
+	int64_t running_since_ms;
 };
 
 /* Drops s's rendered JSON: called wherever its record, shares or history
@@ -199,6 +203,10 @@ struct msettings {
 	const struct sched_selector_ops *selector;
 	int fifo_skip_after;
 	int folder_trash_days;
+	/* Fair share and preemption (docs/scheduling.md). */
+	int64_t fairshare_half_life_s;  /* usage halves in this time; 0: never decays */
+	bool preemption;                /* the scheduler may preempt */
+	int64_t preemption_min_runtime_s;   /* no victim younger than this */
 	json_t *policies;              /* {"default": {...}, "user@x": {...}} */
 	json_t *agent;                 /* agents' settings that are set: {"log_max_size": ...} */
 	/* manager.conf's keys that are also cluster settings, those set:
@@ -661,11 +669,11 @@ void mgr_drain_free(struct manager *m);
 bool mgr_node_drained(const struct manager *m, const char *id);
 
 /* ---- scheduler.c: the launch estimate ---- */
-/* Whether the next scheduling pass would place count more sessions of req
- * for owner_id at once, with the queue and the nodes as they are now;
- * when not, why in words into why (n bytes). */
-bool mgr_sched_estimate(struct manager *m, const char *owner_id, const struct res *req, int64_t count,
-			char *why, size_t n);
+/* Whether the next scheduling pass would place count more sessions like
+ * tmpl (its owner, resources, project, group and priority) at once, with
+ * the queue and the nodes as they are now; when not, why in words into
+ * why (n bytes). */
+bool mgr_sched_estimate(struct manager *m, const struct session_rec *tmpl, int64_t count, char *why, size_t n);
 
 /* ---- apps.c ---- */
 /* Reads and checks the proxy's addresses (the wsproxy_* settings, else
@@ -783,6 +791,14 @@ void mgr_user_policy(struct manager *m, const char *email, int64_t *max_sessions
 /* Whether the user's policy (policy.<email>, else policy.default) lets
  * their sessions run as root: "allow_root", false when unset. */
 bool mgr_user_allow_root(struct manager *m, const char *email);
+/* A boolean key of the user's policy (their own where set, else the
+ * default policy's), def when neither sets it. */
+bool mgr_user_policy_bool(struct manager *m, const char *email, const char *key, bool def);
+/* "requeue" or "end": what becomes of the user's preempted sessions. */
+const char *mgr_user_on_preempt(struct manager *m, const char *email);
+/* Session priorities are 0..MGR_MAX_PRIORITY; a user's policy bounds
+ * theirs with max_priority (default 0). */
+#define MGR_MAX_PRIORITY 100
 /* The user's max_private_images (default MGR_DEFAULT_MAX_PRIVATE_IMAGES;
  * 0: no limit). */
 #define MGR_DEFAULT_MAX_PRIVATE_IMAGES 10
@@ -797,6 +813,14 @@ void mgr_settings_free(struct manager *m);
  * of their policy, MGR_DEFAULT_MAX_EXECS when it has none, 0 = no limit. */
 int64_t mgr_user_max_execs(struct manager *m, const char *email);
 
+/* ---- preemption (sessions.c) ---- */
+/* Ends s's container to make room (why: for its history); s becomes
+ * PREEMPTED until the container is gone. */
+void mgr_session_preempt(struct manager *m, struct msession *s, const char *why);
+/* s's container is gone: PENDING again or TERMINATED, as its owner's
+ * policy's on_preempt says. */
+void mgr_session_preempt_done(struct manager *m, struct msession *s);
+
 /* ---- projects.c ---- */
 struct mproject *mgr_find_project(struct manager *m, const char *id);
 struct mproject *mgr_find_project_by_name(struct manager *m, const char *name);
@@ -806,6 +830,8 @@ enum mgr_role mgr_project_role(struct manager *m, const struct mproject *p, cons
 /* Whether u may see (and act on) s: its owner, an admin, or a manager of
  * its project. */
 bool mgr_session_visible(struct manager *m, const struct user_rec *u, const struct msession *s);
+/* Whether u manages a team project (whose members' sessions they see). */
+bool mgr_manages_a_project(struct manager *m, const struct user_rec *u);
 /* The user's personal project, NULL if none (a removed user). */
 struct mproject *mgr_personal_project(struct manager *m, const char *user_id);
 /* Makes u's personal project when missing (stored). */

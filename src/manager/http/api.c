@@ -225,16 +225,17 @@ out:
  * as before pagination. */
 static void api_session_list(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 {
-	static const char *const known[] = {"all", "status", "owner", "limit", "continue", NULL};
+	static const char *const known[] = {"all", "status", "owner", "limit", "continue", "project", NULL};
 	const char *bad = httpd_query_unknown(req, known);
 	if (bad) {
 		httpd_error(resp, 400, "invalid_argument",
-			    "unknown query parameter '%.64s' (known: all, status, owner, limit, continue)", bad);
+			    "unknown query parameter '%.64s' (known: all, status, owner, project, limit, continue)", bad);
 		return;
 	}
 	struct session_query_in in = {
 		.all = httpd_query(req, "all"), .status = httpd_query(req, "status"), .owner = httpd_query(req, "owner"),
 		.limit = httpd_query(req, "limit"), .cont = httpd_query(req, "continue"),
+		.project = httpd_query(req, "project"),
 	};
 	struct session_query q;
 	struct terr err = {0};
