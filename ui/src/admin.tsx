@@ -2,6 +2,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { api, type User } from './api';
 import { Button, Dialog, Email, ErrorText, TextField } from './components';
 import { SettingsSections } from './settings';
+import { FairShareSection, ProjectsSection } from './projects';
 
 function Users() {
   const [users, setUsers] = useState<User[]>([]);
@@ -102,6 +103,8 @@ export function AdminPage() {
       <h1>Administration</h1>
       <p class="hint">Nodes, their live use and drain are on the Nodes page.</p>
       <Users />
+      <ProjectsSection />
+      <FairShareSection />
       <SettingsSections />
     </>
   );

@@ -7,10 +7,17 @@ export interface Resources { cpu: number; mem: number; fgpu: number }
 export interface Session {
   id: string; name: string; owner: string; image: string; status: string; status_info: string;
   agent: string | null; resources: Resources; created_at: string;
+  // Issue 32 (docs/scheduling.md): the project it belongs to (its name),
+  // the resource group it is placed in, its priority (0..100), whether a
+  // higher-priority session may preempt it, and how often it was. Absent
+  // from a manager older than projects.
+  project?: string; group?: string; priority?: number; preemptible?: boolean; preemptions?: number;
 }
 export interface Gpu { index: number; uuid: string; name: string; memory: number; fgpu_capacity: number; fgpu_used: number }
 export interface Node {
   id: string; status: string; capacity: Resources; used: Resources; sessions: number; gpus?: Gpu[];
+  // Its resource group ("default" unless set).
+  group?: string;
 }
 
 // One entry of the image catalog (GET /v1/images, docs/api.md).
@@ -72,7 +79,9 @@ export const api = {
   login: (email: string, password: string) =>
     call<{ user: User; csrf_token: string }>('POST', '/auth/login', { email, password }),
   logout: () => call<unknown>('POST', '/auth/logout'),
-  sessions: () => call<{ sessions: Session[] }>('GET', '/api/v1/sessions'),
+  // project: only that project's sessions (404 for one the caller is not in).
+  sessions: (project?: string) =>
+    call<{ sessions: Session[] }>('GET', `/api/v1/sessions${project ? `?project=${encodeURIComponent(project)}` : ''}`),
   nodes: () => call<{ nodes: Node[] }>('GET', '/api/v1/nodes'),
   images: () => call<{ images: Image[] }>('GET', '/api/v1/images'),
   config: () => call<Record<string, unknown>>('GET', '/api/v1/config'),
@@ -164,6 +173,9 @@ export interface ResourceSummary {
     capacity: Resources; free: Resources; largest_fgpu_free_on_one_device: number;
     largest_free_on_one_node?: { cpu: number; mem: number };
   };
+  // The caller's projects with their quotas and use (issue 32); absent
+  // from a manager older than projects.
+  projects?: { name: string; personal: boolean; quota: Quota; used: QuotaUse }[];
 }
 export interface Estimate { fits_now: boolean; reason: string | null }
 
@@ -177,3 +189,45 @@ export const api2 = {
   setSchedulable: (id: string, schedulable: boolean) =>
     call<{ node: NodeFull }>('PATCH', `/api/v1/nodes/${enc(id)}`, { schedulable }),
 };
+
+// ---- Projects, resource groups and fair share (issue 32,
+// docs/scheduling.md). A quota's null is "no limit"; mem in bytes. ----
+
+export interface Quota { cpu: number | null; mem: number | null; fgpu: number | null; sessions: number | null }
+export interface QuotaUse { cpu: number; mem: number; fgpu: number; sessions: number }
+export type ProjectRole = 'member' | 'manager';
+export interface Member { email: string; role: ProjectRole; weight: number }
+export interface Project {
+  id: string; name: string; description: string; personal: boolean; weight: number;
+  quota: Quota; groups: string[];   // [] = every group
+  members: Member[]; used: QuotaUse; my_role: ProjectRole | 'admin' | 'none'; created_at: string;
+}
+// What POST and PATCH /v1/projects take; quota fields null: no limit.
+export interface ProjectSpec { name?: string; description?: string; weight?: number; quota?: Partial<Quota>; groups?: string[] }
+
+export interface ShareUsage { cpu_s: number; mem_gib_s: number; fgpu_s: number }
+// One line of GET /v1/fairshare; shares are 0..1, rank 1 is served first.
+export interface ShareLine { weight: number; target: number; usage: ShareUsage; usage_share: number; current_share: number; rank: number }
+export interface FairShareProject extends ShareLine { name: string; users: (ShareLine & { email: string })[] }
+export interface FairShare { queue_policy: string; half_life_s: number; projects: FairShareProject[] }
+
+export const api3 = {
+  // all: admins get personal projects too.
+  projects: (all = false) => call<{ projects: Project[] }>('GET', `/api/v1/projects${all ? '?all=1' : ''}`),
+  project: (name: string) => call<{ project: Project }>('GET', `/api/v1/projects/${enc(name)}`),
+  createProject: (spec: ProjectSpec) => call<{ project: Project }>('POST', '/api/v1/projects', spec),
+  updateProject: (name: string, spec: ProjectSpec) => call<{ project: Project }>('PATCH', `/api/v1/projects/${enc(name)}`, spec),
+  removeProject: (name: string) => call<{ removed: string }>('DELETE', `/api/v1/projects/${enc(name)}`),
+  setMember: (name: string, email: string, m: { role: ProjectRole; weight?: number }) =>
+    call<{ project: Project }>('PUT', `/api/v1/projects/${enc(name)}/members/${enc(email)}`, m),
+  removeMember: (name: string, email: string) =>
+    call<{ project: Project }>('DELETE', `/api/v1/projects/${enc(name)}/members/${enc(email)}`),
+  fairshare: () => call<FairShare>('GET', '/api/v1/fairshare'),
+  setNodeGroup: (id: string, group: string) =>
+    call<{ node: NodeFull }>('PATCH', `/api/v1/nodes/${enc(id)}`, { group }),
+};
+
+// A share (0..1) as a percentage with one decimal: "33.3%".
+export function fmtShare(x: number): string {
+  return `${(Math.round(x * 1000) / 10).toFixed(1)}%`;
+}
