@@ -1,10 +1,11 @@
 // The Nodes page (admins): every node with its live use beside what is
 // allocated on it, per GPU too, its sessions, and drain/undrain (PATCH
 // /v1/nodes/{id}): a drained node gets no new sessions, its sessions keep
-// running.
-import { useId, useState } from 'preact/hooks';
-import { api2, fmtBytes, fmtNum, type NodeFull, type SessionFull } from './api';
-import { Button, Dialog, Email, ErrorText } from './components';
+// running; and its resource group (PATCH group): a session asks for a
+// group and is placed only on its nodes.
+import { useEffect, useId, useState } from 'preact/hooks';
+import { api2, api3, fmtBytes, fmtNum, type NodeFull, type SessionFull } from './api';
+import { Button, Dialog, Email, ErrorText, TextField } from './components';
 import { useClusterState } from './sessions';
 import { navigate, sessionHref } from './session';
 
@@ -40,7 +41,9 @@ const cores = (n: number) => `${fmtNum(Math.round(n * 100) / 100)} CPU`;
 const fgpu = (n: number) => `${fmtNum(Math.round(n * 100) / 100)} fGPU`;
 const pctFmt = (n: number) => `${Math.round(n)}%`;
 
-function NodeCard({ n, sessions, onDrain }: { n: NodeFull; sessions: SessionFull[]; onDrain: (n: NodeFull) => void }) {
+function NodeCard({ n, sessions, onDrain, onGroup }: {
+  n: NodeFull; sessions: SessionFull[]; onDrain: (n: NodeFull) => void; onGroup: (n: NodeFull) => void;
+}) {
   const drained = n.schedulable === false;
   const mine = sessions.filter((s) => s.agent === n.id);
   return (
@@ -49,7 +52,9 @@ function NodeCard({ n, sessions, onDrain }: { n: NodeFull; sessions: SessionFull
         <h2>{n.id}</h2>
         <span class={`status st-${n.status.toLowerCase()}`}>{n.status}</span>
         {drained && <span class="badge drained-badge">Drained: no new sessions</span>}
+        {n.group !== undefined && <span class="badge group-badge" data-testid="node-group" title="its resource group">group {n.group}</span>}
         <span class="spacer" />
+        {n.group !== undefined && <Button onClick={() => onGroup(n)} label={`Set the resource group of ${n.id}`}>Set group</Button>}
         <Button kind={drained ? 'primary' : 'plain'} onClick={() => onDrain(n)} label={`${drained ? 'Undrain' : 'Drain'} ${n.id}`}>
           {drained ? 'Undrain' : 'Drain'}
         </Button>
@@ -96,6 +101,7 @@ export function NodesPage() {
   const [actionError, setActionError] = useState<string | null>(null);
   const [notice, setNotice] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
+  const [grouping, setGrouping] = useState<NodeFull | null>(null);
   const all = nodes as NodeFull[];
   const apply = async (n: NodeFull) => {
     const drain = n.schedulable !== false;
@@ -123,7 +129,10 @@ export function NodesPage() {
       <ErrorText error={actionError} />
       {notice && <p class="notice" role="status">{notice}</p>}
       {all.length === 0 && !error ? <div class="skeleton node-skeleton" aria-label="Loading the nodes" />
-        : all.map((n) => <NodeCard key={n.id} n={n} sessions={sessions as SessionFull[]} onDrain={setConfirm} />)}
+        : all.map((n) => <NodeCard key={n.id} n={n} sessions={sessions as SessionFull[]} onDrain={setConfirm} onGroup={setGrouping} />)}
+      <GroupDialog node={grouping} groups={[...new Set(all.map((n) => n.group).filter((g): g is string => !!g))].sort()}
+        onClose={() => setGrouping(null)}
+        onDone={(msg) => { setGrouping(null); setNotice(msg); setActionError(null); refresh(); }} />
       <Dialog open={confirm !== null} title={confirm?.schedulable === false ? 'Undrain node' : 'Drain node'} onClose={() => setConfirm(null)}>
         {confirm && (
           <>
@@ -141,5 +150,48 @@ export function NodesPage() {
         )}
       </Dialog>
     </section>
+  );
+}
+
+// Moves a node to another resource group (PATCH /v1/nodes/{id} {group}):
+// sessions placed from then on follow it; those running there stay.
+function GroupDialog({ node, groups, onClose, onDone }: {
+  node: NodeFull | null; groups: string[]; onClose: () => void; onDone: (msg: string) => void;
+}) {
+  const [group, setGroup] = useState('');
+  const [error, setError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  useEffect(() => { setGroup(node?.group ?? ''); setError(null); }, [node?.id]);
+  const save = async (e: Event) => {
+    e.preventDefault();
+    if (!node) return;
+    const g = group.trim();
+    if (!g) { setError('Enter a group name (default is the group of nodes never set).'); return; }
+    setBusy(true);
+    setError(null);
+    try {
+      await api3.setNodeGroup(node.id, g);
+      onDone(`Node ${node.id} is in resource group ${g}: sessions asking for ${g} are placed on it from now on; its sessions keep running.`);
+    } catch (err) {
+      setError(`Cannot set the group of ${node.id}: ${(err as Error).message}`);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <Dialog open={node !== null} title={`Resource group of ${node?.id ?? ''}`} onClose={onClose}>
+      {node && (
+        <form onSubmit={save}>
+          <TextField label="Resource group" value={group} onInput={setGroup} list="tessera-node-groups" required
+            hint="A session asks for a group and runs only on its nodes; a project may be allowed only some groups." />
+          <datalist id="tessera-node-groups">{groups.map((g) => <option key={g} value={g} />)}</datalist>
+          <ErrorText error={error} />
+          <div class="actions">
+            <Button onClick={onClose}>Cancel</Button>
+            <Button type="submit" kind="primary" disabled={busy}>Set group</Button>
+          </div>
+        </form>
+      )}
+    </Dialog>
   );
 }
