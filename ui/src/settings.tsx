@@ -34,7 +34,10 @@ function Num(props: { label: string; value: string; onInput: (v: string) => void
   );
 }
 
-const SCHED_KEYS = ['queue_policy', 'selector', 'fifo_skip_after', 'fgpu_per_device', 'fgpu_quantum', 'folder_trash_days'];
+const SCHED_KEYS = ['queue_policy', 'selector', 'fifo_skip_after', 'fgpu_per_device', 'fgpu_quantum', 'folder_trash_days',
+  'fairshare_half_life_s', 'preemption', 'preemption_min_runtime_s'];
+// Keys a manager older than issue 32 does not have: their fields are not shown then.
+const SCHED_NEW_KEYS = new Set(['fairshare_half_life_s', 'preemption', 'preemption_min_runtime_s']);
 function fromConfig(config: Config): Record<string, string> {
   const o: Record<string, string> = {};
   for (const k of SCHED_KEYS) o[k] = config[k] === undefined || config[k] === null ? '' : String(config[k]);
@@ -62,13 +65,14 @@ function SchedulerForm({ config, reload, error, setError, notice, setNotice }: {
     e.preventDefault();
     setError(null);
     setNotice(null);
-    const changed = SCHED_KEYS.filter((k) => v[k] !== undefined && v[k] !== String(config[k] ?? ''));
+    const changed = SCHED_KEYS.filter((k) => v[k] !== undefined && v[k] !== String(config[k] ?? '') &&
+      !(SCHED_NEW_KEYS.has(k) && config[k] === undefined));
     if (changed.length === 0) { setNotice('Nothing changed.'); return; }
     for (const k of changed) {
       const raw = v[k].trim();
       const isText = k === 'queue_policy' || k === 'selector';
-      const value: unknown = isText ? raw : raw === '' ? NaN : Number(raw);
-      if (!isText && (typeof value !== 'number' || Number.isNaN(value))) { setError(`${k}: enter a number.`); return; }
+      const value: unknown = k === 'preemption' ? raw === 'true' : isText ? raw : raw === '' ? NaN : Number(raw);
+      if (!isText && k !== 'preemption' && (typeof value !== 'number' || Number.isNaN(value))) { setError(`${k}: enter a number.`); return; }
       try {
         await api.setConfig(k, value);
       } catch (err) {
@@ -84,7 +88,8 @@ function SchedulerForm({ config, reload, error, setError, notice, setNotice }: {
     <form class="card settings-form" onSubmit={save} aria-label="Scheduler and GPU settings">
       <div class="form-grid">
         <Select label="Queue policy" value={v.queue_policy ?? ''} onChange={set('queue_policy')}
-          options={[['fifo', 'fifo: first in, first out'], ['lifo', 'lifo: last in, first out'], ['drf', 'drf: dominant resource fairness']]}
+          options={[['fifo', 'fifo: first in, first out'], ['lifo', 'lifo: last in, first out'], ['drf', 'drf: dominant resource fairness'],
+            ...(config.fairshare_half_life_s !== undefined ? [['fairshare', 'fairshare: projects, then users, by decayed usage against their weights'] as [string, string]] : [])]}
           hint="The order in which waiting sessions are started." />
         <Select label="Node selector" value={v.selector ?? ''} onChange={set('selector')}
           options={[['concentrated', 'concentrated: fill nodes and GPUs first'], ['dispersed', 'dispersed: spread the load']]} />
@@ -96,6 +101,12 @@ function SchedulerForm({ config, reload, error, setError, notice, setNotice }: {
           hint="The smallest fGPU step a request may use; divides 1 (0.01, 0.05, 0.25…)." />
         <Num label="Folder trash days" value={v.folder_trash_days ?? ''} onInput={set('folder_trash_days')} step="1"
           hint="Days a removed folder stays in the trash before it is purged." />
+        {config.fairshare_half_life_s !== undefined && <Num label="Fair-share half-life (s)" value={v.fairshare_half_life_s ?? ''}
+          onInput={set('fairshare_half_life_s')} step="1" hint="Past usage counts half after this long (0: it never decays)." />}
+        {config.preemption !== undefined && <Select label="Preemption" value={v.preemption ?? ''} onChange={set('preemption')}
+          options={[['true', 'on: higher-priority sessions may preempt preemptible ones'], ['false', 'off: no session is ever preempted']]} />}
+        {config.preemption_min_runtime_s !== undefined && <Num label="Preemption minimum runtime (s)" value={v.preemption_min_runtime_s ?? ''}
+          onInput={set('preemption_min_runtime_s')} step="1" hint="A session younger than this is never preempted." />}
       </div>
       <ErrorText error={error} />
       {notice && <p class="notice" role="status">{notice}</p>}
@@ -182,7 +193,7 @@ function ClusterForm({ config, reload, error, setError, notice, setNotice }: {
 }
 
 // The policy's keys as the form shows them (docs/admin.md, "Policies").
-const POLICY_FIELDS: { key: string; label: string; kind: 'int' | 'num' | 'size' | 'bool'; hint: string }[] = [
+const POLICY_FIELDS: { key: string; label: string; kind: 'int' | 'num' | 'size' | 'bool' | 'choice'; hint: string }[] = [
   { key: 'max_sessions', label: 'Max sessions', kind: 'int', hint: 'at once' },
   { key: 'max_cpu', label: 'Max CPU', kind: 'num', hint: 'cores, in total' },
   { key: 'max_mem', label: 'Max memory', kind: 'size', hint: 'in total, e.g. 16g' },
@@ -194,6 +205,10 @@ const POLICY_FIELDS: { key: string; label: string; kind: 'int' | 'num' | 'size' 
   { key: 'max_folders', label: 'Max folders', kind: 'int', hint: 'default 20' },
   { key: 'max_folder_bytes', label: 'Max folder size', kind: 'size', hint: 'e.g. 50g' },
   { key: 'allow_root', label: 'Allow sessions as root', kind: 'bool', hint: '' },
+  { key: 'max_priority', label: 'Max priority', kind: 'int', hint: 'highest session priority, 0 to 100' },
+  { key: 'preemptible_batch', label: 'Batch sessions preemptible by default', kind: 'bool', hint: '' },
+  { key: 'preemptible_interactive', label: 'Interactive sessions preemptible by default', kind: 'bool', hint: '' },
+  { key: 'on_preempt', label: 'After preemption', kind: 'choice', hint: 'requeue: back to PENDING; end: TERMINATED' },
 ];
 
 function describe(p: Record<string, unknown>): string {
@@ -201,7 +216,9 @@ function describe(p: Record<string, unknown>): string {
   for (const f of POLICY_FIELDS) {
     const v = p[f.key];
     if (v === undefined || v === null) continue;
-    if (f.kind === 'bool') { if (v) parts.push('root allowed'); continue; }
+    if (f.key === 'allow_root') { if (v) parts.push('root allowed'); continue; }
+    if (f.kind === 'bool') { parts.push(`${f.label.toLowerCase()}: ${v ? 'yes' : 'no'}`); continue; }
+    if (f.kind === 'choice') { parts.push(`after preemption: ${String(v)}`); continue; }
     const shown = f.kind === 'size' && typeof v === 'number' ? fmtBytes(v) : typeof v === 'number' ? fmtNum(v) : String(v);
     parts.push(`${f.label.toLowerCase()} ${shown}`);
   }
@@ -224,7 +241,7 @@ function PolicyForm(props: { who: string | null; isNew: boolean; policy: Record<
     const o: Record<string, string> = {};
     for (const f of POLICY_FIELDS) {
       const x = props.policy[f.key];
-      o[f.key] = x === undefined || x === null || f.kind === 'bool' ? '' : String(x);
+      o[f.key] = x === undefined || x === null || f.key === 'allow_root' ? '' : String(x);
     }
     return o;
   });
@@ -238,9 +255,12 @@ function PolicyForm(props: { who: string | null; isNew: boolean; policy: Record<
     if (!who) { setError('Enter the user’s email.'); return; }
     const value: Record<string, unknown> = {};
     for (const f of POLICY_FIELDS) {
-      if (f.kind === 'bool') continue;
+      if (f.key === 'allow_root') continue;
       const raw = (v[f.key] ?? '').trim();
       if (!raw) continue;
+      // The preemption defaults and on_preempt: unset (the default) or chosen.
+      if (f.kind === 'bool') { value[f.key] = raw === 'true'; continue; }
+      if (f.kind === 'choice') { value[f.key] = raw; continue; }
       if (f.kind === 'size') { value[f.key] = /^\d+$/.test(raw) ? Number(raw) : raw; continue; }
       const n = Number(raw);
       if (Number.isNaN(n)) { setError(`${f.label}: enter a number.`); return; }
@@ -264,9 +284,17 @@ function PolicyForm(props: { who: string | null; isNew: boolean; policy: Record<
       )}
       <p class="hint">Leave a field empty for no limit{props.who === 'default' ? '' : '. A user’s own policy replaces the default for sessions, CPU, memory and fGPU; the other limits left empty come from the default'}.</p>
       <div class="form-grid">
-        {POLICY_FIELDS.filter((f) => f.kind !== 'bool').map((f) => (
+        {POLICY_FIELDS.filter((f) => f.kind !== 'bool' && f.kind !== 'choice').map((f) => (
           <Num key={f.key} label={f.label} value={v[f.key] ?? ''} type={f.kind === 'size' ? 'text' : 'number'}
             step={f.kind === 'int' ? '1' : 'any'} hint={f.hint} onInput={(x) => setV((o) => ({ ...o, [f.key]: x }))} />
+        ))}
+      </div>
+      <div class="form-grid">
+        {POLICY_FIELDS.filter((f) => f.key !== 'allow_root' && (f.kind === 'bool' || f.kind === 'choice')).map((f) => (
+          <Select key={f.key} label={f.label} value={v[f.key] ?? ''} hint={f.hint || undefined}
+            onChange={(x) => setV((o) => ({ ...o, [f.key]: x }))}
+            options={f.kind === 'bool' ? [['', 'the default'], ['true', 'yes'], ['false', 'no']]
+              : [['', 'the default (requeue)'], ['requeue', 'requeue: back to PENDING'], ['end', 'end: TERMINATED']]} />
         ))}
       </div>
       <label class="check-inline"><input type="checkbox" checked={root} onChange={(e) => setRoot((e.target as HTMLInputElement).checked)} /> Allow sessions that run as root</label>
