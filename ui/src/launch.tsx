@@ -127,6 +127,11 @@ const ROOT_FORBIDDEN = 'Your policy does not allow sessions that run as root: th
 export function LaunchDialog(props: {
   open: boolean; nodes: Node[]; onClose: () => void; onLaunched: () => void;
   resources?: ResourceSummary | null; user?: User;
+  // The projects the user may launch in (a select when more than one), and
+  // the one to start with (the Sessions page's switcher); without it, the
+  // one the server would choose: the user's one team project, else their
+  // personal one.
+  projects?: { name: string; personal: boolean }[]; project?: string;
 }) {
   const [catalog, setCatalog] = useState<Image[]>([]);
   const [family, setFamily] = useState('');
@@ -140,6 +145,12 @@ export function LaunchDialog(props: {
   const [batch, setBatch] = useState(false);
   const [command, setCommand] = useState('');
   const [root, setRoot] = useState(false);
+  const [project, setProject] = useState('');
+  const [group, setGroup] = useState('');
+  const [priority, setPriority] = useState('0');
+  // Preemptible follows the type (batch: yes, interactive: no) until the
+  // user sets it.
+  const [preemptible, setPreemptible] = useState<boolean | null>(null);
   // Whether the user's policy allows root: undefined while unknown (the
   // option is offered and the server decides, with a 403 shown as is).
   const [rootAllowed, setRootAllowed] = useState<boolean | undefined>(undefined);
@@ -192,7 +203,7 @@ export function LaunchDialog(props: {
   // while the user types; Launch stays off until it is right. The image's
   // minimum is the catalog's (the server refuses below it with 400).
   const memBytes = Math.round(memGiB * 1024) * MiB;
-  const problems: { cpu?: string; mem?: string; fgpu?: string; count?: string; command?: string } = {};
+  const problems: { cpu?: string; mem?: string; fgpu?: string; count?: string; command?: string; priority?: string } = {};
   if (!(cpu > 0)) problems.cpu = 'CPU must be more than 0.';
   else if (cpu < min.cpu - 1e-9) problems.cpu = `This image needs at least ${fmtNum(min.cpu)} CPU; ${fmtNum(cpu)} is below it.`;
   if (memBytes < 6 * MiB) problems.mem = 'Memory must be at least 6 MiB.';
@@ -201,7 +212,10 @@ export function LaunchDialog(props: {
   else if (fgpu < min.fgpu - 1e-9) problems.fgpu = `This image needs at least ${fmtNum(min.fgpu)} fGPU; ${fmtNum(fgpu)} is below it.`;
   if (!Number.isInteger(count) || count < 1 || count > 100) problems.count = 'Sessions must be a whole number from 1 to 100.';
   if (batch && !command.trim()) problems.command = 'A batch session needs a startup command: it runs it and ends with it.';
-  const blocked = problems.cpu ?? problems.mem ?? problems.fgpu ?? problems.count ?? problems.command ??
+  const prio = Number(priority.trim());
+  if (priority.trim() === '' || !Number.isInteger(prio) || prio < 0 || prio > 100) problems.priority = 'Priority must be a whole number from 0 to 100.';
+  const preemptOn = preemptible ?? batch;
+  const blocked = problems.cpu ?? problems.mem ?? problems.fgpu ?? problems.count ?? problems.command ?? problems.priority ??
     (!(typed.trim() || ref) ? 'Choose an environment and a version, or type an image name.' : null);
 
   // Picking from the lists is a choice over a name typed before.
@@ -230,6 +244,15 @@ export function LaunchDialog(props: {
     setCommand('');
     setRoot(false);
     setFgpu(0);
+    setPriority('0');
+    setPreemptible(null);
+    setGroup('');
+    // The switcher's project, else the one the server would pick: the
+    // user's one team project, else their personal one ('' when unknown:
+    // the server picks).
+    const mineP = props.resources?.projects ?? [];
+    const team = mineP.filter((p) => !p.personal);
+    setProject(props.project ?? (team.length === 1 ? team[0].name : mineP.find((p) => p.personal)?.name ?? ''));
     const last = readLast();
     setEstimate(null);
     setEstimateError(null);
@@ -287,6 +310,10 @@ export function LaunchDialog(props: {
     if (batch) req.type = 'batch';
     if (command.trim()) req.startup_command = command;
     if (rootOn) req.root = true;
+    if (project) req.project = project;
+    if (group) req.group = group;
+    if (prio) req.priority = prio;
+    req.preemptible = preemptOn;
     return req;
   };
 
@@ -310,7 +337,7 @@ export function LaunchDialog(props: {
       });
     }, 400);
     return () => clearTimeout(t);
-  }, [props.open, typed, ref, cpu, memGiB, fgpu, count, name, batch, command, rootOn]);
+  }, [props.open, typed, ref, cpu, memGiB, fgpu, count, name, batch, command, rootOn, project, group, prio, preemptOn]);
 
   const applyPreset = (p: typeof PRESETS[number]) => {
     setCpu(Math.max(minCpu, Math.min(p.cpu, maxCpu)));
@@ -354,6 +381,10 @@ export function LaunchDialog(props: {
     : nameable.length ? `e.g. ${nameable[0].ref}` : 'an image name, NAME:TAG';
 
   const overridden = typed.trim() !== '';
+  // The projects offered, and the resource groups the nodes are in (a
+  // select only when there are several).
+  const projectList = props.projects ?? [];
+  const groups = [...new Set(props.nodes.map((n) => n.group).filter((g): g is string => !!g))].sort();
   return (
     <Dialog open={props.open} title="Start a session" onClose={props.onClose}>
       <form onSubmit={launch} class="launch" noValidate>
@@ -415,6 +446,27 @@ export function LaunchDialog(props: {
         </div>
         <div class="launch-resources">
         <TextField label="Name" value={name} onInput={setName} placeholder="optional" />
+        {projectList.length > 1 && (
+          <div class="field">
+            <label for={`${uid}-project`}>Project</label>
+            <select id={`${uid}-project`} value={project} onChange={(e) => setProject((e.target as HTMLSelectElement).value)}
+              aria-describedby={`${uid}-project-hint`}>
+              {!project && <option value="">Default</option>}
+              {projectList.map((p) => <option key={p.name} value={p.name}>{p.name}{p.personal ? ' (personal)' : ''}</option>)}
+            </select>
+            <small class="hint" id={`${uid}-project-hint`}>Its quota holds beside your own policy.</small>
+          </div>
+        )}
+        {groups.length > 1 && (
+          <div class="field">
+            <label for={`${uid}-group`}>Resource group</label>
+            <select id={`${uid}-group`} value={group} onChange={(e) => setGroup((e.target as HTMLSelectElement).value)}>
+              <option value="">Default</option>
+              {groups.map((g) => <option key={g} value={g}>{g}</option>)}
+            </select>
+            <small class="hint">The nodes it may run on; a project may allow only some groups.</small>
+          </div>
+        )}
         <fieldset class="presets">
           <legend>Presets</legend>
           {PRESETS.map((p) => {
@@ -457,6 +509,20 @@ export function LaunchDialog(props: {
         <TextField label="Startup command" value={command} onInput={setCommand} mono
           placeholder={batch ? 'e.g. python3 train.py' : 'optional'} error={problems.command}
           hint={batch ? 'Run with /bin/sh -c in the session.' : 'Optional: run with /bin/sh -c after the session starts.'} />
+        <div class="launch-priority">
+          <TextField label="Priority" type="number" value={priority} onInput={setPriority} error={problems.priority}
+            hint="0 to 100; higher starts first and may preempt lower preemptible sessions (your policy's max_priority caps it)." />
+          <div class="field check">
+            <label class="check-inline">
+              <input type="checkbox" checked={preemptOn} aria-describedby={`${uid}-preempt`}
+                onChange={(e) => setPreemptible((e.target as HTMLInputElement).checked)} />
+              Preemptible
+            </label>
+            <small class="hint" id={`${uid}-preempt`}>{preemptOn
+              ? 'A higher-priority session may stop it to take its room; it is then queued again (PREEMPTED, then PENDING).'
+              : 'Never stopped for another session.'}{preemptible === null ? ` Default for ${batch ? 'batch' : 'interactive'} sessions.` : ''}</small>
+          </div>
+        </div>
         <div class="field check root-option">
           <label class="check-inline">
             <input type="checkbox" checked={rootOn} disabled={rootAllowed === false}

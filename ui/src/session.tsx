@@ -60,6 +60,8 @@ export function EndSessionDialog(props: { session: Session | null; onClose: () =
         <>
           {verb === 'Cancel'
             ? <p>Cancel session <strong>{s.name}</strong>? It has not started yet: it leaves the queue, nothing of it runs, and the resources it asked for are never taken.</p>
+            : s.status === 'PREEMPTED'
+            ? <p>Terminate session <strong>{s.name}</strong>? It was preempted and its container is being removed; terminated, it ends there rather than waiting in the queue to start again.</p>
             : <p>Terminate session <strong>{s.name}</strong>? Its container is removed; this cannot be undone.</p>}
           <ErrorText error={error} />
           <div class="actions">
@@ -242,7 +244,7 @@ export function SessionPage({ id, user }: { id: string; user: User }) {
   }
   const mine = user.is_admin || s.owner === user.email;
   const ended = ENDED_STATUSES.has(s.status) || s.status === 'TERMINATING';
-  const hasContainer = !!(s as { container_id?: string | null }).container_id || ['RUNNING', 'LOST', 'TERMINATING', 'TERMINATED', 'ERROR'].includes(s.status);
+  const hasContainer = !!(s as { container_id?: string | null }).container_id || ['RUNNING', 'LOST', 'PREEMPTED', 'TERMINATING', 'TERMINATED', 'ERROR'].includes(s.status);
   const envNames = Object.keys(s.env ?? {});
   const history = s.status_history ?? [];
   return (
@@ -280,6 +282,13 @@ export function SessionPage({ id, user }: { id: string; user: User }) {
             <dt>Resources</dt><dd>{fmtConfig(s.resources)}</dd>
             <dt>Type</dt><dd>{s.type ?? 'interactive'}{s.root ? ' · runs as root' : ''}</dd>
             <dt>Owner</dt><dd><Email email={s.owner} /></dd>
+            {s.project !== undefined && <><dt>Project</dt><dd data-testid="detail-project">{s.project}</dd></>}
+            {s.group !== undefined && <><dt>Resource group</dt><dd>{s.group}</dd></>}
+            {s.priority !== undefined && <><dt>Priority</dt><dd data-testid="detail-priority">{s.priority}</dd></>}
+            {s.preemptible !== undefined && <><dt>Preemptible</dt><dd data-testid="detail-preemptible">{s.preemptible
+              ? 'yes: a higher-priority session may stop it to take its room' : 'no'}</dd></>}
+            {(s.preemptions ?? 0) > 0 && <><dt>Preemptions</dt><dd data-testid="detail-preemptions" class="preempt-count">
+              preempted {s.preemptions} time{s.preemptions === 1 ? '' : 's'}</dd></>}
             <dt>Node</dt><dd>{s.agent ?? '— (not placed)'}</dd>
             <dt>GPUs</dt><dd>{(s.gpus ?? []).length === 0 ? 'none' : (
               <ul class="plain">{s.gpus!.map((g) => <li key={g.uuid}>GPU {g.index}: {fmtNum(g.fgpu)} fGPU <span class="hint mono">{g.uuid}</span></li>)}</ul>

@@ -5,7 +5,8 @@ import { LaunchDialog } from './launch';
 import { CommitDialog } from './commit';
 import { AppChips, AppLauncherDialog, useSessionApps } from './apps';
 import { EndSessionDialog, endVerb, navigate, sessionHref } from './session';
-import { Meter, ResourcePanel, useResources } from './usage';
+import { Meter, ResourcePanel, useResources, type ProjectQuota } from './usage';
+import { useProjects } from './projects';
 
 const ENDED = new Set(['TERMINATED', 'CANCELLED']);
 
@@ -19,7 +20,8 @@ type SessionRow = Session & { type?: string; oom_kills?: number; removed?: boole
 // killed for exceeding its memory limit.
 function statusInfo(s: SessionRow): string | null {
   if (!s.status_info) return null;
-  if (s.status === 'PENDING' || s.status === 'ERROR' || s.status === 'LOST') return s.status_info;
+  // PREEMPTED: by what and why; PENDING after it: "requeued after preemption N".
+  if (s.status === 'PENDING' || s.status === 'ERROR' || s.status === 'LOST' || s.status === 'PREEMPTED') return s.status_info;
   if ((s.oom_kills ?? 0) > 0 && s.status === 'RUNNING') return s.status_info;
   return null;
 }
@@ -76,10 +78,12 @@ export function useClusterState() {
   return { sessions, nodes, error, refresh };
 }
 
-// The list's filters and sort, kept in the URL's query (?status=&owner=
-// &sort=) so that reload, back and a shared link keep them.
+// The list's filters and sort, kept in the URL's query (?project=&status=
+// &owner=&sort=) so that reload, back and a shared link keep them. The
+// project is the switcher's choice: it filters the list, its quota shows
+// beside the user's, and the launch dialog starts with it.
 type SortKey = 'created' | 'name' | 'status' | 'cpu' | 'mem' | 'gpu' | 'owner';
-interface View { status: string; owner: string; sort: SortKey; desc: boolean }
+interface View { project: string; status: string; owner: string; sort: SortKey; desc: boolean }
 const SORTS: Record<SortKey, string> = { created: 'Age', name: 'Name', status: 'Status', cpu: 'CPU use', mem: 'Memory use', gpu: 'GPU use', owner: 'Owner' };
 
 function readView(): View {
@@ -87,10 +91,11 @@ function readView(): View {
   const raw = q.get('sort') ?? '-created';
   const desc = raw.startsWith('-');
   const key = (desc ? raw.slice(1) : raw) as SortKey;
-  return { status: q.get('status') ?? '', owner: q.get('owner') ?? '', sort: key in SORTS ? key : 'created', desc };
+  return { project: q.get('project') ?? '', status: q.get('status') ?? '', owner: q.get('owner') ?? '', sort: key in SORTS ? key : 'created', desc };
 }
 function writeView(v: View) {
   const q = new URLSearchParams();
+  if (v.project) q.set('project', v.project);
   if (v.status) q.set('status', v.status);
   if (v.owner) q.set('owner', v.owner);
   if (v.sort !== 'created' || !v.desc) q.set('sort', `${v.desc ? '-' : ''}${v.sort}`);
@@ -98,7 +103,8 @@ function writeView(v: View) {
   history.replaceState(null, '', `/sessions${qs ? `?${qs}` : ''}`);
 }
 
-const STATUS_ORDER = ['RUNNING', 'LOST', 'PREPARING', 'SCHEDULED', 'PENDING', 'TERMINATING', 'ERROR'];
+// PREEMPTED after LOST: it ran, and is on its way back to PENDING.
+const STATUS_ORDER = ['RUNNING', 'LOST', 'PREEMPTED', 'PREPARING', 'SCHEDULED', 'PENDING', 'TERMINATING', 'ERROR'];
 function sortValue(s: SessionFull, k: SortKey): number | string {
   switch (k) {
     case 'created': return Date.parse(s.created_at) || 0;
@@ -151,11 +157,29 @@ export function SessionsPage({ user }: { user: User }) {
   // status or ends.
   const resKey = sessions.map((s) => `${s.id}:${s.status}`).join(',');
   const { res, error: resError } = useResources(resKey);
+  const { projects, supported: hasProjects } = useProjects();
+
+  // The switcher's projects: those the user is in (an admin: every team
+  // project) and their personal one (from GET /v1/resources), and the one
+  // the URL names even if neither lists it.
+  const known = new Map<string, { name: string; personal: boolean }>();
+  for (const p of res?.projects ?? []) known.set(p.name, p);
+  for (const p of projects) known.set(p.name, p);
+  if (view.project && !known.has(view.project)) known.set(view.project, { name: view.project, personal: false });
+  const switchable = [...known.values()].sort((a, b) => Number(a.personal) - Number(b.personal) || a.name.localeCompare(b.name));
+  const showSwitch = hasProjects && (switchable.length > 1 || view.project !== '');
+  // The chosen project's quota: GET /v1/resources has those the user is
+  // in; a project an admin is no member of comes from GET /v1/projects.
+  const chosen: ProjectQuota | null = !view.project ? null
+    : res?.projects?.find((p) => p.name === view.project) ?? projects.find((p) => p.name === view.project) ?? null;
 
   const active = (sessions as SessionFull[]).filter((s) => !ENDED.has(s.status) && !s.removed);
-  const owners = [...new Set(active.map((s) => s.owner))].sort();
-  const statuses = [...new Set(active.map((s) => s.status))].sort((a, b) => STATUS_ORDER.indexOf(a) - STATUS_ORDER.indexOf(b));
-  const shown = active
+  const inProject = active.filter((s) => !view.project || s.project === view.project);
+  const owners = [...new Set(inProject.map((s) => s.owner))].sort();
+  // A project's manager sees its members' sessions: the owner shows then too.
+  const showOwners = user.is_admin || owners.some((o) => o !== user.email);
+  const statuses = [...new Set(inProject.map((s) => s.status))].sort((a, b) => STATUS_ORDER.indexOf(a) - STATUS_ORDER.indexOf(b));
+  const shown = inProject
     .filter((s) => (!view.status || s.status === view.status) && (!view.owner || s.owner === view.owner))
     .sort((a, b) => {
       const x = sortValue(a, view.sort), y = sortValue(b, view.sort);
@@ -174,9 +198,18 @@ export function SessionsPage({ user }: { user: User }) {
     <section aria-labelledby="sessions-title">
       <div class="toolbar">
         <h1 id="sessions-title">Sessions</h1>
+        {showSwitch && (
+          <div class="project-switch">
+            <label for={`${fid}-project`}>Project</label>
+            <select id={`${fid}-project`} value={view.project} onChange={(e) => change({ project: (e.target as HTMLSelectElement).value })}>
+              <option value="">All projects</option>
+              {switchable.map((p) => <option key={p.name} value={p.name}>{p.name}{p.personal ? ' (personal)' : ''}</option>)}
+            </select>
+          </div>
+        )}
         <Button kind="primary" onClick={() => setLaunching(true)}>Start</Button>
       </div>
-      <ResourcePanel res={res} error={resError} />
+      <ResourcePanel res={res} error={resError} project={chosen} />
       <ErrorText error={error} />
       <div class="filters" role="search" aria-label="Filter sessions">
         <div class="filter">
@@ -186,7 +219,7 @@ export function SessionsPage({ user }: { user: User }) {
             {[...new Set([...statuses, ...(view.status ? [view.status] : [])])].map((st) => <option key={st} value={st}>{st}</option>)}
           </select>
         </div>
-        {user.is_admin && (
+        {showOwners && (
           <div class="filter">
             <label for={`${fid}-owner`}>Owner</label>
             <select id={`${fid}-owner`} value={view.owner} onChange={(e) => change({ owner: (e.target as HTMLSelectElement).value })}>
@@ -201,18 +234,18 @@ export function SessionsPage({ user }: { user: User }) {
             const raw = (e.target as HTMLSelectElement).value;
             change({ sort: raw.replace(/^-/, '') as SortKey, desc: raw.startsWith('-') });
           }}>
-            {(Object.keys(SORTS) as SortKey[]).filter((k) => k !== 'owner' || user.is_admin).flatMap((k) => [
+            {(Object.keys(SORTS) as SortKey[]).filter((k) => k !== 'owner' || showOwners).flatMap((k) => [
               <option key={`-${k}`} value={`-${k}`}>{SORTS[k]}{k === 'created' ? ' (newest first)' : k === 'name' || k === 'owner' ? ' (Z–A)' : ' (highest first)'}</option>,
               <option key={k} value={k}>{SORTS[k]}{k === 'created' ? ' (oldest first)' : k === 'name' || k === 'owner' ? ' (A–Z)' : ' (lowest first)'}</option>,
             ])}
           </select>
         </div>
-        <span class="hint filter-count" role="status">{shown.length} of {active.length} shown</span>
+        <span class="hint filter-count" role="status">{shown.length} of {inProject.length} shown{view.project ? ` in ${view.project}` : ''}</span>
       </div>
       {!loaded ? (
         <div class="skeleton table-skeleton" aria-label="Loading the sessions" />
       ) : shown.length === 0 ? (
-        <p class="empty">{active.length === 0 ? 'No sessions. Press Start to launch one.' : 'No session matches these filters.'}</p>
+        <p class="empty">{inProject.length === 0 ? (view.project ? `No sessions in project ${view.project}. Press Start to launch one.` : 'No sessions. Press Start to launch one.') : 'No session matches these filters.'}</p>
       ) : (
         <div class="table-scroll">
         <table class="sessions stack">
@@ -231,7 +264,12 @@ export function SessionsPage({ user }: { user: User }) {
                 <td data-label="Name">
                   <a class="session-link" href={sessionHref(s.id)} onClick={(e) => { e.preventDefault(); open(s); }}>{s.name}</a>
                   {s.type === 'batch' && <span class="info badge" title="ends when its command ends"> batch</span>}
-                  {user.is_admin && <div class="owner-line"><Email email={s.owner} /></div>}
+                  {(showOwners || (!view.project && switchable.length > 1 && s.project)) && (
+                    <div class="owner-line">
+                      {!view.project && switchable.length > 1 && s.project && <span class="project-chip" title="its project">{s.project}</span>}
+                      {showOwners && <Email email={s.owner} />}
+                    </div>
+                  )}
                   {s.status === 'RUNNING' && <AppChips apps={apps.get(s.id)} />}
                 </td>
                 <td data-label="Image">{s.image}</td>
@@ -269,6 +307,7 @@ export function SessionsPage({ user }: { user: User }) {
       <AppLauncherDialog session={launcher} onClose={() => setLauncher(null)} />
       <CommitDialog session={converting} onClose={() => setConverting(null)} />
       <LaunchDialog open={launching} nodes={nodes} resources={res} user={user} onClose={() => setLaunching(false)}
+        projects={hasProjects ? switchable : undefined} project={view.project || undefined}
         onLaunched={() => { setLaunching(false); refresh(); }} />
     </section>
   );

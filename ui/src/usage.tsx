@@ -5,7 +5,7 @@
 import { useEffect, useId, useRef, useState } from 'preact/hooks';
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
-import { api2, fmtBytes, fmtNum, type ResourceSummary } from './api';
+import { api2, fmtBytes, fmtNum, type Quota, type QuotaUse, type ResourceSummary } from './api';
 
 // A percentage meter: label, value and bar on one line, always the same
 // size. pct null: no sample yet ("—"). warn/crit colour the bar.
@@ -44,7 +44,11 @@ export function useResources(key: string): { res: ResourceSummary | null; error:
 
 const GiB = 2 ** 30;
 
-interface Tile { name: string; used: number; limit: number | null; free: number | null; capacity: number | null; fmt: (n: number) => string }
+interface Tile {
+  name: string; used: number; limit: number | null; free: number | null; capacity: number | null; fmt: (n: number) => string;
+  // Whose limit: the user's policy, or a project's quota (named).
+  of?: { project: string };
+}
 
 function ResourceTile({ t }: { t: Tile }) {
   const id = useId();
@@ -52,28 +56,39 @@ function ResourceTile({ t }: { t: Tile }) {
   const total = t.limit ?? t.capacity ?? 0;
   const pct = total > 0 ? Math.min(100, (t.used / total) * 100) : 0;
   const left = t.limit !== null ? Math.max(0, t.limit - t.used) : null;
+  const whose = t.of ? `project ${t.of.project}'s quota` : 'your policy';
+  // A project's tiles carry data-project-resource, not data-resource: the
+  // user's own tiles stay the only ones of that name.
+  const attrs = t.of ? { 'data-project-resource': t.name.toLowerCase() } : { 'data-resource': t.name.toLowerCase() };
   return (
-    <div class="res-tile" data-resource={t.name.toLowerCase()}>
+    <div class={`res-tile${t.of ? ' project' : ''}`} {...attrs}>
       <div class="res-head">
         <span class="res-name" id={id}>{t.name}</span>
         <span class="res-used"><strong>{t.fmt(t.used)}</strong>
           <span class="res-of"> / {t.limit !== null ? t.fmt(t.limit) : 'no limit'}</span></span>
       </div>
       <div class="res-bar" role="meter" aria-labelledby={id} aria-valuemin={0} aria-valuemax={total || 1}
-        aria-valuenow={t.used} aria-valuetext={`${t.fmt(t.used)} used of ${t.limit !== null ? `your limit of ${t.fmt(t.limit)}` : 'no limit'}`}>
+        aria-valuenow={t.used} aria-valuetext={`${t.fmt(t.used)} used of ${t.limit !== null ? `${t.of ? `${whose} of` : 'your limit of'} ${t.fmt(t.limit)}` : 'no limit'}`}>
         <span class={`res-fill${pct >= 90 ? ' crit' : pct >= 70 ? ' warn' : ''}`} style={{ width: `${pct}%` }} />
       </div>
       <div class="res-foot">
-        {left !== null ? <span>{t.fmt(left)} left by your policy</span> : <span>your policy sets no limit</span>}
+        {left !== null ? <span>{t.fmt(left)} left by {whose}</span> : <span>{t.of ? 'the project sets no limit' : 'your policy sets no limit'}</span>}
         {t.free !== null && <span>cluster: {t.fmt(t.free)} free{t.capacity !== null ? ` of ${t.fmt(t.capacity)}` : ''}</span>}
       </div>
     </div>
   );
 }
 
+// A project's quota and use as the resource panel shows it (from GET
+// /v1/resources' "projects", or GET /v1/projects for one the caller
+// manages without being in it).
+export interface ProjectQuota { name: string; personal: boolean; quota: Quota; used: QuotaUse }
+
 // The Sessions page's summary: what the user uses of CPU, memory, fGPU and
-// sessions, against their policy and the cluster's free capacity.
-export function ResourcePanel({ res, error }: { res: ResourceSummary | null; error: string | null }) {
+// sessions, against their policy and the cluster's free capacity; and,
+// with a project chosen, the project's use against its quota beside it
+// (a session must fit both).
+export function ResourcePanel({ res, error, project }: { res: ResourceSummary | null; error: string | null; project?: ProjectQuota | null }) {
   const cores = (n: number) => `${fmtNum(Math.round(n * 100) / 100)} CPU`;
   const fgpu = (n: number) => `${fmtNum(Math.round(n * 100) / 100)} fGPU`;
   const mem = (n: number) => (n >= GiB || n === 0 ? `${fmtNum(Math.round((n / GiB) * 10) / 10)} GiB` : fmtBytes(n));
@@ -84,15 +99,32 @@ export function ResourcePanel({ res, error }: { res: ResourceSummary | null; err
     { name: 'GPU', used: res.used.fgpu, limit: res.policy.max_fgpu, free: res.cluster.free.fgpu, capacity: res.cluster.capacity.fgpu, fmt: fgpu },
     { name: 'Sessions', used: res.used.sessions, limit: res.policy.max_sessions, free: null, capacity: null, fmt: count },
   ];
-  return (
+  const of = project ? { project: project.name } : undefined;
+  const ptiles: Tile[] | null = project ? [
+    { name: 'CPU', used: project.used.cpu, limit: project.quota.cpu, free: null, capacity: null, fmt: cores, of },
+    { name: 'Memory', used: project.used.mem, limit: project.quota.mem, free: null, capacity: null, fmt: mem, of },
+    { name: 'GPU', used: project.used.fgpu, limit: project.quota.fgpu, free: null, capacity: null, fmt: fgpu, of },
+    { name: 'Sessions', used: project.used.sessions, limit: project.quota.sessions, free: null, capacity: null, fmt: count, of },
+  ] : null;
+  const mine = (
     <section class="res-panel" aria-labelledby="res-title" aria-busy={res === null && !error}>
-      <h2 id="res-title" class="sr-only">Your resources</h2>
+      <h2 id="res-title" class={project ? 'res-title' : 'sr-only'}>Your resources</h2>
       {tiles ? tiles.map((t) => <ResourceTile key={t.name} t={t} />)
         : ['CPU', 'Memory', 'GPU', 'Sessions'].map((n) => (
           <div key={n} class="res-tile skeleton" aria-hidden="true"><span class="res-name">{n}</span></div>
         ))}
       {error && <p class="error res-error" role="alert">{error}</p>}
     </section>
+  );
+  if (!ptiles || !project) return mine;
+  return (
+    <div class="res-panels">
+      {mine}
+      <section class="res-panel project" aria-labelledby="res-project-title" data-project={project.name}>
+        <h2 id="res-project-title" class="res-title">Project {project.name}{project.personal ? ' (personal)' : ''}</h2>
+        {ptiles.map((t) => <ResourceTile key={t.name} t={t} />)}
+      </section>
+    </div>
   );
 }
 
