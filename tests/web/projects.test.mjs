@@ -174,7 +174,8 @@ try {
       const row = document.querySelector('tr[data-session="lowjob"]');
       const st = row?.querySelector('.status')?.textContent;
       const info = row?.querySelector('.status + .info')?.textContent ?? '';
-      return st === 'PREEMPTED' || (st === 'PENDING' && info.includes('requeued after preemption'));
+      const note = row?.querySelector('.preempt-note')?.textContent ?? '';
+      return st === 'PREEMPTED' || (st === 'PENDING' && (info + note).includes('requeued after preemption'));
     }, null, { timeout: WAIT });
     if (await page.locator('tr[data-session="lowjob"] .status', { hasText: 'PREEMPTED' }).count()) await shots(page, 'projects_preempted', ['light']);
   });
@@ -186,8 +187,9 @@ try {
   await step('bob\'s row is PENDING, "requeued after preemption", with Cancel', async () => {
     const row = page.locator('tr[data-session="lowjob"]');
     await row.locator('.status', { hasText: 'PENDING' }).waitFor({ timeout: WAIT });
-    const info = await row.locator('.status + .info').textContent();
-    if (!info.includes('requeued after preemption')) throw new Error(`its status line says ${info}`);
+    // The reason it waits (the scheduler's), and why it is back in the queue.
+    const info = (await row.locator('td[data-label="Status"]').textContent()) ?? '';
+    if (!info.includes('requeued after preemption 1')) throw new Error(`its status cell says ${info}`);
     await row.getByRole('button', { name: 'Cancel' }).waitFor({ timeout: WAIT });
     await shots(page, 'projects_requeued');
   });
@@ -306,6 +308,24 @@ try {
       await dlg.waitFor({ state: 'hidden', timeout: WAIT });
       await card.getByTestId('node-group').filter({ hasText: `group ${g}` }).waitFor({ timeout: WAIT });
       if (g === 'train') await shots(page, 'projects_node_group', ['light']);
+    }
+  });
+
+  await step('at 400 pixels the sessions page with a project and the Admin page have no sideways scroll', async () => {
+    await page.setViewportSize({ width: 400, height: 860 });
+    try {
+      for (const [name, url, ready] of [
+        ['projects_sessions_narrow', '/sessions?project=vision', '.res-panel.project .res-tile'],
+        ['projects_admin_narrow', '/admin', 'tr[data-fairshare="vision"]'],
+      ]) {
+        await page.goto(new URL(url, WEB).href);
+        await page.locator(ready).first().waitFor({ timeout: WAIT });
+        const r = await page.evaluate(() => ({ sw: document.documentElement.scrollWidth, iw: innerWidth }));
+        if (r.sw > r.iw) throw new Error(`${url}: the page is ${r.sw} px wide in a ${r.iw} px window`);
+        await shots(page, name, ['light']);
+      }
+    } finally {
+      await page.setViewportSize(WIDE);
     }
   });
 

@@ -542,7 +542,8 @@ export function LaunchDialog(props: {
               : estimateError ? <span class="error">{estimateError}</span>
               : !estimate ? <span class="hint">Checking whether it fits…</span>
                 : estimate.fits_now ? <span><strong>Fits now:</strong> it starts at once.</span>
-                  : <span><strong>Will wait:</strong> {estimate.reason ?? 'it waits in the queue'}. It starts by itself when resources free up.</span>}
+                  : <span><strong>Will wait:</strong> {estimate.reason ?? 'it waits in the queue'}. It starts by itself when resources free up{prio > 0
+                    ? `, or sooner if the scheduler preempts lower-priority preemptible sessions for it (priority ${prio})` : ''}.</span>}
           </div>
           <ErrorText error={error} />
           <div class="actions">

@@ -280,6 +280,12 @@ export function SessionsPage({ user }: { user: User }) {
                       {statusInfo(s)}
                     </div>
                   )}
+                  {s.status === 'PENDING' && (s.preemptions ?? 0) > 0 && !s.status_info.includes('after preemption') && (
+                    // The scheduler's next pass replaces "requeued after
+                    // preemption N" by what it waits for: the row keeps why
+                    // it is back in the queue.
+                    <div class="info preempt-note">requeued after preemption {s.preemptions}</div>
+                  )}
                 </td>
                 <td data-label="Configuration">{fmtConfig(s.resources)}</td>
                 <td data-label="Usage"><RowUsage s={s} /></td>
