@@ -253,6 +253,10 @@ json_t *mgr_resources(struct manager *m, const struct user_rec *u);
 int mgr_node_set_group(struct manager *m, const char *id, const char *group, json_t **node, struct terr *err);
 
 /* ---- projects (projects.c; docs/scheduling.md) ---- */
+/* GET /v1/fairshare: each project's (u's, or all for admins) and its
+ * users' weight, target, decayed usage, usage share, current share and
+ * rank (scheduler.c). NULL on no memory. */
+json_t *mgr_fairshare_json(struct manager *m, const struct user_rec *u);
 int mgr_project_name_check(const char *name, struct terr *err);
 int mgr_group_name_check(const char *name, struct terr *err);
 /* The projects u is in (admins: every team project; with all, the

@@ -406,6 +406,7 @@ int manager_open(struct manager **out, const struct manager_config *cfg, struct 
 	if ((rc = mgr_images_load(m, err)) < 0 || (rc = mgr_drain_load(m, err)) < 0 ||
 	    (rc = mgr_node_groups_load(m, err)) < 0 || (rc = mgr_projects_load(m, err)) < 0)
 		goto fail;
+	mgr_fairshare_load(m);
 	if ((rc = open_redis(m, err)) < 0)
 		goto fail;
 	if (cfg->selector) {
@@ -599,6 +600,10 @@ void manager_close(struct manager *m)
 	if (m->threads_started)
 		pthread_join(m->sched_thread, NULL);
 	mgr_dispatch_join(m);
+	/* The last minute of fair-share usage, unless another manager took
+	 * the store over (its usage is the one that counts then). */
+	if (m->store && m->fs_saved_mono && m->store_ok && !m->store_fenced)
+		mgr_fairshare_save(m);
 	for (size_t i = 0; i < m->n_sessions; i++) {
 		session_rec_clear(&m->sessions[i]->rec);
 		mgr_session_texts_free(m->sessions[i]);

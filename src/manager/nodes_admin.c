@@ -176,6 +176,22 @@ json_t *mgr_resources(struct manager *m, const struct user_rec *u)
 		"cluster", "capacity", mgr_res_json(&capacity), "free", mgr_res_json(&free_),
 		"largest_fgpu_free_on_one_device", jsonutil_milli(largest_dev),
 		"largest_free_on_one_node", "cpu", jsonutil_milli(largest_node.cpu_m), "mem", (json_int_t)largest_node.mem);
+	/* The caller's projects, with their quotas and what they hold, for
+	 * the resource panel's project bars (docs/scheduling.md). */
+	json_t *projects = json_array();
+	for (size_t i = 0; o && i < m->n_projects; i++) {
+		const struct mproject *p = m->projects[i];
+		if (!mgr_find_member(m, p->rec.id, u->id))
+			continue;
+		json_t *pj = mgr_project_json(m, p, u);
+		json_array_append_new(projects, json_pack("{s:O,s:O,s:O,s:O,s:O}", "name", json_object_get(pj, "name"),
+							  "personal", json_object_get(pj, "personal"),
+							  "quota", json_object_get(pj, "quota"),
+							  "used", json_object_get(pj, "used"),
+							  "my_role", json_object_get(pj, "my_role")));
+		json_decref(pj);
+	}
+	json_object_set_new(o, "projects", projects);
 	pthread_mutex_unlock(&m->mu);
 	return o;
 }

@@ -463,6 +463,7 @@ static void *sched_main(void *arg)
 			retry_stuck_terminations(m);
 			mgr_folders_purge_trash(m);
 			mgr_usage_sweep(m);
+			mgr_fairshare_tick(m);
 		}
 		/* Nothing is placed while the store is unreachable (or not yet
 		 * written again after it came back): a placement must be
@@ -494,4 +495,60 @@ int mgr_scheduler_start(struct manager *m, struct terr *err)
 		return terr_set(err, EAGAIN, "cannot start the scheduler thread");
 	m->threads_started = true;
 	return 0;
+}
+
+/* The usage of a project or member as JSON: resource-seconds decayed. */
+static json_t *usage_json(const struct sched_usage *u)
+{
+	return json_pack("{s:f,s:f,s:f}", "cpu_s", u->cpu_s, "mem_gib_s", u->mem_s, "fgpu_s", u->fgpu_s);
+}
+
+json_t *mgr_fairshare_json(struct manager *m, const struct user_rec *u)
+{
+	pthread_mutex_lock(&m->mu);
+	struct snapshot sn;
+	json_t *out = NULL;
+	struct sched_share *ps = NULL, *ms = NULL;
+	if (!snapshot_build(m, &sn, NULL, 0, false))
+		goto done;
+	ps = calloc(sn.w.n_projects + 1, sizeof(*ps));
+	ms = calloc(sn.w.n_members + 1, sizeof(*ms));
+	if (!ps || !ms)
+		goto done;
+	sched_fairshare_projects(&sn.w, ps);
+	json_t *projects = json_array();
+	for (size_t i = 0; i < sn.w.n_projects; i++) {
+		const struct mproject *p = m->projects[i];
+		/* Admins see every project; others those they are in. */
+		if (!u->is_admin && !mgr_find_member(m, p->rec.id, u->id))
+			continue;
+		sched_fairshare_members(&sn.w, i, ms);
+		json_t *users = json_array();
+		for (size_t k = 0; k < sn.w.n_members; k++) {
+			if (sn.w.members[k].project != i)
+				continue;
+			const struct user_rec *mu = mgr_find_user(m, m->members[k]->rec.user_id);
+			json_array_append_new(users, json_pack("{s:s,s:f,s:f,s:o,s:f,s:f,s:I}",
+				"email", mu ? mu->email : m->members[k]->rec.user_id, "weight", sn.w.members[k].weight,
+				"target", ms[k].target, "usage", usage_json(&sn.w.members[k].usage),
+				"usage_share", ms[k].usage_share, "current_share", ms[k].current_share,
+				"rank", (json_int_t)ms[k].rank));
+		}
+		json_array_append_new(projects, json_pack("{s:s,s:b,s:f,s:f,s:o,s:f,s:f,s:I,s:o}",
+			"name", p->rec.name, "personal", p->rec.personal, "weight", sn.w.projects[i].weight,
+			"target", ps[i].target, "usage", usage_json(&sn.w.projects[i].usage),
+			"usage_share", ps[i].usage_share, "current_share", ps[i].current_share,
+			"rank", (json_int_t)ps[i].rank, "users", users));
+	}
+	out = json_pack("{s:s,s:I,s:b,s:I,s:o}", "queue_policy", m->settings.queue->name,
+			"half_life_s", (json_int_t)m->settings.fairshare_half_life_s,
+			"preemption", m->settings.preemption,
+			"preemption_min_runtime_s", (json_int_t)m->settings.preemption_min_runtime_s,
+			"projects", projects);
+done:
+	free(ps);
+	free(ms);
+	snapshot_free(&sn);
+	pthread_mutex_unlock(&m->mu);
+	return out;
 }

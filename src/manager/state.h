@@ -352,6 +352,9 @@ struct manager {
 	 * in the store's settings table; a node not named is in
 	 * MGR_DEFAULT_GROUP. */
 	json_t *node_groups;
+	/* Fair-share usage (fairshare.c): when it was last charged and last
+	 * stored (monotonic ms; fs_saved_mono 0: not loaded). */
+	int64_t fs_tick_mono, fs_saved_mono;
 	/* Every folder, live and trashed (folders.c), as stored. */
 	struct mfolder **folders;
 	size_t n_folders, cap_folders;
@@ -850,6 +853,14 @@ int mgr_project_choose(struct manager *m, const struct user_rec *u, const char *
 		       struct terr *err);
 bool mgr_project_allows_group(const struct mproject *p, const char *group);
 json_t *mgr_project_json(struct manager *m, const struct mproject *p, const struct user_rec *viewer);
+
+/* ---- fairshare.c ---- */
+/* Reads the stored usage (decayed by the time since it was stored). */
+void mgr_fairshare_load(struct manager *m);
+/* Charges what is held since the last tick (the scheduler's safety pass,
+ * once a second); stores the usage once a minute. */
+void mgr_fairshare_tick(struct manager *m);
+void mgr_fairshare_save(struct manager *m);
 
 /* ---- nodes_admin.c ---- */
 /* The resource group of node id (MGR_DEFAULT_GROUP when none set). */
