@@ -293,6 +293,9 @@ try {
     await page.locator(`tr[data-fairshare-user="${BOB}"]`).waitFor({ timeout: WAIT });
     await page.locator('section[aria-labelledby="projects-title"]').scrollIntoViewIfNeeded();
     await page.screenshot({ path: path.join(SHOTS, 'projects_admin-light.png'), fullPage: true });
+    // The user guide's: the two sections alone.
+    for (const id of ['projects', 'fairshare'])
+      await page.locator(`section[aria-labelledby="${id}-title"]`).screenshot({ path: path.join(SHOTS, `projects_admin_${id}-light.png`) });
   });
 
   // ---- The Nodes page: the node's group. ----

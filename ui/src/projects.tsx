@@ -269,10 +269,16 @@ function fmtHalfLife(s: number): string {
   if (s % 3600 === 0) return `half-life ${s / 3600} h`;
   return `half-life ${s} s`;
 }
+// Resource-seconds in the unit that reads best: "40 s", "12.5 min", "3.2 h".
+function fmtResTime(x: number, what: string): string {
+  const r = (n: number) => fmtNum(Math.round(n * 10) / 10);
+  if (x < 60) return `${r(x)} ${what}·s`;
+  if (x < 3600) return `${r(x / 60)} ${what}·min`;
+  return `${r(x / 3600)} ${what}·h`;
+}
 function fmtUsage(u: { cpu_s: number; mem_gib_s: number; fgpu_s: number } | undefined): string {
   if (!u) return '—';
-  const h = (x: number) => fmtNum(Math.round((x / 3600) * 100) / 100);
-  return `${h(u.fgpu_s)} fGPU·h · ${h(u.cpu_s)} CPU·h · ${h(u.mem_gib_s)} GiB·h`;
+  return [fmtResTime(u.fgpu_s, 'fGPU'), fmtResTime(u.cpu_s, 'CPU'), fmtResTime(u.mem_gib_s, 'GiB')].join(' · ');
 }
 
 // Like Slurm's sshare: each project's weight, its target share (its

@@ -266,7 +266,10 @@ export function SessionsPage({ user }: { user: User }) {
                   {s.type === 'batch' && <span class="info badge" title="ends when its command ends"> batch</span>}
                   {(showOwners || (!view.project && switchable.length > 1 && s.project)) && (
                     <div class="owner-line">
-                      {!view.project && switchable.length > 1 && s.project && <span class="project-chip" title="its project">{s.project}</span>}
+                      {!view.project && switchable.length > 1 && s.project && (
+                        // A personal project is named after its owner, shown beside it.
+                        <span class="project-chip" title={`project ${s.project}`}>{s.project === s.owner ? 'personal' : s.project}</span>
+                      )}
                       {showOwners && <Email email={s.owner} />}
                     </div>
                   )}
