@@ -99,6 +99,19 @@ check "a2 ends" wait_status_as "$ALICE" a2 TERMINATED
 check "and a3 starts in the room it left" wait_status_as "$ALICE" a3 RUNNING
 out=$(as "$ALICE" project add-member vision carol@proj.test 2>&1); rc=$?
 check "a member cannot add members (exit $rc: $out)" contains "$out" "only the project's managers and admins"
+# ---- project folders ----
+out=$(as "$BOB" folder create team-data --project vision --members ro 2>&1)
+check "bob, a manager, makes a folder of vision ($out)" contains "$out" "folder team-data created"
+out=$(as "$ALICE" folder create alice-team --project vision 2>&1); rc=$?
+check "a member cannot make one (exit $rc: $out)" contains "$out" "only project vision's managers"
+out=$(as "$ALICE" folder info team-data 2>&1)
+check "alice, a member, sees vision's folder ($out)" grep -q "^project: *vision" <<<"$out"
+check "  read-only, as its members setting says" grep -q "^permission: *ro" <<<"$out"
+out=$(as "$CAROL" folder info team-data 2>&1); rc=$?
+missing=$(as "$CAROL" folder info no-such-folder 2>&1)
+check "carol cannot see it (exit $rc)" [ $rc -ne 0 ]
+check "  with the answer a missing folder gets ($out)" [ "${out//team-data/X}" == "${missing//no-such-folder/X}" ]
+
 as "$ALICE" session rm a1 >/dev/null
 as "$ALICE" session rm a3 >/dev/null
 as "$ALICE" session rm a4 >/dev/null
