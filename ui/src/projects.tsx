@@ -11,9 +11,11 @@ import {
 import { Button, Dialog, Email, ErrorText, TextField } from './components';
 
 // The projects the caller is in (admins: every team project; all: the
-// personal ones too). supported is false when the manager has no
-// projects (404 on the route): the pages then show no switcher.
-export function useProjects(all = false) {
+// personal ones too), read again whenever `key` changes (the Sessions
+// page: a session started or ended, so a project's use changed).
+// supported is false when the manager has no projects (404 on the
+// route): the pages then show no switcher.
+export function useProjects(all = false, key = '') {
   const [projects, setProjects] = useState<Project[]>([]);
   const [supported, setSupported] = useState(true);
   const [error, setError] = useState<string | null>(null);
@@ -22,7 +24,7 @@ export function useProjects(all = false) {
       if (e instanceof ApiError && e.status === 404) setSupported(false);
       else setError(`Cannot read the projects: ${(e as Error).message}`);
     });
-  useEffect(() => { load(); }, [all]);
+  useEffect(() => { load(); }, [all, key]);
   return { projects, supported, error, reload: load };
 }
 

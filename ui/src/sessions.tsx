@@ -157,7 +157,7 @@ export function SessionsPage({ user }: { user: User }) {
   // status or ends.
   const resKey = sessions.map((s) => `${s.id}:${s.status}`).join(',');
   const { res, error: resError } = useResources(resKey);
-  const { projects, supported: hasProjects } = useProjects();
+  const { projects, supported: hasProjects } = useProjects(false, resKey);
 
   // The switcher's projects: those the user is in (an admin: every team
   // project) and their personal one (from GET /v1/resources), and the one
