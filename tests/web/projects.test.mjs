@@ -272,6 +272,20 @@ try {
     if (!p.members.some((m) => m.email === BOB && m.role === 'manager')) throw new Error(`its members: ${JSON.stringify(p.members)}`);
   });
 
+  await step('a project\'s quota changed in its Edit dialog: a limit emptied is no limit', async () => {
+    await page.locator('tr[data-project="nlp"]').getByRole('button', { name: 'Edit project nlp' }).click();
+    const dlg = page.getByRole('dialog', { name: 'Edit project nlp' });
+    const fgpu = dlg.getByLabel('Max fGPU');
+    if (await fgpu.inputValue() !== '0.5') throw new Error(`Max fGPU starts at ${await fgpu.inputValue()}`);
+    await fgpu.fill('');
+    await dlg.getByLabel('Max sessions').fill('3');
+    await dlg.getByRole('button', { name: 'Save project' }).click();
+    await dlg.waitFor({ state: 'hidden', timeout: WAIT });
+    await page.locator('tr[data-project="nlp"]', { hasText: '3 sessions' }).waitFor({ timeout: WAIT });
+    const p = JSON.parse((await apiCall(page, 'GET', '/api/v1/projects/nlp')).body).project;
+    if (p.quota.fgpu !== null || p.quota.sessions !== 3 || p.quota.mem !== 16 * 2 ** 30) throw new Error(`the server has ${JSON.stringify(p.quota)}`);
+  });
+
   await step('a removal the server refuses shows its words', async () => {
     const row = page.locator('tr[data-project="vision"]');
     await row.getByRole('button', { name: 'Remove project vision' }).click();

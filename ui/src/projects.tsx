@@ -60,23 +60,31 @@ function quotaValue(label: string, raw: string, unit: 'num' | 'int' | 'size'): {
   return { v: n };
 }
 
-function CreateProject({ onCreated }: { onCreated: (msg: string) => void }) {
-  const [name, setName] = useState('');
-  const [description, setDescription] = useState('');
-  const [cpu, setCpu] = useState('');
-  const [mem, setMem] = useState('');
-  const [fgpu, setFgpu] = useState('');
-  const [sessions, setSessions] = useState('');
-  const [weight, setWeight] = useState('1');
-  const [groups, setGroups] = useState('');
+// A project's fields as the form shows them: numbers as typed, a limit
+// left empty for none (memory in GiB).
+function formValues(p?: Project) {
+  const n = (v: number | null | undefined) => (v === null || v === undefined ? '' : fmtNum(v));
+  return {
+    name: p?.name ?? '', description: p?.description ?? '', cpu: n(p?.quota.cpu), fgpu: n(p?.quota.fgpu),
+    mem: p?.quota.mem != null ? fmtNum(Math.round((p.quota.mem / 2 ** 30) * 1000) / 1000) : '',
+    sessions: n(p?.quota.sessions), weight: p ? fmtNum(p.weight) : '1', groups: p?.groups.join(',') ?? '',
+  };
+}
+
+// Creates a project (POST /v1/projects) or, given one, changes its
+// description, quota, weight and groups (PATCH /v1/projects/{name}).
+function ProjectForm({ project, onSaved, onCancel }: { project?: Project; onSaved: (msg: string) => void; onCancel?: () => void }) {
+  const [v, setV] = useState(() => formValues(project));
+  const set = (k: keyof ReturnType<typeof formValues>) => (x: string) => setV((o) => ({ ...o, [k]: x }));
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
+  const editing = project !== undefined;
   const submit = async (e: Event) => {
     e.preventDefault();
     setError(null);
-    if (!name.trim()) { setError('Enter the project’s name.'); return; }
+    if (!editing && !v.name.trim()) { setError('Enter the project’s name.'); return; }
     const fields: [string, string, 'num' | 'int' | 'size', keyof Quota][] = [
-      ['Max CPU', cpu, 'num', 'cpu'], ['Max memory', mem, 'size', 'mem'], ['Max fGPU', fgpu, 'num', 'fgpu'], ['Max sessions', sessions, 'int', 'sessions'],
+      ['Max CPU', v.cpu, 'num', 'cpu'], ['Max memory', v.mem, 'size', 'mem'], ['Max fGPU', v.fgpu, 'num', 'fgpu'], ['Max sessions', v.sessions, 'int', 'sessions'],
     ];
     const quota: Record<string, unknown> = {};
     for (const [label, raw, unit, key] of fields) {
@@ -84,38 +92,48 @@ function CreateProject({ onCreated }: { onCreated: (msg: string) => void }) {
       if (r.error) { setError(r.error); return; }
       quota[key] = r.v;
     }
-    const w = Number(weight.trim() || '1');
+    const w = Number(v.weight.trim() || '1');
     if (!(w > 0)) { setError('Weight: enter a number above 0.'); return; }
+    const spec = {
+      description: v.description.trim(), weight: w, quota: quota as Partial<Quota>,
+      groups: v.groups.split(',').map((g) => g.trim()).filter(Boolean),
+    };
     setBusy(true);
     try {
-      const r = await api3.createProject({
-        name: name.trim(), description: description.trim(), weight: w, quota: quota as Partial<Quota>,
-        groups: groups.split(',').map((g) => g.trim()).filter(Boolean),
-      });
-      onCreated(`Created project ${r.project.name}.`);
-      setName(''); setDescription(''); setCpu(''); setMem(''); setFgpu(''); setSessions(''); setWeight('1'); setGroups('');
+      if (editing) {
+        await api3.updateProject(project.name, spec);
+        onSaved(`Saved project ${project.name}.`);
+      } else {
+        const r = await api3.createProject({ name: v.name.trim(), ...spec });
+        onSaved(`Created project ${r.project.name}.`);
+        setV(formValues());
+      }
     } catch (err) {
-      setError(`Cannot create the project: ${(err as Error).message}`);
+      setError(`Cannot ${editing ? 'save' : 'create'} the project: ${(err as Error).message}`);
     } finally {
       setBusy(false);
     }
   };
+  const label = editing ? `Edit project ${project.name}` : 'Create a project';
   return (
-    <form class="card create-project" onSubmit={submit} aria-label="Create a project" noValidate>
-      <h3>Create a project</h3>
+    <form class={editing ? 'project-form' : 'card create-project'} onSubmit={submit} aria-label={label} noValidate>
+      {!editing && <h3>Create a project</h3>}
       <div class="form-grid">
-        <TextField label="Project name" value={name} onInput={setName} required />
-        <TextField label="Description" value={description} onInput={setDescription} placeholder="optional" />
-        <TextField label="Max CPU" value={cpu} onInput={setCpu} type="number" hint="cores in all its sessions; empty: no limit" />
-        <TextField label="Max memory" value={mem} onInput={setMem} hint="e.g. 64g, or GiB; empty: no limit" />
-        <TextField label="Max fGPU" value={fgpu} onInput={setFgpu} type="number" hint="empty: no limit" />
-        <TextField label="Max sessions" value={sessions} onInput={setSessions} type="number" hint="at once; empty: no limit" />
-        <TextField label="Weight" value={weight} onInput={setWeight} type="number" hint="its fair share against the others’ (1 = equal)" />
-        <TextField label="Resource groups" value={groups} onInput={setGroups} placeholder="e.g. a100,h100"
+        {!editing && <TextField label="Project name" value={v.name} onInput={set('name')} required />}
+        <TextField label="Description" value={v.description} onInput={set('description')} placeholder="optional" />
+        <TextField label="Max CPU" value={v.cpu} onInput={set('cpu')} type="number" hint="cores in all its sessions; empty or 0: no limit" />
+        <TextField label="Max memory" value={v.mem} onInput={set('mem')} hint="e.g. 64g, or GiB; empty or 0: no limit" />
+        <TextField label="Max fGPU" value={v.fgpu} onInput={set('fgpu')} type="number" hint="empty or 0: no limit" />
+        <TextField label="Max sessions" value={v.sessions} onInput={set('sessions')} type="number" hint="at once; empty or 0: no limit" />
+        <TextField label="Weight" value={v.weight} onInput={set('weight')} type="number" hint="its fair share against the others’ (1 = equal)" />
+        <TextField label="Resource groups" value={v.groups} onInput={set('groups')} placeholder="e.g. a100,h100"
           hint="the node groups its sessions may use, comma-separated; empty: all" />
       </div>
       <ErrorText error={error} />
-      <div class="actions"><Button type="submit" kind="primary" disabled={busy}>Create project</Button></div>
+      <div class="actions">
+        {onCancel && <Button onClick={onCancel}>Cancel</Button>}
+        <Button type="submit" kind="primary" disabled={busy}>{editing ? 'Save project' : 'Create project'}</Button>
+      </div>
     </form>
   );
 }
@@ -198,6 +216,8 @@ export function ProjectsSection({ onChanged }: { onChanged?: () => void }) {
   const [actionError, setActionError] = useState<string | null>(null);
   const [managing, setManaging] = useState<string | null>(null);
   const [removing, setRemoving] = useState<Project | null>(null);
+  const [editing, setEditing] = useState<string | null>(null);
+  const edited = projects.find((p) => p.name === editing);
   const changed = () => { reload(); onChanged?.(); };
   const managed = projects.find((p) => p.name === managing) ?? null;
   if (!supported) return null;
@@ -240,6 +260,7 @@ export function ProjectsSection({ onChanged }: { onChanged?: () => void }) {
                 <td data-label="Groups">{p.groups.length ? p.groups.join(', ') : 'all'}</td>
                 <td data-label="Members">{p.members.length}</td>
                 <td data-label="Actions"><div class="row-actions horizontal">
+                  <Button onClick={() => setEditing(p.name)} label={`Edit project ${p.name}`}>Edit</Button>
                   {!p.personal && <Button onClick={() => setManaging(p.name)} label={`Members of ${p.name}`}>Members</Button>}
                   {!p.personal && <Button kind="danger" onClick={() => setRemoving(p)} label={`Remove project ${p.name}`}>Remove</Button>}
                 </div></td>
@@ -248,7 +269,11 @@ export function ProjectsSection({ onChanged }: { onChanged?: () => void }) {
           </tbody>
         </table>
       </div>
-      <CreateProject onCreated={(m) => { setNotice(m); setActionError(null); changed(); }} />
+      <ProjectForm onSaved={(m) => { setNotice(m); setActionError(null); changed(); }} />
+      <Dialog open={edited !== undefined} title={`Edit project ${edited?.name ?? ''}`} onClose={() => setEditing(null)}>
+        {edited && <ProjectForm key={edited.name} project={edited} onCancel={() => setEditing(null)}
+          onSaved={(m) => { setEditing(null); setNotice(m); setActionError(null); changed(); }} />}
+      </Dialog>
       <MembersDialog project={managed} onClose={() => setManaging(null)} onChanged={() => changed()} />
       <Dialog open={removing !== null} title="Remove project" onClose={() => setRemoving(null)}>
         {removing && (
