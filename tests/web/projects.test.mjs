@@ -52,11 +52,16 @@ async function waitRows(page, names) {
     .catch(async () => { throw new Error(`the list shows ${(await rowNames(page)).join(', ') || 'nothing'}, not ${want}`); });
 }
 const switcher = (page) => page.getByRole('combobox', { name: 'Project', exact: true });
-async function openLaunch(page) {
+// A dialog a failed step left open is closed first (Escape), so that
+// each step reports its own failure.
+async function closeDialogs(page) {
   if (await page.locator('dialog[open]').count()) {
     await page.keyboard.press('Escape');
     await page.locator('dialog[open]').waitFor({ state: 'detached', timeout: WAIT });
   }
+}
+async function openLaunch(page) {
+  await closeDialogs(page);
   await page.getByRole('button', { name: 'Start' }).click();
   const dlg = page.getByRole('dialog', { name: 'Start a session' });
   await dlg.waitFor();
@@ -123,6 +128,8 @@ try {
     const project = dlg.getByRole('combobox', { name: 'Project', exact: true });
     await project.waitFor({ timeout: WAIT });
     if (await project.inputValue() !== 'vision') throw new Error(`its project is ${await project.inputValue()}`);
+    const quota = await dlg.locator('.field', { has: page.getByRole('combobox', { name: 'Project', exact: true }) }).locator('.hint').textContent();
+    if (!quota.includes('1 fGPU (1 fGPU in use)')) throw new Error(`the project's hint says ${quota}`);
     const pre = dlg.getByRole('checkbox', { name: 'Preemptible' });
     if (await pre.isChecked()) throw new Error('an interactive session starts preemptible');
     await dlg.getByRole('radio', { name: 'Batch' }).check();
@@ -138,6 +145,7 @@ try {
   });
 
   await step('All projects shows every session again', async () => {
+    await closeDialogs(page);
     await switcher(page).selectOption('');
     await waitRows(page, ['adminbox', 'lowjob']);
     if (new URL(page.url()).searchParams.has('project')) throw new Error(`the URL is ${page.url()}`);

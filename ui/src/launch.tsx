@@ -1,5 +1,7 @@
 import { useEffect, useId, useLayoutEffect, useRef, useState } from 'preact/hooks';
-import { api, api2, ApiError, fmtNum, type Estimate, type Image, type Node, type ResourceSummary, type User } from './api';
+import {
+  api, api2, ApiError, fmtBytes, fmtNum, type Estimate, type Image, type Node, type Quota, type QuotaUse, type ResourceSummary, type User,
+} from './api';
 import { Button, Dialog, ErrorText, SliderField, TextField } from './components';
 import { FolderPicker, type Mounts } from './folderpicker';
 
@@ -131,7 +133,7 @@ export function LaunchDialog(props: {
   // the one to start with (the Sessions page's switcher); without it, the
   // one the server would choose: the user's one team project, else their
   // personal one.
-  projects?: { name: string; personal: boolean }[]; project?: string;
+  projects?: { name: string; personal: boolean; quota?: Quota; used?: QuotaUse }[]; project?: string;
 }) {
   const [catalog, setCatalog] = useState<Image[]>([]);
   const [family, setFamily] = useState('');
@@ -385,6 +387,21 @@ export function LaunchDialog(props: {
   // select only when there are several).
   const projectList = props.projects ?? [];
   const groups = [...new Set(props.nodes.map((n) => n.group).filter((g): g is string => !!g))].sort();
+  // The chosen project's quota in words: what a session there must fit beside the user's policy.
+  const pq = projectList.find((p) => p.name === project);
+  const quotaWords = (() => {
+    if (!pq?.quota) return 'Its quota holds beside your own policy.';
+    const q = pq.quota, u = pq.used;
+    const parts: string[] = [];
+    const part = (lim: number | null, used: number | undefined, f: (n: number) => string) => {
+      if (lim !== null && lim > 0) parts.push(`${f(lim)}${used !== undefined ? ` (${f(Math.round(used * 100) / 100)} in use)` : ''}`);
+    };
+    part(q.cpu, u?.cpu, (n) => `${fmtNum(n)} CPU`);
+    part(q.mem, u?.mem, fmtBytes);
+    part(q.fgpu, u?.fgpu, (n) => `${fmtNum(n)} fGPU`);
+    part(q.sessions, u?.sessions, (n) => `${n} session${n === 1 ? '' : 's'}`);
+    return parts.length ? `Its quota, beside your own policy: ${parts.join(', ')}.` : 'Its quota sets no limit; your own policy holds.';
+  })();
   return (
     <Dialog open={props.open} title="Start a session" onClose={props.onClose}>
       <form onSubmit={launch} class="launch" noValidate>
@@ -454,7 +471,7 @@ export function LaunchDialog(props: {
               {!project && <option value="">Default</option>}
               {projectList.map((p) => <option key={p.name} value={p.name}>{p.name}{p.personal ? ' (personal)' : ''}</option>)}
             </select>
-            <small class="hint" id={`${uid}-project-hint`}>Its quota holds beside your own policy.</small>
+            <small class="hint" id={`${uid}-project-hint`}>{quotaWords}</small>
           </div>
         )}
         {groups.length > 1 && (

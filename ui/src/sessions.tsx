@@ -1,5 +1,5 @@
 import { useEffect, useId, useState } from 'preact/hooks';
-import { api, fmtAge, fmtConfig, type Node, type Session, type SessionFull, type User } from './api';
+import { api, fmtAge, fmtConfig, type Node, type Quota, type QuotaUse, type Session, type SessionFull, type User } from './api';
 import { Button, Email, ErrorText } from './components';
 import { LaunchDialog } from './launch';
 import { CommitDialog } from './commit';
@@ -162,7 +162,7 @@ export function SessionsPage({ user }: { user: User }) {
   // The switcher's projects: those the user is in (an admin: every team
   // project) and their personal one (from GET /v1/resources), and the one
   // the URL names even if neither lists it.
-  const known = new Map<string, { name: string; personal: boolean }>();
+  const known = new Map<string, { name: string; personal: boolean; quota?: Quota; used?: QuotaUse }>();
   for (const p of res?.projects ?? []) known.set(p.name, p);
   for (const p of projects) known.set(p.name, p);
   if (view.project && !known.has(view.project)) known.set(view.project, { name: view.project, personal: false });
