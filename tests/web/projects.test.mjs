@@ -294,18 +294,6 @@ try {
     if (p.quota.fgpu !== null || p.quota.sessions !== 3 || p.quota.mem !== 16 * 2 ** 30) throw new Error(`the server has ${JSON.stringify(p.quota)}`);
   });
 
-  await step('a removal the server refuses shows its words', async () => {
-    const row = page.locator('tr[data-project="vision"]');
-    await row.getByRole('button', { name: 'Remove project vision' }).click();
-    const dlg = page.getByRole('dialog', { name: 'Remove project' });
-    await dlg.getByRole('button', { name: 'Remove project' }).click();
-    const alert = page.locator('section[aria-labelledby="projects-title"] [role=alert]');
-    await alert.waitFor({ timeout: WAIT });
-    const text = await alert.textContent();
-    if (!text.includes('Cannot remove vision')) throw new Error(`it says ${text}`);
-    await row.waitFor({ timeout: WAIT });
-  });
-
   await step('the fair share table lists vision with its share and rank, and bob under it', async () => {
     const row = page.locator('tr[data-fairshare="vision"]');
     await row.waitFor({ timeout: WAIT });
@@ -318,6 +306,18 @@ try {
     // The user guide's: the two sections alone.
     for (const id of ['projects', 'fairshare'])
       await page.locator(`section[aria-labelledby="${id}-title"]`).screenshot({ path: path.join(SHOTS, `projects_admin_${id}-light.png`) });
+  });
+
+  await step('a removal the server refuses shows its words', async () => {
+    const row = page.locator('tr[data-project="vision"]');
+    await row.getByRole('button', { name: 'Remove project vision' }).click();
+    const dlg = page.getByRole('dialog', { name: 'Remove project' });
+    await dlg.getByRole('button', { name: 'Remove project' }).click();
+    const alert = page.locator('section[aria-labelledby="projects-title"] [role=alert]');
+    await alert.waitFor({ timeout: WAIT });
+    const text = await alert.textContent();
+    if (!text.includes('Cannot remove vision')) throw new Error(`it says ${text}`);
+    await row.waitFor({ timeout: WAIT });
   });
 
   // ---- The Nodes page: the node's group. ----

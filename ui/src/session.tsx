@@ -14,6 +14,7 @@ import { CommitDialog } from './commit';
 import { LogViewer } from './logs';
 import { LiveChart, Meter } from './usage';
 import { useClusterState } from './sessions';
+import { useProjects } from './projects';
 
 export const ENDED_STATUSES = new Set(['TERMINATED', 'CANCELLED', 'ERROR']);
 const WAITING = new Set(['PENDING']);
@@ -217,6 +218,7 @@ export function SessionPage({ id, user }: { id: string; user: User }) {
   const [launcher, setLauncher] = useState<Session | null>(null);
   const [apps, setApps] = useState<{ name: string; protocol?: string }[] | undefined>(undefined);
   const [now, setNow] = useState(Date.now());
+  const { projects } = useProjects();
 
   // The list entry from the event stream: when it changes, the page
   // reads the session again (for its history).
@@ -243,6 +245,8 @@ export function SessionPage({ id, user }: { id: string; user: User }) {
     );
   }
   const mine = user.is_admin || s.owner === user.email;
+  // A project's manager may end its members' sessions too.
+  const manages = projects.some((p) => p.name === s.project && p.my_role === 'manager');
   const ended = ENDED_STATUSES.has(s.status) || s.status === 'TERMINATING';
   const hasContainer = !!(s as { container_id?: string | null }).container_id || ['RUNNING', 'LOST', 'PREEMPTED', 'TERMINATING', 'TERMINATED', 'ERROR'].includes(s.status);
   const envNames = Object.keys(s.env ?? {});
@@ -256,7 +260,7 @@ export function SessionPage({ id, user }: { id: string; user: User }) {
         <div class="detail-actions">
           {s.status === 'RUNNING' && mine && <Button kind="primary" onClick={() => setLauncher(s)}>Apps</Button>}
           {s.status === 'RUNNING' && mine && <Button onClick={() => setConverting(s)}>Convert to image</Button>}
-          {!ended && mine && <Button kind="danger" onClick={() => setEnding(s)}>{endVerb(s)}</Button>}
+          {!ended && (mine || manages) && <Button kind="danger" onClick={() => setEnding(s)}>{endVerb(s)}</Button>}
         </div>
       </div>
       {s.status_info && <p class={`status-info${s.status === 'ERROR' ? ' error' : ''}`}>{s.status_info}</p>}
