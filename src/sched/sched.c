@@ -949,7 +949,7 @@ static ssize_t could_ever_hold(const struct sched_agent *agents, struct group_ag
 static bool any_alive(const struct sched_agent *agents, struct group_agents g)
 {
 	for (size_t k = 0; k < g.n; k++)
-		if (usable(&agents[g.ids[k]]))
+		if (usable(&agents[g.ids ? g.ids[k] : k]))
 			return true;
 	return false;
 }
@@ -1618,11 +1618,13 @@ size_t sched_plan(const struct sched_params *p, struct sched_world *w,
 			explain_wait(agents, g, gw, &r->req, p->per_device_m, why, SCHED_REASON_MAX);
 			if (!p->queue->blocking)
 				continue;
-			/* No alive node could hold it even empty: it waits for a LOST
-			 * node to come back (or a larger node to register) without
-			 * holding the queue meanwhile, since the alive nodes can serve
-			 * the sessions behind it. */
-			if (any_alive(agents, g) && could_ever_hold(agents, g, &r->req, p->per_device_m, true) < 0) {
+			/* No alive node of its group could hold it even empty: it
+			 * waits for a LOST node to come back (or a larger node to
+			 * register) without holding the queue meanwhile, since the
+			 * alive nodes (of any group) can serve the sessions behind
+			 * it. */
+			struct group_agents all = {NULL, w->n_agents};
+			if (any_alive(agents, all) && could_ever_hold(agents, g, &r->req, p->per_device_m, true) < 0) {
 				ssize_t lost = could_ever_hold(agents, g, &r->req, p->per_device_m, false);
 				if (lost >= 0 && agents[lost].alive && agents[lost].drained)
 					snprintf(why, SCHED_REASON_MAX,
