@@ -312,23 +312,45 @@ const struct sched_selector_ops sched_dispersed = {"dispersed", select_dispersed
 
 /* ---------- queue policies ---------- */
 
+/* fifo and lifo keep where they are, so that a pass over a long queue
+ * does not rescan the tried prefix at every call. */
+struct cursor {
+	size_t at;
+};
+
+static void *cursor_start(const struct sched_request *reqs, size_t n, const struct sched_world *w)
+{
+	(void)reqs; (void)n; (void)w;
+	return calloc(1, sizeof(struct cursor));
+}
+
 static ssize_t next_fifo(const struct sched_request *reqs, size_t n, const bool *tried,
 			 const struct sched_world *w, void *state)
 {
-	(void)reqs; (void)w; (void)state;
-	for (size_t i = 0; i < n; i++)
-		if (!tried[i])
-			return (ssize_t)i;
+	(void)reqs; (void)w;
+	struct cursor *c = state;
+	for (size_t i = c ? c->at : 0; i < n; i++) {
+		if (tried[i])
+			continue;
+		if (c)
+			c->at = i;
+		return (ssize_t)i;
+	}
 	return -1;
 }
 
 static ssize_t next_lifo(const struct sched_request *reqs, size_t n, const bool *tried,
 			 const struct sched_world *w, void *state)
 {
-	(void)reqs; (void)w; (void)state;
-	for (size_t i = n; i-- > 0;)
-		if (!tried[i])
-			return (ssize_t)i;
+	(void)reqs; (void)w;
+	struct cursor *c = state;   /* at: how many from the end are done */
+	for (size_t i = n - (c ? c->at : 0); i-- > 0;) {
+		if (tried[i])
+			continue;
+		if (c)
+			c->at = n - 1 - i;
+		return (ssize_t)i;
+	}
 	return -1;
 }
 
@@ -757,8 +779,8 @@ static ssize_t next_fairshare(const struct sched_request *reqs, size_t n, const 
 	return (ssize_t)st->order[st->cur[best_s]];
 }
 
-const struct sched_queue_ops sched_fifo = {"fifo", true, next_fifo, NULL, NULL};
-const struct sched_queue_ops sched_lifo = {"lifo", true, next_lifo, NULL, NULL};
+const struct sched_queue_ops sched_fifo = {"fifo", true, next_fifo, cursor_start, free};
+const struct sched_queue_ops sched_lifo = {"lifo", true, next_lifo, cursor_start, free};
 const struct sched_queue_ops sched_drf = {"drf", false, next_drf, NULL, NULL};
 const struct sched_queue_ops sched_fairshare = {"fairshare", false, next_fairshare, fs_start, fs_stop};
 
