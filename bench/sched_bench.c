@@ -61,7 +61,7 @@ static int fail(const struct terr *err)
  * GPU sessions (0.5 to 8 GPUs, 4 CPU and 32 GiB per GPU, 5 to 25 simulated
  * minutes) at twice what the cluster can run, each a third of the load.
  * Usage is charged on the simulated clock (sched_usage_charge, half-life
- * 15 min). Every minute from minute 10 a priority-10 request of a whole
+ * 15 min). Every 30 s from minute 10 a priority-10 request of a whole
  * node (8 GPUs) arrives: it needs preemption, and the CPU time of the pass
  * that chose its victims plus the pass that placed it (its victims gone in
  * between) is its scheduler time. Printed: each project's GPU share over
@@ -217,7 +217,7 @@ static int run_fairshare_trace(void)
 			int64_t fgpu = k < 15 ? 500 : k < 55 ? 1000 : k < 80 ? 2000 : k < 95 ? 4000 : 8000;
 			sim_submit(s, user, fgpu, 300 + rand() % 1201, 0, "batch");
 		}
-		if (now >= 600 && now % 60 == 0 && hp_seq_waiting < 0) {
+		if (now >= 600 && now % 30 == 0 && hp_seq_waiting < 0) {
 			sim_submit(s, (size_t)(hp_sent % 3) * SIM_USERS_PER_PROJECT, 8000, 600, 10, "urgent");
 			hp_seq_waiting = s->seq;
 			hp_first_cpu = 0;

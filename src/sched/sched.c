@@ -817,41 +817,57 @@ struct group_agents {
 	size_t n;
 };
 
-/* Why a request that passed the user policy fits nowhere in its group, in
- * words. grp: "" or " of group NAME" (when the cluster has several). */
-static void explain_wait(const struct sched_agent *agents, struct group_agents g, const char *grp,
-			 const struct res *req, int64_t per_device_m, char *buf, size_t len)
+/* What the agents of a group offer a request of this CPU and memory, for
+ * the words of its wait. */
+struct offer {
+	size_t alive, host_fit, drained;
+	struct res best;            /* the most free CPU and memory on a node */
+	int64_t best_dev;           /* the most free on one device of a node with the host room */
+	int64_t most_whole;         /* the most whole free devices on such a node */
+};
+
+static struct offer group_offer(const struct sched_agent *agents, struct group_agents g, const struct res *req,
+				int64_t per_device_m)
 {
-	char need[96];
-	struct res host_req = *req;
-	host_req.fgpu_m = 0;
-	res_describe(&host_req, need, sizeof(need));
-	size_t alive = 0, host_fit = 0, drained = 0;
-	struct res best = {0};
-	int64_t best_dev = 0, most_whole = 0;
+	struct offer o = {0};
 	for (size_t k = 0; k < g.n; k++) {
 		const struct sched_agent *a = &agents[g.ids[k]];
 		if (!a->alive)
 			continue;
 		if (a->drained) {
-			drained++;
+			o.drained++;
 			continue;
 		}
-		alive++;
-		if (a->free.cpu_m > best.cpu_m) best.cpu_m = a->free.cpu_m;
-		if (a->free.mem > best.mem) best.mem = a->free.mem;
+		o.alive++;
+		if (a->free.cpu_m > o.best.cpu_m) o.best.cpu_m = a->free.cpu_m;
+		if (a->free.mem > o.best.mem) o.best.mem = a->free.mem;
 		if (req->cpu_m > a->free.cpu_m || req->mem > a->free.mem)
 			continue;
-		host_fit++;
+		o.host_fit++;
 		int64_t whole = 0;
 		for (size_t d = 0; d < a->n_devs; d++) {
-			if (a->devs[d].free_m > best_dev)
-				best_dev = a->devs[d].free_m;
+			if (a->devs[d].free_m > o.best_dev)
+				o.best_dev = a->devs[d].free_m;
 			whole += a->devs[d].free_m == per_device_m;
 		}
-		if (whole > most_whole)
-			most_whole = whole;
+		if (whole > o.most_whole)
+			o.most_whole = whole;
 	}
+	return o;
+}
+
+/* Why a request that passed the user policy fits nowhere in its group, in
+ * words. grp: "" or " of group NAME" (when the cluster has several). */
+static void explain_wait(const struct offer *o, const char *grp, const struct res *req, int64_t per_device_m,
+			 char *buf, size_t len)
+{
+	char need[96];
+	struct res host_req = *req;
+	host_req.fgpu_m = 0;
+	res_describe(&host_req, need, sizeof(need));
+	size_t alive = o->alive, host_fit = o->host_fit, drained = o->drained;
+	struct res best = o->best;
+	int64_t best_dev = o->best_dev, most_whole = o->most_whole;
 	if (alive == 0) {
 		if (drained)
 			snprintf(buf, len, "waiting for a node%s: every alive node%s is drained (an admin stopped new "
@@ -986,6 +1002,7 @@ struct no_victims {
 	struct res req;
 };
 #define NO_VICTIMS_MAX 16
+#define OFFER_MEMO_MAX 8
 
 /* Everything one pass keeps besides the world. */
 struct pass {
@@ -1008,6 +1025,18 @@ struct pass {
 	size_t n_ending;                  /* running sessions already ending */
 	struct no_victims nov[NO_VICTIMS_MAX];
 	size_t n_nov;
+	/* What groups offer, by request CPU and memory, since the last change
+	 * of any agent: a full cluster leaves most of a long queue waiting,
+	 * and a scan of the group per waiting request would be most of the
+	 * pass. */
+	uint64_t gen;                     /* bumped at every change of an agent */
+	struct offer_memo {
+		uint64_t gen;             /* 0: empty */
+		size_t group;
+		int64_t cpu_m, mem;
+		struct offer o;
+	} memo[OFFER_MEMO_MAX];
+	size_t memo_next;
 	struct sched_result *res;
 };
 
@@ -1052,6 +1081,7 @@ static int pass_init(struct pass *ps, const struct sched_params *p, struct sched
 	ps->w = w;
 	ps->reqs = reqs;
 	ps->per_dev = p->per_device_m;
+	ps->gen = 1;
 	size_t g = w->n_groups ? w->n_groups : 1;
 	for (size_t i = 0; i < w->n_agents; i++)
 		if (w->agents[i].group + 1 > g)
@@ -1107,6 +1137,22 @@ static struct sched_index *group_index(struct pass *ps, size_t g)
 		ps->ix[g] = index_build(ps->w->agents, &ps->gids[ps->gstart[g]], ps->gstart[g + 1] - ps->gstart[g],
 					ps->local, ps->p->per_device_m, ps->p->quantum_m);
 	return ps->ix[g];
+}
+
+static struct offer memo_offer(struct pass *ps, size_t g, const struct res *req)
+{
+	for (size_t i = 0; i < OFFER_MEMO_MAX; i++) {
+		struct offer_memo *m = &ps->memo[i];
+		if (m->gen == ps->gen && m->group == g && m->cpu_m == req->cpu_m && m->mem == req->mem)
+			return m->o;
+	}
+	struct offer_memo *m = &ps->memo[ps->memo_next++ % OFFER_MEMO_MAX];
+	m->o = group_offer(ps->w->agents, group_of(ps, g), req, ps->p->per_device_m);
+	m->gen = ps->gen;
+	m->group = g;
+	m->cpu_m = req->cpu_m;
+	m->mem = req->mem;
+	return m->o;
 }
 
 static void account(struct sched_world *w, const struct sched_request *r, int sign)
@@ -1480,6 +1526,7 @@ static bool preempt_for(struct pass *ps, size_t ri, char *why)
 			a->devs[d].free_m = devs[d].free_m;
 	if (ps->ix[r->group])
 		index_update(ps->ix[r->group], (size_t)best_a);
+	ps->gen++;
 	account(w, r, +1);
 	/* Each victim's rule as the search judged it, before any of them
 	 * counts as leaving. */
@@ -1629,6 +1676,7 @@ size_t sched_plan(const struct sched_params *p, struct sched_world *w,
 					ag->devs[pl->shares[s].device].free_m -= pl->shares[s].fgpu_m;
 				account(w, r, +1);
 				index_update(ix, (size_t)a);
+				ps.gen++;
 				placed++;
 				continue;
 			}
@@ -1637,7 +1685,10 @@ size_t sched_plan(const struct sched_params *p, struct sched_world *w,
 				continue;
 			struct group_agents g = group_of(&ps, r->group);
 			group_words(&ps, r->group, gw, sizeof(gw));
-			explain_wait(agents, g, gw, &r->req, p->per_device_m, why, SCHED_REASON_MAX);
+			if (reasons) {
+				struct offer o = memo_offer(&ps, r->group, &r->req);
+				explain_wait(&o, gw, &r->req, p->per_device_m, why, SCHED_REASON_MAX);
+			}
 			if (!p->queue->blocking)
 				continue;
 			/* No alive node of its group could hold it even empty: it
