@@ -1340,13 +1340,17 @@ static size_t greedy_set(const struct pass *ps, const struct sched_agent *a, con
 	return n;
 }
 
-/* Sort keys for candidates. */
-static const struct sched_world *sort_w;
-static size_t sort_dev;
+/* Candidate orders. The sort takes its context as an argument (no
+ * globals: the planner stays reentrant); a node's candidates are few, so
+ * an insertion sort does. */
+struct vorder {
+	const struct sched_world *w;
+	size_t dev;   /* SCHED_MAX_DEVICES: by the whole session */
+	bool larger;  /* largest first, else cheapest first */
+};
 
-static int cheaper_first(const void *x, const void *y)
+static int cheaper_first(const struct sched_running *a, const struct sched_running *b)
 {
-	const struct sched_running *a = &sort_w->running[*(const size_t *)x], *b = &sort_w->running[*(const size_t *)y];
 	if (a->ending != b->ending)
 		return a->ending ? -1 : 1;
 	if (a->priority != b->priority)
@@ -1367,17 +1371,29 @@ static int64_t share_on(const struct sched_running *rn, size_t dev)
 	return t;
 }
 
-/* Largest first (on sort_dev when set, else in fGPU then CPU), then cheaper. */
-static int larger_first(const void *x, const void *y)
+static int vorder_cmp(const struct vorder *o, size_t x, size_t y)
 {
-	const struct sched_running *a = &sort_w->running[*(const size_t *)x], *b = &sort_w->running[*(const size_t *)y];
-	int64_t sa = sort_dev < SCHED_MAX_DEVICES ? share_on(a, sort_dev) : a->req.fgpu_m;
-	int64_t sb = sort_dev < SCHED_MAX_DEVICES ? share_on(b, sort_dev) : b->req.fgpu_m;
-	if (sa != sb)
-		return sa > sb ? -1 : 1;
-	if (sort_dev >= SCHED_MAX_DEVICES && a->req.cpu_m != b->req.cpu_m)
-		return a->req.cpu_m > b->req.cpu_m ? -1 : 1;
-	return cheaper_first(x, y);
+	const struct sched_running *a = &o->w->running[x], *b = &o->w->running[y];
+	if (o->larger) {
+		/* On the device when one is named, else in fGPU then CPU. */
+		int64_t sa = o->dev < SCHED_MAX_DEVICES ? share_on(a, o->dev) : a->req.fgpu_m;
+		int64_t sb = o->dev < SCHED_MAX_DEVICES ? share_on(b, o->dev) : b->req.fgpu_m;
+		if (sa != sb)
+			return sa > sb ? -1 : 1;
+		if (o->dev >= SCHED_MAX_DEVICES && a->req.cpu_m != b->req.cpu_m)
+			return a->req.cpu_m > b->req.cpu_m ? -1 : 1;
+	}
+	return cheaper_first(a, b);
+}
+
+static void vorder_sort(const struct vorder *o, size_t *v, size_t n)
+{
+	for (size_t i = 1; i < n; i++) {
+		size_t x = v[i], j = i;
+		for (; j > 0 && vorder_cmp(o, x, v[j - 1]) < 0; j--)
+			v[j] = v[j - 1];
+		v[j] = x;
+	}
 }
 
 /* The fewest and cheapest victims on agent ai for r; n (0: none) into set. */
@@ -1402,20 +1418,15 @@ static size_t agent_victims(struct pass *ps, size_t ai, const struct sched_reque
 	size_t best_n = 0;
 	struct vcost best_c = {0};
 	size_t orders = 2 + (r->req.fgpu_m > 0 && r->req.fgpu_m <= ps->per_dev ? agent_devs(a) : 0);
-	sort_w = w;
 	for (size_t o = 0; o < orders; o++) {
-		memcpy(order, cand, nc * sizeof(size_t));
-		if (o == 0) {
-			qsort(order, nc, sizeof(size_t), cheaper_first);
-		} else if (o == 1) {
-			sort_dev = SCHED_MAX_DEVICES;
-			qsort(order, nc, sizeof(size_t), larger_first);
-		} else {
-			sort_dev = o - 2;
-			if (a->devs[sort_dev].free_m >= r->req.fgpu_m)
+		struct vorder vo = {w, SCHED_MAX_DEVICES, o > 0};
+		if (o >= 2) {
+			vo.dev = o - 2;
+			if (a->devs[vo.dev].free_m >= r->req.fgpu_m)
 				continue;   /* the device already has room: the host lacks it */
-			qsort(order, nc, sizeof(size_t), larger_first);
 		}
+		memcpy(order, cand, nc * sizeof(size_t));
+		vorder_sort(&vo, order, nc);
 		size_t n = greedy_set(ps, a, &r->req, order, nc, trial);
 		if (!n)
 			continue;

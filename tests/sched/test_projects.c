@@ -201,6 +201,28 @@ TEST(user_policy_words_unchanged_beside_quota)
 	CHECK_STR(f.reasons[0], "waiting for the user's policy: at most 1 concurrent sessions (1 running)");
 }
 
+/* The words of a wait follow what the pass has placed before it (what
+ * a group offers is remembered between waiting requests only until an
+ * agent changes). */
+TEST(wait_words_follow_placements)
+{
+	struct fx f;
+	fx_init(&f, 1, 2, 1, 0);
+	f.ag[0].devs[0].free_m = 800;
+	f.ag[0].devs[1].free_m = 600;
+	f.ag[0].free.fgpu_m = 1400;
+	f.p.queue = &sched_drf;
+	fx_req(&f, "r1", 0, 1000, 0);
+	fx_req(&f, "r2", 0, 700, 0);
+	fx_req(&f, "r3", 0, 1000, 0);
+	CHECK_INT(fx_plan(&f), 1);
+	CHECK_INT(f.out[0].request, 1);
+	CHECK_STR(f.reasons[0], "waiting for a GPU: needs 1 fGPU on one device; the most free on one device of any "
+		  "node is 0.8 fGPU");
+	CHECK_STR(f.reasons[2], "waiting for a GPU: needs 1 fGPU on one device; the most free on one device of any "
+		  "node is 0.6 fGPU");
+}
+
 /* ---------- resource groups ---------- */
 
 TEST(groups_place_only_on_their_agents)
@@ -541,6 +563,7 @@ int main(void)
 	RUN(quota_reasons_name_the_project);
 	RUN(quota_counts_this_pass_placements);
 	RUN(user_policy_words_unchanged_beside_quota);
+	RUN(wait_words_follow_placements);
 	RUN(groups_place_only_on_their_agents);
 	RUN(groups_reasons_name_the_group);
 	RUN(fairshare_follows_weights_within_a_pass);
