@@ -1082,10 +1082,9 @@ static int pass_init(struct pass *ps, const struct sched_params *p, struct sched
 	ps->reqs = reqs;
 	ps->per_dev = p->per_device_m;
 	ps->gen = 1;
+	/* The world's groups (one when it names none); an agent of a group
+	 * past them (a caller's "no group") is in none and gets nothing. */
 	size_t g = w->n_groups ? w->n_groups : 1;
-	for (size_t i = 0; i < w->n_agents; i++)
-		if (w->agents[i].group + 1 > g)
-			g = w->agents[i].group + 1;
 	(void)n_reqs;
 	ps->n_groups = g;
 	size_t na = w->n_agents;
@@ -1096,7 +1095,8 @@ static int pass_init(struct pass *ps, const struct sched_params *p, struct sched
 	if (!ps->gstart || !ps->gids || !ps->local || !ps->ix)
 		return -1;
 	for (size_t i = 0; i < na; i++)
-		ps->gstart[w->agents[i].group + 1]++;
+		if (w->agents[i].group < g)
+			ps->gstart[w->agents[i].group + 1]++;
 	for (size_t k = 0; k < g; k++)
 		ps->gstart[k + 1] += ps->gstart[k];
 	size_t *fill = calloc(g, sizeof(size_t));
@@ -1104,6 +1104,9 @@ static int pass_init(struct pass *ps, const struct sched_params *p, struct sched
 		return -1;
 	for (size_t i = 0; i < na; i++) {
 		size_t gi = w->agents[i].group;
+		ps->local[i] = -1;
+		if (gi >= g)
+			continue;
 		ps->local[i] = (int32_t)fill[gi];
 		ps->gids[ps->gstart[gi] + fill[gi]++] = i;
 	}

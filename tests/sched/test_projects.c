@@ -7,6 +7,7 @@
 #include "testlib.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 #define GiB (1LL << 30)
@@ -283,6 +284,25 @@ TEST(groups_reasons_name_the_group)
 	CHECK_INT(fx_plan(&f), 0);
 	CHECK_INT(f.res.blocked_head, -1);
 	CHECK_STR(f.reasons[0], "waiting for node n1 to return: no alive node of group big is large enough");
+}
+
+/* An agent the caller could give no group (past the world's groups) gets
+ * nothing, and does not upset the others. */
+TEST(groups_agent_in_no_group)
+{
+	static const char *const names[1] = {"default"};
+	struct fx f;
+	fx_init(&f, 2, 1, 1, 0);
+	f.ag[0].group = SIZE_MAX;
+	f.w.group_names = names;
+	f.w.n_groups = 1;
+	fx_req(&f, "a", 0, 1000, 0);
+	fx_req(&f, "b", 0, 1000, 0);
+	f.p.queue = &sched_drf;
+	CHECK_INT(fx_plan(&f), 1);
+	CHECK_INT(f.out[0].agent, 1);
+	CHECK_STR(f.reasons[1], "waiting for a GPU: needs 1 fGPU on one device; the most free on one device of any "
+		  "node is 0 fGPU");
 }
 
 /* ---------- fair share ---------- */
@@ -566,6 +586,7 @@ int main(void)
 	RUN(wait_words_follow_placements);
 	RUN(groups_place_only_on_their_agents);
 	RUN(groups_reasons_name_the_group);
+	RUN(groups_agent_in_no_group);
 	RUN(fairshare_follows_weights_within_a_pass);
 	RUN(fairshare_usage_comes_first_then_members);
 	RUN(fairshare_figures);
