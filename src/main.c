@@ -23,7 +23,9 @@ struct command {
 	X("login",   cmd_login,   "store an endpoint and keypair in ~/.config/tessera/client.conf") \
 	X("session", cmd_session, "create, list, inspect, remove sessions; logs; exec") \
 	X("folder",  cmd_folder,  "data folders: create, list, share, remove, restore; mounted into sessions") \
-	X("node",    cmd_node,    "list nodes (agents) with capacity and usage") \
+	X("node",    cmd_node,    "list nodes (agents) with capacity and usage; drain; resource groups") \
+	X("project", cmd_project, "projects (teams): quotas, members, resource groups") \
+	X("fairshare", cmd_fairshare, "each project's and user's fair share: weight, target, usage, rank") \
 	X("image",   cmd_image,   "list, build, pull, alias and remove images; rescan the nodes' images") \
 	X("config",  cmd_config,  "read or change cluster settings (fGPU per device, queue policy, ...)") \
 	X("user",    cmd_user,    "users (administrators): create, list, change, remove; reset a password") \

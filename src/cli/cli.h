@@ -38,6 +38,11 @@ char *cli_session_path(const char *ref, const char *owner, const char *suffix);
  * table). */
 int cmd_node_drain(int argc, char **argv);
 int cmd_node_undrain(int argc, char **argv);
+int cmd_node_set_group(int argc, char **argv);
+/* tessera project (projects and their members) and tessera fairshare
+ * (project_cmd.c). */
+int cmd_project(int argc, char **argv);
+int cmd_fairshare(int argc, char **argv);
 
 /* ---- nouns and their verbs (cli.c) ---- */
 

@@ -13,12 +13,15 @@
 	"       tessera node info NODE [--json]\n" \
 	"       tessera node drain NODE\n" \
 	"       tessera node undrain NODE\n" \
+	"       tessera node set-group NODE GROUP\n" \
 	"\n" \
 	"ls lists the nodes (agents) with their capacity, what is allocated and\n" \
 	"what the sessions use now (CPU USE in cores, MEM USE); info shows one\n" \
 	"node with each GPU's allocation and live utilisation and memory.\n" \
 	"drain stops new sessions from being placed on NODE (its sessions keep\n" \
-	"running); undrain lets them be placed there again.\n" \
+	"running); undrain lets them be placed there again. set-group puts NODE\n" \
+	"in a resource group (sessions asking for it with --group run only on its\n" \
+	"nodes; \"default\" otherwise).\n" \
 	"  --json   print JSON\n"
 
 /* node ls and node info NODE: info has one argument, the node's id. */
@@ -125,6 +128,7 @@ static const struct cli_verb node_verbs[] = {
 	{"info", node_info, NULL, NULL},
 	{"drain", cmd_node_drain, NULL, NULL},
 	{"undrain", cmd_node_undrain, NULL, NULL},
+	{"set-group", cmd_node_set_group, NULL, NULL},
 };
 
 static const struct cli_noun node_noun = {

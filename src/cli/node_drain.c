@@ -56,3 +56,33 @@ int cmd_node_undrain(int argc, char **argv)
 {
 	return set_schedulable(argc, argv, true);
 }
+
+/* `tessera node set-group NODE GROUP`: the node's resource group
+ * (docs/scheduling.md, "Resource groups"); "default" puts it back. */
+int cmd_node_set_group(int argc, char **argv)
+{
+	const char *verb = "node set-group";
+	if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+		printf("usage: tessera %s NODE GROUP\n\nPuts NODE in resource group GROUP: sessions that ask for "
+		       "GROUP (--group) run only on its nodes. \"default\" is the group of every node not put in "
+		       "another.\n", verb);
+		return CLI_EXIT_OK;
+	}
+	if (argc != 3)
+		return cli_usage_fail(verb, argc < 3 ? "needs NODE GROUP" : "unexpected argument '%s'", argv[argc < 3 ? 0 : 3]);
+	char *id = api_escape(argv[1]), *path = NULL;
+	if (!id || asprintf(&path, "/v1/nodes/%s", id) < 0) {
+		free(id);
+		return cli_fail("out of memory");
+	}
+	free(id);
+	json_t *reply = NULL, *body = json_pack("{s:s}", "group", argv[2]);
+	int rc = cli_call("PATCH", path, body, &reply);
+	if (rc == CLI_EXIT_OK)
+		printf("node %s: in resource group %s\n", argv[1],
+		       cli_json_str(json_object_get(reply, "node"), "group", argv[2]));
+	json_decref(body);
+	json_decref(reply);
+	free(path);
+	return rc;
+}

@@ -34,6 +34,15 @@
 	"  --mount NAME[:PATH][:ro] mount a data folder (repeatable; default PATH\n" \
 	"                          /home/work/NAME); folders named .NAME are mounted\n" \
 	"                          at /home/work/.NAME without asking\n" \
+	"  --project NAME          the project it belongs to (default: your one team\n" \
+	"                          project, else your personal one)\n" \
+	"  --group NAME            the resource group of nodes it may run on (default\n" \
+	"                          \"default\")\n" \
+	"  --priority N            0..100, higher starts first and may preempt lower\n" \
+	"                          preemptible sessions (your policy's max_priority)\n" \
+	"  --preemptible, --no-preemptible\n" \
+	"                          whether it may be ended to make room (default:\n" \
+	"                          batch sessions yes, interactive ones no)\n" \
 	"  --wait                  wait until every session is RUNNING; a batch session:\n" \
 	"                          until it has ended, exiting with its command's code\n" \
 	"  --timeout SECONDS       with --wait: give up after this long (default 300)\n" \
@@ -289,6 +298,11 @@ static int session_create(int argc, char **argv)
 		{"wait", no_argument, NULL, 'w'},
 		{"timeout", required_argument, NULL, 't'},
 		{"json", no_argument, NULL, 'j'},
+		{"project", required_argument, NULL, 'P'},
+		{"group", required_argument, NULL, 'G'},
+		{"priority", required_argument, NULL, 'p'},
+		{"preemptible", no_argument, NULL, 'E'},
+		{"no-preemptible", no_argument, NULL, 'N'},
 		{"help", no_argument, NULL, 'h'},
 		{0},
 	};
@@ -374,6 +388,26 @@ static int session_create(int argc, char **argv)
 			break;
 		case 'b':
 			json_object_set_new(body, "type", json_string("batch"));
+			break;
+		case 'P':
+			json_object_set_new(body, "project", json_string(optarg));
+			break;
+		case 'G':
+			json_object_set_new(body, "group", json_string(optarg));
+			break;
+		case 'p': {
+			char *end;
+			long p = strtol(optarg, &end, 10);
+			if (*optarg < '0' || *optarg > '9' || *end || p > 100) {
+				rc = cli_usage_fail(sub, "--priority must be a whole number from 0 to 100, not '%s'", optarg);
+				goto out;
+			}
+			json_object_set_new(body, "priority", json_integer(p));
+			break;
+		}
+		case 'E':
+		case 'N':
+			json_object_set_new(body, "preemptible", json_boolean(o == 'E'));
 			break;
 		case 'r':
 			json_object_set_new(body, "root", json_true());
@@ -555,6 +589,16 @@ static void session_print_info(json_t *s)
 	session_info_line("Status:", cli_json_str(s, "status", NULL));
 	session_info_line("Type:", cli_json_str(s, "type", "interactive"));
 	session_info_line("Status info:", cli_json_str(s, "status_info", NULL));
+	session_info_line("Project:", cli_json_str(s, "project", NULL));
+	session_info_line("Group:", cli_json_str(s, "group", NULL));
+	/* Priority and preemption (docs/scheduling.md). */
+	char prio[96], times[48] = "";
+	json_int_t n_pre = json_integer_value(json_object_get(s, "preemptions"));
+	if (n_pre)
+		snprintf(times, sizeof(times), " (preempted %" JSON_INTEGER_FORMAT " time%s)", n_pre, n_pre == 1 ? "" : "s");
+	snprintf(prio, sizeof(prio), "%" JSON_INTEGER_FORMAT ", %s%s", json_integer_value(json_object_get(s, "priority")),
+		 json_is_true(json_object_get(s, "preemptible")) ? "preemptible" : "not preemptible", times);
+	session_info_line("Priority:", prio);
 	session_info_line("Node:", cli_json_str(s, "agent", NULL));
 	session_info_line("Container:", cli_json_str(s, "container_id", NULL));
 	units_format_milli(cli_json_milli(json_object_get(res, "cpu")), buf, sizeof(buf));

@@ -42,7 +42,10 @@ void res_describe(const struct res *r, char *buf, size_t n);
 /* One list of states; the enum and the names derive from it. Stores keep
  * the names, so the order may change. LOST: was RUNNING on a node the
  * manager declared LOST; the container may still run, so it still holds
- * its resources until the node returns (re-adopted RUNNING, or ended). */
+ * its resources until the node returns (re-adopted RUNNING, or ended).
+ * PREEMPTED: ended by the scheduler to make room for another session
+ * (docs/scheduling.md); like TERMINATING it holds its resources until its
+ * container is gone, then it is PENDING again or TERMINATED. */
 #define SESSION_STATES(X) \
 	X(PENDING)     \
 	X(SCHEDULED)   \
@@ -50,6 +53,7 @@ void res_describe(const struct res *r, char *buf, size_t n);
 	X(RUNNING)     \
 	X(LOST)        \
 	X(TERMINATING) \
+	X(PREEMPTED)   \
 	X(TERMINATED)  \
 	X(CANCELLED)   \
 	X(ERROR)
@@ -72,7 +76,13 @@ static inline bool session_status_final(enum session_status s)
 static inline bool session_status_holds(enum session_status s)
 {
 	return s == SS_SCHEDULED || s == SS_PREPARING || s == SS_RUNNING ||
-	       s == SS_LOST || s == SS_TERMINATING;
+	       s == SS_LOST || s == SS_TERMINATING || s == SS_PREEMPTED;
+}
+
+/* Its container is being removed: TERMINATING, or PREEMPTED. */
+static inline bool session_status_ending(enum session_status s)
+{
+	return s == SS_TERMINATING || s == SS_PREEMPTED;
 }
 
 /* Shown by `session ls` without --all. */

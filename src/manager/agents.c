@@ -269,7 +269,7 @@ static void reconcile(struct manager *m, struct magent *a, json_t *containers)
 		 * manager before this one): only a removal acts on it, which the
 		 * agent carries out when the start ends; otherwise as if no
 		 * container were there, as before. */
-		if (c && json_is_true(json_object_get(c, "starting")) && s->rec.status != SS_TERMINATING)
+		if (c && json_is_true(json_object_get(c, "starting")) && !session_status_ending(s->rec.status))
 			c = NULL;
 		bool running = c && json_is_true(json_object_get(c, "running"));
 		const char *cid = c ? json_string_value(json_object_get(c, "container_id")) : NULL;
@@ -329,6 +329,12 @@ static void reconcile(struct manager *m, struct magent *a, json_t *containers)
 				mgr_enqueue_destroy(m, s);
 			else
 				mgr_set_status(m, s, SS_TERMINATED, "terminated; container gone");
+			break;
+		case SS_PREEMPTED:
+			if (c)
+				mgr_enqueue_destroy(m, s);
+			else
+				mgr_session_preempt_done(m, s);
 			break;
 		default:
 			break;
@@ -709,6 +715,7 @@ static json_t *node_json_base(struct manager *m, const struct magent *a)
 		"last_heartbeat", mgr_time_json(a->rec.last_seen_ms), "gpus", gpus, "mock_gpus", a->mock_gpus);
 	/* Drained (nodes_admin.c): nothing new is placed on it. */
 	json_object_set_new(o, "schedulable", json_boolean(!mgr_node_drained(m, a->rec.id)));
+	json_object_set_new(o, "group", json_string(mgr_node_group(m, a->rec.id)));
 	return o;
 }
 

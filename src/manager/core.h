@@ -248,6 +248,34 @@ int mgr_node_set_schedulable(struct manager *m, const char *id, bool schedulable
 /* What u uses against their policy and the cluster's capacity and free
  * resources (GET /v1/resources). New reference. */
 json_t *mgr_resources(struct manager *m, const struct user_rec *u);
+/* Puts node id in resource group (admins; checked by the caller with
+ * mgr_group_name_check); *node: the node as listed. */
+int mgr_node_set_group(struct manager *m, const char *id, const char *group, json_t **node, struct terr *err);
+
+/* ---- projects (projects.c; docs/scheduling.md) ---- */
+/* GET /v1/fairshare: each project's (u's, or all for admins) and its
+ * users' weight, target, decayed usage, usage share, current share and
+ * rank (scheduler.c). NULL on no memory. */
+json_t *mgr_fairshare_json(struct manager *m, const struct user_rec *u);
+int mgr_project_name_check(const char *name, struct terr *err);
+int mgr_group_name_check(const char *name, struct terr *err);
+/* The projects u is in (admins: every team project; with all, the
+ * personal ones too). New reference. */
+json_t *mgr_projects_list(struct manager *m, const struct user_rec *u, bool all);
+/* ENOENT for a project u is not in, as for a missing one. */
+int mgr_project_get(struct manager *m, const struct user_rec *u, const char *name, json_t **out, struct terr *err);
+/* body: {"name", "description", "weight", "quota": {"cpu","mem","fgpu",
+ * "sessions"}, "groups": [...]} (fields checked by the caller). Admins. */
+int mgr_project_create(struct manager *m, const struct user_rec *by, json_t *body, json_t **out, struct terr *err);
+int mgr_project_update(struct manager *m, const struct user_rec *by, const char *name, json_t *body, json_t **out,
+		       struct terr *err);
+int mgr_project_delete(struct manager *m, const struct user_rec *by, const char *name, struct terr *err);
+/* Adds or changes a member (role NULL / weight 0: kept, or member / 1
+ * for a new one). The project's managers and admins. */
+int mgr_project_member_set(struct manager *m, const struct user_rec *by, const char *name, const char *email,
+			   const char *role, int64_t weight_milli, json_t **out, struct terr *err);
+int mgr_project_member_remove(struct manager *m, const struct user_rec *by, const char *name, const char *email,
+			      json_t **out, struct terr *err);
 
 /* ---- images (images.c) ---- */
 

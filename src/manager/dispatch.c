@@ -175,7 +175,7 @@ static void run_start(struct manager *m, const char *sid)
 	s->start_inflight = false;
 	if (rc == 0)
 		util_strlcpy(s->rec.container_id, cid, sizeof(s->rec.container_id));
-	if (s->rec.status == SS_TERMINATING) {
+	if (session_status_ending(s->rec.status)) {
 		/* Deleted while starting: now that the container is known,
 		 * remove it. */
 		mgr_enqueue_destroy(m, s);
@@ -209,6 +209,8 @@ static void run_destroy(struct manager *m, const char *sid)
 	if (!a) {
 		if (s->rec.status == SS_TERMINATING)
 			mgr_set_status(m, s, SS_TERMINATED, "terminated (node %s is gone)", s->rec.agent_id);
+		else if (s->rec.status == SS_PREEMPTED)
+			mgr_session_preempt_done(m, s);
 		s->destroy_queued = false;
 		pthread_mutex_unlock(&m->mu);
 		return;
@@ -217,9 +219,10 @@ static void run_destroy(struct manager *m, const char *sid)
 		/* Not now: a call to a dead node would hold a dispatcher for its
 		 * whole timeout. Its re-registration reconciles this session. */
 		s->destroy_queued = false;
-		if (s->rec.status == SS_TERMINATING) {
+		if (session_status_ending(s->rec.status)) {
 			snprintf(s->rec.status_info, sizeof(s->rec.status_info),
-				 "terminating: node %s is LOST; the container is removed when it returns", a->rec.id);
+				 "%s: node %s is LOST; the container is removed when it returns",
+				 s->rec.status == SS_PREEMPTED ? "preempted" : "terminating", a->rec.id);
 			mgr_persist(m, s);
 		}
 		pthread_mutex_unlock(&m->mu);
@@ -238,9 +241,10 @@ static void run_destroy(struct manager *m, const char *sid)
 	s->destroy_queued = false;
 	if (rc < 0) {
 		log_warn("manager", "removing the container of %s failed (will retry): %s", s->rec.name, err.msg);
-		if (s->rec.status == SS_TERMINATING) {
+		if (session_status_ending(s->rec.status)) {
 			snprintf(s->rec.status_info, sizeof(s->rec.status_info),
-				 "terminating: could not remove the container yet (%.300s); retrying", err.msg);
+				 "%s: could not remove the container yet (%.300s); retrying",
+				 s->rec.status == SS_PREEMPTED ? "preempted" : "terminating", err.msg);
 			mgr_persist(m, s);
 		}
 	} else {
@@ -249,6 +253,8 @@ static void run_destroy(struct manager *m, const char *sid)
 			mgr_set_status(m, s, SS_TERMINATED, "terminated: %s; container removed", s->end_reason);
 		else if (s->rec.status == SS_TERMINATING)
 			mgr_set_status(m, s, SS_TERMINATED, "terminated on request; container removed");
+		else if (s->rec.status == SS_PREEMPTED)
+			mgr_session_preempt_done(m, s);
 		else
 			mgr_persist(m, s);
 	}

@@ -161,6 +161,8 @@ void mgr_set_status(struct manager *m, struct msession *s, enum session_status s
 		metrics_hist_observe(&m->pending_hist, (double)(now - s->rec.created_ms) / 1000.0);
 	if (st == SS_RUNNING && !s->rec.started_ms)
 		s->rec.started_ms = now;
+	if (st == SS_RUNNING && old != SS_RUNNING)
+		s->running_since_ms = now;
 	if (session_status_final(st) && !s->rec.terminated_ms)
 		s->rec.terminated_ms = now;
 
@@ -401,8 +403,10 @@ int manager_open(struct manager **out, const struct manager_config *cfg, struct 
 	 * the apps open before a restart. */
 	mgr_apps_apply(m);
 	mgr_apps_load(m);
-	if ((rc = mgr_images_load(m, err)) < 0 || (rc = mgr_drain_load(m, err)) < 0)
+	if ((rc = mgr_images_load(m, err)) < 0 || (rc = mgr_drain_load(m, err)) < 0 ||
+	    (rc = mgr_node_groups_load(m, err)) < 0 || (rc = mgr_projects_load(m, err)) < 0)
 		goto fail;
+	mgr_fairshare_load(m);
 	if ((rc = open_redis(m, err)) < 0)
 		goto fail;
 	if (cfg->selector) {
@@ -596,6 +600,10 @@ void manager_close(struct manager *m)
 	if (m->threads_started)
 		pthread_join(m->sched_thread, NULL);
 	mgr_dispatch_join(m);
+	/* The last minute of fair-share usage, unless another manager took
+	 * the store over (its usage is the one that counts then). */
+	if (m->store && m->fs_saved_mono && m->store_ok && !m->store_fenced)
+		mgr_fairshare_save(m);
 	for (size_t i = 0; i < m->n_sessions; i++) {
 		session_rec_clear(&m->sessions[i]->rec);
 		mgr_session_texts_free(m->sessions[i]);
@@ -625,6 +633,8 @@ void manager_close(struct manager *m)
 	free(m->keys);
 	mgr_settings_free(m);
 	mgr_drain_free(m);
+	mgr_node_groups_free(m);
+	mgr_projects_free(m);
 	mgr_folders_free(m);
 	/* Emptied as execs end; anything left belongs to no stream now. */
 	while (m->exec_counts) {

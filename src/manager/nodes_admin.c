@@ -60,6 +60,23 @@ bool mgr_node_drained(const struct manager *m, const char *id)
 	return m->drained_nodes && drained_index(m, id) >= 0;
 }
 
+/* Node id as the node list shows it (new reference), NULL on no memory. */
+static json_t *node_as_listed(struct manager *m, const char *id)
+{
+	json_t *all = mgr_nodes_json(m), *node = NULL;
+	size_t i;
+	json_t *v;
+	json_array_foreach(all, i, v) {
+		const char *vid = json_string_value(json_object_get(v, "id"));
+		if (vid && !strcmp(vid, id)) {
+			node = json_incref(v);
+			break;
+		}
+	}
+	json_decref(all);
+	return node;
+}
+
 int mgr_node_set_schedulable(struct manager *m, const char *id, bool schedulable, json_t **node,
 			     struct terr *err)
 {
@@ -96,18 +113,7 @@ int mgr_node_set_schedulable(struct manager *m, const char *id, bool schedulable
 		mgr_wake_scheduler(m);
 		pthread_cond_broadcast(&m->changed);
 	}
-	json_t *all = mgr_nodes_json(m);
-	size_t i;
-	json_t *v;
-	json_array_foreach(all, i, v) {
-		const char *vid = json_string_value(json_object_get(v, "id"));
-		if (vid && !strcmp(vid, id)) {
-			*node = json_incref(v);
-			break;
-		}
-	}
-	json_decref(all);
-	if (!*node)
+	if (!(*node = node_as_listed(m, id)))
 		rc = terr_set(err, ENOMEM, "out of memory");
 out:
 	pthread_mutex_unlock(&m->mu);
@@ -170,6 +176,97 @@ json_t *mgr_resources(struct manager *m, const struct user_rec *u)
 		"cluster", "capacity", mgr_res_json(&capacity), "free", mgr_res_json(&free_),
 		"largest_fgpu_free_on_one_device", jsonutil_milli(largest_dev),
 		"largest_free_on_one_node", "cpu", jsonutil_milli(largest_node.cpu_m), "mem", (json_int_t)largest_node.mem);
+	/* The caller's projects, with their quotas and what they hold, for
+	 * the resource panel's project bars (docs/scheduling.md). */
+	json_t *projects = json_array();
+	for (size_t i = 0; o && i < m->n_projects; i++) {
+		const struct mproject *p = m->projects[i];
+		if (!mgr_find_member(m, p->rec.id, u->id))
+			continue;
+		json_t *pj = mgr_project_json(m, p, u);
+		json_array_append_new(projects, json_pack("{s:O,s:O,s:O,s:O,s:O}", "name", json_object_get(pj, "name"),
+							  "personal", json_object_get(pj, "personal"),
+							  "quota", json_object_get(pj, "quota"),
+							  "used", json_object_get(pj, "used"),
+							  "my_role", json_object_get(pj, "my_role")));
+		json_decref(pj);
+	}
+	json_object_set_new(o, "projects", projects);
 	pthread_mutex_unlock(&m->mu);
 	return o;
+}
+
+/* ---------- resource groups ---------- */
+
+#define GROUPS_KEY "node_groups"
+
+int mgr_node_groups_load(struct manager *m, struct terr *err)
+{
+	char *text = NULL;
+	struct terr e = {0};
+	m->node_groups = NULL;
+	if (m->so->kv_get(m->store, GROUPS_KEY, &text, &e) == 0) {
+		m->node_groups = json_loads(text, 0, NULL);
+		free(text);
+	}
+	if (!json_is_object(m->node_groups)) {
+		/* Unset or unreadable: every node in the default group. */
+		json_decref(m->node_groups);
+		m->node_groups = json_object();
+		if (!m->node_groups)
+			return terr_set(err, ENOMEM, "out of memory");
+	}
+	return 0;
+}
+
+void mgr_node_groups_free(struct manager *m)
+{
+	json_decref(m->node_groups);
+	m->node_groups = NULL;
+}
+
+const char *mgr_node_group(const struct manager *m, const char *id)
+{
+	const char *g = m->node_groups ? json_string_value(json_object_get(m->node_groups, id)) : NULL;
+	return g ? g : MGR_DEFAULT_GROUP;
+}
+
+int mgr_node_set_group(struct manager *m, const char *id, const char *group, json_t **node, struct terr *err)
+{
+	*node = NULL;
+	pthread_mutex_lock(&m->mu);
+	struct magent *a = mgr_find_agent(m, id);
+	int rc = 0;
+	if (!a) {
+		rc = terr_set(err, ENOENT, "no node with id '%s' (see 'tessera node ls')", id);
+		goto out;
+	}
+	/* Kept as a copy to put back if the store refuses the change. */
+	json_t *before = json_deep_copy(m->node_groups);
+	if (!before) {
+		rc = terr_set(err, ENOMEM, "out of memory");
+		goto out;
+	}
+	if (!strcmp(group, MGR_DEFAULT_GROUP))
+		json_object_del(m->node_groups, id);
+	else
+		json_object_set_new(m->node_groups, id, json_string(group));
+	char *text = json_dumps(m->node_groups, JSONUTIL_DUMP_FLAGS | JSON_SORT_KEYS);
+	rc = text ? m->so->kv_set(m->store, GROUPS_KEY, text, err) : terr_set(err, ENOMEM, "out of memory");
+	free(text);
+	if (rc < 0) {
+		json_decref(m->node_groups);
+		m->node_groups = before;
+		goto out;
+	}
+	json_decref(before);
+	log_info("manager", "node %s is in resource group %s", id, group);
+	m->version++;
+	mgr_wake_scheduler(m);
+	pthread_cond_broadcast(&m->changed);
+	if (!(*node = node_as_listed(m, id)))
+		rc = terr_set(err, ENOMEM, "out of memory");
+out:
+	pthread_mutex_unlock(&m->mu);
+	return rc;
 }

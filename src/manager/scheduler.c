@@ -4,6 +4,7 @@
  * (src/sched/) where each goes, and commits the placements in one store
  * transaction, each with a start job for the dispatch workers. */
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 #include <time.h>
 
@@ -17,7 +18,7 @@ static void retry_stuck_terminations(struct manager *m)
 {
 	for (size_t i = 0; i < m->n_sessions; i++) {
 		struct msession *s = m->sessions[i];
-		if (s->rec.status != SS_TERMINATING || s->destroy_queued || s->start_inflight)
+		if (!session_status_ending(s->rec.status) || s->destroy_queued || s->start_inflight)
 			continue;
 		struct magent *a = mgr_find_agent(m, s->rec.agent_id);
 		if (a && !a->alive)
@@ -27,102 +28,141 @@ static void retry_stuck_terminations(struct manager *m)
 }
 
 /* What a pass plans over: the PENDING queue, the agents with their
- * devices and the users, copied under the lock. A launch estimate adds
- * hypothetical requests at the end of the queue. */
+ * devices, the users, the projects and their members, the sessions that
+ * hold resources (preemption's candidates) and the resource groups,
+ * copied under the lock. A launch estimate adds hypothetical requests at
+ * the end of the queue. */
 struct snapshot {
-	size_t k, na, nu;                 /* requests, agents, users */
+	size_t k;                         /* requests */
 	struct sched_request *reqs;
 	struct msession **pend;           /* NULL for a hypothetical request */
-	struct sched_agent *ags;
+	struct sched_world w;
 	struct sched_device *devs;
-	struct sched_user *users;
+	struct sched_running *running;
+	struct msession **run_sess;       /* the session of each running entry */
+	const char **groups;
 	struct sched_placement *out;
 	char (*reasons)[SCHED_REASON_MAX];
+	struct sched_eviction *evictions;
 	struct sched_params params;
+	struct strmap project_ix, member_ix, agent_ix;   /* id -> index + 1 */
 };
 
 static void snapshot_free(struct snapshot *sn)
 {
 	free(sn->reqs);
 	free(sn->pend);
-	free(sn->ags);
+	free(sn->w.agents);
 	free(sn->devs);
-	free(sn->users);
+	free(sn->w.users);
+	free(sn->w.projects);
+	free(sn->w.members);
+	free(sn->running);
+	free(sn->run_sess);
+	free(sn->groups);
 	free(sn->out);
 	free(sn->reasons);
+	free(sn->evictions);
+	strmap_free(&sn->project_ix);
+	strmap_free(&sn->member_ix);
+	strmap_free(&sn->agent_ix);
 }
 
-/* Fills sn from the manager's state, with n_extra requests of extra for
- * the user extra_owner appended (after every queued one). Returns false on
- * no memory or when there is nothing to plan. Called with mu held. */
-static bool snapshot_build(struct manager *m, struct snapshot *sn, const char *extra_owner,
-			   const struct res *extra, size_t n_extra)
+/* Index of a resource group's name in the pass's list, added when new
+ * (names borrowed from the manager's state, alive while mu is held); -1
+ * past SCHED_MAX_GROUPS (projects' allowed groups are a 64-bit mask). */
+#define SCHED_MAX_GROUPS 64
+static ssize_t group_index(struct snapshot *sn, const char *name)
+{
+	for (size_t i = 0; i < sn->w.n_groups; i++)
+		if (!strcmp(sn->groups[i], name))
+			return (ssize_t)i;
+	if (sn->w.n_groups == SCHED_MAX_GROUPS)
+		return -1;
+	sn->groups[sn->w.n_groups] = name;
+	return (ssize_t)sn->w.n_groups++;
+}
+
+static size_t index_of(const struct strmap *ix, const char *key)
+{
+	return (size_t)(uintptr_t)strmap_get(ix, key);   /* index + 1; 0: none */
+}
+
+/* The project's allowed groups as a mask over the pass's groups. */
+static uint64_t groups_mask(struct snapshot *sn, const struct mproject *p)
+{
+	if (!p->rec.groups[0])
+		return 0;
+	uint64_t mask = 0;
+	char buf[sizeof(p->rec.groups)];
+	util_strlcpy(buf, p->rec.groups, sizeof(buf));
+	char *save = NULL;
+	for (char *g = strtok_r(buf, ",", &save); g; g = strtok_r(NULL, ",", &save)) {
+		/* A name for the group list must outlive buf: the project's
+		 * own text is matched back to its stored spelling. */
+		for (size_t i = 0; i < sn->w.n_groups; i++)
+			if (!strcmp(sn->groups[i], g))
+				mask |= 1ull << i;
+	}
+	/* None of its groups has a node or a session: a bit no agent has,
+	 * so that "0 = every group" does not open them all. */
+	return mask ? mask : 1ull << 63;
+}
+
+/* Fills sn from the manager's state, with n_extra requests like tmpl
+ * (owner, resources, project, group, priority) appended after every queued
+ * one. Returns false on no memory or when there is nothing to plan (with
+ * need_queue; without it, a world with no request is still built, for the
+ * fair-share figures). Called with mu held. */
+static bool snapshot_build(struct manager *m, struct snapshot *sn, const struct session_rec *tmpl, size_t n_extra,
+			   bool need_queue)
 {
 	memset(sn, 0, sizeof(*sn));
-	size_t n_pending = n_extra;
-	for (size_t i = 0; i < m->n_sessions; i++)
-		n_pending += m->sessions[i]->rec.status == SS_PENDING;
-	if (n_pending == 0)
-		return false;
-	size_t na = m->n_agents, nu = m->n_users;
-	sn->na = na;
-	sn->nu = nu;
-	sn->reqs = calloc(n_pending, sizeof(*sn->reqs));
-	sn->pend = calloc(n_pending, sizeof(*sn->pend));
-	sn->ags = calloc(na ? na : 1, sizeof(*sn->ags));
-	sn->devs = calloc(na ? na * MGR_MAX_GPUS : 1, sizeof(*sn->devs));
-	sn->users = calloc(nu ? nu : 1, sizeof(*sn->users));
-	sn->out = calloc(n_pending, sizeof(*sn->out));
-	sn->reasons = calloc(n_pending, SCHED_REASON_MAX);
-	if (!sn->reqs || !sn->pend || !sn->ags || !sn->devs || !sn->users || !sn->out || !sn->reasons)
-		return false;
-	int64_t per_dev = mgr_per_device_m(m);
-	for (size_t u = 0; u < nu; u++) {
-		sn->users[u].id = m->users[u].id;
-		mgr_user_policy(m, m->users[u].email, &sn->users[u].max_sessions, &sn->users[u].max);
-	}
-	size_t k = 0;
+	size_t n_pending = n_extra, n_holding = 0;
 	for (size_t i = 0; i < m->n_sessions; i++) {
-		struct msession *s = m->sessions[i];
-		size_t u = 0;
-		while (u < nu && strcmp(m->users[u].id, s->rec.owner_id))
-			u++;
-		if (u == nu)
-			continue;   /* owner gone: cannot happen, users are never deleted */
-		if (session_status_holds(s->rec.status)) {
-			res_add(&sn->users[u].used, &s->rec.req);
-			sn->users[u].sessions++;
-		}
-		if (s->rec.status != SS_PENDING)
-			continue;
-		sn->pend[k] = s;
-		sn->reqs[k].session_id = s->rec.id;
-		sn->reqs[k].name = s->rec.name;
-		sn->reqs[k].req = s->rec.req;
-		sn->reqs[k].user = u;
-		sn->reqs[k].seq = s->rec.seq;
-		sn->reqs[k].failed_passes = s->failed_passes;
-		k++;
+		n_pending += m->sessions[i]->rec.status == SS_PENDING;
+		n_holding += session_status_holds(m->sessions[i]->rec.status);
 	}
-	size_t owner = 0;
-	while (n_extra && owner < nu && strcmp(m->users[owner].id, extra_owner))
-		owner++;
-	if (n_extra && owner == nu)
-		return false;   /* cannot happen: the caller is a user */
-	for (size_t e = 0; e < n_extra; e++, k++) {
-		sn->reqs[k].session_id = "";
-		sn->reqs[k].name = "the new session";
-		sn->reqs[k].req = *extra;
-		sn->reqs[k].user = owner;
-		sn->reqs[k].seq = m->next_seq + (int64_t)e;
+	if (n_pending == 0 && need_queue)
+		return false;
+	size_t na = m->n_agents, nu = m->n_users, np = m->n_projects, nm = m->n_members;
+	struct sched_world *w = &sn->w;
+	sn->reqs = calloc(n_pending + 1, sizeof(*sn->reqs));
+	sn->pend = calloc(n_pending + 1, sizeof(*sn->pend));
+	w->agents = calloc(na + 1, sizeof(*w->agents));
+	sn->devs = calloc(na * MGR_MAX_GPUS + 1, sizeof(*sn->devs));
+	w->users = calloc(nu + 1, sizeof(*w->users));
+	w->projects = calloc(np + 1, sizeof(*w->projects));
+	w->members = calloc(nm + 1, sizeof(*w->members));
+	sn->running = calloc(n_holding + 1, sizeof(*sn->running));
+	sn->run_sess = calloc(n_holding + 1, sizeof(*sn->run_sess));
+	sn->groups = calloc(SCHED_MAX_GROUPS, sizeof(*sn->groups));
+	sn->out = calloc(n_pending + 1, sizeof(*sn->out));
+	sn->reasons = calloc(n_pending + 1, SCHED_REASON_MAX);
+	sn->evictions = calloc(n_holding + 1, sizeof(*sn->evictions));
+	if (!sn->reqs || !sn->pend || !w->agents || !sn->devs || !w->users || !w->projects || !w->members ||
+	    !sn->running || !sn->run_sess || !sn->groups || !sn->out || !sn->reasons || !sn->evictions)
+		return false;
+	w->group_names = sn->groups;
+	int64_t per_dev = mgr_per_device_m(m);
+	w->n_users = nu;
+	for (size_t u = 0; u < nu; u++) {
+		w->users[u].id = m->users[u].id;
+		mgr_user_policy(m, m->users[u].email, &w->users[u].max_sessions, &w->users[u].max);
 	}
-	sn->k = k;
+	/* The resource groups: the default first, then the nodes', the
+	 * sessions' and the projects' (a group no node is in yet still has
+	 * an index, for reasons and masks). */
+	group_index(sn, MGR_DEFAULT_GROUP);
+	w->n_agents = na;
 	for (size_t i = 0; i < na; i++) {
 		struct magent *a = m->agents[i];
-		struct sched_agent *sa = &sn->ags[i];
+		struct sched_agent *sa = &w->agents[i];
+		ssize_t g = group_index(sn, mgr_node_group(m, a->rec.id));
 		sa->id = a->rec.id;
+		sa->group = g < 0 ? SIZE_MAX : (size_t)g;
 		sa->alive = a->alive;
-		sa->drained = mgr_node_drained(m, a->rec.id);
+		sa->drained = mgr_node_drained(m, a->rec.id) || g < 0;
 		sa->capacity = a->rec.capacity;
 		sa->free = a->rec.capacity;
 		res_sub(&sa->free, &a->used);
@@ -130,15 +170,141 @@ static bool snapshot_build(struct manager *m, struct snapshot *sn, const char *e
 		sa->n_devs = (size_t)a->n_gpus;
 		for (int d = 0; d < a->n_gpus; d++)
 			sa->devs[d].free_m = per_dev > a->gpus[d].used_m ? per_dev - a->gpus[d].used_m : 0;
+		if (strmap_put(&sn->agent_ix, a->rec.id, (void *)(uintptr_t)(i + 1)) < 0)
+			return false;
 	}
+	w->n_projects = np;
+	for (size_t i = 0; i < np; i++) {
+		struct mproject *p = m->projects[i];
+		struct sched_project *sp = &w->projects[i];
+		sp->id = p->rec.id;
+		sp->name = p->rec.name;
+		sp->max = p->rec.max;
+		sp->max_sessions = p->rec.max_sessions;
+		sp->weight = (double)p->rec.weight_milli / 1000.0;
+		sp->usage = p->usage;
+		if (strmap_put(&sn->project_ix, p->rec.id, (void *)(uintptr_t)(i + 1)) < 0)
+			return false;
+	}
+	w->n_members = nm;
+	for (size_t i = 0; i < nm; i++) {
+		struct mmember *mb = m->members[i];
+		struct sched_member *sm = &w->members[i];
+		sm->project = index_of(&sn->project_ix, mb->rec.project_id) - 1;
+		sm->user = 0;
+		for (size_t u = 0; u < nu; u++)
+			if (!strcmp(m->users[u].id, mb->rec.user_id))
+				sm->user = u;
+		sm->weight = (double)mb->rec.weight_milli / 1000.0;
+		sm->usage = mb->usage;
+		if (strmap_put(&sn->member_ix, mb->rec.id, (void *)(uintptr_t)(i + 1)) < 0)
+			return false;
+	}
+	int64_t now = util_now_ms();
+	size_t k = 0, nr = 0;
+	for (size_t i = 0; i < m->n_sessions; i++) {
+		struct msession *s = m->sessions[i];
+		bool holds = session_status_holds(s->rec.status);
+		if (!holds && s->rec.status != SS_PENDING)
+			continue;
+		size_t u = 0;
+		while (u < nu && strcmp(m->users[u].id, s->rec.owner_id))
+			u++;
+		if (u == nu)
+			continue;   /* owner removed: only ended sessions are left of them */
+		size_t pj = index_of(&sn->project_ix, s->rec.project_id);
+		char mkey[sizeof(((struct member_rec *)0)->id)];
+		snprintf(mkey, sizeof(mkey), "%s:%s", s->rec.project_id, s->rec.owner_id);
+		size_t mb = index_of(&sn->member_ix, mkey);
+		ssize_t g = group_index(sn, s->rec.resource_group[0] ? s->rec.resource_group : MGR_DEFAULT_GROUP);
+		if (holds) {
+			res_add(&w->users[u].used, &s->rec.req);
+			w->users[u].sessions++;
+			if (pj) {
+				res_add(&w->projects[pj - 1].used, &s->rec.req);
+				w->projects[pj - 1].sessions++;
+			}
+			if (mb)
+				res_add(&w->members[mb - 1].used, &s->rec.req);
+			size_t ag = index_of(&sn->agent_ix, s->rec.agent_id);
+			if (!ag || !pj || !mb)
+				continue;   /* not on a known node, or of no project: never a victim */
+			struct sched_running *r = &sn->running[nr];
+			r->session_id = s->rec.id;
+			r->name = s->rec.name;
+			r->agent = ag - 1;
+			r->req = s->rec.req;
+			r->n_shares = (size_t)s->n_shares;
+			for (int d = 0; d < s->n_shares && d < SCHED_MAX_DEVICES; d++) {
+				r->shares[d].device = (size_t)s->shares[d].index;
+				r->shares[d].fgpu_m = s->shares[d].fgpu_m;
+			}
+			r->user = u;
+			r->project = pj - 1;
+			r->member = mb - 1;
+			r->priority = (int)s->rec.priority;
+			/* Only a RUNNING session is a victim: one on its way up
+			 * is left to start, a LOST one may not be reachable. */
+			r->preemptible = s->rec.preemptible && s->rec.status == SS_RUNNING;
+			int64_t since = s->running_since_ms ? s->running_since_ms : s->rec.started_ms;
+			r->runtime_ms = since && now > since ? now - since : 0;
+			r->ending = session_status_ending(s->rec.status);
+			sn->run_sess[nr++] = s;
+			continue;
+		}
+		if (!pj || !mb || g < 0)
+			continue;   /* cannot happen: every session has a project its owner is in */
+		sn->pend[k] = s;
+		struct sched_request *rq = &sn->reqs[k++];
+		rq->session_id = s->rec.id;
+		rq->name = s->rec.name;
+		rq->req = s->rec.req;
+		rq->user = u;
+		rq->project = pj - 1;
+		rq->member = mb - 1;
+		rq->group = (size_t)g;
+		rq->priority = (int)s->rec.priority;
+		rq->seq = s->rec.seq;
+		rq->failed_passes = s->failed_passes;
+	}
+	w->running = sn->running;
+	w->n_running = nr;
+	for (size_t e = 0; tmpl && e < n_extra; e++) {
+		size_t u = 0;
+		while (u < nu && strcmp(m->users[u].id, tmpl->owner_id))
+			u++;
+		size_t pj = index_of(&sn->project_ix, tmpl->project_id);
+		char mkey[sizeof(((struct member_rec *)0)->id)];
+		snprintf(mkey, sizeof(mkey), "%s:%s", tmpl->project_id, tmpl->owner_id);
+		size_t mb = index_of(&sn->member_ix, mkey);
+		ssize_t g = group_index(sn, tmpl->resource_group[0] ? tmpl->resource_group : MGR_DEFAULT_GROUP);
+		if (u == nu || !pj || !mb || g < 0)
+			return false;   /* cannot happen: the caller is a member */
+		struct sched_request *rq = &sn->reqs[k++];
+		rq->session_id = "";
+		rq->name = "the new session";
+		rq->req = tmpl->req;
+		rq->user = u;
+		rq->project = pj - 1;
+		rq->member = mb - 1;
+		rq->group = (size_t)g;
+		rq->priority = (int)tmpl->priority;
+		rq->seq = m->next_seq + (int64_t)e;
+	}
+	sn->k = k;
+	/* Last, once every group a node or session names has its index. */
+	for (size_t i = 0; i < np; i++)
+		w->projects[i].groups = groups_mask(sn, m->projects[i]);
 	sn->params = (struct sched_params){
 		.selector = m->settings.selector,
 		.queue = m->settings.queue,
 		.per_device_m = per_dev,
 		.quantum_m = m->settings.fgpu_quantum_m,
 		.fifo_skip_after = m->settings.fifo_skip_after,
+		.preempt = m->settings.preemption,
+		.preempt_min_runtime_ms = m->settings.preemption_min_runtime_s * 1000,
 	};
-	return k > 0;
+	return k > 0 || !need_queue;
 }
 
 /* One scheduling pass over the snapshot of the queue, the agents (with
@@ -147,15 +313,22 @@ static bool snapshot_build(struct manager *m, struct snapshot *sn, const char *e
 static void schedule_pass(struct manager *m)
 {
 	struct snapshot sn;
-	if (!snapshot_build(m, &sn, NULL, NULL, 0))
+	if (!snapshot_build(m, &sn, NULL, 0, true))
 		goto done;
 	size_t k = sn.k;
 	struct msession **pend = sn.pend;
 	char (*reasons)[SCHED_REASON_MAX] = sn.reasons;
-	struct sched_world w = {.agents = sn.ags, .n_agents = sn.na, .users = sn.users, .n_users = sn.nu};
-	struct sched_result res = {.reasons = reasons, .blocked_head = -1};
-	size_t placed = sched_plan(&sn.params, &w, sn.reqs, k, sn.out, &res);
+	struct sched_result res = {.reasons = reasons, .blocked_head = -1, .evictions = sn.evictions};
+	size_t placed = sched_plan(&sn.params, &sn.w, sn.reqs, k, sn.out, &res);
 	ssize_t blocked = res.blocked_head;
+	/* Victims first: their containers go while the placements are
+	 * stored (each preemption is its own status change, stored as it is
+	 * made). */
+	for (size_t i = 0; i < res.n_evictions; i++) {
+		struct msession *v = sn.run_sess[res.evictions[i].running];
+		if (v->rec.status == SS_RUNNING)
+			mgr_session_preempt(m, v, res.evictions[i].why);
+	}
 
 	struct terr err = {0};
 	/* A placement is only made when it can be stored: one a restart
@@ -222,8 +395,7 @@ done:
 	snapshot_free(&sn);
 }
 
-bool mgr_sched_estimate(struct manager *m, const char *owner_id, const struct res *req, int64_t count,
-			char *why, size_t n)
+bool mgr_sched_estimate(struct manager *m, const struct session_rec *tmpl, int64_t count, char *why, size_t n)
 {
 	/* The same plan a pass would make now, with the new sessions queued
 	 * last: they fit now when every one of them is placed. Nothing is
@@ -231,15 +403,15 @@ bool mgr_sched_estimate(struct manager *m, const char *owner_id, const struct re
 	struct snapshot sn;
 	memset(&sn, 0, sizeof(sn));
 	why[0] = '\0';
-	if (count < 1 || !snapshot_build(m, &sn, owner_id, req, (size_t)count)) {
+	if (count < 1 || !snapshot_build(m, &sn, tmpl, (size_t)count, true)) {
 		snapshot_free(&sn);
 		snprintf(why, n, "cannot estimate now (out of memory)");
 		return false;
 	}
 	size_t first_new = sn.k - (size_t)count;
-	struct sched_world w = {.agents = sn.ags, .n_agents = sn.na, .users = sn.users, .n_users = sn.nu};
 	struct sched_result res = {.reasons = sn.reasons, .blocked_head = -1};
-	size_t placed = sched_plan(&sn.params, &w, sn.reqs, sn.k, sn.out, &res);
+	sn.params.preempt = false;   /* an estimate preempts nothing */
+	size_t placed = sched_plan(&sn.params, &sn.w, sn.reqs, sn.k, sn.out, &res);
 	bool *done = calloc((size_t)count, sizeof(bool));
 	size_t n_new = 0;
 	for (size_t i = 0; done && i < placed; i++) {
@@ -291,6 +463,7 @@ static void *sched_main(void *arg)
 			retry_stuck_terminations(m);
 			mgr_folders_purge_trash(m);
 			mgr_usage_sweep(m);
+			mgr_fairshare_tick(m);
 		}
 		/* Nothing is placed while the store is unreachable (or not yet
 		 * written again after it came back): a placement must be
@@ -322,4 +495,60 @@ int mgr_scheduler_start(struct manager *m, struct terr *err)
 		return terr_set(err, EAGAIN, "cannot start the scheduler thread");
 	m->threads_started = true;
 	return 0;
+}
+
+/* The usage of a project or member as JSON: resource-seconds decayed. */
+static json_t *usage_json(const struct sched_usage *u)
+{
+	return json_pack("{s:f,s:f,s:f}", "cpu_s", u->cpu_s, "mem_gib_s", u->mem_s, "fgpu_s", u->fgpu_s);
+}
+
+json_t *mgr_fairshare_json(struct manager *m, const struct user_rec *u)
+{
+	pthread_mutex_lock(&m->mu);
+	struct snapshot sn;
+	json_t *out = NULL;
+	struct sched_share *ps = NULL, *ms = NULL;
+	if (!snapshot_build(m, &sn, NULL, 0, false))
+		goto done;
+	ps = calloc(sn.w.n_projects + 1, sizeof(*ps));
+	ms = calloc(sn.w.n_members + 1, sizeof(*ms));
+	if (!ps || !ms)
+		goto done;
+	sched_fairshare_projects(&sn.w, ps);
+	json_t *projects = json_array();
+	for (size_t i = 0; i < sn.w.n_projects; i++) {
+		const struct mproject *p = m->projects[i];
+		/* Admins see every project; others those they are in. */
+		if (!u->is_admin && !mgr_find_member(m, p->rec.id, u->id))
+			continue;
+		sched_fairshare_members(&sn.w, i, ms);
+		json_t *users = json_array();
+		for (size_t k = 0; k < sn.w.n_members; k++) {
+			if (sn.w.members[k].project != i)
+				continue;
+			const struct user_rec *mu = mgr_find_user(m, m->members[k]->rec.user_id);
+			json_array_append_new(users, json_pack("{s:s,s:f,s:f,s:o,s:f,s:f,s:I}",
+				"email", mu ? mu->email : m->members[k]->rec.user_id, "weight", sn.w.members[k].weight,
+				"target", ms[k].target, "usage", usage_json(&sn.w.members[k].usage),
+				"usage_share", ms[k].usage_share, "current_share", ms[k].current_share,
+				"rank", (json_int_t)ms[k].rank));
+		}
+		json_array_append_new(projects, json_pack("{s:s,s:b,s:f,s:f,s:o,s:f,s:f,s:I,s:o}",
+			"name", p->rec.name, "personal", p->rec.personal, "weight", sn.w.projects[i].weight,
+			"target", ps[i].target, "usage", usage_json(&sn.w.projects[i].usage),
+			"usage_share", ps[i].usage_share, "current_share", ps[i].current_share,
+			"rank", (json_int_t)ps[i].rank, "users", users));
+	}
+	out = json_pack("{s:s,s:I,s:b,s:I,s:o}", "queue_policy", m->settings.queue->name,
+			"half_life_s", (json_int_t)m->settings.fairshare_half_life_s,
+			"preemption", m->settings.preemption,
+			"preemption_min_runtime_s", (json_int_t)m->settings.preemption_min_runtime_s,
+			"projects", projects);
+done:
+	free(ps);
+	free(ms);
+	snapshot_free(&sn);
+	pthread_mutex_unlock(&m->mu);
+	return out;
 }

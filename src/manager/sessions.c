@@ -32,10 +32,10 @@ static void name_key(const char *owner_id, const char *name, char *out, size_t n
  * that name, else the newest ended one (session_by_name says why that
  * is the newest of the name). An id wins over a name. */
 static struct msession *resolve_among(struct manager *m, const char *ref, const char *owner_id,
-				      bool any_owner_by_id)
+				      const struct user_rec *viewer)
 {
 	struct msession *s = strmap_get(&m->session_by_id, ref);
-	if (s && (any_owner_by_id || !strcmp(s->rec.owner_id, owner_id)))
+	if (s && (viewer ? mgr_session_visible(m, viewer, s) : !strcmp(s->rec.owner_id, owner_id)))
 		return s;
 	char key[sizeof(s->name_key)];
 	name_key(owner_id, ref, key, sizeof(key));
@@ -46,22 +46,33 @@ struct msession *mgr_resolve_session(struct manager *m, const char *ref, const s
 {
 	/* A name is the caller's own, admins included: an admin whose
 	 * session shares its name with another user's must not reach the
-	 * other one by it. An admin reaches anyone's by id, or by name with
-	 * the owner given (mgr_session_lookup). */
-	return resolve_among(m, ref, user->id, user->is_admin);
+	 * other one by it. An admin (or a project's manager) reaches anyone's
+	 * (anyone's in the project) by id, or by name with the owner given
+	 * (mgr_session_lookup). */
+	return resolve_among(m, ref, user->id, user);
 }
 
 int mgr_session_lookup(struct manager *m, const struct user_rec *u, const char *ref, const char *owner_email,
 		       char id[STORE_ID_MAX], struct terr *err)
 {
-	if (!u->is_admin && strcmp(owner_email, u->email))
-		return terr_set(err, EPERM, "only an admin may act on another user's sessions");
 	pthread_mutex_lock(&m->mu);
 	const struct user_rec *owner = NULL;
 	for (size_t i = 0; i < m->n_users && !owner; i++)
 		if (!strcmp(m->users[i].email, owner_email))
 			owner = &m->users[i];
-	struct msession *s = owner ? resolve_among(m, ref, owner->id, false) : NULL;
+	struct msession *s = owner ? resolve_among(m, ref, owner->id, NULL) : NULL;
+	/* Another user's session: an admin's to reach, or a manager's of
+	 * its project; to anyone else, it does not exist (a user who manages
+	 * no project learns nothing of others' session names). */
+	if (!u->is_admin && strcmp(owner_email, u->email)) {
+		if (!mgr_manages_a_project(m, u)) {
+			pthread_mutex_unlock(&m->mu);
+			return terr_set(err, EPERM, "only an admin or a project's manager may act on another user's "
+					"sessions");
+		}
+		if (s && !mgr_session_visible(m, u, s))
+			s = NULL;
+	}
 	if (s)
 		util_strlcpy(id, s->rec.id, STORE_ID_MAX);
 	pthread_mutex_unlock(&m->mu);
@@ -135,6 +146,37 @@ int mgr_add_sessions(struct manager *m, struct msession **news, size_t n, struct
 	return 0;
 }
 
+void mgr_session_preempt(struct manager *m, struct msession *s, const char *why)
+{
+	s->rec.preemptions++;
+	mgr_set_status(m, s, SS_PREEMPTED, "%s", why);
+	mgr_enqueue_destroy(m, s);
+}
+
+void mgr_session_preempt_done(struct manager *m, struct msession *s)
+{
+	const struct user_rec *owner = mgr_find_user(m, s->rec.owner_id);
+	if (owner && !strcmp(mgr_user_on_preempt(m, owner->email), "end")) {
+		mgr_set_status(m, s, SS_TERMINATED, "ended after preemption (its owner's policy: on_preempt end)");
+		return;
+	}
+	/* Back in the queue, where it started: its place (seq) is kept, so
+	 * it goes before sessions created after it. mgr_set_status frees
+	 * what it held on its node, by its agent and shares; they are
+	 * cleared after. */
+	mgr_set_status(m, s, SS_PENDING, "requeued after preemption %lld; waiting to be scheduled",
+		       (long long)s->rec.preemptions);
+	s->rec.agent_id[0] = '\0';
+	s->rec.container_id[0] = '\0';
+	s->rec.app_endpoint[0] = '\0';
+	s->rec.has_exit_code = false;
+	s->n_shares = 0;
+	mgr_shares_to_json(s);
+	s->failed_passes = 0;
+	mgr_persist(m, s);
+	mgr_wake_scheduler(m);
+}
+
 void mgr_delete_session(struct manager *m, struct msession *s, const char *by)
 {
 	switch (s->rec.status) {
@@ -146,6 +188,7 @@ void mgr_delete_session(struct manager *m, struct msession *s, const char *by)
 	case SS_PREPARING:
 	case SS_RUNNING:
 	case SS_LOST:
+	case SS_PREEMPTED:
 		mgr_set_status(m, s, SS_TERMINATING, "terminating on request of %s", by);
 		mgr_enqueue_destroy(m, s);
 		break;
@@ -268,6 +311,15 @@ json_t *mgr_session_json(struct manager *m, const struct msession *s)
 		json_array_append_new(gpus, json_pack("{s:i,s:s,s:o}", "index", s->shares[i].index,
 						      "uuid", s->shares[i].uuid, "fgpu", jsonutil_milli(s->shares[i].fgpu_m)));
 	json_object_set_new(o, "gpus", gpus);
+	/* docs/scheduling.md: its project (by name), resource group,
+	 * priority, preemptibility and the times it was preempted. */
+	const struct mproject *p = mgr_find_project(m, s->rec.project_id);
+	json_object_set_new(o, "project", p ? json_string(p->rec.name) : json_null());
+	json_object_set_new(o, "group", json_string(s->rec.resource_group[0] ? s->rec.resource_group
+									       : MGR_DEFAULT_GROUP));
+	json_object_set_new(o, "priority", json_integer(s->rec.priority));
+	json_object_set_new(o, "preemptible", json_boolean(s->rec.preemptible));
+	json_object_set_new(o, "preemptions", json_integer(s->rec.preemptions));
 	/* Its folders, without their host paths (which are the admin's). */
 	json_t *recorded = s->rec.mounts_json ? json_loads(s->rec.mounts_json, 0, NULL) : NULL;
 	json_t *mounts = json_array();
@@ -360,7 +412,7 @@ json_t *mgr_sessions_visible_json(struct manager *m, const struct user_rec *u, b
 	json_t *arr = json_array();
 	for (size_t i = 0; i < m->n_sessions; i++) {
 		const struct msession *s = m->sessions[i];
-		if (!u->is_admin && strcmp(s->rec.owner_id, u->id))
+		if (!mgr_session_visible(m, u, s))
 			continue;
 		if (!all && (!session_status_listed(s->rec.status) || s->rec.removed))
 			continue;
@@ -483,11 +535,18 @@ static bool query_wants(const struct session_query *q, const struct msession *s)
 int mgr_sessions_page(struct manager *m, const struct user_rec *u, const struct session_query *q, char **body,
 		      size_t *len, struct terr *err)
 {
-	if (q->owner_email[0] && !u->is_admin && strcmp(q->owner_email, u->email))
-		return terr_set(err, EPERM, "only an admin may list another user's sessions");
-	char owner_id[STORE_ID_MAX];
-	util_strlcpy(owner_id, u->is_admin ? "" : u->id, sizeof(owner_id));
+	char owner_id[STORE_ID_MAX] = "";
 	pthread_mutex_lock(&m->mu);
+	/* A project the caller is not in reads as a missing one. */
+	const struct mproject *project = q->project[0] ? mgr_find_project_by_name(m, q->project) : NULL;
+	if (q->project[0] && (!project || mgr_project_role(m, project, u) == ROLE_NONE)) {
+		pthread_mutex_unlock(&m->mu);
+		return terr_set(err, ENOENT, "no project named '%s' (tessera project ls lists yours)", q->project);
+	}
+	if (q->owner_email[0] && !u->is_admin && strcmp(q->owner_email, u->email) && !mgr_manages_a_project(m, u)) {
+		pthread_mutex_unlock(&m->mu);
+		return terr_set(err, EPERM, "only an admin or a project's manager may list another user's sessions");
+	}
 	if (q->owner_email[0]) {
 		const struct user_rec *o = mgr_find_user_by_email(m, q->owner_email);
 		if (!o) {
@@ -514,7 +573,8 @@ int mgr_sessions_page(struct manager *m, const struct user_rec *u, const struct 
 	bool more = false, oom = !texts;
 	for (size_t i = lo; i < m->n_sessions && !oom; i++) {
 		struct msession *s = m->sessions[i];
-		if ((owner_id[0] && strcmp(s->rec.owner_id, owner_id)) || !query_wants(q, s))
+		if ((owner_id[0] && strcmp(s->rec.owner_id, owner_id)) || !query_wants(q, s) ||
+		    !mgr_session_visible(m, u, s) || (project && strcmp(s->rec.project_id, project->rec.id)))
 			continue;
 		if (n == cap) {
 			more = true;
@@ -563,10 +623,9 @@ int mgr_sessions_page(struct manager *m, const struct user_rec *u, const struct 
 /* ---------- the event stream ---------- */
 
 /* Whether u's stream shows s: the list API's default view. */
-static bool stream_shows(const struct user_rec *u, const struct msession *s)
+static bool stream_shows(struct manager *m, const struct user_rec *u, const struct msession *s)
 {
-	return (u->is_admin || !strcmp(s->rec.owner_id, u->id)) && session_status_listed(s->rec.status) &&
-	       !s->rec.removed;
+	return mgr_session_visible(m, u, s) && session_status_listed(s->rec.status) && !s->rec.removed;
 }
 
 void mgr_stream_free(struct mgr_stream *st)
@@ -614,7 +673,7 @@ int mgr_stream_next(struct manager *m, const struct user_rec *u, struct mgr_stre
 		sessions_changed = first;
 		for (size_t i = 0; i < m->n_sessions; i++) {
 			struct msession *s = m->sessions[i];
-			if (!stream_shows(u, s))
+			if (!stream_shows(m, u, s))
 				continue;
 			struct mtext *t = kept_text(m, s);
 			if (!t) {
@@ -648,7 +707,7 @@ int mgr_stream_next(struct manager *m, const struct user_rec *u, struct mgr_stre
 		}
 		size_t k = 0;
 		for (size_t i = 0; i < m->n_sessions && k < n; i++)
-			if (stream_shows(u, m->sessions[i]))
+			if (stream_shows(m, u, m->sessions[i]))
 				texts[k++] = mtext_ref(m->sessions[i]->json);
 	}
 	pthread_mutex_unlock(&m->mu);
@@ -819,6 +878,46 @@ static struct msession **new_records(const struct user_rec *owner, const struct 
 	return news;
 }
 
+/* The project, resource group, priority and preemptibility of the new
+ * sessions (docs/scheduling.md), checked against the project and the
+ * owner's policy. mu held. */
+static int apply_project(struct manager *m, const struct user_rec *owner, const struct create_request *cr,
+			 struct msession **news, size_t n, struct terr *err)
+{
+	struct mproject *p;
+	int rc = mgr_project_choose(m, owner, cr->project, &p, err);
+	if (rc < 0)
+		return rc;
+	const char *group = cr->group ? cr->group : MGR_DEFAULT_GROUP;
+	if ((rc = mgr_group_name_check(group, err)) < 0)
+		return rc;
+	if (!mgr_project_allows_group(p, group))
+		return terr_set(err, EPERM, "project %s may not use resource group %s (it may use: %s)", p->rec.name,
+				group, p->rec.groups);
+	int64_t max_priority = mgr_user_policy_limit(m, owner->email, "max_priority", 0);
+	if (cr->priority > max_priority && !owner->is_admin)
+		return terr_set(err, EPERM, "your policy allows priorities up to %lld (its max_priority; an admin can "
+				"raise it: tessera config set policy.%s '{\"max_priority\": 10}')",
+				(long long)max_priority, owner->email);
+	bool def = cr->batch ? mgr_user_policy_bool(m, owner->email, "preemptible_batch", true)
+			     : mgr_user_policy_bool(m, owner->email, "preemptible_interactive", false);
+	/* Volunteering a session for preemption is always allowed; keeping
+	 * one out of it where the policy makes it preemptible is an admin's
+	 * call. */
+	if (cr->preemptible == VALIDATE_PREEMPT_NO && def && !owner->is_admin)
+		return terr_set(err, EPERM, "your policy makes %s sessions preemptible (its preemptible_%s); an admin "
+				"can change that", cr->batch ? "batch" : "interactive",
+				cr->batch ? "batch" : "interactive");
+	bool preemptible = cr->preemptible == VALIDATE_PREEMPT_DEFAULT ? def : cr->preemptible == VALIDATE_PREEMPT_YES;
+	for (size_t i = 0; i < n; i++) {
+		util_strlcpy(news[i]->rec.project_id, p->rec.id, sizeof(news[i]->rec.project_id));
+		util_strlcpy(news[i]->rec.resource_group, group, sizeof(news[i]->rec.resource_group));
+		news[i]->rec.priority = cr->priority;
+		news[i]->rec.preemptible = preemptible;
+	}
+	return 0;
+}
+
 int mgr_sessions_create(struct manager *m, const struct user_rec *owner, const struct create_request *cr,
 			json_t **sessions, struct terr *err)
 {
@@ -837,6 +936,11 @@ int mgr_sessions_create(struct manager *m, const struct user_rec *owner, const s
 		return terr_set(err, EPERM, "your policy does not allow sessions that run as root; sessions run as "
 				"the image's work user (uid 1000). An admin can allow it: tessera config set "
 				"policy.%s '{\"allow_root\": true}'", owner->email);
+	}
+	if ((rc = apply_project(m, owner, cr, news, n, err)) < 0) {
+		pthread_mutex_unlock(&m->mu);
+		free_news(news, n);
+		return rc;
 	}
 	char *mounts = NULL;
 	if ((rc = mgr_folders_mounts_json(m, owner, cr, &mounts, err)) < 0) {
@@ -866,7 +970,7 @@ int mgr_sessions_create(struct manager *m, const struct user_rec *owner, const s
 	if (cr->dry_run) {
 		/* Validated like a create; the estimate replaces the sessions. */
 		char why[SCHED_REASON_MAX + 64];
-		bool fits = mgr_sched_estimate(m, owner->id, &cr->req, cr->count, why, sizeof(why));
+		bool fits = mgr_sched_estimate(m, &news[0]->rec, cr->count, why, sizeof(why));
 		pthread_mutex_unlock(&m->mu);
 		free_news(news, n);
 		*sessions = json_pack("{s:b,s:s?}", "fits_now", fits, "reason", fits ? NULL : why);

@@ -2,7 +2,15 @@
  * in the store's settings table as JSON values:
  *   fgpu_per_device   fGPU one physical GPU counts as (integer, 1..100)
  *   fgpu_quantum      smallest fGPU step a request may use (0.001..1)
- *   queue_policy      fifo | lifo | drf
+ *   queue_policy      fifo | lifo | drf | fairshare
+ *   fairshare_half_life_s
+ *                     seconds in which fair-share usage halves (0 = it
+ *                     never decays; default 604800, a week)
+ *   preemption        true | false: the scheduler may end preemptible
+ *                     sessions to make room (default true)
+ *   preemption_min_runtime_s
+ *                     no session is preempted before it ran this long
+ *                     (default 300)
  *   selector          concentrated | dispersed
  *   fifo_skip_after   passes a blocked head waits before later ones may
  *                     pass it (0 = never)
@@ -15,7 +23,11 @@
  *                     "max_folder_bytes" (a size; cap and default of a
  *                     folder's quota, 0 = none),
  *                     "idle_timeout_s" (0 = none), "idle_cpu_pct"
- *                     (default 5; docs/admin.md, "Idle sessions")}
+ *                     (default 5; docs/admin.md, "Idle sessions"),
+ *                     "max_priority" (default 0), "preemptible_batch"
+ *                     (default true), "preemptible_interactive"
+ *                     (default false), "on_preempt" ("requeue", the
+ *                     default, or "end"; docs/scheduling.md)}
  *   policy.<email>    the same, for one user (overrides the default)
  *   log_max_size, log_max_files
  *                     agents' settings of the same names, for every
@@ -48,7 +60,8 @@
 static const char *const scalar_keys[] = {"fgpu_per_device", "fgpu_quantum", "queue_policy", "selector",
 					  "fifo_skip_after", "folder_trash_days", "log_max_size", "log_max_files",
 					  "storage_hosts", "registry_url", "wsproxy_url", "wsproxy_port_range",
-					  "wsproxy_domain", NULL};
+					  "wsproxy_domain", "fairshare_half_life_s", "preemption",
+					  "preemption_min_runtime_s", NULL};
 
 static const char *const conf_keys[] = {"storage_hosts", "registry_url", "wsproxy_url", "wsproxy_port_range",
 					"wsproxy_domain"};
@@ -145,6 +158,9 @@ static void settings_defaults(struct msettings *st)
 	st->selector = &sched_concentrated;
 	st->fifo_skip_after = 0;
 	st->folder_trash_days = MGR_DEFAULT_FOLDER_TRASH_DAYS;
+	st->fairshare_half_life_s = 7 * 86400;
+	st->preemption = true;
+	st->preemption_min_runtime_s = 300;
 	st->policies = json_object();
 	st->agent = json_object();
 	st->conf = json_object();
@@ -182,12 +198,22 @@ static int parse_policy(json_t *v, const char *key, struct terr *err)
 		else if (!strcmp(k, "idle_cpu_pct"))
 			rc = json_is_integer(x) && json_integer_value(x) >= 0 && json_integer_value(x) <= 100 ? 0
 				: terr_set(err, EINVAL, "%s.idle_cpu_pct must be a whole percent from 0 to 100", key);
-		else if (!strcmp(k, "allow_root"))
-			rc = json_is_boolean(x) ? 0 : terr_set(err, EINVAL, "%s.allow_root must be true or false", key);
+		else if (!strcmp(k, "allow_root") || !strcmp(k, "preemptible_batch") ||
+			 !strcmp(k, "preemptible_interactive"))
+			rc = json_is_boolean(x) ? 0 : terr_set(err, EINVAL, "%s.%s must be true or false", key, k);
+		else if (!strcmp(k, "max_priority"))
+			rc = json_is_integer(x) && json_integer_value(x) >= 0 && json_integer_value(x) <= MGR_MAX_PRIORITY
+				? 0 : terr_set(err, EINVAL, "%s.max_priority must be an integer from 0 to %d", key,
+					       MGR_MAX_PRIORITY);
+		else if (!strcmp(k, "on_preempt"))
+			rc = json_is_string(x) && (!strcmp(json_string_value(x), "requeue") ||
+						   !strcmp(json_string_value(x), "end"))
+				? 0 : terr_set(err, EINVAL, "%s.on_preempt must be \"requeue\" or \"end\"", key);
 		else
 			rc = terr_set(err, EINVAL, "%s: unknown limit '%s' (known: max_sessions, max_cpu, max_mem, max_fgpu, "
 				      "max_concurrent_execs, allow_root, max_private_images, max_folders, max_folder_bytes, "
-				      "idle_timeout_s, idle_cpu_pct)",
+				      "idle_timeout_s, idle_cpu_pct, max_priority, preemptible_batch, "
+				      "preemptible_interactive, on_preempt)",
 				      key, k);
 		if (rc < 0)
 			return rc;
@@ -225,7 +251,7 @@ static int apply_to(struct msettings *st, const char *key, json_t *value, struct
 	} else if (!strcmp(key, "queue_policy")) {
 		const struct sched_queue_ops *q = json_is_string(value) ? sched_queue_find(json_string_value(value)) : NULL;
 		if (!q)
-			return terr_set(err, EINVAL, "queue_policy must be fifo, lifo or drf");
+			return terr_set(err, EINVAL, "queue_policy must be fifo, lifo, drf or fairshare");
 		st->queue = q;
 	} else if (!strcmp(key, "selector")) {
 		const struct sched_selector_ops *sel = json_is_string(value) ? sched_selector_find(json_string_value(value)) : NULL;
@@ -240,6 +266,20 @@ static int apply_to(struct msettings *st, const char *key, json_t *value, struct
 		if (!json_is_integer(value) || (n = json_integer_value(value)) < 0 || n > 3650)
 			return terr_set(err, EINVAL, "folder_trash_days must be an integer from 0 to 3650");
 		st->folder_trash_days = (int)n;
+	} else if (!strcmp(key, "fairshare_half_life_s")) {
+		if (!json_is_integer(value) || (n = json_integer_value(value)) < 0 || n > 366 * 86400)
+			return terr_set(err, EINVAL, "fairshare_half_life_s must be whole seconds from 0 (usage never "
+					"decays) to 31622400 (a year)");
+		st->fairshare_half_life_s = n;
+	} else if (!strcmp(key, "preemption")) {
+		if (!json_is_boolean(value))
+			return terr_set(err, EINVAL, "preemption must be true or false");
+		st->preemption = json_is_true(value);
+	} else if (!strcmp(key, "preemption_min_runtime_s")) {
+		if (!json_is_integer(value) || (n = json_integer_value(value)) < 0 || n > 30 * 86400)
+			return terr_set(err, EINVAL, "preemption_min_runtime_s must be whole seconds from 0 to 2592000 "
+					"(30 days)");
+		st->preemption_min_runtime_s = n;
 	} else if (agent_cluster_key(key)) {
 		if (agent_cluster_check(key, value, NULL, err) < 0)
 			return -EINVAL;
@@ -277,7 +317,8 @@ static int apply_to(struct msettings *st, const char *key, json_t *value, struct
 	} else {
 		return terr_set(err, ENOENT,
 				"unknown setting '%s' (known: fgpu_per_device, fgpu_quantum, queue_policy, selector, "
-				"fifo_skip_after, folder_trash_days, " AGENT_CLUSTER_KEYS ", " MGR_CONF_KEYS
+				"fifo_skip_after, folder_trash_days, fairshare_half_life_s, preemption, "
+				"preemption_min_runtime_s, " AGENT_CLUSTER_KEYS ", " MGR_CONF_KEYS
 				", policy.default, policy.<email>)",
 				key);
 	}
@@ -345,6 +386,13 @@ static int check_state_one(struct manager *m, const char *key, json_t *value, st
 	return rc;
 }
 
+static void fairshare_keys_set(json_t *o, const struct msettings *st)
+{
+	json_object_set_new(o, "fairshare_half_life_s", json_integer(st->fairshare_half_life_s));
+	json_object_set_new(o, "preemption", json_boolean(st->preemption));
+	json_object_set_new(o, "preemption_min_runtime_s", json_integer(st->preemption_min_runtime_s));
+}
+
 static json_t *flat_of(const struct msettings *st)
 {
 	json_t *o = json_pack("{s:I,s:o,s:s,s:s,s:i,s:i}",
@@ -354,6 +402,7 @@ static json_t *flat_of(const struct msettings *st)
 		"fifo_skip_after", st->fifo_skip_after, "folder_trash_days", st->folder_trash_days);
 	if (!o)
 		return NULL;
+	fairshare_keys_set(o, st);
 	static const char *const agent_keys[] = {"log_max_size", "log_max_files"};
 	for (size_t i = 0; i < 2; i++) {
 		json_t *v = json_object_get(st->agent, agent_keys[i]);
@@ -645,6 +694,8 @@ json_t *mgr_settings_json(struct manager *m)
 		"queue_policy", st->queue->name, "selector", st->selector->name,
 		"fifo_skip_after", st->fifo_skip_after,
 		"folder_trash_days", st->folder_trash_days, "policies", json_deep_copy(st->policies));
+	if (o)
+		fairshare_keys_set(o, st);
 	json_t *lms = json_object_get(st->agent, "log_max_size"), *lmf = json_object_get(st->agent, "log_max_files");
 	if (o) {
 		json_object_set_new(o, "log_max_size", lms ? json_deep_copy(lms) : json_null());
@@ -703,6 +754,25 @@ int64_t mgr_user_max_execs(struct manager *m, const char *email)
 	    present)
 		return n;
 	return MGR_DEFAULT_MAX_EXECS;
+}
+
+bool mgr_user_policy_bool(struct manager *m, const char *email, const char *key, bool def)
+{
+	json_t *p = json_object_get(m->settings.policies, email);
+	/* The user's own policy wins only where it sets the key. */
+	if (!p || !json_object_get(p, key))
+		p = json_object_get(m->settings.policies, "default");
+	json_t *x = p ? json_object_get(p, key) : NULL;
+	return json_is_boolean(x) ? json_is_true(x) : def;
+}
+
+const char *mgr_user_on_preempt(struct manager *m, const char *email)
+{
+	json_t *p = json_object_get(m->settings.policies, email);
+	if (!p || !json_object_get(p, "on_preempt"))
+		p = json_object_get(m->settings.policies, "default");
+	const char *v = p ? json_string_value(json_object_get(p, "on_preempt")) : NULL;
+	return v && !strcmp(v, "end") ? "end" : "requeue";
 }
 
 bool mgr_user_allow_root(struct manager *m, const char *email)

@@ -114,6 +114,10 @@ struct msession {
 	 * (agents.c, session_oom). */
 	int notes;
 	int64_t oom_noted, oom_noted_ms;
+	/* When it last became RUNNING (0: not since this manager started;
+	 * started_ms is then the best known): preemption spares sessions
+	 * younger than preemption_min_runtime_s. */
+	int64_t running_since_ms;
 };
 
 /* Drops s's rendered JSON: called wherever its record, shares or history
@@ -199,6 +203,10 @@ struct msettings {
 	const struct sched_selector_ops *selector;
 	int fifo_skip_after;
 	int folder_trash_days;
+	/* Fair share and preemption (docs/scheduling.md). */
+	int64_t fairshare_half_life_s;  /* usage halves in this time; 0: never decays */
+	bool preemption;                /* the scheduler may preempt */
+	int64_t preemption_min_runtime_s;   /* no victim younger than this */
 	json_t *policies;              /* {"default": {...}, "user@x": {...}} */
 	json_t *agent;                 /* agents' settings that are set: {"log_max_size": ...} */
 	/* manager.conf's keys that are also cluster settings, those set:
@@ -207,6 +215,26 @@ struct msettings {
 	 * is manager.conf's (mgr_conf_value). */
 	json_t *conf;
 };
+
+/* A project (projects.c) and its fair-share usage (decayed; scheduler.c
+ * charges it, fairshare.c keeps it in the store). */
+struct mproject {
+	struct project_rec rec;
+	struct sched_usage usage;
+};
+
+/* A user's membership of a project, and their usage within it. */
+struct mmember {
+	struct member_rec rec;
+	struct sched_usage usage;
+};
+
+/* What a user may do in a project (mgr_project_role). */
+enum mgr_role { ROLE_NONE, ROLE_MEMBER, ROLE_MANAGER };
+
+/* The resource group of a node no admin put in one, and of a session
+ * that asks for none. */
+#define MGR_DEFAULT_GROUP "default"
 
 enum job_type { JOB_START, JOB_DESTROY, JOB_COMMIT, JOB_PULL };
 
@@ -315,6 +343,18 @@ struct manager {
 	size_t n_hosts;
 	/* What each host's filesystem enforces (fsquota.h), probed at open. */
 	struct fsq_host host_quota[MGR_MAX_STORAGE_HOSTS];
+	/* Projects and memberships (projects.c), as stored. */
+	struct mproject **projects;
+	size_t n_projects;
+	struct mmember **members;
+	size_t n_members;
+	/* Nodes' resource groups (nodes_admin.c): {"node id": "group"}, kept
+	 * in the store's settings table; a node not named is in
+	 * MGR_DEFAULT_GROUP. */
+	json_t *node_groups;
+	/* Fair-share usage (fairshare.c): when it was last charged and last
+	 * stored (monotonic ms; fs_saved_mono 0: not loaded). */
+	int64_t fs_tick_mono, fs_saved_mono;
 	/* Every folder, live and trashed (folders.c), as stored. */
 	struct mfolder **folders;
 	size_t n_folders, cap_folders;
@@ -632,11 +672,11 @@ void mgr_drain_free(struct manager *m);
 bool mgr_node_drained(const struct manager *m, const char *id);
 
 /* ---- scheduler.c: the launch estimate ---- */
-/* Whether the next scheduling pass would place count more sessions of req
- * for owner_id at once, with the queue and the nodes as they are now;
- * when not, why in words into why (n bytes). */
-bool mgr_sched_estimate(struct manager *m, const char *owner_id, const struct res *req, int64_t count,
-			char *why, size_t n);
+/* Whether the next scheduling pass would place count more sessions like
+ * tmpl (its owner, resources, project, group and priority) at once, with
+ * the queue and the nodes as they are now; when not, why in words into
+ * why (n bytes). */
+bool mgr_sched_estimate(struct manager *m, const struct session_rec *tmpl, int64_t count, char *why, size_t n);
 
 /* ---- apps.c ---- */
 /* Reads and checks the proxy's addresses (the wsproxy_* settings, else
@@ -754,6 +794,14 @@ void mgr_user_policy(struct manager *m, const char *email, int64_t *max_sessions
 /* Whether the user's policy (policy.<email>, else policy.default) lets
  * their sessions run as root: "allow_root", false when unset. */
 bool mgr_user_allow_root(struct manager *m, const char *email);
+/* A boolean key of the user's policy (their own where set, else the
+ * default policy's), def when neither sets it. */
+bool mgr_user_policy_bool(struct manager *m, const char *email, const char *key, bool def);
+/* "requeue" or "end": what becomes of the user's preempted sessions. */
+const char *mgr_user_on_preempt(struct manager *m, const char *email);
+/* Session priorities are 0..MGR_MAX_PRIORITY; a user's policy bounds
+ * theirs with max_priority (default 0). */
+#define MGR_MAX_PRIORITY 100
 /* The user's max_private_images (default MGR_DEFAULT_MAX_PRIVATE_IMAGES;
  * 0: no limit). */
 #define MGR_DEFAULT_MAX_PRIVATE_IMAGES 10
@@ -767,5 +815,57 @@ void mgr_settings_free(struct manager *m);
 /* How many execs a user (by email) may run at once: max_concurrent_execs
  * of their policy, MGR_DEFAULT_MAX_EXECS when it has none, 0 = no limit. */
 int64_t mgr_user_max_execs(struct manager *m, const char *email);
+
+/* ---- preemption (sessions.c) ---- */
+/* Ends s's container to make room (why: for its history); s becomes
+ * PREEMPTED until the container is gone. */
+void mgr_session_preempt(struct manager *m, struct msession *s, const char *why);
+/* s's container is gone: PENDING again or TERMINATED, as its owner's
+ * policy's on_preempt says. */
+void mgr_session_preempt_done(struct manager *m, struct msession *s);
+
+/* ---- projects.c ---- */
+struct mproject *mgr_find_project(struct manager *m, const char *id);
+struct mproject *mgr_find_project_by_name(struct manager *m, const char *name);
+struct mmember *mgr_find_member(struct manager *m, const char *project_id, const char *user_id);
+/* The user's role in p (admins: ROLE_MANAGER of every project). */
+enum mgr_role mgr_project_role(struct manager *m, const struct mproject *p, const struct user_rec *u);
+/* Whether u may see (and act on) s: its owner, an admin, or a manager of
+ * its project. */
+bool mgr_session_visible(struct manager *m, const struct user_rec *u, const struct msession *s);
+/* Whether u manages a team project (whose members' sessions they see). */
+bool mgr_manages_a_project(struct manager *m, const struct user_rec *u);
+/* The user's personal project, NULL if none (a removed user). */
+struct mproject *mgr_personal_project(struct manager *m, const char *user_id);
+/* Makes u's personal project when missing (stored). */
+int mgr_personal_project_ensure(struct manager *m, const struct user_rec *u, struct terr *err);
+/* Drops a removed user's memberships. */
+void mgr_project_user_removed(struct manager *m, const char *user_id);
+/* Loads projects and members, makes missing personal projects and gives
+ * sessions stored before projects their owner's. After users, sessions
+ * and folders are loaded. */
+int mgr_projects_load(struct manager *m, struct terr *err);
+void mgr_projects_free(struct manager *m);
+/* The project a new session of u goes to: the one named (u must be in
+ * it; admins may name any team project), else u's one team project, else
+ * their personal one; *out borrowed. Errors say what to do. */
+int mgr_project_choose(struct manager *m, const struct user_rec *u, const char *name, struct mproject **out,
+		       struct terr *err);
+bool mgr_project_allows_group(const struct mproject *p, const char *group);
+json_t *mgr_project_json(struct manager *m, const struct mproject *p, const struct user_rec *viewer);
+
+/* ---- fairshare.c ---- */
+/* Reads the stored usage (decayed by the time since it was stored). */
+void mgr_fairshare_load(struct manager *m);
+/* Charges what is held since the last tick (the scheduler's safety pass,
+ * once a second); stores the usage once a minute. */
+void mgr_fairshare_tick(struct manager *m);
+void mgr_fairshare_save(struct manager *m);
+
+/* ---- nodes_admin.c ---- */
+/* The resource group of node id (MGR_DEFAULT_GROUP when none set). */
+const char *mgr_node_group(const struct manager *m, const char *id);
+int mgr_node_groups_load(struct manager *m, struct terr *err);
+void mgr_node_groups_free(struct manager *m);
 
 #endif

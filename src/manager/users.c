@@ -389,6 +389,12 @@ int mgr_user_create(struct manager *m, const char *email, const char *password, 
 	m->users[m->n_users++] = u;
 	m->keys[m->n_keys++] = k;
 	pthread_rwlock_unlock(&m->users_mu);
+	/* Their personal project (projects.c): a failure to store it leaves
+	 * the account usable, and the next start makes the project. */
+	struct terr perr = {0};
+	if (mgr_personal_project_ensure(m, &u, &perr) < 0)
+		log_warn("manager", "cannot make %s's personal project now (made at the next start): %s", u.email,
+			 perr.msg);
 	if (u.is_admin)
 		mgr_apps_users_changed(m);   /* the proxy learns of the new admin */
 	pthread_mutex_unlock(&m->mu);
@@ -710,6 +716,7 @@ int mgr_user_remove(struct manager *m, const char *ref, const struct user_rec *b
 	m->n_users--;
 	pthread_rwlock_unlock(&m->users_mu);
 	mgr_apps_users_changed(m);   /* the proxy forgets them */
+	mgr_project_user_removed(m, gone.id);
 	*reply = json_pack("{s:o,s:I,s:I}", "removed", mgr_user_json(&gone), "revoked_keys", (json_int_t)nkeys,
 			   "ended_sessions_kept", (json_int_t)ended);
 	log_info("manager", "%s removed user %s (%zu API keys revoked; %zu ended sessions kept in the history)",

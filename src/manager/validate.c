@@ -71,7 +71,7 @@ int validate_create_request(json_t *body, struct create_request *out, struct ter
 	if (!json_is_object(body))
 		return terr_set(err, EINVAL, "request body must be a JSON object");
 	static const char *const known[] = {"image", "name", "count", "resources", "env", "startup_command", "type",
-					    "root", "mounts", NULL};
+					    "root", "mounts", "project", "group", "priority", "preemptible", NULL};
 	const char *key;
 	json_t *val;
 	json_object_foreach(body, key, val) {
@@ -80,7 +80,7 @@ int validate_create_request(json_t *body, struct create_request *out, struct ter
 			ok |= !strcmp(key, known[i]);
 		if (!ok)
 			return terr_set(err, EINVAL, "unknown field '%s' (known: image, name, count, resources, env, "
-					"startup_command, type, root, mounts)", key);
+					"startup_command, type, root, mounts, project, group, priority, preemptible)", key);
 	}
 	memset(out, 0, sizeof(*out));
 	out->count = 1;
@@ -156,6 +156,21 @@ int validate_create_request(json_t *body, struct create_request *out, struct ter
 	if (root && !json_is_null(root) && !json_is_boolean(root))
 		return terr_set(err, EINVAL, "root must be true or false");
 	out->root = json_is_true(root);
+	if (jsonutil_get_string(body, "project", "project", &out->project, NULL, err) < 0 ||
+	    jsonutil_get_string(body, "group", "group", &out->group, NULL, err) < 0 ||
+	    jsonutil_get_int(body, "priority", "priority", &out->priority, NULL, err) < 0)
+		return -EINVAL;
+	if (out->project && (!*out->project || strlen(out->project) >= STORE_NAME_MAX))
+		return terr_set(err, EINVAL, "project must be a project's name");
+	if (out->group && (!*out->group || strlen(out->group) >= STORE_NAME_MAX))
+		return terr_set(err, EINVAL, "group must be a resource group's name");
+	if (out->priority < 0 || out->priority > 100)
+		return terr_set(err, EINVAL, "priority must be an integer from 0 to 100 (higher starts first)");
+	json_t *pre = json_object_get(body, "preemptible");
+	if (pre && !json_is_null(pre) && !json_is_boolean(pre))
+		return terr_set(err, EINVAL, "preemptible must be true or false");
+	if (json_is_boolean(pre))
+		out->preemptible = json_is_true(pre) ? VALIDATE_PREEMPT_YES : VALIDATE_PREEMPT_NO;
 	json_t *mounts = json_object_get(body, "mounts");
 	if (mounts && !json_is_null(mounts)) {
 		if (!json_is_array(mounts))
@@ -201,8 +216,10 @@ int validate_policy_key(const char *key, char *out, size_t n, struct terr *err)
 static uint32_t query_fingerprint(const struct session_query *q)
 {
 	uint32_t h = 2166136261u;
-	char buf[300];
-	int n = snprintf(buf, sizeof(buf), "%d|%u|%s", q->all, q->status_mask, q->owner_email);
+	char buf[400];
+	int n = q->project[0] ? snprintf(buf, sizeof(buf), "%d|%u|%s|%s", q->all, q->status_mask, q->owner_email,
+					  q->project)
+			      : snprintf(buf, sizeof(buf), "%d|%u|%s", q->all, q->status_mask, q->owner_email);
 	for (int i = 0; i < n && i < (int)sizeof(buf); i++) {
 		h ^= (unsigned char)buf[i];
 		h *= 16777619u;
@@ -257,6 +274,11 @@ int validate_session_query(const struct session_query_in *in, struct session_que
 		return -EINVAL;
 	if (in->owner && validate_email(in->owner, out->owner_email, sizeof(out->owner_email), err) < 0)
 		return terr_prefix(err, "owner");
+	if (in->project) {
+		if (!*in->project || strlen(in->project) >= sizeof(out->project))
+			return terr_set(err, EINVAL, "project must be a project's name");
+		strcpy(out->project, in->project);
+	}
 	if (in->limit) {
 		/* Digits only: strtol would take " 5" and "+5". */
 		uint64_t v;

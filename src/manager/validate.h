@@ -48,12 +48,13 @@ struct session_query {
 	bool all;
 	unsigned status_mask;
 	char owner_email[256];
+	char project[64];        /* "": every project the caller sees */
 	long limit;
 	int64_t after_seq;
 };
 /* The raw query values (NULL: absent). */
 struct session_query_in {
-	const char *all, *status, *owner, *limit, *cont;
+	const char *all, *status, *owner, *limit, *cont, *project;
 };
 /* Validates and parses in (each error names the parameter and the rule;
  * a continue token made for another filter is refused). */
@@ -80,6 +81,15 @@ struct create_request {
 	/* "mounts": ["NAME[:PATH][:ro]", ...], parsed; targets unique. */
 	struct model_mount mounts[VALIDATE_MAX_MOUNTS];
 	size_t n_mounts;
+	/* docs/scheduling.md: the project (NULL: the user's default), the
+	 * resource group (NULL: "default"), the priority (0..100, bounded
+	 * later by the owner's policy) and whether it may be preempted
+	 * (VALIDATE_PREEMPT_DEFAULT: as the owner's policy says for its
+	 * type). */
+	const char *project;
+	const char *group;
+	int64_t priority;
+	enum { VALIDATE_PREEMPT_DEFAULT, VALIDATE_PREEMPT_YES, VALIDATE_PREEMPT_NO } preemptible;
 };
 
 /* Parses and validates a POST /v1/sessions body; strings borrow from body. */

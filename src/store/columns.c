@@ -58,6 +58,12 @@ static const struct store_column session_cols[] = {
 	COL(session_rec, app_secret,      STORE_COL_TEXT,     "NOT NULL DEFAULT ''", app_secret),
 	COL(session_rec, app_endpoint,    STORE_COL_TEXT,     "NOT NULL DEFAULT ''", app_endpoint),
 	COL(session_rec, mounts_json,     STORE_COL_TEXT_PTR, "",                mounts_json),
+	/* Added in schema version 5 (projects). */
+	COL(session_rec, project_id,      STORE_COL_TEXT,     "NOT NULL DEFAULT ''", project_id),
+	COL(session_rec, resource_group,  STORE_COL_TEXT,     "NOT NULL DEFAULT 'default'", resource_group),
+	COL(session_rec, priority,        STORE_COL_INT64,    "NOT NULL DEFAULT 0", priority),
+	COL(session_rec, preemptible,     STORE_COL_BOOL,     "NOT NULL DEFAULT 0", preemptible),
+	COL(session_rec, preemptions,     STORE_COL_INT64,    "NOT NULL DEFAULT 0", preemptions),
 };
 TABLE(store_sessions_table, "sessions", NULL, session_rec, session_cols);
 
@@ -89,6 +95,8 @@ static const struct store_column folder_cols[] = {
 	COL(folder_rec, created_ms,  STORE_COL_INT64, "NOT NULL",            created_ms),
 	COL(folder_rec, trashed_ms,  STORE_COL_INT64, "NOT NULL DEFAULT 0",  trashed_ms),
 	COL(folder_rec, shares,      STORE_COL_TEXT,  "NOT NULL DEFAULT '[]'", shares),
+	/* Added in schema version 5. */
+	COL(folder_rec, project_id,  STORE_COL_TEXT,  "NOT NULL DEFAULT ''",  project_id),
 };
 TABLE(store_folders_table, "folders", NULL, folder_rec, folder_cols);
 
@@ -102,9 +110,35 @@ static const struct store_column keypair_cols[] = {
 };
 TABLE(store_keypairs_table, "keypairs", NULL, keypair_rec, keypair_cols);
 
+/* Added in schema version 4. */
+static const struct store_column project_cols[] = {
+	COL(project_rec, id,           STORE_COL_TEXT,  "PRIMARY KEY",         id),
+	COL(project_rec, name,         STORE_COL_TEXT,  "NOT NULL UNIQUE",     name),
+	COL(project_rec, description,  STORE_COL_TEXT,  "NOT NULL DEFAULT ''", description),
+	COL(project_rec, personal,     STORE_COL_BOOL,  "NOT NULL DEFAULT 0",  personal),
+	COL(project_rec, weight_milli, STORE_COL_INT64, "NOT NULL DEFAULT 1000", weight_milli),
+	COL(project_rec, max_cpu_m,    STORE_COL_INT64, "NOT NULL DEFAULT 0",  max.cpu_m),
+	COL(project_rec, max_mem,      STORE_COL_INT64, "NOT NULL DEFAULT 0",  max.mem),
+	COL(project_rec, max_fgpu_m,   STORE_COL_INT64, "NOT NULL DEFAULT 0",  max.fgpu_m),
+	COL(project_rec, max_sessions, STORE_COL_INT64, "NOT NULL DEFAULT 0",  max_sessions),
+	COL(project_rec, groups,       STORE_COL_TEXT,  "NOT NULL DEFAULT ''", groups),
+	COL(project_rec, created_ms,   STORE_COL_INT64, "NOT NULL",            created_ms),
+};
+TABLE(store_projects_table, "projects", NULL, project_rec, project_cols);
+
+static const struct store_column member_cols[] = {
+	COL(member_rec, id,           STORE_COL_TEXT,  "PRIMARY KEY",         id),
+	COL(member_rec, project_id,   STORE_COL_TEXT,  "NOT NULL",            project_id),
+	COL(member_rec, user_id,      STORE_COL_TEXT,  "NOT NULL",            user_id),
+	COL(member_rec, role,         STORE_COL_TEXT,  "NOT NULL DEFAULT 'member'", role),
+	COL(member_rec, weight_milli, STORE_COL_INT64, "NOT NULL DEFAULT 1000", weight_milli),
+	COL(member_rec, created_ms,   STORE_COL_INT64, "NOT NULL",            created_ms),
+};
+TABLE(store_members_table, "project_members", NULL, member_rec, member_cols);
+
 const struct store_table *const store_tables[] = {
 	&store_users_table, &store_sessions_table, &store_history_table, &store_agents_table,
-	&store_folders_table, &store_keypairs_table, NULL,
+	&store_folders_table, &store_keypairs_table, &store_projects_table, &store_members_table, NULL,
 };
 
 int store_tables_check(struct terr *err)

@@ -63,6 +63,8 @@ extern const struct store_table store_history_table;   /* struct history_rec */
 extern const struct store_table store_agents_table;    /* struct agent_rec */
 extern const struct store_table store_folders_table;   /* struct folder_rec */
 extern const struct store_table store_keypairs_table;  /* struct keypair_rec */
+extern const struct store_table store_projects_table;  /* struct project_rec */
+extern const struct store_table store_members_table;   /* struct member_rec */
 
 /* Every described table, in schema order; NULL-terminated. */
 extern const struct store_table *const store_tables[];

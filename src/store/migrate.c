@@ -45,6 +45,12 @@ static const struct migration migrations[] = {
 	 MIG_ADD_COLUMNS, NULL, NULL},
 	/* Several API keys per user, each revocable (docs/api.md, "API keys"). */
 	{3, "table keypairs, each user's key its first", MIG_CREATE, COPY_USER_KEYS, COPY_USER_KEYS},
+	/* Projects (docs/scheduling.md). Each user's personal project is
+	 * made by the manager at its next start, and the sessions and
+	 * folders stored before (project_id "") are given theirs then. */
+	{4, "tables projects and project_members", MIG_CREATE, NULL, NULL},
+	{5, "sessions' project, resource group, priority and preemptibility; folders' project",
+	 MIG_ADD_COLUMNS, NULL, NULL},
 };
 
 #define N_MIGRATIONS (sizeof(migrations) / sizeof(migrations[0]))

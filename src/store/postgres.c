@@ -26,6 +26,7 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,6 +77,13 @@
 	X(FOLDER_PUT, &store_folders_table, "INSERT INTO %T(%C) VALUES(%P) ON CONFLICT(id) DO UPDATE SET %U") \
 	X(FOLDER_DEL, NULL, "DELETE FROM folders WHERE id=?") \
 	X(FOLDER_ALL, &store_folders_table, "SELECT %R FROM %T ORDER BY created_ms, id") \
+	X(PROJECT_PUT, &store_projects_table, "INSERT INTO %T(%C) VALUES(%P) ON CONFLICT(id) DO UPDATE SET %U") \
+	X(PROJECT_DEL, NULL, "DELETE FROM projects WHERE id=?") \
+	X(PROJECT_MEMBERS_DEL, NULL, "DELETE FROM project_members WHERE project_id=?") \
+	X(PROJECT_ALL, &store_projects_table, "SELECT %R FROM %T ORDER BY created_ms, id") \
+	X(MEMBER_PUT, &store_members_table, "INSERT INTO %T(%C) VALUES(%P) ON CONFLICT(id) DO UPDATE SET %U") \
+	X(MEMBER_DEL, NULL, "DELETE FROM project_members WHERE id=?") \
+	X(MEMBER_ALL, &store_members_table, "SELECT %R FROM %T ORDER BY project_id, created_ms, id") \
 	X(KV_GET, NULL, "SELECT value FROM settings WHERE key=?") \
 	X(KV_SET, NULL, "INSERT INTO settings(key,value) VALUES(?,?) ON CONFLICT(key) DO UPDATE SET value=excluded.value")
 
@@ -971,6 +979,50 @@ static int pg_folder_delete(struct store *s, const char *id, struct terr *err)
 	return write_stmt(s, ST_FOLDER_DEL, &p, err);
 }
 
+static int pg_project_put(struct store *s, const struct project_rec *pr, struct terr *err)
+{
+	struct params p;
+	bind_record(&p, &store_projects_table, NULL, pr);
+	return write_stmt(s, ST_PROJECT_PUT, &p, err);
+}
+
+static int pg_project_delete(struct store *s, const char *id, struct terr *err)
+{
+	struct params p = {0};
+	struct pgconn *l = &s->conn[0];
+	pthread_mutex_lock(&l->mu);
+	bool own = !s->in_txn;
+	pthread_mutex_unlock(&l->mu);
+	int rc = own ? pg_begin(s, err) : 0;
+	if (rc < 0)
+		return rc;
+	param_text(&p, id);
+	rc = write_stmt(s, ST_PROJECT_MEMBERS_DEL, &p, err);
+	if (rc == 0)
+		rc = write_stmt(s, ST_PROJECT_DEL, &p, err);
+	if (own) {
+		if (rc == 0)
+			rc = pg_commit(s, err);
+		else
+			pg_rollback(s);
+	}
+	return rc;
+}
+
+static int pg_member_put(struct store *s, const struct member_rec *m, struct terr *err)
+{
+	struct params p;
+	bind_record(&p, &store_members_table, NULL, m);
+	return write_stmt(s, ST_MEMBER_PUT, &p, err);
+}
+
+static int pg_member_delete(struct store *s, const char *id, struct terr *err)
+{
+	struct params p = {0};
+	param_text(&p, id);
+	return write_stmt(s, ST_MEMBER_DEL, &p, err);
+}
+
 static int pg_kv_set(struct store *s, const char *key, const char *value, struct terr *err)
 {
 	struct params p = {0};
@@ -1142,6 +1194,37 @@ static int folder_row(void *ud, PGresult *r, int i)
 	return rc < 0 ? rc : ((store_folder_cb)l->cb)(l->ud, &f);
 }
 
+/* Rows of the tables whose records own no strings: each read into a
+ * zeroed record on the stack (at most 4 KiB) and given to the callback. */
+struct table_load_ctx {
+	const struct store_table *t;
+	int (*cb)(void *, const void *);
+	void *ud;
+};
+
+static int table_row(void *ud, PGresult *r, int i)
+{
+	struct table_load_ctx *l = ud;
+	_Alignas(max_align_t) char rec[4096];
+	if (l->t->rec_size > sizeof(rec))
+		return -EINVAL;
+	memset(rec, 0, l->t->rec_size);
+	int rc = read_record(r, i, l->t, rec);
+	return rc < 0 ? rc : l->cb(l->ud, rec);
+}
+
+static int pg_project_load_all(struct store *s, store_project_cb cb, void *ud, struct terr *err)
+{
+	struct table_load_ctx l = {&store_projects_table, (int (*)(void *, const void *))cb, ud};
+	return read_rows(s, ST_PROJECT_ALL, NULL, table_row, &l, "projects", err);
+}
+
+static int pg_member_load_all(struct store *s, store_member_cb cb, void *ud, struct terr *err)
+{
+	struct table_load_ctx l = {&store_members_table, (int (*)(void *, const void *))cb, ud};
+	return read_rows(s, ST_MEMBER_ALL, NULL, table_row, &l, "project members", err);
+}
+
 static int pg_folder_load_all(struct store *s, store_folder_cb cb, void *ud, struct terr *err)
 {
 	struct load_ctx l = {(void *)cb, ud};
@@ -1241,6 +1324,12 @@ const struct store_ops store_pg_ops = {
 	.agent_load_all = pg_agent_load_all,
 	.folder_put = pg_folder_put,
 	.folder_delete = pg_folder_delete,
+	.project_put = pg_project_put,
+	.project_delete = pg_project_delete,
+	.project_load_all = pg_project_load_all,
+	.member_put = pg_member_put,
+	.member_delete = pg_member_delete,
+	.member_load_all = pg_member_load_all,
 	.folder_load_all = pg_folder_load_all,
 	.kv_get = pg_kv_get,
 	.kv_set = pg_kv_set,

@@ -2,6 +2,7 @@
  * statements kept for the life of the store. */
 #include <sqlite3.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +45,13 @@
 	X(FOLDER_PUT, &store_folders_table, "INSERT OR REPLACE INTO %T(%C) VALUES(%P)") \
 	X(FOLDER_DEL, NULL, "DELETE FROM folders WHERE id=?") \
 	X(FOLDER_ALL, &store_folders_table, "SELECT %R FROM %T ORDER BY created_ms") \
+	X(PROJECT_PUT, &store_projects_table, "INSERT OR REPLACE INTO %T(%C) VALUES(%P)") \
+	X(PROJECT_DEL, NULL, "DELETE FROM projects WHERE id=?") \
+	X(PROJECT_MEMBERS_DEL, NULL, "DELETE FROM project_members WHERE project_id=?") \
+	X(PROJECT_ALL, &store_projects_table, "SELECT %R FROM %T ORDER BY created_ms, id") \
+	X(MEMBER_PUT, &store_members_table, "INSERT OR REPLACE INTO %T(%C) VALUES(%P)") \
+	X(MEMBER_DEL, NULL, "DELETE FROM project_members WHERE id=?") \
+	X(MEMBER_ALL, &store_members_table, "SELECT %R FROM %T ORDER BY project_id, created_ms, id") \
 	X(KV_GET, NULL, "SELECT value FROM settings WHERE key=?") \
 	X(KV_SET, NULL, "INSERT OR REPLACE INTO settings(key,value) VALUES(?,?)")
 
@@ -526,6 +534,85 @@ static int sqlite_folder_load_all(struct store *s, store_folder_cb cb, void *ud,
 	return rc == SQLITE_DONE ? 0 : db_error(s, err, "load folders");
 }
 
+/* The row-by-row loading of one table, for the tables whose records own
+ * no strings: each row read into a zeroed record of rec_size on the stack
+ * of this function (at most 4 KiB) and given to cb. */
+static int load_table(struct store *s, int which, const struct store_table *t,
+		      int (*cb)(void *, const void *), void *ud, const char *what, struct terr *err)
+{
+	sqlite3_stmt *st = stmt(s, which);
+	_Alignas(max_align_t) char rec[4096];
+	int rc;
+	if (t->rec_size > sizeof(rec))
+		return terr_set(err, EINVAL, "%s: record too large", what);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		memset(rec, 0, t->rec_size);
+		int cr = read_record(st, t, rec);
+		if (cr == 0)
+			cr = cb(ud, rec);
+		if (cr < 0) {
+			sqlite3_reset(st);
+			return terr_set(err, -cr, "loading %s failed", what);
+		}
+	}
+	sqlite3_reset(st);
+	return rc == SQLITE_DONE ? 0 : db_error(s, err, what);
+}
+
+static int sqlite_project_put(struct store *s, const struct project_rec *p, struct terr *err)
+{
+	sqlite3_stmt *st = stmt(s, ST_PROJECT_PUT);
+	bind_record(st, &store_projects_table, NULL, p);
+	return step_done(s, st, err, "save project");
+}
+
+static int sqlite_project_delete(struct store *s, const char *id, struct terr *err)
+{
+	bool own = sqlite3_get_autocommit(s->db);
+	int rc = own ? sqlite_begin(s, err) : 0;
+	sqlite3_stmt *st = rc == 0 ? stmt(s, ST_PROJECT_MEMBERS_DEL) : NULL;
+	if (st) {
+		bind_text(st, 1, id);
+		rc = step_done(s, st, err, "delete the project's members");
+	}
+	if (rc == 0) {
+		st = stmt(s, ST_PROJECT_DEL);
+		bind_text(st, 1, id);
+		rc = step_done(s, st, err, "delete project");
+	}
+	if (own && rc == 0)
+		rc = sqlite_commit(s, err);
+	if (own && rc < 0)
+		sqlite_rollback(s);
+	return rc;
+}
+
+static int sqlite_project_load_all(struct store *s, store_project_cb cb, void *ud, struct terr *err)
+{
+	return load_table(s, ST_PROJECT_ALL, &store_projects_table, (int (*)(void *, const void *))cb, ud,
+			  "load projects", err);
+}
+
+static int sqlite_member_put(struct store *s, const struct member_rec *m, struct terr *err)
+{
+	sqlite3_stmt *st = stmt(s, ST_MEMBER_PUT);
+	bind_record(st, &store_members_table, NULL, m);
+	return step_done(s, st, err, "save project member");
+}
+
+static int sqlite_member_delete(struct store *s, const char *id, struct terr *err)
+{
+	sqlite3_stmt *st = stmt(s, ST_MEMBER_DEL);
+	bind_text(st, 1, id);
+	return step_done(s, st, err, "delete project member");
+}
+
+static int sqlite_member_load_all(struct store *s, store_member_cb cb, void *ud, struct terr *err)
+{
+	return load_table(s, ST_MEMBER_ALL, &store_members_table, (int (*)(void *, const void *))cb, ud,
+			  "load project members", err);
+}
+
 static int sqlite_kv_get(struct store *s, const char *key, char **value, struct terr *err)
 {
 	sqlite3_stmt *st = stmt(s, ST_KV_GET);
@@ -574,6 +661,12 @@ const struct store_ops store_sqlite_ops = {
 	.agent_load_all = sqlite_agent_load_all,
 	.folder_put = sqlite_folder_put,
 	.folder_delete = sqlite_folder_delete,
+	.project_put = sqlite_project_put,
+	.project_delete = sqlite_project_delete,
+	.project_load_all = sqlite_project_load_all,
+	.member_put = sqlite_member_put,
+	.member_delete = sqlite_member_delete,
+	.member_load_all = sqlite_member_load_all,
 	.folder_load_all = sqlite_folder_load_all,
 	.kv_get = sqlite_kv_get,
 	.kv_set = sqlite_kv_set,

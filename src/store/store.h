@@ -91,6 +91,16 @@ struct session_rec {
 	/* Owned JSON array of the folders it mounts, NULL when none:
 	 * [{"folder_id","name","target","ro","auto"}] (docs/folders.md). */
 	char *mounts_json;
+	/* The project it belongs to (project_rec.id); "" only in a record
+	 * stored before projects, read as the owner's personal project. */
+	char project_id[STORE_ID_MAX];
+	/* The resource group it may run in (docs/scheduling.md). */
+	char resource_group[STORE_NAME_MAX];
+	int64_t priority;               /* higher goes first; 0 by default */
+	/* It may be ended (PREEMPTED) to make room for another; the times it
+	 * was. */
+	bool preemptible;
+	int64_t preemptions;
 };
 
 #define STORE_TYPE_INTERACTIVE "interactive"
@@ -123,7 +133,41 @@ struct folder_rec {
 	int64_t trashed_ms;             /* 0: live */
 	/* JSON array [{"user_id","permission":"ro"|"rw"}]; "" reads as []. */
 	char shares[2048];
+	/* The project it belongs to, shared with its members; "": the
+	 * owner's own. */
+	char project_id[STORE_ID_MAX];
 };
+
+/* A project (team): sessions and folders belong to one, its quota holds
+ * beside its users' policies, and fair share is between projects first
+ * (docs/scheduling.md). */
+struct project_rec {
+	char id[STORE_ID_MAX];
+	char name[STORE_NAME_MAX];
+	char description[256];
+	/* Made for one user (their first project, named after them): its
+	 * members are that user alone. */
+	bool personal;
+	int64_t weight_milli;           /* fair-share weight x 1000 */
+	struct res max;                 /* quota; 0: no limit of that kind */
+	int64_t max_sessions;           /* 0: no limit */
+	char groups[512];               /* resource groups allowed, "a,b"; "": all */
+	int64_t created_ms;
+};
+
+/* A user's membership of a project. */
+struct member_rec {
+	char id[2 * STORE_ID_MAX];      /* "PROJECT_ID:USER_ID" */
+	char project_id[STORE_ID_MAX];
+	char user_id[STORE_ID_MAX];
+	char role[16];                  /* STORE_ROLE_* */
+	int64_t weight_milli;           /* fair share within the project x 1000 */
+	int64_t created_ms;
+};
+#define STORE_ROLE_MEMBER "member"
+#define STORE_ROLE_MANAGER "manager"
+typedef int (*store_project_cb)(void *ud, const struct project_rec *p);
+typedef int (*store_member_cb)(void *ud, const struct member_rec *m);
 
 typedef int (*store_folder_cb)(void *ud, const struct folder_rec *f);
 typedef int (*store_user_cb)(void *ud, const struct user_rec *u);
@@ -190,6 +234,16 @@ struct store_ops {
 	int (*folder_put)(struct store *s, const struct folder_rec *f, struct terr *err);
 	int (*folder_delete)(struct store *s, const char *id, struct terr *err);
 	int (*folder_load_all)(struct store *s, store_folder_cb cb, void *ud, struct terr *err);
+	/* Projects and their members: insert or replace, delete by id, all
+	 * (projects oldest first; members by project, oldest first).
+	 * project_delete deletes its members too (one transaction unless
+	 * the caller's is open). */
+	int (*project_put)(struct store *s, const struct project_rec *p, struct terr *err);
+	int (*project_delete)(struct store *s, const char *id, struct terr *err);
+	int (*project_load_all)(struct store *s, store_project_cb cb, void *ud, struct terr *err);
+	int (*member_put)(struct store *s, const struct member_rec *m, struct terr *err);
+	int (*member_delete)(struct store *s, const char *id, struct terr *err);
+	int (*member_load_all)(struct store *s, store_member_cb cb, void *ud, struct terr *err);
 
 	/* Cluster settings. kv_get: -ENOENT when unset; *value malloc'd. */
 	int (*kv_get)(struct store *s, const char *key, char **value, struct terr *err);

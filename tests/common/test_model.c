@@ -7,8 +7,8 @@
 TEST(status_names_round_trip)
 {
 	static const char *const names[] = {"PENDING", "SCHEDULED", "PREPARING", "RUNNING", "LOST",
-					    "TERMINATING", "TERMINATED", "CANCELLED", "ERROR"};
-	CHECK_INT(SS__COUNT, 9);
+					    "TERMINATING", "PREEMPTED", "TERMINATED", "CANCELLED", "ERROR"};
+	CHECK_INT(SS__COUNT, 10);
 	for (int i = 0; i < SS__COUNT; i++) {
 		CHECK_STR(session_status_name((enum session_status)i), names[i]);
 		CHECK_INT(session_status_parse(names[i]), i);
@@ -58,6 +58,7 @@ TEST(predicates)
 		{SS_RUNNING, true, false, true},
 		{SS_LOST, true, false, true},
 		{SS_TERMINATING, true, false, true},
+		{SS_PREEMPTED, true, false, true},
 		{SS_TERMINATED, false, true, false},
 		{SS_CANCELLED, false, true, false},
 		{SS_ERROR, false, true, true},

@@ -18,16 +18,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	memcpy(text, data, size);
 	text[size] = '\0';
-	const char *field[5] = {NULL};
+	const char *field[6] = {NULL};
 	char *p = text;
-	for (int i = 0; i < 5 && p; i++) {
+	for (int i = 0; i < 6 && p; i++) {
 		char *nl = strchr(p, '\n');
 		if (nl)
 			*nl = '\0';
 		field[i] = strcmp(p, "-") ? p : NULL;
 		p = nl ? nl + 1 : NULL;
 	}
-	struct session_query_in in = {field[0], field[1], field[2], field[3], field[4]};
+	struct session_query_in in = {field[0], field[1], field[2], field[3], field[4], field[5]};
 	struct session_query q;
 	struct terr err = {0};
 	if (validate_session_query(&in, &q, &err) < 0) {

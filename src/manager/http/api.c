@@ -178,7 +178,7 @@ static void api_whoami(void *ctx, struct httpd_req *req, struct httpd_resp *resp
 
 /* A boolean query parameter (1/true or 0/false, absent = false) into
  * *out; false after answering 400. */
-static bool query_flag(struct httpd_req *req, struct httpd_resp *resp, const char *name, bool *out)
+bool api_query_flag(struct httpd_req *req, struct httpd_resp *resp, const char *name, bool *out)
 {
 	const char *v = httpd_query(req, name);
 	*out = false;
@@ -203,7 +203,7 @@ static void api_session_create(void *ctx, struct httpd_req *req, struct httpd_re
 	struct terr err = {0};
 	json_t *sessions = NULL;
 	bool dry_run = false;
-	if (!query_flag(req, resp, "dry_run", &dry_run))
+	if (!api_query_flag(req, resp, "dry_run", &dry_run))
 		goto out;
 	if (validate_create_request(body, &cr, &err) < 0) {
 		httpd_error_terr(resp, &err);
@@ -225,16 +225,17 @@ out:
  * as before pagination. */
 static void api_session_list(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 {
-	static const char *const known[] = {"all", "status", "owner", "limit", "continue", NULL};
+	static const char *const known[] = {"all", "status", "owner", "limit", "continue", "project", NULL};
 	const char *bad = httpd_query_unknown(req, known);
 	if (bad) {
 		httpd_error(resp, 400, "invalid_argument",
-			    "unknown query parameter '%.64s' (known: all, status, owner, limit, continue)", bad);
+			    "unknown query parameter '%.64s' (known: all, status, owner, project, limit, continue)", bad);
 		return;
 	}
 	struct session_query_in in = {
 		.all = httpd_query(req, "all"), .status = httpd_query(req, "status"), .owner = httpd_query(req, "owner"),
 		.limit = httpd_query(req, "limit"), .cont = httpd_query(req, "continue"),
+		.project = httpd_query(req, "project"),
 	};
 	struct session_query q;
 	struct terr err = {0};
@@ -246,8 +247,7 @@ static void api_session_list(void *ctx, struct httpd_req *req, struct httpd_resp
 		httpd_bytes_take(resp, 200, "application/json", body, len);
 }
 
-/* Answers a call that gives a JSON object or an error. */
-static void answer(struct httpd_resp *resp, int rc, int status, json_t *o, const struct terr *err)
+void api_answer(struct httpd_resp *resp, int rc, int status, json_t *o, const struct terr *err)
 {
 	if (rc < 0)
 		httpd_error_terr(resp, err);
@@ -344,7 +344,7 @@ static void api_session_stats(void *ctx, struct httpd_req *req, struct httpd_res
 	json_t *o = NULL;
 	struct terr err = {0};
 	int rc = mgr_session_stats(ctx, caller(req), ref, since, &o, &err);
-	answer(resp, rc, 200, o, &err);
+	api_answer(resp, rc, 200, o, &err);
 }
 
 static void api_session_delete(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
@@ -356,7 +356,7 @@ static void api_session_delete(void *ctx, struct httpd_req *req, struct httpd_re
 	json_t *o = NULL;
 	struct terr err = {0};
 	int rc = mgr_session_delete(ctx, caller(req), ref, &o, &err);
-	answer(resp, rc, 200, o, &err);
+	api_answer(resp, rc, 200, o, &err);
 }
 
 /* The log is streamed as the agent sends it (text/plain, stdout and
@@ -449,24 +449,34 @@ static void api_node_list(void *ctx, struct httpd_req *req, struct httpd_resp *r
 	httpd_json(resp, 200, json_pack("{s:o}", "nodes", mgr_nodes_list(ctx)));
 }
 
-/* PATCH /v1/nodes/{id} {"schedulable": bool} (admins): drain or undrain. */
+/* PATCH /v1/nodes/{id} {"schedulable": bool} and/or {"group": NAME}
+ * (admins): drain or undrain, put in a resource group. */
 static void api_node_update(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 {
-	if (!admin_only(req, resp, "drain or undrain a node"))
+	if (!admin_only(req, resp, "drain or undrain a node or change its resource group"))
 		return;
 	json_t *body = api_parse_body(req, resp);
 	if (!body)
 		return;
-	json_t *v = json_object_get(body, "schedulable");
-	if (!json_is_object(body) || json_object_size(body) != 1 || !json_is_boolean(v)) {
+	static const char *const known[] = {"schedulable", "group", NULL};
+	json_t *v = json_object_get(body, "schedulable"), *g = json_object_get(body, "group");
+	struct terr err = {0};
+	if (api_check_fields(body, known, "schedulable, group", &err) < 0 || json_object_size(body) == 0 ||
+	    (v && !json_is_boolean(v)) || (g && !json_is_string(g))) {
 		httpd_error(resp, 400, "invalid_argument",
-			    "body must be {\"schedulable\": false} (drain: no new sessions on the node) or "
-			    "{\"schedulable\": true} (undrain)");
+			    "body must be {\"schedulable\": false} (drain: no new sessions on the node), "
+			    "{\"schedulable\": true} (undrain) and/or {\"group\": \"NAME\"} (its resource group)");
+	} else if (g && mgr_group_name_check(json_string_value(g), &err) < 0) {
+		httpd_error_terr(resp, &err);
 	} else {
 		json_t *o = NULL;
-		struct terr err = {0};
-		int rc = mgr_node_set_schedulable(ctx, req->params[0], json_is_true(v), &o, &err);
-		answer(resp, rc, 200, rc < 0 ? NULL : json_pack("{s:o}", "node", o), &err);
+		int rc = g ? mgr_node_set_group(ctx, req->params[0], json_string_value(g), &o, &err) : 0;
+		if (rc == 0 && v) {
+			json_decref(o);
+			o = NULL;
+			rc = mgr_node_set_schedulable(ctx, req->params[0], json_is_true(v), &o, &err);
+		}
+		api_answer(resp, rc, 200, rc < 0 ? NULL : json_pack("{s:o}", "node", o), &err);
 	}
 	json_decref(body);
 }
@@ -566,7 +576,7 @@ static void api_config_set(void *ctx, struct httpd_req *req, struct httpd_resp *
 		json_t *o = NULL;
 		struct terr err = {0};
 		int rc = mgr_config_set(ctx, req->params[0], value, &o, &err);
-		answer(resp, rc, 200, o, &err);
+		api_answer(resp, rc, 200, o, &err);
 	}
 	json_decref(body);
 }
@@ -588,7 +598,7 @@ static void api_config_put(void *ctx, struct httpd_req *req, struct httpd_resp *
 		/* An unknown key in a file is a bad request, not a missing route. */
 		if (rc == -ENOENT)
 			rc = -(err.code = EINVAL);
-		answer(resp, rc, 200, rc == 0 ? mgr_config_flat(ctx) : NULL, &err);
+		api_answer(resp, rc, 200, rc == 0 ? mgr_config_flat(ctx) : NULL, &err);
 	}
 	json_decref(body);
 }
@@ -615,7 +625,7 @@ static void api_image_rescan(void *ctx, struct httpd_req *req, struct httpd_resp
 	json_t *o = NULL;
 	struct terr err = {0};
 	int rc = mgr_images_rescan(ctx, &o, &err);
-	answer(resp, rc, 200, o, &err);
+	api_answer(resp, rc, 200, o, &err);
 }
 
 static void api_image_remove(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
@@ -625,7 +635,7 @@ static void api_image_remove(void *ctx, struct httpd_req *req, struct httpd_resp
 	int rc = validate_image_ref(req->params[0], &err);
 	if (rc == 0)
 		rc = mgr_image_remove(ctx, caller(req), req->params[0], &o, &err);
-	answer(resp, rc, 200, o, &err);
+	api_answer(resp, rc, 200, o, &err);
 }
 
 static void api_image_aliases(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
@@ -647,7 +657,7 @@ static void api_image_alias_set(void *ctx, struct httpd_req *req, struct httpd_r
 	} else {
 		struct terr err = {0};
 		int rc = mgr_image_alias(ctx, req->params[0], image, &err);
-		answer(resp, rc, 200, rc < 0 ? NULL : json_pack("{s:s,s:s}", "alias", req->params[0], "image", image), &err);
+		api_answer(resp, rc, 200, rc < 0 ? NULL : json_pack("{s:s,s:s}", "alias", req->params[0], "image", image), &err);
 	}
 	json_decref(body);
 }
@@ -658,7 +668,7 @@ static void api_image_alias_delete(void *ctx, struct httpd_req *req, struct http
 		return;
 	struct terr err = {0};
 	int rc = mgr_image_dealias(ctx, req->params[0], &err);
-	answer(resp, rc, 200, rc < 0 ? NULL : json_pack("{s:s}", "alias", req->params[0]), &err);
+	api_answer(resp, rc, 200, rc < 0 ? NULL : json_pack("{s:s}", "alias", req->params[0]), &err);
 }
 
 /* ---------- routes: private images and pulls ---------- */
@@ -691,7 +701,7 @@ static void api_session_commit(void *ctx, struct httpd_req *req, struct httpd_re
 		json_t *o = NULL;
 		struct terr err = {0};
 		int rc = mgr_session_commit(ctx, caller(req), ref, name, tag, &o, &err);
-		answer(resp, rc, 202, rc < 0 ? NULL : json_pack("{s:o}", "commit", o), &err);
+		api_answer(resp, rc, 202, rc < 0 ? NULL : json_pack("{s:o}", "commit", o), &err);
 	}
 	json_decref(body);
 }
@@ -704,7 +714,7 @@ static void api_commit_get(void *ctx, struct httpd_req *req, struct httpd_resp *
 	json_t *o = NULL;
 	struct terr err = {0};
 	int rc = mgr_commit_get(ctx, caller(req), req->params[0], wait_s, &o, &err);
-	answer(resp, rc, 200, rc < 0 ? NULL : json_pack("{s:o}", "commit", o), &err);
+	api_answer(resp, rc, 200, rc < 0 ? NULL : json_pack("{s:o}", "commit", o), &err);
 }
 
 static void api_image_pull(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
@@ -718,7 +728,7 @@ static void api_image_pull(void *ctx, struct httpd_req *req, struct httpd_resp *
 		struct terr err = {0};
 		int rc = image ? mgr_image_pull(ctx, caller(req), image, node, &o, &err)
 			       : terr_set(&err, EINVAL, "image is required");
-		answer(resp, rc, 202, rc < 0 ? NULL : json_pack("{s:o}", "pull", o), &err);
+		api_answer(resp, rc, 202, rc < 0 ? NULL : json_pack("{s:o}", "pull", o), &err);
 	}
 	json_decref(body);
 }
@@ -728,7 +738,7 @@ static void api_image_pull_get(void *ctx, struct httpd_req *req, struct httpd_re
 	json_t *o = NULL;
 	struct terr err = {0};
 	int rc = mgr_image_pull_get(ctx, caller(req), req->params[0], &o, &err);
-	answer(resp, rc, 200, rc < 0 ? NULL : json_pack("{s:o}", "pull", o), &err);
+	api_answer(resp, rc, 200, rc < 0 ? NULL : json_pack("{s:o}", "pull", o), &err);
 }
 
 /* ---------- routes: live events ---------- */
@@ -815,7 +825,7 @@ static void api_session_apps(void *ctx, struct httpd_req *req, struct httpd_resp
 	json_t *apps = NULL;
 	struct terr err = {0};
 	int rc = mgr_session_apps(ctx, caller(req), ref, &apps, &err);
-	answer(resp, rc, 200, rc < 0 ? NULL : json_pack("{s:o}", "apps", apps), &err);
+	api_answer(resp, rc, 200, rc < 0 ? NULL : json_pack("{s:o}", "apps", apps), &err);
 }
 
 /* No body: the app is in the path. */
@@ -828,7 +838,7 @@ static void api_session_app_open(void *ctx, struct httpd_req *req, struct httpd_
 	json_t *o = NULL;
 	struct terr err = {0};
 	int rc = mgr_session_app_open(ctx, caller(req), ref, req->params[1], &o, &err);
-	answer(resp, rc, 200, o, &err);
+	api_answer(resp, rc, 200, o, &err);
 }
 
 static void api_proxy_redeem(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
@@ -847,7 +857,7 @@ static void api_proxy_redeem(void *ctx, struct httpd_req *req, struct httpd_resp
 		if (rc == -EACCES)
 			httpd_error(resp, 403, "forbidden", "%s", err.msg);
 		else
-			answer(resp, rc, 200, o, &err);
+			api_answer(resp, rc, 200, o, &err);
 	}
 	json_decref(body);
 }
@@ -897,7 +907,7 @@ static void api_agent_register(void *ctx, struct httpd_req *req, struct httpd_re
 		json_t *reply = NULL;
 		struct terr err = {0};
 		int rc = mgr_agent_register_remote(ctx, body, &reply, &err);
-		answer(resp, rc, 200, reply, &err);
+		api_answer(resp, rc, 200, reply, &err);
 	}
 	json_decref(body);
 }
@@ -923,7 +933,7 @@ static void api_agent_heartbeat(void *ctx, struct httpd_req *req, struct httpd_r
 	struct terr err = {0};
 	int rc = mgr_agent_heartbeat(ctx, ai->agent_id, stats, &reply, &err);
 	json_decref(body);
-	answer(resp, rc, 200, reply, &err);
+	api_answer(resp, rc, 200, reply, &err);
 }
 
 static void api_agent_event(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
@@ -987,6 +997,14 @@ const struct httpd_route manager_routes[] = {
 	{"GET", "/v1/nodes", api_node_list, AUTH_USER},
 	{"PATCH", "/v1/nodes/{id}", api_node_update, AUTH_USER},
 	{"GET", "/v1/resources", api_resources, AUTH_USER},
+	{"GET", "/v1/projects", api_project_list, AUTH_USER},
+	{"POST", "/v1/projects", api_project_create, AUTH_USER},
+	{"GET", "/v1/projects/{name}", api_project_get, AUTH_USER},
+	{"PATCH", "/v1/projects/{name}", api_project_update, AUTH_USER},
+	{"DELETE", "/v1/projects/{name}", api_project_delete, AUTH_USER},
+	{"PUT", "/v1/projects/{name}/members/{email}", api_project_member_put, AUTH_USER},
+	{"DELETE", "/v1/projects/{name}/members/{email}", api_project_member_delete, AUTH_USER},
+	{"GET", "/v1/fairshare", api_fairshare, AUTH_USER},
 	{"POST", "/v1/sessions/{ref}/commit", api_session_commit, AUTH_USER},
 	{"GET", "/v1/sessions/{ref}/apps", api_session_apps, AUTH_USER},
 	{"POST", "/v1/sessions/{ref}/apps/{app}", api_session_app_open, AUTH_USER},

@@ -14,14 +14,6 @@ static bool query_flag(struct httpd_req *req, const char *name)
 	return v && (!strcmp(v, "1") || !strcmp(v, "true"));
 }
 
-static void answer(struct httpd_resp *resp, int rc, int status, json_t *o, const struct terr *err)
-{
-	if (rc < 0)
-		httpd_error_terr(resp, err);
-	else
-		httpd_json(resp, status, o);
-}
-
 void api_folder_create(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 {
 	json_t *body = api_parse_body(req, resp);
@@ -46,7 +38,7 @@ void api_folder_create(void *ctx, struct httpd_req *req, struct httpd_resp *resp
 		rc = terr_set(&err, EINVAL, "quota must be a size of 0 (none) or more");
 	if (rc == 0)
 		rc = mgr_folder_create(ctx, caller(req), name, host, has_quota ? quota : -1, &out, &err);
-	answer(resp, rc, 201, out, &err);
+	api_answer(resp, rc, 201, out, &err);
 	json_decref(body);
 }
 
@@ -61,7 +53,7 @@ void api_folder_get(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 	struct terr err = {0};
 	json_t *out = NULL;
 	int rc = mgr_folder_get(ctx, caller(req), req->params[0], &out, &err);
-	answer(resp, rc, 200, out, &err);
+	api_answer(resp, rc, 200, out, &err);
 }
 
 void api_folder_update(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
@@ -95,7 +87,7 @@ void api_folder_update(void *ctx, struct httpd_req *req, struct httpd_resp *resp
 		out = NULL;
 		rc = mgr_folder_rename(ctx, caller(req), folder, name, &out, &err);
 	}
-	answer(resp, rc, 200, out, &err);
+	api_answer(resp, rc, 200, out, &err);
 	json_decref(body);
 }
 
@@ -103,7 +95,7 @@ void api_folder_delete(void *ctx, struct httpd_req *req, struct httpd_resp *resp
 {
 	struct terr err = {0};
 	int rc = mgr_folder_delete(ctx, caller(req), req->params[0], query_flag(req, "force"), &err);
-	answer(resp, rc, 200, json_object(), &err);
+	api_answer(resp, rc, 200, json_object(), &err);
 }
 
 void api_folder_restore(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
@@ -111,7 +103,7 @@ void api_folder_restore(void *ctx, struct httpd_req *req, struct httpd_resp *res
 	struct terr err = {0};
 	json_t *out = NULL;
 	int rc = mgr_folder_restore(ctx, caller(req), req->params[0], &out, &err);
-	answer(resp, rc, 200, out, &err);
+	api_answer(resp, rc, 200, out, &err);
 }
 
 void api_folder_share(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
@@ -139,7 +131,7 @@ void api_folder_share(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 		rc = jsonutil_get_string(body, "permission", "permission", &perm, NULL, &err);
 	if (rc == 0)
 		rc = mgr_folder_share(ctx, caller(req), req->params[0], norm, perm, json_is_true(force), &out, &err);
-	answer(resp, rc, 200, out, &err);
+	api_answer(resp, rc, 200, out, &err);
 	json_decref(body);
 }
 
@@ -151,5 +143,5 @@ void api_folder_unshare(void *ctx, struct httpd_req *req, struct httpd_resp *res
 	int rc = validate_email(req->params[1], norm, sizeof(norm), &err);
 	if (rc == 0)
 		rc = mgr_folder_unshare(ctx, caller(req), req->params[0], norm, query_flag(req, "force"), &out, &err);
-	answer(resp, rc, 200, out, &err);
+	api_answer(resp, rc, 200, out, &err);
 }

@@ -37,6 +37,21 @@ json_t *api_parse_body(struct httpd_req *req, struct httpd_resp *resp);
 /* EINVAL unless body is a JSON object whose every field is one of known
  * (NULL-terminated); list names them for the error. */
 int api_check_fields(json_t *body, const char *const *known, const char *list, struct terr *err);
+/* Answers a call that gave o (taken) with status, or, rc < 0, err. */
+void api_answer(struct httpd_resp *resp, int rc, int status, json_t *o, const struct terr *err);
+/* ?name=1|true|0|false into *out (absent: false); false after answering
+ * 400 for another value. */
+bool api_query_flag(struct httpd_req *req, struct httpd_resp *resp, const char *name, bool *out);
+
+/* ---- api_projects.c: projects and fair share (docs/api.md, "Projects") ---- */
+void api_project_list(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
+void api_project_create(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
+void api_project_get(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
+void api_project_update(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
+void api_project_delete(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
+void api_project_member_put(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
+void api_project_member_delete(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
+void api_fairshare(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
 
 /* ---- api_users.c: password login and users admin (docs/api.md) ---- */
 void api_auth_login(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
