@@ -448,13 +448,24 @@ int main(int argc, char **argv)
 	srand(42);
 	pthread_mutex_lock(&m->mu);
 	const char *owner = m->users[0].id;
+	/* Every session belongs to a project: the owner's personal one, as a
+	 * session created without --project by a user in no team. */
+	struct mproject *pp = mgr_personal_project(m, owner);
+	char project_id[sizeof(pp->rec.id)] = "";
+	if (pp)
+		util_strlcpy(project_id, pp->rec.id, sizeof(project_id));
 	pthread_mutex_unlock(&m->mu);
+	if (!project_id[0]) {
+		fprintf(stderr, "sched-bench: the first user has no personal project\n");
+		return 1;
+	}
 	for (long i = 0; i < sessions; i++) {
 		struct msession *s = calloc(1, sizeof(*s));
 		news[i] = s;
 		util_new_id(s->rec.id, NULL);
 		snprintf(s->rec.name, sizeof(s->rec.name), "b-%ld", i);
 		util_strlcpy(s->rec.owner_id, owner, sizeof(s->rec.owner_id));
+		util_strlcpy(s->rec.project_id, project_id, sizeof(s->rec.project_id));
 		util_strlcpy(s->rec.image, "bench:latest", sizeof(s->rec.image));
 		int kind = rand() % 100;
 		s->rec.req.cpu_m = 1000 * (1 + rand() % 4);
