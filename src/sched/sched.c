@@ -1021,6 +1021,9 @@ struct pass {
 	size_t *rstart, *rids;            /* running sessions by agent: [n_agents + 1], [n_running] */
 	bool *chosen;                     /* [n_running]: a victim (or counted on) this pass */
 	struct res *leaving;              /* [n_projects]: what its chosen victims hold */
+	bool *over;                       /* [n_projects]: at or over its target */
+	size_t n_over;
+	uint64_t over_gen;                /* the gen over was computed at; 0: never */
 	int min_victim_priority;          /* lowest priority of a possible victim */
 	size_t n_ending;                  /* running sessions already ending */
 	struct no_victims nov[NO_VICTIMS_MAX];
@@ -1128,6 +1131,7 @@ static void pass_free(struct pass *ps)
 	free(ps->rids);
 	free(ps->chosen);
 	free(ps->leaving);
+	free(ps->over);
 }
 
 /* The group's index, built on first use; NULL when the group has no agent
@@ -1188,7 +1192,8 @@ static int pre_init(struct pass *ps)
 	ps->rids = calloc(nr ? nr : 1, sizeof(size_t));
 	ps->chosen = calloc(nr ? nr : 1, sizeof(bool));
 	ps->leaving = calloc(w->n_projects ? w->n_projects : 1, sizeof(struct res));
-	if (!ps->rstart || !ps->rids || !ps->chosen || !ps->leaving)
+	ps->over = calloc(w->n_projects ? w->n_projects : 1, sizeof(bool));
+	if (!ps->rstart || !ps->rids || !ps->chosen || !ps->leaving || !ps->over)
 		return -1;
 	ps->min_victim_priority = INT32_MAX;
 	for (size_t k = 0; k < nr; k++) {
@@ -1223,6 +1228,24 @@ static double share_with(const struct pass *ps, size_t p, const struct res *extr
 	if (extra)
 		res_add(&u, extra);
 	return dom_res(&u, &ps->f.total);
+}
+
+/* Whether some project other than p is at or over its target: without
+ * one the reclaim rule has no victim. Recomputed only when an agent has
+ * changed since (placements and holds change what projects hold), so a
+ * full cluster's long queue pays for it once. */
+static bool other_over(struct pass *ps, size_t p)
+{
+	const struct sched_world *w = ps->w;
+	if (ps->over_gen != ps->gen) {
+		ps->n_over = 0;
+		for (size_t q = 0; q < w->n_projects; q++) {
+			ps->over[q] = share_with(ps, q, NULL) >= project_target(w, &ps->f, q);
+			ps->n_over += ps->over[q];
+		}
+		ps->over_gen = ps->gen;
+	}
+	return ps->n_over > (p < w->n_projects && ps->over[p] ? 1u : 0u);
 }
 
 enum why_rule { RULE_NONE, RULE_ENDING, RULE_PRIORITY, RULE_RECLAIM };
@@ -1478,7 +1501,8 @@ static bool preempt_for(struct pass *ps, size_t ri, char *why)
 	if (no_victims_known(ps, r))
 		return false;
 	bool has_project = r->project < w->n_projects;
-	bool under = has_project && share_with(ps, r->project, &r->req) <= project_target(w, &ps->f, r->project);
+	bool under = has_project && share_with(ps, r->project, &r->req) <= project_target(w, &ps->f, r->project) &&
+		     other_over(ps, r->project);
 	/* Nothing to search when no session could be a victim: none of
 	 * lower priority, the reclaim rule out, none already ending. */
 	if (!under && r->priority <= ps->min_victim_priority && !ps->n_ending)
