@@ -12,6 +12,7 @@
  * JSON object: placements_per_s, sessions_placed, wall_s, peak_rss_mb,
  * successor_ms. */
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "manager/state.h"
+#include "sched/sched.h"
 #include "mock_link.h"   /* mock agents: containers that start and stop at once */
 
 static double now_s(void)
@@ -51,6 +53,335 @@ static int fail(const struct terr *err)
 	return 1;
 }
 
+/* ---------- --fairshare-trace: the planner alone on a simulated hour ----------
+ *
+ * No manager: a world of 500 agents x 8 GPUs kept here, sched_plan called
+ * directly every SIM_STEP_S simulated seconds with the fairshare policy and
+ * preemption on. Three projects of weights 1:1:2, four users each, submit
+ * GPU sessions (0.5 to 8 GPUs, 4 CPU and 32 GiB per GPU, 5 to 25 simulated
+ * minutes) at twice what the cluster can run, each a third of the load.
+ * Usage is charged on the simulated clock (sched_usage_charge, half-life
+ * 15 min). Every 30 s from minute 10 a priority-10 request of a whole
+ * node (8 GPUs) arrives: it needs preemption, and the CPU time of the pass
+ * that chose its victims plus the pass that placed it (its victims gone in
+ * between) is its scheduler time. Printed: each project's GPU share over
+ * the last half hour against its target, and those times. */
+
+#define SIM_AGENTS 500
+#define SIM_GPUS 8
+#define SIM_USERS_PER_PROJECT 4
+#define SIM_STEP_S 5
+#define SIM_HOUR_S 3600
+#define SIM_HALF_LIFE_S 900.0
+
+struct sim_run {
+	int64_t end_s, start_s;
+	size_t request_seq;
+};
+
+struct sim {
+	struct sched_agent agents[SIM_AGENTS];
+	struct sched_device devs[SIM_AGENTS][SIM_GPUS];
+	struct sched_user users[3 * SIM_USERS_PER_PROJECT];
+	struct sched_member members[3 * SIM_USERS_PER_PROJECT];
+	struct sched_project projects[3];
+	struct sched_running *running;
+	struct sim_run *rinfo;
+	size_t n_running, cap_running;
+	struct sched_request *pending;
+	int64_t *pending_dur;
+	size_t n_pending, cap_pending;
+	int64_t seq;
+};
+
+static double cpu_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int cmp_size_desc(const void *a, const void *b)
+{
+	size_t x = *(const size_t *)a, y = *(const size_t *)b;
+	return x > y ? -1 : x < y;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static void sim_hold(struct sim *s, const struct res *r, size_t user, int sign)
+{
+	struct res d = *r;
+	if (sign < 0)
+		d = (struct res){-d.cpu_m, -d.mem, -d.fgpu_m};
+	size_t p = user / SIM_USERS_PER_PROJECT;
+	res_add(&s->users[user].used, &d);
+	s->users[user].sessions += sign;
+	res_add(&s->members[user].used, &d);
+	res_add(&s->projects[p].used, &d);
+	s->projects[p].sessions += sign;
+}
+
+/* Ends running session k: frees its room and drops it (swap with last). */
+static void sim_end(struct sim *s, size_t k)
+{
+	struct sched_running *rn = &s->running[k];
+	struct sched_agent *a = &s->agents[rn->agent];
+	res_add(&a->free, &rn->req);
+	for (size_t i = 0; i < rn->n_shares; i++)
+		a->devs[rn->shares[i].device].free_m += rn->shares[i].fgpu_m;
+	sim_hold(s, &rn->req, rn->user, -1);
+	s->n_running--;
+	s->running[k] = s->running[s->n_running];
+	s->rinfo[k] = s->rinfo[s->n_running];
+}
+
+static void sim_submit(struct sim *s, size_t user, int64_t fgpu_m, int64_t dur_s, int priority, const char *name)
+{
+	if (s->n_pending == s->cap_pending) {
+		s->cap_pending = s->cap_pending ? 2 * s->cap_pending : 1024;
+		s->pending = realloc(s->pending, s->cap_pending * sizeof(*s->pending));
+		s->pending_dur = realloc(s->pending_dur, s->cap_pending * sizeof(*s->pending_dur));
+		if (!s->pending || !s->pending_dur)
+			abort();
+	}
+	int64_t gpus = fgpu_m < 1000 ? 1 : fgpu_m / 1000;
+	struct sched_request *r = &s->pending[s->n_pending];
+	*r = (struct sched_request){.session_id = name, .name = name,
+				    .req = {4000 * gpus, (int64_t)32 * gpus << 30, fgpu_m},
+				    .user = user, .project = user / SIM_USERS_PER_PROJECT, .member = user,
+				    .priority = priority, .seq = ++s->seq};
+	s->pending_dur[s->n_pending++] = dur_s;
+}
+
+static int run_fairshare_trace(void)
+{
+	static struct sim S;
+	struct sim *s = &S;
+	static const char *const names[3] = {"alpha", "beta", "gamma"};
+	static const double weights[3] = {1, 1, 2};
+	for (size_t i = 0; i < SIM_AGENTS; i++) {
+		struct sched_agent *a = &s->agents[i];
+		static char ids[SIM_AGENTS][16];
+		snprintf(ids[i], sizeof(ids[i]), "node-%03zu", i);
+		*a = (struct sched_agent){.id = ids[i], .alive = true,
+					  .capacity = {128000, 1LL << 40, SIM_GPUS * 1000},
+					  .devs = s->devs[i], .n_devs = SIM_GPUS};
+		a->free = a->capacity;
+		for (size_t d = 0; d < SIM_GPUS; d++)
+			s->devs[i][d].free_m = 1000;
+	}
+	for (size_t p = 0; p < 3; p++)
+		s->projects[p] = (struct sched_project){.id = names[p], .name = names[p], .weight = weights[p]};
+	for (size_t u = 0; u < 3 * SIM_USERS_PER_PROJECT; u++) {
+		s->users[u] = (struct sched_user){.id = "user"};
+		s->members[u] = (struct sched_member){.project = u / SIM_USERS_PER_PROJECT, .user = u, .weight = 1};
+	}
+	s->cap_running = 8 * SIM_AGENTS * SIM_GPUS;
+	s->running = calloc(s->cap_running, sizeof(*s->running));
+	s->rinfo = calloc(s->cap_running, sizeof(*s->rinfo));
+	if (!s->running || !s->rinfo)
+		return 1;
+	/* Twice the capacity in GPU-seconds: mean request 1.975 GPU, mean
+	 * duration 900 s. */
+	const double mean_gpu = 0.15 * 0.5 + 0.40 * 1 + 0.25 * 2 + 0.15 * 4 + 0.05 * 8;
+	const double rate = 2.0 * SIM_AGENTS * SIM_GPUS / (mean_gpu * 900.0);   /* sessions per second */
+	srand(7);
+	struct sched_params params = {.selector = &sched_concentrated, .queue = &sched_fairshare,
+				      .per_device_m = 1000, .quantum_m = 10, .preempt = true,
+				      .preempt_min_runtime_ms = 120000};
+	double gpu_s[3] = {0}, pass_cpu_total = 0, pass_cpu_max = 0;
+	double lat[64];
+	size_t n_lat = 0, passes = 0, evicted = 0, by_priority = 0, started = 0, hp_sent = 0, hp_direct = 0;
+	int64_t hp_seq_waiting = -1;
+	double hp_first_cpu = 0;
+	double carry = 0;
+	struct sched_placement *out = NULL;
+	char (*reasons)[SCHED_REASON_MAX] = NULL;
+	struct sched_eviction *ev = NULL;
+	size_t cap_out = 0, cap_ev = 0;
+	for (int64_t now = 0; now < SIM_HOUR_S; now += SIM_STEP_S) {
+		/* Ends, then usage for the step just gone by. */
+		for (size_t k = s->n_running; k-- > 0;)
+			if (s->rinfo[k].end_s <= now)
+				sim_end(s, k);
+		/* Arrivals: a third of the load each, users at random. */
+		carry += rate * SIM_STEP_S;
+		for (; carry >= 1; carry -= 1) {
+			size_t user = (size_t)(rand() % (3 * SIM_USERS_PER_PROJECT));
+			int k = rand() % 100;
+			int64_t fgpu = k < 15 ? 500 : k < 55 ? 1000 : k < 80 ? 2000 : k < 95 ? 4000 : 8000;
+			sim_submit(s, user, fgpu, 300 + rand() % 1201, 0, "batch");
+		}
+		if (now >= 600 && now % 30 == 0 && hp_seq_waiting < 0) {
+			sim_submit(s, (size_t)(hp_sent % 3) * SIM_USERS_PER_PROJECT, 8000, 600, 10, "urgent");
+			hp_seq_waiting = s->seq;
+			hp_first_cpu = 0;
+			hp_sent++;
+		}
+		for (size_t k = 0; k < s->n_running; k++)
+			s->running[k].runtime_ms = (now - s->rinfo[k].start_s) * 1000;
+		if (cap_out < s->n_pending) {
+			cap_out = s->n_pending * 2;
+			out = realloc(out, cap_out * sizeof(*out));
+			reasons = realloc(reasons, cap_out * sizeof(*reasons));
+		}
+		if (cap_ev < s->n_running + 1) {
+			cap_ev = s->cap_running;
+			ev = realloc(ev, cap_ev * sizeof(*ev));
+		}
+		if (!out || !reasons || !ev)
+			return 1;
+		struct sched_world w = {.agents = s->agents, .n_agents = SIM_AGENTS, .users = s->users,
+					.n_users = 3 * SIM_USERS_PER_PROJECT, .projects = s->projects, .n_projects = 3,
+					.members = s->members, .n_members = 3 * SIM_USERS_PER_PROJECT,
+					.running = s->running, .n_running = s->n_running};
+		struct sched_result res = {.reasons = reasons, .evictions = ev};
+		/* sched_plan updates the world as it plans; the simulation keeps
+		 * its own accounting, so it plans on copies of what it changes. */
+		static struct sched_agent ag_copy[SIM_AGENTS];
+		static struct sched_device dev_copy[SIM_AGENTS][SIM_GPUS];
+		struct sched_user us_copy[3 * SIM_USERS_PER_PROJECT];
+		struct sched_member mb_copy[3 * SIM_USERS_PER_PROJECT];
+		struct sched_project pj_copy[3];
+		memcpy(ag_copy, s->agents, sizeof(ag_copy));
+		memcpy(dev_copy, s->devs, sizeof(dev_copy));
+		for (size_t i = 0; i < SIM_AGENTS; i++)
+			ag_copy[i].devs = dev_copy[i];
+		memcpy(us_copy, s->users, sizeof(us_copy));
+		memcpy(mb_copy, s->members, sizeof(mb_copy));
+		memcpy(pj_copy, s->projects, sizeof(pj_copy));
+		w.agents = ag_copy;
+		w.users = us_copy;
+		w.members = mb_copy;
+		w.projects = pj_copy;
+		double c0 = cpu_now();
+		size_t placed = sched_plan(&params, &w, s->pending, s->n_pending, out, &res);
+		double c1 = cpu_now() - c0;
+		passes++;
+		pass_cpu_total += c1;
+		if (c1 > pass_cpu_max)
+			pass_cpu_max = c1;
+		/* The urgent request: its victims chosen in this pass, or placed. */
+		bool hp_placed = false, hp_evicting = false;
+		for (size_t i = 0; i < placed; i++)
+			hp_placed |= s->pending[out[i].request].seq == hp_seq_waiting;
+		for (size_t i = 0; i < res.n_evictions; i++)
+			hp_evicting |= s->pending[ev[i].request].seq == hp_seq_waiting;
+		if (hp_seq_waiting >= 0) {
+			if (hp_evicting)
+				hp_first_cpu += c1;
+			if (hp_placed) {
+				if (hp_first_cpu > 0 && n_lat < sizeof(lat) / sizeof(lat[0]))
+					lat[n_lat++] = hp_first_cpu + c1;
+				else if (hp_first_cpu == 0)
+					hp_direct++;
+				hp_seq_waiting = -1;
+			}
+		}
+		/* Apply: placements (on the real world), then the victims end
+		 * before the next pass. */
+		bool *gone = calloc(s->n_pending ? s->n_pending : 1, sizeof(bool));
+		if (!gone)
+			return 1;
+		for (size_t i = 0; i < placed; i++) {
+			const struct sched_placement *pl = &out[i];
+			const struct sched_request *r = &s->pending[pl->request];
+			struct sched_agent *a = &s->agents[pl->agent];
+			res_sub(&a->free, &r->req);
+			for (size_t d = 0; d < pl->n_shares; d++)
+				a->devs[pl->shares[d].device].free_m -= pl->shares[d].fgpu_m;
+			sim_hold(s, &r->req, r->user, +1);
+			struct sched_running *rn = &s->running[s->n_running];
+			*rn = (struct sched_running){.session_id = r->session_id, .name = r->name, .agent = pl->agent,
+						     .req = r->req, .n_shares = pl->n_shares, .user = r->user,
+						     .project = r->project, .member = r->member, .priority = r->priority,
+						     .preemptible = true};
+			memcpy(rn->shares, pl->shares, sizeof(rn->shares));
+			s->rinfo[s->n_running] = (struct sim_run){now + s->pending_dur[pl->request], now, 0};
+			s->n_running++;
+			gone[pl->request] = true;
+			started++;
+		}
+		/* Victims: highest index first, as sim_end moves the last one. */
+		size_t *vic = malloc((res.n_evictions + 1) * sizeof(size_t));
+		if (!vic)
+			return 1;
+		for (size_t i = 0; i < res.n_evictions; i++)
+			vic[i] = ev[i].running;
+		qsort(vic, res.n_evictions, sizeof(size_t), cmp_size_desc);
+		for (size_t i = 0; i < res.n_evictions; i++)
+			sim_end(s, vic[i]);
+		evicted += res.n_evictions;
+		for (size_t i = 0; i < res.n_evictions; i++)
+			by_priority += strstr(ev[i].why, "(priority ") != NULL;
+		free(vic);
+		size_t k = 0;
+		for (size_t i = 0; i < s->n_pending; i++) {
+			if (gone[i])
+				continue;
+			s->pending[k] = s->pending[i];
+			s->pending_dur[k++] = s->pending_dur[i];
+		}
+		s->n_pending = k;
+		free(gone);
+		/* Usage over the next step, on the simulated clock. */
+		for (size_t p = 0; p < 3; p++) {
+			sched_usage_charge(&s->projects[p].usage, &s->projects[p].used, SIM_STEP_S, SIM_HALF_LIFE_S);
+			if (now >= SIM_HOUR_S / 2)
+				gpu_s[p] += (double)s->projects[p].used.fgpu_m / 1000.0 * SIM_STEP_S;
+		}
+		for (size_t u = 0; u < 3 * SIM_USERS_PER_PROJECT; u++)
+			sched_usage_charge(&s->members[u].usage, &s->members[u].used, SIM_STEP_S, SIM_HALF_LIFE_S);
+	}
+	double cap_s = (double)SIM_AGENTS * SIM_GPUS * (SIM_HOUR_S / 2);
+	double total = gpu_s[0] + gpu_s[1] + gpu_s[2];
+	printf("fair-share trace: %d agents x %d GPUs, projects alpha:beta:gamma weights 1:1:2, load 2x capacity, "
+	       "a simulated hour in %zu passes (%d s apart)\n", SIM_AGENTS, SIM_GPUS, passes, SIM_STEP_S);
+	printf("  %zu sessions started; %zu preempted: %zu for a higher priority, %zu by the fair-share reclaim rule\n",
+	       started, evicted, by_priority, evicted - by_priority);
+	double worst = 0;
+	for (size_t p = 0; p < 3; p++) {
+		double share = total > 0 ? gpu_s[p] / total : 0, target = weights[p] / 4;
+		if (fabs(share - target) > worst)
+			worst = fabs(share - target);
+		printf("  project %-5s GPU share over the last half hour: %5.1f%% (target %4.1f%%)\n", names[p],
+		       share * 100, target * 100);
+	}
+	printf("  GPUs in use over the last half hour: %.1f%%; queue at the end: %zu\n", total / cap_s * 100,
+	       s->n_pending);
+	double lat_med = 0, lat_max = 0;
+	if (n_lat) {
+		qsort(lat, n_lat, sizeof(double), cmp_double);
+		lat_med = lat[n_lat / 2];
+		lat_max = lat[n_lat - 1];
+	}
+	printf("  urgent whole-node requests: %zu sent, %zu placed after preemption: scheduler CPU time of the two "
+	       "passes median %.1f ms, max %.1f ms (%zu placed without preemption)\n",
+	       hp_sent, n_lat, lat_med * 1000, lat_max * 1000, hp_direct);
+	printf("  sched_plan CPU time per pass: mean %.1f ms, max %.1f ms\n", pass_cpu_total / (double)passes * 1000,
+	       pass_cpu_max * 1000);
+	printf("  goals: shares within 5 points of their targets: %s (worst %.1f); urgent placement <= 100 ms: %s\n",
+	       worst <= 0.05 ? "met" : "MISSED", worst * 100, n_lat && lat_max <= 0.1 ? "met" : "MISSED");
+	printf("{\"fairshare_worst_points\": %.2f, \"share_alpha\": %.2f, \"share_beta\": %.2f, \"share_gamma\": %.2f, "
+	       "\"preempt_to_place_ms_median\": %.2f, \"preempt_to_place_ms_max\": %.2f, \"pass_ms_mean\": %.2f}\n",
+	       worst * 100, total > 0 ? gpu_s[0] / total * 100 : 0, total > 0 ? gpu_s[1] / total * 100 : 0,
+	       total > 0 ? gpu_s[2] / total * 100 : 0, lat_med * 1000, lat_max * 1000,
+	       pass_cpu_total / (double)passes * 1000);
+	free(s->running);
+	free(s->rinfo);
+	free(s->pending);
+	free(s->pending_dur);
+	free(out);
+	free(reasons);
+	free(ev);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	long agents = 100, gpus = 8, sessions = 2000;
@@ -58,7 +389,7 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{"agents", required_argument, NULL, 'a'}, {"gpus-per-agent", required_argument, NULL, 'g'},
 		{"sessions", required_argument, NULL, 's'}, {"store", required_argument, NULL, 'S'},
-		{"help", no_argument, NULL, 'h'}, {0},
+		{"fairshare-trace", no_argument, NULL, 'F'}, {"help", no_argument, NULL, 'h'}, {0},
 	};
 	int c;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -67,9 +398,11 @@ int main(int argc, char **argv)
 		case 'g': gpus = strtol(optarg, NULL, 10); break;
 		case 's': sessions = strtol(optarg, NULL, 10); break;
 		case 'S': store = optarg; break;
+		case 'F': return run_fairshare_trace();
 		default:
 			fprintf(c == 'h' ? stdout : stderr,
-				"usage: sched-bench --agents N --gpus-per-agent G --sessions S [--store URI]\n");
+				"usage: sched-bench --agents N --gpus-per-agent G --sessions S [--store URI]\n"
+				"       sched-bench --fairshare-trace\n");
 			return c == 'h' ? 0 : 2;
 		}
 	}
@@ -115,13 +448,24 @@ int main(int argc, char **argv)
 	srand(42);
 	pthread_mutex_lock(&m->mu);
 	const char *owner = m->users[0].id;
+	/* Every session belongs to a project: the owner's personal one, as a
+	 * session created without --project by a user in no team. */
+	struct mproject *pp = mgr_personal_project(m, owner);
+	char project_id[sizeof(pp->rec.id)] = "";
+	if (pp)
+		util_strlcpy(project_id, pp->rec.id, sizeof(project_id));
 	pthread_mutex_unlock(&m->mu);
+	if (!project_id[0]) {
+		fprintf(stderr, "sched-bench: the first user has no personal project\n");
+		return 1;
+	}
 	for (long i = 0; i < sessions; i++) {
 		struct msession *s = calloc(1, sizeof(*s));
 		news[i] = s;
 		util_new_id(s->rec.id, NULL);
 		snprintf(s->rec.name, sizeof(s->rec.name), "b-%ld", i);
 		util_strlcpy(s->rec.owner_id, owner, sizeof(s->rec.owner_id));
+		util_strlcpy(s->rec.project_id, project_id, sizeof(s->rec.project_id));
 		util_strlcpy(s->rec.image, "bench:latest", sizeof(s->rec.image));
 		int kind = rand() % 100;
 		s->rec.req.cpu_m = 1000 * (1 + rand() % 4);

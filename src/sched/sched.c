@@ -312,23 +312,45 @@ const struct sched_selector_ops sched_dispersed = {"dispersed", select_dispersed
 
 /* ---------- queue policies ---------- */
 
+/* fifo and lifo keep where they are, so that a pass over a long queue
+ * does not rescan the tried prefix at every call. */
+struct cursor {
+	size_t at;
+};
+
+static void *cursor_start(const struct sched_request *reqs, size_t n, const struct sched_world *w)
+{
+	(void)reqs; (void)n; (void)w;
+	return calloc(1, sizeof(struct cursor));
+}
+
 static ssize_t next_fifo(const struct sched_request *reqs, size_t n, const bool *tried,
 			 const struct sched_world *w, void *state)
 {
-	(void)reqs; (void)w; (void)state;
-	for (size_t i = 0; i < n; i++)
-		if (!tried[i])
-			return (ssize_t)i;
+	(void)reqs; (void)w;
+	struct cursor *c = state;
+	for (size_t i = c ? c->at : 0; i < n; i++) {
+		if (tried[i])
+			continue;
+		if (c)
+			c->at = i;
+		return (ssize_t)i;
+	}
 	return -1;
 }
 
 static ssize_t next_lifo(const struct sched_request *reqs, size_t n, const bool *tried,
 			 const struct sched_world *w, void *state)
 {
-	(void)reqs; (void)w; (void)state;
-	for (size_t i = n; i-- > 0;)
-		if (!tried[i])
-			return (ssize_t)i;
+	(void)reqs; (void)w;
+	struct cursor *c = state;   /* at: how many from the end are done */
+	for (size_t i = n - (c ? c->at : 0); i-- > 0;) {
+		if (tried[i])
+			continue;
+		if (c)
+			c->at = n - 1 - i;
+		return (ssize_t)i;
+	}
 	return -1;
 }
 
@@ -757,8 +779,8 @@ static ssize_t next_fairshare(const struct sched_request *reqs, size_t n, const 
 	return (ssize_t)st->order[st->cur[best_s]];
 }
 
-const struct sched_queue_ops sched_fifo = {"fifo", true, next_fifo, NULL, NULL};
-const struct sched_queue_ops sched_lifo = {"lifo", true, next_lifo, NULL, NULL};
+const struct sched_queue_ops sched_fifo = {"fifo", true, next_fifo, cursor_start, free};
+const struct sched_queue_ops sched_lifo = {"lifo", true, next_lifo, cursor_start, free};
 const struct sched_queue_ops sched_drf = {"drf", false, next_drf, NULL, NULL};
 const struct sched_queue_ops sched_fairshare = {"fairshare", false, next_fairshare, fs_start, fs_stop};
 
@@ -795,41 +817,57 @@ struct group_agents {
 	size_t n;
 };
 
-/* Why a request that passed the user policy fits nowhere in its group, in
- * words. grp: "" or " of group NAME" (when the cluster has several). */
-static void explain_wait(const struct sched_agent *agents, struct group_agents g, const char *grp,
-			 const struct res *req, int64_t per_device_m, char *buf, size_t len)
+/* What the agents of a group offer a request of this CPU and memory, for
+ * the words of its wait. */
+struct offer {
+	size_t alive, host_fit, drained;
+	struct res best;            /* the most free CPU and memory on a node */
+	int64_t best_dev;           /* the most free on one device of a node with the host room */
+	int64_t most_whole;         /* the most whole free devices on such a node */
+};
+
+static struct offer group_offer(const struct sched_agent *agents, struct group_agents g, const struct res *req,
+				int64_t per_device_m)
 {
-	char need[96];
-	struct res host_req = *req;
-	host_req.fgpu_m = 0;
-	res_describe(&host_req, need, sizeof(need));
-	size_t alive = 0, host_fit = 0, drained = 0;
-	struct res best = {0};
-	int64_t best_dev = 0, most_whole = 0;
+	struct offer o = {0};
 	for (size_t k = 0; k < g.n; k++) {
 		const struct sched_agent *a = &agents[g.ids[k]];
 		if (!a->alive)
 			continue;
 		if (a->drained) {
-			drained++;
+			o.drained++;
 			continue;
 		}
-		alive++;
-		if (a->free.cpu_m > best.cpu_m) best.cpu_m = a->free.cpu_m;
-		if (a->free.mem > best.mem) best.mem = a->free.mem;
+		o.alive++;
+		if (a->free.cpu_m > o.best.cpu_m) o.best.cpu_m = a->free.cpu_m;
+		if (a->free.mem > o.best.mem) o.best.mem = a->free.mem;
 		if (req->cpu_m > a->free.cpu_m || req->mem > a->free.mem)
 			continue;
-		host_fit++;
+		o.host_fit++;
 		int64_t whole = 0;
 		for (size_t d = 0; d < a->n_devs; d++) {
-			if (a->devs[d].free_m > best_dev)
-				best_dev = a->devs[d].free_m;
+			if (a->devs[d].free_m > o.best_dev)
+				o.best_dev = a->devs[d].free_m;
 			whole += a->devs[d].free_m == per_device_m;
 		}
-		if (whole > most_whole)
-			most_whole = whole;
+		if (whole > o.most_whole)
+			o.most_whole = whole;
 	}
+	return o;
+}
+
+/* Why a request that passed the user policy fits nowhere in its group, in
+ * words. grp: "" or " of group NAME" (when the cluster has several). */
+static void explain_wait(const struct offer *o, const char *grp, const struct res *req, int64_t per_device_m,
+			 char *buf, size_t len)
+{
+	char need[96];
+	struct res host_req = *req;
+	host_req.fgpu_m = 0;
+	res_describe(&host_req, need, sizeof(need));
+	size_t alive = o->alive, host_fit = o->host_fit, drained = o->drained;
+	struct res best = o->best;
+	int64_t best_dev = o->best_dev, most_whole = o->most_whole;
 	if (alive == 0) {
 		if (drained)
 			snprintf(buf, len, "waiting for a node%s: every alive node%s is drained (an admin stopped new "
@@ -949,7 +987,7 @@ static ssize_t could_ever_hold(const struct sched_agent *agents, struct group_ag
 static bool any_alive(const struct sched_agent *agents, struct group_agents g)
 {
 	for (size_t k = 0; k < g.n; k++)
-		if (usable(&agents[g.ids[k]]))
+		if (usable(&agents[g.ids ? g.ids[k] : k]))
 			return true;
 	return false;
 }
@@ -964,6 +1002,7 @@ struct no_victims {
 	struct res req;
 };
 #define NO_VICTIMS_MAX 16
+#define OFFER_MEMO_MAX 8
 
 /* Everything one pass keeps besides the world. */
 struct pass {
@@ -982,10 +1021,25 @@ struct pass {
 	size_t *rstart, *rids;            /* running sessions by agent: [n_agents + 1], [n_running] */
 	bool *chosen;                     /* [n_running]: a victim (or counted on) this pass */
 	struct res *leaving;              /* [n_projects]: what its chosen victims hold */
+	bool *over;                       /* [n_projects]: at or over its target */
+	size_t n_over;
+	uint64_t over_gen;                /* the gen over was computed at; 0: never */
 	int min_victim_priority;          /* lowest priority of a possible victim */
 	size_t n_ending;                  /* running sessions already ending */
 	struct no_victims nov[NO_VICTIMS_MAX];
 	size_t n_nov;
+	/* What groups offer, by request CPU and memory, since the last change
+	 * of any agent: a full cluster leaves most of a long queue waiting,
+	 * and a scan of the group per waiting request would be most of the
+	 * pass. */
+	uint64_t gen;                     /* bumped at every change of an agent */
+	struct offer_memo {
+		uint64_t gen;             /* 0: empty */
+		size_t group;
+		int64_t cpu_m, mem;
+		struct offer o;
+	} memo[OFFER_MEMO_MAX];
+	size_t memo_next;
 	struct sched_result *res;
 };
 
@@ -1030,10 +1084,10 @@ static int pass_init(struct pass *ps, const struct sched_params *p, struct sched
 	ps->w = w;
 	ps->reqs = reqs;
 	ps->per_dev = p->per_device_m;
+	ps->gen = 1;
+	/* The world's groups (one when it names none); an agent of a group
+	 * past them (a caller's "no group") is in none and gets nothing. */
 	size_t g = w->n_groups ? w->n_groups : 1;
-	for (size_t i = 0; i < w->n_agents; i++)
-		if (w->agents[i].group + 1 > g)
-			g = w->agents[i].group + 1;
 	(void)n_reqs;
 	ps->n_groups = g;
 	size_t na = w->n_agents;
@@ -1044,7 +1098,8 @@ static int pass_init(struct pass *ps, const struct sched_params *p, struct sched
 	if (!ps->gstart || !ps->gids || !ps->local || !ps->ix)
 		return -1;
 	for (size_t i = 0; i < na; i++)
-		ps->gstart[w->agents[i].group + 1]++;
+		if (w->agents[i].group < g)
+			ps->gstart[w->agents[i].group + 1]++;
 	for (size_t k = 0; k < g; k++)
 		ps->gstart[k + 1] += ps->gstart[k];
 	size_t *fill = calloc(g, sizeof(size_t));
@@ -1052,6 +1107,9 @@ static int pass_init(struct pass *ps, const struct sched_params *p, struct sched
 		return -1;
 	for (size_t i = 0; i < na; i++) {
 		size_t gi = w->agents[i].group;
+		ps->local[i] = -1;
+		if (gi >= g)
+			continue;
 		ps->local[i] = (int32_t)fill[gi];
 		ps->gids[ps->gstart[gi] + fill[gi]++] = i;
 	}
@@ -1073,6 +1131,7 @@ static void pass_free(struct pass *ps)
 	free(ps->rids);
 	free(ps->chosen);
 	free(ps->leaving);
+	free(ps->over);
 }
 
 /* The group's index, built on first use; NULL when the group has no agent
@@ -1085,6 +1144,22 @@ static struct sched_index *group_index(struct pass *ps, size_t g)
 		ps->ix[g] = index_build(ps->w->agents, &ps->gids[ps->gstart[g]], ps->gstart[g + 1] - ps->gstart[g],
 					ps->local, ps->p->per_device_m, ps->p->quantum_m);
 	return ps->ix[g];
+}
+
+static struct offer memo_offer(struct pass *ps, size_t g, const struct res *req)
+{
+	for (size_t i = 0; i < OFFER_MEMO_MAX; i++) {
+		struct offer_memo *m = &ps->memo[i];
+		if (m->gen == ps->gen && m->group == g && m->cpu_m == req->cpu_m && m->mem == req->mem)
+			return m->o;
+	}
+	struct offer_memo *m = &ps->memo[ps->memo_next++ % OFFER_MEMO_MAX];
+	m->o = group_offer(ps->w->agents, group_of(ps, g), req, ps->p->per_device_m);
+	m->gen = ps->gen;
+	m->group = g;
+	m->cpu_m = req->cpu_m;
+	m->mem = req->mem;
+	return m->o;
 }
 
 static void account(struct sched_world *w, const struct sched_request *r, int sign)
@@ -1117,7 +1192,8 @@ static int pre_init(struct pass *ps)
 	ps->rids = calloc(nr ? nr : 1, sizeof(size_t));
 	ps->chosen = calloc(nr ? nr : 1, sizeof(bool));
 	ps->leaving = calloc(w->n_projects ? w->n_projects : 1, sizeof(struct res));
-	if (!ps->rstart || !ps->rids || !ps->chosen || !ps->leaving)
+	ps->over = calloc(w->n_projects ? w->n_projects : 1, sizeof(bool));
+	if (!ps->rstart || !ps->rids || !ps->chosen || !ps->leaving || !ps->over)
 		return -1;
 	ps->min_victim_priority = INT32_MAX;
 	for (size_t k = 0; k < nr; k++) {
@@ -1152,6 +1228,24 @@ static double share_with(const struct pass *ps, size_t p, const struct res *extr
 	if (extra)
 		res_add(&u, extra);
 	return dom_res(&u, &ps->f.total);
+}
+
+/* Whether some project other than p is at or over its target: without
+ * one the reclaim rule has no victim. Recomputed only when an agent has
+ * changed since (placements and holds change what projects hold), so a
+ * full cluster's long queue pays for it once. */
+static bool other_over(struct pass *ps, size_t p)
+{
+	const struct sched_world *w = ps->w;
+	if (ps->over_gen != ps->gen) {
+		ps->n_over = 0;
+		for (size_t q = 0; q < w->n_projects; q++) {
+			ps->over[q] = share_with(ps, q, NULL) >= project_target(w, &ps->f, q);
+			ps->n_over += ps->over[q];
+		}
+		ps->over_gen = ps->gen;
+	}
+	return ps->n_over > (p < w->n_projects && ps->over[p] ? 1u : 0u);
 }
 
 enum why_rule { RULE_NONE, RULE_ENDING, RULE_PRIORITY, RULE_RECLAIM };
@@ -1272,13 +1366,17 @@ static size_t greedy_set(const struct pass *ps, const struct sched_agent *a, con
 	return n;
 }
 
-/* Sort keys for candidates. */
-static const struct sched_world *sort_w;
-static size_t sort_dev;
+/* Candidate orders. The sort takes its context as an argument (no
+ * globals: the planner stays reentrant); a node's candidates are few, so
+ * an insertion sort does. */
+struct vorder {
+	const struct sched_world *w;
+	size_t dev;   /* SCHED_MAX_DEVICES: by the whole session */
+	bool larger;  /* largest first, else cheapest first */
+};
 
-static int cheaper_first(const void *x, const void *y)
+static int cheaper_first(const struct sched_running *a, const struct sched_running *b)
 {
-	const struct sched_running *a = &sort_w->running[*(const size_t *)x], *b = &sort_w->running[*(const size_t *)y];
 	if (a->ending != b->ending)
 		return a->ending ? -1 : 1;
 	if (a->priority != b->priority)
@@ -1299,17 +1397,29 @@ static int64_t share_on(const struct sched_running *rn, size_t dev)
 	return t;
 }
 
-/* Largest first (on sort_dev when set, else in fGPU then CPU), then cheaper. */
-static int larger_first(const void *x, const void *y)
+static int vorder_cmp(const struct vorder *o, size_t x, size_t y)
 {
-	const struct sched_running *a = &sort_w->running[*(const size_t *)x], *b = &sort_w->running[*(const size_t *)y];
-	int64_t sa = sort_dev < SCHED_MAX_DEVICES ? share_on(a, sort_dev) : a->req.fgpu_m;
-	int64_t sb = sort_dev < SCHED_MAX_DEVICES ? share_on(b, sort_dev) : b->req.fgpu_m;
-	if (sa != sb)
-		return sa > sb ? -1 : 1;
-	if (sort_dev >= SCHED_MAX_DEVICES && a->req.cpu_m != b->req.cpu_m)
-		return a->req.cpu_m > b->req.cpu_m ? -1 : 1;
-	return cheaper_first(x, y);
+	const struct sched_running *a = &o->w->running[x], *b = &o->w->running[y];
+	if (o->larger) {
+		/* On the device when one is named, else in fGPU then CPU. */
+		int64_t sa = o->dev < SCHED_MAX_DEVICES ? share_on(a, o->dev) : a->req.fgpu_m;
+		int64_t sb = o->dev < SCHED_MAX_DEVICES ? share_on(b, o->dev) : b->req.fgpu_m;
+		if (sa != sb)
+			return sa > sb ? -1 : 1;
+		if (o->dev >= SCHED_MAX_DEVICES && a->req.cpu_m != b->req.cpu_m)
+			return a->req.cpu_m > b->req.cpu_m ? -1 : 1;
+	}
+	return cheaper_first(a, b);
+}
+
+static void vorder_sort(const struct vorder *o, size_t *v, size_t n)
+{
+	for (size_t i = 1; i < n; i++) {
+		size_t x = v[i], j = i;
+		for (; j > 0 && vorder_cmp(o, x, v[j - 1]) < 0; j--)
+			v[j] = v[j - 1];
+		v[j] = x;
+	}
 }
 
 /* The fewest and cheapest victims on agent ai for r; n (0: none) into set. */
@@ -1334,20 +1444,15 @@ static size_t agent_victims(struct pass *ps, size_t ai, const struct sched_reque
 	size_t best_n = 0;
 	struct vcost best_c = {0};
 	size_t orders = 2 + (r->req.fgpu_m > 0 && r->req.fgpu_m <= ps->per_dev ? agent_devs(a) : 0);
-	sort_w = w;
 	for (size_t o = 0; o < orders; o++) {
-		memcpy(order, cand, nc * sizeof(size_t));
-		if (o == 0) {
-			qsort(order, nc, sizeof(size_t), cheaper_first);
-		} else if (o == 1) {
-			sort_dev = SCHED_MAX_DEVICES;
-			qsort(order, nc, sizeof(size_t), larger_first);
-		} else {
-			sort_dev = o - 2;
-			if (a->devs[sort_dev].free_m >= r->req.fgpu_m)
+		struct vorder vo = {w, SCHED_MAX_DEVICES, o > 0};
+		if (o >= 2) {
+			vo.dev = o - 2;
+			if (a->devs[vo.dev].free_m >= r->req.fgpu_m)
 				continue;   /* the device already has room: the host lacks it */
-			qsort(order, nc, sizeof(size_t), larger_first);
 		}
+		memcpy(order, cand, nc * sizeof(size_t));
+		vorder_sort(&vo, order, nc);
 		size_t n = greedy_set(ps, a, &r->req, order, nc, trial);
 		if (!n)
 			continue;
@@ -1396,7 +1501,8 @@ static bool preempt_for(struct pass *ps, size_t ri, char *why)
 	if (no_victims_known(ps, r))
 		return false;
 	bool has_project = r->project < w->n_projects;
-	bool under = has_project && share_with(ps, r->project, &r->req) <= project_target(w, &ps->f, r->project);
+	bool under = has_project && share_with(ps, r->project, &r->req) <= project_target(w, &ps->f, r->project) &&
+		     other_over(ps, r->project);
 	/* Nothing to search when no session could be a victim: none of
 	 * lower priority, the reclaim rule out, none already ending. */
 	if (!under && r->priority <= ps->min_victim_priority && !ps->n_ending)
@@ -1458,6 +1564,7 @@ static bool preempt_for(struct pass *ps, size_t ri, char *why)
 			a->devs[d].free_m = devs[d].free_m;
 	if (ps->ix[r->group])
 		index_update(ps->ix[r->group], (size_t)best_a);
+	ps->gen++;
 	account(w, r, +1);
 	/* Each victim's rule as the search judged it, before any of them
 	 * counts as leaving. */
@@ -1607,6 +1714,7 @@ size_t sched_plan(const struct sched_params *p, struct sched_world *w,
 					ag->devs[pl->shares[s].device].free_m -= pl->shares[s].fgpu_m;
 				account(w, r, +1);
 				index_update(ix, (size_t)a);
+				ps.gen++;
 				placed++;
 				continue;
 			}
@@ -1615,14 +1723,19 @@ size_t sched_plan(const struct sched_params *p, struct sched_world *w,
 				continue;
 			struct group_agents g = group_of(&ps, r->group);
 			group_words(&ps, r->group, gw, sizeof(gw));
-			explain_wait(agents, g, gw, &r->req, p->per_device_m, why, SCHED_REASON_MAX);
+			if (reasons) {
+				struct offer o = memo_offer(&ps, r->group, &r->req);
+				explain_wait(&o, gw, &r->req, p->per_device_m, why, SCHED_REASON_MAX);
+			}
 			if (!p->queue->blocking)
 				continue;
-			/* No alive node could hold it even empty: it waits for a LOST
-			 * node to come back (or a larger node to register) without
-			 * holding the queue meanwhile, since the alive nodes can serve
-			 * the sessions behind it. */
-			if (any_alive(agents, g) && could_ever_hold(agents, g, &r->req, p->per_device_m, true) < 0) {
+			/* No alive node of its group could hold it even empty: it
+			 * waits for a LOST node to come back (or a larger node to
+			 * register) without holding the queue meanwhile, since the
+			 * alive nodes (of any group) can serve the sessions behind
+			 * it. */
+			struct group_agents all = {NULL, w->n_agents};
+			if (any_alive(agents, all) && could_ever_hold(agents, g, &r->req, p->per_device_m, true) < 0) {
 				ssize_t lost = could_ever_hold(agents, g, &r->req, p->per_device_m, false);
 				if (lost >= 0 && agents[lost].alive && agents[lost].drained)
 					snprintf(why, SCHED_REASON_MAX,

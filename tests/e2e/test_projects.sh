@@ -177,6 +177,9 @@ check "carol's fairshare has no vision" not grep -q "^vision " <<<"$out"
 as "$ALICE" session rm job >/dev/null
 as "$ALICE" session rm keep >/dev/null
 check "the last sessions end" wait_status_as "$ALICE" keep TERMINATED
+out=$("$TESSERA" project rm vision 2>&1); rc=$?
+check "vision is not removed while it has a folder (exit $rc: $out)" contains "$out" "1 folder"
+as "$BOB" folder rm team-data >/dev/null
 out=$("$TESSERA" project rm vision 2>&1)
-check "vision is removed once its sessions ended ($out)" contains "$out" "project vision removed"
+check "vision is removed once its sessions ended and its folder is gone ($out)" contains "$out" "project vision removed"
 e2e_done
