@@ -103,9 +103,9 @@ export function AdminPage() {
       <h1>Administration</h1>
       <p class="hint">Nodes, their live use and drain are on the Nodes page.</p>
       <Users />
+      <SettingsSections />
       <ProjectsSection />
       <FairShareSection />
-      <SettingsSections />
     </>
   );
 }
