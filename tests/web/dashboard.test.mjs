@@ -129,6 +129,10 @@ try {
 
   let pendingName;
   await step('a PENDING row says Cancel, not Terminate, and its dialog says what happens', async () => {
+    // The two that fit may still show PENDING for a moment (their start
+    // is under way on a loaded machine): wait until one row is left so.
+    await page.waitForFunction(() => [...document.querySelectorAll('tr[data-session] .status')]
+      .filter((e) => e.textContent === 'PENDING').length === 1, null, { timeout: WAIT });
     const row = page.locator('tr[data-session]').filter({ has: page.locator('.status', { hasText: 'PENDING' }) });
     await row.waitFor({ timeout: WAIT });
     pendingName = await row.getAttribute('data-session');
@@ -510,6 +514,8 @@ try {
     await dlg.getByLabel('Max memory').fill('16g');
     await dlg.getByRole('button', { name: 'Save policy' }).click();
     await dlg.waitFor({ state: 'hidden', timeout: WAIT });
+    // The table is read again after the save: wait for it, not for how fast.
+    await page.locator('tr[data-policy="default"]', { hasText: 'max sessions 8' }).waitFor({ timeout: WAIT }).catch(() => {});
     const row = await page.locator('tr[data-policy="default"]').textContent();
     if (!row.includes('max sessions 8') || !row.includes('max memory 16g')) throw new Error(`the default policy row says: ${row}`);
     await shots(page, 'admin_settings', ['light']);
