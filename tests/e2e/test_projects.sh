@@ -94,6 +94,8 @@ check "a1 still runs" [ "$(jget_as "$ALICE" a1 status)" == RUNNING ]
 out=$(as "$BOB" session ls)
 check "bob, vision's manager, sees alice's sessions there ($out)" contains "$out" "a1"
 check "  but not her personal project's" not contains "$out" "a4"
+out=$(as "$BOB" session exec "$a1_id" -- true 2>&1); rc=$?
+check "bob may not run commands in alice's session (exit $rc: $out)" contains "$out" "only its owner may run commands"
 check "bob ends alice's a2 by id" as "$BOB" session rm "$(jget_as "$ALICE" a2 id)"
 check "a2 ends" wait_status_as "$ALICE" a2 TERMINATED
 check "and a3 starts in the room it left" wait_status_as "$ALICE" a3 RUNNING
