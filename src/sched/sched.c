@@ -1343,11 +1343,22 @@ static size_t greedy_set(const struct pass *ps, const struct sched_agent *a, con
 			 const size_t *cand, size_t nc, size_t *set)
 {
 	struct sched_device devs[SCHED_MAX_DEVICES];
-	size_t n = 0;
+	size_t n = 0, nd = agent_devs(a);
 	bool ok = false;
+	/* Adding: what the set frees is kept as it grows, so the adding is
+	 * linear in the candidates (a node may run many small sessions). */
+	struct res free_ = a->free;
+	for (size_t d = 0; d < nd; d++)
+		devs[d] = a->devs[d];
 	for (size_t i = 0; i < nc && !ok; i++) {
+		const struct sched_running *rn = &ps->w->running[cand[i]];
 		set[n++] = cand[i];
-		ok = fits_without(ps, a, req, set, n, devs, NULL, NULL);
+		res_add(&free_, &rn->req);
+		for (size_t s = 0; s < rn->n_shares && s < SCHED_MAX_DEVICES; s++)
+			if (rn->shares[s].device < nd)
+				devs[rn->shares[s].device].free_m += rn->shares[s].fgpu_m;
+		ok = req->cpu_m <= free_.cpu_m && req->mem <= free_.mem && req->fgpu_m <= free_.fgpu_m &&
+		     sched_gpu_fit(devs, nd, req->fgpu_m, ps->per_dev, true, NULL, NULL);
 	}
 	if (!ok)
 		return 0;
