@@ -1021,6 +1021,9 @@ struct pass {
 	size_t *rstart, *rids;            /* running sessions by agent: [n_agents + 1], [n_running] */
 	bool *chosen;                     /* [n_running]: a victim (or counted on) this pass */
 	struct res *leaving;              /* [n_projects]: what its chosen victims hold */
+	size_t *by_cost, n_by_cost;       /* possible victims, cheapest first (made on first use) */
+	bool by_cost_ready;
+	int64_t single_room;              /* the most fGPU one victim could free with its node's */
 	bool *over;                       /* [n_projects]: at or over its target */
 	size_t n_over;
 	uint64_t over_gen;                /* the gen over was computed at; 0: never */
@@ -1132,6 +1135,7 @@ static void pass_free(struct pass *ps)
 	free(ps->chosen);
 	free(ps->leaving);
 	free(ps->over);
+	free(ps->by_cost);
 }
 
 /* The group's index, built on first use; NULL when the group has no agent
@@ -1433,6 +1437,69 @@ static void vorder_sort(const struct vorder *o, size_t *v, size_t n)
 	}
 }
 
+/* The cheapest first, then by node and index: the order in which the
+ * search over nodes would prefer one victim to another. */
+static int by_cost_cmp(const void *x, const void *y, void *ctx)
+{
+	const struct sched_world *w = ctx;
+	size_t i = *(const size_t *)x, j = *(const size_t *)y;
+	const struct sched_running *a = &w->running[i], *b = &w->running[j];
+	int c = cheaper_first(a, b);
+	if (c)
+		return c;
+	if (a->agent != b->agent)
+		return a->agent < b->agent ? -1 : 1;
+	return i < j ? -1 : i > j;
+}
+
+/* Every session that could be a victim by itself (preemptible, run long
+ * enough, not ending), cheapest first. */
+static int by_cost_build(struct pass *ps)
+{
+	const struct sched_world *w = ps->w;
+	ps->by_cost_ready = true;
+	ps->by_cost = malloc((w->n_running ? w->n_running : 1) * sizeof(size_t));
+	if (!ps->by_cost)
+		return -1;
+	for (size_t k = 0; k < w->n_running; k++) {
+		const struct sched_running *rn = &w->running[k];
+		if (rn->agent >= w->n_agents || !rn->preemptible || rn->ending ||
+		    rn->runtime_ms < ps->p->preempt_min_runtime_ms)
+			continue;
+		ps->by_cost[ps->n_by_cost++] = k;
+		int64_t room = rn->req.fgpu_m + w->agents[rn->agent].free.fgpu_m;
+		if (room > ps->single_room)
+			ps->single_room = room;
+	}
+	qsort_r(ps->by_cost, ps->n_by_cost, sizeof(size_t), by_cost_cmp, (void *)w);
+	return 0;
+}
+
+/* The cheapest single victim that makes room for r, or -1: fewest comes
+ * first, so when one suffices it is the answer, found without visiting
+ * every node. */
+static ssize_t single_victim(struct pass *ps, const struct sched_request *r, bool under)
+{
+	const struct sched_world *w = ps->w;
+	if (!ps->by_cost_ready && by_cost_build(ps) < 0)
+		return -1;
+	if (r->req.fgpu_m > ps->single_room)
+		return -1;   /* no one session frees that much, even with its node's room */
+	struct sched_device devs[SCHED_MAX_DEVICES];
+	for (size_t i = 0; i < ps->n_by_cost; i++) {
+		size_t k = ps->by_cost[i];
+		const struct sched_running *rn = &w->running[k];
+		const struct sched_agent *a = &w->agents[rn->agent];
+		if (ps->chosen[k] || a->group != r->group || !usable(a) || rn->req.fgpu_m + a->free.fgpu_m < r->req.fgpu_m)
+			continue;
+		if (victim_rule(ps, r, under, k) == RULE_NONE)
+			continue;
+		if (fits_without(ps, a, &r->req, &k, 1, devs, NULL, NULL))
+			return (ssize_t)k;
+	}
+	return -1;
+}
+
 /* The fewest and cheapest victims on agent ai for r; n (0: none) into set. */
 static size_t agent_victims(struct pass *ps, size_t ai, const struct sched_request *r, bool under, size_t *set,
 			    size_t *cand, size_t *order, size_t *trial)
@@ -1448,10 +1515,22 @@ static size_t agent_victims(struct pass *ps, size_t ai, const struct sched_reque
 	struct sched_device devs[SCHED_MAX_DEVICES];
 	if (!fits_without(ps, a, &r->req, cand, nc, devs, NULL, NULL))
 		return 0;
+	/* One victim that suffices, the cheapest: nothing beats it (sessions
+	 * already ending aside, which cost nothing and are left to the
+	 * orders below). */
+	struct vorder cheap = {w, SCHED_MAX_DEVICES, false};
+	memcpy(order, cand, nc * sizeof(size_t));
+	vorder_sort(&cheap, order, nc);
+	for (size_t i = 0; !ps->n_ending && i < nc; i++) {
+		if (fits_without(ps, a, &r->req, &order[i], 1, devs, NULL, NULL)) {
+			set[0] = order[i];
+			return 1;
+		}
+	}
 	/* The exact fewest-and-cheapest set is a knapsack; a few greedy
-	 * orders, each pruned, find it in the cases that matter (one victim
-	 * that suffices, the largest on one device, the cheapest) at a cost
-	 * linear in the node's sessions. */
+	 * orders, each pruned, find it in the cases that matter (the largest
+	 * on one device, the cheapest) at a cost linear in the node's
+	 * sessions. */
 	size_t best_n = 0;
 	struct vcost best_c = {0};
 	size_t orders = 2 + (r->req.fgpu_m > 0 && r->req.fgpu_m <= ps->per_dev ? agent_devs(a) : 0);
@@ -1531,7 +1610,15 @@ static bool preempt_for(struct pass *ps, size_t ri, char *why)
 		free(cand);
 		return false;
 	}
-	for (size_t k = 0; k < g.n; k++) {
+	/* Sessions already ending change what is cheapest (they cost
+	 * nothing): then only the search over every node knows. */
+	ssize_t one = ps->n_ending ? -1 : single_victim(ps, r, under);
+	if (one >= 0) {
+		best_a = (ssize_t)w->running[one].agent;
+		best_n = 1;
+		best_set[0] = (size_t)one;
+	}
+	for (size_t k = 0; one < 0 && k < g.n; k++) {
 		size_t ai = g.ids[k];
 		if (!usable(&w->agents[ai]) || ps->rstart[ai] == ps->rstart[ai + 1])
 			continue;

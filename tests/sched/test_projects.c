@@ -441,6 +441,36 @@ TEST(preempt_fewest_victims_then_cheapest)
 	CHECK_INT(f.ev[0].running, 2);
 }
 
+/* A session over several devices of agent a (devices first..first+n-1). */
+static void fx_run_multi(struct fx *f, const char *name, size_t a, size_t first, size_t n, size_t u,
+			 int64_t runtime_ms)
+{
+	struct sched_running *rn = fx_run(f, name, a, first, 1000, u, 0, runtime_ms);
+	for (size_t d = 1; d < n; d++) {
+		rn->shares[rn->n_shares++] = (struct sched_gpu_share){first + d, 1000};
+		f->ag[a].devs[first + d].free_m -= 1000;
+	}
+	rn->req.fgpu_m = (int64_t)n * 1000;
+	f->ag[a].free.fgpu_m -= (int64_t)(n - 1) * 1000;
+}
+
+/* The cheapest single victim, when one suffices, even where neither the
+ * cheapest-first nor the largest-first order would find it. */
+TEST(preempt_cheapest_single_victim)
+{
+	struct fx f;
+	fx_init(&f, 1, 8, 2, 0);
+	f.p.preempt = true;
+	fx_run(&f, "x", 0, 0, 1000, 0, 0, 10);
+	fx_run(&f, "y", 0, 1, 1000, 0, 0, 20);
+	fx_run_multi(&f, "z", 0, 2, 2, 0, 30);
+	fx_run_multi(&f, "large", 0, 4, 4, 0, 1000);
+	fx_req(&f, "urgent", 1, 2000, 5);
+	CHECK_INT(fx_plan(&f), 0);
+	CHECK_INT(f.res.n_evictions, 1);
+	CHECK_INT(f.ev[0].running, 2);
+}
+
 TEST(preempt_respects_runtime_and_preemptible)
 {
 	struct fx f;
@@ -592,6 +622,7 @@ int main(void)
 	RUN(fairshare_figures);
 	RUN(usage_charge_and_decay);
 	RUN(preempt_fewest_victims_then_cheapest);
+	RUN(preempt_cheapest_single_victim);
 	RUN(preempt_respects_runtime_and_preemptible);
 	RUN(preempt_not_for_policy_or_quota_waits);
 	RUN(preempt_fair_share_reclaim);
