@@ -1043,6 +1043,15 @@ struct pass {
 		struct offer o;
 	} memo[OFFER_MEMO_MAX];
 	size_t memo_next;
+	/* The words themselves, by whole request: formatting them is most
+	 * of what a waiting request costs once the offer is known. */
+	struct words_memo {
+		uint64_t gen;
+		size_t group;
+		struct res req;
+		char text[SCHED_REASON_MAX];
+	} words[OFFER_MEMO_MAX];
+	size_t words_next;
 	struct sched_result *res;
 };
 
@@ -1164,6 +1173,27 @@ static struct offer memo_offer(struct pass *ps, size_t g, const struct res *req)
 	m->cpu_m = req->cpu_m;
 	m->mem = req->mem;
 	return m->o;
+}
+
+/* The words of a wait in the group, from the memo when the same request
+ * was explained since the last change of an agent. */
+static void memo_words(struct pass *ps, size_t g, const char *gw, const struct res *req, char *why)
+{
+	for (size_t i = 0; i < OFFER_MEMO_MAX; i++) {
+		struct words_memo *m = &ps->words[i];
+		if (m->gen == ps->gen && m->group == g && m->req.cpu_m == req->cpu_m && m->req.mem == req->mem &&
+		    m->req.fgpu_m == req->fgpu_m) {
+			memcpy(why, m->text, SCHED_REASON_MAX);
+			return;
+		}
+	}
+	struct offer o = memo_offer(ps, g, req);
+	explain_wait(&o, gw, req, ps->p->per_device_m, why, SCHED_REASON_MAX);
+	struct words_memo *m = &ps->words[ps->words_next++ % OFFER_MEMO_MAX];
+	m->gen = ps->gen;
+	m->group = g;
+	m->req = *req;
+	memcpy(m->text, why, SCHED_REASON_MAX);
 }
 
 static void account(struct sched_world *w, const struct sched_request *r, int sign)
@@ -1821,10 +1851,8 @@ size_t sched_plan(const struct sched_params *p, struct sched_world *w,
 				continue;
 			struct group_agents g = group_of(&ps, r->group);
 			group_words(&ps, r->group, gw, sizeof(gw));
-			if (reasons) {
-				struct offer o = memo_offer(&ps, r->group, &r->req);
-				explain_wait(&o, gw, &r->req, p->per_device_m, why, SCHED_REASON_MAX);
-			}
+			if (reasons)
+				memo_words(&ps, r->group, gw, &r->req, why);
 			if (!p->queue->blocking)
 				continue;
 			/* No alive node of its group could hold it even empty: it
