@@ -19,13 +19,13 @@
 
 /* Options every verb may take; each verb says which it accepts. */
 struct fopts {
-	const char *host, *quota, *with, *perm;
+	const char *host, *quota, *with, *perm, *project, *members;
 	bool json, trash, force, all;
 	int nargs;
 	char *args[2];
 };
 
-enum { O_HOST = 1, O_QUOTA, O_WITH, O_PERM, O_JSON, O_TRASH, O_FORCE, O_ALL };
+enum { O_HOST = 1, O_QUOTA, O_WITH, O_PERM, O_JSON, O_TRASH, O_FORCE, O_ALL, O_PROJECT, O_MEMBERS };
 
 /* Parses argv (from the verb on) into o; allowed: the O_* bits accepted;
  * nargs the positional arguments wanted. CLI_EXIT_OK or a usage failure's
@@ -42,6 +42,8 @@ static int parse(const char *verb, int argc, char **argv, unsigned allowed, int 
 		{"trash", no_argument, NULL, O_TRASH},
 		{"force", no_argument, NULL, O_FORCE},
 		{"all", no_argument, NULL, O_ALL},
+		{"project", required_argument, NULL, O_PROJECT},
+		{"members", required_argument, NULL, O_MEMBERS},
 		{"help", no_argument, NULL, 'h'},
 		{0},
 	};
@@ -66,6 +68,8 @@ static int parse(const char *verb, int argc, char **argv, unsigned allowed, int 
 		case O_TRASH: o->trash = true; break;
 		case O_FORCE: o->force = true; break;
 		case O_ALL: o->all = true; break;
+		case O_PROJECT: o->project = optarg; break;
+		case O_MEMBERS: o->members = optarg; break;
 		}
 	}
 	if (argc - optind != nargs)
@@ -141,6 +145,8 @@ static void print_info(json_t *f)
 	       str(f, "name"), str(f, "id"), str(f, "host"), str(f, "owner"), str(f, "permission"), use, quota,
 	       enf_text,
 	       json_is_true(json_object_get(f, "automount")) ? "yes (mounted at /home/work/NAME in every session)" : "no");
+	if (json_is_string(json_object_get(f, "project")))
+		printf("project:     %s (its members may use it)\n", str(f, "project"));
 	/* Your sessions by name, other users' as a number (an admin's: all
 	 * by name). */
 	json_t *mb = json_object_get(f, "mounted_by");
@@ -165,11 +171,15 @@ static int folder_create(int argc, char **argv)
 {
 	struct fopts o;
 	bool done;
-	int rc = parse("create", argc, argv, BIT(O_HOST) | BIT(O_QUOTA) | BIT(O_JSON), 1,
-		       "create NAME [--host H] [--quota SIZE]", &o, &done);
+	int rc = parse("create", argc, argv, BIT(O_HOST) | BIT(O_QUOTA) | BIT(O_JSON) | BIT(O_PROJECT) | BIT(O_MEMBERS),
+		       1, "create NAME [--host H] [--quota SIZE] [--project P [--members rw|ro]]", &o, &done);
 	if (done)
 		return rc;
 	json_t *body = json_pack("{s:s}", "name", o.args[0]);
+	if (o.project)
+		json_object_set_new(body, "project", json_string(o.project));
+	if (o.members)
+		json_object_set_new(body, "members", json_string(o.members));
 	if (o.host)
 		json_object_set_new(body, "host", json_string(o.host));
 	if (o.quota) {

@@ -303,6 +303,10 @@ int mgr_session_app_open(struct manager *m, const struct user_rec *u, const char
 		pthread_mutex_unlock(&m->mu);
 		return no_session(ref, err);
 	}
+	if (!mgr_session_enterable(u, s)) {
+		pthread_mutex_unlock(&m->mu);
+		return mgr_not_enterable(s, err);
+	}
 	if (!port) {
 		json_t *apps = apps_json(m, s);
 		bool listed = false;

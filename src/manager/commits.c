@@ -473,6 +473,10 @@ int mgr_session_commit(struct manager *m, const struct user_rec *u, const char *
 		rc = terr_set(err, ENOENT, "no session named or with id '%s'", ref);
 		goto out;
 	}
+	if (!mgr_session_enterable(u, s)) {
+		rc = mgr_not_enterable(s, err);
+		goto out;
+	}
 	if (s->rec.status != SS_RUNNING || !s->rec.container_id[0]) {
 		rc = terr_set(err, EBUSY, "session %s is %s; only a RUNNING session can be committed", s->rec.name,
 			      session_status_name(s->rec.status));

@@ -160,6 +160,11 @@ int mgr_folder_name_check(const char *name, struct terr *err);
  * bytes (-1: the policy's max_folder_bytes; 0: none). EEXIST a live
  * folder of u has the name; EPERM past max_folders or a quota above
  * max_folder_bytes; ENOENT no such host. *out: its JSON. */
+/* The same in a team project (NULL: the caller's own folder): the
+ * project's managers and admins make its folders; member_perm (NULL:
+ * "rw") is what its members may do there. */
+int mgr_folder_create_in(struct manager *m, const struct user_rec *u, const char *name, const char *host,
+			 int64_t quota, const char *project, const char *member_perm, json_t **out, struct terr *err);
 int mgr_folder_create(struct manager *m, const struct user_rec *u, const char *name, const char *host,
 		      int64_t quota, json_t **out, struct terr *err);
 /* u's folders and those shared with u (admins with all: everyone's);

@@ -312,17 +312,28 @@ static bool share_is(json_t *x, const char *user_id, const char *email)
 	return id ? user_id && !strcmp(id, user_id) : em && email && !strcmp(em, email);
 }
 
-/* "ro", "rw" or NULL: what the folder's shares give u. */
-static const char *share_of(const struct mfolder *f, const struct user_rec *u)
+/* "ro", "rw" or NULL: what the folder's shares give u, or its project
+ * (docs/folders.md, "Project folders"): its managers "rw", its members
+ * the folder's project_permission. */
+static const char *share_of(struct manager *m, const struct mfolder *f, const struct user_rec *u)
 {
 	static const char *const perms[] = {"ro", "rw"};
-	json_t *arr = json_loads(f->rec.shares, 0, NULL);
 	const char *res = NULL;
+	if (f->rec.project_id[0]) {
+		const struct mproject *p = mgr_find_project(m, f->rec.project_id);
+		const struct mmember *mb = p && !p->rec.personal ? mgr_find_member(m, p->rec.id, u->id) : NULL;
+		if (mb && !strcmp(mb->rec.role, STORE_ROLE_MANAGER))
+			return perms[1];
+		if (mb)
+			res = strcmp(f->rec.project_permission, "ro") ? perms[1] : perms[0];
+	}
+	json_t *arr = json_loads(f->rec.shares, 0, NULL);
 	size_t i;
 	json_t *x;
 	json_array_foreach(arr, i, x) {
 		const char *p = json_string_value(json_object_get(x, "permission"));
-		if (p && share_is(x, u->id, u->email))
+		/* A share given to a member too adds to the project's "ro". */
+		if (p && share_is(x, u->id, u->email) && res != perms[1])
 			res = !strcmp(p, "rw") ? perms[1] : perms[0];
 	}
 	json_decref(arr);
@@ -331,11 +342,11 @@ static const char *share_of(const struct mfolder *f, const struct user_rec *u)
 
 /* "owner", "rw", "ro" or NULL (may not see it). Admins see everything as
  * owners do. */
-static const char *permission_of(const struct mfolder *f, const struct user_rec *u)
+static const char *permission_of(struct manager *m, const struct mfolder *f, const struct user_rec *u)
 {
 	if (!strcmp(f->rec.owner_id, u->id) || u->is_admin)
 		return "owner";
-	return share_of(f, u);
+	return share_of(m, f, u);
 }
 
 /* The folder u names: an own folder by name, else one shared with u by
@@ -349,14 +360,14 @@ static struct mfolder *resolve(struct manager *m, const struct user_rec *u, cons
 			continue;
 		if (!strcmp(f->rec.owner_id, u->id))
 			return f;
-		if (!shared && share_of(f, u))
+		if (!shared && share_of(m, f, u))
 			shared = f;
 	}
 	if (shared)
 		return shared;
 	for (size_t i = 0; i < m->n_folders; i++) {
 		struct mfolder *f = m->folders[i];
-		if ((f->rec.trashed_ms != 0) == trash && !strcmp(f->rec.id, name) && permission_of(f, u))
+		if ((f->rec.trashed_ms != 0) == trash && !strcmp(f->rec.id, name) && permission_of(m, f, u))
 			return f;
 	}
 	return NULL;
@@ -433,6 +444,13 @@ static int mounting_sessions(struct manager *m, const char *id, const struct use
 	return count;
 }
 
+/* The folder's team project's name (null for a folder of its owner's). */
+static json_t *project_name(struct manager *m, const struct mfolder *f)
+{
+	const struct mproject *p = f->rec.project_id[0] ? mgr_find_project(m, f->rec.project_id) : NULL;
+	return p && !p->rec.personal ? json_string(p->rec.name) : json_null();
+}
+
 static json_t *folder_json(struct manager *m, struct mfolder *f, const struct user_rec *u)
 {
 	const struct user_rec *owner = mgr_find_user(m, f->rec.owner_id);
@@ -450,14 +468,14 @@ static json_t *folder_json(struct manager *m, struct mfolder *f, const struct us
 								 json_object_get(x, "permission")));
 	}
 	json_decref(arr);
-	const char *perm = permission_of(f, u);
+	const char *perm = permission_of(m, f, u);
 	/* The sessions that mount it, live or trashed: u's own by name (an
 	 * admin's: all), other users' as a number. */
 	char who[1024];
 	int others = 0;
 	json_t *mounted = json_array();
 	mounting_sessions(m, f->rec.id, u, who, sizeof(who), mounted, &others);
-	return json_pack("{s:s,s:s,s:s,s:s,s:I,s:I,s:s,s:s,s:o,s:b,s:o,s:o,s:o,s:i}",
+	return json_pack("{s:s,s:s,s:s,s:s,s:I,s:I,s:s,s:s,s:o,s:b,s:o,s:o,s:o,s:i,s:o}",
 			 "id", f->rec.id, "name", f->rec.name, "host", f->rec.host,
 			 "owner", owner ? owner->email : "",
 			 "quota_bytes", (json_int_t)f->rec.quota_bytes,
@@ -467,7 +485,7 @@ static json_t *folder_json(struct manager *m, struct mfolder *f, const struct us
 			 "automount", f->rec.name[0] == '.',
 			 "created_at", mgr_time_json(f->rec.created_ms),
 			 "trashed_at", mgr_time_json(f->rec.trashed_ms), "mounted_by", mounted,
-			 "mounted_by_others", others);
+			 "mounted_by_others", others, "project", project_name(m, f));
 }
 
 static int persist(struct manager *m, struct mfolder *f, struct terr *err)
@@ -491,10 +509,32 @@ int mgr_folder_quota_check(int64_t quota, int64_t max_bytes, int64_t *effective,
 int mgr_folder_create(struct manager *m, const struct user_rec *u, const char *name, const char *host,
 		      int64_t quota, json_t **out, struct terr *err)
 {
+	return mgr_folder_create_in(m, u, name, host, quota, NULL, NULL, out, err);
+}
+
+int mgr_folder_create_in(struct manager *m, const struct user_rec *u, const char *name, const char *host,
+			 int64_t quota, const char *project, const char *member_perm, json_t **out, struct terr *err)
+{
 	int rc = mgr_folder_name_check(name, err);
 	if (rc < 0)
 		return rc;
+	if (member_perm && strcmp(member_perm, "rw") && strcmp(member_perm, "ro"))
+		return terr_set(err, EINVAL, "members must be \"rw\" or \"ro\": what the project's members may do "
+				"in the folder (its managers may always write)");
 	pthread_mutex_lock(&m->mu);
+	const struct mproject *proj = project ? mgr_find_project_by_name(m, project) : NULL;
+	if (project && (!proj || mgr_project_role(m, proj, u) == ROLE_NONE)) {
+		pthread_mutex_unlock(&m->mu);
+		return terr_set(err, ENOENT, "no project named '%s' (tessera project ls lists yours)", project);
+	}
+	/* A member may read a manager's project folders but only its
+	 * managers (and admins) make them: the folder is the team's. */
+	if (proj && (proj->rec.personal || mgr_project_role(m, proj, u) != ROLE_MANAGER)) {
+		pthread_mutex_unlock(&m->mu);
+		return terr_set(err, EPERM, proj->rec.personal ? "%s is a personal project: a folder there is "
+				"simply yours (leave out --project)" : "only project %s's managers and admins make its "
+				"folders", proj->rec.name);
+	}
 	const struct model_storage_host *h = host ? find_host(m, host) : &m->hosts[0];
 	int64_t max_folders = mgr_user_policy_limit(m, u->email, "max_folders", MGR_DEFAULT_MAX_FOLDERS);
 	int64_t max_bytes = mgr_user_policy_limit(m, u->email, "max_folder_bytes", 0);
@@ -533,6 +573,11 @@ int mgr_folder_create(struct manager *m, const struct user_rec *u, const char *n
 	util_strlcpy(f->rec.owner_id, u->id, sizeof(f->rec.owner_id));
 	util_strlcpy(f->rec.host, h->name, sizeof(f->rec.host));
 	util_strlcpy(f->rec.shares, "[]", sizeof(f->rec.shares));
+	if (proj) {
+		util_strlcpy(f->rec.project_id, proj->rec.id, sizeof(f->rec.project_id));
+		util_strlcpy(f->rec.project_permission, member_perm ? member_perm : "rw",
+			     sizeof(f->rec.project_permission));
+	}
 	f->rec.quota_bytes = quota;
 	f->rec.created_ms = util_now_ms();
 	if ((rc = folder_dir(m, &f->rec, false, dir, sizeof(dir), err)) < 0)
@@ -590,7 +635,7 @@ json_t *mgr_folders_list(struct manager *m, const struct user_rec *u, bool all, 
 			continue;
 		bool mine = !strcmp(f->rec.owner_id, u->id);
 		/* Trash: one's own only; admins every one with all. */
-		bool visible = mine || (all && u->is_admin) || (!trash && share_of(f, u));
+		bool visible = mine || (all && u->is_admin) || (!trash && share_of(m, f, u));
 		if (visible)
 			json_array_append_new(arr, folder_json(m, f, u));
 	}
@@ -843,7 +888,7 @@ static int set_share(struct manager *m, const struct user_rec *u, const char *na
 	 * (writable): refused, naming them, as folder rm is, unless force,
 	 * which ends them (docs/folders.md, "Sharing"). Their names only to
 	 * an admin: the owner sees their number (docs/security.md). */
-	const char *had = to ? share_of(f, to) : NULL;
+	const char *had = to ? share_of(m, f, to) : NULL;
 	if (had && (!perm || (!strcmp(perm, "ro") && !strcmp(had, "rw")))) {
 		char who[1024];
 		losing = calloc(SHARE_FORCE_MAX, sizeof(*losing));
@@ -944,7 +989,7 @@ int mgr_folder_resolve(struct manager *m, const struct user_rec *u, const char *
 	int rc = 0;
 	pthread_mutex_lock(&m->mu);
 	struct mfolder *f = resolve(m, u, name, false);
-	const char *perm = f ? permission_of(f, u) : NULL;
+	const char *perm = f ? permission_of(m, f, u) : NULL;
 	if (!f || !perm)
 		rc = not_found(err, name);
 	else if (want_write && !strcmp(perm, "ro"))
@@ -974,7 +1019,7 @@ int mgr_folder_upload_begin(struct manager *m, const struct user_rec *u, const c
 	memset(hold, 0, sizeof(*hold));
 	pthread_mutex_lock(&m->mu);
 	struct mfolder *f = resolve(m, u, name, false);
-	const char *perm = f ? permission_of(f, u) : NULL;
+	const char *perm = f ? permission_of(m, f, u) : NULL;
 	if (!f || !perm)
 		rc = not_found(err, name);
 	else if (!strcmp(perm, "ro"))
@@ -1103,7 +1148,7 @@ int mgr_folders_mounts_json(struct manager *m, const struct user_rec *owner, con
 	for (size_t i = 0; i < cr->n_mounts; i++) {
 		const struct model_mount *mm = &cr->mounts[i];
 		struct mfolder *f = resolve(m, owner, mm->name, false);
-		const char *perm = f ? permission_of(f, owner) : NULL;
+		const char *perm = f ? permission_of(m, f, owner) : NULL;
 		if (!perm) {
 			rc = not_found(err, mm->name);
 			goto out;

@@ -16,26 +16,43 @@
 #include "manager/state.h"
 
 #define DRAINED_KEY "unschedulable_nodes"
+#define GROUPS_KEY "node_groups"
+
+/* The JSON value kept under key, or a new empty one when it is unset,
+ * unreadable or not of the kind is_kind accepts (a broken value must not
+ * keep the manager from starting); NULL only when out of memory. */
+static json_t *kv_json_load(struct manager *m, const char *key, int (*is_kind)(const json_t *),
+			    json_t *(*make_empty)(void))
+{
+	char *text = NULL;
+	struct terr e = {0};
+	json_t *v = NULL;
+	if (m->so->kv_get(m->store, key, &text, &e) == 0) {
+		v = json_loads(text, 0, NULL);
+		free(text);
+	}
+	if (!is_kind(v)) {
+		json_decref(v);
+		v = make_empty();
+	}
+	return v;
+}
+
+static int is_array(const json_t *v)
+{
+	return json_is_array(v);
+}
+
+static int is_object(const json_t *v)
+{
+	return json_is_object(v);
+}
 
 int mgr_drain_load(struct manager *m, struct terr *err)
 {
-	(void)err;
-	char *text = NULL;
-	struct terr e = {0};
-	m->drained_nodes = NULL;
-	if (m->so->kv_get(m->store, DRAINED_KEY, &text, &e) == 0) {
-		m->drained_nodes = json_loads(text, 0, NULL);
-		free(text);
-	}
-	if (!json_is_array(m->drained_nodes)) {
-		/* Unset or unreadable: no node is drained (a broken value must
-		 * not keep the manager from starting). */
-		json_decref(m->drained_nodes);
-		m->drained_nodes = json_array();
-		if (!m->drained_nodes)
-			return terr_set(err, ENOMEM, "out of memory");
-	}
-	return 0;
+	/* Unset or unreadable: no node is drained. */
+	m->drained_nodes = kv_json_load(m, DRAINED_KEY, is_array, json_array);
+	return m->drained_nodes ? 0 : terr_set(err, ENOMEM, "out of memory");
 }
 
 void mgr_drain_free(struct manager *m)
@@ -198,25 +215,11 @@ json_t *mgr_resources(struct manager *m, const struct user_rec *u)
 
 /* ---------- resource groups ---------- */
 
-#define GROUPS_KEY "node_groups"
-
 int mgr_node_groups_load(struct manager *m, struct terr *err)
 {
-	char *text = NULL;
-	struct terr e = {0};
-	m->node_groups = NULL;
-	if (m->so->kv_get(m->store, GROUPS_KEY, &text, &e) == 0) {
-		m->node_groups = json_loads(text, 0, NULL);
-		free(text);
-	}
-	if (!json_is_object(m->node_groups)) {
-		/* Unset or unreadable: every node in the default group. */
-		json_decref(m->node_groups);
-		m->node_groups = json_object();
-		if (!m->node_groups)
-			return terr_set(err, ENOMEM, "out of memory");
-	}
-	return 0;
+	/* Unset or unreadable: every node in the default group. */
+	m->node_groups = kv_json_load(m, GROUPS_KEY, is_object, json_object);
+	return m->node_groups ? 0 : terr_set(err, ENOMEM, "out of memory");
 }
 
 void mgr_node_groups_free(struct manager *m)

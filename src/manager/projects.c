@@ -82,6 +82,17 @@ bool mgr_manages_a_project(struct manager *m, const struct user_rec *u)
 	return false;
 }
 
+bool mgr_session_enterable(const struct user_rec *u, const struct msession *s)
+{
+	return u->is_admin || !strcmp(s->rec.owner_id, u->id);
+}
+
+int mgr_not_enterable(const struct msession *s, struct terr *err)
+{
+	return terr_set(err, EPERM, "only its owner may run commands or open apps in session %s, or commit it; as a "
+			"manager of its project you may see and end it", s->rec.name);
+}
+
 struct mproject *mgr_personal_project(struct manager *m, const char *user_id)
 {
 	for (size_t i = 0; i < m->n_projects; i++) {

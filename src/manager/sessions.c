@@ -1113,6 +1113,8 @@ static int session_target(struct manager *m, const struct user_rec *u, const cha
 	struct magent *a = s ? mgr_find_agent(m, s->rec.agent_id) : NULL;
 	if (!s) {
 		rc = no_session(ref, err);
+	} else if (need_running && !mgr_session_enterable(u, s)) {
+		rc = mgr_not_enterable(s, err);
 	} else if ((need_running && s->rec.status != SS_RUNNING) || !s->rec.container_id[0] || !a) {
 		rc = terr_set(err, EBUSY, "session %s is %s%s", s->rec.name, session_status_name(s->rec.status),
 			      need_running ? "; it must be RUNNING" : " and has no container");

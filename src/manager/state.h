@@ -835,6 +835,11 @@ enum mgr_role mgr_project_role(struct manager *m, const struct mproject *p, cons
 bool mgr_session_visible(struct manager *m, const struct user_rec *u, const struct msession *s);
 /* Whether u manages a team project (whose members' sessions they see). */
 bool mgr_manages_a_project(struct manager *m, const struct user_rec *u);
+/* Whether u may enter s (exec, apps, commit): its owner or an admin; a
+ * project's manager sees and ends its members' sessions, not more. */
+bool mgr_session_enterable(const struct user_rec *u, const struct msession *s);
+/* EPERM saying so. */
+int mgr_not_enterable(const struct msession *s, struct terr *err);
 /* The user's personal project, NULL if none (a removed user). */
 struct mproject *mgr_personal_project(struct manager *m, const char *user_id);
 /* Makes u's personal project when missing (stored). */

@@ -97,6 +97,7 @@ static const struct store_column folder_cols[] = {
 	COL(folder_rec, shares,      STORE_COL_TEXT,  "NOT NULL DEFAULT '[]'", shares),
 	/* Added in schema version 5. */
 	COL(folder_rec, project_id,  STORE_COL_TEXT,  "NOT NULL DEFAULT ''",  project_id),
+	COL(folder_rec, project_permission, STORE_COL_TEXT, "NOT NULL DEFAULT 'rw'", project_permission),
 };
 TABLE(store_folders_table, "folders", NULL, folder_rec, folder_cols);
 

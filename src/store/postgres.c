@@ -914,7 +914,9 @@ static int pg_user_put(struct store *s, const struct user_rec *u, struct terr *e
 	return rc;
 }
 
-static int pg_user_delete(struct store *s, const char *id, struct terr *err)
+/* Runs the deletions first and then by id in one transaction (the
+ * caller's, or its own): a row and the rows that belong to it. */
+static int delete_with(struct store *s, int first, int then, const char *id, struct terr *err)
 {
 	struct params p = {0};
 	struct pgconn *l = &s->conn[0];
@@ -925,9 +927,9 @@ static int pg_user_delete(struct store *s, const char *id, struct terr *err)
 	if (rc < 0)
 		return rc;
 	param_text(&p, id);
-	rc = write_stmt(s, ST_USER_KEYS_DEL, &p, err);
+	rc = write_stmt(s, first, &p, err);
 	if (rc == 0)
-		rc = write_stmt(s, ST_USER_DEL, &p, err);
+		rc = write_stmt(s, then, &p, err);
 	if (own) {
 		if (rc == 0)
 			rc = pg_commit(s, err);
@@ -935,6 +937,11 @@ static int pg_user_delete(struct store *s, const char *id, struct terr *err)
 			pg_rollback(s);
 	}
 	return rc;
+}
+
+static int pg_user_delete(struct store *s, const char *id, struct terr *err)
+{
+	return delete_with(s, ST_USER_KEYS_DEL, ST_USER_DEL, id, err);
 }
 
 static int pg_keypair_put(struct store *s, const struct keypair_rec *k, struct terr *err)
@@ -988,25 +995,7 @@ static int pg_project_put(struct store *s, const struct project_rec *pr, struct 
 
 static int pg_project_delete(struct store *s, const char *id, struct terr *err)
 {
-	struct params p = {0};
-	struct pgconn *l = &s->conn[0];
-	pthread_mutex_lock(&l->mu);
-	bool own = !s->in_txn;
-	pthread_mutex_unlock(&l->mu);
-	int rc = own ? pg_begin(s, err) : 0;
-	if (rc < 0)
-		return rc;
-	param_text(&p, id);
-	rc = write_stmt(s, ST_PROJECT_MEMBERS_DEL, &p, err);
-	if (rc == 0)
-		rc = write_stmt(s, ST_PROJECT_DEL, &p, err);
-	if (own) {
-		if (rc == 0)
-			rc = pg_commit(s, err);
-		else
-			pg_rollback(s);
-	}
-	return rc;
+	return delete_with(s, ST_PROJECT_MEMBERS_DEL, ST_PROJECT_DEL, id, err);
 }
 
 static int pg_member_put(struct store *s, const struct member_rec *m, struct terr *err)

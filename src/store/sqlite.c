@@ -339,25 +339,33 @@ static int sqlite_user_load_all(struct store *s, store_user_cb cb, void *ud, str
 	return rc == SQLITE_DONE ? 0 : db_error(s, err, "load users");
 }
 
-static int sqlite_user_delete(struct store *s, const char *id, struct terr *err)
+/* Runs the deletion first and then that one by id in one transaction
+ * (the caller's, or its own): a row and the rows that belong to it. */
+static int delete_with(struct store *s, int first, int then, const char *id, const char *what_first,
+		       const char *what, struct terr *err)
 {
 	bool own = sqlite3_get_autocommit(s->db);
 	int rc = own ? sqlite_begin(s, err) : 0;
-	sqlite3_stmt *st = rc == 0 ? stmt(s, ST_USER_KEYS_DEL) : NULL;
+	sqlite3_stmt *st = rc == 0 ? stmt(s, first) : NULL;
 	if (st) {
 		bind_text(st, 1, id);
-		rc = step_done(s, st, err, "delete the user's keys");
+		rc = step_done(s, st, err, what_first);
 	}
 	if (rc == 0) {
-		st = stmt(s, ST_USER_DEL);
+		st = stmt(s, then);
 		bind_text(st, 1, id);
-		rc = step_done(s, st, err, "delete user");
+		rc = step_done(s, st, err, what);
 	}
 	if (own && rc == 0)
 		rc = sqlite_commit(s, err);
 	if (own && rc < 0)
 		sqlite_rollback(s);
 	return rc;
+}
+
+static int sqlite_user_delete(struct store *s, const char *id, struct terr *err)
+{
+	return delete_with(s, ST_USER_KEYS_DEL, ST_USER_DEL, id, "delete the user's keys", "delete user", err);
 }
 
 static int sqlite_keypair_put(struct store *s, const struct keypair_rec *k, struct terr *err)
@@ -568,23 +576,8 @@ static int sqlite_project_put(struct store *s, const struct project_rec *p, stru
 
 static int sqlite_project_delete(struct store *s, const char *id, struct terr *err)
 {
-	bool own = sqlite3_get_autocommit(s->db);
-	int rc = own ? sqlite_begin(s, err) : 0;
-	sqlite3_stmt *st = rc == 0 ? stmt(s, ST_PROJECT_MEMBERS_DEL) : NULL;
-	if (st) {
-		bind_text(st, 1, id);
-		rc = step_done(s, st, err, "delete the project's members");
-	}
-	if (rc == 0) {
-		st = stmt(s, ST_PROJECT_DEL);
-		bind_text(st, 1, id);
-		rc = step_done(s, st, err, "delete project");
-	}
-	if (own && rc == 0)
-		rc = sqlite_commit(s, err);
-	if (own && rc < 0)
-		sqlite_rollback(s);
-	return rc;
+	return delete_with(s, ST_PROJECT_MEMBERS_DEL, ST_PROJECT_DEL, id, "delete the project's members",
+			   "delete project", err);
 }
 
 static int sqlite_project_load_all(struct store *s, store_project_cb cb, void *ud, struct terr *err)

@@ -133,9 +133,11 @@ struct folder_rec {
 	int64_t trashed_ms;             /* 0: live */
 	/* JSON array [{"user_id","permission":"ro"|"rw"}]; "" reads as []. */
 	char shares[2048];
-	/* The project it belongs to, shared with its members; "": the
-	 * owner's own. */
+	/* The team project it belongs to, shared with its members; "": the
+	 * owner's own. Its managers may write; its members as
+	 * project_permission says ("rw" or "ro"). */
 	char project_id[STORE_ID_MAX];
+	char project_permission[16];
 };
 
 /* A project (team): sessions and folders belong to one, its quota holds

@@ -94,11 +94,26 @@ check "a1 still runs" [ "$(jget_as "$ALICE" a1 status)" == RUNNING ]
 out=$(as "$BOB" session ls)
 check "bob, vision's manager, sees alice's sessions there ($out)" contains "$out" "a1"
 check "  but not her personal project's" not contains "$out" "a4"
+out=$(as "$BOB" session exec "$a1_id" -- true 2>&1); rc=$?
+check "bob may not run commands in alice's session (exit $rc: $out)" contains "$out" "only its owner may run commands"
 check "bob ends alice's a2 by id" as "$BOB" session rm "$(jget_as "$ALICE" a2 id)"
 check "a2 ends" wait_status_as "$ALICE" a2 TERMINATED
 check "and a3 starts in the room it left" wait_status_as "$ALICE" a3 RUNNING
 out=$(as "$ALICE" project add-member vision carol@proj.test 2>&1); rc=$?
 check "a member cannot add members (exit $rc: $out)" contains "$out" "only the project's managers and admins"
+# ---- project folders ----
+out=$(as "$BOB" folder create team-data --project vision --members ro 2>&1)
+check "bob, a manager, makes a folder of vision ($out)" contains "$out" "folder team-data created"
+out=$(as "$ALICE" folder create alice-team --project vision 2>&1); rc=$?
+check "a member cannot make one (exit $rc: $out)" contains "$out" "only project vision's managers"
+out=$(as "$ALICE" folder info team-data 2>&1)
+check "alice, a member, sees vision's folder ($out)" grep -q "^project: *vision" <<<"$out"
+check "  read-only, as its members setting says" grep -q "^permission: *ro" <<<"$out"
+out=$(as "$CAROL" folder info team-data 2>&1); rc=$?
+missing=$(as "$CAROL" folder info no-such-folder 2>&1)
+check "carol cannot see it (exit $rc)" [ $rc -ne 0 ]
+check "  with the answer a missing folder gets ($out)" [ "${out//team-data/X}" == "${missing//no-such-folder/X}" ]
+
 as "$ALICE" session rm a1 >/dev/null
 as "$ALICE" session rm a3 >/dev/null
 as "$ALICE" session rm a4 >/dev/null
@@ -164,6 +179,9 @@ check "carol's fairshare has no vision" not grep -q "^vision " <<<"$out"
 as "$ALICE" session rm job >/dev/null
 as "$ALICE" session rm keep >/dev/null
 check "the last sessions end" wait_status_as "$ALICE" keep TERMINATED
+out=$("$TESSERA" project rm vision 2>&1); rc=$?
+check "vision is not removed while it has a folder (exit $rc: $out)" contains "$out" "1 folder"
+as "$BOB" folder rm team-data >/dev/null
 out=$("$TESSERA" project rm vision 2>&1)
-check "vision is removed once its sessions ended ($out)" contains "$out" "project vision removed"
+check "vision is removed once its sessions ended and its folder is gone ($out)" contains "$out" "project vision removed"
 e2e_done

@@ -587,6 +587,79 @@ TEST(folders_round_trip)
 	ops->close(s);
 }
 
+struct projects {
+	struct project_rec p[4];
+	struct member_rec m[4];
+	size_t np, nm;
+};
+
+static int collect_project(void *ud, const struct project_rec *r)
+{
+	struct projects *c = ud;
+	if (c->np < 4)
+		c->p[c->np++] = *r;
+	return 0;
+}
+
+static int collect_member(void *ud, const struct member_rec *r)
+{
+	struct projects *c = ud;
+	if (c->nm < 4)
+		c->m[c->nm++] = *r;
+	return 0;
+}
+
+/* Projects and members: insert, replace, and a project's removal taking
+ * its members with it. */
+TEST(projects_round_trip)
+{
+	char p[512];
+	fresh_uri("projects", p, sizeof(p));
+	struct store *s = NULL;
+	struct terr err = {0};
+	CHECK_INT(ops->open(&s, p, &err), 0);
+	if (!s)
+		return;
+	struct project_rec a = {.id = "p1", .name = "vision", .weight_milli = 2000, .max = {0, 1LL << 36, 4000},
+				.max_sessions = 7, .groups = "h100,a100", .created_ms = 1};
+	struct project_rec b = {.id = "p2", .name = "a@x", .personal = true, .weight_milli = 1000, .created_ms = 2};
+	struct member_rec m1 = {.id = "p1:u1", .project_id = "p1", .user_id = "u1", .role = "manager",
+				.weight_milli = 1000, .created_ms = 3};
+	struct member_rec m2 = {.id = "p2:u1", .project_id = "p2", .user_id = "u1", .role = "manager",
+				.weight_milli = 500, .created_ms = 4};
+	CHECK_INT(ops->project_put(s, &a, &err), 0);
+	CHECK_INT(ops->project_put(s, &b, &err), 0);
+	CHECK_INT(ops->member_put(s, &m1, &err), 0);
+	CHECK_INT(ops->member_put(s, &m2, &err), 0);
+	a.weight_milli = 3000;
+	CHECK_INT(ops->project_put(s, &a, &err), 0);
+	struct projects c = {0};
+	CHECK_INT(ops->project_load_all(s, collect_project, &c, &err), 0);
+	CHECK_INT(ops->member_load_all(s, collect_member, &c, &err), 0);
+	CHECK_INT(c.np, 2);
+	CHECK_INT(c.nm, 2);
+	if (c.np == 2) {
+		CHECK_STR(c.p[0].name, "vision");
+		CHECK_INT(c.p[0].weight_milli, 3000);
+		CHECK_INT(c.p[0].max.mem, 1LL << 36);
+		CHECK_INT(c.p[0].max.fgpu_m, 4000);
+		CHECK_INT(c.p[0].max_sessions, 7);
+		CHECK_STR(c.p[0].groups, "h100,a100");
+		CHECK(c.p[1].personal);
+	}
+	if (c.nm == 2)
+		CHECK_STR(c.m[0].role, "manager");
+	CHECK_INT(ops->project_delete(s, "p1", &err), 0);
+	memset(&c, 0, sizeof(c));
+	CHECK_INT(ops->project_load_all(s, collect_project, &c, &err), 0);
+	CHECK_INT(ops->member_load_all(s, collect_member, &c, &err), 0);
+	CHECK_INT(c.np, 1);
+	CHECK_INT(c.nm, 1);
+	if (c.nm == 1)
+		CHECK_STR(c.m[0].id, "p2:u1");
+	ops->close(s);
+}
+
 /* A user that takes another's email replaces it, as one row. */
 TEST(user_put_replaces_a_colliding_email)
 {

@@ -544,6 +544,7 @@ int main(void)
 	RUN(schema_version_recorded);
 	RUN(newer_schema_refused);
 	RUN(folders_round_trip);
+	RUN(projects_round_trip);
 	RUN(user_put_replaces_a_colliding_email);
 	RUN(keypairs_round_trip_and_user_delete);
 	RUN(migration_3_makes_each_users_key_their_first);

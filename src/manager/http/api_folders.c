@@ -19,13 +19,13 @@ void api_folder_create(void *ctx, struct httpd_req *req, struct httpd_resp *resp
 	json_t *body = api_parse_body(req, resp);
 	if (!body)
 		return;
-	static const char *const known[] = {"name", "host", "quota", NULL};
+	static const char *const known[] = {"name", "host", "quota", "project", "members", NULL};
 	struct terr err = {0};
-	const char *name = NULL, *host = NULL;
+	const char *name = NULL, *host = NULL, *project = NULL, *members = NULL;
 	bool has_name = false, has_quota = false;
 	int64_t quota = -1;
 	json_t *out = NULL;
-	int rc = api_check_fields(body, known, "name, host, quota", &err);
+	int rc = api_check_fields(body, known, "name, host, quota, project, members", &err);
 	if (rc == 0)
 		rc = jsonutil_get_string(body, "name", "name", &name, &has_name, &err);
 	if (rc == 0 && !has_name)
@@ -34,10 +34,15 @@ void api_folder_create(void *ctx, struct httpd_req *req, struct httpd_resp *resp
 		rc = jsonutil_get_string(body, "host", "host", &host, NULL, &err);
 	if (rc == 0)
 		rc = jsonutil_get_size(body, "quota", "quota", &quota, &has_quota, &err);
+	if (rc == 0)
+		rc = jsonutil_get_string(body, "project", "project", &project, NULL, &err);
+	if (rc == 0)
+		rc = jsonutil_get_string(body, "members", "members", &members, NULL, &err);
 	if (rc == 0 && has_quota && quota < 0)
 		rc = terr_set(&err, EINVAL, "quota must be a size of 0 (none) or more");
 	if (rc == 0)
-		rc = mgr_folder_create(ctx, caller(req), name, host, has_quota ? quota : -1, &out, &err);
+		rc = mgr_folder_create_in(ctx, caller(req), name, host, has_quota ? quota : -1, project, members, &out,
+					  &err);
 	api_answer(resp, rc, 201, out, &err);
 	json_decref(body);
 }
