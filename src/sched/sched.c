@@ -993,12 +993,15 @@ static bool any_alive(const struct sched_agent *agents, struct group_agents g)
 }
 
 /* A request shape that found no victims in this pass: a later request of
- * the same group and project, of no higher priority and at least as large
- * in every kind, finds none either (the candidates only dwindle as the
- * pass goes), so it is not searched again. */
+ * the same group, of no higher priority and at least as large in every
+ * kind, finds none either (the candidates only dwindle as the pass goes),
+ * so it is not searched again. One the reclaim rule was open to (under)
+ * speaks only for its own project; one it was not, for any request the
+ * rule is not open to either. */
 struct no_victims {
 	size_t group, project;
 	int priority;
+	bool under;
 	struct res req;
 };
 #define NO_VICTIMS_MAX 16
@@ -1021,6 +1024,9 @@ struct pass {
 	size_t *rstart, *rids;            /* running sessions by agent: [n_agents + 1], [n_running] */
 	bool *chosen;                     /* [n_running]: a victim (or counted on) this pass */
 	struct res *leaving;              /* [n_projects]: what its chosen victims hold */
+	size_t *buf[5];                   /* [n_running + 1] each: the search's scratch lists */
+	int64_t *ending_fgpu;             /* [n_agents]: fGPU its ending sessions hold */
+	size_t *ending_agents, n_ending_agents;   /* agents with sessions ending */
 	size_t *by_cost, n_by_cost;       /* possible victims, cheapest first (made on first use) */
 	bool by_cost_ready;
 	int64_t single_room;              /* the most fGPU one victim could free with its node's */
@@ -1145,6 +1151,10 @@ static void pass_free(struct pass *ps)
 	free(ps->leaving);
 	free(ps->over);
 	free(ps->by_cost);
+	for (size_t i = 0; i < 5; i++)
+		free(ps->buf[i]);
+	free(ps->ending_fgpu);
+	free(ps->ending_agents);
 }
 
 /* The group's index, built on first use; NULL when the group has no agent
@@ -1227,8 +1237,14 @@ static int pre_init(struct pass *ps)
 	ps->chosen = calloc(nr ? nr : 1, sizeof(bool));
 	ps->leaving = calloc(w->n_projects ? w->n_projects : 1, sizeof(struct res));
 	ps->over = calloc(w->n_projects ? w->n_projects : 1, sizeof(bool));
-	if (!ps->rstart || !ps->rids || !ps->chosen || !ps->leaving || !ps->over)
+	ps->ending_fgpu = calloc(na ? na : 1, sizeof(int64_t));
+	ps->ending_agents = calloc(na ? na : 1, sizeof(size_t));
+	if (!ps->rstart || !ps->rids || !ps->chosen || !ps->leaving || !ps->over || !ps->ending_fgpu ||
+	    !ps->ending_agents)
 		return -1;
+	for (size_t i = 0; i < 5; i++)
+		if (!(ps->buf[i] = malloc((nr + 1) * sizeof(size_t))))
+			return -1;
 	ps->min_victim_priority = INT32_MAX;
 	for (size_t k = 0; k < nr; k++) {
 		const struct sched_running *rn = &w->running[k];
@@ -1236,6 +1252,8 @@ static int pre_init(struct pass *ps)
 			continue;
 		ps->rstart[rn->agent + 1]++;
 		ps->n_ending += rn->ending;
+		if (rn->ending)
+			ps->ending_fgpu[rn->agent] += rn->req.fgpu_m;
 		if (rn->preemptible && !rn->ending && rn->runtime_ms >= ps->p->preempt_min_runtime_ms &&
 		    rn->priority < ps->min_victim_priority)
 			ps->min_victim_priority = rn->priority;
@@ -1251,6 +1269,14 @@ static int pre_init(struct pass *ps)
 			ps->rids[ps->rstart[a] + fill[a]++] = k;
 	}
 	free(fill);
+	for (size_t i = 0; ps->n_ending && i < na; i++) {
+		for (size_t k = ps->rstart[i]; k < ps->rstart[i + 1]; k++) {
+			if (w->running[ps->rids[k]].ending) {
+				ps->ending_agents[ps->n_ending_agents++] = i;
+				break;
+			}
+		}
+	}
 	return 0;
 }
 
@@ -1497,7 +1523,7 @@ static int by_cost_build(struct pass *ps)
 		    rn->runtime_ms < ps->p->preempt_min_runtime_ms)
 			continue;
 		ps->by_cost[ps->n_by_cost++] = k;
-		int64_t room = rn->req.fgpu_m + w->agents[rn->agent].free.fgpu_m;
+		int64_t room = rn->req.fgpu_m + w->agents[rn->agent].free.fgpu_m + ps->ending_fgpu[rn->agent];
 		if (room > ps->single_room)
 			ps->single_room = room;
 	}
@@ -1505,29 +1531,61 @@ static int by_cost_build(struct pass *ps)
 	return 0;
 }
 
-/* The cheapest single victim that makes room for r, or -1: fewest comes
- * first, so when one suffices it is the answer, found without visiting
- * every node. */
-static ssize_t single_victim(struct pass *ps, const struct sched_request *r, bool under)
+/* The unchosen sessions already ending on agent ai, into out. */
+static size_t agent_ending(const struct pass *ps, size_t ai, size_t *out)
+{
+	size_t n = 0;
+	for (size_t k = ps->rstart[ai]; k < ps->rstart[ai + 1]; k++) {
+		size_t j = ps->rids[k];
+		if (ps->w->running[j].ending && !ps->chosen[j])
+			out[n++] = j;
+	}
+	return n;
+}
+
+/* The answer when it needs at most one new victim, found without the
+ * search over every node: first room that sessions already ending make
+ * by themselves (no victim at all), then the cheapest single victim with
+ * what already ends on its node (fewest comes first, and among single
+ * victims the cheapest is the first in by_cost that makes room). Fills
+ * set and returns its size with the agent in *agent, or 0. */
+static size_t few_victims(struct pass *ps, const struct sched_request *r, bool under, size_t *set, size_t *agent)
 {
 	const struct sched_world *w = ps->w;
-	if (!ps->by_cost_ready && by_cost_build(ps) < 0)
-		return -1;
-	if (r->req.fgpu_m > ps->single_room)
-		return -1;   /* no one session frees that much, even with its node's room */
+	size_t *tmp = ps->buf[4];
 	struct sched_device devs[SCHED_MAX_DEVICES];
+	for (size_t i = 0; i < ps->n_ending_agents; i++) {
+		size_t ai = ps->ending_agents[i];
+		const struct sched_agent *a = &w->agents[ai];
+		if (a->group != r->group || !usable(a))
+			continue;
+		size_t ne = agent_ending(ps, ai, tmp);
+		if (!ne || !fits_without(ps, a, &r->req, tmp, ne, devs, NULL, NULL))
+			continue;
+		*agent = ai;
+		return greedy_set(ps, a, &r->req, tmp, ne, set);
+	}
+	if (!ps->by_cost_ready && by_cost_build(ps) < 0)
+		return 0;
+	if (r->req.fgpu_m > ps->single_room)
+		return 0;   /* no one session frees that much, even with its node's room */
 	for (size_t i = 0; i < ps->n_by_cost; i++) {
 		size_t k = ps->by_cost[i];
 		const struct sched_running *rn = &w->running[k];
 		const struct sched_agent *a = &w->agents[rn->agent];
-		if (ps->chosen[k] || a->group != r->group || !usable(a) || rn->req.fgpu_m + a->free.fgpu_m < r->req.fgpu_m)
+		if (ps->chosen[k] || a->group != r->group || !usable(a) ||
+		    rn->req.fgpu_m + a->free.fgpu_m + ps->ending_fgpu[rn->agent] < r->req.fgpu_m)
 			continue;
 		if (victim_rule(ps, r, under, k) == RULE_NONE)
 			continue;
-		if (fits_without(ps, a, &r->req, &k, 1, devs, NULL, NULL))
-			return (ssize_t)k;
+		size_t n = ps->n_ending ? agent_ending(ps, rn->agent, tmp) : 0;
+		tmp[n++] = k;   /* last: the prune below tries it first, and keeps it */
+		if (!fits_without(ps, a, &r->req, tmp, n, devs, NULL, NULL))
+			continue;
+		*agent = rn->agent;
+		return greedy_set(ps, a, &r->req, tmp, n, set);
 	}
-	return -1;
+	return 0;
 }
 
 /* The fewest and cheapest victims on agent ai for r; n (0: none) into set. */
@@ -1586,20 +1644,22 @@ static size_t agent_victims(struct pass *ps, size_t ai, const struct sched_reque
 	return best_n;
 }
 
-static bool no_victims_known(const struct pass *ps, const struct sched_request *r)
+static bool no_victims_known(const struct pass *ps, const struct sched_request *r, bool under)
 {
 	for (size_t i = 0; i < ps->n_nov; i++) {
 		const struct no_victims *nv = &ps->nov[i];
-		if (nv->group == r->group && nv->project == r->project && r->priority <= nv->priority &&
-		    r->req.cpu_m >= nv->req.cpu_m && r->req.mem >= nv->req.mem && r->req.fgpu_m >= nv->req.fgpu_m)
+		if (under && (!nv->under || nv->project != r->project))
+			continue;
+		if (nv->group == r->group && r->priority <= nv->priority && r->req.cpu_m >= nv->req.cpu_m &&
+		    r->req.mem >= nv->req.mem && r->req.fgpu_m >= nv->req.fgpu_m)
 			return true;
 	}
 	return false;
 }
 
-static void no_victims_note(struct pass *ps, const struct sched_request *r)
+static void no_victims_note(struct pass *ps, const struct sched_request *r, bool under)
 {
-	struct no_victims nv = {r->group, r->project, r->priority, r->req};
+	struct no_victims nv = {r->group, r->project, r->priority, under, r->req};
 	ps->nov[ps->n_nov < NO_VICTIMS_MAX ? ps->n_nov++ : (size_t)(r->seq % NO_VICTIMS_MAX)] = nv;
 }
 
@@ -1618,8 +1678,6 @@ static bool preempt_for(struct pass *ps, size_t ri, char *why)
 	struct sched_result *res = ps->res;
 	if (!ps->pre_ready && pre_init(ps) < 0)
 		return false;
-	if (no_victims_known(ps, r))
-		return false;
 	bool has_project = r->project < w->n_projects;
 	bool under = has_project && share_with(ps, r->project, &r->req) <= project_target(w, &ps->f, r->project) &&
 		     other_over(ps, r->project);
@@ -1627,28 +1685,23 @@ static bool preempt_for(struct pass *ps, size_t ri, char *why)
 	 * lower priority, the reclaim rule out, none already ending. */
 	if (!under && r->priority <= ps->min_victim_priority && !ps->n_ending)
 		return false;
+	if (no_victims_known(ps, r, under))
+		return false;
 	struct group_agents g = group_of(ps, r->group);
-	size_t *cand = malloc(4 * (w->n_running + 1) * sizeof(size_t));
-	if (!cand)
-		return false;
-	size_t *order = cand + w->n_running + 1, *trial = order + w->n_running + 1, *set = trial + w->n_running + 1;
+	size_t *cand = ps->buf[0], *order = ps->buf[1], *trial = ps->buf[2], *set = ps->buf[3];
+	size_t *best_set;
 	ssize_t best_a = -1;
-	size_t best_n = 0;
+	size_t best_n = 0, one_agent = 0;
 	struct vcost best_c = {0};
-	size_t *best_set = malloc((w->n_running + 1) * sizeof(size_t));
-	if (!best_set) {
-		free(cand);
-		return false;
+	best_n = few_victims(ps, r, under, set, &one_agent);
+	bool search = !best_n;
+	if (best_n) {
+		best_a = (ssize_t)one_agent;
+		best_set = set;
+	} else {
+		best_set = ps->buf[4];
 	}
-	/* Sessions already ending change what is cheapest (they cost
-	 * nothing): then only the search over every node knows. */
-	ssize_t one = ps->n_ending ? -1 : single_victim(ps, r, under);
-	if (one >= 0) {
-		best_a = (ssize_t)w->running[one].agent;
-		best_n = 1;
-		best_set[0] = (size_t)one;
-	}
-	for (size_t k = 0; one < 0 && k < g.n; k++) {
+	for (size_t k = 0; search && k < g.n; k++) {
 		size_t ai = g.ids[k];
 		if (!usable(&w->agents[ai]) || ps->rstart[ai] == ps->rstart[ai + 1])
 			continue;
@@ -1663,10 +1716,8 @@ static bool preempt_for(struct pass *ps, size_t ri, char *why)
 			memcpy(best_set, set, n * sizeof(size_t));
 		}
 	}
-	free(cand);
 	if (best_a < 0) {
-		free(best_set);
-		no_victims_note(ps, r);
+		no_victims_note(ps, r, under);
 		return false;
 	}
 	struct sched_agent *a = &w->agents[best_a];
@@ -1735,7 +1786,6 @@ static bool preempt_for(struct pass *ps, size_t ri, char *why)
 	snprintf(why, SCHED_REASON_MAX, "waiting for %zu %s%s to end on node %s", best_n,
 		 n_new == best_n ? "preempted session" : "session", best_n == 1 ? "" : "s", a->id);
 	free(rules);
-	free(best_set);
 	return true;
 }
 

@@ -606,6 +606,40 @@ TEST(preempt_holds_the_room)
 	CHECK_STR(f.reasons[0], "waiting for 1 session to end on node n0");
 }
 
+/* With sessions already ending: no new victim when they make the room;
+ * else one, with them, and only the new one reported. */
+TEST(preempt_with_sessions_ending)
+{
+	struct fx f;
+	fx_init(&f, 2, 1, 3, 0);
+	f.p.preempt = true;
+	f.p.queue = &sched_drf;
+	fx_run(&f, "e", 0, 0, 500, 0, 0, 1000)->ending = true;
+	fx_run(&f, "v", 0, 0, 500, 0, 0, 1000);
+	fx_run(&f, "w", 1, 0, 1000, 0, 0, 500);   /* cheaper alone, but a new victim too */
+	fx_req(&f, "urgent", 1, 1000, 5);
+	fx_req(&f, "half", 2, 500, 5);
+	CHECK_INT(fx_plan(&f), 0);
+	/* urgent: one new victim either way; w runs shorter, so w. */
+	CHECK_INT(f.res.n_evictions, 1);
+	CHECK_INT(f.ev[0].running, 2);
+	CHECK_INT(f.ev[0].request, 0);
+	CHECK_STR(f.reasons[0], "waiting for 1 preempted session to end on node n1");
+	/* half: e's room alone will do, and no one new goes for it. */
+	CHECK_STR(f.reasons[1], "waiting for 1 session to end on node n0");
+
+	/* On n0 alone: e and v must both end, v the only new victim. */
+	fx_init(&f, 1, 1, 2, 0);
+	f.p.preempt = true;
+	fx_run(&f, "e", 0, 0, 500, 0, 0, 1000)->ending = true;
+	fx_run(&f, "v", 0, 0, 500, 0, 0, 1000);
+	fx_req(&f, "urgent", 1, 1000, 5);
+	CHECK_INT(fx_plan(&f), 0);
+	CHECK_INT(f.res.n_evictions, 1);
+	CHECK_INT(f.ev[0].running, 1);
+	CHECK_STR(f.reasons[0], "waiting for 2 sessions to end on node n0");
+}
+
 int main(void)
 {
 	RUN(priority_goes_first);
@@ -628,5 +662,6 @@ int main(void)
 	RUN(preempt_fair_share_reclaim);
 	RUN(preempt_exact_device_fit);
 	RUN(preempt_holds_the_room);
+	RUN(preempt_with_sessions_ending);
 	return testlib_done();
 }
