@@ -635,6 +635,16 @@ struct fs_state {
 	size_t *slot_project;  /* [ns] */
 	size_t *pslots;        /* [ns]: slots by project */
 	size_t *pfirst, *plive;/* [np]: first in pslots, how many still have requests */
+	/* Projects with requests left, in a heap by (key, oldest request,
+	 * index). Between two calls only the project last served can have
+	 * changed (its placement, or the request it no longer waits with), so
+	 * a call re-files that one and takes the top: O(log projects), where
+	 * every user having a personal project makes projects many. */
+	size_t *heap, n_heap;  /* [np] */
+	ssize_t *hpos;         /* [np]: position in heap, -1 when out */
+	double *hkey;          /* [np] */
+	int64_t *holdest;      /* [np] */
+	ssize_t last;          /* the project last served, or -1 */
 };
 
 static size_t fs_project_of(const struct sched_world *w, const struct sched_request *r)
@@ -665,7 +675,90 @@ static void fs_stop(void *state)
 	free(st->pslots);
 	free(st->pfirst);
 	free(st->plive);
+	free(st->heap);
+	free(st->hpos);
+	free(st->hkey);
+	free(st->holdest);
 	free(st);
+}
+
+static bool fs_before(const struct fs_state *st, size_t a, size_t b)
+{
+	if (st->hkey[a] != st->hkey[b])
+		return st->hkey[a] < st->hkey[b];
+	if (st->holdest[a] != st->holdest[b])
+		return st->holdest[a] < st->holdest[b];
+	return a < b;
+}
+
+static void fs_swap(struct fs_state *st, size_t i, size_t j)
+{
+	size_t a = st->heap[i], b = st->heap[j];
+	st->heap[i] = b;
+	st->heap[j] = a;
+	st->hpos[b] = (ssize_t)i;
+	st->hpos[a] = (ssize_t)j;
+}
+
+static void fs_sift(struct fs_state *st, size_t i)
+{
+	while (i > 0 && fs_before(st, st->heap[i], st->heap[(i - 1) / 2])) {
+		fs_swap(st, i, (i - 1) / 2);
+		i = (i - 1) / 2;
+	}
+	for (;;) {
+		size_t l = 2 * i + 1, r = l + 1, m = i;
+		if (l < st->n_heap && fs_before(st, st->heap[l], st->heap[m]))
+			m = l;
+		if (r < st->n_heap && fs_before(st, st->heap[r], st->heap[m]))
+			m = r;
+		if (m == i)
+			return;
+		fs_swap(st, i, m);
+		i = m;
+	}
+}
+
+/* Drops p's slots whose requests have all been tried (tried NULL: none
+ * are), and files p again by its key and oldest request, or takes it out
+ * when nothing of it is left. */
+static void fs_refile(struct fs_state *st, const struct sched_world *w, size_t p, const bool *tried)
+{
+	size_t *sl = &st->pslots[st->pfirst[p]];
+	int64_t oldest = INT64_MAX;
+	for (size_t k = 0; k < st->plive[p];) {
+		size_t s = sl[k];
+		while (tried && st->cur[s] < st->end[s] && tried[st->order[st->cur[s]]])
+			st->cur[s]++;
+		if (st->cur[s] == st->end[s]) {
+			sl[k] = sl[--st->plive[p]];
+			continue;
+		}
+		if (st->reqs[st->order[st->cur[s]]].seq < oldest)
+			oldest = st->reqs[st->order[st->cur[s]]].seq;
+		k++;
+	}
+	ssize_t at = st->hpos[p];
+	if (!st->plive[p]) {
+		if (at >= 0) {
+			size_t last = st->n_heap - 1;
+			if ((size_t)at != last)
+				fs_swap(st, (size_t)at, last);
+			st->n_heap--;
+			st->hpos[p] = -1;
+			if ((size_t)at < st->n_heap)
+				fs_sift(st, (size_t)at);
+		}
+		return;
+	}
+	st->hkey[p] = !w->n_projects ? 0 : p < w->n_projects ? project_key(w, &st->f, p) : HUGE_VAL;
+	st->holdest[p] = oldest;
+	if (at < 0) {
+		at = (ssize_t)st->n_heap++;
+		st->heap[at] = p;
+		st->hpos[p] = at;
+	}
+	fs_sift(st, (size_t)at);
 }
 
 static void *fs_start(const struct sched_request *reqs, size_t n, const struct sched_world *w)
@@ -684,11 +777,16 @@ static void *fs_start(const struct sched_request *reqs, size_t n, const struct s
 	st->pslots = calloc(ns, sizeof(size_t));
 	st->pfirst = calloc(np + 1, sizeof(size_t));
 	st->plive = calloc(np, sizeof(size_t));
+	st->heap = calloc(np, sizeof(size_t));
+	st->hpos = calloc(np, sizeof(ssize_t));
+	st->hkey = calloc(np, sizeof(double));
+	st->holdest = calloc(np, sizeof(int64_t));
 	if (fs_world_init(&st->f, w) < 0) {
 		free(st->order);
 		st->order = NULL;
 	}
-	if (!st->order || !st->cur || !st->end || !st->slot_project || !st->pslots || !st->pfirst || !st->plive) {
+	if (!st->order || !st->cur || !st->end || !st->slot_project || !st->pslots || !st->pfirst || !st->plive ||
+	    !st->heap || !st->hpos || !st->hkey || !st->holdest) {
 		fs_stop(st);
 		return NULL;
 	}
@@ -718,6 +816,11 @@ static void *fs_start(const struct sched_request *reqs, size_t n, const struct s
 		size_t p = st->slot_project[s];
 		st->pslots[st->pfirst[p] + st->plive[p]++] = s;
 	}
+	for (size_t p = 0; p < np; p++) {
+		st->hpos[p] = -1;
+		fs_refile(st, w, p, NULL);
+	}
+	st->last = -1;
 	return st;
 }
 
@@ -734,36 +837,18 @@ static ssize_t next_fairshare(const struct sched_request *reqs, size_t n, const 
 	struct fs_state *st = state;
 	if (!st)
 		return next_fifo(reqs, n, tried, w, NULL);   /* no memory: oldest first */
-	ssize_t best_p = -1;
+	(void)n;
+	/* Only the project last served can have changed since the last call
+	 * (sched_plan tries nothing but what next returns): re-filed, the
+	 * top of the heap is the next. */
+	if (st->last >= 0)
+		fs_refile(st, w, (size_t)st->last, tried);
+	if (!st->n_heap)
+		return -1;
+	size_t best_p = st->heap[0];
+	st->last = (ssize_t)best_p;
 	double best_key = 0;
 	int64_t best_seq = 0;
-	for (size_t p = 0; p < st->np; p++) {
-		size_t *sl = &st->pslots[st->pfirst[p]];
-		/* Drop the slots whose requests have all been tried. */
-		int64_t oldest = INT64_MAX;
-		for (size_t k = 0; k < st->plive[p];) {
-			size_t s = sl[k];
-			while (st->cur[s] < st->end[s] && tried[st->order[st->cur[s]]])
-				st->cur[s]++;
-			if (st->cur[s] == st->end[s]) {
-				sl[k] = sl[--st->plive[p]];
-				continue;
-			}
-			if (reqs[st->order[st->cur[s]]].seq < oldest)
-				oldest = reqs[st->order[st->cur[s]]].seq;
-			k++;
-		}
-		if (!st->plive[p])
-			continue;
-		double key = !w->n_projects ? 0 : p < w->n_projects ? project_key(w, &st->f, p) : HUGE_VAL;
-		if (best_p < 0 || key < best_key || (key == best_key && oldest < best_seq)) {
-			best_p = (ssize_t)p;
-			best_key = key;
-			best_seq = oldest;
-		}
-	}
-	if (best_p < 0)
-		return -1;
 	size_t *sl = &st->pslots[st->pfirst[best_p]];
 	ssize_t best_s = -1;
 	for (size_t k = 0; k < st->plive[best_p]; k++) {
