@@ -344,6 +344,132 @@ TEST(fairshare_usage_comes_first_then_members)
 	CHECK_CONTAINS(f.reasons[0], "waiting for a GPU");
 }
 
+/* The fair-share order, straight from the formula (docs/scheduling.md),
+ * to check the policy's heap against. */
+static double t_dom_res(const struct res *u, const struct res *t)
+{
+	double d = 0;
+	const int64_t uu[3] = {u->cpu_m, u->mem, u->fgpu_m}, tt[3] = {t->cpu_m, t->mem, t->fgpu_m};
+	for (int i = 0; i < 3; i++)
+		if (tt[i] > 0 && (double)uu[i] / (double)tt[i] > d)
+			d = (double)uu[i] / (double)tt[i];
+	return d;
+}
+
+static double t_dom_usage(const struct sched_usage *u, const struct sched_usage *t)
+{
+	double d = 0;
+	const double uu[3] = {u->cpu_s, u->mem_s, u->fgpu_s}, tt[3] = {t->cpu_s, t->mem_s, t->fgpu_s};
+	for (int i = 0; i < 3; i++)
+		if (tt[i] > 0 && uu[i] / tt[i] > d)
+			d = uu[i] / tt[i];
+	return d;
+}
+
+static ssize_t naive_fairshare(const struct sched_world *w, const struct sched_request *rq, size_t n,
+			       const bool *tried)
+{
+	struct res total = {0};
+	struct sched_usage ptot = {0};
+	double wsum = 0;
+	for (size_t i = 0; i < w->n_agents; i++)
+		res_add(&total, &w->agents[i].capacity);
+	for (size_t p = 0; p < w->n_projects; p++) {
+		ptot.cpu_s += w->projects[p].usage.cpu_s;
+		ptot.mem_s += w->projects[p].usage.mem_s;
+		ptot.fgpu_s += w->projects[p].usage.fgpu_s;
+		wsum += w->projects[p].weight;
+	}
+	ssize_t bp = -1;
+	double bk = 0;
+	int64_t bs = 0;
+	for (size_t p = 0; p < w->n_projects; p++) {
+		int64_t oldest = INT64_MAX;
+		for (size_t i = 0; i < n; i++)
+			if (!tried[i] && rq[i].project == p && rq[i].seq < oldest)
+				oldest = rq[i].seq;
+		if (oldest == INT64_MAX)
+			continue;
+		double k = (t_dom_usage(&w->projects[p].usage, &ptot) + t_dom_res(&w->projects[p].used, &total)) / 2 /
+			   (w->projects[p].weight / wsum);
+		if (bp < 0 || k < bk || (k == bk && oldest < bs)) {
+			bp = (ssize_t)p;
+			bk = k;
+			bs = oldest;
+		}
+	}
+	if (bp < 0)
+		return -1;
+	struct sched_usage mtot = {0};
+	double mw = 0;
+	for (size_t m = 0; m < w->n_members; m++) {
+		if (w->members[m].project != (size_t)bp)
+			continue;
+		mtot.cpu_s += w->members[m].usage.cpu_s;
+		mtot.mem_s += w->members[m].usage.mem_s;
+		mtot.fgpu_s += w->members[m].usage.fgpu_s;
+		mw += w->members[m].weight;
+	}
+	ssize_t best = -1;
+	for (size_t i = 0; i < n; i++) {
+		if (tried[i] || rq[i].project != (size_t)bp)
+			continue;
+		const struct sched_member *mb = &w->members[rq[i].member];
+		double k = (t_dom_usage(&mb->usage, &mtot) + t_dom_res(&mb->used, &w->projects[bp].used)) / 2 /
+			   (mb->weight / mw);
+		if (best < 0 || k < bk || (k == bk && rq[i].seq < bs)) {
+			best = (ssize_t)i;
+			bk = k;
+			bs = rq[i].seq;
+		}
+	}
+	return best;
+}
+
+TEST(fairshare_order_matches_the_formula)
+{
+	static struct fx f;
+	fx_init(&f, 4, 8, 8, 4);   /* members 0..7: project u % 4 */
+	srand(11);
+	for (size_t p = 0; p < 4; p++) {
+		f.pj[p].weight = 1 + rand() % 4;
+		f.pj[p].usage = (struct sched_usage){rand() % 1000, rand() % 1000, rand() % 1000};
+		f.pj[p].used = (struct res){1000 * (rand() % 8), (rand() % 16) * GiB, 1000 * (rand() % 8)};
+	}
+	for (size_t m = 0; m < 8; m++) {
+		f.mb[m].weight = 1 + rand() % 3;
+		f.mb[m].usage = (struct sched_usage){rand() % 100, rand() % 100, rand() % 100};
+		f.mb[m].used = (struct res){500 * (rand() % 4), (rand() % 4) * GiB, 500 * (rand() % 4)};
+	}
+	struct sched_request rq[64];
+	for (size_t i = 0; i < 64; i++) {
+		size_t u = (size_t)(rand() % 8);
+		rq[i] = (struct sched_request){.name = "r", .req = {1000, GiB, 500 * (1 + rand() % 4)}, .user = u,
+					       .project = f.mb[u].project, .member = u, .seq = (int64_t)i + 1};
+	}
+	bool tried[64] = {0};
+	void *st = sched_fairshare.start(rq, 64, &f.w);
+	CHECK(st != NULL);
+	size_t agree = 0;
+	for (size_t call = 0; call < 64; call++) {
+		ssize_t want = naive_fairshare(&f.w, rq, 64, tried);
+		ssize_t got = sched_fairshare.next(rq, 64, tried, &f.w, st);
+		CHECK_INT(got, want);
+		if (got < 0 || got != want)
+			break;
+		agree++;
+		tried[got] = true;
+		/* Every other one is placed, as sched_plan would record it. */
+		if (call % 2 == 0) {
+			res_add(&f.pj[rq[got].project].used, &rq[got].req);
+			res_add(&f.mb[rq[got].member].used, &rq[got].req);
+		}
+	}
+	CHECK_INT(agree, 64);
+	CHECK_INT(sched_fairshare.next(rq, 64, tried, &f.w, st), -1);
+	sched_fairshare.stop(st);
+}
+
 TEST(fairshare_figures)
 {
 	struct fx f;
@@ -653,6 +779,7 @@ int main(void)
 	RUN(groups_agent_in_no_group);
 	RUN(fairshare_follows_weights_within_a_pass);
 	RUN(fairshare_usage_comes_first_then_members);
+	RUN(fairshare_order_matches_the_formula);
 	RUN(fairshare_figures);
 	RUN(usage_charge_and_decay);
 	RUN(preempt_fewest_victims_then_cheapest);
