@@ -1097,6 +1097,8 @@ struct pass {
 	const struct sched_params *p;
 	struct sched_world *w;
 	const struct sched_request *reqs;
+	size_t n_reqs;
+	double active_wsum;               /* weights of the projects holding or asking for something */
 	size_t n_groups;                  /* groups the agents and requests name */
 	size_t *gstart;                   /* [n_groups + 1]: ranges in gids */
 	size_t *gids;                     /* [n_agents]: agents by group */
@@ -1186,12 +1188,12 @@ static int pass_init(struct pass *ps, const struct sched_params *p, struct sched
 	ps->p = p;
 	ps->w = w;
 	ps->reqs = reqs;
+	ps->n_reqs = n_reqs;
 	ps->per_dev = p->per_device_m;
 	ps->gen = 1;
 	/* The world's groups (one when it names none); an agent of a group
 	 * past them (a caller's "no group") is in none and gets nothing. */
 	size_t g = w->n_groups ? w->n_groups : 1;
-	(void)n_reqs;
 	ps->n_groups = g;
 	size_t na = w->n_agents;
 	ps->gstart = calloc(g + 1, sizeof(size_t));
@@ -1330,6 +1332,21 @@ static int pre_init(struct pass *ps)
 	for (size_t i = 0; i < 5; i++)
 		if (!(ps->buf[i] = malloc((nr + 1) * sizeof(size_t))))
 			return -1;
+	/* The reclaim rule's targets are shares among the projects that hold
+	 * or ask for something now: an idle project's share is lent to the
+	 * others (with a personal project per user, most are idle, and
+	 * counting them would make every busy project look over its share). */
+	bool *active = ps->over;   /* free until other_over first fills it */
+	for (size_t q = 0; q < w->n_projects; q++) {
+		const struct res *u = &w->projects[q].used;
+		active[q] = u->cpu_m > 0 || u->mem > 0 || u->fgpu_m > 0;
+	}
+	for (size_t i = 0; i < ps->n_reqs; i++)
+		if (ps->reqs[i].project < w->n_projects)
+			active[ps->reqs[i].project] = true;
+	for (size_t q = 0; q < w->n_projects; q++)
+		if (active[q] && w->projects[q].weight > 0)
+			ps->active_wsum += w->projects[q].weight;
 	ps->min_victim_priority = INT32_MAX;
 	for (size_t k = 0; k < nr; k++) {
 		const struct sched_running *rn = &w->running[k];
@@ -1375,6 +1392,14 @@ static double share_with(const struct pass *ps, size_t p, const struct res *extr
 	return dom_res(&u, &ps->f.total);
 }
 
+/* A project's fair-share target for the reclaim rule: its weight over
+ * the weights of the projects holding or asking for something. */
+static double reclaim_target(const struct pass *ps, size_t p)
+{
+	double wt = ps->w->projects[p].weight;
+	return ps->active_wsum > 0 && wt > 0 ? wt / ps->active_wsum : 0;
+}
+
 /* Whether some project other than p is at or over its target: without
  * one the reclaim rule has no victim. Recomputed only when an agent has
  * changed since (placements and holds change what projects hold), so a
@@ -1385,7 +1410,7 @@ static bool other_over(struct pass *ps, size_t p)
 	if (ps->over_gen != ps->gen) {
 		ps->n_over = 0;
 		for (size_t q = 0; q < w->n_projects; q++) {
-			ps->over[q] = share_with(ps, q, NULL) >= project_target(w, &ps->f, q);
+			ps->over[q] = share_with(ps, q, NULL) >= reclaim_target(ps, q);
 			ps->n_over += ps->over[q];
 		}
 		ps->over_gen = ps->gen;
@@ -1410,7 +1435,7 @@ static enum why_rule victim_rule(const struct pass *ps, const struct sched_reque
 		return RULE_PRIORITY;
 	if (under && rn->project < ps->w->n_projects && rn->project != r->project) {
 		struct res minus = {-rn->req.cpu_m, -rn->req.mem, -rn->req.fgpu_m};
-		if (share_with(ps, rn->project, &minus) >= project_target(ps->w, &ps->f, rn->project))
+		if (share_with(ps, rn->project, &minus) >= reclaim_target(ps, rn->project))
 			return RULE_RECLAIM;
 	}
 	return RULE_NONE;
@@ -1764,7 +1789,7 @@ static bool preempt_for(struct pass *ps, size_t ri, char *why)
 	if (!ps->pre_ready && pre_init(ps) < 0)
 		return false;
 	bool has_project = r->project < w->n_projects;
-	bool under = has_project && share_with(ps, r->project, &r->req) <= project_target(w, &ps->f, r->project) &&
+	bool under = has_project && share_with(ps, r->project, &r->req) <= reclaim_target(ps, r->project) &&
 		     other_over(ps, r->project);
 	/* Nothing to search when no session could be a victim: none of
 	 * lower priority, the reclaim rule out, none already ending. */
@@ -1857,9 +1882,9 @@ static bool preempt_for(struct pass *ps, size_t ri, char *why)
 			 * state the rule was judged against. */
 			struct res minus = {-r->req.cpu_m, -r->req.mem, -r->req.fgpu_m};
 			pct(share_with(ps, r->project, &minus), a1, sizeof(a1));
-			pct(project_target(w, &ps->f, r->project), a2, sizeof(a2));
+			pct(reclaim_target(ps, r->project), a2, sizeof(a2));
 			pct(share_with(ps, rn->project, NULL), b1, sizeof(b1));
-			pct(project_target(w, &ps->f, rn->project), b2, sizeof(b2));
+			pct(reclaim_target(ps, rn->project), b2, sizeof(b2));
 			snprintf(ev->why, sizeof(ev->why),
 				 "preempted by session %s: project %s is under its fair share (%s of %s) and project %s "
 				 "over it (%s of %s)", r->name, rp->name ? rp->name : rp->id, a1, a2,

@@ -675,6 +675,31 @@ TEST(preempt_fair_share_reclaim)
 	CHECK_INT(f.res.n_evictions, 0);
 }
 
+/* The reclaim rule's targets are among the projects that hold or ask for
+ * something: an idle project (most personal ones) lends its share. */
+TEST(preempt_reclaim_targets_among_busy_projects)
+{
+	struct fx f;
+	fx_init(&f, 5, 2, 3, 3);   /* users 0, 1, 2: vision, speech, robots */
+	f.p.preempt = true;
+	f.pj[2].weight = 2;        /* idle */
+	for (size_t i = 0; i < 4; i++)
+		fx_run(&f, "v", i / 2, i % 2, 1000, 0, 0, 100000);
+	for (size_t i = 0; i < 6; i++)
+		fx_run(&f, "s", 2 + i / 2, i % 2, 1000, 1, 0, 100000 + (int64_t)i);
+	fx_req(&f, "v5", 0, 1000, 0);
+	CHECK_INT(fx_plan(&f), 0);
+	CHECK_INT(f.res.n_evictions, 1);
+	CHECK_INT(f.run[f.ev[0].running].project, 1);
+	CHECK_INT(f.ev[0].running, 4);   /* speech's shortest-running */
+	CHECK_STR(f.ev[0].why, "preempted by session v5: project vision is under its fair share (40% of 50%) and "
+		  "project speech over it (60% of 50%)");
+	/* The figures of sshare keep every project's weight. */
+	struct sched_share sh[3];
+	sched_fairshare_projects(&f.w, sh);
+	CHECK(fabs(sh[0].target - 0.25) < 1e-9);
+}
+
 TEST(preempt_exact_device_fit)
 {
 	struct fx f;
@@ -787,6 +812,7 @@ int main(void)
 	RUN(preempt_respects_runtime_and_preemptible);
 	RUN(preempt_not_for_policy_or_quota_waits);
 	RUN(preempt_fair_share_reclaim);
+	RUN(preempt_reclaim_targets_among_busy_projects);
 	RUN(preempt_exact_device_fit);
 	RUN(preempt_holds_the_room);
 	RUN(preempt_with_sessions_ending);
