@@ -635,6 +635,16 @@ struct fs_state {
 	size_t *slot_project;  /* [ns] */
 	size_t *pslots;        /* [ns]: slots by project */
 	size_t *pfirst, *plive;/* [np]: first in pslots, how many still have requests */
+	/* Projects with requests left, in a heap by (key, oldest request,
+	 * index). Between two calls only the project last served can have
+	 * changed (its placement, or the request it no longer waits with), so
+	 * a call re-files that one and takes the top: O(log projects), where
+	 * every user having a personal project makes projects many. */
+	size_t *heap, n_heap;  /* [np] */
+	ssize_t *hpos;         /* [np]: position in heap, -1 when out */
+	double *hkey;          /* [np] */
+	int64_t *holdest;      /* [np] */
+	ssize_t last;          /* the project last served, or -1 */
 };
 
 static size_t fs_project_of(const struct sched_world *w, const struct sched_request *r)
@@ -665,7 +675,90 @@ static void fs_stop(void *state)
 	free(st->pslots);
 	free(st->pfirst);
 	free(st->plive);
+	free(st->heap);
+	free(st->hpos);
+	free(st->hkey);
+	free(st->holdest);
 	free(st);
+}
+
+static bool fs_before(const struct fs_state *st, size_t a, size_t b)
+{
+	if (st->hkey[a] != st->hkey[b])
+		return st->hkey[a] < st->hkey[b];
+	if (st->holdest[a] != st->holdest[b])
+		return st->holdest[a] < st->holdest[b];
+	return a < b;
+}
+
+static void fs_swap(struct fs_state *st, size_t i, size_t j)
+{
+	size_t a = st->heap[i], b = st->heap[j];
+	st->heap[i] = b;
+	st->heap[j] = a;
+	st->hpos[b] = (ssize_t)i;
+	st->hpos[a] = (ssize_t)j;
+}
+
+static void fs_sift(struct fs_state *st, size_t i)
+{
+	while (i > 0 && fs_before(st, st->heap[i], st->heap[(i - 1) / 2])) {
+		fs_swap(st, i, (i - 1) / 2);
+		i = (i - 1) / 2;
+	}
+	for (;;) {
+		size_t l = 2 * i + 1, r = l + 1, m = i;
+		if (l < st->n_heap && fs_before(st, st->heap[l], st->heap[m]))
+			m = l;
+		if (r < st->n_heap && fs_before(st, st->heap[r], st->heap[m]))
+			m = r;
+		if (m == i)
+			return;
+		fs_swap(st, i, m);
+		i = m;
+	}
+}
+
+/* Drops p's slots whose requests have all been tried (tried NULL: none
+ * are), and files p again by its key and oldest request, or takes it out
+ * when nothing of it is left. */
+static void fs_refile(struct fs_state *st, const struct sched_world *w, size_t p, const bool *tried)
+{
+	size_t *sl = &st->pslots[st->pfirst[p]];
+	int64_t oldest = INT64_MAX;
+	for (size_t k = 0; k < st->plive[p];) {
+		size_t s = sl[k];
+		while (tried && st->cur[s] < st->end[s] && tried[st->order[st->cur[s]]])
+			st->cur[s]++;
+		if (st->cur[s] == st->end[s]) {
+			sl[k] = sl[--st->plive[p]];
+			continue;
+		}
+		if (st->reqs[st->order[st->cur[s]]].seq < oldest)
+			oldest = st->reqs[st->order[st->cur[s]]].seq;
+		k++;
+	}
+	ssize_t at = st->hpos[p];
+	if (!st->plive[p]) {
+		if (at >= 0) {
+			size_t last = st->n_heap - 1;
+			if ((size_t)at != last)
+				fs_swap(st, (size_t)at, last);
+			st->n_heap--;
+			st->hpos[p] = -1;
+			if ((size_t)at < st->n_heap)
+				fs_sift(st, (size_t)at);
+		}
+		return;
+	}
+	st->hkey[p] = !w->n_projects ? 0 : p < w->n_projects ? project_key(w, &st->f, p) : HUGE_VAL;
+	st->holdest[p] = oldest;
+	if (at < 0) {
+		at = (ssize_t)st->n_heap++;
+		st->heap[at] = p;
+		st->hpos[p] = at;
+	}
+	fs_sift(st, (size_t)at);
 }
 
 static void *fs_start(const struct sched_request *reqs, size_t n, const struct sched_world *w)
@@ -684,11 +777,16 @@ static void *fs_start(const struct sched_request *reqs, size_t n, const struct s
 	st->pslots = calloc(ns, sizeof(size_t));
 	st->pfirst = calloc(np + 1, sizeof(size_t));
 	st->plive = calloc(np, sizeof(size_t));
+	st->heap = calloc(np, sizeof(size_t));
+	st->hpos = calloc(np, sizeof(ssize_t));
+	st->hkey = calloc(np, sizeof(double));
+	st->holdest = calloc(np, sizeof(int64_t));
 	if (fs_world_init(&st->f, w) < 0) {
 		free(st->order);
 		st->order = NULL;
 	}
-	if (!st->order || !st->cur || !st->end || !st->slot_project || !st->pslots || !st->pfirst || !st->plive) {
+	if (!st->order || !st->cur || !st->end || !st->slot_project || !st->pslots || !st->pfirst || !st->plive ||
+	    !st->heap || !st->hpos || !st->hkey || !st->holdest) {
 		fs_stop(st);
 		return NULL;
 	}
@@ -718,6 +816,11 @@ static void *fs_start(const struct sched_request *reqs, size_t n, const struct s
 		size_t p = st->slot_project[s];
 		st->pslots[st->pfirst[p] + st->plive[p]++] = s;
 	}
+	for (size_t p = 0; p < np; p++) {
+		st->hpos[p] = -1;
+		fs_refile(st, w, p, NULL);
+	}
+	st->last = -1;
 	return st;
 }
 
@@ -734,36 +837,18 @@ static ssize_t next_fairshare(const struct sched_request *reqs, size_t n, const 
 	struct fs_state *st = state;
 	if (!st)
 		return next_fifo(reqs, n, tried, w, NULL);   /* no memory: oldest first */
-	ssize_t best_p = -1;
+	(void)n;
+	/* Only the project last served can have changed since the last call
+	 * (sched_plan tries nothing but what next returns): re-filed, the
+	 * top of the heap is the next. */
+	if (st->last >= 0)
+		fs_refile(st, w, (size_t)st->last, tried);
+	if (!st->n_heap)
+		return -1;
+	size_t best_p = st->heap[0];
+	st->last = (ssize_t)best_p;
 	double best_key = 0;
 	int64_t best_seq = 0;
-	for (size_t p = 0; p < st->np; p++) {
-		size_t *sl = &st->pslots[st->pfirst[p]];
-		/* Drop the slots whose requests have all been tried. */
-		int64_t oldest = INT64_MAX;
-		for (size_t k = 0; k < st->plive[p];) {
-			size_t s = sl[k];
-			while (st->cur[s] < st->end[s] && tried[st->order[st->cur[s]]])
-				st->cur[s]++;
-			if (st->cur[s] == st->end[s]) {
-				sl[k] = sl[--st->plive[p]];
-				continue;
-			}
-			if (reqs[st->order[st->cur[s]]].seq < oldest)
-				oldest = reqs[st->order[st->cur[s]]].seq;
-			k++;
-		}
-		if (!st->plive[p])
-			continue;
-		double key = !w->n_projects ? 0 : p < w->n_projects ? project_key(w, &st->f, p) : HUGE_VAL;
-		if (best_p < 0 || key < best_key || (key == best_key && oldest < best_seq)) {
-			best_p = (ssize_t)p;
-			best_key = key;
-			best_seq = oldest;
-		}
-	}
-	if (best_p < 0)
-		return -1;
 	size_t *sl = &st->pslots[st->pfirst[best_p]];
 	ssize_t best_s = -1;
 	for (size_t k = 0; k < st->plive[best_p]; k++) {
@@ -993,12 +1078,15 @@ static bool any_alive(const struct sched_agent *agents, struct group_agents g)
 }
 
 /* A request shape that found no victims in this pass: a later request of
- * the same group and project, of no higher priority and at least as large
- * in every kind, finds none either (the candidates only dwindle as the
- * pass goes), so it is not searched again. */
+ * the same group, of no higher priority and at least as large in every
+ * kind, finds none either (the candidates only dwindle as the pass goes),
+ * so it is not searched again. One the reclaim rule was open to (under)
+ * speaks only for its own project; one it was not, for any request the
+ * rule is not open to either. */
 struct no_victims {
 	size_t group, project;
 	int priority;
+	bool under;
 	struct res req;
 };
 #define NO_VICTIMS_MAX 16
@@ -1009,6 +1097,8 @@ struct pass {
 	const struct sched_params *p;
 	struct sched_world *w;
 	const struct sched_request *reqs;
+	size_t n_reqs;
+	double active_wsum;               /* weights of the projects holding or asking for something */
 	size_t n_groups;                  /* groups the agents and requests name */
 	size_t *gstart;                   /* [n_groups + 1]: ranges in gids */
 	size_t *gids;                     /* [n_agents]: agents by group */
@@ -1021,6 +1111,12 @@ struct pass {
 	size_t *rstart, *rids;            /* running sessions by agent: [n_agents + 1], [n_running] */
 	bool *chosen;                     /* [n_running]: a victim (or counted on) this pass */
 	struct res *leaving;              /* [n_projects]: what its chosen victims hold */
+	size_t *buf[5];                   /* [n_running + 1] each: the search's scratch lists */
+	int64_t *ending_fgpu;             /* [n_agents]: fGPU its ending sessions hold */
+	size_t *ending_agents, n_ending_agents;   /* agents with sessions ending */
+	size_t *by_cost, n_by_cost;       /* possible victims, cheapest first (made on first use) */
+	bool by_cost_ready;
+	int64_t single_room;              /* the most fGPU one victim could free with its node's */
 	bool *over;                       /* [n_projects]: at or over its target */
 	size_t n_over;
 	uint64_t over_gen;                /* the gen over was computed at; 0: never */
@@ -1040,6 +1136,15 @@ struct pass {
 		struct offer o;
 	} memo[OFFER_MEMO_MAX];
 	size_t memo_next;
+	/* The words themselves, by whole request: formatting them is most
+	 * of what a waiting request costs once the offer is known. */
+	struct words_memo {
+		uint64_t gen;
+		size_t group;
+		struct res req;
+		char text[SCHED_REASON_MAX];
+	} words[OFFER_MEMO_MAX];
+	size_t words_next;
 	struct sched_result *res;
 };
 
@@ -1083,12 +1188,12 @@ static int pass_init(struct pass *ps, const struct sched_params *p, struct sched
 	ps->p = p;
 	ps->w = w;
 	ps->reqs = reqs;
+	ps->n_reqs = n_reqs;
 	ps->per_dev = p->per_device_m;
 	ps->gen = 1;
 	/* The world's groups (one when it names none); an agent of a group
 	 * past them (a caller's "no group") is in none and gets nothing. */
 	size_t g = w->n_groups ? w->n_groups : 1;
-	(void)n_reqs;
 	ps->n_groups = g;
 	size_t na = w->n_agents;
 	ps->gstart = calloc(g + 1, sizeof(size_t));
@@ -1132,6 +1237,11 @@ static void pass_free(struct pass *ps)
 	free(ps->chosen);
 	free(ps->leaving);
 	free(ps->over);
+	free(ps->by_cost);
+	for (size_t i = 0; i < 5; i++)
+		free(ps->buf[i]);
+	free(ps->ending_fgpu);
+	free(ps->ending_agents);
 }
 
 /* The group's index, built on first use; NULL when the group has no agent
@@ -1160,6 +1270,27 @@ static struct offer memo_offer(struct pass *ps, size_t g, const struct res *req)
 	m->cpu_m = req->cpu_m;
 	m->mem = req->mem;
 	return m->o;
+}
+
+/* The words of a wait in the group, from the memo when the same request
+ * was explained since the last change of an agent. */
+static void memo_words(struct pass *ps, size_t g, const char *gw, const struct res *req, char *why)
+{
+	for (size_t i = 0; i < OFFER_MEMO_MAX; i++) {
+		struct words_memo *m = &ps->words[i];
+		if (m->gen == ps->gen && m->group == g && m->req.cpu_m == req->cpu_m && m->req.mem == req->mem &&
+		    m->req.fgpu_m == req->fgpu_m) {
+			memcpy(why, m->text, SCHED_REASON_MAX);
+			return;
+		}
+	}
+	struct offer o = memo_offer(ps, g, req);
+	explain_wait(&o, gw, req, ps->p->per_device_m, why, SCHED_REASON_MAX);
+	struct words_memo *m = &ps->words[ps->words_next++ % OFFER_MEMO_MAX];
+	m->gen = ps->gen;
+	m->group = g;
+	m->req = *req;
+	memcpy(m->text, why, SCHED_REASON_MAX);
 }
 
 static void account(struct sched_world *w, const struct sched_request *r, int sign)
@@ -1193,8 +1324,29 @@ static int pre_init(struct pass *ps)
 	ps->chosen = calloc(nr ? nr : 1, sizeof(bool));
 	ps->leaving = calloc(w->n_projects ? w->n_projects : 1, sizeof(struct res));
 	ps->over = calloc(w->n_projects ? w->n_projects : 1, sizeof(bool));
-	if (!ps->rstart || !ps->rids || !ps->chosen || !ps->leaving || !ps->over)
+	ps->ending_fgpu = calloc(na ? na : 1, sizeof(int64_t));
+	ps->ending_agents = calloc(na ? na : 1, sizeof(size_t));
+	if (!ps->rstart || !ps->rids || !ps->chosen || !ps->leaving || !ps->over || !ps->ending_fgpu ||
+	    !ps->ending_agents)
 		return -1;
+	for (size_t i = 0; i < 5; i++)
+		if (!(ps->buf[i] = malloc((nr + 1) * sizeof(size_t))))
+			return -1;
+	/* The reclaim rule's targets are shares among the projects that hold
+	 * or ask for something now: an idle project's share is lent to the
+	 * others (with a personal project per user, most are idle, and
+	 * counting them would make every busy project look over its share). */
+	bool *active = ps->over;   /* free until other_over first fills it */
+	for (size_t q = 0; q < w->n_projects; q++) {
+		const struct res *u = &w->projects[q].used;
+		active[q] = u->cpu_m > 0 || u->mem > 0 || u->fgpu_m > 0;
+	}
+	for (size_t i = 0; i < ps->n_reqs; i++)
+		if (ps->reqs[i].project < w->n_projects)
+			active[ps->reqs[i].project] = true;
+	for (size_t q = 0; q < w->n_projects; q++)
+		if (active[q] && w->projects[q].weight > 0)
+			ps->active_wsum += w->projects[q].weight;
 	ps->min_victim_priority = INT32_MAX;
 	for (size_t k = 0; k < nr; k++) {
 		const struct sched_running *rn = &w->running[k];
@@ -1202,6 +1354,8 @@ static int pre_init(struct pass *ps)
 			continue;
 		ps->rstart[rn->agent + 1]++;
 		ps->n_ending += rn->ending;
+		if (rn->ending)
+			ps->ending_fgpu[rn->agent] += rn->req.fgpu_m;
 		if (rn->preemptible && !rn->ending && rn->runtime_ms >= ps->p->preempt_min_runtime_ms &&
 		    rn->priority < ps->min_victim_priority)
 			ps->min_victim_priority = rn->priority;
@@ -1217,6 +1371,14 @@ static int pre_init(struct pass *ps)
 			ps->rids[ps->rstart[a] + fill[a]++] = k;
 	}
 	free(fill);
+	for (size_t i = 0; ps->n_ending && i < na; i++) {
+		for (size_t k = ps->rstart[i]; k < ps->rstart[i + 1]; k++) {
+			if (w->running[ps->rids[k]].ending) {
+				ps->ending_agents[ps->n_ending_agents++] = i;
+				break;
+			}
+		}
+	}
 	return 0;
 }
 
@@ -1230,6 +1392,14 @@ static double share_with(const struct pass *ps, size_t p, const struct res *extr
 	return dom_res(&u, &ps->f.total);
 }
 
+/* A project's fair-share target for the reclaim rule: its weight over
+ * the weights of the projects holding or asking for something. */
+static double reclaim_target(const struct pass *ps, size_t p)
+{
+	double wt = ps->w->projects[p].weight;
+	return ps->active_wsum > 0 && wt > 0 ? wt / ps->active_wsum : 0;
+}
+
 /* Whether some project other than p is at or over its target: without
  * one the reclaim rule has no victim. Recomputed only when an agent has
  * changed since (placements and holds change what projects hold), so a
@@ -1240,7 +1410,7 @@ static bool other_over(struct pass *ps, size_t p)
 	if (ps->over_gen != ps->gen) {
 		ps->n_over = 0;
 		for (size_t q = 0; q < w->n_projects; q++) {
-			ps->over[q] = share_with(ps, q, NULL) >= project_target(w, &ps->f, q);
+			ps->over[q] = share_with(ps, q, NULL) >= reclaim_target(ps, q);
 			ps->n_over += ps->over[q];
 		}
 		ps->over_gen = ps->gen;
@@ -1265,7 +1435,7 @@ static enum why_rule victim_rule(const struct pass *ps, const struct sched_reque
 		return RULE_PRIORITY;
 	if (under && rn->project < ps->w->n_projects && rn->project != r->project) {
 		struct res minus = {-rn->req.cpu_m, -rn->req.mem, -rn->req.fgpu_m};
-		if (share_with(ps, rn->project, &minus) >= project_target(ps->w, &ps->f, rn->project))
+		if (share_with(ps, rn->project, &minus) >= reclaim_target(ps, rn->project))
 			return RULE_RECLAIM;
 	}
 	return RULE_NONE;
@@ -1343,11 +1513,22 @@ static size_t greedy_set(const struct pass *ps, const struct sched_agent *a, con
 			 const size_t *cand, size_t nc, size_t *set)
 {
 	struct sched_device devs[SCHED_MAX_DEVICES];
-	size_t n = 0;
+	size_t n = 0, nd = agent_devs(a);
 	bool ok = false;
+	/* Adding: what the set frees is kept as it grows, so the adding is
+	 * linear in the candidates (a node may run many small sessions). */
+	struct res free_ = a->free;
+	for (size_t d = 0; d < nd; d++)
+		devs[d] = a->devs[d];
 	for (size_t i = 0; i < nc && !ok; i++) {
+		const struct sched_running *rn = &ps->w->running[cand[i]];
 		set[n++] = cand[i];
-		ok = fits_without(ps, a, req, set, n, devs, NULL, NULL);
+		res_add(&free_, &rn->req);
+		for (size_t s = 0; s < rn->n_shares && s < SCHED_MAX_DEVICES; s++)
+			if (rn->shares[s].device < nd)
+				devs[rn->shares[s].device].free_m += rn->shares[s].fgpu_m;
+		ok = req->cpu_m <= free_.cpu_m && req->mem <= free_.mem && req->fgpu_m <= free_.fgpu_m &&
+		     sched_gpu_fit(devs, nd, req->fgpu_m, ps->per_dev, true, NULL, NULL);
 	}
 	if (!ok)
 		return 0;
@@ -1422,6 +1603,101 @@ static void vorder_sort(const struct vorder *o, size_t *v, size_t n)
 	}
 }
 
+/* The cheapest first, then by node and index: the order in which the
+ * search over nodes would prefer one victim to another. */
+static int by_cost_cmp(const void *x, const void *y, void *ctx)
+{
+	const struct sched_world *w = ctx;
+	size_t i = *(const size_t *)x, j = *(const size_t *)y;
+	const struct sched_running *a = &w->running[i], *b = &w->running[j];
+	int c = cheaper_first(a, b);
+	if (c)
+		return c;
+	if (a->agent != b->agent)
+		return a->agent < b->agent ? -1 : 1;
+	return i < j ? -1 : i > j;
+}
+
+/* Every session that could be a victim by itself (preemptible, run long
+ * enough, not ending), cheapest first. */
+static int by_cost_build(struct pass *ps)
+{
+	const struct sched_world *w = ps->w;
+	ps->by_cost_ready = true;
+	ps->by_cost = malloc((w->n_running ? w->n_running : 1) * sizeof(size_t));
+	if (!ps->by_cost)
+		return -1;
+	for (size_t k = 0; k < w->n_running; k++) {
+		const struct sched_running *rn = &w->running[k];
+		if (rn->agent >= w->n_agents || !rn->preemptible || rn->ending ||
+		    rn->runtime_ms < ps->p->preempt_min_runtime_ms)
+			continue;
+		ps->by_cost[ps->n_by_cost++] = k;
+		int64_t room = rn->req.fgpu_m + w->agents[rn->agent].free.fgpu_m + ps->ending_fgpu[rn->agent];
+		if (room > ps->single_room)
+			ps->single_room = room;
+	}
+	qsort_r(ps->by_cost, ps->n_by_cost, sizeof(size_t), by_cost_cmp, (void *)w);
+	return 0;
+}
+
+/* The unchosen sessions already ending on agent ai, into out. */
+static size_t agent_ending(const struct pass *ps, size_t ai, size_t *out)
+{
+	size_t n = 0;
+	for (size_t k = ps->rstart[ai]; k < ps->rstart[ai + 1]; k++) {
+		size_t j = ps->rids[k];
+		if (ps->w->running[j].ending && !ps->chosen[j])
+			out[n++] = j;
+	}
+	return n;
+}
+
+/* The answer when it needs at most one new victim, found without the
+ * search over every node: first room that sessions already ending make
+ * by themselves (no victim at all), then the cheapest single victim with
+ * what already ends on its node (fewest comes first, and among single
+ * victims the cheapest is the first in by_cost that makes room). Fills
+ * set and returns its size with the agent in *agent, or 0. */
+static size_t few_victims(struct pass *ps, const struct sched_request *r, bool under, size_t *set, size_t *agent)
+{
+	const struct sched_world *w = ps->w;
+	size_t *tmp = ps->buf[4];
+	struct sched_device devs[SCHED_MAX_DEVICES];
+	for (size_t i = 0; i < ps->n_ending_agents; i++) {
+		size_t ai = ps->ending_agents[i];
+		const struct sched_agent *a = &w->agents[ai];
+		if (a->group != r->group || !usable(a))
+			continue;
+		size_t ne = agent_ending(ps, ai, tmp);
+		if (!ne || !fits_without(ps, a, &r->req, tmp, ne, devs, NULL, NULL))
+			continue;
+		*agent = ai;
+		return greedy_set(ps, a, &r->req, tmp, ne, set);
+	}
+	if (!ps->by_cost_ready && by_cost_build(ps) < 0)
+		return 0;
+	if (r->req.fgpu_m > ps->single_room)
+		return 0;   /* no one session frees that much, even with its node's room */
+	for (size_t i = 0; i < ps->n_by_cost; i++) {
+		size_t k = ps->by_cost[i];
+		const struct sched_running *rn = &w->running[k];
+		const struct sched_agent *a = &w->agents[rn->agent];
+		if (ps->chosen[k] || a->group != r->group || !usable(a) ||
+		    rn->req.fgpu_m + a->free.fgpu_m + ps->ending_fgpu[rn->agent] < r->req.fgpu_m)
+			continue;
+		if (victim_rule(ps, r, under, k) == RULE_NONE)
+			continue;
+		size_t n = ps->n_ending ? agent_ending(ps, rn->agent, tmp) : 0;
+		tmp[n++] = k;   /* last: the prune below tries it first, and keeps it */
+		if (!fits_without(ps, a, &r->req, tmp, n, devs, NULL, NULL))
+			continue;
+		*agent = rn->agent;
+		return greedy_set(ps, a, &r->req, tmp, n, set);
+	}
+	return 0;
+}
+
 /* The fewest and cheapest victims on agent ai for r; n (0: none) into set. */
 static size_t agent_victims(struct pass *ps, size_t ai, const struct sched_request *r, bool under, size_t *set,
 			    size_t *cand, size_t *order, size_t *trial)
@@ -1437,10 +1713,22 @@ static size_t agent_victims(struct pass *ps, size_t ai, const struct sched_reque
 	struct sched_device devs[SCHED_MAX_DEVICES];
 	if (!fits_without(ps, a, &r->req, cand, nc, devs, NULL, NULL))
 		return 0;
+	/* One victim that suffices, the cheapest: nothing beats it (sessions
+	 * already ending aside, which cost nothing and are left to the
+	 * orders below). */
+	struct vorder cheap = {w, SCHED_MAX_DEVICES, false};
+	memcpy(order, cand, nc * sizeof(size_t));
+	vorder_sort(&cheap, order, nc);
+	for (size_t i = 0; !ps->n_ending && i < nc; i++) {
+		if (fits_without(ps, a, &r->req, &order[i], 1, devs, NULL, NULL)) {
+			set[0] = order[i];
+			return 1;
+		}
+	}
 	/* The exact fewest-and-cheapest set is a knapsack; a few greedy
-	 * orders, each pruned, find it in the cases that matter (one victim
-	 * that suffices, the largest on one device, the cheapest) at a cost
-	 * linear in the node's sessions. */
+	 * orders, each pruned, find it in the cases that matter (the largest
+	 * on one device, the cheapest) at a cost linear in the node's
+	 * sessions. */
 	size_t best_n = 0;
 	struct vcost best_c = {0};
 	size_t orders = 2 + (r->req.fgpu_m > 0 && r->req.fgpu_m <= ps->per_dev ? agent_devs(a) : 0);
@@ -1466,20 +1754,22 @@ static size_t agent_victims(struct pass *ps, size_t ai, const struct sched_reque
 	return best_n;
 }
 
-static bool no_victims_known(const struct pass *ps, const struct sched_request *r)
+static bool no_victims_known(const struct pass *ps, const struct sched_request *r, bool under)
 {
 	for (size_t i = 0; i < ps->n_nov; i++) {
 		const struct no_victims *nv = &ps->nov[i];
-		if (nv->group == r->group && nv->project == r->project && r->priority <= nv->priority &&
-		    r->req.cpu_m >= nv->req.cpu_m && r->req.mem >= nv->req.mem && r->req.fgpu_m >= nv->req.fgpu_m)
+		if (under && (!nv->under || nv->project != r->project))
+			continue;
+		if (nv->group == r->group && r->priority <= nv->priority && r->req.cpu_m >= nv->req.cpu_m &&
+		    r->req.mem >= nv->req.mem && r->req.fgpu_m >= nv->req.fgpu_m)
 			return true;
 	}
 	return false;
 }
 
-static void no_victims_note(struct pass *ps, const struct sched_request *r)
+static void no_victims_note(struct pass *ps, const struct sched_request *r, bool under)
 {
-	struct no_victims nv = {r->group, r->project, r->priority, r->req};
+	struct no_victims nv = {r->group, r->project, r->priority, under, r->req};
 	ps->nov[ps->n_nov < NO_VICTIMS_MAX ? ps->n_nov++ : (size_t)(r->seq % NO_VICTIMS_MAX)] = nv;
 }
 
@@ -1498,29 +1788,30 @@ static bool preempt_for(struct pass *ps, size_t ri, char *why)
 	struct sched_result *res = ps->res;
 	if (!ps->pre_ready && pre_init(ps) < 0)
 		return false;
-	if (no_victims_known(ps, r))
-		return false;
 	bool has_project = r->project < w->n_projects;
-	bool under = has_project && share_with(ps, r->project, &r->req) <= project_target(w, &ps->f, r->project) &&
+	bool under = has_project && share_with(ps, r->project, &r->req) <= reclaim_target(ps, r->project) &&
 		     other_over(ps, r->project);
 	/* Nothing to search when no session could be a victim: none of
 	 * lower priority, the reclaim rule out, none already ending. */
 	if (!under && r->priority <= ps->min_victim_priority && !ps->n_ending)
 		return false;
+	if (no_victims_known(ps, r, under))
+		return false;
 	struct group_agents g = group_of(ps, r->group);
-	size_t *cand = malloc(4 * (w->n_running + 1) * sizeof(size_t));
-	if (!cand)
-		return false;
-	size_t *order = cand + w->n_running + 1, *trial = order + w->n_running + 1, *set = trial + w->n_running + 1;
+	size_t *cand = ps->buf[0], *order = ps->buf[1], *trial = ps->buf[2], *set = ps->buf[3];
+	size_t *best_set;
 	ssize_t best_a = -1;
-	size_t best_n = 0;
+	size_t best_n = 0, one_agent = 0;
 	struct vcost best_c = {0};
-	size_t *best_set = malloc((w->n_running + 1) * sizeof(size_t));
-	if (!best_set) {
-		free(cand);
-		return false;
+	best_n = few_victims(ps, r, under, set, &one_agent);
+	bool search = !best_n;
+	if (best_n) {
+		best_a = (ssize_t)one_agent;
+		best_set = set;
+	} else {
+		best_set = ps->buf[4];
 	}
-	for (size_t k = 0; k < g.n; k++) {
+	for (size_t k = 0; search && k < g.n; k++) {
 		size_t ai = g.ids[k];
 		if (!usable(&w->agents[ai]) || ps->rstart[ai] == ps->rstart[ai + 1])
 			continue;
@@ -1535,10 +1826,8 @@ static bool preempt_for(struct pass *ps, size_t ri, char *why)
 			memcpy(best_set, set, n * sizeof(size_t));
 		}
 	}
-	free(cand);
 	if (best_a < 0) {
-		free(best_set);
-		no_victims_note(ps, r);
+		no_victims_note(ps, r, under);
 		return false;
 	}
 	struct sched_agent *a = &w->agents[best_a];
@@ -1593,9 +1882,9 @@ static bool preempt_for(struct pass *ps, size_t ri, char *why)
 			 * state the rule was judged against. */
 			struct res minus = {-r->req.cpu_m, -r->req.mem, -r->req.fgpu_m};
 			pct(share_with(ps, r->project, &minus), a1, sizeof(a1));
-			pct(project_target(w, &ps->f, r->project), a2, sizeof(a2));
+			pct(reclaim_target(ps, r->project), a2, sizeof(a2));
 			pct(share_with(ps, rn->project, NULL), b1, sizeof(b1));
-			pct(project_target(w, &ps->f, rn->project), b2, sizeof(b2));
+			pct(reclaim_target(ps, rn->project), b2, sizeof(b2));
 			snprintf(ev->why, sizeof(ev->why),
 				 "preempted by session %s: project %s is under its fair share (%s of %s) and project %s "
 				 "over it (%s of %s)", r->name, rp->name ? rp->name : rp->id, a1, a2,
@@ -1607,7 +1896,6 @@ static bool preempt_for(struct pass *ps, size_t ri, char *why)
 	snprintf(why, SCHED_REASON_MAX, "waiting for %zu %s%s to end on node %s", best_n,
 		 n_new == best_n ? "preempted session" : "session", best_n == 1 ? "" : "s", a->id);
 	free(rules);
-	free(best_set);
 	return true;
 }
 
@@ -1723,10 +2011,8 @@ size_t sched_plan(const struct sched_params *p, struct sched_world *w,
 				continue;
 			struct group_agents g = group_of(&ps, r->group);
 			group_words(&ps, r->group, gw, sizeof(gw));
-			if (reasons) {
-				struct offer o = memo_offer(&ps, r->group, &r->req);
-				explain_wait(&o, gw, &r->req, p->per_device_m, why, SCHED_REASON_MAX);
-			}
+			if (reasons)
+				memo_words(&ps, r->group, gw, &r->req, why);
 			if (!p->queue->blocking)
 				continue;
 			/* No alive node of its group could hold it even empty: it

@@ -235,12 +235,13 @@ struct sched_result {
  * nowhere, the fewest and cheapest running sessions on one agent whose end
  * would make room for it, each preemptible, run at least
  * preempt_min_runtime_ms, and either of lower priority or of a project
- * over its fair share while the request's project is under its own
- * (running sessions already ending count as coming free, at no cost, and
- * are not reported again). The room they free is held for that request
- * for the rest of the pass, and the request is not placed in it then: its
- * reason says it waits for them, and it does not block a fifo or lifo
- * queue. A request its project may not run in its group, or over its
+ * over its fair share while the request's project is under its own (on
+ * current shares, the targets among the projects that hold or ask for
+ * something in this pass; running sessions already ending count as
+ * coming free, at no cost, and are not reported again). The room they
+ * free is held for that request for the rest of the pass, and the request
+ * is not placed in it then: its reason says it waits for them, and it
+ * does not block a fifo or lifo queue. A request its project may not run in its group, or over its
  * user's policy or its project's quota, waits without blocking and never
  * preempts. With more than one group the node reasons name the group. */
 size_t sched_plan(const struct sched_params *p, struct sched_world *w,

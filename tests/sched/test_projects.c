@@ -344,6 +344,132 @@ TEST(fairshare_usage_comes_first_then_members)
 	CHECK_CONTAINS(f.reasons[0], "waiting for a GPU");
 }
 
+/* The fair-share order, straight from the formula (docs/scheduling.md),
+ * to check the policy's heap against. */
+static double t_dom_res(const struct res *u, const struct res *t)
+{
+	double d = 0;
+	const int64_t uu[3] = {u->cpu_m, u->mem, u->fgpu_m}, tt[3] = {t->cpu_m, t->mem, t->fgpu_m};
+	for (int i = 0; i < 3; i++)
+		if (tt[i] > 0 && (double)uu[i] / (double)tt[i] > d)
+			d = (double)uu[i] / (double)tt[i];
+	return d;
+}
+
+static double t_dom_usage(const struct sched_usage *u, const struct sched_usage *t)
+{
+	double d = 0;
+	const double uu[3] = {u->cpu_s, u->mem_s, u->fgpu_s}, tt[3] = {t->cpu_s, t->mem_s, t->fgpu_s};
+	for (int i = 0; i < 3; i++)
+		if (tt[i] > 0 && uu[i] / tt[i] > d)
+			d = uu[i] / tt[i];
+	return d;
+}
+
+static ssize_t naive_fairshare(const struct sched_world *w, const struct sched_request *rq, size_t n,
+			       const bool *tried)
+{
+	struct res total = {0};
+	struct sched_usage ptot = {0};
+	double wsum = 0;
+	for (size_t i = 0; i < w->n_agents; i++)
+		res_add(&total, &w->agents[i].capacity);
+	for (size_t p = 0; p < w->n_projects; p++) {
+		ptot.cpu_s += w->projects[p].usage.cpu_s;
+		ptot.mem_s += w->projects[p].usage.mem_s;
+		ptot.fgpu_s += w->projects[p].usage.fgpu_s;
+		wsum += w->projects[p].weight;
+	}
+	ssize_t bp = -1;
+	double bk = 0;
+	int64_t bs = 0;
+	for (size_t p = 0; p < w->n_projects; p++) {
+		int64_t oldest = INT64_MAX;
+		for (size_t i = 0; i < n; i++)
+			if (!tried[i] && rq[i].project == p && rq[i].seq < oldest)
+				oldest = rq[i].seq;
+		if (oldest == INT64_MAX)
+			continue;
+		double k = (t_dom_usage(&w->projects[p].usage, &ptot) + t_dom_res(&w->projects[p].used, &total)) / 2 /
+			   (w->projects[p].weight / wsum);
+		if (bp < 0 || k < bk || (k == bk && oldest < bs)) {
+			bp = (ssize_t)p;
+			bk = k;
+			bs = oldest;
+		}
+	}
+	if (bp < 0)
+		return -1;
+	struct sched_usage mtot = {0};
+	double mw = 0;
+	for (size_t m = 0; m < w->n_members; m++) {
+		if (w->members[m].project != (size_t)bp)
+			continue;
+		mtot.cpu_s += w->members[m].usage.cpu_s;
+		mtot.mem_s += w->members[m].usage.mem_s;
+		mtot.fgpu_s += w->members[m].usage.fgpu_s;
+		mw += w->members[m].weight;
+	}
+	ssize_t best = -1;
+	for (size_t i = 0; i < n; i++) {
+		if (tried[i] || rq[i].project != (size_t)bp)
+			continue;
+		const struct sched_member *mb = &w->members[rq[i].member];
+		double k = (t_dom_usage(&mb->usage, &mtot) + t_dom_res(&mb->used, &w->projects[bp].used)) / 2 /
+			   (mb->weight / mw);
+		if (best < 0 || k < bk || (k == bk && rq[i].seq < bs)) {
+			best = (ssize_t)i;
+			bk = k;
+			bs = rq[i].seq;
+		}
+	}
+	return best;
+}
+
+TEST(fairshare_order_matches_the_formula)
+{
+	static struct fx f;
+	fx_init(&f, 4, 8, 8, 4);   /* members 0..7: project u % 4 */
+	srand(11);
+	for (size_t p = 0; p < 4; p++) {
+		f.pj[p].weight = 1 + rand() % 4;
+		f.pj[p].usage = (struct sched_usage){rand() % 1000, rand() % 1000, rand() % 1000};
+		f.pj[p].used = (struct res){1000 * (rand() % 8), (rand() % 16) * GiB, 1000 * (rand() % 8)};
+	}
+	for (size_t m = 0; m < 8; m++) {
+		f.mb[m].weight = 1 + rand() % 3;
+		f.mb[m].usage = (struct sched_usage){rand() % 100, rand() % 100, rand() % 100};
+		f.mb[m].used = (struct res){500 * (rand() % 4), (rand() % 4) * GiB, 500 * (rand() % 4)};
+	}
+	struct sched_request rq[64];
+	for (size_t i = 0; i < 64; i++) {
+		size_t u = (size_t)(rand() % 8);
+		rq[i] = (struct sched_request){.name = "r", .req = {1000, GiB, 500 * (1 + rand() % 4)}, .user = u,
+					       .project = f.mb[u].project, .member = u, .seq = (int64_t)i + 1};
+	}
+	bool tried[64] = {0};
+	void *st = sched_fairshare.start(rq, 64, &f.w);
+	CHECK(st != NULL);
+	size_t agree = 0;
+	for (size_t call = 0; call < 64; call++) {
+		ssize_t want = naive_fairshare(&f.w, rq, 64, tried);
+		ssize_t got = sched_fairshare.next(rq, 64, tried, &f.w, st);
+		CHECK_INT(got, want);
+		if (got < 0 || got != want)
+			break;
+		agree++;
+		tried[got] = true;
+		/* Every other one is placed, as sched_plan would record it. */
+		if (call % 2 == 0) {
+			res_add(&f.pj[rq[got].project].used, &rq[got].req);
+			res_add(&f.mb[rq[got].member].used, &rq[got].req);
+		}
+	}
+	CHECK_INT(agree, 64);
+	CHECK_INT(sched_fairshare.next(rq, 64, tried, &f.w, st), -1);
+	sched_fairshare.stop(st);
+}
+
 TEST(fairshare_figures)
 {
 	struct fx f;
@@ -441,6 +567,36 @@ TEST(preempt_fewest_victims_then_cheapest)
 	CHECK_INT(f.ev[0].running, 2);
 }
 
+/* A session over several devices of agent a (devices first..first+n-1). */
+static void fx_run_multi(struct fx *f, const char *name, size_t a, size_t first, size_t n, size_t u,
+			 int64_t runtime_ms)
+{
+	struct sched_running *rn = fx_run(f, name, a, first, 1000, u, 0, runtime_ms);
+	for (size_t d = 1; d < n; d++) {
+		rn->shares[rn->n_shares++] = (struct sched_gpu_share){first + d, 1000};
+		f->ag[a].devs[first + d].free_m -= 1000;
+	}
+	rn->req.fgpu_m = (int64_t)n * 1000;
+	f->ag[a].free.fgpu_m -= (int64_t)(n - 1) * 1000;
+}
+
+/* The cheapest single victim, when one suffices, even where neither the
+ * cheapest-first nor the largest-first order would find it. */
+TEST(preempt_cheapest_single_victim)
+{
+	struct fx f;
+	fx_init(&f, 1, 8, 2, 0);
+	f.p.preempt = true;
+	fx_run(&f, "x", 0, 0, 1000, 0, 0, 10);
+	fx_run(&f, "y", 0, 1, 1000, 0, 0, 20);
+	fx_run_multi(&f, "z", 0, 2, 2, 0, 30);
+	fx_run_multi(&f, "large", 0, 4, 4, 0, 1000);
+	fx_req(&f, "urgent", 1, 2000, 5);
+	CHECK_INT(fx_plan(&f), 0);
+	CHECK_INT(f.res.n_evictions, 1);
+	CHECK_INT(f.ev[0].running, 2);
+}
+
 TEST(preempt_respects_runtime_and_preemptible)
 {
 	struct fx f;
@@ -519,6 +675,31 @@ TEST(preempt_fair_share_reclaim)
 	CHECK_INT(f.res.n_evictions, 0);
 }
 
+/* The reclaim rule's targets are among the projects that hold or ask for
+ * something: an idle project (most personal ones) lends its share. */
+TEST(preempt_reclaim_targets_among_busy_projects)
+{
+	struct fx f;
+	fx_init(&f, 5, 2, 3, 3);   /* users 0, 1, 2: vision, speech, robots */
+	f.p.preempt = true;
+	f.pj[2].weight = 2;        /* idle */
+	for (size_t i = 0; i < 4; i++)
+		fx_run(&f, "v", i / 2, i % 2, 1000, 0, 0, 100000);
+	for (size_t i = 0; i < 6; i++)
+		fx_run(&f, "s", 2 + i / 2, i % 2, 1000, 1, 0, 100000 + (int64_t)i);
+	fx_req(&f, "v5", 0, 1000, 0);
+	CHECK_INT(fx_plan(&f), 0);
+	CHECK_INT(f.res.n_evictions, 1);
+	CHECK_INT(f.run[f.ev[0].running].project, 1);
+	CHECK_INT(f.ev[0].running, 4);   /* speech's shortest-running */
+	CHECK_STR(f.ev[0].why, "preempted by session v5: project vision is under its fair share (40% of 50%) and "
+		  "project speech over it (60% of 50%)");
+	/* The figures of sshare keep every project's weight. */
+	struct sched_share sh[3];
+	sched_fairshare_projects(&f.w, sh);
+	CHECK(fabs(sh[0].target - 0.25) < 1e-9);
+}
+
 TEST(preempt_exact_device_fit)
 {
 	struct fx f;
@@ -576,6 +757,40 @@ TEST(preempt_holds_the_room)
 	CHECK_STR(f.reasons[0], "waiting for 1 session to end on node n0");
 }
 
+/* With sessions already ending: no new victim when they make the room;
+ * else one, with them, and only the new one reported. */
+TEST(preempt_with_sessions_ending)
+{
+	struct fx f;
+	fx_init(&f, 2, 1, 3, 0);
+	f.p.preempt = true;
+	f.p.queue = &sched_drf;
+	fx_run(&f, "e", 0, 0, 500, 0, 0, 1000)->ending = true;
+	fx_run(&f, "v", 0, 0, 500, 0, 0, 1000);
+	fx_run(&f, "w", 1, 0, 1000, 0, 0, 500);   /* cheaper alone, but a new victim too */
+	fx_req(&f, "urgent", 1, 1000, 5);
+	fx_req(&f, "half", 2, 500, 5);
+	CHECK_INT(fx_plan(&f), 0);
+	/* urgent: one new victim either way; w runs shorter, so w. */
+	CHECK_INT(f.res.n_evictions, 1);
+	CHECK_INT(f.ev[0].running, 2);
+	CHECK_INT(f.ev[0].request, 0);
+	CHECK_STR(f.reasons[0], "waiting for 1 preempted session to end on node n1");
+	/* half: e's room alone will do, and no one new goes for it. */
+	CHECK_STR(f.reasons[1], "waiting for 1 session to end on node n0");
+
+	/* On n0 alone: e and v must both end, v the only new victim. */
+	fx_init(&f, 1, 1, 2, 0);
+	f.p.preempt = true;
+	fx_run(&f, "e", 0, 0, 500, 0, 0, 1000)->ending = true;
+	fx_run(&f, "v", 0, 0, 500, 0, 0, 1000);
+	fx_req(&f, "urgent", 1, 1000, 5);
+	CHECK_INT(fx_plan(&f), 0);
+	CHECK_INT(f.res.n_evictions, 1);
+	CHECK_INT(f.ev[0].running, 1);
+	CHECK_STR(f.reasons[0], "waiting for 2 sessions to end on node n0");
+}
+
 int main(void)
 {
 	RUN(priority_goes_first);
@@ -589,13 +804,17 @@ int main(void)
 	RUN(groups_agent_in_no_group);
 	RUN(fairshare_follows_weights_within_a_pass);
 	RUN(fairshare_usage_comes_first_then_members);
+	RUN(fairshare_order_matches_the_formula);
 	RUN(fairshare_figures);
 	RUN(usage_charge_and_decay);
 	RUN(preempt_fewest_victims_then_cheapest);
+	RUN(preempt_cheapest_single_victim);
 	RUN(preempt_respects_runtime_and_preemptible);
 	RUN(preempt_not_for_policy_or_quota_waits);
 	RUN(preempt_fair_share_reclaim);
+	RUN(preempt_reclaim_targets_among_busy_projects);
 	RUN(preempt_exact_device_fit);
 	RUN(preempt_holds_the_room);
+	RUN(preempt_with_sessions_ending);
 	return testlib_done();
 }
