@@ -118,10 +118,15 @@ static bool snapshot_build(struct manager *m, struct snapshot *sn, const struct 
 			   bool need_queue)
 {
 	memset(sn, 0, sizeof(*sn));
+	/* Preemption's candidates: preemptible RUNNING sessions, and those
+	 * being ended (their room is coming free). The others are never a
+	 * victim, and leaving them out keeps a pass over tens of thousands of
+	 * sessions from copying them all. */
 	size_t n_pending = n_extra, n_holding = 0;
 	for (size_t i = 0; i < m->n_sessions; i++) {
-		n_pending += m->sessions[i]->rec.status == SS_PENDING;
-		n_holding += session_status_holds(m->sessions[i]->rec.status);
+		const struct msession *s = m->sessions[i];
+		n_pending += s->rec.status == SS_PENDING;
+		n_holding += (s->rec.preemptible && s->rec.status == SS_RUNNING) || session_status_ending(s->rec.status);
 	}
 	if (n_pending == 0 && need_queue)
 		return false;
@@ -227,8 +232,9 @@ static bool snapshot_build(struct manager *m, struct snapshot *sn, const struct 
 			if (mb)
 				res_add(&w->members[mb - 1].used, &s->rec.req);
 			size_t ag = index_of(&sn->agent_ix, s->rec.agent_id);
-			if (!ag || !pj || !mb)
-				continue;   /* not on a known node, or of no project: never a victim */
+			if (!ag || !pj || !mb || !((s->rec.preemptible && s->rec.status == SS_RUNNING) ||
+						    session_status_ending(s->rec.status)))
+				continue;   /* never a victim (see n_holding) */
 			struct sched_running *r = &sn->running[nr];
 			r->session_id = s->rec.id;
 			r->name = s->rec.name;

@@ -1433,7 +1433,9 @@ static enum why_rule victim_rule(const struct pass *ps, const struct sched_reque
 		return RULE_NONE;
 	if (rn->priority < r->priority)
 		return RULE_PRIORITY;
-	if (under && rn->project < ps->w->n_projects && rn->project != r->project) {
+	/* Fair share reclaims from projects over their share, but never a
+	 * session of a higher priority than the one it makes room for. */
+	if (under && rn->priority <= r->priority && rn->project < ps->w->n_projects && rn->project != r->project) {
 		struct res minus = {-rn->req.cpu_m, -rn->req.mem, -rn->req.fgpu_m};
 		if (share_with(ps, rn->project, &minus) >= reclaim_target(ps, rn->project))
 			return RULE_RECLAIM;

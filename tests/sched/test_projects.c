@@ -675,6 +675,23 @@ TEST(preempt_fair_share_reclaim)
 	CHECK_INT(f.res.n_evictions, 0);
 }
 
+/* Reclaim never ends a session of a higher priority than the request's:
+ * the same setting as preempt_fair_share_reclaim's, with speech's sessions
+ * at priority 5 and vision's request at 0. */
+TEST(preempt_reclaim_spares_higher_priorities)
+{
+	struct fx f;
+	fx_init(&f, 2, 1, 2, 2);
+	f.p.preempt = true;
+	f.p.queue = &sched_fairshare;
+	fx_run(&f, "s-old", 0, 0, 1000, 1, 5, 90000);
+	fx_run(&f, "s-new", 1, 0, 1000, 1, 5, 30000);
+	fx_req(&f, "v1", 0, 1000, 0);
+	CHECK_INT(fx_plan(&f), 0);
+	CHECK_INT(f.res.n_evictions, 0);
+	CHECK_CONTAINS(f.reasons[0], "waiting for a GPU");
+}
+
 /* The reclaim rule's targets are among the projects that hold or ask for
  * something: an idle project (most personal ones) lends its share. */
 TEST(preempt_reclaim_targets_among_busy_projects)
@@ -812,6 +829,7 @@ int main(void)
 	RUN(preempt_respects_runtime_and_preemptible);
 	RUN(preempt_not_for_policy_or_quota_waits);
 	RUN(preempt_fair_share_reclaim);
+	RUN(preempt_reclaim_spares_higher_priorities);
 	RUN(preempt_reclaim_targets_among_busy_projects);
 	RUN(preempt_exact_device_fit);
 	RUN(preempt_holds_the_room);
