@@ -112,6 +112,7 @@ static int projects_append(struct manager *m, struct mproject *p)
 		return -ENOMEM;
 	m->projects = n;
 	m->projects[m->n_projects++] = p;
+	m->ix_gen++;
 	return 0;
 }
 
@@ -122,6 +123,7 @@ static int members_append(struct manager *m, struct mmember *mb)
 		return -ENOMEM;
 	m->members = n;
 	m->members[m->n_members++] = mb;
+	m->ix_gen++;
 	return 0;
 }
 
@@ -132,6 +134,7 @@ static void member_forget(struct manager *m, struct mmember *mb)
 			memmove(&m->members[i], &m->members[i + 1], (m->n_members - i - 1) * sizeof(*m->members));
 			m->n_members--;
 			free(mb);
+			m->ix_gen++;
 			return;
 		}
 	}
@@ -679,6 +682,7 @@ int mgr_project_delete(struct manager *m, const struct user_rec *by, const char 
 		if (m->projects[i] == p) {
 			memmove(&m->projects[i], &m->projects[i + 1], (m->n_projects - i - 1) * sizeof(*m->projects));
 			m->n_projects--;
+			m->ix_gen++;
 			break;
 		}
 	}

@@ -45,7 +45,7 @@ struct snapshot {
 	char (*reasons)[SCHED_REASON_MAX];
 	struct sched_eviction *evictions;
 	struct sched_params params;
-	struct strmap project_ix, member_ix, agent_ix;   /* id -> index + 1 */
+	struct strmap project_ix, member_ix, agent_ix, user_ix;   /* id -> index + 1 */
 };
 
 static void snapshot_free(struct snapshot *sn)
@@ -66,6 +66,7 @@ static void snapshot_free(struct snapshot *sn)
 	strmap_free(&sn->project_ix);
 	strmap_free(&sn->member_ix);
 	strmap_free(&sn->agent_ix);
+	strmap_free(&sn->user_ix);
 }
 
 /* Index of a resource group's name in the pass's list, added when new
@@ -86,6 +87,17 @@ static ssize_t group_index(struct snapshot *sn, const char *name)
 static size_t index_of(const struct strmap *ix, const char *key)
 {
 	return (size_t)(uintptr_t)strmap_get(ix, key);   /* index + 1; 0: none */
+}
+
+/* "PROJECT_ID:USER_ID", a membership's id (member_rec.id), into out: a
+ * copy rather than snprintf, as a pass makes one per session. */
+static void member_key(const char *project_id, const char *user_id, char out[2 * STORE_ID_MAX])
+{
+	size_t a = strnlen(project_id, STORE_ID_MAX - 1), b = strnlen(user_id, STORE_ID_MAX - 1);
+	memcpy(out, project_id, a);
+	out[a] = ':';
+	memcpy(out + a + 1, user_id, b);
+	out[a + 1 + b] = '\0';
 }
 
 /* The project's allowed groups as a mask over the pass's groups. */
@@ -152,6 +164,8 @@ static bool snapshot_build(struct manager *m, struct snapshot *sn, const struct 
 	int64_t per_dev = mgr_per_device_m(m);
 	w->n_users = nu;
 	for (size_t u = 0; u < nu; u++) {
+		if (strmap_put(&sn->user_ix, m->users[u].id, (void *)(uintptr_t)(u + 1)) < 0)
+			return false;
 		w->users[u].id = m->users[u].id;
 		mgr_user_policy(m, m->users[u].email, &w->users[u].max_sessions, &w->users[u].max);
 	}
@@ -212,16 +226,21 @@ static bool snapshot_build(struct manager *m, struct snapshot *sn, const struct 
 		bool holds = session_status_holds(s->rec.status);
 		if (!holds && s->rec.status != SS_PENDING)
 			continue;
-		size_t u = 0;
-		while (u < nu && strcmp(m->users[u].id, s->rec.owner_id))
-			u++;
-		if (u == nu)
+		/* Its owner's, project's and membership's indexes, looked up
+		 * once per change of those lists (ix_gen), not at every pass. */
+		if (s->ix_gen != m->ix_gen) {
+			char mkey[sizeof(((struct member_rec *)0)->id)];
+			member_key(s->rec.project_id, s->rec.owner_id, mkey);
+			s->ix_user = index_of(&sn->user_ix, s->rec.owner_id);
+			s->ix_project = index_of(&sn->project_ix, s->rec.project_id);
+			s->ix_member = index_of(&sn->member_ix, mkey);
+			s->ix_gen = m->ix_gen;
+		}
+		size_t u = s->ix_user, pj = s->ix_project, mb = s->ix_member;
+		if (!u--)
 			continue;   /* owner removed: only ended sessions are left of them */
-		size_t pj = index_of(&sn->project_ix, s->rec.project_id);
-		char mkey[sizeof(((struct member_rec *)0)->id)];
-		snprintf(mkey, sizeof(mkey), "%s:%s", s->rec.project_id, s->rec.owner_id);
-		size_t mb = index_of(&sn->member_ix, mkey);
-		ssize_t g = group_index(sn, s->rec.resource_group[0] ? s->rec.resource_group : MGR_DEFAULT_GROUP);
+		ssize_t g = s->rec.resource_group[0] && strcmp(s->rec.resource_group, MGR_DEFAULT_GROUP)
+				    ? group_index(sn, s->rec.resource_group) : 0;
 		if (holds) {
 			res_add(&w->users[u].used, &s->rec.req);
 			w->users[u].sessions++;
@@ -231,10 +250,12 @@ static bool snapshot_build(struct manager *m, struct snapshot *sn, const struct 
 			}
 			if (mb)
 				res_add(&w->members[mb - 1].used, &s->rec.req);
-			size_t ag = index_of(&sn->agent_ix, s->rec.agent_id);
-			if (!ag || !pj || !mb || !((s->rec.preemptible && s->rec.status == SS_RUNNING) ||
-						    session_status_ending(s->rec.status)))
+			if (!pj || !mb || !((s->rec.preemptible && s->rec.status == SS_RUNNING) ||
+					     session_status_ending(s->rec.status)))
 				continue;   /* never a victim (see n_holding) */
+			size_t ag = index_of(&sn->agent_ix, s->rec.agent_id);
+			if (!ag)
+				continue;
 			struct sched_running *r = &sn->running[nr];
 			r->session_id = s->rec.id;
 			r->name = s->rec.name;
@@ -276,15 +297,13 @@ static bool snapshot_build(struct manager *m, struct snapshot *sn, const struct 
 	w->running = sn->running;
 	w->n_running = nr;
 	for (size_t e = 0; tmpl && e < n_extra; e++) {
-		size_t u = 0;
-		while (u < nu && strcmp(m->users[u].id, tmpl->owner_id))
-			u++;
+		size_t u = index_of(&sn->user_ix, tmpl->owner_id);
 		size_t pj = index_of(&sn->project_ix, tmpl->project_id);
 		char mkey[sizeof(((struct member_rec *)0)->id)];
-		snprintf(mkey, sizeof(mkey), "%s:%s", tmpl->project_id, tmpl->owner_id);
+		member_key(tmpl->project_id, tmpl->owner_id, mkey);
 		size_t mb = index_of(&sn->member_ix, mkey);
 		ssize_t g = group_index(sn, tmpl->resource_group[0] ? tmpl->resource_group : MGR_DEFAULT_GROUP);
-		if (u == nu || !pj || !mb || g < 0)
+		if (!u-- || !pj || !mb || g < 0)
 			return false;   /* cannot happen: the caller is a member */
 		struct sched_request *rq = &sn->reqs[k++];
 		rq->session_id = "";

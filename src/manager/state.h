@@ -118,6 +118,11 @@ struct msession {
 	 * started_ms is then the best known): preemption spares sessions
 	 * younger than preemption_min_runtime_s. */
 	int64_t running_since_ms;
+	/* Its owner's, project's and membership's places in the manager's
+	 * lists (index + 1, 0: none), as found when ix_gen was the
+	 * manager's (scheduler.c): a pass over every session reuses them. */
+	uint64_t ix_gen;
+	size_t ix_user, ix_project, ix_member;
 };
 
 /* Drops s's rendered JSON: called wherever its record, shares or history
@@ -343,6 +348,10 @@ struct manager {
 	size_t n_hosts;
 	/* What each host's filesystem enforces (fsquota.h), probed at open. */
 	struct fsq_host host_quota[MGR_MAX_STORAGE_HOSTS];
+	/* Grows whenever users, projects or memberships are added or
+	 * removed (their indexes shift): a session's cached indexes
+	 * (msession.ix_gen) are then looked up again. Starts at 1. */
+	uint64_t ix_gen;
 	/* Projects and memberships (projects.c), as stored. */
 	struct mproject **projects;
 	size_t n_projects;

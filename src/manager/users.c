@@ -76,6 +76,7 @@ int mgr_user_load(struct manager *m, const struct user_rec *u)
 	if (n) {
 		m->users = n;
 		m->users[m->n_users++] = *u;
+		m->ix_gen++;
 	}
 	pthread_rwlock_unlock(&m->users_mu);
 	return n ? 0 : -ENOMEM;
@@ -389,6 +390,7 @@ int mgr_user_create(struct manager *m, const char *email, const char *password, 
 	m->users[m->n_users++] = u;
 	m->keys[m->n_keys++] = k;
 	pthread_rwlock_unlock(&m->users_mu);
+	m->ix_gen++;
 	/* Their personal project (projects.c): a failure to store it leaves
 	 * the account usable, and the next start makes the project. */
 	struct terr perr = {0};
@@ -714,6 +716,7 @@ int mgr_user_remove(struct manager *m, const char *ref, const struct user_rec *b
 	size_t at = (size_t)(u - m->users);
 	memmove(&m->users[at], &m->users[at + 1], (m->n_users - at - 1) * sizeof(*m->users));
 	m->n_users--;
+	m->ix_gen++;
 	pthread_rwlock_unlock(&m->users_mu);
 	mgr_apps_users_changed(m);   /* the proxy forgets them */
 	mgr_project_user_removed(m, gone.id);
