@@ -114,6 +114,15 @@ int mgr_add_sessions(struct manager *m, struct msession **news, size_t n, struct
 	int64_t now = util_now_ms();
 	for (size_t i = 0; i < n; i++) {
 		struct msession *s = news[i];
+		/* Every session is in a project and a group: a caller that
+		 * gave none (the benchmarks, white-box tests) gets its owner's
+		 * personal project and the default group, as a create without
+		 * --project by a user in no team does. */
+		const struct mproject *own = s->rec.project_id[0] ? NULL : mgr_personal_project(m, s->rec.owner_id);
+		if (own)
+			util_strlcpy(s->rec.project_id, own->rec.id, sizeof(s->rec.project_id));
+		if (!s->rec.resource_group[0])
+			util_strlcpy(s->rec.resource_group, MGR_DEFAULT_GROUP, sizeof(s->rec.resource_group));
 		s->rec.seq = m->next_seq + (int64_t)i;
 		s->rec.status = SS_PENDING;
 		s->rec.created_ms = now;
