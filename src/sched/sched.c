@@ -1933,6 +1933,7 @@ size_t sched_plan(const struct sched_params *p, struct sched_world *w,
 	struct sched_request *lv = NULL;
 	size_t *lv_orig = NULL;
 	bool *lv_tried = NULL;
+	ssize_t *group_blocker = NULL;   /* per group: the head holding it up, or -1 */
 	if (!tried || !byp || pass_init(&ps, p, w, reqs, n_reqs) < 0)
 		goto out;
 	ps.res = res;
@@ -1953,8 +1954,18 @@ size_t sched_plan(const struct sched_params *p, struct sched_world *w,
 			lv_orig[i] = (size_t)(byp[i] - reqs);
 		}
 	}
+	/* Head-of-line blocking is per resource group: a head that waits
+	 * for room in its group holds up the requests of that group behind
+	 * it (of every lower priority too), not those of other groups, whose
+	 * nodes it could not use anyway. blocker is the first such head. */
 	ssize_t blocker = -1;
-	for (size_t lo = 0; lo < n_reqs && blocker < 0;) {
+	size_t n_slots = w->n_groups + 1;
+	group_blocker = malloc(n_slots * sizeof(*group_blocker));
+	if (!group_blocker)
+		goto out;
+	for (size_t g = 0; g < n_slots; g++)
+		group_blocker[g] = -1;
+	for (size_t lo = 0; lo < n_reqs;) {
 		size_t hi = n_reqs;
 		const struct sched_request *lreqs = reqs;
 		bool *ltried = tried;
@@ -1974,6 +1985,14 @@ size_t sched_plan(const struct sched_params *p, struct sched_world *w,
 			size_t i = levels ? lv_orig[lo + (size_t)j] : (size_t)j;
 			tried[i] = true;
 			const struct sched_request *r = &reqs[i];
+			size_t slot = r->group < w->n_groups ? r->group : w->n_groups;
+			if (group_blocker[slot] >= 0) {
+				if (reasons)
+					snprintf(reasons[i], SCHED_REASON_MAX, "queued behind %s (%s)",
+						 reqs[group_blocker[slot]].name,
+						 p->queue == &sched_lifo ? "last in, first out" : "first in, first out");
+				continue;
+			}
 			struct sched_user *u = &w->users[r->user];
 			struct sched_project *proj = r->project < w->n_projects ? &w->projects[r->project] : NULL;
 			char *why = reasons ? reasons[i] : NULL;
@@ -2040,24 +2059,18 @@ size_t sched_plan(const struct sched_params *p, struct sched_world *w,
 			}
 			if (p->fifo_skip_after > 0 && r->failed_passes >= p->fifo_skip_after)
 				continue;   /* waited long enough at the head: let others pass */
-			blocker = (ssize_t)i;
-			break;
+			group_blocker[slot] = (ssize_t)i;
+			if (blocker < 0)
+				blocker = (ssize_t)i;
 		}
 		if (p->queue->stop)
 			p->queue->stop(qs);
 		lo = hi;
 	}
-	if (blocker >= 0) {
-		for (size_t k = 0; k < n_reqs; k++) {
-			if (tried[k] || !reasons)
-				continue;
-			snprintf(reasons[k], SCHED_REASON_MAX, "queued behind %s (%s)", reqs[blocker].name,
-				 p->queue == &sched_lifo ? "last in, first out" : "first in, first out");
-		}
-	}
 	if (res)
 		res->blocked_head = blocker;
 out:
+	free(group_blocker);
 	pass_free(&ps);
 	free(tried);
 	free(byp);

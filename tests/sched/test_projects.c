@@ -251,6 +251,30 @@ TEST(groups_place_only_on_their_agents)
 		  "node of group default is 0 fGPU");
 }
 
+/* Under fifo a head waiting for room holds up its own group only: the
+ * request of group 1 behind it is placed, the smaller one of group 0 that
+ * would fit is not. */
+TEST(groups_block_their_own_queue_only)
+{
+	static const char *const names[2] = {"default", "a100"};
+	struct fx f;
+	fx_init(&f, 2, 1, 1, 1);
+	f.ag[1].group = 1;
+	f.ag[0].devs[0].free_m = 500;   /* something else holds half of n0's device */
+	f.ag[0].free.fgpu_m = 500;
+	f.w.group_names = names;
+	f.w.n_groups = 2;
+	fx_req(&f, "head0", 0, 1000, 0)->group = 0;
+	fx_req(&f, "small0", 0, 500, 0)->group = 0;
+	fx_req(&f, "b1", 0, 1000, 0)->group = 1;
+	CHECK_INT(fx_plan(&f), 1);
+	CHECK_INT(f.out[0].request, 2);
+	CHECK_INT(f.out[0].agent, 1);
+	CHECK_INT(f.res.blocked_head, 0);
+	CHECK_STR(f.reasons[1], "queued behind head0 (first in, first out)");
+	CHECK_STR(f.reasons[2], "");
+}
+
 TEST(groups_reasons_name_the_group)
 {
 	static const char *const names[2] = {"default", "big"};
@@ -817,6 +841,7 @@ int main(void)
 	RUN(user_policy_words_unchanged_beside_quota);
 	RUN(wait_words_follow_placements);
 	RUN(groups_place_only_on_their_agents);
+	RUN(groups_block_their_own_queue_only);
 	RUN(groups_reasons_name_the_group);
 	RUN(groups_agent_in_no_group);
 	RUN(fairshare_follows_weights_within_a_pass);
