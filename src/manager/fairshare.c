@@ -108,10 +108,17 @@ void mgr_fairshare_tick(struct manager *m)
 		const struct msession *s = m->sessions[i];
 		if (!session_status_holds(s->rec.status))
 			continue;
-		size_t p = (size_t)(uintptr_t)strmap_get(&pix, s->rec.project_id);
-		char key[sizeof(((struct member_rec *)0)->id)];
-		snprintf(key, sizeof(key), "%s:%s", s->rec.project_id, s->rec.owner_id);
-		size_t mb = (size_t)(uintptr_t)strmap_get(&mix, key);
+		size_t p, mb;
+		if (s->ix_gen == m->ix_gen) {
+			/* The scheduler's pass found them since the lists changed. */
+			p = s->ix_project;
+			mb = s->ix_member;
+		} else {
+			char key[sizeof(((struct member_rec *)0)->id)];
+			snprintf(key, sizeof(key), "%s:%s", s->rec.project_id, s->rec.owner_id);
+			p = (size_t)(uintptr_t)strmap_get(&pix, s->rec.project_id);
+			mb = (size_t)(uintptr_t)strmap_get(&mix, key);
+		}
 		if (p)
 			res_add(&held_p[p - 1], &s->rec.req);
 		if (mb)
