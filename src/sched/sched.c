@@ -1536,22 +1536,42 @@ static int gang_place(struct pass *ps, size_t ri, struct sched_placement *out, i
 			log_undo(log, mark);
 		}
 	} else {
+		/* How many the best agent holds now, and whether one holds
+		 * them all: a scan of the group that tries the device fit
+		 * only where the free amounts leave room for more than the
+		 * best so far (in a full cluster, almost nowhere). The walk
+		 * below, in the selector's order, is for when one does. */
+		struct group_agents g = group_of(ps, r->group);
+		for (size_t q = 0; q < g.n && *fit_now < n; q++) {
+			const struct sched_agent *a = &agents[g.ids[q]];
+			if (!usable(a) || ps->held[g.ids[q]])
+				continue;
+			int64_t most = n;
+			if (r->req.cpu_m > 0 && a->free.cpu_m / r->req.cpu_m < most)
+				most = a->free.cpu_m / r->req.cpu_m;
+			if (r->req.mem > 0 && a->free.mem / r->req.mem < most)
+				most = a->free.mem / r->req.mem;
+			if (r->req.fgpu_m > 0 && a->free.fgpu_m / r->req.fgpu_m < most)
+				most = a->free.fgpu_m / r->req.fgpu_m;
+			if (most <= *fit_now)
+				continue;
+			int f = members_fit(ps, a, &r->req, n, false, NULL);
+			if (f > *fit_now)
+				*fit_now = f;
+		}
 		/* The agents in the selector's order: the one it would pick
 		 * for one member, set aside (hidden) when it cannot hold them
-		 * all, until one can or none is left. */
+		 * all, until one can. */
 		ssize_t found = -1;
 		struct sched_gpu_share one[SCHED_MAX_DEVICES];
 		size_t n_one;
-		for (;;) {
+		while (*fit_now == n) {
 			if (log_reserve(log, SCHED_MAX_DEVICES + 2) < 0)
 				break;
 			ssize_t a = ps->p->selector->select(ix, &r->req, one, &n_one);
 			if (a < 0)
 				break;
-			int f = members_fit(ps, &agents[a], &r->req, n, false, NULL);
-			if (f > *fit_now)
-				*fit_now = f;
-			if (f == n) {
+			if (members_fit(ps, &agents[a], &r->req, n, false, NULL) == n) {
 				found = a;
 				break;
 			}
