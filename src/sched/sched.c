@@ -1614,6 +1614,27 @@ static bool gang_nothing_known(const struct pass *ps, const struct sched_request
 	return false;
 }
 
+/* How many members an empty agent holds depends only on its capacity and
+ * device count: agents of a group are mostly alike, so the last answer is
+ * kept for the next agent of the same size. */
+struct cap_memo {
+	bool set;
+	struct res capacity;
+	size_t n_devs;
+	int c;
+};
+
+static int members_fit_empty(const struct pass *ps, const struct sched_agent *a, const struct res *req, int n,
+			     struct cap_memo *m)
+{
+	size_t nd = agent_devs(a);
+	if (m->set && m->n_devs == nd && m->capacity.cpu_m == a->capacity.cpu_m && m->capacity.mem == a->capacity.mem &&
+	    m->capacity.fgpu_m == a->capacity.fgpu_m)
+		return m->c;
+	*m = (struct cap_memo){true, a->capacity, nd, members_fit(ps, a, req, n, true, NULL)};
+	return m->c;
+}
+
 #define GANG_LOOKAHEAD 64   /* open agents weighed for a hold beyond the first that add up */
 
 /* A candidate for a hold: how many members its capacity holds. */
@@ -1651,11 +1672,12 @@ static void gang_hold(struct pass *ps, const struct sched_request *r, int fit_no
 	/* Could the group hold it at all, every alive agent empty? Stops
 	 * as soon as it could: the common case looks at a few agents. */
 	int total = 0;
+	struct cap_memo memo = {0};
 	for (size_t k = 0; k < g.n && total < n; k++) {
 		const struct sched_agent *a = &agents[g.ids[k]];
 		if (!usable(a))
 			continue;
-		int c = members_fit(ps, a, &r->req, n, true, NULL);
+		int c = members_fit_empty(ps, a, &r->req, n, &memo);
 		if (single)
 			total = c == n ? n : 0;
 		else
@@ -1685,7 +1707,7 @@ static void gang_hold(struct pass *ps, const struct sched_request *r, int fit_no
 			size_t ai = g.ids[k];
 			if (ps->held[ai] || !usable(&agents[ai]))
 				continue;
-			int c = members_fit(ps, &agents[ai], &r->req, n, true, NULL);
+			int c = members_fit_empty(ps, &agents[ai], &r->req, n, &memo);
 			if (c == n) {
 				one = (ssize_t)ai;
 				break;
