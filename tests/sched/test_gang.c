@@ -539,6 +539,98 @@ TEST(held_nodes_are_not_preempted_for)
 	CHECK_CONTAINS(f.reasons[0], "to end on node n0");
 }
 
+/* A random world: up to 6 agents of 1 to 4 devices, partly used. */
+static void random_world(struct fx *f, unsigned *seed)
+{
+	size_t na = 2 + (size_t)(rand_r(seed) % 5), nd = 1 + (size_t)(rand_r(seed) % 4);
+	fx_init(f, na, nd);
+	for (size_t a = 0; a < na; a++)
+		for (size_t d = 0; d < nd; d++)
+			if (rand_r(seed) % 2)
+				fx_use(f, a, d, 100 * (rand_r(seed) % 11));
+}
+
+static void random_request(struct fx *f, unsigned *seed, bool gangs)
+{
+	static const int64_t sizes[6] = {0, 300, 500, 1000, 1500, 2000};
+	struct sched_request *r = fx_req(f, "r", sizes[rand_r(seed) % 6], 0, false);
+	if (gangs && rand_r(seed) % 3 == 0) {
+		r->gang = 2 + rand_r(seed) % 4;
+		r->gang_single_node = rand_r(seed) % 2;
+	}
+}
+
+TEST(random_worlds)
+{
+	unsigned seed = 33;
+	for (int round = 0; round < 400; round++) {
+		/* Every gang whole or not at all; nothing over-committed; the
+		 * free room taken is what the placements hold. */
+		struct fx f;
+		random_world(&f, &seed);
+		f.p.selector = round % 2 ? &sched_dispersed : &sched_concentrated;
+		f.p.queue = round % 3 == 0 ? &sched_drf : round % 3 == 1 ? &sched_lifo : &sched_fifo;
+		size_t nreq = 1 + (size_t)(rand_r(&seed) % 6);
+		for (size_t i = 0; i < nreq; i++)
+			random_request(&f, &seed, true);
+		struct snap before;
+		take_snap(&f, &before);
+		size_t n = fx_plan(&f);
+		CHECK(n <= MAX_OUT);
+		int count[MAX_RQ] = {0};
+		struct res taken[MAX_AG] = {{0}};
+		for (size_t k = 0; k < n; k++) {
+			const struct sched_placement *pl = &f.out[k];
+			CHECK_INT(pl->member, count[pl->request]);
+			count[pl->request]++;
+			res_add(&taken[pl->agent], &f.rq[pl->request].req);
+			if (f.rq[pl->request].gang_single_node)
+				CHECK_INT(pl->agent, f.out[k - (size_t)pl->member].agent);
+		}
+		for (size_t i = 0; i < f.nr; i++) {
+			int want = f.rq[i].gang > 1 ? f.rq[i].gang : 1;
+			CHECK(count[i] == 0 || count[i] == want);
+			CHECK(count[i] > 0 || f.reasons[i][0]);
+		}
+		for (size_t a = 0; a < f.w.n_agents; a++) {
+			CHECK_INT(before.free[a].cpu_m - f.ag[a].free.cpu_m, taken[a].cpu_m);
+			CHECK_INT(before.free[a].fgpu_m - f.ag[a].free.fgpu_m, taken[a].fgpu_m);
+			int64_t dev_taken = 0;
+			for (size_t d = 0; d < f.ag[a].n_devs; d++) {
+				CHECK(f.dev[a][d].free_m >= 0);
+				dev_taken += before.dev[a][d] - f.dev[a][d].free_m;
+			}
+			CHECK_INT(dev_taken, taken[a].fgpu_m);
+		}
+
+		/* A gang no node set could hold, tried first, changes nothing
+		 * for the requests after it. */
+		unsigned s2 = seed;
+		struct fx base, with;
+		random_world(&base, &s2);
+		s2 = seed;
+		random_world(&with, &s2);
+		base.p.selector = with.p.selector = f.p.selector;
+		fx_req(&with, "never", 1000, 100, round % 4 == 0);
+		for (size_t i = 0; i < nreq; i++) {
+			unsigned s3 = seed + (unsigned)i;
+			random_request(&base, &s3, false);
+			s3 = seed + (unsigned)i;
+			random_request(&with, &s3, false);
+		}
+		seed = s2;
+		size_t nb = fx_plan(&base);
+		CHECK_INT(fx_plan(&with), nb);
+		for (size_t k = 0; k < nb; k++) {
+			CHECK_INT(with.out[k].request, base.out[k].request + 1);
+			CHECK_INT(with.out[k].agent, base.out[k].agent);
+			for (size_t q = 0; q < base.out[k].n_shares; q++)
+				CHECK_INT(with.out[k].shares[q].device, base.out[k].shares[q].device);
+		}
+		CHECK_CONTAINS(with.reasons[0], "even when empty");
+	}
+}
+
 int main(void)
 {
 	RUN(multi_node_across_two_agents);
@@ -550,5 +642,6 @@ int main(void)
 	RUN(fgpu_shares_per_container);
 	RUN(groups_drained_and_lost);
 	RUN(held_nodes_are_not_preempted_for);
+	RUN(random_worlds);
 	return testlib_done();
 }
