@@ -2549,3 +2549,18 @@ bool sched_satisfiable(const struct sched_agent *agents, size_t n, const struct 
 	return could_ever_hold(agents, all, req, per_device_m, false) >= 0;
 }
 
+bool sched_gang_satisfiable(const struct sched_agent *agents, size_t n_agents, const struct res *req, int n,
+			    bool single_node, int64_t per_device_m)
+{
+	if (n <= 1)
+		return sched_satisfiable(agents, n_agents, req, per_device_m);
+	/* members_fit wants a pass only for these two. */
+	struct sched_params p = {.selector = &sched_concentrated, .per_device_m = per_device_m};
+	struct pass ps = {.p = &p, .per_dev = per_device_m};
+	int total = 0;
+	for (size_t i = 0; i < n_agents && total < n; i++) {
+		int c = members_fit(&ps, &agents[i], req, n, true, NULL);
+		total = single_node ? (c == n ? n : 0) : total + c;
+	}
+	return total >= n;
+}

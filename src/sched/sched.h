@@ -291,4 +291,11 @@ bool sched_gpu_fit(const struct sched_device *devs, size_t n, int64_t want_m,
 bool sched_satisfiable(const struct sched_agent *agents, size_t n, const struct res *req,
 		       int64_t per_device_m);
 
+/* The same for a gang of n containers of req each (n <= 1: as
+ * sched_satisfiable): one agent that could hold all n when single_node,
+ * else agents that together could, each counted empty. For refusing at
+ * creation a cluster session that could never start. */
+bool sched_gang_satisfiable(const struct sched_agent *agents, size_t n_agents, const struct res *req, int n,
+			    bool single_node, int64_t per_device_m);
+
 #endif

@@ -3,7 +3,7 @@
  * not fit (exact, down to the order the next requests are placed in), the
  * agents a waiting gang holds and the requests that pass it, one session
  * and gang x resources against policies and quotas, fGPU shares per
- * container. */
+ * container, invariants over random worlds, sched_gang_satisfiable. */
 #include "sched/sched.h"
 #include "testlib.h"
 
@@ -631,6 +631,26 @@ TEST(random_worlds)
 	}
 }
 
+TEST(gang_satisfiable)
+{
+	/* two agents of 2 devices, one of them LOST: still counted */
+	struct fx f;
+	fx_init(&f, 2, 2);
+	f.ag[1].alive = false;
+	fx_use(&f, 0, 0, 1000);
+	struct res one = {1000, 1 * GiB, 1000}, big = {1000, 1 * GiB, 3000}, cpu = {9000, 1 * GiB, 0};
+	CHECK(sched_gang_satisfiable(f.ag, 2, &one, 4, false, 1000));
+	CHECK(!sched_gang_satisfiable(f.ag, 2, &one, 5, false, 1000));
+	CHECK(sched_gang_satisfiable(f.ag, 2, &one, 2, true, 1000));
+	CHECK(!sched_gang_satisfiable(f.ag, 2, &one, 3, true, 1000));
+	CHECK(!sched_gang_satisfiable(f.ag, 2, &big, 1, false, 1000));
+	CHECK(!sched_gang_satisfiable(f.ag, 2, &big, 2, false, 1000));
+	/* 16 CPU each: one 9-CPU container per agent */
+	CHECK(sched_gang_satisfiable(f.ag, 2, &cpu, 2, false, 1000));
+	CHECK(!sched_gang_satisfiable(f.ag, 2, &cpu, 2, true, 1000));
+	CHECK(sched_gang_satisfiable(f.ag, 2, &cpu, 0, true, 1000));
+}
+
 int main(void)
 {
 	RUN(multi_node_across_two_agents);
@@ -643,5 +663,6 @@ int main(void)
 	RUN(groups_drained_and_lost);
 	RUN(held_nodes_are_not_preempted_for);
 	RUN(random_worlds);
+	RUN(gang_satisfiable);
 	return testlib_done();
 }
