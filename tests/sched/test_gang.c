@@ -651,6 +651,45 @@ TEST(gang_satisfiable)
 	CHECK(sched_gang_satisfiable(f.ag, 2, &cpu, 0, true, 1000));
 }
 
+TEST(priorities_and_lifo)
+{
+	/* A higher priority comes first even when it came later: it takes
+	 * room the gang would have used; a lower one does not pass the hold. */
+	struct fx f;
+	fx_init(&f, 3, 2);
+	fx_use(&f, 0, 0, 1000);
+	fx_use(&f, 1, 0, 1000);
+	fx_use(&f, 2, 0, 1000);
+	fx_req(&f, "train", 1000, 3, false);
+	fx_req(&f, "urgent", 1000, 0, false)->priority = 5;
+	fx_req(&f, "low", 1000, 0, false)->priority = -1;
+	CHECK_INT(fx_plan(&f), 1);
+	CHECK_INT(f.out[0].request, 1);
+	/* the gang holds the two nodes urgent left a free device on, and
+	 * low, with a device free on each, finds neither */
+	CHECK_CONTAINS(f.reasons[0], "(2 fit now): holding nodes");
+	for (size_t a = 0; a < 3; a++)
+		if (a != f.out[0].agent)
+			CHECK_CONTAINS(f.reasons[0], f.ag[a].id);
+	CHECK_CONTAINS(f.reasons[2], "waiting for a GPU");
+
+	/* lifo: the newest first; a gang that does not fit holds instead
+	 * of blocking, so an older session that fits elsewhere still starts */
+	fx_init(&f, 3, 2);
+	f.p.queue = &sched_lifo;
+	fx_use(&f, 0, 0, 1000);
+	fx_use(&f, 1, 0, 1000);
+	fx_use(&f, 2, 0, 1000);
+	fx_use(&f, 2, 1, 500);
+	fx_req(&f, "old", 500, 0, false);
+	fx_req(&f, "train", 1000, 3, false);
+	CHECK_INT(fx_plan(&f), 1);
+	CHECK_STR(f.reasons[1], "waiting for room for all 3 containers (2 fit now): holding nodes n0, n1 for them");
+	CHECK_INT(f.out[0].request, 0);
+	CHECK_INT(f.out[0].agent, 2);
+	CHECK_INT(f.res.blocked_head, -1);
+}
+
 int main(void)
 {
 	RUN(multi_node_across_two_agents);
@@ -664,5 +703,6 @@ int main(void)
 	RUN(held_nodes_are_not_preempted_for);
 	RUN(random_worlds);
 	RUN(gang_satisfiable);
+	RUN(priorities_and_lifo);
 	return testlib_done();
 }
