@@ -816,6 +816,9 @@ static int check_placeable(struct manager *m, const struct user_rec *owner, cons
 			   char *image, size_t image_n, struct terr *err)
 {
 	bool fits_somewhere = false, any_agent = false, any_alive = false;
+	/* A caller that set no mode (the benchmarks, white-box tests): one
+	 * node, as the API's default. */
+	bool single_node = !cr->cluster_mode || !strcmp(cr->cluster_mode, STORE_CLUSTER_SINGLE_NODE);
 	pthread_mutex_lock(&m->mu);
 	int64_t quantum = m->settings.fgpu_quantum_m, per_dev = mgr_per_device_m(m);
 	if (cr->req.fgpu_m % quantum) {
@@ -839,15 +842,14 @@ static int check_placeable(struct manager *m, const struct user_rec *owner, cons
 	}
 	/* A cluster session: its containers on one node (single-node), or
 	 * on nodes that together could hold them. */
-	fits_somewhere = sched_gang_satisfiable(sa, m->n_agents, &cr->req, (int)cr->cluster_size,
-						!strcmp(cr->cluster_mode, STORE_CLUSTER_SINGLE_NODE), per_dev);
+	fits_somewhere = sched_gang_satisfiable(sa, m->n_agents, &cr->req, (int)cr->cluster_size, single_node, per_dev);
 	free(sa);
 	pthread_mutex_unlock(&m->mu);
 	char need[96];
 	res_describe(&cr->req, need, sizeof(need));
 	if (!any_agent)
 		return terr_set(err, EAGAIN, "no node has registered yet; start an agent first");
-	if (!fits_somewhere && cr->cluster_size > 1 && !strcmp(cr->cluster_mode, STORE_CLUSTER_SINGLE_NODE))
+	if (!fits_somewhere && cr->cluster_size > 1 && single_node)
 		return terr_set(err, EDOM, "no node could ever hold %lld containers of %s; ask for less, or for "
 				"cluster_mode multi-node (see 'tessera node ls')", (long long)cr->cluster_size, need);
 	if (!fits_somewhere && cr->cluster_size > 1)

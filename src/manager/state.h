@@ -134,16 +134,9 @@ struct msession {
 	char cl_error[STORE_INFO_MAX];
 };
 
-/* Drops s's rendered JSON: called wherever its record, shares or history
- * change (mgr_persist, which every stored change goes through, and the
- * scheduler's in-memory wait reasons). A request still copying an old
- * text keeps it until it lets go. */
-static inline void mgr_session_changed(struct msession *s)
+/* s's own kept texts dropped (mgr_session_changed without its main). */
+static inline void mgr_session_texts_drop(struct msession *s)
 {
-	/* A cluster session's JSON lists its containers: a member's change
-	 * is its main's. */
-	if (s->cl_main && s->cl_main != s)
-		mgr_session_changed(s->cl_main);
 	if (s->json) {
 		mtext_unref(s->json_prev);
 		s->json_prev = s->json;
@@ -152,10 +145,24 @@ static inline void mgr_session_changed(struct msession *s)
 	s->json = s->json_full = NULL;
 }
 
-/* Every kept text of s dropped (s is being freed). */
+/* Drops s's rendered JSON: called wherever its record, shares or history
+ * change (mgr_persist, which every stored change goes through, and the
+ * scheduler's in-memory wait reasons). A request still copying an old
+ * text keeps it until it lets go. */
+static inline void mgr_session_changed(struct msession *s)
+{
+	mgr_session_texts_drop(s);
+	/* A cluster session's JSON lists its containers: a member's change
+	 * is its main's. */
+	if (s->cl_main && s->cl_main != s)
+		mgr_session_texts_drop(s->cl_main);
+}
+
+/* Every kept text of s dropped (s is being freed; its main may be gone
+ * already). */
 static inline void mgr_session_texts_free(struct msession *s)
 {
-	mgr_session_changed(s);
+	mgr_session_texts_drop(s);
 	mtext_unref(s->json_prev);
 	s->json_prev = NULL;
 }

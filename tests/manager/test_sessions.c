@@ -887,6 +887,106 @@ static int history_len(json_t *o)
 	return (int)json_array_size(json_object_get(o, "status_history"));
 }
 
+/* A cluster session (docs/user-guide.md, "Distributed training"): one
+ * record per container, created and placed together, listed once with
+ * its containers, RUNNING with all of them, their specs naming the
+ * session's hosts and SSH key, a container reached as NAME/sub1, and one
+ * container's death ending the session ERROR, naming it. */
+TEST(cluster_sessions)
+{
+	struct terr err;
+	struct create_request cr = request("busybox:latest", "cl", 1, 500, 0);
+	cr.cluster_size = 3;
+	cr.cluster_mode = STORE_CLUSTER_SINGLE_NODE;
+	/* a single-node gang no node could ever hold: 3 x 4 CPU on 8 */
+	struct create_request big = cr;
+	big.req.cpu_m = 4000;
+	REFUSED(big, EDOM, "no node could ever hold 3 containers");
+	int starts_before = fake_count(&fake.starts);
+	json_t *arr = create(&alice, cr, &err);
+	CHECK(arr != NULL);
+	if (!arr) {
+		FAILF("create: %s", err.msg);
+		return;
+	}
+	CHECK_INT(json_array_size(arr), 1);   /* one session */
+	json_t *first = json_array_get(arr, 0);
+	CHECK_INT(json_integer_value(json_object_get(first, "cluster_size")), 3);
+	CHECK_INT(json_array_size(json_object_get(first, "containers")), 3);
+	json_decref(arr);
+	if (!WAIT_STATUS("cl", "RUNNING"))
+		return;
+	CHECK_INT(fake_count(&fake.starts) - starts_before, 3);
+	json_t *o = get(&alice, "cl");
+	json_t *cs = json_object_get(o, "containers");
+	const char *names[] = {"main1", "sub1", "sub2"};
+	char sub1_id[STORE_ID_MAX] = "";
+	for (size_t i = 0; i < 3; i++) {
+		json_t *c = json_array_get(cs, i);
+		CHECK_STR(str(c, "name"), names[i]);
+		CHECK_STR(str(c, "status"), "RUNNING");
+		CHECK_STR(str(c, "agent"), "fake-1");
+		CHECK(str(c, "container_id") != NULL);
+		if (i == 1)
+			util_strlcpy(sub1_id, str(c, "id") ?: "", sizeof(sub1_id));
+	}
+	CHECK_STR(str(json_array_get(cs, 0), "id"), str(o, "id"));
+	/* listed once */
+	json_t *list = mgr_sessions_list(mgr, &alice, false);
+	int listed = 0;
+	size_t i;
+	json_t *x;
+	json_array_foreach(list, i, x)
+		listed += !strcmp(str(x, "name"), "cl");
+	CHECK_INT(listed, 1);
+	json_decref(list);
+	/* a container by NAME/CONTAINER; a sub's own id is the session */
+	json_t *sub = get(&alice, "cl/sub1");
+	CHECK_STR(sub ? str(sub, "id") : NULL, sub1_id);
+	json_decref(sub);
+	CHECK(get(&alice, "cl/sub7") == NULL);
+	json_t *by_sub_id = get(&alice, sub1_id);
+	CHECK_STR(by_sub_id ? str(by_sub_id, "id") : NULL, str(o, "id"));
+	json_decref(by_sub_id);
+	/* the last start's spec: its host among the session's, the key */
+	pthread_mutex_lock(&fake.mu);
+	json_t *cl = json_object_get(fake.last_spec, "cluster");
+	CHECK_STR(str(cl, "hosts"), "main1,sub1,sub2");
+	CHECK_INT(json_integer_value(json_object_get(cl, "size")), 3);
+	CHECK_STR(str(cl, "mode"), "single-node");
+	CHECK_STR(str(cl, "session"), str(o, "id"));
+	CHECK(!strncmp(str(cl, "ssh_key") ?: "", "-----BEGIN OPENSSH PRIVATE KEY-----\n", 36));
+	CHECK(!strncmp(str(cl, "ssh_pub") ?: "", "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI", 37));
+	pthread_mutex_unlock(&fake.mu);
+	/* commit is refused */
+	json_t *commit = NULL;
+	CHECK(mgr_session_commit(mgr, &alice, "cl", NULL, NULL, &commit, &err) < 0);
+	CHECK_CONTAINS(err.msg, "cannot be committed");
+	json_decref(commit);
+	json_decref(o);
+
+	/* sub1's container dies: the session ends ERROR, naming it; the
+	 * others' containers are removed */
+	int destroys_before = fake_count(&fake.destroys);
+	agent_event(sub1_id, json_pack("{s:s,s:i,s:b}", "event", "died", "exit_code", 137, "oom_killed", 0));
+	if (!WAIT_STATUS("cl", "ERROR"))
+		return;
+	o = get(&alice, "cl");
+	CHECK_CONTAINS(str(o, "status_info"), "container sub1 on node fake-1 ended");
+	cs = json_object_get(o, "containers");
+	CHECK_STR(str(json_array_get(cs, 1), "status"), "ERROR");
+	CHECK_STR(str(json_array_get(cs, 2), "status"), "TERMINATED");
+	json_decref(o);
+	CHECK(fake_count(&fake.destroys) - destroys_before >= 2);
+	/* removing it removes the failed container kept for its logs */
+	json_t *gone = NULL;
+	CHECK_INT(mgr_session_delete(mgr, &alice, "cl", &gone, &err), 0);
+	json_decref(gone);
+	for (int w = 0; w < WAIT_MS && !fake_did(fake.destroyed, &fake.destroys, sub1_id); w += 5)
+		usleep(5000);
+	CHECK(fake_did(fake.destroyed, &fake.destroys, sub1_id));
+}
+
 TEST(names_resolve_among_the_callers_own)
 {
 	json_t *reply = NULL;
@@ -1775,6 +1875,7 @@ int main(void)
 	RUN_KEPT(delete_advances_the_queue);
 	RUN_KEPT(delete_pending);
 	RUN_KEPT(failed_start);
+	RUN_KEPT(cluster_sessions);
 	RUN_KEPT(change_stream);
 	RUN_KEPT(start_breakdown_from_the_history);
 	RUN_KEPT(restart_keeps_sessions);
