@@ -209,9 +209,74 @@ TEST(bad_specs)
 	json_decref(j);
 }
 
+/* A cluster session's container: its part read back as written, and
+ * each bad value refused before it becomes a host name, a network's
+ * name or a key file. */
+TEST(cluster_part)
+{
+	struct session_spec in = {
+		.id = "s1", .name = "dist", .image = "img", .cpu_m = 1000, .mem = 1 << 28,
+		.cluster = {.session = "main0", .host = "sub1", .mode = "multi-node", .hosts = "main1,sub1",
+			    .size = 2, .rank = 1, .ssh_key = "-----BEGIN OPENSSH PRIVATE KEY-----\nAAAA\n",
+			    .ssh_pub = "ssh-ed25519 AAAA c"},
+	};
+	json_t *j = session_spec_to_json(&in);
+	struct session_spec out;
+	struct terr err = {0};
+	CHECK_INT(session_spec_from_json(j, &node, &out, &err), 0);
+	CHECK_STR(out.cluster.session, "main0");
+	CHECK_STR(out.cluster.host, "sub1");
+	CHECK_STR(out.cluster.mode, "multi-node");
+	CHECK_STR(out.cluster.hosts, "main1,sub1");
+	CHECK_INT(out.cluster.size, 2);
+	CHECK_INT(out.cluster.rank, 1);
+	CHECK_STR(out.cluster.ssh_pub, "ssh-ed25519 AAAA c");
+	json_t *again = session_spec_to_json(&out);
+	CHECK(json_equal(j, again));
+	json_decref(again);
+	static const struct {
+		const char *key, *value;
+		const char *msg;
+	} bad[] = {
+		{"host", "Sub1", "cluster.host must be 2 to 12 lower-case letters and digits"},
+		{"host", "sub3", "cluster.hosts must name the 2 containers, cluster.host among them"},
+		{"hosts", "main1,sub1,sub2", "cluster.hosts must name the 2 containers, cluster.host among them"},
+		{"hosts", "main1,,sub1", "cluster.hosts must be host names separated by commas"},
+		{"hosts", "main1;rm,sub1", "cluster.hosts must be host names separated by commas"},
+		{"mode", "both", "cluster.mode must be single-node or multi-node"},
+		{"session", "../x", NULL},
+		{"ssh_pub", "ssh-rsa AAAA", "cluster.ssh_key and ssh_pub must be an OpenSSH Ed25519 key pair"},
+		{"ssh_pub", "ssh-ed25519 A\nB", "cluster.ssh_key and ssh_pub must be an OpenSSH Ed25519 key pair"},
+		{"ssh_key", "not a key", "cluster.ssh_key and ssh_pub must be an OpenSSH Ed25519 key pair"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		json_t *b = json_deep_copy(j);
+		json_object_set_new(json_object_get(b, "cluster"), bad[i].key, json_string(bad[i].value));
+		memset(&err, 0, sizeof(err));
+		CHECK_INT(session_spec_from_json(b, &node, &out, &err), -EINVAL);
+		if (bad[i].msg)
+			CHECK_STR(err.msg, bad[i].msg);
+		json_decref(b);
+	}
+	json_t *b = json_deep_copy(j);
+	json_object_set_new(json_object_get(b, "cluster"), "rank", json_integer(2));
+	CHECK_INT(session_spec_from_json(b, &node, &out, &err), -EINVAL);
+	CHECK_STR(err.msg, "cluster.size must be 2 to 16 and cluster.rank below it");
+	json_decref(b);
+	json_decref(j);
+	/* Without a cluster part: none (an ordinary session, an older manager). */
+	in.cluster = (struct session_spec_cluster){0};
+	j = session_spec_to_json(&in);
+	CHECK(json_object_get(j, "cluster") == NULL);
+	CHECK_INT(session_spec_from_json(j, &node, &out, &err), 0);
+	CHECK(out.cluster.host == NULL);
+	json_decref(j);
+}
+
 int main(void)
 {
 	RUN(round_trip);
+	RUN(cluster_part);
 	RUN(minimal_and_older);
 	RUN(bad_specs);
 	return testlib_done();
