@@ -445,6 +445,22 @@ TEST(create_mounts)
 	CREATE_BAD("{\"image\":\"busybox\",\"mounts\":[\"a\",\"b:/home/work/a\"]}", "two folders at /home/work/a");
 	CREATE_BAD("{\"image\":\"busybox\",\"mounts\":[\"a\",\"a\",\"a\",\"a\",\"a\",\"a\",\"a\",\"a\",\"a\",\"a\","
 		   "\"a\",\"a\",\"a\",\"a\",\"a\",\"a\",\"a\"]}", "at most 16");
+	/* cluster sessions */
+	b = create_ok("{\"image\":\"busybox\"}", &r, __LINE__);
+	CHECK_INT(r.cluster_size, 1);
+	CHECK_STR(r.cluster_mode, "single-node");
+	json_decref(b);
+	b = create_ok("{\"image\":\"busybox\",\"cluster_size\":16,\"cluster_mode\":\"multi-node\"}", &r, __LINE__);
+	CHECK_INT(r.cluster_size, 16);
+	CHECK_STR(r.cluster_mode, "multi-node");
+	json_decref(b);
+	CREATE_BAD("{\"image\":\"busybox\",\"cluster_size\":0}", "cluster_size must be 1 to 16");
+	CREATE_BAD("{\"image\":\"busybox\",\"cluster_size\":17}", "cluster_size must be 1 to 16");
+	CREATE_BAD("{\"image\":\"busybox\",\"cluster_size\":\"2\"}", "cluster_size");
+	CREATE_BAD("{\"image\":\"busybox\",\"cluster_mode\":\"both\"}", "cluster_mode must be");
+	CREATE_BAD("{\"image\":\"busybox\",\"cluster_mode\":1}", "cluster_mode");
+	CREATE_BAD("{\"image\":\"busybox\",\"cluster_size\":2,\"preemptible\":true}", "cannot be preemptible");
+	CREATE_BAD("{\"image\":\"busybox\",\"cluster_size\":16,\"count\":7}", "count x cluster_size must be at most 100");
 }
 
 TEST(policy_keys)
