@@ -263,6 +263,11 @@ export function SessionsPage({ user }: { user: User }) {
                 onClick={(e) => { if (!(e.target as HTMLElement).closest('button, a, input, select')) open(s); }}>
                 <td data-label="Name">
                   <a class="session-link" href={sessionHref(s.id)} onClick={(e) => { e.preventDefault(); open(s); }}>{s.name}</a>
+                  {(s.cluster_size ?? 1) > 1 && (
+                    <span class="info badge cluster-badge" data-testid="cluster-badge"
+                      title={`a cluster session of ${s.cluster_size} containers (${s.cluster_mode ?? 'single-node'})`}
+                      aria-label={`${s.cluster_size} containers`}>×{s.cluster_size}</span>
+                  )}
                   {s.type === 'batch' && <span class="info badge" title="ends when its command ends"> batch</span>}
                   {(showOwners || (!view.project && switchable.length > 1 && s.project)) && (
                     <div class="owner-line">
