@@ -223,7 +223,7 @@ export function LaunchDialog(props: {
     if (nodes.length) {
       if (clusterMode === 'single-node') {
         const best = Math.max(...nodes.map(fitsOn));
-        if (best < n) return `Single-node: all ${n} containers must fit one node's capacity, and no node has room for more than ${best} of ${each}. Ask for less per container, fewer containers, or multi-node.`;
+        if (best < n) return `Single-node: all ${n} containers must fit one node's capacity, and no node's capacity holds more than ${best} container${best === 1 ? '' : 's'} of ${each}. Ask for less per container, fewer containers, or multi-node.`;
       } else {
         const all = nodes.reduce((a, x) => a + fitsOn(x), 0);
         if (all < n) return `Multi-node: the nodes${group ? ` of group ${group}` : ''} have room for ${all} container${all === 1 ? '' : 's'} of ${each} in all (each runs on one node); ${n} are asked.`;

@@ -221,7 +221,7 @@ function ContainersTable({ containers }: { containers: SessionContainer[] }) {
             const u = c.status === 'RUNNING' ? c.usage : undefined;
             return (
               <tr key={c.name} data-container={c.name}>
-                <td data-label="Container"><span class="mono">{c.name}</span>{c.role === 'main' && <span class="hint"> main</span>}</td>
+                <td data-label="Container"><span class="mono">{c.name}</span></td>
                 <td data-label="Node">{c.agent ?? '—'}</td>
                 <td data-label="Status">
                   <span class={`status st-${c.status.toLowerCase()}`}>{c.status}</span>
