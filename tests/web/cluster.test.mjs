@@ -20,9 +20,11 @@ async function step(name, fn) {
   try {
     await fn();
     console.log(`ok ${name}`);
+    return true;
   } catch (e) {
     failed++;
     console.log(`FAIL ${name}: ${String(e.message).split('\n')[0]}`);
+    return false;
   }
 }
 async function shots(page, name, schemes = ['light', 'dark']) {
@@ -48,7 +50,8 @@ async function openLaunch(page) {
   return dlg;
 }
 // The text under a field: its error, said next to it while it is wrong.
-const fieldError = (dlg, label) => dlg.locator('.field', { has: dlg.getByLabel(label, { exact: true }) }).locator('.field-error');
+// (The inner locator of `has` is relative to each .field: a page's.)
+const fieldError = (page, dlg, label) => dlg.locator('.field', { has: page.getByLabel(label, { exact: true }) }).locator('.field-error');
 const launchButton = (dlg) => dlg.getByRole('button', { name: 'Launch', exact: true });
 
 const launchOpts = {
@@ -79,7 +82,7 @@ try {
   await step('17 containers are refused under the field, with Launch off', async () => {
     await dlg.getByLabel('Image', { exact: true }).fill(IMAGE);
     await dlg.getByRole('spinbutton', { name: 'Containers' }).fill('17');
-    await fieldError(dlg, 'Containers').filter({ hasText: 'from 1 to 16' }).waitFor({ timeout: WAIT });
+    await fieldError(page, dlg, 'Containers').filter({ hasText: 'from 1 to 16' }).waitFor({ timeout: WAIT });
     if (!await launchButton(dlg).isDisabled()) throw new Error('Launch is on with 17 containers');
   });
 
@@ -88,23 +91,23 @@ try {
     const placement = dlg.getByRole('group', { name: 'Placement' });
     await placement.waitFor({ timeout: WAIT });
     if (!await placement.getByRole('radio', { name: 'Single node' }).isChecked()) throw new Error('single node is not the default');
-    const hint = await dlg.locator('.field.slider', { has: dlg.getByRole('spinbutton', { name: 'CPU' }) }).locator('.hint').textContent();
+    const hint = await dlg.locator('.field.slider', { has: page.getByRole('spinbutton', { name: 'CPU' }) }).locator('.hint').textContent();
     if (!hint.includes('Per container')) throw new Error(`the CPU's hint says ${hint}`);
   });
 
   await step('2 containers of 2 fGPU on the one 2-fGPU node are refused, single-node and multi-node, saying why', async () => {
     await dlg.getByRole('spinbutton', { name: 'GPU' }).fill('2');
-    await fieldError(dlg, 'Containers').filter({ hasText: 'must fit one node' }).waitFor({ timeout: WAIT });
+    await fieldError(page, dlg, 'Containers').filter({ hasText: 'must fit one node' }).waitFor({ timeout: WAIT });
     if (!await launchButton(dlg).isDisabled()) throw new Error('Launch is on');
     await shots(page, 'cluster_launch_refused', ['light']);
     await dlg.getByRole('group', { name: 'Placement' }).getByRole('radio', { name: 'Multi-node' }).check();
-    await fieldError(dlg, 'Containers').filter({ hasText: 'room for 1 container' }).waitFor({ timeout: WAIT });
+    await fieldError(page, dlg, 'Containers').filter({ hasText: 'room for 1 container' }).waitFor({ timeout: WAIT });
     await dlg.getByRole('group', { name: 'Placement' }).getByRole('radio', { name: 'Single node' }).check();
     await dlg.getByRole('spinbutton', { name: 'GPU' }).fill('0');
-    await fieldError(dlg, 'Containers').waitFor({ state: 'detached', timeout: WAIT });
+    await fieldError(page, dlg, 'Containers').waitFor({ state: 'detached', timeout: WAIT });
   });
 
-  await step('a 2-container single-node session is launched: the foot says the total, the request names the cluster', async () => {
+  const launched = await step('a 2-container single-node session is launched: the foot says the total, the request names the cluster', async () => {
     await dlg.getByLabel('Name').fill('gang');
     await dlg.getByRole('spinbutton', { name: 'CPU' }).fill('0.25');
     await dlg.getByRole('spinbutton', { name: 'Memory' }).fill('0.25');
@@ -118,9 +121,12 @@ try {
     await launchButton(dlg).click();
     const body = (await sent).postDataJSON();
     if (body.cluster_size !== 2 || body.cluster_mode !== 'single-node') throw new Error(`the request was ${JSON.stringify(body)}`);
-    await dlg.waitFor({ state: 'hidden', timeout: WAIT })
-      .catch(async () => { throw new Error(`the dialog stayed open: ${await dlg.locator('[role=alert]').allTextContents()}`); });
+    // Closed, or the server's refusal shown in it.
+    await Promise.race([dlg.waitFor({ state: 'hidden', timeout: WAIT }), dlg.getByRole('alert').first().waitFor({ timeout: WAIT })]);
+    if (await dlg.isVisible()) throw new Error(`the dialog stayed open: ${(await dlg.getByRole('alert').allTextContents()).join(' | ')}`);
   });
+  // Nothing to look at without it: the steps below would each wait in vain.
+  if (!launched) throw new Error('no session was launched: its row and page are not checked');
 
   await step('its row says ×2 and RUNNING', async () => {
     const row = page.locator('tr[data-session="gang"]');
