@@ -117,6 +117,14 @@ function sortValue(s: SessionFull, k: SortKey): number | string {
   }
 }
 
+// Where a session runs: its node, or a multi-node cluster session's
+// nodes (the session's own first, then its containers').
+function nodesOf(s: Session): string {
+  if ((s.cluster_size ?? 1) <= 1 || !s.containers?.length) return s.agent ?? '—';
+  const nodes = [...new Set([s.agent, ...s.containers.map((c) => c.agent)].filter((a): a is string => !!a))];
+  return nodes.length ? nodes.join(', ') : '—';
+}
+
 // A row's live use: CPU, memory and (with a GPU) GPU bars. The same size
 // before the first sample and for sessions that do not run.
 function RowUsage({ s }: { s: SessionFull }) {
@@ -297,7 +305,7 @@ export function SessionsPage({ user }: { user: User }) {
                 </td>
                 <td data-label="Configuration">{fmtConfig(s.resources)}</td>
                 <td data-label="Usage"><RowUsage s={s} /></td>
-                <td data-label="Node">{s.agent ?? '—'}</td>
+                <td data-label="Node">{nodesOf(s)}</td>
                 <td data-label="Age">{fmtAge(s.created_at, now)}</td>
                 <td data-label="Actions"><div class="row-actions">
                   {s.status === 'RUNNING' && (user.is_admin || s.owner === user.email) && (
