@@ -306,6 +306,18 @@ int64_t agent_pids_limit(int64_t setting, int64_t session_cpu_m, int64_t node_cp
 /* A user's network on a node: this prefix, up to 16 characters of the
  * user's id, '-', up to 8 of the cluster id. */
 #define AGENT_NETWORK_PREFIX "tessera-u-"
+/* A cluster session's network (its containers', and only theirs): this
+ * prefix, 16 characters of the session's (its main's) id, '-', up to 8
+ * of the cluster id. A bridge for single-node, an overlay of Docker's
+ * swarm mode for multi-node. Removed with the session's last container
+ * on the node. */
+#define AGENT_CLUSTER_NETWORK_PREFIX "tessera-c-"
+/* Where a cluster session's SSH key pair is mounted for the runner
+ * (src/runner/cluster.h's CLUSTER_SSH_DIR). */
+#define AGENT_CLUSTER_SSH_TARGET "/run/tessera/ssh"
+/* The port torch.distributed's rendezvous listens on in main1 unless
+ * the session's env says otherwise (PyTorch's own default). */
+#define AGENT_CLUSTER_MASTER_PORT "29500"
 /* A round of live usage (agent/stats.h), from the stats thread every
  * stats_interval_ms: {"event":"stats","t","period_ms","samples":[{
  * "session_id","container_id","cpu_cores","cpu_pct","mem_bytes",

@@ -19,6 +19,11 @@ void agent_network_name(const char *cluster, const char *owner_id, char *buf, si
 	snprintf(buf, n, AGENT_NETWORK_PREFIX "%.16s%s%.8s", owner_id, cluster[0] ? "-" : "", cluster);
 }
 
+void agent_cluster_network_name(const char *cluster, const char *session_id, char *buf, size_t n)
+{
+	snprintf(buf, n, AGENT_CLUSTER_NETWORK_PREFIX "%.16s%s%.8s", session_id, cluster[0] ? "-" : "", cluster);
+}
+
 /* Counts a start on network name (delta +1) or its end (-1). */
 void agent_net_use(struct agent *a, const char *name, int delta)
 {
@@ -100,15 +105,15 @@ static bool network_reclaim(struct agent *a, const char *cluster, const char *ke
 
 /* Makes the user's network unless it is known to exist or exists.
  * *asked: whether Docker was asked. */
-int agent_network_ensure(struct agent *a, const char *name, const char *cluster, const char *owner_id,
-			  bool *asked, struct terr *err)
+int agent_network_ensure(struct agent *a, const char *name, const char *driver, const char *cluster,
+			 const char *owner_id, bool *asked, struct terr *err)
 {
 	struct rt_label labels[] = {
 		{AGENT_LABEL_OWNER_ID, owner_id},
 		{AGENT_LABEL_CLUSTER, cluster},   /* last: left out while unknown */
 	};
 	struct rt_network_spec ns = {
-		.name = name, .labels = labels,
+		.name = name, .driver = driver, .labels = labels,
 		.n_labels = sizeof(labels) / sizeof(labels[0]) - (cluster[0] ? 0 : 1),
 	};
 	/* One at a time: Docker's duplicate check is not atomic, and two
@@ -128,7 +133,11 @@ int agent_network_ensure(struct agent *a, const char *name, const char *cluster,
 		}
 	}
 	pthread_mutex_unlock(&a->net_mu);
-	return rc < 0 ? terr_prefix(err, "cannot make the network of the session's owner") : 0;
+	if (rc < 0 && driver && !strcmp(driver, "overlay"))
+		return terr_prefix(err, "cannot make the session's network across nodes (a multi-node cluster "
+				   "session needs the nodes' Docker engines in one swarm: docs/admin.md, \"Cluster "
+				   "sessions\")");
+	return rc < 0 ? terr_prefix(err, "cannot make the network of the session%s", driver ? "" : "'s owner") : 0;
 }
 
 /* A failure worth another ensure and try: the network named at create is

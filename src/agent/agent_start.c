@@ -341,6 +341,71 @@ static int plan_app_secret(struct agent *a, struct plan *p, const char *sid, con
 	return 0;
 }
 
+/* A cluster session's SSH key pair in files of the session's directory
+ * (the key 0400, root's), mounted read-only at AGENT_CLUSTER_SSH_TARGET
+ * for the runner, which reads them before it drops to the work user and
+ * gives them to it (src/runner/cluster.h). */
+static int plan_cluster_ssh(struct agent *a, struct plan *p, const char *sid, const struct session_spec_cluster *c,
+			    struct terr *err)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 32];
+	int rc;
+	if (!a->data_dir[0])
+		return terr_set(err, EINVAL, "the agent has no data_dir to keep the session's SSH key in");
+	if (agent_session_dir(a, sid, dir, sizeof(dir)) < 0 || strlen(dir) + 16 >= sizeof(dir))
+		return terr_set(err, ENAMETOOLONG, "data_dir path too long");
+	strcat(dir, "/ssh");
+	if ((rc = util_mkdir_p(dir, 0755, err)) < 0)
+		return rc;
+	const struct { const char *name, *text; mode_t mode; } files[] = {
+		{"id_ed25519", c->ssh_key, 0400}, {"id_ed25519.pub", c->ssh_pub, 0444},
+	};
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, files[i].name);
+		if (unlink(path) < 0 && errno != ENOENT)
+			return terr_set(err, errno, "cannot replace %s: %s", path, strerror(errno));
+		int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, files[i].mode);
+		if (fd < 0)
+			return terr_set(err, errno, "cannot write %s: %s", path, strerror(errno));
+		size_t len = strlen(files[i].text);
+		bool ok = write(fd, files[i].text, len) == (ssize_t)len;
+		if (ok && geteuid() == 0 && fchown(fd, 0, 0) < 0)
+			ok = false;
+		if (close(fd) < 0 || !ok) {
+			unlink(path);
+			return terr_set(err, EIO, "cannot write %s", path);
+		}
+	}
+	plan_mount(p, plan_keep(p, strdup(dir)), AGENT_CLUSTER_SSH_TARGET, true);
+	return 0;
+}
+
+/* The variables of a cluster session's container: Tessera's, and those
+ * torch.distributed's env:// rendezvous (and torchrun) read, each of the
+ * latter only where the session's own env does not set it. One process
+ * per container: LOCAL_RANK 0, RANK the container's place. */
+static void plan_cluster_env(struct plan *p, const struct session_spec_cluster *c, json_t *env)
+{
+	const char *role = strncmp(c->host, "main", 4) ? "sub" : "main";
+	plan_env(p, "TESSERA_CLUSTER_SIZE=%lld", (long long)c->size);
+	plan_env(p, "TESSERA_CLUSTER_MODE=%s", c->mode);
+	plan_env(p, "TESSERA_CLUSTER_ROLE=%s", role);
+	plan_env(p, "TESSERA_CLUSTER_IDX=%s", c->host + strlen(role));
+	plan_env(p, "TESSERA_CLUSTER_HOST=%s", c->host);
+	plan_env(p, "TESSERA_CLUSTER_HOSTS=%s", c->hosts);
+	plan_env(p, "TESSERA_CLUSTER_RANK=%lld", (long long)c->rank);
+	if (!json_object_get(env, "MASTER_ADDR"))
+		plan_env(p, "MASTER_ADDR=main1");
+	if (!json_object_get(env, "MASTER_PORT"))
+		plan_env(p, "MASTER_PORT=" AGENT_CLUSTER_MASTER_PORT);
+	if (!json_object_get(env, "WORLD_SIZE"))
+		plan_env(p, "WORLD_SIZE=%lld", (long long)c->size);
+	if (!json_object_get(env, "RANK"))
+		plan_env(p, "RANK=%lld", (long long)c->rank);
+	if (!json_object_get(env, "LOCAL_RANK"))
+		plan_env(p, "LOCAL_RANK=0");
+}
+
 /* Reads back where Docker published the app port of the started
  * container cid. A runtime that published nothing leaves it "". */
 static void read_app_endpoint(struct agent *a, const char *cid, char app_endpoint[AGENT_APP_ENDPOINT_MAX])
@@ -468,6 +533,9 @@ int agent_start_session_timed(struct agent *a, json_t *spec, char cid[RT_ID_MAX]
 	 * too, not only under the runner. The user's own HOME wins. */
 	if (!sp.root && !json_object_get(env, "HOME"))
 		plan_env(&p, "HOME=%s", AGENT_WORK_HOME);
+	const struct session_spec_cluster *cl = sp.cluster.host ? &sp.cluster : NULL;
+	if (cl)
+		plan_cluster_env(&p, cl, env);
 	/* An image that cannot be looked at leaves the image's defaults: the
 	 * create below says what is wrong with it. */
 	struct terr ierr = {0};
@@ -488,6 +556,8 @@ int agent_start_session_timed(struct agent *a, json_t *spec, char cid[RT_ID_MAX]
 	if (sp.n_gpus > 0 && (rc = plan_gpus(a, &p, id, sp.gpus, sp.n_gpus, fgpu_m, err)) < 0)
 		goto out;
 	if (sp.app_secret && (rc = plan_app_secret(a, &p, id, sp.app_secret, err)) < 0)
+		goto out;
+	if (cl && cl->ssh_key && (rc = plan_cluster_ssh(a, &p, id, cl, err)) < 0)
 		goto out;
 	const char *apps = sp.app_secret ? img.apps : NULL;
 	if (p.mounts_overflow) {
@@ -533,9 +603,14 @@ int agent_start_session_timed(struct agent *a, json_t *spec, char cid[RT_ID_MAX]
 	char cname[160], net[96] = "";
 	container_name(name, id, cname, sizeof(cname));
 	/* Each user's sessions on a network of their own: Docker keeps
-	 * bridge networks apart, so no session reaches another user's. */
-	bool own_net = sp.owner_id && a->rt_ops->network_ensure;
-	if (own_net)
+	 * bridge networks apart, so no session reaches another user's. A
+	 * cluster session's containers on one of the session's own, where
+	 * each finds the others by their host names (main1, sub1...). */
+	bool own_net = (sp.owner_id || cl) && a->rt_ops->network_ensure;
+	const char *driver = cl && !strcmp(cl->mode, "multi-node") ? "overlay" : NULL;
+	if (own_net && cl)
+		agent_cluster_network_name(cluster, cl->session, net, sizeof(net));
+	else if (own_net)
 		agent_network_name(cluster, sp.owner_id, net, sizeof(net));
 	struct rt_container_spec cs = {
 		.name = cname,
@@ -548,13 +623,14 @@ int agent_start_session_timed(struct agent *a, json_t *spec, char cid[RT_ID_MAX]
 		.mounts = p.mounts,
 		.n_mounts = p.n_mounts,
 		.devices = p.n_devices ? p.devices : NULL,
-		.hostname = name,
+		.hostname = cl ? cl->host : name,
 		.nano_cpus = cpu_m * 1000000,
 		.memory_bytes = mem,
 		.pids_limit = agent_pids_limit(a->pids_limit, cpu_m, a->capacity.cpu_m),
 		.log_max_size = atomic_load(&a->log_max_size),
 		.log_max_files = atomic_load(&a->log_max_files),
 		.network = own_net ? net : NULL,
+		.network_alias = own_net && cl ? cl->host : NULL,
 		/* Only the runner's app port, only on app_host, and only
 		 * where a proxy on another host may need it (app_publish);
 		 * none for a session without a secret (an older manager's). */
@@ -572,7 +648,7 @@ int agent_start_session_timed(struct agent *a, json_t *spec, char cid[RT_ID_MAX]
 	for (int attempt = 0; attempt < 3; attempt++) {
 		bool asked = false;
 		lap_ms(&t);
-		if (own_net && (rc = agent_network_ensure(a, net, cluster, sp.owner_id, &asked, err)) < 0)
+		if (own_net && (rc = agent_network_ensure(a, net, driver, cluster, sp.owner_id, &asked, err)) < 0)
 			break;
 		net_asked |= asked;
 		ms_net += lap_ms(&t);
@@ -690,6 +766,21 @@ void agent_cgroup_kill_counts(struct agent *a, int64_t *kills, int64_t *failures
 	*failures = atomic_load(&a->cgroup_kill_failures);
 }
 
+/* A cluster session's network goes with its last container on this node
+ * (Docker refuses while another is attached: that one's end removes it). */
+static void cluster_network_release(struct agent *a, const char *network)
+{
+	if (strncmp(network, AGENT_CLUSTER_NETWORK_PREFIX, strlen(AGENT_CLUSTER_NETWORK_PREFIX)) ||
+	    !a->rt_ops->network_remove)
+		return;
+	struct terr err = {0};
+	int rc = a->rt_ops->network_remove(a->rt, network, &err);
+	if (rc == 0 || rc == -ENOENT)
+		agent_net_forget(a, network);
+	else if (rc != -EBUSY)
+		log_warn("agent", "cannot remove network %s: %s", network, err.msg);
+}
+
 int agent_destroy_session(struct agent *a, const char *session_id, const char *container_id,
 			  struct terr *err)
 {
@@ -709,6 +800,8 @@ int agent_destroy_session(struct agent *a, const char *session_id, const char *c
 			rc = 0;
 		if (rc == 0)
 			remove_session_dir(a, session_id);
+		if (rc == 0 && known)
+			cluster_network_release(a, info.network);
 		return rc;
 	}
 	/* No container id recorded (the start never reported back): find it by
@@ -726,6 +819,8 @@ int agent_destroy_session(struct agent *a, const char *session_id, const char *c
 		rc = a->rt_ops->remove(a->rt, list[i].id, err);
 		if (rc == -ENOENT)
 			rc = 0;
+		if (rc == 0)
+			cluster_network_release(a, list[i].network);
 	}
 	free(list);
 	if (rc == 0)

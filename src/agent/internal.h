@@ -231,7 +231,11 @@ const struct gpu_device *agent_node_device(const struct agent *a, const char *uu
 void agent_network_name(const char *cluster, const char *owner_id, char *buf, size_t n);
 void agent_net_use(struct agent *a, const char *name, int delta);
 void agent_net_forget(struct agent *a, const char *name);
-int agent_network_ensure(struct agent *a, const char *name, const char *cluster, const char *owner_id,
+/* A cluster session's network on this node (AGENT_CLUSTER_NETWORK_PREFIX). */
+void agent_cluster_network_name(const char *cluster, const char *session_id, char *buf, size_t n);
+/* driver: NULL for a bridge, "overlay" for a multi-node cluster session's. */
+int agent_network_ensure(struct agent *a, const char *name, const char *driver, const char *cluster,
+			 const char *owner_id,
 		   bool *asked, struct terr *err);
 bool agent_network_retry(int rc, const struct terr *err);
 

@@ -51,7 +51,84 @@ json_t *session_spec_to_json(const struct session_spec *s)
 								"readonly", s->mounts[i].readonly));
 		json_object_set_new(spec, "mounts", mounts);
 	}
+	const struct session_spec_cluster *c = &s->cluster;
+	if (c->host)
+		json_object_set_new(spec, "cluster",
+				    json_pack("{s:s?,s:s,s:s?,s:s?,s:I,s:I,s:s?,s:s?}", "session", c->session, "host",
+					      c->host, "mode", c->mode, "hosts", c->hosts, "size", (json_int_t)c->size,
+					      "rank", (json_int_t)c->rank, "ssh_key", c->ssh_key, "ssh_pub", c->ssh_pub));
 	return spec;
+}
+
+/* A host name of a cluster session: "main1", "sub1"... */
+static bool cluster_host_ok(const char *h)
+{
+	size_t n = h ? strlen(h) : 0;
+	if (n < 2 || n > 12)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((h[i] >= 'a' && h[i] <= 'z') || (h[i] >= '0' && h[i] <= '9')))
+			return false;
+	return true;
+}
+
+/* The cluster part: its host names go into /etc/hosts-like places and
+ * the network's name, its key into files, so each is checked. */
+static int check_cluster(json_t *c, struct session_spec *out, struct terr *err)
+{
+	if (!c || json_is_null(c))
+		return 0;
+	struct session_spec_cluster *k = &out->cluster;
+	k->session = json_string_value(json_object_get(c, "session"));
+	k->host = json_string_value(json_object_get(c, "host"));
+	k->mode = json_string_value(json_object_get(c, "mode"));
+	k->hosts = json_string_value(json_object_get(c, "hosts"));
+	k->ssh_key = json_string_value(json_object_get(c, "ssh_key"));
+	k->ssh_pub = json_string_value(json_object_get(c, "ssh_pub"));
+	json_t *size = json_object_get(c, "size"), *rank = json_object_get(c, "rank");
+	if (!json_is_object(c) || !k->session || !k->host || !k->mode || !k->hosts || !json_is_integer(size) ||
+	    !json_is_integer(rank))
+		return terr_set(err, EINVAL, "cluster needs session, host, mode, hosts, size and rank");
+	k->size = json_integer_value(size);
+	k->rank = json_integer_value(rank);
+	if (model_validate_name(k->session, "cluster.session", err) < 0)
+		return -EINVAL;
+	if (strcmp(k->mode, "single-node") && strcmp(k->mode, "multi-node"))
+		return terr_set(err, EINVAL, "cluster.mode must be single-node or multi-node");
+	if (k->size < 2 || k->size > SESSION_SPEC_CLUSTER_MAX || k->rank < 0 || k->rank >= k->size)
+		return terr_set(err, EINVAL, "cluster.size must be 2 to %d and cluster.rank below it",
+				SESSION_SPEC_CLUSTER_MAX);
+	if (!cluster_host_ok(k->host))
+		return terr_set(err, EINVAL, "cluster.host must be 2 to 12 lower-case letters and digits");
+	/* hosts: size names, comma-separated, each a host name, host among them. */
+	int64_t n = 0;
+	bool own = false;
+	char name[16];
+	for (const char *p = k->hosts;; p++) {
+		const char *e = strchr(p, ',');
+		size_t len = e ? (size_t)(e - p) : strlen(p);
+		if (len >= sizeof(name))
+			return terr_set(err, EINVAL, "cluster.hosts has a name longer than 12 characters");
+		memcpy(name, p, len);
+		name[len] = '\0';
+		if (!cluster_host_ok(name))
+			return terr_set(err, EINVAL, "cluster.hosts must be host names separated by commas");
+		own |= !strcmp(name, k->host);
+		n++;
+		if (!e)
+			break;
+		p = e;
+	}
+	if (n != k->size || !own)
+		return terr_set(err, EINVAL, "cluster.hosts must name the %lld containers, cluster.host among them",
+				(long long)k->size);
+	if (k->ssh_key || k->ssh_pub) {
+		if (!k->ssh_key || !k->ssh_pub || strlen(k->ssh_key) > 4096 || strlen(k->ssh_pub) > 1024 ||
+		    strncmp(k->ssh_pub, "ssh-ed25519 ", 12) || strchr(k->ssh_pub, '\n') ||
+		    strncmp(k->ssh_key, "-----BEGIN OPENSSH PRIVATE KEY-----\n", 36))
+			return terr_set(err, EINVAL, "cluster.ssh_key and ssh_pub must be an OpenSSH Ed25519 key pair");
+	}
+	return 0;
 }
 
 static int check_mounts(json_t *mounts, const struct session_spec_node *node, struct session_spec *out,
@@ -159,6 +236,8 @@ int session_spec_from_json(json_t *spec, const struct session_spec_node *node, s
 	if (!id || !name || !image || !json_is_object(res))
 		return terr_set(err, EINVAL, "session spec needs id, name, image and resources");
 	if (check_mounts(json_object_get(spec, "mounts"), node, out, err) < 0)
+		return -EINVAL;
+	if (check_cluster(json_object_get(spec, "cluster"), out, err) < 0)
 		return -EINVAL;
 	/* The id names the session's directory under data_dir. */
 	if (model_validate_name(id, "session id", err) < 0 || model_validate_name(name, "session name", err) < 0)

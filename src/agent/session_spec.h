@@ -36,6 +36,20 @@ struct session_spec_mount {
 	bool readonly;
 };
 
+/* A cluster session's container (docs/user-guide.md, "Distributed
+ * training"): which one it is, the session's hosts and its SSH key.
+ * host NULL: a one-container session. */
+#define SESSION_SPEC_CLUSTER_MAX 16
+struct session_spec_cluster {
+	const char *session;          /* the main's id: names the session's network */
+	const char *host;             /* "main1", "sub1"...: its hostname on that network */
+	const char *mode;             /* "single-node" or "multi-node" */
+	const char *hosts;            /* every host, main1 first, comma-separated */
+	int64_t size, rank;           /* containers; its place, main1 0 */
+	const char *ssh_key;          /* the session's OpenSSH private key (Ed25519) */
+	const char *ssh_pub;          /* its public key line, "ssh-ed25519 BASE64 COMMENT" */
+};
+
 /* Strings and env are borrowed: from the JSON that session_spec_from_json
  * read, or from whatever the writer points them at. */
 struct session_spec {
@@ -52,6 +66,7 @@ struct session_spec {
 	size_t n_gpus;
 	const struct session_spec_mount *mounts;
 	size_t n_mounts;
+	struct session_spec_cluster cluster;
 	/* Where session_spec_from_json keeps the lists it read (gpus and
 	 * mounts point here then); a writer points them at its own. */
 	struct session_spec_gpu gpu_buf[SESSION_SPEC_MAX_GPUS];
@@ -65,7 +80,9 @@ struct session_spec {
  * "batch","mounts":[{"source","target","readonly"}]}. env is {} when NULL,
  * startup_command null when NULL; owner, owner_id and app_secret are left
  * out when NULL, batch when false, mounts when there are none, a device's
- * sm_limit_percent when 0: what an older agent reads as before. */
+ * sm_limit_percent when 0: what an older agent reads as before. A cluster
+ * session's container adds "cluster":{"session","host","mode","hosts",
+ * "size","rank","ssh_key","ssh_pub"}. */
 json_t *session_spec_to_json(const struct session_spec *spec);
 
 /* What the reading agent checks against its own node while it reads a

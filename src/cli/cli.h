@@ -33,6 +33,10 @@ int cmd_session_stats(int argc, char **argv);
  * suffix has a query) when owner is not NULL. malloc'd (caller frees);
  * NULL when out of memory. */
 char *cli_session_path(const char *ref, const char *owner, const char *suffix);
+/* --container NAME of the verbs that reach one container (exec, logs,
+ * shell, app, apps, stats): cli_session_path adds it; NULL: main1. A ref
+ * NAME/CONTAINER says the same. */
+extern const char *cli_session_container;
 
 /* Verbs of `tessera node` that drain (node_drain.c; node_cmd.c has the
  * table). */

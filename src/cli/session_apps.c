@@ -95,6 +95,7 @@ int cmd_session_apps(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{"owner", required_argument, NULL, 'o'},
+		{"container", required_argument, NULL, 'C'},
 		{"json", no_argument, NULL, 'j'},
 		{"help", no_argument, NULL, 'h'},
 		{0},
@@ -106,6 +107,8 @@ int cmd_session_apps(int argc, char **argv)
 		if (o == 'h') {
 			fputs(APPS_USAGE, stdout);
 			return CLI_EXIT_OK;
+		} else if (o == 'C') {
+			cli_session_container = optarg;
 		} else if (o == 'o') {
 			owner = optarg;
 		} else if (o == 'j') {
@@ -217,6 +220,7 @@ int cmd_session_app(int argc, char **argv)
 	static const struct option opts[] = {
 		{"port", required_argument, NULL, 'p'},
 		{"owner", required_argument, NULL, 'o'},
+		{"container", required_argument, NULL, 'C'},
 		{"json", no_argument, NULL, 'j'},
 		{"help", no_argument, NULL, 'h'},
 		{0},
@@ -229,6 +233,8 @@ int cmd_session_app(int argc, char **argv)
 		if (o == 'h') {
 			fputs(APP_USAGE, stdout);
 			return CLI_EXIT_OK;
+		} else if (o == 'C') {
+			cli_session_container = optarg;
 		} else if (o == 'o') {
 			owner = optarg;
 		} else if (o == 'j') {
@@ -615,6 +621,7 @@ int cmd_session_shell(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{"owner", required_argument, NULL, 'o'},
+		{"container", required_argument, NULL, 'C'},
 		{"help", no_argument, NULL, 'h'},
 		{0},
 	};
@@ -624,6 +631,8 @@ int cmd_session_shell(int argc, char **argv)
 		if (o == 'h') {
 			fputs(SHELL_USAGE, stdout);
 			return CLI_EXIT_OK;
+		} else if (o == 'C') {
+			cli_session_container = optarg;
 		} else if (o == 'o') {
 			owner = optarg;
 		} else {

@@ -43,6 +43,11 @@
 	"  --preemptible, --no-preemptible\n" \
 	"                          whether it may be ended to make room (default:\n" \
 	"                          batch sessions yes, interactive ones no)\n" \
+	"  --cluster-size N        N containers (2..16) for distributed work: main1,\n" \
+	"                          sub1..., each with the resources above, started\n" \
+	"                          together, on a network of their own, with SSH\n" \
+	"                          between them (docs/user-guide.md)\n" \
+	"  --cluster-mode MODE     single-node (default: all on one node) or multi-node\n" \
 	"  --wait                  wait until every session is RUNNING; a batch session:\n" \
 	"                          until it has ended, exiting with its command's code\n" \
 	"  --timeout SECONDS       with --wait: give up after this long (default 300)\n" \
@@ -57,20 +62,23 @@
 #define OWNER_USAGE \
 	"  --owner EMAIL   NAME is a session of this user (admins): a name is\n" \
 	"                  otherwise one of your own sessions; an id is anyone's\n"
+#define CONTAINER_USAGE \
+	"  --container C   one container of a cluster session: main1 (the default),\n" \
+	"                  sub1, ... (NAME/C says the same)\n"
 #define INFO_USAGE "usage: tessera session info NAME [--owner EMAIL] [--json]\n\n" OWNER_USAGE
 #define RM_USAGE "usage: tessera session rm NAME... [--owner EMAIL]\n\n" OWNER_USAGE
 #define LOGS_USAGE \
-	"usage: tessera session logs NAME [--tail N] [--follow] [--owner EMAIL]\n" \
+	"usage: tessera session logs NAME [--tail N] [--follow] [--owner EMAIL] [--container C]\n" \
 	"\n" \
 	"  --tail N        only the last N lines\n" \
 	"  -f, --follow    keep printing what the session writes until it ends\n" \
-	"                  (or Ctrl-C)\n" OWNER_USAGE
+	"                  (or Ctrl-C)\n" OWNER_USAGE CONTAINER_USAGE
 #define EXEC_USAGE \
-	"usage: tessera session exec NAME [--timeout SECONDS] [--owner EMAIL] -- CMD [ARG...]\n" \
+	"usage: tessera session exec NAME [--timeout SECONDS] [--owner EMAIL] [--container C] -- CMD [ARG...]\n" \
 	"\n" \
 	"Runs CMD in the session's container, prints its output and exits with\n" \
 	"its exit code. --timeout stops it after that many seconds (default 600;\n" \
-	"exit code 124).\n" OWNER_USAGE
+	"exit code 124).\n" OWNER_USAGE CONTAINER_USAGE
 
 #define COMMIT_USAGE \
 	"usage: tessera session commit NAME [--owner EMAIL] [--name IMAGE_NAME] [--tag TAG] [--wait] [--json]\n" \
@@ -110,8 +118,20 @@ static int session_bad_option(const char *sub, char **argv)
 /* The --owner of the verbs that name one session (NULL: none given). */
 static const char *session_owner;
 
+const char *cli_session_container;
+
 char *cli_session_path(const char *ref, const char *owner, const char *suffix)
 {
+	/* NAME/CONTAINER, or --container: one container of a cluster
+	 * session (main1, sub1...), as ?container= (names have no '/'). */
+	char name[256];
+	const char *container = cli_session_container, *slash = strchr(ref, '/');
+	if (slash && (size_t)(slash - ref) < sizeof(name)) {
+		memcpy(name, ref, (size_t)(slash - ref));
+		name[slash - ref] = '\0';
+		ref = name;
+		container = slash + 1;
+	}
 	char *esc = api_escape(ref), *path = NULL;
 	if (!esc)
 		return NULL;
@@ -129,12 +149,22 @@ char *cli_session_path(const char *ref, const char *owner, const char *suffix)
 		free(esc);
 		return NULL;
 	}
+	char *container_esc = container && *container ? api_escape(container) : NULL;
+	if (container && *container && !container_esc) {
+		free(esc);
+		free(owner_esc);
+		return NULL;
+	}
 	suffix = suffix ? suffix : "";
-	if (asprintf(&path, "/v1/sessions/%s%s%s%s", esc, suffix,
-		     owner_esc ? (strchr(suffix, '?') ? "&owner=" : "?owner=") : "", owner_esc ? owner_esc : "") < 0)
+	bool query = strchr(suffix, '?') != NULL;
+	if (asprintf(&path, "/v1/sessions/%s%s%s%s%s%s", esc, suffix,
+		     owner_esc ? (query ? "&owner=" : "?owner=") : "", owner_esc ? owner_esc : "",
+		     container_esc ? (query || owner_esc ? "&container=" : "?container=") : "",
+		     container_esc ? container_esc : "") < 0)
 		path = NULL;
 	free(esc);
 	free(owner_esc);
+	free(container_esc);
 	return path;
 }
 
@@ -295,6 +325,8 @@ static int session_create(int argc, char **argv)
 		{"batch", no_argument, NULL, 'b'},
 		{"root", no_argument, NULL, 'r'},
 		{"mount", required_argument, NULL, 'M'},
+		{"cluster-size", required_argument, NULL, 'Z'},
+		{"cluster-mode", required_argument, NULL, 'X'},
 		{"wait", no_argument, NULL, 'w'},
 		{"timeout", required_argument, NULL, 't'},
 		{"json", no_argument, NULL, 'j'},
@@ -405,6 +437,21 @@ static int session_create(int argc, char **argv)
 			json_object_set_new(body, "priority", json_integer(p));
 			break;
 		}
+		case 'Z': {
+			char *end;
+			long n = strtol(optarg, &end, 10);
+			if (*optarg < '0' || *optarg > '9' || *end || n < 1 || n > 16) {
+				rc = cli_usage_fail(sub, "--cluster-size must be a number of containers from 1 to 16, "
+						    "not '%s'", optarg);
+				goto out;
+			}
+			json_object_set_new(body, "cluster_size", json_integer(n));
+			break;
+		}
+		case 'X':
+			/* Checked by the manager, which says what it takes. */
+			json_object_set_new(body, "cluster_mode", json_string(optarg));
+			break;
 		case 'E':
 		case 'N':
 			json_object_set_new(body, "preemptible", json_boolean(o == 'E'));
@@ -622,6 +669,19 @@ static void session_print_info(json_t *s)
 		}
 		session_info_line("GPUs:", devs);
 	}
+	/* A cluster session's containers, each with its node and status. */
+	json_t *containers = json_object_get(s, "containers");
+	if (json_integer_value(json_object_get(s, "cluster_size")) > 1 && json_array_size(containers)) {
+		char what[96];
+		snprintf(what, sizeof(what), "%zu containers, %s (CPU, memory and fGPU above are each's)",
+			 json_array_size(containers), cli_json_str(s, "cluster_mode", "single-node"));
+		session_info_line("Cluster:", what);
+		size_t ci;
+		json_t *cx;
+		json_array_foreach(containers, ci, cx)
+			printf("  %-6s %-10s on %-16s %s\n", cli_json_str(cx, "name", "?"), cli_json_str(cx, "status", "?"),
+			       cli_json_str(cx, "agent", "-"), cli_json_str(cx, "status_info", ""));
+	}
 	session_info_line("Startup command:", cli_json_str(s, "startup_command", NULL));
 	session_info_line("Runs as:", json_is_true(json_object_get(s, "root")) ? "root" : "work (uid 1000)");
 	json_t *mounts = json_object_get(s, "mounts");
@@ -802,6 +862,7 @@ static int session_logs(int argc, char **argv)
 		{"tail", required_argument, NULL, 't'},
 		{"follow", no_argument, NULL, 'f'},
 		{"owner", required_argument, NULL, 'o'},
+		{"container", required_argument, NULL, 'C'},
 		{"help", no_argument, NULL, 'h'},
 		{0},
 	};
@@ -814,6 +875,8 @@ static int session_logs(int argc, char **argv)
 			return CLI_EXIT_OK;
 		} else if (o == 'f') {
 			follow = 1;
+		} else if (o == 'C') {
+			cli_session_container = optarg;
 		} else if (o == 'o') {
 			session_owner = optarg;
 		} else if (o == 't') {
@@ -906,6 +969,7 @@ static int session_exec_opts(int argc, char **argv, long *timeout_s)
 	static const struct option opts[] = {
 		{"timeout", required_argument, NULL, 't'},
 		{"owner", required_argument, NULL, 'o'},
+		{"container", required_argument, NULL, 'C'},
 		{"help", no_argument, NULL, 'h'},
 		{0},
 	};
@@ -914,6 +978,8 @@ static int session_exec_opts(int argc, char **argv, long *timeout_s)
 		if (o == 'h') {
 			fputs(EXEC_USAGE, stdout);
 			return CLI_EXIT_OK;
+		} else if (o == 'C') {
+			cli_session_container = optarg;
 		} else if (o == 'o') {
 			session_owner = optarg;
 		} else if (o == 't') {

@@ -477,6 +477,14 @@ int mgr_session_commit(struct manager *m, const struct user_rec *u, const char *
 		rc = mgr_not_enterable(s, err);
 		goto out;
 	}
+	/* Its containers differ (each wrote its own files): no one image
+	 * is the session's. */
+	if (mgr_session_is_cluster(s)) {
+		rc = terr_set(err, EINVAL, "session %s is a cluster session of %lld containers, which cannot be "
+			      "committed: commit a one-container session set up as you want the image (docs/images.md)",
+			      s->rec.name, (long long)s->rec.cluster_size);
+		goto out;
+	}
 	if (s->rec.status != SS_RUNNING || !s->rec.container_id[0]) {
 		rc = terr_set(err, EBUSY, "session %s is %s; only a RUNNING session can be committed", s->rec.name,
 			      session_status_name(s->rec.status));

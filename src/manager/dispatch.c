@@ -3,6 +3,7 @@
  * list by `dispatch_workers` threads, each call made without the manager
  * lock (docs/architecture.md, "Dispatch workers"). */
 #include <inttypes.h>
+#include <openssl/crypto.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,7 +103,24 @@ static json_t *session_spec(struct manager *m, struct msession *s)
 		};
 	}
 	spec.mounts = mounts;
+	/* A cluster session's container: its host name and the session's
+	 * hosts and SSH key (docs/user-guide.md, "Distributed training"). */
+	char host[24], hosts[MGR_CLUSTER_MAX * 8], key[1024], pub[256];
+	const struct msession *main = s->cl_main;
+	if (mgr_session_is_cluster(s) && main) {
+		mgr_cluster_name(s, host, sizeof(host));
+		mgr_cluster_hosts(main, hosts, sizeof(hosts));
+		spec.cluster = (struct session_spec_cluster){
+			.session = main->rec.id, .host = host, .mode = s->rec.cluster_mode, .hosts = hosts,
+			.size = s->rec.cluster_size, .rank = mgr_session_is_sub(s) ? s->rec.cluster_idx : 0,
+		};
+		if (mgr_cluster_ssh_keys(main->rec.cluster_ssh_seed, key, sizeof(key), pub, sizeof(pub)) == 0) {
+			spec.cluster.ssh_key = key;
+			spec.cluster.ssh_pub = pub;
+		}
+	}
 	json_t *out = session_spec_to_json(&spec);
+	OPENSSL_cleanse(key, sizeof(key));
 	free(mounts);
 	json_decref(recorded);
 	json_decref(env);
@@ -183,7 +201,8 @@ static void run_start(struct manager *m, const char *sid)
 		if (rc == 0) {
 			mgr_apps_set_endpoint(m, s, endpoint);
 			note_node_times(m, s, agent_name, &times, asked_at, answered_at);
-			mgr_set_status(m, s, SS_RUNNING, "running on node %s", agent_name);
+			/* RUNNING; a cluster session's containers once all run. */
+			mgr_cluster_started(m, s, agent_name);
 		}
 		else
 			mgr_set_status(m, s, SS_ERROR, "could not start on node %s: %s", agent_name, err.msg);
@@ -249,7 +268,10 @@ static void run_destroy(struct manager *m, const char *sid)
 		}
 	} else {
 		s->rec.container_id[0] = '\0';
-		if (s->rec.status == SS_TERMINATING && s->end_reason[0])
+		if (s->rec.status == SS_TERMINATING && s->cl_error[0])
+			/* A cluster session ended by one container's failure. */
+			mgr_set_status(m, s, SS_ERROR, "%s", s->cl_error);
+		else if (s->rec.status == SS_TERMINATING && s->end_reason[0])
 			mgr_set_status(m, s, SS_TERMINATED, "terminated: %s; container removed", s->end_reason);
 		else if (s->rec.status == SS_TERMINATING)
 			mgr_set_status(m, s, SS_TERMINATED, "terminated on request; container removed");

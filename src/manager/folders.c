@@ -429,7 +429,8 @@ static int mounting_sessions(struct manager *m, const char *id, const struct use
 	*others = 0;
 	for (size_t i = 0; i < m->n_sessions; i++) {
 		const struct session_rec *r = &m->sessions[i]->rec;
-		if (session_status_final(r->status) || !r->mounts_json || !strstr(r->mounts_json, needle))
+		if (session_status_final(r->status) || !r->mounts_json || !strstr(r->mounts_json, needle) ||
+		    mgr_session_is_sub(m->sessions[i]))
 			continue;
 		count++;
 		if (u && !u->is_admin && strcmp(r->owner_id, u->id)) {

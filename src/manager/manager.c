@@ -195,6 +195,8 @@ void mgr_set_status(struct manager *m, struct msession *s, enum session_status s
 			log_error("manager", "cannot save history of %s: %s", s->rec.name, err.msg);
 		log_info("manager", "session %s (%.8s): %s -> %s: %s", s->rec.name, s->rec.id,
 			 session_status_name(old), session_status_name(st), s->rec.status_info);
+		/* One container of a cluster session ending ends the others. */
+		mgr_cluster_follow(m, s, old);
 	}
 	pthread_cond_broadcast(&m->changed);
 }
@@ -608,6 +610,7 @@ void manager_close(struct manager *m)
 	for (size_t i = 0; i < m->n_sessions; i++) {
 		session_rec_clear(&m->sessions[i]->rec);
 		mgr_session_texts_free(m->sessions[i]);
+		free(m->sessions[i]->cl_members);
 		free(m->sessions[i]);
 	}
 	free(m->sessions);

@@ -78,7 +78,8 @@ char *mgr_metrics_text(struct manager *m)
 	pthread_mutex_lock(&m->mu);
 	int64_t by_status[SS__COUNT] = {0};
 	for (size_t i = 0; i < m->n_sessions; i++)
-		if ((int)m->sessions[i]->rec.status >= 0 && m->sessions[i]->rec.status < SS__COUNT)
+		if ((int)m->sessions[i]->rec.status >= 0 && m->sessions[i]->rec.status < SS__COUNT &&
+		    !mgr_session_is_sub(m->sessions[i]))
 			by_status[m->sessions[i]->rec.status]++;
 	metrics_family(&t, "tessera_sessions", "gauge", "Sessions known to the manager, by status.");
 	for (int st = 0; st < SS__COUNT; st++) {

@@ -156,7 +156,7 @@ json_t *mgr_resources(struct manager *m, const struct user_rec *u)
 		const struct msession *s = m->sessions[i];
 		if (strcmp(s->rec.owner_id, u->id) || session_status_final(s->rec.status))
 			continue;
-		n_used++;
+		n_used += !mgr_session_is_sub(s);   /* a cluster session is one session */
 		res_add(&used, &s->rec.req);
 	}
 	/* Capacity: the alive nodes. Free: what new sessions can get, on the

@@ -399,7 +399,7 @@ static void project_used(struct manager *m, const struct mproject *p, struct res
 		if (strcmp(s->rec.project_id, p->rec.id) || !session_status_holds(s->rec.status))
 			continue;
 		res_add(used, &s->rec.req);
-		(*n)++;
+		*n += !mgr_session_is_sub(s);   /* a cluster session is one session */
 	}
 }
 

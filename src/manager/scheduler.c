@@ -121,6 +121,26 @@ static uint64_t groups_mask(struct snapshot *sn, const struct mproject *p)
 	return mask ? mask : 1ull << 63;
 }
 
+/* Whether every container of s's cluster session waits (all PENDING):
+ * a session whose containers are not all there is not placed. */
+static bool cluster_waits_whole(const struct msession *s)
+{
+	for (int64_t i = 1; i < s->rec.cluster_size; i++) {
+		const struct msession *o = mgr_cluster_member(s, i);
+		if (!o || o->rec.status != SS_PENDING)
+			return false;
+	}
+	return true;
+}
+
+/* The record a placement is for: the request's session, or the member
+ * of its cluster session that the placement names. */
+static struct msession *placed_session(struct msession **pend, const struct sched_placement *pl)
+{
+	struct msession *s = pend[pl->request];
+	return pl->member > 0 ? mgr_cluster_member(s, pl->member) : s;
+}
+
 /* Fills sn from the manager's state, with n_extra requests like tmpl
  * (owner, resources, project, group, priority) appended after every queued
  * one. Returns false on no memory or when there is nothing to plan (with
@@ -142,6 +162,11 @@ static bool snapshot_build(struct manager *m, struct snapshot *sn, const struct 
 	}
 	if (n_pending == 0 && need_queue)
 		return false;
+	/* Placements: one per container, a cluster session's all in one
+	 * pass (its subs are counted in n_pending; the new ones of an
+	 * estimate are n_extra gangs). */
+	int64_t tmpl_gang = tmpl && tmpl->cluster_size > 1 ? tmpl->cluster_size : 1;
+	size_t n_out = n_pending + n_extra * (size_t)(tmpl_gang - 1);
 	size_t na = m->n_agents, nu = m->n_users, np = m->n_projects, nm = m->n_members;
 	struct sched_world *w = &sn->w;
 	sn->reqs = calloc(n_pending + 1, sizeof(*sn->reqs));
@@ -154,7 +179,7 @@ static bool snapshot_build(struct manager *m, struct snapshot *sn, const struct 
 	sn->running = calloc(n_holding + 1, sizeof(*sn->running));
 	sn->run_sess = calloc(n_holding + 1, sizeof(*sn->run_sess));
 	sn->groups = calloc(SCHED_MAX_GROUPS, sizeof(*sn->groups));
-	sn->out = calloc(n_pending + 1, sizeof(*sn->out));
+	sn->out = calloc(n_out + 1, sizeof(*sn->out));
 	sn->reasons = calloc(n_pending + 1, SCHED_REASON_MAX);
 	sn->evictions = calloc(n_holding + 1, sizeof(*sn->evictions));
 	if (!sn->reqs || !sn->pend || !w->agents || !sn->devs || !w->users || !w->projects || !w->members ||
@@ -241,12 +266,15 @@ static bool snapshot_build(struct manager *m, struct snapshot *sn, const struct 
 			continue;   /* owner removed: only ended sessions are left of them */
 		ssize_t g = s->rec.resource_group[0] && strcmp(s->rec.resource_group, MGR_DEFAULT_GROUP)
 				    ? group_index(sn, s->rec.resource_group) : 0;
+		/* A cluster session is one session, of all its containers'
+		 * resources. */
+		bool sub = mgr_session_is_sub(s);
 		if (holds) {
 			res_add(&w->users[u].used, &s->rec.req);
-			w->users[u].sessions++;
+			w->users[u].sessions += !sub;
 			if (pj) {
 				res_add(&w->projects[pj - 1].used, &s->rec.req);
-				w->projects[pj - 1].sessions++;
+				w->projects[pj - 1].sessions += !sub;
 			}
 			if (mb)
 				res_add(&w->members[mb - 1].used, &s->rec.req);
@@ -281,6 +309,10 @@ static bool snapshot_build(struct manager *m, struct snapshot *sn, const struct 
 		}
 		if (!pj || !mb || g < 0)
 			continue;   /* cannot happen: every session has a project its owner is in */
+		/* A cluster session waits as one request, its main's: a gang
+		 * of its containers, all of them waiting. */
+		if (sub || !cluster_waits_whole(s))
+			continue;
 		sn->pend[k] = s;
 		struct sched_request *rq = &sn->reqs[k++];
 		rq->session_id = s->rec.id;
@@ -293,6 +325,8 @@ static bool snapshot_build(struct manager *m, struct snapshot *sn, const struct 
 		rq->priority = (int)s->rec.priority;
 		rq->seq = s->rec.seq;
 		rq->failed_passes = s->failed_passes;
+		rq->gang = (int)s->rec.cluster_size;
+		rq->gang_single_node = !strcmp(s->rec.cluster_mode, STORE_CLUSTER_SINGLE_NODE);
 	}
 	w->running = sn->running;
 	w->n_running = nr;
@@ -315,6 +349,8 @@ static bool snapshot_build(struct manager *m, struct snapshot *sn, const struct 
 		rq->group = (size_t)g;
 		rq->priority = (int)tmpl->priority;
 		rq->seq = m->next_seq + (int64_t)e;
+		rq->gang = (int)tmpl_gang;
+		rq->gang_single_node = !strcmp(tmpl->cluster_mode, STORE_CLUSTER_SINGLE_NODE);
 	}
 	sn->k = k;
 	/* Last, once every group a node or session names has its index. */
@@ -364,8 +400,10 @@ static void schedule_pass(struct manager *m)
 	}
 	bool txn = placed > 0;
 	for (size_t i = 0; i < placed; i++) {
-		struct msession *s = pend[sn.out[i].request];
+		struct msession *s = placed_session(pend, &sn.out[i]);
 		struct magent *a = m->agents[sn.out[i].agent];
+		if (!s)
+			continue;   /* cannot happen: cluster_waits_whole saw them all */
 		s->n_shares = 0;
 		for (size_t d = 0; d < sn.out[i].n_shares; d++) {
 			struct mshare *sh = &s->shares[s->n_shares++];
@@ -406,8 +444,8 @@ static void schedule_pass(struct manager *m)
 		 * the pass): they are undone, and their start jobs, which find
 		 * the sessions PENDING again, do nothing. */
 		for (size_t i = 0; i < placed; i++) {
-			struct msession *s = pend[sn.out[i].request];
-			if (s->rec.status != SS_SCHEDULED)
+			struct msession *s = placed_session(pend, &sn.out[i]);
+			if (!s || s->rec.status != SS_SCHEDULED)
 				continue;
 			mgr_set_status(m, s, SS_PENDING, "waiting to be scheduled (the placement could not be stored)");
 			s->rec.agent_id[0] = '\0';
@@ -440,7 +478,7 @@ bool mgr_sched_estimate(struct manager *m, const struct session_rec *tmpl, int64
 	bool *done = calloc((size_t)count, sizeof(bool));
 	size_t n_new = 0;
 	for (size_t i = 0; done && i < placed; i++) {
-		if (sn.out[i].request >= first_new) {
+		if (sn.out[i].request >= first_new && sn.out[i].member == 0) {
 			done[sn.out[i].request - first_new] = true;
 			n_new++;
 		}

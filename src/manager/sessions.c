@@ -35,6 +35,9 @@ static struct msession *resolve_among(struct manager *m, const char *ref, const 
 				      const struct user_rec *viewer)
 {
 	struct msession *s = strmap_get(&m->session_by_id, ref);
+	/* A cluster session's sub by its own id is the session. */
+	if (s && s->cl_main)
+		s = s->cl_main;
 	if (s && (viewer ? mgr_session_visible(m, viewer, s) : !strcmp(s->rec.owner_id, owner_id)))
 		return s;
 	char key[sizeof(s->name_key)];
@@ -44,6 +47,18 @@ static struct msession *resolve_among(struct manager *m, const char *ref, const 
 
 struct msession *mgr_resolve_session(struct manager *m, const char *ref, const struct user_rec *user)
 {
+	/* "REF/CONTAINER": one container of a cluster session (main1,
+	 * sub1...); names and ids have no '/'. */
+	const char *slash = strchr(ref, '/');
+	if (slash) {
+		char base[STORE_NAME_MAX + STORE_ID_MAX];
+		if ((size_t)(slash - ref) >= sizeof(base))
+			return NULL;
+		memcpy(base, ref, (size_t)(slash - ref));
+		base[slash - ref] = '\0';
+		struct msession *s = resolve_among(m, base, user->id, user);
+		return s ? mgr_cluster_find(s, slash + 1) : NULL;
+	}
 	/* A name is the caller's own, admins included: an admin whose
 	 * session shares its name with another user's must not reach the
 	 * other one by it. An admin (or a project's manager) reaches anyone's
@@ -94,11 +109,14 @@ int mgr_session_append(struct manager *m, struct msession *s)
 		m->cap_sessions = ncap;
 	}
 	name_key(s->rec.owner_id, s->rec.name, s->name_key, sizeof(s->name_key));
+	if (mgr_cluster_link(m, s) < 0)
+		return -ENOMEM;
 	if (strmap_put(&m->session_by_id, s->rec.id, s) < 0)
 		return -ENOMEM;
 	/* Appended in sequence order: the newest of a name replaces the
-	 * older one. */
-	if (strmap_put(&m->session_by_name, s->name_key, s) < 0) {
+	 * older one. A cluster session's subs share its name: the name is
+	 * its main's. */
+	if (!mgr_session_is_sub(s) && strmap_put(&m->session_by_name, s->name_key, s) < 0) {
 		strmap_del(&m->session_by_id, s->rec.id);
 		return -ENOMEM;
 	}
@@ -222,6 +240,12 @@ void mgr_delete_session(struct manager *m, struct msession *s, const char *by)
 	default:
 		break;
 	}
+	/* A cluster session's other containers: the main's change has ended
+	 * those still up (mgr_cluster_follow); those already ended keep
+	 * their containers for their logs until now. */
+	for (int64_t i = 1; s->cl_members && i < s->rec.cluster_size; i++)
+		if (s->cl_members[i] && s->cl_members[i] != s)
+			mgr_delete_session(m, s->cl_members[i], by);
 }
 
 /* Lines of s's stored history without a change of status (one store
@@ -341,6 +365,10 @@ json_t *mgr_session_json(struct manager *m, const struct msession *s)
 	json_decref(recorded);
 	json_object_set_new(o, "mounts", mounts);
 	mgr_usage_session_json(m, s, o);
+	/* Its containers (docs/api.md): main1 alone for most sessions. */
+	json_object_set_new(o, "cluster_size", json_integer(s->rec.cluster_size));
+	json_object_set_new(o, "cluster_mode", json_string(s->rec.cluster_mode));
+	json_object_set_new(o, "containers", mgr_cluster_containers_json(m, s));
 	return o;
 }
 
@@ -421,7 +449,7 @@ json_t *mgr_sessions_visible_json(struct manager *m, const struct user_rec *u, b
 	json_t *arr = json_array();
 	for (size_t i = 0; i < m->n_sessions; i++) {
 		const struct msession *s = m->sessions[i];
-		if (!mgr_session_visible(m, u, s))
+		if (!mgr_session_visible(m, u, s) || mgr_session_is_sub(s))
 			continue;
 		if (!all && (!session_status_listed(s->rec.status) || s->rec.removed))
 			continue;
@@ -536,6 +564,8 @@ static void tb_str(struct textbuf *b, const char *s)
 /* Whether s is in the page's filters (its owner is checked apart). */
 static bool query_wants(const struct session_query *q, const struct msession *s)
 {
+	if (mgr_session_is_sub(s))
+		return false;   /* a container of its main's session */
 	if (q->status_mask)
 		return (q->status_mask & (1u << s->rec.status)) && (q->all || !s->rec.removed);
 	return q->all || (session_status_listed(s->rec.status) && !s->rec.removed);
@@ -634,7 +664,8 @@ int mgr_sessions_page(struct manager *m, const struct user_rec *u, const struct 
 /* Whether u's stream shows s: the list API's default view. */
 static bool stream_shows(struct manager *m, const struct user_rec *u, const struct msession *s)
 {
-	return mgr_session_visible(m, u, s) && session_status_listed(s->rec.status) && !s->rec.removed;
+	return mgr_session_visible(m, u, s) && session_status_listed(s->rec.status) && !s->rec.removed &&
+	       !mgr_session_is_sub(s);
 }
 
 void mgr_stream_free(struct mgr_stream *st)
@@ -767,7 +798,7 @@ static bool name_in_use(struct manager *m, const char *owner, const char *name)
 {
 	for (size_t i = 0; i < m->n_sessions; i++) {
 		const struct msession *s = m->sessions[i];
-		if (!session_status_final(s->rec.status) && !strcmp(s->rec.owner_id, owner) &&
+		if (!session_status_final(s->rec.status) && !mgr_session_is_sub(s) && !strcmp(s->rec.owner_id, owner) &&
 		    !strcmp(s->rec.name, name))
 			return true;
 	}
@@ -793,23 +824,38 @@ static int check_placeable(struct manager *m, const struct user_rec *owner, cons
 		pthread_mutex_unlock(&m->mu);
 		return terr_set(err, EINVAL, "resources.fgpu must be a multiple of the fGPU quantum %s", q);
 	}
+	/* Satisfiable counts the devices all free: only their number matters. */
+	struct sched_agent *sa = calloc(m->n_agents + 1, sizeof(*sa));
+	if (!sa) {
+		pthread_mutex_unlock(&m->mu);
+		return terr_set(err, ENOMEM, "out of memory");
+	}
 	for (size_t i = 0; i < m->n_agents; i++) {
 		struct magent *a = m->agents[i];
 		any_agent = true;
-		/* Satisfiable counts the devices all free: only their number matters. */
-		struct sched_agent sa = {.capacity = a->rec.capacity, .n_devs = (size_t)a->n_gpus};
-		if (sched_satisfiable(&sa, 1, &cr->req, per_dev))
-			fits_somewhere = true;
+		sa[i] = (struct sched_agent){.capacity = a->rec.capacity, .n_devs = (size_t)a->n_gpus};
 		if (a->alive && a->link)
 			any_alive = true;
 	}
+	/* A cluster session: its containers on one node (single-node), or
+	 * on nodes that together could hold them. */
+	fits_somewhere = sched_gang_satisfiable(sa, m->n_agents, &cr->req, (int)cr->cluster_size,
+						!strcmp(cr->cluster_mode, STORE_CLUSTER_SINGLE_NODE), per_dev);
+	free(sa);
 	pthread_mutex_unlock(&m->mu);
 	char need[96];
 	res_describe(&cr->req, need, sizeof(need));
 	if (!any_agent)
 		return terr_set(err, EAGAIN, "no node has registered yet; start an agent first");
+	if (!fits_somewhere && cr->cluster_size > 1 && !strcmp(cr->cluster_mode, STORE_CLUSTER_SINGLE_NODE))
+		return terr_set(err, EDOM, "no node could ever hold %lld containers of %s; ask for less, or for "
+				"cluster_mode multi-node (see 'tessera node ls')", (long long)cr->cluster_size, need);
+	if (!fits_somewhere && cr->cluster_size > 1)
+		return terr_set(err, EDOM, "the nodes could never hold %lld containers of %s together; ask for less "
+				"(see 'tessera node ls')", (long long)cr->cluster_size, need);
 	if (!fits_somewhere)
-		return terr_set(err, EDOM, "no node could ever hold %s per session%s; ask for less (see 'tessera node ls')", need,
+		return terr_set(err, EDOM, "no node could ever hold %s per %s%s; ask for less (see 'tessera node ls')", need,
+				cr->cluster_size > 1 ? "container" : "session",
 				cr->req.fgpu_m ? " (fGPU must fit on one node's devices)" : "");
 	int rc = mgr_image_check(m, owner, cr->image, &cr->req, image, image_n, err);
 	if (rc < 0 && !any_alive && err->code != ERANGE) {
@@ -840,7 +886,8 @@ static void free_news(struct msession **news, size_t n)
 static struct msession **new_records(const struct user_rec *owner, const struct create_request *cr,
 				     const char *image, struct terr *err)
 {
-	struct msession **news = calloc((size_t)cr->count, sizeof(*news));
+	size_t size = (size_t)(cr->cluster_size > 1 ? cr->cluster_size : 1), total = (size_t)cr->count * size;
+	struct msession **news = calloc(total, sizeof(*news));
 	if (!news) {
 		terr_set(err, ENOMEM, "out of memory");
 		return NULL;
@@ -855,18 +902,31 @@ static struct msession **new_records(const struct user_rec *owner, const struct 
 	}
 	char *env_text = cr->env ? jsonutil_dump(cr->env) : NULL;
 	size_t made = 0;
-	for (; made < (size_t)cr->count; made++) {
+	/* A cluster session's records in order: main1, then sub1... (the
+	 * main is appended first: clusters.c links the subs to it). */
+	for (; made < total; made++) {
 		struct msession *s = calloc(1, sizeof(*s));
 		if (!s)
 			break;
 		news[made] = s;
 		util_new_id(s->rec.id, NULL);
+		size_t nth = made / size, member = made % size;
 		if (cr->count > 1) {
 			/* validate_create_request checked that NAME-COUNT fits. */
-			if (snprintf(s->rec.name, sizeof(s->rec.name), "%s-%zu", base, made + 1) >= (int)sizeof(s->rec.name))
+			if (snprintf(s->rec.name, sizeof(s->rec.name), "%s-%zu", base, nth + 1) >= (int)sizeof(s->rec.name))
 				break;
 		} else
 			util_strlcpy(s->rec.name, base, sizeof(s->rec.name));
+		s->rec.cluster_size = (int64_t)size;
+		util_strlcpy(s->rec.cluster_mode, cr->cluster_mode ? cr->cluster_mode : STORE_CLUSTER_SINGLE_NODE,
+			     sizeof(s->rec.cluster_mode));
+		util_strlcpy(s->rec.cluster_role, member ? STORE_CLUSTER_SUB : STORE_CLUSTER_MAIN,
+			     sizeof(s->rec.cluster_role));
+		s->rec.cluster_idx = member ? (int64_t)member : 1;
+		if (member)
+			util_strlcpy(s->rec.cluster_main, news[made - member]->rec.id, sizeof(s->rec.cluster_main));
+		else if (size > 1 && mgr_cluster_new_seed(s->rec.cluster_ssh_seed, err) < 0)
+			break;
 		util_strlcpy(s->rec.owner_id, owner->id, sizeof(s->rec.owner_id));
 		util_strlcpy(s->rec.image, image, sizeof(s->rec.image));
 		s->rec.req = cr->req;
@@ -879,8 +939,8 @@ static struct msession **new_records(const struct user_rec *owner, const struct 
 			break;
 	}
 	free(env_text);
-	if (made < (size_t)cr->count) {
-		free_news(news, (size_t)cr->count);
+	if (made < total) {
+		free_news(news, total);
 		terr_set(err, ENOMEM, "out of memory");
 		return NULL;
 	}
@@ -918,6 +978,10 @@ static int apply_project(struct manager *m, const struct user_rec *owner, const 
 				"can change that", cr->batch ? "batch" : "interactive",
 				cr->batch ? "batch" : "interactive");
 	bool preemptible = cr->preemptible == VALIDATE_PREEMPT_DEFAULT ? def : cr->preemptible == VALIDATE_PREEMPT_YES;
+	/* A cluster session is never preempted: the scheduler makes room by
+	 * ending one container at a time (docs/scheduling.md). */
+	if (cr->cluster_size > 1)
+		preemptible = false;
 	for (size_t i = 0; i < n; i++) {
 		util_strlcpy(news[i]->rec.project_id, p->rec.id, sizeof(news[i]->rec.project_id));
 		util_strlcpy(news[i]->rec.resource_group, group, sizeof(news[i]->rec.resource_group));
@@ -934,7 +998,7 @@ int mgr_sessions_create(struct manager *m, const struct user_rec *owner, const s
 	int rc = check_placeable(m, owner, cr, image, sizeof(image), err);
 	if (rc < 0)
 		return rc;
-	size_t n = (size_t)cr->count;
+	size_t n = (size_t)cr->count * (size_t)(cr->cluster_size > 1 ? cr->cluster_size : 1);
 	struct msession **news = new_records(owner, cr, image, err);
 	if (!news)
 		return -ENOMEM;
@@ -992,7 +1056,8 @@ int mgr_sessions_create(struct manager *m, const struct user_rec *owner, const s
 	}
 	json_t *arr = json_array();
 	for (size_t i = 0; i < n; i++)
-		json_array_append_new(arr, mgr_session_json(m, news[i]));
+		if (!mgr_session_is_sub(news[i]))
+			json_array_append_new(arr, mgr_session_json(m, news[i]));
 	pthread_mutex_unlock(&m->mu);
 	free(news);   /* the records are the manager's now */
 	*sessions = arr;

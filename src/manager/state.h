@@ -123,6 +123,15 @@ struct msession {
 	 * manager's (scheduler.c): a pass over every session reuses them. */
 	uint64_t ix_gen;
 	size_t ix_user, ix_project, ix_member;
+	/* A cluster session's records (clusters.c): every member points at
+	 * the main's (the main at itself; NULL until linked, and for a sub
+	 * whose main is not loaded); the main keeps its members in order,
+	 * main1 first, then sub1... ([rec.cluster_size], NULL where one is
+	 * missing). cl_error: why a member's failure ended the session, for
+	 * the main's final ERROR. */
+	struct msession *cl_main;
+	struct msession **cl_members;
+	char cl_error[STORE_INFO_MAX];
 };
 
 /* Drops s's rendered JSON: called wherever its record, shares or history
@@ -131,6 +140,10 @@ struct msession {
  * text keeps it until it lets go. */
 static inline void mgr_session_changed(struct msession *s)
 {
+	/* A cluster session's JSON lists its containers: a member's change
+	 * is its main's. */
+	if (s->cl_main && s->cl_main != s)
+		mgr_session_changed(s->cl_main);
 	if (s->json) {
 		mtext_unref(s->json_prev);
 		s->json_prev = s->json;
@@ -465,6 +478,44 @@ struct msession *mgr_find_session(struct manager *m, const char *id);
  * sessions (admins too: a name never reaches another user's session). */
 struct msession *mgr_resolve_session(struct manager *m, const char *ref,
 				     const struct user_rec *user);
+/* ---- clusters.c: cluster sessions, a record per container ---- */
+#define MGR_CLUSTER_MAX VALIDATE_MAX_CLUSTER
+/* A sub of a cluster session: not a session of its own to users (lists,
+ * names, counts), but a container of its main's. */
+static inline bool mgr_session_is_sub(const struct msession *s)
+{
+	return !strcmp(s->rec.cluster_role, STORE_CLUSTER_SUB);
+}
+static inline bool mgr_session_is_cluster(const struct msession *s)
+{
+	return s->rec.cluster_size > 1;
+}
+/* Links s (just appended) with its cluster's other records. -ENOMEM. */
+int mgr_cluster_link(struct manager *m, struct msession *s);
+/* Member i (0: main1, 1: sub1...) of main's cluster; NULL when missing. */
+struct msession *mgr_cluster_member(const struct msession *main, int64_t i);
+/* "main1", "sub2": s's container name. */
+void mgr_cluster_name(const struct msession *s, char *buf, size_t n);
+/* The member of main's cluster named like "sub1" (NULL: main1 too);
+ * NULL when none. */
+struct msession *mgr_cluster_find(struct msession *main, const char *container);
+/* After s moved from old to its status (mgr_set_status): one member
+ * ending ends the others (docs/user-guide.md, "Distributed training"). */
+void mgr_cluster_follow(struct manager *m, struct msession *s, enum session_status old);
+/* A member's container started (run_start): the session is RUNNING once
+ * every member's is; until then its members stay PREPARING. */
+void mgr_cluster_started(struct manager *m, struct msession *s, const char *agent_name);
+/* The "containers" array of a session's JSON (a new reference). */
+json_t *mgr_cluster_containers_json(struct manager *m, const struct msession *s);
+/* main1,sub1,...: the hosts of main's cluster, into buf. */
+void mgr_cluster_hosts(const struct msession *main, char *buf, size_t n);
+/* The session's SSH key pair from its seed (64 hex): the private key in
+ * OpenSSH's format and the public key's authorized_keys line. -EINVAL on
+ * a bad seed, -ENOMEM. */
+int mgr_cluster_ssh_keys(const char *seed_hex, char *key, size_t key_n, char *pub, size_t pub_n);
+/* A new session's SSH key: 32 random bytes as 64 hex. */
+int mgr_cluster_new_seed(char out[65], struct terr *err);
+
 static inline bool mgr_session_is_batch(const struct msession *s)
 {
 	return !strcmp(s->rec.type, STORE_TYPE_BATCH);

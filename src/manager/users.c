@@ -616,7 +616,7 @@ static void holdings(struct manager *m, const char *id, json_t *sessions, json_t
 	*n_sessions = *n_folders = 0;
 	for (size_t i = 0; i < m->n_sessions; i++) {
 		const struct msession *s = m->sessions[i];
-		if (strcmp(s->rec.owner_id, id) || session_status_final(s->rec.status))
+		if (strcmp(s->rec.owner_id, id) || session_status_final(s->rec.status) || mgr_session_is_sub(s))
 			continue;
 		(*n_sessions)++;
 		if (sessions)

@@ -71,7 +71,8 @@ int validate_create_request(json_t *body, struct create_request *out, struct ter
 	if (!json_is_object(body))
 		return terr_set(err, EINVAL, "request body must be a JSON object");
 	static const char *const known[] = {"image", "name", "count", "resources", "env", "startup_command", "type",
-					    "root", "mounts", "project", "group", "priority", "preemptible", NULL};
+					    "root", "mounts", "project", "group", "priority", "preemptible",
+					    "cluster_size", "cluster_mode", NULL};
 	const char *key;
 	json_t *val;
 	json_object_foreach(body, key, val) {
@@ -80,7 +81,8 @@ int validate_create_request(json_t *body, struct create_request *out, struct ter
 			ok |= !strcmp(key, known[i]);
 		if (!ok)
 			return terr_set(err, EINVAL, "unknown field '%s' (known: image, name, count, resources, env, "
-					"startup_command, type, root, mounts, project, group, priority, preemptible)", key);
+					"startup_command, type, root, mounts, project, group, priority, preemptible, "
+					"cluster_size, cluster_mode)", key);
 	}
 	memset(out, 0, sizeof(*out));
 	out->count = 1;
@@ -171,6 +173,24 @@ int validate_create_request(json_t *body, struct create_request *out, struct ter
 		return terr_set(err, EINVAL, "preemptible must be true or false");
 	if (json_is_boolean(pre))
 		out->preemptible = json_is_true(pre) ? VALIDATE_PREEMPT_YES : VALIDATE_PREEMPT_NO;
+	/* A cluster session (docs/user-guide.md, "Distributed training"):
+	 * cluster_size containers, each with the resources above. */
+	out->cluster_size = 1;
+	out->cluster_mode = STORE_CLUSTER_SINGLE_NODE;
+	if (jsonutil_get_int(body, "cluster_size", "cluster_size", &out->cluster_size, NULL, err) < 0 ||
+	    jsonutil_get_string(body, "cluster_mode", "cluster_mode", &out->cluster_mode, NULL, err) < 0)
+		return -EINVAL;
+	if (out->cluster_size < 1 || out->cluster_size > VALIDATE_MAX_CLUSTER)
+		return terr_set(err, EINVAL, "cluster_size must be 1 to %d containers (got %lld)", VALIDATE_MAX_CLUSTER,
+				(long long)out->cluster_size);
+	if (strcmp(out->cluster_mode, STORE_CLUSTER_SINGLE_NODE) && strcmp(out->cluster_mode, STORE_CLUSTER_MULTI_NODE))
+		return terr_set(err, EINVAL, "cluster_mode must be \"single-node\" (every container on one node) or "
+				"\"multi-node\" (across nodes)");
+	if (out->cluster_size > 1 && out->preemptible == VALIDATE_PREEMPT_YES)
+		return terr_set(err, EINVAL, "a cluster session (cluster_size above 1) cannot be preemptible");
+	if (out->count * out->cluster_size > VALIDATE_MAX_COUNT)
+		return terr_set(err, EINVAL, "count x cluster_size must be at most %d containers (got %lld)",
+				VALIDATE_MAX_COUNT, (long long)(out->count * out->cluster_size));
 	json_t *mounts = json_object_get(body, "mounts");
 	if (mounts && !json_is_null(mounts)) {
 		if (!json_is_array(mounts))

@@ -12,6 +12,8 @@
 #include "store/store.h"
 
 #define VALIDATE_MAX_COUNT 100
+/* Containers of one cluster session (SESSION_SPEC_CLUSTER_MAX on agents). */
+#define VALIDATE_MAX_CLUSTER 16
 #define VALIDATE_MAX_CPU_M (1024 * 1000)
 /* The kernel's smallest CFS quota is 1 ms per 100 ms period: 0.01 CPU. */
 #define VALIDATE_MIN_CPU_M 10
@@ -90,6 +92,10 @@ struct create_request {
 	const char *group;
 	int64_t priority;
 	enum { VALIDATE_PREEMPT_DEFAULT, VALIDATE_PREEMPT_YES, VALIDATE_PREEMPT_NO } preemptible;
+	/* Containers of each session (1..MGR_CLUSTER_MAX) and where they may
+	 * go: STORE_CLUSTER_SINGLE_NODE or _MULTI_NODE. */
+	int64_t cluster_size;
+	const char *cluster_mode;
 };
 
 /* Parses and validates a POST /v1/sessions body; strings borrow from body. */

@@ -85,6 +85,7 @@
 #include "common/err.h"
 #include "runner/appdef.h"
 #include "runner/apps.h"
+#include "runner/cluster.h"
 #include "runner/log.h"
 #include "runner/loop.h"
 #include "runner/server.h"
@@ -677,8 +678,15 @@ int main(int argc, char **argv)
 	bool have_secret = false;
 	if (server_read_secret(o.app_secret ? o.app_secret : SERVER_SECRET_FILE, secret, &have_secret, &err) < 0)
 		runner_log("tessera-runner: apps are not enabled: %s", err.msg);
-	if (o.user && uid != 0 && !runner_become_user(o.fs_root, uid, gid))
+	/* A cluster session's SSH key is root's too (cluster.h). Only as
+	 * PID 1: run by hand, the runner is no session's. */
+	static struct cluster_ssh ssh;
+	if (getpid() == 1)
+		cluster_ssh_read(CLUSTER_SSH_DIR, &ssh);
+	if (o.user && uid != 0 && !runner_become_user(o.fs_root, uid, gid)) {
+		explicit_bzero(ssh.key, sizeof(ssh.key));
 		return 1;
+	}
 	char **cmd = o.cmd;
 
 	struct runner r = { .grace_ms = runner_grace_ms(), .batch = o.batch };
@@ -720,6 +728,12 @@ int main(int argc, char **argv)
 	if (port && server_start(&loop, port, have_secret ? secret : NULL, &err) < 0)
 		runner_log("tessera-runner: no apps: %s", err.msg);
 	explicit_bzero(secret, sizeof(secret));
+	/* sshd before the command: an MPI launcher in the startup command
+	 * finds the other containers' up as soon as they are. */
+	if (ssh.have) {
+		const char *home = getenv("HOME"), *hosts = getenv("TESSERA_CLUSTER_HOSTS");
+		cluster_ssh_start(&ssh, home && *home ? home : "/", hosts ? hosts : "", uid == 0, &orig);
+	}
 
 	if (cmd) {
 		pid_t pid = runner_spawn(cmd, &orig);

@@ -679,6 +679,10 @@ static json_t *create_body(const struct rt_container_spec *spec, const char *sec
 	 * here, so it is never on the default bridge beside other users'. */
 	if (spec->network)
 		json_object_set_new(hc, "NetworkMode", json_string(spec->network));
+	if (spec->network && spec->network_alias)
+		json_object_set_new(b, "NetworkingConfig",
+				    json_pack("{s:{s:{s:[s]}}}", "EndpointsConfig", spec->network, "Aliases",
+					      spec->network_alias));
 	/* The one published port: HostPort "" lets Docker pick a free one,
 	 * read back from inspect once the container started. */
 	if (spec->publish_port > 0) {
@@ -1843,9 +1847,14 @@ static int docker_network_ensure(struct runtime *rt, const struct rt_network_spe
 	 * network from every other. Not internal: sessions reach the outside
 	 * through the host's NAT. CheckDuplicate: without it Docker 20.10
 	 * makes a second network of the same name. */
-	autojson json_t *body = json_pack("{s:s, s:s, s:b, s:b, s:{s:s}}", "Name", spec->name,
-					  "Driver", "bridge", "CheckDuplicate", 1, "Internal", 0,
-					  "Options", "com.docker.network.bridge.enable_icc", "true");
+	bool overlay = spec->driver && !strcmp(spec->driver, "overlay");
+	autojson json_t *body = overlay
+		/* Attachable: containers started by the engine itself (not
+		 * swarm services) may join it, on every host of the swarm. */
+		? json_pack("{s:s, s:s, s:b, s:b, s:b}", "Name", spec->name, "Driver", "overlay", "CheckDuplicate", 1,
+			    "Internal", 0, "Attachable", 1)
+		: json_pack("{s:s, s:s, s:b, s:b, s:{s:s}}", "Name", spec->name, "Driver", "bridge", "CheckDuplicate", 1,
+			    "Internal", 0, "Options", "com.docker.network.bridge.enable_icc", "true");
 	if (!labels || !body)
 		return terr_set(err, ENOMEM, "create network: out of memory");
 	for (size_t i = 0; i < spec->n_labels; i++)

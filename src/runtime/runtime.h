@@ -52,6 +52,9 @@ struct rt_container_spec {
 	/* The network the container is attached to, and only that one
 	 * (HostConfig.NetworkMode); NULL: the runtime's default bridge. */
 	const char *network;
+	/* A name the other containers on that network find it by (Docker's
+	 * DNS), besides its own; may be NULL. */
+	const char *network_alias;
 	/* One TCP port of the container published on the host, and only
 	 * that one (docs/apps.md: the runner's app port): on the address
 	 * publish_host (an IP address) at a host port the runtime picks.
@@ -99,6 +102,10 @@ struct rt_container_info {
  * on. */
 struct rt_network_spec {
 	const char *name;                 /* unique on the host */
+	/* NULL: a bridge on this host; "overlay": one network across the
+	 * hosts of Docker's swarm mode, which containers join at create
+	 * (attachable). */
+	const char *driver;
 	const struct rt_label *labels;
 	size_t n_labels;
 };

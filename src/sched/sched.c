@@ -1,6 +1,7 @@
 #include "sched/sched.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,13 +70,58 @@ bool sched_gpu_fit(const struct sched_device *devs, size_t n, int64_t want_m,
 
 /* ---------- the index ---------- */
 
+/* What a change to a bucket list undoes to: the id's place before it.
+ * A gang's members are placed one by one and taken back when the gang
+ * does not fit whole; re-filing the agents by their restored free amounts
+ * would put them back in the right buckets but not in the same place in
+ * each list, and the order within a bucket decides among equals, so the
+ * requests after the gang would land differently than had it never been
+ * tried. */
+struct bucket_undo {
+	struct buckets *b;
+	int32_t id, level, prev, next;
+};
+
+struct bucket_log {
+	struct bucket_undo *e;
+	size_t n, cap;
+	bool on;              /* recording: only while a gang is tried */
+};
+
 /* Intrusive doubly linked bucket lists over int32 ids (-1 = none). */
 struct buckets {
 	int32_t *head;        /* [levels] */
 	int32_t *next, *prev; /* [ids] */
 	int32_t *level;       /* [ids]; -1 = not listed */
 	int32_t levels;
+	struct bucket_log *log;   /* the index's; NULL: never recorded */
 };
+
+/* Room for k more records, so that a change is never half recorded;
+ * -1 on no memory. */
+static int log_reserve(struct bucket_log *l, size_t k)
+{
+	if (l->n + k <= l->cap)
+		return 0;
+	size_t cap = l->cap ? l->cap * 2 : 64;
+	while (cap < l->n + k)
+		cap *= 2;
+	struct bucket_undo *e = realloc(l->e, cap * sizeof(*e));
+	if (!e)
+		return -1;
+	l->e = e;
+	l->cap = cap;
+	return 0;
+}
+
+/* Records id's place before a change (room reserved by log_reserve). */
+static void bucket_note(struct buckets *b, int32_t id)
+{
+	struct bucket_log *l = b->log;
+	if (!l || !l->on || l->n >= l->cap)
+		return;
+	l->e[l->n++] = (struct bucket_undo){b, id, b->level[id], b->prev[id], b->next[id]};
+}
 
 static int buckets_init(struct buckets *b, int32_t levels, size_t ids)
 {
@@ -101,7 +147,7 @@ static void buckets_free(struct buckets *b)
 	free(b->level);
 }
 
-static void buckets_remove(struct buckets *b, int32_t id)
+static void buckets_unlink(struct buckets *b, int32_t id)
 {
 	int32_t l = b->level[id];
 	if (l < 0)
@@ -115,6 +161,14 @@ static void buckets_remove(struct buckets *b, int32_t id)
 	b->level[id] = -1;
 }
 
+static void buckets_remove(struct buckets *b, int32_t id)
+{
+	if (b->level[id] < 0)
+		return;
+	bucket_note(b, id);
+	buckets_unlink(b, id);
+}
+
 static void buckets_set(struct buckets *b, int32_t id, int32_t level)
 {
 	if (level < 0)
@@ -123,13 +177,37 @@ static void buckets_set(struct buckets *b, int32_t id, int32_t level)
 		level = b->levels - 1;
 	if (b->level[id] == level)
 		return;
-	buckets_remove(b, id);
+	bucket_note(b, id);
+	buckets_unlink(b, id);
 	b->level[id] = level;
 	b->prev[id] = -1;
 	b->next[id] = b->head[level];
 	if (b->head[level] >= 0)
 		b->prev[b->head[level]] = id;
 	b->head[level] = id;
+}
+
+/* Undoes the records past mark, newest first: each change is undone on
+ * the lists as they were right after it, where the id's old neighbours
+ * are neighbours again, so every id goes back to its old place. */
+static void log_undo(struct bucket_log *l, size_t mark)
+{
+	while (l->n > mark) {
+		struct bucket_undo *u = &l->e[--l->n];
+		struct buckets *b = u->b;
+		buckets_unlink(b, u->id);
+		if (u->level < 0)
+			continue;
+		b->level[u->id] = u->level;
+		b->prev[u->id] = u->prev;
+		b->next[u->id] = u->next;
+		if (u->prev >= 0)
+			b->next[u->prev] = u->id;
+		else
+			b->head[u->level] = u->id;
+		if (u->next >= 0)
+			b->prev[u->next] = u->id;
+	}
 }
 
 #define HOST_LEVELS 1000   /* host fullness buckets: 0.1% wide */
@@ -148,6 +226,9 @@ struct sched_index {
 	/* id = local; level = its scarcest free fraction of CPU and memory, so
 	 * best fit follows the dominant dimension for CPU-only requests. */
 	struct buckets host;
+	const bool *held;             /* [the world's n_agents] or NULL: agents held
+	                               * for a waiting gang, kept out of the buckets */
+	struct bucket_log log;        /* while a gang is tried */
 };
 
 /* Whether new sessions may go to the agent: alive and not drained. */
@@ -166,7 +247,7 @@ static size_t agent_devs(const struct sched_agent *a)
 static void index_update(struct sched_index *ix, size_t i)
 {
 	const struct sched_agent *a = &ix->agents[i];
-	if (!usable(a))
+	if (!usable(a) || (ix->held && ix->held[i]))
 		return;
 	int32_t li = ix->local[i];
 	int32_t whole = 0;
@@ -194,11 +275,26 @@ static void index_free(struct sched_index *ix)
 	buckets_free(&ix->devs);
 	buckets_free(&ix->whole);
 	buckets_free(&ix->host);
+	free(ix->log.e);
 	free(ix);
 }
 
+/* Takes an agent out of every list (recorded when the log is on), so no
+ * selector finds it: a gang trying its next candidate, or holding it. */
+static void index_hide(struct sched_index *ix, size_t i)
+{
+	int32_t li = ix->local[i];
+	if (li < 0)
+		return;
+	for (size_t d = 0; d < SCHED_MAX_DEVICES; d++)
+		buckets_remove(&ix->devs, (int32_t)(li * SCHED_MAX_DEVICES + (int32_t)d));
+	buckets_remove(&ix->whole, li);
+	buckets_remove(&ix->host, li);
+}
+
 static struct sched_index *index_build(struct sched_agent *agents, const size_t *ids, size_t n,
-				       const int32_t *local, int64_t per_device_m, int64_t quantum_m)
+				       const int32_t *local, const bool *held, int64_t per_device_m,
+				       int64_t quantum_m)
 {
 	struct sched_index *ix = calloc(1, sizeof(*ix));
 	if (!ix)
@@ -206,6 +302,7 @@ static struct sched_index *index_build(struct sched_agent *agents, const size_t 
 	ix->agents = agents;
 	ix->ids = ids;
 	ix->local = local;
+	ix->held = held;
 	ix->n = n;
 	ix->per_device_m = per_device_m > 0 ? per_device_m : 1000;
 	ix->quantum_m = quantum_m > 0 ? quantum_m : 10;
@@ -215,6 +312,7 @@ static struct sched_index *index_build(struct sched_agent *agents, const size_t 
 		index_free(ix);
 		return NULL;
 	}
+	ix->devs.log = ix->whole.log = ix->host.log = &ix->log;
 	for (size_t i = 0; i < n; i++)
 		index_update(ix, ids[i]);
 	return ix;
@@ -906,13 +1004,14 @@ struct group_agents {
  * the words of its wait. */
 struct offer {
 	size_t alive, host_fit, drained;
+	size_t held;                /* alive agents held for a waiting gang (not in alive) */
 	struct res best;            /* the most free CPU and memory on a node */
 	int64_t best_dev;           /* the most free on one device of a node with the host room */
 	int64_t most_whole;         /* the most whole free devices on such a node */
 };
 
-static struct offer group_offer(const struct sched_agent *agents, struct group_agents g, const struct res *req,
-				int64_t per_device_m)
+static struct offer group_offer(const struct sched_agent *agents, const bool *held, struct group_agents g,
+				const struct res *req, int64_t per_device_m)
 {
 	struct offer o = {0};
 	for (size_t k = 0; k < g.n; k++) {
@@ -921,6 +1020,10 @@ static struct offer group_offer(const struct sched_agent *agents, struct group_a
 			continue;
 		if (a->drained) {
 			o.drained++;
+			continue;
+		}
+		if (held && held[g.ids[k]]) {
+			o.held++;   /* its room is not on offer: the words speak of the others */
 			continue;
 		}
 		o.alive++;
@@ -941,6 +1044,17 @@ static struct offer group_offer(const struct sched_agent *agents, struct group_a
 	return o;
 }
 
+/* Words of a wait, cut at the buffer's end when a long group name makes
+ * them longer than it (through vsnprintf, which the compiler does not flag
+ * for a cut it cannot rule out once these are inlined into the pass). */
+__attribute__((format(printf, 3, 4))) static void say(char *buf, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, len, fmt, ap);
+	va_end(ap);
+}
+
 /* Why a request that passed the user policy fits nowhere in its group, in
  * words. grp: "" or " of group NAME" (when the cluster has several). */
 static void explain_wait(const struct offer *o, const char *grp, const struct res *req, int64_t per_device_m,
@@ -954,17 +1068,20 @@ static void explain_wait(const struct offer *o, const char *grp, const struct re
 	struct res best = o->best;
 	int64_t best_dev = o->best_dev, most_whole = o->most_whole;
 	if (alive == 0) {
-		if (drained)
-			snprintf(buf, len, "waiting for a node%s: every alive node%s is drained (an admin stopped new "
+		if (o->held)
+			say(buf, len, "waiting for a node%s: every alive node%s is held for a waiting cluster "
+				 "session", grp, grp);
+		else if (drained)
+			say(buf, len, "waiting for a node%s: every alive node%s is drained (an admin stopped new "
 				 "sessions there)", grp, grp);
 		else
-			snprintf(buf, len, "waiting for a node%s: no node%s is alive", grp, grp);
+			say(buf, len, "waiting for a node%s: no node%s is alive", grp, grp);
 		return;
 	}
 	if (host_fit == 0 || req->fgpu_m == 0) {
 		char most[96];
 		res_describe(&best, most, sizeof(most));
-		snprintf(buf, len, "waiting for resources: needs %s; the most free on any node%s is %s", need, grp,
+		say(buf, len, "waiting for resources: needs %s; the most free on any node%s is %s", need, grp,
 			 most);
 		return;
 	}
@@ -972,12 +1089,12 @@ static void explain_wait(const struct offer *o, const char *grp, const struct re
 	fmt_fgpu(req->fgpu_m, want, sizeof(want));
 	fmt_fgpu(best_dev, have, sizeof(have));
 	if (req->fgpu_m <= per_device_m) {
-		snprintf(buf, len, "waiting for a GPU: needs %s on one device; the most free on one device of any "
+		say(buf, len, "waiting for a GPU: needs %s on one device; the most free on one device of any "
 			 "node%s is %s", want, grp, have);
 	} else {
 		char part[48];
 		fmt_fgpu(req->fgpu_m % per_device_m, part, sizeof(part));
-		snprintf(buf, len, "waiting for GPUs: needs %s = %lld whole free devices%s%s on one node; "
+		say(buf, len, "waiting for GPUs: needs %s = %lld whole free devices%s%s on one node; "
 			 "the most whole free devices on a node%s is %lld",
 			 want, (long long)(req->fgpu_m / per_device_m),
 			 req->fgpu_m % per_device_m ? " + " : "", req->fgpu_m % per_device_m ? part : "", grp,
@@ -1104,6 +1221,15 @@ struct pass {
 	size_t *gids;                     /* [n_agents]: agents by group */
 	int32_t *local;                   /* [n_agents]: position within its group */
 	struct sched_index **ix;          /* [n_groups]: built on first use */
+	bool *held;                       /* [n_agents]: held for a waiting gang for the rest of the pass */
+	size_t *gcursor;                  /* [n_groups]: the group's agents before it are all held */
+	struct gang_memo {                /* gang shapes that found nothing left to hold */
+		size_t group;
+		int n;
+		bool single;
+		struct res req;
+	} gmemo[NO_VICTIMS_MAX];
+	size_t n_gmemo;
 	int64_t per_dev;
 	/* Preemption: built on its first use. */
 	bool pre_ready;
@@ -1200,7 +1326,9 @@ static int pass_init(struct pass *ps, const struct sched_params *p, struct sched
 	ps->gids = calloc(na ? na : 1, sizeof(size_t));
 	ps->local = calloc(na ? na : 1, sizeof(int32_t));
 	ps->ix = calloc(g, sizeof(*ps->ix));
-	if (!ps->gstart || !ps->gids || !ps->local || !ps->ix)
+	ps->held = calloc(na ? na : 1, sizeof(bool));
+	ps->gcursor = calloc(g, sizeof(size_t));
+	if (!ps->gstart || !ps->gids || !ps->local || !ps->ix || !ps->held || !ps->gcursor)
 		return -1;
 	for (size_t i = 0; i < na; i++)
 		if (w->agents[i].group < g)
@@ -1230,6 +1358,8 @@ static void pass_free(struct pass *ps)
 	free(ps->gstart);
 	free(ps->gids);
 	free(ps->local);
+	free(ps->held);
+	free(ps->gcursor);
 	if (ps->pre_ready)
 		fs_world_free(&ps->f);
 	free(ps->rstart);
@@ -1252,7 +1382,7 @@ static struct sched_index *group_index(struct pass *ps, size_t g)
 		return NULL;
 	if (!ps->ix[g])
 		ps->ix[g] = index_build(ps->w->agents, &ps->gids[ps->gstart[g]], ps->gstart[g + 1] - ps->gstart[g],
-					ps->local, ps->p->per_device_m, ps->p->quantum_m);
+					ps->local, ps->held, ps->p->per_device_m, ps->p->quantum_m);
 	return ps->ix[g];
 }
 
@@ -1264,7 +1394,7 @@ static struct offer memo_offer(struct pass *ps, size_t g, const struct res *req)
 			return m->o;
 	}
 	struct offer_memo *m = &ps->memo[ps->memo_next++ % OFFER_MEMO_MAX];
-	m->o = group_offer(ps->w->agents, group_of(ps, g), req, ps->p->per_device_m);
+	m->o = group_offer(ps->w->agents, ps->held, group_of(ps, g), req, ps->p->per_device_m);
 	m->gen = ps->gen;
 	m->group = g;
 	m->cpu_m = req->cpu_m;
@@ -1293,9 +1423,17 @@ static void memo_words(struct pass *ps, size_t g, const char *gw, const struct r
 	memcpy(m->text, why, SCHED_REASON_MAX);
 }
 
+/* What a request holds in all: a gang holds every container's room,
+ * though it counts as one session. */
+static struct res request_need(const struct sched_request *r)
+{
+	int64_t n = r->gang > 1 ? r->gang : 1;
+	return (struct res){r->req.cpu_m * n, r->req.mem * n, r->req.fgpu_m * n};
+}
+
 static void account(struct sched_world *w, const struct sched_request *r, int sign)
 {
-	struct res d = r->req;
+	struct res d = request_need(r);
 	if (sign < 0)
 		d = (struct res){-d.cpu_m, -d.mem, -d.fgpu_m};
 	if (r->user < w->n_users) {
@@ -1308,6 +1446,314 @@ static void account(struct sched_world *w, const struct sched_request *r, int si
 		if (r->member < w->n_members && w->members[r->member].project == r->project)
 			res_add(&w->members[r->member].used, &d);
 	}
+}
+
+
+/* ---------- gangs ---------- */
+
+/* How many of n containers of req fit in a's room: its free room, or its
+ * capacity when empty. Each fills a device share the way the selector
+ * would (packed or spread); out (may be NULL) gets their shares. */
+static int members_fit(const struct pass *ps, const struct sched_agent *a, const struct res *req, int n,
+		       bool empty, struct sched_placement *out)
+{
+	struct sched_device devs[SCHED_MAX_DEVICES];
+	size_t nd = agent_devs(a);
+	struct res room = empty ? a->capacity : a->free;
+	for (size_t d = 0; d < nd; d++)
+		devs[d].free_m = empty ? ps->per_dev : a->devs[d].free_m;
+	bool pack = ps->p->selector != &sched_dispersed;
+	int k = 0;
+	for (; k < n; k++) {
+		struct sched_gpu_share sh[SCHED_MAX_DEVICES];
+		size_t ns = 0;
+		if (req->cpu_m > room.cpu_m || req->mem > room.mem || req->fgpu_m > room.fgpu_m ||
+		    !sched_gpu_fit(devs, nd, req->fgpu_m, ps->per_dev, pack, sh, &ns))
+			break;
+		for (size_t s = 0; s < ns; s++)
+			devs[sh[s].device].free_m -= sh[s].fgpu_m;
+		res_sub(&room, req);
+		if (out) {
+			memcpy(out[k].shares, sh, ns * sizeof(sh[0]));
+			out[k].n_shares = ns;
+		}
+	}
+	return k;
+}
+
+/* Takes (sign +1) or gives back (-1) one member's room on its agent. */
+static void member_room(struct sched_agent *a, const struct res *req, const struct sched_placement *pl, int sign)
+{
+	if (sign > 0)
+		res_sub(&a->free, req);
+	else
+		res_add(&a->free, req);
+	for (size_t s = 0; s < pl->n_shares; s++)
+		a->devs[pl->shares[s].device].free_m -= sign * pl->shares[s].fgpu_m;
+}
+
+/* Places gang ri whole: fills out[0 .. gang-1] and returns gang, having
+ * taken their room and charged the gang as one session. Or returns 0 with
+ * everything as before the try (agents' free room and devices, and the
+ * index's lists in their order, so that the requests after it are placed
+ * as if it had never been tried), and *fit_now says how many members fit:
+ * in all for a multi-node gang, on the best node for a single-node one. */
+static int gang_place(struct pass *ps, size_t ri, struct sched_placement *out, int *fit_now)
+{
+	const struct sched_request *r = &ps->reqs[ri];
+	struct sched_agent *agents = ps->w->agents;
+	struct sched_index *ix = group_index(ps, r->group);
+	int n = r->gang;
+	*fit_now = 0;
+	if (!ix)
+		return 0;
+	struct bucket_log *log = &ix->log;
+	size_t mark = log->n;
+	log->on = true;
+	bool whole = false;
+	if (!r->gang_single_node) {
+		/* Member by member, each where the selector puts it given the
+		 * members before it: several may share an agent. */
+		int k = 0;
+		for (; k < n; k++) {
+			struct sched_placement *pl = &out[k];
+			if (log_reserve(log, SCHED_MAX_DEVICES + 2) < 0)
+				break;
+			ssize_t a = ps->p->selector->select(ix, &r->req, pl->shares, &pl->n_shares);
+			if (a < 0)
+				break;
+			pl->request = ri;
+			pl->member = k;
+			pl->agent = (size_t)a;
+			member_room(&agents[a], &r->req, pl, +1);
+			index_update(ix, (size_t)a);
+		}
+		*fit_now = k;
+		whole = k == n;
+		if (!whole) {
+			while (k-- > 0)
+				member_room(&agents[out[k].agent], &r->req, &out[k], -1);
+			log_undo(log, mark);
+		}
+	} else {
+		/* How many the best agent holds now, and whether one holds
+		 * them all: a scan of the group that tries the device fit
+		 * only where the free amounts leave room for more than the
+		 * best so far (in a full cluster, almost nowhere). The walk
+		 * below, in the selector's order, is for when one does. */
+		struct group_agents g = group_of(ps, r->group);
+		for (size_t q = 0; q < g.n && *fit_now < n; q++) {
+			const struct sched_agent *a = &agents[g.ids[q]];
+			if (!usable(a) || ps->held[g.ids[q]])
+				continue;
+			int64_t most = n;
+			if (r->req.cpu_m > 0 && a->free.cpu_m / r->req.cpu_m < most)
+				most = a->free.cpu_m / r->req.cpu_m;
+			if (r->req.mem > 0 && a->free.mem / r->req.mem < most)
+				most = a->free.mem / r->req.mem;
+			if (r->req.fgpu_m > 0 && a->free.fgpu_m / r->req.fgpu_m < most)
+				most = a->free.fgpu_m / r->req.fgpu_m;
+			if (most <= *fit_now)
+				continue;
+			int f = members_fit(ps, a, &r->req, n, false, NULL);
+			if (f > *fit_now)
+				*fit_now = f;
+		}
+		/* The agents in the selector's order: the one it would pick
+		 * for one member, set aside (hidden) when it cannot hold them
+		 * all, until one can. */
+		ssize_t found = -1;
+		struct sched_gpu_share one[SCHED_MAX_DEVICES];
+		size_t n_one;
+		while (*fit_now == n) {
+			if (log_reserve(log, SCHED_MAX_DEVICES + 2) < 0)
+				break;
+			ssize_t a = ps->p->selector->select(ix, &r->req, one, &n_one);
+			if (a < 0)
+				break;
+			if (members_fit(ps, &agents[a], &r->req, n, false, NULL) == n) {
+				found = a;
+				break;
+			}
+			index_hide(ix, (size_t)a);
+		}
+		log_undo(log, mark);   /* the candidates set aside come back */
+		if (found >= 0) {
+			struct sched_agent *ag = &agents[found];
+			members_fit(ps, ag, &r->req, n, false, out);
+			for (int k = 0; k < n; k++) {
+				out[k].request = ri;
+				out[k].member = k;
+				out[k].agent = (size_t)found;
+				member_room(ag, &r->req, &out[k], +1);
+			}
+			index_update(ix, (size_t)found);
+			whole = true;
+		}
+	}
+	log->on = false;
+	log->n = mark;   /* a placed gang's changes stand */
+	if (!whole)
+		return 0;
+	account(ps->w, r, +1);
+	ps->gen++;
+	return n;
+}
+
+/* Whether a gang of this shape already found nothing left to hold in its
+ * group this pass: one at least as large finds nothing either, since the
+ * agents held only grow and capacity does not change. */
+static bool gang_nothing_known(const struct pass *ps, const struct sched_request *r)
+{
+	for (size_t i = 0; i < ps->n_gmemo; i++) {
+		const struct gang_memo *m = &ps->gmemo[i];
+		if (m->group == r->group && m->single == r->gang_single_node && r->gang >= m->n &&
+		    r->req.cpu_m >= m->req.cpu_m && r->req.mem >= m->req.mem && r->req.fgpu_m >= m->req.fgpu_m)
+			return true;
+	}
+	return false;
+}
+
+/* How many members an empty agent holds depends only on its capacity and
+ * device count: agents of a group are mostly alike, so the last answer is
+ * kept for the next agent of the same size. */
+struct cap_memo {
+	bool set;
+	struct res capacity;
+	size_t n_devs;
+	int c;
+};
+
+static int members_fit_empty(const struct pass *ps, const struct sched_agent *a, const struct res *req, int n,
+			     struct cap_memo *m)
+{
+	size_t nd = agent_devs(a);
+	if (m->set && m->n_devs == nd && m->capacity.cpu_m == a->capacity.cpu_m && m->capacity.mem == a->capacity.mem &&
+	    m->capacity.fgpu_m == a->capacity.fgpu_m)
+		return m->c;
+	*m = (struct cap_memo){true, a->capacity, nd, members_fit(ps, a, req, n, true, NULL)};
+	return m->c;
+}
+
+#define GANG_LOOKAHEAD 64   /* open agents weighed for a hold beyond the first that add up */
+
+/* A candidate for a hold: how many members its capacity holds. */
+struct gang_cand {
+	size_t agent;
+	int cap;
+};
+
+/* Larger capacity first (fewest agents), then the group's order. */
+static int gang_cand_cmp(const void *x, const void *y)
+{
+	const struct gang_cand *a = x, *b = y;
+	if (a->cap != b->cap)
+		return a->cap > b->cap ? -1 : 1;
+	return a->agent < b->agent ? -1 : a->agent > b->agent;
+}
+
+/* A gang that does not fit now holds, for the rest of the pass, the
+ * agents it would start on once they free up, so that the room it needs
+ * builds up there as their sessions end instead of going to the requests
+ * behind it, while those requests still use every other agent. The agents
+ * are chosen by capacity (what each holds when empty), not by what is
+ * free now, so the same ones are held pass after pass: one agent that
+ * holds all members (a single-node gang needs one), else the fewest among
+ * the first open agents of the group in its order. Writes the reason. */
+static void gang_hold(struct pass *ps, const struct sched_request *r, int fit_now, char *why)
+{
+	struct sched_agent *agents = ps->w->agents;
+	struct group_agents g = group_of(ps, r->group);
+	int n = r->gang;
+	bool single = r->gang_single_node;
+	char gw[96];
+	group_words(ps, r->group, gw, sizeof(gw));
+	const char *where = single ? " on one node" : "";
+	/* Could the group hold it at all, every alive agent empty? Stops
+	 * as soon as it could: the common case looks at a few agents. */
+	int total = 0;
+	struct cap_memo memo = {0};
+	for (size_t k = 0; k < g.n && total < n; k++) {
+		const struct sched_agent *a = &agents[g.ids[k]];
+		if (!usable(a))
+			continue;
+		int c = members_fit_empty(ps, a, &r->req, n, &memo);
+		if (single)
+			total = c == n ? n : 0;
+		else
+			total += c;
+	}
+	if (total < n) {
+		if (single)
+			snprintf(why, SCHED_REASON_MAX, "waiting for room for all %d containers on one node: no alive "
+				 "node%s could hold them even when empty", n, gw);
+		else
+			snprintf(why, SCHED_REASON_MAX, "waiting for room for all %d containers: the alive nodes%s "
+				 "could not hold them even when empty", n, gw);
+		return;
+	}
+	/* The open agents from the group's first one not held: the first
+	 * that holds all members, else the first GANG_LOOKAHEAD that can
+	 * take one (more when they do not add up to the gang yet). */
+	size_t max_c = (size_t)n + GANG_LOOKAHEAD;
+	struct gang_cand *cand = malloc(max_c * sizeof(*cand));
+	size_t nc = 0, *cur = &ps->gcursor[r->group];
+	ssize_t one = -1;
+	int sum = 0;
+	if (cand && !gang_nothing_known(ps, r)) {
+		while (*cur < g.n && ps->held[g.ids[*cur]])
+			(*cur)++;
+		for (size_t k = *cur; k < g.n; k++) {
+			size_t ai = g.ids[k];
+			if (ps->held[ai] || !usable(&agents[ai]))
+				continue;
+			int c = members_fit_empty(ps, &agents[ai], &r->req, n, &memo);
+			if (c == n) {
+				one = (ssize_t)ai;
+				break;
+			}
+			if (single || c == 0)
+				continue;
+			cand[nc++] = (struct gang_cand){ai, c};
+			sum += c;
+			if ((sum >= n && nc >= GANG_LOOKAHEAD) || nc == max_c)
+				break;
+		}
+	}
+	size_t take = 0;
+	if (one >= 0 && cand) {
+		cand[0] = (struct gang_cand){(size_t)one, n};
+		take = 1;
+	} else if (!single && sum >= n) {
+		qsort(cand, nc, sizeof(cand[0]), gang_cand_cmp);
+		for (int got = 0; got < n; got += cand[take++].cap)
+			;
+	}
+	if (!take) {
+		if (cand && ps->n_gmemo < NO_VICTIMS_MAX)
+			ps->gmemo[ps->n_gmemo++] = (struct gang_memo){r->group, n, single, r->req};
+		snprintf(why, SCHED_REASON_MAX, "waiting for room for all %d containers%s (%d fit now): the nodes%s "
+			 "that could hold them are held for cluster sessions ahead of it", n, where, fit_now, gw);
+		free(cand);
+		return;
+	}
+	struct sched_index *ix = group_index(ps, r->group);
+	char names[160] = "";
+	size_t len = 0;
+	for (size_t i = 0; i < take; i++) {
+		size_t ai = cand[i].agent;
+		ps->held[ai] = true;
+		if (ix)
+			index_hide(ix, ai);
+		if (i < 3 && len < sizeof(names))
+			len += (size_t)snprintf(names + len, sizeof(names) - len, "%s%s", i ? ", " : "", agents[ai].id);
+	}
+	if (take > 3 && len < sizeof(names))
+		snprintf(names + len, sizeof(names) - len, " and %zu more", take - 3);
+	ps->gen++;
+	free(cand);
+	snprintf(why, SCHED_REASON_MAX, "waiting for room for all %d containers%s (%d fit now): holding node%s %s "
+		 "for them", n, where, fit_now, take > 1 ? "s" : "", names);
 }
 
 /* ---------- preemption ---------- */
@@ -1669,7 +2115,7 @@ static size_t few_victims(struct pass *ps, const struct sched_request *r, bool u
 	for (size_t i = 0; i < ps->n_ending_agents; i++) {
 		size_t ai = ps->ending_agents[i];
 		const struct sched_agent *a = &w->agents[ai];
-		if (a->group != r->group || !usable(a))
+		if (a->group != r->group || !usable(a) || ps->held[ai])
 			continue;
 		size_t ne = agent_ending(ps, ai, tmp);
 		if (!ne || !fits_without(ps, a, &r->req, tmp, ne, devs, NULL, NULL))
@@ -1685,7 +2131,7 @@ static size_t few_victims(struct pass *ps, const struct sched_request *r, bool u
 		size_t k = ps->by_cost[i];
 		const struct sched_running *rn = &w->running[k];
 		const struct sched_agent *a = &w->agents[rn->agent];
-		if (ps->chosen[k] || a->group != r->group || !usable(a) ||
+		if (ps->chosen[k] || a->group != r->group || !usable(a) || ps->held[rn->agent] ||
 		    rn->req.fgpu_m + a->free.fgpu_m + ps->ending_fgpu[rn->agent] < r->req.fgpu_m)
 			continue;
 		if (victim_rule(ps, r, under, k) == RULE_NONE)
@@ -1815,7 +2261,7 @@ static bool preempt_for(struct pass *ps, size_t ri, char *why)
 	}
 	for (size_t k = 0; search && k < g.n; k++) {
 		size_t ai = g.ids[k];
-		if (!usable(&w->agents[ai]) || ps->rstart[ai] == ps->rstart[ai + 1])
+		if (!usable(&w->agents[ai]) || ps->held[ai] || ps->rstart[ai] == ps->rstart[ai + 1])
 			continue;
 		size_t n = agent_victims(ps, ai, r, under, set, cand, order, trial);
 		if (!n)
@@ -2007,15 +2453,31 @@ size_t sched_plan(const struct sched_params *p, struct sched_world *w,
 					 proj->name ? proj->name : proj->id, group_name(w, r->group, gn, sizeof(gn)));
 				continue;
 			}
-			if (!policy_allows(u, &r->req, why, SCHED_REASON_MAX))
+			/* A gang is one session holding every container's room. */
+			struct res need = request_need(r);
+			if (!policy_allows(u, &need, why, SCHED_REASON_MAX))
 				continue;
-			if (proj && !quota_allows(proj, &r->req, why, SCHED_REASON_MAX))
+			if (proj && !quota_allows(proj, &need, why, SCHED_REASON_MAX))
 				continue;
+			if (r->gang > 1) {
+				/* All or none; one that does not fit holds the
+				 * agents it needs instead of blocking its group
+				 * (sessions that fit elsewhere pass it), and
+				 * never preempts. */
+				int fit_now = 0;
+				int k = gang_place(&ps, i, &out[placed], &fit_now);
+				if (k > 0)
+					placed += (size_t)k;
+				else
+					gang_hold(&ps, r, fit_now, why);
+				continue;
+			}
 			struct sched_placement *pl = &out[placed];
 			struct sched_index *ix = group_index(&ps, r->group);
 			ssize_t a = ix ? p->selector->select(ix, &r->req, pl->shares, &pl->n_shares) : -1;
 			if (a >= 0) {
 				pl->request = i;
+				pl->member = 0;
 				pl->agent = (size_t)a;
 				struct sched_agent *ag = &agents[a];
 				res_sub(&ag->free, &r->req);
@@ -2087,3 +2549,18 @@ bool sched_satisfiable(const struct sched_agent *agents, size_t n, const struct 
 	return could_ever_hold(agents, all, req, per_device_m, false) >= 0;
 }
 
+bool sched_gang_satisfiable(const struct sched_agent *agents, size_t n_agents, const struct res *req, int n,
+			    bool single_node, int64_t per_device_m)
+{
+	if (n <= 1)
+		return sched_satisfiable(agents, n_agents, req, per_device_m);
+	/* members_fit wants a pass only for these two. */
+	struct sched_params p = {.selector = &sched_concentrated, .per_device_m = per_device_m};
+	struct pass ps = {.p = &p, .per_dev = per_device_m};
+	int total = 0;
+	for (size_t i = 0; i < n_agents && total < n; i++) {
+		int c = members_fit(&ps, &agents[i], req, n, true, NULL);
+		total = single_node ? (c == n ? n : 0) : total + c;
+	}
+	return total >= n;
+}

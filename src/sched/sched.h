@@ -94,6 +94,10 @@ struct sched_request {
 	int priority;         /* higher first; 0 by default */
 	int64_t seq;          /* creation order */
 	int failed_passes;    /* passes it waited at the head of the queue */
+	/* A cluster session: gang containers of req each, placed all in one
+	 * pass or none (docs/scheduling.md, "Cluster sessions (gangs)"). */
+	int gang;              /* containers; 0 or 1: an ordinary one-container request */
+	bool gang_single_node; /* all containers on one agent (cluster_mode single-node) */
 };
 
 /* A session holding resources (SCHEDULED or RUNNING): what preemption
@@ -127,6 +131,7 @@ struct sched_eviction {
 
 struct sched_placement {
 	size_t request;
+	int member;           /* 0 .. gang-1: which container (0 for an ordinary request) */
 	size_t agent;
 	size_t n_shares;
 	struct sched_gpu_share shares[SCHED_MAX_DEVICES];
@@ -229,9 +234,10 @@ struct sched_result {
 /* Plans one pass. reqs must be in creation order. Requests go by priority
  * (higher first), then in the queue policy's order. A request is placed
  * only on an alive, undrained agent of its group, within its user's policy
- * and its project's quota. Fills out[] (capacity n_reqs) and returns the
- * number of placements. res (may be NULL) gets the reasons, the blocking
- * head and, with params.preempt, the evictions: for a request that fits
+ * and its project's quota. Fills out[] (capacity: the sum over requests of
+ * max(1, gang), see below) and returns the number of placements. res (may
+ * be NULL) gets the reasons, the blocking head and, with params.preempt,
+ * the evictions: for a request that fits
  * nowhere, the fewest and cheapest running sessions on one agent whose end
  * would make room for it, each preemptible, run at least
  * preempt_min_runtime_ms, and either of lower priority or of a project
@@ -243,7 +249,14 @@ struct sched_result {
  * is not placed in it then: its reason says it waits for them, and it
  * does not block a fifo or lifo queue. A request its project may not run in its group, or over its
  * user's policy or its project's quota, waits without blocking and never
- * preempts. With more than one group the node reasons name the group. */
+ * preempts. With more than one group the node reasons name the group.
+ *
+ * A gang (request.gang > 1) yields gang placements (members 0..gang-1,
+ * consecutive in out[]) or none, so out[] must hold the sum over requests
+ * of max(1, gang). It counts as one session and gang x req against
+ * policies and quotas, never preempts, and, when it does not fit, holds
+ * the agents it would start on for the rest of the pass (no later request
+ * is placed there) instead of blocking a fifo or lifo queue. */
 size_t sched_plan(const struct sched_params *p, struct sched_world *w,
 		  const struct sched_request *reqs, size_t n_reqs,
 		  struct sched_placement *out, struct sched_result *res);
@@ -277,5 +290,12 @@ bool sched_gpu_fit(const struct sched_device *devs, size_t n, int64_t want_m,
  * devices as all free. */
 bool sched_satisfiable(const struct sched_agent *agents, size_t n, const struct res *req,
 		       int64_t per_device_m);
+
+/* The same for a gang of n containers of req each (n <= 1: as
+ * sched_satisfiable): one agent that could hold all n when single_node,
+ * else agents that together could, each counted empty. For refusing at
+ * creation a cluster session that could never start. */
+bool sched_gang_satisfiable(const struct sched_agent *agents, size_t n_agents, const struct res *req, int n,
+			    bool single_node, int64_t per_device_m);
 
 #endif

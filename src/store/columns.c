@@ -64,6 +64,13 @@ static const struct store_column session_cols[] = {
 	COL(session_rec, priority,        STORE_COL_INT64,    "NOT NULL DEFAULT 0", priority),
 	COL(session_rec, preemptible,     STORE_COL_BOOL,     "NOT NULL DEFAULT 0", preemptible),
 	COL(session_rec, preemptions,     STORE_COL_INT64,    "NOT NULL DEFAULT 0", preemptions),
+	/* Added in schema version 6 (cluster sessions). */
+	COL(session_rec, cluster_size,     STORE_COL_INT64,   "NOT NULL DEFAULT 1", cluster_size),
+	COL(session_rec, cluster_mode,     STORE_COL_TEXT,    "NOT NULL DEFAULT 'single-node'", cluster_mode),
+	COL(session_rec, cluster_role,     STORE_COL_TEXT,    "NOT NULL DEFAULT 'main'", cluster_role),
+	COL(session_rec, cluster_idx,      STORE_COL_INT64,   "NOT NULL DEFAULT 1", cluster_idx),
+	COL(session_rec, cluster_main,     STORE_COL_TEXT,    "NOT NULL DEFAULT ''", cluster_main),
+	COL(session_rec, cluster_ssh_seed, STORE_COL_TEXT,    "NOT NULL DEFAULT ''", cluster_ssh_seed),
 };
 TABLE(store_sessions_table, "sessions", NULL, session_rec, session_cols);
 

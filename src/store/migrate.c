@@ -51,6 +51,8 @@ static const struct migration migrations[] = {
 	{4, "tables projects and project_members", MIG_CREATE, NULL, NULL},
 	{5, "sessions' project, resource group, priority and preemptibility; folders' project",
 	 MIG_ADD_COLUMNS, NULL, NULL},
+	/* Cluster sessions: a record per container (store.h). */
+	{6, "sessions' cluster size, mode, role, index, main and SSH key", MIG_ADD_COLUMNS, NULL, NULL},
 };
 
 #define N_MIGRATIONS (sizeof(migrations) / sizeof(migrations[0]))

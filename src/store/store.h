@@ -101,7 +101,25 @@ struct session_rec {
 	 * was. */
 	bool preemptible;
 	int64_t preemptions;
+	/* A cluster session (docs/user-guide.md, "Distributed training") is
+	 * one record per container: main1 (role "main", idx 1), whose record
+	 * is the session as users see it, and sub1, sub2... (role "sub", idx
+	 * 1..), which name it in cluster_main. Every record of one session
+	 * has its cluster_size and cluster_mode; a one-container session has
+	 * size 1, role "main". cluster_ssh_seed: the session's SSH key (an
+	 * Ed25519 seed, 64 hex) on the main's record, "" on the others. */
+	int64_t cluster_size;
+	char cluster_mode[16];
+	char cluster_role[8];
+	int64_t cluster_idx;
+	char cluster_main[STORE_ID_MAX];
+	char cluster_ssh_seed[65];
 };
+
+#define STORE_CLUSTER_SINGLE_NODE "single-node"
+#define STORE_CLUSTER_MULTI_NODE "multi-node"
+#define STORE_CLUSTER_MAIN "main"
+#define STORE_CLUSTER_SUB "sub"
 
 #define STORE_TYPE_INTERACTIVE "interactive"
 #define STORE_TYPE_BATCH "batch"

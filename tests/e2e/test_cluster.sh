@@ -88,7 +88,7 @@ backends_start() {
 			--daemonize no >>"$E2E_DIR/redis.log" 2>&1 &
 		rpid=$!
 		backend_on_exit "kill $rpid; wait $rpid"
-		for _ in $(seq 1 100); do redis-cli -p "$rport" ping 2>/dev/null | grep -q PONG && break; sleep 0.1; done
+		for _ in $(seq 1 600); do redis-cli -p "$rport" ping 2>/dev/null | grep -q PONG && break; sleep 0.1; done
 		redis-cli -p "$rport" ping 2>/dev/null | grep -q PONG || { fail "redis-server did not start (redis.log)"; return 1; }
 		MANAGER_EXTRA+=("redis = redis://127.0.0.1:$rport/0")
 		WEB_EXTRA+=("redis = redis://127.0.0.1:$rport/0")
@@ -223,7 +223,7 @@ start_manager() {
 	E2E_PIDS+=("$MPID")
 }
 start_manager
-for _ in $(seq 1 100); do [[ -s $E2E_DIR/mdata/admin.conf ]] && break; sleep 0.1; done
+for _ in $(seq 1 600); do [[ -s $E2E_DIR/mdata/admin.conf ]] && break; sleep 0.1; done
 export TESSERA_CONFIG=$E2E_DIR/mdata/admin.conf
 
 {
@@ -290,7 +290,7 @@ check "each node offers its one mock GPU as 1 fGPU" \
 check "the agents' RPC servers are not on the manager's host" not curl -s -o /dev/null --max-time 2 "http://$MIP:8091/"
 code=$(curl -s -o /dev/null -w '%{http_code}' "http://$MIP:$wport/")
 check "the webserver serves the UI ($code)" [ "$code" == 200 ]
-for _ in $(seq 1 100); do grep -q 'serving apps' "$E2E_DIR/wsproxy.log" && break; sleep 0.1; done
+for _ in $(seq 1 600); do grep -q 'serving apps' "$E2E_DIR/wsproxy.log" && break; sleep 0.1; done
 check "the wsproxy serves its ports" grep -q "serving apps on 4 ports of $app_range" "$E2E_DIR/wsproxy.log"
 
 # ---- Placement on both agents and the seeds' queue scenario ----
@@ -508,7 +508,7 @@ if [[ -n $ETCD_URL ]]; then
 	check "the setting is in etcd" contains "$(etcdctl_ get /tessera/config/fgpu_per_device)" 2
 fi
 fgpu_both() { [[ "$(node_field "$A1" capacity.fgpu)/$(node_field "$A2" capacity.fgpu)" == "2/2" ]]; }
-for _ in $(seq 1 100); do fgpu_both && break; sleep 0.1; done
+for _ in $(seq 1 600); do fgpu_both && break; sleep 0.1; done
 check "both nodes now offer 2 fGPU on their one GPU" fgpu_both
 "$TESSERA" session create "$GPU_TEST_IMAGE" --name g --count 4 --fgpu 1 --cpu 0.1 --mem 32m >/dev/null
 declare -A per_agent=()
@@ -530,7 +530,7 @@ if [[ -n $ETCD_URL ]]; then
 	check "tessera config set log_max_size 3MiB ($out)" [ $? -eq 0 ]
 	applied_both() { grep -q "cluster setting log_max_size applied" "$E2E_DIR/$A1.log" &&
 		grep -q "cluster setting log_max_size applied" "$E2E_DIR/$A2.log"; }
-	for _ in $(seq 1 100); do applied_both && break; sleep 0.1; done
+	for _ in $(seq 1 600); do applied_both && break; sleep 0.1; done
 	check "both agents apply it from etcd without a restart" applied_both
 fi
 started_once() { kill -0 "${APID[$1]}" && [ "$(grep -c 'serving RPC' "$E2E_DIR/$1.log")" -eq 1 ]; }

@@ -25,6 +25,8 @@ enum route_auth { AUTH_PUBLIC = 0, AUTH_USER = 1, AUTH_CLUSTER = 2, AUTH_PROXY =
 
 /* The credential the app proxy signs with, keyed by the cluster secret. */
 #define PROXY_CREDENTIAL "wsproxy"
+/* A session reference with its container: "REF/sub1" (session_ref). */
+#define API_REF_MAX (STORE_NAME_MAX + STORE_ID_MAX + 16)
 
 /* ---------- authentication ---------- */
 
@@ -257,22 +259,40 @@ void api_answer(struct httpd_resp *resp, int rc, int status, json_t *o, const st
 
 /* The session a /v1/sessions/{ref}... request names: the path's ref, an
  * id or one of the caller's own names; with ?owner=EMAIL, a name among
- * that user's sessions (admins), as its id in buf. NULL after an error
- * answer. */
-static const char *session_ref(void *ctx, struct httpd_req *req, struct httpd_resp *resp, char buf[STORE_ID_MAX])
+ * that user's sessions (admins), as its id in buf. With ?container=NAME
+ * (main1, sub1...: one container of a cluster session), "REF/NAME" in
+ * buf, which mgr_resolve_session reads. NULL after an error answer. */
+static const char *session_ref(void *ctx, struct httpd_req *req, struct httpd_resp *resp, char buf[API_REF_MAX])
 {
-	const char *owner = httpd_query(req, "owner");
-	if (!owner)
-		return req->params[0];
-	char email[256];
+	const char *owner = httpd_query(req, "owner"), *container = httpd_query(req, "container");
+	const char *ref = req->params[0];
 	struct terr err = {0};
-	if (validate_email(owner, email, sizeof(email), &err) < 0 ||
-	    mgr_session_lookup(ctx, caller(req), req->params[0], email, buf, &err) < 0) {
-		if (err.code == EINVAL)
-			terr_prefix(&err, "owner");
-		httpd_error_terr(resp, &err);
+	if (container && (strlen(container) < 2 || strlen(container) > 12 ||
+			  strspn(container, "abcdefghijklmnopqrstuvwxyz0123456789") != strlen(container))) {
+		httpd_error(resp, 400, "invalid_argument", "container must name one of the session's containers "
+			    "(main1, sub1, ...; tessera session info lists them)");
 		return NULL;
 	}
+	if (owner) {
+		char email[256];
+		if (validate_email(owner, email, sizeof(email), &err) < 0 ||
+		    mgr_session_lookup(ctx, caller(req), ref, email, buf, &err) < 0) {
+			if (err.code == EINVAL)
+				terr_prefix(&err, "owner");
+			httpd_error_terr(resp, &err);
+			return NULL;
+		}
+		ref = buf;
+	}
+	if (!container)
+		return ref;
+	if (strchr(ref, '/')) {
+		httpd_error(resp, 400, "invalid_argument", "give the container once: in the path or as ?container=");
+		return NULL;
+	}
+	char whole[API_REF_MAX];
+	snprintf(whole, sizeof(whole), "%s/%s", ref, container);
+	memcpy(buf, whole, sizeof(whole));
 	return buf;
 }
 
@@ -312,7 +332,7 @@ static void api_session_get(void *ctx, struct httpd_req *req, struct httpd_resp 
 	int wait_s;
 	if (!query_wait(req, resp, &wait_s))
 		return;
-	char idbuf[STORE_ID_MAX];
+	char idbuf[API_REF_MAX];
 	const char *ref = session_ref(ctx, req, resp, idbuf);
 	if (!ref)
 		return;
@@ -337,7 +357,7 @@ static void api_session_stats(void *ctx, struct httpd_req *req, struct httpd_res
 		}
 		since = (long long)u;
 	}
-	char idbuf[STORE_ID_MAX];
+	char idbuf[API_REF_MAX];
 	const char *ref = session_ref(ctx, req, resp, idbuf);
 	if (!ref)
 		return;
@@ -349,7 +369,11 @@ static void api_session_stats(void *ctx, struct httpd_req *req, struct httpd_res
 
 static void api_session_delete(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 {
-	char idbuf[STORE_ID_MAX];
+	if (httpd_query(req, "container") || strchr(req->params[0], '/')) {
+		httpd_error(resp, 400, "invalid_argument", "a cluster session is removed whole: leave out container");
+		return;
+	}
+	char idbuf[API_REF_MAX];
 	const char *ref = session_ref(ctx, req, resp, idbuf);
 	if (!ref)
 		return;
@@ -383,7 +407,7 @@ static void api_session_logs(void *ctx, struct httpd_req *req, struct httpd_resp
 		}
 		follow = !strcmp(follow_s, "1") || !strcmp(follow_s, "true");
 	}
-	char idbuf[STORE_ID_MAX];
+	char idbuf[API_REF_MAX];
 	const char *ref = session_ref(ctx, req, resp, idbuf);
 	if (!ref)
 		return;
@@ -424,7 +448,7 @@ static void api_session_exec(void *ctx, struct httpd_req *req, struct httpd_resp
 		httpd_error(resp, 400, "invalid_argument", "timeout_s must be an integer from 1 to 3600");
 		goto out;
 	}
-	char idbuf[STORE_ID_MAX];
+	char idbuf[API_REF_MAX];
 	const char *ref = session_ref(ctx, req, resp, idbuf);
 	if (!ref)
 		goto out;
@@ -695,7 +719,7 @@ static void api_session_commit(void *ctx, struct httpd_req *req, struct httpd_re
 	if (!body)
 		return;
 	const char *name, *tag, *ref;
-	char idbuf[STORE_ID_MAX];
+	char idbuf[API_REF_MAX];
 	if (opt_string(body, "name", &name, resp) && opt_string(body, "tag", &tag, resp) &&
 	    (ref = session_ref(ctx, req, resp, idbuf))) {
 		json_t *o = NULL;
@@ -818,7 +842,7 @@ static void api_events(void *ctx, struct httpd_req *req, struct httpd_resp *resp
 
 static void api_session_apps(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 {
-	char idbuf[STORE_ID_MAX];
+	char idbuf[API_REF_MAX];
 	const char *ref = session_ref(ctx, req, resp, idbuf);
 	if (!ref)
 		return;
@@ -831,7 +855,7 @@ static void api_session_apps(void *ctx, struct httpd_req *req, struct httpd_resp
 /* No body: the app is in the path. */
 static void api_session_app_open(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 {
-	char idbuf[STORE_ID_MAX];
+	char idbuf[API_REF_MAX];
 	const char *ref = session_ref(ctx, req, resp, idbuf);
 	if (!ref)
 		return;
