@@ -93,6 +93,11 @@ try {
     if (!await placement.getByRole('radio', { name: 'Single node' }).isChecked()) throw new Error('single node is not the default');
     const hint = await dlg.locator('.field.slider', { has: page.getByRole('spinbutton', { name: 'CPU' }) }).locator('.hint').textContent();
     if (!hint.includes('Per container')) throw new Error(`the CPU's hint says ${hint}`);
+    // Never preemptible, even as a batch session (whose default it is).
+    await dlg.getByRole('radio', { name: 'Batch' }).check();
+    const pre = dlg.getByRole('checkbox', { name: 'Preemptible' });
+    if (await pre.isChecked() || !await pre.isDisabled()) throw new Error('a cluster session may be made preemptible');
+    await dlg.getByRole('radio', { name: 'Interactive' }).check();
   });
 
   await step('2 containers of 2 fGPU on the one 2-fGPU node are refused, single-node and multi-node, saying why', async () => {
@@ -133,6 +138,7 @@ try {
     await row.locator('.status', { hasText: 'RUNNING' }).waitFor({ timeout: WAIT });
     const badge = (await row.getByTestId('cluster-badge').textContent()).trim();
     if (badge !== '×2') throw new Error(`its badge says ${badge}`);
+    if (await row.getByRole('button', { name: /Convert/ }).count()) throw new Error('a cluster session offers Convert to image');
   });
 
   // ---- Its page. ----

@@ -254,8 +254,11 @@ export function LaunchDialog(props: {
   const cluster = clusterSize.trim() !== '' && Number.isInteger(nContainers) && nContainers >= 1 && nContainers <= 16 ? nContainers : 0;
   const perContainer = cluster > 1 ? cluster : 0;
   if (!cluster) problems.cluster = 'Containers must be a whole number from 1 to 16.';
+  else if (cluster * count > 100) problems.cluster = `Sessions × Containers is at most 100; ${count} × ${cluster} is ${count * cluster}.`;
   else if (cluster > 1 && !problems.cpu && !problems.mem && !problems.fgpu) problems.cluster = clusterProblem();
-  const preemptOn = preemptible ?? batch;
+  // A cluster session is never preemptible (the API refuses it: its
+  // containers start and end together), whatever the type's default.
+  const preemptOn = perContainer ? false : preemptible ?? batch;
   const blocked = problems.cpu ?? problems.mem ?? problems.fgpu ?? problems.count ?? problems.cluster ?? problems.command ?? problems.priority ??
     (!(typed.trim() || ref) ? 'Choose an environment and a version, or type an image name.' : null);
 
@@ -591,13 +594,13 @@ export function LaunchDialog(props: {
             hint="0 to 100; higher starts first and may preempt lower preemptible sessions (your policy's max_priority caps it)." />
           <div class="field check">
             <label class="check-inline">
-              <input type="checkbox" checked={preemptOn} aria-describedby={`${uid}-preempt`}
+              <input type="checkbox" checked={preemptOn} aria-describedby={`${uid}-preempt`} disabled={perContainer > 0}
                 onChange={(e) => setPreemptible((e.target as HTMLInputElement).checked)} />
               Preemptible
             </label>
-            <small class="hint" id={`${uid}-preempt`}>{preemptOn
+            <small class="hint" id={`${uid}-preempt`}>{perContainer ? 'A cluster session is never preempted: its containers start and end together.' : preemptOn
               ? 'A higher-priority session may stop it to take its room; it is then queued again (PREEMPTED, then PENDING).'
-              : 'Never stopped for another session.'}{preemptible === null ? ` Default for ${batch ? 'batch' : 'interactive'} sessions.` : ''}</small>
+              : 'Never stopped for another session.'}{preemptible === null && !perContainer ? ` Default for ${batch ? 'batch' : 'interactive'} sessions.` : ''}</small>
           </div>
         </div>
         <div class="field check root-option">

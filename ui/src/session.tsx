@@ -308,7 +308,8 @@ export function SessionPage({ id, user }: { id: string; user: User }) {
         <span class={`status st-${s.status.toLowerCase()}`} data-testid="detail-status">{s.status}</span>
         <div class="detail-actions">
           {s.status === 'RUNNING' && mine && <Button kind="primary" onClick={() => setLauncher(s)}>Apps</Button>}
-          {s.status === 'RUNNING' && mine && <Button onClick={() => setConverting(s)}>Convert to image</Button>}
+          {/* A cluster session cannot be committed (docs/api.md): not offered. */}
+          {s.status === 'RUNNING' && mine && (s.cluster_size ?? 1) <= 1 && <Button onClick={() => setConverting(s)}>Convert to image</Button>}
           {!ended && (mine || manages) && <Button kind="danger" onClick={() => setEnding(s)}>{endVerb(s)}</Button>}
         </div>
       </div>

@@ -311,7 +311,8 @@ export function SessionsPage({ user }: { user: User }) {
                   {s.status === 'RUNNING' && (user.is_admin || s.owner === user.email) && (
                     <Button kind="primary" onClick={() => setLauncher(s)} label={`Apps of ${s.name}`}>Apps</Button>
                   )}
-                  {s.status === 'RUNNING' && (user.is_admin || s.owner === user.email) && (
+                  {s.status === 'RUNNING' && (user.is_admin || s.owner === user.email) && (s.cluster_size ?? 1) <= 1 && (
+                    // A cluster session cannot be committed (docs/api.md): not offered.
                     <Button onClick={() => setConverting(s)} label={`Convert ${s.name} to image`}>
                       Convert to image
                     </Button>
