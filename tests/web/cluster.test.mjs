@@ -120,6 +120,10 @@ try {
     const total = dlg.getByTestId('launch-total');
     await total.filter({ hasText: '2 containers × (0.25 CPU, 256 MiB) = 0.5 CPU, 512 MiB' }).waitFor({ timeout: WAIT })
       .catch(async () => { throw new Error(`the foot says ${await total.textContent().catch(() => 'nothing')}`); });
+    // The manager's estimate of the gang (a dry run): the one node holds both.
+    await dlg.locator('.estimate.fits, .estimate.waits').waitFor({ timeout: WAIT });
+    const estimate = (await dlg.locator('.estimate').textContent()).trim();
+    if (!estimate.startsWith('Fits now')) throw new Error(`the estimate says ${estimate}`);
     await shots(page, 'cluster_launch');
     const sent = page.waitForRequest((r) => r.method() === 'POST' && new URL(r.url()).pathname === '/api/v1/sessions' &&
       !new URL(r.url()).searchParams.has('dry_run'), { timeout: WAIT });
