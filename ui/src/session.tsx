@@ -331,7 +331,7 @@ export function SessionPage({ id, user }: { id: string; user: User }) {
       )}
 
       <section class="card" aria-labelledby="usage-title">
-        <h2 id="usage-title">Live usage <span class="hint">(last hour)</span></h2>
+        <h2 id="usage-title">Live usage <span class="hint">(last hour{containers.length ? `, ${MAIN_CONTAINER}: the Containers table has each one's now` : ''})</span></h2>
         <UsageCharts s={s} />
       </section>
 
