@@ -12,6 +12,26 @@ export interface Session {
   // higher-priority session may preempt it, and how often it was. Absent
   // from a manager older than projects.
   project?: string; group?: string; priority?: number; preemptible?: boolean; preemptions?: number;
+  // Issue 33 (docs/api.md): a cluster session's size and placement, and its
+  // containers (main1, sub1, ...); a one-container session has size 1 and
+  // main1 alone. Absent from a manager older than cluster sessions.
+  cluster_size?: number; cluster_mode?: ClusterMode; containers?: SessionContainer[];
+}
+export type ClusterMode = 'single-node' | 'multi-node';
+// One container of a session: its node, status and GPU shares; usage only
+// while it runs and has been measured.
+export interface SessionContainer {
+  name: string; role: 'main' | 'sub'; idx: number; id: string; agent: string | null; status: string;
+  status_info: string; container_id: string | null; gpus?: { index: number; uuid: string; fgpu: number }[];
+  usage?: { cpu_pct: number; mem_pct: number; gpu_pct: number | null };
+}
+// The container a session's exec, logs and apps reach when none is named.
+export const MAIN_CONTAINER = 'main1';
+// The query that names one container of a cluster session for its logs
+// and apps: nothing for main1, so that a one-container session's calls
+// stay as they were (and work on a manager older than clusters).
+export function containerQuery(container: string | undefined, sep: '?' | '&'): string {
+  return container && container !== MAIN_CONTAINER ? `${sep}container=${encodeURIComponent(container)}` : '';
 }
 export interface Gpu { index: number; uuid: string; name: string; memory: number; fgpu_capacity: number; fgpu_used: number }
 export interface Node {
@@ -95,14 +115,16 @@ export const api = {
   // timeout_s with it still `committing`.
   commitWait: (id: string, timeoutS: number) =>
     call<{ commit: Commit }>('GET', `/api/v1/commits/${encodeURIComponent(id)}?wait=1&timeout_s=${timeoutS}`),
-  apps: async (sessionId: string): Promise<App[]> => {
-    const r = await call<{ apps: (App | string)[] }>('GET', `/api/v1/sessions/${encodeURIComponent(sessionId)}/apps`);
+  // container: one of a cluster session's (main1 when not given).
+  apps: async (sessionId: string, container?: string): Promise<App[]> => {
+    const r = await call<{ apps: (App | string)[] }>('GET',
+      `/api/v1/sessions/${encodeURIComponent(sessionId)}/apps${containerQuery(container, '?')}`);
     // Entries are objects with a name; a bare name is taken too.
     return (r?.apps ?? []).map((a) => (typeof a === 'string' ? { name: a } : a)).filter((a) => a && typeof a.name === 'string');
   },
-  openApp: (sessionId: string, app: string) =>
+  openApp: (sessionId: string, app: string, container?: string) =>
     call<{ app: string; url: string; expires_in?: number }>('POST',
-      `/api/v1/sessions/${encodeURIComponent(sessionId)}/apps/${encodeURIComponent(app)}`),
+      `/api/v1/sessions/${encodeURIComponent(sessionId)}/apps/${encodeURIComponent(app)}${containerQuery(container, '?')}`),
   users: () => call<{ users: User[] }>('GET', '/api/v1/users'),
   createUser: (u: { email: string; password?: string; is_admin: boolean }) =>
     call<{ user: User; password?: string }>('POST', '/api/v1/users', u),

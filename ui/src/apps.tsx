@@ -1,5 +1,5 @@
 import { useEffect, useId, useLayoutEffect, useRef, useState } from 'preact/hooks';
-import { api, type App, type Session } from './api';
+import { api, MAIN_CONTAINER, type App, type Session, type SessionContainer } from './api';
 import { Button, Dialog, ErrorText } from './components';
 
 // How the UI names an app of `ai.backend.service-ports` (docs/apps.md);
@@ -62,6 +62,30 @@ export function AppChips({ apps }: { apps: App[] | undefined }) {
   );
 }
 
+// Which container of a cluster session the terminal, the apps or the log
+// reach (main1 first, as the API defaults to it); each option says its
+// node and status, since a container not RUNNING has no apps.
+export function ContainerPicker(props: { containers: SessionContainer[]; value: string; onChange: (name: string) => void }) {
+  const id = useId();
+  return (
+    <div class="field container-picker">
+      <label for={id}>Container</label>
+      <select id={id} value={props.value} onChange={(e) => props.onChange((e.target as HTMLSelectElement).value)}>
+        {props.containers.map((c) => (
+          <option key={c.name} value={c.name}>{c.name}{c.agent ? ` on ${c.agent}` : ''}{c.status !== 'RUNNING' ? ` (${c.status})` : ''}</option>
+        ))}
+      </select>
+    </div>
+  );
+}
+
+// A cluster session's containers, main1 first then sub1, sub2, ...; none
+// for a one-container session (nothing to choose).
+export function clusterContainers(s: Session | null): SessionContainer[] {
+  if (!s || (s.cluster_size ?? 1) <= 1 || !s.containers?.length) return [];
+  return [...s.containers].sort((a, b) => Number(a.role !== 'main') - Number(b.role !== 'main') || a.idx - b.idx);
+}
+
 // What a freshly opened tab shows until the app's URL is known.
 function holdTab(tab: Window, label: string) {
   try {
@@ -83,6 +107,9 @@ export function AppLauncherDialog(props: { session: Session | null; onClose: () 
   const [notice, setNotice] = useState<{ label: string; url: string } | null>(null);
   const [busy, setBusy] = useState<string | null>(null);
   const [port, setPort] = useState('');
+  // Whose apps: main1 unless the user picks another container.
+  const [container, setContainer] = useState(MAIN_CONTAINER);
+  const containers = clusterContainers(s);
   const portId = useId();
   const epoch = useRef(0);
 
@@ -95,14 +122,14 @@ export function AppLauncherDialog(props: { session: Session | null; onClose: () 
     setNotice(null);
     setBusy(null);
     setPort('');
-    if (!s) return;
-    api.apps(s.id).then((a) => { if (epoch.current === mine) setApps(a); })
+    if (!s) { setContainer(MAIN_CONTAINER); return; }
+    api.apps(s.id, container).then((a) => { if (epoch.current === mine) setApps(a); })
       .catch((e) => {
         if (epoch.current !== mine) return;
         setApps([]);
-        setError(`Cannot list the apps of ${s.name}: ${(e as Error).message}`);
+        setError(`Cannot list the apps of ${s.name}${container !== MAIN_CONTAINER ? ` (${container})` : ''}: ${(e as Error).message}`);
       });
-  }, [s?.id]);
+  }, [s?.id, container]);
 
   const open = async (app: string) => {
     if (!s) return;
@@ -115,7 +142,7 @@ export function AppLauncherDialog(props: { session: Session | null; onClose: () 
     const mine = epoch.current;
     setBusy(app);
     try {
-      const r = await api.openApp(s.id, app);
+      const r = await api.openApp(s.id, app, container);
       if (!r || typeof r.url !== 'string') throw new Error('the manager answered without a URL');
       if (tab && !tab.closed) {
         // The app is another origin: it gets no handle on this page.
@@ -147,6 +174,7 @@ export function AppLauncherDialog(props: { session: Session | null; onClose: () 
     <Dialog open={s !== null} title={s ? `Apps of ${s.name}` : 'Apps'} onClose={props.onClose}>
       {s && (
         <div class="launcher">
+          {containers.length > 0 && <ContainerPicker containers={containers} value={container} onChange={setContainer} />}
           {apps === null ? <p class="hint" role="status">Loading the apps…</p> : (
             <div class="app-grid">
               {apps.map((a) => (

@@ -1,6 +1,6 @@
 import { useEffect, useId, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import {
-  api, api2, ApiError, fmtBytes, fmtNum, type Estimate, type Image, type Node, type Quota, type QuotaUse, type ResourceSummary, type User,
+  api, api2, ApiError, fmtBytes, fmtConfig, fmtNum, type ClusterMode, type Estimate, type Image, type Node, type Quota, type QuotaUse, type ResourceSummary, type User,
 } from './api';
 import { Button, Dialog, ErrorText, SliderField, TextField } from './components';
 import { FolderPicker, type Mounts } from './folderpicker';
@@ -144,6 +144,10 @@ export function LaunchDialog(props: {
   const [memGiB, setMemGiB] = useState(1);
   const [fgpu, setFgpu] = useState(0);
   const [count, setCount] = useState(1);
+  // A cluster session's containers (a number field's text, checked like
+  // Priority) and where they may go; the resources above are each one's.
+  const [clusterSize, setClusterSize] = useState('1');
+  const [clusterMode, setClusterMode] = useState<ClusterMode>('single-node');
   const [batch, setBatch] = useState(false);
   const [command, setCommand] = useState('');
   const [root, setRoot] = useState(false);
@@ -187,9 +191,9 @@ export function LaunchDialog(props: {
   const maxGpu = Math.max(0, gpuCap.max);
   const maxCount = Math.max(1, Math.min(20, pol?.max_sessions ?? 20));
   const capHint = (what: string, cap: { max: number; by: 'policy' | 'node' }, usedNow: number | undefined, fmt: (n: number) => string) =>
-    cap.by === 'policy'
+    (perContainer ? `Per container: ${perContainer} containers get this each. ` : '') + (cap.by === 'policy'
       ? `Your policy allows at most ${fmt(cap.max)} ${what} in total${usedNow ? ` (${fmt(usedNow)} in use now)` : ''}.`
-      : `Up to ${fmt(cap.max)}: the most ${what} one node has (a session runs on one node).`;
+      : `Up to ${fmt(cap.max)}: the most ${what} one node has (${perContainer ? 'each container' : 'a session'} runs on one node).`);
 
   const envs = families(launchable(catalog, props.user));
   const env = envs.find((f) => f.family === family);
@@ -201,11 +205,41 @@ export function LaunchDialog(props: {
   const minGpu = Math.min(maxGpu, min.fgpu);
   const rootOn = root && rootAllowed !== false;
 
+  // A cluster session of N containers, each with the resources above:
+  // what keeps it from ever starting, said under the Containers field.
+  // Checked against the nodes' capacity (not what is free now: the
+  // estimate says whether it waits), in the chosen resource group when one
+  // is chosen: single-node needs one node with room for all N; multi-node
+  // places each container on some node, so the nodes' room adds up. The
+  // user's policy caps the whole session, every container together.
+  const clusterProblem = (): string | undefined => {
+    const n = cluster;
+    const nodes = group ? pool.filter((x) => (x.group ?? 'default') === group) : pool;
+    const fitsOn = (x: Node) => Math.min(
+      Math.floor(x.capacity.cpu / cpu + 1e-9),
+      Math.floor(x.capacity.mem / memBytes + 1e-9),
+      fgpu > 0 ? Math.floor((x.capacity.fgpu ?? 0) / fgpu + 1e-9) : Infinity);
+    const each = fmtConfig({ cpu, mem: memBytes, fgpu });
+    if (nodes.length) {
+      if (clusterMode === 'single-node') {
+        const best = Math.max(...nodes.map(fitsOn));
+        if (best < n) return `Single-node: all ${n} containers must fit one node's capacity, and no node's capacity holds more than ${best} container${best === 1 ? '' : 's'} of ${each}. Ask for less per container, fewer containers, or multi-node.`;
+      } else {
+        const all = nodes.reduce((a, x) => a + fitsOn(x), 0);
+        if (all < n) return `Multi-node: the nodes${group ? ` of group ${group}` : ''} have room for ${all} container${all === 1 ? '' : 's'} of ${each} in all (each runs on one node); ${n} are asked.`;
+      }
+    }
+    const over = (per: number, max: number | null | undefined, f: (v: number) => string) =>
+      max != null && per * n > max + 1e-9 ? `${n} containers of ${f(per)} are ${f(per * n)}, over your policy's ${f(max)} in total.` : undefined;
+    return over(cpu, pol?.max_cpu, (v) => `${fmtNum(v)} CPU`) ?? over(memBytes, pol?.max_mem, fmtBytes)
+      ?? over(fgpu, pol?.max_fgpu, (v) => `${fmtNum(v)} fGPU`);
+  };
+
   // What is wrong with the request as it stands, said next to its field
   // while the user types; Launch stays off until it is right. The image's
   // minimum is the catalog's (the server refuses below it with 400).
   const memBytes = Math.round(memGiB * 1024) * MiB;
-  const problems: { cpu?: string; mem?: string; fgpu?: string; count?: string; command?: string; priority?: string } = {};
+  const problems: { cpu?: string; mem?: string; fgpu?: string; count?: string; cluster?: string; command?: string; priority?: string } = {};
   if (!(cpu > 0)) problems.cpu = 'CPU must be more than 0.';
   else if (cpu < min.cpu - 1e-9) problems.cpu = `This image needs at least ${fmtNum(min.cpu)} CPU; ${fmtNum(cpu)} is below it.`;
   if (memBytes < 6 * MiB) problems.mem = 'Memory must be at least 6 MiB.';
@@ -216,8 +250,16 @@ export function LaunchDialog(props: {
   if (batch && !command.trim()) problems.command = 'A batch session needs a startup command: it runs it and ends with it.';
   const prio = Number(priority.trim());
   if (priority.trim() === '' || !Number.isInteger(prio) || prio < 0 || prio > 100) problems.priority = 'Priority must be a whole number from 0 to 100.';
-  const preemptOn = preemptible ?? batch;
-  const blocked = problems.cpu ?? problems.mem ?? problems.fgpu ?? problems.count ?? problems.command ?? problems.priority ??
+  const nContainers = Number(clusterSize.trim());
+  const cluster = clusterSize.trim() !== '' && Number.isInteger(nContainers) && nContainers >= 1 && nContainers <= 16 ? nContainers : 0;
+  const perContainer = cluster > 1 ? cluster : 0;
+  if (!cluster) problems.cluster = 'Containers must be a whole number from 1 to 16.';
+  else if (cluster * count > 100) problems.cluster = `Sessions × Containers is at most 100; ${count} × ${cluster} is ${count * cluster}.`;
+  else if (cluster > 1 && !problems.cpu && !problems.mem && !problems.fgpu) problems.cluster = clusterProblem();
+  // A cluster session is never preemptible (the API refuses it: its
+  // containers start and end together), whatever the type's default.
+  const preemptOn = perContainer ? false : preemptible ?? batch;
+  const blocked = problems.cpu ?? problems.mem ?? problems.fgpu ?? problems.count ?? problems.cluster ?? problems.command ?? problems.priority ??
     (!(typed.trim() || ref) ? 'Choose an environment and a version, or type an image name.' : null);
 
   // Picking from the lists is a choice over a name typed before.
@@ -242,6 +284,8 @@ export function LaunchDialog(props: {
     setTyped('');
     setName('');
     setCount(1);
+    setClusterSize('1');
+    setClusterMode('single-node');
     setBatch(false);
     setCommand('');
     setRoot(false);
@@ -308,6 +352,9 @@ export function LaunchDialog(props: {
       image, count,
       resources: { cpu: fmtNum(cpu), mem: `${Math.round(memGiB * 1024)}MiB`, fgpu: fmtNum(fgpu) },
     };
+    // Only for a cluster: a one-container request stays as it was, which
+    // a manager older than cluster sessions takes too.
+    if (cluster > 1) { req.cluster_size = cluster; req.cluster_mode = clusterMode; }
     if (name.trim()) req.name = name.trim();
     if (batch) req.type = 'batch';
     if (command.trim()) req.startup_command = command;
@@ -339,7 +386,7 @@ export function LaunchDialog(props: {
       });
     }, 400);
     return () => clearTimeout(t);
-  }, [props.open, typed, ref, cpu, memGiB, fgpu, count, name, batch, command, rootOn, project, group, prio, preemptOn]);
+  }, [props.open, typed, ref, cpu, memGiB, fgpu, count, cluster, clusterMode, name, batch, command, rootOn, project, group, prio, preemptOn]);
 
   const applyPreset = (p: typeof PRESETS[number]) => {
     setCpu(Math.max(minCpu, Math.min(p.cpu, maxCpu)));
@@ -514,6 +561,22 @@ export function LaunchDialog(props: {
         <SliderField label="Sessions" value={count} min={1} max={maxCount} step={1} onChange={(v) => setCount(Math.round(v))}
           error={problems.count}
           hint={pol?.max_sessions != null ? `Your policy allows ${pol.max_sessions} session${pol.max_sessions === 1 ? '' : 's'} at once${used?.sessions ? ` (${used.sessions} now)` : ''}.` : undefined} />
+        <div class="launch-cluster">
+          <TextField label="Containers" type="number" value={clusterSize} onInput={setClusterSize} error={problems.cluster}
+            hint={perContainer ? `One session of ${perContainer} containers (main1, sub1, ...), started together or not at all, each with the CPU, memory and GPU above; they reach each other by name, for distributed training.`
+              : '1 to 16. More than 1 makes a cluster session for distributed training: its containers start together, each with the resources above.'} />
+          {perContainer > 0 && (
+            <fieldset class="session-kind placement">
+              <legend>Placement</legend>
+              <label class="check-inline"><input type="radio" name="cluster-mode" value="single-node" checked={clusterMode === 'single-node'}
+                onChange={() => setClusterMode('single-node')} /> Single node</label>
+              <label class="check-inline"><input type="radio" name="cluster-mode" value="multi-node" checked={clusterMode === 'multi-node'}
+                onChange={() => setClusterMode('multi-node')} /> Multi-node</label>
+              <small class="hint">{clusterMode === 'single-node' ? 'All containers on one node: it needs room for all of them.'
+                : 'The containers may be spread over several nodes, over a network Docker provides between the hosts.'}</small>
+            </fieldset>
+          )}
+        </div>
         <fieldset class="session-kind">
           <legend>Type</legend>
           <label class="check-inline"><input type="radio" name="session-type" value="interactive" checked={!batch}
@@ -531,13 +594,13 @@ export function LaunchDialog(props: {
             hint="0 to 100; higher starts first and may preempt lower preemptible sessions (your policy's max_priority caps it)." />
           <div class="field check">
             <label class="check-inline">
-              <input type="checkbox" checked={preemptOn} aria-describedby={`${uid}-preempt`}
+              <input type="checkbox" checked={preemptOn} aria-describedby={`${uid}-preempt`} disabled={perContainer > 0}
                 onChange={(e) => setPreemptible((e.target as HTMLInputElement).checked)} />
               Preemptible
             </label>
-            <small class="hint" id={`${uid}-preempt`}>{preemptOn
+            <small class="hint" id={`${uid}-preempt`}>{perContainer ? 'A cluster session is never preempted: its containers start and end together.' : preemptOn
               ? 'A higher-priority session may stop it to take its room; it is then queued again (PREEMPTED, then PENDING).'
-              : 'Never stopped for another session.'}{preemptible === null ? ` Default for ${batch ? 'batch' : 'interactive'} sessions.` : ''}</small>
+              : 'Never stopped for another session.'}{preemptible === null && !perContainer ? ` Default for ${batch ? 'batch' : 'interactive'} sessions.` : ''}</small>
           </div>
         </div>
         <div class="field check root-option">
@@ -562,6 +625,14 @@ export function LaunchDialog(props: {
                   : <span><strong>Will wait:</strong> {estimate.reason ?? 'it waits in the queue'}. It starts by itself when resources free up{prio > 0
                     ? `, or sooner if the scheduler preempts lower-priority preemptible sessions for it (priority ${prio})` : ''}.</span>}
           </div>
+          {!blocked && (perContainer > 0 || count > 1) && (
+            // What the whole launch asks for: the resources above are per
+            // container, and Sessions launches that many of it.
+            <p class="hint launch-total" data-testid="launch-total">
+              <strong>In all:</strong> {count > 1 ? `${count} sessions × ` : ''}{perContainer ? `${perContainer} containers × ` : ''}
+              ({fmtConfig({ cpu, mem: memBytes, fgpu })}) = {fmtConfig({ cpu: cpu * count * Math.max(1, perContainer), mem: memBytes * count * Math.max(1, perContainer), fgpu: fgpu * count * Math.max(1, perContainer) })}
+            </p>
+          )}
           <ErrorText error={error} />
           <div class="actions">
             {blocked && <span class="launch-why" id={`${uid}-why`}>{blocked}</span>}

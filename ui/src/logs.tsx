@@ -6,6 +6,7 @@
 import { useEffect, useId, useRef, useState } from 'preact/hooks';
 import type { JSX } from 'preact';
 import { Button } from './components';
+import { containerQuery } from './api';
 
 const MAX_LINES = 5000;
 const MAX_LINE = 4000;
@@ -30,7 +31,8 @@ function highlight(line: string, q: string) {
   return out;
 }
 
-export function LogViewer(props: { sessionId: string; live: boolean; hasContainer: boolean }) {
+// container: which of a cluster session's containers (main1 when not given).
+export function LogViewer(props: { sessionId: string; live: boolean; hasContainer: boolean; container?: string }) {
   const lines = useRef<string[]>([]);
   const dropped = useRef(0);
   const [version, setVersion] = useState(0);
@@ -48,7 +50,8 @@ export function LogViewer(props: { sessionId: string; live: boolean; hasContaine
     setVersion((v) => v + 1);
     if (!props.hasContainer) {
       setState('ended');
-      setMessage('This session has no container yet: its log appears once it starts.');
+      setMessage(props.container ? `Container ${props.container} has not started yet: its log appears once it does.`
+        : 'This session has no container yet: its log appears once it starts.');
       return;
     }
     const ctl = new AbortController();
@@ -72,7 +75,7 @@ export function LogViewer(props: { sessionId: string; live: boolean; hasContaine
     setMessage(null);
     (async () => {
       try {
-        const url = `/api/v1/sessions/${encodeURIComponent(props.sessionId)}/logs?tail=${TAIL}${props.live ? '&follow=1' : ''}`;
+        const url = `/api/v1/sessions/${encodeURIComponent(props.sessionId)}/logs?tail=${TAIL}${props.live ? '&follow=1' : ''}${containerQuery(props.container, '&')}`;
         const resp = await fetch(url, { credentials: 'same-origin', signal: ctl.signal, headers: { Accept: 'text/plain' } });
         if (!resp.ok) {
           let msg = `The server answered HTTP ${resp.status}.`;
@@ -101,7 +104,7 @@ export function LogViewer(props: { sessionId: string; live: boolean; hasContaine
       }
     })();
     return () => { ctl.abort(); if (timer !== undefined) clearTimeout(timer); };
-  }, [props.sessionId, props.live, props.hasContainer, attempt]);
+  }, [props.sessionId, props.live, props.hasContainer, props.container, attempt]);
 
   // Follow: keep the newest line in view (within the log's own box).
   useEffect(() => {

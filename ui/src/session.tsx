@@ -5,11 +5,11 @@
 import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import type uPlot from 'uplot';
 import {
-  api, api2, fmtBytes, fmtConfig, fmtNum, ApiError, type Session, type SessionFull, type SessionStats,
-  type UsageSample, type User,
+  api, api2, fmtBytes, fmtConfig, fmtNum, ApiError, MAIN_CONTAINER, type Session, type SessionContainer, type SessionFull,
+  type SessionStats, type UsageSample, type User,
 } from './api';
 import { Button, Dialog, Email, ErrorText } from './components';
-import { AppChips, AppLauncherDialog } from './apps';
+import { AppChips, AppLauncherDialog, clusterContainers, ContainerPicker } from './apps';
 import { CommitDialog } from './commit';
 import { LogViewer } from './logs';
 import { LiveChart, Meter } from './usage';
@@ -204,6 +204,45 @@ function UsageCharts({ s }: { s: SessionFull }) {
   );
 }
 
+// A cluster session's containers: each one's node, status (and why),
+// GPU shares and live use, from the event stream's list entry when there
+// is one (it brings each round of usage), else from the page's read.
+function ContainersTable({ containers }: { containers: SessionContainer[] }) {
+  return (
+    <div class="table-scroll">
+      <table class="containers stack" data-testid="containers">
+        <caption class="sr-only">The session's containers</caption>
+        <thead>
+          <tr><th scope="col">Container</th><th scope="col">Node</th><th scope="col">Status</th>
+            <th scope="col">GPUs</th><th scope="col">Usage</th></tr>
+        </thead>
+        <tbody>
+          {containers.map((c) => {
+            const u = c.status === 'RUNNING' ? c.usage : undefined;
+            return (
+              <tr key={c.name} data-container={c.name}>
+                <td data-label="Container"><span class="mono">{c.name}</span></td>
+                <td data-label="Node">{c.agent ?? '—'}</td>
+                <td data-label="Status">
+                  <span class={`status st-${c.status.toLowerCase()}`}>{c.status}</span>
+                  {c.status_info && <div class={`info${c.status === 'ERROR' ? ' error' : ''}`}>{c.status_info}</div>}
+                </td>
+                <td data-label="GPUs">{(c.gpus ?? []).length === 0 ? 'none'
+                  : c.gpus!.map((g) => `GPU ${g.index}: ${fmtNum(g.fgpu)} fGPU`).join(', ')}</td>
+                <td data-label="Usage"><div class="row-usage">
+                  <Meter compact label="CPU" pct={u?.cpu_pct} />
+                  <Meter compact label="Mem" pct={u?.mem_pct} />
+                  {(c.gpus ?? []).length > 0 && <Meter compact label="GPU" pct={u?.gpu_pct} />}
+                </div></td>
+              </tr>
+            );
+          })}
+        </tbody>
+      </table>
+    </div>
+  );
+}
+
 // Milliseconds as seconds with two decimals: "0.54 s".
 function fmtSecs(ms: number): string {
   return `${(ms / 1000).toFixed(2)} s`;
@@ -218,15 +257,20 @@ export function SessionPage({ id, user }: { id: string; user: User }) {
   const [launcher, setLauncher] = useState<Session | null>(null);
   const [apps, setApps] = useState<{ name: string; protocol?: string }[] | undefined>(undefined);
   const [now, setNow] = useState(Date.now());
+  // The container whose log is shown (a cluster session's; main1 first).
+  const [logContainer, setLogContainer] = useState(MAIN_CONTAINER);
   const { projects } = useProjects();
 
   // The list entry from the event stream: when it changes, the page
   // reads the session again (for its history).
   const listed = sessions.find((x) => x.id === id) as SessionFull | undefined;
-  const stamp = listed ? `${listed.status}|${listed.status_info}|${listed.agent}|${listed.usage?.t ?? ''}` : '';
+  // A container's change of node or status reads it again too.
+  const stamp = listed ? `${listed.status}|${listed.status_info}|${listed.agent}|${listed.usage?.t ?? ''}|${
+    (listed.containers ?? []).map((c) => `${c.name}:${c.status}:${c.agent ?? ''}`).join(',')}` : '';
   const load = () => api2.session(id).then((r) => { setS(r); setError(null); })
     .catch((e) => setError((e as Error).message));
   useEffect(() => { load(); }, [id, stamp]);
+  useEffect(() => { setLogContainer(MAIN_CONTAINER); }, [id]);
   useEffect(() => {
     const t = window.setInterval(() => setNow(Date.now()), 1000);
     return () => clearInterval(t);
@@ -250,6 +294,11 @@ export function SessionPage({ id, user }: { id: string; user: User }) {
   const ended = ENDED_STATUSES.has(s.status) || s.status === 'TERMINATING';
   const hasContainer = !!(s as { container_id?: string | null }).container_id || ['RUNNING', 'LOST', 'PREEMPTED', 'TERMINATING', 'TERMINATED', 'ERROR'].includes(s.status);
   const envNames = Object.keys(s.env ?? {});
+  // The stream's entry is the fresher (its usage); the page's read has
+  // them before the stream's first event.
+  const containers = clusterContainers(listed?.containers?.length ? listed : s);
+  const logOf = containers.find((c) => c.name === logContainer);
+  const logHasContainer = logOf ? !!logOf.container_id || ['RUNNING', 'LOST', 'TERMINATING', 'TERMINATED', 'ERROR'].includes(logOf.status) : hasContainer;
   const history = s.status_history ?? [];
   return (
     <section class="detail" aria-labelledby="detail-title">
@@ -259,7 +308,8 @@ export function SessionPage({ id, user }: { id: string; user: User }) {
         <span class={`status st-${s.status.toLowerCase()}`} data-testid="detail-status">{s.status}</span>
         <div class="detail-actions">
           {s.status === 'RUNNING' && mine && <Button kind="primary" onClick={() => setLauncher(s)}>Apps</Button>}
-          {s.status === 'RUNNING' && mine && <Button onClick={() => setConverting(s)}>Convert to image</Button>}
+          {/* A cluster session cannot be committed (docs/api.md): not offered. */}
+          {s.status === 'RUNNING' && mine && (s.cluster_size ?? 1) <= 1 && <Button onClick={() => setConverting(s)}>Convert to image</Button>}
           {!ended && (mine || manages) && <Button kind="danger" onClick={() => setEnding(s)}>{endVerb(s)}</Button>}
         </div>
       </div>
@@ -273,8 +323,15 @@ export function SessionPage({ id, user }: { id: string; user: User }) {
       )}
       <ErrorText error={error} />
 
+      {containers.length > 0 && (
+        <section class="card" aria-labelledby="containers-title">
+          <h2 id="containers-title">Containers</h2>
+          <ContainersTable containers={containers} />
+        </section>
+      )}
+
       <section class="card" aria-labelledby="usage-title">
-        <h2 id="usage-title">Live usage <span class="hint">(last hour)</span></h2>
+        <h2 id="usage-title">Live usage <span class="hint">(last hour{containers.length ? `, ${MAIN_CONTAINER}: the Containers table has each one's now` : ''})</span></h2>
         <UsageCharts s={s} />
       </section>
 
@@ -284,6 +341,7 @@ export function SessionPage({ id, user }: { id: string; user: User }) {
           <dl class="props">
             <dt>Image</dt><dd class="mono wrap">{s.image}</dd>
             <dt>Resources</dt><dd>{fmtConfig(s.resources)}</dd>
+            {(s.cluster_size ?? 1) > 1 && <><dt>Cluster</dt><dd data-testid="detail-cluster">{s.cluster_size} containers, {s.cluster_mode ?? 'single-node'}; the resources are each one's</dd></>}
             <dt>Type</dt><dd>{s.type ?? 'interactive'}{s.root ? ' · runs as root' : ''}</dd>
             <dt>Owner</dt><dd><Email email={s.owner} /></dd>
             {s.project !== undefined && <><dt>Project</dt><dd data-testid="detail-project">{s.project}</dd></>}
@@ -293,7 +351,9 @@ export function SessionPage({ id, user }: { id: string; user: User }) {
               ? 'yes: a higher-priority session may stop it to take its room' : 'no'}</dd></>}
             {(s.preemptions ?? 0) > 0 && <><dt>Preemptions</dt><dd data-testid="detail-preemptions" class="preempt-count">
               preempted {s.preemptions} time{s.preemptions === 1 ? '' : 's'}</dd></>}
-            <dt>Node</dt><dd>{s.agent ?? '— (not placed)'}</dd>
+            <dt>Node</dt><dd>{containers.length
+              ? ([...new Set(containers.map((c) => c.agent).filter(Boolean))].join(', ') || '— (not placed)')
+              : s.agent ?? '— (not placed)'}</dd>
             <dt>GPUs</dt><dd>{(s.gpus ?? []).length === 0 ? 'none' : (
               <ul class="plain">{s.gpus!.map((g) => <li key={g.uuid}>GPU {g.index}: {fmtNum(g.fgpu)} fGPU <span class="hint mono">{g.uuid}</span></li>)}</ul>
             )}</dd>
@@ -340,7 +400,9 @@ export function SessionPage({ id, user }: { id: string; user: User }) {
 
       <section class="card" aria-labelledby="logs-title">
         <h2 id="logs-title">Logs</h2>
-        <LogViewer key={`${s.id}-${hasContainer}`} sessionId={s.id} live={!ENDED_STATUSES.has(s.status)} hasContainer={hasContainer} />
+        {containers.length > 0 && <ContainerPicker containers={containers} value={logContainer} onChange={setLogContainer} />}
+        <LogViewer key={`${s.id}-${logContainer}-${logHasContainer}`} sessionId={s.id} live={!ENDED_STATUSES.has(s.status)}
+          hasContainer={logHasContainer} container={containers.length ? logContainer : undefined} />
       </section>
 
       <EndSessionDialog session={ending} onClose={() => setEnding(null)} onDone={() => { setEnding(null); load(); }} />

@@ -117,6 +117,14 @@ function sortValue(s: SessionFull, k: SortKey): number | string {
   }
 }
 
+// Where a session runs: its node, or a multi-node cluster session's
+// nodes (the session's own first, then its containers').
+function nodesOf(s: Session): string {
+  if ((s.cluster_size ?? 1) <= 1 || !s.containers?.length) return s.agent ?? '—';
+  const nodes = [...new Set([s.agent, ...s.containers.map((c) => c.agent)].filter((a): a is string => !!a))];
+  return nodes.length ? nodes.join(', ') : '—';
+}
+
 // A row's live use: CPU, memory and (with a GPU) GPU bars. The same size
 // before the first sample and for sessions that do not run.
 function RowUsage({ s }: { s: SessionFull }) {
@@ -263,6 +271,11 @@ export function SessionsPage({ user }: { user: User }) {
                 onClick={(e) => { if (!(e.target as HTMLElement).closest('button, a, input, select')) open(s); }}>
                 <td data-label="Name">
                   <a class="session-link" href={sessionHref(s.id)} onClick={(e) => { e.preventDefault(); open(s); }}>{s.name}</a>
+                  {(s.cluster_size ?? 1) > 1 && (
+                    <span class="info badge cluster-badge" data-testid="cluster-badge"
+                      title={`a cluster session of ${s.cluster_size} containers (${s.cluster_mode ?? 'single-node'})`}
+                      aria-label={`${s.cluster_size} containers`}>×{s.cluster_size}</span>
+                  )}
                   {s.type === 'batch' && <span class="info badge" title="ends when its command ends"> batch</span>}
                   {(showOwners || (!view.project && switchable.length > 1 && s.project)) && (
                     <div class="owner-line">
@@ -292,13 +305,14 @@ export function SessionsPage({ user }: { user: User }) {
                 </td>
                 <td data-label="Configuration">{fmtConfig(s.resources)}</td>
                 <td data-label="Usage"><RowUsage s={s} /></td>
-                <td data-label="Node">{s.agent ?? '—'}</td>
+                <td data-label="Node">{nodesOf(s)}</td>
                 <td data-label="Age">{fmtAge(s.created_at, now)}</td>
                 <td data-label="Actions"><div class="row-actions">
                   {s.status === 'RUNNING' && (user.is_admin || s.owner === user.email) && (
                     <Button kind="primary" onClick={() => setLauncher(s)} label={`Apps of ${s.name}`}>Apps</Button>
                   )}
-                  {s.status === 'RUNNING' && (user.is_admin || s.owner === user.email) && (
+                  {s.status === 'RUNNING' && (user.is_admin || s.owner === user.email) && (s.cluster_size ?? 1) <= 1 && (
+                    // A cluster session cannot be committed (docs/api.md): not offered.
                     <Button onClick={() => setConverting(s)} label={`Convert ${s.name} to image`}>
                       Convert to image
                     </Button>
