@@ -1078,6 +1078,13 @@ json_t *mgr_sessions_list(struct manager *m, const struct user_rec *u, bool all)
 
 static int no_session(const char *ref, struct terr *err)
 {
+	/* "REF/CONTAINER" (mgr_resolve_session): say which part is missing
+	 * is not known here, so name both. */
+	const char *slash = strchr(ref, '/');
+	if (slash)
+		return terr_set(err, ENOENT, "no session named or with id '%.*s' with a container %s (tessera session "
+				"info %.*s lists its containers: main1, sub1, ...)", (int)(slash - ref), ref, slash + 1,
+				(int)(slash - ref), ref);
 	return terr_set(err, ENOENT, "no session named or with id '%s'", ref);
 }
 
