@@ -276,7 +276,15 @@ static void reconcile(struct manager *m, struct magent *a, json_t *containers)
 		switch (s->rec.status) {
 		case SS_SCHEDULED:
 		case SS_PREPARING:
-			if (running) {
+			if (running && mgr_session_is_cluster(s)) {
+				/* A cluster session runs once all its containers do. */
+				util_strlcpy(s->rec.container_id, cid, sizeof(s->rec.container_id));
+				mgr_apps_set_endpoint(m, s, json_string_value(json_object_get(c, "app_endpoint")));
+				if (s->rec.status == SS_SCHEDULED)
+					mgr_set_status(m, s, SS_PREPARING, "container on node %s adopted after a restart",
+						       a->rec.id);
+				mgr_cluster_started(m, s, a->rec.id);
+			} else if (running) {
 				util_strlcpy(s->rec.container_id, cid, sizeof(s->rec.container_id));
 				mgr_apps_set_endpoint(m, s, json_string_value(json_object_get(c, "app_endpoint")));
 				mgr_set_status(m, s, SS_RUNNING, "running on node %s (adopted after a restart)", a->rec.id);
