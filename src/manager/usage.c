@@ -103,6 +103,18 @@ static void idle_update(struct manager *m, struct msession *s, const struct usag
 	}
 	if (now - s->idle_since_ms < timeout_s * 1000 || s->rec.status != SS_RUNNING)
 		return;
+	/* A cluster session is idle when all its containers are, for the
+	 * timeout since the last of them became so; it ends whole, from its
+	 * main (mgr_cluster_follow ends the others). */
+	if (mgr_session_is_cluster(s)) {
+		if (mgr_session_is_sub(s) || !s->cl_main)
+			return;
+		for (int64_t i = 1; i < s->rec.cluster_size; i++) {
+			const struct msession *o = mgr_cluster_member(s, i);
+			if (o && (!o->idle_since_ms || now - o->idle_since_ms < timeout_s * 1000))
+				return;
+		}
+	}
 	char dur[32];
 	duration_words(timeout_s, dur, sizeof(dur));
 	snprintf(s->end_reason, sizeof(s->end_reason), "idle for %s: no app connection, no exec, CPU under %lld %%%s",
