@@ -432,6 +432,11 @@ static void schedule_pass(struct manager *m)
 		util_strlcpy(s->rec.status_info, reasons[i], sizeof(s->rec.status_info));
 		mgr_session_changed(s);
 		changed = true;
+		/* A cluster session's containers wait for the same reason. */
+		for (int64_t c = 1; s->cl_members && c < s->rec.cluster_size; c++)
+			if (s->cl_members[c] && s->cl_members[c]->rec.status == SS_PENDING)
+				util_strlcpy(s->cl_members[c]->rec.status_info, reasons[i],
+					     sizeof(s->cl_members[c]->rec.status_info));
 	}
 	if (changed) {
 		m->version++;
