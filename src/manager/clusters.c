@@ -106,9 +106,10 @@ static bool leaving(enum session_status st)
 	return session_status_final(st) || session_status_ending(st);
 }
 
-/* Depth of follows in progress: a member ended by a follow does not end
- * the others again (mu is held throughout, so one counter serves). */
-static int following;
+/* Depth of follows in progress on this thread (which holds mu
+ * throughout): a member ended by a follow does not end the others
+ * again. Per thread, as a process may hold several managers (tests). */
+static _Thread_local int following;
 
 void mgr_cluster_follow(struct manager *m, struct msession *s, enum session_status old)
 {
