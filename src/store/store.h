@@ -110,7 +110,7 @@ struct session_rec {
 	 * Ed25519 seed, 64 hex) on the main's record, "" on the others. */
 	int64_t cluster_size;
 	char cluster_mode[16];
-	char cluster_role[8];
+	char cluster_role[16];
 	int64_t cluster_idx;
 	char cluster_main[STORE_ID_MAX];
 	char cluster_ssh_seed[65];
