@@ -544,8 +544,13 @@ if [[ $swarm == inactive ]]; then
 	"$TESSERA" session rm mn0 >/dev/null 2>&1
 	# This one Docker in swarm mode for the rest, left again at the end
 	# (before the EXIT trap's own teardown, which it runs).
+	# Swarm mode makes the bridge docker_gwbridge, which leaving it
+	# keeps: removed too when this test made it.
+	gwbridge_before=$(docker network ls -q --filter name=^docker_gwbridge$)
 	if docker swarm init --advertise-addr 127.0.0.1 >>"$E2E_DIR/swarm.log" 2>&1; then
-		trap 'rc=$?; docker swarm leave --force >>"$E2E_DIR/swarm.log" 2>&1; (exit $rc); cluster_teardown' EXIT
+		trap 'rc=$?; docker swarm leave --force >>"$E2E_DIR/swarm.log" 2>&1
+			[[ -z $gwbridge_before ]] && docker network rm docker_gwbridge >>"$E2E_DIR/swarm.log" 2>&1
+			(exit $rc); cluster_teardown' EXIT
 		swarm=active
 	fi
 else
