@@ -1891,8 +1891,9 @@ static int docker_network_remove(struct runtime *rt, const char *name, struct te
 		r = 0;
 	else {
 		r = dk_fail(&resp, "remove network", err);
-		/* "has active endpoints": running containers still use it. */
-		if (resp.status == 403 || resp.status == 409) {
+		/* "has active endpoints": running containers still use it; a
+		 * swarm's overlay says "is in use by task" (and a 500). */
+		if (resp.status == 403 || resp.status == 409 || (err && strstr(err->msg, "in use by"))) {
 			if (err)
 				err->code = EBUSY;
 			r = -EBUSY;

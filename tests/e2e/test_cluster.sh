@@ -558,9 +558,11 @@ else
 fi
 check "Docker is in swarm mode ($swarm)" [ "$swarm" == active ]
 # sub1 listens on 5000 (over and over, what it gets appended to a file);
-# main1 then sends it a line by name.
+# main1 then sends it a line by name. The listener's stdin is a pipe that
+# stays open: at the end of its stdin (the startup command's /dev/null)
+# busybox nc may close the connection before reading what came.
 out=$(mn_create mn --startup-command \
-	'if [ "$TESSERA_CLUSTER_ROLE" = sub ]; then while true; do busybox nc -l -p 5000 >>/tmp/got; done; fi')
+	'if [ "$TESSERA_CLUSTER_ROLE" = sub ]; then while true; do sleep 600 | busybox nc -l -p 5000 >>/tmp/got; done; fi')
 e2e_log "session create mn: $(tr '\n' '|' <<<"$out")"
 check "a multi-node session of 2 x 1 fGPU starts" wait_status mn RUNNING
 mn_agents=$("$TESSERA" session info mn --json | python3 -c '
