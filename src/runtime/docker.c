@@ -1863,6 +1863,11 @@ static int docker_network_ensure(struct runtime *rt, const struct rt_network_spe
 	json_object_set(body, "Labels", labels);
 	autojson json_t *j = NULL;
 	r = dk_call_json(rt, "POST", "/networks/create", body, "create network", &j, err);
+	/* A swarm answers a name another agent made a moment ago (a
+	 * multi-node cluster session's containers start at once on several
+	 * nodes) with a 500 that says so, not a 409. */
+	if (r < 0 && r != -EEXIST && err && strstr(err->msg, "name conflicts with an existing object"))
+		r = -EEXIST;
 	if (r == -EEXIST) {
 		/* Made meanwhile by another start (or another agent on this
 		 * Docker): fine if it is ours. */
