@@ -1875,6 +1875,14 @@ static int docker_network_ensure(struct runtime *rt, const struct rt_network_spe
 		if (r == 0 && !found)
 			r = terr_set(err, EEXIST, "create network %s: Docker says it exists but cannot show it",
 				     spec->name);
+	} else if (r == 0 && !overlay) {
+		/* Two agents on one Docker making a user's network at the same
+		 * moment can both pass its duplicate check (it is not atomic):
+		 * the oldest of the twins is kept at once, while neither has a
+		 * container, rather than when one is found ambiguous later with
+		 * containers on both, when neither can go. */
+		struct terr ignored = {0};
+		network_dedup(rt, spec->name, &ignored);
 	}
 	return r;
 }
