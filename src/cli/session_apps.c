@@ -24,10 +24,12 @@
 
 #define OWNER_HELP \
 	"  --owner EMAIL   NAME is a session of this user (admins): a name is\n" \
-	"                  otherwise one of your own sessions; an id is anyone's\n"
+	"                  otherwise one of your own sessions; an id is anyone's\n" \
+	"  --container C   one container of a cluster session: main1 (the default),\n" \
+	"                  sub1, ... (NAME/C says the same)\n"
 
 #define APPS_USAGE \
-	"usage: tessera session apps NAME [--owner EMAIL] [--json]\n" \
+	"usage: tessera session apps NAME [--owner EMAIL] [--container C] [--json]\n" \
 	"\n" \
 	"Lists the apps of a session: the terminal, which every session has, then\n" \
 	"those its image declares (jupyter, mlflow-ui...). Open one with\n" \
@@ -36,8 +38,8 @@
 	"  --json          print the list as JSON\n" OWNER_HELP
 
 #define APP_USAGE \
-	"usage: tessera session app NAME APP [--owner EMAIL] [--json]\n" \
-	"       tessera session app NAME --port N [--owner EMAIL] [--json]\n" \
+	"usage: tessera session app NAME APP [--owner EMAIL] [--container C] [--json]\n" \
+	"       tessera session app NAME --port N [--owner EMAIL] [--container C] [--json]\n" \
 	"\n" \
 	"Opens an app of a running session (or any port N the session listens on)\n" \
 	"and prints a URL to open in a browser. The URL is valid once, for a\n" \
@@ -48,7 +50,7 @@
 	"  --json          print the manager's answer as JSON\n" OWNER_HELP
 
 #define SHELL_USAGE \
-	"usage: tessera session shell NAME [--owner EMAIL]\n" \
+	"usage: tessera session shell NAME [--owner EMAIL] [--container C]\n" \
 	"\n" \
 	"An interactive shell in a running session (its terminal app), like\n" \
 	"'docker exec -it'. The shell ends when you leave it, and this command\n" \

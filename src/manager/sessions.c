@@ -980,8 +980,9 @@ static int apply_project(struct manager *m, const struct user_rec *owner, const 
 				"can change that", cr->batch ? "batch" : "interactive",
 				cr->batch ? "batch" : "interactive");
 	bool preemptible = cr->preemptible == VALIDATE_PREEMPT_DEFAULT ? def : cr->preemptible == VALIDATE_PREEMPT_YES;
-	/* A cluster session is never preempted: the scheduler makes room by
-	 * ending one container at a time (docs/scheduling.md). */
+	/* A cluster session is never preempted: ending one container would
+	 * end the whole session, and the planner's victims are single
+	 * containers (docs/scheduling.md, "Cluster sessions (gangs)"). */
 	if (cr->cluster_size > 1)
 		preemptible = false;
 	for (size_t i = 0; i < n; i++) {
