@@ -31,6 +31,15 @@ second --data-dir "$data" --port 0 --web-port 0
 check "a second server on the data dir is refused ($rc: $out)" refused "data dir $data is in use by process $first_pid"
 check "... in one line" [ "$(printf '%s\n' "$out" | wc -l)" -eq 1 ]
 
+# The first server must outlive that refusal. Once, under a loaded run of
+# the whole suite, it was gone by here and every later check failed with
+# no word of why: say how it ended and what it logged last.
+first_state() {
+	if kill -0 "$first_pid" 2>/dev/null; then echo "running"; return; fi
+	echo "gone; its log ends: $(tail -5 "$E2E_DIR/server.log" | tr '\n' '|')"
+}
+check "the first server outlives that ($(first_state))" kill -0 "$first_pid"
+
 # The API port of the first one.
 second --data-dir "$E2E_DIR/data2" --port "$api_port" --web-port 0
 check "a second server on the API port is refused ($rc: $out)" refused "port $api_port on 127.0.0.1 is in use by another process"
@@ -44,7 +53,7 @@ check "a second server on the web port is refused ($rc: $out)" refused "port $we
 second --data-dir "$E2E_DIR/data4" --port 0 --web-port 0 --app-ports "$E2E_APP_PORTS"
 check "a second server on the app ports is refused ($rc: $out)" refused "port ${E2E_APP_PORTS%-*} on 127.0.0.2 is in use by another process"
 
-check "the first server still runs" kill -0 "$first_pid"
+check "the first server still runs ($(first_state))" kill -0 "$first_pid"
 check "its API still answers" "$TESSERA" session ls
 code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$web_port/")
 check "its web UI still answers ($code)" [ "$code" == "200" ]
