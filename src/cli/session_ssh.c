@@ -11,7 +11,6 @@
  * `ssh` runs the system's ssh with the same options. No port of the
  * session is open to anyone but the proxy. */
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
 #include <netdb.h>
 #include <poll.h>
@@ -68,47 +67,53 @@ struct ssh_opts {
 	int n_cmd;
 };
 
+/* Options may come before or after NAME (as the usage shows them); CMD
+ * is everything after --, its own options included. */
 static int ssh_parse(const char *sub, const char *usage, bool with_cmd, int argc, char **argv,
 		     struct ssh_opts *o, bool *done)
 {
-	static const struct option opts[] = {
-		{"owner", required_argument, NULL, 'o'},
-		{"container", required_argument, NULL, 'C'},
-		{"help", no_argument, NULL, 'h'},
-		{0},
-	};
 	memset(o, 0, sizeof(*o));
 	*done = true;
-	optind = 0;
-	opterr = 0;
-	/* '+': options stop at the first argument that is not one, so that
-	 * CMD's own options after -- stay CMD's. */
-	for (int c; (c = getopt_long(argc, argv, with_cmd ? "+hi:" : "+h", opts, NULL)) != -1;) {
-		if (c == 'h') {
+	int i = 1;
+	for (; i < argc; i++) {
+		const char *a = argv[i];
+		const char **slot = NULL, *value = NULL;
+		if (!strcmp(a, "--")) {
+			i++;
+			break;
+		}
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			fputs(usage, stdout);
 			return CLI_EXIT_OK;
-		} else if (c == 'o') {
-			o->owner = optarg;
-		} else if (c == 'C') {
-			cli_session_container = optarg;
-		} else if (c == 'i') {
-			o->identity = optarg;
-		} else {
-			return cli_usage_fail(sub, "option '%s' is unknown or needs a value", argv[optind - 1]);
 		}
+		if (!strcmp(a, "--owner") || !strncmp(a, "--owner=", 8))
+			slot = &o->owner;
+		else if (!strcmp(a, "--container") || !strncmp(a, "--container=", 12))
+			slot = &cli_session_container;
+		else if (with_cmd && (!strcmp(a, "-i") || !strcmp(a, "--identity")))
+			slot = &o->identity;
+		if (slot) {
+			const char *eq = strchr(a, '=');
+			value = eq ? eq + 1 : i + 1 < argc ? argv[++i] : NULL;
+			if (!value || !*value)
+				return cli_usage_fail(sub, "option '%s' needs a value", a);
+			*slot = value;
+			continue;
+		}
+		if (a[0] == '-' && a[1])
+			return cli_usage_fail(sub, "option '%s' is unknown%s", a,
+					      with_cmd ? " (a command's own options go after --)" : "");
+		if (o->ref)
+			return cli_usage_fail(sub, "unexpected argument '%s'%s", a,
+					      with_cmd ? ": put the command after --" : "");
+		o->ref = a;
 	}
-	if (optind >= argc)
+	if (!o->ref)
 		return cli_usage_fail(sub, "which session? %.*s", (int)strcspn(usage, "\n"), usage);
-	o->ref = argv[optind++];
-	if (optind < argc && !strcmp(argv[optind], "--"))
-		optind++;
-	else if (optind < argc)
-		return cli_usage_fail(sub, "unexpected argument '%s'%s", argv[optind],
-				      with_cmd ? ": put the command after --" : "");
-	if (optind < argc && !with_cmd)
-		return cli_usage_fail(sub, "unexpected argument '%s'", argv[optind]);
-	o->cmd = optind < argc ? argv + optind : NULL;
-	o->n_cmd = argc - optind;
+	if (i < argc && !with_cmd)
+		return cli_usage_fail(sub, "unexpected argument '%s'", argv[i]);
+	o->cmd = i < argc ? argv + i : NULL;
+	o->n_cmd = argc - i;
 	*done = false;
 	return CLI_EXIT_OK;
 }

@@ -34,7 +34,7 @@ check "a private key is refused, saying so ($rc: $out)" eval '[[ $rc -ne 0 && $o
 out=$(echo 'ssh-ed25519 AAAA!!' | T user keys add - 2>&1); rc=$?
 check "garbage is refused ($rc: $out)" eval '[[ $rc -ne 0 && $out == *"base64"* ]]'
 
-T session create "$PY" --name s1 --cpu 0.5 --mem 256m --wait --timeout 120 >/dev/null 2>&1
+T session create "$PY" --name s1 --cpu 1 --mem 256m --wait --timeout 120 >/dev/null 2>&1
 check "a session of the image with sshd runs" wait_status s1 RUNNING
 out=$(T session apps s1 2>&1)
 check "its apps list sshd ($out)" contains "$out" "sshd"
@@ -77,11 +77,11 @@ out=$(T session ssh s1 -i "$E2E_DIR/id_me" -- echo via-cli 2>&1); rc=$?
 check "tessera session ssh NAME -- CMD runs it ($rc: $out)" eval '[[ $rc == 0 && $out == *via-cli* ]]'
 
 # Refused: a key that is not the user's.
-out=$(ssh -F "$E2E_DIR/ssh_config" -o IdentityFile="$E2E_DIR/id_other" tessera-s1 true 2>&1); rc=$?
-check "a key the user did not add is refused ($rc: $out)" eval '[[ $rc == 255 && $out == *"Permission denied"* ]]'
 sed "s|IdentityFile $E2E_DIR/id_me|IdentityFile $E2E_DIR/id_other|" "$E2E_DIR/ssh_config" >"$E2E_DIR/ssh_config_other"
 out=$(ssh -F "$E2E_DIR/ssh_config_other" tessera-s1 true 2>&1); rc=$?
-check "... also as the block's only key ($rc)" eval '[[ $rc == 255 && $out == *"Permission denied"* ]]'
+check "a key the user did not add is refused ($rc: $out)" eval '[[ $rc == 255 && $out == *"Permission denied"* ]]'
+out=$(T session ssh s1 -o Foo 2>&1); rc=$?
+check "session ssh: an unknown option before -- is refused in one line ($rc: $out)" eval '[[ $rc == 2 && $(wc -l <<<"$out") == 1 ]]'
 
 # A CONNECT to the app's port without the app's cookie: the proxy's 403.
 url=$(T session app s1 sshd 2>/dev/null)
