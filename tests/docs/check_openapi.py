@@ -35,7 +35,10 @@ import re
 import subprocess
 import sys
 
-import yaml
+try:
+    import yaml
+except ImportError:
+    sys.exit("check_openapi.py needs Debian's python3-yaml (scripts/bootstrap installs it)")
 
 SCHEMA = "/usr/share/openapi-specification/schemas/v3.0/schema.json"
 METHODS = ("get", "put", "post", "delete", "patch", "head", "options", "trace")
@@ -127,14 +130,17 @@ def deref(doc, node):
     return node
 
 
-def validate(doc, spec):
+def validate(doc):
     problems = []
     try:
         with open(SCHEMA, encoding="utf-8") as f:
             schema = json.load(f)
     except OSError as e:
         sys.exit("%s: %s (install openapi-specification: scripts/bootstrap)" % (SCHEMA, e))
-    import jsonschema
+    try:
+        import jsonschema
+    except ImportError:
+        sys.exit("check_openapi.py needs Debian's python3-jsonschema (scripts/bootstrap installs it)")
     validator = jsonschema.Draft4Validator(schema)
     for e in sorted(validator.iter_errors(doc), key=lambda e: list(e.absolute_path)):
         where = "/".join(str(p) for p in e.absolute_path)
@@ -266,7 +272,7 @@ def main(argv):
         problems = compare(doc, routes)
         ok = "%s: the %d routes of the table, and no other, with their security" % (spec, len(routes))
     else:
-        problems = validate(doc, spec)
+        problems = validate(doc)
         n = sum(1 for _ in operations(doc))
         ok = "%s: valid OpenAPI %s, %d operations" % (spec, doc.get("openapi"), n)
     for p in problems:
