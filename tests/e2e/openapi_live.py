@@ -235,7 +235,12 @@ spec_body = {"image": image, "name": "oa", "startup_command": "echo started; sle
 call("POST", "/v1/sessions?dry_run=1", spec_body, what="a dry run")
 st, _, _ = call("POST", "/v1/sessions", spec_body, what="a session")
 if st == 201:
-    call("GET", "/v1/sessions/oa?wait=1&timeout_s=60", what="the session once started")
+    # Waits until it has started, however long a loaded machine takes
+    # (each wait ends early once it has).
+    for _ in range(4):
+        _, r, _ = call("GET", "/v1/sessions/oa?wait=1&timeout_s=60", what="the session once started")
+        if (r or {}).get("status") not in ("PENDING", "SCHEDULED", "PREPARING"):
+            break
     call("GET", "/v1/sessions?all=1&limit=1", what="a page")
     call("GET", "/v1/sessions/oa/stats", what="its stats")
     call("GET", "/v1/sessions/oa/apps", what="its apps")
