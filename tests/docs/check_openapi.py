@@ -43,16 +43,6 @@ except ImportError:
 SCHEMA = "/usr/share/openapi-specification/schemas/v3.0/schema.json"
 METHODS = ("get", "put", "post", "delete", "patch", "head", "options", "trace")
 
-# Routes the document describes ahead of the route table: the user SSH keys
-# API is being added by the ssh-keys work (issue 34, item 1) on its own
-# branch. When that work is merged these routes are in the table, and this
-# check says so: then delete them here.
-ROUTES_ADDED_BY_SSH_KEYS_WORK = {
-    ("GET", "/v1/ssh-keys"),
-    ("POST", "/v1/ssh-keys"),
-    ("DELETE", "/v1/ssh-keys/{}"),
-}
-
 # api.c's enum route_auth -> the security requirement the operation must
 # state (the scheme names of components.securitySchemes).
 SECURITY_OF_AUTH = {
@@ -228,9 +218,6 @@ def compare(doc, routes):
     default_security = doc.get("security")
     for key in sorted(routes):
         pattern, auth = routes[key]
-        if key in ROUTES_ADDED_BY_SSH_KEYS_WORK:
-            problems.append("%s %s is in the route table now: delete it from ROUTES_ADDED_BY_SSH_KEYS_WORK "
-                            "in tests/docs/check_openapi.py" % (key[0], pattern))
         if key not in documented:
             problems.append("route %s %s (src/manager/http/api.c, manager_routes) is missing from the "
                             "document" % (key[0], pattern))
@@ -251,7 +238,7 @@ def compare(doc, routes):
             problems.append("%s %s: auth flags %d that this check does not know (SECURITY_OF_AUTH)" % (
                 key[0], pattern, auth))
     for key in sorted(documented):
-        if key not in routes and key not in ROUTES_ADDED_BY_SSH_KEYS_WORK:
+        if key not in routes:
             problems.append("the document has %s %s, which the route table (src/manager/http/api.c, "
                             "manager_routes) lacks" % (key[0], documented[key][0]))
     return problems

@@ -11,10 +11,12 @@ be out of date). Prints one "ok"/"FAIL" line per call and the operations
 it did not call.
 
 Usage: openapi_live.py SPEC ADMIN_CONF CLUSTER_SECRET AGENT_ID IMAGE
+IMAGE declares the sshd app (its apps' `ssh` object is then answered).
 """
 import copy
 import hashlib
 import http.client
+import base64
 import json
 import re
 import struct
@@ -215,6 +217,17 @@ if st == 201 and r:
 st, r, _ = call("POST", "/v1/keypairs", {"label": "oa"}, what="a key")
 if st == 201 and r:
     call("DELETE", "/v1/keypairs/" + r["keypair"]["access_key"], what="the key revoked")
+# An Ed25519 public key line, made up: the manager checks its form, not
+# that a private key exists for it.
+blob = b"\0\0\0\x0bssh-ed25519\0\0\0\x20" + hashlib.sha256(b"openapi").digest()
+pub = "ssh-ed25519 %s oa@laptop" % base64.b64encode(blob).decode()
+st, r, _ = call("POST", "/v1/ssh-keys", {"key": pub}, what="an SSH key")
+call("POST", "/v1/ssh-keys", {"key": pub}, what="the same SSH key again")
+call("POST", "/v1/ssh-keys", {"key": "not a key"}, what="not an SSH key")
+call("GET", "/v1/ssh-keys", what="the SSH keys")
+if st == 201 and r:
+    call("DELETE", "/v1/ssh-keys/" + urllib.parse.quote(r["fingerprint"], safe=""), what="the key by fingerprint")
+call("DELETE", "/v1/ssh-keys/nope", what="a missing SSH key")
 call("POST", "/v1/auth/login", {"email": conf.get("email", ""), "password": conf.get("password", "")}, api=None,
      headers={"X-Tessera-Web-Secret": cluster_secret, "X-Tessera-Client-Addr": "127.0.0.1"}, what="a login")
 call("POST", "/v1/auth/login", {"email": "x@openapi.test", "password": "wrong-password"}, api=None,
@@ -243,7 +256,9 @@ if st == 201:
             break
     call("GET", "/v1/sessions?all=1&limit=1", what="a page")
     call("GET", "/v1/sessions/oa/stats", what="its stats")
-    call("GET", "/v1/sessions/oa/apps", what="its apps")
+    _, r, _ = call("GET", "/v1/sessions/oa/apps", what="its apps")
+    say(any(isinstance(a.get("ssh"), dict) for a in (r or {}).get("apps", [])),
+        "its sshd app carries the ssh object (%s)" % r)
     call("GET", "/v1/sessions/oa/logs?tail=10", what="its log")
     st, _, data = call("POST", "/v1/sessions/oa/exec", {"command": ["sh", "-c", "echo hi; echo err >&2; exit 3"]},
                        what="an exec")

@@ -6,6 +6,12 @@
 # and that it names exactly the route table's routes).
 . "$(dirname "$0")/lib.sh"
 e2e_setup
+# The test image with the sshd app declared, as the recipes declare it: its
+# apps then carry the ssh object (no sshd need run for the listing).
+SSHD_IMAGE=tessera-test/openapi-sshd:e2e-2
+printf 'FROM %s\nLABEL ai.backend.service-ports="sshd:tcp:2222"\n' "$TEST_IMAGE" |
+	docker build -q -t "$SSHD_IMAGE" - >/dev/null 2>&1
+E2E_IMAGES+=("$SSHD_IMAGE")
 mport=$(free_port); aport=$(free_port)
 secret=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
 e2e_manager_conf "$E2E_DIR/manager.conf" "$mport" "$secret" "$E2E_DIR/mdata" \
@@ -33,7 +39,7 @@ check "the agent registers" wait_alive
 # not whatever python3 is first on PATH.
 spec=$(dirname "$0")/../../docs/openapi.yaml
 out=$(PYTHONPATH=$(dirname "$0") /usr/bin/python3 "$(dirname "$0")/openapi_live.py" "$spec" "$TESSERA_CONFIG" \
-	"$secret" "$E2E_AGENT_ID" "$TEST_IMAGE" 2>&1)
+	"$secret" "$E2E_AGENT_ID" "$SSHD_IMAGE" 2>&1)
 rc=$?
 echo "$out"
 check "every answer matches docs/openapi.yaml" test "$rc" = 0
