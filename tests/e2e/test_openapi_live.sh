@@ -6,8 +6,9 @@
 # and that it names exactly the route table's routes).
 . "$(dirname "$0")/lib.sh"
 e2e_setup
-# The test image with the sshd app declared, as the recipes declare it: its
-# apps then carry the ssh object (no sshd need run for the listing).
+# The test image with the sshd app declared: its apps then carry the ssh
+# object (no sshd need run for the listing). Port 2222, not the recipes'
+# 2200, which the label parser keeps for the runtime (src/images/labels.c).
 SSHD_IMAGE=tessera-test/openapi-sshd:e2e-2
 printf 'FROM %s\nLABEL ai.backend.service-ports="sshd:tcp:2222"\n' "$TEST_IMAGE" |
 	docker build -q -t "$SSHD_IMAGE" - >/dev/null 2>&1
