@@ -456,8 +456,9 @@ class Folder:
 
     def download(self, path, dest=None, progress=None):
         """Downloads the file PATH of the folder. DEST: None returns its
-        bytes; a local path (a directory: the file's name in it) writes it
-        there, whole or not at all, and returns that path; a writable binary
+        bytes; a local path (a directory, or a name ending in "/", made
+        if missing: the file's name in it) writes it there, whole or not
+        at all, and returns that path; a writable binary
         file object gets the bytes and is returned."""
         stream = self._c.transport.stream("GET", self._path("/download"), {"path": path},
                                           timeout=300, accept="application/octet-stream")
@@ -467,6 +468,10 @@ class Folder:
             out = io.BytesIO()
         elif isinstance(dest, (str, os.PathLike)):
             target = os.fspath(dest)
+            # A directory, or a name ending in "/" (made if missing): the
+            # file's own name in it.
+            if target.endswith(("/", os.sep)):
+                os.makedirs(target, exist_ok=True)
             if os.path.isdir(target):
                 target = os.path.join(target, path.rstrip("/").rsplit("/", 1)[-1])
             # Written beside, then renamed: a download cut short leaves no

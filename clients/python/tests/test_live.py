@@ -162,8 +162,9 @@ class Live(unittest.TestCase):
             self.assertEqual(f.download("in/deep/blob.bin", progress=lambda done, total: got.append((done, total))), data)
             self.assertEqual(got[-1], (len(data), len(data)))
             self.assertGreater(len(got), 2)
-            out = f.download("in/deep/blob.bin", d + "/")
-            self.assertEqual(out, os.path.join(d, "blob.bin"))
+            # A name ending in "/" is a directory, made when missing.
+            out = f.download("in/deep/blob.bin", d + "/got/")
+            self.assertEqual(out, os.path.join(d, "got", "blob.bin"))
             with open(out, "rb") as fh:
                 self.assertEqual(fh.read(), data)
             self.assertFalse(os.path.exists(out + ".part"))
@@ -253,7 +254,12 @@ class Live(unittest.TestCase):
         bad = self.c.sessions.create(IMAGE, cpu=0.1, mem="16m", batch=True, startup_command="exit 5",
                                      wait=True, timeout=120)
         self.assertEqual((bad.status, bad.exit_code), ("ERROR", 5))
-        for s in (ok, bad):
+        two = self.c.sessions.create_many(IMAGE, 2, name="py-many", cpu=0.1, mem="16m", batch=True,
+                                          startup_command="true", wait=True, timeout=120)
+        self.assertEqual([(x.name, x.status) for x in two], [("py-many-1", "TERMINATED"), ("py-many-2", "TERMINATED")])
+        with self.assertRaises(TypeError):
+            self.c.sessions.create_many(IMAGE, 2, memory="16m")
+        for s in [ok, bad] + two:
             s.remove()
             self.assertTrue(s["removed"])
 
