@@ -189,31 +189,30 @@ class Session:
         # timeout covers the command's own, and the manager's stop after it.
         stream = self._c.transport.stream("POST", self._path("/exec"), {"container": container}, body,
                                           timeout=timeout + 60, accept="application/vnd.tessera.frames")
-        for chunk in stream:
-            try:
-                frames = dec.feed(chunk)
-            except FrameError as e:
-                stream.close()
-                raise TesseraError("exec in session %s: %s" % (self.name, e)) from None
-            for ftype, payload in frames:
-                if ftype == STDOUT:
-                    out += payload
-                    both += payload
-                    if on_stdout:
-                        on_stdout(payload)
-                elif ftype == STDERR:
-                    err += payload
-                    both += payload
-                    if on_stderr:
-                        on_stderr(payload)
-                elif ftype == EXIT:
-                    code = FrameDecoder.exit_code(payload)
-                elif ftype == ERROR:
-                    raise TesseraError("exec in session %s: %s" % (
-                        self.name, payload.decode("utf-8", errors="replace")))
-            if dec.ended:
-                stream.close()
-                break
+        with stream:
+            for chunk in stream:
+                try:
+                    frames = dec.feed(chunk)
+                except FrameError as e:
+                    raise TesseraError("exec in session %s: %s" % (self.name, e)) from None
+                for ftype, payload in frames:
+                    if ftype == STDOUT:
+                        out += payload
+                        both += payload
+                        if on_stdout:
+                            on_stdout(payload)
+                    elif ftype == STDERR:
+                        err += payload
+                        both += payload
+                        if on_stderr:
+                            on_stderr(payload)
+                    elif ftype == EXIT:
+                        code = FrameDecoder.exit_code(payload)
+                    elif ftype == ERROR:
+                        raise TesseraError("exec in session %s: %s" % (
+                            self.name, payload.decode("utf-8", errors="replace")))
+                if dec.ended:
+                    break
         if code is None:
             raise TesseraError("exec in session %s: the output stream was cut short before the command's "
                                "exit code came" % self.name)

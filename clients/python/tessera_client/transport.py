@@ -32,6 +32,11 @@ _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct",
 # How long an upload waits for the manager's "100 Continue" before it sends
 # the body anyway (as curl does, for servers that never send one).
 CONTINUE_WAIT_S = 3.0
+# What a network failure raises (socket timeouts and TLS errors are
+# OSErrors): turned into a TesseraError naming the endpoint. Anything else
+# (a KeyboardInterrupt, an exception of a progress callback) goes through
+# as it is.
+NET_ERRORS = (OSError, http.client.HTTPException)
 
 
 def http_date(t=None):
@@ -203,9 +208,12 @@ class Transport:
                 conn.putheader(k, v)
             conn.endheaders(body or None)
             return conn, conn.getresponse(), target
-        except BaseException as e:
+        except NET_ERRORS as e:
             conn.close()
             raise self._transport_error(e, timeout) from None
+        except BaseException:
+            conn.close()
+            raise
 
     # ---- calls ----
 
@@ -218,7 +226,7 @@ class Transport:
                                         {"Accept": "application/json"})
         try:
             raw = resp.read()
-        except BaseException as e:
+        except NET_ERRORS as e:
             raise self._transport_error(e, timeout) from None
         finally:
             conn.close()
@@ -243,7 +251,7 @@ class Transport:
         if not 200 <= resp.status < 300:
             try:
                 raw = resp.read(16384)
-            except BaseException:
+            except NET_ERRORS:
                 raw = b""
             conn.close()
             raise error_from_answer(resp.status, raw, method, target, self.endpoint)
@@ -293,12 +301,12 @@ class Transport:
                     pass
                 resp = conn.getresponse()
             raw = resp.read()
-        except TesseraError:
-            conn.close()
-            raise
-        except BaseException as e:
+        except NET_ERRORS as e:
             conn.close()
             raise self._transport_error(e, timeout) from None
+        except BaseException:
+            conn.close()
+            raise
         conn.close()
         if not 200 <= resp.status < 300:
             raise error_from_answer(resp.status, raw, "PUT", target, self.endpoint)
@@ -359,9 +367,7 @@ class Stream:
                     data = self.response.read1(1 << 16)
                 except http.client.IncompleteRead:
                     raise TesseraError("the stream from the manager at %s was cut short" % self._t.endpoint) from None
-                except TesseraError:
-                    raise
-                except Exception as e:
+                except NET_ERRORS as e:
                     raise self._t._transport_error(e, self._timeout) from None
                 if not data:
                     break

@@ -3,10 +3,12 @@ the configuration file and its order, endpoints, the exec stream decoder.
 
 Run: python3 -m unittest discover -s clients/python/tests
 """
-import io
+import http.server
+import json
 import os
 import struct
 import tempfile
+import threading
 import unittest
 
 import tessera_client
@@ -175,6 +177,100 @@ class ExecStream(unittest.TestCase):
         r = tessera_client.ExecResult(3, "a\nb", b"a\n", b"b")
         code, out = r
         self.assertEqual((code, out, r.exit_code, r.stdout, r.stderr), (3, "a\nb", 3, b"a\n", b"b"))
+
+
+class FakeManager(http.server.BaseHTTPRequestHandler):
+    """Answers that a real manager does not give on purpose: a proxy's error
+    page, a stream cut short."""
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def send(self, status, body, ctype="application/json", length=None):
+        self.send_response(status)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body) if length is None else length))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self):
+        if self.path == "/v1/auth/whoami":
+            self.send(502, b"<html>Bad Gateway</html>\n", "text/html")
+        elif self.path.startswith("/v1/sessions/"):
+            sid = self.path.rsplit("/", 1)[1]
+            self.send(200, json.dumps({"id": sid, "name": sid, "status": "RUNNING"}).encode())
+        elif self.path.startswith("/v1/folders/f/download"):
+            self.send(200, b"only part", "application/octet-stream", length=100)
+            self.close_connection = True
+        else:
+            self.send(404, b'{"error": {"code": "not_found", "message": "no route"}}')
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers["Content-Length"]))
+        if self.path == "/v1/sessions/noexit/exec":
+            # Output, then the end of the body without an exit frame.
+            self.send(200, frame(1, b"hi"), "application/vnd.tessera.frames")
+        elif self.path == "/v1/sessions/cut/exec":
+            # The connection drops in the middle of a frame.
+            data = frame(1, b"hello")
+            self.send(200, data[:10], "application/vnd.tessera.frames", length=len(data) + 8)
+            self.close_connection = True
+        else:
+            self.send(404, b'{"error": {"code": "not_found", "message": "no route"}}')
+
+    def do_PUT(self):
+        n = int(self.headers["Content-Length"])
+        if len(self.rfile.read(n)) < n:
+            self.close_connection = True   # the client gave up: no one to answer
+            return
+        self.send(201, json.dumps({"size": n}).encode())
+
+
+class BrokenAnswers(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), FakeManager)
+        cls.thread = threading.Thread(target=cls.srv.serve_forever, daemon=True)
+        cls.thread.start()
+        cls.c = tessera_client.Client(config=False, endpoint="http://127.0.0.1:%d" % cls.srv.server_address[1],
+                                      access_key="TK", secret_key="s", timeout=20)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.srv.shutdown()
+        cls.srv.server_close()
+
+    def test_an_answer_that_is_not_ours(self):
+        with self.assertRaises(tessera_client.TesseraError) as e:
+            self.c.whoami()
+        self.assertEqual(e.exception.status, 502)
+        self.assertIn("answered HTTP 502 to GET /v1/auth/whoami: <html>Bad Gateway</html>", str(e.exception))
+
+    def test_exec_without_an_exit_code(self):
+        for sid, words in (("noexit", "cut short before the command's exit code came"), ("cut", "cut short")):
+            s = self.c.sessions.get(sid)
+            with self.assertRaises(tessera_client.TesseraError, msg=sid) as e:
+                s.exec(["true"])
+            self.assertIn(words, str(e.exception))
+
+    def test_download_cut_short_leaves_no_file(self):
+        f = tessera_client.Folder(self.c, {"name": "f"})
+        with tempfile.TemporaryDirectory() as d:
+            with self.assertRaises(tessera_client.TesseraError) as e:
+                f.download("x.bin", d + "/")
+            self.assertIn("cut short", str(e.exception))
+            self.assertEqual(os.listdir(d), [])
+
+    def test_a_progress_callback_raising_is_not_hidden(self):
+        f = tessera_client.Folder(self.c, {"name": "f"})
+
+        def stop(done, total):
+            if done:
+                raise KeyError("stop here")
+        self.assertEqual(f.upload(b"x" * 100, "a.bin")["size"], 100)
+        with self.assertRaises(KeyError):
+            f.upload(b"x" * 100, "a.bin", progress=stop)
 
 
 class Backend(unittest.TestCase):
