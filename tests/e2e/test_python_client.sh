@@ -17,7 +17,10 @@ VENV=$E2E_DIR/venv
 # Nothing may write into the source tree (the build backend's bytecode).
 export PYTHONDONTWRITEBYTECODE=1
 
-check "a venv is made with Debian's python3 (python3-venv)" /usr/bin/python3 -m venv "$VENV"
+# The venv of the user guide's Debian recipe: Debian's packages (pip among
+# them) seen from it, so no pip is copied in (ensurepip's copy is most of
+# a venv's making time on a busy machine); pip installs into the venv.
+check "a venv is made with Debian's python3" /usr/bin/python3 -m venv --system-site-packages --without-pip "$VENV"
 # PIP_NO_INDEX: pip may consult no index at all, and no configured
 # directory of wheels (PIP_FIND_LINKS, a pip.conf) either, so an install
 # that needs something fetched (setuptools as the build backend, which

@@ -8,7 +8,7 @@ import time
 from . import config as _config
 from .errors import TesseraError, WaitTimeout
 from .frames import ERROR, EXIT, STDERR, STDOUT, FrameDecoder, FrameError
-from .transport import Transport, quote
+from .transport import DEFAULT, Transport, quote
 
 WAITING = ("PENDING", "SCHEDULED", "PREPARING")
 ENDED = ("TERMINATED", "ERROR", "CANCELLED")
@@ -41,7 +41,7 @@ class Client:
         """Any route of the API (docs/api.md), signed: ``path`` as
         ``/v1/...``, ``params`` the query (a dict), ``body`` a JSON-able
         object. Returns the answer's JSON."""
-        return self.transport.call(method, path, params, body, timeout)
+        return self.transport.call(method, path, params, body, DEFAULT if timeout is None else timeout)
 
     def whoami(self):
         """The user this client's key belongs to (``GET /v1/auth/whoami``)."""
@@ -149,7 +149,7 @@ class Session:
         """The session's output so far (stdout and stderr as written), as
         text; ``tail=N``: its last N lines only."""
         raw = b"".join(self._c.transport.stream(
-            "GET", self._path("/logs"), {"tail": tail, "container": container}, timeout=300))
+            "GET", self._path("/logs"), {"tail": tail, "container": container}))
         return raw.decode("utf-8", errors="replace")
 
     def follow_logs(self, tail=None, container=None):

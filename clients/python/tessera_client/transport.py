@@ -37,6 +37,8 @@ CONTINUE_WAIT_S = 3.0
 # (a KeyboardInterrupt, an exception of a progress callback) goes through
 # as it is.
 NET_ERRORS = (OSError, http.client.HTTPException)
+# timeout=DEFAULT: the transport's own; None: no limit (a followed log).
+DEFAULT = object()
 
 
 def http_date(t=None):
@@ -217,10 +219,10 @@ class Transport:
 
     # ---- calls ----
 
-    def call(self, method, path, params=None, body=None, timeout=None):
+    def call(self, method, path, params=None, body=None, timeout=DEFAULT):
         """A signed request with a JSON body (or none); the answer's JSON
         (None when empty). TesseraError for any answer that is not 2xx."""
-        timeout = self.timeout if timeout is None else timeout
+        timeout = self.timeout if timeout is DEFAULT else timeout
         data = b"" if body is None else json.dumps(body).encode("utf-8")
         conn, resp, target = self._send(method, path, params, data, "application/json", timeout,
                                         {"Accept": "application/json"})
@@ -240,11 +242,12 @@ class Transport:
             raise TesseraError("the manager at %s answered %s %s with invalid JSON" % (
                 self.endpoint, method, target), status=resp.status) from None
 
-    def stream(self, method, path, params=None, body=None, timeout=None, accept="*/*"):
+    def stream(self, method, path, params=None, body=None, timeout=DEFAULT, accept="*/*"):
         """A signed request whose answer is read as it comes: a Stream
         (iterate it for chunks of bytes; close it, or use ``with``).
-        TesseraError when the answer is not 2xx."""
-        timeout = self.timeout if timeout is None else timeout
+        TesseraError when the answer is not 2xx. TIMEOUT bounds each wait
+        for more (None: no bound)."""
+        timeout = self.timeout if timeout is DEFAULT else timeout
         data = b"" if body is None else json.dumps(body).encode("utf-8")
         conn, resp, target = self._send(method, path, params, data, "application/json", timeout,
                                         {"Accept": accept})
@@ -257,11 +260,11 @@ class Transport:
             raise error_from_answer(resp.status, raw, method, target, self.endpoint)
         return Stream(self, conn, resp, timeout)
 
-    def upload(self, path, params, source, length, sha256, progress=None, timeout=None, chunk=1 << 20):
+    def upload(self, path, params, source, length, sha256, progress=None, timeout=DEFAULT, chunk=1 << 20):
         """PUT of LENGTH bytes read from SOURCE (a binary file object) as the
         body, signed over SHA256 (their hex hash, computed beforehand);
         PROGRESS(done, total) after each piece sent. The answer's JSON."""
-        timeout = self.timeout if timeout is None else timeout
+        timeout = self.timeout if timeout is DEFAULT else timeout
         target = self.target(path, params)
         headers = self._headers("PUT", target, sha256, {
             "X-Tessera-Content-SHA256": sha256,

@@ -9,6 +9,7 @@ import os
 import struct
 import tempfile
 import threading
+import time
 import unittest
 
 import tessera_client
@@ -197,6 +198,22 @@ class FakeManager(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         if self.path == "/v1/auth/whoami":
             self.send(502, b"<html>Bad Gateway</html>\n", "text/html")
+        elif self.path.startswith("/v1/sessions/quiet/logs"):
+            # A followed log: a line, a silence longer than the client's
+            # timeout (1 s), another line, the end.
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain; charset=utf-8")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            try:
+                for piece in (b"first\n", b"sec", b"ond\n"):
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+                    self.wfile.flush()
+                    if piece == b"first\n":
+                        time.sleep(2)
+                self.wfile.write(b"0\r\n\r\n")
+            except (BrokenPipeError, ConnectionResetError):
+                self.close_connection = True   # a client that timed out
         elif self.path.startswith("/v1/sessions/"):
             sid = self.path.rsplit("/", 1)[1]
             self.send(200, json.dumps({"id": sid, "name": sid, "status": "RUNNING"}).encode())
@@ -253,6 +270,16 @@ class BrokenAnswers(unittest.TestCase):
             with self.assertRaises(tessera_client.TesseraError, msg=sid) as e:
                 s.exec(["true"])
             self.assertIn(words, str(e.exception))
+
+    def test_a_followed_log_may_be_quiet(self):
+        quick = tessera_client.Client(config=False, endpoint=self.c.config.endpoint, access_key="TK",
+                                      secret_key="s", timeout=1)
+        s = tessera_client.Session(quick, {"id": "quiet", "name": "quiet"})
+        self.assertEqual(list(s.follow_logs()), ["first\n", "second\n"])
+        # An ordinary call is bounded by the client's timeout.
+        with self.assertRaises(tessera_client.TesseraError) as e:
+            s.logs()
+        self.assertIn("no answer from the manager", str(e.exception))
 
     def test_download_cut_short_leaves_no_file(self):
         f = tessera_client.Folder(self.c, {"name": "f"})
