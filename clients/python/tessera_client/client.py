@@ -112,13 +112,21 @@ class Session:
         """The session's JSON as it is now (a dict)."""
         return self.refresh().data
 
+    def _error(self, cls, message):
+        # The session rides on the exception: after create(wait=True) it
+        # is the caller's only handle on a session that stays queued.
+        e = cls(message)
+        e.session = self
+        return e
+
     def wait(self, timeout=300):
         """Waits until the session is RUNNING (a batch session: until it has
         ended, however it ended; check ``exit_code``). Returns it.
 
         Raises TesseraError when it ends or fails instead of running (its
         ``status_info`` says why), WaitTimeout when TIMEOUT seconds pass
-        first: the session stays queued and starts by itself when it can."""
+        first: the session stays queued and starts by itself when it can.
+        Either exception's ``session`` is this Session."""
         deadline = time.monotonic() + timeout
         while True:
             st = self.status
@@ -126,14 +134,15 @@ class Session:
             if (st in ENDED) if batch else (st == "RUNNING"):
                 return self
             if not batch and st not in WAITING:
-                raise TesseraError("session %s is %s: %s" % (self.name, st, self.status_info or "no details"))
+                raise self._error(TesseraError, "session %s is %s: %s" % (
+                    self.name, st, self.status_info or "no details"))
             left = deadline - time.monotonic()
             if left <= 0:
                 if st == "PENDING":
-                    raise WaitTimeout("session %s is still PENDING after %g s: %s; it stays queued and starts "
-                                      "by itself when it can (or remove it)" % (
+                    raise self._error(WaitTimeout, "session %s is still PENDING after %g s: %s; it stays queued "
+                                      "and starts by itself when it can (or remove it)" % (
                                           self.name, timeout, self.status_info or "no details"))
-                raise WaitTimeout("session %s is still %s after %g s: %s" % (
+                raise self._error(WaitTimeout, "session %s is still %s after %g s: %s" % (
                     self.name, st, timeout, self.status_info or "no details"))
             # The manager holds the call until the status changes (at most
             # the slice); a new call each slice keeps every call short.

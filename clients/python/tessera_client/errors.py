@@ -18,6 +18,8 @@ class TesseraError(Exception):
         self.status = status
         self.code = code
         self.body = body
+        # The Session a wait was for (Session.wait, create(wait=True)).
+        self.session = None
 
     def __str__(self):
         return self.message

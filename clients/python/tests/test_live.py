@@ -263,6 +263,23 @@ class Live(unittest.TestCase):
             s.remove()
             self.assertTrue(s["removed"])
 
+    def test_l_wait_timeout(self):
+        # A policy of one session for this user: py-nb holds it, so a new
+        # one waits PENDING, and a wait on it runs out.
+        key = "/v1/config/policy." + self.c.whoami()["email"]
+        self.c.request("PUT", key, body={"value": {"max_sessions": 1}})
+        try:
+            with self.assertRaises(tessera_client.WaitTimeout) as e:
+                self.c.sessions.create(IMAGE, cpu=0.1, mem="16m", name="py-queued", wait=True, timeout=2)
+            s = e.exception.session
+            self.assertEqual((s.name, s.status), ("py-queued", "PENDING"))
+            self.assertIn("still PENDING", str(e.exception))
+            self.assertIn(s.status_info, str(e.exception))
+            s.remove()
+            self.assertEqual(s.status, "CANCELLED")
+        finally:
+            self.c.request("PUT", key, body={"value": None})
+
     def test_z_remove(self):
         self.s.remove(wait=True)
         self.assertEqual(self.s.status, "TERMINATED")

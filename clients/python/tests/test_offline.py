@@ -193,7 +193,10 @@ class FakeManager(http.server.BaseHTTPRequestHandler):
         self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(body) if length is None else length))
         self.end_headers()
-        self.wfile.write(body)
+        try:
+            self.wfile.write(body)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True   # the client left first (on purpose in some tests)
 
     def do_GET(self):
         if self.path == "/v1/auth/whoami":
