@@ -214,6 +214,10 @@ class Live(unittest.TestCase):
             self.c.sessions.create(IMAGE, mem="lots")
         self.assertEqual((e.exception.status, e.exception.code), (400, "invalid_argument"))
         self.assertIn("resources.mem", e.exception.message)
+        # fgpu reaches the manager: this server has no GPU to give.
+        with self.assertRaises(TesseraError) as e:
+            self.c.sessions.create(IMAGE, cpu=0.1, mem="16m", fgpu=0.5)
+        self.assertEqual((e.exception.status, e.exception.code), (422, "unsatisfiable"))
         with self.assertRaises(TesseraError) as e:
             self.c.sessions.create("no-such-image-anywhere:1")
         self.assertEqual(e.exception.status, 400)
