@@ -341,16 +341,25 @@ static int plan_app_secret(struct agent *a, struct plan *p, const char *sid, con
 	return 0;
 }
 
-/* The session's SSH files in its directory (the key 0400, root's),
- * mounted read-only at AGENT_CLUSTER_SSH_TARGET for the runner, which
- * reads them before it drops to the work user and gives them to it
- * (src/runner/cluster.h): the session's key pair (its sshd's host key,
- * and a cluster session's containers' key to each other) and the
- * owner's public keys, the sshd's authorized keys. */
+/* The session's SSH files in its directory, mounted read-only at
+ * AGENT_CLUSTER_SSH_TARGET (src/runner/cluster.h): the session's key
+ * pair (its sshd's host key, and a cluster session's containers' key to
+ * each other) and the sshd's authorized keys (the session's own public
+ * key, then the owner's). The private key is the session's user's, 0400:
+ * their sshd and ssh use it where it is, so no copy of it is ever in the
+ * home, which a commit keeps in the image. */
 static int plan_session_ssh(struct agent *a, struct plan *p, const char *sid, const char *key, const char *pub,
-			    const char *authorized, struct terr *err)
+			    const char *owner_keys, bool root, struct terr *err)
 {
 	char dir[PATH_MAX], path[PATH_MAX + 32];
+	char *authorized = NULL;
+	if (asprintf(&authorized, "%s\n%s", pub, owner_keys ? owner_keys : "") < 0)
+		return terr_set(err, ENOMEM, "out of memory");
+	if (!(authorized = plan_keep(p, authorized)))
+		return terr_set(err, ENOMEM, "out of memory");
+	/* AGENT_WORK_UID_GID's numbers, or root's. */
+	uid_t uid = root ? 0 : 1000;
+	gid_t gid = root ? 0 : 1000;
 	int rc;
 	if (!a->data_dir[0])
 		return terr_set(err, EINVAL, "the agent has no data_dir to keep the session's SSH key in");
@@ -359,9 +368,9 @@ static int plan_session_ssh(struct agent *a, struct plan *p, const char *sid, co
 	strcat(dir, "/ssh");
 	if ((rc = util_mkdir_p(dir, 0755, err)) < 0)
 		return rc;
-	const struct { const char *name, *text; mode_t mode; } files[] = {
-		{"id_ed25519", key, 0400}, {"id_ed25519.pub", pub, 0444},
-		{"authorized_keys", authorized ? authorized : "", 0444},
+	const struct { const char *name, *text; mode_t mode; bool users; } files[] = {
+		{"id_ed25519", key, 0400, true}, {"id_ed25519.pub", pub, 0444, false},
+		{"authorized_keys", authorized, 0444, false},
 	};
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
 		snprintf(path, sizeof(path), "%s/%s", dir, files[i].name);
@@ -372,7 +381,7 @@ static int plan_session_ssh(struct agent *a, struct plan *p, const char *sid, co
 			return terr_set(err, errno, "cannot write %s: %s", path, strerror(errno));
 		size_t len = strlen(files[i].text);
 		bool ok = write(fd, files[i].text, len) == (ssize_t)len;
-		if (ok && geteuid() == 0 && fchown(fd, 0, 0) < 0)
+		if (ok && geteuid() == 0 && fchown(fd, files[i].users ? uid : 0, files[i].users ? gid : 0) < 0)
 			ok = false;
 		if (close(fd) < 0 || !ok) {
 			unlink(path);
@@ -563,9 +572,9 @@ int agent_start_session_timed(struct agent *a, json_t *spec, char cid[RT_ID_MAX]
 	/* From the ssh part, or from the cluster part of a manager that
 	 * sends only that one. */
 	if (sp.ssh.key) {
-		if ((rc = plan_session_ssh(a, &p, id, sp.ssh.key, sp.ssh.pub, sp.ssh.authorized_keys, err)) < 0)
+		if ((rc = plan_session_ssh(a, &p, id, sp.ssh.key, sp.ssh.pub, sp.ssh.authorized_keys, sp.root, err)) < 0)
 			goto out;
-	} else if (cl && cl->ssh_key && (rc = plan_session_ssh(a, &p, id, cl->ssh_key, cl->ssh_pub, "", err)) < 0) {
+	} else if (cl && cl->ssh_key && (rc = plan_session_ssh(a, &p, id, cl->ssh_key, cl->ssh_pub, "", sp.root, err)) < 0) {
 		goto out;
 	}
 	const char *apps = sp.app_secret ? img.apps : NULL;

@@ -37,21 +37,15 @@ void cluster_ssh_read(const char *dir, struct cluster_ssh *k)
 	k->have = false;
 	if (access(dir, F_OK) < 0)
 		return;
-	snprintf(path, sizeof(path), "%s/id_ed25519", dir);
-	bool ok = read_small(path, k->key, sizeof(k->key));
+	/* The public key only: the private one is used where it is. */
 	snprintf(path, sizeof(path), "%s/id_ed25519.pub", dir);
-	ok = ok && read_small(path, k->pub, sizeof(k->pub));
-	/* The owner's keys: absent from an older agent's files. */
-	snprintf(path, sizeof(path), "%s/authorized_keys", dir);
-	if (ok && !read_small(path, k->owner_keys, sizeof(k->owner_keys)))
-		k->owner_keys[0] = '\0';
+	bool ok = read_small(path, k->pub, sizeof(k->pub));
 	/* One line: the public key as the agent wrote it. */
 	char *nl = strchr(k->pub, '\n');
 	if (nl)
 		*nl = '\0';
 	if (!ok) {
 		runner_log("tessera-runner: cannot read the session's SSH key in %s: %s", dir, strerror(errno));
-		explicit_bzero(k->key, sizeof(k->key));
 		return;
 	}
 	k->have = true;
@@ -193,22 +187,21 @@ pid_t cluster_ssh_start(struct cluster_ssh *k, const char *home, const char *hos
 		goto out;
 	}
 	bool cluster = hosts && *hosts;
-	snprintf(text, sizeof(text), "%s\n", k->pub);
-	if (!write_file(key, k->key, 0600))
-		goto out;
-	snprintf(path, sizeof(path), "%s.pub", key);
-	if (!write_file(path, text, 0644))
-		goto out;
-	/* Who may log in: the session's own key (its other containers) and
-	 * its owner's keys as they were when it started. */
-	char *auth_text = malloc(sizeof(k->owner_keys) + sizeof(k->pub) + 2);
-	if (!auth_text)
-		goto out;
-	snprintf(auth_text, sizeof(k->owner_keys) + sizeof(k->pub) + 2, "%s\n%s", k->pub, k->owner_keys);
-	bool auth_ok = write_file(auth, auth_text, 0600);
-	free(auth_text);
-	if (!auth_ok)
-		goto out;
+	/* The key and the authorized keys stay where the agent put them
+	 * (the key is the user's, 0400): nothing secret in the home, which
+	 * a commit keeps in the image. StrictModes no, below: sshd would
+	 * refuse them for /run/tessera, which is 1777 in a GPU session; the
+	 * files are the agent's, on a read-only mount that no session
+	 * process can replace. */
+	snprintf(key, sizeof(key), "%s/id_ed25519", CLUSTER_SSH_DIR);
+	snprintf(auth, sizeof(auth), "%s/authorized_keys", CLUSTER_SSH_DIR);
+	/* What an earlier version left in a committed home goes. */
+	snprintf(path, sizeof(path), "%s/id_ed25519", dir);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/id_ed25519.pub", dir);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/authorized_keys", dir);
+	unlink(path);
 	snprintf(path, sizeof(path), "%s/environment", ssh);
 	if (!write_environment(path))
 		goto out;
@@ -222,7 +215,7 @@ pid_t cluster_ssh_start(struct cluster_ssh *k, const char *home, const char *hos
 			 "# sshd of this session (written by tessera-runner; started as its sshd app)\n"
 			 "Port %d\nListenAddress 127.0.0.1\nHostKey %s\nAuthorizedKeysFile %s\n"
 			 "PubkeyAuthentication yes\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n"
-			 "UsePAM no\nPermitUserEnvironment yes\nPidFile none\nLogLevel ERROR\n"
+			 "UsePAM no\nPermitUserEnvironment yes\nPidFile none\nLogLevel ERROR\nStrictModes no\n"
 			 "Subsystem sftp internal-sftp\n",
 			 CLUSTER_SSH_PORT, key, auth);
 		if (write_file(conf, text, 0600))
@@ -246,7 +239,7 @@ pid_t cluster_ssh_start(struct cluster_ssh *k, const char *home, const char *hos
 		 "# sshd of this cluster session's container (written by tessera-runner)\n"
 		 "Port %d\nHostKey %s\nAuthorizedKeysFile %s\nPubkeyAuthentication yes\n"
 		 "PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\n"
-		 "PermitUserEnvironment yes\nPidFile none\nLogLevel ERROR\nSubsystem sftp internal-sftp\n",
+		 "PermitUserEnvironment yes\nPidFile none\nLogLevel ERROR\nStrictModes no\nSubsystem sftp internal-sftp\n",
 		 CLUSTER_SSH_PORT, key, auth);
 	if (!write_file(conf, text, 0600))
 		goto out;
@@ -270,6 +263,5 @@ pid_t cluster_ssh_start(struct cluster_ssh *k, const char *home, const char *hos
 	}
 	setpgid(pid, pid);
 out:
-	explicit_bzero(k->key, sizeof(k->key));
 	return pid;
 }

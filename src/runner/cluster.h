@@ -1,10 +1,11 @@
-/* SSH between the containers of a cluster session (docs/user-guide.md,
- * "Distributed training"): MPI's launchers and scripts reach the other
- * containers with `ssh sub1 CMD`. The session's key pair comes from the
- * agent in CLUSTER_SSH_DIR (root's, read before the runner drops to the
- * work user); the runner gives it to the work user under ~/.ssh/tessera,
- * with an sshd configuration, a client configuration for the session's
- * hosts and the container's environment for logins, and starts the
+/* SSH into a session (its sshd app: docs/user-guide.md, "Working from
+ * your own machine") and between a cluster session's containers ("Distributed
+ * training": MPI's launchers and scripts reach the others with `ssh sub1
+ * CMD`). The agent puts the session's key pair and the authorized keys in
+ * CLUSTER_SSH_DIR (the private key the session user's, 0400); the runner
+ * writes under ~/.ssh/tessera an sshd configuration that uses them where
+ * they are, the container's environment for logins and, in a cluster, a
+ * client configuration for the session's hosts, and there starts the
  * image's own sshd as the work user on CLUSTER_SSH_PORT. */
 #ifndef TESSERA_RUNNER_CLUSTER_H
 #define TESSERA_RUNNER_CLUSTER_H
@@ -21,26 +22,22 @@
 
 struct cluster_ssh {
 	bool have;
-	char key[4096];   /* the private key, OpenSSH's format */
 	char pub[1024];   /* "ssh-ed25519 BASE64 COMMENT" */
-	char owner_keys[16384 + 1];  /* the owner's public keys (authorized_keys); may be "" */
 };
 
-/* Reads the key pair from dir (as root, before the drop). No dir: not a
- * cluster session (k->have false). A file that cannot be read is said
- * on stderr and leaves k->have false. */
+/* Reads the public key from dir (before the drop). No dir: a session
+ * without SSH (k->have false). A file that cannot be read is said on
+ * stderr and leaves k->have false. */
 void cluster_ssh_read(const char *dir, struct cluster_ssh *k);
 
-/* As the session's user, in home: writes ~/.ssh/tessera/{id_ed25519,
- * authorized_keys (the session's key and the owner's), sshd_config} and
+/* As the session's user, in home: writes ~/.ssh/tessera/sshd_config and
  * ~/.ssh/environment. In a cluster session (hosts: "main1,sub1,...",
  * TESSERA_CLUSTER_HOSTS) also known_hosts and ~/.ssh/config when there
  * is none, then starts sshd from the image (CLUSTER_SSHD) in its own
  * process group with orig_mask, returning its pid. Otherwise (hosts "")
  * sshd listens on 127.0.0.1 only and starts as the `sshd` app, on first
  * use (appdef_builtin_sshd): returns 0. -1 (said on stderr) when a file
- * cannot be written or, in a cluster, there is no sshd. Wipes k's
- * private key. */
+ * cannot be written or, in a cluster, there is no sshd. */
 pid_t cluster_ssh_start(struct cluster_ssh *k, const char *home, const char *hosts, bool root,
 			const sigset_t *orig_mask);
 

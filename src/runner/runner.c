@@ -678,15 +678,13 @@ int main(int argc, char **argv)
 	bool have_secret = false;
 	if (server_read_secret(o.app_secret ? o.app_secret : SERVER_SECRET_FILE, secret, &have_secret, &err) < 0)
 		runner_log("tessera-runner: apps are not enabled: %s", err.msg);
-	/* A cluster session's SSH key is root's too (cluster.h). Only as
-	 * PID 1: run by hand, the runner is no session's. */
+	/* The session's SSH files (cluster.h). Only as PID 1: run by hand,
+	 * the runner is no session's. */
 	static struct cluster_ssh ssh;
 	if (getpid() == 1)
 		cluster_ssh_read(CLUSTER_SSH_DIR, &ssh);
-	if (o.user && uid != 0 && !runner_become_user(o.fs_root, uid, gid)) {
-		explicit_bzero(ssh.key, sizeof(ssh.key));
+	if (o.user && uid != 0 && !runner_become_user(o.fs_root, uid, gid))
 		return 1;
-	}
 	char **cmd = o.cmd;
 
 	struct runner r = { .grace_ms = runner_grace_ms(), .batch = o.batch };

@@ -53,7 +53,7 @@ check "ssh carries the command's exit status ($rc)" [ "$rc" == 7 ]
 # The pinned host key is the one sshd shows: ssh-keyscan through the
 # same ProxyCommand would need a host; ask sshd's own file instead.
 pinned=$(sed -n 's/^ *KnownHostsCommand \/bin\/echo [^ ]* \(ssh-ed25519 [^ ]*\).*/\1/p' "$E2E_DIR/ssh_config")
-shown=$("${SSH[@]}" tessera-s1 'cut -d" " -f1,2 ~/.ssh/tessera/id_ed25519.pub' 2>/dev/null)
+shown=$("${SSH[@]}" tessera-s1 'cut -d" " -f1,2 /run/tessera/ssh/id_ed25519.pub' 2>/dev/null)
 check "the block pins the session's host key ($pinned)" eval '[[ -n $pinned && $pinned == "$shown" ]]'
 # A block whose pinned key is another one: ssh refuses the host.
 sed "s|$pinned|$(cut -d' ' -f1,2 "$E2E_DIR/id_other.pub")|" "$E2E_DIR/ssh_config" >"$E2E_DIR/ssh_config_badhost"
