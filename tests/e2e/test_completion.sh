@@ -151,7 +151,6 @@ images=$(complete_words session create "")
 check "tessera session create <TAB> offers the image $TEST_IMAGE ($(echo $images))" has "$TEST_IMAGE" "$images"
 check "tessera node info <TAB> offers this node" has "$E2E_AGENT_ID" "$(complete_words node info "")"
 check "no message with a server either ($(cat "$E2E_DIR/complete.err"))" [ ! -s "$E2E_DIR/complete.err" ]
-"$TESSERA" session rm comp-one >/dev/null
 
 # ---- zsh ----
 zscript=$E2E_DIR/_tessera
@@ -165,9 +164,34 @@ if command -v zsh >/dev/null; then
 		_ "$zscript" "$TESSERA" | sort)
 	check "in zsh: option values and folder names ($(echo $zout))" \
 		[ "$zout" == "$(lines comp-data multi-node single-node)" ]
+	# And as a user gets it: an interactive zsh with compinit, the script
+	# in fpath as make install puts it, Tab pressed on a pty (zpty). Each
+	# line is run with $((6*7)) before it, so its output, unlike the echo
+	# of what was typed, says "42 ". The timeout only stops a hang.
+	mkdir -p "$E2E_DIR/zfunc" "$E2E_DIR/zbin"
+	cp "$zscript" "$E2E_DIR/zfunc/_tessera"
+	ln -s "$TESSERA" "$E2E_DIR/zbin/tessera"
+	cat >"$E2E_DIR/zpty.zsh" <<-'ZSH'
+		zmodload zsh/zpty
+		setopt extendedglob
+		zpty z "env PATH=$1:\$PATH HOME=$3 TERM=dumb zsh -f -i"
+		zpty -w z "PS1='%% '; fpath=($2 \$fpath); autoload -U compinit; compinit -u -D"
+		for line in 'tessera session info comp' 'tessera session create --clus'; do
+			zpty -w -n z "$line"$'\t'
+			zpty -w -n z $'\C-a print -r -- $((6*7)) \C-m'
+			zpty -r z out '*42 tessera*'$'\n'
+			print -r -- "${${out##*42 }%%[[:space:]]#}"
+		done
+		zpty -d z
+	ZSH
+	zgot=$(timeout 60 zsh -f "$E2E_DIR/zpty.zsh" "$E2E_DIR/zbin" "$E2E_DIR/zfunc" "$E2E_DIR" 2>&1 | tr -d '\r')
+	check "zsh with compinit completes a session name and an option on Tab ($zgot)" \
+		[ "$zgot" == "$(printf '%s\n' 'tessera session info comp-one' 'tessera session create --cluster-')" ]
 else
 	e2e_log "zsh not installed (scripts/bootstrap installs it): zsh checks skipped"
 fi
+
+"$TESSERA" session rm comp-one >/dev/null
 
 # ---- the manual page ----
 "$TESSERA" manpage >"$E2E_DIR/tessera.1"
