@@ -129,6 +129,11 @@ struct cli_command {
 };
 extern const struct cli_command cli_commands[];
 extern const size_t cli_n_commands;
+/* Nouns below a verb of another (`tessera user keys add`): each one's name
+ * is the words that lead to it ("user keys"), its verbs completed and
+ * documented after that verb. */
+extern const struct cli_noun *const cli_subnouns[];
+extern const size_t cli_n_subnouns;
 /* The command named name, or NULL. */
 const struct cli_command *cli_command_find(const char *name);
 

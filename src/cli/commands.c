@@ -52,6 +52,9 @@ const struct cli_command cli_commands[] = {
 };
 const size_t cli_n_commands = sizeof(cli_commands) / sizeof(cli_commands[0]);
 
+const struct cli_noun *const cli_subnouns[] = {&cli_user_keys_noun};
+const size_t cli_n_subnouns = sizeof(cli_subnouns) / sizeof(cli_subnouns[0]);
+
 const struct cli_command *cli_command_find(const char *name)
 {
 	for (size_t i = 0; i < cli_n_commands; i++)

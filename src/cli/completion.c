@@ -92,6 +92,15 @@ static int write_tables(FILE *f)
 			fprintf(f, "%s%s", j ? " " : "", noun->verbs[j].name);
 		fputs("' ;;\n", f);
 	}
+	for (size_t i = 0; i < cli_n_subnouns; i++) {
+		const struct cli_noun *noun = cli_subnouns[i];
+		fputs("\t", f);
+		sh_quote(f, noun->name);
+		fputs(") _tessera_v='", f);
+		for (size_t j = 0; j < noun->n_verbs; j++)
+			fprintf(f, "%s%s", j ? " " : "", noun->verbs[j].name);
+		fputs("' ;;\n", f);
+	}
 	fputs("\t*) _tessera_v= ;;\n\tesac\n}\n\n_tessera_spec() {\n\tcase \"$1 $2\" in\n", f);
 	for (size_t i = 0; i < cli_n_commands; i++) {
 		const struct cli_command *c = &cli_commands[i];
@@ -113,6 +122,13 @@ static int write_tables(FILE *f)
 			spec_case(f, key, v->opts, v->args);
 		}
 	}
+	for (size_t i = 0; i < cli_n_subnouns; i++)
+		for (size_t j = 0; j < cli_subnouns[i]->n_verbs; j++) {
+			const struct cli_verb *v = &cli_subnouns[i]->verbs[j];
+			char key[128];
+			snprintf(key, sizeof(key), "%s %s", cli_subnouns[i]->name, v->name);
+			spec_case(f, key, v->opts, v->args);
+		}
 	fputs("\t*) _tessera_o= _tessera_a= ;;\n\tesac\n}\n\n", f);
 	return 0;
 }
@@ -164,7 +180,9 @@ static const char core_script[] =
 	"\t\t\tif [ -z \"$_tessera_v\" ]; then verb=' '; _tessera_spec \"$noun\" ''; fi\n"
 	"\t\telif [ -z \"$verb\" ]; then\n"
 	"\t\t\tverb=$w\n"
-	"\t\t\t_tessera_spec \"$noun\" \"$verb\"\n"
+	"\t\t\t# A verb that is a noun of its own (user keys): its verbs next.\n"
+	"\t\t\t_tessera_verbs \"$noun $verb\"\n"
+	"\t\t\tif [ -n \"$_tessera_v\" ]; then noun=\"$noun $verb\" verb=; else _tessera_spec \"$noun\" \"$verb\"; fi\n"
 	"\t\telse\n"
 	"\t\t\tpos=$((pos + 1))\n"
 	"\t\tfi\n"
@@ -392,6 +410,42 @@ static void man_verbatim(FILE *f, const char *s)
 	fputs(".fi\n", f);
 }
 
+/* The verbs of the noun below `tessera NOUN VERB`, if there is one. */
+static void man_subnoun(FILE *f, const char *noun, const char *verb)
+{
+	char name[128];
+	snprintf(name, sizeof(name), "%s %s", noun, verb);
+	for (size_t i = 0; i < cli_n_subnouns; i++) {
+		const struct cli_noun *sub = cli_subnouns[i];
+		if (strcmp(sub->name, name))
+			continue;
+		for (size_t j = 0; j < sub->n_verbs; j++) {
+			const struct cli_verb *v = &sub->verbs[j];
+			fputs(".TP\n\\fBtessera ", f);
+			man_str(f, sub->name);
+			fputs(" ", f);
+			man_str(f, v->name);
+			fputs("\\fR", f);
+			const char *rest = v->synopsis && !strncmp(v->synopsis, v->name, strlen(v->name))
+						   ? v->synopsis + strlen(v->name)
+						   : v->args;
+			while (rest && *rest == ' ')
+				rest++;
+			if (rest && *rest) {
+				fputs(" \\fI", f);
+				man_str(f, rest);
+				fputs("\\fR", f);
+			}
+			fputs("\n", f);
+			if (v->help) {
+				man_str(f, v->help);
+				fputs(".\n", f);
+			}
+			man_opts(f, v->opts);
+		}
+	}
+}
+
 void cli_manpage_write(FILE *f)
 {
 	fputs(".\\\" tessera(1), made by `tessera manpage` from the command tables (src/cli/commands.c\n"
@@ -464,6 +518,7 @@ void cli_manpage_write(FILE *f)
 				described = false;
 			}
 			man_opts(f, v->opts);
+			man_subnoun(f, c->name, v->name);
 		}
 		/* Nouns whose usage text describes the verbs itself, and what the
 		 * others add after their verbs. */

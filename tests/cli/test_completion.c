@@ -93,6 +93,37 @@ TEST(every_command_and_verb_describes_its_words)
 	}
 }
 
+/* The nouns below a verb: named after the command and verb that lead to
+ * them, which exist, and their verbs described as every other. */
+TEST(the_nouns_below_a_verb_describe_their_words_too)
+{
+	CHECK(cli_n_subnouns > 0);
+	for (size_t i = 0; i < cli_n_subnouns; i++) {
+		const struct cli_noun *sub = cli_subnouns[i];
+		char cmd[64] = "", verb[64] = "";
+		CHECK(sscanf(sub->name, "%63s %63s", cmd, verb) == 2);
+		const struct cli_command *c = cli_command_find(cmd);
+		bool found = false;
+		for (size_t j = 0; c && c->noun && j < c->noun->n_verbs; j++)
+			found = found || !strcmp(c->noun->verbs[j].name, verb);
+		if (!found)
+			FAILF("%s: no verb %s of %s", sub->name, verb, cmd);
+		for (size_t j = 0; j < sub->n_verbs; j++) {
+			char what[128];
+			snprintf(what, sizeof(what), "tessera %s %s", sub->name, sub->verbs[j].name);
+			check_words(what, sub->verbs[j].opts, true);
+			check_words(what, sub->verbs[j].args, false);
+		}
+	}
+	char *script = written(cli_completion_write, NULL, "bash");
+	CHECK_CONTAINS(script, "'user keys') _tessera_v='");
+	CHECK_CONTAINS(script, "'user keys add') _tessera_o='");
+	free(script);
+	char *man = written(NULL, cli_manpage_write, NULL);
+	CHECK_CONTAINS(man, ".TP\n\\fBtessera user keys add\\fR");
+	free(man);
+}
+
 /* Each option's name, as the script offers it, in s. */
 static void check_opts_in(const char *where, const char *s, const char *opts)
 {
@@ -220,6 +251,7 @@ TEST(the_manual_page_has_every_verb_and_option)
 int main(void)
 {
 	RUN(every_command_and_verb_describes_its_words);
+	RUN(the_nouns_below_a_verb_describe_their_words_too);
 	RUN(the_scripts_hold_every_command_verb_and_option);
 	RUN(the_manual_page_has_every_verb_and_option);
 	return testlib_done();

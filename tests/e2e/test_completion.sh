@@ -52,9 +52,14 @@ verbs=$(complete_words session "")
 want=$("$TESSERA" session --help | awk '/^  [a-z]/ { print $1 }' | sort)
 check "tessera session <TAB> offers the verbs of tessera session --help ($(echo $verbs))" \
 	[ "$verbs" == "$want" ]
-for v in create ls info rm logs exec shell; do
+for v in create ls info rm logs exec shell ssh ssh-config; do
 	check "tessera session <TAB> offers $v" has "$v" "$verbs"
 done
+
+check "tessera user keys <TAB>: the verbs of the noun below user" \
+	[ "$(complete_words user keys "")" == "$(lines add ls rm)" ]
+check "tessera user keys add <TAB> completes paths" \
+	has "$E2E_DIR/tessera.bash" "$(complete_words user keys add "$E2E_DIR/tessera.b")"
 
 # ---- options and their values ----
 opts=$(complete_words session create --)
@@ -69,6 +74,7 @@ check "--cluster-mode=<TAB> (bash splits at =): its values" \
 	[ "$(complete_words session create --cluster-mode = "")" == "$(lines multi-node single-node)" ]
 check "an option's value is not taken for the image" \
 	[ "$(complete_words session create --cpu 1 --wait --cluster-mode "")" == "$(lines multi-node single-node)" ]
+check "tessera session ssh -<TAB> offers -i" has -i "$(complete_words session ssh -)"
 check "tessera completion <TAB>: bash and zsh" [ "$(complete_words completion "")" == "$(lines bash zsh)" ]
 check "tessera server --seccomp <TAB>: the agent setting's values" \
 	[ "$(complete_words server --seccomp "")" == "$(lines default tessera)" ]
