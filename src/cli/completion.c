@@ -218,7 +218,8 @@ static const char core_script[] =
 
 static const char bash_wrapper[] =
 	"_tessera() {\n"
-	"\tlocal cur=${COMP_WORDS[COMP_CWORD]} _tessera_bin=${COMP_WORDS[0]} out\n"
+	"\t# The tessera typed (~/bin/tessera as typed: ~ expanded here) answers.\n"
+	"\tlocal cur=${COMP_WORDS[COMP_CWORD]} _tessera_bin=${COMP_WORDS[0]/#\\~/$HOME} out\n"
 	"\tlocal -a words=(\"${COMP_WORDS[@]:1:COMP_CWORD-1}\")\n"
 	"\t# COMP_WORDBREAKS splits --opt=value into --opt, = and value: complete\n"
 	"\t# the value as after --opt value.\n"
@@ -241,7 +242,7 @@ static const char bash_wrapper[] =
 
 static const char zsh_wrapper[] =
 	"_tessera() {\n"
-	"\tlocal cur=${words[CURRENT]} _tessera_bin=${words[1]} out\n"
+	"\tlocal cur=${words[CURRENT]} _tessera_bin=${words[1]/#\\~/$HOME} out\n"
 	"\tlocal -a c\n"
 	"\t# shwordsplit in the subshell only: _files wants zsh's own options.\n"
 	"\tout=$(setopt shwordsplit; _tessera_candidates \"$cur\" \"${(@)words[2,CURRENT-1]}\")\n"
