@@ -307,13 +307,16 @@ int cmd_completion(int argc, char **argv)
 
 int cmd_complete_names(int argc, char **argv)
 {
+	/* Each kind: the list to ask for, its array in the answer, the member
+	 * that names an item, and one added after a ':' (an image is launched
+	 * by name:tag). */
 	static const struct {
-		const char *kind, *path, *array;
+		const char *kind, *path, *array, *name, *tag;
 	} kinds[] = {
-		{"sessions", "/v1/sessions", "sessions"},
-		{"images", "/v1/images", "images"},
-		{"folders", "/v1/folders", "folders"},
-		{"nodes", "/v1/nodes", "nodes"},
+		{"sessions", "/v1/sessions", "sessions", "name", NULL},
+		{"images", "/v1/images", "images", "name", "tag"},
+		{"folders", "/v1/folders", "folders", "name", NULL},
+		{"nodes", "/v1/nodes", "nodes", "id", NULL},
 	};
 	size_t k = 0;
 	while (argc == 2 && k < sizeof(kinds) / sizeof(kinds[0]) && strcmp(argv[1], kinds[k].kind))
@@ -334,11 +337,10 @@ int cmd_complete_names(int argc, char **argv)
 	json_t *items = json_object_get(reply, kinds[k].array), *it;
 	size_t i;
 	json_array_foreach(items, i, it) {
-		const char *name = cli_json_str(it, k == 3 ? "id" : "name", NULL);
+		const char *name = cli_json_str(it, kinds[k].name, NULL);
 		if (!name || !*name)
 			continue;
-		/* An image is launched by name:tag. */
-		const char *tag = k == 1 ? cli_json_str(it, "tag", NULL) : NULL;
+		const char *tag = kinds[k].tag ? cli_json_str(it, kinds[k].tag, NULL) : NULL;
 		if (tag && *tag)
 			printf("%s:%s\n", name, tag);
 		else
