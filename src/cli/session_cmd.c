@@ -1209,7 +1209,7 @@ static const struct cli_verb session_verbs[] = {
 	{"shell", cmd_session_shell, "shell NAME", "an interactive shell in a running session",
 	 "--owner=EMAIL --container=C", "SESSION"},
 	{"ssh", cmd_session_ssh, "ssh NAME [-- CMD...]", "log in with OpenSSH's ssh (your keys: tessera user keys)",
-	 "--owner=EMAIL --container=C -i=FILE", "SESSION"},
+	 "--owner=EMAIL --container=C -i=FILE --identity=FILE", "SESSION"},
 	{"ssh-config", cmd_session_ssh_config, "ssh-config NAME",
 	 "an OpenSSH Host block: ssh, scp, sftp, rsync and VS Code reach the session",
 	 "--owner=EMAIL --container=C", "SESSION"},
