@@ -665,12 +665,15 @@ static int admin_reset_admin(int argc, char **argv)
 }
 
 static const struct cli_verb admin_verbs[] = {
-	{"backup", admin_backup, NULL, NULL},   /* ADMIN_USAGE describes them */
-	{"restore", admin_restore, NULL, NULL},
-	{"reset-admin", admin_reset_admin, NULL, NULL},
+	{"backup", admin_backup, NULL, NULL,   /* ADMIN_USAGE describes them */
+	 "--config=FILE --data-dir=DIR --store=URI --etcd=URL", "DIR"},
+	{"restore", admin_restore, NULL, NULL,
+	 "--config=FILE --data-dir=DIR --store=URI --etcd=URL", "DIR"},
+	{"reset-admin", admin_reset_admin, NULL, NULL,
+	 "--config=FILE --data-dir=DIR --store=URI --email=EMAIL --password-stdin --new-key", ""},
 };
 
-static const struct cli_noun admin_noun = {
+const struct cli_noun cli_admin_noun = {
 	.name = "admin",
 	.verbs = admin_verbs,
 	.n_verbs = CLI_NVERBS(admin_verbs),
@@ -680,5 +683,5 @@ static const struct cli_noun admin_noun = {
 
 int cmd_admin(int argc, char **argv)
 {
-	return cli_dispatch(&admin_noun, argc, argv);
+	return cli_dispatch(&cli_admin_noun, argc, argv);
 }

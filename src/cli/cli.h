@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 /* Client verbs (cli/). */
 int cmd_login(int argc, char **argv);
@@ -64,6 +65,17 @@ struct cli_verb {
 	 * and what it does. NULL: the noun's usage text describes it. */
 	const char *synopsis;
 	const char *help;
+	/* Its words, for shell completion and the manual page (completion.c),
+	 * which know the options from here only. opts: every option besides
+	 * --help, space-separated, "--json" or, taking a value, "--owner=EMAIL"
+	 * ("" for none). args: its positional words, space-separated, the
+	 * last repeating when it ends in "..." ("" for none). A word that is
+	 * SESSION, IMAGE, FOLDER or NODE completes to those names from the
+	 * server; FILE and DIR to paths; "a|b" to a or b (its lower-case
+	 * words); any other word to nothing. NULL: not described, which the
+	 * unit test cli_completion refuses. */
+	const char *opts;
+	const char *args;
 };
 
 /* A noun (`tessera session`): its verbs, and what its help and its usage
@@ -92,5 +104,50 @@ struct cli_noun {
 int cli_dispatch(const struct cli_noun *noun, int argc, char **argv);
 
 #define CLI_NVERBS(verbs) (sizeof(verbs) / sizeof((verbs)[0]))
+
+/* The nouns, each in its *_cmd.c. */
+extern const struct cli_noun cli_session_noun, cli_folder_noun, cli_image_noun, cli_node_noun,
+	cli_project_noun, cli_user_noun, cli_key_noun, cli_config_noun, cli_admin_noun, cli_user_keys_noun;
+
+/* ---- the command table (commands.c) ---- */
+
+/* One `tessera COMMAND`: main() dispatches on these, --help lists them,
+ * and the completion scripts and the manual page are made from them. */
+struct cli_command {
+	const char *name;
+	int (*run)(int argc, char **argv);
+	/* Its line in `tessera --help`; NULL: hidden (__complete). */
+	const char *summary;
+	/* Its verbs when it is a noun (then opts and args are NULL). */
+	const struct cli_noun *noun;
+	/* Otherwise its options and positional words, as a verb's. */
+	const char *opts;
+	const char *args;
+	/* It also takes the agent settings that are flags (tessera server:
+	 * agent/agent_settings.h's table, each with its metavar). */
+	bool agent_flags;
+};
+extern const struct cli_command cli_commands[];
+extern const size_t cli_n_commands;
+/* Nouns below a verb of another (`tessera user keys add`): each one's name
+ * is the words that lead to it ("user keys"), its verbs completed and
+ * documented after that verb. */
+extern const struct cli_noun *const cli_subnouns[];
+extern const size_t cli_n_subnouns;
+/* The command named name, or NULL. */
+const struct cli_command *cli_command_find(const char *name);
+
+/* ---- completion scripts and the manual page (completion.c) ---- */
+
+/* `tessera completion bash|zsh`, `tessera manpage`, and the hidden
+ * `tessera __complete sessions|images|folders|nodes` the scripts run. */
+int cmd_completion(int argc, char **argv);
+int cmd_manpage(int argc, char **argv);
+int cmd_complete_names(int argc, char **argv);
+/* Writes the completion script for shell ("bash" or "zsh") to f: 0, or
+ * -1 for another shell. */
+int cli_completion_write(FILE *f, const char *shell);
+/* Writes the tessera(1) manual page (troff, man macros) to f. */
+void cli_manpage_write(FILE *f);
 
 #endif

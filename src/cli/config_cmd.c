@@ -213,12 +213,15 @@ static int config_set(int argc, char **argv)
 }
 
 static const struct cli_verb config_verbs[] = {
-	{"get", config_get, NULL, NULL},   /* CONFIG_USAGE describes them */
-	{"set", config_set, NULL, NULL},
-	{"put-json", config_put_json, NULL, NULL},
+	{"get", config_get, NULL, NULL,   /* CONFIG_USAGE describes them */
+	 "--prefix=PREFIX", "KEY"},
+	{"set", config_set, NULL, NULL,
+	 "", "KEY VALUE"},
+	{"put-json", config_put_json, NULL, NULL,
+	 "", "PREFIX FILE"},
 };
 
-static const struct cli_noun config_noun = {
+const struct cli_noun cli_config_noun = {
 	.name = "config",
 	.verbs = config_verbs,
 	.n_verbs = CLI_NVERBS(config_verbs),
@@ -228,5 +231,5 @@ static const struct cli_noun config_noun = {
 
 int cmd_config(int argc, char **argv)
 {
-	return cli_dispatch(&config_noun, argc, argv);
+	return cli_dispatch(&cli_config_noun, argc, argv);
 }

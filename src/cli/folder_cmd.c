@@ -370,26 +370,41 @@ static int folder_unshare(int argc, char **argv)
 }
 
 static const struct cli_verb folder_verbs[] = {
-	{"create", folder_create, "create NAME [--host H] [--quota SIZE]", "make a folder (default host: the first)"},
-	{"ls", folder_ls, "ls [--json] [--trash] [--all]", "your folders and those shared with you"},
-	{"info", folder_info, "info NAME [--json]", "a folder's usage, quota and shares"},
-	{"rm", folder_rm, "rm NAME [--force]", "move a folder to the trash (--force: even while mounted)"},
-	{"restore", folder_restore, "restore NAME", "bring a folder back from the trash"},
-	{"rename", folder_rename, "rename OLD NEW", "rename a folder"},
-	{"set-quota", folder_set_quota, "set-quota NAME SIZE", "change a folder's quota (0: none)"},
+	{"create", folder_create, "create NAME [--host H] [--quota SIZE]", "make a folder (default host: the first)",
+	 "--host=HOST --quota=SIZE --project=PROJECT --members=rw|ro", "NAME"},
+	{"ls", folder_ls, "ls [--json] [--trash] [--all]", "your folders and those shared with you",
+	 "--json --trash --all", ""},
+	{"info", folder_info, "info NAME [--json]", "a folder's usage, quota and shares",
+	 "--json", "FOLDER"},
+	{"rm", folder_rm, "rm NAME [--force]", "move a folder to the trash (--force: even while mounted)",
+	 "--force", "FOLDER"},
+	{"restore", folder_restore, "restore NAME", "bring a folder back from the trash",
+	 "", "NAME"},
+	{"rename", folder_rename, "rename OLD NEW", "rename a folder",
+	 "", "FOLDER NEW"},
+	{"set-quota", folder_set_quota, "set-quota NAME SIZE", "change a folder's quota (0: none)",
+	 "", "FOLDER SIZE"},
 	{"share", folder_share, "share NAME --with EMAIL [--permission ro|rw] [--force]",
-	 "share a folder (default ro; --force: rw to ro even while mounted, ending those sessions)"},
+	 "share a folder (default ro; --force: rw to ro even while mounted, ending those sessions)",
+	 "--with=EMAIL --permission=ro|rw --force", "FOLDER"},
 	{"unshare", folder_unshare, "unshare NAME --with EMAIL [--force]",
-	 "take a share away (--force: even while mounted, ending those sessions)"},
-	{"files", folder_files_cmd, "files NAME [PATH] [--json]", "list a directory of a folder"},
-	{"upload", folder_upload_cmd, "upload NAME LOCAL [REMOTE] [--overwrite]", "upload a file (any size)"},
-	{"download", folder_download_cmd, "download NAME REMOTE [LOCAL]", "download a file (any size)"},
-	{"mkdir", folder_mkdir_cmd, "mkdir NAME PATH [--parents]", "make a directory in a folder"},
-	{"mv", folder_mv_cmd, "mv NAME FROM TO [--overwrite]", "move or rename inside a folder"},
-	{"rm-file", folder_rm_file_cmd, "rm-file NAME PATH [--recursive]", "remove a file or directory"},
+	 "take a share away (--force: even while mounted, ending those sessions)",
+	 "--with=EMAIL --force", "FOLDER"},
+	{"files", folder_files_cmd, "files NAME [PATH] [--json]", "list a directory of a folder",
+	 "--json", "FOLDER PATH"},
+	{"upload", folder_upload_cmd, "upload NAME LOCAL [REMOTE] [--overwrite]", "upload a file (any size)",
+	 "--overwrite", "FOLDER FILE REMOTE"},
+	{"download", folder_download_cmd, "download NAME REMOTE [LOCAL]", "download a file (any size)",
+	 "", "FOLDER REMOTE FILE"},
+	{"mkdir", folder_mkdir_cmd, "mkdir NAME PATH [--parents]", "make a directory in a folder",
+	 "--parents", "FOLDER PATH"},
+	{"mv", folder_mv_cmd, "mv NAME FROM TO [--overwrite]", "move or rename inside a folder",
+	 "--overwrite", "FOLDER FROM TO"},
+	{"rm-file", folder_rm_file_cmd, "rm-file NAME PATH [--recursive]", "remove a file or directory",
+	 "--recursive", "FOLDER PATH"},
 };
 
-static const struct cli_noun folder_noun = {
+const struct cli_noun cli_folder_noun = {
 	.name = "folder",
 	.verbs = folder_verbs,
 	.n_verbs = CLI_NVERBS(folder_verbs),
@@ -399,5 +414,5 @@ static const struct cli_noun folder_noun = {
 
 int cmd_folder(int argc, char **argv)
 {
-	return cli_dispatch(&folder_noun, argc, argv);
+	return cli_dispatch(&cli_folder_noun, argc, argv);
 }

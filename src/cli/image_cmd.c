@@ -294,16 +294,23 @@ static int image_rescan(int argc, char **argv)
 /* One line per verb; verbs of other files are appended here. */
 static const struct cli_verb image_verbs[] = {
 	{"build", cmd_image_build, "build RECIPE...",
-	 "build images from recipes on this machine (root; docs/images.md)"},
-	{"ls", image_ls, "ls [--all] [--json]", "list the images you may launch"},
-	{"alias", image_alias, "alias ALIAS IMAGE", "admins: another name for an image"},
-	{"dealias", image_dealias, "dealias ALIAS", "admins: remove an alias"},
-	{"rm", image_rm, "rm IMAGE", "remove an image from every node (admins; owners of private images)"},
-	{"rescan", image_rescan, "rescan [--json]", "admins: ask every node for its images again"},
-	{"pull", cli_image_pull, "pull IMAGE [--node NODE]", "pull an image from the cluster registry onto the nodes"},
+	 "build images from recipes on this machine (root; docs/images.md)",
+	 "--force --check --skip-unready --pip-index=URL --site-file=FILE --config=FILE --mirror=URL --security-mirror=URL --cache-dir=DIR", "FILE..."},
+	{"ls", image_ls, "ls [--all] [--json]", "list the images you may launch",
+	 "--all --json", ""},
+	{"alias", image_alias, "alias ALIAS IMAGE", "admins: another name for an image",
+	 "", "ALIAS IMAGE"},
+	{"dealias", image_dealias, "dealias ALIAS", "admins: remove an alias",
+	 "", "ALIAS"},
+	{"rm", image_rm, "rm IMAGE", "remove an image from every node (admins; owners of private images)",
+	 "", "IMAGE"},
+	{"rescan", image_rescan, "rescan [--json]", "admins: ask every node for its images again",
+	 "--json", ""},
+	{"pull", cli_image_pull, "pull IMAGE [--node NODE]", "pull an image from the cluster registry onto the nodes",
+	 "--node=NODE --json", "IMAGE"},
 };
 
-static const struct cli_noun image_noun = {
+const struct cli_noun cli_image_noun = {
 	.name = "image",
 	.verbs = image_verbs,
 	.n_verbs = CLI_NVERBS(image_verbs),
@@ -315,5 +322,5 @@ static const struct cli_noun image_noun = {
 
 int cmd_image(int argc, char **argv)
 {
-	return cli_dispatch(&image_noun, argc, argv);
+	return cli_dispatch(&cli_image_noun, argc, argv);
 }

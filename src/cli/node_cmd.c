@@ -124,14 +124,19 @@ static int node_info(int argc, char **argv)
 }
 
 static const struct cli_verb node_verbs[] = {
-	{"ls", node_ls, NULL, NULL},   /* NODE_USAGE describes them */
-	{"info", node_info, NULL, NULL},
-	{"drain", cmd_node_drain, NULL, NULL},
-	{"undrain", cmd_node_undrain, NULL, NULL},
-	{"set-group", cmd_node_set_group, NULL, NULL},
+	{"ls", node_ls, NULL, NULL,   /* NODE_USAGE describes them */
+	 "--json", ""},
+	{"info", node_info, NULL, NULL,
+	 "--json", "NODE"},
+	{"drain", cmd_node_drain, NULL, NULL,
+	 "", "NODE"},
+	{"undrain", cmd_node_undrain, NULL, NULL,
+	 "", "NODE"},
+	{"set-group", cmd_node_set_group, NULL, NULL,
+	 "", "NODE GROUP"},
 };
 
-static const struct cli_noun node_noun = {
+const struct cli_noun cli_node_noun = {
 	.name = "node",
 	.verbs = node_verbs,
 	.n_verbs = CLI_NVERBS(node_verbs),
@@ -142,5 +147,5 @@ static const struct cli_noun node_noun = {
 
 int cmd_node(int argc, char **argv)
 {
-	return cli_dispatch(&node_noun, argc, argv);
+	return cli_dispatch(&cli_node_noun, argc, argv);
 }

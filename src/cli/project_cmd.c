@@ -421,17 +421,26 @@ static int project_remove_member(int argc, char **argv)
 }
 
 static const struct cli_verb project_verbs[] = {
-	{"ls", project_ls, "ls [--all] [--json]", "your projects (admins: every team project; --all: personal ones too)"},
-	{"info", project_info, "info NAME [--json]", "a project: quota, use, groups, members"},
-	{"create", project_create, "create NAME [options]", "a new project (admins)"},
-	{"set", project_set, "set NAME [options]", "change a project's quota, weight, groups (admins)"},
-	{"rm", project_rm, "rm NAME", "remove a project with no sessions or folders left (admins)"},
+	{"ls", project_ls, "ls [--all] [--json]", "your projects (admins: every team project; --all: personal ones too)",
+	 "--all --json", ""},
+	{"info", project_info, "info NAME [--json]", "a project: quota, use, groups, members",
+	 "--json", "PROJECT"},
+	{"create", project_create, "create NAME [options]", "a new project (admins)",
+	 "--max-cpu=X --max-mem=SIZE --max-fgpu=X --max-sessions=N --weight=W --groups=G,H --description=TEXT "
+	 "--json", "NAME"},
+	{"set", project_set, "set NAME [options]", "change a project's quota, weight, groups (admins)",
+	 "--max-cpu=X --max-mem=SIZE --max-fgpu=X --max-sessions=N --weight=W --groups=G,H --description=TEXT "
+	 "--json", "PROJECT"},
+	{"rm", project_rm, "rm NAME", "remove a project with no sessions or folders left (admins)",
+	 "", "PROJECT"},
 	{"add-member", project_add_member, "add-member NAME EMAIL [--role member|manager] [--weight W]",
-	 "add a user, or change their role (admins and the project's managers)"},
-	{"remove-member", project_remove_member, "remove-member NAME EMAIL", "take a user out of the project"},
+	 "add a user, or change their role (admins and the project's managers)",
+	 "--role=member|manager --weight=W", "PROJECT EMAIL"},
+	{"remove-member", project_remove_member, "remove-member NAME EMAIL", "take a user out of the project",
+	 "", "PROJECT EMAIL"},
 };
 
-static const struct cli_noun project_noun = {
+const struct cli_noun cli_project_noun = {
 	.name = "project",
 	.verbs = project_verbs,
 	.n_verbs = CLI_NVERBS(project_verbs),
@@ -443,7 +452,7 @@ static const struct cli_noun project_noun = {
 
 int cmd_project(int argc, char **argv)
 {
-	return cli_dispatch(&project_noun, argc, argv);
+	return cli_dispatch(&cli_project_noun, argc, argv);
 }
 
 /* ---------- tessera fairshare ---------- */

@@ -1184,26 +1184,43 @@ out:
 
 /* One list of verbs; the usage text and the dispatch come from it. */
 static const struct cli_verb session_verbs[] = {
-	{"create", session_create, "create IMAGE [options]", "create one or more sessions"},
-	{"ls", session_ls, "ls [--all] [--json]", "list sessions (without --all: not yet ended)"},
-	{"info", session_info, "info NAME [--owner EMAIL] [--json]", "show one session with its status history"},
-	{"rm", session_rm, "rm NAME... [--owner EMAIL]", "remove sessions"},
-	{"logs", session_logs, "logs NAME [--tail N] [--follow]", "print a session's container output"},
-	{"exec", session_exec, "exec NAME -- CMD...", "run a command in a running session"},
+	{"create", session_create, "create IMAGE [options]", "create one or more sessions",
+	 "--name=NAME --cpu=X --mem=SIZE --fgpu=X --count=K --env=K=V --startup-command=CMD --batch --root "
+	 "--mount=FOLDER --project=PROJECT --group=GROUP --priority=N --preemptible --no-preemptible "
+	 "--cluster-size=N --cluster-mode=single-node|multi-node --wait --timeout=SECONDS --json",
+	 "IMAGE"},
+	{"ls", session_ls, "ls [--all] [--json]", "list sessions (without --all: not yet ended)",
+	 "--all --json", ""},
+	{"info", session_info, "info NAME [--owner EMAIL] [--json]", "show one session with its status history",
+	 "--owner=EMAIL --json", "SESSION"},
+	{"rm", session_rm, "rm NAME... [--owner EMAIL]", "remove sessions",
+	 "--owner=EMAIL", "SESSION..."},
+	{"logs", session_logs, "logs NAME [--tail N] [--follow]", "print a session's container output",
+	 "--tail=N -f --follow --owner=EMAIL --container=C", "SESSION"},
+	{"exec", session_exec, "exec NAME -- CMD...", "run a command in a running session",
+	 "--timeout=SECONDS --owner=EMAIL --container=C", "SESSION"},
 	{"commit", session_commit, "commit NAME [--name IMAGE] [--tag TAG] [--wait]",
-	 "convert a running session into a private image"},
-	{"apps", cmd_session_apps, "apps NAME [--json]", "list a session's apps (terminal, jupyter...)"},
-	{"app", cmd_session_app, "app NAME APP|--port N", "open an app: print a one-time URL for a browser"},
-	{"shell", cmd_session_shell, "shell NAME", "an interactive shell in a running session"},
-	{"ssh", cmd_session_ssh, "ssh NAME [-- CMD...]", "log in with OpenSSH's ssh (your keys: tessera user keys)"},
+	 "convert a running session into a private image",
+	 "--owner=EMAIL --name=IMAGE_NAME --tag=TAG --wait --timeout=SECONDS --json", "SESSION"},
+	{"apps", cmd_session_apps, "apps NAME [--json]", "list a session's apps (terminal, jupyter...)",
+	 "--owner=EMAIL --container=C --json", "SESSION"},
+	{"app", cmd_session_app, "app NAME APP|--port N", "open an app: print a one-time URL for a browser",
+	 "--port=N --owner=EMAIL --container=C --json", "SESSION APP"},
+	{"shell", cmd_session_shell, "shell NAME", "an interactive shell in a running session",
+	 "--owner=EMAIL --container=C", "SESSION"},
+	{"ssh", cmd_session_ssh, "ssh NAME [-- CMD...]", "log in with OpenSSH's ssh (your keys: tessera user keys)",
+	 "--owner=EMAIL --container=C -i=FILE --identity=FILE", "SESSION"},
 	{"ssh-config", cmd_session_ssh_config, "ssh-config NAME",
-	 "an OpenSSH Host block: ssh, scp, sftp, rsync and VS Code reach the session"},
-	{"ssh-proxy", cmd_session_ssh_proxy, "ssh-proxy NAME", "the ProxyCommand of that block (stdin/stdout to sshd)"},
+	 "an OpenSSH Host block: ssh, scp, sftp, rsync and VS Code reach the session",
+	 "--owner=EMAIL --container=C", "SESSION"},
+	{"ssh-proxy", cmd_session_ssh_proxy, "ssh-proxy NAME", "the ProxyCommand of that block (stdin/stdout to sshd)",
+	 "--owner=EMAIL --container=C", "SESSION"},
 	{"stats", cmd_session_stats, "stats NAME [--watch] [--json]",
-	 "live CPU, memory, GPU, network and block I/O use of a session"},
+	 "live CPU, memory, GPU, network and block I/O use of a session",
+	 "--watch --json --owner=EMAIL", "SESSION"},
 };
 
-static const struct cli_noun session_noun = {
+const struct cli_noun cli_session_noun = {
 	.name = "session",
 	.verbs = session_verbs,
 	.n_verbs = CLI_NVERBS(session_verbs),
@@ -1215,5 +1232,5 @@ static const struct cli_noun session_noun = {
 
 int cmd_session(int argc, char **argv)
 {
-	return cli_dispatch(&session_noun, argc, argv);
+	return cli_dispatch(&cli_session_noun, argc, argv);
 }

@@ -437,12 +437,15 @@ static int ukeys_rm(int argc, char **argv)
 }
 
 static const struct cli_verb ukeys_verbs[] = {
-	{"ls", ukeys_ls, "ls [--json]", "your SSH public keys"},
-	{"add", ukeys_add, "add FILE", "add a public key (e.g. ~/.ssh/id_ed25519.pub)"},
-	{"rm", ukeys_rm, "rm ID|FINGERPRINT", "remove one of your keys"},
+	{"ls", ukeys_ls, "ls [--json]", "your SSH public keys",
+	 "--json", ""},
+	{"add", ukeys_add, "add FILE", "add a public key (e.g. ~/.ssh/id_ed25519.pub)",
+	 "", "FILE"},
+	{"rm", ukeys_rm, "rm ID|FINGERPRINT", "remove one of your keys",
+	 "", "KEY"},
 };
 
-static const struct cli_noun ukeys_noun = {
+const struct cli_noun cli_user_keys_noun = {
 	.name = "user keys",
 	.verbs = ukeys_verbs,
 	.n_verbs = CLI_NVERBS(ukeys_verbs),
@@ -454,20 +457,27 @@ static const struct cli_noun ukeys_noun = {
 
 static int user_keys(int argc, char **argv)
 {
-	return cli_dispatch(&ukeys_noun, argc, argv);
+	return cli_dispatch(&cli_user_keys_noun, argc, argv);
 }
 
 static const struct cli_verb user_verbs[] = {
-	{"keys", user_keys, "keys ls|add FILE|rm ID", "your own SSH public keys (every user)"},
-	{"ls", user_ls, "ls [--json]", "every user: role, state, main access key"},
-	{"info", user_info, "info EMAIL [--json]", "a user, their API keys, sessions and folders"},
-	{"create", user_create, "create EMAIL [--admin] [--password-stdin]", "make a user (and their first key)"},
-	{"set", user_set, "set EMAIL [--disabled|--enabled] [--admin|--no-admin]", "change state or role"},
-	{"rm", user_rm, "rm EMAIL", "remove a user (refused while they have sessions or folders)"},
-	{"reset-password", user_reset_password, "reset-password EMAIL [--password-stdin]", "set a new password"},
+	{"keys", user_keys, "keys ls|add FILE|rm ID", "your own SSH public keys (every user)",
+	 "", ""},
+	{"ls", user_ls, "ls [--json]", "every user: role, state, main access key",
+	 "--json", ""},
+	{"info", user_info, "info EMAIL [--json]", "a user, their API keys, sessions and folders",
+	 "--json", "EMAIL"},
+	{"create", user_create, "create EMAIL [--admin] [--password-stdin]", "make a user (and their first key)",
+	 "--admin --password-stdin --json", "EMAIL"},
+	{"set", user_set, "set EMAIL [--disabled|--enabled] [--admin|--no-admin]", "change state or role",
+	 "--disabled --enabled --admin --no-admin", "EMAIL"},
+	{"rm", user_rm, "rm EMAIL", "remove a user (refused while they have sessions or folders)",
+	 "--json", "EMAIL"},
+	{"reset-password", user_reset_password, "reset-password EMAIL [--password-stdin]", "set a new password",
+	 "--password-stdin --json", "EMAIL"},
 };
 
-static const struct cli_noun user_noun = {
+const struct cli_noun cli_user_noun = {
 	.name = "user",
 	.verbs = user_verbs,
 	.n_verbs = CLI_NVERBS(user_verbs),
@@ -478,7 +488,7 @@ static const struct cli_noun user_noun = {
 
 int cmd_user(int argc, char **argv)
 {
-	return cli_dispatch(&user_noun, argc, argv);
+	return cli_dispatch(&cli_user_noun, argc, argv);
 }
 
 /* ---------- tessera key ---------- */
@@ -553,12 +563,15 @@ static int key_rm(int argc, char **argv)
 }
 
 static const struct cli_verb key_verbs[] = {
-	{"ls", key_ls, "ls [--json]", "your API keys (never their secrets)"},
-	{"create", key_create, "create [--label TEXT] [--json]", "a new key; prints it as client.conf lines, once"},
-	{"rm", key_rm, "rm ACCESS_KEY", "revoke one of your keys"},
+	{"ls", key_ls, "ls [--json]", "your API keys (never their secrets)",
+	 "--json", ""},
+	{"create", key_create, "create [--label TEXT] [--json]", "a new key; prints it as client.conf lines, once",
+	 "--label=TEXT --json", ""},
+	{"rm", key_rm, "rm ACCESS_KEY", "revoke one of your keys",
+	 "", "ACCESS_KEY"},
 };
 
-static const struct cli_noun key_noun = {
+const struct cli_noun cli_key_noun = {
 	.name = "key",
 	.verbs = key_verbs,
 	.n_verbs = CLI_NVERBS(key_verbs),
@@ -568,5 +581,5 @@ static const struct cli_noun key_noun = {
 
 int cmd_key(int argc, char **argv)
 {
-	return cli_dispatch(&key_noun, argc, argv);
+	return cli_dispatch(&cli_key_noun, argc, argv);
 }

@@ -22,8 +22,8 @@ static int verb_run(int argc, char **argv)
 }
 
 static const struct cli_verb verbs[] = {
-	{"make", verb_run, "make THING", "make a thing"},
-	{"hidden", verb_run, NULL, NULL},
+	{"make", verb_run, "make THING", "make a thing", "", "THING"},
+	{"hidden", verb_run, NULL, NULL, "", ""},
 };
 
 static const struct cli_noun listed = {
@@ -34,7 +34,7 @@ static const struct cli_noun listed = {
 
 /* A noun whose usage text describes its verbs itself. */
 static const struct cli_verb terse_verbs[] = {
-	{"make", verb_run, NULL, NULL},
+	{"make", verb_run, NULL, NULL, "", ""},
 };
 
 static const struct cli_noun terse = {

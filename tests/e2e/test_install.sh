@@ -3,7 +3,8 @@
 # binary finds its companion files (runner, fGPU library, mock driver,
 # gpu-info, gpu-probe) and the UI from there, and its start banner prints
 # a command that works as printed: the bare name when PATH finds that
-# binary, else its absolute path.
+# binary, else its absolute path. The shell completion and the manual page
+# installed with it work.
 . "$(dirname "$0")/lib.sh"
 e2e_setup
 e2e_build_glibc_image
@@ -12,6 +13,23 @@ prefix=$E2E_DIR/prefix
 "$(dirname "$0")/../../scripts/install" "$build" "$prefix" >"$E2E_DIR/install.log" 2>&1
 check "scripts/install succeeds" [ $? -eq 0 ]
 TESSERA=$prefix/bin/tessera
+
+# Shell completion and tessera(1), from the installed binary's tables.
+bashc=$prefix/share/bash-completion/completions/tessera
+verbs=$(bash -c 'source "$1"; COMP_WORDS=(tessera session ""); COMP_CWORD=2; _tessera; echo "${COMPREPLY[*]}"' \
+	_ "$bashc" 2>&1)
+check "the installed bash completion completes session's verbs ($verbs)" contains " $verbs " " create "
+check "the installed zsh completion is a #compdef file" \
+	[ "$(head -n1 "$prefix/share/zsh/site-functions/_tessera" 2>&1)" == "#compdef tessera" ]
+if command -v zsh >/dev/null; then
+	check "zsh reads it" zsh -n "$prefix/share/zsh/site-functions/_tessera"
+fi
+check "man finds tessera(1) under the prefix" \
+	[ "$(MANPATH=$prefix/share/man man -w tessera 2>&1)" == "$prefix/share/man/man1/tessera.1.gz" ]
+warn=$(MANWIDTH=80 man --warnings -l "$prefix/share/man/man1/tessera.1.gz" 2>&1 >/dev/null)
+check "it renders without warnings ($warn)" [ -z "$warn" ]
+check "it documents tessera session create" \
+	bash -c 'man -l "$1" 2>/dev/null | grep -q "tessera session create"' _ "$prefix/share/man/man1/tessera.1.gz"
 # banner_try N: the Try line of the Nth server's banner, which may reach
 # the log a moment after admin.conf (what start_server waits for).
 banner_try() {
