@@ -1108,9 +1108,14 @@ static char **step_env(struct builder *b, const char *const *extra)
 		ok = asprintf(&env[k++], "%s=%s", r->env[i].key, r->env[i].value) >= 0;
 	/* Node.js adds NODE_EXTRA_CA_CERTS to its own roots (npm's TLS is
 	 * Node's); nothing else reads it. */
+	char npm_reg[600] = "";
+	if (b->o->npm_registry && *b->o->npm_registry)
+		snprintf(npm_reg, sizeof(npm_reg), "npm_config_registry=%s", b->o->npm_registry);
 	const char *fixed[] = {"PATH=" IMG_PATH, "DEBIAN_FRONTEND=noninteractive", "HOME=/root",
-			       b->build_ca ? "NODE_EXTRA_CA_CERTS=" BUILD_CA : NULL, NULL};
+			       b->build_ca ? "NODE_EXTRA_CA_CERTS=" BUILD_CA : "", npm_reg, NULL};
 	for (size_t i = 0; fixed[i] && ok; i++) {
+		if (!*fixed[i])
+			continue;
 		bool set = false;
 		for (size_t j = 0; j < r->n_env; j++)
 			set |= !strncmp(fixed[i], r->env[j].key, strlen(r->env[j].key)) &&

@@ -11,6 +11,7 @@
 # minutes: code-server's native modules are compiled at build time).
 . "$(dirname "$0")/../e2e/lib.sh"
 
+SRC=$(cd "$(dirname "$0")/../.." && pwd)
 IMAGE=tessera/code-server:4.100-node20
 VERSION=4.100.3
 if ! docker image inspect "$IMAGE" >/dev/null 2>&1; then
@@ -25,6 +26,18 @@ fi
 e2e_setup
 start_server --app-ports "$(e2e_free_port_range 4)" --registry none || { e2e_done; exit 1; }
 label() { docker image inspect --format "{{index .Config.Labels \"$2\"}}" "$1"; }
+
+# The site's npm registry (--npm-registry, npm_registry): a URL, or a
+# one-line refusal naming where it came from.
+out=$("$TESSERA" image build --check --npm-registry ftp://npm.example "$SRC/images/code-server/4.100-node20.recipe" 2>&1)
+check "--npm-registry must be http(s) ($out)" has_line "$out" \
+	"tessera: npm registry 'ftp://npm.example' (--npm-registry) is not an http:// or https:// URL"
+printf 'npm_registry = http://npm example\n' >"$E2E_DIR/images.conf"
+out=$("$TESSERA" image build --check --config "$E2E_DIR/images.conf" "$SRC/images/code-server/4.100-node20.recipe" 2>&1)
+check "so must npm_registry, named with its file ($out)" contains "$out" "($E2E_DIR/images.conf) is not an http"
+printf 'npm_registry = http://npm.example:4873/\n' >"$E2E_DIR/images.conf"
+out=$("$TESSERA" image build --check --config "$E2E_DIR/images.conf" "$SRC/images/code-server/4.100-node20.recipe" 2>&1)
+check "a good one is taken ($out)" has_prefix_line "$out" "${IMAGE%%:*}:${IMAGE#*:} [0-9a-f]\{64\} "
 
 check "$IMAGE declares VS Code alone" [ "$(label "$IMAGE" ai.backend.service-ports)" == "vscode:http:8180" ]
 
