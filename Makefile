@@ -89,11 +89,13 @@ images: build
 	$(BUILD)/tessera image build --skip-unready $(RECIPES)
 
 # Sessions of the ML images: a tensor computation, torch's version and the
-# python3-torch package's (tests/images/test_ml_images.sh). Then Debian's
+# python3-torch package's (tests/images/test_ml_images.sh); VS Code of the
+# code-server image through the proxy (tests/images/test_code_server.sh). Then Debian's
 # CUDA runtime 12.4 (non-free, fetched here, never by `make test`) on the
 # mock driver under the fGPU library (tests/fgpu/cudart12.sh).
 images-test: images
 	TESSERA_BIN=$(BUILD)/tessera TESSERA_ML_IMAGES_REQUIRED=1 tests/images/test_ml_images.sh
+	TESSERA_BIN=$(BUILD)/tessera TESSERA_CODE_SERVER_REQUIRED=1 tests/images/test_code_server.sh
 	TESSERA_CUDART12_FETCH=1 TESSERA_CUDART12_REQUIRED=1 meson test -C $(BUILD) --print-errorlogs cudart12_mock
 
 clean:

@@ -30,10 +30,13 @@
 	"                          built as configured (a pip index, a site file)\n" \
 	"  --pip-index URL         the site's Python package index (PEP 503) for\n" \
 	"                          recipes with pip\n" \
+	"  --npm-registry URL      the site's npm registry for the recipes' run steps\n" \
+	"                          (npm_config_registry; default npm's own)\n" \
 	"  --site-file PATH        keep the file in the cache's site/ folder for the\n" \
 	"                          recipes' site-file (repeatable)\n" \
 	"  --config FILE           the images' configuration (default " IMG_DEFAULT_CONFIG "):\n" \
-	"                          pip_index, mirror, security_mirror, cache_dir\n" \
+	"                          pip_index, npm_registry, mirror, security_mirror,\n" \
+	"                          cache_dir\n" \
 	"  --mirror URL            Debian archive (default: the one apt uses here)\n" \
 	"  --security-mirror URL   Debian security archive ('none': leave it out)\n" \
 	"  --cache-dir DIR         downloads, site files and build roots\n" \
@@ -191,8 +194,9 @@ static int build_one(const char *path, const struct img_build_opts *base, bool c
 	return rc;
 }
 
-/* A package index pip can be pointed at: http:// or https://, printable,
- * without spaces (it goes into a command line and pip.conf). */
+/* A package index pip (or a registry npm) can be pointed at: http:// or
+ * https://, printable, without spaces (it goes into a command line,
+ * pip.conf and the run steps' environment). */
 static bool valid_index(const char *u)
 {
 	if (strncmp(u, "http://", 7) && strncmp(u, "https://", 8))
@@ -209,9 +213,10 @@ static bool valid_index(const char *u)
 /* The images' configuration: the explicit file must be there, the
  * default one may be absent. Flags already in o win over its keys. */
 static int read_images_conf(const char *path, bool explicit_path, struct img_build_opts *o, struct conf *c,
-			    const char **index_from)
+			    const char **index_from, const char **registry_from)
 {
-	static const char *const known[] = {"pip_index", "mirror", "security_mirror", "cache_dir", NULL};
+	static const char *const known[] = {"pip_index", "npm_registry", "mirror", "security_mirror", "cache_dir",
+					      NULL};
 	struct terr err = {0};
 	if (conf_load(path, c, &err) < 0) {
 		if (!explicit_path && err.code == ENOENT)
@@ -224,6 +229,10 @@ static int read_images_conf(const char *path, bool explicit_path, struct img_bui
 	if (!o->pip_index && (v = conf_get(c, "pip_index")) && *v) {
 		o->pip_index = v;
 		*index_from = path;
+	}
+	if (!o->npm_registry && (v = conf_get(c, "npm_registry")) && *v) {
+		o->npm_registry = v;
+		*registry_from = path;
 	}
 	if (!o->mirror && (v = conf_get(c, "mirror")) && *v)
 		o->mirror = v;
@@ -272,6 +281,7 @@ int cmd_image_build(int argc, char **argv)
 		{"check", no_argument, NULL, 'c'},
 		{"skip-unready", no_argument, NULL, 'k'},
 		{"pip-index", required_argument, NULL, 'p'},
+		{"npm-registry", required_argument, NULL, 'n'},
 		{"site-file", required_argument, NULL, 'S'},
 		{"config", required_argument, NULL, 'C'},
 		{"mirror", required_argument, NULL, 'm'},
@@ -282,7 +292,7 @@ int cmd_image_build(int argc, char **argv)
 	};
 	struct img_build_opts o = {0};
 	bool check = false, skip_unready = false;
-	const char *config = NULL, *index_from = "--pip-index";
+	const char *config = NULL, *index_from = "--pip-index", *registry_from = "--npm-registry";
 	const char *site_files[MAX_SITE_FILES];
 	int n_site = 0;
 	optind = 0;
@@ -303,6 +313,9 @@ int cmd_image_build(int argc, char **argv)
 			break;
 		case 'p':
 			o.pip_index = optarg;
+			break;
+		case 'n':
+			o.npm_registry = optarg;
 			break;
 		case 'S':
 			if (n_site == MAX_SITE_FILES)
@@ -331,9 +344,12 @@ int cmd_image_build(int argc, char **argv)
 		return cli_usage_fail("image build", "missing RECIPE (e.g. images/python/3.11.recipe)");
 	o.config_path = config ? config : IMG_DEFAULT_CONFIG;
 	struct conf conf = {0};
-	int rc = read_images_conf(o.config_path, config != NULL, &o, &conf, &index_from);
+	int rc = read_images_conf(o.config_path, config != NULL, &o, &conf, &index_from, &registry_from);
 	if (rc == CLI_EXIT_OK && o.pip_index && !valid_index(o.pip_index))
 		rc = cli_fail("pip index '%.200s' (%s) is not an http:// or https:// URL", o.pip_index, index_from);
+	if (rc == CLI_EXIT_OK && o.npm_registry && !valid_index(o.npm_registry))
+		rc = cli_fail("npm registry '%.200s' (%s) is not an http:// or https:// URL", o.npm_registry,
+			      registry_from);
 	if (rc != CLI_EXIT_OK) {
 		conf_free(&conf);
 		return rc;

@@ -48,6 +48,13 @@ const char *img_stage_name(enum img_stage s)
 #define BUILD_APT_CONF "/etc/apt/apt.conf.d/00tessera-build"
 #define BUILD_DPKG_CFG "/etc/dpkg/dpkg.cfg.d/00tessera-build"
 #define POLICY_RC_D "/usr/sbin/policy-rc.d"
+/* The build machine's CA certificates, for what the run steps download
+ * with Node.js (npm): the build reaches the network as the machine does,
+ * through whatever TLS-inspecting proxy the machine trusts, which the
+ * image's own ca-certificates does not know. In /tmp, which the clean
+ * stage empties: never in the image. */
+#define HOST_CA_BUNDLE "/etc/ssl/certs/ca-certificates.crt"
+#define BUILD_CA "/tmp/tessera-build-ca.crt"
 
 /* ---- sources.list ---- */
 
@@ -431,6 +438,7 @@ struct builder {
 	struct img_progress prog;
 	char what[256];
 	char last[2][256];     /* the output's last two non-empty lines */
+	bool build_ca;         /* BUILD_CA is in the root */
 	int64_t stage_start;
 };
 
@@ -785,6 +793,16 @@ static int setup_root(struct builder *b)
 	free(resolv);
 	if (r < 0)
 		return r;
+	char *ca = NULL;
+	size_t cal = 0;
+	if (util_read_file(HOST_CA_BUNDLE, &ca, &cal, &ignored) == 0 && cal > 0 && strlen(ca) == cal) {
+		if (write_root_file(b, BUILD_CA, ca, 0644) < 0) {
+			free(ca);
+			return -EIO;
+		}
+		b->build_ca = true;
+	}
+	free(ca);
 	char proc[PATH_MAX], archives[PATH_MAX], cache_apt[PATH_MAX];
 	root_path(b, "/proc", proc, sizeof(proc));
 	root_path(b, "/var/cache/apt/archives", archives, sizeof(archives));
@@ -1088,8 +1106,16 @@ static char **step_env(struct builder *b, const char *const *extra)
 	bool ok = true;
 	for (size_t i = 0; i < r->n_env && ok; i++)
 		ok = asprintf(&env[k++], "%s=%s", r->env[i].key, r->env[i].value) >= 0;
-	const char *fixed[] = {"PATH=" IMG_PATH, "DEBIAN_FRONTEND=noninteractive", "HOME=/root", NULL};
+	/* Node.js adds NODE_EXTRA_CA_CERTS to its own roots (npm's TLS is
+	 * Node's); nothing else reads it. */
+	char npm_reg[600] = "";
+	if (b->o->npm_registry && *b->o->npm_registry)
+		snprintf(npm_reg, sizeof(npm_reg), "npm_config_registry=%s", b->o->npm_registry);
+	const char *fixed[] = {"PATH=" IMG_PATH, "DEBIAN_FRONTEND=noninteractive", "HOME=/root",
+			       b->build_ca ? "NODE_EXTRA_CA_CERTS=" BUILD_CA : "", npm_reg, NULL};
 	for (size_t i = 0; fixed[i] && ok; i++) {
+		if (!*fixed[i])
+			continue;
 		bool set = false;
 		for (size_t j = 0; j < r->n_env; j++)
 			set |= !strncmp(fixed[i], r->env[j].key, strlen(r->env[j].key)) &&

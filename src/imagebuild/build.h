@@ -48,7 +48,7 @@ typedef void (*img_progress_fn)(const struct img_progress *p, void *ud);
 #define IMG_DEFAULT_CACHE_DIR "/var/cache/tessera/images"
 #define IMG_DEFAULT_MIRROR "http://deb.debian.org/debian"
 /* The images' configuration (docs/images.md, "images.conf"): pip_index,
- * mirror, security_mirror, cache_dir; the flags of `tessera image build`
+ * npm_registry, mirror, security_mirror, cache_dir; the flags of `tessera image build`
  * win over it. */
 #define IMG_DEFAULT_CONFIG "/etc/tessera/images.conf"
 /* Where a build's site files are seen in the chroot (read-only). */
@@ -67,6 +67,10 @@ struct img_build_opts {
 	 * https://) for recipes with pip; NULL: none, such recipes cannot be
 	 * built. */
 	const char *pip_index;
+	/* The site's npm registry (http:// or https://) for the run steps'
+	 * npm, as npm_config_registry; NULL: npm's default
+	 * (https://registry.npmjs.org). */
+	const char *npm_registry;
 	/* The images' configuration file, named where a message says where
 	 * pip_index can be set; NULL: IMG_DEFAULT_CONFIG. */
 	const char *config_path;

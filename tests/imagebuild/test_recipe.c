@@ -299,6 +299,9 @@ TEST(shipped_recipes)
 		 "debian13", "jupyter:http:8081,mlflow-ui:http:5000,sshd:tcp:2200", "python-pytorch", "12.4"},
 		{"images/python-tensorflow/3.13-tf2.20.recipe", "tessera/python-tensorflow:3.13-tf2.20", "debian13",
 		 "jupyter:http:8081,mlflow-ui:http:5000,sshd:tcp:2200", "python-tensorflow", "12.5"},
+		/* VS Code and SSH: code-server from npm, and the runner's sshd. */
+		{"images/code-server/4.100-node20.recipe", "tessera/code-server:4.100-node20", "debian13",
+		 "vscode:http:8180,sshd:tcp:2200", "code-server", NULL},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		char path[512], ref[256];
@@ -479,6 +482,7 @@ TEST(shipped_apps_have_service_defs)
 	}
 	globfree(&g);
 	CHECK(with_apps >= 2);   /* the check saw the MLflow images */
+	CHECK(g.gl_pathc >= 7);  /* and the code-server image */
 
 	/* The check itself: an app without its definition, a preopen one, a
 	 * definition of another app; jupyter needs none. */
