@@ -232,8 +232,23 @@ try {
     await dlg.locator('.app-button').first().waitFor({ timeout: WAIT });
     await page.waitForFunction(() => document.activeElement?.classList.contains('app-button'), null, { timeout: WAIT })
       .catch(async () => { throw new Error(`the focus is on ${await page.evaluate(() => document.activeElement?.outerHTML.slice(0, 80))}`); });
-    await page.keyboard.press('Escape');
-    await dlg.waitFor({ state: 'hidden', timeout: WAIT });
+  });
+
+  await step('the terminal\'s tab is named after its session, not "Tessera terminal" for every one', async () => {
+    const dlg = page.getByRole('dialog', { name: 'Apps of logger' });
+    try {
+      const [tab] = await Promise.all([
+        ctx.waitForEvent('page', { timeout: WAIT }),
+        dlg.getByRole('button', { name: 'Terminal', exact: true }).click(),
+      ]);
+      await tab.waitForURL((u) => u.protocol === 'http:' || u.protocol === 'https:', { timeout: WAIT });
+      await tab.waitForFunction(() => document.querySelector('.xterm'), null, { timeout: WAIT });
+      const title = await tab.title();
+      await tab.close();
+      if (title !== 'logger · Tessera terminal') throw new Error(`the tab's title is '${title}'`);
+    } finally {
+      if (await dlg.count()) { await page.keyboard.press('Escape'); await dlg.waitFor({ state: 'hidden', timeout: WAIT }); }
+    }
   });
 
   // ---- The launch dialog (issue 28, item 6). ----

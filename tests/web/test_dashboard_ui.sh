@@ -43,7 +43,8 @@ ui_demo_image "$CPU_DEMO" ai.backend.kernelspec=1 ai.backend.base-distro=debian1
 	tessera.family=ui-demo-cpu-min 'tessera.title="CPU only"' 'tessera.frameworks="python=3.11.2"'
 check "the demo images are there" docker image inspect -f . "$GPU_DEMO" "$CPU_DEMO" >/dev/null
 
-start_server --mock-gpus 1x8GiB --fgpu-per-device 2 || { e2e_done; exit 1; }
+# App ports: the terminal is opened once, for its tab's title.
+start_server --mock-gpus 1x8GiB --fgpu-per-device 2 --app-ports "$(e2e_free_port_range 8)" || { e2e_done; exit 1; }
 web_url=$(sed -n 's/^web_url *= *//p' "$TESSERA_CONFIG")
 password=$(sed -n 's/^password *= *//p' "$TESSERA_CONFIG")
 check "admin.conf has web_url ($web_url)" [ -n "$web_url" ]
