@@ -287,7 +287,7 @@ export function LaunchDialog(props: {
   // containers start and end together), whatever the type's default.
   const preemptOn = perContainer ? false : preemptible ?? batch;
   const blocked = problems.cpu ?? problems.mem ?? problems.fgpu ?? problems.count ?? problems.cluster ?? problems.command ?? problems.priority ??
-    (!(typed.trim() || ref) ? 'Choose an environment and a version, or type an image name.' : null);
+    (!(typed.trim() || ref) ? (envs.length ? 'Choose an environment and a version, or type an image name.' : 'Type an image name.') : null);
 
   // Picking from the lists is a choice over a name typed before.
   const pickFamily = (f: Family) => {
@@ -345,6 +345,11 @@ export function LaunchDialog(props: {
       if (first) {
         setFamily(first.family);
         setRef(prev && prev.images.some((i) => i.ref === last.ref) ? last.ref! : first.images[0].ref);
+      } else {
+        // Nothing to offer: no choice of an earlier opening stays behind
+        // (it would be launched, unseen, from an empty dialog).
+        setFamily('');
+        setRef('');
       }
     }).catch(() => { setCatalog([]); setCatalogRead(true); });   // no catalog: the free field takes any name
     api.config().then((c) => {
