@@ -74,6 +74,7 @@ async function closeLaunch(page, dlg) {
   await dlg.getByRole('button', { name: 'Cancel', exact: true }).click();
   await dlg.waitFor({ state: 'hidden', timeout: WAIT });
 }
+const launchButton = (dlg) => dlg.getByRole('button', { name: 'Launch', exact: true });
 const tileUsed = (page, res) => page.locator(`.res-tile[data-resource="${res}"] .res-used strong`).textContent();
 
 const ctx = await chromium.launchPersistentContext(env('PROFILE_DIR'), {
@@ -366,6 +367,9 @@ try {
       await empty.waitFor({ timeout: WAIT });
       const text = await empty.textContent();
       if (!text.includes('No environments yet') || !text.includes('tessera image build')) throw new Error(`the empty state says '${text}'`);
+      // Nothing chosen behind it: Launch waits for a name typed.
+      if (!await launchButton(dlg).isDisabled()) throw new Error('Launch is on in an empty dialog (an earlier choice left behind)');
+      await shots(page, 'launch_empty', ['light']);
       await closeLaunch(page, dlg);
     } finally {
       await page.unroute('**/api/v1/images');
