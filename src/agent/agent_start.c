@@ -341,12 +341,14 @@ static int plan_app_secret(struct agent *a, struct plan *p, const char *sid, con
 	return 0;
 }
 
-/* A cluster session's SSH key pair in files of the session's directory
- * (the key 0400, root's), mounted read-only at AGENT_CLUSTER_SSH_TARGET
- * for the runner, which reads them before it drops to the work user and
- * gives them to it (src/runner/cluster.h). */
-static int plan_cluster_ssh(struct agent *a, struct plan *p, const char *sid, const struct session_spec_cluster *c,
-			    struct terr *err)
+/* The session's SSH files in its directory (the key 0400, root's),
+ * mounted read-only at AGENT_CLUSTER_SSH_TARGET for the runner, which
+ * reads them before it drops to the work user and gives them to it
+ * (src/runner/cluster.h): the session's key pair (its sshd's host key,
+ * and a cluster session's containers' key to each other) and the
+ * owner's public keys, the sshd's authorized keys. */
+static int plan_session_ssh(struct agent *a, struct plan *p, const char *sid, const char *key, const char *pub,
+			    const char *authorized, struct terr *err)
 {
 	char dir[PATH_MAX], path[PATH_MAX + 32];
 	int rc;
@@ -358,7 +360,8 @@ static int plan_cluster_ssh(struct agent *a, struct plan *p, const char *sid, co
 	if ((rc = util_mkdir_p(dir, 0755, err)) < 0)
 		return rc;
 	const struct { const char *name, *text; mode_t mode; } files[] = {
-		{"id_ed25519", c->ssh_key, 0400}, {"id_ed25519.pub", c->ssh_pub, 0444},
+		{"id_ed25519", key, 0400}, {"id_ed25519.pub", pub, 0444},
+		{"authorized_keys", authorized ? authorized : "", 0444},
 	};
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
 		snprintf(path, sizeof(path), "%s/%s", dir, files[i].name);
@@ -557,8 +560,14 @@ int agent_start_session_timed(struct agent *a, json_t *spec, char cid[RT_ID_MAX]
 		goto out;
 	if (sp.app_secret && (rc = plan_app_secret(a, &p, id, sp.app_secret, err)) < 0)
 		goto out;
-	if (cl && cl->ssh_key && (rc = plan_cluster_ssh(a, &p, id, cl, err)) < 0)
+	/* From the ssh part, or from the cluster part of a manager that
+	 * sends only that one. */
+	if (sp.ssh.key) {
+		if ((rc = plan_session_ssh(a, &p, id, sp.ssh.key, sp.ssh.pub, sp.ssh.authorized_keys, err)) < 0)
+			goto out;
+	} else if (cl && cl->ssh_key && (rc = plan_session_ssh(a, &p, id, cl->ssh_key, cl->ssh_pub, "", err)) < 0) {
 		goto out;
+	}
 	const char *apps = sp.app_secret ? img.apps : NULL;
 	if (p.mounts_overflow) {
 		rc = terr_set(err, E2BIG, "the session needs more than %zu mounts", sizeof(p.mounts) / sizeof(p.mounts[0]));

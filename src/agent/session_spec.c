@@ -57,7 +57,18 @@ json_t *session_spec_to_json(const struct session_spec *s)
 				    json_pack("{s:s?,s:s,s:s?,s:s?,s:I,s:I,s:s?,s:s?}", "session", c->session, "host",
 					      c->host, "mode", c->mode, "hosts", c->hosts, "size", (json_int_t)c->size,
 					      "rank", (json_int_t)c->rank, "ssh_key", c->ssh_key, "ssh_pub", c->ssh_pub));
+	const struct session_spec_ssh *k = &s->ssh;
+	if (k->key)
+		json_object_set_new(spec, "ssh", json_pack("{s:s,s:s?,s:s?}", "key", k->key, "pub", k->pub,
+							   "authorized_keys", k->authorized_keys));
 	return spec;
+}
+
+/* An OpenSSH Ed25519 key pair as the manager writes one. */
+static bool ssh_pair_ok(const char *key, const char *pub)
+{
+	return key && pub && strlen(key) <= 4096 && strlen(pub) <= 1024 && !strncmp(pub, "ssh-ed25519 ", 12) &&
+	       !strchr(pub, '\n') && !strncmp(key, "-----BEGIN OPENSSH PRIVATE KEY-----\n", 36);
 }
 
 /* A host name of a cluster session: "main1", "sub1"... */
@@ -122,11 +133,36 @@ static int check_cluster(json_t *c, struct session_spec *out, struct terr *err)
 	if (n != k->size || !own)
 		return terr_set(err, EINVAL, "cluster.hosts must name the %lld containers, cluster.host among them",
 				(long long)k->size);
-	if (k->ssh_key || k->ssh_pub) {
-		if (!k->ssh_key || !k->ssh_pub || strlen(k->ssh_key) > 4096 || strlen(k->ssh_pub) > 1024 ||
-		    strncmp(k->ssh_pub, "ssh-ed25519 ", 12) || strchr(k->ssh_pub, '\n') ||
-		    strncmp(k->ssh_key, "-----BEGIN OPENSSH PRIVATE KEY-----\n", 36))
-			return terr_set(err, EINVAL, "cluster.ssh_key and ssh_pub must be an OpenSSH Ed25519 key pair");
+	if ((k->ssh_key || k->ssh_pub) && !ssh_pair_ok(k->ssh_key, k->ssh_pub))
+		return terr_set(err, EINVAL, "cluster.ssh_key and ssh_pub must be an OpenSSH Ed25519 key pair");
+	return 0;
+}
+
+/* The SSH part: its files are written for the session's sshd, so the
+ * key must be a key pair, and the authorized keys lines of printable
+ * text without authorized_keys options (each begins with its type). */
+static int check_ssh(json_t *j, struct session_spec *out, struct terr *err)
+{
+	if (!j || json_is_null(j))
+		return 0;
+	struct session_spec_ssh *k = &out->ssh;
+	k->key = json_string_value(json_object_get(j, "key"));
+	k->pub = json_string_value(json_object_get(j, "pub"));
+	k->authorized_keys = json_string_value(json_object_get(j, "authorized_keys"));
+	if (!json_is_object(j) || !ssh_pair_ok(k->key, k->pub))
+		return terr_set(err, EINVAL, "ssh.key and ssh.pub must be an OpenSSH Ed25519 key pair");
+	const char *a = k->authorized_keys ? k->authorized_keys : "";
+	if (strlen(a) > SESSION_SPEC_SSH_AUTH_MAX)
+		return terr_set(err, EINVAL, "ssh.authorized_keys is over %d bytes", SESSION_SPEC_SSH_AUTH_MAX);
+	for (const char *line = a; *line;) {
+		size_t len = strcspn(line, "\n");
+		if (strncmp(line, "ssh-", 4) && strncmp(line, "ecdsa-", 6) && strncmp(line, "sk-", 3))
+			return terr_set(err, EINVAL, "ssh.authorized_keys must be public key lines, each beginning "
+					"with its type");
+		for (size_t i = 0; i < len; i++)
+			if ((unsigned char)line[i] < 0x20 || line[i] == 0x7f)
+				return terr_set(err, EINVAL, "ssh.authorized_keys holds a control character");
+		line += len + (line[len] == '\n');
 	}
 	return 0;
 }
@@ -237,7 +273,8 @@ int session_spec_from_json(json_t *spec, const struct session_spec_node *node, s
 		return terr_set(err, EINVAL, "session spec needs id, name, image and resources");
 	if (check_mounts(json_object_get(spec, "mounts"), node, out, err) < 0)
 		return -EINVAL;
-	if (check_cluster(json_object_get(spec, "cluster"), out, err) < 0)
+	if (check_cluster(json_object_get(spec, "cluster"), out, err) < 0 ||
+	    check_ssh(json_object_get(spec, "ssh"), out, err) < 0)
 		return -EINVAL;
 	/* The id names the session's directory under data_dir. */
 	if (model_validate_name(id, "session id", err) < 0 || model_validate_name(name, "session name", err) < 0)

@@ -50,6 +50,18 @@ struct session_spec_cluster {
 	const char *ssh_pub;          /* its public key line, "ssh-ed25519 BASE64 COMMENT" */
 };
 
+/* SSH into the session (docs/user-guide.md, "Working from your own
+ * machine"): the session's key pair, its sshd's host key (a cluster
+ * session's containers also log in to each other with it), and the
+ * owner's public keys, for its authorized keys. key NULL: none (an older
+ * manager, or a session made before). */
+#define SESSION_SPEC_SSH_AUTH_MAX 16384
+struct session_spec_ssh {
+	const char *key;              /* OpenSSH private key (Ed25519) */
+	const char *pub;              /* "ssh-ed25519 BASE64 COMMENT" */
+	const char *authorized_keys;  /* the owner's public key lines; may be "" */
+};
+
 /* Strings and env are borrowed: from the JSON that session_spec_from_json
  * read, or from whatever the writer points them at. */
 struct session_spec {
@@ -67,6 +79,7 @@ struct session_spec {
 	const struct session_spec_mount *mounts;
 	size_t n_mounts;
 	struct session_spec_cluster cluster;
+	struct session_spec_ssh ssh;
 	/* Where session_spec_from_json keeps the lists it read (gpus and
 	 * mounts point here then); a writer points them at its own. */
 	struct session_spec_gpu gpu_buf[SESSION_SPEC_MAX_GPUS];
@@ -82,7 +95,8 @@ struct session_spec {
  * out when NULL, batch when false, mounts when there are none, a device's
  * sm_limit_percent when 0: what an older agent reads as before. A cluster
  * session's container adds "cluster":{"session","host","mode","hosts",
- * "size","rank","ssh_key","ssh_pub"}. */
+ * "size","rank","ssh_key","ssh_pub"}; a session with SSH keys
+ * "ssh":{"key","pub","authorized_keys"}. */
 json_t *session_spec_to_json(const struct session_spec *spec);
 
 /* What the reading agent checks against its own node while it reads a

@@ -27,6 +27,10 @@ int cmd_image_build(int argc, char **argv);
 int cmd_session_apps(int argc, char **argv);
 int cmd_session_app(int argc, char **argv);
 int cmd_session_shell(int argc, char **argv);
+/* session_ssh.c: SSH into a session through the app proxy. */
+int cmd_session_ssh(int argc, char **argv);
+int cmd_session_ssh_config(int argc, char **argv);
+int cmd_session_ssh_proxy(int argc, char **argv);
 /* `tessera session stats` (session_stats.c). */
 int cmd_session_stats(int argc, char **argv);
 /* "/v1/sessions/<escaped ref><suffix>", with ?owner= (or &owner= when

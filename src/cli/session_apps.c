@@ -19,6 +19,7 @@
 
 #include "cli/cli.h"
 #include "cli/client.h"
+#include "cli/session_apps.h"
 #include "cli/table.h"
 #include "common/wsconn.h"
 
@@ -178,9 +179,7 @@ out:
 
 /* ---- app ------------------------------------------------------------- */
 
-/* POST /v1/sessions/{ref}/apps/{app}: the manager's answer (owned) with
- * its `url` checked to be a string. */
-static int apps_open(const struct api_client *c, const char *ref, const char *owner, const char *app,
+int cli_apps_open(const struct api_client *c, const char *ref, const char *owner, const char *app,
 		     json_t **reply, struct terr *err)
 {
 	*reply = NULL;
@@ -272,7 +271,7 @@ int cmd_session_app(int argc, char **argv)
 	struct terr err = {0};
 	json_t *reply = NULL;
 	int rc = CLI_EXIT_OK;
-	if (cli_connect(&cfg, &c, &err) < 0 || apps_open(&c, ref, owner, which, &reply, &err) < 0) {
+	if (cli_connect(&cfg, &c, &err) < 0 || cli_apps_open(&c, ref, owner, which, &reply, &err) < 0) {
 		rc = cli_fail("%s", err.msg);
 	} else if (as_json) {
 		cli_print_json(reply);
@@ -567,9 +566,7 @@ lost:
 	end->code = SHELL_EXIT_LOST;
 }
 
-/* Redeems the terminal's one-time URL with the proxy: its cookie into
- * *cookie (malloc'd). */
-static int shell_setup(const struct wsconn_url *u, char **cookie, struct terr *err)
+int cli_app_setup(const struct wsconn_url *u, char **cookie, struct terr *err)
 {
 	int status;
 	char *head = NULL, *body = NULL;
@@ -579,7 +576,7 @@ static int shell_setup(const struct wsconn_url *u, char **cookie, struct terr *e
 	char text[300];
 	wsconn_page_text(body, strlen(body), text, sizeof(text));
 	if (status == 403)
-		r = terr_set(err, EACCES, "the app proxy refused the terminal's URL: %s", text[0] ? text : "403 Forbidden");
+		r = terr_set(err, EACCES, "the app proxy refused the app's URL: %s", text[0] ? text : "403 Forbidden");
 	else if (status < 200 || status >= 400)
 		r = terr_set(err, EPROTO, "the app proxy answered %d%s%s", status, text[0] ? ": " : "", text);
 	else if (wsconn_setup_cookie(head, strlen(head), cookie, err) < 0)
@@ -655,8 +652,8 @@ int cmd_session_shell(int argc, char **argv)
 	struct wsconn ws = {.fd = -1};
 	int pipefd[2] = {-1, -1};
 	int rc;
-	if (cli_connect(&cfg, &c, &err) < 0 || apps_open(&c, argv[optind], owner, "terminal", &reply, &err) < 0 ||
-	    wsconn_parse_url(cli_json_str(reply, "url", ""), &u, &err) < 0 || shell_setup(&u, &cookie, &err) < 0 ||
+	if (cli_connect(&cfg, &c, &err) < 0 || cli_apps_open(&c, argv[optind], owner, "terminal", &reply, &err) < 0 ||
+	    wsconn_parse_url(cli_json_str(reply, "url", ""), &u, &err) < 0 || cli_app_setup(&u, &cookie, &err) < 0 ||
 	    shell_connect(&ws, &u, cookie, &err) < 0) {
 		rc = cli_fail("%s", err.msg);
 		goto out;

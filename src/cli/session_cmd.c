@@ -1195,6 +1195,10 @@ static const struct cli_verb session_verbs[] = {
 	{"apps", cmd_session_apps, "apps NAME [--json]", "list a session's apps (terminal, jupyter...)"},
 	{"app", cmd_session_app, "app NAME APP|--port N", "open an app: print a one-time URL for a browser"},
 	{"shell", cmd_session_shell, "shell NAME", "an interactive shell in a running session"},
+	{"ssh", cmd_session_ssh, "ssh NAME [-- CMD...]", "log in with OpenSSH's ssh (your keys: tessera user keys)"},
+	{"ssh-config", cmd_session_ssh_config, "ssh-config NAME",
+	 "an OpenSSH Host block: ssh, scp, sftp, rsync and VS Code reach the session"},
+	{"ssh-proxy", cmd_session_ssh_proxy, "ssh-proxy NAME", "the ProxyCommand of that block (stdin/stdout to sshd)"},
 	{"stats", cmd_session_stats, "stats NAME [--watch] [--json]",
 	 "live CPU, memory, GPU, network and block I/O use of a session"},
 };

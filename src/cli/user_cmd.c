@@ -1,6 +1,7 @@
 /* `tessera user ...` (admins: the users over /v1/users) and `tessera key
  * ...` (everyone: their own API keys over /v1/keypairs); docs/admin.md,
  * "Users", and docs/user-guide.md, "API keys". */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -346,7 +347,118 @@ static int user_reset_password(int argc, char **argv)
 	return rc;
 }
 
+/* ---------- tessera user keys: the caller's SSH public keys ---------- */
+
+static int ukeys_ls(int argc, char **argv)
+{
+	struct uopts o;
+	bool done;
+	int rc = parse("user keys", "ls", argc, argv, BIT(O_JSON), 0, "ls [--json]", &o, &done);
+	if (done)
+		return rc;
+	json_t *reply = NULL;
+	rc = cli_call("GET", "/v1/ssh-keys", NULL, &reply);
+	json_t *keys = json_object_get(reply, "keys");
+	if (rc == CLI_EXIT_OK && !json_is_array(keys)) {
+		rc = cli_fail("unexpected answer from the manager: no 'keys' array");
+	} else if (rc == CLI_EXIT_OK && o.json) {
+		cli_print_json(keys);
+	} else if (rc == CLI_EXIT_OK) {
+		static const char *const h[] = {"id", "type", "fingerprint", "comment"};
+		struct cli_table *t = cli_table_new(4, h);
+		size_t i;
+		json_t *k;
+		json_array_foreach(keys, i, k) {
+			const char *row[] = {str(k, "id"), str(k, "type"), str(k, "fingerprint"), str(k, "comment")};
+			if (t && cli_table_add(t, row) < 0)
+				break;
+		}
+		if (!t)
+			rc = cli_fail("out of memory");
+		else if (!json_array_size(keys))
+			printf("no SSH keys: add one with 'tessera user keys add ~/.ssh/id_ed25519.pub'\n");
+		else
+			cli_table_print(t, stdout);
+		cli_table_free(t);
+	}
+	json_decref(reply);
+	return rc;
+}
+
+static int ukeys_add(int argc, char **argv)
+{
+	struct uopts o;
+	bool done;
+	int rc = parse("user keys", "add", argc, argv, 0, 1, "add FILE (a public key, e.g. ~/.ssh/id_ed25519.pub; - for stdin)",
+		       &o, &done);
+	if (done)
+		return rc;
+	FILE *f = strcmp(o.args[0], "-") ? fopen(o.args[0], "r") : stdin;
+	if (!f)
+		return cli_fail("cannot read %s: %s", o.args[0], strerror(errno));
+	char text[8192];
+	size_t n = fread(text, 1, sizeof(text) - 1, f);
+	bool too_long = n == sizeof(text) - 1 && !feof(f);
+	if (f != stdin)
+		fclose(f);
+	if (too_long)
+		return cli_fail("%s is not a public key: it is over %zu bytes", o.args[0], sizeof(text) - 1);
+	text[n] = '\0';
+	json_t *body = json_pack("{s:s}", "key", text), *reply = NULL;
+	rc = body ? cli_call("POST", "/v1/ssh-keys", body, &reply) : cli_fail("out of memory");
+	if (rc == CLI_EXIT_OK)
+		printf("SSH key %s added (id %s%s%s); sessions started from now on accept it\n",
+		       str(reply, "fingerprint"), str(reply, "id"), str(reply, "comment")[0] ? ", " : "",
+		       str(reply, "comment"));
+	json_decref(body);
+	json_decref(reply);
+	return rc;
+}
+
+static int ukeys_rm(int argc, char **argv)
+{
+	struct uopts o;
+	bool done;
+	int rc = parse("user keys", "rm", argc, argv, 0, 1, "rm ID|FINGERPRINT", &o, &done);
+	if (done)
+		return rc;
+	char *esc = api_escape(o.args[0]), *path = NULL;
+	if (esc && asprintf(&path, "/v1/ssh-keys/%s", esc) < 0)
+		path = NULL;
+	free(esc);
+	json_t *reply = NULL;
+	rc = path ? cli_call("DELETE", path, NULL, &reply) : cli_fail("out of memory");
+	free(path);
+	if (rc == CLI_EXIT_OK)
+		printf("SSH key %s removed; sessions started from now on refuse it (running ones keep it)\n",
+		       str(json_object_get(reply, "removed"), "fingerprint"));
+	json_decref(reply);
+	return rc;
+}
+
+static const struct cli_verb ukeys_verbs[] = {
+	{"ls", ukeys_ls, "ls [--json]", "your SSH public keys"},
+	{"add", ukeys_add, "add FILE", "add a public key (e.g. ~/.ssh/id_ed25519.pub)"},
+	{"rm", ukeys_rm, "rm ID|FINGERPRINT", "remove one of your keys"},
+};
+
+static const struct cli_noun ukeys_noun = {
+	.name = "user keys",
+	.verbs = ukeys_verbs,
+	.n_verbs = CLI_NVERBS(ukeys_verbs),
+	.usage = "usage: tessera user keys <command> [options]\n\n"
+		 "Your SSH public keys: your sessions' sshd accepts them (tessera session ssh).\n\ncommands:\n",
+	.missing = "missing command: ls, add FILE or rm ID",
+	.help_verb = true,
+};
+
+static int user_keys(int argc, char **argv)
+{
+	return cli_dispatch(&ukeys_noun, argc, argv);
+}
+
 static const struct cli_verb user_verbs[] = {
+	{"keys", user_keys, "keys ls|add FILE|rm ID", "your own SSH public keys (every user)"},
 	{"ls", user_ls, "ls [--json]", "every user: role, state, main access key"},
 	{"info", user_info, "info EMAIL [--json]", "a user, their API keys, sessions and folders"},
 	{"create", user_create, "create EMAIL [--admin] [--password-stdin]", "make a user (and their first key)"},

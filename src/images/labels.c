@@ -97,13 +97,16 @@ static bool known_protocol(const char *p)
 }
 
 /* Backend.AI keeps these for its own use in every container: the kernel
- * runner's REPL ports (2000-2003), its SSH (2200) and ttyd (7681). */
-static bool reserved_port(long p)
+ * runner's REPL ports (2000-2003), its SSH (2200) and ttyd (7681). 2200
+ * is the `sshd` app's own here too (the runner's sshd: SSH into the
+ * session, and between a cluster session's containers), so only an
+ * app of that name may declare it. */
+static bool reserved_port(long p, const char *name)
 {
-	return (p >= 2000 && p <= 2003) || p == 2200 || p == 7681;
+	return (p >= 2000 && p <= 2003) || (p == 2200 && strcmp(name, "sshd")) || p == 7681;
 }
 
-static int parse_port(const char *s, size_t len, int *out, struct terr *err)
+static int parse_port(const char *s, size_t len, const char *name, int *out, struct terr *err)
 {
 	if (len == 0 || len > 5)
 		return terr_set(err, EINVAL, "service port '%.*s' is not a number", (int)(len > 16 ? 16 : len), s);
@@ -115,8 +118,9 @@ static int parse_port(const char *s, size_t len, int *out, struct terr *err)
 	}
 	if (v <= 1024 || v > 65535)
 		return terr_set(err, EINVAL, "service port %ld is outside 1025-65535", v);
-	if (reserved_port(v))
-		return terr_set(err, EINVAL, "service port %ld is reserved (2000-2003, 2200 and 7681 are kept for the runtime)", v);
+	if (reserved_port(v, name))
+		return terr_set(err, EINVAL, "service port %ld is reserved (2000-2003, 2200 and 7681 are kept for the runtime; "
+				"2200 is the sshd app's)", v);
 	*out = (int)v;
 	return 0;
 }
@@ -185,7 +189,7 @@ int img_service_ports_parse(const char *value, struct img_service_port *out, siz
 				rc = terr_set(err, EINVAL, "service %s has more than %d ports", sp->name, IMG_MAX_PORTS_PER_SERVICE);
 				break;
 			}
-			if ((rc = parse_port(q, (size_t)(e - q), &sp->ports[sp->n_ports], err)) < 0)
+			if ((rc = parse_port(q, (size_t)(e - q), sp->name, &sp->ports[sp->n_ports], err)) < 0)
 				break;
 			sp->n_ports++;
 			if (e >= qend)

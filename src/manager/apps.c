@@ -2,6 +2,7 @@
  * opening one (its route and a one-time token), and what the proxy asks:
  * redeeming a token and the live routes. The rules of routes and tokens
  * are approutes.c's; this file ties them to sessions, under the lock. */
+#include <openssl/crypto.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -226,6 +227,23 @@ static void route_url(const struct manager *m, const struct approute *r, const c
 		 token ? "__tessera/setup?token=" : "", token ? token : "");
 }
 
+/* What an SSH client needs to log in to s's sshd app (`tessera session
+ * ssh-config`): the session's user and its host key, which the printed
+ * block pins. null for a session made before sessions had SSH keys. */
+static json_t *ssh_json(const struct msession *s)
+{
+	const struct msession *seeded = mgr_session_is_cluster(s) && s->cl_main ? s->cl_main : s;
+	char key[1024], pub[256];
+	if (!seeded->rec.cluster_ssh_seed[0] ||
+	    mgr_cluster_ssh_keys(seeded->rec.cluster_ssh_seed, key, sizeof(key), pub, sizeof(pub)) < 0)
+		return json_null();
+	OPENSSL_cleanse(key, sizeof(key));
+	char alias[48];
+	snprintf(alias, sizeof(alias), "tessera-%.12s", s->rec.id);
+	return json_pack("{s:s,s:s,s:s}", "user", s->rec.run_as_root ? "root" : "work", "host_key", pub, "host_alias",
+			 alias);
+}
+
 /* The apps of s, in order: terminal, then its image's service ports
  * that are apps (img_service_port_is_app: what the agent gives the
  * runner; an image's own "terminal" is the built-in one). */
@@ -246,6 +264,8 @@ static json_t *apps_json(struct manager *m, const struct msession *s)
 	size_t i;
 	json_t *a;
 	json_array_foreach(arr, i, a) {
+		if (!strcmp(json_string_value(json_object_get(a, "name")), "sshd"))
+			json_object_set_new(a, "ssh", ssh_json(s));
 		char target[APPROUTES_TARGET_MAX], url[600];
 		snprintf(target, sizeof(target), "app:%s", json_string_value(json_object_get(a, "name")));
 		const struct approute *r = approutes_find(&m->apps, s->rec.id, target);

@@ -271,7 +271,7 @@ static int hex_bytes(const char *hex, unsigned char *out, size_t n)
 	return 0;
 }
 
-#define KEY_COMMENT "tessera-cluster-session"
+#define KEY_COMMENT "tessera-session"
 
 int mgr_cluster_ssh_keys(const char *seed_hex, char *key, size_t key_n, char *pub, size_t pub_n)
 {

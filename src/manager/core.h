@@ -461,6 +461,18 @@ int mgr_key_create(struct manager *m, const struct user_rec *u, const char *labe
  * *reply {"revoked", "main_replaced"}. */
 int mgr_key_revoke(struct manager *m, const struct user_rec *by, const char *access_key, json_t **reply,
 		   struct terr *err);
+/* ---- SSH public keys (users.c, manager/sshkeys.h; docs/api.md, "SSH keys") ---- */
+
+/* The caller's keys: {"keys": [{"id","type","fingerprint","comment"}], "max"}. */
+json_t *mgr_sshkeys_list(struct manager *m, const struct user_rec *u);
+/* Adds the public key line text to u's: *reply the key's object.
+ * EINVAL (not a public key), EEXIST, EBUSY (SSHKEYS_MAX). Sessions
+ * started from then on have it. */
+int mgr_sshkey_add(struct manager *m, const struct user_rec *u, const char *text, json_t **reply, struct terr *err);
+/* Removes u's key whose id or fingerprint is ref (ENOENT when none). */
+int mgr_sshkey_remove(struct manager *m, const struct user_rec *u, const char *ref, json_t **reply,
+		      struct terr *err);
+
 /* A user's public fields (no secret, no hash). */
 json_t *mgr_user_json(const struct user_rec *u);
 

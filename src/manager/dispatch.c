@@ -119,8 +119,18 @@ static json_t *session_spec(struct manager *m, struct msession *s)
 			spec.cluster.ssh_pub = pub;
 		}
 	}
+	/* SSH into it: the session's key (a cluster's main holds it) and
+	 * the owner's public keys as they are now (docs/user-guide.md,
+	 * "Working from your own machine"). */
+	const struct msession *seeded = mgr_session_is_cluster(s) ? main : s;
+	char skey[1024], spub[256];
+	if (seeded && seeded->rec.cluster_ssh_seed[0] &&
+	    mgr_cluster_ssh_keys(seeded->rec.cluster_ssh_seed, skey, sizeof(skey), spub, sizeof(spub)) == 0)
+		spec.ssh = (struct session_spec_ssh){.key = skey, .pub = spub,
+						     .authorized_keys = owner ? owner->ssh_keys : ""};
 	json_t *out = session_spec_to_json(&spec);
 	OPENSSL_cleanse(key, sizeof(key));
+	OPENSSL_cleanse(skey, sizeof(skey));
 	free(mounts);
 	json_decref(recorded);
 	json_decref(env);

@@ -927,7 +927,10 @@ static struct msession **new_records(const struct user_rec *owner, const struct 
 		s->rec.cluster_idx = member ? (int64_t)member : 1;
 		if (member)
 			util_strlcpy(s->rec.cluster_main, news[made - member]->rec.id, sizeof(s->rec.cluster_main));
-		else if (size > 1 && mgr_cluster_new_seed(s->rec.cluster_ssh_seed, err) < 0)
+		/* The session's SSH key (its sshd's host key, and its
+		 * containers' key to each other): every session's, for
+		 * `tessera session ssh` (docs/user-guide.md). */
+		else if (mgr_cluster_new_seed(s->rec.cluster_ssh_seed, err) < 0)
 			break;
 		util_strlcpy(s->rec.owner_id, owner->id, sizeof(s->rec.owner_id));
 		util_strlcpy(s->rec.image, image, sizeof(s->rec.image));

@@ -27,6 +27,7 @@
 #include "common/log.h"
 #include "common/sign.h"
 #include "common/util.h"
+#include "manager/sshkeys.h"
 #include "manager/state.h"
 #include "auth/pwhash.h"
 
@@ -888,4 +889,63 @@ out:
 	free(o.users);
 	explicit_bzero(generated, sizeof(generated));
 	return rc;
+}
+
+/* ---------- SSH public keys (every user, their own) ---------- */
+
+json_t *mgr_sshkeys_list(struct manager *m, const struct user_rec *u)
+{
+	pthread_mutex_lock(&m->mu);
+	const struct user_rec *me = mgr_find_user(m, u->id);
+	json_t *reply = json_pack("{s:o,s:i}", "keys", sshkeys_json(me ? me->ssh_keys : ""), "max", SSHKEYS_MAX);
+	pthread_mutex_unlock(&m->mu);
+	return reply;
+}
+
+/* Adds (text) or removes (ref) one of u's SSH keys: the store first,
+ * then memory, as every change of a user. */
+static int sshkeys_change(struct manager *m, const struct user_rec *u, const char *text, const char *ref,
+			  json_t **reply, struct terr *err)
+{
+	struct sshkey_info k;
+	pthread_mutex_lock(&m->mu);
+	struct user_rec *me = (struct user_rec *)mgr_find_user(m, u->id);
+	if (!me) {
+		pthread_mutex_unlock(&m->mu);
+		return terr_set(err, ENOENT, "your account was removed");
+	}
+	struct user_rec *next = malloc(sizeof(*next));   /* 16 KB of keys: off the stack */
+	if (!next) {
+		pthread_mutex_unlock(&m->mu);
+		return terr_set(err, ENOMEM, "out of memory");
+	}
+	*next = *me;
+	int rc = text ? sshkeys_add(next->ssh_keys, sizeof(next->ssh_keys), text, &k, err)
+		      : sshkeys_remove(next->ssh_keys, ref, &k, err);
+	if (rc == 0)
+		rc = m->so->user_put(m->store, next, err);
+	if (rc == 0) {
+		pthread_rwlock_wrlock(&m->users_mu);
+		memcpy(me->ssh_keys, next->ssh_keys, sizeof(me->ssh_keys));
+		pthread_rwlock_unlock(&m->users_mu);
+		*reply = json_pack("{s:s,s:s,s:s,s:s}", "id", k.id, "type", k.type, "fingerprint", k.fingerprint,
+				   "comment", k.comment);
+	}
+	pthread_mutex_unlock(&m->mu);
+	free(next);
+	if (rc == 0)
+		log_info("manager", "%s %s SSH key %s%s%s", u->email, text ? "added" : "removed", k.fingerprint,
+			 k.comment[0] ? " " : "", k.comment);
+	return rc;
+}
+
+int mgr_sshkey_add(struct manager *m, const struct user_rec *u, const char *text, json_t **reply, struct terr *err)
+{
+	return sshkeys_change(m, u, text ? text : "", NULL, reply, err);
+}
+
+int mgr_sshkey_remove(struct manager *m, const struct user_rec *u, const char *ref, json_t **reply,
+		      struct terr *err)
+{
+	return sshkeys_change(m, u, NULL, ref ? ref : "", reply, err);
 }

@@ -432,6 +432,21 @@ static void handle_request(struct conn *c)
 	c->b.direct_len = r->direct_len;
 	if (!same)
 		c->direct_off = false;
+	/* CONNECT: a byte tunnel to the app (what `tessera session
+	 * ssh-proxy` opens to the sshd app): never to the terminal, whose
+	 * runner side speaks HTTP, and always on a runner connection of its
+	 * own. */
+	if (rq->connect) {
+		if (!strcmp(r->target, "app:terminal")) {
+			conn_refuse(c, 400, "Bad request", "The terminal is not reached by CONNECT: open it in a browser.");
+			return;
+		}
+		if (c->up)
+			up_close(c);
+		c->up_tries = 0;
+		up_connect(c);
+		return;
+	}
 	if (!strcmp(r->target, "app:terminal") && !path_is(rq->target, "/ws")) {
 		if (c->up) {
 			/* Served by the proxy while the runner still answers an

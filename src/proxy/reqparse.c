@@ -179,6 +179,13 @@ static enum reqp_event parse_head(struct reqparse *p)
 	}
 	if (r->minor == 0 && !keep_alive)
 		r->close = true;
+	/* CONNECT: after its head the bytes are the tunnel's, as after an
+	 * upgrade; it has no body whatever its headers say. */
+	if (!strcmp(r->method, "CONNECT")) {
+		r->connect = r->upgrade = true;
+		r->chunked = false;
+		r->content_length = 0;
+	}
 	return REQP_HEAD;
 }
 

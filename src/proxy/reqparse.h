@@ -48,7 +48,8 @@ struct reqp_request {
 	const char *names[REQP_MAX_HEADERS];
 	const char *values[REQP_MAX_HEADERS];  /* trimmed */
 	bool chunked;
-	bool upgrade;             /* an Upgrade header: bytes are raw after the head */
+	bool upgrade;             /* an Upgrade header or CONNECT: bytes are raw after the head */
+	bool connect;             /* CONNECT: a tunnel to the app's port (docs/apps.md) */
 	bool close;               /* Connection: close, or HTTP/1.0 without keep-alive */
 	uint64_t content_length;
 };

@@ -112,7 +112,15 @@ static void up_answered(struct conn *c, const char *line)
 	c->up_tries = 0;
 	if (!strcmp(line, "OK")) {
 		u->open = true;
-		up_forward_head(c);
+		if (c->rp.req.connect) {
+			/* The tunnel is open (its 200 went out before the app's
+			 * first bytes, on_up_read): nothing of the head goes on. */
+			reqparse_release_head(&c->rp);
+			c->phase = PH_RAW;
+			conn_arm_timer(c);
+		} else {
+			up_forward_head(c);
+		}
 		up_start_reading(c);
 		conn_update_reading(c);
 		conn_process(c);
@@ -215,6 +223,10 @@ static void on_up_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 		memcpy(line, u->line, u->line_len + 1);
 		size_t rest = (size_t)n - i - 1;
 		bool ok = !strcmp(line, "OK");
+		if (ok && c->rp.req.connect) {
+			static const char est[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+			conn_write_copy(c, true, est, sizeof(est) - 1);
+		}
 		if (ok && rest)
 			conn_write_copy(c, true, buf->base + i + 1, rest);
 		free(buf->base);

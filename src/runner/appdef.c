@@ -354,3 +354,25 @@ oom:
 	appdef_service_free(out);
 	return terr_set(err, ENOMEM, "out of memory");
 }
+
+int appdef_builtin_sshd(const char *sshd, const char *config, int port, struct app_service *out, struct terr *err)
+{
+	char portarg[16];
+	snprintf(portarg, sizeof(portarg), "%d", port);
+	/* -D: a child of the runner, supervised as any app; -e: its errors
+	 * in the session's log; -p: the declared port over the file's. */
+	const char *argv[] = {sshd, "-D", "-e", "-f", config, "-p", portarg};
+	size_t n = sizeof(argv) / sizeof(argv[0]);
+	memset(out, 0, sizeof(*out));
+	out->argv = calloc(n + 1, sizeof(char *));
+	out->env = calloc(1, sizeof(char *));
+	if (!out->argv || !out->env)
+		goto oom;
+	for (size_t i = 0; i < n; i++)
+		if (!(out->argv[i] = strdup(argv[i])))
+			goto oom;
+	return 0;
+oom:
+	appdef_service_free(out);
+	return terr_set(err, ENOMEM, "out of memory");
+}

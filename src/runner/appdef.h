@@ -79,6 +79,11 @@ int appdef_parse_service(const char *json, size_t len, int port, struct app_serv
  * has `jupyter` on its PATH (have_jupyter), else `python3 -m notebook`. */
 int appdef_builtin_jupyter(bool have_jupyter, int port, struct app_service *out, struct terr *err);
 
+/* The built-in definition of `sshd` (SSH into the session, docs/
+ * user-guide.md): the image's sshd binary run in the foreground with the
+ * configuration the runner wrote (src/runner/cluster.h), on port. */
+int appdef_builtin_sshd(const char *sshd, const char *config, int port, struct app_service *out, struct terr *err);
+
 void appdef_service_free(struct app_service *s);
 
 #endif

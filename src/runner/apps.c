@@ -1,4 +1,5 @@
 #include "runner/apps.h"
+#include "runner/cluster.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -161,6 +162,20 @@ static int app_service(const struct app *a, struct app_service *s, struct terr *
 	if (fd < 0 && errno == ENOENT) {
 		if (!strcmp(a->decl.name, "jupyter"))
 			return appdef_builtin_jupyter(on_path("jupyter"), a->decl.port, s, err);
+		if (!strcmp(a->decl.name, "sshd")) {
+			/* The runner wrote its configuration at start when the
+			 * agent gave the session its SSH files. */
+			const char *home = getenv("HOME");
+			char conf[512];
+			snprintf(conf, sizeof(conf), "%s/" CLUSTER_SSHD_CONFIG, home && *home ? home : "");
+			if (access(CLUSTER_SSHD, X_OK) < 0)
+				return terr_set(err, ENOENT, "sshd cannot be started: the image has no %s (Debian's "
+						"openssh-server)", CLUSTER_SSHD);
+			if (access(conf, R_OK) < 0)
+				return terr_set(err, ENOENT, "sshd cannot be started: this session has no SSH keys "
+						"(it was made before Tessera gave sessions SSH; start a new one)");
+			return appdef_builtin_sshd(CLUSTER_SSHD, conf, a->decl.port, s, err);
+		}
 		return terr_set(err, ENOENT, "%s cannot be started: the image has no %s", a->decl.name, path);
 	}
 	if (fd < 0)

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdbool.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -40,6 +41,10 @@ void cluster_ssh_read(const char *dir, struct cluster_ssh *k)
 	bool ok = read_small(path, k->key, sizeof(k->key));
 	snprintf(path, sizeof(path), "%s/id_ed25519.pub", dir);
 	ok = ok && read_small(path, k->pub, sizeof(k->pub));
+	/* The owner's keys: absent from an older agent's files. */
+	snprintf(path, sizeof(path), "%s/authorized_keys", dir);
+	if (ok && !read_small(path, k->owner_keys, sizeof(k->owner_keys)))
+		k->owner_keys[0] = '\0';
 	/* One line: the public key as the agent wrote it. */
 	char *nl = strchr(k->pub, '\n');
 	if (nl)
@@ -187,12 +192,43 @@ pid_t cluster_ssh_start(struct cluster_ssh *k, const char *home, const char *hos
 		runner_log("tessera-runner: cannot make %s: %s", dir, strerror(errno));
 		goto out;
 	}
+	bool cluster = hosts && *hosts;
 	snprintf(text, sizeof(text), "%s\n", k->pub);
-	if (!write_file(key, k->key, 0600) || !write_file(auth, text, 0600))
+	if (!write_file(key, k->key, 0600))
 		goto out;
 	snprintf(path, sizeof(path), "%s.pub", key);
 	if (!write_file(path, text, 0644))
 		goto out;
+	/* Who may log in: the session's own key (its other containers) and
+	 * its owner's keys as they were when it started. */
+	char *auth_text = malloc(sizeof(k->owner_keys) + sizeof(k->pub) + 2);
+	if (!auth_text)
+		goto out;
+	snprintf(auth_text, sizeof(k->owner_keys) + sizeof(k->pub) + 2, "%s\n%s", k->pub, k->owner_keys);
+	bool auth_ok = write_file(auth, auth_text, 0600);
+	free(auth_text);
+	if (!auth_ok)
+		goto out;
+	snprintf(path, sizeof(path), "%s/environment", ssh);
+	if (!write_environment(path))
+		goto out;
+	/* As root, sshd wants its privilege separation directory. */
+	if (root && mkdir("/run/sshd", 0755) < 0 && errno != EEXIST)
+		runner_log("tessera-runner: cannot make /run/sshd: %s", strerror(errno));
+	if (!cluster) {
+		/* One container: sshd is the `sshd` app, reached through the
+		 * runner on 127.0.0.1 only. */
+		snprintf(text, sizeof(text),
+			 "# sshd of this session (written by tessera-runner; started as its sshd app)\n"
+			 "Port %d\nListenAddress 127.0.0.1\nHostKey %s\nAuthorizedKeysFile %s\n"
+			 "PubkeyAuthentication yes\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n"
+			 "UsePAM no\nPermitUserEnvironment yes\nPidFile none\nLogLevel ERROR\n"
+			 "Subsystem sftp internal-sftp\n",
+			 CLUSTER_SSH_PORT, key, auth);
+		if (write_file(conf, text, 0600))
+			pid = 0;
+		goto out;
+	}
 	if (cluster_ssh_known_hosts(hosts, k->pub, text, sizeof(text)) < 0 || !write_file(known, text, 0644))
 		goto out;
 	/* The user's own client configuration is theirs: ours only where
@@ -206,9 +242,6 @@ pid_t cluster_ssh_start(struct cluster_ssh *k, const char *home, const char *hos
 		if (!write_file(path, text, 0644))
 			goto out;
 	}
-	snprintf(path, sizeof(path), "%s/environment", ssh);
-	if (!write_environment(path))
-		goto out;
 	snprintf(text, sizeof(text),
 		 "# sshd of this cluster session's container (written by tessera-runner)\n"
 		 "Port %d\nHostKey %s\nAuthorizedKeysFile %s\nPubkeyAuthentication yes\n"
@@ -222,9 +255,6 @@ pid_t cluster_ssh_start(struct cluster_ssh *k, const char *home, const char *hos
 			   "containers cannot reach each other over SSH", CLUSTER_SSHD);
 		goto out;
 	}
-	/* As root, sshd wants its privilege separation directory. */
-	if (root && mkdir("/run/sshd", 0755) < 0 && errno != EEXIST)
-		runner_log("tessera-runner: cannot make /run/sshd: %s", strerror(errno));
 	pid = fork();
 	if (pid < 0) {
 		runner_log("tessera-runner: cannot start sshd: %s", strerror(errno));

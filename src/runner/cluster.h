@@ -16,11 +16,14 @@
 #define CLUSTER_SSH_DIR "/run/tessera/ssh"
 #define CLUSTER_SSH_PORT 2200
 #define CLUSTER_SSHD "/usr/sbin/sshd"
+/* Where the runner writes sshd's configuration, under the home. */
+#define CLUSTER_SSHD_CONFIG ".ssh/tessera/sshd_config"
 
 struct cluster_ssh {
 	bool have;
 	char key[4096];   /* the private key, OpenSSH's format */
 	char pub[1024];   /* "ssh-ed25519 BASE64 COMMENT" */
+	char owner_keys[16384 + 1];  /* the owner's public keys (authorized_keys); may be "" */
 };
 
 /* Reads the key pair from dir (as root, before the drop). No dir: not a
@@ -29,12 +32,15 @@ struct cluster_ssh {
 void cluster_ssh_read(const char *dir, struct cluster_ssh *k);
 
 /* As the session's user, in home: writes ~/.ssh/tessera/{id_ed25519,
- * authorized_keys,known_hosts,sshd_config}, ~/.ssh/environment, and
- * ~/.ssh/config when there is none, for the hosts in hosts ("main1,
- * sub1,...": TESSERA_CLUSTER_HOSTS); then starts sshd from the image
- * (CLUSTER_SSHD) in its own process group with orig_mask, returning its
- * pid, or -1 (said on stderr) when there is none or a file cannot be
- * written. Wipes k's private key. */
+ * authorized_keys (the session's key and the owner's), sshd_config} and
+ * ~/.ssh/environment. In a cluster session (hosts: "main1,sub1,...",
+ * TESSERA_CLUSTER_HOSTS) also known_hosts and ~/.ssh/config when there
+ * is none, then starts sshd from the image (CLUSTER_SSHD) in its own
+ * process group with orig_mask, returning its pid. Otherwise (hosts "")
+ * sshd listens on 127.0.0.1 only and starts as the `sshd` app, on first
+ * use (appdef_builtin_sshd): returns 0. -1 (said on stderr) when a file
+ * cannot be written or, in a cluster, there is no sshd. Wipes k's
+ * private key. */
 pid_t cluster_ssh_start(struct cluster_ssh *k, const char *home, const char *hosts, bool root,
 			const sigset_t *orig_mask);
 

@@ -27,6 +27,8 @@ static const struct store_column user_cols[] = {
 	COL(user_rec, secret_key,    STORE_COL_TEXT,  "NOT NULL",            secret_key),
 	COL(user_rec, password_hash, STORE_COL_TEXT,  "NOT NULL DEFAULT ''", password_hash),
 	COL(user_rec, created_ms,    STORE_COL_INT64, "NOT NULL",            created_ms),
+	/* Added in schema version 7. */
+	COL(user_rec, ssh_keys,      STORE_COL_TEXT,  "NOT NULL DEFAULT ''", ssh_keys),
 };
 TABLE(store_users_table, "users", NULL, user_rec, user_cols);
 

@@ -53,6 +53,8 @@ static const struct migration migrations[] = {
 	 MIG_ADD_COLUMNS, NULL, NULL},
 	/* Cluster sessions: a record per container (store.h). */
 	{6, "sessions' cluster size, mode, role, index, main and SSH key", MIG_ADD_COLUMNS, NULL, NULL},
+	/* SSH into sessions: each user's public keys (docs/user-guide.md). */
+	{7, "users' SSH public keys", MIG_ADD_COLUMNS, NULL, NULL},
 };
 
 #define N_MIGRATIONS (sizeof(migrations) / sizeof(migrations[0]))

@@ -17,6 +17,7 @@
 #define STORE_ID_MAX 33
 #define STORE_NAME_MAX 64
 #define STORE_INFO_MAX 512
+#define STORE_SSH_KEYS_MAX 16384
 
 struct store;
 
@@ -34,6 +35,11 @@ struct user_rec {
 	char secret_key[128];
 	char password_hash[256];
 	int64_t created_ms;
+	/* Their SSH public keys, one OpenSSH line each ("TYPE BASE64
+	 * COMMENT\n"), as their sessions' sshd is given them (docs/
+	 * user-guide.md, "Working from your own machine"); checked by
+	 * manager/sshkeys.c before they get here. */
+	char ssh_keys[STORE_SSH_KEYS_MAX];
 };
 
 /* One of a user's API keys (keypairs table): a user may have several,

@@ -288,17 +288,17 @@ TEST(shipped_recipes)
 	static const struct {
 		const char *path, *ref, *distro, *ports, *family, *cuda;
 	} cases[] = {
-		{"images/python/3.11.recipe", "tessera/python:3.11", "debian12", "jupyter:http:8081", "python", NULL},
+		{"images/python/3.11.recipe", "tessera/python:3.11", "debian12", "jupyter:http:8081,sshd:tcp:2200", "python", NULL},
 		{"images/python-ml/3.11-torch1.13.recipe", "tessera/python-ml:3.11-torch1.13", "debian12",
-		 "jupyter:http:8081", "python-ml", NULL},
+		 "jupyter:http:8081,sshd:tcp:2200", "python-ml", NULL},
 		{"images/python-ml/3.13-torch2.6.recipe", "tessera/python-ml:3.13-torch2.6", "debian13",
-		 "jupyter:http:8081", "python-ml", NULL},
+		 "jupyter:http:8081,sshd:tcp:2200", "python-ml", NULL},
 		{"images/python-ml/3.13-torch2.6-cuda12.4.recipe", "tessera/python-ml:3.13-torch2.6-cuda12.4", "debian13",
-		 "jupyter:http:8081", "python-ml", "12.4"},
+		 "jupyter:http:8081,sshd:tcp:2200", "python-ml", "12.4"},
 		{"images/python-pytorch/3.13-torch2.6-cuda12.4.recipe", "tessera/python-pytorch:3.13-torch2.6-cuda12.4",
-		 "debian13", "jupyter:http:8081,mlflow-ui:http:5000", "python-pytorch", "12.4"},
+		 "debian13", "jupyter:http:8081,mlflow-ui:http:5000,sshd:tcp:2200", "python-pytorch", "12.4"},
 		{"images/python-tensorflow/3.13-tf2.20.recipe", "tessera/python-tensorflow:3.13-tf2.20", "debian13",
-		 "jupyter:http:8081,mlflow-ui:http:5000", "python-tensorflow", "12.5"},
+		 "jupyter:http:8081,mlflow-ui:http:5000,sshd:tcp:2200", "python-tensorflow", "12.5"},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		char path[512], ref[256];
@@ -431,6 +431,13 @@ static const char *unstartable_app(const struct recipe *r, char *buf, size_t n)
 	for (size_t i = 0; i < np; i++) {
 		if (!img_service_port_is_app(&ports[i]) || !strcmp(ports[i].name, "jupyter"))
 			continue;
+		/* sshd: the runner's built-in definition runs the image's
+		 * /usr/sbin/sshd, which Debian's openssh-server brings. */
+		bool has_sshd = false;
+		for (size_t k = 0; k < r->n_packages; k++)
+			has_sshd |= !strcmp(r->packages[k], "openssh-server");
+		if (!strcmp(ports[i].name, "sshd") && has_sshd)
+			continue;
 		char def[2048];
 		snprintf(def, sizeof(def), "/etc/backend.ai/service-defs/%.1900s.json", ports[i].name);
 		bool written = false;
@@ -445,8 +452,8 @@ static const char *unstartable_app(const struct recipe *r, char *buf, size_t n)
 }
 
 /* Apps an image does not have are not offered: every recipe under
- * images/ that declares an app other than jupyter writes its service
- * definition. */
+ * images/ that declares an app other than jupyter (and sshd with
+ * openssh-server) writes its service definition. */
 TEST(shipped_apps_have_service_defs)
 {
 	char pattern[512], buf[64];

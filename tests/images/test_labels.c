@@ -177,7 +177,12 @@ TEST(service_port_rules)
 	PORTS_BAD("jupyter:http:1024", "outside");
 	PORTS_BAD("jupyter:http:65536", "outside");
 	PORTS_BAD("repl:tcp:2000", "reserved");
-	PORTS_BAD("sshd:tcp:2200", "reserved");
+	/* 2200 is the sshd app's (the runner's sshd), no other app's. */
+	PORTS_BAD("ssh:tcp:2200", "reserved");
+	CHECK_INT(img_service_ports_parse("jupyter:http:8081,sshd:tcp:2200", p, 8, &n, &err), 0);
+	CHECK_INT(n, 2);
+	CHECK_STR(p[1].name, "sshd");
+	CHECK_INT(p[1].ports[0], 2200);
 	PORTS_BAD("ttyd:http:7681", "reserved");
 	PORTS_BAD("a:http:8080,a:http:8081", "name 'a' is used twice");
 	PORTS_BAD("a:http:8080,b:tcp:8080", "port 8080 is used twice");

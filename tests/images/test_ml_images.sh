@@ -86,7 +86,7 @@ for c in "${CASES[@]}"; do
 	fw=$(label "$image" tessera.frameworks)
 	check "$image: the launcher's label says torch=$torch_pkg ($fw)" contains "$fw" ",torch=$torch_pkg,"
 	ports=$(label "$image" ai.backend.service-ports)
-	check "$image: only Jupyter is declared, the one app it has ($ports)" [ "$ports" == "jupyter:http:8081" ]
+	check "$image: Jupyter and sshd are declared, the apps it has ($ports)" [ "$ports" == "jupyter:http:8081,sshd:tcp:2200" ]
 	check "$image: no CUDA label (a CPU build)" [ -z "$(label "$image" tessera.cuda)" ]
 	"$TESSERA" session rm "$name" >/dev/null
 done
@@ -169,7 +169,7 @@ print("cuda.is_available", torch.cuda.is_available())' 2>&1)
 	check "$image: torch finds cuDNN 9.0 (the site's archive)" has_line "$out" "cudnn 90000"
 	check "$image: a computation on the CPU" has_line "$out" "sum 6.0"
 	check "$image: tessera.cuda is 12.4" [ "$(label "$image" tessera.cuda)" == "12.4" ]
-	check "$image: only Jupyter is declared" [ "$(label "$image" ai.backend.service-ports)" == "jupyter:http:8081" ]
+	check "$image: Jupyter and sshd are declared" [ "$(label "$image" ai.backend.service-ports)" == "jupyter:http:8081,sshd:tcp:2200" ]
 	"$TESSERA" session rm cd >/dev/null
 else
 	e2e_log "skip $CUDA_DEBIAN: not built (it needs the cuDNN archive: tessera image build --site-file PATH)"
@@ -193,7 +193,7 @@ print("sum", torch.ones(2, 3).sum().item())' 2>&1)
 	fw=$(label "$image" tessera.frameworks)
 	check "$image: the launcher's label has pip's torch and mlflow ($fw)" bash -c '[[ "$1" == *,torch=2.6.* && "$1" == *,mlflow=3.* ]]' _ "$fw"
 	check "$image: Jupyter and the MLflow UI are declared" \
-		[ "$(label "$image" ai.backend.service-ports)" == "jupyter:http:8081,mlflow-ui:http:5000" ]
+		[ "$(label "$image" ai.backend.service-ports)" == "jupyter:http:8081,mlflow-ui:http:5000,sshd:tcp:2200" ]
 	mlflow_app ct "$image"
 	"$TESSERA" session rm ct >/dev/null
 else
@@ -214,7 +214,7 @@ print("sum", float(tf.reduce_sum(tf.ones((2, 3)))))' 2>&1)
 	check "$image: a computation on the CPU" has_line "$out" "sum 6.0"
 	check "$image: tessera.cuda is 12.5" [ "$(label "$image" tessera.cuda)" == "12.5" ]
 	check "$image: Jupyter and the MLflow UI are declared" \
-		[ "$(label "$image" ai.backend.service-ports)" == "jupyter:http:8081,mlflow-ui:http:5000" ]
+		[ "$(label "$image" ai.backend.service-ports)" == "jupyter:http:8081,mlflow-ui:http:5000,sshd:tcp:2200" ]
 	mlflow_app tf "$image"
 	"$TESSERA" session rm tf >/dev/null
 else

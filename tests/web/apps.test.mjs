@@ -108,6 +108,14 @@ try {
     await shot(page, 'app_launcher');
   });
 
+  await step('the SSH / SFTP tile opens no tab: it shows the commands that connect', async () => {
+    const dlg = page.getByRole('dialog', { name: `Apps of ${SESSION}` });
+    const pages = ctx.pages().length;
+    await dlg.getByRole('button', { name: 'SSH / SFTP', exact: true }).click();
+    await dlg.locator('.ssh-help').getByText(`tessera session ssh-config ${SESSION}`).waitFor({ timeout: WAIT });
+    if (ctx.pages().length !== pages) throw new Error('a tab was opened for sshd');
+  });
+
   await step('Terminal opens in a new tab, where echo hello-$TESSERA_SESSION_NAME prints the session\'s name', async () => {
     const tab = await openApp(page, 'Terminal');
     const rows = tab.locator('.xterm-rows');

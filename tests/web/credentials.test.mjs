@@ -114,6 +114,26 @@ try {
     await shot(page, 'credentials_page');
   });
 
+  await step('SSH keys: a public key is added with its ssh-keygen fingerprint, a private one is refused, removal asks first', async () => {
+    const keyFile = path.join(WORK, 'id_ui');
+    execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', 'ui laptop', '-f', keyFile]);
+    const fp = execFileSync('ssh-keygen', ['-lf', `${keyFile}.pub`], { encoding: 'utf8' }).split(' ')[1];
+    const form = page.getByRole('form', { name: 'Add SSH key' });
+    await form.getByLabel('Public key').fill(readFileSync(keyFile, 'utf8'));
+    await form.getByRole('button', { name: 'Add key' }).click();
+    await page.getByText('that is a private key').waitFor({ timeout: WAIT });
+    await form.getByLabel('Public key').fill(readFileSync(`${keyFile}.pub`, 'utf8'));
+    await form.getByRole('button', { name: 'Add key' }).click();
+    await page.locator('table.ssh-keys-table td code', { hasText: fp }).waitFor({ timeout: WAIT });
+    await page.getByRole('status').filter({ hasText: 'added' }).waitFor({ timeout: WAIT });
+    await shot(page, 'credentials_ssh_keys');
+    await page.getByRole('button', { name: 'Remove SSH key ui laptop' }).click();
+    const dlg = page.getByRole('dialog', { name: 'Remove SSH key' });
+    await dlg.getByText(fp).waitFor();
+    await dlg.getByRole('button', { name: 'Remove' }).click();
+    await page.locator('table.ssh-keys-table').waitFor({ state: 'detached', timeout: WAIT });
+  });
+
   await step('Revoke asks first, then the key is gone and the CLI is refused with it', async () => {
     await page.getByRole('button', { name: `Revoke ${made}` }).click();
     const dlg = page.getByRole('dialog', { name: 'Revoke API key' });

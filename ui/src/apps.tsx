@@ -6,7 +6,7 @@ import { Button, Dialog, ErrorText } from './components';
 // others show their name with its words capitalized.
 const APP_LABELS: Record<string, string> = {
   terminal: 'Terminal', jupyter: 'Jupyter Notebook', jupyterlab: 'JupyterLab', 'mlflow-ui': 'MLflow UI',
-  tensorboard: 'TensorBoard', vscode: 'VS Code', ttyd: 'Terminal (ttyd)',
+  tensorboard: 'TensorBoard', vscode: 'VS Code', ttyd: 'Terminal (ttyd)', sshd: 'SSH / SFTP',
 };
 export function appLabel(name: string): string {
   if (APP_LABELS[name]) return APP_LABELS[name];
@@ -107,6 +107,7 @@ export function AppLauncherDialog(props: { session: Session | null; onClose: () 
   const [notice, setNotice] = useState<{ label: string; url: string } | null>(null);
   const [busy, setBusy] = useState<string | null>(null);
   const [port, setPort] = useState('');
+  const [sshHelp, setSshHelp] = useState(false);
   // Whose apps: main1 unless the user picks another container.
   const [container, setContainer] = useState(MAIN_CONTAINER);
   const containers = clusterContainers(s);
@@ -128,6 +129,7 @@ export function AppLauncherDialog(props: { session: Session | null; onClose: () 
     setNotice(null);
     setBusy(null);
     setPort('');
+    setSshHelp(false);
     if (!s) { setContainer(MAIN_CONTAINER); return; }
     api.apps(s.id, container).then((a) => { if (epoch.current === mine) setApps(a); })
       .catch((e) => {
@@ -139,6 +141,14 @@ export function AppLauncherDialog(props: { session: Session | null; onClose: () 
 
   const open = async (app: string) => {
     if (!s) return;
+    // SSH is no page for a browser: say how to connect instead (the
+    // CLI's ProxyCommand reaches sshd through the proxy).
+    if (app === 'sshd') {
+      setError(null);
+      setNotice(null);
+      setSshHelp(true);
+      return;
+    }
     const label = appLabel(app);
     setError(null);
     setNotice(null);
@@ -206,6 +216,14 @@ export function AppLauncherDialog(props: { session: Session | null; onClose: () 
             <Button type="submit" disabled={busy !== null}>Open</Button>
             <small class="hint">A server you started in the session, listening on that port.</small>
           </form>
+          {sshHelp && s && (
+            <div class="ssh-help" role="status">
+              <p>Connect from your computer with your SSH key (added under Credentials, SSH keys):</p>
+              <pre><code>{`tessera session ssh ${s.name}${container !== MAIN_CONTAINER ? ` --container ${container}` : ''}`}</code></pre>
+              <p>For ssh, scp, sftp, rsync and VS Code's Remote-SSH, add the session's block to ~/.ssh/config:</p>
+              <pre><code>{`tessera session ssh-config ${s.name}${container !== MAIN_CONTAINER ? ` --container ${container}` : ''} >> ~/.ssh/config`}</code></pre>
+            </div>
+          )}
           {notice && (
             <p class="notice" role="status">
               Your browser kept the new tab from opening: <a href={notice.url} target="_blank" rel="noopener">open {notice.label}</a> (this

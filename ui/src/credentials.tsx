@@ -1,6 +1,7 @@
 // The Credentials page (docs/user-guide.md, "API keys for the CLI"): the
 // user's own API keys (GET/POST /v1/keypairs, DELETE /v1/keypairs/{key};
-// docs/api.md, "API keys"). A new key's secret is shown once, with a
+// docs/api.md, "API keys") and SSH public keys (GET/POST /v1/ssh-keys,
+// DELETE /v1/ssh-keys/{id}; docs/api.md, "SSH keys"). A new key's secret is shown once, with a
 // client.conf to download in the format `tessera login` writes. Revoking the
 // main key (the one the web UI signs with) signs this browser out.
 import { useEffect, useLayoutEffect, useState } from 'preact/hooks';
@@ -17,6 +18,107 @@ export const keys = {
   create: (label: string) => call<NewKey>('POST', '/api/v1/keypairs', label ? { label } : {}),
   revoke: (ak: string) => call<{ revoked: string; main_replaced: boolean }>('DELETE', `/api/v1/keypairs/${enc(ak)}`),
 };
+
+export interface SshKey { id: string; type: string; fingerprint: string; comment: string }
+export const sshKeys = {
+  list: () => call<{ keys: SshKey[]; max: number }>('GET', '/api/v1/ssh-keys'),
+  add: (key: string) => call<SshKey>('POST', '/api/v1/ssh-keys', { key }),
+  remove: (id: string) => call<{ removed: SshKey }>('DELETE', `/api/v1/ssh-keys/${enc(id)}`),
+};
+
+// The SSH keys section: what `tessera user keys` does, for the sshd of
+// the user's sessions (docs/user-guide.md, "Working from your own machine").
+function SshKeys() {
+  const [list, setList] = useState<{ keys: SshKey[]; max: number } | null>(null);
+  const [text, setText] = useState('');
+  const [error, setError] = useState<string | null>(null);
+  const [notice, setNotice] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  const [removing, setRemoving] = useState<SshKey | null>(null);
+  const load = async () => {
+    try { setList(await sshKeys.list()); } catch (err) { setError(`Cannot list your SSH keys: ${(err as Error).message}`); }
+  };
+  useEffect(() => { load(); }, []);
+  const add = async (e: Event) => {
+    e.preventDefault();
+    setBusy(true); setError(null); setNotice(null);
+    try {
+      const k = await sshKeys.add(text.trim());
+      setText('');
+      setNotice(`SSH key ${k.fingerprint} added: sessions you start from now on accept it.`);
+      await load();
+    } catch (err) {
+      setError(`Cannot add the key: ${(err as Error).message}`);
+    } finally { setBusy(false); }
+  };
+  const remove = async () => {
+    const k = removing!;
+    setBusy(true);
+    try {
+      await sshKeys.remove(k.id);
+      setRemoving(null);
+      setNotice(`SSH key ${k.fingerprint} removed.`);
+      await load();
+    } catch (err) {
+      setRemoving(null);
+      setError(`Cannot remove the key: ${(err as Error).message}`);
+    } finally { setBusy(false); }
+  };
+  const full = list !== null && list.keys.length >= list.max;
+  return (
+    <div class="ssh-keys">
+      <h2>SSH keys</h2>
+      <p class="hint">Your sessions' SSH server accepts these keys: <code>tessera session ssh NAME</code>, or
+        the block of <code>tessera session ssh-config NAME</code> for ssh, scp, sftp, rsync and VS Code.
+        A session accepts the keys you had when it started.</p>
+      <ErrorText error={error} />
+      {notice && <p class="notice" role="status">{notice}</p>}
+      {list === null ? <p>Loading…</p> : list.keys.length === 0 ? <p>No SSH keys yet.</p> : (
+        <div class="table-scroll">
+          <table class="ssh-keys-table">
+            <thead><tr><th scope="col">Type</th><th scope="col">Fingerprint</th><th scope="col">Comment</th>
+              <th scope="col"><span class="sr-only">Actions</span></th></tr></thead>
+            <tbody>
+              {list.keys.map((k) => (
+                <tr key={k.id} data-ssh-key={k.id}>
+                  <td>{k.type}</td>
+                  <td><code>{k.fingerprint}</code></td>
+                  <td>{k.comment || '—'}</td>
+                  <td><Button kind="danger" onClick={() => setRemoving(k)} label={`Remove SSH key ${k.comment || k.fingerprint}`}>Remove</Button></td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+      <form class="inline" onSubmit={add} aria-label="Add SSH key">
+        <h3>Add an SSH key</h3>
+        <div class="field">
+          <label for="ssh-key-text">Public key</label>
+          <textarea id="ssh-key-text" class="mono" rows={3} value={text} spellcheck={false}
+            placeholder="ssh-ed25519 AAAA… you@laptop" aria-describedby="ssh-key-hint"
+            onInput={(e) => setText((e.target as HTMLTextAreaElement).value)} />
+          <small class="hint" id="ssh-key-hint">The contents of your .pub file, e.g. ~/.ssh/id_ed25519.pub. Never the
+            private key.</small>
+        </div>
+        <Button type="submit" kind="primary" disabled={busy || full || !text.trim()}>Add key</Button>
+        {full && <p class="hint">You have {list!.max} SSH keys, the most there may be: remove one first.</p>}
+      </form>
+      <Dialog open={!!removing} title="Remove SSH key" onClose={() => setRemoving(null)}>
+        {removing && (
+          <>
+            <p>Remove <code>{removing.fingerprint}</code>{removing.comment ? ` (${removing.comment})` : ''}? Sessions
+              started from then on refuse it; running ones keep the keys they started with.</p>
+            <div class="actions">
+              <Button onClick={() => setRemoving(null)}>Cancel</Button>
+              <Button kind="danger" disabled={busy} onClick={remove}>Remove</Button>
+            </div>
+          </>
+        )}
+      </Dialog>
+    </div>
+  );
+}
 
 // client.conf as `tessera login` writes it (src/common/conf.c: key = value).
 export function clientConf(endpoint: string, accessKey: string, secretKey: string): string {
@@ -179,6 +281,7 @@ export function CredentialsPage(props: { user: User; onSignedOut: () => void }) 
         <Button type="submit" kind="primary" disabled={busy || full}>Create key</Button>
         {full && <p class="hint">You have {list!.max} keys, the most there may be: revoke one first.</p>}
       </form>
+      <SshKeys />
       <NewKeyDialog made={made} onClose={() => setMade(null)} />
       <RevokeDialog keypair={revoking} onClose={() => setRevoking(null)} onDone={revoked} />
     </section>

@@ -287,3 +287,40 @@ void api_key_revoke(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 	else
 		httpd_json(resp, 200, reply);
 }
+
+/* ---------- SSH public keys (every user, their own) ---------- */
+
+void api_sshkey_list(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
+{
+	httpd_json(resp, 200, mgr_sshkeys_list(ctx, caller(req)));
+}
+
+void api_sshkey_add(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
+{
+	json_t *body = api_parse_body(req, resp);
+	if (!body)
+		return;
+	static const char *const allowed[] = {"key", NULL};
+	struct terr err = {0};
+	json_t *key = json_object_get(body, "key"), *reply = NULL;
+	if (check_fields(body, allowed, &err) < 0)
+		httpd_error_terr(resp, &err);
+	else if (!json_is_string(key))
+		httpd_error(resp, 400, "invalid_argument",
+			    "key must be a public key line as a string, e.g. the contents of ~/.ssh/id_ed25519.pub");
+	else if (mgr_sshkey_add(ctx, caller(req), json_string_value(key), &reply, &err) < 0)
+		httpd_error_terr(resp, &err);
+	else
+		httpd_json(resp, 201, reply);
+	json_decref(body);
+}
+
+void api_sshkey_remove(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
+{
+	struct terr err = {0};
+	json_t *reply = NULL;
+	if (mgr_sshkey_remove(ctx, caller(req), req->params[0], &reply, &err) < 0)
+		httpd_error_terr(resp, &err);
+	else
+		httpd_json(resp, 200, json_pack("{s:o}", "removed", reply));
+}

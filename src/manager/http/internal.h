@@ -64,6 +64,9 @@ void api_user_password(void *ctx, struct httpd_req *req, struct httpd_resp *resp
 void api_key_list(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
 void api_key_create(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
 void api_key_revoke(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
+void api_sshkey_list(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
+void api_sshkey_add(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
+void api_sshkey_remove(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
 
 /* ---- api_folders.c: folders (docs/api.md, "Folders") ---- */
 void api_folder_create(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
