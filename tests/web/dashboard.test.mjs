@@ -75,6 +75,10 @@ async function closeLaunch(page, dlg) {
   await dlg.waitFor({ state: 'hidden', timeout: WAIT });
 }
 const launchButton = (dlg) => dlg.getByRole('button', { name: 'Launch', exact: true });
+// A route's handler that a page gone elsewhere meanwhile (its request
+// dropped, the route removed) does not turn into an uncaught error that
+// ends the whole test.
+const quiet = (fn) => async (route) => { try { await fn(route); } catch (e) { if (!/already handled|closed|disposed|Target/i.test(String(e))) console.log(`# route: ${String(e).split('\n')[0]}`); } };
 const tileUsed = (page, res) => page.locator(`.res-tile[data-resource="${res}"] .res-used strong`).textContent();
 
 const ctx = await chromium.launchPersistentContext(env('PROFILE_DIR'), {
@@ -174,7 +178,7 @@ try {
     // user's RUNNING session of 0.5 fGPU and 1 CPU added: the tiles count it.
     const before = Number((await tileUsed(page, 'gpu')).split(' ')[0]);
     await page.route('**/api/v1/events', (route) => route.fulfill({ status: 404, body: 'no stream in this check' }));
-    await page.route('**/api/v1/sessions', async (route) => {
+    await page.route('**/api/v1/sessions', quiet(async (route) => {
       if (route.request().method() !== 'GET') return route.continue();
       const resp = await route.fetch();
       const body = await resp.json();
@@ -182,7 +186,7 @@ try {
       body.sessions.push({ ...t, id: 'f'.repeat(32), name: 'someone-elses', owner: 'other@tessera.test', status: 'RUNNING',
         resources: { cpu: 1, mem: 2 ** 30, fgpu: 0.5 }, cluster_size: 1, containers: [] });
       await route.fulfill({ response: resp, json: body });
-    });
+    }));
     try {
       await page.reload();
       await page.locator('tr[data-session="someone-elses"]').waitFor({ timeout: WAIT });
@@ -332,7 +336,7 @@ try {
   });
 
   await step('environments whose titles begin alike (Python, PyTorch) get different badges', async () => {
-    await page.route('**/api/v1/images', async (route) => {
+    await page.route('**/api/v1/images', quiet(async (route) => {
       const resp = await route.fetch();
       const body = await resp.json();
       const base = body.images.find((i) => i.frameworks.length > 0) ?? body.images[0];
@@ -341,7 +345,7 @@ try {
       body.images.push({ ...base, ref: 'ui-badge/python-ml:3.11-torch1.13', name: 'ui-badge/python-ml', tag: '3.11-torch1.13', family: 'ui-badge-torch', title: 'PyTorch', aliases: [],
         frameworks: [{ name: 'python', version: '3.11.2' }, { name: 'torch', version: '1.13.1' }], status: 'ready', visibility: 'public' });
       await route.fulfill({ response: resp, json: body });
-    });
+    }));
     try {
       const dlg = await openLaunch(page);
       const envs = dlg.getByRole('group', { name: 'Environment' });
@@ -612,12 +616,12 @@ try {
     const gpuId = await page.evaluate(async () => (await (await fetch('/api/v1/sessions', { credentials: 'same-origin' })).json())
       .sessions.find((s) => s.status === 'RUNNING' && s.resources.fgpu > 0)?.id);
     if (!gpuId) throw new Error('no RUNNING session with a GPU to look at');
-    await page.route(`**/api/v1/sessions/${gpuId}`, async (route) => {
+    await page.route(`**/api/v1/sessions/${gpuId}`, quiet(async (route) => {
       const resp = await route.fetch();
       const body = await resp.json();
       body.gpus = (body.gpus ?? []).map((g) => ({ ...g, index: 1 }));
       await route.fulfill({ response: resp, json: body });
-    });
+    }));
     try {
       await page.goto(new URL(`/sessions/${gpuId}`, WEB).href);
       const li = page.locator('dl.props li[data-gpu="0"]');
