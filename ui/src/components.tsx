@@ -36,11 +36,11 @@ export function Name({ text, mono, host }: { text: string; mono?: boolean; host?
 
 export function Button(props: {
   children: ComponentChildren; onClick?: () => void; kind?: 'primary' | 'danger' | 'plain';
-  type?: 'button' | 'submit'; disabled?: boolean; label?: string; describedBy?: string;
+  type?: 'button' | 'submit'; disabled?: boolean; label?: string; describedBy?: string; title?: string;
 }) {
   return (
     <button type={props.type ?? 'button'} class={`btn ${props.kind ?? 'plain'}`} onClick={props.onClick}
-      disabled={props.disabled} aria-label={props.label} aria-describedby={props.describedBy}>
+      disabled={props.disabled} aria-label={props.label} aria-describedby={props.describedBy} title={props.title}>
       {props.children}
     </button>
   );

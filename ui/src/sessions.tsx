@@ -313,8 +313,10 @@ export function SessionsPage({ user }: { user: User }) {
                   )}
                   {s.status === 'RUNNING' && (user.is_admin || s.owner === user.email) && (s.cluster_size ?? 1) <= 1 && (
                     // A cluster session cannot be committed (docs/api.md): not offered.
-                    <Button onClick={() => setConverting(s)} label={`Convert ${s.name} to image`}>
-                      Convert to image
+                    // "Convert" on the row (its name says the rest): three
+                    // buttons fit one line of a laptop's table.
+                    <Button onClick={() => setConverting(s)} label={`Convert ${s.name} to image`} title="Convert to image">
+                      Convert
                     </Button>
                   )}
                   <Button kind="danger" onClick={() => setEnding(s)}
