@@ -101,6 +101,10 @@ try {
     await dlg.getByRole('button', { name: 'Terminal', exact: true }).waitFor({ timeout: WAIT });
     await dlg.getByRole('button', { name: 'Jupyter Notebook', exact: true }).waitFor({ timeout: WAIT });
     await dlg.getByRole('spinbutton', { name: 'Open port' }).waitFor();
+    // The focus is on the first app, not on "Open port" (the first field
+    // there while the apps loaded).
+    await page.waitForFunction(() => document.activeElement?.classList.contains('app-button'), null, { timeout: WAIT })
+      .catch(async () => { throw new Error(`the focus is on ${await page.evaluate(() => document.activeElement?.outerHTML.slice(0, 80))}`); });
     await shot(page, 'app_launcher');
   });
 
@@ -118,7 +122,8 @@ try {
     // A prompt: the shell wrote something.
     await tab.waitForFunction(() => (document.querySelector('.xterm-rows')?.textContent ?? '').trim().length > 0,
       null, { timeout: APP_WAIT });
-    if (await tab.title() !== 'Tessera terminal') throw new Error(`the tab's title is '${await tab.title()}'`);
+    // Named after its session: every terminal tab was "Tessera terminal".
+    if (await tab.title() !== `${SESSION} · Tessera terminal`) throw new Error(`the tab's title is '${await tab.title()}'`);
     await tab.locator('.xterm').click();
     await tab.keyboard.type('echo hello-$TESSERA_SESSION_NAME');
     await tab.keyboard.press('Enter');

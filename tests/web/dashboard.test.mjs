@@ -39,7 +39,15 @@ async function shots(page, name, schemes = ['light', 'dark']) {
 }
 async function noSidewaysScroll(page, what) {
   const r = await page.evaluate(() => ({ sw: document.documentElement.scrollWidth, iw: innerWidth }));
-  if (r.sw > r.iw) throw new Error(`${what}: the page is ${r.sw} px wide in a ${r.iw} px window`);
+  if (r.sw > r.iw) {
+    // The innermost element past the window's right edge, to say what to fix.
+    const past = await page.evaluate(() => {
+      const out = [...document.querySelectorAll('body *')].filter((e) => e.getBoundingClientRect().right > innerWidth + 1);
+      const inner = out.filter((e) => !out.some((o) => o !== e && e.contains(o)));
+      return inner.slice(0, 3).map((e) => `${e.tagName.toLowerCase()}.${[...e.classList].join('.')} "${(e.textContent ?? '').slice(0, 30)}" to ${Math.round(e.getBoundingClientRect().right)}`).join('; ');
+    });
+    throw new Error(`${what}: the page is ${r.sw} px wide in a ${r.iw} px window (${past})`);
+  }
 }
 // A call of the API as the logged-in page makes it (its login's CSRF token).
 const apiCall = (page, method, url, body) => page.evaluate(async ({ method, url, body }) => {
@@ -66,6 +74,11 @@ async function closeLaunch(page, dlg) {
   await dlg.getByRole('button', { name: 'Cancel', exact: true }).click();
   await dlg.waitFor({ state: 'hidden', timeout: WAIT });
 }
+const launchButton = (dlg) => dlg.getByRole('button', { name: 'Launch', exact: true });
+// A route's handler that a page gone elsewhere meanwhile (its request
+// dropped, the route removed) does not turn into an uncaught error that
+// ends the whole test.
+const quiet = (fn) => async (route) => { try { await fn(route); } catch (e) { if (!/already handled|closed|disposed|Target/i.test(String(e))) console.log(`# route: ${String(e).split('\n')[0]}`); } };
 const tileUsed = (page, res) => page.locator(`.res-tile[data-resource="${res}"] .res-used strong`).textContent();
 
 const ctx = await chromium.launchPersistentContext(env('PROFILE_DIR'), {
@@ -82,6 +95,17 @@ try {
   await page.getByLabel('Password').fill(PASSWORD);
   await page.getByRole('button', { name: 'Log in' }).click();
   await page.getByRole('heading', { name: 'Sessions' }).waitFor({ timeout: WAIT });
+
+  await step('the page has an icon (it was empty)', async () => {
+    const r = await page.evaluate(async () => {
+      const href = document.querySelector('link[rel="icon"]')?.getAttribute('href') ?? '';
+      const img = new Image();
+      img.src = href;
+      try { await img.decode(); } catch { return { href, w: 0 }; }
+      return { href, w: img.naturalWidth };
+    });
+    if (!r.href.startsWith('data:image/') || !(r.w > 0)) throw new Error(`the icon is '${r.href.slice(0, 40)}' (${r.w} px wide)`);
+  });
 
   await step('the resource panel shows the admin\'s sessions, CPU, memory and GPU', async () => {
     await page.locator('.res-tile[data-resource="sessions"] .res-used').waitFor({ timeout: WAIT });
@@ -104,7 +128,19 @@ try {
     await dlg.getByRole('spinbutton', { name: 'GPU' }).fill('1');
     await dlg.getByRole('spinbutton', { name: 'Sessions' }).fill('1');
     await dlg.locator('.estimate.fits').waitFor({ timeout: WAIT });
+    // While the new answer is on its way (held back here), the old one
+    // ("Fits now" for 1 session) must not stand for 3: "Checking".
+    let release;
+    const held = new Promise((r) => { release = r; });
+    await page.route('**/api/v1/sessions?dry_run=1', async (route) => { await held; await route.continue().catch(() => {}); });
     await dlg.getByRole('spinbutton', { name: 'Sessions' }).fill('3');
+    try {
+      await dlg.locator('.estimate.checking', { hasText: 'Checking' }).waitFor({ timeout: WAIT });
+      if (await dlg.locator('.estimate.fits').count()) throw new Error('the estimate still says it fits while it re-checks');
+    } finally {
+      release();
+      await page.unroute('**/api/v1/sessions?dry_run=1');
+    }
     await dlg.locator('.estimate.waits').waitFor({ timeout: WAIT });
     const words = await dlg.locator('.estimate').textContent();
     if (!words.includes('2 of the 3 would start now') || !words.includes('GPU'))
@@ -119,12 +155,52 @@ try {
   });
 
   await step('the resource panel changes when the sessions start', async () => {
-    await page.waitForFunction(() => document.querySelector('.res-tile[data-resource="sessions"] .res-used strong')?.textContent === '4',
+    // Three hold (the logger and two 1-fGPU sessions), the third waits: a
+    // PENDING session holds nothing, and is said apart ("+ 1 fGPU waiting"),
+    // never counted as used (3 fGPU against a 2-fGPU cluster).
+    await page.waitForFunction(() => document.querySelector('.res-tile[data-resource="sessions"] .res-used strong')?.textContent === '3',
       null, { timeout: WAIT });
-    await page.waitForFunction(() => document.querySelector('.res-tile[data-resource="gpu"] .res-used strong')?.textContent === '3 fGPU',
+    await page.waitForFunction(() => document.querySelector('.res-tile[data-resource="gpu"] .res-used strong')?.textContent === '2 fGPU',
       null, { timeout: WAIT });
     const foot = await page.locator('.res-tile[data-resource="gpu"] .res-foot').textContent();
     if (!foot.includes('0 fGPU free')) throw new Error(`the GPU tile does not say the cluster is full: ${foot}`);
+    if (!foot.includes('+ 1 fGPU waiting')) throw new Error(`the GPU tile does not say 1 fGPU waits: ${foot}`);
+    // No limit: the full bar is the cluster's share, not a fault in red.
+    const fill = await page.locator('.res-tile[data-resource="gpu"] .res-fill').evaluate((e) => ({
+      cls: e.className, bg: getComputedStyle(e).backgroundColor,
+      danger: (() => { const p = document.createElement('span'); p.style.color = 'var(--danger)'; document.body.append(p); const c = getComputedStyle(p).color; p.remove(); return c; })(),
+    }));
+    if (/\b(crit|warn)\b/.test(fill.cls) || fill.bg === fill.danger) throw new Error(`the no-limit GPU bar is drawn as a fault: ${fill.cls} ${fill.bg}`);
+  });
+
+  await step('an admin\'s tiles show everyone\'s sessions, as the list does', async () => {
+    // The list as GET /v1/sessions has it (no event stream), with another
+    // user's RUNNING session of 0.5 fGPU and 1 CPU added: the tiles count it.
+    const before = Number((await tileUsed(page, 'gpu')).split(' ')[0]);
+    await page.route('**/api/v1/events', (route) => route.fulfill({ status: 404, body: 'no stream in this check' }));
+    await page.route('**/api/v1/sessions', quiet(async (route) => {
+      if (route.request().method() !== 'GET') return route.continue();
+      const resp = await route.fetch();
+      const body = await resp.json();
+      const t = body.sessions[0];
+      body.sessions.push({ ...t, id: 'f'.repeat(32), name: 'someone-elses', owner: 'other@tessera.test', status: 'RUNNING',
+        resources: { cpu: 1, mem: 2 ** 30, fgpu: 0.5 }, cluster_size: 1, containers: [] });
+      await route.fulfill({ response: resp, json: body });
+    }));
+    try {
+      await page.reload();
+      await page.locator('tr[data-session="someone-elses"]').waitFor({ timeout: WAIT });
+      const want = `${before + 0.5} fGPU`;
+      await page.waitForFunction((w) => document.querySelector('.res-tile[data-resource="gpu"] .res-used strong')?.textContent === w, want, { timeout: WAIT })
+        .catch(async () => { throw new Error(`the GPU tile says ${await tileUsed(page, 'gpu')}, not ${want} with the other user's session`); });
+      const title = await page.locator('#res-title').textContent();
+      if (!/everyone/i.test(title)) throw new Error(`the panel is titled '${title}'`);
+    } finally {
+      await page.unroute('**/api/v1/sessions');
+      await page.unroute('**/api/v1/events');
+      await page.reload();
+      await page.getByRole('heading', { name: 'Sessions' }).waitFor({ timeout: WAIT });
+    }
   });
 
   let pendingName;
@@ -147,9 +223,37 @@ try {
     await page.locator(`tr[data-session="${pendingName}"]`).waitFor({ state: 'detached', timeout: WAIT });
   });
 
-  await step('a RUNNING row still says Terminate', async () => {
+  await step('a RUNNING row still says Terminate, its three buttons side by side', async () => {
     const row = page.locator('tr[data-session="logger"]');
     await row.getByRole('button', { name: 'Terminate' }).waitFor({ timeout: WAIT });
+    // Stacked, Apps, Convert to image and Terminate made the row 100 px tall.
+    const tops = await row.locator('.row-actions .btn').evaluateAll((bs) => bs.map((b) => Math.round(b.getBoundingClientRect().top)));
+    if (tops.length !== 3 || new Set(tops).size !== 1) throw new Error(`the row's buttons are at tops ${tops.join(', ')}`);
+  });
+
+  await step('the app launcher puts the focus on the first app, not on "Open port"', async () => {
+    await page.locator('tr[data-session="logger"]').getByRole('button', { name: 'Apps of logger' }).click();
+    const dlg = page.getByRole('dialog', { name: 'Apps of logger' });
+    await dlg.locator('.app-button').first().waitFor({ timeout: WAIT });
+    await page.waitForFunction(() => document.activeElement?.classList.contains('app-button'), null, { timeout: WAIT })
+      .catch(async () => { throw new Error(`the focus is on ${await page.evaluate(() => document.activeElement?.outerHTML.slice(0, 80))}`); });
+  });
+
+  await step('the terminal\'s tab is named after its session, not "Tessera terminal" for every one', async () => {
+    const dlg = page.getByRole('dialog', { name: 'Apps of logger' });
+    try {
+      const [tab] = await Promise.all([
+        ctx.waitForEvent('page', { timeout: WAIT }),
+        dlg.getByRole('button', { name: 'Terminal', exact: true }).click(),
+      ]);
+      await tab.waitForURL((u) => u.protocol === 'http:' || u.protocol === 'https:', { timeout: WAIT });
+      await tab.waitForFunction(() => document.querySelector('.xterm'), null, { timeout: WAIT });
+      const title = await tab.title();
+      await tab.close();
+      if (title !== 'logger · Tessera terminal') throw new Error(`the tab's title is '${title}'`);
+    } finally {
+      if (await dlg.count()) { await page.keyboard.press('Escape'); await dlg.waitFor({ state: 'hidden', timeout: WAIT }); }
+    }
   });
 
   // ---- The launch dialog (issue 28, item 6). ----
@@ -160,10 +264,15 @@ try {
     await closeLaunch(page, dlg);
   });
 
-  await step('at 1280x800 the launch dialog\'s Launch button is in sight, whatever the body scrolls', async () => {
+  await step('at 1280x800, with folders listed, the launch dialog\'s Launch button is in sight, whatever the body scrolls', async () => {
+    for (let i = 1; i <= 8; i++) {
+      const r = await apiCall(page, 'POST', '/api/v1/folders', { name: `ui-folder-${i}` });
+      if (r.status !== 201 && r.status !== 409) throw new Error(`making folder ${i} answered ${r.status}: ${r.body}`);
+    }
     await page.setViewportSize({ width: 1280, height: 800 });
     const dlg = await openLaunch(page);
     await dlg.getByRole('group', { name: 'Environment' }).waitFor({ timeout: WAIT });
+    await dlg.getByText('ui-folder-8').first().waitFor({ timeout: WAIT });
     for (const where of ['top', 'bottom']) {
       if (where === 'bottom') await dlg.evaluate((d) => d.querySelectorAll('*').forEach((e) => { if (e.scrollHeight > e.clientHeight) e.scrollTop = e.scrollHeight; }));
       for (const name of ['Launch', 'Cancel']) {
@@ -224,6 +333,51 @@ try {
     }
     if (await launchBtn.isDisabled()) throw new Error('Launch stays off once the request meets the minimum');
     await closeLaunch(page, dlg);
+  });
+
+  await step('environments whose titles begin alike (Python, PyTorch) get different badges', async () => {
+    await page.route('**/api/v1/images', quiet(async (route) => {
+      const resp = await route.fetch();
+      const body = await resp.json();
+      const base = body.images.find((i) => i.frameworks.length > 0) ?? body.images[0];
+      body.images.push({ ...base, ref: 'ui-badge/python:3.11', name: 'ui-badge/python', tag: '3.11', family: 'ui-badge-python', title: 'Python', aliases: [],
+        frameworks: [{ name: 'python', version: '3.11.2' }], status: 'ready', visibility: 'public' });
+      body.images.push({ ...base, ref: 'ui-badge/python-ml:3.11-torch1.13', name: 'ui-badge/python-ml', tag: '3.11-torch1.13', family: 'ui-badge-torch', title: 'PyTorch', aliases: [],
+        frameworks: [{ name: 'python', version: '3.11.2' }, { name: 'torch', version: '1.13.1' }], status: 'ready', visibility: 'public' });
+      await route.fulfill({ response: resp, json: body });
+    }));
+    try {
+      const dlg = await openLaunch(page);
+      const envs = dlg.getByRole('group', { name: 'Environment' });
+      await envs.locator('label.env', { hasText: 'PyTorch' }).first().waitFor({ timeout: WAIT });
+      const badges = await envs.locator('.env-badge').allTextContents();
+      const dup = badges.filter((b, i) => badges.findIndex((x) => x.toLowerCase() === b.toLowerCase()) !== i);
+      if (dup.length) throw new Error(`badges repeat: ${badges.join(', ')}`);
+      // The versions shown are the labels' (packages'), and the dialog says so.
+      await envs.locator('label.env', { hasText: 'PyTorch' }).first().click();
+      const note = await dlg.getByRole('group', { name: 'Version' }).locator('.version-note').textContent();
+      if (!note.includes('labels')) throw new Error(`the versions' note says '${note}'`);
+      await closeLaunch(page, dlg);
+    } finally {
+      await page.unroute('**/api/v1/images');
+    }
+  });
+
+  await step('an empty catalog shows what to do, not a bare Image field', async () => {
+    await page.route('**/api/v1/images', (route) => route.fulfill({ json: { images: [] } }));
+    try {
+      const dlg = await openLaunch(page);
+      const empty = dlg.locator('[data-testid="env-empty"]');
+      await empty.waitFor({ timeout: WAIT });
+      const text = await empty.textContent();
+      if (!text.includes('No environments yet') || !text.includes('tessera image build')) throw new Error(`the empty state says '${text}'`);
+      // Nothing chosen behind it: Launch waits for a name typed.
+      if (!await launchButton(dlg).isDisabled()) throw new Error('Launch is on in an empty dialog (an earlier choice left behind)');
+      await shots(page, 'launch_empty', ['light']);
+      await closeLaunch(page, dlg);
+    } finally {
+      await page.unroute('**/api/v1/images');
+    }
   });
 
   await step('the Image field\'s placeholder names no image that does not exist', async () => {
@@ -442,6 +596,13 @@ try {
     if (r.left < 2 * r.k) throw new Error(`the labels' ink starts at x=${r.left} of the canvas: cut at its left edge (axis ${r.axisWidth} px wide)`);
   });
 
+  await step('the charts\' legends have no empty time row ("Time: --")', async () => {
+    const rows = await page.locator('.u-legend .u-series').evaluateAll((tr) => tr.filter((e) => e.getBoundingClientRect().height > 0).map((e) => e.textContent));
+    if (!rows.length) throw new Error('no legend row is shown');
+    const time = rows.filter((t) => /^\s*Time/.test(t));
+    if (time.length) throw new Error(`a legend shows '${time[0]}'`);
+  });
+
   await step('the session\'s page survives a reload, and Back returns to the list', async () => {
     await page.reload();
     await page.getByRole('heading', { name: 'logger', level: 1 }).waitFor({ timeout: WAIT });
@@ -450,12 +611,41 @@ try {
     await page.locator('tr[data-session="logger"]').waitFor({ timeout: WAIT });
   });
 
+  await step('a session\'s GPUs are numbered from 0, as gpu-info in it numbers them', async () => {
+    // A session given the node's GPU 1: inside it, that is GPU 0.
+    const gpuId = await page.evaluate(async () => (await (await fetch('/api/v1/sessions', { credentials: 'same-origin' })).json())
+      .sessions.find((s) => s.status === 'RUNNING' && s.resources.fgpu > 0)?.id);
+    if (!gpuId) throw new Error('no RUNNING session with a GPU to look at');
+    await page.route(`**/api/v1/sessions/${gpuId}`, quiet(async (route) => {
+      const resp = await route.fetch();
+      const body = await resp.json();
+      body.gpus = (body.gpus ?? []).map((g) => ({ ...g, index: 1 }));
+      await route.fulfill({ response: resp, json: body });
+    }));
+    try {
+      await page.goto(new URL(`/sessions/${gpuId}`, WEB).href);
+      const li = page.locator('dl.props li[data-gpu="0"]');
+      await li.waitFor({ timeout: WAIT });
+      const text = await li.textContent();
+      if (!text.startsWith('GPU 0 (the node\'s GPU 1)')) throw new Error(`the GPU is listed as '${text}'`);
+    } finally {
+      await page.unroute(`**/api/v1/sessions/${gpuId}`);
+    }
+    await page.goto(new URL(`/sessions/${loggerId}`, WEB).href);
+    await page.getByRole('heading', { name: 'logger', level: 1 }).waitFor({ timeout: WAIT });
+  });
+
   await step('the Nodes page drains a node with a confirmation that its sessions keep running, then undrains it', async () => {
     await page.getByRole('link', { name: 'Nodes' }).click();
     const card = page.locator(`article[data-node="${NODE}"]`);
     await card.waitFor({ timeout: WAIT });
     const gpuText = await card.locator('[data-gpu="0"]').textContent();
     if (!gpuText.includes('2 fGPU of 2 fGPU allocated')) throw new Error(`GPU 0 does not show its allocation: ${gpuText}`);
+    // Its memory once ("8 GiB (8 GiB)" repeated the model's name), and bars one can see (7 px were a hairline).
+    const nameLine = await card.locator('[data-gpu="0"] .gpu-name').textContent();
+    if ((nameLine.match(/\d+ GiB/g) ?? []).length !== 1) throw new Error(`the GPU's line reads '${nameLine}'`);
+    const h = await card.locator('.bar-track').first().evaluate((e) => e.getBoundingClientRect().height);
+    if (h < 10) throw new Error(`the bars are ${h} px tall`);
     const sessionsText = await card.locator('ul.node-sessions').textContent();
     if (!sessionsText.includes('logger')) throw new Error(`the node's sessions do not list logger: ${sessionsText}`);
     await shots(page, 'nodes', ['dark']);
@@ -474,8 +664,28 @@ try {
     await card.locator('.drained-badge').waitFor({ state: 'detached', timeout: WAIT });
   });
 
-  await step('the settings refuse a bad value in the server\'s words, and save a good one', async () => {
+  await step('the Admin page\'s user actions are a table cell, and its selects show their whole text', async () => {
     await page.getByRole('link', { name: 'Admin' }).click();
+    const cell = page.locator('table.users tbody tr').first().locator('td[data-label="Actions"]');
+    await cell.waitFor({ timeout: WAIT });
+    const d = await cell.evaluate((e) => getComputedStyle(e).display);
+    if (d !== 'table-cell') throw new Error(`the actions cell is display:${d}`);
+    const form = page.getByRole('form', { name: 'Scheduler and GPU settings' });
+    for (const label of ['Queue policy', 'Node selector']) {
+      const r = await form.getByLabel(label).evaluate((sel) => {
+        const cs = getComputedStyle(sel);
+        const c = document.createElement('canvas').getContext('2d');
+        c.font = `${cs.fontWeight} ${cs.fontSize} ${cs.fontFamily}`;
+        const text = sel.options[sel.selectedIndex]?.text ?? '';
+        // Room for the text: the box less its padding and the arrow (about 24 px).
+        const room = sel.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight) - 24;
+        return { text, need: c.measureText(text).width, room };
+      });
+      if (r.need > r.room) throw new Error(`${label} shows '${r.text}' (${Math.round(r.need)} px) in ${Math.round(r.room)} px`);
+    }
+  });
+
+  await step('the settings refuse a bad value in the server\'s words, and save a good one', async () => {
     const form = page.getByRole('form', { name: 'Scheduler and GPU settings' });
     await form.getByLabel('fGPU quantum').fill('0.3');
     await form.getByRole('button', { name: 'Save settings' }).click();
@@ -491,8 +701,10 @@ try {
   await step('the cluster settings show what is in force, refuse a bad value in words and save a good one', async () => {
     const form = page.getByRole('form', { name: 'Cluster settings' });
     const hosts = form.getByLabel('Storage hosts');
-    const inForce = await hosts.getAttribute('placeholder');
-    if (!inForce || !inForce.startsWith('local:/')) throw new Error(`the storage hosts field shows ${inForce} as in force`);
+    // In force: said in words under the field, not a greyed placeholder that reads as an example.
+    if (await hosts.getAttribute('placeholder')) throw new Error(`the field has placeholder '${await hosts.getAttribute('placeholder')}'`);
+    const inForce = await form.locator('.field', { has: page.getByLabel('Storage hosts') }).locator('[data-testid="in-force"]').textContent();
+    if (!/^In force: local:\//.test(inForce)) throw new Error(`the storage hosts field says '${inForce}'`);
     await hosts.fill('local:relative/path');
     await form.getByRole('button', { name: 'Save cluster settings' }).click();
     await form.getByRole('alert').filter({ hasText: 'storage_hosts' }).waitFor({ timeout: WAIT });
@@ -519,6 +731,34 @@ try {
     const row = await page.locator('tr[data-policy="default"]').textContent();
     if (!row.includes('max sessions 8') || !row.includes('max memory 16g')) throw new Error(`the default policy row says: ${row}`);
     await shots(page, 'admin_settings', ['light']);
+  });
+
+  await step('removing a policy asks first; Cancel keeps it', async () => {
+    await page.getByRole('button', { name: 'Remove the policy of default' }).click();
+    const dlg = page.getByRole('dialog', { name: 'Remove policy' });
+    await dlg.waitFor({ timeout: WAIT });
+    const text = await dlg.textContent();
+    if (!text.includes('max sessions 8')) throw new Error(`the confirmation says: ${text}`);
+    await dlg.getByRole('button', { name: 'Cancel' }).click();
+    await dlg.waitFor({ state: 'hidden', timeout: WAIT });
+    const cfg = await page.evaluate(async () => (await fetch('/api/v1/config', { credentials: 'same-origin' })).json());
+    if (!cfg.policies?.default) throw new Error('the default policy is gone after Cancel');
+  });
+
+  await step('the Data page\'s open folder and directory are in the address: a reload keeps them', async () => {
+    const mk = await apiCall(page, 'POST', '/api/v1/folders/ui-folder-1/mkdir', { path: 'results' });
+    await page.getByRole('link', { name: 'Data' }).click();
+    await page.getByRole('button', { name: 'Browse ui-folder-1' }).click();
+    await page.waitForURL(/\/data\/ui-folder-1$/);
+    if (mk.status < 300) {
+      await page.getByRole('button', { name: 'Open directory results' }).click();
+      await page.waitForURL(/\/data\/ui-folder-1\?path=results$/);
+    }
+    await page.reload();
+    await page.getByRole('button', { name: '← All folders' }).waitFor({ timeout: WAIT });
+    if (mk.status < 300) await page.locator('nav.breadcrumb', { hasText: 'results' }).waitFor({ timeout: WAIT });
+    await page.goBack();
+    await page.locator('tr[data-folder="ui-folder-1"]').waitFor({ timeout: WAIT });
   });
 
   // 400 pixels: every page fits; the screenshots of the narrow layout.
@@ -569,6 +809,32 @@ try {
     const bad = r.breaks.filter((i) => r.text[i] !== '@');
     if (bad.length) throw new Error(`the email breaks mid-word: ${r.breaks.map((i) => `'${r.text.slice(0, i)}' | '${r.text.slice(i)}'`).join('; ')}`);
     if (r.titled !== email) throw new Error(`the email's title is '${r.titled}'`);
+  });
+
+  await step('at 400 pixels an image name breaks after a / or before a : only, never mid-token', async () => {
+    await page.goto(new URL('/sessions', WEB).href);
+    const cell = page.locator('tr[data-session="logger"] td[data-label="Image"]');
+    await cell.waitFor({ timeout: WAIT });
+    // Squeezed to 6 characters' width, so that it must break somewhere.
+    await cell.evaluate((td) => { td.querySelector('.name-ref').style.width = '6ch'; });
+    const r = await cell.evaluate((td) => {
+      const walker = document.createTreeWalker(td.querySelector('.name-ref'), NodeFilter.SHOW_TEXT);
+      const chars = [];
+      for (let t = walker.nextNode(); t; t = walker.nextNode()) {
+        for (let i = 0; i < t.data.length; i++) {
+          const range = document.createRange();
+          range.setStart(t, i); range.setEnd(t, i + 1);
+          const rect = range.getClientRects()[0];
+          if (rect) chars.push({ c: t.data[i], top: Math.round(rect.top) });
+        }
+      }
+      const text = chars.map((c) => c.c).join('');
+      const breaks = [];
+      for (let i = 1; i < chars.length; i++) if (chars[i].top > chars[i - 1].top + 2) breaks.push(i);
+      return { text, breaks };
+    });
+    const bad = r.breaks.filter((i) => r.text[i - 1] !== '/' && r.text[i] !== ':' && r.text[i] !== '@');
+    if (bad.length) throw new Error(`'${r.text}' breaks mid-token: ${bad.map((i) => `${r.text.slice(0, i)}|${r.text.slice(i)}`).join('; ')}`);
   });
 
   await step('at 400 pixels the launch dialog has no sideways scroll', async () => {

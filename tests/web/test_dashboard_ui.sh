@@ -12,8 +12,16 @@
 # the memory chart's y-axis labels whole; a long email breaks at its '@'
 # only; the Nodes page drains and undrains a node (its sessions keep
 # running); the settings refuse a bad value in the server's words; at 400 pixels no
-# page scrolls sideways. Screenshots, light and dark, wide and narrow, go
-# to SCREENSHOT_DIR (docs/images when refreshing the user guide's).
+# page scrolls sideways. And the rough edges of issue 35: the tiles count
+# what holds (PENDING apart; an admin's everyone's; no red no-limit bar),
+# the estimate says Checking while it re-checks, an empty catalog says what
+# to do, badges differ, rows keep their buttons on one line, legends have
+# no empty time row, GPUs are numbered from 0, node bars are readable, the
+# Admin page's cells, selects, in-force values and policy removal, the
+# Data page's address, image names break between tokens, the icon, the
+# app launcher's focus and the terminal's title. Screenshots, light and
+# dark, wide and narrow, go to SCREENSHOT_DIR (docs/images when refreshing
+# the user guide's).
 . "$(dirname "$0")/../e2e/lib.sh"
 UI_SRC=${UI_SRC:?UI_SRC must point at the ui/ source dir (its node_modules has playwright-core)}
 if [[ ! -x /usr/bin/chromium ]]; then
@@ -43,7 +51,8 @@ ui_demo_image "$CPU_DEMO" ai.backend.kernelspec=1 ai.backend.base-distro=debian1
 	tessera.family=ui-demo-cpu-min 'tessera.title="CPU only"' 'tessera.frameworks="python=3.11.2"'
 check "the demo images are there" docker image inspect -f . "$GPU_DEMO" "$CPU_DEMO" >/dev/null
 
-start_server --mock-gpus 1x8GiB --fgpu-per-device 2 || { e2e_done; exit 1; }
+# App ports: the terminal is opened once, for its tab's title.
+start_server --mock-gpus 1x8GiB --fgpu-per-device 2 --app-ports "$(e2e_free_port_range 8)" || { e2e_done; exit 1; }
 web_url=$(sed -n 's/^web_url *= *//p' "$TESSERA_CONFIG")
 password=$(sed -n 's/^password *= *//p' "$TESSERA_CONFIG")
 check "admin.conf has web_url ($web_url)" [ -n "$web_url" ]

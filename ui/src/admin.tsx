@@ -54,13 +54,15 @@ function Users() {
               <td data-label="Email"><Email email={u.email} /></td>
               <td data-label="Role">{u.is_admin ? 'administrator' : 'user'}</td>
               <td data-label="State">{u.disabled ? 'disabled' : 'active'}</td>
-              <td class="actions" data-label="Actions">
+              {/* The buttons in a div: the cell stays a table cell (a flex
+                  td was pulled out of the table's layout). */}
+              <td data-label="Actions"><div class="row-actions horizontal">
                 <Button onClick={() => run(() => api.updateUser(u.id, { disabled: !u.disabled }),
                   `${u.email} is now ${u.disabled ? 'active' : 'disabled'}.`)}>
                   {u.disabled ? 'Enable' : 'Disable'}
                 </Button>
                 <Button onClick={() => { setNewPassword(''); setResetFor(u); }}>Reset password</Button>
-              </td>
+              </div></td>
             </tr>
           ))}
         </tbody>

@@ -113,6 +113,12 @@ export function AppLauncherDialog(props: { session: Session | null; onClose: () 
   const containers = clusterContainers(s);
   const portId = useId();
   const epoch = useRef(0);
+  const grid = useRef<HTMLDivElement>(null);
+  // The first app has the focus once the list is in: the dialog opened
+  // while it loaded, when "Open port" was the first field to take it.
+  useEffect(() => {
+    if (apps?.length) grid.current?.querySelector<HTMLButtonElement>('button.app-button:not(:disabled)')?.focus();
+  }, [apps]);
 
   // A layout effect, as the other resets on opening: it runs before the
   // dialog can take input (components.tsx, Dialog).
@@ -152,8 +158,13 @@ export function AppLauncherDialog(props: { session: Session | null; onClose: () 
     const mine = epoch.current;
     setBusy(app);
     try {
-      const r = await api.openApp(s.id, app, container);
-      if (!r || typeof r.url !== 'string') throw new Error('the manager answered without a URL');
+      const r0 = await api.openApp(s.id, app, container);
+      if (!r0 || typeof r0.url !== 'string') throw new Error('the manager answered without a URL');
+      // The terminal's tab is named after the session (and container):
+      // the name rides in the fragment, which no server sees
+      // (terminal.ts reads it).
+      const r = app === 'terminal' && !r0.url.includes('#')
+        ? { ...r0, url: `${r0.url}#session=${encodeURIComponent(container !== MAIN_CONTAINER ? `${s.name} (${container})` : s.name)}` } : r0;
       if (tab && !tab.closed) {
         // The app is another origin: it gets no handle on this page.
         try { tab.opener = null; } catch { /* not writable: fine */ }
@@ -186,7 +197,7 @@ export function AppLauncherDialog(props: { session: Session | null; onClose: () 
         <div class="launcher">
           {containers.length > 0 && <ContainerPicker containers={containers} value={container} onChange={setContainer} />}
           {apps === null ? <p class="hint" role="status">Loading the apps…</p> : (
-            <div class="app-grid">
+            <div class="app-grid" ref={grid}>
               {apps.map((a) => (
                 <button key={a.name} type="button" class="app-button" onClick={() => open(a.name)}
                   disabled={busy !== null} aria-busy={busy === a.name} aria-label={appLabel(a.name)}

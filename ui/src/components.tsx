@@ -1,7 +1,7 @@
 // A small component library: every control has a visible label, works
 // from the keyboard (native elements, <dialog> for modals), and errors are
 // announced (role="alert").
-import type { ComponentChildren } from 'preact';
+import { Fragment, type ComponentChildren } from 'preact';
 import { useId, useLayoutEffect, useRef } from 'preact/hooks';
 
 export function ErrorText({ error }: { error: string | null }) {
@@ -21,13 +21,26 @@ export function Email({ email }: { email: string }) {
   );
 }
 
+// A name made of tokens (an image reference, REGISTRY/NAME:TAG): a line
+// may break after a '/' or before a ':' or '@' only, never inside a token
+// ("python:3.1|1"); a host name (a node's id) after a '-' or '.' too. One
+// token longer than the line is cut short, and the title has it all.
+export function Name({ text, mono, host }: { text: string; mono?: boolean; host?: boolean }) {
+  const parts = text.split(host ? /(?<=[/.-])|(?=[:@])/ : /(?<=\/)|(?=[:@])/);
+  return (
+    <span class={`name-ref${mono ? ' mono' : ''}`} title={text}>
+      {parts.map((p, i) => <Fragment key={i}>{i > 0 && <wbr />}<span class="name-part">{p}</span></Fragment>)}
+    </span>
+  );
+}
+
 export function Button(props: {
   children: ComponentChildren; onClick?: () => void; kind?: 'primary' | 'danger' | 'plain';
-  type?: 'button' | 'submit'; disabled?: boolean; label?: string; describedBy?: string;
+  type?: 'button' | 'submit'; disabled?: boolean; label?: string; describedBy?: string; title?: string;
 }) {
   return (
     <button type={props.type ?? 'button'} class={`btn ${props.kind ?? 'plain'}`} onClick={props.onClick}
-      disabled={props.disabled} aria-label={props.label} aria-describedby={props.describedBy}>
+      disabled={props.disabled} aria-label={props.label} aria-describedby={props.describedBy} title={props.title}>
       {props.children}
     </button>
   );

@@ -221,6 +221,15 @@ function RemoveDialog(props: { folder: Folder | null; trashDays: number | null; 
   );
 }
 
+// The folder and directory the address names: /data/FOLDER?path=DIR.
+function folderFromUrl(): { name: string; dir: string } | null {
+  const m = /^\/data\/([^/]+)\/?$/.exec(location.pathname);
+  if (!m) return null;
+  try {
+    return { name: decodeURIComponent(m[1]), dir: new URLSearchParams(location.search).get('path') ?? '' };
+  } catch { return null; }
+}
+
 export function DataPage(_props: { user: User }) {
   const [list, setList] = useState<Folder[] | null>(null);
   const [trash, setTrash] = useState<Folder[]>([]);
@@ -230,8 +239,29 @@ export function DataPage(_props: { user: User }) {
   const [renaming, setRenaming] = useState<Folder | null>(null);
   const [sharing, setSharing] = useState<Folder | null>(null);
   const [removing, setRemoving] = useState<Folder | null>(null);
-  const [open, setOpen] = useState<Folder | null>(null);
+  const [open, setOpenState] = useState<Folder | null>(null);
   const [trashDays, setTrashDays] = useState<number | null>(null);
+  // The open folder and directory live in the URL (/data/FOLDER?path=DIR):
+  // a reload, Back and a shared link keep them.
+  const [want, setWant] = useState(folderFromUrl());
+  const setOpen = (f: Folder | null) => {
+    setOpenState(f);
+    const href = f ? `/data/${encodeURIComponent(f.name)}` : '/data';
+    if (location.pathname !== href) history.pushState(null, '', href);
+    setWant(f ? { name: f.name, dir: '' } : null);
+  };
+  useEffect(() => {
+    const onPop = () => { const w = folderFromUrl(); setWant(w); if (!w) setOpenState(null); };
+    addEventListener('popstate', onPop);
+    return () => removeEventListener('popstate', onPop);
+  }, []);
+  // The folder the URL names, once the list is in (or again after Back).
+  useEffect(() => {
+    if (!want || !list || open?.name === want.name) return;
+    const f = list.find((x) => x.name === want.name);
+    if (f) setOpenState(f);
+    else { setError(`No folder named ${want.name} (the address names it): it may have been renamed or removed.`); history.replaceState(null, '', '/data'); setWant(null); }
+  }, [want, list]);
 
   const load = async () => {
     try {
@@ -240,7 +270,12 @@ export function DataPage(_props: { user: User }) {
       setTrash(t.folders);
       setError(null);
       // The open folder follows a rename or a removal.
-      setOpen((o) => (o ? l.folders.find((f) => f.id === o.id) ?? null : null));
+      setOpenState((o) => {
+        const f = o ? l.folders.find((x) => x.id === o.id) ?? null : null;
+        if (o && f?.name !== o.name) history.replaceState(null, '', f ? `/data/${encodeURIComponent(f.name)}` : '/data');
+        if (o && !f) setWant(null);
+        return f;
+      });
     } catch (err) {
       setError(`Cannot list your folders: ${(err as Error).message}`);
       if (list === null) setList([]);
@@ -260,7 +295,9 @@ export function DataPage(_props: { user: User }) {
   };
 
   if (open) {
-    return <FileBrowser folder={open} onBack={() => { setOpen(null); load(); }} onChanged={load} />;
+    return <FileBrowser key={open.id} folder={open} onBack={() => { setOpen(null); load(); }} onChanged={load}
+      dir={want?.name === open.name ? want.dir : ''}
+      onDir={(d) => history.replaceState(null, '', `/data/${encodeURIComponent(open.name)}${d ? `?path=${encodeURIComponent(d)}` : ''}`)} />;
   }
   const hosts = [...new Set((list ?? []).map((f) => f.host))];
   return (

@@ -38,10 +38,13 @@ function UploadRow(props: { u: Upload; onCancel: () => void; onReplace: () => vo
   );
 }
 
-export function FileBrowser(props: { folder: Folder; onBack: () => void; onChanged: () => void }) {
+export function FileBrowser(props: { folder: Folder; onBack: () => void; onChanged: () => void; dir?: string; onDir?: (dir: string) => void }) {
   const f = props.folder;
   const readOnly = f.permission === 'ro';
-  const [dir, setDir] = useState('');
+  // The directory starts where the URL says (data.tsx) and is told back
+  // at each change, so that a reload or a shared link opens it again.
+  const [dir, setDir] = useState(props.dir ?? '');
+  useEffect(() => { props.onDir?.(dir); }, [dir]);
   const [entries, setEntries] = useState<FileEntry[] | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [uploads, setUploads] = useState<Upload[]>([]);

@@ -31,6 +31,30 @@ function familyLine(f: Family): string {
   return `${FRAMEWORK_NAMES[first.name] ?? first.name} ${versions.join(' · ')}`;
 }
 
+// Each environment's badge: two letters, told apart from the other
+// tiles' ("Python" and "PyTorch" both began "Py"): the title's capitals
+// (PyTorch: PT) or its words' initials first, then its first two letters,
+// then its first letter with each later one in turn.
+export function envBadges(envs: Family[]): Map<string, string> {
+  const out = new Map<string, string>(), used = new Set<string>();
+  for (const f of envs) {
+    if (f.other) { out.set(f.family, '…'); continue; }
+    const t = f.title.replace(/[^\p{L}\p{N} ]/gu, ' ').trim() || f.family;
+    const words = t.split(/\s+/).filter(Boolean);
+    const caps = t.slice(1).replace(/[^\p{Lu}\p{N}]/gu, '');
+    const tries = [
+      caps ? t[0] + caps[0] : '',
+      words.length > 1 ? words[0][0] + words[1][0] : '',
+      t.slice(0, 2),
+      ...[...t.slice(1).replace(/\s/g, '')].map((c) => t[0] + c),
+    ].filter((x) => x.length === 2).map((x) => x[0].toUpperCase() + x[1]);
+    const pick = tries.find((x) => !used.has(x.toLowerCase())) ?? tries[0] ?? t.slice(0, 2);
+    used.add(pick.toLowerCase());
+    out.set(f.family, pick);
+  }
+  return out;
+}
+
 // A colour per environment, so tiles are told apart at a glance.
 function familyHue(family: string): number {
   let h = 0;
@@ -136,6 +160,8 @@ export function LaunchDialog(props: {
   projects?: { name: string; personal: boolean; quota?: Quota; used?: QuotaUse }[]; project?: string;
 }) {
   const [catalog, setCatalog] = useState<Image[]>([]);
+  // Whether the catalog was read (or failed): the empty state waits for it.
+  const [catalogRead, setCatalogRead] = useState(false);
   const [family, setFamily] = useState('');
   const [ref, setRef] = useState('');
   const [typed, setTyped] = useState('');
@@ -196,6 +222,7 @@ export function LaunchDialog(props: {
       : `Up to ${fmt(cap.max)}: the most ${what} one node has (${perContainer ? 'each container' : 'a session'} runs on one node).`);
 
   const envs = families(launchable(catalog, props.user));
+  const badges = envBadges(envs);
   const env = envs.find((f) => f.family === family);
   const typedImage = typed.trim() ? catalog.find((i) => i.ref === typed.trim() || i.aliases?.includes(typed.trim())) : undefined;
   const chosen = typed.trim() ? typedImage : env?.images.find((i) => i.ref === ref);
@@ -260,7 +287,7 @@ export function LaunchDialog(props: {
   // containers start and end together), whatever the type's default.
   const preemptOn = perContainer ? false : preemptible ?? batch;
   const blocked = problems.cpu ?? problems.mem ?? problems.fgpu ?? problems.count ?? problems.cluster ?? problems.command ?? problems.priority ??
-    (!(typed.trim() || ref) ? 'Choose an environment and a version, or type an image name.' : null);
+    (!(typed.trim() || ref) ? (envs.length ? 'Choose an environment and a version, or type an image name.' : 'Type an image name.') : null);
 
   // Picking from the lists is a choice over a name typed before.
   const pickFamily = (f: Family) => {
@@ -305,8 +332,10 @@ export function LaunchDialog(props: {
     setRootAllowed(props.resources?.policy.allow_root);
     api2.resources().then((r) => setRootAllowed(typeof r.policy.allow_root === 'boolean' ? r.policy.allow_root : undefined))
       .catch(() => { /* unknown: the server decides */ });
+    setCatalogRead(false);
     api.images().then((r) => {
       setCatalog(r.images);
+      setCatalogRead(true);
       const envs0 = families(launchable(r.images, props.user));
       // The last environment and version chosen, when still offered;
       // else the first. A choice is made for the user, never typed for
@@ -316,8 +345,13 @@ export function LaunchDialog(props: {
       if (first) {
         setFamily(first.family);
         setRef(prev && prev.images.some((i) => i.ref === last.ref) ? last.ref! : first.images[0].ref);
+      } else {
+        // Nothing to offer: no choice of an earlier opening stays behind
+        // (it would be launched, unseen, from an empty dialog).
+        setFamily('');
+        setRef('');
       }
-    }).catch(() => setCatalog([]));   // no catalog: the free field takes any name
+    }).catch(() => { setCatalog([]); setCatalogRead(true); });   // no catalog: the free field takes any name
     api.config().then((c) => {
       const q = Number(c.fgpu_quantum);
       if (q > 0) setStep(q >= 0.1 || Math.abs(Math.round(0.1 / q) - 0.1 / q) > 1e-9 ? q : 0.1);
@@ -373,7 +407,11 @@ export function LaunchDialog(props: {
     if (!props.open) return;
     const req = request();
     const mine = ++estimateSeq.current;
-    if (!req) { setEstimate(null); setEstimateError(null); return; }
+    // The answer for the request before this change no longer holds: the
+    // estimate says "Checking" until the new one comes.
+    setEstimate(null);
+    setEstimateError(null);
+    if (!req) return;
     const t = window.setTimeout(() => {
       api2.estimate(req).then((r) => {
         if (estimateSeq.current !== mine) return;
@@ -466,7 +504,7 @@ export function LaunchDialog(props: {
                     <input type="radio" name="environment" value={f.family} checked={selected}
                       onChange={() => pickFamily(f)} />
                     <span class={`env-badge${f.other ? ' other' : ''}`} aria-hidden="true"
-                      style={f.other ? undefined : { background: `linear-gradient(135deg, hsl(${familyHue(f.family)} 62% 42%), hsl(${(familyHue(f.family) + 40) % 360} 58% 38%))` }}>{f.other ? '…' : f.title.slice(0, 2)}</span>
+                      style={f.other ? undefined : { background: `linear-gradient(135deg, hsl(${familyHue(f.family)} 62% 42%), hsl(${(familyHue(f.family) + 40) % 360} 58% 38%))` }}>{badges.get(f.family)}</span>
                     <span class="env-text">
                       <span class="env-title">{f.title}</span>
                       <span class="env-sub">
@@ -479,16 +517,28 @@ export function LaunchDialog(props: {
             </div>
           </fieldset>
         )}
+        {envs.length === 0 && catalogRead && (
+          // No environment to offer: say why and what to do, rather than
+          // show an Image field alone.
+          <div class="env-empty" role="note" data-testid="env-empty">
+            <strong>No environments yet.</strong> No node has an image with Tessera's labels
+            {nameable.length ? ` (the nodes have ${nameable.length} other image${nameable.length === 1 ? '' : 's'}: type a name below)` : ''}.
+            An administrator adds environments by building one of Tessera's image recipes
+            (<code>tessera image build images/python/3.11.recipe</code>, docs/images.md) or
+            pulling a labelled image; meanwhile any image on the nodes can be typed below.
+          </div>
+        )}
         {env && (
           <fieldset class={`picker versions${overridden ? ' dimmed' : ''}`}>
             <legend>Version</legend>
+            <small class="hint version-note" data-testid="version-note">Versions as the image's labels give them: its packages' versions, which a framework may report otherwise (Debian's PyTorch 1.13.1 calls itself 1.13.0a0).</small>
             <div class="version-list">
               {env.images.map((img) => (
                 <label key={img.ref} class={`version${img.ref === ref ? ' selected' : ''}`}>
                   <input type="radio" name="version" value={img.ref} checked={img.ref === ref}
                     onChange={() => pickVersion(img.ref)} />
                   <span class="version-tag">{env.other ? img.name : img.tag || 'latest'}</span>
-                  <span class="version-fw">{env.other ? img.tag : frameworksLine(img, 4) || img.ref}</span>
+                  <span class="version-fw" title={env.other ? undefined : 'from the image\u2019s labels (its packages\u2019 versions)'}>{env.other ? img.tag : frameworksLine(img, 4) || img.ref}</span>
                   <span class="version-meta">
                     {img.cuda && <span class="tag-cuda"
                       title={`Built for CUDA ${img.cuda}: it uses a GPU when the session has one`}>CUDA {img.cuda}</span>}
@@ -617,10 +667,10 @@ export function LaunchDialog(props: {
         </div>
         </div>
         <div class="launch-foot">
-          <div class={`estimate${estimate ? (estimate.fits_now ? ' fits' : ' waits') : ''}`} role="status" aria-live="polite">
+          <div class={`estimate${estimate ? (estimate.fits_now ? ' fits' : ' waits') : blocked || estimateError ? '' : ' checking'}`} role="status" aria-live="polite">
             {blocked ? <span class="hint">Correct the request to see whether it fits.</span>
               : estimateError ? <span class="error">{estimateError}</span>
-              : !estimate ? <span class="hint">Checking whether it fits…</span>
+              : !estimate ? <span class="hint">Checking whether it fits now…</span>
                 : estimate.fits_now ? <span><strong>Fits now:</strong> it starts at once.</span>
                   : <span><strong>Will wait:</strong> {estimate.reason ?? 'it waits in the queue'}. It starts by itself when resources free up{prio > 0
                     ? `, or sooner if the scheduler preempts lower-priority preemptible sessions for it (priority ${prio})` : ''}.</span>}

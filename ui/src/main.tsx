@@ -1,7 +1,7 @@
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { api, setCsrf, type User } from './api';
-import { Button } from './components';
+import { Button, Email } from './components';
 import { LoginPage } from './login';
 import { SessionsPage } from './sessions';
 import { AdminPage } from './admin';
@@ -40,6 +40,9 @@ function App() {
     history.pushState(null, '', `/${p}`);
     setPage(p);
     setSessionId(null);
+    // A page that keeps its place in the address (the Data page's open
+    // folder) hears of the move as of Back.
+    dispatchEvent(new PopStateEvent('popstate'));
   };
   const logout = async () => {
     try { await api.logout(); } catch { /* logged out anyway */ }
@@ -72,7 +75,7 @@ function App() {
               onClick={(e) => { e.preventDefault(); go('admin'); }}>Admin</a>
           )}
         </nav>
-        <span class="who">{user.email}</span>
+        <span class="who"><Email email={user.email} /></span>
         <Button onClick={logout}>Log out</Button>
       </header>
       <main>{current === 'admin' ? <AdminPage /> : current === 'nodes' ? <NodesPage />

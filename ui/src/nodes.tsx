@@ -68,7 +68,8 @@ function NodeCard({ n, sessions, onDrain, onGroup }: {
         <div class="gpu-list">
           {(n.gpus ?? []).map((g) => (
             <div class="gpu" key={g.uuid} data-gpu={g.index}>
-              <div class="gpu-name">GPU {g.index} · {g.name} <span class="hint">({fmtBytes(g.memory)})</span></div>
+              {/* A model name that says its memory ("... 16 GiB") is not followed by it again. */}
+              <div class="gpu-name">GPU {g.index} · {g.name}{!g.name.includes(fmtBytes(g.memory)) && <span class="hint"> ({fmtBytes(g.memory)})</span>}</div>
               <DualBar label={`GPU ${g.index} SM`} live={g.util_pct ?? null} alloc={(g.fgpu_used / (g.fgpu_capacity || 1)) * 100}
                 total={100} fmt={pctFmt} allocLabel="fGPU share" />
               <DualBar label={`GPU ${g.index} memory`} live={g.mem_used_bytes ?? null}

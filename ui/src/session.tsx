@@ -8,7 +8,7 @@ import {
   api, api2, fmtBytes, fmtConfig, fmtNum, ApiError, MAIN_CONTAINER, type Session, type SessionContainer, type SessionFull,
   type SessionStats, type UsageSample, type User,
 } from './api';
-import { Button, Dialog, Email, ErrorText } from './components';
+import { Button, Dialog, Email, ErrorText, Name } from './components';
 import { AppChips, AppLauncherDialog, clusterContainers, ContainerPicker } from './apps';
 import { CommitDialog } from './commit';
 import { LogViewer } from './logs';
@@ -169,6 +169,13 @@ function useStats(id: string, nGpu: number) {
   return { series: series.current, version, state, current, message };
 }
 
+// A session's GPU as the session sees it: its devices are numbered from 0
+// in the order given (CUDA_VISIBLE_DEVICES), as gpu-info and nvidia-smi
+// inside it number them; the node's own number follows when it differs.
+function gpuName(g: { index: number }, i: number): string {
+  return g.index === i ? `GPU ${i}` : `GPU ${i} (the node's GPU ${g.index})`;
+}
+
 const pct = (v: number) => `${Math.round(v)}%`;
 const mib = (v: number) => (v >= 1024 ? `${fmtNum(Math.round((v / 1024) * 10) / 10)} GiB` : v >= 10 ? `${Math.round(v)} MiB` : `${fmtNum(Math.round(v * 10) / 10)} MiB`);
 
@@ -180,9 +187,10 @@ function UsageCharts({ s }: { s: SessionFull }) {
   const cpuData = [series.x, series.cpu] as uPlot.AlignedData;
   const memData = [series.x, series.mem, series.memLimit] as uPlot.AlignedData;
   const gpuData = [series.x, ...series.gpu, ...series.gpuMem] as uPlot.AlignedData;
+  // Numbered as in the session (gpuName): GPU 0 is its first.
   const gpuSeries = [
-    ...(s.gpus ?? []).map((g) => ({ label: `GPU ${g.index} SM`, colorVar: '--chart-gpu' })),
-    ...(s.gpus ?? []).map((g) => ({ label: `GPU ${g.index} memory`, colorVar: '--chart-gpu-mem', dash: true })),
+    ...(s.gpus ?? []).map((_g, i) => ({ label: `GPU ${i} SM`, colorVar: '--chart-gpu' })),
+    ...(s.gpus ?? []).map((_g, i) => ({ label: `GPU ${i} memory`, colorVar: '--chart-gpu-mem', dash: true })),
   ];
   return (
     <>
@@ -228,7 +236,7 @@ function ContainersTable({ containers }: { containers: SessionContainer[] }) {
                   {c.status_info && <div class={`info${c.status === 'ERROR' ? ' error' : ''}`}>{c.status_info}</div>}
                 </td>
                 <td data-label="GPUs">{(c.gpus ?? []).length === 0 ? 'none'
-                  : c.gpus!.map((g) => `GPU ${g.index}: ${fmtNum(g.fgpu)} fGPU`).join(', ')}</td>
+                  : c.gpus!.map((g, i) => `${gpuName(g, i)}: ${fmtNum(g.fgpu)} fGPU`).join(', ')}</td>
                 <td data-label="Usage"><div class="row-usage">
                   <Meter compact label="CPU" pct={u?.cpu_pct} />
                   <Meter compact label="Mem" pct={u?.mem_pct} />
@@ -339,7 +347,7 @@ export function SessionPage({ id, user }: { id: string; user: User }) {
         <section class="card" aria-labelledby="config-title">
           <h2 id="config-title">Configuration</h2>
           <dl class="props">
-            <dt>Image</dt><dd class="mono wrap">{s.image}</dd>
+            <dt>Image</dt><dd class="mono"><Name text={s.image} /></dd>
             <dt>Resources</dt><dd>{fmtConfig(s.resources)}</dd>
             {(s.cluster_size ?? 1) > 1 && <><dt>Cluster</dt><dd data-testid="detail-cluster">{s.cluster_size} containers, {s.cluster_mode ?? 'single-node'}; the resources are each one's</dd></>}
             <dt>Type</dt><dd>{s.type ?? 'interactive'}{s.root ? ' · runs as root' : ''}</dd>
@@ -355,7 +363,7 @@ export function SessionPage({ id, user }: { id: string; user: User }) {
               ? ([...new Set(containers.map((c) => c.agent).filter(Boolean))].join(', ') || '— (not placed)')
               : s.agent ?? '— (not placed)'}</dd>
             <dt>GPUs</dt><dd>{(s.gpus ?? []).length === 0 ? 'none' : (
-              <ul class="plain">{s.gpus!.map((g) => <li key={g.uuid}>GPU {g.index}: {fmtNum(g.fgpu)} fGPU <span class="hint mono">{g.uuid}</span></li>)}</ul>
+              <ul class="plain">{s.gpus!.map((g, i) => <li key={g.uuid} data-gpu={i}>{gpuName(g, i)}: {fmtNum(g.fgpu)} fGPU <span class="hint mono">{g.uuid}</span></li>)}</ul>
             )}</dd>
             <dt>Folders</dt><dd>{(s.mounts ?? []).length === 0 ? 'none' : (
               <ul class="plain">{s.mounts!.map((m) => <li key={m.path}>{m.folder} at <span class="mono">{m.path}</span>{m.ro ? ' (read-only)' : ''}{m.automount ? ' · automount' : ''}</li>)}</ul>

@@ -1,6 +1,6 @@
 import { useEffect, useId, useState } from 'preact/hooks';
 import { api, fmtAge, fmtConfig, type Node, type Quota, type QuotaUse, type Session, type SessionFull, type User } from './api';
-import { Button, Email, ErrorText } from './components';
+import { Button, Email, ErrorText, Name } from './components';
 import { LaunchDialog } from './launch';
 import { CommitDialog } from './commit';
 import { AppChips, AppLauncherDialog, useSessionApps } from './apps';
@@ -217,7 +217,7 @@ export function SessionsPage({ user }: { user: User }) {
         )}
         <Button kind="primary" onClick={() => setLaunching(true)}>Start</Button>
       </div>
-      <ResourcePanel res={res} error={resError} project={chosen} />
+      <ResourcePanel res={res} error={resError} project={chosen} sessions={active} user={user} />
       <ErrorText error={error} />
       <div class="filters" role="search" aria-label="Filter sessions">
         <div class="filter">
@@ -288,7 +288,7 @@ export function SessionsPage({ user }: { user: User }) {
                   )}
                   {s.status === 'RUNNING' && <AppChips apps={apps.get(s.id)} />}
                 </td>
-                <td data-label="Image">{s.image}</td>
+                <td data-label="Image"><Name text={s.image} /></td>
                 <td data-label="Status">
                   <span class={`status st-${s.status.toLowerCase()}`}>{s.status}</span>
                   {statusInfo(s) && (
@@ -305,7 +305,7 @@ export function SessionsPage({ user }: { user: User }) {
                 </td>
                 <td data-label="Configuration">{fmtConfig(s.resources)}</td>
                 <td data-label="Usage"><RowUsage s={s} /></td>
-                <td data-label="Node">{nodesOf(s)}</td>
+                <td data-label="Node"><Name text={nodesOf(s)} host /></td>
                 <td data-label="Age">{fmtAge(s.created_at, now)}</td>
                 <td data-label="Actions"><div class="row-actions">
                   {s.status === 'RUNNING' && (user.is_admin || s.owner === user.email) && (
@@ -313,8 +313,10 @@ export function SessionsPage({ user }: { user: User }) {
                   )}
                   {s.status === 'RUNNING' && (user.is_admin || s.owner === user.email) && (s.cluster_size ?? 1) <= 1 && (
                     // A cluster session cannot be committed (docs/api.md): not offered.
-                    <Button onClick={() => setConverting(s)} label={`Convert ${s.name} to image`}>
-                      Convert to image
+                    // "Convert" on the row (its name says the rest): three
+                    // buttons fit one line of a laptop's table.
+                    <Button onClick={() => setConverting(s)} label={`Convert ${s.name} to image`} title="Convert to image">
+                      Convert
                     </Button>
                   )}
                   <Button kind="danger" onClick={() => setEnding(s)}

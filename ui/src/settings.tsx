@@ -9,26 +9,39 @@ import { Button, Dialog, Email, ErrorText } from './components';
 
 type Config = Record<string, unknown> & { policies?: Record<string, Record<string, unknown>> };
 
+// A choice: each option's label is "value: what it does"; the select
+// shows the value alone (a whole label was cut at the field's width) and
+// the chosen one's meaning goes under it, with the field's hint.
 function Select(props: { label: string; value: string; options: [string, string][]; onChange: (v: string) => void; hint?: string }) {
   const id = useId();
+  const split = (l: string) => { const i = l.indexOf(': '); return i < 0 ? [l, ''] : [l.slice(0, i), l.slice(i + 2)]; };
+  const meaning = split(props.options.find(([v]) => v === props.value)?.[1] ?? '')[1];
   return (
     <div class="field">
       <label for={id}>{props.label}</label>
-      <select id={id} value={props.value} onChange={(e) => props.onChange((e.target as HTMLSelectElement).value)}>
-        {props.options.map(([v, l]) => <option key={v} value={v}>{l}</option>)}
+      <select id={id} value={props.value} onChange={(e) => props.onChange((e.target as HTMLSelectElement).value)}
+        aria-describedby={meaning || props.hint ? `${id}-hint` : undefined}>
+        {props.options.map(([v, l]) => <option key={v} value={v} title={l}>{split(l)[0]}</option>)}
       </select>
-      {props.hint && <small class="hint">{props.hint}</small>}
+      {(meaning || props.hint) && <small class="hint" id={`${id}-hint`}>{[meaning && `${meaning[0].toUpperCase()}${meaning.slice(1)}.`, props.hint].filter(Boolean).join(' ')}</small>}
     </div>
   );
 }
 
-function Num(props: { label: string; value: string; onInput: (v: string) => void; hint?: string; step?: string; placeholder?: string; type?: string }) {
+// inForce: the value in force while the field is empty (the
+// configuration file's), said in words under the field: as a greyed
+// placeholder it looked like an example to follow.
+function Num(props: { label: string; value: string; onInput: (v: string) => void; hint?: string; step?: string; placeholder?: string; type?: string; inForce?: string }) {
   const id = useId();
+  const showForce = props.inForce !== undefined && props.value.trim() === '';
   return (
     <div class="field">
       <label for={id}>{props.label}</label>
       <input id={id} type={props.type ?? 'number'} step={props.step ?? 'any'} value={props.value} placeholder={props.placeholder}
+        aria-describedby={showForce ? `${id}-force` : undefined}
         onInput={(e) => props.onInput((e.target as HTMLInputElement).value)} />
+      {showForce && <small class="in-force" id={`${id}-force`} data-testid="in-force">
+        In force: {props.inForce ? <code>{props.inForce}</code> : 'none'} (from the configuration file)</small>}
       {props.hint && <small class="hint">{props.hint}</small>}
     </div>
   );
@@ -177,12 +190,12 @@ function ClusterForm({ config, reload, error, setError, notice, setNotice }: {
   };
   return (
     <form class="card settings-form" onSubmit={save} aria-label="Cluster settings">
-      <p class="hint">Empty: the configuration file's value is in force (shown greyed). Every manager and agent applies a change without a restart.</p>
+      <p class="hint">Empty: the configuration file's value is in force (said under the field). Every manager and agent applies a change without a restart.</p>
       <div class="form-grid">
         {CLUSTER_FIELDS.map((f) => {
           const cur = inForce[f.key];
           return <Num key={f.key} type="text" label={f.label} value={v[f.key]} onInput={set(f.key)} hint={f.hint}
-            placeholder={cur === undefined || cur === null ? '' : String(cur)} />;
+            inForce={cur === undefined || cur === null ? '' : String(cur)} />;
         })}
       </div>
       <ErrorText error={error} />
@@ -314,7 +327,9 @@ function Policies({ config, reload }: { config: Config | null; reload: () => voi
   const [error, setError] = useState<string | null>(null);
   const pols = config?.policies ?? {};
   const names = ['default', ...Object.keys(pols).filter((k) => k !== 'default').sort()];
+  const [removing, setRemoving] = useState<string | null>(null);
   const remove = async (who: string) => {
+    setRemoving(null);
     setError(null);
     setNotice(null);
     try {
@@ -338,7 +353,7 @@ function Policies({ config, reload }: { config: Config | null; reload: () => voi
                 <td data-label="Limits">{pols[who] ? describe(pols[who]) : 'no limits'}</td>
                 <td data-label="Actions"><div class="row-actions horizontal">
                   <Button onClick={() => setEditing(who)} label={`Edit the policy of ${who}`}>Edit</Button>
-                  {pols[who] && <Button kind="danger" onClick={() => remove(who)} label={`Remove the policy of ${who}`}>Remove</Button>}
+                  {pols[who] && <Button kind="danger" onClick={() => setRemoving(who)} label={`Remove the policy of ${who}`}>Remove</Button>}
                 </div></td>
               </tr>
             ))}
@@ -348,6 +363,15 @@ function Policies({ config, reload }: { config: Config | null; reload: () => voi
       <ErrorText error={error} />
       {notice && <p class="notice" role="status">{notice}</p>}
       <div class="actions"><Button onClick={() => setAdding(true)}>Add a user’s policy</Button></div>
+      {/* Removing a policy changes someone's limits at once: asked first. */}
+      <Dialog open={removing !== null} title="Remove policy" onClose={() => setRemoving(null)}>
+        {removing && <p>Remove the policy of <strong>{removing === 'default' ? 'everyone without their own (default)' : removing}</strong> ({describe(pols[removing] ?? {})})?
+          {removing === 'default' ? ' Users without their own policy then have no limits.' : ' The default policy applies to them then.'} Their running sessions keep running.</p>}
+        <div class="actions">
+          <Button onClick={() => setRemoving(null)}>Cancel</Button>
+          <Button kind="danger" onClick={() => removing && remove(removing)}>Remove policy</Button>
+        </div>
+      </Dialog>
       <PolicyDialog who={editing} isNew={adding} policy={editing ? pols[editing] ?? {} : {}}
         onClose={() => { setEditing(null); setAdding(false); }}
         onSaved={(m) => { setEditing(null); setAdding(false); setNotice(m); reload(); }} />

@@ -10,7 +10,10 @@ import { AttachAddon } from '@xterm/addon-attach';
 import '@xterm/xterm/css/xterm.css';
 import './terminal.css';
 
-document.title = 'Tessera terminal';
+// Each terminal's tab says whose it is: the app launcher puts the session's
+// name in the fragment (#session=NAME); a link without it keeps the plain title.
+const sessionName = new URLSearchParams(location.hash.slice(1)).get('session');
+document.title = sessionName ? `${sessionName} · Tessera terminal` : 'Tessera terminal';
 
 const term = new Terminal({
   cursorBlink: true,

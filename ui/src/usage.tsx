@@ -5,7 +5,7 @@
 import { useEffect, useId, useRef, useState } from 'preact/hooks';
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
-import { api2, fmtBytes, fmtNum, type Quota, type QuotaUse, type ResourceSummary } from './api';
+import { api2, fmtBytes, fmtNum, type Quota, type QuotaUse, type ResourceSummary, type Session } from './api';
 
 // A percentage meter: label, value and bar on one line, always the same
 // size. pct null: no sample yet ("—"). warn/crit colour the bar.
@@ -48,31 +48,42 @@ interface Tile {
   name: string; used: number; limit: number | null; free: number | null; capacity: number | null; fmt: (n: number) => string;
   // Whose limit: the user's policy, or a project's quota (named).
   of?: { project: string };
+  // What PENDING sessions ask for: said beside the use, never in it (a
+  // PENDING session holds nothing; the scheduler counts only what runs).
+  pending?: number;
+  // The cluster's use (an admin's tiles: everyone's sessions, as the list).
+  everyone?: boolean;
 }
 
 function ResourceTile({ t }: { t: Tile }) {
   const id = useId();
-  // The bar is against the policy when there is one, else the cluster.
+  // The bar is against the limit when there is one, else the cluster.
   const total = t.limit ?? t.capacity ?? 0;
   const pct = total > 0 ? Math.min(100, (t.used / total) * 100) : 0;
   const left = t.limit !== null ? Math.max(0, t.limit - t.used) : null;
   const whose = t.of ? `project ${t.of.project}'s quota` : 'your policy';
+  // Warn and crit colours say a limit is near; with none, the bar is the
+  // cluster's share in use, drawn neutral: a full cluster is no fault.
+  const level = t.limit === null ? ' nolimit' : pct >= 90 ? ' crit' : pct >= 70 ? ' warn' : '';
   // A project's tiles carry data-project-resource, not data-resource: the
   // user's own tiles stay the only ones of that name.
   const attrs = t.of ? { 'data-project-resource': t.name.toLowerCase() } : { 'data-resource': t.name.toLowerCase() };
+  const of = t.limit !== null ? ` / ${t.fmt(t.limit)}` : t.everyone ? (t.capacity !== null ? ` / ${t.fmt(t.capacity)}` : '') : ' · no limit';
   return (
     <div class={`res-tile${t.of ? ' project' : ''}`} {...attrs}>
       <div class="res-head">
         <span class="res-name" id={id}>{t.name}</span>
-        <span class="res-used"><strong>{t.fmt(t.used)}</strong>
-          <span class="res-of"> / {t.limit !== null ? t.fmt(t.limit) : 'no limit'}</span></span>
+        <span class="res-used"><strong>{t.fmt(t.used)}</strong><span class="res-of">{of}</span></span>
       </div>
       <div class="res-bar" role="meter" aria-labelledby={id} aria-valuemin={0} aria-valuemax={total || 1}
-        aria-valuenow={t.used} aria-valuetext={`${t.fmt(t.used)} used of ${t.limit !== null ? `${t.of ? `${whose} of` : 'your limit of'} ${t.fmt(t.limit)}` : 'no limit'}`}>
-        <span class={`res-fill${pct >= 90 ? ' crit' : pct >= 70 ? ' warn' : ''}`} style={{ width: `${pct}%` }} />
+        aria-valuenow={t.used} aria-valuetext={`${t.fmt(t.used)} ${t.everyone ? 'in use by everyone' : 'used'}${t.limit !== null ? ` of ${t.of ? `${whose} of` : 'your limit of'} ${t.fmt(t.limit)}`
+          : total > 0 ? ` of the cluster's ${t.fmt(total)}` : ', no limit'}`}>
+        <span class={`res-fill${level}`} style={{ width: `${pct}%` }} />
       </div>
       <div class="res-foot">
-        {left !== null ? <span>{t.fmt(left)} left by {whose}</span> : <span>{t.of ? 'the project sets no limit' : 'your policy sets no limit'}</span>}
+        {t.everyone ? <span>everyone's sessions</span>
+          : left !== null ? <span>{t.fmt(left)} left by {whose}</span> : <span>{t.of ? 'the project sets no limit' : 'your policy sets no limit'}</span>}
+        {(t.pending ?? 0) > 0 && <span class="res-pending">+ {t.fmt(t.pending!)} waiting (PENDING)</span>}
         {t.free !== null && <span>cluster: {t.fmt(t.free)} free{t.capacity !== null ? ` of ${t.fmt(t.capacity)}` : ''}</span>}
       </div>
     </div>
@@ -84,20 +95,49 @@ function ResourceTile({ t }: { t: Tile }) {
 // manages without being in it).
 export interface ProjectQuota { name: string; personal: boolean; quota: Quota; used: QuotaUse }
 
-// The Sessions page's summary: what the user uses of CPU, memory, fGPU and
-// sessions, against their policy and the cluster's free capacity; and,
-// with a project chosen, the project's use against its quota beside it
-// (a session must fit both).
-export function ResourcePanel({ res, error, project }: { res: ResourceSummary | null; error: string | null; project?: ProjectQuota | null }) {
+// Statuses whose sessions hold their resources on a node (the manager's
+// session_status_holds): PENDING holds nothing yet, ERROR nothing any more.
+const HOLDS = new Set(['SCHEDULED', 'PREPARING', 'RUNNING', 'LOST', 'TERMINATING', 'PREEMPTED']);
+interface Sum { cpu: number; mem: number; fgpu: number; sessions: number }
+// What sessions of the list hold (or, PENDING, ask for): a cluster
+// session's resources are each container's, and it counts as one session.
+export function sumSessions(list: Session[], status: (s: string) => boolean): Sum {
+  const o: Sum = { cpu: 0, mem: 0, fgpu: 0, sessions: 0 };
+  for (const s of list) {
+    if (!status(s.status)) continue;
+    const n = Math.max(1, s.cluster_size ?? 1);
+    o.cpu += s.resources.cpu * n; o.mem += s.resources.mem * n; o.fgpu += s.resources.fgpu * n; o.sessions++;
+  }
+  return o;
+}
+
+// The Sessions page's summary, from the same list as the table (GET
+// /v1/sessions or the event stream): what the user's sessions hold of CPU,
+// memory, fGPU and sessions, against their policy (GET /v1/resources) and
+// the cluster's free capacity, with what PENDING ones ask beside it. An
+// administrator's list is everyone's, and so are their tiles: the
+// cluster's use against its capacity. With a project chosen, the
+// project's use against its quota beside it (a session must fit both).
+export function ResourcePanel({ res, error, project, sessions, user }: {
+  res: ResourceSummary | null; error: string | null; project?: ProjectQuota | null;
+  sessions?: Session[]; user?: { email: string; is_admin: boolean };
+}) {
   const cores = (n: number) => `${fmtNum(Math.round(n * 100) / 100)} CPU`;
   const fgpu = (n: number) => `${fmtNum(Math.round(n * 100) / 100)} fGPU`;
   const mem = (n: number) => (n >= GiB || n === 0 ? `${fmtNum(Math.round((n / GiB) * 10) / 10)} GiB` : fmtBytes(n));
   const count = (n: number) => String(n);
-  const tiles: Tile[] | null = res && [
-    { name: 'CPU', used: res.used.cpu, limit: res.policy.max_cpu, free: res.cluster.free.cpu, capacity: res.cluster.capacity.cpu, fmt: cores },
-    { name: 'Memory', used: res.used.mem, limit: res.policy.max_mem, free: res.cluster.free.mem, capacity: res.cluster.capacity.mem, fmt: mem },
-    { name: 'GPU', used: res.used.fgpu, limit: res.policy.max_fgpu, free: res.cluster.free.fgpu, capacity: res.cluster.capacity.fgpu, fmt: fgpu },
-    { name: 'Sessions', used: res.used.sessions, limit: res.policy.max_sessions, free: null, capacity: null, fmt: count },
+  const everyone = !!user?.is_admin;
+  const list = sessions && user ? (everyone ? sessions : sessions.filter((s) => s.owner === user.email)) : null;
+  // Without the list (a caller that has none), GET /v1/resources' use,
+  // which counts PENDING sessions too.
+  const held: Sum | null = list ? sumSessions(list, (st) => HOLDS.has(st)) : res && res.used;
+  const waiting: Sum | null = list ? sumSessions(list, (st) => st === 'PENDING') : null;
+  const lim = (v: number | null) => (everyone ? null : v);
+  const tiles: Tile[] | null = res && held && [
+    { name: 'CPU', used: held.cpu, pending: waiting?.cpu, limit: lim(res.policy.max_cpu), free: res.cluster.free.cpu, capacity: res.cluster.capacity.cpu, fmt: cores, everyone },
+    { name: 'Memory', used: held.mem, pending: waiting?.mem, limit: lim(res.policy.max_mem), free: res.cluster.free.mem, capacity: res.cluster.capacity.mem, fmt: mem, everyone },
+    { name: 'GPU', used: held.fgpu, pending: waiting?.fgpu, limit: lim(res.policy.max_fgpu), free: res.cluster.free.fgpu, capacity: res.cluster.capacity.fgpu, fmt: fgpu, everyone },
+    { name: 'Sessions', used: held.sessions, pending: waiting?.sessions, limit: lim(res.policy.max_sessions), free: null, capacity: null, fmt: count, everyone },
   ];
   const of = project ? { project: project.name } : undefined;
   const ptiles: Tile[] | null = project ? [
@@ -106,9 +146,10 @@ export function ResourcePanel({ res, error, project }: { res: ResourceSummary | 
     { name: 'GPU', used: project.used.fgpu, limit: project.quota.fgpu, free: null, capacity: null, fmt: fgpu, of },
     { name: 'Sessions', used: project.used.sessions, limit: project.quota.sessions, free: null, capacity: null, fmt: count, of },
   ] : null;
+  const title = everyone ? 'Cluster use, everyone\u2019s (as the list below)' : 'Your resources';
   const mine = (
-    <section class="res-panel" aria-labelledby="res-title" aria-busy={res === null && !error}>
-      <h2 id="res-title" class={project ? 'res-title' : 'sr-only'}>Your resources</h2>
+    <section class="res-panel" aria-labelledby="res-title" aria-busy={res === null && !error} data-scope={everyone ? 'everyone' : 'mine'}>
+      <h2 id="res-title" class={project || everyone ? 'res-title' : 'sr-only'}>{title}</h2>
       {tiles ? tiles.map((t) => <ResourceTile key={t.name} t={t} />)
         : ['CPU', 'Memory', 'GPU', 'Sessions'].map((n) => (
           <div key={n} class="res-tile skeleton" aria-hidden="true"><span class="res-name">{n}</span></div>
