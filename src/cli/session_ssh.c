@@ -128,6 +128,19 @@ static bool ssh_safe(const char *s)
 	return true;
 }
 
+/* GET path with the CLI's configuration, printing nothing: 0 and *reply,
+ * or -1. */
+static int cli_call_quiet(const char *method, const char *path, json_t **reply)
+{
+	struct cli_config cfg = {0};
+	struct api_client c;
+	struct terr err = {0};
+	*reply = NULL;
+	int rc = cli_connect(&cfg, &c, &err) == 0 ? api_call(&c, method, path, NULL, 0, reply, NULL, &err) : -1;
+	cli_config_free(&cfg);
+	return rc < 0 ? -1 : 0;
+}
+
 /* ---- what ssh needs: the sshd app's user and host key --------------- */
 
 struct ssh_target {
@@ -238,6 +251,15 @@ int cmd_session_ssh(int argc, char **argv)
 	struct terr err = {0};
 	if (ssh_target(&o, &t, &err) < 0)
 		return cli_fail("%s", err.msg);
+	/* The first thing a new user hits: no key, and ssh's bare
+	 * "Permission denied (publickey)". Say what to do first. */
+	json_t *mine = NULL;
+	if (cli_call_quiet("GET", "/v1/ssh-keys", &mine) == 0 && json_is_array(json_object_get(mine, "keys")) &&
+	    !json_array_size(json_object_get(mine, "keys")))
+		fprintf(stderr, "tessera: you have no SSH keys: add yours with 'tessera user keys add "
+			"~/.ssh/id_ed25519.pub', then start a new session (a session accepts the keys you had when "
+			"it started)\n");
+	json_decref(mine);
 	char proxy[PATH_MAX + 600], known[400], alias[80];
 	snprintf(proxy, sizeof(proxy), "ProxyCommand=%s", t.proxy_cmd);
 	snprintf(known, sizeof(known), "KnownHostsCommand=/bin/echo %s %s", t.alias, t.host_key);

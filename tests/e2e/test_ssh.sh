@@ -121,4 +121,7 @@ out=$(T user keys rm "$id" 2>&1)
 check "user keys rm removes one by id ($out)" contains "$out" "removed"
 out=$(T user keys rm "$id" 2>&1); rc=$?
 check "... once ($rc: $out)" eval '[[ $rc -ne 0 && $out == *"no SSH key"* ]]'
+T user keys rm "$(T user keys ls --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["id"])')" >/dev/null
+out=$(T session ssh s1 -- true 2>&1 </dev/null)
+check "session ssh with no keys says how to add one ($(head -1 <<<"$out"))" contains "$out" "tessera user keys add"
 e2e_done
