@@ -148,7 +148,7 @@ struct ssh_target {
 	char host_key[256];
 	char alias[48];       /* the HostKeyAlias the key is pinned under */
 	char host[128];       /* the Host of the printed block: tessera-NAME[-C] */
-	char proxy_cmd[PATH_MAX + 512];
+	char proxy_cmd[2 * PATH_MAX + 1024];
 };
 
 static int ssh_target(const struct ssh_opts *o, struct ssh_target *t, struct terr *err)
@@ -203,10 +203,12 @@ static int ssh_target(const struct ssh_opts *o, struct ssh_target *t, struct ter
 	const char *env_conf = getenv("TESSERA_CONFIG");
 	if (env_conf && *env_conf && (!realpath(env_conf, conf) || !ssh_safe(conf)))
 		return terr_set(err, EINVAL, "TESSERA_CONFIG (%s) cannot be named in a ProxyCommand", env_conf);
-	snprintf(t->proxy_cmd, sizeof(t->proxy_cmd), "%s%s%s%s session ssh-proxy%s%s%s%s %s", conf[0] ? "env TESSERA_CONFIG=" : "",
-		 conf, conf[0] ? " " : "", self, o->owner ? " --owner " : "", o->owner ? o->owner : "",
-		 cli_session_container ? " --container " : "", cli_session_container ? cli_session_container : "",
-		 o->ref);
+	int w = snprintf(t->proxy_cmd, sizeof(t->proxy_cmd), "%s%s%s%s session ssh-proxy%s%s%s%s %s",
+			 conf[0] ? "env TESSERA_CONFIG=" : "", conf, conf[0] ? " " : "", self,
+			 o->owner ? " --owner " : "", o->owner ? o->owner : "", cli_session_container ? " --container " : "",
+			 cli_session_container ? cli_session_container : "", o->ref);
+	if (w < 0 || (size_t)w >= sizeof(t->proxy_cmd))
+		return terr_set(err, ENAMETOOLONG, "the ProxyCommand would be too long");
 	return 0;
 }
 
@@ -260,8 +262,9 @@ int cmd_session_ssh(int argc, char **argv)
 			"~/.ssh/id_ed25519.pub', then start a new session (a session accepts the keys you had when "
 			"it started)\n");
 	json_decref(mine);
-	char proxy[PATH_MAX + 600], known[400], alias[80];
-	snprintf(proxy, sizeof(proxy), "ProxyCommand=%s", t.proxy_cmd);
+	char *proxy = NULL, known[400], alias[80];
+	if (asprintf(&proxy, "ProxyCommand=%s", t.proxy_cmd) < 0)
+		return cli_fail("out of memory");
 	snprintf(known, sizeof(known), "KnownHostsCommand=/bin/echo %s %s", t.alias, t.host_key);
 	snprintf(alias, sizeof(alias), "HostKeyAlias=%s", t.alias);
 	const char *head[] = {
@@ -271,8 +274,10 @@ int cmd_session_ssh(int argc, char **argv)
 	};
 	size_t nh = sizeof(head) / sizeof(head[0]);
 	char **av = calloc(nh + 5 + (size_t)o.n_cmd, sizeof(char *));
-	if (!av)
+	if (!av) {
+		free(proxy);
 		return cli_fail("out of memory");
+	}
 	size_t n = 0;
 	for (size_t i = 0; i < nh; i++)
 		av[n++] = (char *)head[i];
@@ -291,6 +296,7 @@ int cmd_session_ssh(int argc, char **argv)
 	execvp("ssh", av);
 	int e = errno;
 	free(av);
+	free(proxy);
 	if (e == ENOENT)
 		return cli_fail("ssh is not installed here (Debian's openssh-client)");
 	return cli_fail("cannot run ssh: %s", strerror(e));
