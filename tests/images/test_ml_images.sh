@@ -29,7 +29,16 @@ CASES=(
 CUDA_DEBIAN=tessera/python-ml:3.13-torch2.6-cuda12.4
 CUDA_TORCH=tessera/python-pytorch:3.13-torch2.6-cuda12.4
 CUDA_TF=tessera/python-tensorflow:3.13-tf2.20
-built() { docker image inspect "$1" >/dev/null 2>&1; }
+# Built from the recipe as it is now: an image from an older recipe (one
+# that declared other apps, say) is not what the recipe makes, so it is
+# left out here like a missing one ('make images' rebuilds it).
+SRC=$(cd "$(dirname "$0")/../.." && pwd)
+built() {
+	local name=${1%%:*} tag=${1##*:} state
+	docker image inspect "$1" >/dev/null 2>&1 || return 1
+	state=$("$TESSERA" image build --check "$SRC/images/${name#*/}/$tag.recipe" 2>/dev/null | cut -d' ' -f3-)
+	[[ $state == "up to date" ]] || { echo "# $1 is $state: built from an older recipe"; return 1; }
+}
 
 missing=() present=()
 for c in "${CASES[@]}"; do
