@@ -12,7 +12,6 @@
  * session is open to anyone but the proxy. */
 #include <errno.h>
 #include <limits.h>
-#include <netdb.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -304,29 +303,6 @@ int cmd_session_ssh(int argc, char **argv)
 
 /* ---- ssh-proxy: stdin/stdout <-> the proxy's CONNECT tunnel ---------- */
 
-static int ssh_dial(const struct wsconn_url *u, struct terr *err)
-{
-	struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res = NULL;
-	int g = getaddrinfo(u->host, u->port, &hints, &res);
-	if (g)
-		return terr_set(err, EHOSTUNREACH, "cannot resolve the app proxy's host %s: %s", u->host,
-				gai_strerror(g));
-	int fd = -1, e = 0;
-	for (struct addrinfo *ai = res; ai && fd < 0; ai = ai->ai_next) {
-		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
-		if (fd >= 0 && connect(fd, ai->ai_addr, ai->ai_addrlen) < 0) {
-			e = errno;
-			close(fd);
-			fd = -1;
-		}
-	}
-	freeaddrinfo(res);
-	if (fd < 0)
-		return terr_set(err, e ? e : EHOSTUNREACH, "cannot reach the app proxy at %s: %s", u->authority,
-				strerror(e ? e : EHOSTUNREACH));
-	return fd;
-}
-
 static int write_all(int fd, const char *p, size_t n)
 {
 	while (n) {
@@ -338,55 +314,6 @@ static int write_all(int fd, const char *p, size_t n)
 		p += w;
 		n -= (size_t)w;
 	}
-	return 0;
-}
-
-/* Asks for the tunnel: 0 with the socket in *fd and the bytes that came
- * after the answer's head in extra; the HTTP status (503: sshd is
- * starting) in *status otherwise. */
-static int ssh_tunnel(const struct wsconn_url *u, const char *cookie, int *fd, char *extra, size_t *n_extra,
-		      int *status, struct terr *err)
-{
-	*status = 0;
-	int s = ssh_dial(u, err);
-	if (s < 0)
-		return s;
-	char req[WSCONN_MAX_HEAD];
-	int len = snprintf(req, sizeof(req), "CONNECT sshd HTTP/1.1\r\nHost: %s\r\nCookie: %s\r\n\r\n", u->authority,
-			   cookie);
-	if (len < 0 || (size_t)len >= sizeof(req) || write_all(s, req, (size_t)len) < 0) {
-		close(s);
-		return terr_set(err, EIO, "cannot write to the app proxy at %s", u->authority);
-	}
-	/* The answer's head; what follows it is sshd's already. */
-	static char head[WSCONN_MAX_HEAD + 1];
-	size_t got = 0;
-	char *end = NULL;
-	while (!end && got < WSCONN_MAX_HEAD) {
-		ssize_t r = read(s, head + got, WSCONN_MAX_HEAD - got);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		got += (size_t)r;
-		head[got] = '\0';
-		end = strstr(head, "\r\n\r\n");
-	}
-	if (!end) {
-		close(s);
-		return terr_set(err, EPROTO, "the app proxy at %s closed the connection without an answer", u->authority);
-	}
-	size_t hl = (size_t)(end - head) + 4;
-	*status = wsconn_head_status(head, hl, err);
-	if (*status != 200) {
-		char text[300];
-		wsconn_page_text(head + hl, got - hl, text, sizeof(text));
-		close(s);
-		return terr_set(err, EPROTO, "the app proxy answered %d%s%s", *status, text[0] ? ": " : "", text);
-	}
-	*n_extra = got - hl;
-	memcpy(extra, head + hl, *n_extra);
-	*fd = s;
 	return 0;
 }
 
@@ -442,7 +369,7 @@ int cmd_session_ssh_proxy(int argc, char **argv)
 	json_t *reply = NULL;
 	struct wsconn_url u;
 	char *cookie = NULL;
-	static char extra[WSCONN_MAX_HEAD];
+	char *extra = NULL;
 	size_t n_extra = 0;
 	int s = -1, status = 0;
 	if (cli_connect(&cfg, &c, &err) < 0 || cli_apps_open(&c, o.ref, o.owner, "sshd", &reply, &err) < 0 ||
@@ -453,9 +380,10 @@ int cmd_session_ssh_proxy(int argc, char **argv)
 	/* sshd starts on the first connection (the proxy says 503 while it
 	 * does): ask again each second. */
 	time_t deadline = time(NULL) + SSH_START_WAIT_S;
-	while (ssh_tunnel(&u, cookie, &s, extra, &n_extra, &status, &err) < 0) {
+	while (wsconn_http_connect(&u, "sshd", cookie, 30000, &s, &extra, &n_extra, &status, &err) < 0) {
 		if (status != 503 || time(NULL) >= deadline) {
-			rc = cli_fail("%s", err.msg);
+			rc = status ? cli_fail("the app proxy answered %s", err.msg)
+				    : cli_fail("cannot reach the app proxy at %s: %s", u.authority, err.msg);
 			goto out;
 		}
 		sleep(1);
@@ -463,6 +391,7 @@ int cmd_session_ssh_proxy(int argc, char **argv)
 	rc = ssh_relay(s, extra, n_extra);
 	close(s);
 out:
+	free(extra);
 	free(cookie);
 	json_decref(reply);
 	cli_config_free(&cfg);

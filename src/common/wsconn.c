@@ -813,3 +813,50 @@ out:
 		close(fd);
 	return r;
 }
+
+int wsconn_http_connect(const struct wsconn_url *u, const char *target, const char *cookie, long timeout_ms,
+			int *fd_out, char **extra, size_t *n_extra, int *status, struct terr *err)
+{
+	*status = 0;
+	*fd_out = -1;
+	*extra = NULL;
+	*n_extra = 0;
+	if (strpbrk(u->authority, "\r\n") || strpbrk(target, "\r\n ") || (cookie && strpbrk(cookie, "\r\n")))
+		return terr_set(err, EINVAL, "a line break in the request");
+	long deadline = wsconn_now_ms() + timeout_ms;
+	char *req = NULL, *buf = NULL;
+	size_t len = 0, hl = 0;
+	int fd = -1, r;
+	if (asprintf(&req, "CONNECT %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: tessera-cli\r\n%s%s%s\r\n", target,
+		     u->authority, cookie ? "Cookie: " : "", cookie ? cookie : "", cookie ? "\r\n" : "") < 0)
+		return terr_set(err, ENOMEM, "out of memory");
+	if ((r = wsconn_connect(u->host, u->port, deadline, &fd, err)) < 0 ||
+	    (r = wsconn_send_all(fd, req, strlen(req), err)) < 0 ||
+	    (r = wsconn_read_head(fd, deadline, &buf, &len, &hl, err)) < 0 ||
+	    (r = wsconn_head_status(buf, hl, err)) < 0)
+		goto out;
+	*status = r;
+	if (r != 200) {
+		/* The proxy's page says why (no cookie, starting...). */
+		char *body = wsconn_read_body(fd, buf, hl, buf + hl, len - hl, deadline);
+		char text[300];
+		wsconn_page_text(body ? body : "", body ? strlen(body) : 0, text, sizeof(text));
+		free(body);
+		r = terr_set(err, EPROTO, "%d%s%s", *status, text[0] ? ": " : "", text);
+		goto out;
+	}
+	/* What came after the head is the tunnel's already. */
+	*n_extra = len - hl;
+	memmove(buf, buf + hl, *n_extra);
+	*extra = buf;
+	buf = NULL;
+	*fd_out = fd;
+	fd = -1;
+	r = 0;
+out:
+	free(req);
+	free(buf);
+	if (fd >= 0)
+		close(fd);
+	return r;
+}

@@ -176,4 +176,14 @@ void wsconn_close(struct wsconn *c);
 int wsconn_http_get(const struct wsconn_url *u, long timeout_ms, int *status, char **head, char **body,
 		    struct terr *err);
 
+/* Asks u's host and port for a tunnel: `CONNECT target HTTP/1.1` with
+ * cookie ("NAME=VALUE", or NULL); timeout_ms bounds the connect and the
+ * answer. On 200: 0, the connected socket in *fd_out (blocking) and the
+ * bytes that followed the answer's head, already the tunnel's, in
+ * *extra (malloc'd, *n_extra of them). Otherwise *status holds the HTTP
+ * status when the server answered with one (0 otherwise) and err says
+ * why: for a status, the text of its page. */
+int wsconn_http_connect(const struct wsconn_url *u, const char *target, const char *cookie, long timeout_ms,
+			int *fd_out, char **extra, size_t *n_extra, int *status, struct terr *err);
+
 #endif

@@ -400,7 +400,8 @@ static void write_str(int fd, const char *s)
  * client's first frame, then close "exit 7". mode 1: an upgrade with a
  * wrong accept key. mode 2: 403 with an HTML page. mode 3: the setup's
  * 302 with the cookie. mode 4: 503 with a chunked page, the connection
- * kept open until the client closes it. */
+ * kept open until the client closes it. mode 5: a CONNECT's 200 with the
+ * tunnel's first bytes in the same write, then echoes a line. */
 static void *fake_serve(void *arg)
 {
 	struct fake_server *s = arg;
@@ -468,6 +469,12 @@ static void *fake_serve(void *arg)
 		char b[64];
 		while (read(fd, b, sizeof(b)) > 0)
 			;
+	} else if (s->mode == 5) {
+		write_str(fd, "HTTP/1.1 200 Connection established\r\n\r\nSSH-2.0-fake\r\n");
+		char b[64];
+		ssize_t r = read(fd, b, sizeof(b));
+		if (r > 0 && write(fd, b, (size_t)r) < 0)
+			goto out;
 	} else {
 		write_str(fd, "HTTP/1.1 302 Found\r\nLocation: /\r\n"
 			      "Set-Cookie: tessera_app_1234=val.sig; HttpOnly; SameSite=Strict; Path=/\r\n"
@@ -586,6 +593,50 @@ TEST(gets_the_setup_cookie)
 	CHECK_CONTAINS(err.msg, "cannot connect to 127.0.0.1");
 }
 
+TEST(opens_a_tunnel)
+{
+	struct fake_server s = {.mode = 5};
+	char port[6];
+	CHECK_INT(fake_listen(&s, port), 0);
+	pthread_t th;
+	pthread_create(&th, NULL, fake_serve, &s);
+	struct wsconn_url u;
+	fake_url(&u, port, "/");
+	int fd = -1, status = 0;
+	char *extra = NULL;
+	size_t n = 0;
+	struct terr err = {0};
+	CHECK_INT(wsconn_http_connect(&u, "sshd", "tessera_app_1=v", 10000, &fd, &extra, &n, &status, &err), 0);
+	CHECK_INT(status, 200);
+	/* The tunnel's first bytes came with the answer: kept, not lost. */
+	CHECK_INT((int)n, 14);
+	CHECK(extra && !memcmp(extra, "SSH-2.0-fake\r\n", 14));
+	write_str(fd, "ping\n");
+	char b[16] = "";
+	CHECK_INT((int)read(fd, b, sizeof(b) - 1), 5);
+	CHECK_STR(b, "ping\n");
+	close(fd);
+	free(extra);
+	pthread_join(th, NULL);
+	CHECK(starts_with(s.request, "CONNECT sshd HTTP/1.1\r\n"));
+	CHECK(strstr(s.request, "\r\nCookie: tessera_app_1=v\r\n") != NULL);
+	close(s.lfd);
+
+	/* A refusal: its status and its page's words, no socket. */
+	struct fake_server r = {.mode = 4};
+	CHECK_INT(fake_listen(&r, port), 0);
+	pthread_create(&th, NULL, fake_serve, &r);
+	fake_url(&u, port, "/");
+	CHECK(wsconn_http_connect(&u, "sshd", NULL, 10000, &fd, &extra, &n, &status, &err) < 0);
+	CHECK_INT(status, 503);
+	CHECK_INT(fd, -1);
+	CHECK_CONTAINS(err.msg, "starting jupyter: waiting");
+	pthread_join(th, NULL);
+	close(r.lfd);
+	/* A line break cannot get into the request. */
+	CHECK_INT(wsconn_http_connect(&u, "ss\r\nhd", NULL, 10000, &fd, &extra, &n, &status, &err), -EINVAL);
+}
+
 int main(void)
 {
 	RUN(parses_app_urls);
@@ -600,5 +651,6 @@ int main(void)
 	RUN(talks_to_a_server);
 	RUN(refuses_a_wrong_accept_and_reports_a_refusal);
 	RUN(gets_the_setup_cookie);
+	RUN(opens_a_tunnel);
 	return testlib_done();
 }
