@@ -103,34 +103,32 @@ static json_t *session_spec(struct manager *m, struct msession *s)
 		};
 	}
 	spec.mounts = mounts;
-	/* A cluster session's container: its host name and the session's
-	 * hosts and SSH key (docs/user-guide.md, "Distributed training"). */
-	char host[24], hosts[MGR_CLUSTER_MAX * 8], key[1024], pub[256];
+	/* SSH into it: the session's key pair (a cluster's main holds its
+	 * seed), made once here, and the owner's public keys as they are now
+	 * (docs/user-guide.md, "Working from your own machine"). */
 	const struct msession *main = s->cl_main;
+	const struct msession *seeded = mgr_session_is_cluster(s) ? main : s;
+	char key[1024], pub[256];
+	bool have_key = seeded && seeded->rec.cluster_ssh_seed[0] &&
+			mgr_cluster_ssh_keys(seeded->rec.cluster_ssh_seed, key, sizeof(key), pub, sizeof(pub)) == 0;
+	if (have_key)
+		spec.ssh = (struct session_spec_ssh){.key = key, .pub = pub,
+						     .authorized_keys = owner ? owner->ssh_keys : ""};
+	/* A cluster session's container: its host name, the session's hosts
+	 * and the same key, its containers' to each other (docs/user-guide.md,
+	 * "Distributed training"). */
+	char host[24], hosts[MGR_CLUSTER_MAX * 8];
 	if (mgr_session_is_cluster(s) && main) {
 		mgr_cluster_name(s, host, sizeof(host));
 		mgr_cluster_hosts(main, hosts, sizeof(hosts));
 		spec.cluster = (struct session_spec_cluster){
 			.session = main->rec.id, .host = host, .mode = s->rec.cluster_mode, .hosts = hosts,
 			.size = s->rec.cluster_size, .rank = mgr_session_is_sub(s) ? s->rec.cluster_idx : 0,
+			.ssh_key = have_key ? key : NULL, .ssh_pub = have_key ? pub : NULL,
 		};
-		if (mgr_cluster_ssh_keys(main->rec.cluster_ssh_seed, key, sizeof(key), pub, sizeof(pub)) == 0) {
-			spec.cluster.ssh_key = key;
-			spec.cluster.ssh_pub = pub;
-		}
 	}
-	/* SSH into it: the session's key (a cluster's main holds it) and
-	 * the owner's public keys as they are now (docs/user-guide.md,
-	 * "Working from your own machine"). */
-	const struct msession *seeded = mgr_session_is_cluster(s) ? main : s;
-	char skey[1024], spub[256];
-	if (seeded && seeded->rec.cluster_ssh_seed[0] &&
-	    mgr_cluster_ssh_keys(seeded->rec.cluster_ssh_seed, skey, sizeof(skey), spub, sizeof(spub)) == 0)
-		spec.ssh = (struct session_spec_ssh){.key = skey, .pub = spub,
-						     .authorized_keys = owner ? owner->ssh_keys : ""};
 	json_t *out = session_spec_to_json(&spec);
 	OPENSSL_cleanse(key, sizeof(key));
-	OPENSSL_cleanse(skey, sizeof(skey));
 	free(mounts);
 	json_decref(recorded);
 	json_decref(env);
