@@ -104,6 +104,32 @@ TEST(header_fields_parsed)
 	reqparse_free(&p);
 }
 
+/* CONNECT (tessera session ssh-proxy's tunnel): raw after its head,
+ * whatever Content-Length it claims; a GET is not one. */
+TEST(connect_is_a_tunnel)
+{
+	const char *s = "CONNECT sshd HTTP/1.1\r\nHost: 127.0.0.2:10205\r\nContent-Length: 4\r\n\r\nSSH-2.0-x";
+	struct reqparse p;
+	reqparse_init(&p);
+	size_t used;
+	CHECK_INT(reqparse_feed(&p, s, strlen(s), &used), REQP_HEAD);
+	CHECK_STR(p.req.method, "CONNECT");
+	CHECK_STR(p.req.target, "sshd");
+	CHECK(p.req.connect);
+	CHECK(p.req.upgrade);
+	CHECK_INT((int)p.req.content_length, 0);
+	CHECK_INT(reqparse_feed(&p, "SSH-2.0-x", 9, &used), REQP_MORE);
+	CHECK_INT(used, 9);
+	CHECK(p.in_body);
+	reqparse_free(&p);
+	reqparse_init(&p);
+	const char *g = "GET / HTTP/1.1\r\nHost: a\r\n\r\n";
+	CHECK_INT(reqparse_feed(&p, g, strlen(g), &used), REQP_HEAD);
+	CHECK(!p.req.connect);
+	CHECK(!p.req.upgrade);
+	reqparse_free(&p);
+}
+
 TEST(http10_closes)
 {
 	struct reqparse p;
@@ -214,5 +240,6 @@ int main(void)
 	RUN(bad_syntax_refused);
 	RUN(cookies_stripped);
 	RUN(login_cookie_stripped);
+	RUN(connect_is_a_tunnel);
 	return testlib_done();
 }
