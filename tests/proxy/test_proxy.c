@@ -707,6 +707,22 @@ TEST(terminal_page_served)
 	close(fd);
 }
 
+/* CONNECT (the SSH tunnel, docs/apps.md): the cookie is checked first, as
+ * for any request, and the terminal is never reached so. */
+TEST(connect_checked_and_not_to_the_terminal)
+{
+	char req[4096], head[4096], body[8192], ck[APPCOOKIE_MAX + 64];
+	int fd = connect_to(proxy_ports_[0]);
+	CHECK_INT(roundtrip(fd, "CONNECT sshd HTTP/1.1\r\nHost: x\r\n\r\n", head, sizeof(head), body, sizeof(body)), 403);
+	close(fd);
+	make_cookie(ck, sizeof(ck), proxy_ports_[4], "s5", "app:terminal", (int64_t)time(NULL) + 100);
+	fd = connect_to(proxy_ports_[4]);
+	snprintf(req, sizeof(req), "CONNECT sshd HTTP/1.1\r\nHost: x\r\n%s\r\n", ck);
+	CHECK_INT(roundtrip(fd, req, head, sizeof(head), body, sizeof(body)), 400);
+	CHECK_CONTAINS(body, "not reached by CONNECT");
+	close(fd);
+}
+
 /* A disabled account (issue 27): its open connections end when the
  * manager says so, and its 12-hour cookie opens nothing after; a cookie
  * of a user who does not own the session passes only while that user is
@@ -934,6 +950,7 @@ int main(void)
 	RUN(upgrade_relayed_raw);
 	RUN(large_response_streams_bounded);
 	RUN(terminal_page_served);
+	RUN(connect_checked_and_not_to_the_terminal);
 	RUN(disabled_user_cut_off);
 	RUN(route_removal_closes);
 	RUN(host_mode_routing);
