@@ -113,6 +113,7 @@ try {
     const pages = ctx.pages().length;
     await dlg.getByRole('button', { name: 'SSH / SFTP', exact: true }).click();
     await dlg.locator('.ssh-help').getByText(`tessera session ssh-config ${SESSION}`).waitFor({ timeout: WAIT });
+    await shot(page, 'app_launcher_ssh');
     if (ctx.pages().length !== pages) throw new Error('a tab was opened for sshd');
   });
 
