@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The app-link attack of issue 27, played in Debian's Chromium
 # (docs/security.md, "App links and the login cookie"): a user (mallory)
-# runs a bare listener in a session (`nc -l -p 8000`, answering each
+# runs a bare listener in a session (`nc -ll -p 8000`, answering each
 # request after printing it to the session's log) and opens port 8000 as
 # an app, which gives a one-time link; the admin, logged in to the web UI,
 # opens that link. The listener must receive the admin's request without
@@ -39,9 +39,20 @@ print("user %d" % st)
 m = Api(conf["endpoint"], r["user"]["access_key"], r["secret_key"])
 with open(sys.argv[3], "w") as f:
     f.write("endpoint = %s\naccess_key = %s\nsecret_key = %s\n" % (conf["endpoint"], r["user"]["access_key"], r["secret_key"]))
-# Each request printed to the log between markers, answered with a page.
-listen = ("while :; do printf 'HTTP/1.1 200 OK\\r\\nContent-Type: text/plain\\r\\nContent-Length: 9\\r\\n"
-          "Connection: close\\r\\n\\r\\nlistened\\n' | nc -l -p 8000; echo '== end of request'; done")
+# Each request printed to the log between markers, answered with a page
+# once its head is read (an answer sent before the request would race it:
+# the listener's close could reset the connection with the answer unread),
+# by a listener that keeps listening (-ll), so no request finds the port
+# closed between two.
+serve = r"""while read -r line; do
+	line=${line%$(printf '\r')}
+	echo "$line" >&2
+	[ -z "$line" ] && break
+done
+echo '== end of request' >&2
+printf 'HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 9\r\nConnection: close\r\n\r\nlistened\n'
+"""
+listen = "cat >/tmp/serve.sh <<'EOF'\n" + serve + "EOF\nexec nc -ll -p 8000 -e sh /tmp/serve.sh"
 st, r = m.call("POST", "/v1/sessions", {"image": sys.argv[2], "name": "trap",
                                         "resources": {"cpu": 0.2, "mem": "32m"}, "startup_command": listen})
 print("session %d" % st)
