@@ -89,6 +89,23 @@ int mgr_session_get_text(struct manager *m, const struct user_rec *u, const char
  * has none by that reference. */
 int mgr_session_get(struct manager *m, const struct user_rec *u, const char *ref, int wait_s,
 		    json_t **session, struct terr *err);
+/* ---- queue.c: the pending queue (docs/scheduling.md, "The queue and its
+ * history") ---- */
+/* GET /v1/queue: {"queue_policy","pending": how many wait in all,
+ * "sessions": the PENDING sessions u sees, by their place in the last
+ * pass's order}. */
+json_t *mgr_queue_json(struct manager *m, const struct user_rec *u);
+/* GET /v1/sessions/{ref}/scheduling: its queue entry with "history", the
+ * distinct reasons the passes gave, oldest first. ENOENT. */
+int mgr_session_scheduling(struct manager *m, const struct user_rec *u, const char *ref, json_t **out,
+			   struct terr *err);
+/* An admin's move of a PENDING session: its priority set to priority, or
+ * with top to one above every other waiting session's. EPERM for a
+ * non-admin, ENOENT, EBUSY when it is not PENDING, ERANGE when others
+ * already wait at the highest priority, EINVAL for a priority out of
+ * 0..100. *out: its queue entry with "previous_priority". */
+int mgr_queue_move(struct manager *m, const struct user_rec *u, const char *ref, int priority, bool top,
+		   json_t **out, struct terr *err);
 /* Deletes per the state machine (docs/api.md, DELETE) on request of u;
  * *session: its JSON after the change. ENOENT as above. */
 int mgr_session_delete(struct manager *m, const struct user_rec *u, const char *ref,

@@ -165,6 +165,12 @@ void mgr_set_status(struct manager *m, struct msession *s, enum session_status s
 		s->running_since_ms = now;
 	if (session_status_final(st) && !s->rec.terminated_ms)
 		s->rec.terminated_ms = now;
+	/* Its scheduling history is for while it waits and just after it
+	 * started; an ended session's memory is given back. */
+	if (session_status_final(st))
+		qhist_free(&s->qhist);
+	if (st != SS_PENDING)
+		s->queue_pos = 0;
 
 	/* Resources follow the state: held from placement until the container
 	 * is gone. The one place that moves them. */
@@ -611,6 +617,7 @@ void manager_close(struct manager *m)
 		session_rec_clear(&m->sessions[i]->rec);
 		mgr_session_texts_free(m->sessions[i]);
 		free(m->sessions[i]->cl_members);
+		qhist_free(&m->sessions[i]->qhist);
 		free(m->sessions[i]);
 	}
 	free(m->sessions);

@@ -368,18 +368,51 @@ static bool snapshot_build(struct manager *m, struct snapshot *sn, const struct 
 	return k > 0 || !need_queue;
 }
 
+/* The queue view's figures after a pass (queue.c): each session's place
+ * among those left waiting, in the order the pass tried them, and the
+ * pass in its scheduling history, why it waits or where it was placed.
+ * order NULL (no memory): the places stay as they were. */
+static void queue_note_pass(struct msession **pend, size_t k, char (*reasons)[SCHED_REASON_MAX],
+			    const size_t *order)
+{
+	int64_t now = util_now_ms();
+	size_t *by_order = order ? calloc(k, sizeof(*by_order)) : NULL;
+	for (size_t i = 0; by_order && i < k; i++)
+		if (order[i] > 0 && order[i] <= k)
+			by_order[order[i] - 1] = i + 1;
+	size_t pos = 0;
+	for (size_t o = 0; by_order && o < k; o++) {
+		if (!by_order[o])
+			continue;
+		struct msession *s = pend[by_order[o] - 1];
+		s->queue_pos = s->rec.status == SS_PENDING ? ++pos : 0;
+	}
+	free(by_order);
+	for (size_t i = 0; i < k; i++) {
+		struct msession *s = pend[i];
+		const char *why = s->rec.status == SS_PENDING ? reasons[i] : s->rec.status_info;
+		if (!why[0])
+			why = "waiting to be scheduled";
+		if (qhist_note(&s->qhist, why, now) < 0)
+			log_warn("manager", "no memory for the scheduling history of %s", s->rec.name);
+	}
+}
+
 /* One scheduling pass over the snapshot of the queue, the agents (with
  * their devices) and the users; decisions are committed in one
  * transaction. Called with mu held. */
 static void schedule_pass(struct manager *m)
 {
 	struct snapshot sn;
+	size_t *order = NULL;
 	if (!snapshot_build(m, &sn, NULL, 0, true))
 		goto done;
 	size_t k = sn.k;
 	struct msession **pend = sn.pend;
 	char (*reasons)[SCHED_REASON_MAX] = sn.reasons;
-	struct sched_result res = {.reasons = reasons, .blocked_head = -1, .evictions = sn.evictions};
+	order = calloc(k, sizeof(*order));
+	struct sched_result res = {.reasons = reasons, .blocked_head = -1, .evictions = sn.evictions,
+				   .order = order};
 	size_t placed = sched_plan(&sn.params, &sn.w, sn.reqs, k, sn.out, &res);
 	ssize_t blocked = res.blocked_head;
 	/* Victims first: their containers go while the placements are
@@ -442,6 +475,7 @@ static void schedule_pass(struct manager *m)
 		m->version++;
 		pthread_cond_broadcast(&m->changed);
 	}
+	queue_note_pass(pend, k, reasons, order);
 	if (txn && m->so->commit(m->store, &err) < 0) {
 		log_error("manager", "cannot commit scheduling decisions: %s", err.msg);
 		m->so->rollback(m->store);
@@ -460,6 +494,7 @@ static void schedule_pass(struct manager *m)
 		}
 	}
 done:
+	free(order);
 	snapshot_free(&sn);
 }
 

@@ -21,6 +21,7 @@
 #include "images/labels.h"
 #include "manager/approutes.h"
 #include "manager/link.h"
+#include "manager/qhist.h"
 #include "manager/usage_store/usage_store.h"
 #include "manager/manager.h"
 #include "sched/sched.h"
@@ -80,6 +81,12 @@ struct msession {
 	struct mshare shares[MGR_MAX_GPUS];   /* mirrors rec.alloc_json */
 	int n_shares;
 	int failed_passes;      /* scheduler passes it blocked the queue head */
+	/* While PENDING (queue.c): its place among the sessions the last pass
+	 * left waiting (1 = next to be tried; 0: no pass has looked at it
+	 * yet), and why each pass did not start it (qhist.h; freed when it
+	 * ends). */
+	size_t queue_pos;
+	struct qhist *qhist;
 	bool start_inflight;    /* a dispatcher is creating its container */
 	bool destroy_queued;    /* a destroy job is queued or running */
 	/* Live usage (usage.c): the last sample's summary (usage_t 0: none

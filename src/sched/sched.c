@@ -2366,7 +2366,10 @@ size_t sched_plan(const struct sched_params *p, struct sched_world *w,
 	if (res) {
 		res->blocked_head = -1;
 		res->n_evictions = 0;
+		if (res->order)
+			memset(res->order, 0, n_reqs * sizeof(*res->order));
 	}
+	size_t n_tried = 0;
 	bool can_preempt = p->preempt && res && res->evictions && w->n_running > 0;
 	size_t placed = 0;
 	struct pass ps;
@@ -2430,6 +2433,8 @@ size_t sched_plan(const struct sched_params *p, struct sched_world *w,
 			ltried[j] = true;
 			size_t i = levels ? lv_orig[lo + (size_t)j] : (size_t)j;
 			tried[i] = true;
+			if (res && res->order)
+				res->order[i] = ++n_tried;
 			const struct sched_request *r = &reqs[i];
 			size_t slot = r->group < w->n_groups ? r->group : w->n_groups;
 			if (group_blocker[slot] >= 0) {

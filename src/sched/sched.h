@@ -229,6 +229,10 @@ struct sched_result {
 	struct sched_eviction *evictions;    /* [n_running] or NULL: filled when
 	                                      * params.preempt */
 	size_t n_evictions;
+	size_t *order;                       /* [n_reqs] or NULL: each request's
+	                                      * place in the order the pass tried
+	                                      * them (1 = first; 0: not tried),
+	                                      * the queue's positions */
 };
 
 /* Plans one pass. reqs must be in creation order. Requests go by priority

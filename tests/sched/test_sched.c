@@ -320,8 +320,49 @@ TEST(satisfiable)
 	CHECK(!sched_satisfiable(NULL, 0, &a, 2000));
 }
 
+/* The positions a pass reports (the queue view's "position"): higher
+ * priority first, creation order within a level, and every request has
+ * one, placed, blocked or queued behind the blocker alike. */
+TEST(queue_order_positions)
+{
+	struct sched_agent ag[1] = {agent("n1", true, 2000, 4 * GiB)};
+	struct sched_request rq[4] = {request("a", 1000, 256 * MiB, 0),
+				      request("big", 3000, 256 * MiB, 0),
+				      request("urgent", 1000, 256 * MiB, 0),
+				      request("c", 500, 256 * MiB, 0)};
+	ag[0].capacity.cpu_m = 4000;   /* big fits once the node is empty */
+	rq[2].priority = 5;
+	struct sched_user users[1] = {{.id = "u"}};
+	struct sched_params p = {.selector = &sched_concentrated, .queue = &sched_fifo, .per_device_m = PER_DEV};
+	struct sched_world w = {.agents = ag, .n_agents = 1, .users = users, .n_users = 1};
+	struct sched_placement out[4];
+	char reasons[4][SCHED_REASON_MAX];
+	size_t order[4] = {9, 9, 9, 9};
+	struct sched_result res = {.reasons = reasons, .order = order};
+	CHECK_INT(sched_plan(&p, &w, rq, 4, out, &res), 2);
+	CHECK_INT(order[2], 1);   /* urgent: the highest priority */
+	CHECK_INT(order[0], 2);
+	CHECK_INT(order[1], 3);   /* big blocks the head of its level */
+	CHECK_INT(order[3], 4);   /* c waits behind it, still with a place */
+	CHECK_CONTAINS(reasons[3], "queued behind big");
+	/* Without order the pass is the same (NULL is allowed). */
+	struct sched_agent ag2[1] = {agent("n1", true, 2000, 4 * GiB)};
+	ag2[0].capacity.cpu_m = 4000;
+	w.agents = ag2;
+	struct sched_result res2 = {.reasons = reasons};
+	CHECK_INT(sched_plan(&p, &w, rq, 4, out, &res2), 2);
+	/* One level only (no priorities): positions are creation order. */
+	struct sched_agent ag3[1] = {agent("n1", true, 8000, 4 * GiB)};
+	w.agents = ag3;
+	rq[2].priority = 0;
+	CHECK_INT(sched_plan(&p, &w, rq, 4, out, &res), 4);
+	for (size_t i = 0; i < 4; i++)
+		CHECK_INT(order[i], i + 1);
+}
+
 int main(void)
 {
+	RUN(queue_order_positions);
 	RUN(fifo_places_in_order);
 	RUN(fifo_head_of_line_blocks);
 	RUN(fifo_no_alive_node);

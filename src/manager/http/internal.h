@@ -68,6 +68,11 @@ void api_sshkey_list(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
 void api_sshkey_add(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
 void api_sshkey_remove(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
 
+/* ---- api_queue.c: the pending queue (docs/api.md, "The queue") ---- */
+void api_queue_list(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
+void api_session_scheduling(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
+void api_queue_move(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
+
 /* ---- api_folders.c: folders (docs/api.md, "Folders") ---- */
 void api_folder_create(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
 void api_folder_list(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
