@@ -318,6 +318,9 @@ void mgr_commits_annotate(struct manager *m, json_t *images)
 		json_object_set_new(img, "source_session", json_string(c->session_name));
 		json_object_set_new(img, "source_image", json_string(c->source_image));
 		json_object_set_new(img, "committed_by", json_string(c->by));
+		/* When it was made: the Environments page lists one's own
+		 * images newest first. */
+		json_object_set_new(img, "committed_at", mgr_time_json(c->finished_ms ? c->finished_ms : c->created_ms));
 		if (c->push_error[0])
 			json_object_set_new(img, "push_error", json_string(c->push_error));
 	}

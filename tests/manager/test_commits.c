@@ -595,6 +595,8 @@ TEST(image_rm_frees_a_private_image_slot)
 	CHECK_STR(str(found, "status"), "ready");
 	CHECK(json_is_true(json_object_get(found, "in_registry")));
 	CHECK_STR(str(found, "source_session"), "work.1");
+	const char *at = str(found, "committed_at");   /* when it was made, an RFC 3339 time */
+	CHECK(at && strlen(at) >= 20 && at[4] == '-' && at[strlen(at) - 1] == 'Z');
 	json_decref(l);
 	l = mgr_images_list(mgr, &bob, false);
 	json_array_foreach(l, i, e)

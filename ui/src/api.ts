@@ -253,3 +253,52 @@ export const api3 = {
 export function fmtShare(x: number): string {
   return `${(Math.round(x * 1000) / 10).toFixed(1)}%`;
 }
+
+// ---- Environments and the queue (issue 35, items 2 and 5; docs/api.md
+// "Images" and "The queue"). ----
+
+// A catalog image with what its commit knows (private images).
+export type CatalogImage = Image & {
+  service_ports?: { name: string; protocol: string; ports: number[] }[]; error?: string;
+  source_session?: string; source_image?: string; committed_at?: string | null; created_at?: string; in_registry?: boolean;
+};
+export interface QueueEntry {
+  id: string; name: string; owner: string; status: string; position: number | null; priority: number;
+  reason: string | null; resources: Resources; project: string | null; group: string; created_at: string;
+  passes: number; containers: number;
+}
+export interface QueueHistory { reason: string; first: string; last: string; passes: number }
+export const envqApi = {
+  // all: an admin's catalog with the hidden images too.
+  images: (all: boolean) => call<{ images: CatalogImage[] }>('GET', `/api/v1/images${all ? '?all=1' : ''}`),
+  rescan: () => call<{ nodes: number; nodes_alive: number; images: number }>('POST', '/api/v1/images/rescan'),
+  setAlias: (alias: string, image: string) =>
+    call<{ alias: string; image: string }>('PUT', `/api/v1/images/aliases/${enc(alias)}`, { image }),
+  removeAlias: (alias: string) => call<{ alias: string }>('DELETE', `/api/v1/images/aliases/${enc(alias)}`),
+  removeImage: (ref: string) => call<{ ref: string; nodes: string[] }>('DELETE', `/api/v1/images/${enc(ref)}`),
+  queue: () => call<{ queue_policy: string; pending: number; sessions: QueueEntry[] }>('GET', '/api/v1/queue'),
+  scheduling: (id: string) =>
+    call<QueueEntry & { history: QueueHistory[]; history_max: number }>('GET', `/api/v1/sessions/${enc(id)}/scheduling`),
+  move: (id: string, body: { priority: number } | { top: true }) =>
+    call<QueueEntry & { previous_priority: number }>('POST', `/api/v1/queue/${enc(id)}/move`, body),
+};
+
+// Copies text to the clipboard: the Clipboard API where the page may use
+// it, else a selected hidden field and the copy command. False when
+// neither worked (the caller then shows the text to copy by hand).
+export async function copyText(text: string): Promise<boolean> {
+  try {
+    if (navigator.clipboard) { await navigator.clipboard.writeText(text); return true; }
+  } catch { /* refused: try the old way */ }
+  const t = document.createElement('textarea');
+  t.value = text;
+  t.setAttribute('readonly', '');
+  t.style.position = 'fixed';
+  t.style.opacity = '0';
+  document.body.appendChild(t);
+  t.select();
+  let ok = false;
+  try { ok = document.execCommand('copy'); } catch { ok = false; }
+  t.remove();
+  return ok;
+}

@@ -1,6 +1,7 @@
 import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { api, ApiError, type Commit, type Session } from './api';
 import { Button, Dialog, ErrorText, TextField } from './components';
+import { CopyName, launchFrom } from './environments';
 
 // The manager's default image name for a commit, computed as it does
 // (src/manager/commits.c): the session's name lower-cased, runs of other
@@ -109,9 +110,12 @@ export function CommitDialog(props: { session: Session | null; onClose: () => vo
           {commit?.status === 'ready' && (
             <div class="commit-state ready" role="status">
               <p><strong>Ready:</strong> <code class="image-ref">{commit.ref}</code></p>
+              <div class="row-actions horizontal">
+                <Button kind="primary" onClick={() => { props.onClose(); launchFrom(commit.ref); }}>Launch from it</Button>
+                <CopyName text={commit.ref} label={`Copy the name ${commit.ref}`} />
+              </div>
               <p class="hint">
-                To start a session from it, press <strong>Start</strong> and type this name in the
-                launch dialog’s <strong>Image</strong> field.
+                It is listed on the Environments page, under My environments.
                 {commit.push_error ? ` It was not pushed to the cluster registry (${commit.push_error}): it runs only on node ${commit.nodes?.join(', ') || 'where it was made'}.` : ''}
               </p>
             </div>

@@ -158,6 +158,9 @@ export function LaunchDialog(props: {
   // one the server would choose: the user's one team project, else their
   // personal one.
   projects?: { name: string; personal: boolean; quota?: Quota; used?: QuotaUse }[]; project?: string;
+  // An image to start from, put in the Image field (My environments'
+  // Launch, a conversion's "Launch from it").
+  image?: string;
 }) {
   const [catalog, setCatalog] = useState<Image[]>([]);
   // Whether the catalog was read (or failed): the empty state waits for it.
@@ -308,7 +311,7 @@ export function LaunchDialog(props: {
     // Each launch starts from the lists: a name typed for the last one
     // (and its session name) would be reused unseen. So would a count of
     // sessions, a batch command or root: each launch starts without them.
-    setTyped('');
+    setTyped(props.image ?? '');
     setName('');
     setCount(1);
     setClusterSize('1');

@@ -9,12 +9,16 @@ import { DataPage } from './data';
 import { SessionPage } from './session';
 import { NodesPage } from './nodes';
 import { CredentialsPage } from './credentials';
+import { EnvironmentsPage } from './environments';
+import { QueuePage } from './queue';
 import './style.css';
 
-type Page = 'sessions' | 'admin' | 'nodes' | 'data' | 'credentials';
+type Page = 'sessions' | 'admin' | 'nodes' | 'data' | 'credentials' | 'environments' | 'queue';
 
 function pageFromPath(): Page {
   const p = location.pathname;
+  if (p.startsWith('/environments')) return 'environments';
+  if (p.startsWith('/queue')) return 'queue';
   return p.startsWith('/data') ? 'data' : p.startsWith('/credentials') ? 'credentials' : p.startsWith('/admin') ? 'admin'
     : p.startsWith('/nodes') ? 'nodes' : 'sessions';
 }
@@ -54,7 +58,9 @@ function App() {
   if (user === null)
     return <LoginPage onLogin={(u, token) => { setCsrf(token); setUser(u); }} />;
   // The Data and Credentials pages are everyone's; Nodes and Admin are admins' only.
-  const current: Page = page === 'data' || page === 'credentials' ? page
+  // Environments (the catalog for admins, one's own images for all) and
+  // Queue (one's own entries, everyone's for admins) are everyone's too.
+  const current: Page = page === 'data' || page === 'credentials' || page === 'environments' || page === 'queue' ? page
     : page !== 'sessions' && user.is_admin ? page : 'sessions';
   const navLink = (p: Page, label: string) => (
     <a href={`/${p}`} aria-current={current === p ? 'page' : undefined}
@@ -68,6 +74,8 @@ function App() {
           <a href="/sessions" aria-current={current === 'sessions' ? 'page' : undefined}
             onClick={(e) => { e.preventDefault(); go('sessions'); }}>Sessions</a>
           {navLink('data', 'Data')}
+          {navLink('environments', 'Environments')}
+          {navLink('queue', 'Queue')}
           {navLink('credentials', 'Credentials')}
           {user.is_admin && navLink('nodes', 'Nodes')}
           {user.is_admin && (
@@ -80,6 +88,7 @@ function App() {
       </header>
       <main>{current === 'admin' ? <AdminPage /> : current === 'nodes' ? <NodesPage />
         : current === 'data' ? <DataPage user={user} />
+        : current === 'environments' ? <EnvironmentsPage user={user} /> : current === 'queue' ? <QueuePage user={user} />
         : current === 'credentials' ? <CredentialsPage user={user} onSignedOut={() => { setCsrf(''); setUser(null); }} />
         : sessionId ? <SessionPage key={sessionId} id={sessionId} user={user} /> : <SessionsPage user={user} />}</main>
     </>

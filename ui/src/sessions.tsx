@@ -142,7 +142,9 @@ function RowUsage({ s }: { s: SessionFull }) {
 
 export function SessionsPage({ user }: { user: User }) {
   const { sessions, nodes, error, refresh } = useClusterState();
-  const [launching, setLaunching] = useState(false);
+  // /sessions?launch=IMAGE (environments.tsx): the launcher opens with it.
+  const [launchImage, setLaunchImage] = useState(() => new URLSearchParams(location.search).get('launch') ?? '');
+  const [launching, setLaunching] = useState(launchImage !== '');
   const [ending, setEnding] = useState<Session | null>(null);
   const [converting, setConverting] = useState<Session | null>(null);
   const [launcher, setLauncher] = useState<Session | null>(null);
@@ -154,11 +156,18 @@ export function SessionsPage({ user }: { user: User }) {
 
   useEffect(() => {
     const t = setInterval(() => setNow(Date.now()), 1000);
-    const onPop = () => setView(readView());
+    const onPop = () => {
+      const v = readView();
+      setView(v);
+      // A conversion's "Launch from it" while this page is open.
+      const l = new URLSearchParams(location.search).get('launch');
+      if (l) { writeView(v); setLaunchImage(l); setLaunching(true); }
+    };
     addEventListener('popstate', onPop);
     return () => { clearInterval(t); removeEventListener('popstate', onPop); };
   }, []);
   useEffect(() => { if (sessions.length || error) setLoaded(true); const t = setTimeout(() => setLoaded(true), 1500); return () => clearTimeout(t); }, [sessions, error]);
+  useEffect(() => { if (launchImage) writeView(view); }, []);   // drops ?launch= from the address
   const change = (p: Partial<View>) => { const v = { ...view, ...p }; setView(v); writeView(v); };
 
   // The resources are read again whenever a session appears, changes
@@ -331,9 +340,10 @@ export function SessionsPage({ user }: { user: User }) {
       <EndSessionDialog session={ending} onClose={() => setEnding(null)} onDone={() => { setEnding(null); refresh(); }} />
       <AppLauncherDialog session={launcher} onClose={() => setLauncher(null)} />
       <CommitDialog session={converting} onClose={() => setConverting(null)} />
-      <LaunchDialog open={launching} nodes={nodes} resources={res} user={user} onClose={() => setLaunching(false)}
+      <LaunchDialog open={launching} nodes={nodes} resources={res} user={user} image={launchImage || undefined}
+        onClose={() => { setLaunching(false); setLaunchImage(''); }}
         projects={hasProjects ? switchable : undefined} project={view.project || undefined}
-        onLaunched={() => { setLaunching(false); refresh(); }} />
+        onLaunched={() => { setLaunching(false); setLaunchImage(''); refresh(); }} />
     </section>
   );
 }
