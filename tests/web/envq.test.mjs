@@ -74,6 +74,7 @@ try {
   // The catalog's names are canonical (docker.io/library/... for a bare
   // name): the test image's row is the one whose ref ends in its name.
   let testRef = '', rmRef = '';
+  const byName = (n) => page.locator(`table.env-catalog tr[data-ref="${n}"], table.env-catalog tr[data-ref$="/${n}"]`);
 
   await step('an admin opens Environments: the catalog lists the test image with its node and size', async () => {
     await login(page, 'admin@tessera.local', env('ADMIN_PASSWORD'));
@@ -81,8 +82,7 @@ try {
     await page.getByRole('heading', { name: 'Image catalog' }).waitFor({ timeout: WAIT });
     if (!(await page.getByRole('tab', { name: 'Catalog' }).getAttribute('aria-selected'))?.includes('true'))
       throw new Error('the Catalog tab is not the one shown');
-    const r = page.locator('table.env-catalog tbody tr').filter({ hasText: TEST_IMAGE.split(':')[0] })
-      .filter({ hasText: TEST_IMAGE.split(':')[1] });
+    const r = byName(TEST_IMAGE);
     await r.first().waitFor({ timeout: WAIT });
     testRef = (await r.first().getAttribute('data-ref')) ?? '';
     if (!testRef.endsWith(TEST_IMAGE)) throw new Error(`row ${testRef}`);
@@ -127,7 +127,7 @@ try {
   await step('Rescan nodes says how many nodes answered; Remove asks, then deletes the throwaway tag', async () => {
     await page.getByRole('button', { name: 'Rescan nodes' }).click();
     await page.getByRole('status').filter({ hasText: /Rescanned: 1 of 1 node answered; \d+ images? in the catalog/ }).waitFor({ timeout: WAIT });
-    const r = page.locator('table.env-catalog tbody tr').filter({ hasText: RM_TAG.split(':')[0] });
+    const r = byName(RM_TAG);
     await r.first().waitFor({ timeout: WAIT });
     rmRef = (await r.first().getAttribute('data-ref')) ?? '';
     await row(rmRef).getByRole('button', { name: `Remove ${rmRef}` }).click();

@@ -219,8 +219,8 @@ function Mine({ user, onNotice }: { user: User; onNotice: (s: string) => void })
                   <tr key={i.ref} data-ref={i.ref}>
                     <td data-label="Image"><Name text={i.ref} mono />{!ready && <span class={`badge st-${i.status}`}>{i.status}</span>}
                       {i.error && <small class="error">{i.error}</small>}</td>
-                    <td data-label="Made from">{i.source_session ? <>session <strong>{i.source_session}</strong>{i.source_image ? <> of <Name text={i.source_image} mono /></> : null}</> : '—'}</td>
-                    <td data-label="Made">{(i.committed_at ?? i.created_at ?? '').replace('T', ' ').slice(0, 16) || '—'}</td>
+                    <td data-label="Made from">{i.source_session ? <>session <strong>{i.source_session}</strong>{i.source_image ? <><br />of <Name text={i.source_image} mono /></> : null}</> : '—'}</td>
+                    <td data-label="Made">{(i.committed_at ?? i.created_at) ? `${(i.committed_at ?? i.created_at)!.replace('T', ' ').slice(0, 16)} UTC` : '—'}</td>
                     <td data-label="Nodes" class="env-nodes">{(i.nodes ?? []).map((n) => <span key={n} class="badge"><Name text={n} host /></span>)}{i.in_registry && <span class="badge">registry</span>}</td>
                     <td data-label="Size">{i.size ? fmtBytes(i.size) : '—'}</td>
                     <td data-label="Actions"><div class="row-actions horizontal">
