@@ -694,6 +694,103 @@ TEST(delete_pending)
 	CHECK_USED(2000, 2000, 2);
 }
 
+/* The queue (queue.c): two waiting sessions by their place in the last
+ * pass's order, each pass in their history, an admin's move ahead (a
+ * priority), what a move refuses, and the history freed at the end. */
+static json_t *queue_entry(const struct user_rec *u, const char *name)
+{
+	json_t *q = mgr_queue_json(mgr, u), *e, *found = NULL;
+	size_t i;
+	json_array_foreach(json_object_get(q, "sessions"), i, e)
+		if (!strcmp(str(e, "name"), name))
+			found = json_incref(e);
+	json_decref(q);
+	return found;
+}
+
+static int64_t position(const char *name)
+{
+	json_t *e = queue_entry(&alice, name);
+	int64_t p = e ? json_integer_value(json_object_get(e, "position")) : -1;
+	json_decref(e);
+	return p;
+}
+
+/* Waits (up to 10 s) until name is at position want: passes run on
+ * their own, every second at the least. */
+static bool wait_position(const char *name, int64_t want)
+{
+	for (int i = 0; i < 1000 && position(name) != want; i++)
+		usleep(10000);
+	return position(name) == want;
+}
+
+TEST(queue_positions_history_and_moves)
+{
+	struct user_rec admin = alice;
+	admin.is_admin = true;
+	struct terr err;
+	json_t *arr = create(&alice, request("busybox:latest", "w1", 1, 1000, 1000), &err);
+	json_decref(arr);
+	arr = create(&alice, request("busybox:latest", "w2", 1, 1000, 1000), &err);
+	json_decref(arr);
+	CHECK(wait_position("w1", 1));
+	CHECK(wait_position("w2", 2));
+	json_t *e = queue_entry(&alice, "w2");
+	CHECK_CONTAINS(str(e, "reason"), "queued behind w1");
+	CHECK_INT(json_integer_value(json_object_get(e, "priority")), 0);
+	json_decref(e);
+	/* bob sees none of alice's, but how many wait */
+	json_t *q = mgr_queue_json(mgr, &bob);
+	CHECK_INT(json_array_size(json_object_get(q, "sessions")), 0);
+	CHECK_INT(json_integer_value(json_object_get(q, "pending")), 2);
+	json_decref(q);
+
+	json_t *h = NULL;
+	CHECK_INT(mgr_session_scheduling(mgr, &alice, "w2", &h, &err), 0);
+	json_t *hist = json_object_get(h, "history");
+	CHECK(json_array_size(hist) >= 1);
+	CHECK_CONTAINS(str(json_array_get(hist, json_array_size(hist) - 1), "reason"), "queued behind w1");
+	CHECK(json_integer_value(json_object_get(h, "passes")) >= 1);
+	json_decref(h);
+	CHECK_INT(mgr_session_scheduling(mgr, &bob, "w2", &h, &err), -ENOENT);
+
+	/* moves: admins only, a PENDING session only, 0..100 */
+	json_t *o = NULL;
+	CHECK_INT(mgr_queue_move(mgr, &alice, "w2", 0, true, &o, &err), -EPERM);
+	CHECK_INT(mgr_queue_move(mgr, &admin, "w2", 101, false, &o, &err), -EINVAL);
+	CHECK_INT(mgr_queue_move(mgr, &admin, "q-2", 0, true, &o, &err), -EBUSY);
+	CHECK_CONTAINS(err.msg, "not waiting in the queue");
+	CHECK_INT(mgr_queue_move(mgr, &admin, "w2", 0, true, &o, &err), 0);
+	CHECK_INT(json_integer_value(json_object_get(o, "priority")), 1);
+	CHECK_INT(json_integer_value(json_object_get(o, "previous_priority")), 0);
+	json_decref(o);
+	CHECK(wait_position("w2", 1));
+	CHECK(wait_position("w1", 2));
+	o = get(&alice, "w2");
+	CHECK_INT(json_integer_value(json_object_get(o, "priority")), 1);   /* stored on the session */
+	json_decref(o);
+	/* at the top already: --top changes nothing */
+	CHECK_INT(mgr_queue_move(mgr, &admin, "w2", 0, true, &o, &err), 0);
+	CHECK_INT(json_integer_value(json_object_get(o, "priority")), 1);
+	json_decref(o);
+	/* nothing above 100: the front cannot be reached past a 100 */
+	CHECK_INT(mgr_queue_move(mgr, &admin, "w1", 100, false, &o, &err), 0);
+	json_decref(o);
+	CHECK_INT(mgr_queue_move(mgr, &admin, "w2", 0, true, &o, &err), -ERANGE);
+	CHECK_CONTAINS(err.msg, "highest priority (100)");
+
+	CHECK_INT(mgr_session_delete(mgr, &alice, "w1", &o, &err), 0);
+	json_decref(o);
+	CHECK_INT(mgr_session_delete(mgr, &alice, "w2", &o, &err), 0);
+	json_decref(o);
+	/* an ended session's history is given back */
+	CHECK_INT(mgr_session_scheduling(mgr, &alice, "w2", &h, &err), 0);
+	CHECK_INT(json_array_size(json_object_get(h, "history")), 0);
+	CHECK(json_is_null(json_object_get(h, "position")));
+	json_decref(h);
+}
+
 TEST(failed_start)
 {
 	struct terr err;
@@ -1920,6 +2017,7 @@ int main(void)
 	RUN_KEPT(exec_and_logs);
 	RUN_KEPT(delete_advances_the_queue);
 	RUN_KEPT(delete_pending);
+	RUN_KEPT(queue_positions_history_and_moves);
 	RUN_KEPT(failed_start);
 	RUN_KEPT(cluster_sessions);
 	RUN_KEPT(cluster_ssh_key);
