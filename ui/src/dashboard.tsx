@@ -2,14 +2,15 @@
 // dashboard"): free and allocated capacity per GPU model and per node,
 // sessions by status, the users who hold the most now, and the sessions
 // that failed recently with why, from GET /v1/dashboard (docs/api.md,
-// "Dashboard"; `tessera dashboard` prints the same). Read again when the
-// event stream says a session changed, and every 10 s (nodes change
-// without one); and the announcement banner's text, posted here.
-import { useEffect, useId, useRef, useState } from 'preact/hooks';
+// "Dashboard"; `tessera dashboard` prints the same), read again every
+// 5 s (not from the event stream: a Sessions tab holds one already, and a
+// browser keeps few connections per site; tray.tsx); and the
+// announcement banner's text, posted here.
+import { useEffect, useId, useState } from 'preact/hooks';
 import { api, call, fmtBytes, fmtNum, type Resources } from './api';
 import { Button, Email, ErrorText, Name } from './components';
 import { navigate, sessionHref } from './session';
-import { onSessions, useAnnouncement } from './tray';
+import { useAnnouncement } from './tray';
 
 interface GpuModel { model: string; memory: number; devices: number; nodes: number; fgpu_capacity: number; fgpu_used: number; fgpu_free: number }
 interface DashNode {
@@ -88,17 +89,12 @@ function AnnouncementEditor() {
 export function DashboardPage() {
   const [d, setD] = useState<Dashboard | null>(null);
   const [error, setError] = useState<string | null>(null);
-  const pending = useRef<number | undefined>(undefined);
   const load = () => call<Dashboard>('GET', '/api/v1/dashboard').then((r) => { setD(r); setError(null); })
     .catch((e) => setError(`Cannot read the dashboard: ${(e as Error).message}`));
   useEffect(() => {
     load();
-    const t = window.setInterval(() => { if (!document.hidden) load(); }, 10000);
-    // A burst of changes is read once, a second after the first.
-    const off = onSessions(() => {
-      if (pending.current === undefined) pending.current = window.setTimeout(() => { pending.current = undefined; load(); }, 1000);
-    });
-    return () => { clearInterval(t); off(); if (pending.current !== undefined) clearTimeout(pending.current); };
+    const t = window.setInterval(() => { if (!document.hidden) load(); }, 5000);
+    return () => clearInterval(t);
   }, []);
 
   return (

@@ -1,59 +1,31 @@
 // What every page's header carries besides the nav (issue 35, item 7):
 // the notifications tray, which says when one of the user's sessions
 // started, failed or was preempted, and the announcement banner an admin
-// posts (the setting "announcement", docs/admin.md). The tray learns of
-// changes from the event stream (GET /v1/events, docs/api.md "Live
-// events"): a status it saw change on one of the user's own sessions is a
-// notification, kept in this browser (localStorage) until dismissed.
+// posts (the setting "announcement", docs/admin.md). The tray reads the
+// user's own sessions (GET /v1/sessions?owner=ME) every few seconds: a
+// status it saw change is a notification, kept in this browser
+// (localStorage) until dismissed.
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { api, type Session, type User } from './api';
+import { api, call, type Session, type User } from './api';
 import { Button } from './components';
 import { navigate, sessionHref } from './session';
 
-// ---- one event stream for the header, shared by whoever listens ----
+// ---- the user's own sessions, read every few seconds ----
 
-type Listener = (sessions: Session[]) => void;
-const listeners = new Set<Listener>();
-let source: EventSource | null = null;
-let pollTimer: number | undefined;
-
-function broadcast(sessions: Session[]) { listeners.forEach((l) => l(sessions)); }
-
-// While no stream is open (none in this browser, or the relay failed):
-// the list every 5 s, which the tray compares the same way.
-function poll() {
-  if (pollTimer !== undefined) return;
-  pollTimer = window.setInterval(() => {
-    if (!document.hidden) api.sessions().then((r) => broadcast(r.sessions)).catch(() => { /* next time */ });
-  }, 5000);
-}
-
-export function onSessions(l: Listener): () => void {
-  listeners.add(l);
-  if (!source && pollTimer === undefined) {
-    if (typeof EventSource === 'undefined') {
-      poll();
-    } else {
-      source = new EventSource('/api/v1/events');
-      source.addEventListener('state', (ev) => {
-        try {
-          const d = JSON.parse((ev as MessageEvent).data);
-          if (Array.isArray(d.sessions)) broadcast(d.sessions);
-        } catch { /* a malformed event */ }
-      });
-      source.addEventListener('relay_error', () => { source?.close(); poll(); });
-      source.onerror = () => { if (source?.readyState === EventSource.CLOSED) poll(); };
-    }
-  }
-  return () => {
-    listeners.delete(l);
-    if (listeners.size === 0) {
-      source?.close();
-      source = null;
-      if (pollTimer !== undefined) clearInterval(pollTimer);
-      pollTimer = undefined;
-    }
-  };
+// Not the event stream: a page that has one (the Sessions page) and the
+// tray would hold two per tab, and a browser keeps at most 6 connections
+// to one HTTP/1.1 site, so three such tabs would stall every other
+// request. The tray asks for the user's own sessions only (?owner=), a
+// small answer, every 5 s (less often in a hidden tab: browsers throttle).
+export const TRAY_POLL_MS = 5000;
+export function pollOwnSessions(email: string, l: (sessions: Session[]) => void): () => void {
+  let stopped = false;
+  const tick = () => call<{ sessions: Session[] }>('GET', `/api/v1/sessions?owner=${encodeURIComponent(email)}`)
+    .then((r) => { if (!stopped && Array.isArray(r?.sessions)) l(r.sessions); })
+    .catch(() => { /* the next tick tries again */ });
+  tick();
+  const t = window.setInterval(tick, TRAY_POLL_MS);
+  return () => { stopped = true; clearInterval(t); };
 }
 
 // ---- notifications ----
@@ -92,8 +64,7 @@ function useNotes(user: User) {
   const seen = useRef<Map<string, string> | null>(null);
   // Once the first list came: changes are noticed from then on.
   const [ready, setReady] = useState(false);
-  useEffect(() => onSessions((list) => {
-    const mine = list.filter((s) => s.owner === user.email);
+  useEffect(() => pollOwnSessions(user.email, (mine) => {
     const before = seen.current;
     const now = new Map(mine.map((s) => [s.id, s.status]));
     seen.current = now;
