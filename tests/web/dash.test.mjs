@@ -141,6 +141,16 @@ try {
     if (await user.getByRole('region', { name: 'Announcement', exact: true }).count()) throw new Error('back after a reload');
   });
 
+  await step('an admin does not set their own password without the current one (PATCH /v1/users/{id} refused)', async () => {
+    const r = await admin.evaluate(async () => {
+      const me = await (await fetch('/auth/me')).json();
+      const resp = await fetch(`/api/v1/users/${me.user.id}`, { method: 'PATCH',
+        headers: { 'Content-Type': 'application/json', 'X-CSRF-Token': me.csrf_token }, body: JSON.stringify({ password: 'no-old-one-1' }) });
+      return `${resp.status} ${(await resp.json()).error?.message}`;
+    });
+    if (!r.startsWith('400') || !r.includes('old_password')) throw new Error(r);
+  });
+
   await step('About shows the version and healthy components', async () => {
     await nav(admin, 'About');
     await admin.getByRole('heading', { name: 'About Tessera' }).waitFor({ timeout: WAIT });

@@ -153,6 +153,12 @@ out:
 	json_decref(body);
 }
 
+/* Whether {id} (an id or an email) names the caller. */
+static bool is_self(const struct user_rec *u, const char *ref)
+{
+	return !strcmp(ref, u->id) || !strcasecmp(ref, u->email);
+}
+
 void api_user_update(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 {
 	if (!require_admin(req, resp))
@@ -178,6 +184,13 @@ void api_user_update(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 	}
 	if (pw && !json_is_string(pw)) {
 		httpd_error(resp, 400, "invalid_argument", "password must be a string");
+		goto out;
+	}
+	/* One's own password takes the current one, admins' too. */
+	if (pw && is_self(caller(req), req->params[0])) {
+		httpd_error(resp, 400, "invalid_argument",
+			    "to change your own password give your current one: POST /v1/users/{id}/password with "
+			    "old_password (the Credentials page, tessera user passwd)");
 		goto out;
 	}
 	if (!dis && !pw && !adm) {
@@ -225,11 +238,6 @@ void api_user_delete(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
  * so a browser left logged in is no oracle for the password. Anyone
  * else's: admins only ("password" absent: one is generated). A user who
  * is not an admin gets the same answer for another user as for no one. */
-static bool is_self(const struct user_rec *u, const char *ref)
-{
-	return !strcmp(ref, u->id) || !strcasecmp(ref, u->email);
-}
-
 static void own_password(void *ctx, struct httpd_req *req, struct httpd_resp *resp, json_t *body)
 {
 	struct ratelimit *fail_by_pair, *fail_by_addr;
