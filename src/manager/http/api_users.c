@@ -234,8 +234,9 @@ void api_user_delete(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 /* POST /v1/users/{id}/password {"password"?, "old_password"?}. A user's
  * own password (id or email the caller's, admins too): "old_password"
  * the current one and "password" the new, both required; wrong guesses
- * count against the login limit of the account and "password-change",
- * so a browser left logged in is no oracle for the password. Anyone
+ * are counted by the login limiter under (the account's email,
+ * "password-change"), so a browser left logged in is no oracle for the
+ * password. Anyone
  * else's: admins only ("password" absent: one is generated). A user who
  * is not an admin gets the same answer for another user as for no one. */
 static void own_password(void *ctx, struct httpd_req *req, struct httpd_resp *resp, json_t *body)
