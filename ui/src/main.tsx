@@ -9,10 +9,13 @@ import { DataPage } from './data';
 import { SessionPage } from './session';
 import { NodesPage } from './nodes';
 import { CredentialsPage } from './credentials';
-import { DashboardPage } from './dashboard';
-import { AboutPage } from './about';
+import { lazyPage } from './lazy';
 import { AnnouncementBanner, NotificationsTray } from './tray';
 import './style.css';
+
+// Pages few open, in chunks of their own (lazy.tsx).
+const DashboardPage = lazyPage(() => import('./dashboard').then((m) => m.DashboardPage));
+const AboutPage = lazyPage(() => import('./about').then((m) => m.AboutPage));
 
 type Page = 'sessions' | 'admin' | 'nodes' | 'data' | 'credentials' | 'dashboard' | 'about';
 
