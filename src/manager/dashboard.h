@@ -36,7 +36,7 @@ struct dash_node {
 
 struct dash_session {
 	const char *id, *name;
-	const char *owner;      /* the owner's email */
+	const char *owner;      /* the owner's email; NULL: unknown (or not looked up) */
 	enum session_status status;
 	const char *status_info;
 	struct res req;

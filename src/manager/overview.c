@@ -48,9 +48,15 @@ json_t *mgr_dashboard(struct manager *m)
 				gpus[g] = (struct dash_gpu){.model = a->gpus[d].name, .memory = a->gpus[d].memory,
 							    .cap_m = per_dev, .used_m = a->gpus[d].used_m};
 		}
+		int64_t now = util_now_ms();
 		for (size_t i = 0; i < m->n_sessions; i++) {
 			const struct msession *s = m->sessions[i];
-			const struct user_rec *u = mgr_find_user(m, s->rec.owner_id);
+			/* The owner is shown only for what holds room and for
+			 * failures: the history of ended sessions, which grows,
+			 * costs no user lookup. */
+			bool shown = session_status_holds(s->rec.status) ||
+				     (s->rec.status == SS_ERROR && now - s->rec.terminated_ms <= DASH_WINDOW_MS);
+			const struct user_rec *u = shown ? mgr_find_user(m, s->rec.owner_id) : NULL;
 			sessions[i] = (struct dash_session){
 				.id = s->rec.id, .name = s->rec.name, .owner = u ? u->email : NULL,
 				.status = s->rec.status, .status_info = s->rec.status_info, .req = s->rec.req,
@@ -60,7 +66,7 @@ json_t *mgr_dashboard(struct manager *m)
 		}
 		struct dash_input in = {
 			.nodes = nodes, .n_nodes = m->n_agents, .sessions = sessions, .n_sessions = m->n_sessions,
-			.now_ms = util_now_ms(), .window_ms = DASH_WINDOW_MS, .top_users = DASH_TOP_USERS,
+			.now_ms = now, .window_ms = DASH_WINDOW_MS, .top_users = DASH_TOP_USERS,
 			.max_failures = DASH_MAX_FAILURES,
 		};
 		o = dash_aggregate(&in);
