@@ -52,6 +52,9 @@ int cmd_node_set_group(int argc, char **argv);
  * (project_cmd.c). */
 int cmd_project(int argc, char **argv);
 int cmd_fairshare(int argc, char **argv);
+/* overview_cmd.c: tessera dashboard (admins), tessera about */
+int cmd_dashboard(int argc, char **argv);
+int cmd_about(int argc, char **argv);
 
 /* ---- nouns and their verbs (cli.c) ---- */
 
