@@ -54,6 +54,9 @@ int cmd_project(int argc, char **argv);
 int cmd_fairshare(int argc, char **argv);
 /* tessera queue: the pending queue and its history (queue_cmd.c). */
 int cmd_queue(int argc, char **argv);
+/* overview_cmd.c: tessera dashboard (admins), tessera about */
+int cmd_dashboard(int argc, char **argv);
+int cmd_about(int argc, char **argv);
 
 /* ---- nouns and their verbs (cli.c) ---- */
 

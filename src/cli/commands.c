@@ -46,6 +46,9 @@ const struct cli_command cli_commands[] = {
 	{"admin", cmd_admin,
 	 "back up and restore the manager's store; reset the admin's password (on its host)", &cli_admin_noun,
 	 NULL, NULL, false},
+	{"dashboard", cmd_dashboard, "the cluster at a glance (administrators): capacity, sessions, busiest users, "
+	 "failures", NULL, "--json", "", false},
+	{"about", cmd_about, "versions and the health of the cluster's components", NULL, "--json", "", false},
 	{"completion", cmd_completion, "print a bash or zsh completion script (docs/user-guide.md)", NULL, "",
 	 "bash|zsh", false},
 	{"manpage", cmd_manpage, "print the tessera(1) manual page (troff)", NULL, "", "", false},

@@ -1,7 +1,7 @@
 import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { api, ApiError, type Commit, type Session } from './api';
 import { Button, Dialog, ErrorText, TextField } from './components';
-import { CopyName, launchFrom } from './environments';
+import { CopyName, launchFrom } from './imagename';
 
 // The manager's default image name for a commit, computed as it does
 // (src/manager/commits.c): the session's name lower-cased, runs of other

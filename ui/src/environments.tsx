@@ -6,39 +6,14 @@
 // (/environments?tab=mine), with copy-name, launch and delete. The same
 // calls as `tessera image ls|rescan|alias|unalias|rm`.
 import { useEffect, useState } from 'preact/hooks';
-import { copyText, envqApi, fmtBytes, fmtConfig, type CatalogImage, type User } from './api';
+import { envqApi, fmtBytes, fmtConfig, type CatalogImage, type User } from './api';
 import { Button, Dialog, ErrorText, Name, TextField } from './components';
 import { frameworksLine } from './launch';
-import { navigate } from './session';
+import { CopyName, launchFrom } from './imagename';
 
 type Tab = 'catalog' | 'mine';
 function tabFromUrl(admin: boolean): Tab {
   return !admin || new URLSearchParams(location.search).get('tab') === 'mine' ? 'mine' : 'catalog';
-}
-
-// Opens the launcher on the Sessions page with this image in its Image
-// field (sessions.tsx reads ?launch=).
-export function launchFrom(ref: string) {
-  navigate(`/sessions?launch=${encodeURIComponent(ref)}`);
-}
-
-// A copy button: says "Copied" (announced) or, when the browser refused,
-// shows the name selected for copying by hand.
-export function CopyName({ text, label }: { text: string; label: string }) {
-  const [state, setState] = useState<'idle' | 'copied' | 'failed'>('idle');
-  const copy = async () => {
-    setState((await copyText(text)) ? 'copied' : 'failed');
-    setTimeout(() => setState('idle'), 2500);
-  };
-  return (
-    <span class="copy-name">
-      <Button onClick={copy} label={label}>Copy name</Button>
-      <span role="status" class="copy-state">
-        {state === 'copied' ? 'Copied' : state === 'failed' ? <input class="mono" readOnly value={text} aria-label="The name to copy"
-          ref={(el) => el?.select()} /> : ''}
-      </span>
-    </span>
-  );
 }
 
 function apps(img: CatalogImage): string {

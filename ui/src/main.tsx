@@ -9,18 +9,24 @@ import { DataPage } from './data';
 import { SessionPage } from './session';
 import { NodesPage } from './nodes';
 import { CredentialsPage } from './credentials';
-import { EnvironmentsPage } from './environments';
-import { QueuePage } from './queue';
+import { lazyPage } from './lazy';
+import { AnnouncementBanner, NotificationsTray } from './tray';
 import './style.css';
 
-type Page = 'sessions' | 'admin' | 'nodes' | 'data' | 'credentials' | 'environments' | 'queue';
+// Pages few open, in chunks of their own (lazy.tsx).
+const DashboardPage = lazyPage(() => import('./dashboard').then((m) => m.DashboardPage));
+const AboutPage = lazyPage(() => import('./about').then((m) => m.AboutPage));
+const EnvironmentsPage = lazyPage(() => import('./environments').then((m) => m.EnvironmentsPage));
+const QueuePage = lazyPage(() => import('./queue').then((m) => m.QueuePage));
+
+type Page = 'sessions' | 'admin' | 'nodes' | 'data' | 'credentials' | 'dashboard' | 'about' | 'environments' | 'queue';
 
 function pageFromPath(): Page {
   const p = location.pathname;
   if (p.startsWith('/environments')) return 'environments';
   if (p.startsWith('/queue')) return 'queue';
   return p.startsWith('/data') ? 'data' : p.startsWith('/credentials') ? 'credentials' : p.startsWith('/admin') ? 'admin'
-    : p.startsWith('/nodes') ? 'nodes' : 'sessions';
+    : p.startsWith('/nodes') ? 'nodes' : p.startsWith('/dashboard') ? 'dashboard' : p.startsWith('/about') ? 'about' : 'sessions';
 }
 // A session's own page: /sessions/ID.
 function sessionFromPath(): string | null {
@@ -60,7 +66,7 @@ function App() {
   // The Data and Credentials pages are everyone's; Nodes and Admin are admins' only.
   // Environments (the catalog for admins, one's own images for all) and
   // Queue (one's own entries, everyone's for admins) are everyone's too.
-  const current: Page = page === 'data' || page === 'credentials' || page === 'environments' || page === 'queue' ? page
+  const current: Page = page === 'data' || page === 'credentials' || page === 'about' || page === 'environments' || page === 'queue' ? page
     : page !== 'sessions' && user.is_admin ? page : 'sessions';
   const navLink = (p: Page, label: string) => (
     <a href={`/${p}`} aria-current={current === p ? 'page' : undefined}
@@ -77,16 +83,21 @@ function App() {
           {navLink('environments', 'Environments')}
           {navLink('queue', 'Queue')}
           {navLink('credentials', 'Credentials')}
+          {user.is_admin && navLink('dashboard', 'Dashboard')}
           {user.is_admin && navLink('nodes', 'Nodes')}
           {user.is_admin && (
             <a href="/admin" aria-current={current === 'admin' ? 'page' : undefined}
               onClick={(e) => { e.preventDefault(); go('admin'); }}>Admin</a>
           )}
+          {navLink('about', 'About')}
         </nav>
+        <NotificationsTray user={user} />
         <span class="who"><Email email={user.email} /></span>
         <Button onClick={logout}>Log out</Button>
       </header>
+      <AnnouncementBanner />
       <main>{current === 'admin' ? <AdminPage /> : current === 'nodes' ? <NodesPage />
+        : current === 'dashboard' ? <DashboardPage /> : current === 'about' ? <AboutPage />
         : current === 'data' ? <DataPage user={user} />
         : current === 'environments' ? <EnvironmentsPage user={user} /> : current === 'queue' ? <QueuePage user={user} />
         : current === 'credentials' ? <CredentialsPage user={user} onSignedOut={() => { setCsrf(''); setUser(null); }} />

@@ -72,6 +72,10 @@ void api_sshkey_remove(void *ctx, struct httpd_req *req, struct httpd_resp *resp
 void api_queue_list(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
 void api_session_scheduling(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
 void api_queue_move(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
+/* ---- api_dash.c: dashboard, about, key rotation (docs/api.md) ---- */
+void api_dashboard(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
+void api_about(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
+void api_key_rotate(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
 
 /* ---- api_folders.c: folders (docs/api.md, "Folders") ---- */
 void api_folder_create(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
