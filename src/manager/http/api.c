@@ -1029,6 +1029,7 @@ const struct httpd_route manager_routes[] = {
 	{"PUT", "/v1/projects/{name}/members/{email}", api_project_member_put, AUTH_USER},
 	{"DELETE", "/v1/projects/{name}/members/{email}", api_project_member_delete, AUTH_USER},
 	{"GET", "/v1/fairshare", api_fairshare, AUTH_USER},
+	{"GET", "/v1/usage/summary", api_usage_summary, AUTH_USER},
 	{"POST", "/v1/sessions/{ref}/commit", api_session_commit, AUTH_USER},
 	{"GET", "/v1/sessions/{ref}/apps", api_session_apps, AUTH_USER},
 	{"POST", "/v1/sessions/{ref}/apps/{app}", api_session_app_open, AUTH_USER},
