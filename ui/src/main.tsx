@@ -9,14 +9,15 @@ import { DataPage } from './data';
 import { SessionPage } from './session';
 import { NodesPage } from './nodes';
 import { CredentialsPage } from './credentials';
+import { StatisticsPage } from './statistics';
 import './style.css';
 
-type Page = 'sessions' | 'admin' | 'nodes' | 'data' | 'credentials';
+type Page = 'sessions' | 'admin' | 'nodes' | 'data' | 'credentials' | 'statistics';
 
 function pageFromPath(): Page {
   const p = location.pathname;
   return p.startsWith('/data') ? 'data' : p.startsWith('/credentials') ? 'credentials' : p.startsWith('/admin') ? 'admin'
-    : p.startsWith('/nodes') ? 'nodes' : 'sessions';
+    : p.startsWith('/nodes') ? 'nodes' : p.startsWith('/statistics') ? 'statistics' : 'sessions';
 }
 // A session's own page: /sessions/ID.
 function sessionFromPath(): string | null {
@@ -54,7 +55,7 @@ function App() {
   if (user === null)
     return <LoginPage onLogin={(u, token) => { setCsrf(token); setUser(u); }} />;
   // The Data and Credentials pages are everyone's; Nodes and Admin are admins' only.
-  const current: Page = page === 'data' || page === 'credentials' ? page
+  const current: Page = page === 'data' || page === 'credentials' || page === 'statistics' ? page
     : page !== 'sessions' && user.is_admin ? page : 'sessions';
   const navLink = (p: Page, label: string) => (
     <a href={`/${p}`} aria-current={current === p ? 'page' : undefined}
@@ -69,6 +70,7 @@ function App() {
             onClick={(e) => { e.preventDefault(); go('sessions'); }}>Sessions</a>
           {navLink('data', 'Data')}
           {navLink('credentials', 'Credentials')}
+          {navLink('statistics', 'Statistics')}
           {user.is_admin && navLink('nodes', 'Nodes')}
           {user.is_admin && (
             <a href="/admin" aria-current={current === 'admin' ? 'page' : undefined}
@@ -80,6 +82,7 @@ function App() {
       </header>
       <main>{current === 'admin' ? <AdminPage /> : current === 'nodes' ? <NodesPage />
         : current === 'data' ? <DataPage user={user} />
+        : current === 'statistics' ? <StatisticsPage user={user} />
         : current === 'credentials' ? <CredentialsPage user={user} onSignedOut={() => { setCsrf(''); setUser(null); }} />
         : sessionId ? <SessionPage key={sessionId} id={sessionId} user={user} /> : <SessionsPage user={user} />}</main>
     </>
