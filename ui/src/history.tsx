@@ -91,8 +91,9 @@ function fmtWhen(iso: string | null | undefined): string {
 }
 function fmtRan(s: SessionFull): string {
   if (!s.started_at || !s.terminated_at) return 'never ran';
-  const m = Math.max(0, Math.round((Date.parse(s.terminated_at) - Date.parse(s.started_at)) / 60000));
-  return m < 60 ? `ran ${m} min` : `ran ${Math.floor(m / 60)} h ${m % 60} min`;
+  const sec = Math.max(0, Math.round((Date.parse(s.terminated_at) - Date.parse(s.started_at)) / 1000));
+  const m = Math.floor(sec / 60);
+  return sec < 60 ? `ran ${sec} s` : m < 60 ? `ran ${m} min` : `ran ${Math.floor(m / 60)} h ${m % 60} min`;
 }
 
 // The finished sessions, newest first, a page at a time. The API pages
