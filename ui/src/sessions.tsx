@@ -266,9 +266,9 @@ export function SessionsPage({ user }: { user: User }) {
             {PER_PAGE.map((n) => <option key={n} value={n}>{n}</option>)}
           </select>
         </div>}
-        <ColumnPicker v={view.h} onChange={(c) => changeH({ cols: c })} />
         {!finished && <span class="hint filter-count" role="status">{shown.length} of {inProject.length} shown{view.project ? ` in ${view.project}` : ''}</span>}
       </div>
+      <ColumnPicker v={view.h} onChange={(c) => changeH({ cols: c })} />
       {finished ? (
         <FinishedSessions user={user} v={view.h} project={view.project} owner={view.owner} showOwners={showOwners}
           onPage={(page) => changeH({ page })} />
