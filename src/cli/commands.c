@@ -34,6 +34,8 @@ const struct cli_command cli_commands[] = {
 	 false},
 	{"fairshare", cmd_fairshare, "each project's and user's fair share: weight, target, usage, rank", NULL,
 	 "--json", "", false},
+	{"usage", cmd_usage, "usage over time: CPU-, memory- and fGPU-hours per day, user or project",
+	 &cli_usage_noun, NULL, NULL, false},
 	{"image", cmd_image, "list, build, pull, alias and remove images; rescan the nodes' images", &cli_image_noun,
 	 NULL, NULL, false},
 	{"config", cmd_config, "read or change cluster settings (fGPU per device, queue policy, ...)",
