@@ -36,6 +36,8 @@ const struct cli_command cli_commands[] = {
 	 "--json", "", false},
 	{"queue", cmd_queue, "the pending queue: positions, why each waits, history; move or cancel (admins)",
 	 &cli_queue_noun, NULL, NULL, false},
+	{"usage", cmd_usage, "usage over time: CPU-, memory- and fGPU-hours per day, user or project",
+	 &cli_usage_noun, NULL, NULL, false},
 	{"image", cmd_image, "list, build, pull, alias and remove images; rescan the nodes' images", &cli_image_noun,
 	 NULL, NULL, false},
 	{"config", cmd_config, "read or change cluster settings (fGPU per device, queue policy, ...)",

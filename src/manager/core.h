@@ -556,4 +556,16 @@ int mgr_stream_next(struct manager *m, const struct user_rec *u, struct mgr_stre
 		    size_t *len);
 void mgr_stream_free(struct mgr_stream *st);
 
+/* ---- usage over time (usage_report.c, docs/api.md "Usage summary") ---- */
+
+struct usum_query;
+struct usum_row;
+/* The allocated hours and sessions started per day and per q->by of the
+ * sessions u may count (usage_summary.h): an admin everyone's, others
+ * their own (EPERM for q->user another's); q->user and q->project filter
+ * (ENOENT for an unknown user, or a project u is not in). *rows malloc'd,
+ * the caller's. */
+int mgr_usage_summary(struct manager *m, const struct user_rec *u, const struct usum_query *q,
+		      struct usum_row **rows, size_t *n_rows, struct terr *err);
+
 #endif

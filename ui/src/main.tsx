@@ -19,14 +19,17 @@ const AboutPage = lazyPage(() => import('./about').then((m) => m.AboutPage));
 const EnvironmentsPage = lazyPage(() => import('./environments').then((m) => m.EnvironmentsPage));
 const QueuePage = lazyPage(() => import('./queue').then((m) => m.QueuePage));
 
-type Page = 'sessions' | 'admin' | 'nodes' | 'data' | 'credentials' | 'dashboard' | 'about' | 'environments' | 'queue';
+const StatisticsPage = lazyPage(() => import('./statistics').then((m) => m.StatisticsPage));
+
+type Page = 'sessions' | 'admin' | 'nodes' | 'data' | 'credentials' | 'dashboard' | 'about' | 'statistics' | 'environments' | 'queue';
 
 function pageFromPath(): Page {
   const p = location.pathname;
   if (p.startsWith('/environments')) return 'environments';
   if (p.startsWith('/queue')) return 'queue';
   return p.startsWith('/data') ? 'data' : p.startsWith('/credentials') ? 'credentials' : p.startsWith('/admin') ? 'admin'
-    : p.startsWith('/nodes') ? 'nodes' : p.startsWith('/dashboard') ? 'dashboard' : p.startsWith('/about') ? 'about' : 'sessions';
+    : p.startsWith('/nodes') ? 'nodes' : p.startsWith('/dashboard') ? 'dashboard' : p.startsWith('/about') ? 'about'
+    : p.startsWith('/statistics') ? 'statistics' : 'sessions';
 }
 // A session's own page: /sessions/ID.
 function sessionFromPath(): string | null {
@@ -66,7 +69,7 @@ function App() {
   // The Data and Credentials pages are everyone's; Nodes and Admin are admins' only.
   // Environments (the catalog for admins, one's own images for all) and
   // Queue (one's own entries, everyone's for admins) are everyone's too.
-  const current: Page = page === 'data' || page === 'credentials' || page === 'about' || page === 'environments' || page === 'queue' ? page
+  const current: Page = page === 'data' || page === 'credentials' || page === 'about' || page === 'statistics' || page === 'environments' || page === 'queue' ? page
     : page !== 'sessions' && user.is_admin ? page : 'sessions';
   const navLink = (p: Page, label: string) => (
     <a href={`/${p}`} aria-current={current === p ? 'page' : undefined}
@@ -83,6 +86,7 @@ function App() {
           {navLink('environments', 'Environments')}
           {navLink('queue', 'Queue')}
           {navLink('credentials', 'Credentials')}
+          {navLink('statistics', 'Statistics')}
           {user.is_admin && navLink('dashboard', 'Dashboard')}
           {user.is_admin && navLink('nodes', 'Nodes')}
           {user.is_admin && (
@@ -99,6 +103,7 @@ function App() {
       <main>{current === 'admin' ? <AdminPage /> : current === 'nodes' ? <NodesPage />
         : current === 'dashboard' ? <DashboardPage /> : current === 'about' ? <AboutPage />
         : current === 'data' ? <DataPage user={user} />
+        : current === 'statistics' ? <StatisticsPage user={user} />
         : current === 'environments' ? <EnvironmentsPage user={user} /> : current === 'queue' ? <QueuePage user={user} />
         : current === 'credentials' ? <CredentialsPage user={user} onSignedOut={() => { setCsrf(''); setUser(null); }} />
         : sessionId ? <SessionPage key={sessionId} id={sessionId} user={user} /> : <SessionsPage user={user} />}</main>

@@ -225,22 +225,22 @@ out:
 	json_decref(body);
 }
 
-/* GET /v1/sessions[?status=A,B][&owner=EMAIL][&all=1][&limit=N[&continue=TOKEN]]
+/* GET /v1/sessions[?status=A,B][&owner=EMAIL][&all=1][&order=newest][&limit=N[&continue=TOKEN]]
  * (docs/api.md, "List sessions"): without limit, every session at once
  * as before pagination. */
 static void api_session_list(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 {
-	static const char *const known[] = {"all", "status", "owner", "limit", "continue", "project", NULL};
+	static const char *const known[] = {"all", "status", "owner", "limit", "continue", "project", "order", NULL};
 	const char *bad = httpd_query_unknown(req, known);
 	if (bad) {
 		httpd_error(resp, 400, "invalid_argument",
-			    "unknown query parameter '%.64s' (known: all, status, owner, project, limit, continue)", bad);
+			    "unknown query parameter '%.64s' (known: all, status, owner, project, limit, continue, order)", bad);
 		return;
 	}
 	struct session_query_in in = {
 		.all = httpd_query(req, "all"), .status = httpd_query(req, "status"), .owner = httpd_query(req, "owner"),
 		.limit = httpd_query(req, "limit"), .cont = httpd_query(req, "continue"),
-		.project = httpd_query(req, "project"),
+		.project = httpd_query(req, "project"), .order = httpd_query(req, "order"),
 	};
 	struct session_query q;
 	struct terr err = {0};
@@ -1040,6 +1040,7 @@ const struct httpd_route manager_routes[] = {
 	{"PUT", "/v1/projects/{name}/members/{email}", api_project_member_put, AUTH_USER},
 	{"DELETE", "/v1/projects/{name}/members/{email}", api_project_member_delete, AUTH_USER},
 	{"GET", "/v1/fairshare", api_fairshare, AUTH_USER},
+	{"GET", "/v1/usage/summary", api_usage_summary, AUTH_USER},
 	{"POST", "/v1/sessions/{ref}/commit", api_session_commit, AUTH_USER},
 	{"GET", "/v1/sessions/{ref}/apps", api_session_apps, AUTH_USER},
 	{"POST", "/v1/sessions/{ref}/apps/{app}", api_session_app_open, AUTH_USER},

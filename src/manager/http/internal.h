@@ -94,4 +94,7 @@ void api_folder_mkdir(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 void api_folder_move(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
 void api_folder_file_delete(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
 
+/* ---- api_usage.c: usage over time (docs/api.md, "Usage summary") ---- */
+void api_usage_summary(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
+
 #endif
