@@ -52,6 +52,7 @@ int cmd_node_set_group(int argc, char **argv);
  * (project_cmd.c). */
 int cmd_project(int argc, char **argv);
 int cmd_fairshare(int argc, char **argv);
+int cmd_preset(int argc, char **argv);
 
 /* ---- nouns and their verbs (cli.c) ---- */
 
@@ -107,7 +108,8 @@ int cli_dispatch(const struct cli_noun *noun, int argc, char **argv);
 
 /* The nouns, each in its *_cmd.c. */
 extern const struct cli_noun cli_session_noun, cli_folder_noun, cli_image_noun, cli_node_noun,
-	cli_project_noun, cli_user_noun, cli_key_noun, cli_config_noun, cli_admin_noun, cli_user_keys_noun;
+	cli_project_noun, cli_user_noun, cli_key_noun, cli_config_noun, cli_admin_noun, cli_user_keys_noun,
+	cli_preset_noun;
 
 /* ---- the command table (commands.c) ---- */
 
