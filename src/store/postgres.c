@@ -45,7 +45,7 @@
 #define LEADER_KEY "8387236820507844865"
 #define MIGRATE_KEY "8387236820507844866"
 #define RETRY_MS 1000
-#define MAX_PARAMS 40
+#define MAX_PARAMS 48
 #define MAX_PENDING 10000
 /* Writes inside a transaction are pipelined (libpq's pipeline mode: sent
  * without waiting for each answer; a scheduler pass writes thousands of
