@@ -3,6 +3,7 @@ import { api, type User } from './api';
 import { Button, Dialog, Email, ErrorText, TextField } from './components';
 import { SettingsSections } from './settings';
 import { FairShareSection, ProjectsSection } from './projects';
+import { PresetsSection } from './presets';
 
 function Users() {
   const [users, setUsers] = useState<User[]>([]);
@@ -107,6 +108,7 @@ export function AdminPage() {
       <Users />
       <SettingsSections />
       <ProjectsSection />
+      <PresetsSection />
       <FairShareSection />
     </>
   );
