@@ -43,6 +43,8 @@ function PresetForm(props: { initial?: Preset; onDone: (msg: string) => void; on
   const [group, setGroup] = useState(p?.group ?? '');
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
+  // A field changed: the last refusal no longer speaks of what is there.
+  const edit = (set: (v: string) => void) => (v: string) => { set(v); setError(null); };
   const submit = async (e: Event) => {
     e.preventDefault();
     setError(null);
@@ -67,11 +69,11 @@ function PresetForm(props: { initial?: Preset; onDone: (msg: string) => void; on
   return (
     <form class="inline preset-form" onSubmit={submit} aria-label={p ? `Edit preset ${p.name}` : 'Create a preset'}>
       {!p && <h3>Create a preset</h3>}
-      {!p && <TextField label="Name" value={name} onInput={setName} required placeholder="e.g. Large" />}
-      <TextField label="CPU" value={cpu} onInput={setCpu} required placeholder="e.g. 8" hint="Cores, 0.01 to 1024." />
-      <TextField label="Memory (GiB)" value={memGiB} onInput={setMemGiB} required placeholder="e.g. 32" />
-      <TextField label="fGPU" value={fgpu} onInput={setFgpu} hint="0 for none." />
-      <TextField label="Resource group" value={group} onInput={setGroup} placeholder="every group"
+      {!p && <TextField label="Name" value={name} onInput={edit(setName)} required placeholder="e.g. Large" />}
+      <TextField label="CPU" value={cpu} onInput={edit(setCpu)} required placeholder="e.g. 8" hint="Cores, 0.01 to 1024." />
+      <TextField label="Memory (GiB)" value={memGiB} onInput={edit(setMemGiB)} required placeholder="e.g. 32" />
+      <TextField label="fGPU" value={fgpu} onInput={edit(setFgpu)} hint="0 for none." />
+      <TextField label="Resource group" value={group} onInput={edit(setGroup)} placeholder="every group"
         hint="Offered only when launching in this group; empty: in every group." />
       <ErrorText error={error} />
       <div class="actions">
