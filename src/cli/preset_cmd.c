@@ -249,10 +249,11 @@ static int preset_rm(int argc, char **argv)
 
 static const struct cli_verb preset_verbs[] = {
 	{"ls", preset_ls, "ls [--json]", "the presets the launcher offers", "--json", ""},
-	{"create", preset_create, "create NAME --cpu X --mem SIZE [--fgpu X] [--group G]", "a new preset (admins)",
+	{"create", preset_create, "create NAME [options]",
+	 "a new preset: --cpu and --mem, maybe --fgpu, --group (admins)",
 	 "--cpu=X --mem=SIZE --fgpu=X --group=G --json", "NAME"},
-	{"set", preset_set, "set NAME [--cpu X] [--mem SIZE] [--fgpu X] [--group G|all]",
-	 "change a preset (admins)", "--cpu=X --mem=SIZE --fgpu=X --group=G --json", "NAME"},
+	{"set", preset_set, "set NAME [options]", "change a preset's amounts or group (admins)",
+	 "--cpu=X --mem=SIZE --fgpu=X --group=G --json", "NAME"},
 	{"rm", preset_rm, "rm NAME", "remove a preset (admins)", "", "NAME"},
 };
 

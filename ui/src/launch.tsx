@@ -425,7 +425,8 @@ export function LaunchDialog(props: {
     // The admins' presets, and the user's recent launches to re-launch
     // (neither is needed to launch: without them the dialog still works).
     presetsApi.list().then((r) => setPresets(r.presets)).catch(() => setPresets([]));
-    call<{ sessions: Recent[] }>('GET', '/api/v1/sessions?all=1')
+    // Only the user's own (an admin's list is everyone's, and can be long).
+    call<{ sessions: Recent[] }>('GET', `/api/v1/sessions?all=1${props.user ? `&owner=${encodeURIComponent(props.user.email)}` : ''}`)
       .then((r) => setRecent(recentLaunches(r.sessions ?? [], props.user?.email))).catch(() => setRecent([]));
     setCatalogRead(false);
     api.images().then((r) => {
@@ -576,7 +577,14 @@ export function LaunchDialog(props: {
     if (!req) { setError(blocked ?? 'Choose an environment and a version, or type an image name.'); return; }
     if (mounts.error) { setError(mounts.error); return; }
     // The form's button shows the review; the review's launches.
-    if (!reviewing) { setReviewing(true); return; }
+    if (!reviewing) {
+      setReviewing(true);
+      // To the summary's heading, which a screen reader then reads: the
+      // button under the focus is Launch now, and a second Enter at once
+      // would launch unread.
+      requestAnimationFrame(() => document.getElementById(`${uid}-review`)?.focus());
+      return;
+    }
     if (mounts.specs.length) req.mounts = mounts.specs;
     setBusy(true);
     try {
@@ -589,6 +597,8 @@ export function LaunchDialog(props: {
       // option says why it is off.
       setError(`Cannot launch: ${(err as Error).message}`);
       if (err instanceof ApiError && err.status === 403 && req.root) {
+        // Back to the form, where the option shows why it is off.
+        setReviewing(false);
         api2.resources().then((r) => {
           if (r.policy.allow_root === false) { setRootAllowed(false); setRoot(false); }
         }).catch(() => { /* the error above says it */ });
@@ -627,9 +637,10 @@ export function LaunchDialog(props: {
     return parts.length ? `Its quota, beside your own policy: ${parts.join(', ')}.` : 'Its quota sets no limit; your own policy holds.';
   })();
   // The review step: everything chosen, as it will be asked, before
-  // Launch. A function of this render (not a component of its own): it
-  // reads the form's state as it stands.
-  const Review = () => {
+  // Launch. Called as a function (not a component of its own, which
+  // would be a new one at each render and lose the focus): it reads the
+  // form's state as it stands.
+  const reviewView = () => {
     const rows: [string, string][] = [
       ['Image', typed.trim() || ref],
       ['Name', name.trim() || '(generated)'],
@@ -650,7 +661,7 @@ export function LaunchDialog(props: {
     ];
     return (
       <section class="launch-review" aria-labelledby={`${uid}-review`} data-testid="review">
-        <h3 id={`${uid}-review`}>Review</h3>
+        <h3 id={`${uid}-review`} tabIndex={-1}>Review</h3>
         <p class="hint">The session{count > 1 ? 's' : ''} as {count > 1 ? 'they' : 'it'} will be asked for. Back changes it; Launch starts {count > 1 ? 'them' : 'it'}.</p>
         <dl>
           {rows.map(([k, v]) => <div key={k}><dt>{k}</dt><dd>{v}</dd></div>)}
@@ -662,7 +673,7 @@ export function LaunchDialog(props: {
     <Dialog open={props.open} title="Start a session" onClose={props.onClose}>
       <form onSubmit={launch} class="launch" noValidate>
         <div class="launch-body">
-        {reviewing && <Review />}
+        {reviewing && reviewView()}
         <div class="launch-cols" hidden={reviewing}>
         <div class="launch-image">
         {envs.length > 0 && (
