@@ -360,7 +360,7 @@ json_t *mgr_session_json(struct manager *m, const struct msession *s)
 	json_object_set_new(o, "priority", json_integer(s->rec.priority));
 	json_object_set_new(o, "preemptible", json_boolean(s->rec.preemptible));
 	json_object_set_new(o, "preemptions", json_integer(s->rec.preemptions));
-	/* The full launcher's choices (docs/api.md, "Create sessions"). */
+	/* The full launcher's choices (docs/api.md, "POST /v1/sessions"). */
 	json_object_set_new(o, "starts_at", mgr_time_json(s->rec.starts_at_ms));
 	json_object_set_new(o, "batch_timeout", s->rec.batch_timeout_s ? json_integer(s->rec.batch_timeout_s)
 								       : json_null());

@@ -131,8 +131,8 @@ bad:
 			"such as +01:00), not '%.40s'", what, text);
 }
 
-/* starts_at, batch_timeout and preopen_ports (docs/api.md, "Create
- * sessions"). */
+/* starts_at, batch_timeout and preopen_ports (docs/api.md, "POST
+ * /v1/sessions"). */
 static int launcher_fields(json_t *body, struct create_request *out, struct terr *err)
 {
 	const char *at = NULL;

@@ -68,7 +68,7 @@ int validate_session_query(const struct session_query_in *in, struct session_que
 void validate_session_token(const struct session_query *q, int64_t last_seq, char out[VALIDATE_TOKEN_MAX]);
 
 #define VALIDATE_MAX_MOUNTS 16
-/* The full launcher's limits (docs/api.md, "Create sessions"). */
+/* The full launcher's limits (docs/api.md, "POST /v1/sessions"). */
 #define VALIDATE_MAX_PREOPEN 8
 #define VALIDATE_MAX_BATCH_TIMEOUT_S (30LL * 24 * 3600)
 #define VALIDATE_MAX_STARTS_AHEAD_MS (366LL * 24 * 3600 * 1000)

@@ -65,7 +65,7 @@ static const struct migration migrations[] = {
 	{7, "users' SSH public keys", MIG_ADD_COLUMNS, NULL, NULL},
 	/* Resource presets (docs/admin.md, "Resource presets"). */
 	{8, "table presets, with the launcher's three", MIG_CREATE, DEFAULT_PRESETS, DEFAULT_PRESETS},
-	/* The full launcher (docs/api.md, "Create sessions"). */
+	/* The full launcher (docs/api.md, "POST /v1/sessions"). */
 	{9, "sessions' start time, batch timeout and preopen ports", MIG_ADD_COLUMNS, NULL, NULL},
 };
 

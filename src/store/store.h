@@ -120,7 +120,7 @@ struct session_rec {
 	int64_t cluster_idx;
 	char cluster_main[STORE_ID_MAX];
 	char cluster_ssh_seed[65];
-	/* The full launcher's (docs/api.md, "Create sessions"): not started
+	/* The full launcher's (docs/api.md, "POST /v1/sessions"): not started
 	 * before starts_at_ms (0: as soon as it fits); a batch session ended
 	 * once it has run batch_timeout_s (0: no limit); the ports listed as
 	 * its apps from the start, "8080,8888" ("": none). */

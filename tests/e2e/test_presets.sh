@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Resource presets and the full launcher's session fields, through the
 # CLI and the raw API as admins and users use them (docs/admin.md,
-# "Resource presets"; docs/api.md, "Create sessions"):
+# "Resource presets"; docs/api.md, "POST /v1/sessions"):
 # - a new install lists Small, Medium and One GPU; every user reads them,
 #   only admins create, change and remove them, each value checked with a
 #   one-line error; a restart finds what was changed;
