@@ -53,6 +53,11 @@ int cmd_node_set_group(int argc, char **argv);
 int cmd_project(int argc, char **argv);
 int cmd_fairshare(int argc, char **argv);
 int cmd_preset(int argc, char **argv);
+/* overview_cmd.c: tessera dashboard (admins), tessera about */
+int cmd_dashboard(int argc, char **argv);
+int cmd_about(int argc, char **argv);
+/* tessera usage summary (usage_cmd.c): usage over time. */
+int cmd_usage(int argc, char **argv);
 
 /* ---- nouns and their verbs (cli.c) ---- */
 
@@ -109,7 +114,7 @@ int cli_dispatch(const struct cli_noun *noun, int argc, char **argv);
 /* The nouns, each in its *_cmd.c. */
 extern const struct cli_noun cli_session_noun, cli_folder_noun, cli_image_noun, cli_node_noun,
 	cli_project_noun, cli_user_noun, cli_key_noun, cli_config_noun, cli_admin_noun, cli_user_keys_noun,
-	cli_preset_noun;
+	cli_preset_noun, cli_usage_noun;
 
 /* ---- the command table (commands.c) ---- */
 

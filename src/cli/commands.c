@@ -36,6 +36,8 @@ const struct cli_command cli_commands[] = {
 	 &cli_preset_noun, NULL, NULL, false},
 	{"fairshare", cmd_fairshare, "each project's and user's fair share: weight, target, usage, rank", NULL,
 	 "--json", "", false},
+	{"usage", cmd_usage, "usage over time: CPU-, memory- and fGPU-hours per day, user or project",
+	 &cli_usage_noun, NULL, NULL, false},
 	{"image", cmd_image, "list, build, pull, alias and remove images; rescan the nodes' images", &cli_image_noun,
 	 NULL, NULL, false},
 	{"config", cmd_config, "read or change cluster settings (fGPU per device, queue policy, ...)",
@@ -46,6 +48,9 @@ const struct cli_command cli_commands[] = {
 	{"admin", cmd_admin,
 	 "back up and restore the manager's store; reset the admin's password (on its host)", &cli_admin_noun,
 	 NULL, NULL, false},
+	{"dashboard", cmd_dashboard, "the cluster at a glance (administrators): capacity, sessions, busiest users, "
+	 "failures", NULL, "--json", "", false},
+	{"about", cmd_about, "versions and the health of the cluster's components", NULL, "--json", "", false},
 	{"completion", cmd_completion, "print a bash or zsh completion script (docs/user-guide.md)", NULL, "",
 	 "bash|zsh", false},
 	{"manpage", cmd_manpage, "print the tessera(1) manual page (troff)", NULL, "", "", false},

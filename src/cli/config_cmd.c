@@ -20,13 +20,16 @@
 	"       tessera config get --prefix PREFIX > FILE   (PREFIX '' for all: a backup)\n" \
 	"       tessera config put-json PREFIX FILE         (a restore: every key checked first)\n" \
 	"Cluster settings (admins read and change them all; other users read only\n" \
-	"fgpu_per_device, fgpu_quantum, folder_trash_days and their own policy):\n" \
+	"fgpu_per_device, fgpu_quantum, folder_trash_days, announcement and their own\n" \
+	"policy):\n" \
 	"  fgpu_per_device   fGPU one physical GPU counts as (1..100)\n" \
 	"  fgpu_quantum      smallest fGPU step of a request (e.g. 0.01)\n" \
 	"  queue_policy      fifo | lifo | drf\n" \
 	"  selector          concentrated | dispersed\n" \
 	"  fifo_skip_after   passes a blocked queue head waits before others may pass (0 = never)\n" \
 	"  folder_trash_days days a removed folder stays in the trash\n" \
+	"  announcement      a line every web UI user sees on every page until dismissed\n" \
+	"                    (at most 500 bytes; null or '' takes it down)\n" \
 	"  policy.default    per-user limits, e.g. '{\"max_sessions\": 2, \"max_fgpu\": 1}'\n" \
 	"                    (also max_private_images, default 10)\n" \
 	"  policy.EMAIL      limits for one user (null removes them)\n" \

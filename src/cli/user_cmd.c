@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <termios.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "cli/client.h"
@@ -15,7 +17,8 @@
 #define USER_USAGE \
 	"usage: tessera user COMMAND ...\n" \
 	"\n" \
-	"The cluster's users (administrators only). EMAIL may also be a user's id.\n" \
+	"The cluster's users (administrators only; keys and passwd: every user, their\n" \
+	"own). EMAIL may also be a user's id.\n" \
 	"\n"
 #define USER_USAGE_END \
 	"\n" \
@@ -347,6 +350,74 @@ static int user_reset_password(int argc, char **argv)
 	return rc;
 }
 
+/* One line from the terminal without echo (prompt on stderr), or from
+ * stdin when it is no terminal or stdin_lines. */
+static int read_secret(const char *prompt, bool stdin_lines, char *out, size_t n)
+{
+	bool tty = !stdin_lines && isatty(STDIN_FILENO);
+	struct termios old, quiet;
+	if (!tty)
+		return read_password(out, n);
+	fprintf(stderr, "%s", prompt);
+	if (tcgetattr(STDIN_FILENO, &old) < 0)
+		return cli_fail("cannot read the terminal's settings: %s", strerror(errno));
+	quiet = old;
+	quiet.c_lflag &= ~(tcflag_t)ECHO;
+	tcsetattr(STDIN_FILENO, TCSAFLUSH, &quiet);
+	int rc = read_password(out, n);
+	tcsetattr(STDIN_FILENO, TCSAFLUSH, &old);
+	fputc('\n', stderr);
+	return rc;
+}
+
+/* tessera user passwd: the caller's own password, with the current one
+ * (POST /v1/users/{id}/password {"old_password", "password"}). */
+static int user_passwd(int argc, char **argv)
+{
+	struct uopts o;
+	bool done;
+	int rc = parse("user", "passwd", argc, argv, BIT(O_PW_STDIN), 0, "passwd [--password-stdin]", &o, &done);
+	if (done)
+		return rc;
+	json_t *me = NULL;
+	if ((rc = cli_call("GET", "/v1/auth/whoami", NULL, &me)) != CLI_EXIT_OK) {
+		json_decref(me);
+		return rc;
+	}
+	json_t *u = json_object_get(me, "user") ? json_object_get(me, "user") : me;
+	char email[300];
+	snprintf(email, sizeof(email), "%s", str(u, "email"));
+	json_decref(me);
+	if (!email[0])
+		return cli_fail("unexpected answer from the manager: whoami names no email");
+	char old[300], pw[300], again[300];
+	if ((rc = read_secret("Current password: ", o.password_stdin, old, sizeof(old))) != CLI_EXIT_OK ||
+	    (rc = read_secret("New password: ", o.password_stdin, pw, sizeof(pw))) != CLI_EXIT_OK)
+		goto out;
+	if (!o.password_stdin && isatty(STDIN_FILENO)) {
+		if ((rc = read_secret("New password again: ", false, again, sizeof(again))) != CLI_EXIT_OK)
+			goto out;
+		if (strcmp(pw, again)) {
+			rc = cli_fail("the two new passwords differ; nothing was changed");
+			goto out;
+		}
+	}
+	json_t *body = json_pack("{s:s,s:s}", "old_password", old, "password", pw);
+	char *path = user_path(email, "/password");
+	json_t *reply = NULL;
+	rc = cli_call("POST", path, body, &reply);
+	free(path);
+	if (rc == CLI_EXIT_OK)
+		printf("your password was changed (%s); your API keys and web logins stay valid\n", email);
+	json_decref(body);
+	json_decref(reply);
+out:
+	explicit_bzero(old, sizeof(old));
+	explicit_bzero(pw, sizeof(pw));
+	explicit_bzero(again, sizeof(again));
+	return rc;
+}
+
 /* ---------- tessera user keys: the caller's SSH public keys ---------- */
 
 static int ukeys_ls(int argc, char **argv)
@@ -475,6 +546,9 @@ static const struct cli_verb user_verbs[] = {
 	 "--json", "EMAIL"},
 	{"reset-password", user_reset_password, "reset-password EMAIL [--password-stdin]", "set a new password",
 	 "--password-stdin --json", "EMAIL"},
+	{"passwd", user_passwd, "passwd [--password-stdin]",
+	 "change your own password (every user; the current one first; stdin: two lines)",
+	 "--password-stdin", ""},
 };
 
 const struct cli_noun cli_user_noun = {
@@ -562,6 +636,32 @@ static int key_rm(int argc, char **argv)
 	return rc;
 }
 
+static int key_rotate(int argc, char **argv)
+{
+	struct uopts o;
+	bool done;
+	int rc = parse("key", "rotate", argc, argv, BIT(O_JSON), 1, "rotate ACCESS_KEY [--json]", &o, &done);
+	if (done)
+		return rc;
+	char *esc = api_escape(o.args[0]), *path = NULL;
+	if (esc && asprintf(&path, "/v1/keypairs/%s/rotate", esc) < 0)
+		path = NULL;
+	free(esc);
+	json_t *reply = NULL;
+	rc = cli_call("POST", path, NULL, &reply);
+	free(path);
+	if (rc == CLI_EXIT_OK && o.json) {
+		cli_print_json(reply);
+	} else if (rc == CLI_EXIT_OK) {
+		json_t *k = json_object_get(reply, "keypair");
+		printf("# API key %s replaces %s (now revoked): the secret key is shown this once\nendpoint = %s\n"
+		       "access_key = %s\nsecret_key = %s\n", str(k, "access_key"), str(reply, "revoked"),
+		       str(reply, "endpoint"), str(k, "access_key"), str(reply, "secret_key"));
+	}
+	json_decref(reply);
+	return rc;
+}
+
 static const struct cli_verb key_verbs[] = {
 	{"ls", key_ls, "ls [--json]", "your API keys (never their secrets)",
 	 "--json", ""},
@@ -569,6 +669,8 @@ static const struct cli_verb key_verbs[] = {
 	 "--label=TEXT --json", ""},
 	{"rm", key_rm, "rm ACCESS_KEY", "revoke one of your keys",
 	 "", "ACCESS_KEY"},
+	{"rotate", key_rotate, "rotate ACCESS_KEY [--json]",
+	 "replace a key by a new one with its label (not the main key); prints it once", "--json", "ACCESS_KEY"},
 };
 
 const struct cli_noun cli_key_noun = {

@@ -399,6 +399,10 @@ void mgr_agent_event(struct manager *m, const char *agent_id, json_t *event);
 
 /* ---- settings (settings.c) ---- */
 
+/* The longest announcement (the setting "announcement"), in bytes: a
+ * line or two of a banner, not a page. */
+#define MGR_ANNOUNCEMENT_MAX 500
+
 /* {"fgpu_per_device", "fgpu_quantum", ..., "policies"}. */
 json_t *mgr_config_get(struct manager *m);
 /* Validates, applies and stores one setting (value borrowed); *settings
@@ -444,6 +448,12 @@ int mgr_user_update(struct manager *m, const char *ref, int disabled, int is_adm
  * generated). *reply {"user", "password" when generated}. */
 int mgr_user_set_password(struct manager *m, const char *ref, const char *password, const struct user_rec *by,
 			  json_t **reply, struct terr *err);
+/* A user's change of their own password: old_password must be their
+ * current one (EPERM "your current password is wrong"), password a new
+ * one (pwhash_check_policy; EINVAL when the same). *reply {"user"}. Keys
+ * and logins stay valid. */
+int mgr_user_change_own_password(struct manager *m, const struct user_rec *by, const char *old_password,
+				 const char *password, json_t **reply, struct terr *err);
 /* {"user", "keypairs" (no secrets), "sessions" not ended and "folders"
  * not trashed it owns ([{"name", "id", ...}])}. ENOENT when none. */
 int mgr_user_get(struct manager *m, const char *ref, json_t **out, struct terr *err);
@@ -471,6 +481,13 @@ int mgr_key_create(struct manager *m, const struct user_rec *u, const char *labe
  * *reply {"revoked", "main_replaced"}. */
 int mgr_key_revoke(struct manager *m, const struct user_rec *by, const char *access_key, json_t **reply,
 		   struct terr *err);
+/* Rotates a key of by's own: a new key with its label replaces it (the
+ * old one refused from then on), one store transaction. *reply
+ * {"keypair", "secret_key", "endpoint", "revoked"}, the secret this
+ * once. ENOENT for a key not by's; EBUSY for the main key (the web UI's:
+ * revoking replaces it). */
+int mgr_key_rotate(struct manager *m, const struct user_rec *by, const char *access_key, json_t **reply,
+		   struct terr *err);
 /* ---- SSH public keys (users.c, manager/sshkeys.h; docs/api.md, "SSH keys") ---- */
 
 /* The caller's keys: {"keys": [{"id","type","fingerprint","comment"}], "max"}. */
@@ -485,6 +502,21 @@ int mgr_sshkey_remove(struct manager *m, const struct user_rec *u, const char *r
 
 /* A user's public fields (no secret, no hash). */
 json_t *mgr_user_json(const struct user_rec *u);
+
+/* ---- overviews (overview.c; docs/api.md, "Dashboard" and "About") ---- */
+
+/* The admin dashboard (dashboard.h, dash_aggregate); NULL: out of memory. */
+json_t *mgr_dashboard(struct manager *m);
+/* {"version", "status": "ok"|"degraded", "started_at", "uptime_s",
+ * "components": [{"name", "status": "up"|"down"|"degraded"|"unknown",
+ * "detail"}]}: the manager, store, Redis and etcd where configured, the
+ * usage history, agents, app proxy and webserver. admin: details name
+ * addresses; via_webserver: the request came through the webserver. */
+json_t *mgr_about(struct manager *m, bool admin, bool via_webserver);
+/* The app proxy's route poll begins or ends (for About). */
+void mgr_proxy_poll(struct manager *m, bool begins);
+/* A request came through the webserver (for About). */
+void mgr_webserver_seen(struct manager *m);
 
 /* ---- changes: the event stream (sessions.c) ---- */
 
@@ -516,5 +548,17 @@ struct mgr_stream {
 int mgr_stream_next(struct manager *m, const struct user_rec *u, struct mgr_stream *st, int wait_s, char **body,
 		    size_t *len);
 void mgr_stream_free(struct mgr_stream *st);
+
+/* ---- usage over time (usage_report.c, docs/api.md "Usage summary") ---- */
+
+struct usum_query;
+struct usum_row;
+/* The allocated hours and sessions started per day and per q->by of the
+ * sessions u may count (usage_summary.h): an admin everyone's, others
+ * their own (EPERM for q->user another's); q->user and q->project filter
+ * (ENOENT for an unknown user, or a project u is not in). *rows malloc'd,
+ * the caller's. */
+int mgr_usage_summary(struct manager *m, const struct user_rec *u, const struct usum_query *q,
+		      struct usum_row **rows, size_t *n_rows, struct terr *err);
 
 #endif

@@ -335,6 +335,7 @@ int manager_open(struct manager **out, const struct manager_config *cfg, struct 
 	if (!m)
 		return terr_set(err, ENOMEM, "out of memory");
 	m->ix_gen = 1;   /* sessions start at 0: their indexes are looked up */
+	m->opened_ms = util_now_ms();
 	m->cfg = *cfg;
 	if (m->cfg.heartbeat_interval_ms <= 0)
 		m->cfg.heartbeat_interval_ms = 2000;

@@ -612,24 +612,29 @@ int mgr_sessions_page(struct manager *m, const struct user_rec *u, const struct 
 		}
 		util_strlcpy(owner_id, o->id, sizeof(owner_id));
 	}
-	/* Sessions are in sequence order: the page starts after the token's. */
+	/* Sessions are in sequence order: the page starts after the token's
+	 * (oldest first), or below it (newest first: lo is then where the
+	 * token's session is, the walk going down from lo - 1). */
 	size_t lo = 0, hi = m->n_sessions;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		if (m->sessions[mid]->rec.seq <= q->after_seq)
+		if (m->sessions[mid]->rec.seq <= q->after_seq - (q->newest ? 1 : 0))
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
+	if (q->newest && !q->after_seq)
+		lo = m->n_sessions;
 	/* Under the lock only the choice and a reference to each text; the
 	 * copying is done after. */
-	size_t cap = q->limit ? (size_t)q->limit : m->n_sessions - lo;
+	size_t left = q->newest ? lo : m->n_sessions - lo;
+	size_t cap = q->limit ? (size_t)q->limit : left;
 	struct mtext **texts = malloc((cap ? cap : 1) * sizeof(*texts));
 	size_t n = 0;
 	int64_t last_seq = 0;
 	bool more = false, oom = !texts;
-	for (size_t i = lo; i < m->n_sessions && !oom; i++) {
-		struct msession *s = m->sessions[i];
+	for (size_t k = 0; k < left && !oom; k++) {
+		struct msession *s = m->sessions[q->newest ? lo - 1 - k : lo + k];
 		if ((owner_id[0] && strcmp(s->rec.owner_id, owner_id)) || !query_wants(q, s) ||
 		    !mgr_session_visible(m, u, s) || (project && strcmp(s->rec.project_id, project->rec.id)))
 			continue;

@@ -29,6 +29,10 @@
  *                     (default false), "on_preempt" ("requeue", the
  *                     default, or "end"; docs/scheduling.md)}
  *   policy.<email>    the same, for one user (overrides the default)
+ *   announcement      a line admins post for every logged-in user, shown
+ *                     as a banner on every page of the web UI (""/null:
+ *                     none; 1..MGR_ANNOUNCEMENT_MAX bytes, no control
+ *                     characters); every user reads it
  *   log_max_size, log_max_files
  *                     agents' settings of the same names, for every
  *                     node (agent_cluster_check; null: agent.conf's)
@@ -61,7 +65,7 @@ static const char *const scalar_keys[] = {"fgpu_per_device", "fgpu_quantum", "qu
 					  "fifo_skip_after", "folder_trash_days", "log_max_size", "log_max_files",
 					  "storage_hosts", "registry_url", "wsproxy_url", "wsproxy_port_range",
 					  "wsproxy_domain", "fairshare_half_life_s", "preemption",
-					  "preemption_min_runtime_s", NULL};
+					  "preemption_min_runtime_s", "announcement", NULL};
 
 static const char *const conf_keys[] = {"storage_hosts", "registry_url", "wsproxy_url", "wsproxy_port_range",
 					"wsproxy_domain"};
@@ -161,6 +165,7 @@ static void settings_defaults(struct msettings *st)
 	st->fairshare_half_life_s = 7 * 86400;
 	st->preemption = true;
 	st->preemption_min_runtime_s = 300;
+	st->announcement[0] = '\0';
 	st->policies = json_object();
 	st->agent = json_object();
 	st->conf = json_object();
@@ -280,6 +285,25 @@ static int apply_to(struct msettings *st, const char *key, json_t *value, struct
 			return terr_set(err, EINVAL, "preemption_min_runtime_s must be whole seconds from 0 to 2592000 "
 					"(30 days)");
 		st->preemption_min_runtime_s = n;
+	} else if (!strcmp(key, "announcement")) {
+		if (json_is_null(value)) {
+			st->announcement[0] = '\0';
+			return 0;
+		}
+		const char *t = json_string_value(value);
+		if (!t)
+			return terr_set(err, EINVAL, "announcement must be a string (\"\" or null: none)");
+		size_t n = strlen(t);
+		if (n > MGR_ANNOUNCEMENT_MAX)
+			return terr_set(err, EINVAL, "announcement is %zu bytes; at most %d", n, MGR_ANNOUNCEMENT_MAX);
+		/* One line in a banner: a newline or a terminal's escape would
+		 * show as nothing or as garbage, and a NUL would cut it. */
+		for (const unsigned char *p = (const unsigned char *)t; *p; p++)
+			if (*p < 0x20 || *p == 0x7f)
+				return terr_set(err, EINVAL, "announcement must be one line without control characters");
+		if (json_string_length(value) != n)
+			return terr_set(err, EINVAL, "announcement must not hold a NUL character");
+		memcpy(st->announcement, t, n + 1);
 	} else if (agent_cluster_key(key)) {
 		if (agent_cluster_check(key, value, NULL, err) < 0)
 			return -EINVAL;
@@ -318,7 +342,7 @@ static int apply_to(struct msettings *st, const char *key, json_t *value, struct
 		return terr_set(err, ENOENT,
 				"unknown setting '%s' (known: fgpu_per_device, fgpu_quantum, queue_policy, selector, "
 				"fifo_skip_after, folder_trash_days, fairshare_half_life_s, preemption, "
-				"preemption_min_runtime_s, " AGENT_CLUSTER_KEYS ", " MGR_CONF_KEYS
+				"preemption_min_runtime_s, announcement, " AGENT_CLUSTER_KEYS ", " MGR_CONF_KEYS
 				", policy.default, policy.<email>)",
 				key);
 	}
@@ -391,6 +415,7 @@ static void fairshare_keys_set(json_t *o, const struct msettings *st)
 	json_object_set_new(o, "fairshare_half_life_s", json_integer(st->fairshare_half_life_s));
 	json_object_set_new(o, "preemption", json_boolean(st->preemption));
 	json_object_set_new(o, "preemption_min_runtime_s", json_integer(st->preemption_min_runtime_s));
+	json_object_set_new(o, "announcement", json_string(st->announcement));
 }
 
 static json_t *flat_of(const struct msettings *st)
@@ -645,6 +670,7 @@ static void on_etcd_event(const struct etcd_event *ev, void *ud)
 static void on_etcd_state(bool up, const char *why, void *ud)
 {
 	struct manager *m = ud;
+	atomic_store(&m->etcd_down, !up);
 	if (up)
 		log_info("manager", "watching the cluster settings in etcd at %s", m->cfg.etcd);
 	else

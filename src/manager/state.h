@@ -233,6 +233,7 @@ struct msettings {
 	int64_t fairshare_half_life_s;  /* usage halves in this time; 0: never decays */
 	bool preemption;                /* the scheduler may preempt */
 	int64_t preemption_min_runtime_s;   /* no victim younger than this */
+	char announcement[MGR_ANNOUNCEMENT_MAX + 1];   /* "": none */
 	json_t *policies;              /* {"default": {...}, "user@x": {...}} */
 	json_t *agent;                 /* agents' settings that are set: {"log_max_size": ...} */
 	/* manager.conf's keys that are also cluster settings, those set:
@@ -477,6 +478,14 @@ struct manager {
 	int proxy_lo, proxy_hi;
 	char proxy_domain[256];
 	bool proxy_known;
+	/* The About page (overview.c, GET /v1/about): when this manager
+	 * opened; the app proxy's route polls in flight and when the last one
+	 * began or ended; when a request last came through the webserver
+	 * (its X-Tessera-Via header); whether etcd's watch is down. */
+	int64_t opened_ms;
+	atomic_int proxy_polls;
+	_Atomic int64_t proxy_seen_ms, web_seen_ms;
+	atomic_bool etcd_down;
 	/* The admin's generated password, only between create_admin() and
 	 * manager_serve() writing it to admin.conf on first start (and in
 	 * admin.conf.pending meanwhile). */

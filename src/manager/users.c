@@ -487,6 +487,32 @@ int mgr_user_set_password(struct manager *m, const char *ref, const char *passwo
 	return 0;
 }
 
+int mgr_user_change_own_password(struct manager *m, const struct user_rec *by, const char *old_password,
+				 const char *password, json_t **reply, struct terr *err)
+{
+	pthread_mutex_lock(&m->mu);
+	const struct user_rec *me = mgr_find_user(m, by->id);
+	char hash[PWHASH_ENCODED_MAX] = "";
+	if (me)
+		util_strlcpy(hash, me->password_hash, sizeof(hash));
+	pthread_mutex_unlock(&m->mu);
+	if (!me)
+		return terr_set(err, ENOENT, "your account was removed");
+	/* Outside the lock, as a login (argon2id takes tens of ms). A
+	 * browser left logged in must not be enough to take the account:
+	 * the current password is asked for. */
+	if (!hash[0] || !pwhash_verify(hash, old_password))
+		return terr_set(err, EPERM, "your current password is wrong");
+	if (!strcmp(old_password, password))
+		return terr_set(err, EINVAL, "the new password is the same as the current one; choose another");
+	json_t *user = NULL;
+	int rc = mgr_user_update(m, by->id, -1, -1, password, by, &user, err);
+	if (rc < 0)
+		return rc;
+	*reply = json_pack("{s:o}", "user", user);
+	return 0;
+}
+
 /* ---------- API keys ---------- */
 
 static json_t *key_json(const struct keypair_rec *k, const struct user_rec *owner, const char *current)
@@ -601,6 +627,51 @@ int mgr_key_revoke(struct manager *m, const struct user_rec *by, const char *acc
 		*reply = json_pack("{s:s,s:b}", "revoked", access_key, "main_replaced", main);
 		log_info("manager", "%s revoked API key %s of %s%s", by->email, access_key, owner->email,
 			 main ? " (its main key: a new one replaces it; its web logins end)" : "");
+	}
+	pthread_mutex_unlock(&m->mu);
+	explicit_bzero(fresh.secret_key, sizeof(fresh.secret_key));
+	return rc;
+}
+
+int mgr_key_rotate(struct manager *m, const struct user_rec *by, const char *access_key, json_t **reply,
+		   struct terr *err)
+{
+	struct keypair_rec fresh;
+	int rc = new_key(&fresh, by->id, "", err);
+	if (rc < 0)
+		return rc;
+	pthread_mutex_lock(&m->mu);
+	struct keypair_rec *k = find_key(m, access_key);
+	const struct user_rec *me = mgr_find_user(m, by->id);
+	/* Only one's own: the answer holds the new secret, which no one
+	 * else may read (an admin revokes another's key instead). */
+	if (!k || !me || strcmp(k->user_id, by->id)) {
+		pthread_mutex_unlock(&m->mu);
+		return terr_set(err, ENOENT, "no API key %s of yours", access_key);
+	}
+	if (!strcmp(me->access_key, k->access_key)) {
+		pthread_mutex_unlock(&m->mu);
+		return terr_set(err, EBUSY, "%s is your main key, the one the web UI signs with: revoke it to replace it "
+				"(that signs you out of the web UI)", access_key);
+	}
+	util_strlcpy(fresh.label, k->label, sizeof(fresh.label));
+	const struct store_ops *so = m->so;
+	if ((rc = so->begin(m->store, err)) == 0) {
+		if ((rc = so->keypair_put(m->store, &fresh, err)) < 0 ||
+		    (rc = so->keypair_delete(m->store, access_key, err)) < 0)
+			so->rollback(m->store);
+		else
+			rc = so->commit(m->store, err);
+	}
+	if (rc == 0) {
+		/* In place: no allocation that could fail half-way. */
+		pthread_rwlock_wrlock(&m->users_mu);
+		explicit_bzero(k->secret_key, sizeof(k->secret_key));
+		*k = fresh;
+		pthread_rwlock_unlock(&m->users_mu);
+		*reply = json_pack("{s:o,s:s,s:s,s:s}", "keypair", key_json(&fresh, me, NULL), "secret_key",
+				   fresh.secret_key, "endpoint", m->endpoint, "revoked", access_key);
+		log_info("manager", "%s rotated API key %s: %s replaces it", by->email, access_key, fresh.access_key);
 	}
 	pthread_mutex_unlock(&m->mu);
 	explicit_bzero(fresh.secret_key, sizeof(fresh.secret_key));

@@ -356,6 +356,12 @@ static uint32_t query_fingerprint(const struct session_query *q)
 	int n = q->project[0] ? snprintf(buf, sizeof(buf), "%d|%u|%s|%s", q->all, q->status_mask, q->owner_email,
 					  q->project)
 			      : snprintf(buf, sizeof(buf), "%d|%u|%s", q->all, q->status_mask, q->owner_email);
+	/* Newest first only adds to the text: the tokens of oldest-first
+	 * pages stay what they were. */
+	if (q->newest && n > 0 && n < (int)sizeof(buf) - 2) {
+		buf[n++] = '|';
+		buf[n++] = 'n';
+	}
 	for (int i = 0; i < n && i < (int)sizeof(buf); i++) {
 		h ^= (unsigned char)buf[i];
 		h *= 16777619u;
@@ -423,6 +429,12 @@ int validate_session_query(const struct session_query_in *in, struct session_que
 					VALIDATE_MAX_LIST_LIMIT, in->limit);
 		out->limit = (long)v;
 	}
+	if (in->order) {
+		if (!strcmp(in->order, "newest"))
+			out->newest = true;
+		else if (strcmp(in->order, "oldest"))
+			return terr_set(err, EINVAL, "order must be oldest or newest (got '%.40s')", in->order);
+	}
 	if (in->cont) {
 		unsigned long long seq;
 		unsigned fp;
@@ -440,7 +452,7 @@ int validate_session_query(const struct session_query_in *in, struct session_que
 					"use the \"continue\" value of the previous page as it is");
 		if (fp != query_fingerprint(out))
 			return terr_set(err, EINVAL, "continue: the token belongs to a query with other filters "
-					"(status, owner, all); repeat them as they were, or start again without continue");
+					"(status, owner, project, all, order); repeat them as they were, or start again without continue");
 		out->after_seq = (int64_t)seq;
 	}
 	return 0;

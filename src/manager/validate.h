@@ -44,7 +44,9 @@ int validate_policy_key(const char *key, char *out, size_t n, struct terr *err);
  * default set (active ones, or every one with all); owner_email: "" for
  * every owner the caller may see; limit: 0 for no limit (the whole list
  * at once, as before pagination), else 1..VALIDATE_MAX_LIST_LIMIT;
- * after_seq: the continue token's position (0: from the start). */
+ * after_seq: the continue token's position (0: from the start);
+ * newest: newest first (order=newest), the token's position then the
+ * last session shown, the page going on below it. */
 #define VALIDATE_MAX_LIST_LIMIT 1000
 struct session_query {
 	bool all;
@@ -53,10 +55,11 @@ struct session_query {
 	char project[64];        /* "": every project the caller sees */
 	long limit;
 	int64_t after_seq;
+	bool newest;
 };
 /* The raw query values (NULL: absent). */
 struct session_query_in {
-	const char *all, *status, *owner, *limit, *cont, *project;
+	const char *all, *status, *owner, *limit, *cont, *project, *order;
 };
 /* Validates and parses in (each error names the parameter and the rule;
  * a continue token made for another filter is refused). */

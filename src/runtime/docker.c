@@ -1756,9 +1756,40 @@ static bool network_labels_match(json_t *j, const struct rt_network_spec *spec)
 	return true;
 }
 
-/* Two networks of one name (Docker's duplicate check is not atomic, and
- * two agents on one Docker may have made one each): keeps the oldest and
- * removes the others, which no container can have joined by that name. */
+/* Whether RFC 3339 stamp a (one daemon's "Created") is before b. Not as
+ * text: Go trims the fraction's trailing zeros, so "...00.1234567Z" sorts
+ * after "...00.12345678Z" though it is earlier. The seconds compare as
+ * text (one daemon, one offset), then the fractions as nanoseconds. */
+static long stamp_fraction_ns(const char *stamp)
+{
+	long ns = 0;
+	int digits = 0;
+	const char *p = strlen(stamp) > 19 ? stamp + 19 : "";
+	if (*p == '.')
+		for (p++; *p >= '0' && *p <= '9'; p++)
+			if (digits < 9) {
+				ns = ns * 10 + (*p - '0');
+				digits++;
+			}
+	for (; digits < 9; digits++)
+		ns *= 10;
+	return ns;
+}
+
+static bool stamp_before(const char *a, const char *b)
+{
+	int c = strncmp(a, b, 19);
+	return c ? c < 0 : stamp_fraction_ns(a) < stamp_fraction_ns(b);
+}
+
+/* Two networks of one name (Docker's duplicate check is not atomic: two
+ * agents on one Docker that make a user's network at the same moment
+ * make one each). Creates by that name then fail at start as
+ * "ambiguous", so no container joins a twin made after it started; one
+ * that started before the twin existed is on the older. So the newest go
+ * first until one is left, and one that cannot go (a container on it) is
+ * passed over for the next; one already gone (the other agent removed
+ * it) counts as gone. */
 static int network_dedup(struct runtime *rt, const char *name, struct terr *err)
 {
 	autojson json_t *filters = json_pack("{s:{s:b}}", "name", name, 1);
@@ -1773,32 +1804,35 @@ static int network_dedup(struct runtime *rt, const char *name, struct terr *err)
 	int r = dk_call_json(rt, "GET", path, NULL, "list networks", &arr, err);
 	if (r < 0)
 		return r;
-	const char *keep = NULL, *keep_created = NULL;
-	size_t i;
+	/* The name filter matches substrings: exact names only, newest first. */
+	json_t *twins[64];
+	size_t n_twins = 0, i;
 	json_t *n;
 	json_array_foreach(arr, i, n) {
-		/* The name filter matches substrings: exact names only. The
-		 * Created stamps are RFC 3339 of one daemon: they sort as text. */
-		if (strcmp(jstr(n, "Name"), name) != 0)
+		if (strcmp(jstr(n, "Name"), name) != 0 || n_twins == sizeof(twins) / sizeof(twins[0]))
 			continue;
-		if (!keep || strcmp(jstr(n, "Created"), keep_created) < 0) {
-			keep = jstr(n, "Id");
-			keep_created = jstr(n, "Created");
+		size_t at = n_twins++;
+		while (at > 0 && stamp_before(jstr(twins[at - 1], "Created"), jstr(n, "Created"))) {
+			twins[at] = twins[at - 1];
+			at--;
 		}
+		twins[at] = n;
 	}
-	json_array_foreach(arr, i, n) {
-		if (strcmp(jstr(n, "Name"), name) != 0 || !keep || !strcmp(jstr(n, "Id"), keep))
-			continue;
+	size_t left = n_twins;
+	for (i = 0; i < n_twins && left > 1; i++) {
 		autofree char *del = NULL;
 		struct httpc_response resp;
 		struct terr ignored = {0};
-		if (asprintf(&del, "/networks/%s", jstr(n, "Id")) < 0) {
+		if (asprintf(&del, "/networks/%s", jstr(twins[i], "Id")) < 0) {
 			del = NULL;
 			continue;
 		}
-		if (dk_do(rt, "DELETE", true, del, NULL, DOCKER_TIMEOUT_MS, NULL, NULL, NULL, &resp,
-			  "remove network", &ignored) == 0)
-			httpc_response_free(&resp);
+		if (dk_do(rt, "DELETE", true, del, NULL, DOCKER_TIMEOUT_MS, NULL, NULL, NULL, &resp, "remove network",
+			  &ignored) < 0)
+			continue;
+		if (resp.status == 204 || resp.status == 200 || resp.status == 404)
+			left--;
+		httpc_response_free(&resp);
 	}
 	return 0;
 }

@@ -541,11 +541,13 @@ static int manager_call(struct web *w, const char *method, const char *path, con
 	snprintf(h_date, sizeof(h_date), "Date: %s", date);
 	snprintf(h_host, sizeof(h_host), "Host: %s", w->manager_host);
 	snprintf(h_auth, sizeof(h_auth), "Authorization: %s", auth);
-	const char *headers[12] = {h_date, h_host, "Content-Type: application/json"};
-	size_t nh = 3;
+	/* X-Tessera-Via: the manager's About page tells from it that a
+	 * webserver relays (GET /v1/about). */
+	const char *headers[13] = {h_date, h_host, "Content-Type: application/json", "X-Tessera-Via: webserver"};
+	size_t nh = 4;
 	if (ak)
 		headers[nh++] = h_auth;
-	for (size_t i = 0; extra && extra[i] && nh < 11; i++)
+	for (size_t i = 0; extra && extra[i] && nh < 12; i++)
 		headers[nh++] = extra[i];
 	headers[nh] = NULL;
 	struct httpc_request req = {
@@ -1247,6 +1249,17 @@ static void web_upload(void *ctx, struct httpd_req *req, struct httpd_resp *resp
 	httpd_req_sink(req, upload_write, upload_end, u);
 }
 
+/* POST /v1/keypairs/{key}/rotate: a key the user replaces on the
+ * Credentials page, whose new secret is theirs to copy as a new key's
+ * (never the main key, which the manager refuses to rotate). */
+static bool is_rotate(const char *path)
+{
+	if (strncmp(path, "/v1/keypairs/", 13))
+		return false;
+	const char *slash = strchr(path + 13, '/');
+	return slash && slash > path + 13 && !strcmp(slash, "/rotate");
+}
+
 /* ANY /api/v1/{*rest}: the manager's /v1/{rest}, query included. */
 static void web_relay(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 {
@@ -1291,7 +1304,7 @@ static void web_relay(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 	 * the webserver signs with (that one is made at account creation or
 	 * by a revocation, whose answers carry no secret). */
 	bool own_new_key = !strcmp(req->method, "POST") && (!strcmp(path, "/v1/keypairs") ||
-							     !strncmp(path, "/v1/keypairs?", 13));
+							     !strncmp(path, "/v1/keypairs?", 13) || is_rotate(path));
 	if (body && !own_new_key && strstr(body, "\"secret_key\"")) {
 		o = json_loadb(body, len, 0, NULL);
 		if (json_is_object(o) && json_object_del(o, "secret_key") == 0) {

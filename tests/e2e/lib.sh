@@ -302,7 +302,7 @@ wait_status() {  # wait_status NAME STATUS
 		[[ "$s" == "$2" ]] && return 0
 		sleep 0.1
 	done
-	e2e_log "session $1 is '$s', expected $2"
+	e2e_log "session $1 is '$s', expected $2 (status_info: $(jget "$1" status_info 2>&1 | head -c 400); agent: $(jget "$1" agent 2>&1))"
 	return 1
 }
 

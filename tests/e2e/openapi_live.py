@@ -187,7 +187,8 @@ def fresh_api(user):
 # ---- reads ----
 for t in ("/v1/auth/whoami", "/v1/nodes", "/v1/resources", "/v1/projects", "/v1/projects?all=1",
           "/v1/fairshare", "/v1/images", "/v1/images?all=1", "/v1/images/aliases", "/v1/config",
-          "/v1/config?flat=1", "/v1/users", "/v1/keypairs", "/v1/folders", "/v1/sessions"):
+          "/v1/config?flat=1", "/v1/users", "/v1/keypairs", "/v1/folders", "/v1/sessions", "/v1/dashboard",
+          "/v1/about"):
     call("GET", t, what="a read")
 call("GET", "/metrics", api=None, what="unsigned metrics")
 call("GET", "/v1/sessions/no-such-session", what="a missing session (the error object)")
@@ -214,9 +215,19 @@ if st == 201 and r:
     call("GET", "/v1/users/oa@openapi.test", what="the user")
     call("PATCH", "/v1/users/oa@openapi.test", {"disabled": False}, what="the user changed")
     call("POST", "/v1/users/oa@openapi.test/password", {}, what="a generated password")
+    call("POST", "/v1/users/oa@openapi.test/password", {"password": "chosen-by-oa-1"}, what="a set password")
+    u = fresh_api(user)
+    call("POST", "/v1/users/oa@openapi.test/password", {"old_password": "wrong-one", "password": "x-new-pass-1"},
+         api=u, what="one's own, a wrong current password")
+    call("POST", "/v1/users/oa@openapi.test/password", {"old_password": "chosen-by-oa-1", "password": "x-new-pass-1"},
+         api=u, what="one's own password changed")
+    call("GET", "/v1/dashboard", api=u, what="the dashboard refused to a user")
 st, r, _ = call("POST", "/v1/keypairs", {"label": "oa"}, what="a key")
 if st == 201 and r:
-    call("DELETE", "/v1/keypairs/" + r["keypair"]["access_key"], what="the key revoked")
+    st2, r2, _ = call("POST", "/v1/keypairs/" + r["keypair"]["access_key"] + "/rotate", what="the key rotated")
+    call("POST", "/v1/keypairs/" + r["keypair"]["access_key"] + "/rotate", what="a rotated key again")
+    if st2 == 201 and r2:
+        call("DELETE", "/v1/keypairs/" + r2["keypair"]["access_key"], what="the key revoked")
 # An Ed25519 public key line, made up: the manager checks its form, not
 # that a private key exists for it.
 blob = b"\0\0\0\x0bssh-ed25519\0\0\0\x20" + hashlib.sha256(b"openapi").digest()

@@ -261,7 +261,8 @@ say(status in ("TERMINATED", "CANCELLED"), "... which ended A's session (%s)" % 
 st, r = admin.call("GET", "/v1/config")
 say(st == 200 and "in_force" in r and "storage_hosts" in r, "the admin reads every setting")
 data_dir = json.dumps((r or {}).get("in_force", {}).get("storage_hosts", "")).strip('"').split(":", 1)[-1]
-allowed = {"fgpu_per_device", "fgpu_quantum", "folder_trash_days", "policies"}
+# announcement: the banner every logged-in user is shown (docs/admin.md).
+allowed = {"fgpu_per_device", "fgpu_quantum", "folder_trash_days", "announcement", "policies"}
 st, r = b.call("GET", "/v1/config")
 say(st == 200 and set(r) == allowed and data_dir not in json.dumps(r),
     "B's GET /v1/config holds only %s, no storage path (%s)" % (sorted(allowed), sorted(r or {})))

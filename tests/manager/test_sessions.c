@@ -396,6 +396,33 @@ static int kept_json_differs(const struct user_rec *u, int line, bool report)
 		free(a);
 		free(b);
 	}
+	/* Newest first (order=newest), two at a time: the same sessions in
+	 * the reverse order, each once, the last page without a token. */
+	json_t *rev = json_array();
+	struct session_query nq = {.all = true, .newest = true, .limit = 2};
+	for (int pages = 0; pages < 1000; pages++) {
+		if (mgr_sessions_page(mgr, u, &nq, &body, &len, &err) < 0)
+			break;
+		json_t *pg = json_loadb(body, len, 0, NULL);
+		free(body);
+		json_array_extend(rev, json_object_get(pg, "sessions"));
+		const char *tok = json_string_value(json_object_get(pg, "continue"));
+		struct session_query_in in = {.all = "1", .order = "newest", .limit = "2", .cont = tok};
+		bool go_on = tok && validate_session_query(&in, &nq, &err) == 0;
+		json_decref(pg);
+		if (!go_on)
+			break;
+	}
+	size_t nf = json_array_size(fresh);
+	bool same = json_array_size(rev) == nf;
+	for (size_t k = 0; same && k < nf; k++)
+		same = json_equal(json_array_get(rev, k), json_array_get(fresh, nf - 1 - k));
+	if (report)
+		testlib_checks++;
+	if (!same && ++differs && report)
+		FAILF("line %d: the newest-first pages (%zu sessions) are not the list reversed (%zu)", line,
+		      json_array_size(rev), nf);
+	json_decref(rev);
 	size_t i;
 	json_t *s;
 	json_array_foreach(fresh, i, s) {

@@ -4,7 +4,7 @@
  * mgr_user_policy's fallback to policy.default; manager.conf's keys that
  * are settings too (storage_hosts, registry_url, wsproxy_*): their checks,
  * manager.conf's value while unset, and a storage host that holds folders
- * kept. */
+ * kept; the announcement's checks. */
 #include "manager/core.h"
 #include "manager/state.h"
 #include "manager/manager.h"
@@ -207,6 +207,40 @@ TEST(fifo_skip_after)
 	ACCEPTED(mgr, "fifo_skip_after", "3");
 	json_t *s = settings(mgr);
 	CHECK_INT(get_int(s, "fifo_skip_after"), 3);
+	json_decref(s);
+}
+
+/* The banner's line (docs/admin.md, "Announcements"): one line, at most
+ * MGR_ANNOUNCEMENT_MAX bytes; kept across a reopen; "" and null clear it. */
+TEST(announcement)
+{
+	json_t *s = settings(mgr);
+	CHECK_STR(get_str(s, "announcement"), "");
+	json_decref(s);
+	REFUSED(mgr, "announcement", "42", "announcement must be a string");
+	REFUSED(mgr, "announcement", "\"two\\nlines\"", "one line");
+	REFUSED(mgr, "announcement", "\"a tab\\there\"", "one line");
+	REFUSED(mgr, "announcement", "\"esc \\u001b[31m\"", "one line");
+	char text[MGR_ANNOUNCEMENT_MAX + 8];
+	memset(text, 'x', sizeof(text));
+	text[MGR_ANNOUNCEMENT_MAX + 1] = '\0';
+	struct terr err;
+	CHECK(set(mgr, "announcement", json_stringn("nul \0 cut", 9), &err) < 0);
+	CHECK(set(mgr, "announcement", json_string(text), &err) < 0);
+	CHECK_CONTAINS(err.msg, "at most 500");
+	text[MGR_ANNOUNCEMENT_MAX] = '\0';
+	CHECK_INT(set(mgr, "announcement", json_string(text), &err), 0);
+	ACCEPTED(mgr, "announcement", "\"Maintenance on Friday 18:00-20:00 \\u00e9t\\u00e9\"");
+	manager_close(mgr);
+	mgr = open_manager();
+	if (!mgr)
+		return;
+	s = settings(mgr);
+	CHECK_STR(get_str(s, "announcement"), "Maintenance on Friday 18:00-20:00 \u00e9t\u00e9");
+	json_decref(s);
+	ACCEPTED(mgr, "announcement", "null");
+	s = settings(mgr);
+	CHECK_STR(get_str(s, "announcement"), "");
 	json_decref(s);
 }
 
@@ -563,6 +597,7 @@ int main(void)
 	RUN(queue_policy_and_selector);
 	RUN(fifo_skip_after);
 	RUN(unknown_keys);
+	RUN(announcement);
 	RUN(policies);
 	RUN(user_policy_fallback);
 	RUN(persistence);

@@ -2,7 +2,8 @@
  * a temporary data dir: the first admin, creation (with a given or a
  * generated password), a taken email, password checks, disabling and
  * password resets, the refusals with their codes, and persistence across
- * a reopen. */
+ * a reopen; API keys, and self-service: one's own password changed with
+ * the current one, a key rotated. */
 #include "manager/core.h"
 #include "testlib.h"
 
@@ -285,6 +286,65 @@ TEST(api_keys)
 	CHECK_CONTAINS(err.msg, "revoke one first");
 }
 
+/* Self-service (issue 35): one's own password changed with the current
+ * one; a key rotated (with bob at MGR_MAX_KEYS keys: a rotation adds
+ * none), the main key and another's refused. persistence_of_keys then
+ * finds the rotated key after a reopen. */
+TEST(self_service)
+{
+	struct user_rec bob, alice, again;
+	struct terr err = {0};
+	json_t *reply = NULL;
+	CHECK_INT(mgr_user_login(mgr, "bob@example.org", "bob's own", &bob, &err), 0);
+	CHECK_INT(mgr_user_change_own_password(mgr, &bob, "not bob's", "bob's second", &reply, &err), -EPERM);
+	CHECK_STR(err.msg, "your current password is wrong");
+	CHECK_INT(mgr_user_change_own_password(mgr, &bob, "bob's own", "bob's own", &reply, &err), -EINVAL);
+	CHECK_CONTAINS(err.msg, "same as the current one");
+	CHECK(mgr_user_change_own_password(mgr, &bob, "bob's own", "short", &reply, &err) < 0);
+	CHECK_INT(login("bob@example.org", "bob's own", &err), 0);
+	CHECK_INT(mgr_user_change_own_password(mgr, &bob, "bob's own", "bob's second", &reply, &err), 0);
+	CHECK_STR(str(json_object_get(reply, "user"), "email"), "bob@example.org");
+	json_decref(reply);
+	CHECK_INT(login("bob@example.org", "bob's own", &err), -EACCES);
+	CHECK_INT(login("bob@example.org", "bob's second", &err), 0);
+	reply = NULL;
+	CHECK_INT(mgr_user_change_own_password(mgr, &bob, "bob's second", "bob's own", &reply, &err), 0);
+	json_decref(reply);
+
+	json_t *list = mgr_keys_list(mgr, &bob);
+	CHECK_INT(json_array_size(json_object_get(list, "keypairs")), MGR_MAX_KEYS);
+	char old[64] = "";
+	size_t i;
+	json_t *k;
+	json_array_foreach(json_object_get(list, "keypairs"), i, k)
+		if (json_is_false(json_object_get(k, "main")) && !old[0])
+			util_strlcpy(old, str(k, "access_key"), sizeof(old));
+	json_decref(list);
+	reply = NULL;
+	CHECK_INT(mgr_key_rotate(mgr, &bob, old, &reply, &err), 0);
+	CHECK_STR(str(reply, "revoked"), old);
+	char fresh[64];
+	util_strlcpy(fresh, str(json_object_get(reply, "keypair"), "access_key") ?: "", sizeof(fresh));
+	CHECK(strcmp(fresh, old) != 0);
+	CHECK_INT(strlen(str(reply, "secret_key") ?: ""), 40);
+	CHECK_INT(as_key(fresh, &again), 0);
+	CHECK_STR(again.email, "bob@example.org");
+	CHECK_STR(again.secret_key, str(reply, "secret_key"));
+	json_decref(reply);
+	CHECK_INT(as_key(old, &again), -ENOENT);
+	list = mgr_keys_list(mgr, &bob);
+	CHECK_INT(json_array_size(json_object_get(list, "keypairs")), MGR_MAX_KEYS);
+	json_decref(list);
+	/* The main key: revoke it instead; a key gone or another's: none. */
+	CHECK_INT(mgr_key_rotate(mgr, &bob, bob.access_key, &reply, &err), -EBUSY);
+	CHECK_CONTAINS(err.msg, "main key");
+	CHECK_INT(mgr_key_rotate(mgr, &bob, old, &reply, &err), -ENOENT);
+	CHECK_INT(mgr_user_login(mgr, "alice@example.org", "new password", &alice, &err), 0);
+	alice.is_admin = true;   /* an admin too gets no one else's secret */
+	CHECK_INT(mgr_key_rotate(mgr, &alice, fresh, &reply, &err), -ENOENT);
+	CHECK_INT(as_key(fresh, &again), 0);
+}
+
 /* Roles, one user's view, and removal with its refusals. */
 TEST(roles_and_remove)
 {
@@ -460,6 +520,7 @@ int main(void)
 	RUN(update);
 	RUN(persistence);
 	RUN(api_keys);
+	RUN(self_service);
 	RUN(roles_and_remove);
 	RUN(persistence_of_keys);
 	manager_close(mgr);

@@ -649,6 +649,23 @@ TEST(session_queries)
 		if (validate_session_query(&refused[i].in, &q, &err) != -EINVAL || !strstr(err.msg, refused[i].names))
 			FAILF("case %zu: got '%s', expected a refusal naming '%s'", i, err.msg, refused[i].names);
 	}
+	/* order: oldest (the default) or newest; a token is bound to it. */
+	struct session_query_in ord = {.order = "newest", .limit = "3"};
+	CHECK_INT(validate_session_query(&ord, &q, &err), 0);
+	CHECK(q.newest);
+	validate_session_token(&q, 77, tok);
+	ord.cont = tok;
+	CHECK_INT(validate_session_query(&ord, &q, &err), 0);
+	CHECK_INT(q.after_seq, 77);
+	ord.order = "oldest";
+	CHECK_INT(validate_session_query(&ord, &q, &err), -EINVAL);
+	CHECK_CONTAINS(err.msg, "other filters");
+	ord = (struct session_query_in){.order = "oldest"};
+	CHECK_INT(validate_session_query(&ord, &q, &err), 0);
+	CHECK(!q.newest);
+	ord.order = "desc";
+	CHECK_INT(validate_session_query(&ord, &q, &err), -EINVAL);
+	CHECK_CONTAINS(err.msg, "order must be oldest or newest");
 	struct session_query_in max = {.limit = "1000"};
 	CHECK_INT(validate_session_query(&max, &q, &err), 0);
 	CHECK_INT(q.limit, 1000);

@@ -54,6 +54,7 @@ static struct {
 	int exec_inspects;          /* GET /exec/<id>/json calls so far */
 	char rotated_json[1024];    /* what GET /containers/rotated/json answers */
 	int dup_inspects;           /* GET /networks/net-dup calls so far */
+	int twin_inspects[3];       /* the same of net-twin, net-twin-busy, net-twin-gone */
 } fake = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
 
 static void msleep(int ms)
@@ -299,6 +300,35 @@ static void route(int fd, const char *method, const char *full, const char *body
 		else
 			reply(fd, 200, "{\"Name\":\"net-dup\",\"Id\":\"old1\",\"Labels\":{\"tessera.cluster\":\"k1\","
 				       "\"tessera.user\":\"u1\"}}");
+	} else if (!strcmp(method, "GET") && (!strcmp(path, "/networks/net-twin") || !strcmp(path, "/networks/net-twin-busy") ||
+						!strcmp(path, "/networks/net-twin-gone"))) {
+		/* Twins: ambiguous once, then the one left. */
+		int k = !strcmp(path, "/networks/net-twin") ? 0 : !strcmp(path, "/networks/net-twin-busy") ? 1 : 2;
+		pthread_mutex_lock(&fake.mu);
+		int n = fake.twin_inspects[k]++;
+		pthread_mutex_unlock(&fake.mu);
+		char body[256];
+		snprintf(body, sizeof(body), "{\"Name\":\"%s\",\"Id\":\"x\",\"Labels\":{\"tessera.cluster\":\"k1\","
+			 "\"tessera.user\":\"u1\"}}", path + 10);
+		if (n == 0)
+			reply_message(fd, 400, "network is ambiguous (2 matches found based on name)");
+		else
+			reply(fd, 200, body);
+	} else if (!strcmp(method, "GET") && !strncmp(path, "/networks?", 10) && strstr(path, "net-twin-busy")) {
+		/* The newer has a container on it: the older goes instead. */
+		reply(fd, 200, "[{\"Name\":\"net-twin-busy\",\"Id\":\"b-old\",\"Created\":\"2026-01-01T00:00:00Z\"},"
+			       "{\"Name\":\"net-twin-busy\",\"Id\":\"b-new\",\"Created\":\"2026-01-01T00:00:01Z\"}]");
+	} else if (!strcmp(method, "GET") && !strncmp(path, "/networks?", 10) && strstr(path, "net-twin-gone")) {
+		reply(fd, 200, "[{\"Name\":\"net-twin-gone\",\"Id\":\"g-old\",\"Created\":\"2026-01-01T00:00:00Z\"},"
+			       "{\"Name\":\"net-twin-gone\",\"Id\":\"g-new\",\"Created\":\"2026-01-01T00:00:01Z\"}]");
+	} else if (!strcmp(method, "GET") && !strncmp(path, "/networks?", 10) && strstr(path, "net-twin")) {
+		/* Go trims the fraction's zeros: as text, the older sorts last. */
+		reply(fd, 200, "[{\"Name\":\"net-twin\",\"Id\":\"t-old\",\"Created\":\"2026-01-01T00:00:00.1234567Z\"},"
+			       "{\"Name\":\"net-twin\",\"Id\":\"t-new\",\"Created\":\"2026-01-01T00:00:00.12345678Z\"}]");
+	} else if (!strcmp(method, "DELETE") && (!strcmp(path, "/networks/t-new") || !strcmp(path, "/networks/b-old"))) {
+		reply(fd, 204, NULL);
+	} else if (!strcmp(method, "DELETE") && !strcmp(path, "/networks/b-new")) {
+		reply_message(fd, 403, "error while removing network: network net-twin-busy id b-new has active endpoints");
 	} else if (!strcmp(method, "GET") && !strncmp(path, "/networks?", 10)) {
 		reply(fd, 200, "[{\"Name\":\"net-dup\",\"Id\":\"new2\",\"Created\":\"2026-01-02T00:00:00Z\"},"
 			       "{\"Name\":\"net-dup-x\",\"Id\":\"other\",\"Created\":\"2025-01-01T00:00:00Z\"},"
@@ -1426,6 +1456,27 @@ TEST(networks_made_once_and_removed)
 	CHECK(fake_find("DELETE", "/networks/new2", &q));
 	CHECK(!fake_find("DELETE", "/networks/old1", &q));
 	CHECK(!fake_find("DELETE", "/networks/other", &q));
+	CHECK(!fake_find("POST", "/networks/create", &q));
+
+	/* The older by time, not by text: ".1234567Z" is before ".12345678Z". */
+	fake_clear();
+	ns.name = "net-twin";
+	CHECK_INT(ops->network_ensure(rt, &ns, &err), 0);
+	CHECK(fake_find("DELETE", "/networks/t-new", &q));
+	CHECK(!fake_find("DELETE", "/networks/t-old", &q));
+	/* The newer has a container (it cannot go): the older goes instead. */
+	fake_clear();
+	ns.name = "net-twin-busy";
+	CHECK_INT(ops->network_ensure(rt, &ns, &err), 0);
+	CHECK(fake_find("DELETE", "/networks/b-new", &q));
+	CHECK(fake_find("DELETE", "/networks/b-old", &q));
+	/* The newer is gone already (the other agent removed it): one is
+	 * left, which stays. */
+	fake_clear();
+	ns.name = "net-twin-gone";
+	CHECK_INT(ops->network_ensure(rt, &ns, &err), 0);
+	CHECK(fake_find("DELETE", "/networks/g-new", &q));
+	CHECK(!fake_find("DELETE", "/networks/g-old", &q));
 	CHECK(!fake_find("POST", "/networks/create", &q));
 
 	CHECK_INT(ops->network_remove(rt, "net-ours", &err), 0);

@@ -3,7 +3,9 @@ import { api, type User } from './api';
 import { Button, Dialog, Email, ErrorText, TextField } from './components';
 import { SettingsSections } from './settings';
 import { FairShareSection, ProjectsSection } from './projects';
-import { PresetsSection } from './presets';
+import { lazyPage } from './lazy';
+// Admins only, in a chunk of its own (lazy.tsx).
+const PresetsSection = lazyPage(() => import('./presets-admin').then((m) => m.PresetsSection));
 
 function Users() {
   const [users, setUsers] = useState<User[]>([]);

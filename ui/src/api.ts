@@ -253,3 +253,43 @@ export const api3 = {
 export function fmtShare(x: number): string {
   return `${(Math.round(x * 1000) / 10).toFixed(1)}%`;
 }
+
+// ---- History and statistics (issue 35 item 1, docs/api.md "List
+// sessions" and "Usage summary") ----
+
+// One page of GET /v1/sessions: `continue` when more sessions follow.
+export interface SessionPageAnswer { sessions: SessionFull[]; continue?: string }
+export type UsageBy = 'user' | 'project';
+// A row of GET /v1/usage/summary: allocated hours of one UTC day and one
+// user (or project); totals have no day.
+export interface UsageRow {
+  day?: string; user?: string; project?: string;
+  cpu_hours: number; mem_gib_hours: number; fgpu_hours: number; sessions_started: number;
+}
+export interface UsageSummary { from: string; to: string; by: UsageBy; rows: UsageRow[]; totals: UsageRow[]; total: UsageRow }
+export interface UsageQuery { from?: string; to?: string; by?: UsageBy; user?: string; project?: string }
+function usageQs(q: UsageQuery, format: 'json' | 'csv'): string {
+  const p = new URLSearchParams();
+  for (const [k, v] of Object.entries(q)) if (v) p.set(k, v);
+  if (format === 'csv') p.set('format', 'csv');
+  const s = p.toString();
+  return s ? `?${s}` : '';
+}
+export const api4 = {
+  // The query's values are the list's (status, all, order, owner,
+  // project, limit, continue), encoded here.
+  sessionPage: (q: Record<string, string>) =>
+    call<SessionPageAnswer>('GET', `/api/v1/sessions?${new URLSearchParams(q).toString()}`),
+  usage: (q: UsageQuery) => call<UsageSummary>('GET', `/api/v1/usage/summary${usageQs(q, 'json')}`),
+  // The same rows as CSV text, for a download.
+  usageCsv: async (q: UsageQuery): Promise<string> => {
+    const resp = await fetch(`/api/v1/usage/summary${usageQs(q, 'csv')}`, { credentials: 'same-origin', headers: { Accept: 'text/csv' } });
+    const text = await resp.text();
+    if (!resp.ok) {
+      let msg = `The server answered HTTP ${resp.status}.`;
+      try { msg = JSON.parse(text)?.error?.message ?? msg; } catch { /* not JSON */ }
+      throw new ApiError(msg, resp.status, 'http');
+    }
+    return text;
+  },
+};

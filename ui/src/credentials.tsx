@@ -7,6 +7,7 @@
 import { useEffect, useLayoutEffect, useState } from 'preact/hooks';
 import { api, call, type User } from './api';
 import { Button, Dialog, ErrorText, TextField } from './components';
+import { PasswordSection, RotateDialog } from './account';
 
 export interface Keypair { access_key: string; label: string; created_at: string; main: boolean; current: boolean }
 interface KeyList { keypairs: Keypair[]; endpoint: string; max: number }
@@ -206,6 +207,7 @@ export function CredentialsPage(props: { user: User; onSignedOut: () => void }) 
   const [busy, setBusy] = useState(false);
   const [made, setMade] = useState<NewKey | null>(null);
   const [revoking, setRevoking] = useState<Keypair | null>(null);
+  const [rotating, setRotating] = useState<Keypair | null>(null);
 
   const load = async () => {
     try {
@@ -267,7 +269,10 @@ export function CredentialsPage(props: { user: User; onSignedOut: () => void }) 
                   <td>{k.label || '—'}</td>
                   <td>{k.created_at ? new Date(k.created_at).toLocaleString() : ''}</td>
                   <td>{k.main && <span class="chip main-key" title="The web UI signs with this key">main{k.current ? ' · this browser' : ''}</span>}</td>
-                  <td><Button kind="danger" onClick={() => setRevoking(k)} label={`Revoke ${k.access_key}`}>Revoke</Button></td>
+                  <td class="key-actions">
+                    {/* The main key is the web UI's: revoking replaces it (and signs out). */}
+                    {!k.main && <Button onClick={() => setRotating(k)} label={`Rotate ${k.access_key}`}>Rotate</Button>}
+                    <Button kind="danger" onClick={() => setRevoking(k)} label={`Revoke ${k.access_key}`}>Revoke</Button></td>
                 </tr>
               ))}
             </tbody>
@@ -282,7 +287,10 @@ export function CredentialsPage(props: { user: User; onSignedOut: () => void }) 
         {full && <p class="hint">You have {list!.max} keys, the most there may be: revoke one first.</p>}
       </form>
       <SshKeys />
+      <PasswordSection user={props.user} />
       <NewKeyDialog made={made} onClose={() => setMade(null)} />
+      <RotateDialog accessKey={rotating?.access_key ?? null} label={rotating?.label ?? ''} onClose={() => setRotating(null)}
+        onDone={(r) => { setRotating(null); setNotice(`API key ${r.revoked} rotated: ${r.keypair.access_key} replaces it.`); setMade(r); load(); }} />
       <RevokeDialog keypair={revoking} onClose={() => setRevoking(null)} onDone={revoked} />
     </section>
   );

@@ -425,8 +425,9 @@ export function LaunchDialog(props: {
     // The admins' presets, and the user's recent launches to re-launch
     // (neither is needed to launch: without them the dialog still works).
     presetsApi.list().then((r) => setPresets(r.presets)).catch(() => setPresets([]));
-    // Only the user's own (an admin's list is everyone's, and can be long).
-    call<{ sessions: Recent[] }>('GET', `/api/v1/sessions?all=1${props.user ? `&owner=${encodeURIComponent(props.user.email)}` : ''}`)
+    // Only the user's own (an admin's list is everyone's), newest first,
+    // one page: enough for the few distinct launches shown.
+    call<{ sessions: Recent[] }>('GET', `/api/v1/sessions?all=1&order=newest&limit=50${props.user ? `&owner=${encodeURIComponent(props.user.email)}` : ''}`)
       .then((r) => setRecent(recentLaunches(r.sessions ?? [], props.user?.email))).catch(() => setRecent([]));
     setCatalogRead(false);
     api.images().then((r) => {

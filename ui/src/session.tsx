@@ -123,13 +123,15 @@ function appendSamples(s: Series, samples: UsageSample[], nGpu: number) {
 type StatsState = 'loading' | 'ok' | 'unavailable' | 'error';
 
 // Polls the session's stats every period (5 s by default), asking only for
-// samples newer than the last one seen.
-function useStats(id: string, nGpu: number) {
+// samples newer than the last one seen; an ended session's once (what the
+// manager still keeps of it: retention_s).
+function useStats(id: string, nGpu: number, live = true) {
   const series = useRef<Series>(emptySeries(nGpu));
   const [version, setVersion] = useState(0);
   const [state, setState] = useState<StatsState>('loading');
   const [current, setCurrent] = useState<UsageSample | null>(null);
   const [message, setMessage] = useState<string | null>(null);
+  const [retention, setRetention] = useState(0);
   useEffect(() => {
     series.current = emptySeries(nGpu);
     setVersion((v) => v + 1);
@@ -147,6 +149,7 @@ function useStats(id: string, nGpu: number) {
         appendSamples(series.current, samples.sort((a, b) => a.t - b.t), nGpu);
         if (series.current.x.length) last = Math.round(series.current.x[series.current.x.length - 1] * 1000);
         setCurrent(r.current);
+        setRetention(r.retention_s ?? 0);
         setState('ok');
         setMessage(null);
         setVersion((v) => v + 1);
@@ -161,12 +164,12 @@ function useStats(id: string, nGpu: number) {
           setMessage(`Cannot read the live usage: ${(e as Error).message}`);
         }
       }
-      if (!stop) timer = window.setTimeout(tick, period);
+      if (!stop && live) timer = window.setTimeout(tick, period);
     };
     tick();
     return () => { stop = true; if (timer !== undefined) clearTimeout(timer); };
-  }, [id, nGpu]);
-  return { series: series.current, version, state, current, message };
+  }, [id, nGpu, live]);
+  return { series: series.current, version, state, current, message, retention };
 }
 
 // A session's GPU as the session sees it: its devices are numbered from 0
@@ -181,9 +184,14 @@ const mib = (v: number) => (v >= 1024 ? `${fmtNum(Math.round((v / 1024) * 10) / 
 
 function UsageCharts({ s }: { s: SessionFull }) {
   const nGpu = s.gpus?.length ?? 0;
-  const { series, version, state, current, message } = useStats(s.id, nGpu);
+  const ended = ENDED_STATUSES.has(s.status);
+  const { series, version, state, current, message, retention } = useStats(s.id, nGpu, !ended);
+  // An ended session's samples stay until the newest is older than the
+  // manager's retention (docs/api.md, "Usage statistics").
   const empty = state === 'unavailable' || state === 'error' ? (message ?? '') : s.status === 'RUNNING'
-    ? 'Waiting for the first sample…' : 'No samples: the session is not running.';
+    ? 'Waiting for the first sample…' : ended
+    ? `No usage samples are kept for this session any more: the manager keeps each session's samples for ${fmtLeft(retention * 1000)} after its last one.`
+    : 'No samples: the session is not running.';
   const cpuData = [series.x, series.cpu] as uPlot.AlignedData;
   const memData = [series.x, series.mem, series.memLimit] as uPlot.AlignedData;
   const gpuData = [series.x, ...series.gpu, ...series.gpuMem] as uPlot.AlignedData;
@@ -194,12 +202,12 @@ function UsageCharts({ s }: { s: SessionFull }) {
   ];
   return (
     <>
-      <div class="now-meters" aria-label="Now">
+      {!ended && <div class="now-meters" aria-label="Now">
         <Meter label="CPU" pct={current?.cpu_pct ?? s.usage?.cpu_pct} title="percent of the CPU the session was given" />
         <Meter label="Memory" pct={current ? (current.mem_limit_bytes ? (current.mem_bytes / current.mem_limit_bytes) * 100 : null) : s.usage?.mem_pct} />
         {nGpu > 0 && <Meter label="GPU" pct={current?.gpus?.length ? Math.max(...current.gpus.map((g) => g.util_pct)) : s.usage?.gpu_pct} />}
         {current && <span class="hint now-detail">{fmtNum(Math.round(current.cpu_cores * 100) / 100)} cores · {fmtBytes(current.mem_bytes)} of {fmtBytes(current.mem_limit_bytes)}</span>}
-      </div>
+      </div>}
       <div class={`charts${nGpu ? ' three' : ''}`} data-stats={state}>
         <LiveChart title="CPU (% of its allocation)" series={[{ label: 'CPU', colorVar: '--chart-cpu' }]} data={cpuData}
           version={version} fmt={pct} yMin={100} empty={empty} />
@@ -308,9 +316,15 @@ export function SessionPage({ id, user }: { id: string; user: User }) {
   const logOf = containers.find((c) => c.name === logContainer);
   const logHasContainer = logOf ? !!logOf.container_id || ['RUNNING', 'LOST', 'TERMINATING', 'TERMINATED', 'ERROR'].includes(logOf.status) : hasContainer;
   const history = s.status_history ?? [];
+  // A finished session's way back is to the Finished list it is in.
+  const listHref = ENDED_STATUSES.has(s.status) ? '/sessions?view=finished' : '/sessions';
+  // Its container is removed when it ended on request (an interactive
+  // TERMINATED one), and with it the log; ERROR and ended batch sessions
+  // keep theirs until removed (docs/api.md, DELETE).
+  const logGone = ENDED_STATUSES.has(s.status) && !(s as { container_id?: string | null }).container_id;
   return (
     <section class="detail" aria-labelledby="detail-title">
-      <p class="crumbs"><a href="/sessions" onClick={(e) => { e.preventDefault(); navigate('/sessions'); }}>Sessions</a> <span aria-hidden="true">/</span> {s.name}</p>
+      <p class="crumbs"><a href={listHref} onClick={(e) => { e.preventDefault(); navigate(listHref); }}>{ENDED_STATUSES.has(s.status) ? 'Finished sessions' : 'Sessions'}</a> <span aria-hidden="true">/</span> {s.name}</p>
       <div class="detail-head">
         <h1 id="detail-title">{s.name}</h1>
         <span class={`status st-${s.status.toLowerCase()}`} data-testid="detail-status">{s.status}</span>
@@ -339,7 +353,7 @@ export function SessionPage({ id, user }: { id: string; user: User }) {
       )}
 
       <section class="card" aria-labelledby="usage-title">
-        <h2 id="usage-title">Live usage <span class="hint">(last hour{containers.length ? `, ${MAIN_CONTAINER}: the Containers table has each one's now` : ''})</span></h2>
+        <h2 id="usage-title">{ENDED_STATUSES.has(s.status) ? 'Usage' : 'Live usage'} <span class="hint">({ENDED_STATUSES.has(s.status) ? 'its last hour, while kept' : 'last hour'}{containers.length ? `, ${MAIN_CONTAINER}: the Containers table has each one's now` : ''})</span></h2>
         <UsageCharts s={s} />
       </section>
 
@@ -377,7 +391,9 @@ export function SessionPage({ id, user }: { id: string; user: User }) {
               {fmtSecs(s.start_breakdown.total_ms)}: {s.start_breakdown.phases.map((p) => `${p.phase} ${fmtSecs(p.ms)}`).join(' · ')}
             </dd></>}
             {s.terminated_at && <><dt>Ended</dt><dd>{fmtTime(s.terminated_at)}</dd></>}
-            {s.exit_code != null && <><dt>Exit code</dt><dd>{s.exit_code}</dd></>}
+            {s.exit_code != null && <><dt>Exit code</dt><dd data-testid="detail-exit">{s.exit_code}</dd></>}
+            {s.exit_code == null && ENDED_STATUSES.has(s.status) && <><dt>Exit code</dt><dd data-testid="detail-exit">none: {s.status === 'CANCELLED'
+              ? 'it never ran' : 'its command did not end by itself (it was ended from outside)'}</dd></>}
           </dl>
         </section>
         <section class="card" aria-labelledby="history-title">
@@ -408,9 +424,12 @@ export function SessionPage({ id, user }: { id: string; user: User }) {
 
       <section class="card" aria-labelledby="logs-title">
         <h2 id="logs-title">Logs</h2>
+        {logGone ? <p class="empty" data-testid="log-gone">{s.status === 'CANCELLED'
+          ? 'This session never ran: it has no log.'
+          : 'The log of this session is no longer kept: its container was removed when it ended. Tessera keeps a finished session\'s log only while its container is kept (a failed session, or a batch session, until it is removed).'}</p> : <>
         {containers.length > 0 && <ContainerPicker containers={containers} value={logContainer} onChange={setLogContainer} />}
         <LogViewer key={`${s.id}-${logContainer}-${logHasContainer}`} sessionId={s.id} live={!ENDED_STATUSES.has(s.status)}
-          hasContainer={logHasContainer} container={containers.length ? logContainer : undefined} />
+          hasContainer={logHasContainer} container={containers.length ? logContainer : undefined} /></>}
       </section>
 
       <EndSessionDialog session={ending} onClose={() => setEnding(null)} onDone={() => { setEnding(null); load(); }} />

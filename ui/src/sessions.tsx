@@ -7,6 +7,7 @@ import { AppChips, AppLauncherDialog, useSessionApps } from './apps';
 import { EndSessionDialog, endVerb, navigate, sessionHref } from './session';
 import { Meter, ResourcePanel, useResources, type ProjectQuota } from './usage';
 import { useProjects } from './projects';
+import { ColumnPicker, FinishedSessions, PER_PAGE, readHistory, shownCols, ViewSwitch, writeHistory, type HistoryView } from './history';
 
 const ENDED = new Set(['TERMINATED', 'CANCELLED']);
 
@@ -79,11 +80,12 @@ export function useClusterState() {
 }
 
 // The list's filters and sort, kept in the URL's query (?project=&status=
-// &owner=&sort=) so that reload, back and a shared link keep them. The
+// &owner=&sort=, and history.tsx's view=finished&page=&per=&cols=) so
+// that reload, back and a shared link keep them. The
 // project is the switcher's choice: it filters the list, its quota shows
 // beside the user's, and the launch dialog starts with it.
 type SortKey = 'created' | 'name' | 'status' | 'cpu' | 'mem' | 'gpu' | 'owner';
-interface View { project: string; status: string; owner: string; sort: SortKey; desc: boolean }
+interface View { project: string; status: string; owner: string; sort: SortKey; desc: boolean; h: HistoryView }
 const SORTS: Record<SortKey, string> = { created: 'Age', name: 'Name', status: 'Status', cpu: 'CPU use', mem: 'Memory use', gpu: 'GPU use', owner: 'Owner' };
 
 function readView(): View {
@@ -91,7 +93,7 @@ function readView(): View {
   const raw = q.get('sort') ?? '-created';
   const desc = raw.startsWith('-');
   const key = (desc ? raw.slice(1) : raw) as SortKey;
-  return { project: q.get('project') ?? '', status: q.get('status') ?? '', owner: q.get('owner') ?? '', sort: key in SORTS ? key : 'created', desc };
+  return { project: q.get('project') ?? '', status: q.get('status') ?? '', owner: q.get('owner') ?? '', sort: key in SORTS ? key : 'created', desc, h: readHistory(q) };
 }
 function writeView(v: View) {
   const q = new URLSearchParams();
@@ -99,6 +101,7 @@ function writeView(v: View) {
   if (v.status) q.set('status', v.status);
   if (v.owner) q.set('owner', v.owner);
   if (v.sort !== 'created' || !v.desc) q.set('sort', `${v.desc ? '-' : ''}${v.sort}`);
+  writeHistory(v.h, q);
   const qs = q.toString();
   history.replaceState(null, '', `/sessions${qs ? `?${qs}` : ''}`);
 }
@@ -159,7 +162,15 @@ export function SessionsPage({ user }: { user: User }) {
     return () => { clearInterval(t); removeEventListener('popstate', onPop); };
   }, []);
   useEffect(() => { if (sessions.length || error) setLoaded(true); const t = setTimeout(() => setLoaded(true), 1500); return () => clearTimeout(t); }, [sessions, error]);
-  const change = (p: Partial<View>) => { const v = { ...view, ...p }; setView(v); writeView(v); };
+  const change = (p: Partial<View>) => {
+    const v = { ...view, ...p };
+    if (p.project !== undefined || p.owner !== undefined) v.h = { ...v.h, page: 1 };
+    setView(v);
+    writeView(v);
+  };
+  const changeH = (h: Partial<HistoryView>) => change({ h: { ...view.h, ...h } });
+  const cols = shownCols(view.h);
+  const finished = view.h.show === 'finished';
 
   // The resources are read again whenever a session appears, changes
   // status or ends.
@@ -215,18 +226,19 @@ export function SessionsPage({ user }: { user: User }) {
             </select>
           </div>
         )}
+        <ViewSwitch show={view.h.show} onChange={(show) => changeH({ show, page: 1 })} />
         <Button kind="primary" onClick={() => setLaunching(true)}>Start</Button>
       </div>
       <ResourcePanel res={res} error={resError} project={chosen} sessions={active} user={user} />
       <ErrorText error={error} />
       <div class="filters" role="search" aria-label="Filter sessions">
-        <div class="filter">
+        {!finished && <div class="filter">
           <label for={`${fid}-status`}>Status</label>
           <select id={`${fid}-status`} value={view.status} onChange={(e) => change({ status: (e.target as HTMLSelectElement).value })}>
             <option value="">All</option>
             {[...new Set([...statuses, ...(view.status ? [view.status] : [])])].map((st) => <option key={st} value={st}>{st}</option>)}
           </select>
-        </div>
+        </div>}
         {showOwners && (
           <div class="filter">
             <label for={`${fid}-owner`}>Owner</label>
@@ -236,7 +248,7 @@ export function SessionsPage({ user }: { user: User }) {
             </select>
           </div>
         )}
-        <div class="filter">
+        {!finished && <div class="filter">
           <label for={`${fid}-sort`}>Sort by</label>
           <select id={`${fid}-sort`} value={`${view.desc ? '-' : ''}${view.sort}`} onChange={(e) => {
             const raw = (e.target as HTMLSelectElement).value;
@@ -247,10 +259,20 @@ export function SessionsPage({ user }: { user: User }) {
               <option key={k} value={k}>{SORTS[k]}{k === 'created' ? ' (oldest first)' : k === 'name' || k === 'owner' ? ' (A–Z)' : ' (lowest first)'}</option>,
             ])}
           </select>
-        </div>
-        <span class="hint filter-count" role="status">{shown.length} of {inProject.length} shown{view.project ? ` in ${view.project}` : ''}</span>
+        </div>}
+        {finished && <div class="filter">
+          <label for={`${fid}-per`}>Per page</label>
+          <select id={`${fid}-per`} value={view.h.per} onChange={(e) => changeH({ per: Number((e.target as HTMLSelectElement).value), page: 1 })}>
+            {PER_PAGE.map((n) => <option key={n} value={n}>{n}</option>)}
+          </select>
+        </div>}
+        {!finished && <span class="hint filter-count" role="status">{shown.length} of {inProject.length} shown{view.project ? ` in ${view.project}` : ''}</span>}
       </div>
-      {!loaded ? (
+      <ColumnPicker v={view.h} onChange={(c) => changeH({ cols: c })} />
+      {finished ? (
+        <FinishedSessions user={user} v={view.h} project={view.project} owner={view.owner} showOwners={showOwners}
+          onPage={(page) => changeH({ page })} />
+      ) : !loaded ? (
         <div class="skeleton table-skeleton" aria-label="Loading the sessions" />
       ) : shown.length === 0 ? (
         <p class="empty">{inProject.length === 0 ? (view.project ? `No sessions in project ${view.project}. Press Start to launch one.` : 'No sessions. Press Start to launch one.') : 'No session matches these filters.'}</p>
@@ -260,8 +282,9 @@ export function SessionsPage({ user }: { user: User }) {
           <caption class="sr-only">Your sessions{user.is_admin ? ' (administrators see everyone’s)' : ''}</caption>
           <thead>
             <tr>
-              {th('name')}<th scope="col">Image</th>{th('status')}
-              <th scope="col">Configuration</th>{th('cpu', 'Usage')}<th scope="col">Node</th>{th('created')}
+              {th('name')}{cols.has('image') && <th scope="col">Image</th>}{cols.has('status') && th('status')}
+              {cols.has('config') && <th scope="col">Configuration</th>}{cols.has('usage') && th('cpu', 'Usage')}
+              {cols.has('node') && <th scope="col">Node</th>}{cols.has('age') && th('created')}
               <th scope="col"><span class="sr-only">Actions</span></th>
             </tr>
           </thead>
@@ -288,8 +311,8 @@ export function SessionsPage({ user }: { user: User }) {
                   )}
                   {s.status === 'RUNNING' && <AppChips apps={apps.get(s.id)} />}
                 </td>
-                <td data-label="Image"><Name text={s.image} /></td>
-                <td data-label="Status">
+                {cols.has('image') && <td data-label="Image"><Name text={s.image} /></td>}
+                {cols.has('status') && <td data-label="Status">
                   <span class={`status st-${s.status.toLowerCase()}`}>{s.status}</span>
                   {statusInfo(s) && (
                     <div class={(s.oom_kills ?? 0) > 0 && s.status === 'RUNNING' ? 'info oom' : 'info'}>
@@ -302,11 +325,11 @@ export function SessionsPage({ user }: { user: User }) {
                     // it is back in the queue.
                     <div class="info preempt-note">requeued after preemption {s.preemptions}</div>
                   )}
-                </td>
-                <td data-label="Configuration">{fmtConfig(s.resources)}</td>
-                <td data-label="Usage"><RowUsage s={s} /></td>
-                <td data-label="Node"><Name text={nodesOf(s)} host /></td>
-                <td data-label="Age">{fmtAge(s.created_at, now)}</td>
+                </td>}
+                {cols.has('config') && <td data-label="Configuration">{fmtConfig(s.resources)}</td>}
+                {cols.has('usage') && <td data-label="Usage"><RowUsage s={s} /></td>}
+                {cols.has('node') && <td data-label="Node"><Name text={nodesOf(s)} host /></td>}
+                {cols.has('age') && <td data-label="Age">{fmtAge(s.created_at, now)}</td>}
                 <td data-label="Actions"><div class="row-actions">
                   {s.status === 'RUNNING' && (user.is_admin || s.owner === user.email) && (
                     <Button kind="primary" onClick={() => setLauncher(s)} label={`Apps of ${s.name}`}>Apps</Button>

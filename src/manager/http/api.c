@@ -91,6 +91,9 @@ int api_authenticate(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 			return -1;
 		}
 		util_strlcpy(secret, ai->user.secret_key, sizeof(secret));
+		/* For the About page: the webserver marks what it relays. */
+		if (httpd_header(req, "X-Tessera-Via"))
+			mgr_webserver_seen(m);
 	}
 	/* A streamed body (an upload) is signed by its SHA-256, which the
 	 * client sends as a header and the route checks the bytes against. */
@@ -222,22 +225,22 @@ out:
 	json_decref(body);
 }
 
-/* GET /v1/sessions[?status=A,B][&owner=EMAIL][&all=1][&limit=N[&continue=TOKEN]]
+/* GET /v1/sessions[?status=A,B][&owner=EMAIL][&all=1][&order=newest][&limit=N[&continue=TOKEN]]
  * (docs/api.md, "List sessions"): without limit, every session at once
  * as before pagination. */
 static void api_session_list(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 {
-	static const char *const known[] = {"all", "status", "owner", "limit", "continue", "project", NULL};
+	static const char *const known[] = {"all", "status", "owner", "limit", "continue", "project", "order", NULL};
 	const char *bad = httpd_query_unknown(req, known);
 	if (bad) {
 		httpd_error(resp, 400, "invalid_argument",
-			    "unknown query parameter '%.64s' (known: all, status, owner, project, limit, continue)", bad);
+			    "unknown query parameter '%.64s' (known: all, status, owner, project, limit, continue, order)", bad);
 		return;
 	}
 	struct session_query_in in = {
 		.all = httpd_query(req, "all"), .status = httpd_query(req, "status"), .owner = httpd_query(req, "owner"),
 		.limit = httpd_query(req, "limit"), .cont = httpd_query(req, "continue"),
-		.project = httpd_query(req, "project"),
+		.project = httpd_query(req, "project"), .order = httpd_query(req, "order"),
 	};
 	struct session_query q;
 	struct terr err = {0};
@@ -516,11 +519,13 @@ static void api_resources(void *ctx, struct httpd_req *req, struct httpd_resp *r
 
 /* The settings a user who is not an admin reads: what the web UI's
  * launch dialog (the fGPU step) and data page (the trash's days) show
- * them, and, as policy.default and policy.<their email>, their own
- * limits. The rest (storage hosts' paths, the registry's and the app
- * proxy's addresses, the scheduler's and agents' settings) is the
- * admins' (docs/security.md). */
-static const char *const user_settings[] = {"fgpu_per_device", "fgpu_quantum", "folder_trash_days", NULL};
+ * them, the announcement every page's banner shows them, and, as
+ * policy.default and policy.<their email>, their own limits. The rest
+ * (storage hosts' paths, the registry's and the app proxy's addresses,
+ * the scheduler's and agents' settings) is the admins'
+ * (docs/security.md). */
+static const char *const user_settings[] = {"fgpu_per_device", "fgpu_quantum", "folder_trash_days", "announcement",
+					    NULL};
 
 static bool user_setting(const char *key, const char *email)
 {
@@ -910,7 +915,10 @@ static void api_proxy_routes(void *ctx, struct httpd_req *req, struct httpd_resp
 	else if (ports && util_parse_port_range(ports, &lo, &hi, &e) == 0)
 		mgr_apps_proxy_serves(ctx, lo, hi, NULL);
 	json_t *o = NULL;
-	if (mgr_proxy_routes(ctx, since, timeout_s, &o) < 0)
+	mgr_proxy_poll(ctx, true);   /* the About page's "app proxy" */
+	int rc = mgr_proxy_routes(ctx, since, timeout_s, &o);
+	mgr_proxy_poll(ctx, false);
+	if (rc < 0)
 		httpd_error(resp, 503, "unavailable", "the manager is stopping");
 	else
 		httpd_json(resp, 200, o);
@@ -1033,6 +1041,7 @@ const struct httpd_route manager_routes[] = {
 	{"POST", "/v1/presets", api_preset_create, AUTH_USER},
 	{"PATCH", "/v1/presets/{name}", api_preset_update, AUTH_USER},
 	{"DELETE", "/v1/presets/{name}", api_preset_delete, AUTH_USER},
+	{"GET", "/v1/usage/summary", api_usage_summary, AUTH_USER},
 	{"POST", "/v1/sessions/{ref}/commit", api_session_commit, AUTH_USER},
 	{"GET", "/v1/sessions/{ref}/apps", api_session_apps, AUTH_USER},
 	{"POST", "/v1/sessions/{ref}/apps/{app}", api_session_app_open, AUTH_USER},
@@ -1082,5 +1091,8 @@ const struct httpd_route manager_routes[] = {
 	{"POST", "/v1/agents/{id}/heartbeat", api_agent_heartbeat, AUTH_CLUSTER},
 	{"POST", "/v1/agents/{id}/events", api_agent_event, AUTH_CLUSTER},
 	{"GET", "/metrics", api_metrics, AUTH_PUBLIC},
+	{"GET", "/v1/dashboard", api_dashboard, AUTH_USER},
+	{"GET", "/v1/about", api_about, AUTH_USER},
+	{"POST", "/v1/keypairs/{key}/rotate", api_key_rotate, AUTH_USER},
 };
 const size_t manager_n_routes = sizeof(manager_routes) / sizeof(manager_routes[0]);

@@ -8,8 +8,9 @@
  *    email locks out their own address, not the account's owner. The
  *    counts are the manager's (mgr_login_limits): in Redis when it has
  *    one, so every manager on it shares them.
- *  - GET/POST /v1/users, GET/PATCH/DELETE /v1/users/{id}, POST
- *    /v1/users/{id}/password: admin only.
+ *  - GET/POST /v1/users, GET/PATCH/DELETE /v1/users/{id}: admin only;
+ *    POST /v1/users/{id}/password: admins for anyone, every user for
+ *    their own with their current password.
  *  - GET/POST /v1/keypairs, DELETE /v1/keypairs/{access_key}: a user's
  *    own API keys (admins may revoke anyone's).
  * Translation only, as in api.c: the users themselves are the core's
@@ -18,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "common/log.h"
 #include "common/sign.h"
@@ -151,6 +153,12 @@ out:
 	json_decref(body);
 }
 
+/* Whether {id} (an id or an email) names the caller. */
+static bool is_self(const struct user_rec *u, const char *ref)
+{
+	return !strcmp(ref, u->id) || !strcasecmp(ref, u->email);
+}
+
 void api_user_update(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 {
 	if (!require_admin(req, resp))
@@ -176,6 +184,13 @@ void api_user_update(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 	}
 	if (pw && !json_is_string(pw)) {
 		httpd_error(resp, 400, "invalid_argument", "password must be a string");
+		goto out;
+	}
+	/* One's own password takes the current one, admins' too. */
+	if (pw && is_self(caller(req), req->params[0])) {
+		httpd_error(resp, 400, "invalid_argument",
+			    "to change your own password give your current one: POST /v1/users/{id}/password with "
+			    "old_password (the Credentials page, tessera user passwd)");
 		goto out;
 	}
 	if (!dis && !pw && !adm) {
@@ -216,20 +231,67 @@ void api_user_delete(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 		httpd_json(resp, 200, reply);
 }
 
-/* POST /v1/users/{id}/password {"password"?}: absent, one is generated
- * and answered this once. */
+/* POST /v1/users/{id}/password {"password"?, "old_password"?}. A user's
+ * own password (id or email the caller's, admins too): "old_password"
+ * the current one and "password" the new, both required; wrong guesses
+ * are counted by the login limiter under (the account's email,
+ * "password-change"), so a browser left logged in is no oracle for the
+ * password. Anyone
+ * else's: admins only ("password" absent: one is generated). A user who
+ * is not an admin gets the same answer for another user as for no one. */
+static void own_password(void *ctx, struct httpd_req *req, struct httpd_resp *resp, json_t *body)
+{
+	struct ratelimit *fail_by_pair, *fail_by_addr;
+	mgr_login_limits(ctx, &fail_by_pair, &fail_by_addr);
+	const struct user_rec *me = caller(req);
+	json_t *old = json_object_get(body, "old_password"), *pw = json_object_get(body, "password"), *reply = NULL;
+	struct terr err = {0};
+	if (!json_is_string(old) || !json_string_length(old)) {
+		httpd_error(resp, 400, "invalid_argument",
+			    "to change your own password give your current one as old_password, and the new one as password");
+		return;
+	}
+	if (!json_is_string(pw) || !json_string_length(pw)) {
+		httpd_error(resp, 400, "invalid_argument", "password (the new one) must be a non-empty string");
+		return;
+	}
+	int64_t now = util_mono_ms();
+	int64_t wait = ratelimit_check_pair(fail_by_pair, me->email, "password-change", now);
+	if (wait > 0) {
+		httpd_error(resp, 429, "rate_limited", "too many wrong current passwords; try again in %lld seconds",
+			    (long long)(wait + 999) / 1000);
+		return;
+	}
+	if (mgr_user_change_own_password(ctx, me, json_string_value(old), json_string_value(pw), &reply, &err) < 0) {
+		if (err.code == EPERM) {
+			ratelimit_fail_pair(fail_by_pair, me->email, "password-change", now);
+			log_info("manager", "%s gave a wrong current password to change it", me->email);
+		}
+		httpd_error_terr(resp, &err);
+		return;
+	}
+	ratelimit_reset_pair(fail_by_pair, me->email, "password-change");
+	log_info("manager", "%s changed their password", me->email);
+	httpd_json(resp, 200, reply);
+}
+
 void api_user_password(void *ctx, struct httpd_req *req, struct httpd_resp *resp)
 {
-	if (!require_admin(req, resp))
-		return;
 	json_t *body = req->body_len ? api_parse_body(req, resp) : json_object();
 	if (!body)
 		return;
-	static const char *const allowed[] = {"password", NULL};
+	static const char *const allowed[] = {"password", "old_password", NULL};
 	struct terr err = {0};
 	json_t *pw = json_object_get(body, "password"), *reply = NULL;
 	if (check_fields(body, allowed, &err) < 0)
 		httpd_error_terr(resp, &err);
+	else if (is_self(caller(req), req->params[0]))
+		own_password(ctx, req, resp, body);
+	else if (!caller(req)->is_admin)
+		httpd_error(resp, 403, "forbidden", "only administrators may set another user's password");
+	else if (json_object_get(body, "old_password"))
+		httpd_error(resp, 400, "invalid_argument",
+			    "old_password is for changing your own password; another user's is set without it");
 	else if (pw && !json_is_null(pw) && !json_is_string(pw))
 		httpd_error(resp, 400, "invalid_argument", "password must be a string");
 	else if (mgr_user_set_password(ctx, req->params[0], json_string_value(pw), caller(req), &reply, &err) < 0)

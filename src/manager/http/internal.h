@@ -74,6 +74,11 @@ void api_sshkey_list(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
 void api_sshkey_add(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
 void api_sshkey_remove(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
 
+/* ---- api_dash.c: dashboard, about, key rotation (docs/api.md) ---- */
+void api_dashboard(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
+void api_about(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
+void api_key_rotate(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
+
 /* ---- api_folders.c: folders (docs/api.md, "Folders") ---- */
 void api_folder_create(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
 void api_folder_list(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
@@ -90,5 +95,8 @@ void api_folder_upload(void *ctx, struct httpd_req *req, struct httpd_resp *resp
 void api_folder_mkdir(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
 void api_folder_move(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
 void api_folder_file_delete(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
+
+/* ---- api_usage.c: usage over time (docs/api.md, "Usage summary") ---- */
+void api_usage_summary(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
 
 #endif
