@@ -54,6 +54,7 @@ int cmd_project(int argc, char **argv);
 int cmd_fairshare(int argc, char **argv);
 /* tessera queue: the pending queue and its history (queue_cmd.c). */
 int cmd_queue(int argc, char **argv);
+int cmd_preset(int argc, char **argv);
 /* overview_cmd.c: tessera dashboard (admins), tessera about */
 int cmd_dashboard(int argc, char **argv);
 int cmd_about(int argc, char **argv);
@@ -115,7 +116,7 @@ int cli_dispatch(const struct cli_noun *noun, int argc, char **argv);
 /* The nouns, each in its *_cmd.c. */
 extern const struct cli_noun cli_session_noun, cli_folder_noun, cli_image_noun, cli_node_noun,
 	cli_project_noun, cli_user_noun, cli_key_noun, cli_config_noun, cli_admin_noun, cli_user_keys_noun,
-	cli_queue_noun, cli_usage_noun;
+	cli_queue_noun, cli_preset_noun, cli_usage_noun;
 
 /* ---- the command table (commands.c) ---- */
 

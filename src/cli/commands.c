@@ -32,6 +32,8 @@ const struct cli_command cli_commands[] = {
 	 NULL, NULL, false},
 	{"project", cmd_project, "projects (teams): quotas, members, resource groups", &cli_project_noun, NULL, NULL,
 	 false},
+	{"preset", cmd_preset, "resource presets the launcher offers: list; create, change, remove (admins)",
+	 &cli_preset_noun, NULL, NULL, false},
 	{"fairshare", cmd_fairshare, "each project's and user's fair share: weight, target, usage, rank", NULL,
 	 "--json", "", false},
 	{"queue", cmd_queue, "the pending queue: positions, why each waits, history; move or cancel (admins)",

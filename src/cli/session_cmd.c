@@ -29,6 +29,11 @@
 	"  --startup-command CMD   run with /bin/sh -c once the container starts\n" \
 	"  --batch                 a batch session: it ends when the startup command does,\n" \
 	"                          TERMINATED with exit code 0, else ERROR with the code\n" \
+	"  --starts-at TIME        not started before TIME (RFC 3339, e.g.\n" \
+	"                          2026-11-29T07:00:00Z); it waits PENDING until then\n" \
+	"  --batch-timeout SECONDS with --batch: ended (ERROR) once it has run this long\n" \
+	"  --preopen PORT          list PORT as one of its apps from the start, opened\n" \
+	"                          like any app (repeatable, up to 8)\n" \
 	"  --root                  run as root, not as the image's work user (uid 1000);\n" \
 	"                          only where your policy allows it (allow_root)\n" \
 	"  --mount NAME[:PATH][:ro] mount a data folder (repeatable; default PATH\n" \
@@ -324,6 +329,9 @@ static int session_create(int argc, char **argv)
 		{"startup-command", required_argument, NULL, 's'},
 		{"batch", no_argument, NULL, 'b'},
 		{"root", no_argument, NULL, 'r'},
+		{"starts-at", required_argument, NULL, 'S'},
+		{"batch-timeout", required_argument, NULL, 'T'},
+		{"preopen", required_argument, NULL, 'O'},
 		{"mount", required_argument, NULL, 'M'},
 		{"cluster-size", required_argument, NULL, 'Z'},
 		{"cluster-mode", required_argument, NULL, 'X'},
@@ -459,6 +467,33 @@ static int session_create(int argc, char **argv)
 		case 'r':
 			json_object_set_new(body, "root", json_true());
 			break;
+		case 'S':
+			/* Checked by the manager, which says what it takes. */
+			json_object_set_new(body, "starts_at", json_string(optarg));
+			break;
+		case 'T':
+		case 'O': {
+			char *end;
+			long n = strtol(optarg, &end, 10);
+			long max = o == 'T' ? 30L * 24 * 3600 : 65535;
+			if (*optarg < '0' || *optarg > '9' || *end || n < 1 || n > max) {
+				rc = cli_usage_fail(sub, o == 'T' ? "--batch-timeout must be whole seconds from 1 to %ld "
+						    "(30 days), not '%s'" : "--preopen must be a port from 1 to %ld, not '%s'",
+						    max, optarg);
+				goto out;
+			}
+			if (o == 'T') {
+				json_object_set_new(body, "batch_timeout", json_integer(n));
+				break;
+			}
+			json_t *ports = json_object_get(body, "preopen_ports");
+			if (!ports) {
+				ports = json_array();
+				json_object_set_new(body, "preopen_ports", ports);
+			}
+			json_array_append_new(ports, json_integer(n));
+			break;
+		}
 		case 'M': {
 			struct model_mount mm;
 			if (model_parse_mount_spec(optarg, &mm, &err) < 0) {
@@ -684,6 +719,21 @@ static void session_print_info(json_t *s)
 	}
 	session_info_line("Startup command:", cli_json_str(s, "startup_command", NULL));
 	session_info_line("Runs as:", json_is_true(json_object_get(s, "root")) ? "root" : "work (uid 1000)");
+	if (json_is_string(json_object_get(s, "starts_at")))
+		session_info_line("Starts at:", cli_json_str(s, "starts_at", NULL));
+	if (json_is_integer(json_object_get(s, "batch_timeout"))) {
+		snprintf(buf, sizeof(buf), "%" JSON_INTEGER_FORMAT " s", json_integer_value(json_object_get(s, "batch_timeout")));
+		session_info_line("Batch timeout:", buf);
+	}
+	if (json_array_size(json_object_get(s, "preopen_ports"))) {
+		size_t pi, len = 0;
+		json_t *px;
+		buf[0] = '\0';
+		json_array_foreach(json_object_get(s, "preopen_ports"), pi, px)
+			len += (size_t)snprintf(buf + len, len < sizeof(buf) ? sizeof(buf) - len : 0, "%s%" JSON_INTEGER_FORMAT,
+						pi ? ", " : "", json_integer_value(px));
+		session_info_line("Preopen ports:", buf);
+	}
 	json_t *mounts = json_object_get(s, "mounts");
 	if (json_array_size(mounts)) {
 		printf("Mounts:\n");
@@ -1186,6 +1236,7 @@ out:
 static const struct cli_verb session_verbs[] = {
 	{"create", session_create, "create IMAGE [options]", "create one or more sessions",
 	 "--name=NAME --cpu=X --mem=SIZE --fgpu=X --count=K --env=K=V --startup-command=CMD --batch --root "
+	 "--starts-at=TIME --batch-timeout=SECONDS --preopen=PORT "
 	 "--mount=FOLDER --project=PROJECT --group=GROUP --priority=N --preemptible --no-preemptible "
 	 "--cluster-size=N --cluster-mode=single-node|multi-node --wait --timeout=SECONDS --json",
 	 "IMAGE"},

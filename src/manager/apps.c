@@ -260,6 +260,17 @@ static json_t *apps_json(struct manager *m, const struct msession *s)
 		json_array_append_new(arr, json_pack("{s:s,s:s,s:i}", "name", ports[i].name, "protocol",
 						     ports[i].protocol, "port", ports[i].ports[0]));
 	}
+	/* Its preopen ports (asked at create): each an app named port-N,
+	 * opened as `POST .../apps/N` opens that port. */
+	for (const char *p = s->rec.preopen_ports; *p;) {
+		long port = strtol(p, NULL, 10);
+		char name[APPROUTES_APP_MAX];
+		snprintf(name, sizeof(name), "port-%ld", port);
+		json_array_append_new(arr, json_pack("{s:s,s:s,s:i,s:b}", "name", name, "protocol", "http", "port",
+						     (int)port, "preopen", 1));
+		p += strcspn(p, ",");
+		p += *p == ',';
+	}
 	/* The open ones: where their route is. */
 	size_t i;
 	json_t *a;
@@ -267,7 +278,10 @@ static json_t *apps_json(struct manager *m, const struct msession *s)
 		if (!strcmp(json_string_value(json_object_get(a, "name")), "sshd"))
 			json_object_set_new(a, "ssh", ssh_json(s));
 		char target[APPROUTES_TARGET_MAX], url[600];
-		snprintf(target, sizeof(target), "app:%s", json_string_value(json_object_get(a, "name")));
+		if (json_is_true(json_object_get(a, "preopen")))
+			snprintf(target, sizeof(target), "port:%d", (int)json_integer_value(json_object_get(a, "port")));
+		else
+			snprintf(target, sizeof(target), "app:%s", json_string_value(json_object_get(a, "name")));
 		const struct approute *r = approutes_find(&m->apps, s->rec.id, target);
 		if (r) {
 			route_url(m, r, NULL, url, sizeof(url));
@@ -332,8 +346,17 @@ int mgr_session_app_open(struct manager *m, const struct user_rec *u, const char
 		bool listed = false;
 		size_t i;
 		json_t *a;
-		json_array_foreach(apps, i, a)
-			listed |= !strcmp(json_string_value(json_object_get(a, "name")), name);
+		json_array_foreach(apps, i, a) {
+			if (strcmp(json_string_value(json_object_get(a, "name")), name))
+				continue;
+			listed = true;
+			/* A preopen port's app is that port, as a number
+			 * names it. */
+			if (json_is_true(json_object_get(a, "preopen"))) {
+				port = (int)json_integer_value(json_object_get(a, "port"));
+				snprintf(target, sizeof(target), "port:%d", port);
+			}
+		}
 		if (!listed) {
 			char names[512];
 			app_names(apps, names, sizeof(names));

@@ -274,6 +274,16 @@ json_t *mgr_resources(struct manager *m, const struct user_rec *u);
  * mgr_group_name_check); *node: the node as listed. */
 int mgr_node_set_group(struct manager *m, const char *id, const char *group, json_t **node, struct terr *err);
 
+/* ---- resource presets (presets.c; docs/admin.md, "Resource presets") ---- */
+/* Every preset, oldest first (everyone may read them). New reference. */
+json_t *mgr_presets_list(struct manager *m);
+/* Admins only (EPERM); bodies as presets.h's preset_parse reads them;
+ * EEXIST a name taken, ENOENT no such preset. *out: the preset's JSON. */
+int mgr_preset_create(struct manager *m, const struct user_rec *by, json_t *body, json_t **out, struct terr *err);
+int mgr_preset_update(struct manager *m, const struct user_rec *by, const char *name, json_t *body, json_t **out,
+		      struct terr *err);
+int mgr_preset_delete(struct manager *m, const struct user_rec *by, const char *name, struct terr *err);
+
 /* ---- projects (projects.c; docs/scheduling.md) ---- */
 /* GET /v1/fairshare: each project's (u's, or all for admins) and its
  * users' weight, target, decayed usage, usage share, current share and

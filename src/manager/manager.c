@@ -414,7 +414,8 @@ int manager_open(struct manager **out, const struct manager_config *cfg, struct 
 	mgr_apps_apply(m);
 	mgr_apps_load(m);
 	if ((rc = mgr_images_load(m, err)) < 0 || (rc = mgr_drain_load(m, err)) < 0 ||
-	    (rc = mgr_node_groups_load(m, err)) < 0 || (rc = mgr_projects_load(m, err)) < 0)
+	    (rc = mgr_node_groups_load(m, err)) < 0 || (rc = mgr_projects_load(m, err)) < 0 ||
+	    (rc = mgr_presets_load(m, err)) < 0)
 		goto fail;
 	mgr_fairshare_load(m);
 	if ((rc = open_redis(m, err)) < 0)
@@ -647,6 +648,7 @@ void manager_close(struct manager *m)
 	mgr_drain_free(m);
 	mgr_node_groups_free(m);
 	mgr_projects_free(m);
+	mgr_presets_free(m);
 	mgr_folders_free(m);
 	/* Emptied as execs end; anything left belongs to no stream now. */
 	while (m->exec_counts) {

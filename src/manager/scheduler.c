@@ -309,6 +309,11 @@ static bool snapshot_build(struct manager *m, struct snapshot *sn, const struct 
 		}
 		if (!pj || !mb || g < 0)
 			continue;   /* cannot happen: every session has a project its owner is in */
+		/* Not before its start time (starts_at): the safety pass, once
+		 * a second, takes it in once the time has come. Its status_info
+		 * says so from its creation. */
+		if (s->rec.starts_at_ms > now)
+			continue;
 		/* A cluster session waits as one request, its main's: a gang
 		 * of its containers, all of them waiting. */
 		if (sub || !cluster_waits_whole(s))
@@ -567,6 +572,7 @@ static void *sched_main(void *arg)
 			mgr_folders_purge_trash(m);
 			mgr_usage_sweep(m);
 			mgr_fairshare_tick(m);
+			mgr_batch_timeouts(m);
 		}
 		/* Nothing is placed while the store is unreachable (or not yet
 		 * written again after it came back): a placement must be

@@ -145,6 +145,13 @@ int mgr_add_sessions(struct manager *m, struct msession **news, size_t n, struct
 		s->rec.status = SS_PENDING;
 		s->rec.created_ms = now;
 		util_strlcpy(s->rec.status_info, "waiting to be scheduled", sizeof(s->rec.status_info));
+		if (s->rec.starts_at_ms > now) {
+			/* The scheduler leaves it out of its passes until then
+			 * (scheduler.c), so nothing else writes its reason. */
+			char at[40];
+			util_format_time_ms(s->rec.starts_at_ms, at, sizeof(at));
+			snprintf(s->rec.status_info, sizeof(s->rec.status_info), "waiting for its start time, %s", at);
+		}
 		struct history_rec h = {.status = SS_PENDING, .at_ms = now};
 		util_strlcpy(h.info, "created", sizeof(h.info));
 		if ((rc = m->so->session_put(m->store, &s->rec, err)) < 0 ||
@@ -353,6 +360,17 @@ json_t *mgr_session_json(struct manager *m, const struct msession *s)
 	json_object_set_new(o, "priority", json_integer(s->rec.priority));
 	json_object_set_new(o, "preemptible", json_boolean(s->rec.preemptible));
 	json_object_set_new(o, "preemptions", json_integer(s->rec.preemptions));
+	/* The full launcher's choices (docs/api.md, "POST /v1/sessions"). */
+	json_object_set_new(o, "starts_at", mgr_time_json(s->rec.starts_at_ms));
+	json_object_set_new(o, "batch_timeout", s->rec.batch_timeout_s ? json_integer(s->rec.batch_timeout_s)
+								       : json_null());
+	json_t *ports = json_array();
+	for (const char *p = s->rec.preopen_ports; *p;) {
+		json_array_append_new(ports, json_integer(strtol(p, NULL, 10)));
+		p += strcspn(p, ",");
+		p += *p == ',';
+	}
+	json_object_set_new(o, "preopen_ports", ports);
 	/* Its folders, without their host paths (which are the admin's). */
 	json_t *recorded = s->rec.mounts_json ? json_loads(s->rec.mounts_json, 0, NULL) : NULL;
 	json_t *mounts = json_array();
@@ -944,6 +962,9 @@ static struct msession **new_records(const struct user_rec *owner, const struct 
 		s->rec.startup_command = cr->startup_command ? strdup(cr->startup_command) : NULL;
 		util_strlcpy(s->rec.type, cr->batch ? STORE_TYPE_BATCH : STORE_TYPE_INTERACTIVE, sizeof(s->rec.type));
 		s->rec.run_as_root = cr->root;
+		s->rec.starts_at_ms = cr->starts_at_ms;
+		s->rec.batch_timeout_s = cr->batch_timeout_s;
+		util_strlcpy(s->rec.preopen_ports, cr->preopen_ports, sizeof(s->rec.preopen_ports));
 		/* Its app secret (docs/apps.md): for its runner and the proxy. */
 		if (sign_random_hex(32, s->rec.app_secret, sizeof(s->rec.app_secret), err) < 0)
 			break;
@@ -1054,7 +1075,14 @@ int mgr_sessions_create(struct manager *m, const struct user_rec *owner, const s
 	if (cr->dry_run) {
 		/* Validated like a create; the estimate replaces the sessions. */
 		char why[SCHED_REASON_MAX + 64];
-		bool fits = mgr_sched_estimate(m, &news[0]->rec, cr->count, why, sizeof(why));
+		bool fits;
+		if (cr->starts_at_ms > util_now_ms()) {
+			char at[40];
+			util_format_time_ms(cr->starts_at_ms, at, sizeof(at));
+			snprintf(why, sizeof(why), "it waits for its start time, %s (starts_at)", at);
+			fits = false;
+		} else
+			fits = mgr_sched_estimate(m, &news[0]->rec, cr->count, why, sizeof(why));
 		pthread_mutex_unlock(&m->mu);
 		free_news(news, n);
 		*sessions = json_pack("{s:b,s:s?}", "fits_now", fits, "reason", fits ? NULL : why);
@@ -1073,6 +1101,32 @@ int mgr_sessions_create(struct manager *m, const struct user_rec *owner, const s
 	free(news);   /* the records are the manager's now */
 	*sessions = arr;
 	return 0;
+}
+
+/* ---------- batch timeouts ---------- */
+
+void mgr_batch_timeouts(struct manager *m)
+{
+	int64_t now = util_now_ms();
+	for (size_t i = 0; i < m->n_sessions; i++) {
+		struct msession *s = m->sessions[i];
+		if (s->rec.status != SS_RUNNING || !s->rec.batch_timeout_s || !mgr_session_is_batch(s) ||
+		    mgr_session_is_sub(s))
+			continue;
+		/* Since it last began to run: a preempted session that was
+		 * queued again gets its whole time anew. */
+		int64_t since = s->running_since_ms ? s->running_since_ms : s->rec.started_ms;
+		if (!since || now - since < s->rec.batch_timeout_s * 1000)
+			continue;
+		/* Ended as a failure (its command did not finish): the final
+		 * ERROR says why once the container is gone (run_destroy), and
+		 * a cluster session's other containers follow its main. */
+		snprintf(s->cl_error, sizeof(s->cl_error), "batch timeout: the command ran past its %llds "
+			 "(batch_timeout) and was ended", (long long)s->rec.batch_timeout_s);
+		mgr_set_status(m, s, SS_TERMINATING, "batch timeout: ran past its %llds (batch_timeout); terminating",
+			       (long long)s->rec.batch_timeout_s);
+		mgr_enqueue_destroy(m, s);
+	}
 }
 
 /* ---------- queries and deletion ---------- */

@@ -135,7 +135,8 @@ struct msession {
 	 * whose main is not loaded); the main keeps its members in order,
 	 * main1 first, then sub1... ([rec.cluster_size], NULL where one is
 	 * missing). cl_error: why a member's failure ended the session, for
-	 * the main's final ERROR. */
+	 * the main's final ERROR; or why the manager ended a session as a
+	 * failure (a batch timeout, mgr_batch_timeouts). */
 	struct msession *cl_main;
 	struct msession **cl_members;
 	char cl_error[STORE_INFO_MAX];
@@ -385,6 +386,9 @@ struct manager {
 	size_t n_projects;
 	struct mmember **members;
 	size_t n_members;
+	/* Resource presets (presets.c), as stored: PRESETS_MAX slots. */
+	struct preset_rec *presets;
+	size_t n_presets;
 	/* Nodes' resource groups (nodes_admin.c): {"node id": "group"}, kept
 	 * in the store's settings table; a node not named is in
 	 * MGR_DEFAULT_GROUP. */
@@ -941,6 +945,15 @@ int mgr_project_choose(struct manager *m, const struct user_rec *u, const char *
 		       struct terr *err);
 bool mgr_project_allows_group(const struct mproject *p, const char *group);
 json_t *mgr_project_json(struct manager *m, const struct mproject *p, const struct user_rec *viewer);
+
+/* Ends every RUNNING batch session that has run past its batch_timeout_s
+ * (sessions.c): TERMINATING, then ERROR saying so. mu held; called by
+ * the scheduler's safety pass, once a second. */
+void mgr_batch_timeouts(struct manager *m);
+
+/* ---- presets.c ---- */
+int mgr_presets_load(struct manager *m, struct terr *err);
+void mgr_presets_free(struct manager *m);
 
 /* ---- fairshare.c ---- */
 /* Reads the stored usage (decayed by the time since it was stored). */

@@ -5,10 +5,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/jsonutil.h"
 #include "common/units.h"
 #include "images/labels.h"
+#include "manager/approutes.h"
 
 /* Docker's reference grammar is parsed in one place (images/labels.c),
  * which the catalog also uses to put references in canonical form. */
@@ -66,13 +68,125 @@ int validate_email(const char *email, char *out, size_t n, struct terr *err)
 	return 0;
 }
 
+/* n digits of p as a number; -1 when one is not a digit. */
+static int digits(const char *p, int n)
+{
+	int v = 0;
+	for (int i = 0; i < n; i++) {
+		if (p[i] < '0' || p[i] > '9')
+			return -1;
+		v = v * 10 + (p[i] - '0');
+	}
+	return v;
+}
+
+int validate_time(const char *text, const char *what, int64_t *ms, struct terr *err)
+{
+	const char *p = text;
+	int Y = digits(p, 4), M = -1, D = -1, h = -1, mi = -1, sec = 0, frac = 0;
+	if (Y >= 0 && p[4] == '-' && (M = digits(p + 5, 2)) >= 0 && p[7] == '-' && (D = digits(p + 8, 2)) >= 0 &&
+	    (p[10] == 'T' || p[10] == 't' || p[10] == ' ') && (h = digits(p + 11, 2)) >= 0 && p[13] == ':' &&
+	    (mi = digits(p + 14, 2)) >= 0) {
+		p += 16;
+		if (*p == ':') {
+			if ((sec = digits(p + 1, 2)) < 0)
+				goto bad;
+			p += 3;
+			if (*p == '.') {
+				int n = 0, scale = 100;
+				for (p++; *p >= '0' && *p <= '9'; p++, n++) {
+					frac += (*p - '0') * scale;
+					scale /= 10;
+				}
+				if (n == 0 || n > 3)
+					goto bad;
+			}
+		}
+	} else {
+		goto bad;
+	}
+	int off_min = 0;
+	if (*p == 'Z' || *p == 'z') {
+		p++;
+	} else if (*p == '+' || *p == '-') {
+		int oh = digits(p + 1, 2), om = oh >= 0 && p[3] == ':' ? digits(p + 4, 2) : -1;
+		if (oh < 0 || om < 0 || oh > 23 || om > 59)
+			goto bad;
+		off_min = (oh * 60 + om) * (*p == '-' ? -1 : 1);
+		p += 6;
+	} else {
+		goto bad;
+	}
+	if (*p || Y < 1970 || M < 1 || M > 12 || D < 1 || h > 23 || mi > 59 || sec > 59)
+		goto bad;
+	struct tm tm = {.tm_year = Y - 1900, .tm_mon = M - 1, .tm_mday = D, .tm_hour = h, .tm_min = mi, .tm_sec = sec};
+	time_t t = timegm(&tm);
+	/* timegm normalizes 31 Feb into March: the day must come back. */
+	if (t == (time_t)-1 || tm.tm_mday != D || tm.tm_mon != M - 1)
+		goto bad;
+	*ms = ((int64_t)t - (int64_t)off_min * 60) * 1000 + frac;
+	return 0;
+bad:
+	return terr_set(err, EINVAL, "%s must be a time like 2026-11-29T07:00:00Z (RFC 3339, with Z or an offset "
+			"such as +01:00), not '%.40s'", what, text);
+}
+
+/* starts_at, batch_timeout and preopen_ports (docs/api.md, "POST
+ * /v1/sessions"). */
+static int launcher_fields(json_t *body, struct create_request *out, struct terr *err)
+{
+	const char *at = NULL;
+	bool present;
+	if (jsonutil_get_string(body, "starts_at", "starts_at", &at, NULL, err) < 0)
+		return -EINVAL;
+	if (at) {
+		if (validate_time(at, "starts_at", &out->starts_at_ms, err) < 0)
+			return -EINVAL;
+		/* time(): this file links alone into the fuzz targets. */
+		if (out->starts_at_ms - (int64_t)time(NULL) * 1000 > VALIDATE_MAX_STARTS_AHEAD_MS)
+			return terr_set(err, EINVAL, "starts_at is more than a year ahead ('%.40s')", at);
+	}
+	if (jsonutil_get_int(body, "batch_timeout", "batch_timeout", &out->batch_timeout_s, &present, err) < 0)
+		return -EINVAL;
+	if (present && (out->batch_timeout_s < 1 || out->batch_timeout_s > VALIDATE_MAX_BATCH_TIMEOUT_S))
+		return terr_set(err, EINVAL, "batch_timeout must be whole seconds from 1 to %lld (30 days), or absent "
+				"for no limit", VALIDATE_MAX_BATCH_TIMEOUT_S);
+	if (present && !out->batch)
+		return terr_set(err, EINVAL, "batch_timeout is for batch sessions (\"type\": \"batch\"); an interactive "
+				"session runs until it is ended or its owner's idle_timeout_s");
+	json_t *ports = json_object_get(body, "preopen_ports");
+	if (!ports || json_is_null(ports))
+		return 0;
+	if (!json_is_array(ports))
+		return terr_set(err, EINVAL, "preopen_ports must be an array of port numbers, like [8080, 6006]");
+	if (json_array_size(ports) > VALIDATE_MAX_PREOPEN)
+		return terr_set(err, EINVAL, "preopen_ports: at most %d ports", VALIDATE_MAX_PREOPEN);
+	size_t i, len = 0;
+	json_t *x;
+	int seen[VALIDATE_MAX_PREOPEN];
+	json_array_foreach(ports, i, x) {
+		json_int_t v = json_is_integer(x) ? json_integer_value(x) : 0;
+		if (v < 1 || v > 65535 || v == APPROUTES_RUNNER_PORT)
+			return terr_set(err, EINVAL, "preopen_ports[%zu] must be a port number from 1 to 65535, not %d "
+					"(the runner's own)", i, APPROUTES_RUNNER_PORT);
+		for (size_t j = 0; j < i; j++)
+			if (seen[j] == (int)v)
+				return terr_set(err, EINVAL, "preopen_ports: port %d is given twice", (int)v);
+		seen[i] = (int)v;
+		len += (size_t)snprintf(out->preopen_ports + len, sizeof(out->preopen_ports) - len, "%s%d",
+					i ? "," : "", (int)v);
+	}
+	return 0;
+}
+
 int validate_create_request(json_t *body, struct create_request *out, struct terr *err)
 {
 	if (!json_is_object(body))
 		return terr_set(err, EINVAL, "request body must be a JSON object");
 	static const char *const known[] = {"image", "name", "count", "resources", "env", "startup_command", "type",
 					    "root", "mounts", "project", "group", "priority", "preemptible",
-					    "cluster_size", "cluster_mode", NULL};
+					    "cluster_size", "cluster_mode", "starts_at", "batch_timeout", "preopen_ports",
+					    NULL};
 	const char *key;
 	json_t *val;
 	json_object_foreach(body, key, val) {
@@ -82,7 +196,7 @@ int validate_create_request(json_t *body, struct create_request *out, struct ter
 		if (!ok)
 			return terr_set(err, EINVAL, "unknown field '%s' (known: image, name, count, resources, env, "
 					"startup_command, type, root, mounts, project, group, priority, preemptible, "
-					"cluster_size, cluster_mode)", key);
+					"cluster_size, cluster_mode, starts_at, batch_timeout, preopen_ports)", key);
 	}
 	memset(out, 0, sizeof(*out));
 	out->count = 1;
@@ -191,6 +305,8 @@ int validate_create_request(json_t *body, struct create_request *out, struct ter
 	if (out->count * out->cluster_size > VALIDATE_MAX_COUNT)
 		return terr_set(err, EINVAL, "count x cluster_size must be at most %d containers (got %lld)",
 				VALIDATE_MAX_COUNT, (long long)(out->count * out->cluster_size));
+	if (launcher_fields(body, out, err) < 0)
+		return -EINVAL;
 	json_t *mounts = json_object_get(body, "mounts");
 	if (mounts && !json_is_null(mounts)) {
 		if (!json_is_array(mounts))

@@ -71,6 +71,17 @@ int validate_session_query(const struct session_query_in *in, struct session_que
 void validate_session_token(const struct session_query *q, int64_t last_seq, char out[VALIDATE_TOKEN_MAX]);
 
 #define VALIDATE_MAX_MOUNTS 16
+/* The full launcher's limits (docs/api.md, "POST /v1/sessions"). */
+#define VALIDATE_MAX_PREOPEN 8
+#define VALIDATE_MAX_BATCH_TIMEOUT_S (30LL * 24 * 3600)
+#define VALIDATE_MAX_STARTS_AHEAD_MS (366LL * 24 * 3600 * 1000)
+
+/* An RFC 3339 time ("2026-11-29T07:00:00Z", "2026-11-29T08:00:00.5+01:00"):
+ * a date, 'T' (or 't', or one space), a time with seconds optional and at
+ * most 3 decimals, and 'Z' or an offset. *ms: milliseconds since the
+ * epoch. EINVAL naming what for anything else (a date that does not
+ * exist, as 31 Feb, included). */
+int validate_time(const char *text, const char *what, int64_t *ms, struct terr *err);
 
 /* A validated create request. */
 struct create_request {
@@ -99,6 +110,14 @@ struct create_request {
 	 * go: STORE_CLUSTER_SINGLE_NODE or _MULTI_NODE. */
 	int64_t cluster_size;
 	const char *cluster_mode;
+	/* "starts_at": not started before (ms; 0: as soon as it fits; at
+	 * most a year ahead); "batch_timeout": seconds a batch session may
+	 * run (0: no limit); "preopen_ports": [PORT, ...] listed as its apps
+	 * from the start, kept as "8080,8888" (unique, 1..65535, not the
+	 * runner's 7611). */
+	int64_t starts_at_ms;
+	int64_t batch_timeout_s;
+	char preopen_ports[128];
 };
 
 /* Parses and validates a POST /v1/sessions body; strings borrow from body. */

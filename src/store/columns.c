@@ -73,6 +73,10 @@ static const struct store_column session_cols[] = {
 	COL(session_rec, cluster_idx,      STORE_COL_INT64,   "NOT NULL DEFAULT 1", cluster_idx),
 	COL(session_rec, cluster_main,     STORE_COL_TEXT,    "NOT NULL DEFAULT ''", cluster_main),
 	COL(session_rec, cluster_ssh_seed, STORE_COL_TEXT,    "NOT NULL DEFAULT ''", cluster_ssh_seed),
+	/* Added in schema version 9 (the full launcher). */
+	COL(session_rec, starts_at_ms,     STORE_COL_INT64,   "NOT NULL DEFAULT 0", starts_at_ms),
+	COL(session_rec, batch_timeout_s,  STORE_COL_INT64,   "NOT NULL DEFAULT 0", batch_timeout_s),
+	COL(session_rec, preopen_ports,    STORE_COL_TEXT,    "NOT NULL DEFAULT ''", preopen_ports),
 };
 TABLE(store_sessions_table, "sessions", NULL, session_rec, session_cols);
 
@@ -146,9 +150,21 @@ static const struct store_column member_cols[] = {
 };
 TABLE(store_members_table, "project_members", NULL, member_rec, member_cols);
 
+/* Added in schema version 8 (migrate.c makes the default ones). */
+static const struct store_column preset_cols[] = {
+	COL(preset_rec, name,           STORE_COL_TEXT,  "PRIMARY KEY",         name),
+	COL(preset_rec, cpu_m,          STORE_COL_INT64, "NOT NULL",            res.cpu_m),
+	COL(preset_rec, mem,            STORE_COL_INT64, "NOT NULL",            res.mem),
+	COL(preset_rec, fgpu_m,         STORE_COL_INT64, "NOT NULL DEFAULT 0",  res.fgpu_m),
+	COL(preset_rec, resource_group, STORE_COL_TEXT,  "NOT NULL DEFAULT ''", resource_group),
+	COL(preset_rec, created_ms,     STORE_COL_INT64, "NOT NULL",            created_ms),
+};
+TABLE(store_presets_table, "presets", NULL, preset_rec, preset_cols);
+
 const struct store_table *const store_tables[] = {
 	&store_users_table, &store_sessions_table, &store_history_table, &store_agents_table,
-	&store_folders_table, &store_keypairs_table, &store_projects_table, &store_members_table, NULL,
+	&store_folders_table, &store_keypairs_table, &store_projects_table, &store_members_table,
+	&store_presets_table, NULL,
 };
 
 int store_tables_check(struct terr *err)

@@ -35,6 +35,14 @@ struct migration {
 	"SELECT access_key,id,secret_key,'',created_ms FROM users " \
 	"WHERE access_key NOT IN (SELECT access_key FROM keypairs)"
 
+/* The launcher's presets before they were the admins' (Small, Medium,
+ * One GPU), so that a database, new or older, starts with them. Its
+ * created_ms orders them as they were shown; one of the same name (a
+ * database whose version was set back) is kept as it is. */
+#define DEFAULT_PRESETS \
+	"INSERT INTO presets(name,cpu_m,mem,fgpu_m,resource_group,created_ms) VALUES " \
+	"('Small',1000,2147483648,0,'',1),('Medium',4000,8589934592,0,'',2)," \
+	"('One GPU',2000,8589934592,1000,'',3) ON CONFLICT(name) DO NOTHING"
 
 /* Append only; versions are 1, 2, 3... in order. */
 static const struct migration migrations[] = {
@@ -55,6 +63,10 @@ static const struct migration migrations[] = {
 	{6, "sessions' cluster size, mode, role, index, main and SSH key", MIG_ADD_COLUMNS, NULL, NULL},
 	/* SSH into sessions: each user's public keys (docs/user-guide.md). */
 	{7, "users' SSH public keys", MIG_ADD_COLUMNS, NULL, NULL},
+	/* Resource presets (docs/admin.md, "Resource presets"). */
+	{8, "table presets, with the launcher's three", MIG_CREATE, DEFAULT_PRESETS, DEFAULT_PRESETS},
+	/* The full launcher (docs/api.md, "POST /v1/sessions"). */
+	{9, "sessions' start time, batch timeout and preopen ports", MIG_ADD_COLUMNS, NULL, NULL},
 };
 
 #define N_MIGRATIONS (sizeof(migrations) / sizeof(migrations[0]))

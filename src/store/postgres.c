@@ -45,7 +45,7 @@
 #define LEADER_KEY "8387236820507844865"
 #define MIGRATE_KEY "8387236820507844866"
 #define RETRY_MS 1000
-#define MAX_PARAMS 40
+#define MAX_PARAMS 48
 #define MAX_PENDING 10000
 /* Writes inside a transaction are pipelined (libpq's pipeline mode: sent
  * without waiting for each answer; a scheduler pass writes thousands of
@@ -84,6 +84,9 @@
 	X(MEMBER_PUT, &store_members_table, "INSERT INTO %T(%C) VALUES(%P) ON CONFLICT(id) DO UPDATE SET %U") \
 	X(MEMBER_DEL, NULL, "DELETE FROM project_members WHERE id=?") \
 	X(MEMBER_ALL, &store_members_table, "SELECT %R FROM %T ORDER BY project_id, created_ms, id") \
+	X(PRESET_PUT, &store_presets_table, "INSERT INTO %T(%C) VALUES(%P) ON CONFLICT(name) DO UPDATE SET %U") \
+	X(PRESET_DEL, NULL, "DELETE FROM presets WHERE name=?") \
+	X(PRESET_ALL, &store_presets_table, "SELECT %R FROM %T ORDER BY created_ms, name") \
 	X(KV_GET, NULL, "SELECT value FROM settings WHERE key=?") \
 	X(KV_SET, NULL, "INSERT INTO settings(key,value) VALUES(?,?) ON CONFLICT(key) DO UPDATE SET value=excluded.value")
 
@@ -998,6 +1001,20 @@ static int pg_project_delete(struct store *s, const char *id, struct terr *err)
 	return delete_with(s, ST_PROJECT_MEMBERS_DEL, ST_PROJECT_DEL, id, err);
 }
 
+static int pg_preset_put(struct store *s, const struct preset_rec *pr, struct terr *err)
+{
+	struct params p;
+	bind_record(&p, &store_presets_table, NULL, pr);
+	return write_stmt(s, ST_PRESET_PUT, &p, err);
+}
+
+static int pg_preset_delete(struct store *s, const char *name, struct terr *err)
+{
+	struct params p = {0};
+	param_text(&p, name);
+	return write_stmt(s, ST_PRESET_DEL, &p, err);
+}
+
 static int pg_member_put(struct store *s, const struct member_rec *m, struct terr *err)
 {
 	struct params p;
@@ -1208,6 +1225,12 @@ static int pg_project_load_all(struct store *s, store_project_cb cb, void *ud, s
 	return read_rows(s, ST_PROJECT_ALL, NULL, table_row, &l, "projects", err);
 }
 
+static int pg_preset_load_all(struct store *s, store_preset_cb cb, void *ud, struct terr *err)
+{
+	struct table_load_ctx l = {&store_presets_table, (int (*)(void *, const void *))cb, ud};
+	return read_rows(s, ST_PRESET_ALL, NULL, table_row, &l, "presets", err);
+}
+
 static int pg_member_load_all(struct store *s, store_member_cb cb, void *ud, struct terr *err)
 {
 	struct table_load_ctx l = {&store_members_table, (int (*)(void *, const void *))cb, ud};
@@ -1313,6 +1336,9 @@ const struct store_ops store_pg_ops = {
 	.agent_load_all = pg_agent_load_all,
 	.folder_put = pg_folder_put,
 	.folder_delete = pg_folder_delete,
+	.preset_put = pg_preset_put,
+	.preset_delete = pg_preset_delete,
+	.preset_load_all = pg_preset_load_all,
 	.project_put = pg_project_put,
 	.project_delete = pg_project_delete,
 	.project_load_all = pg_project_load_all,

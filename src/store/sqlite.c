@@ -52,6 +52,9 @@
 	X(MEMBER_PUT, &store_members_table, "INSERT OR REPLACE INTO %T(%C) VALUES(%P)") \
 	X(MEMBER_DEL, NULL, "DELETE FROM project_members WHERE id=?") \
 	X(MEMBER_ALL, &store_members_table, "SELECT %R FROM %T ORDER BY project_id, created_ms, id") \
+	X(PRESET_PUT, &store_presets_table, "INSERT OR REPLACE INTO %T(%C) VALUES(%P)") \
+	X(PRESET_DEL, NULL, "DELETE FROM presets WHERE name=?") \
+	X(PRESET_ALL, &store_presets_table, "SELECT %R FROM %T ORDER BY created_ms, name") \
 	X(KV_GET, NULL, "SELECT value FROM settings WHERE key=?") \
 	X(KV_SET, NULL, "INSERT OR REPLACE INTO settings(key,value) VALUES(?,?)")
 
@@ -586,6 +589,26 @@ static int sqlite_project_load_all(struct store *s, store_project_cb cb, void *u
 			  "load projects", err);
 }
 
+static int sqlite_preset_put(struct store *s, const struct preset_rec *p, struct terr *err)
+{
+	sqlite3_stmt *st = stmt(s, ST_PRESET_PUT);
+	bind_record(st, &store_presets_table, NULL, p);
+	return step_done(s, st, err, "save preset");
+}
+
+static int sqlite_preset_delete(struct store *s, const char *name, struct terr *err)
+{
+	sqlite3_stmt *st = stmt(s, ST_PRESET_DEL);
+	bind_text(st, 1, name);
+	return step_done(s, st, err, "delete preset");
+}
+
+static int sqlite_preset_load_all(struct store *s, store_preset_cb cb, void *ud, struct terr *err)
+{
+	return load_table(s, ST_PRESET_ALL, &store_presets_table, (int (*)(void *, const void *))cb, ud,
+			  "load presets", err);
+}
+
 static int sqlite_member_put(struct store *s, const struct member_rec *m, struct terr *err)
 {
 	sqlite3_stmt *st = stmt(s, ST_MEMBER_PUT);
@@ -654,6 +677,9 @@ const struct store_ops store_sqlite_ops = {
 	.agent_load_all = sqlite_agent_load_all,
 	.folder_put = sqlite_folder_put,
 	.folder_delete = sqlite_folder_delete,
+	.preset_put = sqlite_preset_put,
+	.preset_delete = sqlite_preset_delete,
+	.preset_load_all = sqlite_preset_load_all,
 	.project_put = sqlite_project_put,
 	.project_delete = sqlite_project_delete,
 	.project_load_all = sqlite_project_load_all,

@@ -120,6 +120,13 @@ struct session_rec {
 	int64_t cluster_idx;
 	char cluster_main[STORE_ID_MAX];
 	char cluster_ssh_seed[65];
+	/* The full launcher's (docs/api.md, "POST /v1/sessions"): not started
+	 * before starts_at_ms (0: as soon as it fits); a batch session ended
+	 * once it has run batch_timeout_s (0: no limit); the ports listed as
+	 * its apps from the start, "8080,8888" ("": none). */
+	int64_t starts_at_ms;
+	int64_t batch_timeout_s;
+	char preopen_ports[128];
 };
 
 #define STORE_CLUSTER_SINGLE_NODE "single-node"
@@ -192,6 +199,16 @@ struct member_rec {
 };
 #define STORE_ROLE_MEMBER "member"
 #define STORE_ROLE_MANAGER "manager"
+/* A resource preset (docs/admin.md, "Resource presets"): a named
+ * amount of CPU, memory and fGPU the launcher offers, made by admins;
+ * for one resource group, or for every group when resource_group is "". */
+struct preset_rec {
+	char name[STORE_NAME_MAX];
+	struct res res;
+	char resource_group[STORE_NAME_MAX];
+	int64_t created_ms;
+};
+typedef int (*store_preset_cb)(void *ud, const struct preset_rec *p);
 typedef int (*store_project_cb)(void *ud, const struct project_rec *p);
 typedef int (*store_member_cb)(void *ud, const struct member_rec *m);
 
@@ -270,6 +287,12 @@ struct store_ops {
 	int (*member_put)(struct store *s, const struct member_rec *m, struct terr *err);
 	int (*member_delete)(struct store *s, const char *id, struct terr *err);
 	int (*member_load_all)(struct store *s, store_member_cb cb, void *ud, struct terr *err);
+
+	/* Resource presets: insert or replace by name, delete by name,
+	 * every one (oldest first). */
+	int (*preset_put)(struct store *s, const struct preset_rec *p, struct terr *err);
+	int (*preset_delete)(struct store *s, const char *name, struct terr *err);
+	int (*preset_load_all)(struct store *s, store_preset_cb cb, void *ud, struct terr *err);
 
 	/* Cluster settings. kv_get: -ENOENT when unset; *value malloc'd. */
 	int (*kv_get)(struct store *s, const char *key, char **value, struct terr *err);

@@ -254,6 +254,15 @@ if user:
 call("GET", "/v1/fairshare", what="fair share with a project")
 call("DELETE", "/v1/projects/oa-proj", what="the project removed")
 
+# ---- resource presets ----
+call("GET", "/v1/presets", what="the presets")
+call("POST", "/v1/presets", {"name": "OA preset", "resources": {"cpu": 2, "mem": "4g"}, "group": "h100"},
+     what="a preset")
+call("POST", "/v1/presets", {"name": "OA preset", "resources": {"cpu": 2, "mem": "4g"}}, what="a preset's name taken")
+call("PATCH", "/v1/presets/" + urllib.parse.quote("OA preset"), {"resources": {"fgpu": 1}, "group": None},
+     what="the preset changed")
+call("DELETE", "/v1/presets/" + urllib.parse.quote("OA preset"), what="the preset removed")
+
 # ---- sessions ----
 spec_body = {"image": image, "name": "oa", "startup_command": "echo started; sleep 600"}
 call("POST", "/v1/sessions?dry_run=1", spec_body, what="a dry run")

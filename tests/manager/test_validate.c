@@ -423,6 +423,60 @@ TEST(create_fields)
 	CREATE_BAD("{\"image\":\"busybox\",\"type\":1}", "type");
 }
 
+/* The full launcher's fields: starts_at (RFC 3339), batch_timeout (batch
+ * sessions only) and preopen_ports. */
+TEST(create_launcher_fields)
+{
+	struct create_request r;
+	json_t *b = create_ok("{\"image\":\"busybox\",\"starts_at\":\"2027-01-02T03:04:05Z\"}", &r, __LINE__);
+	CHECK_INT(r.starts_at_ms, 1798859045000LL);
+	json_decref(b);
+	b = create_ok("{\"image\":\"busybox\",\"starts_at\":\"2027-01-02T04:04:05.250+01:00\"}", &r, __LINE__);
+	CHECK_INT(r.starts_at_ms, 1798859045250LL);
+	json_decref(b);
+	b = create_ok("{\"image\":\"busybox\",\"starts_at\":\"2020-01-01T00:00Z\"}", &r, __LINE__);
+	CHECK_INT(r.starts_at_ms, 1577836800000LL);   /* past: as soon as it fits */
+	json_decref(b);
+	b = create_ok("{\"image\":\"busybox\"}", &r, __LINE__);
+	CHECK_INT(r.starts_at_ms, 0);
+	CHECK_INT(r.batch_timeout_s, 0);
+	CHECK_STR(r.preopen_ports, "");
+	json_decref(b);
+	CREATE_BAD("{\"image\":\"busybox\",\"starts_at\":\"tomorrow\"}", "starts_at must be a time like");
+	CREATE_BAD("{\"image\":\"busybox\",\"starts_at\":\"2027-02-31T00:00:00Z\"}", "starts_at must be a time");
+	CREATE_BAD("{\"image\":\"busybox\",\"starts_at\":\"2027-01-02T03:04:05\"}", "with Z or an offset");
+	CREATE_BAD("{\"image\":\"busybox\",\"starts_at\":\"2027-01-02T25:04:05Z\"}", "starts_at");
+	CREATE_BAD("{\"image\":\"busybox\",\"starts_at\":\"2027-01-02T03:04:05.1234Z\"}", "starts_at");
+	CREATE_BAD("{\"image\":\"busybox\",\"starts_at\":\"2999-01-01T00:00:00Z\"}", "more than a year ahead");
+	CREATE_BAD("{\"image\":\"busybox\",\"starts_at\":1700000000}", "starts_at");
+
+	b = create_ok("{\"image\":\"busybox\",\"type\":\"batch\",\"startup_command\":\"sleep 9\",\"batch_timeout\":60}",
+		      &r, __LINE__);
+	CHECK_INT(r.batch_timeout_s, 60);
+	json_decref(b);
+	CREATE_BAD("{\"image\":\"busybox\",\"batch_timeout\":60}", "batch_timeout is for batch sessions");
+	CREATE_BAD("{\"image\":\"busybox\",\"type\":\"batch\",\"startup_command\":\"x\",\"batch_timeout\":0}",
+		   "batch_timeout must be whole seconds");
+	CREATE_BAD("{\"image\":\"busybox\",\"type\":\"batch\",\"startup_command\":\"x\",\"batch_timeout\":2592001}",
+		   "batch_timeout");
+	CREATE_BAD("{\"image\":\"busybox\",\"type\":\"batch\",\"startup_command\":\"x\",\"batch_timeout\":\"1h\"}",
+		   "batch_timeout");
+
+	b = create_ok("{\"image\":\"busybox\",\"preopen_ports\":[8080,6006]}", &r, __LINE__);
+	CHECK_STR(r.preopen_ports, "8080,6006");
+	json_decref(b);
+	b = create_ok("{\"image\":\"busybox\",\"preopen_ports\":[]}", &r, __LINE__);
+	CHECK_STR(r.preopen_ports, "");
+	json_decref(b);
+	CREATE_BAD("{\"image\":\"busybox\",\"preopen_ports\":[7611]}", "runner's own");
+	CREATE_BAD("{\"image\":\"busybox\",\"preopen_ports\":[0]}", "preopen_ports[0]");
+	CREATE_BAD("{\"image\":\"busybox\",\"preopen_ports\":[80,65536]}", "preopen_ports[1]");
+	CREATE_BAD("{\"image\":\"busybox\",\"preopen_ports\":[\"80\"]}", "preopen_ports[0]");
+	CREATE_BAD("{\"image\":\"busybox\",\"preopen_ports\":[80,80]}", "given twice");
+	CREATE_BAD("{\"image\":\"busybox\",\"preopen_ports\":8080}", "array of port numbers");
+	CREATE_BAD("{\"image\":\"busybox\",\"preopen_ports\":[1,2,3,4,5,6,7,8,9]}", "at most 8");
+}
+
 TEST(create_mounts)
 {
 	struct create_request r;
@@ -627,6 +681,7 @@ int main(void)
 	RUN(create_count_and_name);
 	RUN(create_fields);
 	RUN(create_mounts);
+	RUN(create_launcher_fields);
 	RUN(emails);
 	RUN(policy_keys);
 	RUN(session_queries);

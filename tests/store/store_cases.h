@@ -785,4 +785,117 @@ TEST(migration_3_makes_each_users_key_their_first)
 	ops->close(s);
 }
 
+struct presets {
+	struct preset_rec p[8];
+	size_t n;
+};
+
+static int collect_preset(void *ud, const struct preset_rec *r)
+{
+	struct presets *c = ud;
+	if (c->n >= 8)
+		return -ENOSPC;
+	c->p[c->n++] = *r;
+	return 0;
+}
+
+/* A new database starts with the launcher's three presets (migration
+ * 8); they are replaced by name and removed by name like any other. */
+TEST(presets_default_then_round_trip)
+{
+	char p[512];
+	fresh_uri("presets", p, sizeof(p));
+	struct store *s = NULL;
+	struct terr err = {0};
+	CHECK_INT(ops->open(&s, p, &err), 0);
+	if (!s)
+		return;
+	struct presets c = {0};
+	CHECK_INT(ops->preset_load_all(s, collect_preset, &c, &err), 0);
+	CHECK_INT(c.n, 3);
+	if (c.n == 3) {
+		CHECK_STR(c.p[0].name, "Small");
+		CHECK_INT(c.p[0].res.cpu_m, 1000);
+		CHECK_INT(c.p[0].res.mem, 2LL << 30);
+		CHECK_STR(c.p[1].name, "Medium");
+		CHECK_STR(c.p[2].name, "One GPU");
+		CHECK_INT(c.p[2].res.fgpu_m, 1000);
+		CHECK_STR(c.p[2].resource_group, "");
+	}
+	struct preset_rec a = {.name = "h100-big", .res = {16000, 64LL << 30, 2500}, .resource_group = "h100",
+			       .created_ms = 100};
+	CHECK_INT(ops->preset_put(s, &a, &err), 0);
+	a.res.cpu_m = 8000;
+	CHECK_INT(ops->preset_put(s, &a, &err), 0);
+	CHECK_INT(ops->preset_delete(s, "Medium", &err), 0);
+	memset(&c, 0, sizeof(c));
+	CHECK_INT(ops->preset_load_all(s, collect_preset, &c, &err), 0);
+	CHECK_INT(c.n, 3);
+	if (c.n == 3) {
+		CHECK_STR(c.p[1].name, "One GPU");
+		CHECK_STR(c.p[2].name, "h100-big");
+		CHECK_INT(c.p[2].res.cpu_m, 8000);
+		CHECK_INT(c.p[2].res.fgpu_m, 2500);
+		CHECK_STR(c.p[2].resource_group, "h100");
+	}
+	ops->close(s);
+}
+
+/* A database of schema version 7 (no presets table, sessions without
+ * the launcher's columns): migrations 8 and 9 add them, its sessions
+ * read with no start time, no timeout and no preopen port, and it gets
+ * the default presets. */
+TEST(migrations_8_and_9_from_version_7)
+{
+	char p[512];
+	fresh_uri("launch_mig", p, sizeof(p));
+	struct store *s = NULL;
+	struct terr err = {0};
+	CHECK_INT(ops->open(&s, p, &err), 0);
+	if (!s)
+		return;
+	struct session_rec r = make_session("s-7", 1, "seven");
+	CHECK_INT(ops->session_put(s, &r, &err), 0);
+	session_rec_clear(&r);
+	ops->close(s);
+	CHECK_INT(raw_exec(p, "DROP TABLE presets"), 0);
+	CHECK_INT(raw_exec(p, "ALTER TABLE sessions DROP COLUMN starts_at_ms"), 0);
+	CHECK_INT(raw_exec(p, "ALTER TABLE sessions DROP COLUMN batch_timeout_s"), 0);
+	CHECK_INT(raw_exec(p, "ALTER TABLE sessions DROP COLUMN preopen_ports"), 0);
+	CHECK_INT(raw_exec(p, "DELETE FROM schema_version WHERE version > 7"), 0);
+	s = NULL;
+	CHECK_INT(ops->open(&s, p, &err), 0);
+	if (!s)
+		return;
+	CHECK_INT(raw_int(p, "SELECT MAX(version) FROM schema_version"), store_schema_latest());
+	CHECK_INT(raw_int(p, "SELECT COUNT(*) FROM presets"), 3);
+	struct sessions c = {0};
+	CHECK_INT(ops->session_load_all(s, collect_session, &c, &err), 0);
+	CHECK_INT(c.n, 1);
+	if (c.n == 1) {
+		CHECK_STR(c.r[0].name, "seven");
+		CHECK_INT(c.r[0].starts_at_ms, 0);
+		CHECK_INT(c.r[0].batch_timeout_s, 0);
+		CHECK_STR(c.r[0].preopen_ports, "");
+	}
+	sessions_free(&c);
+	/* And the new columns keep what they are given. */
+	struct session_rec n = make_session("s-9", 2, "nine");
+	n.starts_at_ms = 1800000000000LL;
+	n.batch_timeout_s = 3600;
+	snprintf(n.preopen_ports, sizeof(n.preopen_ports), "8080,8888");
+	CHECK_INT(ops->session_put(s, &n, &err), 0);
+	session_rec_clear(&n);
+	memset(&c, 0, sizeof(c));
+	CHECK_INT(ops->session_load_all(s, collect_session, &c, &err), 0);
+	CHECK_INT(c.n, 2);
+	if (c.n == 2) {
+		CHECK_INT(c.r[1].starts_at_ms, 1800000000000LL);
+		CHECK_INT(c.r[1].batch_timeout_s, 3600);
+		CHECK_STR(c.r[1].preopen_ports, "8080,8888");
+	}
+	sessions_free(&c);
+	ops->close(s);
+}
+
 #endif

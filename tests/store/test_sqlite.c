@@ -398,6 +398,8 @@ int main(void)
 	RUN(user_put_replaces_a_colliding_email);
 	RUN(keypairs_round_trip_and_user_delete);
 	RUN(migration_3_makes_each_users_key_their_first);
+	RUN(presets_default_then_round_trip);
+	RUN(migrations_8_and_9_from_version_7);
 	int rc = testlib_done();
 	char cmd[128];
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);

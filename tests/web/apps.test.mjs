@@ -13,6 +13,12 @@ const WEB = env('WEB_URL'), EMAIL = env('ADMIN_EMAIL'), PASSWORD = env('ADMIN_PA
 const IMAGE = env('IMAGE'), SHOTS = env('SHOTS');
 mkdirSync(SHOTS, { recursive: true });
 const WAIT = 60000;
+// The launch dialog's Review, then Launch on its review step (the
+// launcher shows what it will ask for before it does).
+const reviewAndLaunch = async (dlg) => {
+  await dlg.getByRole('button', { name: 'Review', exact: true }).click();
+  await dlg.getByRole('button', { name: 'Launch', exact: true }).click();
+};
 // Jupyter starts on first use: the proxy's "starting" page refreshes itself until it answers.
 const APP_WAIT = 180000;
 const SESSION = 'apps';
@@ -70,7 +76,7 @@ try {
     await dlg.getByLabel('Image', { exact: true }).fill(IMAGE);
     await dlg.getByLabel('Name').fill(SESSION);
     await dlg.getByRole('spinbutton', { name: 'Sessions' }).fill('1');
-    await dlg.getByRole('button', { name: 'Launch' }).click();
+    await reviewAndLaunch(dlg);
     await dlg.waitFor({ state: 'hidden', timeout: WAIT });
     await page.locator(`tr[data-session="${SESSION}"] .status`, { hasText: 'RUNNING' }).waitFor({ timeout: WAIT });
   });

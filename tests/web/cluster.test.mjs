@@ -13,6 +13,12 @@ const WEB = env('WEB_URL'), EMAIL = env('ADMIN_EMAIL'), PASSWORD = env('ADMIN_PA
 const IMAGE = env('IMAGE'), SHOTS = env('SHOTS'), NODE = env('NODE_ID');
 mkdirSync(SHOTS, { recursive: true });
 const WAIT = 60000;
+// The launch dialog's Review, then Launch on its review step (the
+// launcher shows what it will ask for before it does).
+const reviewAndLaunch = async (dlg) => {
+  await dlg.getByRole('button', { name: 'Review', exact: true }).click();
+  await dlg.getByRole('button', { name: 'Launch', exact: true }).click();
+};
 const WIDE = { width: 1280, height: 900 };
 
 let failed = 0;
@@ -52,7 +58,8 @@ async function openLaunch(page) {
 // The text under a field: its error, said next to it while it is wrong.
 // (The inner locator of `has` is relative to each .field: a page's.)
 const fieldError = (page, dlg, label) => dlg.locator('.field', { has: page.getByLabel(label, { exact: true }) }).locator('.field-error');
-const launchButton = (dlg) => dlg.getByRole('button', { name: 'Launch', exact: true });
+// The form's button: Review (Launch is on the review step).
+const launchButton = (dlg) => dlg.getByRole('button', { name: 'Review', exact: true });
 
 const launchOpts = {
   executablePath: '/usr/bin/chromium',
@@ -127,7 +134,7 @@ try {
     await shots(page, 'cluster_launch');
     const sent = page.waitForRequest((r) => r.method() === 'POST' && new URL(r.url()).pathname === '/api/v1/sessions' &&
       !new URL(r.url()).searchParams.has('dry_run'), { timeout: WAIT });
-    await launchButton(dlg).click();
+    await reviewAndLaunch(dlg);
     const body = (await sent).postDataJSON();
     if (body.cluster_size !== 2 || body.cluster_mode !== 'single-node') throw new Error(`the request was ${JSON.stringify(body)}`);
     // Closed, or the server's refusal shown in it.

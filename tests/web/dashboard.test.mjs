@@ -14,6 +14,12 @@ const IMAGE = env('IMAGE'), SHOTS = env('SHOTS'), NODE = env('NODE_ID');
 const GPU_DEMO = env('GPU_DEMO'), CPU_DEMO = env('CPU_DEMO');
 mkdirSync(SHOTS, { recursive: true });
 const WAIT = 60000;
+// The launch dialog's Review, then Launch on its review step (the
+// launcher shows what it will ask for before it does).
+const reviewAndLaunch = async (dlg) => {
+  await dlg.getByRole('button', { name: 'Review', exact: true }).click();
+  await dlg.getByRole('button', { name: 'Launch', exact: true }).click();
+};
 const WIDE = { width: 1280, height: 860 }, NARROW = { width: 400, height: 860 };
 
 let failed = 0;
@@ -74,7 +80,8 @@ async function closeLaunch(page, dlg) {
   await dlg.getByRole('button', { name: 'Cancel', exact: true }).click();
   await dlg.waitFor({ state: 'hidden', timeout: WAIT });
 }
-const launchButton = (dlg) => dlg.getByRole('button', { name: 'Launch', exact: true });
+// The form's button: Review (Launch is on the review step).
+const launchButton = (dlg) => dlg.getByRole('button', { name: 'Review', exact: true });
 // A route's handler that a page gone elsewhere meanwhile (its request
 // dropped, the route removed) does not turn into an uncaught error that
 // ends the whole test.
@@ -150,7 +157,7 @@ try {
     await page.setViewportSize({ width: 1280, height: 1000 });
     await shots(page, 'launch_estimate', ['light']);
     await page.setViewportSize(WIDE);
-    await dlg.getByRole('button', { name: 'Launch' }).click();
+    await reviewAndLaunch(dlg);
     await dlg.waitFor({ state: 'hidden', timeout: WAIT });
   });
 
@@ -275,7 +282,7 @@ try {
     await dlg.getByText('ui-folder-8').first().waitFor({ timeout: WAIT });
     for (const where of ['top', 'bottom']) {
       if (where === 'bottom') await dlg.evaluate((d) => d.querySelectorAll('*').forEach((e) => { if (e.scrollHeight > e.clientHeight) e.scrollTop = e.scrollHeight; }));
-      for (const name of ['Launch', 'Cancel']) {
+      for (const name of ['Review', 'Cancel']) {
         const btn = dlg.getByRole('button', { name, exact: true });
         const box = await btn.boundingBox();
         if (!box || box.y < 0 || box.x < 0 || box.y + box.height > 800 || box.x + box.width > 1280)
@@ -314,7 +321,7 @@ try {
   await step('a request below the image\'s minimum turns Launch off, with the reason next to the field, as it is typed', async () => {
     const dlg = await openLaunch(page);
     await pickEnv(dlg, 'GPU minimum');
-    const launchBtn = dlg.getByRole('button', { name: 'Launch', exact: true });
+    const launchBtn = launchButton(dlg);
     const field = (label) => dlg.locator('.field.slider', { has: page.getByRole('spinbutton', { name: label, exact: true }) });
     await dlg.getByRole('spinbutton', { name: 'GPU' }).waitFor();
     for (const [label, bad, good, words] of [
@@ -429,13 +436,13 @@ try {
     const dlg = await openLaunch(page);
     await fillSmall(dlg, 'batch1');
     await dlg.getByRole('radio', { name: 'Batch' }).check();
-    const launchBtn = dlg.getByRole('button', { name: 'Launch', exact: true });
+    const launchBtn = launchButton(dlg);
     if (!await launchBtn.isDisabled()) throw new Error('Launch is on for a batch session without a command');
     const err = await dlg.locator('.field', { has: page.getByLabel('Startup command') }).locator('.field-error').textContent();
     if (!err.includes('startup command')) throw new Error(`the command field says '${err}'`);
     await dlg.getByLabel('Startup command').fill('echo batch-says-$((6*7)); echo "uid=$(id -u)"');
     await dlg.locator('.estimate.fits').waitFor({ timeout: WAIT });
-    await launchBtn.click();
+    await reviewAndLaunch(dlg);
     await dlg.waitFor({ state: 'hidden', timeout: WAIT });
     const s = await waitEnded('batch1');
     if (s.status !== 'TERMINATED' || s.type !== 'batch' || s.exit_code !== 0 || s.root)
@@ -463,7 +470,7 @@ try {
     await dlg.getByLabel('Startup command').fill('echo "uid=$(id -u)"');
     await root.check();
     await dlg.locator('.estimate.fits').waitFor({ timeout: WAIT });
-    await dlg.getByRole('button', { name: 'Launch', exact: true }).click();
+    await reviewAndLaunch(dlg);
     await dlg.waitFor({ state: 'hidden', timeout: WAIT });
     const s = await waitEnded('rootjob');
     if (s.status !== 'TERMINATED' || !s.root || s.exit_code !== 0) throw new Error(`rootjob is ${s.status}, root ${s.root}, exit code ${s.exit_code}`);
@@ -479,8 +486,7 @@ try {
     await root.check();
     const r = await apiCall(page, 'PUT', `/api/v1/config/${encodeURIComponent(`policy.${EMAIL}`)}`, { value: null });
     if (r.status !== 200) throw new Error(`removing the admin's policy answered ${r.status}: ${r.body}`);
-    const launchBtn = dlg.getByRole('button', { name: 'Launch', exact: true });
-    await launchBtn.click();
+    await reviewAndLaunch(dlg);
     const alert = dlg.locator('.launch-foot').getByRole('alert');
     await alert.waitFor({ timeout: WAIT });
     const text = await alert.textContent();

@@ -179,7 +179,9 @@ try {
     await dlg.getByLabel('Name').fill('from-env');
     await dlg.getByRole('spinbutton', { name: 'CPU' }).fill('0.25');
     await dlg.getByRole('spinbutton', { name: 'Memory' }).fill('0.25');
-    await dlg.getByRole('button', { name: 'Launch' }).click();
+    // The launcher's review step, then Launch.
+    await dlg.getByRole('button', { name: 'Review', exact: true }).click();
+    await dlg.getByRole('button', { name: 'Launch', exact: true }).click();
     await dlg.waitFor({ state: 'hidden', timeout: WAIT });
     const s = JSON.parse(user('session', 'info', 'from-env', '--json'));
     if (s.image !== PRIVATE_REF) throw new Error(`the session's image is ${s.image}`);

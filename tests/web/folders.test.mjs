@@ -17,6 +17,12 @@ const TESSERA = env('TESSERA_BIN');
 env('TESSERA_CONFIG');
 mkdirSync(SHOTS, { recursive: true });
 const WAIT = 60000;
+// The launch dialog's Review, then Launch on its review step (the
+// launcher shows what it will ask for before it does).
+const reviewAndLaunch = async (dlg) => {
+  await dlg.getByRole('button', { name: 'Review', exact: true }).click();
+  await dlg.getByRole('button', { name: 'Launch', exact: true }).click();
+};
 
 let failed = 0;
 async function step(name, fn) {
@@ -311,13 +317,13 @@ try {
     if (await p.inputValue() !== '/home/work/project') throw new Error(`default path ${await p.inputValue()}`);
     await p.fill('/etc/project');
     await dlg.getByText('cannot be under /etc').waitFor();
-    await dlg.getByRole('button', { name: 'Launch' }).click();
+    await dlg.getByRole('button', { name: 'Review', exact: true }).click();
     await dlg.getByRole('alert').filter({ hasText: 'The mount path of project' }).waitFor();
     await p.fill('/data/project');
     await dlg.locator('li.mount[data-mount="project"]').getByLabel('Read-only').check();
     await dlg.locator('fieldset.folder-picker').scrollIntoViewIfNeeded();
     await shot(page, 'launch_folder_picker');
-    await dlg.getByRole('button', { name: 'Launch' }).click();
+    await reviewAndLaunch(dlg);
     await dlg.waitFor({ state: 'hidden', timeout: WAIT });
   });
 

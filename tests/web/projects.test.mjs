@@ -14,6 +14,12 @@ const BOB = env('BOB_EMAIL'), BOB_PASSWORD = env('BOB_PASSWORD');
 const IMAGE = env('IMAGE'), SHOTS = env('SHOTS'), NODE = env('NODE_ID');
 mkdirSync(SHOTS, { recursive: true });
 const WAIT = 60000;
+// The launch dialog's Review, then Launch on its review step (the
+// launcher shows what it will ask for before it does).
+const reviewAndLaunch = async (dlg) => {
+  await dlg.getByRole('button', { name: 'Review', exact: true }).click();
+  await dlg.getByRole('button', { name: 'Launch', exact: true }).click();
+};
 const WIDE = { width: 1280, height: 900 };
 
 let failed = 0;
@@ -139,7 +145,7 @@ try {
     if (await prio.inputValue() !== '0') throw new Error(`the priority starts at ${await prio.inputValue()}`);
     await prio.fill('101');
     await dlg.locator('.field-error', { hasText: 'from 0 to 100' }).waitFor({ timeout: WAIT });
-    if (!await dlg.getByRole('button', { name: 'Launch', exact: true }).isDisabled()) throw new Error('Launch is on with priority 101');
+    if (!await dlg.getByRole('button', { name: 'Review', exact: true }).isDisabled()) throw new Error('Launch is on with priority 101');
     await dlg.getByRole('button', { name: 'Cancel', exact: true }).click();
     await dlg.waitFor({ state: 'hidden', timeout: WAIT });
   });
@@ -176,7 +182,7 @@ try {
     await dlg.getByRole('spinbutton', { name: 'GPU' }).fill('1');
     await dlg.getByLabel('Startup command').fill('sleep 3600');
     await dlg.getByRole('spinbutton', { name: 'Priority' }).fill('50');
-    await dlg.getByRole('button', { name: 'Launch', exact: true }).click();
+    await reviewAndLaunch(dlg);
     await dlg.waitFor({ state: 'hidden', timeout: WAIT });
     await page.waitForFunction(() => {
       const row = document.querySelector('tr[data-session="lowjob"]');

@@ -13,6 +13,12 @@ const WEB = env('WEB_URL'), EMAIL = env('ADMIN_EMAIL'), PASSWORD = env('ADMIN_PA
 const IMAGE = env('IMAGE'), SHOTS = env('SHOTS'), ML_IMAGE = env('ML_IMAGE');
 mkdirSync(SHOTS, { recursive: true });
 const WAIT = 60000;
+// The launch dialog's Review, then Launch on its review step (the
+// launcher shows what it will ask for before it does).
+const reviewAndLaunch = async (dlg) => {
+  await dlg.getByRole('button', { name: 'Review', exact: true }).click();
+  await dlg.getByRole('button', { name: 'Launch', exact: true }).click();
+};
 
 let failed = 0;
 async function step(name, fn) {
@@ -88,7 +94,7 @@ try {
     if (n !== '3') throw new Error(`Sessions field shows ${n} after two ArrowRight presses`);
     await dlg.locator('.estimate.fits, .estimate.waits').waitFor({ timeout: WAIT });   // the picture with its estimate
     await shot(page, 'session_launch_dialog');
-    await dlg.getByRole('button', { name: 'Launch' }).click();
+    await reviewAndLaunch(dlg);
     await dlg.waitFor({ state: 'hidden', timeout: WAIT });
   });
 
@@ -155,7 +161,7 @@ try {
     await page.evaluate(() => document.activeElement?.blur?.());
     await shot(page, 'launch_environment_version');
     await page.setViewportSize({ width: 1100, height: 640 });
-    await dlg.getByRole('button', { name: 'Launch' }).click();
+    await reviewAndLaunch(dlg);
     await dlg.waitFor({ state: 'hidden', timeout: WAIT });
     const srow = page.locator('tr[data-session="torch"]');
     await srow.locator('.status', { hasText: 'RUNNING' }).waitFor({ timeout: WAIT });
@@ -203,7 +209,7 @@ try {
     await dlg.getByRole('spinbutton', { name: 'Memory' }).fill('0.25');
     await dlg.getByRole('spinbutton', { name: 'GPU' }).fill('0');
     await dlg.getByRole('spinbutton', { name: 'Sessions' }).fill('1');
-    await dlg.getByRole('button', { name: 'Launch' }).click();
+    await reviewAndLaunch(dlg);
     await dlg.waitFor({ state: 'hidden', timeout: WAIT });
     const srow = page.locator('tr[data-session="restored"]');
     await srow.locator('.status', { hasText: 'RUNNING' }).waitFor({ timeout: WAIT });

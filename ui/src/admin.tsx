@@ -3,6 +3,9 @@ import { api, type User } from './api';
 import { Button, Dialog, Email, ErrorText, TextField } from './components';
 import { SettingsSections } from './settings';
 import { FairShareSection, ProjectsSection } from './projects';
+import { lazyPage } from './lazy';
+// Admins only, in a chunk of its own (lazy.tsx).
+const PresetsSection = lazyPage(() => import('./presets-admin').then((m) => m.PresetsSection));
 
 function Users() {
   const [users, setUsers] = useState<User[]>([]);
@@ -107,6 +110,7 @@ export function AdminPage() {
       <Users />
       <SettingsSections />
       <ProjectsSection />
+      <PresetsSection />
       <FairShareSection />
     </>
   );

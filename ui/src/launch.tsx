@@ -1,9 +1,10 @@
 import { useEffect, useId, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import {
-  api, api2, ApiError, fmtBytes, fmtConfig, fmtNum, type ClusterMode, type Estimate, type Image, type Node, type Quota, type QuotaUse, type ResourceSummary, type User,
+  api, api2, ApiError, call, fmtBytes, fmtConfig, fmtNum, type ClusterMode, type Estimate, type Image, type Node, type Quota, type QuotaUse, type ResourceSummary, type SessionFull, type User,
 } from './api';
 import { Button, Dialog, ErrorText, SliderField, TextField } from './components';
 import { FolderPicker, type Mounts } from './folderpicker';
+import { presetsApi, presetsFor, presetWhat, type Preset } from './presets';
 
 const GiB = 2 ** 30;
 
@@ -140,12 +141,70 @@ function writeLast(v: LastChoice) {
   try { localStorage.setItem(LAST_KEY, JSON.stringify(v)); } catch { /* storage off: nothing kept */ }
 }
 
-// Presets: a click sets the sliders (each still capped by what may be asked).
-const PRESETS: { name: string; cpu: number; memGiB: number; gpus: number; what: string }[] = [
-  { name: 'Small', cpu: 1, memGiB: 2, gpus: 0, what: '1 CPU · 2 GiB' },
-  { name: 'Medium', cpu: 4, memGiB: 8, gpus: 0, what: '4 CPU · 8 GiB' },
-  { name: 'One GPU', cpu: 2, memGiB: 8, gpus: 1, what: '2 CPU · 8 GiB · 1 GPU' },
-];
+// A session of the user's recent history, as GET /v1/sessions?all=1
+// lists it, with the full launcher's fields (absent from an older manager).
+type Recent = SessionFull & { batch_timeout?: number | null; preopen_ports?: number[]; starts_at?: string | null };
+const RECENT_MAX = 4;
+// What makes two sessions the same launch: one button for both.
+const recentKey = (s: Recent) => JSON.stringify([s.image, s.resources, s.type, s.startup_command ?? '', s.env ?? {},
+  s.root ?? false, s.group ?? '', s.project ?? '', s.cluster_size ?? 1, s.preopen_ports ?? [], s.batch_timeout ?? null]);
+function recentLaunches(all: Recent[], email: string | undefined): Recent[] {
+  const seen = new Set<string>(), out: Recent[] = [];
+  const mine = all.filter((s) => s.owner === email).sort((a, b) => b.created_at.localeCompare(a.created_at));
+  for (const s of mine) {
+    const k = recentKey(s);
+    if (seen.has(k)) continue;
+    seen.add(k);
+    out.push(s);
+    if (out.length === RECENT_MAX) break;
+  }
+  return out;
+}
+
+// The environment variables field: one NAME=value a line, checked as the
+// API checks them (docs/api.md) so the error is said while typing.
+function parseEnv(text: string): { env: Record<string, string>; error?: string } {
+  const env: Record<string, string> = {};
+  for (const [i, raw] of text.split('\n').entries()) {
+    const line = raw.replace(/\r$/, '');
+    if (!line.trim()) continue;
+    const eq = line.indexOf('=');
+    const key = eq < 0 ? line.trim() : line.slice(0, eq).trim();
+    if (eq < 0) return { env, error: `Line ${i + 1}: write NAME=value.` };
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(key)) return { env, error: `Line ${i + 1}: the name '${key}' may hold only letters, digits and '_', not starting with a digit.` };
+    if (key.startsWith('TESSERA_')) return { env, error: `Line ${i + 1}: TESSERA_ names are set by the platform.` };
+    if (key in env) return { env, error: `Line ${i + 1}: ${key} is given twice.` };
+    env[key] = line.slice(eq + 1);
+  }
+  if (Object.keys(env).length > 128) return { env, error: 'At most 128 variables.' };
+  return { env };
+}
+function envText(env: Record<string, string> | undefined): string {
+  return Object.entries(env ?? {}).map(([k, v]) => `${k}=${v}`).join('\n');
+}
+// "8080, 6006" into ports, checked as the API checks them.
+function parsePorts(text: string): { ports: number[]; error?: string } {
+  const ports: number[] = [];
+  for (const w of text.split(/[\s,]+/).filter(Boolean)) {
+    const n = Number(w);
+    if (!/^\d+$/.test(w) || n < 1 || n > 65535) return { ports, error: `'${w}' is not a port (1 to 65535).` };
+    if (n === 7611) return { ports, error: 'Port 7611 is the session runner\u2019s own.' };
+    if (ports.includes(n)) return { ports, error: `Port ${n} is given twice.` };
+    ports.push(n);
+  }
+  if (ports.length > 8) return { ports, error: 'At most 8 ports.' };
+  return { ports };
+}
+// A datetime-local value (the browser's local time) as an instant.
+function localTime(v: string): Date | null {
+  const d = v ? new Date(v) : null;
+  return d && !Number.isNaN(d.getTime()) ? d : null;
+}
+// A Date as a datetime-local value.
+function toLocalInput(d: Date): string {
+  const p = (n: number) => String(n).padStart(2, '0');
+  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}`;
+}
 
 const MiB = 2 ** 20;
 const ROOT_FORBIDDEN = 'Your policy does not allow sessions that run as root: they run as the image\u2019s work user (uid 1000). An administrator can allow it (policy: "Allow sessions as root").';
@@ -179,6 +238,20 @@ export function LaunchDialog(props: {
   const [clusterMode, setClusterMode] = useState<ClusterMode>('single-node');
   const [batch, setBatch] = useState(false);
   const [command, setCommand] = useState('');
+  // The full launcher: a batch session's start time (datetime-local) and
+  // timeout (minutes), environment variables, preopen ports; the presets
+  // (GET /v1/presets), the recent launches, and whether the review step
+  // is shown.
+  const [startsAt, setStartsAt] = useState('');
+  const [timeoutMin, setTimeoutMin] = useState('');
+  const [envLines, setEnvLines] = useState('');
+  const [portsText, setPortsText] = useState('');
+  const [presets, setPresets] = useState<Preset[]>([]);
+  const [recent, setRecent] = useState<Recent[]>([]);
+  const [reviewing, setReviewing] = useState(false);
+  // The fGPU of a re-launch, kept for the image change it also makes
+  // (which sets the GPU to the image's minimum).
+  const refillGpu = useRef<number | null>(null);
   const [root, setRoot] = useState(false);
   const [project, setProject] = useState('');
   const [group, setGroup] = useState('');
@@ -190,7 +263,6 @@ export function LaunchDialog(props: {
   // option is offered and the server decides, with a 403 shown as is).
   const [rootAllowed, setRootAllowed] = useState<boolean | undefined>(undefined);
   const [step, setStep] = useState(0.1);
-  const [perDevice, setPerDevice] = useState(1);
   const [estimate, setEstimate] = useState<Estimate | null>(null);
   const [estimateError, setEstimateError] = useState<string | null>(null);
   const estimateSeq = useRef(0);
@@ -269,7 +341,8 @@ export function LaunchDialog(props: {
   // while the user types; Launch stays off until it is right. The image's
   // minimum is the catalog's (the server refuses below it with 400).
   const memBytes = Math.round(memGiB * 1024) * MiB;
-  const problems: { cpu?: string; mem?: string; fgpu?: string; count?: string; cluster?: string; command?: string; priority?: string } = {};
+  const problems: { cpu?: string; mem?: string; fgpu?: string; count?: string; cluster?: string; command?: string; priority?: string;
+    env?: string; ports?: string; startsAt?: string; timeout?: string } = {};
   if (!(cpu > 0)) problems.cpu = 'CPU must be more than 0.';
   else if (cpu < min.cpu - 1e-9) problems.cpu = `This image needs at least ${fmtNum(min.cpu)} CPU; ${fmtNum(cpu)} is below it.`;
   if (memBytes < 6 * MiB) problems.mem = 'Memory must be at least 6 MiB.';
@@ -278,6 +351,16 @@ export function LaunchDialog(props: {
   else if (fgpu < min.fgpu - 1e-9) problems.fgpu = `This image needs at least ${fmtNum(min.fgpu)} fGPU; ${fmtNum(fgpu)} is below it.`;
   if (!Number.isInteger(count) || count < 1 || count > 100) problems.count = 'Sessions must be a whole number from 1 to 100.';
   if (batch && !command.trim()) problems.command = 'A batch session needs a startup command: it runs it and ends with it.';
+  const envParsed = parseEnv(envLines);
+  const portsParsed = parsePorts(portsText);
+  if (envParsed.error) problems.env = envParsed.error;
+  if (portsParsed.error) problems.ports = portsParsed.error;
+  const startDate = batch ? localTime(startsAt) : null;
+  if (batch && startsAt && !startDate) problems.startsAt = 'Give a date and a time, or leave it empty to start as soon as it fits.';
+  else if (startDate && startDate.getTime() - Date.now() > 366 * 86400e3) problems.startsAt = 'At most a year ahead.';
+  const timeoutS = batch && timeoutMin.trim() ? Math.round(Number(timeoutMin.trim()) * 60) : 0;
+  if (batch && timeoutMin.trim() && (!Number.isFinite(timeoutS) || timeoutS < 1 || timeoutS > 30 * 86400))
+    problems.timeout = 'Timeout must be minutes from 0.02 to 43200 (30 days), or empty for none.';
   const prio = Number(priority.trim());
   if (priority.trim() === '' || !Number.isInteger(prio) || prio < 0 || prio > 100) problems.priority = 'Priority must be a whole number from 0 to 100.';
   const nContainers = Number(clusterSize.trim());
@@ -290,6 +373,7 @@ export function LaunchDialog(props: {
   // containers start and end together), whatever the type's default.
   const preemptOn = perContainer ? false : preemptible ?? batch;
   const blocked = problems.cpu ?? problems.mem ?? problems.fgpu ?? problems.count ?? problems.cluster ?? problems.command ?? problems.priority ??
+    problems.startsAt ?? problems.timeout ?? problems.env ?? problems.ports ??
     (!(typed.trim() || ref) ? (envs.length ? 'Choose an environment and a version, or type an image name.' : 'Type an image name.') : null);
 
   // Picking from the lists is a choice over a name typed before.
@@ -318,6 +402,12 @@ export function LaunchDialog(props: {
     setClusterMode('single-node');
     setBatch(false);
     setCommand('');
+    setStartsAt('');
+    setTimeoutMin('');
+    setEnvLines('');
+    setPortsText('');
+    setReviewing(false);
+    refillGpu.current = null;
     setRoot(false);
     setFgpu(0);
     setPriority('0');
@@ -335,6 +425,13 @@ export function LaunchDialog(props: {
     setRootAllowed(props.resources?.policy.allow_root);
     api2.resources().then((r) => setRootAllowed(typeof r.policy.allow_root === 'boolean' ? r.policy.allow_root : undefined))
       .catch(() => { /* unknown: the server decides */ });
+    // The admins' presets, and the user's recent launches to re-launch
+    // (neither is needed to launch: without them the dialog still works).
+    presetsApi.list().then((r) => setPresets(r.presets)).catch(() => setPresets([]));
+    // Only the user's own (an admin's list is everyone's), newest first,
+    // one page: enough for the few distinct launches shown.
+    call<{ sessions: Recent[] }>('GET', `/api/v1/sessions?all=1&order=newest&limit=50${props.user ? `&owner=${encodeURIComponent(props.user.email)}` : ''}`)
+      .then((r) => setRecent(recentLaunches(r.sessions ?? [], props.user?.email))).catch(() => setRecent([]));
     setCatalogRead(false);
     api.images().then((r) => {
       setCatalog(r.images);
@@ -358,8 +455,6 @@ export function LaunchDialog(props: {
     api.config().then((c) => {
       const q = Number(c.fgpu_quantum);
       if (q > 0) setStep(q >= 0.1 || Math.abs(Math.round(0.1 / q) - 0.1 / q) > 1e-9 ? q : 0.1);
-      const pd = Number(c.fgpu_per_device);
-      if (pd > 0) setPerDevice(pd);
     }).catch(() => { /* keep the default step */ });
     const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
     setCpu((v) => Math.min(num(last.cpu) ?? v, maxCpu));
@@ -371,7 +466,9 @@ export function LaunchDialog(props: {
   // typed that is no image of the catalog leaves it as it is.
   useEffect(() => {
     if (!props.open || !chosen) return;
-    setFgpu(minGpu);
+    // A re-launch's own fGPU rather than the minimum, once.
+    setFgpu(refillGpu.current !== null ? Math.max(minGpu, Math.min(refillGpu.current, maxGpu)) : minGpu);
+    refillGpu.current = null;
   }, [props.open, chosen?.ref, minGpu]);
 
   // The chosen image's minimum lifts the values below it.
@@ -400,6 +497,10 @@ export function LaunchDialog(props: {
     if (group) req.group = group;
     if (prio) req.priority = prio;
     req.preemptible = preemptOn;
+    if (Object.keys(envParsed.env).length) req.env = envParsed.env;
+    if (portsParsed.ports.length) req.preopen_ports = portsParsed.ports;
+    if (startDate) req.starts_at = startDate.toISOString();
+    if (timeoutS) req.batch_timeout = timeoutS;
     return req;
   };
 
@@ -427,12 +528,50 @@ export function LaunchDialog(props: {
       });
     }, 400);
     return () => clearTimeout(t);
-  }, [props.open, typed, ref, cpu, memGiB, fgpu, count, cluster, clusterMode, name, batch, command, rootOn, project, group, prio, preemptOn]);
+  }, [props.open, typed, ref, cpu, memGiB, fgpu, count, cluster, clusterMode, name, batch, command, rootOn, project, group, prio, preemptOn,
+    envLines, portsText, startsAt, timeoutMin]);
 
-  const applyPreset = (p: typeof PRESETS[number]) => {
-    setCpu(Math.max(minCpu, Math.min(p.cpu, maxCpu)));
-    setMemGiB(Math.max(minMem, Math.min(p.memGiB, maxMem)));
-    setFgpu(Math.max(minGpu, Math.min(p.gpus * perDevice, maxGpu)));
+  // A preset's amounts, each still capped by what may be asked.
+  const presetValues = (p: Preset) => ({
+    cpu: Math.max(minCpu, Math.min(p.resources.cpu, maxCpu)),
+    memGiB: Math.max(minMem, Math.min(Math.round((p.resources.mem / GiB) * 4) / 4, maxMem)),
+    fgpu: Math.max(minGpu, Math.min(p.resources.fgpu, maxGpu)),
+  });
+  const applyPreset = (p: Preset) => {
+    const v = presetValues(p);
+    setCpu(v.cpu);
+    setMemGiB(v.memGiB);
+    setFgpu(v.fgpu);
+  };
+
+  // Re-launch: one of the recent sessions' configuration into the form
+  // (not its name, which an active session may still hold, nor its start
+  // time, which has passed, nor its folders, which the folder list keeps).
+  const relaunch = (s: Recent) => {
+    const fam = envs.find((f) => f.images.some((i) => i.ref === s.image));
+    const same = (fam ? fam.images.find((i) => i.ref === s.image)?.ref : undefined) === chosen?.ref && !typed.trim();
+    if (fam) { setFamily(fam.family); setRef(s.image); setTyped(''); } else setTyped(s.image);
+    setCpu(Math.min(s.resources.cpu, maxCpu));
+    setMemGiB(Math.min(Math.round((s.resources.mem / GiB) * 4) / 4, maxMem));
+    setFgpu(Math.min(s.resources.fgpu, maxGpu));
+    refillGpu.current = same ? null : s.resources.fgpu;
+    setName('');
+    setCount(1);
+    setBatch(s.type === 'batch');
+    setCommand(s.startup_command ?? '');
+    setStartsAt('');
+    setTimeoutMin(s.batch_timeout ? String(Math.round((s.batch_timeout / 60) * 100) / 100) : '');
+    setEnvLines(envText(s.env));
+    setPortsText((s.preopen_ports ?? []).join(', '));
+    setRoot(!!s.root && rootAllowed !== false);
+    setClusterSize(String(s.cluster_size ?? 1));
+    setClusterMode(s.cluster_mode ?? 'single-node');
+    if (s.project && projectList.some((p) => p.name === s.project)) setProject(s.project);
+    setGroup(s.group && s.group !== 'default' ? s.group : '');
+    setPriority(String(s.priority ?? 0));
+    setPreemptible(typeof s.preemptible === 'boolean' ? s.preemptible : null);
+    setReviewing(false);
+    setError(null);
   };
 
   const launch = async (e: Event) => {
@@ -441,6 +580,15 @@ export function LaunchDialog(props: {
     const req = request();
     if (!req) { setError(blocked ?? 'Choose an environment and a version, or type an image name.'); return; }
     if (mounts.error) { setError(mounts.error); return; }
+    // The form's button shows the review; the review's launches.
+    if (!reviewing) {
+      setReviewing(true);
+      // To the summary's heading, which a screen reader then reads: the
+      // button under the focus is Launch now, and a second Enter at once
+      // would launch unread.
+      requestAnimationFrame(() => document.getElementById(`${uid}-review`)?.focus());
+      return;
+    }
     if (mounts.specs.length) req.mounts = mounts.specs;
     setBusy(true);
     try {
@@ -453,6 +601,8 @@ export function LaunchDialog(props: {
       // option says why it is off.
       setError(`Cannot launch: ${(err as Error).message}`);
       if (err instanceof ApiError && err.status === 403 && req.root) {
+        // Back to the form, where the option shows why it is off.
+        setReviewing(false);
         api2.resources().then((r) => {
           if (r.policy.allow_root === false) { setRootAllowed(false); setRoot(false); }
         }).catch(() => { /* the error above says it */ });
@@ -490,11 +640,45 @@ export function LaunchDialog(props: {
     part(q.sessions, u?.sessions, (n) => `${n} session${n === 1 ? '' : 's'}`);
     return parts.length ? `Its quota, beside your own policy: ${parts.join(', ')}.` : 'Its quota sets no limit; your own policy holds.';
   })();
+  // The review step: everything chosen, as it will be asked, before
+  // Launch. Called as a function (not a component of its own, which
+  // would be a new one at each render and lose the focus): it reads the
+  // form's state as it stands.
+  const reviewView = () => {
+    const rows: [string, string][] = [
+      ['Image', typed.trim() || ref],
+      ['Name', name.trim() || '(generated)'],
+      ...(projectList.length > 1 || project ? [['Project', project || 'default'] as [string, string]] : []),
+      ['Resource group', group || 'default'],
+      [perContainer ? 'Resources (each container)' : 'Resources', fmtConfig({ cpu, mem: memBytes, fgpu })],
+      ['Sessions', String(count)],
+      ...(perContainer ? [['Containers', `${perContainer}, ${clusterMode}`] as [string, string]] : []),
+      ['Type', batch ? 'batch: ends with its command' : 'interactive'],
+      ['Startup command', command.trim() || 'none'],
+      ...(batch ? [['Start at', startDate ? startDate.toLocaleString() : 'as soon as it fits'] as [string, string],
+        ['Timeout', timeoutS ? `${fmtNum(Math.round((timeoutS / 60) * 100) / 100)} min` : 'none'] as [string, string]] : []),
+      ['Environment variables', Object.keys(envParsed.env).length ? Object.entries(envParsed.env).map(([k, v]) => `${k}=${v}`).join('\n') : 'none'],
+      ['Preopen ports', portsParsed.ports.length ? portsParsed.ports.join(', ') : 'none'],
+      ['Folders', mounts.specs.length ? mounts.specs.join(', ') : 'none'],
+      ['Runs as', rootOn ? 'root' : 'the image\u2019s work user (uid 1000)'],
+      ['Priority', `${prio}${preemptOn ? ', preemptible' : ''}`],
+    ];
+    return (
+      <section class="launch-review" aria-labelledby={`${uid}-review`} data-testid="review">
+        <h3 id={`${uid}-review`} tabIndex={-1}>Review</h3>
+        <p class="hint">The session{count > 1 ? 's' : ''} as {count > 1 ? 'they' : 'it'} will be asked for. Back changes it; Launch starts {count > 1 ? 'them' : 'it'}.</p>
+        <dl>
+          {rows.map(([k, v]) => <div key={k}><dt>{k}</dt><dd>{v}</dd></div>)}
+        </dl>
+      </section>
+    );
+  };
   return (
     <Dialog open={props.open} title="Start a session" onClose={props.onClose}>
       <form onSubmit={launch} class="launch" noValidate>
         <div class="launch-body">
-        <div class="launch-cols">
+        {reviewing && reviewView()}
+        <div class="launch-cols" hidden={reviewing}>
         <div class="launch-image">
         {envs.length > 0 && (
           <fieldset class={`picker envs${overridden ? ' dimmed' : ''}`}>
@@ -562,6 +746,18 @@ export function LaunchDialog(props: {
         </datalist>
         </div>
         <div class="launch-resources">
+        {recent.length > 0 && (
+          <fieldset class="presets recent" data-testid="recent">
+            <legend>Re-launch a recent session</legend>
+            {recent.map((r) => (
+              <button key={r.id} type="button" class="preset" onClick={() => relaunch(r)}
+                aria-label={`Re-launch ${r.name}: ${r.image}, ${fmtConfig(r.resources)}${r.type === 'batch' ? ', batch' : ''}`}>
+                <span class="preset-name">{r.name}</span>
+                <span class="preset-what">{r.image} · {fmtConfig(r.resources)}{r.type === 'batch' ? ' · batch' : ''}</span>
+              </button>
+            ))}
+          </fieldset>
+        )}
         <TextField label="Name" value={name} onInput={setName} placeholder="optional" />
         {projectList.length > 1 && (
           <div class="field">
@@ -584,20 +780,21 @@ export function LaunchDialog(props: {
             <small class="hint">The nodes it may run on; a project may allow only some groups.</small>
           </div>
         )}
-        <fieldset class="presets">
-          <legend>Presets</legend>
-          {PRESETS.map((p) => {
-            const on = Math.abs(cpu - Math.max(minCpu, Math.min(p.cpu, maxCpu))) < 1e-9 &&
-              Math.abs(memGiB - Math.max(minMem, Math.min(p.memGiB, maxMem))) < 1e-9 &&
-              Math.abs(fgpu - Math.max(minGpu, Math.min(p.gpus * perDevice, maxGpu))) < 1e-9;
-            return (
-              <button key={p.name} type="button" class={`preset${on ? ' selected' : ''}`} aria-pressed={on}
-                disabled={p.gpus > 0 && maxGpu === 0} onClick={() => applyPreset(p)}>
-                <span class="preset-name">{p.name}</span><span class="preset-what">{p.what}</span>
-              </button>
-            );
-          })}
-        </fieldset>
+        {presetsFor(presets, group).length > 0 && (
+          <fieldset class="presets">
+            <legend>Presets</legend>
+            {presetsFor(presets, group).map((p) => {
+              const v = presetValues(p);
+              const on = Math.abs(cpu - v.cpu) < 1e-9 && Math.abs(memGiB - v.memGiB) < 1e-9 && Math.abs(fgpu - v.fgpu) < 1e-9;
+              return (
+                <button key={p.name} type="button" class={`preset${on ? ' selected' : ''}`} aria-pressed={on}
+                  disabled={p.resources.fgpu > 0 && maxGpu === 0} onClick={() => applyPreset(p)}>
+                  <span class="preset-name">{p.name}</span><span class="preset-what">{presetWhat(p)}</span>
+                </button>
+              );
+            })}
+          </fieldset>
+        )}
         <SliderField label="CPU" value={cpu} min={minCpu} max={maxCpu} step={0.25} unit="cores" onChange={setCpu}
           error={problems.cpu}
           hint={[min.cpu ? `This image needs at least ${fmtNum(min.cpu)} CPU.` : '',
@@ -642,6 +839,32 @@ export function LaunchDialog(props: {
         <TextField label="Startup command" value={command} onInput={setCommand} mono
           placeholder={batch ? 'e.g. python3 train.py' : 'optional'} error={problems.command}
           hint={batch ? 'Run with /bin/sh -c in the session.' : 'Optional: run with /bin/sh -c after the session starts.'} />
+        {batch && (
+          <div class="launch-batch">
+            <div class={`field${problems.startsAt ? ' invalid' : ''}`}>
+              <label for={`${uid}-starts`}>Start at</label>
+              <input id={`${uid}-starts`} type="datetime-local" value={startsAt} min={toLocalInput(new Date())}
+                aria-invalid={problems.startsAt ? true : undefined} aria-describedby={`${uid}-starts-hint`}
+                onInput={(e) => setStartsAt((e.target as HTMLInputElement).value)} />
+              {problems.startsAt && <small class="error field-error">{problems.startsAt}</small>}
+              <small class="hint" id={`${uid}-starts-hint`}>{startDate && startDate.getTime() < Date.now()
+                ? 'This time has passed: it starts as soon as it fits.'
+                : 'Optional, your local time: it waits, PENDING, until then.'}</small>
+            </div>
+            <TextField label="Timeout (minutes)" type="number" value={timeoutMin} onInput={setTimeoutMin} error={problems.timeout}
+              placeholder="none" hint="Optional: once it has run this long it is ended, as ERROR." />
+          </div>
+        )}
+        <div class={`field${problems.env ? ' invalid' : ''}`}>
+          <label for={`${uid}-env`}>Environment variables</label>
+          <textarea id={`${uid}-env`} class="mono" rows={2} value={envLines} placeholder="NAME=value, one a line"
+            aria-invalid={problems.env ? true : undefined} aria-describedby={`${uid}-env-hint`}
+            onInput={(e) => setEnvLines((e.target as HTMLTextAreaElement).value)} />
+          {problems.env && <small class="error field-error">{problems.env}</small>}
+          <small class="hint" id={`${uid}-env-hint`}>Set in the session, for its command and terminals.</small>
+        </div>
+        <TextField label="Preopen ports" value={portsText} onInput={setPortsText} error={problems.ports} placeholder="e.g. 8080, 6006"
+          hint="Ports listed as the session's apps from the start (TensorBoard, a web server of yours), opened from its Apps like any other." />
         <div class="launch-priority">
           <TextField label="Priority" type="number" value={priority} onInput={setPriority} error={problems.priority}
             hint="0 to 100; higher starts first and may preempt lower preemptible sessions (your policy's max_priority caps it)." />
@@ -689,8 +912,10 @@ export function LaunchDialog(props: {
           <ErrorText error={error} />
           <div class="actions">
             {blocked && <span class="launch-why" id={`${uid}-why`}>{blocked}</span>}
-            <Button onClick={props.onClose}>Cancel</Button>
-            <Button type="submit" kind="primary" disabled={busy || !!blocked} describedBy={blocked ? `${uid}-why` : undefined}>Launch</Button>
+            {reviewing ? <Button onClick={() => { setReviewing(false); setError(null); }}>Back</Button>
+              : <Button onClick={props.onClose}>Cancel</Button>}
+            <Button type="submit" kind="primary" disabled={busy || !!blocked} describedBy={blocked ? `${uid}-why` : undefined}>
+              {reviewing ? 'Launch' : 'Review'}</Button>
           </div>
         </div>
       </form>

@@ -43,6 +43,12 @@ void api_answer(struct httpd_resp *resp, int rc, int status, json_t *o, const st
  * 400 for another value. */
 bool api_query_flag(struct httpd_req *req, struct httpd_resp *resp, const char *name, bool *out);
 
+/* ---- api_presets.c: resource presets (docs/api.md, "Resource presets") ---- */
+void api_preset_list(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
+void api_preset_create(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
+void api_preset_update(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
+void api_preset_delete(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
+
 /* ---- api_projects.c: projects and fair share (docs/api.md, "Projects") ---- */
 void api_project_list(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
 void api_project_create(void *ctx, struct httpd_req *req, struct httpd_resp *resp);
