@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <openssl/evp.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,8 +109,10 @@ static int stream_message(struct etcd_stream *w, json_t *msg)
 			e.value_len = kv.value_len;
 		}
 		w->fn(&e, w->ud);
+		/* A revision at INT64_MAX (a broken or hostile gateway's) must
+		 * not overflow: the watch stays at the last one there is. */
 		if (kv.mod_revision >= w->next_rev)
-			w->next_rev = kv.mod_revision + 1;
+			w->next_rev = kv.mod_revision < INT64_MAX ? kv.mod_revision + 1 : INT64_MAX;
 		free(kv.key);
 		free(kv.value);
 	}
