@@ -112,10 +112,13 @@ int mgr_session_delete(struct manager *m, const struct user_rec *u, const char *
 		       json_t **session, struct terr *err);
 /* The session's log as a byte stream: the last `tail` lines (0: all),
  * and with follow what comes until the container ends. *out: the caller
- * pump_closes it. ENOENT; EBUSY when it has no container; EAGAIN when
- * its node is LOST; the agent's own errors. */
+ * pump_closes it. An ended session whose container was removed answers
+ * instead with the last of its log kept then (manager/logtail.h): *out
+ * NULL and *kept that text's last `tail` lines (malloc'd, the caller
+ * frees it). ENOENT; EBUSY when it has no container (and none was
+ * kept); EAGAIN when its node is LOST; the agent's own errors. */
 int mgr_session_logs(struct manager *m, const struct user_rec *u, const char *ref, int tail, bool follow,
-		     struct pump **out, struct terr *err);
+		     struct pump **out, char **kept, struct terr *err);
 
 /* A running exec's place in its user's max_concurrent_execs. */
 struct mgr_exec_slot;

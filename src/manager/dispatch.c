@@ -2,6 +2,7 @@
  * container, hundreds of milliseconds on Docker), taken from one FIFO job
  * list by `dispatch_workers` threads, each call made without the manager
  * lock (docs/architecture.md, "Dispatch workers"). */
+#include <errno.h>
 #include <inttypes.h>
 #include <openssl/crypto.h>
 #include <stdio.h>
@@ -10,7 +11,9 @@
 
 #include "agent/session_spec.h"
 #include "common/log.h"
+#include "common/pump.h"
 #include "common/util.h"
+#include "manager/logtail.h"
 #include "manager/state.h"
 
 void mgr_enqueue(struct manager *m, enum job_type type, const char *session_id)
@@ -218,6 +221,54 @@ static void run_start(struct manager *m, const char *sid)
 	pthread_mutex_unlock(&m->mu);
 }
 
+/* Keeps the last LOGTAIL_LINES lines of the container's log with the
+ * session (manager/logtail.h) before the container goes: called without
+ * mu. A log that cannot be read is logged and left: removing the
+ * container matters more. */
+static void keep_log_tail(struct manager *m, const struct agent_link_ops *link, void *ctx, const char *sid,
+			  const char *cid)
+{
+	struct pump *p = NULL;
+	struct terr err = {0};
+	if (link->logs(ctx, cid, LOGTAIL_LINES, false, &p, &err) < 0) {
+		log_warn("manager", "cannot read the log of session %.8s before removing its container: %s", sid,
+			 err.msg);
+		return;
+	}
+	/* 200 lines are seldom more than a few KiB; a log of long lines
+	 * keeps its last RAW_MAX bytes, of which logtail_tidy keeps the
+	 * last STORE_LOG_TAIL_MAX. */
+	enum { RAW_MAX = 4 * STORE_LOG_TAIL_MAX };
+	char *buf = malloc(2 * RAW_MAX);
+	size_t n = 0;
+	long got = 0;
+	while (buf && (got = pump_read(p, buf + n, 2 * RAW_MAX - n, 5000)) > 0) {
+		n += (size_t)got;
+		if (n == 2 * RAW_MAX) {
+			memmove(buf, buf + RAW_MAX, RAW_MAX);
+			n = RAW_MAX;
+		}
+	}
+	if (got < 0)
+		log_warn("manager", "the log of session %.8s could not be read to its end before removing its "
+			 "container (%s); keeping what came", sid,
+			 got == -ETIMEDOUT ? "no data for 5 s" : pump_error(p)->msg);
+	pump_close(p);
+	char *text = buf ? logtail_tidy(buf, n, LOGTAIL_LINES, STORE_LOG_TAIL_MAX) : NULL;
+	free(buf);
+	if (!text) {
+		log_warn("manager", "out of memory keeping the log of session %.8s", sid);
+		return;
+	}
+	struct log_tail_rec l = {.text = text, .saved_ms = util_now_ms()};
+	util_strlcpy(l.session_id, sid, sizeof(l.session_id));
+	pthread_mutex_lock(&m->mu);
+	if (m->so->log_tail_put(m->store, &l, &err) < 0)
+		log_warn("manager", "cannot save the log of session %.8s: %s", sid, err.msg);
+	pthread_mutex_unlock(&m->mu);
+	free(text);
+}
+
 static void run_destroy(struct manager *m, const char *sid)
 {
 	pthread_mutex_lock(&m->mu);
@@ -262,6 +313,8 @@ static void run_destroy(struct manager *m, const char *sid)
 	pthread_mutex_unlock(&m->mu);
 
 	struct terr err = {0};
+	if (cid[0])
+		keep_log_tail(m, link, ctx, sid, cid);
 	int rc = link->destroy(ctx, sid, cid, &err);
 
 	pthread_mutex_lock(&m->mu);

@@ -14,6 +14,7 @@
 #include "common/sign.h"
 #include "common/units.h"
 #include "common/util.h"
+#include "manager/logtail.h"
 #include "manager/state.h"
 
 /* ---------- the list ---------- */
@@ -1281,9 +1282,38 @@ static int session_target(struct manager *m, const struct user_rec *u, const cha
 	return rc;
 }
 
-int mgr_session_logs(struct manager *m, const struct user_rec *u, const char *ref, int tail, bool follow,
-		     struct pump **out, struct terr *err)
+/* The log kept when s's container was removed (dispatch.c), its last
+ * tail lines into *kept; -EBUSY saying why there is none. With mu held. */
+static int kept_log(struct manager *m, const struct msession *s, int tail, char **kept, struct terr *err)
 {
+	struct log_tail_rec l = {0};
+	struct terr serr = {0};
+	int rc = m->so->log_tail_get(m->store, s->rec.id, &l, &serr);
+	if (rc == -ENOENT && s->rec.status == SS_CANCELLED)
+		return terr_set(err, EBUSY, "session %s was CANCELLED before it ran; it has no log", s->rec.name);
+	if (rc == -ENOENT)
+		return terr_set(err, EBUSY, "session %s is %s and its container was removed; no log was kept for it",
+				s->rec.name, session_status_name(s->rec.status));
+	if (rc < 0)
+		return terr_set(err, serr.code, "%s", serr.msg);
+	*kept = strdup(logtail_last_lines(l.text, tail));
+	free(l.text);
+	return *kept ? 0 : terr_set(err, ENOMEM, "out of memory");
+}
+
+int mgr_session_logs(struct manager *m, const struct user_rec *u, const char *ref, int tail, bool follow,
+		     struct pump **out, char **kept, struct terr *err)
+{
+	*out = NULL;
+	*kept = NULL;
+	pthread_mutex_lock(&m->mu);
+	struct msession *s = mgr_resolve_session(m, ref, u);
+	if (s && session_status_final(s->rec.status) && !s->rec.container_id[0]) {
+		int rc = kept_log(m, s, tail, kept, err);
+		pthread_mutex_unlock(&m->mu);
+		return rc;
+	}
+	pthread_mutex_unlock(&m->mu);
 	const struct agent_link_ops *link;
 	void *lctx;
 	char cid[RT_ID_MAX];

@@ -161,10 +161,18 @@ static const struct store_column preset_cols[] = {
 };
 TABLE(store_presets_table, "presets", NULL, preset_rec, preset_cols);
 
+/* Added in schema version 10. */
+static const struct store_column log_tail_cols[] = {
+	COL(log_tail_rec, session_id, STORE_COL_TEXT,     "PRIMARY KEY",        session_id),
+	COL(log_tail_rec, text,       STORE_COL_TEXT_PTR, "",                   text),
+	COL(log_tail_rec, saved_ms,   STORE_COL_INT64,    "NOT NULL",           saved_ms),
+};
+TABLE(store_log_tails_table, "session_logs", NULL, log_tail_rec, log_tail_cols);
+
 const struct store_table *const store_tables[] = {
 	&store_users_table, &store_sessions_table, &store_history_table, &store_agents_table,
 	&store_folders_table, &store_keypairs_table, &store_projects_table, &store_members_table,
-	&store_presets_table, NULL,
+	&store_presets_table, &store_log_tails_table, NULL,
 };
 
 int store_tables_check(struct terr *err)

@@ -66,6 +66,7 @@ extern const struct store_table store_keypairs_table;  /* struct keypair_rec */
 extern const struct store_table store_projects_table;  /* struct project_rec */
 extern const struct store_table store_members_table;   /* struct member_rec */
 extern const struct store_table store_presets_table;   /* struct preset_rec */
+extern const struct store_table store_log_tails_table; /* struct log_tail_rec */
 
 /* Every described table, in schema order; NULL-terminated. */
 extern const struct store_table *const store_tables[];

@@ -67,6 +67,8 @@ static const struct migration migrations[] = {
 	{8, "table presets, with the launcher's three", MIG_CREATE, DEFAULT_PRESETS, DEFAULT_PRESETS},
 	/* The full launcher (docs/api.md, "POST /v1/sessions"). */
 	{9, "sessions' start time, batch timeout and preopen ports", MIG_ADD_COLUMNS, NULL, NULL},
+	/* The last of an ended session's log (docs/api.md, the logs route). */
+	{10, "table session_logs: the last of each ended session's log", MIG_CREATE, NULL, NULL},
 };
 
 #define N_MIGRATIONS (sizeof(migrations) / sizeof(migrations[0]))

@@ -87,6 +87,8 @@
 	X(PRESET_PUT, &store_presets_table, "INSERT INTO %T(%C) VALUES(%P) ON CONFLICT(name) DO UPDATE SET %U") \
 	X(PRESET_DEL, NULL, "DELETE FROM presets WHERE name=?") \
 	X(PRESET_ALL, &store_presets_table, "SELECT %R FROM %T ORDER BY created_ms, name") \
+	X(LOG_PUT, &store_log_tails_table, "INSERT INTO %T(%C) VALUES(%P) ON CONFLICT(session_id) DO UPDATE SET %U") \
+	X(LOG_GET, &store_log_tails_table, "SELECT %R FROM %T WHERE session_id=?") \
 	X(KV_GET, NULL, "SELECT value FROM settings WHERE key=?") \
 	X(KV_SET, NULL, "INSERT INTO settings(key,value) VALUES(?,?) ON CONFLICT(key) DO UPDATE SET value=excluded.value")
 
@@ -1295,6 +1297,40 @@ static int pg_history_get(struct store *s, const char *session_id, struct histor
 	return 0;
 }
 
+static int pg_log_tail_put(struct store *s, const struct log_tail_rec *l, struct terr *err)
+{
+	struct params p;
+	bind_record(&p, &store_log_tails_table, NULL, l);
+	return write_stmt(s, ST_LOG_PUT, &p, err);
+}
+
+static int pg_log_tail_get(struct store *s, const char *session_id, struct log_tail_rec *l, struct terr *err)
+{
+	struct params p = {0};
+	param_text(&p, session_id);
+	struct pgconn *c = read_conn(s);
+	PGresult *r = NULL;
+	int rc = run(s, c, ST_LOG_GET, p.v, p.n, &r, err);
+	pthread_mutex_unlock(&c->mu);
+	if (rc < 0)
+		return rc;
+	if (PQntuples(r) == 0) {
+		PQclear(r);
+		return terr_set(err, ENOENT, "no log is kept for session %s", session_id);
+	}
+	*l = (struct log_tail_rec){0};
+	rc = read_record(r, 0, &store_log_tails_table, l);
+	PQclear(r);
+	if (rc == 0 && !l->text)
+		l->text = strdup("");
+	if (rc < 0 || !l->text) {
+		free(l->text);
+		l->text = NULL;
+		return terr_set(err, ENOMEM, "out of memory");
+	}
+	return 0;
+}
+
 static int pg_kv_get(struct store *s, const char *key, char **value, struct terr *err)
 {
 	struct params p = {0};
@@ -1339,6 +1375,8 @@ const struct store_ops store_pg_ops = {
 	.preset_put = pg_preset_put,
 	.preset_delete = pg_preset_delete,
 	.preset_load_all = pg_preset_load_all,
+	.log_tail_put = pg_log_tail_put,
+	.log_tail_get = pg_log_tail_get,
 	.project_put = pg_project_put,
 	.project_delete = pg_project_delete,
 	.project_load_all = pg_project_load_all,

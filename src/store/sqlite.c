@@ -55,6 +55,8 @@
 	X(PRESET_PUT, &store_presets_table, "INSERT OR REPLACE INTO %T(%C) VALUES(%P)") \
 	X(PRESET_DEL, NULL, "DELETE FROM presets WHERE name=?") \
 	X(PRESET_ALL, &store_presets_table, "SELECT %R FROM %T ORDER BY created_ms, name") \
+	X(LOG_PUT, &store_log_tails_table, "INSERT OR REPLACE INTO %T(%C) VALUES(%P)") \
+	X(LOG_GET, &store_log_tails_table, "SELECT %R FROM %T WHERE session_id=?") \
 	X(KV_GET, NULL, "SELECT value FROM settings WHERE key=?") \
 	X(KV_SET, NULL, "INSERT OR REPLACE INTO settings(key,value) VALUES(?,?)")
 
@@ -629,6 +631,40 @@ static int sqlite_member_load_all(struct store *s, store_member_cb cb, void *ud,
 			  "load project members", err);
 }
 
+static int sqlite_log_tail_put(struct store *s, const struct log_tail_rec *l, struct terr *err)
+{
+	sqlite3_stmt *st = stmt(s, ST_LOG_PUT);
+	bind_record(st, &store_log_tails_table, NULL, l);
+	return step_done(s, st, err, "save a session's log");
+}
+
+static int sqlite_log_tail_get(struct store *s, const char *session_id, struct log_tail_rec *l,
+			       struct terr *err)
+{
+	sqlite3_stmt *st = stmt(s, ST_LOG_GET);
+	bind_text(st, 1, session_id);
+	int rc = sqlite3_step(st);
+	if (rc == SQLITE_DONE) {
+		sqlite3_reset(st);
+		return terr_set(err, ENOENT, "no log is kept for session %s", session_id);
+	}
+	if (rc != SQLITE_ROW) {
+		sqlite3_reset(st);
+		return db_error(s, err, "read a session's log");
+	}
+	*l = (struct log_tail_rec){0};
+	rc = read_record(st, &store_log_tails_table, l);
+	sqlite3_reset(st);
+	if (rc == 0 && !l->text)
+		l->text = strdup("");
+	if (rc < 0 || !l->text) {
+		free(l->text);
+		l->text = NULL;
+		return terr_set(err, ENOMEM, "out of memory");
+	}
+	return 0;
+}
+
 static int sqlite_kv_get(struct store *s, const char *key, char **value, struct terr *err)
 {
 	sqlite3_stmt *st = stmt(s, ST_KV_GET);
@@ -680,6 +716,8 @@ const struct store_ops store_sqlite_ops = {
 	.preset_put = sqlite_preset_put,
 	.preset_delete = sqlite_preset_delete,
 	.preset_load_all = sqlite_preset_load_all,
+	.log_tail_put = sqlite_log_tail_put,
+	.log_tail_get = sqlite_log_tail_get,
 	.project_put = sqlite_project_put,
 	.project_delete = sqlite_project_delete,
 	.project_load_all = sqlite_project_load_all,

@@ -143,6 +143,18 @@ struct history_rec {
 	int64_t at_ms;
 };
 
+/* The last of an ended session's log, read from its container just
+ * before the container is removed (docs/api.md, "GET
+ * /v1/sessions/{ref}/logs"), so that a finished session's page can still
+ * show it. text is valid UTF-8 without NUL bytes, at most
+ * STORE_LOG_TAIL_MAX bytes, ending at a line's end. */
+struct log_tail_rec {
+	char session_id[STORE_ID_MAX];
+	char *text;                     /* owned */
+	int64_t saved_ms;
+};
+#define STORE_LOG_TAIL_MAX (64 * 1024)
+
 struct agent_rec {
 	char id[STORE_NAME_MAX];
 	char url[256];
@@ -293,6 +305,12 @@ struct store_ops {
 	int (*preset_put)(struct store *s, const struct preset_rec *p, struct terr *err);
 	int (*preset_delete)(struct store *s, const char *name, struct terr *err);
 	int (*preset_load_all)(struct store *s, store_preset_cb cb, void *ud, struct terr *err);
+
+	/* The last of an ended session's log: insert or replace by session;
+	 * log_tail_get fills *l (l->text malloc'd, the caller frees it) or
+	 * returns -ENOENT when none was kept. */
+	int (*log_tail_put)(struct store *s, const struct log_tail_rec *l, struct terr *err);
+	int (*log_tail_get)(struct store *s, const char *session_id, struct log_tail_rec *l, struct terr *err);
 
 	/* Cluster settings. kv_get: -ENOENT when unset; *value malloc'd. */
 	int (*kv_get)(struct store *s, const char *key, char **value, struct terr *err);

@@ -628,14 +628,14 @@ TEST(exec_and_logs)
 	CHECK_CONTAINS(err.msg, "session q-3 is PENDING; it must be RUNNING");
 	CHECK(p == NULL && slot == NULL);
 	CHECK_INT(mgr_session_exec(mgr, &alice, "nope", cmd, 7, &p, &slot, &err), -ENOENT);
-	char *logs = NULL;
-	CHECK_INT(mgr_session_logs(mgr, &alice, q2, 5, true, &p, &err), 0);
+	char *logs = NULL, *kept = NULL;
+	CHECK_INT(mgr_session_logs(mgr, &alice, q2, 5, true, &p, &kept, &err), 0);
 	logs = read_all(p);
 	pump_close(p);
 	CHECK_CONTAINS(logs, "tail 5, follow 1");
 	free(logs);
 	p = NULL;
-	CHECK_INT(mgr_session_logs(mgr, &alice, "q-3", 0, false, &p, &err), -EBUSY);
+	CHECK_INT(mgr_session_logs(mgr, &alice, "q-3", 0, false, &p, &kept, &err), -EBUSY);
 	CHECK_CONTAINS(err.msg, "has no container");
 	CHECK(p == NULL);
 
@@ -1234,8 +1234,9 @@ TEST(batch_sessions_end_with_their_command)
 	/* Its container is kept for its logs until the session is removed. */
 	CHECK_INT(fake_count(&fake.destroys), destroys);
 	struct pump *logs = NULL;
+	char *kept = NULL;
 	struct terr err = {0};
-	CHECK_INT(mgr_session_logs(mgr, &alice, "job-ok", 0, false, &logs, &err), 0);
+	CHECK_INT(mgr_session_logs(mgr, &alice, "job-ok", 0, false, &logs, &kept, &err), 0);
 	pump_close(logs);
 	json_t *d = NULL;
 	CHECK_INT(mgr_session_delete(mgr, &alice, "job-ok", &d, &err), 0);
@@ -1245,6 +1246,23 @@ TEST(batch_sessions_end_with_their_command)
 	for (int waited = 0; waited < WAIT_MS && fake_count(&fake.destroys) == destroys; waited += 5)
 		usleep(5000);
 	CHECK(fake_did(fake.destroyed, &fake.destroys, ok_id));
+	/* The last of its log was read before the container went, and is
+	 * what its logs answer now (the last `tail` lines of it). */
+	int rc = -1;
+	for (int waited = 0; waited < WAIT_MS; waited += 5) {
+		logs = NULL;
+		rc = mgr_session_logs(mgr, &alice, "job-ok", 1, false, &logs, &kept, &err);
+		pump_close(logs);
+		if (rc < 0 || kept)
+			break;
+		usleep(5000);
+	}
+	CHECK_INT(rc, 0);
+	char want[128];
+	snprintf(want, sizeof(want), "logs of fake-%.20s, tail 200, follow 0\n", ok_id);
+	CHECK_STR(kept ? kept : "(none)", want);
+	free(kept);
+	kept = NULL;
 
 	/* A non-zero code: ERROR with it. */
 	if (!RUNNING_SESSION(&alice, "job-bad", "exit 3", bad_id))

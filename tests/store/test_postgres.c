@@ -550,6 +550,7 @@ int main(void)
 	RUN(migration_3_makes_each_users_key_their_first);
 	RUN(presets_default_then_round_trip);
 	RUN(migrations_8_and_9_from_version_7);
+	RUN(log_tail_round_trip_and_migration_10);
 	RUN(socket_uri_and_keyword_forms);
 	RUN(migrates_an_older_database);
 	RUN(pipelined_writes_in_a_transaction);

@@ -400,6 +400,7 @@ int main(void)
 	RUN(migration_3_makes_each_users_key_their_first);
 	RUN(presets_default_then_round_trip);
 	RUN(migrations_8_and_9_from_version_7);
+	RUN(log_tail_round_trip_and_migration_10);
 	int rc = testlib_done();
 	char cmd[128];
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);

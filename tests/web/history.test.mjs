@@ -113,12 +113,13 @@ try {
     await page.getByRole('link', { name: 'Finished sessions' }).waitFor();
   });
 
-  await step('a session ended on request: its page says the log is no longer kept, and why there is no exit code', async () => {
+  await step('a session ended on request: its page shows the last of its log, kept when its container went, and why there is no exit code', async () => {
     await page.goto(`${WEB}sessions?view=finished&page=2&per=10`);
     await finished.locator('tr[data-session="done"] a.session-link').click();
     await page.getByRole('heading', { name: 'done', exact: true }).waitFor({ timeout: WAIT });
     await page.locator('[data-testid="detail-status"]', { hasText: 'TERMINATED' }).waitFor();
-    await page.locator('[data-testid="log-gone"]', { hasText: 'no longer kept' }).waitFor();
+    await page.locator('[data-testid="log-kept"]', { hasText: 'kept then' }).waitFor({ timeout: WAIT });
+    await page.locator('.log-line', { hasText: 'done-LOGLINE' }).waitFor({ timeout: WAIT });
     await page.locator('[data-testid="detail-exit"]', { hasText: 'did not end by itself' }).waitFor();
     await page.locator('ol.timeline li').filter({ hasText: 'TERMINATED' }).waitFor();
     if (await page.locator('p.error[role="alert"]').count()) throw new Error(await page.locator('p.error[role="alert"]').first().textContent());

@@ -7,8 +7,8 @@
 # give CSV. In Debian's Chromium (history.test.mjs): the Sessions list's
 # Finished switch shows a terminated session and a failed batch one, its
 # pages, columns and view kept in the URL over a reload; a finished
-# session's page with its exit code, status history and the words for a
-# log no longer kept; the Statistics page with a row of nonzero hours and
+# session's page with its exit code, status history and the last of its
+# log kept when its container was removed (also through the CLI); the Statistics page with a row of nonzero hours and
 # its CSV download; and a user who sees only their own. Screenshots go to
 # SCREENSHOT_DIR (docs/images when refreshing the user guide's).
 . "$(dirname "$0")/../e2e/lib.sh"
@@ -38,7 +38,8 @@ check "pat's session runs" bash -c '[[ $(TESSERA_CONFIG=$1 "$2" session info pat
 # ---- the admin's: one interactive session ended on request, one batch
 # session that fails with exit code 3, and twelve cancelled while waiting
 # (the node drained), for the Finished list's pages ----
-"$TESSERA" session create "$TEST_IMAGE" --name done --cpu 1 --mem 256m --wait >/dev/null
+"$TESSERA" session create "$TEST_IMAGE" --name done --cpu 1 --mem 256m --startup-command 'echo done-LOGLINE' \
+	--wait >/dev/null
 check "done runs" wait_status done RUNNING
 "$TESSERA" session create "$TEST_IMAGE" --name job --batch --cpu 0.25 --mem 64m \
 	--startup-command 'echo hist-LOGLINE; exit 3' >/dev/null
@@ -52,6 +53,11 @@ check "the twelve are cancelled" wait_status wait-12 CANCELLED
 "$TESSERA" node undrain "$E2E_AGENT_ID" >/dev/null
 "$TESSERA" session rm done >/dev/null
 check "done is terminated" wait_status done TERMINATED
+# Its container is gone; the last of its log was kept before it went.
+out=$("$TESSERA" session logs done 2>&1)
+check "done's log, kept when its container was removed, has its line" has_line "$out" "done-LOGLINE"
+out=$("$TESSERA" session logs done --tail 1 2>&1)
+check "--tail 1 of the kept log is its last line only ($out)" [ "$(wc -l <<<"$out")" = 1 ]
 pat session rm patwork >/dev/null
 check "patwork is terminated" bash -c 'for _ in $(seq 300); do [[ $(TESSERA_CONFIG=$1 "$2" session info patwork --json | python3 -c "import json,sys; print(json.load(sys.stdin)[\"status\"])") == TERMINATED ]] && exit 0; sleep 0.1; done; exit 1' _ "$PAT_CONF" "$TESSERA"
 

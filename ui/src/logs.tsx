@@ -32,7 +32,9 @@ function highlight(line: string, q: string) {
 }
 
 // container: which of a cluster session's containers (main1 when not given).
-export function LogViewer(props: { sessionId: string; live: boolean; hasContainer: boolean; container?: string }) {
+// kept: the session ended and its container was removed; what the route
+// answers is the last of its log, kept then (docs/api.md).
+export function LogViewer(props: { sessionId: string; live: boolean; hasContainer: boolean; container?: string; kept?: boolean }) {
   const lines = useRef<string[]>([]);
   const dropped = useRef(0);
   const [version, setVersion] = useState(0);
@@ -81,7 +83,7 @@ export function LogViewer(props: { sessionId: string; live: boolean; hasContaine
           let msg = `The server answered HTTP ${resp.status}.`;
           try { msg = (await resp.json())?.error?.message ?? msg; } catch { /* not JSON */ }
           setState('error');
-          setMessage(resp.status === 409 ? 'This session has no container: there is no log to show.' : msg);
+          setMessage(resp.status === 409 && !props.kept ? 'This session has no container: there is no log to show.' : msg);
           return;
         }
         setState('streaming');
@@ -104,7 +106,7 @@ export function LogViewer(props: { sessionId: string; live: boolean; hasContaine
       }
     })();
     return () => { ctl.abort(); if (timer !== undefined) clearTimeout(timer); };
-  }, [props.sessionId, props.live, props.hasContainer, props.container, attempt]);
+  }, [props.sessionId, props.live, props.hasContainer, props.container, props.kept, attempt]);
 
   // Follow: keep the newest line in view (within the log's own box).
   useEffect(() => {
@@ -129,9 +131,11 @@ export function LogViewer(props: { sessionId: string; live: boolean; hasContaine
           onChange={(e) => setFollow((e.target as HTMLInputElement).checked)} /> Follow</label>
         <span class={`logs-state st-log-${state}`} role="status">{stateWord}
           {q ? ` · ${matches.length} matching line${matches.length === 1 ? '' : 's'}` : ` · ${all.length} line${all.length === 1 ? '' : 's'}`}</span>
-        {(state === 'ended' || state === 'error') && props.hasContainer &&
+        {(state === 'ended' || state === 'error') && props.hasContainer && !props.kept &&
           <Button onClick={() => setAttempt((n) => n + 1)}>Reconnect</Button>}
       </div>
+      {props.kept && state !== 'error' &&
+        <p class="hint" data-testid="log-kept">Its container was removed when it ended: these are the last lines of its log (up to 200), kept then.</p>}
       <div class="log-box" ref={pre} tabIndex={0} aria-label="Session log" data-lines={all.length}>
         {dropped.current > 0 && <div class="log-note">{dropped.current} older lines are not kept here (the page keeps the last {MAX_LINES}).</div>}
         {matches.length > shown.length && <div class="log-note">Showing the last {shown.length} of {matches.length} {q ? 'matching ' : ''}lines.</div>}

@@ -319,9 +319,12 @@ export function SessionPage({ id, user }: { id: string; user: User }) {
   // A finished session's way back is to the Finished list it is in.
   const listHref = ENDED_STATUSES.has(s.status) ? '/sessions?view=finished' : '/sessions';
   // Its container is removed when it ended on request (an interactive
-  // TERMINATED one), and with it the log; ERROR and ended batch sessions
-  // keep theirs until removed (docs/api.md, DELETE).
-  const logGone = ENDED_STATUSES.has(s.status) && !(s as { container_id?: string | null }).container_id;
+  // TERMINATED one); the last of its log is kept then, and the logs route
+  // answers that. ERROR and ended batch sessions keep their container,
+  // and its whole log, until removed (docs/api.md, DELETE). A CANCELLED
+  // one never ran.
+  const logKept = ENDED_STATUSES.has(s.status) && !(s as { container_id?: string | null }).container_id;
+  const logGone = s.status === 'CANCELLED' && logKept;
   return (
     <section class="detail" aria-labelledby="detail-title">
       <p class="crumbs"><a href={listHref} onClick={(e) => { e.preventDefault(); navigate(listHref); }}>{ENDED_STATUSES.has(s.status) ? 'Finished sessions' : 'Sessions'}</a> <span aria-hidden="true">/</span> {s.name}</p>
@@ -424,12 +427,10 @@ export function SessionPage({ id, user }: { id: string; user: User }) {
 
       <section class="card" aria-labelledby="logs-title">
         <h2 id="logs-title">Logs</h2>
-        {logGone ? <p class="empty" data-testid="log-gone">{s.status === 'CANCELLED'
-          ? 'This session never ran: it has no log.'
-          : 'The log of this session is no longer kept: its container was removed when it ended. Tessera keeps a finished session\'s log only while its container is kept (a failed session, or a batch session, until it is removed).'}</p> : <>
+        {logGone ? <p class="empty" data-testid="log-gone">This session never ran: it has no log.</p> : <>
         {containers.length > 0 && <ContainerPicker containers={containers} value={logContainer} onChange={setLogContainer} />}
-        <LogViewer key={`${s.id}-${logContainer}-${logHasContainer}`} sessionId={s.id} live={!ENDED_STATUSES.has(s.status)}
-          hasContainer={logHasContainer} container={containers.length ? logContainer : undefined} /></>}
+        <LogViewer key={`${s.id}-${logContainer}-${logHasContainer}-${logKept}`} sessionId={s.id} live={!ENDED_STATUSES.has(s.status)}
+          hasContainer={logHasContainer || logKept} kept={logKept} container={containers.length ? logContainer : undefined} /></>}
       </section>
 
       <EndSessionDialog session={ending} onClose={() => setEnding(null)} onDone={() => { setEnding(null); load(); }} />

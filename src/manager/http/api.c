@@ -415,9 +415,14 @@ static void api_session_logs(void *ctx, struct httpd_req *req, struct httpd_resp
 	if (!ref)
 		return;
 	struct pump *p = NULL;
+	char *kept = NULL;
 	struct terr err = {0};
-	if (mgr_session_logs(ctx, caller(req), ref, (int)tail, follow, &p, &err) < 0)
+	if (mgr_session_logs(ctx, caller(req), ref, (int)tail, follow, &p, &kept, &err) < 0)
 		httpd_error_terr(resp, &err);
+	else if (kept)
+		/* An ended session's: the last of its log, kept when its
+		 * container was removed. */
+		httpd_bytes_take(resp, 200, "text/plain; charset=utf-8", kept, strlen(kept));
 	else
 		pump_respond(p, req, resp, 200, "text/plain; charset=utf-8", NULL, NULL);
 }
