@@ -33,7 +33,9 @@
 #   BENCH_PARTS="1 3 4"    which parts to run (1 is 1 and 2)
 #   BENCH_NGINX_TUNING     the nginx location's buffer lines (default below)
 #
-# Runs its own `tessera server --app-ports` (temporary data dir) and nginx
+# Runs its own `tessera server --app-ports ... --app-publish yes` (the
+# published path needs a published port; the proxy still goes to the
+# container's address) (temporary data dir) and nginx
 # (config in a temp dir, foreground, a free port) and removes them and
 # every container it made on exit. nginx: `scripts/bootstrap --bench`.
 set -uo pipefail
@@ -107,7 +109,7 @@ trap 'echo "apps-proxy: interrupted" >&2; exit 130' INT TERM
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 APP_LO=$(python3 -c 'import random; print(random.randrange(20000, 50000))')
 "$TESSERA" server --data-dir "$WORK/data" --port 0 --web-port 0 --node-id "$NODE" --registry none \
-	--app-ports "$APP_LO-$((APP_LO + 15))" >"$WORK/server.log" 2>&1 &
+	--app-ports "$APP_LO-$((APP_LO + 15))" --app-publish yes >"$WORK/server.log" 2>&1 &
 SERVER_PID=$!
 for _ in $(seq 1 300); do
 	[[ -s $WORK/data/admin.conf ]] && grep -q 'serving apps' "$WORK/server.log" && break
