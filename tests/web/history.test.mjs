@@ -120,6 +120,10 @@ try {
     await page.locator('[data-testid="detail-status"]', { hasText: 'TERMINATED' }).waitFor();
     await page.locator('[data-testid="log-kept"]', { hasText: 'kept then' }).waitFor({ timeout: WAIT });
     await page.locator('.log-line', { hasText: 'done-LOGLINE' }).waitFor({ timeout: WAIT });
+    // It ended seconds ago: its samples (if its node took one) are kept,
+    // so the charts never say they are gone.
+    if (await page.getByText('No usage samples are kept for this session any more').count())
+      throw new Error('the charts say the samples are gone minutes after the end');
     await page.locator('[data-testid="detail-exit"]', { hasText: 'did not end by itself' }).waitFor();
     await page.locator('ol.timeline li').filter({ hasText: 'TERMINATED' }).waitFor();
     if (await page.locator('p.error[role="alert"]').count()) throw new Error(await page.locator('p.error[role="alert"]').first().textContent());

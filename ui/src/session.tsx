@@ -188,8 +188,13 @@ function UsageCharts({ s }: { s: SessionFull }) {
   const { series, version, state, current, message, retention } = useStats(s.id, nGpu, !ended);
   // An ended session's samples stay until the newest is older than the
   // manager's retention (docs/api.md, "Usage statistics").
+  // One that ended within the retention and has none never had one: it
+  // ended before its node's first round of samples.
+  const endedAt = s.terminated_at ? Date.parse(s.terminated_at) : NaN;
+  const neverSampled = ended && Number.isFinite(endedAt) && Date.now() - endedAt < retention * 1000;
   const empty = state === 'unavailable' || state === 'error' ? (message ?? '') : s.status === 'RUNNING'
-    ? 'Waiting for the first sample…' : ended
+    ? 'Waiting for the first sample…' : neverSampled
+    ? 'No usage sample was taken while it ran: it ended before its node\'s first round of samples.' : ended
     ? `No usage samples are kept for this session any more: the manager keeps each session's samples for ${fmtLeft(retention * 1000)} after its last one.`
     : 'No samples: the session is not running.';
   const cpuData = [series.x, series.cpu] as uPlot.AlignedData;
