@@ -887,6 +887,9 @@ static int stage_bootstrap(struct builder *b)
 	char dir[PATH_MAX], archive[PATH_MAX], keyfile[PATH_MAX], key[1200];
 	bool can_keep = base_paths(b, dir, archive, keyfile, sizeof(dir), key, sizeof(key)) == 0;
 	if (can_keep) {
+		/* For whoever reads the log (tests/e2e/test_image_pip.sh): which
+		 * archive this build's key names, used or made. */
+		dprintf(b->log_fd, "# the kept base of this key: %s\n", archive);
 		remove_parts(dir);
 		struct stat st;
 		bool exists = stat(archive, &st) == 0 && S_ISREG(st.st_mode);

@@ -52,8 +52,8 @@ typedef void (*img_progress_fn)(const struct img_progress *p, void *ud);
 #define IMG_DEFAULT_CACHE_DIR "/var/cache/tessera/images"
 #define IMG_DEFAULT_MIRROR "http://deb.debian.org/debian"
 /* The images' configuration (docs/images.md, "images.conf"): pip_index,
- * npm_registry, mirror, security_mirror, cache_dir; the flags of `tessera image build`
- * win over it. */
+ * npm_registry, mirror, security_mirror, cache_dir, base_max_age; the
+ * flags of `tessera image build` win over it. */
 #define IMG_DEFAULT_CONFIG "/etc/tessera/images.conf"
 /* A kept base (docs/images.md, "The cache") older than this many days is
  * bootstrapped again. */
