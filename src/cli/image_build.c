@@ -36,11 +36,15 @@
 	"                          recipes' site-file (repeatable)\n" \
 	"  --config FILE           the images' configuration (default " IMG_DEFAULT_CONFIG "):\n" \
 	"                          pip_index, npm_registry, mirror, security_mirror,\n" \
-	"                          cache_dir\n" \
+	"                          cache_dir, base_max_age\n" \
 	"  --mirror URL            Debian archive (default: the one apt uses here)\n" \
 	"  --security-mirror URL   Debian security archive ('none': leave it out)\n" \
-	"  --cache-dir DIR         downloads, site files and build roots\n" \
-	"                          (default " IMG_DEFAULT_CACHE_DIR ")\n"
+	"  --cache-dir DIR         downloads, kept bases, site files and build roots\n" \
+	"                          (default " IMG_DEFAULT_CACHE_DIR ")\n" \
+	"  --fresh-base            bootstrap the suite again instead of using the\n" \
+	"                          kept base, and keep the new one in its place\n" \
+	"  --base-max-age DAYS     bootstrap again when the kept base is older (1 to\n" \
+	"                          3650; default 7)\n"
 
 struct view {
 	const char *ref;
@@ -80,6 +84,16 @@ static void on_progress(const struct img_progress *p, void *ud)
 {
 	struct view *v = ud;
 	char counts[160];
+	/* A note is a line of its own, on a terminal too (over the line
+	 * drawn last): it says how the stage goes (the kept base), or warns. */
+	if (p->note && p->note[0]) {
+		if (v->tty && v->width)
+			fprintf(stderr, "\r%*s\r", (int)v->width, "");
+		v->width = 0;
+		fprintf(stderr, "%s: %s: %s\n", v->ref, img_stage_name(p->stage), p->note);
+		fflush(stderr);
+		return;
+	}
 	format_counts(p, counts, sizeof(counts));
 	if (v->tty) {
 		char line[400];
@@ -176,12 +190,16 @@ static int build_one(const char *path, const struct img_build_opts *base, bool c
 		printf("%s: up to date (%.19s, %s)\n", ref, res.id, size);
 	} else {
 		int64_t total = 0;
-		char stages[IMG_STAGE_COUNT * 48] = "", t[40];
+		char stages[IMG_STAGE_COUNT * 48 + sizeof(res.base_note) + 4] = "", t[40];
 		for (int s = 0; s < IMG_STAGE_COUNT; s++) {
 			total += res.stage_ms[s];
 			format_ms(res.stage_ms[s], t, sizeof(t));
 			snprintf(stages + strlen(stages), sizeof(stages) - strlen(stages), "%s%s %s",
 				 s ? ", " : "", img_stage_name((enum img_stage)s), t);
+			/* Where the base came from: "bootstrap 4s (kept base of DATE)". */
+			if (s == IMG_STAGE_BOOTSTRAP && res.base_note[0])
+				snprintf(stages + strlen(stages), sizeof(stages) - strlen(stages), " (%s)",
+					 res.base_note);
 		}
 		format_ms(total, t, sizeof(t));
 		printf("%s: built in %s (%s), %.19s, %s\n", ref, t, stages, res.id, size);
@@ -216,7 +234,7 @@ static int read_images_conf(const char *path, bool explicit_path, struct img_bui
 			    const char **index_from, const char **registry_from)
 {
 	static const char *const known[] = {"pip_index", "npm_registry", "mirror", "security_mirror", "cache_dir",
-					      NULL};
+					      "base_max_age", NULL};
 	struct terr err = {0};
 	if (conf_load(path, c, &err) < 0) {
 		if (!explicit_path && err.code == ENOENT)
@@ -240,6 +258,10 @@ static int read_images_conf(const char *path, bool explicit_path, struct img_bui
 		o->security_mirror = strcmp(v, "none") ? v : "";
 	if (!o->cache_dir && (v = conf_get(c, "cache_dir")) && *v)
 		o->cache_dir = v;
+	if (!o->base_max_age_days && (v = conf_get(c, "base_max_age")) && *v &&
+	    img_base_parse_max_age(v, &o->base_max_age_days) < 0)
+		return cli_fail("%s: base_max_age '%.40s' is not a number of days from 1 to %d", path, v,
+				IMG_MAX_BASE_MAX_AGE_DAYS);
 	return 0;
 }
 
@@ -287,6 +309,8 @@ int cmd_image_build(int argc, char **argv)
 		{"mirror", required_argument, NULL, 'm'},
 		{"security-mirror", required_argument, NULL, 's'},
 		{"cache-dir", required_argument, NULL, 'd'},
+		{"fresh-base", no_argument, NULL, 'B'},
+		{"base-max-age", required_argument, NULL, 'A'},
 		{"help", no_argument, NULL, 'h'},
 		{0},
 	};
@@ -333,6 +357,14 @@ int cmd_image_build(int argc, char **argv)
 			break;
 		case 'd':
 			o.cache_dir = optarg;
+			break;
+		case 'B':
+			o.fresh_base = true;
+			break;
+		case 'A':
+			if (img_base_parse_max_age(optarg, &o.base_max_age_days) < 0)
+				return cli_usage_fail("image build", "--base-max-age '%.40s' is not a number of days "
+						      "from 1 to %d", optarg, IMG_MAX_BASE_MAX_AGE_DAYS);
 			break;
 		default:
 			if (optopt)

@@ -295,7 +295,7 @@ static int image_rescan(int argc, char **argv)
 static const struct cli_verb image_verbs[] = {
 	{"build", cmd_image_build, "build RECIPE...",
 	 "build images from recipes on this machine (root; docs/images.md)",
-	 "--force --check --skip-unready --pip-index=URL --npm-registry=URL --site-file=FILE --config=FILE --mirror=URL --security-mirror=URL --cache-dir=DIR", "FILE..."},
+	 "--force --check --skip-unready --pip-index=URL --npm-registry=URL --site-file=FILE --config=FILE --mirror=URL --security-mirror=URL --cache-dir=DIR --fresh-base --base-max-age=DAYS", "FILE..."},
 	{"ls", image_ls, "ls [--all] [--json]", "list the images you may launch",
 	 "--all --json", ""},
 	{"alias", image_alias, "alias ALIAS IMAGE", "admins: another name for an image",

@@ -439,6 +439,8 @@ struct builder {
 	char what[256];
 	char last[2][256];     /* the output's last two non-empty lines */
 	bool build_ca;         /* BUILD_CA is in the root */
+	bool base_kept;        /* the root's base came from the cache, not debootstrap */
+	char note[512];        /* the progress's latest note */
 	int64_t stage_start;
 };
 
@@ -465,6 +467,24 @@ static void log_text(struct builder *b, const char *s)
 	if (b->log_fd >= 0 && write(b->log_fd, s, strlen(s)) < 0) {
 		/* The log is for reading after a failure; losing it is not one. */
 	}
+}
+
+static void note(struct builder *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* A line of its own in the progress (and the log): what the stage found
+ * out, or a warning ("warning: ...") about something it went on without. */
+static void note(struct builder *b, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(b->note, sizeof(b->note), fmt, ap);
+	va_end(ap);
+	log_text(b, "# ");
+	log_text(b, b->note);
+	log_text(b, "\n");
+	b->prog.note = b->note;
+	report(b);
+	b->prog.note = NULL;
 }
 
 static void set_what(struct builder *b, const char *s, size_t n)
@@ -711,17 +731,196 @@ static void on_debootstrap(struct builder *b, const char *line, void *ud)
 	}
 }
 
+static void on_first_line(struct builder *b, const char *line, void *ud)
+{
+	(void)b;
+	char *out = ud;
+	if (!out[0])
+		copy_n(out, 64, line, strlen(line));
+}
+
+/* The architecture debootstrap bootstraps by default: the host's dpkg's. */
+static int host_arch(struct builder *b, char arch[64])
+{
+	const char *argv[] = {"dpkg", "--print-architecture", NULL};
+	arch[0] = '\0';
+	if (run(b, &(struct cmd){.argv = argv, .on_line = on_first_line, .ud = arch, .quiet_fail = true}) < 0)
+		return -EIO;
+	return arch[0] ? 0 : -EIO;
+}
+
+/* Where the suite's kept base is, for this build's key: the folder
+ * SUITE/base of the cache, the archive's and the key's paths. -1 when
+ * the key cannot be made (no dpkg on the host, an odd mirror): then
+ * nothing is kept or used, and the build bootstraps as ever. */
+static int base_paths(struct builder *b, char *dir, char *archive, char *keyfile, size_t n, char *key, size_t kn)
+{
+	char arch[64], name[128];
+	if (host_arch(b, arch) < 0) {
+		log_text(b, "# no base is kept: dpkg --print-architecture failed\n");
+		return -1;
+	}
+	if (img_base_name(b->r->suite, IMG_BASE_VARIANT, arch, b->mirror, name, sizeof(name)) < 0 ||
+	    img_base_key_text(b->r->suite, IMG_BASE_VARIANT, arch, b->mirror, key, kn) < 0) {
+		log_text(b, "# no base is kept: no key for this suite, architecture and mirror\n");
+		return -1;
+	}
+	size_t stem = strlen(name) - strlen(".tar.zst");
+	if (snprintf(dir, n, "%s/base", b->suite_dir) >= (int)n ||
+	    snprintf(archive, n, "%s/%s", dir, name) >= (int)n ||
+	    snprintf(keyfile, n, "%s/%.*s.key", dir, (int)stem, name) >= (int)n)
+		return -1;
+	return 0;
+}
+
+/* Removes what a build that was killed while keeping a base left
+ * (".NAME.PID.part"); called under the suite's lock, so no build is
+ * writing one now. */
+static void remove_parts(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		size_t l = strlen(e->d_name);
+		char path[PATH_MAX];
+		if (e->d_name[0] == '.' && l > 5 && !strcmp(e->d_name + l - 5, ".part") &&
+		    snprintf(path, sizeof(path), "%s/%s", dir, e->d_name) < (int)sizeof(path))
+			unlink(path);
+	}
+	if (d)
+		closedir(d);
+}
+
+/* The root as debootstrap left it, kept as the archive: owners (numeric),
+ * modes, xattrs (file capabilities) and device nodes, through a temporary
+ * name and a rename, so that a build killed meanwhile never leaves half a
+ * base under the real name. A failure is a warning: the build goes on. */
+static void keep_base(struct builder *b, const char *dir, const char *archive, const char *keyfile,
+		      const char *key)
+{
+	char tmp[PATH_MAX], tmpkey[PATH_MAX];
+	const char *name = strrchr(archive, '/') + 1;
+	if (snprintf(tmp, sizeof(tmp), "%s/.%s.%d.part", dir, name, (int)getpid()) >= (int)sizeof(tmp) ||
+	    snprintf(tmpkey, sizeof(tmpkey), "%s/.%s.key.%d.part", dir, name, (int)getpid()) >= (int)sizeof(tmpkey))
+		return;
+	struct terr ignored = {0};
+	if (util_mkdir_p(dir, 0755, &ignored) < 0) {
+		note(b, "warning: the base is not kept: cannot make %s: %s", dir, ignored.msg);
+		snprintf(b->res->base_note, sizeof(b->res->base_note), "bootstrapped, not kept");
+		return;
+	}
+	snprintf(b->what, sizeof(b->what), "keeping the base");
+	report(b);
+	/* debootstrap unmounts what it mounted; a second guard, as tar
+	 * stays on the root's file system too. */
+	unmount_under(b->root);
+	/* Without the .debs debootstrap leaves in the root's apt archives
+	 * (30 of Debian 12's 85 MB): they are in SUITE/debootstrap already,
+	 * the build hides them under its bind mount of SUITE/apt and the
+	 * clean stage empties that folder. apt's lists stay: they carry the
+	 * mirror's name, so the packages stage's apt-get update asks for
+	 * changes only. */
+	const char *argv[] = {"tar", "--zstd", "--numeric-owner", "--xattrs", "--xattrs-include=*", "--one-file-system",
+			      "--exclude=./var/cache/apt/archives/*.deb", "-C", b->root, "-cf", tmp, ".", NULL};
+	int rc = run(b, &(struct cmd){.argv = argv, .quiet_fail = true});
+	int fd = rc == 0 ? open(tmp, O_RDONLY | O_CLOEXEC) : -1;
+	/* On disk before the rename: a crash must not leave a short archive
+	 * under the real name. */
+	if (fd < 0 || fsync(fd) < 0)
+		rc = -EIO;
+	if (fd >= 0)
+		close(fd);
+	int kfd = rc == 0 ? open(tmpkey, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644) : -1;
+	if (kfd >= 0) {
+		if (write(kfd, key, strlen(key)) != (ssize_t)strlen(key) || close(kfd) < 0 || rename(tmpkey, keyfile) < 0)
+			unlink(tmpkey);   /* the key file is for people; the archive stands without it */
+	}
+	if (rc == 0 && rename(tmp, archive) < 0)
+		rc = -errno;
+	if (rc < 0) {
+		unlink(tmp);
+		note(b, "warning: the base is not kept: tar into %s failed (zstd installed?); the full output is in %s",
+		     dir, b->res->log_path);
+		snprintf(b->res->base_note, sizeof(b->res->base_note), "bootstrapped, not kept");
+		return;
+	}
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0) {
+		fsync(dfd);
+		close(dfd);
+	}
+	note(b, "kept for later builds of %s as %s", b->r->suite, archive);
+	snprintf(b->res->base_note, sizeof(b->res->base_note), "bootstrapped, kept");
+}
+
+/* Extracts the kept base into the (empty) root. A failure removes the
+ * archive, which is then of no use, and empties the root again. */
+static int use_base(struct builder *b, const char *archive, const char *keyfile, int64_t mtime)
+{
+	char date[64];
+	img_base_date(mtime, date, sizeof(date));
+	snprintf(b->what, sizeof(b->what), "extracting the kept base of %s", date);
+	report(b);
+	if (util_mkdir_p(b->root, 0755, b->err) < 0)
+		return -EIO;
+	const char *argv[] = {"tar", "--zstd", "--numeric-owner", "--xattrs", "--xattrs-include=*", "-xpf", archive,
+			      "-C", b->root, NULL};
+	if (run(b, &(struct cmd){.argv = argv, .quiet_fail = true}) == 0) {
+		b->base_kept = true;
+		note(b, "kept base of %s", date);
+		snprintf(b->res->base_note, sizeof(b->res->base_note), "kept base of %s", date);
+		return 0;
+	}
+	unlink(archive);
+	unlink(keyfile);
+	unmount_under(b->root);
+	remove_tree(b->root);
+	note(b, "warning: the kept base %s could not be read (tar failed: %.120s), removed; bootstrapping instead",
+	     archive, b->last[1][0] ? b->last[1] : "no output");
+	return -EIO;
+}
+
+/* debootstrap of the suite into the root, or the kept base of the same
+ * key (docs/images.md, "The cache"); a base debootstrap made is kept.
+ * Always `--components=main`: the components only decide the
+ * sources.list debootstrap writes, which setup_root writes over with the
+ * recipe's, and every package of minbase is in main; so recipes of one
+ * suite share one base whatever their components. Called under the
+ * suite's lock, which guards the kept bases as it does the downloads. */
 static int stage_bootstrap(struct builder *b)
 {
 	enter_stage(b, IMG_STAGE_BOOTSTRAP);
-	char cache_arg[PATH_MAX], components[128] = "--components=";
+	char dir[PATH_MAX], archive[PATH_MAX], keyfile[PATH_MAX], key[1200];
+	bool can_keep = base_paths(b, dir, archive, keyfile, sizeof(dir), key, sizeof(key)) == 0;
+	if (can_keep) {
+		/* For whoever reads the log (tests/e2e/test_image_pip.sh): which
+		 * archive this build's key names, used or made. */
+		dprintf(b->log_fd, "# the kept base of this key: %s\n", archive);
+		remove_parts(dir);
+		struct stat st;
+		bool exists = stat(archive, &st) == 0 && S_ISREG(st.st_mode);
+		enum img_base_use u = img_base_decide(exists, exists ? (int64_t)st.st_mtime : 0, (int64_t)time(NULL),
+						      b->o->base_max_age_days, b->o->fresh_base);
+		if (u == IMG_BASE_USE && use_base(b, archive, keyfile, (int64_t)st.st_mtime) == 0)
+			return 0;
+		if (u == IMG_BASE_OLD) {
+			char date[64];
+			img_base_date((int64_t)st.st_mtime, date, sizeof(date));
+			note(b, "debootstrap (the kept base of %s is older than %d days)", date,
+			     b->o->base_max_age_days > 0 ? b->o->base_max_age_days : IMG_DEFAULT_BASE_MAX_AGE_DAYS);
+		} else if (u != IMG_BASE_USE) {
+			note(b, "debootstrap (%s)", img_base_reason(u));
+		}
+	}
+	char cache_arg[PATH_MAX];
 	snprintf(cache_arg, sizeof(cache_arg), "--cache-dir=%s/debootstrap", b->suite_dir);
-	for (size_t i = 0; i < b->r->n_components; i++)
-		snprintf(components + strlen(components), sizeof(components) - strlen(components), "%s%s",
-			 i ? "," : "", b->r->components[i]);
-	const char *argv[] = {"debootstrap", "--variant=minbase", components, cache_arg,
-			      b->r->suite, b->root, b->mirror, NULL};
-	return run(b, &(struct cmd){.argv = argv, .on_line = on_debootstrap});
+	const char *argv[] = {"debootstrap", "--variant=" IMG_BASE_VARIANT, "--components=" IMG_BASE_COMPONENTS,
+			      cache_arg, b->r->suite, b->root, b->mirror, NULL};
+	snprintf(b->res->base_note, sizeof(b->res->base_note), "bootstrapped");
+	int rc = run(b, &(struct cmd){.argv = argv, .on_line = on_debootstrap});
+	if (rc == 0 && can_keep)
+		keep_base(b, dir, archive, keyfile, key);
+	return rc;
 }
 
 /* The recipe's site files, read-only at IMG_SITE_MOUNT/NAME in the root
@@ -989,6 +1188,19 @@ static int stage_packages(struct builder *b)
 	r = run(b, &(struct cmd){.argv = update, .in_root = true});
 	if (r < 0)
 		return r;
+	/* A kept base may be days old: brought up to what the suite (and its
+	 * -updates and -security) has now, so that the image has no older
+	 * base packages than a fresh debootstrap would give it. Unattended
+	 * as the install is; a changed conffile keeps the base's. */
+	if (b->base_kept) {
+		snprintf(b->what, sizeof(b->what), "apt-get dist-upgrade of the kept base");
+		report(b);
+		const char *upgrade[] = {"apt-get", "-y", "-o", "Dpkg::Options::=--force-confdef", "-o",
+					 "Dpkg::Options::=--force-confold", "dist-upgrade", NULL};
+		r = run(b, &(struct cmd){.argv = upgrade, .in_root = true});
+		if (r < 0)
+			return r;
+	}
 	size_t n = b->r->n_packages;
 	const char **argv = calloc(n + 8, sizeof(*argv));
 	if (!argv)

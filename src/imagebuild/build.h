@@ -41,6 +41,10 @@ struct img_progress {
 	/* The latest thing happening ("Configuring libc6", a package name);
 	 * borrowed for the call. May be empty. */
 	const char *what;
+	/* A fact about the stage worth a line of its own, set once when it
+	 * becomes known ("kept base of 2026-11-29 10:12 UTC", or a warning
+	 * starting "warning: "); borrowed for the call; NULL or "" when none. */
+	const char *note;
 };
 
 typedef void (*img_progress_fn)(const struct img_progress *p, void *ud);
@@ -48,9 +52,14 @@ typedef void (*img_progress_fn)(const struct img_progress *p, void *ud);
 #define IMG_DEFAULT_CACHE_DIR "/var/cache/tessera/images"
 #define IMG_DEFAULT_MIRROR "http://deb.debian.org/debian"
 /* The images' configuration (docs/images.md, "images.conf"): pip_index,
- * npm_registry, mirror, security_mirror, cache_dir; the flags of `tessera image build`
- * win over it. */
+ * npm_registry, mirror, security_mirror, cache_dir, base_max_age; the
+ * flags of `tessera image build` win over it. */
 #define IMG_DEFAULT_CONFIG "/etc/tessera/images.conf"
+/* A kept base (docs/images.md, "The cache") older than this many days is
+ * bootstrapped again. */
+#define IMG_DEFAULT_BASE_MAX_AGE_DAYS 7
+/* The most --base-max-age / base_max_age takes: ten years. */
+#define IMG_MAX_BASE_MAX_AGE_DAYS 3650
 /* Where a build's site files are seen in the chroot (read-only). */
 #define IMG_SITE_MOUNT "/tmp/tessera-site"
 
@@ -76,6 +85,12 @@ struct img_build_opts {
 	const char *config_path;
 	/* Rebuild even when an image with the recipe's hash exists. */
 	bool force;
+	/* Bootstrap the suite again even when a kept base matches, and keep
+	 * the new one in its place. */
+	bool fresh_base;
+	/* A kept base older than this many days is bootstrapped again; 0:
+	 * IMG_DEFAULT_BASE_MAX_AGE_DAYS. */
+	int base_max_age_days;
 	/* Called from the building thread; may be NULL. */
 	img_progress_fn progress;
 	void *ud;
@@ -89,6 +104,10 @@ struct img_build_result {
 	char frameworks[512];     /* the tessera.frameworks label written */
 	char log_path[512];       /* the full output of the build's commands */
 	int64_t stage_ms[IMG_STAGE_COUNT];   /* time each stage took */
+	/* How the root's base came to be, for the times line: "kept base of
+	 * 2026-11-29 10:12 UTC", "bootstrapped, kept", "bootstrapped" (when
+	 * it could not be kept). Empty when the build did not get so far. */
+	char base_note[128];
 	/* Nothing was built because the recipe cannot be built as configured:
 	 * what it needs, a "needs ..." line each (img_recipe_needs). */
 	bool unready;
@@ -154,5 +173,55 @@ bool img_pip_trusted_host(const char *url, char *host, size_t n);
  * Fills mirror / security (empty when the text names none). */
 void img_mirrors_from_sources(const char *text, bool deb822, char *mirror, size_t mirror_n,
 			      char *security, size_t security_n);
+
+/* ---- the kept base (imagebuild/base.c) ----
+ * After a debootstrap the root is kept as an archive in the cache, and a
+ * later build of the same key extracts it instead of bootstrapping again
+ * (docs/images.md, "The cache"). The key is what decides what debootstrap
+ * makes: suite, variant, architecture and mirror. Components do not: the
+ * build bootstraps `main` alone and the packages stage writes the recipe's
+ * own sources.list over debootstrap's. */
+
+#define IMG_BASE_VARIANT "minbase"
+#define IMG_BASE_COMPONENTS "main"
+
+/* The archive's file name for the key, "minbase-amd64-HEX12.tar.zst",
+ * HEX12 the first 12 hex digits of the SHA-256 of the key's text
+ * (img_base_key_text): the mirror is in it without making the name
+ * unwieldy. -EINVAL for an empty or unsafe part (a variant or
+ * architecture other than [a-z0-9-], a mirror with spaces or control
+ * characters), -ENAMETOOLONG when n is too small. */
+int img_base_name(const char *suite, const char *variant, const char *arch, const char *mirror,
+		  char *buf, size_t n);
+
+/* The key as text, one "field value" a line in a fixed order ("suite
+ * bookworm\nvariant minbase\narch amd64\nmirror URL\n"): what
+ * img_base_name hashes, kept beside the archive (NAME.key) for people. */
+int img_base_key_text(const char *suite, const char *variant, const char *arch, const char *mirror,
+		      char *buf, size_t n);
+
+enum img_base_use {
+	IMG_BASE_USE,       /* extract the kept base */
+	IMG_BASE_NONE,      /* none kept: bootstrap and keep */
+	IMG_BASE_OLD,       /* older than the limit: bootstrap and keep anew */
+	IMG_BASE_FUTURE,    /* dated after now (a clock set back): bootstrap and keep anew */
+	IMG_BASE_FRESH,     /* --fresh-base: bootstrap and keep anew */
+};
+
+/* Whether a build uses a kept base: exists and its mtime, now, the age
+ * limit in days (0: IMG_DEFAULT_BASE_MAX_AGE_DAYS) and --fresh-base. A
+ * base exactly max_age_days old is still used. */
+enum img_base_use img_base_decide(bool exists, int64_t mtime, int64_t now, int max_age_days, bool fresh);
+
+/* Why a base is not used, for the log and the progress ("none kept",
+ * "older than 7 days", ...); NULL for IMG_BASE_USE. */
+const char *img_base_reason(enum img_base_use u);
+
+/* "2026-11-29 10:12 UTC" of t (seconds since the epoch). */
+void img_base_date(int64_t t, char *buf, size_t n);
+
+/* Reads a --base-max-age / base_max_age value: whole days, 1 to
+ * IMG_MAX_BASE_MAX_AGE_DAYS, digits only. -EINVAL otherwise. */
+int img_base_parse_max_age(const char *s, int *days);
 
 #endif

@@ -14,7 +14,11 @@
 #   not the recipe's is refused;
 # - the build (a pip stage in its progress and times), its labels
 #   (tessera.cuda, the pip-installed mlflow's version in
-#   tessera.frameworks), and a session of it: the package imports, the
+#   tessera.frameworks), and its base: extracted from the cache and
+#   upgraded when a build of bookworm kept one (test_images' in `make
+#   test`), else bootstrapped and kept (checked whichever it is: the test
+#   looks at the cache before the build); bad --base-max-age and
+#   base_max_age values are refused; a session of it: the package imports, the
 #   console script runs, the site archive's content is in the image and
 #   the site file is not, the image's sources.list and pip.conf, the
 #   debconf answer, a package depending on libcuda1 installed against
@@ -200,11 +204,47 @@ out=$("$TESSERA" image build --check --config "$E2E_DIR/index.conf" "$RECIPE" 2>
 check "with pip_index in the config and the site file kept, --check says it needs nothing ($out)" \
 	bash -c '[[ $(wc -l <<<"$1") -eq 1 && "$1" != *needs* ]]' _ "$out"
 
+# ---- the age limit of the kept base: bad values are refused ----
+out=$("$TESSERA" image build --check --base-max-age 0 "$RECIPE" 2>&1)
+rc=$?
+check "--base-max-age 0 is refused ($rc: $out)" bash -c '[ $1 -eq 2 ] && [[ "$2" == *"--base-max-age '\''0'\'' is not a number of days from 1 to 3650"* ]]' _ $rc "$out"
+printf 'base_max_age = 7d\n' >"$E2E_DIR/age.conf"
+out=$("$TESSERA" image build --check --config "$E2E_DIR/age.conf" "$RECIPE" 2>&1)
+rc=$?
+check "base_max_age = 7d is refused ($rc: $out)" bash -c '[ $1 -eq 1 ] && [[ "$2" == *"base_max_age '\''7d'\'' is not a number of days"* ]]' _ $rc "$out"
+
 # ---- the build: the flag's index wins over the config's ----
+# Its base comes from the cache when a build of bookworm kept one in the
+# last 7 days (in `make test`, test_images' build of tessera/python:3.11);
+# else it is bootstrapped and kept. Which kept bases are there (name and
+# age) is looked at before the build; the build's log names the archive
+# of its key.
+BASES=$CACHE/bookworm/base
+LOG=$CACHE/logs/tessera-e2e_pip_1.log
+fresh_before=$(find "$BASES" -maxdepth 1 -name 'minbase-*.tar.zst' -mmin -$((7 * 24 * 60)) -printf '%f\n' 2>/dev/null)
 out=$("$TESSERA" image build --config "$E2E_DIR/wrong.conf" --pip-index "$INDEX" "$RECIPE" 2>"$E2E_DIR/build.err")
 rc=$?
 check "the image builds ($rc)" [ $rc -eq 0 ]
 [[ $rc -eq 0 ]] || tail -20 "$E2E_DIR/build.err"
+archive=$(sed -n 's/^# the kept base of this key: //p' "$LOG" | head -1)
+check "the log names its key's archive ($archive)" bash -c '[[ "$1" == "$2"/minbase-*-????????????.tar.zst ]]' _ "$archive" "$BASES"
+if grep -qxF "$(basename "$archive")" <<<"$fresh_before"; then
+	echo "# the base of bookworm was kept before this build: it is used"
+	check "its times say the base was kept ($out)" grep -qE "^$IMAGE: built in .*\(bootstrap [0-9ms]+ \(kept base of [0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2} UTC\)," <<<"$out"
+	check "so does its progress" grep -qE "^$IMAGE: bootstrap: kept base of " "$E2E_DIR/build.err"
+	check "debootstrap did not run" not grep -q '^\$ debootstrap ' "$LOG"
+	check "the kept base was upgraded (apt-get dist-upgrade after apt-get update)" \
+		bash -c 'grep "^\$ (chroot) apt-get" "$1" | grep -A1 -x "\$ (chroot) apt-get update" | grep -q " dist-upgrade$"' _ "$LOG"
+else
+	echo "# no base of bookworm was kept before this build: it is bootstrapped and kept"
+	check "its times say the base was bootstrapped and kept ($out)" grep -qE "^$IMAGE: built in .*\(bootstrap [0-9ms]+ \(bootstrapped, kept\)," <<<"$out"
+	check "so does its progress" grep -qE "^$IMAGE: bootstrap: kept for later builds of bookworm as $archive$" "$E2E_DIR/build.err"
+	check "debootstrap ran, with main alone" grep -q '^\$ debootstrap --variant=minbase --components=main ' "$LOG"
+	check "no dist-upgrade of a fresh base" not grep -q ' dist-upgrade$' "$LOG"
+fi
+check "the key's archive is kept now" test -s "$archive"
+check "beside its key" grep -qx "suite bookworm" "${archive%.tar.zst}.key"
+check "and no half-written archive is left" bash -c '! ls -A "$1" | grep -q "\.part$"' _ "$BASES"
 check "its times name the pip stage ($out)" contains "$out" ", pip "
 check "progress names the pip stage" grep -q "^$IMAGE: pip" "$E2E_DIR/build.err"
 check "the frameworks line has Debian's python and pip's mlflow" grep -qE "^$IMAGE: python=3\.11\.[0-9]+,mlflow=0\.0\.1$" <<<"$out"
