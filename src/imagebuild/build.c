@@ -1188,12 +1188,14 @@ static int stage_packages(struct builder *b)
 	r = run(b, &(struct cmd){.argv = update, .in_root = true});
 	if (r < 0)
 		return r;
-	/* A kept base may be days old: brought up to what the suite (and its
-	 * -updates and -security) has now, so that the image has no older
-	 * base packages than a fresh debootstrap would give it. Unattended
-	 * as the install is; a changed conffile keeps the base's. */
-	if (b->base_kept) {
-		snprintf(b->what, sizeof(b->what), "apt-get dist-upgrade of the kept base");
+	/* The base brought up to what the suite's -updates and -security
+	 * have now: debootstrap takes the suite alone, and a kept base may
+	 * also be days old. Both ways the image gets the same packages, with
+	 * their fixes. Unattended as the install is; a changed conffile
+	 * keeps the base's. */
+	{
+		snprintf(b->what, sizeof(b->what), "apt-get dist-upgrade of the %s base",
+			 b->base_kept ? "kept" : "new");
 		report(b);
 		const char *upgrade[] = {"apt-get", "-y", "-o", "Dpkg::Options::=--force-confdef", "-o",
 					 "Dpkg::Options::=--force-confold", "dist-upgrade", NULL};
