@@ -1321,14 +1321,7 @@ static int pg_log_tail_get(struct store *s, const char *session_id, struct log_t
 	*l = (struct log_tail_rec){0};
 	rc = read_record(r, 0, &store_log_tails_table, l);
 	PQclear(r);
-	if (rc == 0 && !l->text)
-		l->text = strdup("");
-	if (rc < 0 || !l->text) {
-		free(l->text);
-		l->text = NULL;
-		return terr_set(err, ENOMEM, "out of memory");
-	}
-	return 0;
+	return store_log_tail_read(l, rc, err);
 }
 
 static int pg_kv_get(struct store *s, const char *key, char **value, struct terr *err)

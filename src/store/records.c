@@ -1,6 +1,7 @@
 /* Helpers on the store's records, shared by every backend. The owned
  * strings of a session are its TEXT_PTR columns (columns.h), so a new one
  * is cleared and copied without a line here. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,6 +37,19 @@ int session_rec_copy(struct session_rec *dst, const struct session_rec *src)
 			session_rec_clear(dst);
 			return -ENOMEM;
 		}
+	}
+	return 0;
+}
+
+int store_log_tail_read(struct log_tail_rec *l, int read_rc, struct terr *err)
+{
+	/* A NULL text (none was written) reads as an empty log. */
+	if (read_rc == 0 && !l->text)
+		l->text = strdup("");
+	if (read_rc < 0 || !l->text) {
+		free(l->text);
+		l->text = NULL;
+		return terr_set(err, ENOMEM, "out of memory");
 	}
 	return 0;
 }

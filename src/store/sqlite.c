@@ -655,14 +655,7 @@ static int sqlite_log_tail_get(struct store *s, const char *session_id, struct l
 	*l = (struct log_tail_rec){0};
 	rc = read_record(st, &store_log_tails_table, l);
 	sqlite3_reset(st);
-	if (rc == 0 && !l->text)
-		l->text = strdup("");
-	if (rc < 0 || !l->text) {
-		free(l->text);
-		l->text = NULL;
-		return terr_set(err, ENOMEM, "out of memory");
-	}
-	return 0;
+	return store_log_tail_read(l, rc, err);
 }
 
 static int sqlite_kv_get(struct store *s, const char *key, char **value, struct terr *err)

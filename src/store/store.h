@@ -363,5 +363,9 @@ int store_sqlite_check(const char *path, struct terr *err);
 void session_rec_clear(struct session_rec *r);
 /* Deep copy: dst gets its own strings. */
 int session_rec_copy(struct session_rec *dst, const struct session_rec *src);
+/* For the backends' log_tail_get: the end of reading l's row, whose
+ * read_record returned read_rc (l->text then "" for a NULL; -ENOMEM
+ * with l->text freed on failure). */
+int store_log_tail_read(struct log_tail_rec *l, int read_rc, struct terr *err);
 
 #endif
