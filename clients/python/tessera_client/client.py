@@ -1,5 +1,6 @@
 """The client's objects: Client, its sessions, folders and images."""
 import codecs
+import datetime
 import hashlib
 import io
 import os
@@ -51,6 +52,33 @@ class Client:
         """What you use against your policy and what the cluster has free
         (``GET /v1/resources``)."""
         return self.request("GET", "/v1/resources")
+
+    def usage_summary(self, since=None, until=None, by=None, user=None, project=None):
+        """Allocated CPU-, memory-GiB- and fGPU-hours and sessions started,
+        per UTC day and per user (``by="project"``: per project), as ``GET
+        /v1/usage/summary`` answers it: ``{"from", "to", "by", "rows",
+        "totals"}``. ``since``/``until``: dates (``datetime.date`` or
+        ``"YYYY-MM-DD"``, both days included; the manager's defaults
+        otherwise); ``user``/``project`` filter (another user's: admins
+        only)."""
+        def day(d):
+            return d.isoformat() if isinstance(d, datetime.date) else d
+        params = {"from": day(since), "to": day(until), "by": by, "user": user, "project": project}
+        return self.request("GET", "/v1/usage/summary", params)
+
+
+def _rfc3339(when):
+    """A start time for the API: an aware datetime as UTC with ``Z``; a
+    string as it is (the manager checks it); None as None. A naive
+    datetime is refused: its zone would be a guess."""
+    if when is None or isinstance(when, str):
+        return when
+    if isinstance(when, datetime.datetime):
+        if when.tzinfo is None or when.utcoffset() is None:
+            raise ValueError("starts_at: a datetime needs a time zone (e.g. datetime.timezone.utc)")
+        return when.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.") + \
+            "%03dZ" % (when.microsecond // 1000)
+    raise TypeError("starts_at must be a datetime or an RFC 3339 string, not %s" % type(when).__name__)
 
 
 def _owner(owner):
@@ -273,7 +301,8 @@ class Sessions:
         self._c = client
 
     def _body(self, image, cpu, mem, fgpu, name, env, startup_command, batch, mounts, project, group,
-              priority, preemptible, root, cluster_size, cluster_mode):
+              priority, preemptible, root, cluster_size, cluster_mode, starts_at=None, batch_timeout=None,
+              preopen_ports=None):
         body = {"image": image}
         res = {k: v for k, v in (("cpu", cpu), ("mem", mem), ("fgpu", fgpu)) if v is not None}
         if res:
@@ -281,7 +310,9 @@ class Sessions:
         for k, v in (("name", name), ("env", env), ("startup_command", startup_command),
                      ("mounts", None if mounts is None else list(mounts)), ("project", project),
                      ("group", group), ("priority", priority), ("preemptible", preemptible),
-                     ("root", root), ("cluster_size", cluster_size), ("cluster_mode", cluster_mode)):
+                     ("root", root), ("cluster_size", cluster_size), ("cluster_mode", cluster_mode),
+                     ("starts_at", _rfc3339(starts_at)), ("batch_timeout", batch_timeout),
+                     ("preopen_ports", None if preopen_ports is None else list(preopen_ports))):
             if v is not None:
                 body[k] = v
         if batch:
@@ -290,7 +321,8 @@ class Sessions:
 
     def create(self, image, cpu=None, mem=None, fgpu=None, name=None, env=None, startup_command=None,
                batch=False, mounts=None, project=None, group=None, priority=None, preemptible=None,
-               root=None, cluster_size=None, cluster_mode=None, wait=False, timeout=300):
+               root=None, cluster_size=None, cluster_mode=None, starts_at=None, batch_timeout=None,
+               preopen_ports=None, wait=False, timeout=300):
         """Creates a session of IMAGE and returns it (a Session).
 
         ``cpu`` (cores, e.g. 0.5), ``mem`` (bytes or ``"512m"``, ``"2g"``)
@@ -300,10 +332,15 @@ class Sessions:
         startup command, ``mounts`` ``["NAME[:PATH][:ro]", ...]`` data
         folders; ``project``, ``group``, ``priority``, ``preemptible``,
         ``root``, ``cluster_size`` and ``cluster_mode`` as in docs/api.md.
+        ``starts_at`` (an aware ``datetime`` or an RFC 3339 string) keeps
+        it waiting until then; ``batch_timeout`` (seconds, batch only)
+        ends it as ERROR once it ran that long; ``preopen_ports`` (up to 8
+        ports) lists them among its apps as ``port-N``.
         ``wait=True`` returns once it runs (see ``Session.wait``; TIMEOUT
         seconds at most)."""
         body = self._body(image, cpu, mem, fgpu, name, env, startup_command, batch, mounts, project, group,
-                          priority, preemptible, root, cluster_size, cluster_mode)
+                          priority, preemptible, root, cluster_size, cluster_mode, starts_at, batch_timeout,
+                          preopen_ports)
         s = Session(self._c, self._c.request("POST", "/v1/sessions", body=body)["sessions"][0])
         return s.wait(timeout) if wait else s
 
@@ -311,7 +348,8 @@ class Sessions:
         """COUNT sessions alike (named NAME-1 .. NAME-COUNT with
         ``name=NAME``), as a list; options as for ``create``."""
         allowed = ("cpu", "mem", "fgpu", "name", "env", "startup_command", "batch", "mounts", "project",
-                   "group", "priority", "preemptible", "root", "cluster_size", "cluster_mode")
+                   "group", "priority", "preemptible", "root", "cluster_size", "cluster_mode", "starts_at",
+                   "batch_timeout", "preopen_ports")
         unknown = sorted(set(options) - set(allowed))
         if unknown:
             raise TypeError("create_many() got unknown options: %s" % ", ".join(unknown))

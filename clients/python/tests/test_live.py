@@ -267,6 +267,43 @@ class Live(unittest.TestCase):
             s.remove()
             self.assertTrue(s["removed"])
 
+    def test_k2_launcher_options(self):
+        import datetime
+        # A start time an hour ahead keeps it PENDING, saying why.
+        later = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(hours=1)
+        w = self.c.sessions.create(IMAGE, cpu=0.1, mem="16m", name="py-later", starts_at=later,
+                                   preopen_ports=[8080])
+        self.assertEqual(w.status, "PENDING")
+        self.assertIsNotNone(w["starts_at"])
+        self.assertEqual(w["preopen_ports"], [8080])
+        for _ in range(100):
+            if "waiting for its start time" in (w.refresh().status_info or ""):
+                break
+            time.sleep(0.1)
+        self.assertIn("waiting for its start time", w.status_info)
+        w.remove()
+        self.assertEqual(w.status, "CANCELLED")
+        # A batch command past its timeout ends as ERROR saying so.
+        t = self.c.sessions.create(IMAGE, cpu=0.1, mem="16m", name="py-timeout", batch=True,
+                                   startup_command="sleep 600", batch_timeout=1, wait=True, timeout=120)
+        self.assertEqual(t.status, "ERROR")
+        self.assertIn("batch timeout", t.status_info)
+        t.remove()
+        with self.assertRaises(tessera_client.TesseraError) as e:
+            self.c.sessions.create(IMAGE, cpu=0.1, mem="16m", batch_timeout=5)
+        self.assertIn("batch_timeout", str(e.exception))
+
+    def test_k3_usage_summary(self):
+        import datetime
+        today = datetime.datetime.now(datetime.timezone.utc).date()
+        r = self.c.usage_summary(since=today, until=today)
+        self.assertEqual((r["from"], r["to"]), (today.isoformat(), today.isoformat()))
+        me = self.c.whoami()["email"]
+        self.assertIn(me, [t["user"] for t in r["totals"]])
+        with self.assertRaises(tessera_client.TesseraError) as e:
+            self.c.usage_summary(by="day")
+        self.assertIn("by must be user or project", str(e.exception))
+
     def test_l_wait_timeout(self):
         # A policy of one session for this user: py-nb holds it, so a new
         # one waits PENDING, and a wait on it runs out.

@@ -303,6 +303,32 @@ class BrokenAnswers(unittest.TestCase):
             f.upload(b"x" * 100, "a.bin", progress=stop)
 
 
+class LaunchOptions(unittest.TestCase):
+    """The launcher's options go into the request body as the API names
+    them; a start time is sent as UTC, and a naive one is refused."""
+
+    def test_body(self):
+        import datetime
+        from tessera_client.client import Sessions
+        s = Sessions(None)
+        when = datetime.datetime(2026, 12, 1, 9, 30, 0, 250000, tzinfo=datetime.timezone(datetime.timedelta(hours=9)))
+        body = s._body("img", None, None, None, "n", None, "python3 train.py", True, None, None, None, None,
+                       None, None, None, None, starts_at=when, batch_timeout=3600, preopen_ports=(8080, 6006))
+        self.assertEqual(body, {"image": "img", "name": "n", "startup_command": "python3 train.py",
+                                "type": "batch", "starts_at": "2026-12-01T00:30:00.250Z",
+                                "batch_timeout": 3600, "preopen_ports": [8080, 6006]})
+        body = s._body("img", None, None, None, None, None, None, False, None, None, None, None, None, None,
+                       None, None, starts_at="2026-12-01T00:30:00Z")
+        self.assertEqual(body, {"image": "img", "starts_at": "2026-12-01T00:30:00Z"})
+        with self.assertRaises(ValueError) as e:
+            s._body("img", None, None, None, None, None, None, False, None, None, None, None, None, None,
+                    None, None, starts_at=datetime.datetime(2026, 12, 1, 9, 30))
+        self.assertIn("time zone", str(e.exception))
+        with self.assertRaises(TypeError):
+            s._body("img", None, None, None, None, None, None, False, None, None, None, None, None, None,
+                    None, None, starts_at=1800000000)
+
+
 class Backend(unittest.TestCase):
     """The in-tree build backend makes a wheel pip can install offline."""
 
