@@ -235,6 +235,33 @@ try {
     await shot(page, 'admin_users');
   });
 
+  await step('the admin page removes a user after asking, and refuses the admin\'s own account in words', async () => {
+    const form = page.getByRole('form', { name: 'Create a user' });
+    await form.getByLabel('Email').fill('carol@example.org');
+    await form.getByLabel('Password').fill('carol-password-1');
+    await form.getByRole('button', { name: 'Create user' }).click();
+    const carol = page.locator('table.users tr', { has: page.getByRole('cell', { name: 'carol@example.org' }) });
+    await carol.waitFor({ timeout: WAIT });
+    await carol.getByRole('button', { name: 'Remove…' }).click();
+    const dlg = page.getByRole('dialog', { name: 'Remove carol@example.org?' });
+    await dlg.waitFor();
+    await dlg.getByRole('button', { name: 'Cancel' }).click();
+    await dlg.waitFor({ state: 'hidden' });
+    if (!(await carol.count())) throw new Error('Cancel removed carol');
+    await carol.getByRole('button', { name: 'Remove…' }).click();
+    await dlg.getByRole('button', { name: 'Remove user' }).click();
+    await page.getByRole('status').filter({ hasText: 'Removed carol@example.org: 1 API key revoked, 0 ended sessions kept.' }).waitFor({ timeout: WAIT });
+    await carol.waitFor({ state: 'detached', timeout: WAIT });
+    const me = page.locator('table.users tr', { has: page.getByRole('cell', { name: 'admin@tessera.local' }) });
+    await me.getByRole('button', { name: 'Remove…' }).click();
+    await page.getByRole('dialog', { name: 'Remove admin@tessera.local?' }).getByRole('button', { name: 'Remove user' }).click();
+    const err = page.locator('p.error[role="alert"]');
+    await err.waitFor({ timeout: WAIT });
+    const text = await err.textContent();
+    if (!/own/.test(text)) throw new Error(`removing one's own account says: ${text}`);
+    await me.waitFor();
+  });
+
   await step('a second user sees none of the admin\'s sessions', async () => {
     await page.getByRole('button', { name: 'Log out' }).click();
     await login(page, 'bob@example.org', 'bob-password-1');

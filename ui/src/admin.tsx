@@ -15,6 +15,7 @@ function Users() {
   const [password, setPassword] = useState('');
   const [isAdmin, setIsAdmin] = useState(false);
   const [resetFor, setResetFor] = useState<User | null>(null);
+  const [removing, setRemoving] = useState<User | null>(null);
   const [newPassword, setNewPassword] = useState('');
 
   const load = () => api.users().then((r) => setUsers(r.users)).catch((e) => setError((e as Error).message));
@@ -65,6 +66,7 @@ function Users() {
                   {u.disabled ? 'Enable' : 'Disable'}
                 </Button>
                 <Button onClick={() => { setNewPassword(''); setResetFor(u); }}>Reset password</Button>
+                <Button kind="danger" onClick={() => setRemoving(u)}>Remove…</Button>
               </div></td>
             </tr>
           ))}
@@ -83,6 +85,26 @@ function Users() {
         </div>
         <Button type="submit" kind="primary">Create user</Button>
       </form>
+      {/* The manager refuses (409, naming them) while the user has
+          sessions not ended or folders not in the trash, and one's own
+          account: its words are shown as they come. */}
+      <Dialog open={removing !== null} title={`Remove ${removing?.email ?? ''}?`} onClose={() => setRemoving(null)}>
+        <p>Their API keys are revoked and they can no longer log in. Their ended sessions, trashed folders
+          and private images stay. Tessera refuses while they have sessions that have not ended or
+          folders that are not in the trash: end and trash those first.</p>
+        <div class="actions">
+          <Button onClick={() => setRemoving(null)}>Cancel</Button>
+          <Button kind="danger" onClick={() => {
+            const u = removing!;
+            setRemoving(null);
+            run(async () => {
+              const r = await api.removeUser(u.id);
+              setNotice(`Removed ${u.email}: ${r.revoked_keys} API key${r.revoked_keys === 1 ? '' : 's'} revoked, ` +
+                `${r.ended_sessions_kept} ended session${r.ended_sessions_kept === 1 ? '' : 's'} kept.`);
+            });
+          }}>Remove user</Button>
+        </div>
+      </Dialog>
       <Dialog open={resetFor !== null} title={`Reset password of ${resetFor?.email ?? ''}`} onClose={() => setResetFor(null)}>
         <form onSubmit={(e) => {
           e.preventDefault();

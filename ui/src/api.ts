@@ -130,6 +130,8 @@ export const api = {
     call<{ user: User; password?: string }>('POST', '/api/v1/users', u),
   updateUser: (id: string, patch: { disabled?: boolean; password?: string }) =>
     call<{ user: User }>('PATCH', `/api/v1/users/${encodeURIComponent(id)}`, patch),
+  removeUser: (id: string) =>
+    call<{ removed: User; revoked_keys: number; ended_sessions_kept: number }>('DELETE', `/api/v1/users/${encodeURIComponent(id)}`),
 };
 
 // Formatting shared by the pages.
