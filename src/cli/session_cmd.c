@@ -59,10 +59,11 @@
 	"  --json                  print JSON instead of a table\n"
 
 #define LS_USAGE \
-	"usage: tessera session ls [--all] [--json]\n" \
+	"usage: tessera session ls [--all | --finished] [--json]\n" \
 	"\n" \
-	"  --all    include TERMINATED and CANCELLED sessions\n" \
-	"  --json   print a JSON array\n"
+	"  --all        include TERMINATED and CANCELLED sessions\n" \
+	"  --finished   only ended sessions (TERMINATED, CANCELLED, ERROR), newest first\n" \
+	"  --json       print a JSON array\n"
 
 #define OWNER_USAGE \
 	"  --owner EMAIL   NAME is a session of this user (admins): a name is\n" \
@@ -605,6 +606,7 @@ static int session_simple_opts(const char *sub, const char *usage, int allow_all
 	static const struct option opts[] = {
 		{"json", no_argument, NULL, 'j'},
 		{"all", no_argument, NULL, 'a'},
+		{"finished", no_argument, NULL, 'f'},
 		{"owner", required_argument, NULL, 'o'},
 		{"help", no_argument, NULL, 'h'},
 		{0},
@@ -618,8 +620,13 @@ static int session_simple_opts(const char *sub, const char *usage, int allow_all
 			*as_json = 1;
 		} else if (o == 'o' && !allow_all) {
 			session_owner = optarg;
-		} else if (o == 'a' && allow_all) {
-			*all = 1;
+		} else if ((o == 'a' || o == 'f') && allow_all) {
+			/* 1: --all; 2: --finished (the Sessions page's Finished
+			 * view); both: one line saying so. */
+			int want = o == 'a' ? 1 : 2;
+			if (*all && *all != want)
+				return cli_usage_fail(sub, "--all and --finished do not go together");
+			*all = want;
 		} else {
 			return session_bad_option(sub, argv);
 		}
@@ -640,7 +647,9 @@ static int session_ls(int argc, char **argv)
 	struct terr err = {0};
 	json_t *reply = NULL;
 	if (cli_connect(&cfg, &c, &err) < 0 ||
-	    api_call(&c, "GET", all ? "/v1/sessions?all=1" : "/v1/sessions", NULL, 0, &reply,
+	    api_call(&c, "GET",
+		     all == 2 ? "/v1/sessions?all=1&status=TERMINATED,CANCELLED,ERROR&order=newest"
+		     : all ? "/v1/sessions?all=1" : "/v1/sessions", NULL, 0, &reply,
 		     NULL, &err) < 0) {
 		cli_config_free(&cfg);
 		return cli_fail("%s", err.msg);
@@ -1240,8 +1249,9 @@ static const struct cli_verb session_verbs[] = {
 	 "--mount=FOLDER --project=PROJECT --group=GROUP --priority=N --preemptible --no-preemptible "
 	 "--cluster-size=N --cluster-mode=single-node|multi-node --wait --timeout=SECONDS --json",
 	 "IMAGE"},
-	{"ls", session_ls, "ls [--all] [--json]", "list sessions (without --all: not yet ended)",
-	 "--all --json", ""},
+	{"ls", session_ls, "ls [--all | --finished] [--json]",
+	 "list sessions (without --all: not yet ended; --finished: only ended, newest first)",
+	 "--all --finished --json", ""},
 	{"info", session_info, "info NAME [--owner EMAIL] [--json]", "show one session with its status history",
 	 "--owner=EMAIL --json", "SESSION"},
 	{"rm", session_rm, "rm NAME... [--owner EMAIL]", "remove sessions",

@@ -87,6 +87,16 @@ check "newest first, every finished session once: wait-12 ... wait-1 job done pa
 	[ "$first" = "$(printf 'wait-%d ' $(seq 12 -1 1))job done patwork" ]
 check "order=sideways is refused in words naming it" has_line "$out" "400 order must be oldest or newest (got 'sideways')"
 
+# ---- tessera session ls --finished: the Finished view from the CLI ----
+out=$("$TESSERA" session ls --finished --json | python3 -c 'import json,sys; print(" ".join(s["name"] for s in json.load(sys.stdin)))')
+check "session ls --finished: every ended session an admin sees, newest first ($out)" \
+	[ "$out" = "$(printf 'wait-%d ' $(seq 12 -1 1))job done patwork" ]
+out=$(pat session ls --finished)
+check "pat's --finished table has their one ended session" bash -c '[[ $(grep -c patwork <<<"$1") == 1 && $(grep -c wait- <<<"$1") == 0 ]]' _ "$out"
+err=$("$TESSERA" session ls --finished --all 2>&1); rc=$?
+check "--finished with --all: refused in one line ($rc: $err)" \
+	bash -c '[[ $1 == 2 && $(wc -l <<<"$2") == 1 && $2 == *"--all and --finished do not go together"* ]]' _ "$rc" "$err"
+
 # ---- GET /v1/usage/summary and tessera usage summary ----
 today=$(date -u +%F)
 out=$("$TESSERA" usage summary --json)
