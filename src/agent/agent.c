@@ -258,12 +258,17 @@ int agent_open(struct agent **out, const struct agent_config *cfg, struct terr *
 	pthread_mutex_init(&a->net_mu, NULL);
 	pthread_mutex_init(&a->img_mu, NULL);
 	pthread_mutex_init(&a->starts_mu, NULL);
+	pthread_mutex_init(&a->sbx_mu, NULL);
+	pthread_cond_init(&a->sbx_cv, NULL);
 	a->rt_ops = cfg->runtime ? cfg->runtime : &runtime_docker_ops;
+	bool sandboxes = true;
 	if (agent_settings_parse_app_publish(cfg->app_publish, true, &a->app_publish, "app_publish", err) < 0 ||
+	    agent_settings_parse_app_publish(cfg->sandboxes, true, &sandboxes, "sandboxes", err) < 0 ||
 	    agent_settings_parse_seccomp(cfg->seccomp, &a->seccomp_default, "seccomp", err) < 0) {
 		free(a);
 		return -EINVAL;
 	}
+	atomic_store(&a->sbx_on, sandboxes);
 	if (cfg->asset_dir)
 		util_strlcpy(a->asset_dir, cfg->asset_dir, sizeof(a->asset_dir));
 	a->usage_interval_ms = cfg->gpu_usage_interval_ms > 0 ? cfg->gpu_usage_interval_ms : GPU_USAGE_INTERVAL_MS;
@@ -332,6 +337,8 @@ fail:
 	pthread_mutex_destroy(&a->starts_mu);
 	pthread_mutex_destroy(&a->stats_mu);
 	pthread_mutex_destroy(&a->storage_mu);
+	pthread_mutex_destroy(&a->sbx_mu);
+	pthread_cond_destroy(&a->sbx_cv);
 	free(a);
 	return rc;
 }
@@ -341,6 +348,9 @@ void agent_close(struct agent *a)
 	if (!a)
 		return;
 	agent_watch_stop(a);
+	/* The spares go (a new agent makes its own); sandboxes that
+	 * sessions joined stay with them. */
+	agent_sandbox_stop(a);
 	for (size_t i = 0; i < a->n_stats_seen; i++) {
 		stats_cg_close(&a->stats_seen[i].cg);
 		if (a->stats_seen[i].gpu_fd >= 0)
@@ -365,6 +375,8 @@ void agent_close(struct agent *a)
 	pthread_mutex_destroy(&a->net_mu);
 	pthread_mutex_destroy(&a->img_mu);
 	pthread_mutex_destroy(&a->starts_mu);
+	pthread_mutex_destroy(&a->sbx_mu);
+	pthread_cond_destroy(&a->sbx_cv);
 	free(a);
 }
 

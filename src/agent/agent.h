@@ -68,6 +68,10 @@ struct agent_config {
 	 * session's runner"): no docker-proxy, and a start Docker makes
 	 * faster. NULL or "yes": published on app_host. */
 	const char *app_publish;
+	/* "yes" (NULL: yes) or "no": whether a spare sandbox is kept per
+	 * user's network for their next start to join (agent_sandbox.c);
+	 * used only where app_publish is no. */
+	const char *sandboxes;
 	/* Storage hosts of users' folders as the manager declares them
 	 * ("NAME:PATH[,...]", docs/admin.md "Storage"): a session's mount
 	 * must be a folder directory directly under one of these paths. NULL
@@ -294,6 +298,16 @@ int64_t agent_pids_limit(int64_t setting, int64_t session_cpu_m, int64_t node_cp
 #define AGENT_LABEL_RUN_AS "tessera.run_as"
 /* On a user's network: whose it is (the user's id). */
 #define AGENT_LABEL_OWNER_ID "tessera.owner_id"
+/* Sandboxes (agent_sandbox.c): the container's role ("sandbox"); on a
+ * session's container, the sandbox whose network namespace it joined
+ * and that sandbox's address. */
+#define AGENT_LABEL_ROLE "tessera.role"
+#define AGENT_LABEL_SANDBOX "tessera.sandbox"
+#define AGENT_LABEL_SANDBOX_IP "tessera.sandbox_ip"
+/* The sandboxes' image (no file of its own: the runner is bound in) and
+ * the first part of their names. */
+#define AGENT_SANDBOX_IMAGE "tessera-sandbox:1"
+#define AGENT_SANDBOX_PREFIX "tessera-sandbox"
 
 /* Who a session's processes are unless its owner may and asks to be root:
  * the images' `work` user, made at start by the runner when an image has

@@ -502,6 +502,54 @@ void agent_starts_json(struct agent *a, json_t *arr)
 	pthread_mutex_unlock(&a->starts_mu);
 }
 
+/* Creates the container; when one of its name survived an earlier
+ * attempt (the manager died mid-start), replaces it rather than fail. */
+static int create_replacing(struct agent *a, const struct rt_container_spec *cs, char cid[RT_ID_MAX],
+			    struct terr *err)
+{
+	int rc = a->rt_ops->create(a->rt, cs, cid, err);
+	if (rc != -EEXIST)
+		return rc;
+	struct terr ignored;
+	struct rt_container_info old = {0};
+	if (a->rt_ops->inspect(a->rt, cs->name, &old, &ignored) == 0) {
+		pthread_mutex_lock(&a->replaced_mu);
+		util_strlcpy(a->replaced[a->n_replaced++ % 8], old.id, RT_ID_MAX);
+		pthread_mutex_unlock(&a->replaced_mu);
+	}
+	a->rt_ops->remove(a->rt, cs->name, &ignored);
+	return a->rt_ops->create(a->rt, cs, cid, err);
+}
+
+/* A container that joins a sandbox shares the sandbox's /etc/hosts and
+ * /etc/hostname, which name the sandbox: the session gets files of its
+ * own, with its name at the sandbox's address, as Docker writes them for
+ * a container on a network (Docker leaves those paths to a mount). */
+static int plan_sandbox_files(struct agent *a, struct plan *p, const char *sid, const char *name, const char *ip,
+			      struct terr *err)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 32], text[1024];
+	int rc;
+	if (agent_session_dir(a, sid, dir, sizeof(dir)) < 0)
+		return terr_set(err, ENAMETOOLONG, "data_dir path too long");
+	if ((rc = util_mkdir_p(dir, 0755, err)) < 0)
+		return rc;
+	snprintf(text, sizeof(text),
+		 "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\nfe00::0\tip6-localnet\n"
+		 "ff00::0\tip6-mcastprefix\nff02::1\tip6-allnodes\nff02::2\tip6-allrouters\n%s\t%s\n",
+		 ip, name);
+	snprintf(path, sizeof(path), "%s/hosts", dir);
+	if ((rc = agent_write_file(path, text, 0644, err)) < 0)
+		return rc;
+	plan_mount(p, plan_keep(p, strdup(path)), "/etc/hosts", false);
+	snprintf(text, sizeof(text), "%s\n", name);
+	snprintf(path, sizeof(path), "%s/hostname", dir);
+	if ((rc = agent_write_file(path, text, 0644, err)) < 0)
+		return rc;
+	plan_mount(p, plan_keep(p, strdup(path)), "/etc/hostname", false);
+	return 0;
+}
+
 int agent_start_session(struct agent *a, json_t *spec, char cid[RT_ID_MAX],
 			char app_endpoint[AGENT_APP_ENDPOINT_MAX], struct terr *err)
 {
@@ -578,6 +626,31 @@ int agent_start_session_timed(struct agent *a, json_t *spec, char cid[RT_ID_MAX]
 		goto out;
 	}
 	const char *apps = sp.app_secret ? img.apps : NULL;
+	/* Each user's sessions on a network of their own: Docker keeps
+	 * bridge networks apart, so no session reaches another user's. A
+	 * cluster session's containers on one of the session's own, where
+	 * each finds the others by their host names (main1, sub1...). */
+	char cluster[64], net[96] = "";
+	agent_cluster_id_copy(a, cluster);
+	bool own_net = (sp.owner_id || cl) && a->rt_ops->network_ensure;
+	const char *driver = cl && !strcmp(cl->mode, "multi-node") ? "overlay" : NULL;
+	if (own_net && cl)
+		agent_cluster_network_name(cluster, cl->session, net, sizeof(net));
+	else if (own_net)
+		agent_network_name(cluster, sp.owner_id, net, sizeof(net));
+	/* On the user's network through their spare sandbox, when there is
+	 * one (agent_sandbox.c): not for a cluster session (its network and
+	 * names are its own), nor where the app port is published (Docker
+	 * publishes none for a container that joins another's namespace),
+	 * nor for a name the kernel would not take as a host name. */
+	bool sbx_ok = own_net && !cl && !a->app_publish && strlen(name) < 64 && agent_sandbox_usable(a);
+	char sbx_id[RT_ID_MAX] = "", sbx_ip[64] = "";
+	size_t mounts_plain = p.n_mounts;
+	bool sandboxed = sbx_ok && agent_sandbox_take(a, net, sbx_id, sbx_ip);
+	if (sandboxed && (rc = plan_sandbox_files(a, &p, id, name, sbx_ip, err)) < 0) {
+		agent_sandbox_remove(a, sbx_id);
+		goto out;
+	}
 	if (p.mounts_overflow) {
 		rc = terr_set(err, E2BIG, "the session needs more than %zu mounts", sizeof(p.mounts) / sizeof(p.mounts[0]));
 		goto out;
@@ -595,6 +668,13 @@ int agent_start_session_timed(struct agent *a, json_t *spec, char cid[RT_ID_MAX]
 	const char *entry[16];
 	size_t ne = 0;
 	entry[ne++] = AGENT_RUNNER_TARGET;
+	/* In a sandbox the agent sets the host name once the container
+	 * runs; the runner waits for it (and, should the start fall back
+	 * to the container's own network, where Docker set it, finds it). */
+	if (sandboxed) {
+		entry[ne++] = "--hostname";
+		entry[ne++] = name;
+	}
 	entry[ne++] = "--user";
 	entry[ne++] = run_as;
 	if (apps) {
@@ -610,26 +690,21 @@ int agent_start_session_timed(struct agent *a, json_t *spec, char cid[RT_ID_MAX]
 		entry[ne++] = startup;
 	}
 	entry[ne] = NULL;
-	char cluster[64];
-	agent_cluster_id_copy(a, cluster);
-	struct rt_label labels[] = {
+	struct rt_label labels[8] = {
 		{AGENT_LABEL_SESSION, id}, {AGENT_LABEL_AGENT, a->id},
 		{AGENT_LABEL_NAME, name}, {AGENT_LABEL_OWNER, owner ? owner : ""},
 		{AGENT_LABEL_RUN_AS, run_as},
-		{AGENT_LABEL_CLUSTER, cluster},   /* last: left out while unknown */
 	};
-	char cname[160], net[96] = "";
+	size_t n_labels = 5;
+	if (cluster[0])   /* left out while unknown */
+		labels[n_labels++] = (struct rt_label){AGENT_LABEL_CLUSTER, cluster};
+	size_t labels_plain = n_labels;
+	if (sandboxed) {
+		labels[n_labels++] = (struct rt_label){AGENT_LABEL_SANDBOX, sbx_id};
+		labels[n_labels++] = (struct rt_label){AGENT_LABEL_SANDBOX_IP, sbx_ip};
+	}
+	char cname[160];
 	container_name(name, id, cname, sizeof(cname));
-	/* Each user's sessions on a network of their own: Docker keeps
-	 * bridge networks apart, so no session reaches another user's. A
-	 * cluster session's containers on one of the session's own, where
-	 * each finds the others by their host names (main1, sub1...). */
-	bool own_net = (sp.owner_id || cl) && a->rt_ops->network_ensure;
-	const char *driver = cl && !strcmp(cl->mode, "multi-node") ? "overlay" : NULL;
-	if (own_net && cl)
-		agent_cluster_network_name(cluster, cl->session, net, sizeof(net));
-	else if (own_net)
-		agent_network_name(cluster, sp.owner_id, net, sizeof(net));
 	struct rt_container_spec cs = {
 		.name = cname,
 		.image = image,
@@ -637,7 +712,7 @@ int agent_start_session_timed(struct agent *a, json_t *spec, char cid[RT_ID_MAX]
 		.cmd = NULL,
 		.env = (const char *const *)p.env,
 		.labels = labels,
-		.n_labels = sizeof(labels) / sizeof(labels[0]) - (cluster[0] ? 0 : 1),
+		.n_labels = n_labels,
 		.mounts = p.mounts,
 		.n_mounts = p.n_mounts,
 		.devices = p.n_devices ? p.devices : NULL,
@@ -649,6 +724,7 @@ int agent_start_session_timed(struct agent *a, json_t *spec, char cid[RT_ID_MAX]
 		.log_max_files = atomic_load(&a->log_max_files),
 		.network = own_net ? net : NULL,
 		.network_alias = own_net && cl ? cl->host : NULL,
+		.netns_of = sandboxed ? sbx_id : NULL,
 		/* Only the runner's app port, only on app_host, and only
 		 * where a proxy on another host may need it (app_publish);
 		 * none for a session without a secret (an older manager's). */
@@ -658,32 +734,44 @@ int agent_start_session_timed(struct agent *a, json_t *spec, char cid[RT_ID_MAX]
 	};
 	if (own_net)
 		agent_net_use(a, net, +1);
+	/* Into the sandbox's namespace: its network is ready, so the
+	 * create and start set up none. One that cannot be joined (it
+	 * ended meanwhile) goes, and the start sets up the container's own
+	 * network as below. */
+	bool joined = false;
+	if (sandboxed) {
+		lap_ms(&t);
+		rc = create_replacing(a, &cs, cid, err);
+		ms_create += lap_ms(&t);
+		if (rc == 0 && (rc = a->rt_ops->start(a->rt, cid, err)) < 0) {
+			struct terr ignored;
+			a->rt_ops->remove(a->rt, cid, &ignored);
+		}
+		ms_start += lap_ms(&t);
+		joined = rc == 0;
+		if (!joined) {
+			log_info("agent", "session %s cannot join sandbox %.12s (%s): it gets a network of its own", id,
+				 sbx_id, err->msg);
+			agent_sandbox_remove(a, sbx_id);
+			cs.netns_of = NULL;
+			cs.n_labels = labels_plain;
+			cs.n_mounts = p.n_mounts = mounts_plain;
+			*err = (struct terr){0};
+		}
+	}
 	/* Three tries at most: again when the network vanished or was
 	 * doubled meanwhile. The network is made once and kept (known to
 	 * this agent: no call to Docker); when it vanished, the create
 	 * says so and it is made again. The create joins the container
 	 * to it (NetworkMode): no connect of its own. */
-	for (int attempt = 0; attempt < 3; attempt++) {
+	for (int attempt = 0; attempt < 3 && !joined; attempt++) {
 		bool asked = false;
 		lap_ms(&t);
 		if (own_net && (rc = agent_network_ensure(a, net, driver, cluster, sp.owner_id, &asked, err)) < 0)
 			break;
 		net_asked |= asked;
 		ms_net += lap_ms(&t);
-		rc = a->rt_ops->create(a->rt, &cs, cid, err);
-		if (rc == -EEXIST) {
-			/* A container of this session survived an earlier attempt (the
-			 * manager died mid-start): replace it rather than fail. */
-			struct terr ignored;
-			struct rt_container_info old = {0};
-			if (a->rt_ops->inspect(a->rt, cname, &old, &ignored) == 0) {
-				pthread_mutex_lock(&a->replaced_mu);
-				util_strlcpy(a->replaced[a->n_replaced++ % 8], old.id, RT_ID_MAX);
-				pthread_mutex_unlock(&a->replaced_mu);
-			}
-			a->rt_ops->remove(a->rt, cname, &ignored);
-			rc = a->rt_ops->create(a->rt, &cs, cid, err);
-		}
+		rc = create_replacing(a, &cs, cid, err);
 		ms_create += lap_ms(&t);
 		if (rc == 0 && (rc = a->rt_ops->start(a->rt, cid, err)) < 0) {
 			struct terr ignored;
@@ -702,19 +790,44 @@ int agent_start_session_timed(struct agent *a, json_t *spec, char cid[RT_ID_MAX]
 		 * container may outlive that. */
 		struct terr ignored = {0};
 		a->rt_ops->remove(a->rt, cid, &ignored);
+		if (joined)
+			agent_sandbox_remove(a, sbx_id);
 		rc = terr_set(err, ECANCELED, "session %s was removed while it started", id);
 	}
-	if (rc == 0 && sp.app_secret && app_endpoint) {
+	if (rc == 0 && joined) {
+		/* The host name, which the runner waits for; and the app
+		 * port's address (the sandbox's, from the labels) from the
+		 * same look. */
+		struct rt_container_info info;
+		struct terr ierr = {0};
+		int irc = a->rt_ops->inspect(a->rt, cid, &info, &ierr);
+		if (irc == 0 && info.pid > 0)
+			irc = agent_sandbox_set_hostname(info.pid, name, &ierr);
+		if (irc < 0) {
+			/* An agent that cannot (not root, or not on the node's
+			 * process view) makes its sessions wait: no more
+			 * sandboxes. */
+			log_warn("agent", "session %s: cannot set its host name in its sandbox (%s); sandboxes are "
+				 "turned off", id, ierr.msg);
+			atomic_store(&a->sbx_on, false);
+		} else if (sp.app_secret && app_endpoint) {
+			agent_app_endpoint_of(a, &info, app_endpoint, AGENT_APP_ENDPOINT_MAX);
+		}
+		ms_port = lap_ms(&t);
+	} else if (rc == 0 && sp.app_secret && app_endpoint) {
 		read_app_endpoint(a, cid, app_endpoint);
 		ms_port = lap_ms(&t);
 	}
+	/* The user's next start finds a spare again. */
+	if (rc == 0 && sbx_ok)
+		agent_sandbox_want(a, net, sp.owner_id);
 	/* Where a start's time went (bench/session-start.sh reads it). */
 	if (rc == 0)
 		log_info("agent",
 			 "session %s started in %lld ms: image %lld ms (%s), network %lld ms (%s), create %lld ms, "
 			 "start %lld ms, app port %lld ms",
 			 id, (long long)(util_mono_ms() - t0), (long long)ms_image, img_kept ? "kept" : "looked at",
-			 (long long)ms_net, !own_net ? "none" : net_asked ? "asked Docker" : "kept",
+			 (long long)ms_net, joined ? "sandbox" : !own_net ? "none" : net_asked ? "asked Docker" : "kept",
 			 (long long)ms_create, (long long)ms_start, (long long)ms_port);
 	if (rc == 0 && times)
 		*times = (struct agent_start_times){
@@ -820,6 +933,10 @@ int agent_destroy_session(struct agent *a, const char *session_id, const char *c
 			remove_session_dir(a, session_id);
 		if (rc == 0 && known)
 			cluster_network_release(a, info.network);
+		/* Its sandbox with it (the watcher would too, on the
+		 * container's destroy: this is sooner). */
+		if (rc == 0 && known)
+			agent_sandbox_remove(a, info.sandbox);
 		return rc;
 	}
 	/* No container id recorded (the start never reported back): find it by
@@ -837,8 +954,10 @@ int agent_destroy_session(struct agent *a, const char *session_id, const char *c
 		rc = a->rt_ops->remove(a->rt, list[i].id, err);
 		if (rc == -ENOENT)
 			rc = 0;
-		if (rc == 0)
+		if (rc == 0) {
 			cluster_network_release(a, list[i].network);
+			agent_sandbox_remove(a, list[i].sandbox);
+		}
 	}
 	free(list);
 	if (rc == 0)

@@ -59,6 +59,16 @@ static int on_runtime_event(const struct rt_event *ev, void *ud)
 		atomic_store_explicit(&a->oom_poke, true, memory_order_relaxed);
 		return 0;
 	}
+	/* A session's container gone by any way (its destroy, or by hand):
+	 * its sandbox goes with it. A spare that died leaves the table. */
+	if (!strcmp(ev->action, "destroy") && ev->session_id[0] && ev->sandbox[0] && agent_owns(a, ev->cluster_id)) {
+		agent_sandbox_remove(a, ev->sandbox);
+		return 0;
+	}
+	if (!strcmp(ev->action, "die") && !ev->session_id[0]) {
+		agent_sandbox_forget(a, ev->container_id);
+		return 0;
+	}
 	if (strcmp(ev->action, "die") != 0 || !ev->session_id[0] || !agent_owns(a, ev->cluster_id))
 		return 0;
 	bool replaced = false;
@@ -178,6 +188,7 @@ int agent_watch_start(struct agent *a, agent_event_fn fn, void *ud, struct terr 
 {
 	a->on_event = fn;
 	a->event_ud = ud;
+	agent_sandbox_start(a);
 	if (pthread_create(&a->watcher, NULL, watch_main, a) != 0)
 		return terr_set(err, EAGAIN, "cannot start the container watcher thread");
 	a->watching = true;

@@ -178,6 +178,26 @@ struct agent {
 	size_t n_stats_seen;
 	pthread_mutex_t stats_mu;
 	json_t *stats_last;
+
+	/* Sandboxes (agent_sandbox.c): sbx_on from agent_config.sandboxes
+	 * (set at open); the spares ready, at most one per network, and the
+	 * networks the sandbox thread is to make one for, under sbx_mu. */
+	atomic_bool sbx_on;
+	pthread_mutex_t sbx_mu;
+	pthread_cond_t sbx_cv;
+	struct sandbox_spare {
+		char net[96];
+		char id[RT_ID_MAX];
+		char ip[64];
+		int64_t made_ms;       /* util_mono_ms */
+	} *sbx_spares;
+	size_t n_sbx_spares;
+	struct sandbox_want { char net[96]; char owner_id[64]; } *sbx_wants;
+	size_t n_sbx_wants;
+	bool sbx_stop;
+	bool sbx_image_ok;            /* only the sandbox thread */
+	pthread_t sbx_thread;
+	bool sbx_running;
 };
 /* One image as starts need it (agent.img_seen). */
 struct image_seen {
@@ -238,6 +258,26 @@ int agent_network_ensure(struct agent *a, const char *name, const char *driver, 
 			 const char *owner_id,
 		   bool *asked, struct terr *err);
 bool agent_network_retry(int rc, const struct terr *err);
+
+/* ---- agent_sandbox.c ---- */
+/* Whether starts may join sandboxes: the setting, and what they need
+ * (a runtime that imports images and makes networks, a data_dir for the
+ * session's hosts file). The caller checks app_publish and clusters. */
+bool agent_sandbox_usable(const struct agent *a);
+/* Takes the spare of network net, if there is one: its id and address. */
+bool agent_sandbox_take(struct agent *a, const char *net, char id[RT_ID_MAX], char ip[64]);
+/* Asks the sandbox thread for a spare on net (of user owner_id) unless
+ * one is ready or asked for. */
+void agent_sandbox_want(struct agent *a, const char *net, const char *owner_id);
+/* A container of the agent's that is no session's died: when it is a
+ * spare (Docker restarted, someone stopped it), it leaves the table and
+ * is removed. */
+void agent_sandbox_forget(struct agent *a, const char *id);
+void agent_sandbox_remove(struct agent *a, const char *id);
+void agent_sandbox_drop_all(struct agent *a);
+int agent_sandbox_set_hostname(int pid, const char *name, struct terr *err);
+void agent_sandbox_start(struct agent *a);
+void agent_sandbox_stop(struct agent *a);
 
 /* ---- agent_images.c ---- */
 void agent_image_seen_free(struct image_seen *e);

@@ -78,6 +78,7 @@
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -494,6 +495,7 @@ static void runner_usage(void)
 	runner_log("usage: tessera-runner [--user UID:GID] [--apps SPEC] [--app-port N] [-- CMD ARGS...]\n"
 		   "       tessera-runner [--user UID:GID] [--apps SPEC] --batch -- CMD ARGS...\n"
 		   "       tessera-runner --timeout SECONDS -- CMD ARGS...\n"
+		   "       tessera-runner --hold\n"
 		   "PID 1 of a Tessera session: runs CMD, reaps zombies, forwards signals,\n"
 		   "and stays up until SIGTERM (grace TESSERA_RUNNER_GRACE_S, default 10 s).\n"
 		   "With --user: gives the image a work user of UID:GID if it has none and\n"
@@ -502,7 +504,10 @@ static void runner_usage(void)
 		   "With --apps: the session's apps, name:proto:port,... (docs/apps.md), served\n"
 		   "on the app port (7611 as PID 1; --app-port N elsewhere, 0 for none),\n"
 		   "the secret read from --app-secret FILE (default " SERVER_SECRET_FILE ").\n"
-		   "With --timeout: runs CMD, exits with its status, stops it past SECONDS (124).");
+		   "With --hostname NAME: waits (at most 5 s) until the host name is NAME,\n"
+		   "which the agent sets from outside, before anything else.\n"
+		   "With --timeout: runs CMD, exits with its status, stops it past SECONDS (124).\n"
+		   "With --hold: only holds its namespaces (a sandbox), until SIGTERM or SIGKILL.");
 }
 
 #define RUNNER_TIMEOUT_KILL_MS 2000
@@ -570,6 +575,7 @@ struct runner_opts {
 	const char *apps;        /* --apps SPEC */
 	int app_port;            /* --app-port N; -1: 7611 when PID 1, else none */
 	const char *app_secret;  /* --app-secret FILE (tests); else SERVER_SECRET_FILE */
+	const char *hostname;    /* --hostname NAME: wait for it */
 	char **cmd;
 };
 
@@ -598,6 +604,8 @@ static int runner_parse_opts(int argc, char **argv, struct runner_opts *o)
 			o->apps = argv[++i];
 		} else if (!strcmp(a, "--app-secret") && has_val) {
 			o->app_secret = argv[++i];
+		} else if (!strcmp(a, "--hostname") && has_val) {
+			o->hostname = argv[++i];
 		} else if (!strcmp(a, "--app-port") && has_val) {
 			char *end;
 			long p = strtol(argv[++i], &end, 10);
@@ -644,8 +652,51 @@ static void runner_signal_cb(struct rl_watch *w, short revents)
 	}
 }
 
+/* A sandbox's PID 1 (docs/architecture.md, "Sandboxes"): a process that
+ * only holds the container's network namespace for a session's container
+ * to join. It reaps what may be re-parented to it and ends on SIGTERM,
+ * SIGINT or SIGHUP (PID 1 of a namespace gets no default action). */
+static int runner_hold(void)
+{
+	sigset_t mask;
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	sigaddset(&mask, SIGCHLD);
+	if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
+		return 1;
+	for (;;) {
+		int sig = 0;
+		if (sigwait(&mask, &sig) != 0)
+			continue;
+		if (sig != SIGCHLD)
+			return 0;
+		while (waitpid(-1, NULL, WNOHANG) > 0)
+			;
+	}
+}
+
+/* In a container that joined a sandbox's network namespace, Docker gave
+ * it the sandbox's host name; the agent sets the session's from outside
+ * right after the start. Waiting for it here keeps the session's own
+ * commands from seeing the sandbox's. Gives up after 5 s (an agent that
+ * cannot set it logged why): the session still runs. */
+static void runner_wait_hostname(const char *name)
+{
+	for (int i = 0; i < 2500; i++) {
+		struct utsname u;
+		if (uname(&u) == 0 && !strcmp(u.nodename, name))
+			return;
+		nanosleep(&(struct timespec){ .tv_nsec = 2 * 1000 * 1000 }, NULL);
+	}
+	runner_log("tessera-runner: the host name is not %s after 5 s; going on", name);
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 2 && strcmp(argv[1], "--hold") == 0)
+		return runner_hold();
 	if (argc > 1 && strcmp(argv[1], "--timeout") == 0) {
 		char *end = NULL;
 		double secs = argc > 2 ? strtod(argv[2], &end) : 0;
@@ -666,6 +717,8 @@ int main(int argc, char **argv)
 		runner_usage();
 		return 2;
 	}
+	if (o.hostname)
+		runner_wait_hostname(o.hostname);
 	struct app_decl decls[APP_MAX];
 	size_t ndecls = 0;
 	struct terr err = {0};

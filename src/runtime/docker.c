@@ -535,7 +535,10 @@ static int docker_image_list(struct runtime *rt, json_t **images, struct terr *e
 			if (t && strcmp(t, "<none>:<none>") != 0)
 				json_array_append_new(tags, json_string(t));
 		}
-		if (!json_array_size(tags)) {
+		/* Images of the platform's own parts, not for sessions: the
+		 * sandboxes' (tessera.role=sandbox). */
+		if (!json_array_size(tags) ||
+		    json_string_value(json_object_get(json_object_get(img, "Labels"), "tessera.role"))) {
 			json_decref(tags);
 			continue;
 		}
@@ -607,7 +610,9 @@ static json_t *create_body(const struct rt_container_spec *spec, const char *sec
 	 * otherwise append the image's CMD as the runner's arguments. */
 	json_object_set_new(b, "Cmd", str_array(spec->cmd));
 	json_object_set_new(b, "Env", str_array(spec->env));
-	if (spec->hostname)
+	/* A container that joins another's namespace has that one's host
+	 * name: Docker refuses one of its own. */
+	if (spec->hostname && !spec->netns_of)
 		json_object_set_new(b, "Hostname", json_string(spec->hostname));
 	for (size_t i = 0; i < spec->n_labels; i++)
 		json_object_set_new(labels, spec->labels[i].key,
@@ -677,15 +682,23 @@ static json_t *create_body(const struct rt_container_spec *spec, const char *sec
 	json_object_set_new(hc, "RestartPolicy", json_pack("{s:s}", "Name", "no"));
 	/* At create, a container joins exactly one network: the one named
 	 * here, so it is never on the default bridge beside other users'. */
-	if (spec->network)
+	if (spec->netns_of) {
+		autofree char *mode = NULL;
+		if (asprintf(&mode, "container:%s", spec->netns_of) < 0) {
+			mode = NULL;
+			goto oom;
+		}
+		json_object_set_new(hc, "NetworkMode", json_string(mode));
+	} else if (spec->network) {
 		json_object_set_new(hc, "NetworkMode", json_string(spec->network));
-	if (spec->network && spec->network_alias)
+	}
+	if (!spec->netns_of && spec->network && spec->network_alias)
 		json_object_set_new(b, "NetworkingConfig",
 				    json_pack("{s:{s:{s:[s]}}}", "EndpointsConfig", spec->network, "Aliases",
 					      spec->network_alias));
 	/* The one published port: HostPort "" lets Docker pick a free one,
 	 * read back from inspect once the container started. */
-	if (spec->publish_port > 0) {
+	if (spec->publish_port > 0 && !spec->netns_of) {
 		char key[24];
 		snprintf(key, sizeof(key), "%d/tcp", spec->publish_port);
 		json_object_set_new(b, "ExposedPorts", json_pack("{s:{}}", key));
@@ -806,6 +819,18 @@ static void labels_to_info(json_t *labels, struct rt_container_info *out)
 	copy_str(out->agent_id, sizeof(out->agent_id), jstr(labels, "tessera.agent"));
 	copy_str(out->cluster_id, sizeof(out->cluster_id), jstr(labels, "tessera.cluster"));
 	copy_str(out->run_as, sizeof(out->run_as), jstr(labels, "tessera.run_as"));
+	copy_str(out->sandbox, sizeof(out->sandbox), jstr(labels, "tessera.sandbox"));
+}
+
+/* The address of a running container: on its network, or for one that
+ * joined another's namespace ("container:ID"), that one's, from its
+ * label (Docker reports none for it). */
+static void container_ip(json_t *settings, json_t *labels, const char *network, char *ip, size_t n)
+{
+	if (!strncmp(network, "container:", 10))
+		copy_str(ip, n, jstr(labels, "tessera.sandbox_ip"));
+	else
+		network_ip(settings, network, ip, n);
 }
 
 static int docker_inspect(struct runtime *rt, const char *id,
@@ -856,7 +881,8 @@ static int docker_inspect(struct runtime *rt, const char *id,
 		}
 	}
 	if (out->running)
-		network_ip(json_object_get(j, "NetworkSettings"), out->network, out->ip, sizeof(out->ip));
+		container_ip(json_object_get(j, "NetworkSettings"), json_object_get(cfg, "Labels"), out->network,
+			     out->ip, sizeof(out->ip));
 	return 0;
 }
 
@@ -929,7 +955,8 @@ static int docker_list(struct runtime *rt, const char *label_key,
 			copy_str(o->published_host, sizeof(o->published_host), jstr(pt, "IP"));
 		}
 		if (o->running)
-			network_ip(json_object_get(c, "NetworkSettings"), o->network, o->ip, sizeof(o->ip));
+			container_ip(json_object_get(c, "NetworkSettings"), json_object_get(c, "Labels"), o->network,
+				     o->ip, sizeof(o->ip));
 	}
 	*out = v;
 	*n = count;
@@ -1624,6 +1651,7 @@ static int watch_line(struct watch_ctx *w, const char *p, size_t n)
 		copy_str(ev.container_id, sizeof(ev.container_id), cid);
 		copy_str(ev.session_id, sizeof(ev.session_id), jstr(attrs, "tessera.session"));
 		copy_str(ev.cluster_id, sizeof(ev.cluster_id), jstr(attrs, "tessera.cluster"));
+		copy_str(ev.sandbox, sizeof(ev.sandbox), jstr(attrs, "tessera.sandbox"));
 		const char *code = json_string_value(json_object_get(attrs, "exitCode"));
 		ev.exit_code = code && *code ? atoi(code) : -1;
 		r = w->cb(&ev, w->ud);
@@ -1976,6 +2004,57 @@ static int docker_network_list(struct runtime *rt, const char *label_key, const 
 	return 0;
 }
 
+/* POST /images/create?fromSrc=- with the tar as the body: Docker answers
+ * 200 and a stream of JSON lines, an error among them when the tar is
+ * refused. */
+static int docker_image_import(struct runtime *rt, const char *ref, const struct rt_label *label, const void *tar,
+			       size_t len, struct terr *err)
+{
+	const char *colon = strrchr(ref, ':');
+	if (!colon || colon == ref || !colon[1] || strchr(colon, '/'))
+		return terr_set(err, EINVAL, "import image: %s is not REPO:TAG", ref);
+	autofree char *repo = strndup(ref, (size_t)(colon - ref));
+	autofree char *erepo = repo ? url_escape(repo, false) : NULL;
+	autofree char *etag = url_escape(colon + 1, false);
+	/* The label as a Dockerfile line: `changes=LABEL key=value`. */
+	autofree char *change = NULL;
+	if (label && asprintf(&change, "LABEL %s=%s", label->key, label->value) < 0)
+		change = NULL;
+	autofree char *echange = change ? url_escape(change, false) : NULL;
+	autofree char *url = NULL;
+	if (!erepo || !etag || (label && !echange) ||
+	    asprintf(&url, "%s/v%s/images/create?fromSrc=-&repo=%s&tag=%s%s%s", rt->base, rt->api, erepo, etag,
+		     echange ? "&changes=" : "", echange ? echange : "") < 0) {
+		url = NULL;
+		return terr_set(err, ENOMEM, "import image: out of memory");
+	}
+	const char *headers[] = {"Content-Type: application/x-tar", NULL};
+	struct httpc_request req = {
+		.method = "POST",
+		.url = url,
+		.unix_socket = rt->socket,
+		.headers = headers,
+		.body = tar,
+		.body_len = len,
+		.timeout_ms = DOCKER_TIMEOUT_MS,
+	};
+	struct httpc_response resp;
+	memset(&resp, 0, sizeof(resp));
+	if (httpc_do(&req, &resp, err) < 0) {
+		httpc_response_free(&resp);
+		return terr_prefix(err, "import image %s: Docker at %s", ref, rt->where);
+	}
+	int r = 0;
+	if (resp.status != 200) {
+		r = dk_fail(&resp, "import image", err);
+	} else if (resp.body && strstr(resp.body, "\"error")) {
+		r = terr_set(err, EPROTO, "import image %s: Docker said %.*s", ref,
+			     300, resp.body);
+	}
+	httpc_response_free(&resp);
+	return r;
+}
+
 const struct runtime_ops runtime_docker_ops = {
 	.name = "docker",
 	.open = docker_open,
@@ -2004,4 +2083,5 @@ const struct runtime_ops runtime_docker_ops = {
 	.network_ensure = docker_network_ensure,
 	.network_remove = docker_network_remove,
 	.network_list = docker_network_list,
+	.image_import = docker_image_import,
 };

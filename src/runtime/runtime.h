@@ -55,6 +55,11 @@ struct rt_container_spec {
 	/* A name the other containers on that network find it by (Docker's
 	 * DNS), besides its own; may be NULL. */
 	const char *network_alias;
+	/* The id of a running container whose network namespace the new one
+	 * joins (HostConfig.NetworkMode "container:ID": its address, its
+	 * network, its DNS; Docker then takes no hostname, network, alias
+	 * or published port of the new one). NULL: network above. */
+	const char *netns_of;
 	/* One TCP port of the container published on the host, and only
 	 * that one (docs/apps.md: the runner's app port): on the address
 	 * publish_host (an IP address) at a host port the runtime picks.
@@ -85,6 +90,9 @@ struct rt_container_info {
 	char agent_id[64];     /* value of label tessera.agent, may be empty */
 	char cluster_id[64];   /* value of label tessera.cluster, may be empty */
 	char run_as[32];       /* value of label tessera.run_as, may be empty */
+	/* value of label tessera.sandbox: the container whose network
+	 * namespace it joined (rt_container_spec.netns_of), may be empty */
+	char sandbox[RT_ID_MAX];
 	char network[128];     /* the network it was created on (NetworkMode) */
 	/* Its first published TCP port, while it runs: the container's port
 	 * and where the host has it (host address as the runtime reports
@@ -94,7 +102,9 @@ struct rt_container_info {
 	int published_port;
 	/* Its address on its network (the one NetworkMode names), while it
 	 * runs: what the host reaches it at over the bridge, without the
-	 * published port's userland proxy; "" when it has none. */
+	 * published port's userland proxy; "" when it has none. A container
+	 * that joined another's namespace has that one's, which its label
+	 * tessera.sandbox_ip carries (Docker reports none for it). */
 	char ip[64];
 };
 
@@ -137,6 +147,7 @@ struct rt_event {
 	char action[32];       /* "die", "oom", "start", "destroy" */
 	char session_id[64];   /* label tessera.session */
 	char cluster_id[64];   /* label tessera.cluster, may be empty */
+	char sandbox[RT_ID_MAX]; /* label tessera.sandbox, may be empty */
 	int exit_code;         /* for "die"; -1 when unknown */
 };
 
@@ -259,6 +270,11 @@ struct runtime_ops {
 	 * each name malloc'd, the caller frees). Optional. */
 	int (*network_list)(struct runtime *rt, const char *label_key, const char *label_value, char ***names,
 			    size_t *n, struct terr *err);
+	/* Makes image ref ("repo:tag") from a tar of its one layer (len
+	 * bytes), as `docker import` does, with the label (may be NULL).
+	 * Optional. */
+	int (*image_import)(struct runtime *rt, const char *ref, const struct rt_label *label, const void *tar,
+			    size_t len, struct terr *err);
 };
 
 extern const struct runtime_ops runtime_docker_ops;

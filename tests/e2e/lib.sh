@@ -56,6 +56,22 @@ e2e_cleanup_containers() {
 	return 0
 }
 
+# A session container's network and its address there: its sandbox's
+# when it joined one (NetworkMode "container:ID"; docs/architecture.md,
+# "Sandboxes").
+e2e_net_of_container() {  # e2e_net_of_container CID
+	local mode
+	mode=$(docker inspect -f '{{.HostConfig.NetworkMode}}' "$1" 2>/dev/null)
+	[[ $mode == container:* ]] && mode=$(docker inspect -f '{{.HostConfig.NetworkMode}}' "${mode#container:}" 2>/dev/null)
+	echo "$mode"
+}
+e2e_ip_of_container() {  # e2e_ip_of_container CID
+	local c=$1 mode
+	mode=$(docker inspect -f '{{.HostConfig.NetworkMode}}' "$c" 2>/dev/null)
+	[[ $mode == container:* ]] && c=${mode#container:}
+	docker inspect -f '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}' "$c" 2>/dev/null
+}
+
 # TESSERA_TEST_STORE=postgresql: every `tessera server` and `tessera
 # manager` the test starts keeps its state in PostgreSQL, one database per
 # data dir (a restart finds its state; two servers have theirs), in the
