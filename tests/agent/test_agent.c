@@ -21,6 +21,8 @@
 #include "testlib.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
@@ -64,6 +66,8 @@ struct fake_container {
 	int64_t nano_cpus, memory, pids_limit;
 	int64_t log_max_size;
 	int log_max_files;
+	char netns_of[RT_ID_MAX];   /* the sandbox it joined */
+	char sandbox_label[RT_ID_MAX], sandbox_ip[64];
 };
 
 static struct {
@@ -158,7 +162,8 @@ static int f_image_exists(struct runtime *rt, const char *ref, bool *exists, str
 	(void)rt;
 	(void)err;
 	/* Commits go to "tp/..." names, new ones. */
-	*exists = strcmp(ref, "nosuch:latest") != 0 && strncmp(ref, "tp/", 3) != 0;
+	*exists = strcmp(ref, "nosuch:latest") != 0 && strncmp(ref, "tp/", 3) != 0 &&
+		  strcmp(ref, AGENT_SANDBOX_IMAGE) != 0;
 	return 0;
 }
 
@@ -234,8 +239,15 @@ static int f_create(struct runtime *rt, const struct rt_container_spec *s, char 
 				snprintf(c->cluster_id, sizeof(c->cluster_id), "%s", s->labels[i].value);
 			if (!strcmp(s->labels[i].key, AGENT_LABEL_RUN_AS))
 				snprintf(c->run_as, sizeof(c->run_as), "%s", s->labels[i].value);
+			if (!strcmp(s->labels[i].key, AGENT_LABEL_SANDBOX))
+				snprintf(c->sandbox_label, sizeof(c->sandbox_label), "%s", s->labels[i].value);
+			if (!strcmp(s->labels[i].key, AGENT_LABEL_SANDBOX_IP))
+				snprintf(c->sandbox_ip, sizeof(c->sandbox_ip), "%s", s->labels[i].value);
 		}
 		snprintf(c->network, sizeof(c->network), "%s", s->network ? s->network : "");
+		if (s->netns_of)
+			snprintf(c->network, sizeof(c->network), "container:%s", s->netns_of);
+		snprintf(c->netns_of, sizeof(c->netns_of), "%s", s->netns_of ? s->netns_of : "");
 		for (int i = 0; s->env && s->env[i] && c->n_env < 64; i++)
 			snprintf(c->env[c->n_env++], sizeof(c->env[0]), "%s", s->env[i]);
 		for (size_t i = 0; i < s->n_mounts && c->n_mounts < 32; i++, c->n_mounts++) {
@@ -332,8 +344,12 @@ static void fake_info(const struct fake_container *c, struct rt_container_info *
 	snprintf(out->cluster_id, sizeof(out->cluster_id), "%s", c->cluster_id);
 	snprintf(out->run_as, sizeof(out->run_as), "%s", c->run_as);
 	snprintf(out->network, sizeof(out->network), "%s", c->network);
-	/* Its address on its network, as Docker's inspect gives it. */
-	if (c->running)
+	snprintf(out->sandbox, sizeof(out->sandbox), "%s", c->sandbox_label);
+	/* Its address on its network, as Docker's inspect gives it (from
+	 * its label when it joined a sandbox). Each container its own. */
+	if (c->running && c->netns_of[0])
+		snprintf(out->ip, sizeof(out->ip), "%s", c->sandbox_ip);
+	else if (c->running)
 		snprintf(out->ip, sizeof(out->ip), "172.30.0.2");
 	if (c->running && c->host_port) {
 		out->published_private = c->publish_port;
@@ -1984,6 +2000,208 @@ TEST(sessions_get_their_owners_network)
 	agent_close(a);
 }
 
+static int f_image_import(struct runtime *rt, const char *ref, const struct rt_label *label, const void *tar,
+			  size_t len, struct terr *err)
+{
+	(void)rt;
+	(void)tar;
+	(void)err;
+	img_log("import %s %s=%s %zu", ref, label ? label->key : "", label ? label->value : "", len);
+	return 0;
+}
+
+/* The container of the fake whose image is the sandboxes' and that no
+ * session joined yet; "" when none. */
+static void spare_of(char id[RT_ID_MAX])
+{
+	id[0] = '\0';
+	pthread_mutex_lock(&fake.mu);
+	for (int i = 0; i < fake.n; i++) {
+		bool joined = false;
+		for (int k = 0; k < fake.n; k++)
+			joined = joined || !strcmp(fake.c[k].netns_of, fake.c[i].id);
+		if (!strcmp(fake.c[i].image, AGENT_SANDBOX_IMAGE) && fake.c[i].running && !joined)
+			snprintf(id, RT_ID_MAX, "%s", fake.c[i].id);
+	}
+	pthread_mutex_unlock(&fake.mu);
+}
+
+static bool wait_spare(char id[RT_ID_MAX])
+{
+	for (int i = 0; i < 500; i++) {
+		spare_of(id);
+		if (id[0])
+			return true;
+		usleep(10 * 1000);
+	}
+	return false;
+}
+
+/* The host name in the UTS namespace of process pid, read from a child
+ * that enters it. */
+static void hostname_of(pid_t pid, char *out, size_t n)
+{
+	out[0] = '\0';
+	int fds[2];
+	if (pipe(fds) < 0)
+		return;
+	pid_t c = fork();
+	if (c == 0) {
+		char path[64], name[128] = "";
+		snprintf(path, sizeof(path), "/proc/%d/ns/uts", (int)pid);
+		int fd = open(path, O_RDONLY);
+		if (fd >= 0 && setns(fd, CLONE_NEWUTS) == 0)
+			gethostname(name, sizeof(name) - 1);
+		if (write(fds[1], name, strlen(name)) < 0)
+			_exit(1);
+		_exit(0);
+	}
+	close(fds[1]);
+	ssize_t k = c > 0 ? read(fds[0], out, n - 1) : -1;
+	out[k > 0 ? k : 0] = '\0';
+	close(fds[0]);
+	if (c > 0)
+		waitpid(c, NULL, 0);
+}
+
+/* Sandboxes (agent_sandbox.c): after a user's first start the agent makes
+ * a spare on the user's network, from the imported image, holding it;
+ * the user's next session joins it (NetworkMode container:ID), named in
+ * its labels with its address, gets hosts files of its own and its host
+ * name set in its UTS namespace, and a new spare is made. The session's
+ * removal removes its sandbox; the agent's end removes the spare. Another
+ * user's start never takes it. The containers' init is a child in a UTS
+ * namespace of its own (root only). */
+TEST(a_users_next_start_joins_a_spare_sandbox)
+{
+	if (geteuid() != 0) {
+		printf("# skipped: a UTS namespace of a child's own needs root\n");
+		return;
+	}
+	int sync_fds[2];
+	if (pipe(sync_fds) < 0)
+		return;
+	pid_t holder = fork();
+	if (holder == 0) {
+		char c = unshare(CLONE_NEWUTS) == 0 && sethostname("sandbox", 7) == 0 ? 'y' : 'n';
+		if (write(sync_fds[1], &c, 1) < 0)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	char ready = 'n';
+	if (holder < 0 || read(sync_fds[0], &ready, 1) != 1 || ready != 'y') {
+		FAILF("cannot make a process in a UTS namespace of its own");
+		if (holder > 0)
+			kill(holder, SIGKILL);
+		return;
+	}
+	close(sync_fds[0]);
+	close(sync_fds[1]);
+
+	fake_reset();
+	pthread_mutex_lock(&img.mu);
+	img.n = 0;
+	pthread_mutex_unlock(&img.mu);
+	fake.init_pid = holder;
+	static struct runtime_ops ops;
+	ops = fake_ops;
+	ops.image_import = f_image_import;
+	struct agent_config cfg = {
+		.id = "node-s", .cpu_m = 4000, .mem = 8 * GiB, .data_dir = data_dir, .app_publish = "no",
+		.asset_dir = getenv("TESSERA_TEST_BUILD_ROOT"), .runtime = &ops,
+	};
+	struct agent *a = NULL;
+	struct terr err = {0};
+	if (agent_open(&a, &cfg, &err) < 0) {
+		FAILF("agent_open: %s", err.msg);
+		kill(holder, SIGKILL);
+		waitpid(holder, NULL, 0);
+		return;
+	}
+	agent_set_cluster_id(a, "0123456789abcdef0123456789abcdef");
+	CHECK_INT(agent_watch_start(a, NULL, NULL, &err), 0);
+	const char *net_a = AGENT_NETWORK_PREFIX "aaaabbbbccccdddd-01234567";
+
+	/* The first start: no spare yet, on the user's network. */
+	char c1[RT_ID_MAX], c2[RT_ID_MAX], c3[RT_ID_MAX], ep[AGENT_APP_ENDPOINT_MAX], spare[RT_ID_MAX];
+	json_t *spec = spec_for("s1", NULL, 0, 0);
+	json_object_set_new(spec, "owner_id", json_string("aaaabbbbccccddddeeeeffff00001111"));
+	CHECK_INT(agent_start_session(a, spec, c1, NULL, &err), 0);
+	CHECK(fake_find(c1) && !strcmp(fake_find(c1)->network, net_a));
+	CHECK(wait_spare(spare));
+	CHECK(img_has("import " AGENT_SANDBOX_IMAGE " " AGENT_LABEL_ROLE "=sandbox 1536"));
+	pthread_mutex_lock(&fake.mu);
+	struct fake_container *sb = fake_find(spare);
+	CHECK(sb != NULL);
+	if (sb) {
+		CHECK_STR(sb->network, net_a);
+		CHECK_STR(sb->session_id, "");   /* no session's */
+		CHECK_STR(sb->agent_id, "node-s");
+		CHECK_INT(sb->n_entry, 2);
+		CHECK_STR(sb->entry[1], "--hold");
+		CHECK(sb->n_mounts == 1 && !strcmp(sb->mounts[0].dst, AGENT_RUNNER_TARGET) && sb->mounts[0].ro);
+	}
+	pthread_mutex_unlock(&fake.mu);
+
+	/* The next start joins it. */
+	json_object_set_new(spec, "id", json_string("s2"));
+	json_object_set_new(spec, "name", json_string("nb2"));
+	json_object_set_new(spec, "app_secret",
+			    json_string("0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"));
+	CHECK_INT(agent_start_session(a, spec, c2, ep, &err), 0);
+	pthread_mutex_lock(&fake.mu);
+	struct fake_container *f2 = fake_find(c2);
+	CHECK(f2 != NULL);
+	if (f2) {
+		CHECK_STR(f2->netns_of, spare);
+		CHECK_STR(f2->sandbox_label, spare);
+		CHECK_STR(f2->sandbox_ip, "172.30.0.2");
+		CHECK(f2->n_entry >= 3 && !strcmp(f2->entry[1], "--hostname") && !strcmp(f2->entry[2], "nb2"));
+		CHECK(mount_at(f2, "/etc/hosts") >= 0 && mount_at(f2, "/etc/hostname") >= 0);
+	}
+	pthread_mutex_unlock(&fake.mu);
+	CHECK_CONTAINS(slurp("%s/sessions/%s/hosts", "s2"), "172.30.0.2\tnb2\n");
+	CHECK_CONTAINS(slurp("%s/sessions/%s/hosts", "s2"), "127.0.0.1\tlocalhost\n");
+	CHECK_STR(slurp("%s/sessions/%s/hostname", "s2"), "nb2\n");
+	char host[128];
+	hostname_of(holder, host, sizeof(host));
+	CHECK_STR(host, "nb2");
+	/* The app port at the sandbox's address. */
+	CHECK_CONTAINS(ep, "172.30.0.2:7611@");
+	/* A new spare, and the first one is the session's. */
+	char spare2[RT_ID_MAX];
+	for (int i = 0; i < 500; i++) {
+		spare_of(spare2);
+		if (spare2[0] && strcmp(spare2, spare) != 0)
+			break;
+		usleep(10 * 1000);
+	}
+	CHECK(spare2[0] && strcmp(spare2, spare) != 0);
+
+	/* Another user's start does not take it. */
+	json_object_set_new(spec, "id", json_string("s3"));
+	json_object_set_new(spec, "name", json_string("nb3"));
+	json_object_set_new(spec, "owner_id", json_string("99998888777766665555444433332222"));
+	CHECK_INT(agent_start_session(a, spec, c3, NULL, &err), 0);
+	CHECK(fake_find(c3) && !fake_find(c3)->netns_of[0]);
+	json_decref(spec);
+
+	/* The session's removal removes its sandbox. */
+	CHECK_INT(agent_destroy_session(a, "s2", c2, &err), 0);
+	CHECK(fake_find(spare) == NULL);
+	CHECK(!exists("%s/sessions/%s", "s2"));
+	/* The agent's end removes the spares, and nothing else. */
+	agent_close(a);
+	int sandboxes = 0;
+	for (int i = 0; i < fake.n; i++)
+		sandboxes += !strcmp(fake.c[i].image, AGENT_SANDBOX_IMAGE);
+	CHECK_INT(sandboxes, 0);
+	CHECK(fake_find(c1) != NULL && fake_find(c3) != NULL);
+	kill(holder, SIGKILL);
+	waitpid(holder, NULL, 0);
+}
+
 /* A kept network removed under the agent (`docker network rm`): the
  * create that names it is refused (404), the agent makes it again and
  * creates once more; followed through the images' stream, its removal
@@ -2416,6 +2634,7 @@ int main(void)
 	RUN(the_usage_thread_inspects_a_container_once_per_start_of_its_init);
 	RUN(containers_of_another_installation_are_left_alone);
 	RUN(sessions_get_their_owners_network);
+	RUN(a_users_next_start_joins_a_spare_sandbox);
 	RUN(a_network_removed_under_the_agent_is_made_again);
 	RUN(idle_networks_give_way_when_docker_has_no_pool_left);
 	RUN(an_image_is_looked_at_once_while_its_events_come);

@@ -195,6 +195,16 @@ static void route(int fd, const char *method, const char *full, const char *body
 		      "\"HostConfig\":{\"NetworkMode\":\"tessera-u-1\"},"
 		      "\"Config\":{\"Image\":\"busybox:latest\",\"Labels\":"
 		      "{\"tessera.session\":\"s1\",\"tessera.agent\":\"a1\",\"tessera.run_as\":\"1000:1000\"}}}");
+	} else if (!strcmp(method, "GET") && !strcmp(path, "/containers/joined1/json")) {
+		/* A container in a sandbox's namespace: Docker reports no
+		 * network of its own; its labels carry the sandbox's. */
+		reply(fd, 200,
+		      "{\"Id\":\"joined1\",\"Name\":\"/sess-j\",\"Image\":\"sha256:abc\","
+		      "\"State\":{\"Status\":\"running\",\"Running\":true,\"Pid\":4242},"
+		      "\"HostConfig\":{\"NetworkMode\":\"container:sbx1\"},"
+		      "\"NetworkSettings\":{\"Networks\":{}},"
+		      "\"Config\":{\"Image\":\"busybox:latest\",\"Labels\":"
+		      "{\"tessera.session\":\"sj\",\"tessera.sandbox\":\"sbx1\",\"tessera.sandbox_ip\":\"172.30.0.7\"}}}");
 	} else if (!strcmp(method, "GET") && !strncmp(path, "/containers/json?", 17)) {
 		reply(fd, 200,
 		      "[{\"Id\":\"aaa\",\"Names\":[\"/sess-a\"],\"Image\":\"busybox:latest\","
@@ -215,13 +225,22 @@ static void route(int fd, const char *method, const char *full, const char *body
 		      "{\"Id\":\"2\",\"RepoTags\":null},"
 		      "{\"Id\":\"3\",\"RepoTags\":[\"<none>:<none>\"]},"
 		      "{\"Id\":\"4\",\"RepoTags\":[\"me/private:v1\"],\"Size\":5000,"
-		      "\"Labels\":{\"tessera.owner\":\"u1\",\"n\":1}}]");
+		      "\"Labels\":{\"tessera.owner\":\"u1\",\"n\":1}},"
+		      "{\"Id\":\"5\",\"RepoTags\":[\"tessera-sandbox:1\"],\"Labels\":{\"tessera.role\":\"sandbox\"}}]");
 	} else if (!strcmp(method, "GET") && !strncmp(path, "/images/", 8)) {
 		reply_message(fd, 404, "No such image");
 	} else if (!strcmp(method, "POST") && !strncmp(path, "/images/create?", 15)) {
 		const char *h = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
 				"Transfer-Encoding: chunked\r\n\r\n";
-		if (strstr(path, "fromImage=reg%3A5000%2Fgone")) {
+		if (strstr(path, "fromSrc=-&repo=refused")) {
+			write_all(fd, h, strlen(h));
+			chunk(fd, "{\"errorDetail\":{\"message\":\"unexpected EOF\"},\"error\":\"unexpected EOF\"}\r\n");
+			chunk(fd, "");
+		} else if (strstr(path, "fromSrc=-")) {
+			write_all(fd, h, strlen(h));
+			chunk(fd, "{\"status\":\"sha256:9a71a259e4d5\"}\r\n");
+			chunk(fd, "");
+		} else if (strstr(path, "fromImage=reg%3A5000%2Fgone")) {
 			reply_message(fd, 404, "manifest for reg:5000/gone:1 not found: manifest unknown: manifest unknown");
 		} else if (strstr(path, "fromImage=reg%3A5000%2Fbroken")) {
 			/* Older daemons: 200, then the failure as a line. */
@@ -835,6 +854,22 @@ TEST(create_sends_the_full_spec)
 	CHECK_INT(json_array_size(so2), 1);
 	CHECK(array_has(so2, "no-new-privileges"));
 	json_decref(b);
+	/* Joining a sandbox's namespace: NetworkMode container:ID, and no
+	 * host name, alias or published port, which Docker would refuse. */
+	spec.netns_of = "sbx1";
+	spec.network_alias = "main1";
+	spec.publish_port = 7611;
+	CHECK_INT(ops->create(rt, &spec, id, &err), 0);
+	CHECK(fake_find("POST", "/containers/create", &q));
+	b = json_loads(q.body ? q.body : "", 0, NULL);
+	free(q.body);
+	hc = json_object_get(b, "HostConfig");
+	CHECK_STR(json_string_value(json_object_get(hc, "NetworkMode")), "container:sbx1");
+	CHECK(json_object_get(b, "Hostname") == NULL);
+	CHECK(json_object_get(b, "NetworkingConfig") == NULL);
+	CHECK(json_object_get(b, "ExposedPorts") == NULL);
+	CHECK(json_object_get(hc, "PortBindings") == NULL);
+	json_decref(b);
 out:
 	ops->close(rt);
 }
@@ -911,6 +946,45 @@ TEST(start_remove_inspect)
 	CHECK_STR(info.agent_id, "a1");
 	CHECK_STR(info.run_as, "1000:1000");
 	CHECK_STR(info.network, "tessera-u-1");
+	CHECK_STR(info.sandbox, "");
+	/* In a sandbox's namespace: the sandbox and its address, from the
+	 * labels. */
+	CHECK_INT(ops->inspect(rt, "joined1", &info, &err), 0);
+	CHECK(info.running);
+	CHECK_INT(info.pid, 4242);
+	CHECK_STR(info.network, "container:sbx1");
+	CHECK_STR(info.sandbox, "sbx1");
+	CHECK_STR(info.ip, "172.30.0.7");
+	ops->close(rt);
+}
+
+TEST(import_makes_an_image_from_a_tar)
+{
+	struct runtime *rt = open_rt();
+	if (!rt)
+		return;
+	fake_clear();
+	struct terr err;
+	terr_clear(&err);
+	static const char tar[1536] = "opt/";
+	struct rt_label label = {"tessera.role", "sandbox"};
+	CHECK_INT(ops->image_import(rt, "tessera-sandbox:1", &label, tar, sizeof(tar), &err), 0);
+	struct fake_req q;
+	char v[256];
+	CHECK(fake_find("POST", "/images/create?", &q));
+	free(q.body);
+	CHECK(query_param(q.path, "fromSrc", v, sizeof(v)));
+	CHECK_STR(v, "-");
+	CHECK(query_param(q.path, "repo", v, sizeof(v)));
+	CHECK_STR(v, "tessera-sandbox");
+	CHECK(query_param(q.path, "tag", v, sizeof(v)));
+	CHECK_STR(v, "1");
+	CHECK(query_param(q.path, "changes", v, sizeof(v)));
+	CHECK_STR(v, "LABEL tessera.role=sandbox");
+	/* Refused inside a 200 stream, and a reference without a tag. */
+	CHECK_INT(ops->image_import(rt, "refused:1", NULL, tar, sizeof(tar), &err), -EPROTO);
+	CHECK_CONTAINS(err.msg, "unexpected EOF");
+	CHECK_INT(ops->image_import(rt, "notag", NULL, tar, sizeof(tar), &err), -EINVAL);
 	ops->close(rt);
 }
 
@@ -956,8 +1030,9 @@ TEST(images_and_commit)
 	struct terr err;
 	json_t *images = NULL;
 	CHECK_INT(ops->image_list(rt, &images, &err), 0);
-	/* Images without a reference are left out; the others keep theirs,
-	 * with their size and labels. */
+	/* Images without a reference are left out, and the platform's own
+	 * (the sandboxes', label tessera.role); the others keep theirs, with
+	 * their size and labels. */
 	CHECK_INT(json_array_size(images), 2);
 	if (json_array_size(images) == 2) {
 		json_t *tags0 = json_object_get(json_array_get(images, 0), "tags");
@@ -1511,6 +1586,7 @@ int main(void)
 	RUN(watch_delivers_events_and_stops);
 	RUN(watch_images_reports_images_and_removed_networks);
 	RUN(image_config_reads_id_env_and_labels_at_once);
+	RUN(import_makes_an_image_from_a_tar);
 	RUN(ops_from_several_threads);
 	fake_stop();
 	return testlib_done();
