@@ -82,6 +82,9 @@ static bool network_reclaim(struct agent *a, const char *cluster, const char *ke
 	if (!cluster[0] || !a->rt_ops->network_list || !a->rt_ops->network_remove ||
 	    a->rt_ops->network_list(a->rt, AGENT_LABEL_CLUSTER, cluster, &names, &n, &err) < 0)
 		return false;
+	/* The spare sandboxes keep their networks in use: they go first
+	 * (made again at their users' next starts). */
+	agent_sandbox_drop_all(a);
 	int removed = 0;
 	for (size_t i = 0; i < n; i++) {
 		bool in_use = !strcmp(names[i], keep) ||

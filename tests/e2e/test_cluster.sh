@@ -451,8 +451,8 @@ sys.exit(1 if busy else 0)'
 for _ in $(seq 1 600); do settled && break; sleep 0.1; done
 check "every churned session has settled" settled
 sessions_json >"$E2E_DIR/sessions.json"
-docker ps -a --filter "label=tessera.agent=$A1" --format '{{.ID}} {{.Label "tessera.session"}} {{.State}}' >"$E2E_DIR/containers.txt"
-docker ps -a --filter "label=tessera.agent=$A2" --format '{{.ID}} {{.Label "tessera.session"}} {{.State}}' >>"$E2E_DIR/containers.txt"
+docker ps -a --filter "label=tessera.agent=$A1" --filter label=tessera.session --format '{{.ID}} {{.Label "tessera.session"}} {{.State}}' >"$E2E_DIR/containers.txt"
+docker ps -a --filter "label=tessera.agent=$A2" --filter label=tessera.session --format '{{.ID}} {{.Label "tessera.session"}} {{.State}}' >>"$E2E_DIR/containers.txt"
 python3 - "$ACKS" "$ACKS.retried" "$E2E_DIR/sessions.json" "$E2E_DIR/containers.txt" <<'PY' >"$E2E_DIR/churn.out"
 import json, os, sys
 acks, retried_path, sessions_path, containers_path = sys.argv[1:5]

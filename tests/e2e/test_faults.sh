@@ -47,11 +47,16 @@ def call(method, path, obj=None, deadline=180):
                 raise RuntimeError("%s %s: no answer in %d s (%s)" % (method, path, deadline, e))
             time.sleep(0.2)
 
-def containers():
+def listed(role):
     out = subprocess.run(["docker", "ps", "-a", "--filter", "label=tessera.agent=" + agent,
-                          "--format", '{{.ID}} {{.Label "tessera.session"}} {{.State}}'],
+                          "--format", '{{.Label "tessera.role"}} {{.ID}} {{.Label "tessera.session"}} {{.State}}'],
                          capture_output=True, text=True, check=True).stdout
-    return [l.split() for l in out.splitlines() if l.strip()]
+    return [l.split()[1:] for l in out.splitlines() if l.strip() and (l.split()[0] == "sandbox") == (role == "sandbox")]
+
+# The sessions' containers; the spare sandboxes (docs/architecture.md,
+# "Sandboxes") carry no session label.
+def containers():
+    return listed("session")
 
 if mode == "work":
     lock = threading.Lock()
@@ -166,6 +171,14 @@ while containers() and time.time() < end:
     time.sleep(1)
 left = containers()
 say(not left, "after removing everything no container is left %s" % left[:5])
+# The user's spare may stay (one per network), made again after the
+# kills; sandboxes of sessions went with them, those of the killed
+# servers' runs were swept at the next start.
+end = time.time() + 60
+while len(listed("sandbox")) > 1 and time.time() < end:
+    time.sleep(1)
+sbx = listed("sandbox")
+say(len(sbx) <= 1, "no sandbox is left but the user's one spare %s" % sbx[:5])
 print("# check done")
 PY
 

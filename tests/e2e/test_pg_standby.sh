@@ -69,16 +69,16 @@ check "the agent registers with it" bash -c "'$TESSERA' node ls | grep -q ALIVE"
 check "s-1 still RUNNING, same container" [ "$(jget s-1 status)/$(jget s-1 container_id)" == "RUNNING/$c1" ]
 check "s-2 still RUNNING, same container" [ "$(jget s-2 status)/$(jget s-2 container_id)" == "RUNNING/$c2" ]
 check "s-3 still PENDING" [ "$(jget s-3 status)" == PENDING ]
-running=$(docker ps -q --filter "label=tessera.agent=$E2E_AGENT_ID" | wc -l)
+running=$(docker ps -q --filter "label=tessera.agent=$E2E_AGENT_ID" --filter label=tessera.session | wc -l)
 check "two containers, none started twice ($running)" [ "$running" -eq 2 ]
 
 "$TESSERA" session rm s-1 >/dev/null
 check "s-3 starts once s-1 is removed" wait_status s-3 RUNNING
 for _ in $(seq 1 100); do
-	[[ $(docker ps -q --filter "label=tessera.agent=$E2E_AGENT_ID" | wc -l) -eq 2 ]] && break
+	[[ $(docker ps -q --filter "label=tessera.agent=$E2E_AGENT_ID" --filter label=tessera.session | wc -l) -eq 2 ]] && break
 	sleep 0.1
 done
-running=$(docker ps -q --filter "label=tessera.agent=$E2E_AGENT_ID" | wc -l)
+running=$(docker ps -q --filter "label=tessera.agent=$E2E_AGENT_ID" --filter label=tessera.session | wc -l)
 check "still two containers ($running)" [ "$running" -eq 2 ]
 n=$("$PSQL" -qAtX -d "$DB" -c "SELECT COUNT(*) FROM sessions")
 check "three sessions in the database ($n)" [ "$n" -eq 3 ]

@@ -91,7 +91,7 @@ for block in "$E2E_DIR"/blocks/*; do
 done
 no_containers() {
 	for _ in $(seq 1 300); do
-		[[ -z "$(docker ps -aq --filter "label=tessera.agent=$E2E_AGENT_ID")" ]] && return 0
+		[[ -z "$(docker ps -aq --filter "label=tessera.agent=$E2E_AGENT_ID" --filter label=tessera.session)" ]] && return 0
 		sleep 0.1
 	done
 	return 1
