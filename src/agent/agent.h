@@ -162,6 +162,9 @@ int agent_destroy_session(struct agent *a, const char *session_id,
 /* Removals whose container the agent killed through its cgroups, and
  * those where that failed too (any thread). */
 void agent_cgroup_kill_counts(struct agent *a, int64_t *kills, int64_t *failures);
+/* The spare sandboxes ready now, and the sessions started in one since
+ * the agent opened (docs/architecture.md, "Sandboxes"; any thread). */
+void agent_sandbox_counts(struct agent *a, int64_t *spares, int64_t *joined);
 /* Starts argv in the container, as the user its session runs as (label
  * AGENT_LABEL_RUN_AS) and in that user's working directory; *out (the
  * caller pump_closes it) streams its output in the frames of
@@ -304,6 +307,10 @@ int64_t agent_pids_limit(int64_t setting, int64_t session_cpu_m, int64_t node_cp
 #define AGENT_LABEL_ROLE "tessera.role"
 #define AGENT_LABEL_SANDBOX "tessera.sandbox"
 #define AGENT_LABEL_SANDBOX_IP "tessera.sandbox_ip"
+/* ... and where the sandbox's app port is published, when it is:
+ * "PRIVATE=HOST:PORT" (Docker reports none for the container that
+ * joined it). */
+#define AGENT_LABEL_SANDBOX_PUBLISHED "tessera.sandbox_published"
 /* The sandboxes' image (no file of its own: the runner is bound in) and
  * the first part of their names. */
 #define AGENT_SANDBOX_IMAGE "tessera-sandbox:1"

@@ -65,6 +65,14 @@ void agent_metrics_write(struct agent *a, struct metrics_text *t)
 	metrics_family(t, "tessera_agent_cgroup_kill_failures_total", "counter",
 		       "Removals whose container neither Docker nor the agent's cgroup kill could stop.");
 	metrics_sample(t, "tessera_agent_cgroup_kill_failures_total", ln, (double)kill_failures);
+	int64_t spares, joined;
+	agent_sandbox_counts(a, &spares, &joined);
+	metrics_family(t, "tessera_agent_sandbox_spares", "gauge",
+		       "Spare sandboxes ready for users' next sessions to join.");
+	metrics_sample(t, "tessera_agent_sandbox_spares", ln, (double)spares);
+	metrics_family(t, "tessera_agent_sandbox_starts_total", "counter",
+		       "Session starts that joined a spare sandbox, setting up no network.");
+	metrics_sample(t, "tessera_agent_sandbox_starts_total", ln, (double)joined);
 	metrics_family(t, "tessera_agent_stats_interval_seconds", "gauge", "The period of the usage rounds.");
 	metrics_sample(t, "tessera_agent_stats_interval_seconds", ln, agent_stats_interval_ms(a) / 1000.0);
 	if (node) {

@@ -115,7 +115,7 @@ void agent_sandbox_drop_all(struct agent *a)
 
 /* ---- taking one ---------------------------------------------------------- */
 
-bool agent_sandbox_take(struct agent *a, const char *net, char id[RT_ID_MAX], char ip[64])
+bool agent_sandbox_take(struct agent *a, const char *net, char id[RT_ID_MAX], char ip[64], char published[128])
 {
 	bool found = false;
 	pthread_mutex_lock(&a->sbx_mu);
@@ -124,6 +124,7 @@ bool agent_sandbox_take(struct agent *a, const char *net, char id[RT_ID_MAX], ch
 			continue;
 		util_strlcpy(id, a->sbx_spares[i].id, RT_ID_MAX);
 		util_strlcpy(ip, a->sbx_spares[i].ip, 64);
+		util_strlcpy(published, a->sbx_spares[i].published, 128);
 		a->sbx_spares[i] = a->sbx_spares[--a->n_sbx_spares];
 		found = true;
 	}
@@ -230,6 +231,11 @@ static int sandbox_make(struct agent *a, const struct sandbox_want *w, struct sa
 		.log_max_size = 1 << 20,
 		.log_max_files = 2,
 		.network = w->net,
+		/* Where the app port is published (app_publish), it is the
+		 * sandbox's: Docker publishes none of a container that joins
+		 * another's namespace. */
+		.publish_port = a->app_publish ? AGENT_APP_PORT : 0,
+		.publish_host = a->app_host,
 		.seccomp_default = a->seccomp_default,
 	};
 	char id[RT_ID_MAX];
@@ -245,11 +251,15 @@ static int sandbox_make(struct agent *a, const struct sandbox_want *w, struct sa
 		agent_sandbox_remove(a, id);
 		return rc;
 	}
-	if (!info.running || !info.ip[0]) {
+	if (!info.running || !info.ip[0] || (a->app_publish && info.published_port <= 0)) {
 		agent_sandbox_remove(a, id);
-		return terr_set(err, EPROTO, "sandbox %.12s has no address on %s (%s)", id, w->net, info.state);
+		return terr_set(err, EPROTO, "sandbox %.12s has no address on %s%s (%s)", id, w->net,
+				a->app_publish ? " or no published port" : "", info.state);
 	}
 	memset(out, 0, sizeof(*out));
+	if (a->app_publish)
+		snprintf(out->published, sizeof(out->published), "%d=%s:%d", info.published_private,
+			 info.published_host, info.published_port);
 	util_strlcpy(out->net, w->net, sizeof(out->net));
 	util_strlcpy(out->id, id, sizeof(out->id));
 	util_strlcpy(out->ip, info.ip, sizeof(out->ip));
@@ -412,4 +422,12 @@ void agent_sandbox_forget(struct agent *a, const char *id)
 		log_info("agent", "spare sandbox %.12s ended; removing it", id);
 		agent_sandbox_remove(a, id);
 	}
+}
+
+void agent_sandbox_counts(struct agent *a, int64_t *spares, int64_t *joined)
+{
+	pthread_mutex_lock(&a->sbx_mu);
+	*spares = (int64_t)a->n_sbx_spares;
+	pthread_mutex_unlock(&a->sbx_mu);
+	*joined = atomic_load(&a->sbx_joined);
 }

@@ -640,13 +640,12 @@ int agent_start_session_timed(struct agent *a, json_t *spec, char cid[RT_ID_MAX]
 		agent_network_name(cluster, sp.owner_id, net, sizeof(net));
 	/* On the user's network through their spare sandbox, when there is
 	 * one (agent_sandbox.c): not for a cluster session (its network and
-	 * names are its own), nor where the app port is published (Docker
-	 * publishes none for a container that joins another's namespace),
-	 * nor for a name the kernel would not take as a host name. */
-	bool sbx_ok = own_net && !cl && !a->app_publish && strlen(name) < 64 && agent_sandbox_usable(a);
-	char sbx_id[RT_ID_MAX] = "", sbx_ip[64] = "";
+	 * names are its own), nor for a name the kernel would not take as a
+	 * host name. */
+	bool sbx_ok = own_net && !cl && strlen(name) < 64 && agent_sandbox_usable(a);
+	char sbx_id[RT_ID_MAX] = "", sbx_ip[64] = "", sbx_pub[128] = "";
 	size_t mounts_plain = p.n_mounts;
-	bool sandboxed = sbx_ok && agent_sandbox_take(a, net, sbx_id, sbx_ip);
+	bool sandboxed = sbx_ok && agent_sandbox_take(a, net, sbx_id, sbx_ip, sbx_pub);
 	if (sandboxed && (rc = plan_sandbox_files(a, &p, id, name, sbx_ip, err)) < 0) {
 		agent_sandbox_remove(a, sbx_id);
 		goto out;
@@ -702,6 +701,8 @@ int agent_start_session_timed(struct agent *a, json_t *spec, char cid[RT_ID_MAX]
 	if (sandboxed) {
 		labels[n_labels++] = (struct rt_label){AGENT_LABEL_SANDBOX, sbx_id};
 		labels[n_labels++] = (struct rt_label){AGENT_LABEL_SANDBOX_IP, sbx_ip};
+		if (sbx_pub[0])
+			labels[n_labels++] = (struct rt_label){AGENT_LABEL_SANDBOX_PUBLISHED, sbx_pub};
 	}
 	char cname[160];
 	container_name(name, id, cname, sizeof(cname));
@@ -749,6 +750,8 @@ int agent_start_session_timed(struct agent *a, json_t *spec, char cid[RT_ID_MAX]
 		}
 		ms_start += lap_ms(&t);
 		joined = rc == 0;
+		if (joined)
+			atomic_fetch_add(&a->sbx_joined, 1);
 		if (!joined) {
 			log_info("agent", "session %s cannot join sandbox %.12s (%s): it gets a network of its own", id,
 				 sbx_id, err->msg);

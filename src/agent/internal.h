@@ -189,12 +189,16 @@ struct agent {
 		char net[96];
 		char id[RT_ID_MAX];
 		char ip[64];
+		/* Where its app port is published ("PRIVATE=HOST:PORT", the
+		 * label of its sessions' containers), "" when not. */
+		char published[128];
 		int64_t made_ms;       /* util_mono_ms */
 	} *sbx_spares;
 	size_t n_sbx_spares;
 	struct sandbox_want { char net[96]; char owner_id[64]; } *sbx_wants;
 	size_t n_sbx_wants;
 	bool sbx_stop;
+	_Atomic int64_t sbx_joined;   /* starts that joined one */
 	bool sbx_image_ok;            /* only the sandbox thread */
 	pthread_t sbx_thread;
 	bool sbx_running;
@@ -262,10 +266,11 @@ bool agent_network_retry(int rc, const struct terr *err);
 /* ---- agent_sandbox.c ---- */
 /* Whether starts may join sandboxes: the setting, and what they need
  * (a runtime that imports images and makes networks, a data_dir for the
- * session's hosts file). The caller checks app_publish and clusters. */
+ * session's hosts file). The caller checks clusters. */
 bool agent_sandbox_usable(const struct agent *a);
-/* Takes the spare of network net, if there is one: its id and address. */
-bool agent_sandbox_take(struct agent *a, const char *net, char id[RT_ID_MAX], char ip[64]);
+/* Takes the spare of network net, if there is one: its id, address and
+ * published app port (sandbox_spare.published). */
+bool agent_sandbox_take(struct agent *a, const char *net, char id[RT_ID_MAX], char ip[64], char published[128]);
 /* Asks the sandbox thread for a spare on net (of user owner_id) unless
  * one is ready or asked for. */
 void agent_sandbox_want(struct agent *a, const char *net, const char *owner_id);

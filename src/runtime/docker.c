@@ -833,6 +833,25 @@ static void container_ip(json_t *settings, json_t *labels, const char *network, 
 		network_ip(settings, network, ip, n);
 }
 
+/* The same for its published port: "PRIVATE=HOST:PORT" from the label of
+ * a container in another's namespace (the host may be an IPv6 address:
+ * the port follows the last colon). */
+static void sandbox_published(json_t *labels, const char *network, struct rt_container_info *out)
+{
+	const char *v = jstr(labels, "tessera.sandbox_published");
+	const char *eq = strchr(v, '='), *colon = strrchr(v, ':');
+	if (strncmp(network, "container:", 10) || !eq || !colon || colon < eq)
+		return;
+	int priv = atoi(v), port = atoi(colon + 1);
+	size_t hl = (size_t)(colon - eq - 1);
+	if (priv <= 0 || port <= 0 || hl >= sizeof(out->published_host))
+		return;
+	out->published_private = priv;
+	out->published_port = port;
+	memcpy(out->published_host, eq + 1, hl);
+	out->published_host[hl] = '\0';
+}
+
 static int docker_inspect(struct runtime *rt, const char *id,
 			  struct rt_container_info *out, struct terr *err)
 {
@@ -880,9 +899,11 @@ static int docker_inspect(struct runtime *rt, const char *id,
 			copy_str(out->published_host, sizeof(out->published_host), jstr(b0, "HostIp"));
 		}
 	}
-	if (out->running)
+	if (out->running) {
 		container_ip(json_object_get(j, "NetworkSettings"), json_object_get(cfg, "Labels"), out->network,
 			     out->ip, sizeof(out->ip));
+		sandbox_published(json_object_get(cfg, "Labels"), out->network, out);
+	}
 	return 0;
 }
 
@@ -954,9 +975,11 @@ static int docker_list(struct runtime *rt, const char *label_key,
 			o->published_port = pub;
 			copy_str(o->published_host, sizeof(o->published_host), jstr(pt, "IP"));
 		}
-		if (o->running)
+		if (o->running) {
 			container_ip(json_object_get(c, "NetworkSettings"), json_object_get(c, "Labels"), o->network,
 				     o->ip, sizeof(o->ip));
+			sandbox_published(json_object_get(c, "Labels"), o->network, o);
+		}
 	}
 	*out = v;
 	*n = count;

@@ -96,7 +96,9 @@ struct rt_container_info {
 	char network[128];     /* the network it was created on (NetworkMode) */
 	/* Its first published TCP port, while it runs: the container's port
 	 * and where the host has it (host address as the runtime reports
-	 * it, "0.0.0.0" for all); 0 and "" when none. */
+	 * it, "0.0.0.0" for all); 0 and "" when none. A container that
+	 * joined another's namespace has that one's, which its label
+	 * tessera.sandbox_published carries ("PRIVATE=HOST:PORT"). */
 	int published_private;
 	char published_host[64];
 	int published_port;

@@ -2026,11 +2026,14 @@ static void spare_of(char id[RT_ID_MAX])
 	pthread_mutex_unlock(&fake.mu);
 }
 
-static bool wait_spare(char id[RT_ID_MAX])
+/* Until the agent has a spare ready (its count), and which one. */
+static bool wait_spare(struct agent *a, char id[RT_ID_MAX])
 {
 	for (int i = 0; i < 500; i++) {
+		int64_t spares, joined;
+		agent_sandbox_counts(a, &spares, &joined);
 		spare_of(id);
-		if (id[0])
+		if (id[0] && spares == 1)
 			return true;
 		usleep(10 * 1000);
 	}
@@ -2129,7 +2132,7 @@ TEST(a_users_next_start_joins_a_spare_sandbox)
 	json_object_set_new(spec, "owner_id", json_string("aaaabbbbccccddddeeeeffff00001111"));
 	CHECK_INT(agent_start_session(a, spec, c1, NULL, &err), 0);
 	CHECK(fake_find(c1) && !strcmp(fake_find(c1)->network, net_a));
-	CHECK(wait_spare(spare));
+	CHECK(wait_spare(a, spare));
 	CHECK(img_has("import " AGENT_SANDBOX_IMAGE " " AGENT_LABEL_ROLE "=sandbox 1536"));
 	pthread_mutex_lock(&fake.mu);
 	struct fake_container *sb = fake_find(spare);
@@ -2171,13 +2174,11 @@ TEST(a_users_next_start_joins_a_spare_sandbox)
 	CHECK_CONTAINS(ep, "172.30.0.2:7611@");
 	/* A new spare, and the first one is the session's. */
 	char spare2[RT_ID_MAX];
-	for (int i = 0; i < 500; i++) {
-		spare_of(spare2);
-		if (spare2[0] && strcmp(spare2, spare) != 0)
-			break;
-		usleep(10 * 1000);
-	}
+	CHECK(wait_spare(a, spare2));
 	CHECK(spare2[0] && strcmp(spare2, spare) != 0);
+	int64_t spares, joined;
+	agent_sandbox_counts(a, &spares, &joined);
+	CHECK_INT(joined, 1);
 
 	/* Another user's start does not take it. */
 	json_object_set_new(spec, "id", json_string("s3"));

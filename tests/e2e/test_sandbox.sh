@@ -8,7 +8,8 @@
 # the sandbox's removal with the session (by the agent, or when the
 # container is removed by hand), a start that still works when the spare
 # was removed under the agent, the spares' removal when the server stops
-# and what a restart finds, and `--sandboxes no`.
+# and what a restart finds, a published app port (the sandbox's), and
+# `--sandboxes no`.
 . "$(dirname "$0")/lib.sh"
 e2e_setup
 start_server || { e2e_done; exit 1; }
@@ -141,6 +142,43 @@ start_server || { e2e_done; exit 1; }
 check "after a restart s5 still runs" wait_status s5 RUNNING
 check "in its sandbox, with its name" [ "$(T session exec s5 -- cat /proc/sys/kernel/hostname)" == s5 ]
 check "a left spare would be swept, s5's sandbox is not" [ -n "$(docker ps -q --filter "id=$SPARE")" ]
+
+# --app-publish yes (a proxy on another host): the app port is the
+# sandbox's, published, and the session's endpoint names it; after a
+# restart the agent's list gives it back.
+stop_server
+start_server --app-publish yes || { e2e_done; exit 1; }
+T session rm s5 >/dev/null 2>&1
+serve s7 from-s7
+check "with --app-publish yes a session runs" wait_status s7 RUNNING
+NET=$(e2e_net_of_container "$(cid_of s7)")
+check "a spare is made, its app port published" wait_spare
+SPARE=$(spares | head -1)
+PUB=$(docker port "$SPARE" 7611/tcp 2>/dev/null | head -1)
+check "the spare's app port is published ($PUB)" eval '[[ $PUB == 127.0.0.1:* ]]'
+serve s8 from-s8
+check "the next session runs in it" eval '[[ $(wait_status s8 RUNNING; mode_of s8) == "container:$SPARE" ]]'
+endpoint() { python3 -c 'import sqlite3, sys
+print(sqlite3.connect(sys.argv[1]).execute("SELECT app_endpoint FROM sessions WHERE name = ?", (sys.argv[2],)).fetchone()[0])' \
+	"$E2E_DIR/data/tessera.db" "$1" 2>/dev/null; }
+check "its app endpoint is the sandbox's published port ($(endpoint s8))" eval '[[ $(endpoint s8) == "$PUB,"* ]]'
+out=$(printf 'echo "shell-$((6 * 7))"\nexit\n' | T session shell s8 2>&1)
+check "its terminal answers through the proxy" contains "$out" shell-42
+stop_server
+start_server --app-publish yes || { e2e_done; exit 1; }
+python3 -c 'import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.execute("UPDATE sessions SET app_endpoint = \x27\x27"); c.commit()' \
+	"$E2E_DIR/data/tessera.db"
+stop_server
+start_server --app-publish yes || { e2e_done; exit 1; }
+given_back() {
+	for _ in $(seq 1 100); do
+		[[ $(endpoint s8) == "$PUB,"* ]] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+check "after a restart the agent's list gives the endpoint back" given_back
+T session rm s7 s8 >/dev/null 2>&1
 
 # --sandboxes no: every start sets up its own network, and no spare.
 stop_server

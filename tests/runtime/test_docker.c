@@ -204,7 +204,8 @@ static void route(int fd, const char *method, const char *full, const char *body
 		      "\"HostConfig\":{\"NetworkMode\":\"container:sbx1\"},"
 		      "\"NetworkSettings\":{\"Networks\":{}},"
 		      "\"Config\":{\"Image\":\"busybox:latest\",\"Labels\":"
-		      "{\"tessera.session\":\"sj\",\"tessera.sandbox\":\"sbx1\",\"tessera.sandbox_ip\":\"172.30.0.7\"}}}");
+		      "{\"tessera.session\":\"sj\",\"tessera.sandbox\":\"sbx1\",\"tessera.sandbox_ip\":\"172.30.0.7\","
+		      "\"tessera.sandbox_published\":\"7611=127.0.0.1:40123\"}}}");
 	} else if (!strcmp(method, "GET") && !strncmp(path, "/containers/json?", 17)) {
 		reply(fd, 200,
 		      "[{\"Id\":\"aaa\",\"Names\":[\"/sess-a\"],\"Image\":\"busybox:latest\","
@@ -955,6 +956,9 @@ TEST(start_remove_inspect)
 	CHECK_STR(info.network, "container:sbx1");
 	CHECK_STR(info.sandbox, "sbx1");
 	CHECK_STR(info.ip, "172.30.0.7");
+	CHECK_INT(info.published_private, 7611);
+	CHECK_STR(info.published_host, "127.0.0.1");
+	CHECK_INT(info.published_port, 40123);
 	ops->close(rt);
 }
 
