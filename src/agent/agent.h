@@ -69,8 +69,7 @@ struct agent_config {
 	 * faster. NULL or "yes": published on app_host. */
 	const char *app_publish;
 	/* "yes" (NULL: yes) or "no": whether a spare sandbox is kept per
-	 * user's network for their next start to join (agent_sandbox.c);
-	 * used only where app_publish is no. */
+	 * user's network for their next start to join (agent_sandbox.c). */
 	const char *sandboxes;
 	/* Storage hosts of users' folders as the manager declares them
 	 * ("NAME:PATH[,...]", docs/admin.md "Storage"): a session's mount

@@ -102,7 +102,7 @@ enum agent_setting_type {
 	X(app_publish, "app-publish", APP_PUBLISH, agent.app_publish, NULL, 0, 0, AGENT_SETTING_FLAG, "yes|no", \
 	  "publish each session's app port on app_host for an app proxy on another host (yes: tessera agent's default), or not: the proxy on this node reaches the container's address (no: tessera server's default; no docker-proxy, a faster start)") \
 	X(sandboxes, "sandboxes", APP_PUBLISH, agent.sandboxes, "yes", 0, 0, AGENT_SETTING_FLAG, "yes|no", \
-	  "keep a spare sandbox per user's network whose network namespace the user's next session joins, so its start sets up no network (yes), or set up each session's own (no); used where app_publish is no")
+	  "keep a spare sandbox per user's network whose network namespace the user's next session joins, so its start sets up no network (yes), or set up each session's own (no)")
 
 #define AGENT_SETTINGS_STR(x) AGENT_SETTINGS_STR_(x)
 #define AGENT_SETTINGS_STR_(x) #x
