@@ -242,6 +242,9 @@ static int sandbox_make(struct agent *a, const struct sandbox_want *w, struct sa
 	if ((rc = a->rt_ops->create(a->rt, &cs, id, err)) < 0) {
 		if (agent_network_retry(rc, err))
 			agent_net_forget(a, w->net);
+		/* The image may be what is gone (`docker image prune -a`
+		 * while no spare held it): looked for again next time. */
+		a->sbx_image_ok = false;
 		return rc;
 	}
 	struct rt_container_info info;
