@@ -49,9 +49,10 @@ def call(method, path, obj=None, deadline=180):
 
 def listed(role):
     out = subprocess.run(["docker", "ps", "-a", "--filter", "label=tessera.agent=" + agent,
-                          "--format", '{{.Label "tessera.role"}} {{.ID}} {{.Label "tessera.session"}} {{.State}}'],
+                          "--format", '{{.Label "tessera.role"}}|{{.ID}} {{.Label "tessera.session"}} {{.State}}'],
                          capture_output=True, text=True, check=True).stdout
-    return [l.split()[1:] for l in out.splitlines() if l.strip() and (l.split()[0] == "sandbox") == (role == "sandbox")]
+    rows = [l.split("|", 1) for l in out.splitlines() if "|" in l]
+    return [rest.split() for r, rest in rows if (r == "sandbox") == (role == "sandbox")]
 
 # The sessions' containers; the spare sandboxes (docs/architecture.md,
 # "Sandboxes") carry no session label.
