@@ -127,11 +127,29 @@ LOAD=(python3 "$here/apps_load.py")
 echo "session apps through the proxy: $(nproc) CPUs, docker $(docker version --format '{{.Server.Version}}' 2>/dev/null), ${NGINX:+$("$NGINX" -v 2>&1 | sed 's/.*: //')}${NGINX:-no nginx}"
 
 # ---- 1 and 2: throughput and latency on four paths ------------------------
+# After each start the agent makes the user's next spare sandbox in the
+# background (docs/architecture.md, "Sandboxes"), which the next start of
+# the user joins: wait, untimed, until there are as many spares made as
+# sessions started, so that the making slows no `docker run` measured.
+# Gives up once after 30 s (sandboxes off) and waits no more.
+SPARES_SEEN=1
+wait_spares() {
+	((SPARES_SEEN)) || return 0
+	local started
+	started=$(grep -c 'session [0-9a-f]* started in ' "$WORK/server.log")
+	for _ in $(seq 1 600); do
+		(($(grep -c 'sandbox [0-9a-f]* ready on ' "$WORK/server.log") >= started)) && return 0
+		sleep 0.05
+	done
+	echo "apps-proxy: no spare sandbox came after $started starts; going on without waiting" >&2
+	SPARES_SEEN=0
+}
 MATRIX=""
 if [[ $PARTS != *" 1 "* ]]; then
 	:
 elif ((HAVE_PY)); then
 	"$TESSERA" session create "$PY_IMAGE" --name be --cpu 1 --mem 1g --wait >/dev/null || exit 1
+	wait_spares
 	CID=$("$TESSERA" session info be --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["container_id"])')
 	docker cp "$here/apps_backend.py" "$CID:/tmp/apps_backend.py" >/dev/null || exit 1
 	docker exec -d "$CID" python3 /tmp/apps_backend.py 0.0.0.0 8000 "$BIG_MIB"
@@ -265,11 +283,13 @@ rounds() {
 		if ((i % 2)); then
 			tr+=("$("${LOAD[@]}" wait-app "$TESSERA" "$IMAGE" "$1$i" terminal 1 512m)") || return 1
 			rm_session "$1$i"
+			wait_spares
 			dr+=("$(time_docker "$IMAGE" "bench-$RUN-$1$i")") || return 1
 		else
 			dr+=("$(time_docker "$IMAGE" "bench-$RUN-$1$i")") || return 1
 			tr+=("$("${LOAD[@]}" wait-app "$TESSERA" "$IMAGE" "$1$i" terminal 1 512m)") || return 1
 			rm_session "$1$i"
+			wait_spares
 		fi
 	done
 }
@@ -277,6 +297,7 @@ rounds() {
 if ((SROUNDS)); then
 	"${LOAD[@]}" wait-app "$TESSERA" "$IMAGE" tw terminal 1 512m >/dev/null || { echo "apps-proxy: terminal warm-up failed" >&2; exit 1; }
 	rm_session tw
+	wait_spares
 	time_docker "$IMAGE" "bench-$RUN-w" >/dev/null
 	# A user's sessions share a Docker network made with their first on
 	# the node and kept (docs/architecture.md, "Users' networks"): made
@@ -286,6 +307,7 @@ if ((SROUNDS)); then
 	rounds t TERM_RES DOCK_RES || { echo "apps-proxy: a terminal round failed" >&2; exit 1; }
 	echo "4: $SROUNDS rounds: the same while the user has another session (its network exists)"
 	"$TESSERA" session create "$IMAGE" --name keep --cpu 0.1 --mem 32m --wait >/dev/null || exit 1
+	wait_spares
 	rounds u TERM2_RES DOCK2_RES || { echo "apps-proxy: a terminal round failed" >&2; exit 1; }
 	rm_session keep
 fi
@@ -294,6 +316,7 @@ if ((HAVE_PY && SROUNDS)); then
 	for i in 1 2 3; do
 		JUP_RES+=("$("${LOAD[@]}" wait-app "$TESSERA" "$PY_IMAGE" "j$i" jupyter 1 1g)") || exit 1
 		rm_session "j$i"
+		wait_spares
 		PYD_RES+=("$(time_docker "$PY_IMAGE" "bench-$RUN-p$i")") || exit 1
 	done
 fi
