@@ -49,6 +49,14 @@ static void per_session_gpu(struct metrics_text *t, json_t *samples, const char 
 	}
 }
 
+/* A family of one sample, labelled with the node. */
+static void node_metric(struct metrics_text *t, const char *name, const char *type, const char *help,
+			const char *const *ln, double v)
+{
+	metrics_family(t, name, type, help);
+	metrics_sample(t, name, ln, v);
+}
+
 void agent_metrics_write(struct agent *a, struct metrics_text *t)
 {
 	json_t *ev = agent_stats_last(a);
@@ -57,24 +65,21 @@ void agent_metrics_write(struct agent *a, struct metrics_text *t)
 	const char *ln[] = {"node", id, NULL};
 	metrics_family(t, "tessera_agent_sessions", "gauge", "Running sessions in the last usage round.");
 	metrics_sample(t, "tessera_agent_sessions", ln, (double)json_array_size(samples));
-	int64_t kills, kill_failures;
+	int64_t kills, kill_failures, spares, joined;
 	agent_cgroup_kill_counts(a, &kills, &kill_failures);
-	metrics_family(t, "tessera_agent_cgroup_kills_total", "counter",
-		       "Removals whose container Docker did not stop in time and the agent killed through its cgroups.");
-	metrics_sample(t, "tessera_agent_cgroup_kills_total", ln, (double)kills);
-	metrics_family(t, "tessera_agent_cgroup_kill_failures_total", "counter",
-		       "Removals whose container neither Docker nor the agent's cgroup kill could stop.");
-	metrics_sample(t, "tessera_agent_cgroup_kill_failures_total", ln, (double)kill_failures);
-	int64_t spares, joined;
 	agent_sandbox_counts(a, &spares, &joined);
-	metrics_family(t, "tessera_agent_sandbox_spares", "gauge",
-		       "Spare sandboxes ready for users' next sessions to join.");
-	metrics_sample(t, "tessera_agent_sandbox_spares", ln, (double)spares);
-	metrics_family(t, "tessera_agent_sandbox_starts_total", "counter",
-		       "Session starts that joined a spare sandbox, setting up no network.");
-	metrics_sample(t, "tessera_agent_sandbox_starts_total", ln, (double)joined);
-	metrics_family(t, "tessera_agent_stats_interval_seconds", "gauge", "The period of the usage rounds.");
-	metrics_sample(t, "tessera_agent_stats_interval_seconds", ln, agent_stats_interval_ms(a) / 1000.0);
+	node_metric(t, "tessera_agent_cgroup_kills_total", "counter",
+		    "Removals whose container Docker did not stop in time and the agent killed through its cgroups.", ln,
+		    (double)kills);
+	node_metric(t, "tessera_agent_cgroup_kill_failures_total", "counter",
+		    "Removals whose container neither Docker nor the agent's cgroup kill could stop.", ln,
+		    (double)kill_failures);
+	node_metric(t, "tessera_agent_sandbox_spares", "gauge", "Spare sandboxes ready for users' next sessions to join.",
+		    ln, (double)spares);
+	node_metric(t, "tessera_agent_sandbox_starts_total", "counter",
+		    "Session starts that joined a spare sandbox, setting up no network.", ln, (double)joined);
+	node_metric(t, "tessera_agent_stats_interval_seconds", "gauge", "The period of the usage rounds.", ln,
+		    agent_stats_interval_ms(a) / 1000.0);
 	if (node) {
 		metrics_family(t, "tessera_agent_node_cpu_cores", "gauge", "CPU cores the node's sessions use.");
 		metrics_sample(t, "tessera_agent_node_cpu_cores", ln, num(node, "cpu_cores"));

@@ -521,6 +521,22 @@ static int create_replacing(struct agent *a, const struct rt_container_spec *cs,
 	return a->rt_ops->create(a->rt, cs, cid, err);
 }
 
+/* Creates and starts the container (removed again when its start
+ * fails), adding the time of each to *ms_create and *ms_start (from *t,
+ * moved on). */
+static int create_and_start(struct agent *a, const struct rt_container_spec *cs, char cid[RT_ID_MAX], int64_t *t,
+			    int64_t *ms_create, int64_t *ms_start, struct terr *err)
+{
+	int rc = create_replacing(a, cs, cid, err);
+	*ms_create += lap_ms(t);
+	if (rc == 0 && (rc = a->rt_ops->start(a->rt, cid, err)) < 0) {
+		struct terr ignored;
+		a->rt_ops->remove(a->rt, cid, &ignored);
+	}
+	*ms_start += lap_ms(t);
+	return rc;
+}
+
 /* A container that joins a sandbox shares the sandbox's /etc/hosts and
  * /etc/hostname, which name the sandbox: the session gets files of its
  * own, with its name at the sandbox's address, as Docker writes them for
@@ -742,13 +758,7 @@ int agent_start_session_timed(struct agent *a, json_t *spec, char cid[RT_ID_MAX]
 	bool joined = false;
 	if (sandboxed) {
 		lap_ms(&t);
-		rc = create_replacing(a, &cs, cid, err);
-		ms_create += lap_ms(&t);
-		if (rc == 0 && (rc = a->rt_ops->start(a->rt, cid, err)) < 0) {
-			struct terr ignored;
-			a->rt_ops->remove(a->rt, cid, &ignored);
-		}
-		ms_start += lap_ms(&t);
+		rc = create_and_start(a, &cs, cid, &t, &ms_create, &ms_start, err);
 		joined = rc == 0;
 		if (joined)
 			atomic_fetch_add(&a->sbx_joined, 1);
@@ -774,13 +784,7 @@ int agent_start_session_timed(struct agent *a, json_t *spec, char cid[RT_ID_MAX]
 			break;
 		net_asked |= asked;
 		ms_net += lap_ms(&t);
-		rc = create_replacing(a, &cs, cid, err);
-		ms_create += lap_ms(&t);
-		if (rc == 0 && (rc = a->rt_ops->start(a->rt, cid, err)) < 0) {
-			struct terr ignored;
-			a->rt_ops->remove(a->rt, cid, &ignored);
-		}
-		ms_start += lap_ms(&t);
+		rc = create_and_start(a, &cs, cid, &t, &ms_create, &ms_start, err);
 		if (!own_net || !agent_network_retry(rc, err))
 			break;
 		agent_net_forget(a, net);

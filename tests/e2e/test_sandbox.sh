@@ -77,6 +77,11 @@ out=$(printf 'uname -n\necho "shell-$((6 * 7))"\nexit\n' | T session shell s2 2>
 check "its terminal answers through the proxy, with its name ($(head -c 300 <<<"$out"))" \
 	eval '[[ $out == *shell-42* && $out == *s2* ]]'
 check "a new spare is made after it" wait_spare "$SPARE"
+EP=$(sed -n 's/^endpoint *= *//p' "$TESSERA_CONFIG")
+metrics=$(curl -s "$EP/metrics")
+check "/metrics counts the start that joined a sandbox" \
+	grep -qx "tessera_agent_sandbox_starts_total{node=\"$E2E_AGENT_ID\"} 1" <<<"$metrics"
+check "/metrics counts the spare ready" grep -qx "tessera_agent_sandbox_spares{node=\"$E2E_AGENT_ID\"} 1" <<<"$metrics"
 
 # Another user's session cannot reach it; the user's own can.
 reply=$(T user create bob@example.org --json 2>/dev/null)
