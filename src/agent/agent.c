@@ -268,6 +268,13 @@ int agent_open(struct agent **out, const struct agent_config *cfg, struct terr *
 		free(a);
 		return -EINVAL;
 	}
+	/* A session's host name in a sandbox is set in its UTS namespace,
+	 * which only root on the node may enter. */
+	if (sandboxes && geteuid() != 0) {
+		log_info("agent", "sandboxes are off: the agent does not run as root, and a session that joins one "
+			 "gets its host name from the agent (docs/architecture.md, \"Sandboxes\")");
+		sandboxes = false;
+	}
 	atomic_store(&a->sbx_on, sandboxes);
 	if (cfg->asset_dir)
 		util_strlcpy(a->asset_dir, cfg->asset_dir, sizeof(a->asset_dir));
