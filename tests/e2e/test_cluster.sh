@@ -429,6 +429,9 @@ for _ in $(seq 1 600); do (($(wc -l <"$ACKS") >= 15)) && break; sleep 0.05; done
 kill -KILL "$MPID"
 wait "$MPID" 2>/dev/null
 acked_at_kill=$(wc -l <"$ACKS")
+# Restarted once a client has met the dead manager (a fast restart could
+# otherwise come before any client's next call).
+for _ in $(seq 1 200); do [[ -s $ACKS.tried ]] && break; sleep 0.05; done
 start_manager
 wait "$W1" "$W2"
 answered=$(cat "$ACKS" "$ACKS.retried" "$ACKS.refused" 2>/dev/null | wc -l)

@@ -193,7 +193,9 @@ check "bob's session cannot resolve sub1 ($out)" [ "${out%% *}" == unresolved ]
 out=$(T session exec a1 -- python3 -c "$reach" "$M1_IP" 2200 2>&1)
 check "the same user's a1 cannot reach main1's address ($M1_IP: $out)" [ "${out%% *}" == closed ]
 out=$(T session exec a1 -- python3 -c "$reach" "$S1_IP" 2200 2>&1)
-check "nor sub1's ($S1_IP: $out)" [ "${out%% *}" == closed ]
+A1_CID=$(jget a1 container_id)
+check "nor sub1's ($S1_IP: $out; a1 at $(e2e_ip_of_container "$A1_CID") on $(e2e_net_of_container "$A1_CID"), sub1 on $(docker inspect -f '{{.HostConfig.NetworkMode}}' "$S1_CID" 2>&1))" \
+	[ "${out%% *}" == closed ]
 out=$(T session exec a1 -- python3 -c "$resolve" sub1 2>&1)
 check "a1 cannot resolve sub1 ($out)" [ "${out%% *}" == unresolved ]
 as_bob "$TESSERA" session rm b1 >/dev/null
