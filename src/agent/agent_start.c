@@ -668,6 +668,8 @@ int agent_start_session_timed(struct agent *a, json_t *spec, char cid[RT_ID_MAX]
 	}
 	if (p.mounts_overflow) {
 		rc = terr_set(err, E2BIG, "the session needs more than %zu mounts", sizeof(p.mounts) / sizeof(p.mounts[0]));
+		if (sandboxed)   /* taken, and now no session's */
+			agent_sandbox_remove(a, sbx_id);
 		goto out;
 	}
 	p.env[p.n_env] = NULL;
