@@ -178,7 +178,7 @@ out=$(as "$CAROL" fairshare)
 check "carol's fairshare has no vision" not grep -q "^vision " <<<"$out"
 as "$ALICE" session rm job >/dev/null
 as "$ALICE" session rm keep >/dev/null
-check "the last sessions end" wait_status_as "$ALICE" keep TERMINATED
+check "the last sessions end" eval 'wait_status_as "$ALICE" job TERMINATED && wait_status_as "$ALICE" keep TERMINATED'
 out=$("$TESSERA" project rm vision 2>&1); rc=$?
 check "vision is not removed while it has a folder (exit $rc: $out)" contains "$out" "1 folder"
 as "$BOB" folder rm team-data >/dev/null
