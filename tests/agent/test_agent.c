@@ -2010,6 +2010,17 @@ static int f_image_import(struct runtime *rt, const char *ref, const struct rt_l
 	return 0;
 }
 
+/* Whether the fake has container id (on network net, unless NULL), read
+ * under its lock: the agent's sandbox thread creates beside the test. */
+static bool fake_has(const char *id, const char *net)
+{
+	pthread_mutex_lock(&fake.mu);
+	const struct fake_container *c = fake_find(id);
+	bool has = c && (!net || !strcmp(c->network, net));
+	pthread_mutex_unlock(&fake.mu);
+	return has;
+}
+
 /* The container of the fake whose image is the sandboxes' and that no
  * session joined yet; "" when none. */
 static void spare_of(char id[RT_ID_MAX])
@@ -2131,7 +2142,7 @@ TEST(a_users_next_start_joins_a_spare_sandbox)
 	json_t *spec = spec_for("s1", NULL, 0, 0);
 	json_object_set_new(spec, "owner_id", json_string("aaaabbbbccccddddeeeeffff00001111"));
 	CHECK_INT(agent_start_session(a, spec, c1, NULL, &err), 0);
-	CHECK(fake_find(c1) && !strcmp(fake_find(c1)->network, net_a));
+	CHECK(fake_has(c1, net_a));
 	CHECK(wait_spare(a, spare));
 	CHECK(img_has("import " AGENT_SANDBOX_IMAGE " " AGENT_LABEL_ROLE "=sandbox 1536"));
 	pthread_mutex_lock(&fake.mu);
@@ -2185,20 +2196,24 @@ TEST(a_users_next_start_joins_a_spare_sandbox)
 	json_object_set_new(spec, "name", json_string("nb3"));
 	json_object_set_new(spec, "owner_id", json_string("99998888777766665555444433332222"));
 	CHECK_INT(agent_start_session(a, spec, c3, NULL, &err), 0);
+	pthread_mutex_lock(&fake.mu);
 	CHECK(fake_find(c3) && !fake_find(c3)->netns_of[0]);
+	pthread_mutex_unlock(&fake.mu);
 	json_decref(spec);
 
 	/* The session's removal removes its sandbox. */
 	CHECK_INT(agent_destroy_session(a, "s2", c2, &err), 0);
-	CHECK(fake_find(spare) == NULL);
+	CHECK(!fake_has(spare, NULL));
 	CHECK(!exists("%s/sessions/%s", "s2"));
 	/* The agent's end removes the spares, and nothing else. */
 	agent_close(a);
 	int sandboxes = 0;
+	pthread_mutex_lock(&fake.mu);
 	for (int i = 0; i < fake.n; i++)
 		sandboxes += !strcmp(fake.c[i].image, AGENT_SANDBOX_IMAGE);
+	pthread_mutex_unlock(&fake.mu);
 	CHECK_INT(sandboxes, 0);
-	CHECK(fake_find(c1) != NULL && fake_find(c3) != NULL);
+	CHECK(fake_has(c1, NULL) && fake_has(c3, NULL));
 	kill(holder, SIGKILL);
 	waitpid(holder, NULL, 0);
 }
