@@ -99,7 +99,8 @@ void agent_sandbox_remove(struct agent *a, const char *id)
 		log_warn("agent", "cannot remove sandbox %.12s: %s", id, err.msg);
 }
 
-/* Takes every spare out of the table (sbx_mu) and removes them (not). */
+/* Takes every spare out of the table (under sbx_mu), then removes them
+ * (outside it: Docker calls). */
 void agent_sandbox_drop_all(struct agent *a)
 {
 	pthread_mutex_lock(&a->sbx_mu);

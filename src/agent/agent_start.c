@@ -762,9 +762,9 @@ int agent_start_session_timed(struct agent *a, json_t *spec, char cid[RT_ID_MAX]
 		lap_ms(&t);
 		rc = create_and_start(a, &cs, cid, &t, &ms_create, &ms_start, err);
 		joined = rc == 0;
-		if (joined)
+		if (joined) {
 			atomic_fetch_add(&a->sbx_joined, 1);
-		if (!joined) {
+		} else {
 			log_info("agent", "session %s cannot join sandbox %.12s (%s): it gets a network of its own", id,
 				 sbx_id, err->msg);
 			agent_sandbox_remove(a, sbx_id);

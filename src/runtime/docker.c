@@ -2070,9 +2070,21 @@ static int docker_image_import(struct runtime *rt, const char *ref, const struct
 	int r = 0;
 	if (resp.status != 200) {
 		r = dk_fail(&resp, "import image", err);
-	} else if (resp.body && strstr(resp.body, "\"error")) {
-		r = terr_set(err, EPROTO, "import image %s: Docker said %.*s", ref,
-			     300, resp.body);
+	} else if (resp.body) {
+		/* A refusal comes as an error line in the 200 stream, as a
+		 * pull's does: the same reader finds it. */
+		struct docker_progress *prog = malloc(sizeof(*prog));
+		if (!prog) {
+			r = terr_set(err, ENOMEM, "import image: out of memory");
+		} else {
+			docker_progress_init(prog);
+			docker_progress_feed(prog, resp.body, resp.len);
+			docker_progress_finish(prog);
+			if (prog->error[0])
+				r = terr_set(err, EPROTO, "import image %s: %s", ref, prog->error);
+			docker_progress_free(prog);
+			free(prog);
+		}
 	}
 	httpc_response_free(&resp);
 	return r;
