@@ -256,6 +256,7 @@ int agent_open(struct agent **out, const struct agent_config *cfg, struct terr *
 	pthread_mutex_init(&a->cluster_mu, NULL);
 	pthread_mutex_init(&a->replaced_mu, NULL);
 	pthread_mutex_init(&a->net_mu, NULL);
+	pthread_mutex_init(&a->fw_mu, NULL);
 	pthread_mutex_init(&a->img_mu, NULL);
 	pthread_mutex_init(&a->starts_mu, NULL);
 	pthread_mutex_init(&a->sbx_mu, NULL);
@@ -318,6 +319,8 @@ int agent_open(struct agent **out, const struct agent_config *cfg, struct terr *
 		goto fail;
 	}
 	snprintf(a->runtime_desc, sizeof(a->runtime_desc), "%s %s (API %s)", a->rt_ops->name, server, api);
+	if (a->rt_ops->network_bridge)
+		agent_firewall_init(a);
 
 	struct sysinfo si;
 	sysinfo(&si);
@@ -340,6 +343,7 @@ fail:
 	pthread_mutex_destroy(&a->cluster_mu);
 	pthread_mutex_destroy(&a->replaced_mu);
 	pthread_mutex_destroy(&a->net_mu);
+	pthread_mutex_destroy(&a->fw_mu);
 	pthread_mutex_destroy(&a->img_mu);
 	pthread_mutex_destroy(&a->starts_mu);
 	pthread_mutex_destroy(&a->stats_mu);
@@ -380,6 +384,7 @@ void agent_close(struct agent *a)
 	pthread_mutex_destroy(&a->cluster_mu);
 	pthread_mutex_destroy(&a->replaced_mu);
 	pthread_mutex_destroy(&a->net_mu);
+	pthread_mutex_destroy(&a->fw_mu);
 	pthread_mutex_destroy(&a->img_mu);
 	pthread_mutex_destroy(&a->starts_mu);
 	pthread_mutex_destroy(&a->sbx_mu);

@@ -145,6 +145,9 @@ static int on_image_event(const struct rt_event *ev, void *ud)
 		report_images(a);
 	} else if (ev->network && !strcmp(ev->action, "destroy")) {
 		agent_net_forget(a, ev->network_name);
+		if (!strncmp(ev->network_name, AGENT_NETWORK_PREFIX, strlen(AGENT_NETWORK_PREFIX)) ||
+		    !strncmp(ev->network_name, AGENT_CLUSTER_NETWORK_PREFIX, strlen(AGENT_CLUSTER_NETWORK_PREFIX)))
+			agent_firewall_sweep(a);
 	}
 	return 0;
 }
@@ -153,6 +156,9 @@ static void *image_watch_main(void *arg)
 {
 	struct agent *a = arg;
 	bool first = true;
+	/* Rules left for bridges removed while no agent watched, and those
+	 * of networks made before this agent. */
+	agent_firewall_sweep_all(a);
 	while (!agent_stopping(a)) {
 		/* Changes while the stream was down are sent as one list. */
 		if (!first)

@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "agent/agent_firewall.h"
 #include "agent/agent.h"
 #include "agent/stats.h"
 #include "common/model.h"
@@ -125,6 +126,10 @@ struct agent {
 	 * gone, and then made again (net_mu). */
 	struct net_known { char name[96]; } *net_known;
 	size_t n_net_known;
+	/* Drop rules between users' bridges (agent_firewall.c): fw_on when
+	 * the agent may change iptables; fw_mu orders its changes. */
+	bool fw_on;
+	pthread_mutex_t fw_mu;
 
 	/* What starts need of each image (its PATH, the runner's --apps),
 	 * kept by reference while the image event stream is followed
@@ -283,6 +288,17 @@ void agent_sandbox_drop_all(struct agent *a);
 int agent_sandbox_set_hostname(int pid, const char *name, struct terr *err);
 void agent_sandbox_start(struct agent *a);
 void agent_sandbox_stop(struct agent *a);
+
+/* ---- agent_firewall.c (agent_firewall.h: the chain, the parser) ---- */
+/* Says at the start whether rules can be kept (root, iptables). */
+void agent_firewall_init(struct agent *a);
+/* Adds the drop rules of bridge (a network device), unless there; 0, or
+ * -1 after logging why not. */
+int agent_firewall_isolate(struct agent *a, const char *bridge);
+/* Removes the rules of bridges that no longer exist. */
+void agent_firewall_sweep(struct agent *a);
+/* The same, then adds the rules of every user's network on the node. */
+void agent_firewall_sweep_all(struct agent *a);
 
 /* ---- agent_images.c ---- */
 void agent_image_seen_free(struct image_seen *e);

@@ -910,7 +910,7 @@ static int docker_inspect(struct runtime *rt, const char *id,
 static json_t *label_filter(const char *key, const char *value)
 {
 	autofree char *kv = NULL;
-	if (asprintf(&kv, "%s=%s", key, value ? value : "") < 0)
+	if (value ? asprintf(&kv, "%s=%s", key, value) < 0 : !(kv = strdup(key)))
 		return NULL;
 	return json_pack("{s:[s]}", "label", kv);
 }
@@ -2027,6 +2027,32 @@ static int docker_network_list(struct runtime *rt, const char *label_key, const 
 	return 0;
 }
 
+static int docker_network_bridge(struct runtime *rt, const char *name, char *buf, size_t n, struct terr *err)
+{
+	buf[0] = '\0';
+	autofree char *ename = url_escape(name, false);
+	autofree char *path = NULL;
+	if (!ename || asprintf(&path, "/networks/%s", ename) < 0) {
+		path = NULL;
+		return terr_set(err, ENOMEM, "inspect network: out of memory");
+	}
+	autojson json_t *j = NULL;
+	int r = dk_call_json(rt, "GET", path, NULL, "inspect network", &j, err);
+	if (r < 0)
+		return r;
+	if (strcmp(jstr(j, "Driver"), "bridge") != 0)
+		return 0;
+	const char *own = jstr(json_object_get(j, "Options"), "com.docker.network.bridge.name");
+	const char *id = jstr(j, "Id");
+	if (own[0])
+		snprintf(buf, n, "%s", own);
+	else if (strlen(id) >= 12)
+		snprintf(buf, n, "br-%.12s", id);
+	else
+		return terr_set(err, EPROTO, "inspect network %s: Docker gave no id", name);
+	return 0;
+}
+
 /* POST /images/create?fromSrc=- with the tar as the body: Docker answers
  * 200 and a stream of JSON lines, an error among them when the tar is
  * refused. */
@@ -2116,6 +2142,7 @@ const struct runtime_ops runtime_docker_ops = {
 	.watch = docker_watch,
 	.watch_images = docker_watch_images,
 	.network_ensure = docker_network_ensure,
+	.network_bridge = docker_network_bridge,
 	.network_remove = docker_network_remove,
 	.network_list = docker_network_list,
 	.image_import = docker_image_import,

@@ -268,10 +268,15 @@ struct runtime_ops {
 	/* Removes the network; -ENOENT when it does not exist, -EBUSY while
 	 * running containers are attached to it. */
 	int (*network_remove)(struct runtime *rt, const char *name, struct terr *err);
-	/* The names of the networks carrying label key=value (*names and
-	 * each name malloc'd, the caller frees). Optional. */
+	/* The names of the networks carrying label key=value, or label key
+	 * whatever its value when value is NULL (*names and each name
+	 * malloc'd, the caller frees). Optional. */
 	int (*network_list)(struct runtime *rt, const char *label_key, const char *label_value, char ***names,
 			    size_t *n, struct terr *err);
+	/* The node's network device of bridge network name into buf (n >=
+	 * 16): Docker's "br-" and 12 characters of its id, or the name its
+	 * options set; "" for a network of another driver. Optional. */
+	int (*network_bridge)(struct runtime *rt, const char *name, char *buf, size_t n, struct terr *err);
 	/* Makes image ref ("repo:tag") from a tar of its one layer (len
 	 * bytes), as `docker import` does, with the label (may be NULL).
 	 * Optional. */

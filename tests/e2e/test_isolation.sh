@@ -100,6 +100,36 @@ b_apart_from_a() {
 check "bob's session cannot reach alice's (b1 -> a1), alice's own can (a2 -> a1)" a_apart_from_b
 check "alice's session cannot reach bob's (a1 -> b1), bob's own can (b1 -> b1)" b_apart_from_a
 
+# The agent's own drop rules between users' bridges (docs/admin.md,
+# "Session isolation"), in the mangle table, which Docker never edits and
+# which runs before Docker's isolation chains: a connection from bob's
+# bridge to alice's is dropped there, its counter says so.
+bridge_of() { echo "br-$(docker network inspect -f '{{.Id}}' "$1" | cut -c1-12)"; }
+BR_A=$(bridge_of "$(net_of a1)")
+BR_B=$(bridge_of "$(net_of b1 "$BOB_CONF")")
+fw_rules() { iptables -w 5 -t mangle -S TESSERA-ISOLATION 2>/dev/null; }
+has_rules() {  # has_rules BRIDGE: its five rules
+	local r; r=$(fw_rules)
+	contains "$r" "-A TESSERA-ISOLATION -i $1 -o $1 -j RETURN" &&
+		contains "$r" "-A TESSERA-ISOLATION -i $1 -o br-+ -j DROP" &&
+		contains "$r" "-A TESSERA-ISOLATION -i br-+ -o $1 -j DROP" &&
+		contains "$r" "-A TESSERA-ISOLATION -i $1 -o docker0 -j DROP" &&
+		contains "$r" "-A TESSERA-ISOLATION -i docker0 -o $1 -j DROP"
+}
+check "the agent keeps drop rules for alice's bridge ($BR_A)" has_rules "$BR_A"
+check "and for bob's ($BR_B)" has_rules "$BR_B"
+check "FORWARD of the mangle table jumps to them" contains "$(iptables -w 5 -t mangle -S FORWARD)" \
+	"-A FORWARD -j TESSERA-ISOLATION"
+dropped_between() {  # dropped_between FROM TO: packets the rules of either bridge dropped
+	iptables -w 5 -t mangle -L TESSERA-ISOLATION -v -x -n 2>/dev/null |
+		awk -v a="$1" -v b="$2" '$3 == "DROP" && ($6 == a || $7 == b) { n += $1 } END { print n + 0 }'
+}
+before=$(dropped_between "$BR_B" "$BR_A")
+fetch "$BOB_CONF" b1 "$A1" 8080 >/dev/null
+after=$(dropped_between "$BR_B" "$BR_A")
+counted() { [[ -n $before && -n $after ]] && ((after > before)); }
+check "bob's connection to alice's session is dropped by the agent's rule ($before -> $after packets)" counted
+
 # The host, at its address on each user's bridge.
 mkdir -p "$E2E_DIR/www" && echo from-host > "$E2E_DIR/www/f"
 python3 - "$E2E_DIR/www" "$E2E_DIR/host.port" >/dev/null 2>&1 <<'EOF' &
@@ -186,6 +216,15 @@ remade_net() {
 	[[ $b2 == tessera-u-* && $b2 != "$a2" && -n $(bob_net) && $(bob_net) != "$had_net" ]]
 }
 check "it is on a new network of bob's own" remade_net
+old_rules_gone() {  # Docker's event of the removal reaches the agent's watcher
+	for _ in $(seq 1 100); do
+		contains "$(fw_rules)" " $BR_B " || return 0
+		sleep 0.1
+	done
+	return 1
+}
+check "the drop rules of bob's removed bridge are gone" old_rules_gone
+check "his new bridge has its own" has_rules "$(bridge_of "$(net_of b2 "$BOB_CONF")")"
 b2_apart() {
 	contains "$(fetch "$BOB_CONF" b2 "$B2" 8080)" from-b2 && not contains "$(fetch a2 "$B2" 8080)" from-b2 &&
 		contains "$(fetch a1 "$A2" 8080)" from-a2 && not contains "$(fetch "$BOB_CONF" b2 "$A2" 8080)" from-a2
