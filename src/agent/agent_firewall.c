@@ -199,58 +199,85 @@ size_t agent_firewall_bridges(const char *rules_text, char (*out)[AGENT_FW_BRIDG
 	return n;
 }
 
-void agent_firewall_sweep(struct agent *a)
+/* Removes the rules of bridges that no longer exist; the bridges whose
+ * rules remain into *kept (malloc'd, *n_kept of them) when kept is not
+ * NULL. */
+static void sweep(struct agent *a, char (**kept)[AGENT_FW_BRIDGE_MAX], size_t *n_kept)
 {
-	if (!a->fw_on)
-		return;
+	enum { MAX = 1024 };
 	pthread_mutex_lock(&a->fw_mu);
 	char *text = NULL;
+	char (*bridges)[AGENT_FW_BRIDGE_MAX] = NULL;
+	size_t n = 0, k = 0;
 	const char *list[] = {"-S", AGENT_FW_CHAIN, NULL};
-	if (iptables(list, &text) == 0 && text) {
-		enum { MAX = 1024 };
-		char (*bridges)[AGENT_FW_BRIDGE_MAX] = calloc(MAX, AGENT_FW_BRIDGE_MAX);
-		size_t n = bridges ? agent_firewall_bridges(text, bridges, MAX) : 0;
-		int gone = 0;
-		for (size_t i = 0; i < n; i++) {
-			char path[64 + AGENT_FW_BRIDGE_MAX];
-			struct stat st;
-			snprintf(path, sizeof(path), "/sys/class/net/%s", bridges[i]);
-			if (stat(path, &st) == 0 || errno != ENOENT)
-				continue;
-			const char *rules[FW_RULES_PER_BRIDGE][6];
-			bridge_rules(bridges[i], rules);
-			for (int k = 0; k < FW_RULES_PER_BRIDGE; k++)
-				while (rule_op("-D", rules[k]) == 0)
-					;   /* every copy (two agents may have added one each) */
-			gone++;
+	if (iptables(list, &text) == 0 && text && (bridges = calloc(MAX, AGENT_FW_BRIDGE_MAX)))
+		n = agent_firewall_bridges(text, bridges, MAX);
+	int gone = 0;
+	for (size_t i = 0; i < n; i++) {
+		char path[64 + AGENT_FW_BRIDGE_MAX];
+		struct stat st;
+		snprintf(path, sizeof(path), "/sys/class/net/%s", bridges[i]);
+		if (stat(path, &st) == 0 || errno != ENOENT) {
+			if (k != i)
+				memcpy(bridges[k], bridges[i], AGENT_FW_BRIDGE_MAX);
+			k++;
+			continue;
 		}
-		if (gone)
-			log_info("agent", "removed the drop rules of %d bridge%s that no longer exist", gone,
-				 gone == 1 ? "" : "s");
+		const char *rules[FW_RULES_PER_BRIDGE][6];
+		bridge_rules(bridges[i], rules);
+		for (int r = 0; r < FW_RULES_PER_BRIDGE; r++)
+			while (rule_op("-D", rules[r]) == 0)
+				;   /* every copy (two agents may have added one each) */
+		gone++;
+	}
+	pthread_mutex_unlock(&a->fw_mu);
+	if (gone)
+		log_info("agent", "removed the drop rules of %d bridge%s that no longer exist", gone,
+			 gone == 1 ? "" : "s");
+	free(text);
+	if (kept) {
+		*kept = bridges;
+		*n_kept = k;
+	} else {
 		free(bridges);
 	}
-	free(text);
-	pthread_mutex_unlock(&a->fw_mu);
+}
+
+void agent_firewall_sweep(struct agent *a)
+{
+	if (a->fw_on)
+		sweep(a, NULL, NULL);
 }
 
 void agent_firewall_sweep_all(struct agent *a)
 {
 	if (!a->fw_on)
 		return;
-	agent_firewall_sweep(a);
+	char (*kept)[AGENT_FW_BRIDGE_MAX] = NULL;
+	size_t n_kept = 0;
+	sweep(a, &kept, &n_kept);
 	/* Users' networks made before this agent ran (by an older one, or
 	 * before a reboot emptied iptables) whose owners start nothing new:
-	 * their running sessions get the rules now, not at a next start. */
+	 * their running sessions get the rules now, not at a next start.
+	 * A bridge listed with its rules is left as it is (one `iptables -S`
+	 * for all, not a check per rule: many agents may share a node). */
 	char **names = NULL;
 	size_t n = 0;
 	struct terr err = {0};
-	if (!a->rt_ops->network_list || a->rt_ops->network_list(a->rt, AGENT_LABEL_OWNER_ID, NULL, &names, &n, &err) < 0)
-		return;
-	for (size_t i = 0; i < n; i++) {
-		char bridge[AGENT_FW_BRIDGE_MAX];
-		if (!agent_stopping(a) && a->rt_ops->network_bridge(a->rt, names[i], bridge, sizeof(bridge), &err) == 0)
-			agent_firewall_isolate(a, bridge);
-		free(names[i]);
+	if (a->rt_ops->network_list && a->rt_ops->network_list(a->rt, AGENT_LABEL_OWNER_ID, NULL, &names, &n, &err) == 0) {
+		for (size_t i = 0; i < n; i++) {
+			char bridge[AGENT_FW_BRIDGE_MAX];
+			bool listed = false;
+			if (!agent_stopping(a) &&
+			    a->rt_ops->network_bridge(a->rt, names[i], bridge, sizeof(bridge), &err) == 0 && bridge[0]) {
+				for (size_t k = 0; k < n_kept && !listed; k++)
+					listed = !strcmp(kept[k], bridge);
+				if (!listed)
+					agent_firewall_isolate(a, bridge);
+			}
+			free(names[i]);
+		}
+		free(names);
 	}
-	free(names);
+	free(kept);
 }

@@ -58,14 +58,16 @@ static struct net_known *net_known_find(struct agent *a, const char *name)
 	return NULL;
 }
 
-/* Forgets network name: the next start of its user ensures it again. */
-void agent_net_forget(struct agent *a, const char *name)
+/* Forgets network name: the next start of its user ensures it again.
+ * Whether it was known. */
+bool agent_net_forget(struct agent *a, const char *name)
 {
 	pthread_mutex_lock(&a->net_mu);
 	struct net_known *k = net_known_find(a, name);
 	if (k)
 		*k = a->net_known[--a->n_net_known];
 	pthread_mutex_unlock(&a->net_mu);
+	return k != NULL;
 }
 
 /* When Docker has no address pool left for a new network: removes this

@@ -144,9 +144,10 @@ static int on_image_event(const struct rt_event *ev, void *ud)
 		agent_images_forget(a);
 		report_images(a);
 	} else if (ev->network && !strcmp(ev->action, "destroy")) {
-		agent_net_forget(a, ev->network_name);
-		if (!strncmp(ev->network_name, AGENT_NETWORK_PREFIX, strlen(AGENT_NETWORK_PREFIX)) ||
-		    !strncmp(ev->network_name, AGENT_CLUSTER_NETWORK_PREFIX, strlen(AGENT_CLUSTER_NETWORK_PREFIX)))
+		/* One of this agent's: its bridge's rules go (other agents on
+		 * this Docker sweep their own; what no one swept goes at the
+		 * next agent's start). */
+		if (agent_net_forget(a, ev->network_name))
 			agent_firewall_sweep(a);
 	}
 	return 0;

@@ -259,7 +259,7 @@ const struct gpu_device *agent_node_device(const struct agent *a, const char *uu
 /* ---- agent_network.c ---- */
 void agent_network_name(const char *cluster, const char *owner_id, char *buf, size_t n);
 void agent_net_use(struct agent *a, const char *name, int delta);
-void agent_net_forget(struct agent *a, const char *name);
+bool agent_net_forget(struct agent *a, const char *name);
 /* A cluster session's network on this node (AGENT_CLUSTER_NETWORK_PREFIX). */
 void agent_cluster_network_name(const char *cluster, const char *session_id, char *buf, size_t n);
 /* driver: NULL for a bridge, "overlay" for a multi-node cluster session's. */
