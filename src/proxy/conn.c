@@ -430,8 +430,10 @@ static void handle_request(struct conn *c)
 	util_strlcpy(c->b.direct, r->direct, sizeof(c->b.direct));
 	c->b.direct_addr = r->direct_addr;
 	c->b.direct_len = r->direct_len;
-	if (!same)
+	if (!same) {
 		c->direct_off = false;
+		c->app_direct_off = false;
+	}
 	/* CONNECT: a byte tunnel to the app (what `tessera session
 	 * ssh-proxy` opens to the sshd app): never to the terminal, whose
 	 * runner side speaks HTTP, and always on a runner connection of its

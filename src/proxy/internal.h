@@ -82,6 +82,7 @@ struct upstream {
 	bool eof;                /* the runner closed its side */
 	bool reading;
 	bool direct;             /* dialled the container's address */
+	bool app_direct;         /* dialled a port app at it, no runner between */
 };
 
 /* Where a connection's passing requests go: the route they were checked
@@ -134,6 +135,7 @@ struct conn {
 	int up_tries;            /* runner connections tried again for this request */
 	bool retry_wait;         /* the timer counts down to the next try */
 	bool direct_off;         /* this request's direct try failed: published port */
+	bool app_direct_off;     /* this request's try of the app's own port failed */
 };
 
 /* Direct paths that did not answer (unreachable, timed out): skipped
@@ -145,6 +147,16 @@ struct conn {
 #define DIRECT_SYNCNT 1
 struct direct_bad {
 	char ep[80];
+	uint64_t until;          /* uv_now */
+};
+/* A port app that did not take a connection at the container's address
+ * (it listens on the container's loopback only): the runner's way for
+ * APP_DIRECT_OFF_MS, so only the first connection pays the refusal. */
+#define APP_DIRECT_SLOTS 64
+#define APP_DIRECT_OFF_MS 5000
+struct app_direct_off {
+	char ep[80];
+	int port;
 	uint64_t until;          /* uv_now */
 };
 
@@ -172,6 +184,8 @@ struct proxy {
 	uint64_t generation;       /* of the table, for proxy_get_stats */
 	struct direct_bad dbad[DIRECT_BAD_SLOTS];  /* loop thread only */
 	size_t dbad_next;
+	struct app_direct_off aoff[APP_DIRECT_SLOTS];  /* loop thread only */
+	size_t aoff_next;
 	/* Config, copied. */
 	char *manager, *secret, *domain, *public_host, *ui_dir, *bind;
 	int port_lo, port_hi;      /* port mode's range, told to the manager */

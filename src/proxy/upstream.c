@@ -253,12 +253,78 @@ static void direct_mark_bad(struct proxy *p, const char *ep)
 	d->until = uv_now(&p->loop) + DIRECT_BAD_MS;
 }
 
+/* ---------- a port app's own port ----------
+ * A route to port:N of a session whose container address this proxy can
+ * route to first tries N at that address, with no runner between: an app
+ * that listens there (on all the container's addresses, as a server for
+ * others does) is already reachable at it by everything that reaches the
+ * container (its user's other sessions, the node), so the runner's
+ * secret check guards nothing more for it, and its bytes skip the
+ * runner's second TCP connection. An app on the container's loopback
+ * only refuses: the runner's way, as before (docs/apps.md, "The direct
+ * path"). The route itself is the manager's, dropped at the session's
+ * end, so the address is the session's. */
+static int target_port(const char *target)
+{
+	if (strncmp(target, "port:", 5) != 0)
+		return 0;
+	int port = 0;
+	for (const char *d = target + 5; *d; d++) {
+		if (*d < '0' || *d > '9' || port > 65535)
+			return 0;
+		port = port * 10 + (*d - '0');
+	}
+	return port > 0 && port <= 65535 && port != APPHELLO_RUNNER_PORT ? port : 0;
+}
+
+static bool app_direct_is_off(struct proxy *p, const char *ep, int port)
+{
+	uint64_t now = uv_now(&p->loop);
+	for (size_t i = 0; i < APP_DIRECT_SLOTS; i++)
+		if (p->aoff[i].until > now && p->aoff[i].port == port && !strcmp(p->aoff[i].ep, ep))
+			return true;
+	return false;
+}
+
+static void app_direct_mark_off(struct proxy *p, const char *ep, int port)
+{
+	struct app_direct_off *d = &p->aoff[p->aoff_next++ % APP_DIRECT_SLOTS];
+	util_strlcpy(d->ep, ep, sizeof(d->ep));
+	d->port = port;
+	d->until = uv_now(&p->loop) + APP_DIRECT_OFF_MS;
+}
+
+/* The app took the connection: as the runner's OK. */
+static void app_direct_open(struct conn *c)
+{
+	if (c->rp.req.connect) {
+		static const char est[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+		conn_write_copy(c, true, est, sizeof(est) - 1);
+	}
+	up_answered(c, "OK");
+}
+
 static void on_up_connected(uv_connect_t *req, int status)
 {
 	struct upstream *u = req->data;
 	struct conn *c = u->c;
 	if (!c || c->closing || c->up != u)
 		return;
+	if (u->app_direct) {
+		if (status < 0) {
+			log_debug(COMP, "app %s at %s: %s; through the runner", c->b.target, c->b.direct,
+				  uv_strerror(status));
+			c->app_direct_off = true;
+			app_direct_mark_off(c->p, c->b.direct, target_port(c->b.target));
+			up_close(c);
+			up_connect(c);
+			return;
+		}
+		uv_tcp_nodelay(&u->tcp, 1);
+		uv_tcp_keepalive(&u->tcp, 1, 60);
+		app_direct_open(c);
+		return;
+	}
 	if (status < 0 && u->direct && status != UV_ECANCELED && c->b.addr_len) {
 		/* The container's address did not take the connection: the
 		 * published port, at once. Refused means the address answered
@@ -326,6 +392,17 @@ void up_connect(struct conn *c)
 		return;
 	}
 	const struct sockaddr *to = (const struct sockaddr *)(u->direct ? &c->b.direct_addr : &c->b.addr);
+	int aport = u->direct && !c->app_direct_off ? target_port(c->b.target) : 0;
+	struct sockaddr_storage app_addr;
+	if (aport && !app_direct_is_off(c->p, c->b.direct, aport)) {
+		memcpy(&app_addr, &c->b.direct_addr, sizeof(app_addr));
+		if (app_addr.ss_family == AF_INET)
+			((struct sockaddr_in *)&app_addr)->sin_port = htons((uint16_t)aport);
+		else
+			((struct sockaddr_in6 *)&app_addr)->sin6_port = htons((uint16_t)aport);
+		to = (const struct sockaddr *)&app_addr;
+		u->app_direct = true;
+	}
 	if (uv_tcp_init_ex(&c->p->loop, &u->tcp, to->sa_family) < 0) {
 		free(u);
 		conn_close(c);
@@ -344,6 +421,12 @@ void up_connect(struct conn *c)
 	c->phase = PH_WAIT;
 	conn_arm_timer(c);
 	int rc = uv_tcp_connect(&u->creq, &u->tcp, to, on_up_connected);
+	if (rc < 0 && u->app_direct) {
+		c->app_direct_off = true;
+		up_close(c);
+		up_connect(c);
+		return;
+	}
 	if (rc < 0 && u->direct && c->b.addr_len) {
 		/* No route to the container's address from here (an error
 		 * connect(2) gives at once): the published port. */

@@ -197,6 +197,28 @@ poll "$P_ORIGIN" /hello.txt "$P_COOKIE"
 check "once a server listens on 8888: 200 (seen:$SEEN)" [ $? -eq 0 ]
 check "and its file is served" grep -q port-8888-page "$E2E_DIR/body"
 
+# Which way a port app is reached (docs/apps.md, "The direct path"): one
+# that listens on all the container's addresses straight at its port,
+# from the node (its address on the user's bridge, in the app's log); one
+# on the container's loopback only through the runner (127.0.0.1 there).
+echo 'mkdir -p /tmp/pw && echo wide-page >/tmp/pw/w.txt && (cd /tmp/pw && python3 -m http.server 8890 --bind 0.0.0.0 >/tmp/pw/log 2>&1 &)' >&4
+echo 'mkdir -p /tmp/pl && echo loop-page >/tmp/pl/l.txt && (cd /tmp/pl && python3 -m http.server 8891 --bind 127.0.0.1 >/tmp/pl/log 2>&1 &)' >&4
+open_app s --port 8890
+poll "$ORIGIN" /w.txt "$COOKIE"
+check "an app on all the container's addresses is served (seen:$SEEN)" grep -q wide-page "$E2E_DIR/body"
+for _ in 1 2 3 4 5 6; do code "$ORIGIN" /w.txt "$COOKIE" >/dev/null; done   # past the refusals' 5 s
+sleep 5; code "$ORIGIN" /w.txt "$COOKIE" >/dev/null
+wide_log=$("$TESSERA" session exec s -- cat /tmp/pw/log 2>&1)
+last_from() { grep "GET /$1 " <<<"$2" | tail -n 1 | cut -d' ' -f1; }
+direct_from=$(last_from w.txt "$wide_log")
+check "it was reached at its own port from the node, no runner between ($direct_from)" \
+	bash -c '[[ -n $1 && $1 != 127.0.0.1 ]]' _ "$direct_from"
+open_app s --port 8891
+poll "$ORIGIN" /l.txt "$COOKIE"
+check "an app on the container's loopback only is served too (seen:$SEEN)" grep -q loop-page "$E2E_DIR/body"
+loop_from=$(last_from l.txt "$("$TESSERA" session exec s -- cat /tmp/pl/log 2>&1)")
+check "through the runner ($loop_from)" [ "$loop_from" == 127.0.0.1 ]
+
 # ---- refusals ----
 c=$(code "$J_ORIGIN" /api/status)
 check "no cookie: 403 ($c)" [ "$c" == 403 ]
