@@ -17,7 +17,7 @@
 #define PROXY_MAX_CONNS 10000
 #define PROXY_CONNS_PER_ADDR 256
 /* A side's queued bytes past which the other side is not read. */
-#define PROXY_HIGH_WATER (256 * 1024)
+#define PROXY_HIGH_WATER (1024 * 1024)
 
 struct proxy_config {
 	/* http://HOST:PORT of the manager. NULL: no route polling and no
