@@ -1888,21 +1888,27 @@ static int network_dedup(struct runtime *rt, const char *name, struct terr *err)
 	return 0;
 }
 
-/* GET /networks/<name>: 0 and *found; a network of that name that is not
- * the spec's (other labels) is -EEXIST. */
-static int network_check(struct runtime *rt, const struct rt_network_spec *spec, bool *found,
-			 struct terr *err)
+/* GET /networks/<name> into *j (the caller frees). */
+static int network_inspect(struct runtime *rt, const char *name, json_t **j, struct terr *err)
 {
-	autofree char *ename = url_escape(spec->name, false);
+	autofree char *ename = url_escape(name, false);
 	autofree char *path = NULL;
 	if (!ename || asprintf(&path, "/networks/%s", ename) < 0) {
 		path = NULL;
 		return terr_set(err, ENOMEM, "inspect network: out of memory");
 	}
+	return dk_call_json(rt, "GET", path, NULL, "inspect network", j, err);
+}
+
+/* GET /networks/<name>: 0 and *found; a network of that name that is not
+ * the spec's (other labels) is -EEXIST. */
+static int network_check(struct runtime *rt, const struct rt_network_spec *spec, bool *found,
+			 struct terr *err)
+{
 	autojson json_t *j = NULL;
-	int r = dk_call_json(rt, "GET", path, NULL, "inspect network", &j, err);
+	int r = network_inspect(rt, spec->name, &j, err);
 	if (r < 0 && err && strstr(err->msg, "ambiguous") && network_dedup(rt, spec->name, err) == 0)
-		r = dk_call_json(rt, "GET", path, NULL, "inspect network", &j, err);
+		r = network_inspect(rt, spec->name, &j, err);
 	*found = r == 0;
 	if (r == -ENOENT)
 		return 0;
@@ -2030,14 +2036,8 @@ static int docker_network_list(struct runtime *rt, const char *label_key, const 
 static int docker_network_bridge(struct runtime *rt, const char *name, char *buf, size_t n, struct terr *err)
 {
 	buf[0] = '\0';
-	autofree char *ename = url_escape(name, false);
-	autofree char *path = NULL;
-	if (!ename || asprintf(&path, "/networks/%s", ename) < 0) {
-		path = NULL;
-		return terr_set(err, ENOMEM, "inspect network: out of memory");
-	}
 	autojson json_t *j = NULL;
-	int r = dk_call_json(rt, "GET", path, NULL, "inspect network", &j, err);
+	int r = network_inspect(rt, name, &j, err);
 	if (r < 0)
 		return r;
 	if (strcmp(jstr(j, "Driver"), "bridge") != 0)

@@ -305,6 +305,14 @@ static void route(int fd, const char *method, const char *full, const char *body
 		pthread_mutex_unlock(&fake.mu);
 		reply(fd, 200, n % 2 == 0 ? "{\"ID\":\"exec1\",\"Running\":true,\"ExitCode\":null}"
 					  : "{\"ID\":\"exec1\",\"Running\":false,\"ExitCode\":3}");
+	} else if (!strcmp(method, "GET") && !strcmp(path, "/networks/br-plain")) {
+		reply(fd, 200, "{\"Name\":\"br-plain\",\"Id\":\"26bd2392bdd5f00d1234\",\"Driver\":\"bridge\","
+			       "\"Options\":{\"com.docker.network.bridge.enable_icc\":\"true\"}}");
+	} else if (!strcmp(method, "GET") && !strcmp(path, "/networks/br-named")) {
+		reply(fd, 200, "{\"Name\":\"br-named\",\"Id\":\"77aa\",\"Driver\":\"bridge\","
+			       "\"Options\":{\"com.docker.network.bridge.name\":\"own0\"}}");
+	} else if (!strcmp(method, "GET") && !strcmp(path, "/networks/ov-net")) {
+		reply(fd, 200, "{\"Name\":\"ov-net\",\"Id\":\"abcdefabcdef0000\",\"Driver\":\"overlay\"}");
 	} else if (!strcmp(method, "GET") && !strcmp(path, "/networks/net-ours")) {
 		reply(fd, 200, "{\"Name\":\"net-ours\",\"Id\":\"n1\",\"Labels\":{\"tessera.cluster\":\"k1\","
 			       "\"tessera.user\":\"u1\"}}");
@@ -1565,6 +1573,26 @@ TEST(networks_made_once_and_removed)
 	ops->close(rt);
 }
 
+/* A bridge network's device: "br-" and 12 characters of its id, or the
+ * name its options give; none for another driver; a missing network is
+ * -ENOENT. */
+TEST(network_bridge_names_the_device)
+{
+	struct runtime *rt = NULL;
+	struct terr err = {0};
+	const struct runtime_ops *ops = &runtime_docker_ops;
+	CHECK_INT(ops->open(&rt, endpoint, &err), 0);
+	char br[16] = "x";
+	CHECK_INT(ops->network_bridge(rt, "br-plain", br, sizeof(br), &err), 0);
+	CHECK_STR(br, "br-26bd2392bdd5");
+	CHECK_INT(ops->network_bridge(rt, "br-named", br, sizeof(br), &err), 0);
+	CHECK_STR(br, "own0");
+	CHECK_INT(ops->network_bridge(rt, "ov-net", br, sizeof(br), &err), 0);
+	CHECK_STR(br, "");
+	CHECK_INT(ops->network_bridge(rt, "net-gone", br, sizeof(br), &err), -ENOENT);
+	ops->close(rt);
+}
+
 int main(void)
 {
 	httpc_global_init();
@@ -1585,6 +1613,7 @@ int main(void)
 	RUN(tag_push_pull_and_remove);
 	RUN(exec_demultiplexes_with_exit_code);
 	RUN(networks_made_once_and_removed);
+	RUN(network_bridge_names_the_device);
 	RUN(logs_interleaved_with_tail);
 	RUN(logs_say_when_rotation_dropped_their_start);
 	RUN(watch_delivers_events_and_stops);
