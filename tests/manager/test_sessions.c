@@ -29,13 +29,15 @@
 /* ---------- the fake agent ---------- */
 
 /* What the manager asked of it. Its calls come from the dispatch workers
- * and from the test's thread: one mutex. */
+ * and from the test's thread: one mutex. The fake lives through every
+ * case: the ids of its first FAKE_KEPT starts and removals are kept. */
+#define FAKE_KEPT 256
 static struct fake {
 	pthread_mutex_t mu;
 	int starts, destroys, image_checks, releases;
-	char started[16][STORE_ID_MAX];      /* session ids, in start order */
-	char destroyed[16][STORE_ID_MAX];
-	char destroyed_cid[16][RT_ID_MAX];
+	char started[FAKE_KEPT][STORE_ID_MAX];      /* session ids, in start order */
+	char destroyed[FAKE_KEPT][STORE_ID_MAX];
+	char destroyed_cid[FAKE_KEPT][RT_ID_MAX];
 	json_t *last_spec;                   /* the last start's spec */
 	json_t *containers;                  /* {"session id": "container id"}: running */
 } fake = {.mu = PTHREAD_MUTEX_INITIALIZER};
@@ -55,7 +57,7 @@ static int f_start(void *ctx, json_t *spec, char cid[RT_ID_MAX], char app_endpoi
 	if (image && !strcmp(image, "broken:1"))
 		return terr_set(err, EIO, "the fake runtime cannot start broken:1");
 	pthread_mutex_lock(&fake.mu);
-	if (fake.starts < 16)
+	if (fake.starts < FAKE_KEPT)
 		util_strlcpy(fake.started[fake.starts], id ? id : "", STORE_ID_MAX);
 	fake.starts++;
 	json_decref(fake.last_spec);
@@ -71,7 +73,7 @@ static int f_destroy(void *ctx, const char *session_id, const char *cid, struct 
 	(void)ctx;
 	(void)err;
 	pthread_mutex_lock(&fake.mu);
-	if (fake.destroys < 16) {
+	if (fake.destroys < FAKE_KEPT) {
 		util_strlcpy(fake.destroyed[fake.destroys], session_id, STORE_ID_MAX);
 		util_strlcpy(fake.destroyed_cid[fake.destroys], cid ? cid : "", RT_ID_MAX);
 	}
@@ -214,7 +216,7 @@ static bool fake_did(char (*list)[STORE_ID_MAX], const int *counter, const char 
 {
 	bool found = false;
 	pthread_mutex_lock(&fake.mu);
-	for (int i = 0; i < *counter && i < 16; i++)
+	for (int i = 0; i < *counter && i < FAKE_KEPT; i++)
 		found = found || !strcmp(list[i], id);
 	pthread_mutex_unlock(&fake.mu);
 	return found;
