@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -231,18 +232,83 @@ int stats_parse_netdev(const char *text, int64_t *rx, int64_t *tx)
 	return n > 0 ? 0 : -EINVAL;
 }
 
-int stats_count_established(const char *text, int port)
+/* One line of /proc/PID/net/tcp or tcp6: "  0: 0100007F:1DBB
+ * 0100007F:9C40 01 ...": the local address's bytes (4, or 16 for tcp6;
+ * the kernel prints each 32-bit word in host order), its port and the
+ * state (01 ESTABLISHED, 0A LISTEN). False for the header and junk. */
+static bool tcp_line(const char *line, unsigned char addr[16], size_t *alen, int *port, unsigned *st)
+{
+	char local[80];
+	if (sscanf(line, " %*[0-9]: %79s %*s %x", local, st) != 2)
+		return false;
+	char *colon = strrchr(local, ':');
+	if (!colon)
+		return false;
+	*colon = '\0';
+	size_t hl = strlen(local);
+	if (hl != 8 && hl != 32)
+		return false;
+	for (size_t w = 0; w < hl / 8; w++) {
+		char word[9];
+		memcpy(word, local + 8 * w, 8);
+		word[8] = '\0';
+		char *end;
+		uint32_t v = (uint32_t)strtoul(word, &end, 16);
+		if (*end)
+			return false;
+		memcpy(addr + 4 * w, &v, 4);
+	}
+	*alen = hl / 2;
+	char *end;
+	long p = strtol(colon + 1, &end, 16);
+	if (*end || p <= 0 || p > 65535)
+		return false;
+	*port = (int)p;
+	return true;
+}
+
+static bool addr_loopback(const unsigned char *a, size_t len)
+{
+	static const unsigned char v6_loop[16] = {[15] = 1};
+	static const unsigned char v4_mapped[12] = {[10] = 0xff, [11] = 0xff};
+	if (len == 4)
+		return a[0] == 127;
+	return !memcmp(a, v6_loop, 16) || (!memcmp(a, v4_mapped, 12) && a[12] == 127);
+}
+
+void stats_listening(const char *text, struct stats_ports *ports)
+{
+	for (const char *line = text; line && *line;) {
+		unsigned char addr[16];
+		size_t alen;
+		int port;
+		unsigned st;
+		if (tcp_line(line, addr, &alen, &port, &st) && st == 0x0A) {
+			bool seen = false;
+			for (int i = 0; i < ports->n && !seen; i++)
+				seen = ports->port[i] == port;
+			if (!seen && ports->n < STATS_MAX_LISTEN)
+				ports->port[ports->n++] = port;
+		}
+		const char *nl = strchr(line, '\n');
+		line = nl ? nl + 1 : NULL;
+	}
+}
+
+int stats_count_inbound(const char *text, const struct stats_ports *ports)
 {
 	int n = 0;
 	for (const char *line = text; line && *line;) {
-		/* "  sl  local_address rem_address   st ..." then
-		 * "   0: 0100007F:1DBB 0100007F:9C40 01 ..." (01: ESTABLISHED). */
-		char local[80], remote[80];
+		unsigned char addr[16];
+		size_t alen;
+		int port;
 		unsigned st;
-		if (sscanf(line, " %*[0-9]: %79s %79s %x", local, remote, &st) == 3 && st == 1) {
-			const char *c = strrchr(local, ':');
-			if (c && strtol(c + 1, NULL, 16) == port)
-				n++;
+		if (tcp_line(line, addr, &alen, &port, &st) && st == 0x01 && !addr_loopback(addr, alen)) {
+			for (int i = 0; i < ports->n; i++)
+				if (ports->port[i] == port) {
+					n++;
+					break;
+				}
 		}
 		const char *nl = strchr(line, '\n');
 		line = nl ? nl + 1 : NULL;
@@ -411,28 +477,54 @@ out:
 
 /* Established connections to port in the whole tcp or tcp6 file at fd,
  * read in pieces of whole lines (it may be long). */
-static int count_conns(int fd, int port)
+/* Runs fn over the file at fd a piece at a time, each piece whole lines
+ * (a line longer than the buffer ends the reading). */
+static void tcp_file_scan(int fd, void (*fn)(const char *text, void *ctx), void *ctx)
 {
 	if (fd < 0)
-		return 0;
+		return;
 	char buf[8192];
 	off_t off = 0;
-	int n = 0;
 	for (;;) {
 		ssize_t r = pread(fd, buf, sizeof(buf) - 1, off);
 		if (r <= 0)
 			break;
 		buf[r] = '\0';
-		/* Up to the last newline; the rest is read again with the
-		 * next piece. A line longer than the buffer ends the count. */
 		char *end = strrchr(buf, '\n');
 		if (!end)
 			break;
 		end[1] = '\0';
-		n += stats_count_established(buf, port);
+		fn(buf, ctx);
 		off += end + 1 - buf;
 	}
-	return n;
+}
+
+struct inbound_count {
+	struct stats_ports ports;
+	int n;
+};
+
+static void scan_listening(const char *text, void *ctx)
+{
+	stats_listening(text, &((struct inbound_count *)ctx)->ports);
+}
+
+static void scan_inbound(const char *text, void *ctx)
+{
+	struct inbound_count *c = ctx;
+	c->n += stats_count_inbound(text, &c->ports);
+}
+
+/* The connections clients hold to the session: its listeners first (a
+ * dual-stack one is in tcp6 while its IPv4 clients may be in tcp). */
+static int count_conns(const struct stats_cg *cg)
+{
+	struct inbound_count c = {0};
+	tcp_file_scan(cg->fd_tcp, scan_listening, &c);
+	tcp_file_scan(cg->fd_tcp6, scan_listening, &c);
+	tcp_file_scan(cg->fd_tcp, scan_inbound, &c);
+	tcp_file_scan(cg->fd_tcp6, scan_inbound, &c);
+	return c.n;
 }
 
 int stats_cg_read(struct stats_cg *cg, int64_t mono_ns, int app_port, struct stats_reading *out,
@@ -473,7 +565,7 @@ int stats_cg_read(struct stats_cg *cg, int64_t mono_ns, int app_port, struct sta
 	if (cg->fd_net >= 0 && pread_all(cg->fd_net, buf, sizeof(buf)) >= 0)
 		stats_parse_netdev(buf, &out->net_rx, &out->net_tx);
 	if (app_port > 0 && (!cg->conns_ns || mono_ns - cg->conns_ns >= STATS_CONN_CHECK_NS)) {
-		cg->conns = count_conns(cg->fd_tcp, app_port) + count_conns(cg->fd_tcp6, app_port);
+		cg->conns = count_conns(cg);
 		cg->conns_ns = mono_ns;
 	}
 	out->app_conns = app_port > 0 ? cg->conns : 0;

@@ -59,9 +59,21 @@ void stats_parse_io_v2(const char *text, int64_t *read, int64_t *write);
 void stats_parse_blkio_v1(const char *text, int64_t *read, int64_t *write);
 /* /proc/PID/net/dev: bytes received and sent on every interface but lo. */
 int stats_parse_netdev(const char *text, int64_t *rx, int64_t *tx);
-/* /proc/PID/net/tcp or tcp6: established connections whose local port is
- * port. */
-int stats_count_established(const char *text, int port);
+/* The ports a session serves: those of its listening sockets. */
+#define STATS_MAX_LISTEN 64
+struct stats_ports {
+	int n;
+	int port[STATS_MAX_LISTEN];
+};
+/* /proc/PID/net/tcp or tcp6 text: adds the local ports of its LISTEN
+ * sockets to ports (each once). */
+void stats_listening(const char *text, struct stats_ports *ports);
+/* The same text: established connections to one of ports from outside
+ * the container (the local address not loopback): what its clients hold,
+ * the runner's app port and an app reached at its own port alike; not
+ * the runner's own hop to an app on the loopback, nor the session's
+ * outgoing connections. */
+int stats_count_inbound(const char *text, const struct stats_ports *ports);
 
 /* ---- the collector ---- */
 
@@ -96,7 +108,7 @@ struct stats_reading {
 	int64_t mem_bytes, mem_limit;
 	int64_t cpu_limit_m;
 	int64_t net_rx, net_tx, blk_read, blk_write;
-	int app_conns;        /* established connections to app_port */
+	int app_conns;        /* established connections to its served ports (stats_count_inbound) */
 };
 
 /* Opens the files of the container whose init is host pid (proc_root:
@@ -105,8 +117,10 @@ struct stats_reading {
 int stats_cg_open(struct stats_cg *cg, const char *proc_root, int pid, const char *mountinfo_path,
 		  struct terr *err);
 /* Reads the files (pread from 0). mono_ns: the caller's clock now.
- * app_port: the port whose established connections are counted (0:
- * none), at most every STATS_CONN_CHECK_NS (the last count between). */
+ * app_port: the runner's app port, 0 when the session has none (then no
+ * connection is counted); connections to every port the session serves
+ * are counted (stats_count_inbound), at most every STATS_CONN_CHECK_NS
+ * (the last count between). */
 int stats_cg_read(struct stats_cg *cg, int64_t mono_ns, int app_port, struct stats_reading *out,
 		  struct terr *err);
 void stats_cg_close(struct stats_cg *cg);

@@ -106,7 +106,44 @@ TEST(parsers)
 				     " eth1: 10 0 0 0 0 0 0 0 20 0 0 0 0 0 0 0\n", &r, &w), 0);
 	CHECK_INT((int)r, 13);
 	CHECK_INT((int)w, 24);
-	CHECK_INT(stats_count_established("junk\n", 7611), 0);
+	struct stats_ports none = {0};
+	stats_listening("junk\n", &none);
+	CHECK_INT(none.n, 0);
+	CHECK_INT(stats_count_inbound("junk\n", &none), 0);
+}
+
+/* Connections clients hold to what the session serves: established to a
+ * listening port from outside (the runner's 7611, an app at its own
+ * 8890, over IPv4 and IPv6); not the runner's hop to an app on the
+ * loopback (127.0.0.1, ::1, ::ffff:127.0.0.1), not outgoing connections
+ * from an ephemeral port, not other states. */
+TEST(inbound_connections_to_served_ports)
+{
+	const char *tcp =
+		"  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
+		"   0: 00000000:1DBB 00000000:0000 0A 0 0 0 0 0 1\n"          /* 0.0.0.0:7611 listens */
+		"   1: 00000000:22BA 00000000:0000 0A 0 0 0 0 0 2\n"          /* 0.0.0.0:8890 */
+		"   2: 0100007F:22BB 00000000:0000 0A 0 0 0 0 0 3\n"          /* 127.0.0.1:8891 */
+		"   3: 0200110A:1DBB 0100110A:C350 01 0 0 0 0 0 4\n"          /* from the node to 7611 */
+		"   4: 0200110A:22BA 0100110A:C351 01 0 0 0 0 0 5\n"          /* from the node to 8890 */
+		"   5: 0100007F:22BB 0100007F:D000 01 0 0 0 0 0 6\n"          /* the runner to 8891: loopback */
+		"   6: 0200110A:9C40 0100110A:1DBB 01 0 0 0 0 0 7\n"          /* outgoing, from 40000 */
+		"   7: 0200110A:22BA 0100110A:C352 06 0 0 0 0 0 8\n";         /* TIME_WAIT */
+	const char *tcp6 =
+		"  sl  local_address                         remote_address                        st\n"
+		"   0: 00000000000000000000000000000000:1F90 00000000000000000000000000000000:0000 0A 0\n" /* [::]:8080 */
+		"   1: 0000000000000000FFFF00000200110A:1F90 0000000000000000FFFF00000100110A:C353 01 0\n" /* v4 client */
+		"   2: 00000000000000000000000001000000:1F90 00000000000000000000000001000000:C354 01 0\n" /* ::1 */
+		"   3: 0000000000000000FFFF00000100007F:1F90 0000000000000000FFFF00000100007F:C355 01 0\n"; /* mapped lo */
+	struct stats_ports ports = {0};
+	stats_listening(tcp, &ports);
+	stats_listening(tcp6, &ports);
+	stats_listening(tcp, &ports);   /* each port once */
+	CHECK_INT(ports.n, 4);
+	CHECK_INT(stats_count_inbound(tcp, &ports), 2);
+	CHECK_INT(stats_count_inbound(tcp6, &ports), 1);
+	struct stats_ports only_runner = {.n = 1, .port = {7611}};
+	CHECK_INT(stats_count_inbound(tcp, &only_runner), 1);
 }
 
 TEST(v1_fixture)
@@ -131,9 +168,11 @@ TEST(v1_fixture)
 	CHECK_INT((int)r.blk_write, 8192);
 	CHECK_INT((int)r.net_rx, 12345);
 	CHECK_INT((int)r.net_tx, 6789);
-	/* Established to the app port: one (not the listener, not the
-	 * TIME_WAIT one, not the outgoing one from another port). */
-	CHECK_INT(r.app_conns, 1);
+	/* Established to the ports it serves: the app port's client and the
+	 * one of an app on all its addresses (not the listeners, not the
+	 * TIME_WAIT one, not the outgoing one from another port, not the
+	 * runner's to an app on the loopback). */
+	CHECK_INT(r.app_conns, 2);
 	snprintf(path, sizeof(path), "%s/sys/fs/cgroup/cpuacct/docker/abc/cpuacct.usage", root);
 	write_text(path, "2250000000\n");
 	CHECK_INT(stats_cg_read(&cg, 2000000000, 7611, &r, &err), 0);
@@ -211,6 +250,7 @@ int main(void)
 		return 1;
 	RUN(cgroup_dirs);
 	RUN(parsers);
+	RUN(inbound_connections_to_served_ports);
 	RUN(v1_fixture);
 	RUN(v2_fixture);
 	RUN(own_process);
