@@ -149,10 +149,29 @@ void agent_firewall_init(struct agent *a)
 			 geteuid() != 0 ? "it does not run as root" : "iptables cannot be run");
 }
 
+bool agent_firewall_bridge_ok(const char *name)
+{
+	size_t n = strlen(name);
+	if (n == 0 || n >= AGENT_FW_BRIDGE_MAX || name[0] == '-')
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = name[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+		      c == '.' || c == '-'))
+			return false;
+	}
+	return true;
+}
+
 int agent_firewall_isolate(struct agent *a, const char *bridge)
 {
 	if (!a->fw_on || !bridge[0])
 		return 0;
+	if (!agent_firewall_bridge_ok(bridge)) {
+		log_warn("agent", "a user's network has a bridge named '%.40s', which no rule is written for: its "
+			 "isolation rests on Docker's chains alone", bridge);
+		return -1;
+	}
 	pthread_mutex_lock(&a->fw_mu);
 	int rc = chain_ensure();
 	const char *rules[FW_RULES_PER_BRIDGE][6];

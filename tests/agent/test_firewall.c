@@ -33,8 +33,27 @@ TEST(bridges_are_read_from_their_return_rules)
 	CHECK_INT(agent_firewall_bridges(NULL, out, 8), 0);
 }
 
+/* What may go into a rule's -i/-o: Docker's names and plain device
+ * names; never an option, a space, a slash or a name too long. */
+TEST(bridge_names_that_may_go_in_a_rule)
+{
+	CHECK(agent_firewall_bridge_ok("br-26bd2392bdd5"));
+	CHECK(agent_firewall_bridge_ok("docker_gwbridge"));
+	CHECK(agent_firewall_bridge_ok("own0"));
+	CHECK(agent_firewall_bridge_ok("a.b-c_d"));
+	CHECK(!agent_firewall_bridge_ok(""));
+	CHECK(!agent_firewall_bridge_ok("-j"));
+	CHECK(!agent_firewall_bridge_ok("--flush"));
+	CHECK(!agent_firewall_bridge_ok("br x"));
+	CHECK(!agent_firewall_bridge_ok("br/x"));
+	CHECK(!agent_firewall_bridge_ok("br-+"));
+	CHECK(!agent_firewall_bridge_ok("a-name-far-too-long"));
+	CHECK(!agent_firewall_bridge_ok("br\n-A"));
+}
+
 int main(void)
 {
 	RUN(bridges_are_read_from_their_return_rules);
+	RUN(bridge_names_that_may_go_in_a_rule);
 	return testlib_done();
 }
