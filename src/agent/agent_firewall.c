@@ -20,9 +20,10 @@
  * NAT, published ports) is not matched. Rules are added when the agent
  * makes or first finds a user's network and, at the agent's start, for
  * every user's network on the node; those of bridges that no longer
- * exist are swept then and when Docker says a network was removed. Needs root and Debian's iptables (which docker.io
- * depends on); without either the agent says so once and leaves the
- * isolation to Docker's chains alone. */
+ * exist are swept then and when Docker says a network was removed.
+ * Needs root and Debian's iptables (which docker.io depends on); without
+ * either the agent says so once and leaves the isolation to Docker's
+ * chains alone. */
 #include "agent/internal.h"
 
 #include <errno.h>
@@ -186,6 +187,19 @@ int agent_firewall_isolate(struct agent *a, const char *bridge)
 	return rc;
 }
 
+int agent_firewall_isolate_network(struct agent *a, const char *network)
+{
+	if (!a->fw_on)
+		return 0;
+	char bridge[AGENT_FW_BRIDGE_MAX];
+	struct terr err = {0};
+	if (a->rt_ops->network_bridge(a->rt, network, bridge, sizeof(bridge), &err) < 0) {
+		log_warn("agent", "cannot add the drop rules of network %s: %s", network, err.msg);
+		return -1;
+	}
+	return agent_firewall_isolate(a, bridge);
+}
+
 size_t agent_firewall_bridges(const char *rules_text, char (*out)[AGENT_FW_BRIDGE_MAX], size_t max)
 {
 	size_t n = 0;
@@ -288,11 +302,11 @@ void agent_firewall_sweep_all(struct agent *a)
 			char bridge[AGENT_FW_BRIDGE_MAX];
 			bool listed = false;
 			if (!agent_stopping(a) &&
-			    a->rt_ops->network_bridge(a->rt, names[i], bridge, sizeof(bridge), &err) == 0 && bridge[0]) {
+			    a->rt_ops->network_bridge(a->rt, names[i], bridge, sizeof(bridge), &err) == 0) {
 				for (size_t k = 0; k < n_kept && !listed; k++)
 					listed = !strcmp(kept[k], bridge);
 				if (!listed)
-					agent_firewall_isolate(a, bridge);
+					agent_firewall_isolate(a, bridge);   /* "" (not a bridge): nothing */
 			}
 			free(names[i]);
 		}

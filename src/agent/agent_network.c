@@ -142,14 +142,8 @@ int agent_network_ensure(struct agent *a, const char *name, const char *driver, 
 	pthread_mutex_unlock(&a->net_mu);
 	/* Made or first found by this agent: its drop rules go in before any
 	 * container is on it (agent_firewall.c). */
-	if (rc == 0 && *asked && a->fw_on) {
-		char bridge[AGENT_FW_BRIDGE_MAX];
-		struct terr berr = {0};
-		if (a->rt_ops->network_bridge(a->rt, name, bridge, sizeof(bridge), &berr) == 0)
-			agent_firewall_isolate(a, bridge);
-		else
-			log_warn("agent", "cannot add the drop rules of network %s: %s", name, berr.msg);
-	}
+	if (rc == 0 && *asked)
+		agent_firewall_isolate_network(a, name);
 	if (rc < 0 && driver && !strcmp(driver, "overlay"))
 		return terr_prefix(err, "cannot make the session's network across nodes (a multi-node cluster "
 				   "session needs the nodes' Docker engines in one swarm: docs/admin.md, \"Cluster "

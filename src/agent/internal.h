@@ -295,6 +295,9 @@ void agent_firewall_init(struct agent *a);
 /* Adds the drop rules of bridge (a network device), unless there; 0, or
  * -1 after logging why not. */
 int agent_firewall_isolate(struct agent *a, const char *bridge);
+/* The same for a network by name (its bridge asked of the runtime; none
+ * for a network of another driver). */
+int agent_firewall_isolate_network(struct agent *a, const char *network);
 /* Removes the rules of bridges that no longer exist. */
 void agent_firewall_sweep(struct agent *a);
 /* The same, then adds the rules of every user's network on the node. */

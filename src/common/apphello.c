@@ -45,8 +45,14 @@ int apphello_parse(const char *line, size_t len, struct apphello *h, struct terr
 	if (!sp || sp - s != APPHELLO_SECRET_LEN || !is_hex(s, APPHELLO_SECRET_LEN))
 		return terr_set(err, EINVAL, "the secret must be %d hex characters", APPHELLO_SECRET_LEN);
 	memcpy(h->secret, s, APPHELLO_SECRET_LEN);
-	const char *t = sp + 1;
-	size_t tl = (size_t)(end - t);
+	return apphello_parse_target(sp + 1, (size_t)(end - sp - 1), h, err);
+}
+
+int apphello_parse_target(const char *t, size_t tl, struct apphello *h, struct terr *err)
+{
+	h->is_port = false;
+	h->app[0] = '\0';
+	h->port = 0;
 	if (tl > 4 && !memcmp(t, "app:", 4)) {
 		if (!apphello_valid_name(t + 4, tl - 4))
 			return terr_set(err, EINVAL, "\"%.*s\" is not an app name", (int)(tl - 4 > 64 ? 64 : tl - 4),

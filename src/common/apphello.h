@@ -42,5 +42,8 @@ int apphello_format(char *out, size_t n, const char *secret, const char *target)
  * SECRET 64 hex characters, TARGET `app:NAME` or `port:N` (1-65535, not
  * 7611). -EINVAL with a message for anything else. */
 int apphello_parse(const char *line, size_t len, struct apphello *h, struct terr *err);
+/* Its TARGET part alone, t[0..tl): fills is_port and app or port of h
+ * (not its secret); -EINVAL with a message as above. */
+int apphello_parse_target(const char *t, size_t tl, struct apphello *h, struct terr *err);
 
 #endif

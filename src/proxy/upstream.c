@@ -264,17 +264,11 @@ static void direct_mark_bad(struct proxy *p, const char *ep)
  * only refuses: the runner's way, as before (docs/apps.md, "The direct
  * path"). The route itself is the manager's, dropped at the session's
  * end, so the address is the session's. */
+/* N of a port:N target (the runner's line's own parser), else 0. */
 static int target_port(const char *target)
 {
-	if (strncmp(target, "port:", 5) != 0)
-		return 0;
-	int port = 0;
-	for (const char *d = target + 5; *d; d++) {
-		if (*d < '0' || *d > '9' || port > 65535)
-			return 0;
-		port = port * 10 + (*d - '0');
-	}
-	return port > 0 && port <= 65535 && port != APPHELLO_RUNNER_PORT ? port : 0;
+	struct apphello h;
+	return apphello_parse_target(target, strlen(target), &h, NULL) == 0 && h.is_port ? h.port : 0;
 }
 
 static bool app_direct_is_off(struct proxy *p, const char *ep, int port)
